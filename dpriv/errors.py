@@ -1,0 +1,21 @@
+"""All dpriv exceptions. The CLI maps :class:`DprivError` subclasses to exit status 2."""
+
+
+class DprivError(Exception):
+    """Base class of the errors a user can fix (bad input, bad policy)."""
+
+
+class InputError(DprivError, ValueError):
+    """The data do not match the policy: missing column, NaN, value outside a domain, ..."""
+
+
+class PolicyError(DprivError, ValueError):
+    """The policy is invalid, or cannot be met by the data (e.g. k larger than the view)."""
+
+
+class LedgerError(DprivError, RuntimeError):
+    """The release ledger is missing, corrupt, or refuses the operation asked for."""
+
+
+class VerificationError(DprivError, RuntimeError):
+    """A released view failed the independent verification; nothing was written."""
