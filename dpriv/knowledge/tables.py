@@ -53,7 +53,9 @@ class ClassMap:
                 raise InputError(f"class map needs QI column {name!r}; found {list(frame.columns)}")
             col = frame[name].to_numpy()
             if num:
-                idx = np.searchsorted(np.asarray(bins, dtype=float), col.astype(float), side="right")
+                idx = np.searchsorted(
+                    np.asarray(bins, dtype=float), col.astype(float), side="right"
+                )
             else:
                 idx = pd.Index(list(bins)).get_indexer(col)
                 if (idx < 0).any():
@@ -63,7 +65,11 @@ class ClassMap:
         return out
 
     def to_dict(self) -> dict:
-        return {"qi": list(self.qi), "bins": [list(b) for b in self.bins], "numeric": list(self.numeric)}
+        return {
+            "qi": list(self.qi),
+            "bins": [list(b) for b in self.bins],
+            "numeric": list(self.numeric),
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> ClassMap:
@@ -106,8 +112,10 @@ class MarkovTables:
         the dedicated lower-order tables, FINDINGS.md pitfall 2). Forbidden contexts give 0 rows.
         """
         cls = np.asarray(cls, dtype=np.int64)
-        context = np.asarray(context, dtype=np.int64)[:, -self.order :] if self.order else np.zeros(
-            (len(cls), 0), dtype=np.int64
+        context = (
+            np.asarray(context, dtype=np.int64)[:, -self.order :]
+            if self.order
+            else np.zeros((len(cls), 0), dtype=np.int64)
         )
         lengths = (context >= 0).sum(axis=1)
         out = np.empty((len(cls), self.n_values))

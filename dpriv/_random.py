@@ -1,0 +1,32 @@
+"""Seeded, partition-free pseudo-random keys (tie-breaks, labels, row shuffles).
+
+Every key is a function of (seed, purpose, a stable per-row key such as the hashed
+respondent id), never of a partition number or row position, so that a release is the
+same whatever the partitioning (STYLE.md, counter-example of dask_ml/datasets.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+_PURPOSES = {"tie": 1, "label": 2, "order": 3, "draw": 4}
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def stable_hash(values: pd.Series | np.ndarray) -> np.ndarray:
+    """uint64 hash of each value (ids of any dtype), independent of seed and position."""
+    return pd.util.hash_array(np.asarray(values), categorize=False).astype(np.uint64)
+
+
+def keyed(base: np.ndarray, seed: int, purpose: str) -> np.ndarray:
+    """uint64 pseudo-random key per element of ``base`` (uint64) for ``seed`` and ``purpose``."""
+    salt = _splitmix64(np.array([seed * 16 + _PURPOSES[purpose]], dtype=np.uint64))[0]
+    return _splitmix64(np.asarray(base, dtype=np.uint64) ^ salt)

@@ -1,0 +1,230 @@
+"""ReleasePolicy: columns, domains, privacy parameters and knowledge sources of a release.
+
+The policy file is the TOML of DESIGN.md ("Interfaces"): tables ``[columns]``,
+``[privacy]``, ``[domains]``, ``[kinds]``, ``[release]`` and ``[knowledge]``. Every field
+can also be set by a CLI flag (flags win). Types and domains missing from the file are
+inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dpriv.errors import PolicyError
+
+Kind = Literal["numeric", "categorical"]
+
+
+class ReleasePolicy(BaseModel):
+    """What is released and under which guarantees (validated on construction).
+
+    Attributes
+    ----------
+    id, time : names of the respondent-id column (never released) and of the release-index
+        column (histories only; ``None`` for a single view)
+    qi : quasi-identifier columns, in the order used by the Hilbert key
+    sensitive : the sensitive column; ``domains[sensitive]`` is its ordered domain D[S]
+    kinds : "numeric" or "categorical" per QI
+    domains : numeric QI -> [min, max]; categorical QI -> ordered levels; sensitive -> values
+    k : int >= 1, QI-group size (E9)
+    t : float in [0, 1], EMD threshold (E9, E18/E19 with ``emd_ground``)
+    j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
+    max_suppression : float in [0, 1]; a release suppressing more is refused
+    hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
+    group_cap : an open QI-group larger than this sets aside the member that hurts JS most
+    seed : every random choice (tie-breaks, labels, row shuffles) derives from it
+    knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = "respondent_id"
+    time: str | None = None
+    qi: list[str] = Field(min_length=1)
+    sensitive: str
+    kinds: dict[str, Kind] = Field(default_factory=dict)
+    domains: dict[str, list[Any]] = Field(default_factory=dict)
+    k: int = Field(default=5, ge=1)
+    t: float = Field(default=0.3, ge=0.0, le=1.0)
+    j: float = Field(default=0.1, ge=0.0)
+    emd_ground: Literal["equal", "ordered"] = "equal"
+    log_base: float = Field(default=2.0, gt=1.0)
+    max_suppression: float = Field(default=1.0, ge=0.0, le=1.0)
+    hilbert_bits: int | None = Field(default=None, ge=1, le=32)
+    group_cap: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0)
+    npartitions: int | None = Field(default=None, ge=1)
+    knowledge: dict[str, str] = Field(default_factory=dict)
+    base_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _check_columns(self) -> ReleasePolicy:
+        cols = [self.id, *self.qi, self.sensitive] + ([self.time] if self.time else [])
+        dup = sorted({c for c in cols if cols.count(c) > 1})
+        if dup:
+            raise ValueError(
+                f"columns {dup} are used twice (id, time, QI and sensitive must differ)"
+            )
+        for name in self.kinds:
+            if name not in self.qi:
+                raise ValueError(f"[kinds] names {name!r}, which is not a QI ({self.qi})")
+        for name, dom in self.domains.items():
+            if name not in (*self.qi, self.sensitive):
+                raise ValueError(
+                    f"[domains] names {name!r}, which is neither a QI nor the sensitive column"
+                )
+            if self.kind(name) == "numeric" and name != self.sensitive:
+                if len(dom) != 2 or not all(_is_number(v) for v in dom) or dom[0] > dom[1]:
+                    raise ValueError(
+                        f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+                    )
+            elif len(set(map(str, dom))) != len(dom) or not dom:
+                raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")
+        return self
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReleasePolicy:
+        """Build from a flat dict; pydantic errors become one :class:`PolicyError`."""
+        try:
+            return cls(**data)
+        except ValidationError as exc:
+            lines = [
+                f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}" for e in exc.errors()
+            ]
+            raise PolicyError("invalid policy:\n" + "\n".join(lines)) from None
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **overrides: Any) -> ReleasePolicy:
+        """Read the DESIGN.md policy TOML; ``overrides`` (CLI flags, not None) win."""
+        path = Path(path)
+        try:
+            doc = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise PolicyError(f"policy file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+        flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
+        known = {"columns", "privacy", "domains", "kinds", "release", "knowledge"}
+        for table, body in doc.items():
+            if table not in known or not isinstance(body, dict):
+                raise PolicyError(
+                    f"policy file {path}: unknown table [{table}]; expected {sorted(known)}"
+                )
+            if table in ("domains", "kinds", "knowledge"):
+                flat[table] = body
+            else:
+                flat.update(body)
+        flat.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(flat)
+
+    def with_overrides(self, **overrides: Any) -> ReleasePolicy:
+        data = self.model_dump()
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return self.from_dict(data)
+
+    # -- accessors ------------------------------------------------------------------------
+    def kind(self, name: str) -> Kind:
+        if name in self.kinds:
+            return self.kinds[name]
+        dom = self.domains.get(name)
+        if dom is not None and len(dom) == 2 and all(_is_number(v) for v in dom):
+            return "numeric"
+        return "categorical" if dom is not None else "numeric"
+
+    @property
+    def numeric_qi(self) -> list[str]:
+        return [q for q in self.qi if self.kind(q) == "numeric"]
+
+    @property
+    def categorical_qi(self) -> list[str]:
+        return [q for q in self.qi if self.kind(q) == "categorical"]
+
+    @property
+    def sensitive_domain(self) -> list[Any]:
+        return self.domains[self.sensitive]
+
+    @property
+    def prior_columns(self) -> list[str]:
+        """``p__<value>`` column names of a distribution over D[S] (DESIGN.md "Decisions")."""
+        return [f"p__{v}" for v in self.sensitive_domain]
+
+    def bits(self) -> int:
+        """Bits per QI on the Hilbert grid (ALGORITHMS.md §2.2)."""
+        if self.hilbert_bits is not None:
+            return self.hilbert_bits
+        sizes = []
+        for q in self.qi:
+            dom = self.domains[q]
+            sizes.append(int(dom[1] - dom[0]) + 1 if self.kind(q) == "numeric" else len(dom))
+        p = max(1, int(np.ceil(np.log2(max(max(sizes), 2)))))
+        return min(p, 16, 64 // len(self.qi))
+
+    def knowledge_path(self, key: str) -> Path | None:
+        if key not in self.knowledge:
+            return None
+        p = Path(self.knowledge[key])
+        return p if p.is_absolute() or self.base_dir is None else Path(self.base_dir) / p
+
+    def is_resolved(self) -> bool:
+        return all(c in self.domains for c in (*self.qi, self.sensitive))
+
+    def resolve(self, view: pd.DataFrame) -> tuple[ReleasePolicy, list[str]]:
+        """Fill kinds and domains missing from the policy from ``view`` (pandas).
+
+        Returns the resolved policy and one human-readable line per inferred item.
+        Numeric dtypes give a numeric QI with domain [min, max]; anything else a
+        categorical QI with its sorted levels; the sensitive domain is the sorted values.
+        """
+        kinds, domains, notes = dict(self.kinds), dict(self.domains), []
+        for name in (*self.qi, self.sensitive):
+            if name in domains or name not in view.columns:
+                continue
+            col = view[name].dropna()
+            numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+            if (
+                name != self.sensitive
+                and kinds.get(name, "numeric" if numeric else "categorical") == "numeric"
+            ):
+                if not numeric or col.empty:
+                    continue  # validation reports it with the column name
+                domains[name] = [_py(col.min()), _py(col.max())]
+                kinds[name] = "numeric"
+            else:
+                domains[name] = [_py(v) for v in sorted(col.unique(), key=_sort_key)]
+                if name != self.sensitive:
+                    kinds[name] = "categorical"
+            notes.append(
+                f"inferred {kinds.get(name, 'sensitive')} domain of {name!r}: {_short(domains[name])}"
+            )
+        return self.with_overrides(kinds=kinds, domains=domains), notes
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The fields that must not change between releases of one ledger."""
+        return self.model_dump(exclude={"base_dir", "npartitions"})
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _py(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _sort_key(v: Any) -> tuple:
+    return (0, v, "") if _is_number(_py(v)) else (1, 0, str(v))
+
+
+def _short(values: list[Any]) -> str:
+    return (
+        str(values)
+        if len(values) <= 8
+        else f"{values[:4]} ... {values[-2:]} ({len(values)} values)"
+    )

@@ -1,0 +1,187 @@
+"""Input validation of a view against its ReleasePolicy, before anything runs.
+
+One pandas kernel (:func:`partition_problems`) finds the problems of a frame; on Dask it
+runs per partition and the results are gathered with the view's size, its sensitive
+counts and its duplicate ids in ONE compute. The first problem found raises one
+:class:`~dpriv.errors.InputError` naming the column, the first offending rows and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy
+
+MAX_ROWS_SHOWN = 5
+_PROBLEM_COLUMNS = ["order", "column", "message", "rows"]
+
+
+@dataclass(frozen=True)
+class ViewSummary:
+    """What validation learned about a view: its size and its sensitive counts (M,) int64."""
+
+    n_rows: int
+    s_counts: np.ndarray
+
+
+def codes(values: pd.Series | np.ndarray, domain: list) -> np.ndarray:
+    """Position of every value in ``domain`` (int64, -1 when absent); numbers match by value."""
+    return pd.Index(domain).get_indexer(pd.Index(values)).astype(np.int64)
+
+
+def missing_columns(columns, policy: ReleasePolicy) -> None:
+    """Raise InputError listing every policy column absent from ``columns``."""
+    wanted = [policy.id, *policy.qi, policy.sensitive]
+    absent = [c for c in wanted if c not in columns]
+    if absent:
+        raise InputError(
+            f"missing column(s) {absent}; the input has {list(columns)}. "
+            "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
+        )
+
+
+def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> str:
+    sub = part.loc[mask].head(MAX_ROWS_SHOWN)
+    ids = sub[policy.id].tolist() if policy.id in sub else []
+    return ", ".join(f"row {i} ({policy.id}={r!r})" for i, r in zip(sub.index.tolist(), ids))
+
+
+def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Problems of one frame as rows (order, column, message, rows); empty when valid."""
+    found: list[tuple] = []
+
+    def add(order: int, column: str, mask: np.ndarray, message: str) -> None:
+        if mask.any():
+            found.append(
+                (
+                    order,
+                    column,
+                    f"{message} ({int(mask.sum())} rows in this part)",
+                    _rows(part, mask, policy),
+                )
+            )
+
+    for name in [policy.id, *policy.qi, policy.sensitive]:
+        add(
+            1,
+            name,
+            part[name].isna().to_numpy(),
+            f"column {name!r} has missing values (NaN/None); dpriv refuses them by default: "
+            "drop or impute these rows before releasing",
+        )
+    for name in policy.qi:
+        col = part[name].dropna()
+        if policy.kind(name) == "numeric":
+            num = part[name]
+            if not (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)):
+                num = pd.to_numeric(part[name].astype(object), errors="coerce")
+                text = (num.isna() & part[name].notna()).to_numpy()
+                add(
+                    2,
+                    name,
+                    text,
+                    f"numeric QI {name!r} holds text such as {part[name][text].iloc[0]!r}; an already "
+                    "generalized file (intervals like '[45-52]' or '*') cannot be released again: feed "
+                    "the original data, or declare the QI categorical in [kinds]",
+                )
+                if text.any():
+                    continue
+            lo, hi = policy.domains[name]
+            add(
+                3,
+                name,
+                ((num < lo) | (num > hi)).to_numpy(),
+                f"QI {name!r} has values outside its declared domain [{lo}, {hi}]: widen [domains] "
+                "or correct the data",
+            )
+        else:
+            text = part[name].astype(str)
+            add(
+                2,
+                name,
+                (part[name].notna() & (text.str.strip() == "")).to_numpy(),
+                f"categorical QI {name!r} has empty strings; give them a level or drop the rows",
+            )
+            add(
+                3,
+                name,
+                (part[name].notna() & (codes(part[name], policy.domains[name]) < 0)).to_numpy(),
+                f"categorical QI {name!r} has values not among its declared levels "
+                f"{policy.domains[name][:8]}: add them to [domains] or correct the data",
+            )
+    s = part[policy.sensitive]
+    add(
+        3,
+        policy.sensitive,
+        (s.notna() & (codes(s, policy.sensitive_domain) < 0)).to_numpy(),
+        f"sensitive column {policy.sensitive!r} has values outside its domain "
+        f"{policy.sensitive_domain[:8]}: add them to [domains] or correct the data",
+    )
+    return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64"})
+
+
+def _s_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    c = codes(part[policy.sensitive], policy.sensitive_domain)
+    return np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain)).astype(np.int64)
+
+
+def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> ViewSummary:
+    """Check ``view`` against a resolved ``policy``; return its size and sensitive counts.
+
+    Raises
+    ------
+    InputError
+        missing column, NaN in id/QI/sensitive, text in a numeric QI, a value outside a
+        declared domain, an unknown sensitive value, a duplicate id, an empty view.
+    PolicyError
+        k larger than the view.
+    """
+    missing_columns(view.columns, policy)
+    if not policy.is_resolved():
+        absent = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains]
+        raise PolicyError(
+            f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)"
+        )
+    if isinstance(view, dd.DataFrame):
+        meta = pd.DataFrame(
+            {
+                c: pd.Series(dtype=t)
+                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object"])
+            }
+        )
+        problems = view.map_partitions(partition_problems, policy, meta=meta)
+        counts = view.map_partitions(
+            lambda p: pd.DataFrame([_s_counts(p, policy)]),
+            meta=pd.DataFrame(
+                {i: pd.Series(dtype="int64") for i in range(len(policy.sensitive_domain))}
+            ),
+        )
+        ids = view[policy.id].value_counts()
+        dups = ids[ids > 1]
+        problems, counts, dups, n = dask.compute(
+            problems, counts, dups.head(MAX_ROWS_SHOWN, npartitions=-1), view.shape[0]
+        )
+        s_counts = counts.sum(axis=0).to_numpy(dtype=np.int64)
+    else:
+        problems = partition_problems(view, policy)
+        vc = view[policy.id].value_counts()
+        dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
+    if len(problems):
+        first = problems.sort_values("order", kind="stable").iloc[0]
+        raise InputError(f"{first['message']}; first offending: {first['rows']}")
+    if len(dups):
+        raise InputError(
+            f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
+            "most one tuple per respondent: keep one row per respondent (e.g. the latest exam)"
+        )
+    if n == 0:
+        raise InputError("the view is empty: there is nothing to release")
+    if policy.k > n:
+        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data")
+    return ViewSummary(int(n), s_counts)

@@ -1,0 +1,143 @@
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.anonymity.divergence import emd, group_js
+from dpriv.anonymize import LABEL, generalize_view
+from dpriv.policy import ReleasePolicy
+from dpriv.validate import validate_view
+
+VALUES = ["a", "b", "c", "d"]
+
+
+def make_view(n=600, seed=0, spread=0.6):
+    """Respondents whose prior depends on the QIs, so that j binds."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(45, 75, n)
+    weight = rng.integers(60, 90, n)
+    base = np.stack(
+        [np.ones(n), 1 + spread * (age - 45) / 10, 1 + spread * (weight - 60) / 10, np.ones(n) * 2],
+        1,
+    )
+    priors = base / base.sum(1, keepdims=True)
+    s = np.array([rng.choice(4, p=p) for p in priors])
+    df = pd.DataFrame(
+        {
+            "respondent_id": rng.permutation(n) + 1000,
+            "age": age,
+            "gender": rng.integers(1, 3, n),
+            "weight": weight,
+            "exam": np.array(VALUES)[s],
+        }
+    )
+    for i, v in enumerate(VALUES):
+        df[f"p__{v}"] = priors[:, i]
+    return df
+
+
+POLICY = ReleasePolicy(
+    qi=["age", "gender", "weight"],
+    sensitive="exam",
+    k=4,
+    t=0.3,
+    j=0.02,
+    seed=3,
+    domains={"age": [45, 74], "gender": [1, 2], "weight": [60, 89], "exam": VALUES},
+)
+
+
+def run(view, policy=POLICY, **kw):
+    return generalize_view(view, policy, validate_view(view, policy), **kw)
+
+
+def test_release_format_and_no_identifying_columns():
+    view = make_view()
+    out = run(view)
+    assert list(out.released.columns) == [
+        "qi_group",
+        "age_min",
+        "age_max",
+        "gender_min",
+        "gender_max",
+        "weight_min",
+        "weight_max",
+        "exam",
+    ]
+    assert len(out.released) + out.n_suppressed == len(view)
+    # rows follow neither the input order nor the groups' Hilbert order
+    assert not out.released["qi_group"].is_monotonic_increasing
+    first_rows = out.released.groupby("qi_group", sort=False).ngroup()
+    assert (np.diff(first_rows.to_numpy()) != 0).mean() > 0.5  # groups are interleaved
+
+
+def test_every_group_meets_k_t_j_and_holds_its_tuples():
+    view = make_view()
+    out = run(view)
+    p_view = view["exam"].value_counts(normalize=True).reindex(VALUES, fill_value=0).to_numpy()
+    assigned = out.assigned
+    assert len(assigned) == len(out.released)
+    for label, g in assigned.groupby(LABEL):
+        assert len(g) >= POLICY.k
+        p_group = g["exam"].value_counts(normalize=True).reindex(VALUES, fill_value=0).to_numpy()
+        assert emd(p_group, p_view) <= POLICY.t + 1e-12
+        assert group_js(g[[f"p__{v}" for v in VALUES]].to_numpy()) <= POLICY.j + 1e-12
+        rel = out.released[out.released.qi_group == label]
+        for q in POLICY.qi:  # intervals are the true min and max of the group
+            assert (rel[f"{q}_min"] == g[q].min()).all() and (rel[f"{q}_max"] == g[q].max()).all()
+        assert sorted(rel["exam"]) == sorted(g["exam"])
+
+
+@pytest.mark.parametrize("npartitions", [1, 2, 7])
+def test_dask_release_matches_pandas_on_same_ranges(npartitions):
+    view = make_view(seed=1)
+    lazy = run(dd.from_pandas(view, npartitions=3), npartitions=npartitions)
+    assert dask.is_dask_collection(lazy.released)
+    with dask.config.set(scheduler="sync"):
+        got = lazy.released.compute()
+    expected = run(view, divisions=lazy.divisions)
+    assert expected.n_suppressed == lazy.n_suppressed
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.released, check_dtype=False)
+
+
+def test_same_seed_same_bytes_other_seed_other_labels():
+    view = make_view(seed=2)
+    a, b = run(view).released, run(view.sample(frac=1, random_state=5)).released
+    pd.testing.assert_frame_equal(a, b)  # input row order does not matter
+    c = run(view, POLICY.with_overrides(seed=4)).released
+    assert set(a.qi_group).isdisjoint(set(c.qi_group))
+
+
+def test_cap_keeps_an_outlier_from_swallowing_the_view():
+    view = make_view(n=400, seed=3, spread=0.0)  # identical priors: JS = 0 everywhere ...
+    view.loc[view.index[:10], [f"p__{v}" for v in VALUES]] = [
+        1.0,
+        0.0,
+        0.0,
+        0.0,
+    ]  # ... but 10 outliers
+    literal = run(view, POLICY.with_overrides(group_cap=10_000))
+    capped = run(view)  # cap = max(8k, 64) = 64
+    largest = capped.released["qi_group"].value_counts().max()
+    assert (
+        literal.released["qi_group"].value_counts().max() > 200
+    )  # one group took most of the view
+    assert largest <= 2 * 64
+    assert capped.n_suppressed <= 12  # the outliers, at most, are left out
+
+
+def test_eight_ranges_close_to_one_range():
+    view = make_view(n=5000, seed=4)
+    one, eight = run(view, npartitions=1), run(view, npartitions=8)
+    assert len(eight.divisions) == 9
+    assert abs(one.n_suppressed - eight.n_suppressed) / len(view) <= 0.01
+
+    def semi(r):
+        w = sum(
+            (r[f"{q}_max"] - r[f"{q}_min"]) / (POLICY.domains[q][1] - POLICY.domains[q][0])
+            for q in POLICY.qi
+        )
+        return w.groupby(r["qi_group"]).first().mean()
+
+    assert abs(semi(one.released) / semi(eight.released) - 1) <= 0.01

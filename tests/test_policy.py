@@ -1,0 +1,82 @@
+import pandas as pd
+import pytest
+
+from dpriv.errors import PolicyError
+from dpriv.policy import ReleasePolicy
+
+TOML = """
+[columns]
+id = "respondent_id"
+time = "view"
+qi = ["age", "gender", "weight"]
+sensitive = "exam_result"
+[privacy]
+k = 4
+t = 0.25
+j = 0.2
+emd_ground = "ordered"
+[domains]
+age = [45, 74]
+gender = [1, 2]
+weight = [60, 89]
+exam_result = ["a", "b", "c"]
+[kinds]
+gender = "categorical"
+[release]
+seed = 7
+[knowledge]
+dk = "knowledge/dk.npz"
+"""
+
+
+def test_toml_round_trip_and_flags_win(tmp_path):
+    f = tmp_path / "policy.toml"
+    f.write_text(TOML)
+    p = ReleasePolicy.from_toml(f, k=6, t=None)
+    assert (p.k, p.t, p.j, p.seed, p.emd_ground) == (6, 0.25, 0.2, 7, "ordered")
+    assert p.numeric_qi == ["age", "weight"] and p.categorical_qi == ["gender"]
+    assert p.prior_columns == ["p__a", "p__b", "p__c"]
+    assert p.knowledge_path("dk") == tmp_path / "knowledge" / "dk.npz"
+    assert p.bits() == 5  # 30 ages -> ceil(log2 30) = 5
+
+
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"k": 0}, "k"),
+        ({"t": 1.5}, "t"),
+        ({"j": -0.1}, "j"),
+        ({"emd_ground": "manhattan"}, "emd_ground"),
+        ({"qi": []}, "qi"),
+        ({"colour": 1}, "colour"),
+    ],
+)
+def test_invalid_values_name_the_field(bad, field):
+    with pytest.raises(PolicyError, match=field):
+        ReleasePolicy.from_dict({"qi": ["a"], "sensitive": "s", **bad})
+
+
+def test_column_used_twice_is_refused():
+    with pytest.raises(PolicyError, match="used twice"):
+        ReleasePolicy.from_dict({"qi": ["a", "s"], "sensitive": "s"})
+
+
+def test_bad_numeric_domain_and_unknown_table(tmp_path):
+    with pytest.raises(PolicyError, match="min <= max"):
+        ReleasePolicy.from_dict({"qi": ["a"], "sensitive": "s", "domains": {"a": [5, 1]}})
+    f = tmp_path / "p.toml"
+    f.write_text("[colums]\nqi=['a']\n")
+    with pytest.raises(PolicyError, match="unknown table"):
+        ReleasePolicy.from_toml(f)
+    with pytest.raises(PolicyError, match="does not exist"):
+        ReleasePolicy.from_toml(tmp_path / "none.toml")
+
+
+def test_resolve_infers_kinds_and_domains():
+    df = pd.DataFrame(
+        {"id": [1, 2, 3], "age": [30, 50, 41], "sex": ["M", "F", "M"], "s": ["y", "x", "y"]}
+    )
+    p, notes = ReleasePolicy(id="id", qi=["age", "sex"], sensitive="s").resolve(df)
+    assert p.domains == {"age": [30, 50], "sex": ["F", "M"], "s": ["x", "y"]}
+    assert p.kind("age") == "numeric" and p.kind("sex") == "categorical"
+    assert len(notes) == 3 and "age" in notes[0]

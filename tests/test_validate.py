@@ -1,0 +1,78 @@
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy
+from dpriv.validate import validate_view
+
+POLICY = ReleasePolicy(
+    id="id",
+    qi=["age", "sex"],
+    sensitive="s",
+    k=2,
+    domains={"age": [0, 100], "sex": ["F", "M"], "s": ["a", "b", "c"]},
+)
+
+
+def view(**changes):
+    df = pd.DataFrame(
+        {
+            "id": [1, 2, 3, 4],
+            "age": [30, 40, 50, 60],
+            "sex": ["F", "M", "F", "M"],
+            "s": ["a", "b", "a", "c"],
+        }
+    )
+    for col, (row, value) in changes.items():
+        df[col] = df[col].astype(object)
+        df.loc[row, col] = value
+    return df
+
+
+@pytest.mark.parametrize("as_dask", [False, True])
+def test_valid_view_gives_size_and_counts(as_dask):
+    df = view()
+    summary = validate_view(dd.from_pandas(df, npartitions=2) if as_dask else df, POLICY)
+    assert summary.n_rows == 4
+    np.testing.assert_array_equal(summary.s_counts, [2, 1, 1])
+
+
+@pytest.mark.parametrize("as_dask", [False, True])
+@pytest.mark.parametrize(
+    "changes, pattern",
+    [
+        ({"age": (2, np.nan)}, r"'age' has missing values.*row 2"),
+        ({"s": (1, None)}, r"'s' has missing values.*id=2"),
+        ({"id": (0, None)}, r"'id' has missing values"),
+        ({"age": (1, "[45-52]")}, r"numeric QI 'age' holds text.*already generalized.*row 1"),
+        ({"age": (3, 130)}, r"outside its declared domain \[0, 100\].*row 3"),
+        ({"sex": (0, "X")}, r"'sex' has values not among its declared levels.*row 0"),
+        ({"sex": (0, " ")}, r"'sex' has empty strings"),
+        ({"s": (2, "z")}, r"sensitive column 's' has values outside its domain.*row 2"),
+        ({"id": (1, 1)}, r"duplicate 'id' within one view: \{'?1'?: 2\}"),
+    ],
+)
+def test_bad_input_names_column_and_row(changes, pattern, as_dask):
+    df = view(**changes)
+    with pytest.raises(InputError, match=pattern):
+        validate_view(dd.from_pandas(df, npartitions=2) if as_dask else df, POLICY)
+
+
+def test_missing_columns_listed_together():
+    with pytest.raises(InputError, match=r"missing column\(s\) \['sex', 's'\]"):
+        validate_view(view().drop(columns=["sex", "s"]), POLICY)
+
+
+def test_empty_view_and_k_too_large():
+    with pytest.raises(InputError, match="empty"):
+        validate_view(view().iloc[:0], POLICY)
+    with pytest.raises(PolicyError, match="k = 5 is larger than the view"):
+        validate_view(view(), POLICY.with_overrides(k=5))
+
+
+def test_category_dtype_with_unused_levels_is_fine():
+    df = view()
+    df["sex"] = pd.Categorical(df["sex"], categories=["F", "M", "unused"])
+    assert validate_view(df, POLICY).n_rows == 4
