@@ -82,15 +82,15 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
             if not (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)):
                 num = pd.to_numeric(part[name].astype(object), errors="coerce")
                 text = (num.isna() & part[name].notna()).to_numpy()
-                add(
-                    2,
-                    name,
-                    text,
-                    f"numeric QI {name!r} holds text such as {part[name][text].iloc[0]!r}; an already "
-                    "generalized file (intervals like '[45-52]' or '*') cannot be released again: feed "
-                    "the original data, or declare the QI categorical in [kinds]",
-                )
                 if text.any():
+                    add(
+                        2,
+                        name,
+                        text,
+                        f"numeric QI {name!r} holds text such as {part[name][text].iloc[0]!r}; an already "
+                        "generalized file (intervals like '[45-52]' or '*') cannot be released again: "
+                        "feed the original data, or declare the QI categorical in [kinds]",
+                    )
                     continue
             lo, hi = policy.domains[name]
             add(
@@ -145,22 +145,15 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
     missing_columns(view.columns, policy)
     if not policy.is_resolved():
         absent = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains]
-        raise PolicyError(
-            f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)"
-        )
+        raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
     if isinstance(view, dd.DataFrame):
         meta = pd.DataFrame(
-            {
-                c: pd.Series(dtype=t)
-                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object"])
-            }
+            {c: pd.Series(dtype=t) for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object"])}
         )
         problems = view.map_partitions(partition_problems, policy, meta=meta)
         counts = view.map_partitions(
             lambda p: pd.DataFrame([_s_counts(p, policy)]),
-            meta=pd.DataFrame(
-                {i: pd.Series(dtype="int64") for i in range(len(policy.sensitive_domain))}
-            ),
+            meta=pd.DataFrame({i: pd.Series(dtype="int64") for i in range(len(policy.sensitive_domain))}),
         )
         ids = view[policy.id].value_counts()
         dups = ids[ids > 1]
