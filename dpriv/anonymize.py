@@ -132,7 +132,7 @@ def _value_sets(part: pd.DataFrame, q: str, domain: list) -> pd.Series:
     ).drop_duplicates()
     pairs = pairs.sort_values([LABEL, "c"], kind="stable")
     names = np.asarray([str(v) for v in domain], dtype=object)[pairs["c"].to_numpy()]
-    return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",").map("{{{}}}".format)
+    return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",".join).map("{{{}}}".format)
 
 
 def released_meta(policy: ReleasePolicy, sensitive_dtype) -> pd.DataFrame:

@@ -24,9 +24,7 @@ def sniff_delimiter(path: str) -> str:
         return ","
 
 
-def read_table(
-    path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB"
-) -> dd.DataFrame:
+def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB") -> dd.DataFrame:
     """A Dask DataFrame over ``path`` (``.parquet``/``.pq`` or a folder of Parquet, else CSV).
 
     ``add_row_id`` adds ``row_id`` (int64, the 0-based data-row number) for tables that
@@ -44,12 +42,9 @@ def read_table(
                 sep=sniff_delimiter(path),
                 blocksize=blocksize,
                 skipinitialspace=True,
-                dtype_backend=None,
             )
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise InputError(
-            f"cannot read {path}: {exc}. Is it a complete CSV or Parquet file?"
-        ) from None
+        raise InputError(f"cannot read {path}: {exc}. Is it a complete CSV or Parquet file?") from None
     if add_row_id:
         frame = frame.assign(**{ROW_ID: 1})
         frame[ROW_ID] = frame[ROW_ID].cumsum() - 1

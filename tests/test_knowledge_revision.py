@@ -1,0 +1,181 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from dpriv.errors import InputError
+from dpriv.knowledge.revision import revise
+from dpriv.knowledge.sequential import TableKnowledge, single_class_map
+from dpriv.knowledge.tables import ClassMap, MarkovTables
+
+TWO_CLASSES = ClassMap(("gender",), (("F", "M"),), (False,))
+
+
+def _tables(values, tabs, classes=None):
+    return MarkovTables(tuple(values), classes or single_class_map(), [np.asarray(t) for t in tabs])
+
+
+def _hist(*posts, w=None):
+    """One respondent's history (1, W, M), left-padded with NaN."""
+    posts = np.asarray(posts, dtype=float)
+    w = w or len(posts)
+    h = np.full((1, w, posts.shape[1]), np.nan)
+    if len(posts):
+        h[0, w - len(posts):] = posts
+    return h
+
+
+@pytest.mark.parametrize("method", ["dense", "sparse", "auto"])
+def test_order1_hand_computed(method):
+    kn = _tables("ab", [[[[0.5, 0.5]]], [[[0.9, 0.1], [0.2, 0.8]]]])
+    out = revise(_hist([0.3, 0.7]), np.array([1]), np.array([0]), kn,
+                 np.array([[0.5, 0.5]]), method=method)
+    np.testing.assert_allclose(out, [[0.41, 0.59]])
+
+
+@pytest.mark.parametrize("method", ["dense", "sparse"])
+def test_order2_hand_computed_with_forbidden_context(method):
+    t2 = [[[1.0, 0.0], [0.0, 0.0], [0.5, 0.5], [0.0, 1.0]]]  # context (a, b) forbidden
+    kn = _tables("ab", [[[[0.5, 0.5]]], [[[0.9, 0.1], [0.2, 0.8]]], t2])
+    # weights: aa .125, ab .375 (dropped), ba .125, bb .375 -> (.1875, .4375) / .625
+    out = revise(_hist([0.5, 0.5], [0.25, 0.75]), np.array([2]), np.array([0]), kn,
+                 np.array([[0.5, 0.5]]), method=method)
+    np.testing.assert_allclose(out, [[0.3, 0.7]])
+    # length 1 with an order-2 model uses the order-1 table
+    out1 = revise(_hist([0.5, 0.5], [0.25, 0.75]), np.array([1]), np.array([0]), kn,
+                  np.array([[0.5, 0.5]]), method=method)
+    np.testing.assert_allclose(out1, [[0.25 * 0.9 + 0.75 * 0.2, 0.25 * 0.1 + 0.75 * 0.8]])
+
+
+def _terminal_model():
+    """M=3 (a, b, deceased), order 2; nothing may follow 'deceased' (code 2)."""
+    m = 3
+    t1 = np.array([[[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0, 0, 0]]])
+    t2 = np.zeros((1, 9, 3))
+    for a, b in itertools.product(range(3), repeat=2):
+        if 2 not in (a, b):
+            t2[0, a * m + b] = [0.5, 0.3, 0.2] if a == b else [0.3, 0.5, 0.2]
+    return _tables(["a", "b", "deceased"], [[[[0.4, 0.4, 0.2]]], t1, t2])
+
+
+@pytest.mark.parametrize("method", ["dense", "sparse"])
+def test_forbidden_history_falls_back(method):
+    kn = _terminal_model()
+    fb = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.2, 0.2, 0.6]])
+    hist = np.concatenate([
+        _hist([0, 0, 1.0], [0.5, 0.5, 0]),      # deceased then something: all forbidden
+        _hist([0.5, 0.5, 0], [0, 0, 1.0]),      # last value surely deceased
+        _hist([0.5, 0.5, 0], [0.5, 0.5, 0]),    # length 0 -> fallback whatever history says
+        _hist([0.5, 0.5, 0], [0.2, 0.2, 0.6]),  # partly feasible: renormalised
+    ])
+    out = revise(hist, np.array([2, 2, 0, 2]), np.zeros(4, int), kn, fb, method=method)
+    np.testing.assert_allclose(out[:3], fb[:3])
+    # row 3: feasible contexts (a|b, a|b) with weights .25*.2/.. each -> equal mass on
+    # same (aa, bb) and different (ab, ba) pairs -> average of the two rows
+    np.testing.assert_allclose(out[3], [0.4, 0.4, 0.2])
+
+
+def test_classes_pick_their_tables():
+    t1 = np.array([[[1.0, 0.0], [1.0, 0.0]], [[0.0, 1.0], [0.0, 1.0]]])
+    kn = _tables("ab", [np.full((2, 1, 2), 0.5), t1], TWO_CLASSES)
+    hist = np.concatenate([_hist([0.5, 0.5])] * 2)
+    out = revise(hist, np.array([1, 1]), np.array([0, 1]), kn, np.full((2, 2), 0.5))
+    np.testing.assert_allclose(out, [[1, 0], [0, 1]])
+    # a SequentialKnowledge works as well as its tables
+    out2 = revise(hist, np.array([1, 1]), np.array([0, 1]), TableKnowledge(kn), np.full((2, 2), 0.5))
+    np.testing.assert_allclose(out2, out)
+
+
+def _random_model(rng, m, order, n_classes, p_zero=0.3):
+    classes = ClassMap(("c",), (tuple(range(n_classes)),), (False,))
+    tabs = []
+    for L in range(order + 1):
+        t = rng.dirichlet(np.ones(m), size=(n_classes, m**L))
+        if L:
+            t[rng.random((n_classes, m**L)) < p_zero] = 0.0
+        tabs.append(t)
+    return MarkovTables(tuple(str(v) for v in range(m)), classes, tabs)
+
+
+def _sparse_posteriors(rng, shape, m, kmax):
+    p = rng.dirichlet(np.ones(m), size=shape)
+    k = rng.integers(1, kmax + 1, size=shape)
+    ranks = np.argsort(rng.random((*shape, m)), axis=-1).argsort(axis=-1)
+    p[ranks >= k[..., None]] = 0.0
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def _oracle(hist_row, length, c, kn, fb_row):
+    """(E5)/(E6) by enumerating every full value sequence of the respondent."""
+    m, order, w = kn.n_values, kn.order, hist_row.shape[0]
+    if length == 0:
+        return fb_row
+    posts = hist_row[w - length:] if length <= w else None
+    assert posts is not None
+    num, tot = np.zeros(m), 0.0
+    for lam in itertools.product(range(m), repeat=length):
+        p = np.prod([posts[i][v] for i, v in enumerate(lam)])
+        ctx = lam[max(0, length - order):]
+        code = 0
+        for v in ctx:
+            code = code * m + v
+        row = kn.tables[len(ctx)][c, code]
+        if not row.any():
+            continue
+        num += p * row
+        tot += p
+    return num / tot if tot > 0 else fb_row
+
+
+@pytest.mark.parametrize("seed,m,order", [(0, 2, 1), (1, 3, 2), (2, 3, 3), (3, 4, 2)])
+def test_against_bruteforce_enumeration(seed, m, order):
+    rng = np.random.default_rng(seed)
+    n, w = 40, 4
+    kn = _random_model(rng, m, order, n_classes=2)
+    hist = _sparse_posteriors(rng, (n, w), m, kmax=m)
+    lengths = rng.integers(0, w + 1, size=n)
+    cls = rng.integers(0, 2, size=n)
+    fb = rng.dirichlet(np.ones(m), size=n)
+    expect = np.array([_oracle(hist[i], lengths[i], cls[i], kn, fb[i]) for i in range(n)])
+    for method in ("dense", "sparse", "auto"):
+        got = revise(hist, lengths, cls, kn, fb, method=method)
+        np.testing.assert_allclose(got, expect, atol=1e-12)
+
+
+def test_dense_equals_sparse_m19():
+    rng = np.random.default_rng(7)
+    m, order, n = 19, 3, 300
+    kn = _random_model(rng, m, order, n_classes=3, p_zero=0.2)
+    hist = _sparse_posteriors(rng, (n, 5), m, kmax=6)
+    lengths = rng.integers(0, 8, size=n)
+    cls = rng.integers(0, 3, size=n)
+    fb = rng.dirichlet(np.ones(m), size=n)
+    dense = revise(hist, lengths, cls, kn, fb, method="dense")
+    sparse = revise(hist, lengths, cls, kn, fb, method="sparse")
+    np.testing.assert_allclose(dense, sparse, atol=1e-12)
+    np.testing.assert_allclose(dense.sum(axis=1), 1.0)
+
+
+def test_input_errors():
+    kn = _terminal_model()
+    fb = np.full((1, 3), 1 / 3)
+    with pytest.raises(InputError, match="keep at least"):
+        revise(_hist([1.0, 0, 0]), np.array([3]), np.array([0]), kn, fb)
+    with pytest.raises(InputError, match="sensitive values"):
+        revise(np.full((1, 2, 2), 0.5), np.array([1]), np.array([0]), kn, fb)
+    with pytest.raises(InputError, match="classes"):
+        revise(_hist([1.0, 0, 0], [1.0, 0, 0]), np.array([1]), np.array([4]), kn, fb)
+    with pytest.raises(InputError, match="method"):
+        revise(_hist([1.0, 0, 0], [1.0, 0, 0]), np.array([1]), np.array([0]), kn, fb,
+               method="fast")
+
+
+def test_long_histories_read_only_the_last_order_posteriors():
+    rng = np.random.default_rng(4)
+    kn = _random_model(rng, 3, 2, n_classes=1, p_zero=0.0)
+    hist = _sparse_posteriors(rng, (5, 2), 3, kmax=3)
+    fb = np.full((5, 3), 1 / 3)
+    cls = np.zeros(5, int)
+    np.testing.assert_allclose(
+        revise(hist, np.full(5, 9), cls, kn, fb), revise(hist, np.full(5, 2), cls, kn, fb)
+    )

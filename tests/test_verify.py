@@ -1,0 +1,443 @@
+"""Independent verifier of released views (dpriv.anonymity.verify).
+
+pyCANON's EMD variants (read in pycanon/anonymity/utils/aux_anonymity.py, v1.0.1):
+
+* numeric sensitive column (``pd.api.types.is_numeric_dtype``) -> ``aux_t_closeness_num``:
+  the ORDERED distance of (E19), rank based over ``np.unique`` of the values present in
+  the table, ``EMD = 1/(m-1) * sum_i |sum_{l<=i} r_l|``;
+* string sensitive column -> ``aux_t_closeness_str``: the EQUAL distance of (E18),
+  ``0.5 * sum_i |r_i|``; no hierarchical distance.
+
+Both compare each class with P_T of the table handed in (the released table itself), in
+floating point. dpriv compares with P_V of the ORIGINAL view over the policy domain D[S].
+So the values are comparable when the domain is the sorted set of values present in the
+table and nothing was suppressed (view counts = counts of the table); the equal distance
+does not depend on absent values, the ordered one does through ``1/(M-1)`` (tested below).
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.anonymity.divergence import emd
+from dpriv.anonymity.verify import (
+    VerificationReport,
+    expected_columns,
+    group_statistics,
+    verify_release,
+)
+from dpriv.anonymize import generalize_view
+from dpriv.errors import VerificationError
+from dpriv.policy import ReleasePolicy
+from dpriv.validate import codes, validate_view
+
+# ------------------------------------------------------------------ a hand-computed release
+DOM = ["a", "b", "c", "d"]
+X, Y, Z = [0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0.5, 0, 0.5]  # ALGORITHMS.md §1.5 vectors
+POLICY = ReleasePolicy(qi=["age", "sex"], sensitive="s", k=4, t=0.5, j=0.75,
+                       kinds={"sex": "categorical"},
+                       domains={"age": [0, 100], "sex": ["F", "M"], "s": DOM})
+
+
+def hand_release() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(released, assigned, original): groups 10 = {a,a,a,b}, 20 = {b,c,d,d}; view counts 3,2,2,3.
+
+    P_V = (.3,.2,.2,.3). Group 10: P = (.75,.25,0,0), equal EMD 1/2, ordered 5/12, l = 2,
+    priors {X,X,Y,Y}: JS 0.5. Group 20: P = (0,.25,.25,.5), equal 3/10, ordered 1/4, l = 3,
+    priors {X,Y,Z,Z}: JS 0.75 (= JS of (Z,X,Y) with weights (1/2,1/4,1/4)).
+    """
+    assigned = pd.DataFrame({
+        "respondent_id": range(1, 9),
+        "age": [30, 32, 35, 38, 50, 55, 60, 61],
+        "sex": ["F", "M", "F", "F", "M", "M", "M", "M"],
+        "s": ["a", "a", "a", "b", "b", "c", "d", "d"],
+        "_label": np.array([10] * 4 + [20] * 4, dtype=np.int64),
+    })
+    priors = np.array([X, X, Y, Y, X, Y, Z, Z])
+    for i, v in enumerate(DOM):
+        assigned[f"p__{v}"] = priors[:, i]
+    released = pd.DataFrame({
+        "qi_group": assigned["_label"],
+        "age_min": [30] * 4 + [50] * 4, "age_max": [38] * 4 + [61] * 4,
+        "sex": ["{F,M}"] * 4 + ["{M}"] * 4,
+        "s": assigned["s"],
+    }).iloc[[5, 0, 7, 2, 1, 4, 6, 3]].reset_index(drop=True)  # shuffled like a real release
+    original = pd.concat([assigned[["respondent_id", "age", "sex", "s"]],
+                          pd.DataFrame({"respondent_id": [9, 10], "age": [70, 80], "sex": ["F", "M"],
+                                        "s": ["c", "d"]})], ignore_index=True)
+    return released, assigned, original
+
+
+def test_hand_release_statistics_equal_ground():
+    released, assigned, original = hand_release()
+    rep = verify_release(released, POLICY, original=original, assigned=assigned)
+    assert rep.ok, rep.problems
+    g = rep.groups.set_index("qi_group")
+    assert g["size"].to_dict() == {10: 4, 20: 4}
+    assert g["l"].to_dict() == {10: 2, 20: 3}
+    assert Fraction(int(g.at[10, "emd_num"]), int(g.at[10, "emd_den"])) == Fraction(1, 2)
+    assert Fraction(int(g.at[20, "emd_num"]), int(g.at[20, "emd_den"])) == Fraction(3, 10)
+    assert g.at[10, "js"] == pytest.approx(0.5, abs=1e-12)
+    assert g.at[20, "js"] == pytest.approx(0.75, abs=1e-12)
+    assert (rep.k_achieved, rep.l_achieved, rep.t_achieved) == (4, 2, 0.5)
+    assert rep.j_achieved == pytest.approx(0.75)
+    assert g["holds_k"].all() and g["holds_t"].all() and g["holds_j"].all()
+    assert rep.n_rows == 8 and rep.n_groups == 2
+
+
+def test_hand_release_statistics_ordered_ground_and_view_counts():
+    released, assigned, _ = hand_release()
+    policy = POLICY.with_overrides(emd_ground="ordered", t=0.4)
+    rep = verify_release(released, policy, view_counts=np.array([3, 2, 2, 3]), assigned=assigned)
+    g = rep.groups.set_index("qi_group")
+    assert Fraction(int(g.at[10, "emd_num"]), int(g.at[10, "emd_den"])) == Fraction(5, 12)
+    assert Fraction(int(g.at[20, "emd_num"]), int(g.at[20, "emd_den"])) == Fraction(1, 4)
+    assert rep.t_achieved == pytest.approx(5 / 12)
+    assert g["holds_t"].to_dict() == {10: False, 20: True}
+    assert not rep.ok
+    assert any("QI-group 10" in p and "EMD" in p and "t = 0.4" in p for p in rep.problems)
+
+
+def test_js_threshold_names_the_group():
+    released, assigned, original = hand_release()
+    rep = verify_release(released, POLICY.with_overrides(j=0.7), original=original, assigned=assigned)
+    assert rep.groups.set_index("qi_group")["holds_j"].to_dict() == {10: True, 20: False}
+    assert [p for p in rep.problems if "JS" in p] == [
+        p for p in rep.problems if p.startswith("QI-group 20: JS 0.75")]
+    assert len(rep.problems) == 1
+
+
+def test_without_assigned_js_is_not_checked():
+    released, _, original = hand_release()
+    rep = verify_release(released, POLICY, original=original)
+    assert rep.ok and rep.j_achieved is None
+    assert rep.groups["holds_j"].isna().all() and rep.groups["js"].isna().all()
+
+
+def test_ordered_emd_boundary_is_inclusive_and_exact():
+    # P_Q = (1/2, 1/2, 0), P_V = (1/3, 1/3, 1/3): ordered EMD = 0.25 exactly, decided on
+    # the integer fraction (num <= t * den) as the grouping decides it
+    assert emd([0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3], "ordered") == pytest.approx(0.25)
+    policy = ReleasePolicy(qi=["age"], sensitive="s", k=2, t=0.25, emd_ground="ordered",
+                           domains={"age": [0, 100], "s": ["a", "b", "c"]})
+    released = pd.DataFrame({"qi_group": [1, 1], "age_min": [20, 20], "age_max": [30, 30],
+                             "s": ["a", "b"]})
+    rep = verify_release(released, policy, view_counts=np.array([1, 1, 1]))
+    assert rep.ok and rep.t_achieved == 0.25
+    rep = verify_release(released, policy.with_overrides(t=0.2499), view_counts=np.array([1, 1, 1]))
+    assert not rep.ok and "EMD 0.25 (" in rep.problems[0]
+
+
+def test_empty_release_is_ok_with_no_achieved_values():
+    released, _, original = hand_release()
+    rep = verify_release(released.iloc[:0], POLICY, original=original)
+    assert rep.ok and rep.n_groups == 0
+    assert (rep.k_achieved, rep.l_achieved, rep.t_achieved, rep.j_achieved) == (None,) * 4
+    d = rep.to_dict()
+    assert json.loads(json.dumps(d)) == d
+
+
+def test_to_dict_is_json_ready_and_raise_if_failed():
+    released, assigned, original = hand_release()
+    rep = verify_release(released, POLICY, original=original, assigned=assigned)
+    d = json.loads(json.dumps(rep.to_dict()))
+    assert d["ok"] is True and d["k_achieved"] == 4 and d["problems"] == []
+    rep.raise_if_failed()
+    bad = verify_release(released, POLICY.with_overrides(k=5), original=original)
+    with pytest.raises(VerificationError, match="size 4 < k = 5"):
+        bad.raise_if_failed()
+
+
+def test_needs_the_view_distribution():
+    released, _, original = hand_release()
+    with pytest.raises(ValueError, match="view_counts or original"):
+        verify_release(released, POLICY)
+    rep = verify_release(released, POLICY, view_counts=np.array([3, 2, 2, 4]), original=original)
+    assert any("differ from the counts of the original view" in p for p in rep.problems)
+
+
+# ------------------------------------------------------------------ format violations
+def _problems(released=None, assigned=None, policy=POLICY) -> list[str]:
+    r, a, o = hand_release()
+    rep = verify_release(r if released is None else released, policy, original=o,
+                         assigned=a if assigned is None else assigned)
+    assert rep.ok is (not rep.problems)
+    return rep.problems
+
+
+def test_expected_columns():
+    assert expected_columns(POLICY) == ["qi_group", "age_min", "age_max", "sex", "s"]
+
+
+def test_id_column_is_caught():
+    r, a, _ = hand_release()
+    r["respondent_id"] = a["respondent_id"].to_numpy()
+    assert any("'respondent_id'" in p and "never be released" in p for p in _problems(r))
+
+
+def test_private_and_unknown_columns_are_caught():
+    r, _, _ = hand_release()
+    assert any("private columns" in p and "_order" in p for p in _problems(r.assign(_order=1)))
+    assert any("not part of the released format" in p for p in _problems(r.assign(zip=1)))
+    assert any("['age_max'] of the released format are missing" in p
+               for p in _problems(r.drop(columns="age_max")))
+
+
+def test_interval_inconsistent_inside_a_group_is_caught():
+    r, _, _ = hand_release()
+    r.loc[r.index[r["qi_group"] == 20][0], "age_max"] = 62
+    probs = _problems(r)
+    assert any("QI-groups 20" in p and "'age_max' is not the same" in p for p in probs)
+
+
+def test_value_set_inconsistent_or_malformed_is_caught():
+    r, _, _ = hand_release()
+    r2 = r.copy()
+    r2.loc[r2.index[r2["qi_group"] == 10][0], "sex"] = "{F}"
+    assert any("QI-groups 10" in p and "'sex' is not the same" in p for p in _problems(r2))
+    r3 = r.copy()
+    r3["sex"] = r3["sex"].replace({"{M}": "M"})
+    assert any("'sex'" in p and "are not value sets" in p for p in _problems(r3))
+    r4 = r.copy()
+    r4["sex"] = r4["sex"].replace({"{M}": "{M,X}"})
+    assert any("['{M,X}'] are not value sets" in p for p in _problems(r4))
+
+
+def test_min_above_max_is_caught():
+    r, _, _ = hand_release()
+    r.loc[r["qi_group"] == 20, ["age_min", "age_max"]] = [61, 50]
+    assert any("age_min > age_max" in p and "20" in p for p in _problems(r))
+
+
+def test_tuple_outside_its_interval_or_value_set_is_caught():
+    _, a, _ = hand_release()
+    a2 = a.copy()
+    a2.loc[0, "age"] = 45  # group 10 is [30, 38]
+    assert any("outside the interval" in p and "10" in p for p in _problems(assigned=a2))
+    a3 = a.copy()
+    a3.loc[4, "sex"] = "F"  # group 20 is {M}
+    assert any("outside their group's value set" in p and "20" in p for p in _problems(assigned=a3))
+
+
+def test_interval_not_tight_is_caught():
+    r, _, _ = hand_release()
+    r.loc[r["qi_group"] == 10, "age_min"] = 25
+    assert any("not the true min/max" in p and "10" in p for p in _problems(r))
+
+
+def test_unknown_sensitive_value_is_caught():
+    r, _, _ = hand_release()
+    r.loc[0, "s"] = "zzz"
+    assert any("['zzz'] are outside its domain" in p for p in _problems(r))
+
+
+# ------------------------------------------------------------------ a real release
+def random_release(n: int = 300, seed: int = 0, k: int = 4):
+    rng = np.random.default_rng(seed)
+    view = pd.DataFrame({
+        "respondent_id": rng.permutation(10 * n)[:n],
+        "age": rng.integers(18, 90, n), "weight": rng.integers(40, 120, n),
+        "height": rng.integers(140, 200, n), "exam": rng.choice(DOM, n, p=[0.4, 0.3, 0.2, 0.1]),
+    })
+    for v in DOM:
+        view[f"p__{v}"] = 1.0 / len(DOM)
+    policy, _ = ReleasePolicy(qi=["age", "weight", "height"], sensitive="exam", k=k, t=0.3,
+                              j=0.1).resolve(view)
+    summary = validate_view(view, policy)
+    return view, policy, summary, generalize_view(view, policy, summary)
+
+
+@pytest.fixture(scope="module")
+def real():
+    return random_release()
+
+
+def test_generalize_view_release_passes(real):
+    view, policy, summary, gen = real
+    rep = verify_release(gen.released, policy, view_counts=summary.s_counts, assigned=gen.assigned)
+    assert rep.ok, rep.problems
+    assert rep.k_achieved >= policy.k and rep.t_achieved <= policy.t
+    assert rep.j_achieved == pytest.approx(0.0)  # uniform priors
+    assert rep.n_rows == len(view) - gen.n_suppressed
+    assert rep.groups["size"].sum() == rep.n_rows
+    # same statistics from the original view
+    rep2 = verify_release(gen.released, policy, original=view)
+    assert rep2.ok and rep2.t_achieved == rep.t_achieved
+
+
+def test_moving_one_sensitive_value_is_caught(real):
+    view, policy, summary, gen = real
+    r = gen.released.copy()
+    s = r[policy.sensitive]
+    i = 0
+    j = int(np.flatnonzero((r["qi_group"] != r["qi_group"][i]) & (s != s[i]))[0])
+    r.loc[[i, j], policy.sensitive] = [s[j], s[i]]  # swap: sizes and totals unchanged
+    rep = verify_release(r, policy, view_counts=summary.s_counts, assigned=gen.assigned)
+    assert not rep.ok
+    bad = [p for p in rep.problems if "released sensitive values differ" in p]
+    assert bad and str(r["qi_group"][i]) in bad[0] and str(r["qi_group"][j]) in bad[0]
+
+
+def test_shrinking_a_group_below_k_is_caught(real):
+    view, policy, summary, gen = real
+    r = gen.released
+    label = r["qi_group"].value_counts().idxmin()
+    rows = r.index[r["qi_group"] == label]
+    shrunk = r.drop(index=rows[: len(rows) - policy.k + 1])
+    rep = verify_release(shrunk, policy, view_counts=summary.s_counts)
+    assert not rep.ok
+    assert f"QI-group {label}: size {policy.k - 1} < k = {policy.k}" in rep.problems
+    rep = verify_release(shrunk, policy, view_counts=summary.s_counts, assigned=gen.assigned)
+    assert any(f"QI-group {label}: {policy.k - 1} released tuples" in p for p in rep.problems)
+
+
+def test_dask_release_is_materialised():
+    dd = pytest.importorskip("dask.dataframe")
+    view, policy, summary, gen = random_release(n=120, seed=3)
+    gen_d = generalize_view(dd.from_pandas(view, npartitions=2), policy, summary)
+    rep = verify_release(gen_d.released, policy, view_counts=summary.s_counts, assigned=gen_d.assigned)
+    assert rep.ok, rep.problems
+
+
+# ------------------------------------------------------------------ group_statistics and pyCANON
+def _test2_generalized(shared_data) -> pd.DataFrame:
+    """ARX test2 generalized into {3k,5k,9k}, {6k,11k,8k}, {4k,7k,10k} (ALGORITHMS.md §4.1)."""
+    d = pd.read_csv(shared_data / "arx" / "test2.csv", sep=";")
+    d["ZIPCode"] = d["ZIPCode"].astype(str).str[:4] + "*"
+    d["Age"] = np.where(d["Age"] < 40, "<40", ">=40")
+    return d
+
+
+@pytest.mark.shared_data
+def test_test2_classes_against_spec_and_pycanon(shared_data):
+    from pycanon.anonymity import k_anonymity, l_diversity, t_closeness
+
+    d = _test2_generalized(shared_data)
+    qi = ["ZIPCode", "Age"]
+    # Salary is numeric: pyCANON uses the ordered distance over the distinct values present
+    sal = sorted(d["Salary"].unique())
+    st = group_statistics(d, qi, "Salary", sal, np.ones(len(sal), dtype=np.int64), "ordered",
+                          group_column=None).set_index("ZIPCode")
+    assert {z: Fraction(int(a), int(b)) for z, a, b in zip(st.index, st["emd_num"], st["emd_den"])} == {
+        "4767*": Fraction(1, 6), "4790*": Fraction(1, 6), "4760*": Fraction(1, 12)}
+    assert st["emd"].max() == pytest.approx(t_closeness(d, qi, ["Salary"]), abs=1e-12)
+    # Disease is text: pyCANON uses the equal distance (E18), which we compare as such
+    dis = sorted(d["Disease"].unique())
+    vc = np.bincount(codes(d["Disease"], dis), minlength=len(dis))
+    st = group_statistics(d, qi, "Disease", dis, vc, "equal", group_column=None).set_index("ZIPCode")
+    assert st["emd"].round(4).to_dict() == {"4767*": 0.5556, "4790*": 0.4444, "4760*": 0.3333}
+    assert st["emd"].max() == pytest.approx(t_closeness(d, qi, ["Disease"]), abs=1e-12)
+    assert st["size"].min() == k_anonymity(d, qi) == 3
+    assert st["l"].min() == l_diversity(d, qi, ["Disease"]) == 3
+
+
+@pytest.mark.shared_data
+def test_test2_ordered_emd_depends_on_the_domain_unlike_pycanon(shared_data):
+    # pyCANON's ranks are the values present in the table; a policy domain with one more
+    # (absent) top value keeps every cumulative sum but divides by M-1 = 9 instead of 8.
+    d = _test2_generalized(shared_data)
+    sal = sorted(d["Salary"].unique())
+    base = group_statistics(d, ["ZIPCode", "Age"], "Salary", sal, np.ones(9, dtype=np.int64),
+                            "ordered", group_column=None)
+    wider = group_statistics(d, ["ZIPCode", "Age"], "Salary", [*sal, 12],
+                             np.array([1] * 9 + [0], dtype=np.int64), "ordered", group_column=None)
+    np.testing.assert_allclose(wider["emd"], base["emd"] * 8 / 9, rtol=1e-12)
+
+
+@pytest.mark.shared_data
+def test_test2_in_released_format_through_verify_release(shared_data):
+    d = pd.read_csv(shared_data / "arx" / "test2.csv", sep=";")
+    label = d["ZIPCode"].astype(str).str[:4].astype(int)
+    released = pd.DataFrame({"qi_group": label})
+    for q in ["ZIPCode", "Age"]:
+        released[f"{q}_min"] = d.groupby(label)[q].transform("min")
+        released[f"{q}_max"] = d.groupby(label)[q].transform("max")
+    released["Salary"] = d["Salary"]
+    policy = ReleasePolicy(id="id", qi=["ZIPCode", "Age"], sensitive="Salary", k=3, t=1 / 6,
+                           emd_ground="ordered",
+                           domains={"ZIPCode": [47000, 48000], "Age": [0, 100], "Salary": list(range(3, 12))})
+    rep = verify_release(released, policy, original=d)
+    assert rep.ok, rep.problems
+    assert rep.groups.set_index("qi_group")["emd"].round(4).to_dict() == {
+        4760: 0.0833, 4767: 0.1667, 4790: 0.1667}
+    assert not verify_release(released, policy.with_overrides(t=0.1666), original=d).ok
+
+
+ADULT_QI = ["age", "education", "occupation", "relationship", "sex", "native-country"]
+ADULT_SA = "salary-class"
+SMALL = ["adult_anonymized_10", "adult_anonymized_20", "adult_k10_anonymized_l2",
+         "adult_k20_anonymized_l2"]
+LARGE = ["adult_anonymized_3", "adult_k3_anonymized_l2"]  # pyCANON's t takes ~4 s each
+
+
+def adult_statistics(shared_data, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    d = pd.read_csv(shared_data / "pycanon" / f"{name}.csv")
+    dom = sorted(d[ADULT_SA].unique())
+    vc = np.bincount(codes(d[ADULT_SA], dom), minlength=len(dom))
+    return d, group_statistics(d, ADULT_QI, ADULT_SA, dom, vc, "equal", group_column=None)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("name", SMALL + LARGE)
+def test_adult_k_l_match_pycanon(shared_data, name):
+    from pycanon.anonymity import k_anonymity, l_diversity
+
+    d, st = adult_statistics(shared_data, name)
+    assert st["size"].min() == k_anonymity(d, ADULT_QI)
+    assert st["l"].min() == l_diversity(d, ADULT_QI, [ADULT_SA])
+    assert st["size"].sum() == len(d)
+
+
+def _adult_t(shared_data, name):
+    from pycanon.anonymity import t_closeness
+
+    # salary-class is text: pyCANON's equal distance over the table's own distribution
+    d, st = adult_statistics(shared_data, name)
+    assert st["emd"].max() == pytest.approx(t_closeness(d, ADULT_QI, [ADULT_SA]), abs=1e-12)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("name", SMALL)
+def test_adult_t_matches_pycanon(shared_data, name):
+    _adult_t(shared_data, name)
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.parametrize("name", LARGE)
+def test_adult_t_matches_pycanon_large(shared_data, name):
+    _adult_t(shared_data, name)
+
+
+def test_group_statistics_errors():
+    df = pd.DataFrame({"qi_group": [1, 1], "s": ["a", "x"]})
+    with pytest.raises(ValueError, match="outside its domain"):
+        group_statistics(df, [], "s", ["a", "b"], np.array([1, 1]), "equal")
+    with pytest.raises(ValueError, match="shape"):
+        group_statistics(df, [], "s", ["a", "b"], np.array([1, 1, 1]), "equal")
+    with pytest.raises(ValueError, match="unknown EMD ground"):
+        group_statistics(df, [], "s", ["a", "b", "x"], np.array([1, 1, 1]), "hier")
+    assert isinstance(VerificationReport(pd.DataFrame(), None, None, None, None, True), VerificationReport)
+
+
+def test_without_qi_group_groups_by_generalized_qis_and_reports_it():
+    released, _, original = hand_release()
+    rep = verify_release(released.drop(columns="qi_group"), POLICY, original=original)
+    assert any("['qi_group'] of the released format are missing" in p for p in rep.problems)
+    assert rep.groups["size"].tolist() == [4, 4] and rep.t_achieved == 0.5
+    by_label = group_statistics(released, [], "s", DOM, np.array([3, 2, 2, 3]), "equal")
+    by_qi = group_statistics(released, ["age_min", "age_max", "sex"], "s", DOM, np.array([3, 2, 2, 3]),
+                             "equal", group_column=None)
+    cols = ["size", "l", "emd_num", "emd_den"]
+    np.testing.assert_array_equal(by_label[cols].to_numpy(), by_qi[cols].to_numpy())
+
+
+def test_more_released_than_in_the_view_is_caught():
+    released, _, _ = hand_release()
+    rep = verify_release(released, POLICY, view_counts=np.array([2, 2, 2, 3]))
+    assert any("'a' (3 > 2)" in p and "more often than the original" in p for p in rep.problems)
