@@ -40,7 +40,7 @@ class Generalized:
     assigned: pd.DataFrame | dd.DataFrame
     released: pd.DataFrame | dd.DataFrame
     n_suppressed: int
-    divisions: tuple
+    divisions: tuple | None
 
 
 def hilbert_keys(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
@@ -216,7 +216,11 @@ def generalize_view(
         assigned = dd.concat(
             [kept, dd.from_pandas(stitched.astype(kept._meta.dtypes.to_dict()), npartitions=1)]
         )
-        released = released.set_index("_order", sort=True).reset_index(drop=True)
+        # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
+        # quantile pass would run inside the scheduler's graph materialisation and hang)
+        even = tuple(int(x) for x in np.linspace(0, 2**64 - 1, released.npartitions + 1, dtype=np.float64))
+        even = (0, *sorted({min(int(x), 2**64 - 1) for x in even[1:-1]}), 2**64 - 1)
+        released = released.set_index("_order", divisions=even).reset_index(drop=True)
     else:
         kept = grouped[grouped[LABEL] >= 0]
         released = pd.concat(
@@ -228,7 +232,8 @@ def generalize_view(
             .drop(columns="_order")
             .reset_index(drop=True)
         )
-    return Generalized(assigned, released, n_suppressed, tuple(divisions))
+    known = divisions is not None and None not in divisions
+    return Generalized(assigned, released, n_suppressed, tuple(int(d) for d in divisions) if known else None)
 
 
 def _keyed_meta(meta: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
