@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ import pandas as pd
 from dpriv import hilbert
 from dpriv._random import keyed, stable_hash
 from dpriv.anonymity.divergence import GROUNDS
-from dpriv.anonymity.generalize import greedy_qi_groups
+from dpriv.anonymity.generalize import CARRIED, greedy_qi_groups
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import ViewSummary, codes
 
@@ -57,6 +58,19 @@ def hilbert_keys(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
     return hilbert.hilbert_index(coords.astype(np.uint64), bits)
 
 
+def unit_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    """QIs scaled to [0, 1] by their policy domains (categorical: rank), float64 (n, m)."""
+    cols = []
+    for q in policy.qi:
+        dom = policy.domains[q]
+        if policy.kind(q) == "numeric":
+            x, lo, hi = part[q].to_numpy(dtype=float), dom[0], dom[1]
+        else:
+            x, lo, hi = codes(part[q], dom).astype(float), 0, len(dom) - 1
+        cols.append((x - lo) / (hi - lo) if hi > lo else np.zeros(len(part)))
+    return np.column_stack(cols) if cols else np.zeros((len(part), 0))
+
+
 def add_keys(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """``part`` plus ``_hkey`` (uint64), ``_tie`` (uint64, seeded) and ``_s`` (int64 code)."""
     return part.assign(
@@ -68,41 +82,65 @@ def add_keys(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     )
 
 
-def group_range(part: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray) -> pd.DataFrame:
+def group_range(
+    part: pd.DataFrame,
+    policy: ReleasePolicy,
+    view_counts: np.ndarray,
+    carry: pd.DataFrame | None = None,
+    last: bool = True,
+) -> pd.DataFrame:
     """Greedy QI-groups over one Hilbert range; adds ``_label`` (int64, -1 = leftover).
 
+    ``carry`` (the open tail of the previous range) is scanned first; unless ``last``, this
+    range's own open tail is labelled -2 for the next range (see :func:`chain_step`).
     Labels are a seeded hash of the group's smallest tie-break key: partition-free and
     not in Hilbert order.
     """
-    part = (
-        part.sort_values([HKEY, TIE], kind="stable")
-        if HKEY in part.columns
-        else part.rename_axis(HKEY).reset_index().sort_values([HKEY, TIE], kind="stable")
-    )
+    if HKEY not in part.columns:
+        part = part.rename_axis(HKEY).reset_index()
+    if carry is not None and len(carry):
+        part = pd.concat([carry, part], ignore_index=True)
+    part = part.sort_values([HKEY, TIE], kind="stable")
     group = greedy_qi_groups(
         part[SCODE].to_numpy(),
         part[policy.prior_columns].to_numpy(dtype=np.float64),
         view_counts,
+        coords=unit_coords(part, policy),
         k=policy.k,
         t=policy.t,
         j=policy.j,
         ground=GROUNDS[policy.emd_ground],
         log_base=policy.log_base,
         cap=cap_for(policy),
+        wait=wait_for(policy),
+        reach=policy.attach_reach,
+        carry_tail=not last,
     )
-    label = np.full(len(part), -1, dtype=np.int64)
+    label = group.copy()
     kept = group >= 0
     if kept.any():
         first_tie = pd.Series(part[TIE].to_numpy()[kept]).groupby(group[kept]).transform("min")
-        label[kept] = (
-            keyed(first_tie.to_numpy(np.uint64), policy.seed, "label") >> np.uint64(1)
-        ).astype(np.int64)
+        label[kept] = (keyed(first_tie.to_numpy(np.uint64), policy.seed, "label") >> np.uint64(1)).astype(
+            np.int64
+        )
     return part.assign(**{LABEL: label})
+
+
+def chain_step(part, carry, policy, view_counts, last):
+    """One link of the chained scan: (grouped rows of this range, its open tail)."""
+    out = group_range(part, policy, view_counts, carry, last)
+    carried = out[LABEL] == CARRIED
+    return out[~carried].reset_index(drop=True), out[carried].drop(columns=LABEL).reset_index(drop=True)
 
 
 def cap_for(policy: ReleasePolicy) -> int:
     """Open-group cap of the greedy scan; policy.group_cap, else max(8k, 64) [proposed]."""
     return policy.group_cap or max(8 * policy.k, 64)
+
+
+def wait_for(policy: ReleasePolicy) -> int:
+    """Deferral window of the greedy scan (0 = off, the default: on Adult it cost suppression)."""
+    return max(policy.defer_wait, 0)
 
 
 def create_qig(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
@@ -127,9 +165,7 @@ def create_qig(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
 
 
 def _value_sets(part: pd.DataFrame, q: str, domain: list) -> pd.Series:
-    pairs = pd.DataFrame(
-        {LABEL: part[LABEL].to_numpy(), "c": codes(part[q], domain)}
-    ).drop_duplicates()
+    pairs = pd.DataFrame({LABEL: part[LABEL].to_numpy(), "c": codes(part[q], domain)}).drop_duplicates()
     pairs = pairs.sort_values([LABEL, "c"], kind="stable")
     names = np.asarray([str(v) for v in domain], dtype=object)[pairs["c"].to_numpy()]
     return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",".join).map("{{{}}}".format)
@@ -182,23 +218,28 @@ def generalize_view(
     counts = summary.s_counts
     if isinstance(view, dd.DataFrame):
         keyed_view = view.map_partitions(add_keys, policy, meta=_keyed_meta(view._meta, policy))
-        kw = (
-            {"divisions": divisions}
-            if divisions
-            else {"npartitions": npartitions or view.npartitions}
-        )
+        kw = {"divisions": divisions} if divisions else {"npartitions": npartitions or view.npartitions}
         ranges = keyed_view.set_index(HKEY, sort=True, **kw)
         meta = group_range(add_keys(view._meta, policy).set_index(HKEY), policy, counts)
-        grouped = ranges.map_partitions(
-            group_range, policy, counts, meta=meta, clear_divisions=True
-        )
-        grouped = grouped.persist()
+        links, carry = [], None
+        parts = ranges.to_delayed()
+        for i, part in enumerate(parts):
+            link = dask.delayed(chain_step, nout=2, pure=True)(
+                part, carry, policy, counts, i == len(parts) - 1
+            )
+            links.append(link[0])
+            carry = link[1]
+        grouped = dd.from_delayed(links, meta=meta, verify_meta=False).persist()
         leftovers = grouped[grouped[LABEL] < 0].compute()
         divisions = ranges.divisions
     else:
         frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
         divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
-        parts = [group_range(p, policy, counts) for p in _split(frame, divisions)]
+        parts, carry = [], None
+        ranges_ = _split(frame, divisions)
+        for i, part in enumerate(ranges_):
+            done, carry = chain_step(part, carry, policy, counts, i == len(ranges_) - 1)
+            parts.append(done)
         grouped = pd.concat(parts, ignore_index=True)
         leftovers = grouped[grouped[LABEL] < 0]
     stitched = group_range(leftovers, policy, counts)
@@ -223,15 +264,9 @@ def generalize_view(
         released = released.set_index("_order", divisions=even).reset_index(drop=True)
     else:
         kept = grouped[grouped[LABEL] >= 0]
-        released = pd.concat(
-            [create_qig(kept, policy), create_qig(stitched, policy)], ignore_index=True
-        )
+        released = pd.concat([create_qig(kept, policy), create_qig(stitched, policy)], ignore_index=True)
         assigned = pd.concat([kept, stitched], ignore_index=True)
-        released = (
-            released.sort_values("_order", kind="stable")
-            .drop(columns="_order")
-            .reset_index(drop=True)
-        )
+        released = released.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
     known = divisions is not None and None not in divisions
     return Generalized(assigned, released, n_suppressed, tuple(int(d) for d in divisions) if known else None)
 

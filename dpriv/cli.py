@@ -192,8 +192,16 @@ def _release_table_row(index: int, m: dict) -> str:
 
 
 RELEASE_HEADER = " ".join(
-    f"{h:>{w}}" for h, w in [("release", 7), ("groups", 7), ("suppression", 11), ("max_emd", 8),
-                             ("max_js", 8), ("semi", 8), ("seconds", 7)]
+    f"{h:>{w}}"
+    for h, w in [
+        ("release", 7),
+        ("groups", 7),
+        ("suppression", 11),
+        ("max_emd", 8),
+        ("max_js", 8),
+        ("semi", 8),
+        ("seconds", 7),
+    ]
 )
 
 

@@ -31,7 +31,5 @@ def dask_client(
         ) as cluster,
         Client(cluster) as client,
     ):
-        say(
-            f"local Dask cluster with {len(cluster.workers)} workers; dashboard: {client.dashboard_link}"
-        )
+        say(f"local Dask cluster with {len(cluster.workers)} workers; dashboard: {client.dashboard_link}")
         yield client

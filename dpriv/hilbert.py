@@ -224,8 +224,7 @@ def grid_coords(values: np.ndarray, low: float, high: float, bits: int) -> np.nd
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise InputError(
-            f"values must be a 1-D array (one QI), got shape {arr.shape}; call grid_coords "
-            f"once per QI column"
+            f"values must be a 1-D array (one QI), got shape {arr.shape}; call grid_coords once per QI column"
         )
     if arr.dtype == np.bool_ or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
@@ -308,8 +307,7 @@ def grid_codes(codes: np.ndarray, n_levels: int, bits: int) -> np.ndarray:
     arr = np.asarray(codes)
     if arr.ndim != 1:
         raise InputError(
-            f"codes must be a 1-D array (one QI), got shape {arr.shape}; call grid_codes "
-            f"once per QI column"
+            f"codes must be a 1-D array (one QI), got shape {arr.shape}; call grid_codes once per QI column"
         )
     if not np.issubdtype(arr.dtype, np.integer):
         raise InputError(
@@ -363,9 +361,7 @@ def default_bits(domain_sizes: Sequence[int]) -> int:
         raise PolicyError("domain_sizes is empty: give the domain size of at least one QI")
     for s in sizes:
         if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 1:
-            raise PolicyError(
-                f"every domain size must be an integer >= 1, got {s!r} in {sizes}"
-            )
+            raise PolicyError(f"every domain size must be an integer >= 1, got {s!r} in {sizes}")
     if m > 64:
         raise PolicyError(
             f"{m} QIs: at most 64 fit in a 64-bit Hilbert index with 1 bit each; "

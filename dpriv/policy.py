@@ -37,7 +37,11 @@ class ReleasePolicy(BaseModel):
     j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
     max_suppression : float in [0, 1]; a release suppressing more is refused
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
-    group_cap : an open QI-group larger than this sets aside the member that hurts JS most
+    group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
+        0 = max(8k, 64)
+    defer_wait : steps a tuple that would worsen the open group may wait for another group;
+        0 = no deferral (default)
+    attach_reach : groups, nearest first in Hilbert order, a leftover may join (0 = none)
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
     """
@@ -58,6 +62,8 @@ class ReleasePolicy(BaseModel):
     max_suppression: float = Field(default=1.0, ge=0.0, le=1.0)
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
+    defer_wait: int = Field(default=0, ge=0)
+    attach_reach: int = Field(default=256, ge=0)
     seed: int = Field(default=0, ge=0)
     npartitions: int | None = Field(default=None, ge=1)
     knowledge: dict[str, str] = Field(default_factory=dict)
@@ -68,17 +74,13 @@ class ReleasePolicy(BaseModel):
         cols = [self.id, *self.qi, self.sensitive] + ([self.time] if self.time else [])
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
-            raise ValueError(
-                f"columns {dup} are used twice (id, time, QI and sensitive must differ)"
-            )
+            raise ValueError(f"columns {dup} are used twice (id, time, QI and sensitive must differ)")
         for name in self.kinds:
             if name not in self.qi:
                 raise ValueError(f"[kinds] names {name!r}, which is not a QI ({self.qi})")
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
-                raise ValueError(
-                    f"[domains] names {name!r}, which is neither a QI nor the sensitive column"
-                )
+                raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
             if self.kind(name) == "numeric" and name != self.sensitive:
                 if len(dom) != 2 or not all(_is_number(v) for v in dom) or dom[0] > dom[1]:
                     raise ValueError(
@@ -95,9 +97,7 @@ class ReleasePolicy(BaseModel):
         try:
             return cls(**data)
         except ValidationError as exc:
-            lines = [
-                f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}" for e in exc.errors()
-            ]
+            lines = [f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}" for e in exc.errors()]
             raise PolicyError("invalid policy:\n" + "\n".join(lines)) from None
 
     @classmethod
@@ -114,9 +114,7 @@ class ReleasePolicy(BaseModel):
         known = {"columns", "privacy", "domains", "kinds", "release", "knowledge"}
         for table, body in doc.items():
             if table not in known or not isinstance(body, dict):
-                raise PolicyError(
-                    f"policy file {path}: unknown table [{table}]; expected {sorted(known)}"
-                )
+                raise PolicyError(f"policy file {path}: unknown table [{table}]; expected {sorted(known)}")
             if table in ("domains", "kinds", "knowledge"):
                 flat[table] = body
             else:
@@ -223,8 +221,4 @@ def _sort_key(v: Any) -> tuple:
 
 
 def _short(values: list[Any]) -> str:
-    return (
-        str(values)
-        if len(values) <= 8
-        else f"{values[:4]} ... {values[-2:]} ({len(values)} values)"
-    )
+    return str(values) if len(values) <= 8 else f"{values[:4]} ... {values[-2:]} ({len(values)} values)"

@@ -98,9 +98,7 @@ def emd(p: np.ndarray, q: np.ndarray, ground: str = "equal") -> float:
     return float(np.abs(r).sum() / 2)
 
 
-def js_divergence(
-    dists: np.ndarray, weights: np.ndarray | None = None, log_base: float = 2.0
-) -> float:
+def js_divergence(dists: np.ndarray, weights: np.ndarray | None = None, log_base: float = 2.0) -> float:
     """Jensen-Shannon divergence of a set of distributions (E8).
 
     Parameters

@@ -7,9 +7,13 @@ cannot swallow the rest of the view:
 
 1. *cap*: an open group that reaches ``cap`` tuples without meeting (E9) sets aside the
    member whose removal lowers the violation ``max(0, JS - j) + max(0, EMD - t)`` most;
-2. *retry*: set-aside tuples are scanned again, in Hilbert order, by the same greedy;
-3. *attach*: each remaining tuple joins the group of its nearest grouped neighbour in
-   Hilbert order (before or after it) when that group still satisfies (E9) with it.
+2. *attach*: each set-aside tuple joins, among the ``reach`` groups nearest in Hilbert
+   order, the one that still satisfies (E9) with it and whose QI box grows least;
+3. *retry*: what is left is scanned again, in Hilbert order, by the same greedy, and
+   attached again.
+
+Optionally (``wait`` > 0) a tuple that would push the open group away from (E9) is
+*deferred* and pulled into a later group that needs it (FINDINGS.md "defer").
 
 What is still left (and the open tail) is returned as -1: the caller stitches the
 leftovers of all ranges with the same kernel and suppresses what remains.
@@ -24,6 +28,8 @@ from numba import njit
 from dpriv.anonymity.divergence import emd_num_den, emd_within, entropy, js_from_sums
 
 UNGROUPED = -1
+CARRIED = -2  # the open tail of a Hilbert range, scanned again with the next range
+_PULL_SCAN = 32  # deferred tuples examined per step, most recent first
 
 
 @njit(cache=True)
@@ -36,6 +42,21 @@ def _violation(counts, size, sum_p, sum_h, view_counts, view_size, t, j, ground,
     if js > j:
         v += js - j
     return v
+
+
+@njit(cache=True)
+def _worsens(counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size, t, j, ground, log_base):
+    """Would adding ``x`` (already counted in ``counts``) push the open group away from (E9)?
+
+    t: the group violates t with ``x`` and ``x``'s value was not under-represented in the
+    group; j: the group violates j with ``x`` and ``x`` raises its JS divergence.
+    """
+    v = s[x]
+    num, den = emd_num_den(counts, u + 1, view_counts, view_size, ground)
+    if not emd_within(num, den, t) and (counts[v] - 1) * view_size >= view_counts[v] * u:
+        return True
+    js1 = js_from_sums(sum_p + priors[x], sum_h + ent[x], u + 1, log_base)
+    return js1 > j and js1 > js_from_sums(sum_p, sum_h, u, log_base)
 
 
 @njit(cache=True)
@@ -52,29 +73,98 @@ def _greedy(
     ground,
     log_base,
     cap,
+    wait,
     group,
     next_gid,
     aside,
 ):
-    """One greedy scan of ``order`` (positions); returns (next_gid, n_aside)."""
+    """One greedy scan of ``order`` (positions); returns (next_gid, n_aside, last_close), the
+    last the step at which the last group closed (-1: none).
+
+    A tuple that would push the open group away from (E9) (:func:`_worsens`) is *deferred* (when ``wait`` >
+    0): it waits in a queue, and after every step the most recent deferred tuples that lower
+    the violation are pulled into the open group; a tuple that waited more than ``wait``
+    steps is set aside for the retry pass.
+    """
     m = priors.shape[1]
-    members = np.empty(len(order), dtype=np.int64)
+    n = len(order)
+    members = np.empty(n, dtype=np.int64)
     counts = np.zeros(m, dtype=np.int64)
     sum_p = np.zeros(m)
     sum_h = 0.0
     u = 0
     n_aside = 0
-    for x in order:
-        members[u] = x
-        u += 1
+    queue = np.empty(n, dtype=np.int64)  # deferred positions, -1 once pulled
+    since = np.empty(n, dtype=np.int64)  # step at which each was deferred
+    last_close = -1
+    head = 0
+    tail = 0
+    for step in range(n):
+        x = order[step]
+        while head < tail and (queue[head] < 0 or step - since[head] > wait):
+            if queue[head] >= 0:
+                aside[n_aside] = queue[head]
+                n_aside += 1
+            head += 1
+        v0 = (
+            _violation(counts, u, sum_p, sum_h, view_counts, view_size, t, j, ground, log_base)
+            if u > 0
+            else np.inf
+        )
         counts[s[x]] += 1
-        sum_p += priors[x]
-        sum_h += ent[x]
+        v1 = _violation(
+            counts, u + 1, sum_p + priors[x], sum_h + ent[x], view_counts, view_size, t, j, ground, log_base
+        )
         if (
-            u >= k
-            and _violation(counts, u, sum_p, sum_h, view_counts, view_size, t, j, ground, log_base)
-            == 0.0
+            wait > 0
+            and u > 0
+            and _worsens(
+                counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size, t, j, ground, log_base
+            )
         ):
+            counts[s[x]] -= 1
+            queue[tail] = x
+            since[tail] = step
+            tail += 1
+        else:
+            members[u] = x
+            u += 1
+            sum_p += priors[x]
+            sum_h += ent[x]
+            v0 = v1
+        scanned = 0
+        q = tail - 1
+        while v0 > 0.0 and q >= head and scanned < _PULL_SCAN:
+            y = queue[q]
+            if y >= 0:
+                scanned += 1
+                counts[s[y]] += 1
+                v1 = _violation(
+                    counts,
+                    u + 1,
+                    sum_p + priors[y],
+                    sum_h + ent[y],
+                    view_counts,
+                    view_size,
+                    t,
+                    j,
+                    ground,
+                    log_base,
+                )
+                if v1 < v0 and not _worsens(
+                    counts, u, sum_p, sum_h, y, s, priors, ent, view_counts, view_size, t, j, ground, log_base
+                ):
+                    members[u] = y
+                    u += 1
+                    sum_p += priors[y]
+                    sum_h += ent[y]
+                    v0 = v1
+                    queue[q] = -1
+                else:
+                    counts[s[y]] -= 1
+            q -= 1
+        if u >= k and v0 == 0.0:
+            last_close = step
             for a in range(u):
                 group[members[a]] = next_gid
             next_gid += 1
@@ -110,20 +200,32 @@ def _greedy(
             sum_h -= ent[y]
             aside[n_aside] = y
             n_aside += 1
-    for a in range(u):  # the open tail joins the set-aside tuples
+    for q in range(head, tail):  # deferred tuples still waiting, then the open tail
+        if queue[q] >= 0:
+            aside[n_aside] = queue[q]
+            n_aside += 1
+    for a in range(u):
         aside[n_aside] = members[a]
         n_aside += 1
-    return next_gid, n_aside
+    return next_gid, n_aside, last_close
 
 
 @njit(cache=True)
-def _attach(s, priors, ent, view_counts, view_size, t, j, ground, log_base, group, n_groups):
-    """Attach ungrouped positions to the group of a nearest grouped neighbour if (E9) holds."""
+def _attach(s, priors, ent, coords, view_counts, view_size, t, j, ground, log_base, group, n_groups, reach):
+    """Attach each ungrouped position to a group that still satisfies (E9) with it.
+
+    Among the ``reach`` groups nearest in Hilbert order (by their first position), the one
+    whose bounding box on the normalised QIs ``coords`` grows least (semiperimeter, E11)
+    is chosen; ties go to the nearest.
+    """
     n, m = priors.shape
     counts = np.zeros((n_groups, m), dtype=np.int64)
     sizes = np.zeros(n_groups, dtype=np.int64)
     sum_p = np.zeros((n_groups, m))
     sum_h = np.zeros(n_groups)
+    first = np.full(n_groups, n, dtype=np.int64)
+    lo = np.full((n_groups, coords.shape[1]), np.inf)
+    hi = np.full((n_groups, coords.shape[1]), -np.inf)
     for x in range(n):
         g = group[x]
         if g >= 0:
@@ -131,23 +233,28 @@ def _attach(s, priors, ent, view_counts, view_size, t, j, ground, log_base, grou
             sizes[g] += 1
             sum_p[g] += priors[x]
             sum_h[g] += ent[x]
-    prev = np.full(n, -1, dtype=np.int64)  # group of the nearest grouped position before x
-    nxt = np.full(n, -1, dtype=np.int64)
-    last = -1
+            first[g] = min(first[g], x)
+            lo[g] = np.minimum(lo[g], coords[x])
+            hi[g] = np.maximum(hi[g], coords[x])
+    by_pos = np.argsort(first)
+    pos = first[by_pos]
     for x in range(n):
-        prev[x] = last
-        if group[x] >= 0:
-            last = group[x]
-    last = -1
-    for x in range(n - 1, -1, -1):
-        nxt[x] = last
-        if group[x] >= 0:
-            last = group[x]
-    for x in range(n):
-        if group[x] >= 0:
+        if group[x] != UNGROUPED:
             continue
-        for g in (prev[x], nxt[x]):
-            if g < 0:
+        right = np.searchsorted(pos, x)
+        left = right - 1
+        best, best_cost = -1, np.inf
+        for _ in range(min(reach, n_groups)):
+            if left < 0 and right >= n_groups:
+                break
+            if right >= n_groups or (left >= 0 and x - pos[left] <= pos[right] - x):
+                g = by_pos[left]
+                left -= 1
+            else:
+                g = by_pos[right]
+                right += 1
+            cost = (np.maximum(hi[g], coords[x]) - np.minimum(lo[g], coords[x]) - (hi[g] - lo[g])).sum()
+            if cost >= best_cost:
                 continue
             counts[g, s[x]] += 1
             v = _violation(
@@ -162,13 +269,19 @@ def _attach(s, priors, ent, view_counts, view_size, t, j, ground, log_base, grou
                 ground,
                 log_base,
             )
-            if v == 0.0:
-                group[x] = g
-                sizes[g] += 1
-                sum_p[g] += priors[x]
-                sum_h[g] += ent[x]
-                break
             counts[g, s[x]] -= 1
+            if v == 0.0:
+                best, best_cost = g, cost
+                if cost == 0.0:
+                    break
+        if best >= 0:
+            group[x] = best
+            counts[best, s[x]] += 1
+            sizes[best] += 1
+            sum_p[best] += priors[x]
+            sum_h[best] += ent[x]
+            lo[best] = np.minimum(lo[best], coords[x])
+            hi[best] = np.maximum(hi[best], coords[x])
 
 
 @njit(cache=True)
@@ -184,12 +297,16 @@ def greedy_qi_groups(
     priors: np.ndarray,
     view_counts: np.ndarray,
     *,
+    coords: np.ndarray | None = None,
     k: int,
     t: float,
     j: float,
     ground: int,
     log_base: float = 2.0,
     cap: int = 0,
+    wait: int = 0,
+    reach: int = 2,
+    carry_tail: bool = False,
 ) -> np.ndarray:
     """QI-groups of one Hilbert range (Algorithm 2 with the module's repairs).
 
@@ -201,13 +318,22 @@ def greedy_qi_groups(
         Each tuple's respondent prior (RBK^sv or BK^sv); rows sum to 1.
     view_counts : int64 array of shape (M,)
         Counts of S over the WHOLE original view (P_V of (E9)), not only this range.
+    coords : float64 array of shape (n, m), QIs normalised to [0, 1]; used to attach a
+        leftover where it widens a group least. Default: the position in the range.
     k, t, j : the (E9) thresholds; t on the EMD of ``ground`` (EQUAL/ORDERED), j in units
         of ``log_base``.
     cap : open-group size that triggers setting a member aside; 0 = never (literal reading).
+    wait : steps a deferred tuple may wait for a group that needs it; 0 = no deferral.
+    reach : groups (nearest first in Hilbert order) a leftover may try to join.
+    carry_tail : mark the tuples after the last closed group ``CARRIED`` (-2) instead of
+        repairing them: the caller prepends them to the next Hilbert range, so that the
+        first scan over chained ranges equals the scan over the whole view (§2.2, "passing
+        the open group to the next partition").
 
     Returns
     -------
-    int64 array of shape (n,): group number in [0, G) per tuple, -1 for a leftover.
+    int64 array of shape (n,): group number in [0, G) per tuple, -1 for a leftover, -2 for
+    the carried tail.
     """
     s = np.ascontiguousarray(s, dtype=np.int64)
     priors = np.ascontiguousarray(priors, dtype=np.float64)
@@ -217,12 +343,20 @@ def greedy_qi_groups(
     if n == 0:
         return group
     ent = _entropies(priors, log_base)
+    if coords is None:
+        coords = (np.arange(n, dtype=np.float64) / max(n - 1, 1))[:, None]
+    coords = np.ascontiguousarray(coords, dtype=np.float64)
     view_size = int(view_counts.sum())
     aside = np.empty(n, dtype=np.int64)
-    args = (s, priors, ent, view_counts, view_size, k, t, j, ground, log_base, cap, group)
-    gid, n_aside = _greedy(np.arange(n, dtype=np.int64), *args, 0, aside)
-    retry = np.sort(aside[:n_aside])
-    gid, _ = _greedy(retry, *args, gid, np.empty(n, dtype=np.int64))
+    args = (s, priors, ent, view_counts, view_size, k, t, j, ground, log_base, cap, wait, group)
+    gid, _, last_close = _greedy(np.arange(n, dtype=np.int64), *args, 0, aside)
+    if carry_tail:  # the open tail goes on into the next Hilbert range (chained scan)
+        group[last_close + 1 :] = CARRIED
+    attach = (s, priors, ent, coords, view_counts, view_size, t, j, ground, log_base, group)
+    if gid > 0:  # first into existing groups, where they widen a box least ...
+        _attach(*attach, gid, reach)
+    retry = np.flatnonzero(group == UNGROUPED)  # ... then new groups from what is left, and again
+    gid, _, _ = _greedy(retry, *args, gid, np.empty(n, dtype=np.int64))
     if gid > 0:
-        _attach(s, priors, ent, view_counts, view_size, t, j, ground, log_base, group, gid)
+        _attach(*attach, gid, reach)
     return group

@@ -118,13 +118,15 @@ def mondrian_groups(
     (the value at sorted position ``floor(|P| / 2) - 1``); a cut whose RHS is empty is
     not allowable. Cost ``O(N log N)`` NumPy work plus ``O(G)`` Python iterations.
     """
-    grid, s, counts, widths = _check_inputs(qi_grid, s, view_counts, widths, k=k, model=model, l=l,
-                                            ground=ground, allowable=allowable)
+    grid, s, counts, widths = _check_inputs(
+        qi_grid, s, view_counts, widths, k=k, model=model, l=l, ground=ground, allowable=allowable
+    )
     n = grid.shape[0]
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    cut = _Cutter(grid, s, counts, widths, k=k, model=model, l=l, t=t, ground=ground,
-                  strict=strict, allowable=allowable)
+    cut = _Cutter(
+        grid, s, counts, widths, k=k, model=model, l=l, t=t, ground=ground, strict=strict, allowable=allowable
+    )
     root = np.arange(n, dtype=np.int64)
     cut.check_root(root)
 
@@ -167,11 +169,15 @@ class _Cutter:
                     f"l = {self.l}: no QI-group can be {self.l}-diverse; lower l"
                 )
             if self.model == "t" and not self._t_ok(c, n):
-                raise PolicyError(f"the whole input is farther than t = {self.t} (EMD) from the view "
-                                  "distribution given: check view_counts or raise t")
+                raise PolicyError(
+                    f"the whole input is farther than t = {self.t} (EMD) from the view "
+                    "distribution given: check view_counts or raise t"
+                )
         if self.model == "bt" and not self.allowable(root):
-            raise PolicyError("the whole view fails (B,t)-privacy (the allowable check on the root "
-                              "group): no Mondrian partition can satisfy it; raise t or B")
+            raise PolicyError(
+                "the whole view fails (B,t)-privacy (the allowable check on the root "
+                "group): no Mondrian partition can satisfy it; raise t or B"
+            )
 
     def _t_ok(self, c: np.ndarray, size: int) -> bool:
         num, den = emd_num_den(c, size, self.counts, self.n_view, self.ground)
@@ -194,10 +200,12 @@ class _Cutter:
             return None
         sub = self.grid[idx]
         span = sub.max(axis=0) - sub.min(axis=0)
-        norm = np.divide(span, self.widths, out=np.zeros(span.shape, dtype=np.float64),
-                         where=self.widths > 0)
-        c_node = (np.bincount(self.s[idx], minlength=self.m_values).astype(np.int64)
-                  if self.model in ("l", "t") else None)
+        norm = np.divide(span, self.widths, out=np.zeros(span.shape, dtype=np.float64), where=self.widths > 0)
+        c_node = (
+            np.bincount(self.s[idx], minlength=self.m_values).astype(np.int64)
+            if self.model in ("l", "t")
+            else None
+        )
         h = n // 2
         for d in np.argsort(-norm, kind="stable"):  # widest first, ties by QI order
             if not span[d] > 0:
@@ -243,8 +251,7 @@ def _check_inputs(qi_grid, s, view_counts, widths, *, k, model, l, ground, allow
     if counts.ndim != 1 or counts.shape[0] == 0 or (counts < 0).any():
         raise ValueError(f"view_counts must be non-negative counts of shape (M,), got {counts}")
     if model in ("l", "t") and n and (s.min() < 0 or s.max() >= counts.shape[0]):
-        raise ValueError(f"sensitive codes must lie in [0, {counts.shape[0]}), got "
-                         f"[{s.min()}, {s.max()}]")
+        raise ValueError(f"sensitive codes must lie in [0, {counts.shape[0]}), got [{s.min()}, {s.max()}]")
     if model == "t" and counts.sum() == 0:
         raise ValueError("view_counts sum to 0: the view distribution of t-closeness is undefined")
     span = (grid.max(axis=0) - grid.min(axis=0)).astype(np.float64) if n else np.zeros(m)
@@ -255,8 +262,10 @@ def _check_inputs(qi_grid, s, view_counts, widths, *, k, model, l, ground, allow
         raise ValueError(f"widths must be finite, >= 0, of shape ({m},), got {widths}")
     bad = np.flatnonzero((widths == 0) & (span > 0))
     if bad.size:
-        raise ValueError(f"widths is 0 for non-constant QI column(s) {bad.tolist()}: pass the table "
-                         "ranges (max - min) of the QIs")
+        raise ValueError(
+            f"widths is 0 for non-constant QI column(s) {bad.tolist()}: pass the table "
+            "ranges (max - min) of the QIs"
+        )
     return grid, s, counts, widths
 
 
@@ -378,8 +387,17 @@ def mondrian_view(
     grid, widths = qi_grid_of(view, policy)
     s = codes(view[policy.sensitive], policy.sensitive_domain)
     groups = mondrian_groups(
-        grid, s, summary.s_counts, k=policy.k, model=model, l=l, t=policy.t,
-        ground=GROUNDS[policy.emd_ground], widths=widths, strict=strict, allowable=allowable,
+        grid,
+        s,
+        summary.s_counts,
+        k=policy.k,
+        model=model,
+        l=l,
+        t=policy.t,
+        ground=GROUNDS[policy.emd_ground],
+        widths=widths,
+        strict=strict,
+        allowable=allowable,
     )
     assigned = view.assign(**{SCODE: s, LABEL: group_labels(view[policy.id], groups, policy.seed)})
     released = create_qig(assigned, policy)

@@ -94,9 +94,15 @@ def _js_all(priors, starts, log_base):
 # --------------------------------------------------------------------------------------
 # per-group statistics
 # --------------------------------------------------------------------------------------
-def group_statistics(released: pd.DataFrame, qi_columns: list[str], sensitive: str, domain: list,
-                     view_counts: np.ndarray, ground: str,
-                     group_column: str | None = GROUP) -> pd.DataFrame:
+def group_statistics(
+    released: pd.DataFrame,
+    qi_columns: list[str],
+    sensitive: str,
+    domain: list,
+    view_counts: np.ndarray,
+    ground: str,
+    group_column: str | None = GROUP,
+) -> pd.DataFrame:
     """Size, distinct l and EMD to the view distribution of every QI-group of a release.
 
     Parameters
@@ -216,8 +222,7 @@ class VerificationReport:
     def raise_if_failed(self) -> None:
         """Raise :class:`~dpriv.errors.VerificationError` listing the problems, if any."""
         if not self.ok:
-            raise VerificationError("the released view fails verification:\n  "
-                                    + "\n  ".join(self.problems))
+            raise VerificationError("the released view fails verification:\n  " + "\n  ".join(self.problems))
 
 
 def expected_columns(policy: ReleasePolicy) -> list[str]:
@@ -231,8 +236,7 @@ def expected_columns(policy: ReleasePolicy) -> list[str]:
 def _listed(prefix: str, items: list[str]) -> list[str]:
     """Cap a list of per-group problems at MAX_LISTED lines, counting the rest."""
     if len(items) > MAX_LISTED:
-        return [prefix + x for x in items[:MAX_LISTED]] + [
-            f"{prefix}... and {len(items) - MAX_LISTED} more"]
+        return [prefix + x for x in items[:MAX_LISTED]] + [f"{prefix}... and {len(items) - MAX_LISTED} more"]
     return [prefix + x for x in items]
 
 
@@ -275,8 +279,13 @@ def _check_format(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[s
             lo, hi = f"{q}_min", f"{q}_max"
             if lo not in cols or hi not in cols:
                 continue
-            bad = [c for c in (lo, hi) if not (pd.api.types.is_numeric_dtype(released[c])
-                                               and not pd.api.types.is_bool_dtype(released[c]))]
+            bad = [
+                c
+                for c in (lo, hi)
+                if not (
+                    pd.api.types.is_numeric_dtype(released[c]) and not pd.api.types.is_bool_dtype(released[c])
+                )
+            ]
             if bad:
                 problems.append(f"columns {bad}: interval bounds of numeric QI {q!r} must be numeric")
                 continue
@@ -286,8 +295,10 @@ def _check_format(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[s
             inverted = (released[lo] > released[hi]).to_numpy()
             if inverted.any():
                 where = released.loc[inverted, GROUP].unique() if has_group else []
-                problems.append(f"QI {q!r}: {int(inverted.sum())} rows have {lo} > {hi}"
-                                + (f" (QI-groups {_names(where)})" if has_group else ""))
+                problems.append(
+                    f"QI {q!r}: {int(inverted.sum())} rows have {lo} > {hi}"
+                    + (f" (QI-groups {_names(where)})" if has_group else "")
+                )
             usable += [lo, hi]
         else:
             if q not in cols:
@@ -301,8 +312,10 @@ def _check_format(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[s
             items = text[shaped].str.slice(1, -1).str.split(",").explode()
             wrong = set(text[~shaped]) | set(text[np.unique(items.index[~items.isin(names)])])
             if wrong:
-                problems.append(f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets "
-                                f"'{{a,b}}' of its levels {list(names)[:8]}")
+                problems.append(
+                    f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets "
+                    f"'{{a,b}}' of its levels {list(names)[:8]}"
+                )
             usable.append(q)
     if has_group and len(released):
         if released[GROUP].isna().any():
@@ -312,8 +325,10 @@ def _check_format(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[s
             for c in usable:
                 bad = spread.index[spread[c].to_numpy() > 1]
                 if len(bad):
-                    problems.append(f"QI-groups {_names(bad)}: column {c!r} is not the same on all "
-                                    "rows of the group (one interval / value set per group)")
+                    problems.append(
+                        f"QI-groups {_names(bad)}: column {c!r} is not the same on all "
+                        "rows of the group (one interval / value set per group)"
+                    )
     return problems, usable
 
 
@@ -325,23 +340,33 @@ def _view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[np.ndarr
         original = _as_pandas(original[[policy.sensitive]])
         c = codes(original[policy.sensitive], domain)
         if (c < 0).any():
-            problems.append(f"original view: sensitive column {policy.sensitive!r} has "
-                            f"{int((c < 0).sum())} values outside its domain")
+            problems.append(
+                f"original view: sensitive column {policy.sensitive!r} has "
+                f"{int((c < 0).sum())} values outside its domain"
+            )
         from_original = np.bincount(c[c >= 0], minlength=len(domain)).astype(np.int64)
     if view_counts is None:
         if from_original is None:
-            raise ValueError("verify_release needs the distribution of S over the original view: "
-                             "pass view_counts or original")
+            raise ValueError(
+                "verify_release needs the distribution of S over the original view: "
+                "pass view_counts or original"
+            )
         return from_original, problems
     vc = np.asarray(view_counts, dtype=np.int64)
     if from_original is not None and not np.array_equal(vc, from_original):
-        problems.append(f"view_counts {vc.tolist()} differ from the counts of the original view "
-                        f"{from_original.tolist()}")
+        problems.append(
+            f"view_counts {vc.tolist()} differ from the counts of the original view {from_original.tolist()}"
+        )
     return vc, problems
 
 
-def _check_assigned(released: pd.DataFrame, assigned: pd.DataFrame, policy: ReleasePolicy,
-                    stats: pd.DataFrame, usable: list[str]) -> tuple[list[str], pd.Series | None]:
+def _check_assigned(
+    released: pd.DataFrame,
+    assigned: pd.DataFrame,
+    policy: ReleasePolicy,
+    stats: pd.DataFrame,
+    usable: list[str],
+) -> tuple[list[str], pd.Series | None]:
     """Membership checks against the private frame; returns problems and JS per group label."""
     problems: list[str] = []
     need = [LABEL, *policy.qi, *policy.prior_columns]
@@ -357,24 +382,36 @@ def _check_assigned(released: pd.DataFrame, assigned: pd.DataFrame, policy: Rele
         stats_labels = stats[GROUP]
 
     # sizes and sensitive counts per group must match the released ones
-    s_priv = (codes(assigned[policy.sensitive], policy.sensitive_domain)
-              if policy.sensitive in assigned.columns else assigned["_s"].to_numpy())
+    s_priv = (
+        codes(assigned[policy.sensitive], policy.sensitive_domain)
+        if policy.sensitive in assigned.columns
+        else assigned["_s"].to_numpy()
+    )
     priv = pd.DataFrame({"g": labels.to_numpy(), "s": s_priv})
-    pub = pd.DataFrame({"g": rel_labels.to_numpy(),
-                        "s": codes(released[policy.sensitive], policy.sensitive_domain)})
+    pub = pd.DataFrame(
+        {"g": rel_labels.to_numpy(), "s": codes(released[policy.sensitive], policy.sensitive_domain)}
+    )
     size_priv = priv.groupby("g").size()
     size_pub = pub.groupby("g").size()
     sizes = pd.concat({"pub": size_pub, "priv": size_priv}, axis=1).fillna(0).astype(np.int64)
     bad = sizes.index[sizes["pub"] != sizes["priv"]]
     if len(bad):
-        problems += _listed("", [f"QI-group {_py(g)!r}: {sizes.at[g, 'pub']} released tuples but "
-                                 f"{sizes.at[g, 'priv']} kept tuples assigned to it" for g in bad])
+        problems += _listed(
+            "",
+            [
+                f"QI-group {_py(g)!r}: {sizes.at[g, 'pub']} released tuples but "
+                f"{sizes.at[g, 'priv']} kept tuples assigned to it"
+                for g in bad
+            ],
+        )
     cnt = pd.concat({"pub": pub.value_counts(), "priv": priv.value_counts()}, axis=1).fillna(0)
     moved = cnt.index[cnt["pub"] != cnt["priv"]].get_level_values("g").unique()
     moved = [g for g in moved if g not in set(bad.tolist())]
     if moved:
-        problems.append(f"QI-groups {_names(moved)}: the released sensitive values differ from "
-                        "those of the tuples assigned to the group")
+        problems.append(
+            f"QI-groups {_names(moved)}: the released sensitive values differ from "
+            "those of the tuples assigned to the group"
+        )
 
     # every kept tuple inside its group's interval / value set, bounds tight
     first = released.assign(**{GROUP: rel_labels}).drop_duplicates(GROUP).set_index(GROUP)
@@ -388,15 +425,21 @@ def _check_assigned(released: pd.DataFrame, assigned: pd.DataFrame, policy: Rele
             hi_v = first[hi].reindex(labels.to_numpy()).to_numpy(dtype=float)
             out = ~((x >= lo_v) & (x <= hi_v))  # NaN (unknown group, missing value) is outside
             if out.any():
-                problems.append(f"QI {q!r}: {int(out.sum())} kept tuples lie outside the interval "
-                                f"[{lo}, {hi}] of their QI-group (groups "
-                                f"{_names(pd.unique(labels.to_numpy()[out]))})")
+                problems.append(
+                    f"QI {q!r}: {int(out.sum())} kept tuples lie outside the interval "
+                    f"[{lo}, {hi}] of their QI-group (groups "
+                    f"{_names(pd.unique(labels.to_numpy()[out]))})"
+                )
             span = pd.DataFrame({"g": labels.to_numpy(), "x": x}).groupby("g")["x"].agg(["min", "max"])
-            loose = span.index[(span["min"].to_numpy() != first[lo].reindex(span.index).to_numpy(float))
-                               | (span["max"].to_numpy() != first[hi].reindex(span.index).to_numpy(float))]
+            loose = span.index[
+                (span["min"].to_numpy() != first[lo].reindex(span.index).to_numpy(float))
+                | (span["max"].to_numpy() != first[hi].reindex(span.index).to_numpy(float))
+            ]
             if len(loose) and not out.any():
-                problems.append(f"QI {q!r}: the interval of QI-groups {_names(loose)} is not the true "
-                                "min/max of their tuples")
+                problems.append(
+                    f"QI {q!r}: the interval of QI-groups {_names(loose)} is not the true "
+                    "min/max of their tuples"
+                )
         else:
             if q not in usable:
                 continue
@@ -411,19 +454,28 @@ def _check_assigned(released: pd.DataFrame, assigned: pd.DataFrame, policy: Rele
             out = both.loc[both["_merge"] == "left_only", "g"].unique()
             unused = both.loc[both["_merge"] == "right_only", "g"].unique()
             if len(out):
-                problems.append(f"QI {q!r}: kept tuples of QI-groups {_names(out)} have values "
-                                "outside their group's value set")
+                problems.append(
+                    f"QI {q!r}: kept tuples of QI-groups {_names(out)} have values "
+                    "outside their group's value set"
+                )
             elif len(unused):
-                problems.append(f"QI {q!r}: the value sets of QI-groups {_names(unused)} list values "
-                                "no tuple of the group has")
+                problems.append(
+                    f"QI {q!r}: the value sets of QI-groups {_names(unused)} list values "
+                    "no tuple of the group has"
+                )
 
     # JS (E8) of each group's priors, equal weights
     priors = assigned[policy.prior_columns].to_numpy(dtype=np.float64)
-    rows_ok = np.isfinite(priors).all(axis=1) & (priors >= 0).all(axis=1) & \
-        (np.abs(priors.sum(axis=1) - 1.0) <= 1e-6)
+    rows_ok = (
+        np.isfinite(priors).all(axis=1)
+        & (priors >= 0).all(axis=1)
+        & (np.abs(priors.sum(axis=1) - 1.0) <= 1e-6)
+    )
     if not rows_ok.all():
-        problems.append(f"assigned: {int((~rows_ok).sum())} prior rows ({policy.prior_columns[:3]}...) "
-                        "are not distributions (non-negative, summing to 1)")
+        problems.append(
+            f"assigned: {int((~rows_ok).sum())} prior rows ({policy.prior_columns[:3]}...) "
+            "are not distributions (non-negative, summing to 1)"
+        )
     g_codes, uniq = pd.factorize(labels, sort=True)
     order = np.argsort(g_codes, kind="stable")
     starts = np.searchsorted(g_codes[order], np.arange(len(uniq) + 1)).astype(np.int64)
@@ -432,9 +484,14 @@ def _check_assigned(released: pd.DataFrame, assigned: pd.DataFrame, policy: Rele
     return problems, js_by_label.reindex(stats_labels.to_numpy())
 
 
-def verify_release(released: pd.DataFrame, policy: ReleasePolicy, *, view_counts: np.ndarray | None = None,
-                   original: pd.DataFrame | None = None,
-                   assigned: pd.DataFrame | None = None) -> VerificationReport:
+def verify_release(
+    released: pd.DataFrame,
+    policy: ReleasePolicy,
+    *,
+    view_counts: np.ndarray | None = None,
+    original: pd.DataFrame | None = None,
+    assigned: pd.DataFrame | None = None,
+) -> VerificationReport:
     """Check a released view against (E9) and the DESIGN.md released format.
 
     Parameters
@@ -481,33 +538,35 @@ def verify_release(released: pd.DataFrame, policy: ReleasePolicy, *, view_counts
     fmt, usable = _check_format(released, policy)
     problems += fmt
     if policy.sensitive not in released.columns:
-        return VerificationReport(pd.DataFrame(), None, None, None, None, False, problems,
-                                  len(released), 0)
+        return VerificationReport(pd.DataFrame(), None, None, None, None, False, problems, len(released), 0)
 
     s = codes(released[policy.sensitive], domain)
     if (s < 0).any():
         bad = pd.unique(released[policy.sensitive].to_numpy()[s < 0])[:5].tolist()
-        problems.append(f"sensitive column {policy.sensitive!r}: values {bad} are outside its domain "
-                        "(those rows are left out of the statistics)")
+        problems.append(
+            f"sensitive column {policy.sensitive!r}: values {bad} are outside its domain "
+            "(those rows are left out of the statistics)"
+        )
         released = released[s >= 0]
         s = s[s >= 0]
     rel_counts = np.bincount(s, minlength=len(domain))
     over = [f"{domain[i]!r} ({rel_counts[i]} > {vc[i]})" for i in np.flatnonzero(rel_counts > vc)]
     if over:
-        problems.append(f"sensitive values {over[:5]} are released more often than the original "
-                        "view holds them")
+        problems.append(
+            f"sensitive values {over[:5]} are released more often than the original view holds them"
+        )
     if vc.sum() == 0:
         problems.append("the original view has no tuple: no distribution to compare with")
         vc = np.ones(len(domain), dtype=np.int64)
 
     group_column = GROUP if GROUP in released.columns and not released[GROUP].isna().any() else None
     qi_cols = usable if group_column is None else []
-    stats = group_statistics(released, qi_cols, policy.sensitive, domain, vc, policy.emd_ground,
-                             group_column=group_column)
+    stats = group_statistics(
+        released, qi_cols, policy.sensitive, domain, vc, policy.emd_ground, group_column=group_column
+    )
     stats["js"] = np.nan
     stats["holds_k"] = stats["size"].to_numpy() >= policy.k
-    stats["holds_t"] = _within_all(stats["emd_num"].to_numpy(), stats["emd_den"].to_numpy(),
-                                   float(policy.t))
+    stats["holds_t"] = _within_all(stats["emd_num"].to_numpy(), stats["emd_den"].to_numpy(), float(policy.t))
     stats["holds_j"] = pd.array([pd.NA] * len(stats), dtype="boolean")
     j_achieved = None
     if assigned is not None and group_column is not None:
@@ -515,8 +574,10 @@ def verify_release(released: pd.DataFrame, policy: ReleasePolicy, *, view_counts
         problems += more
         if js is not None:
             stats["js"] = js.to_numpy(dtype=float)
-            stats["holds_j"] = pd.array(np.where(np.isnan(stats["js"]), False,
-                                                 stats["js"] <= policy.j + JS_TOLERANCE), dtype="boolean")
+            stats["holds_j"] = pd.array(
+                np.where(np.isnan(stats["js"]), False, stats["js"] <= policy.j + JS_TOLERANCE),
+                dtype="boolean",
+            )
             if len(stats):
                 j_achieved = float(np.nanmax(stats["js"])) if stats["js"].notna().any() else None
     elif assigned is not None:
@@ -524,18 +585,31 @@ def verify_release(released: pd.DataFrame, policy: ReleasePolicy, *, view_counts
 
     labels = stats[GROUP]
     small = stats.loc[~stats["holds_k"]]
-    problems += _listed("", [f"QI-group {_py(g)!r}: size {n} < k = {policy.k}"
-                             for g, n in zip(labels[small.index], small["size"])])
+    problems += _listed(
+        "",
+        [
+            f"QI-group {_py(g)!r}: size {n} < k = {policy.k}"
+            for g, n in zip(labels[small.index], small["size"])
+        ],
+    )
     far = stats.loc[~stats["holds_t"]]
-    problems += _listed("", [f"QI-group {_py(g)!r}: EMD {e:.6g} ({a}/{b}) > t = {policy.t} "
-                             f"({policy.emd_ground} ground)"
-                             for g, e, a, b in zip(labels[far.index], far["emd"], far["emd_num"],
-                                                   far["emd_den"])])
+    problems += _listed(
+        "",
+        [
+            f"QI-group {_py(g)!r}: EMD {e:.6g} ({a}/{b}) > t = {policy.t} ({policy.emd_ground} ground)"
+            for g, e, a, b in zip(labels[far.index], far["emd"], far["emd_num"], far["emd_den"])
+        ],
+    )
     if assigned is not None:
         spread = stats.loc[stats["holds_j"].eq(False).fillna(False).to_numpy(dtype=bool)]
-        problems += _listed("", [f"QI-group {_py(g)!r}: JS {x:.6g} > j = {policy.j} (tolerance "
-                                 f"{JS_TOLERANCE:g}, base {policy.log_base:g})"
-                                 for g, x in zip(labels[spread.index], spread["js"])])
+        problems += _listed(
+            "",
+            [
+                f"QI-group {_py(g)!r}: JS {x:.6g} > j = {policy.j} (tolerance "
+                f"{JS_TOLERANCE:g}, base {policy.log_base:g})"
+                for g, x in zip(labels[spread.index], spread["js"])
+            ],
+        )
     empty = len(stats) == 0
     return VerificationReport(
         groups=stats,

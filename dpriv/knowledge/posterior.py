@@ -33,9 +33,7 @@ def _check_group_inputs(s: np.ndarray, priors: np.ndarray) -> tuple[np.ndarray, 
     if s.ndim != 1:
         raise InputError(f"sensitive codes must be a 1-d int array, got shape {s.shape}")
     if priors.ndim != 2 or priors.shape[0] != s.shape[0]:
-        raise InputError(
-            f"priors must have shape (n, M) with n = len(s) = {s.shape[0]}, got {priors.shape}"
-        )
+        raise InputError(f"priors must have shape (n, M) with n = len(s) = {s.shape[0]}, got {priors.shape}")
     if s.size and not np.issubdtype(s.dtype, np.integer):
         raise InputError(f"sensitive codes must be integers 0..M-1, got dtype {s.dtype}")
     m = priors.shape[1]

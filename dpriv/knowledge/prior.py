@@ -98,8 +98,7 @@ def tuple_prior(frame: pd.DataFrame, classmap: ClassMap, priors: np.ndarray) -> 
     priors = np.asarray(priors, dtype=np.float64)
     if priors.ndim != 2 or priors.shape[0] != classmap.n_classes:
         raise InputError(
-            f"priors must have shape ({classmap.n_classes}, M), one row per class; got "
-            f"{priors.shape}"
+            f"priors must have shape ({classmap.n_classes}, M), one row per class; got {priors.shape}"
         )
     return priors[classmap.classify(frame)]
 
@@ -228,8 +227,7 @@ def _kernel_core(
     side = cells.max(axis=0) + 3  # +1 margin on each side for the neighbour offsets
     if np.sum(np.log2(side.astype(np.float64))) > 62:
         raise InputError(
-            f"bandwidth {B.tolist()} is too small for {m} QIs (grid cannot be indexed); "
-            "increase B"
+            f"bandwidth {B.tolist()} is too small for {m} QIs (grid cannot be indexed); increase B"
         )
     radix = np.cumprod(np.r_[1, side[:-1]]).astype(np.int64)
     key = (cells + 1) @ radix

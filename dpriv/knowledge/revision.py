@@ -67,9 +67,7 @@ def _validate(history, lengths, cls, knowledge, fallback):
     cls = np.asarray(cls)
     fallback = np.asarray(fallback, dtype=np.float64)
     if lengths.shape != (n,) or cls.shape != (n,):
-        raise InputError(
-            f"lengths and cls must have shape ({n},), got {lengths.shape} and {cls.shape}"
-        )
+        raise InputError(f"lengths and cls must have shape ({n},), got {lengths.shape} and {cls.shape}")
     if fallback.shape != (n, m):
         raise InputError(f"fallback (BK^sv) must have shape ({n}, {m}), got {fallback.shape}")
     lengths = lengths.astype(np.int64)
@@ -212,9 +210,7 @@ def revise(
     knowledge = _as_tables(knowledge)
     if method not in ("auto", "dense", "sparse"):
         raise InputError(f"method must be 'auto', 'dense' or 'sparse', got {method!r}")
-    history, lengths, cls, fallback, nprime = _validate(
-        history, lengths, cls, knowledge, fallback
-    )
+    history, lengths, cls, fallback, nprime = _validate(history, lengths, cls, knowledge, fallback)
     n, w, m = history.shape
     out = fallback.copy()
     for order in np.unique(nprime[lengths > 0]):

@@ -119,9 +119,7 @@ def _codes(series: pd.Series, m: int, what: str) -> np.ndarray:
     return arr
 
 
-def _count(
-    counts: list[np.ndarray], cls: np.ndarray, ctx: np.ndarray, s: np.ndarray, m: int
-) -> None:
+def _count(counts: list[np.ndarray], cls: np.ndarray, ctx: np.ndarray, s: np.ndarray, m: int) -> None:
     """Add one observation per row: value ``s`` after each suffix of ``ctx`` (n, order),
     oldest first, -1 = no value, into ``counts[L]`` (n_classes, M**L, M) int64."""
     n_classes = counts[0].shape[0]
@@ -207,9 +205,7 @@ def tables_from_counts(
     return MarkovTables(tuple(values), classes, tables)
 
 
-def _frame_columns(
-    frame: pd.DataFrame, cols: dict[str, str | None]
-) -> None:
+def _frame_columns(frame: pd.DataFrame, cols: dict[str, str | None]) -> None:
     missing = [c for c in cols.values() if c is not None and c not in frame.columns]
     if missing:
         raise InputError(f"columns {missing} not found; available: {list(frame.columns)}")
@@ -341,9 +337,7 @@ class IEMiner(SequentialKnowledge):
             np.zeros((self.classes.n_classes, self.m**L, self.m), dtype=np.int64)
             for L in range(self.order_ + 1)
         ]
-        self.state = pd.DataFrame(
-            {f"lag_{b}": pd.Series(dtype=np.int64) for b in range(self.order_, 0, -1)}
-        )
+        self.state = pd.DataFrame({f"lag_{b}": pd.Series(dtype=np.int64) for b in range(self.order_, 0, -1)})
         self.last_time = None
         self.n_views = 0
         self._cache: MarkovTables | None = None
@@ -362,8 +356,7 @@ class IEMiner(SequentialKnowledge):
             time is not after the previous one.
         """
         _frame_columns(
-            view_df, {"id": self.id_col, "time": self.time_col, "s": self.s_col,
-                      "cls": self.class_col}
+            view_df, {"id": self.id_col, "time": self.time_col, "s": self.s_col, "cls": self.class_col}
         )
         ids = view_df[self.id_col]
         if ids.duplicated().any():
@@ -381,14 +374,13 @@ class IEMiner(SequentialKnowledge):
             t = times[0]
             if self.last_time is not None and not t > self.last_time:
                 raise InputError(
-                    f"views must be given in time order: {self.time_col}={t!r} after "
-                    f"{self.last_time!r}"
+                    f"views must be given in time order: {self.time_col}={t!r} after {self.last_time!r}"
                 )
         s = _codes(view_df[self.s_col], self.m, self.s_col)
         cls = _class_codes(view_df, self.class_col, self.classes)
         prev = self.state.reindex(ids.to_numpy())
-        ctx = prev.fillna(-1).to_numpy(dtype=np.int64) if self.order_ else np.zeros(
-            (len(s), 0), dtype=np.int64
+        ctx = (
+            prev.fillna(-1).to_numpy(dtype=np.int64) if self.order_ else np.zeros((len(s), 0), dtype=np.int64)
         )
         _count(self.counts, cls, ctx, s, self.m)
         # new state rows: shift left, append s

@@ -53,9 +53,7 @@ class ClassMap:
                 raise InputError(f"class map needs QI column {name!r}; found {list(frame.columns)}")
             col = frame[name].to_numpy()
             if num:
-                idx = np.searchsorted(
-                    np.asarray(bins, dtype=float), col.astype(float), side="right"
-                )
+                idx = np.searchsorted(np.asarray(bins, dtype=float), col.astype(float), side="right")
             else:
                 idx = pd.Index(list(bins)).get_indexer(col)
                 if (idx < 0).any():

@@ -346,9 +346,7 @@ def _encode_raw(part: pd.DataFrame, known: Sequence[str], numeric: Sequence[bool
     return pd.DataFrame(cols, index=pd.RangeIndex(len(part)))
 
 
-def bin_index(
-    y: np.ndarray, lo: float, hi: float, step: float, n_bins: float
-) -> np.ndarray:
+def bin_index(y: np.ndarray, lo: float, hi: float, step: float, n_bins: float) -> np.ndarray:
     """Bin index of numeric values by (E22); float64 array of the shape of ``y``.
 
     ``floor((y - lo) / step)`` for ``lo <= y <= hi`` (left-closed bins, the last one
@@ -379,9 +377,7 @@ def bin_index(
     return out
 
 
-def _bin_frame(
-    keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int
-) -> pd.DataFrame:
+def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int) -> pd.DataFrame:
     """Binned profile of encoded records (output of :func:`_encode_raw`).
 
     Numeric ``k{i}`` become float64 bin indices (sentinels for below/above/missing, no
@@ -512,9 +508,7 @@ def _finalize_specs(
         else:
             n_bins = 1.0  # single bin: exact equality (constant column with mean 0)
         grids.append(_Grid(lo, hi, step, float(n_bins)))
-        reports.append(
-            BinSpec(lo, hi, step, int(n_bins) if math.isfinite(n_bins) else -1, mean, std, n)
-        )
+        reports.append(BinSpec(lo, hi, step, int(n_bins) if math.isfinite(n_bins) else -1, mean, std, n))
     return _Specs(tuple(grids), tuple(reports), tuple(errors))
 
 
@@ -574,20 +568,20 @@ def _kind(dtype: Any) -> str:
 
 
 def _validate(
-    original: Any, synthetic: Any, known: Sequence[str], tolerance: float, padding: float,
+    original: Any,
+    synthetic: Any,
+    known: Sequence[str],
+    tolerance: float,
+    padding: float,
     ddof: int,
 ) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     for label, obj in (("original", original), ("synthetic", synthetic)):
         if not (isinstance(obj, pd.DataFrame) or _is_dask(obj)):
             raise InputError(
-                f"kpr: the {label} table must be a pandas or Dask DataFrame, "
-                f"got {type(obj).__name__}"
+                f"kpr: the {label} table must be a pandas or Dask DataFrame, got {type(obj).__name__}"
             )
     if isinstance(known, str) or not isinstance(known, Sequence):
-        raise InputError(
-            "kpr: `known` must be a list of column names, e.g. ['age', 'sex'], "
-            f"got {known!r}"
-        )
+        raise InputError(f"kpr: `known` must be a list of column names, e.g. ['age', 'sex'], got {known!r}")
     known_t = tuple(known)
     if not known_t:
         raise InputError("kpr: `known` is empty; give at least one known variable")
@@ -640,8 +634,13 @@ def _validate(
 
 
 def _pandas_path(
-    original: pd.DataFrame, synthetic: pd.DataFrame, known: tuple[str, ...],
-    numeric: tuple[bool, ...], tolerance: float, padding: float, ddof: int,
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    known: tuple[str, ...],
+    numeric: tuple[bool, ...],
+    tolerance: float,
+    padding: float,
+    ddof: int,
 ) -> tuple[int, int, int, _Specs, int, int, list[np.ndarray]]:
     enc_o = _encode_raw(original, known, numeric)
     enc_s = _encode_raw(synthetic, known, numeric)
@@ -661,8 +660,13 @@ def _pandas_path(
 
 
 def _dask_path(
-    original: Any, synthetic: Any, known: tuple[str, ...], numeric: tuple[bool, ...],
-    tolerance: float, padding: float, ddof: int,
+    original: Any,
+    synthetic: Any,
+    known: tuple[str, ...],
+    numeric: tuple[bool, ...],
+    tolerance: float,
+    padding: float,
+    ddof: int,
 ) -> tuple[int, int, int, _Specs, int, int, list[np.ndarray]]:
     import dask
     import dask.dataframe as dd
@@ -675,9 +679,7 @@ def _dask_path(
     syn_k = synthetic[list(known)]
     meta_raw = _encode_raw(orig_k._meta, known, numeric)
     enc_o = orig_k.map_partitions(_encode_raw, known, numeric, meta=meta_raw)
-    enc_s = syn_k.map_partitions(
-        _encode_raw, known, numeric, meta=_encode_raw(syn_k._meta, known, numeric)
-    )
+    enc_s = syn_k.map_partitions(_encode_raw, known, numeric, meta=_encode_raw(syn_k._meta, known, numeric))
     keys = _key_names(len(known))
     split_o = max(1, original.npartitions)
     # step 3: U = raw profiles of size 1 (partitioned result, never gathered)
@@ -693,7 +695,10 @@ def _dask_path(
         meta=object,
         chunk_kwargs={"numeric": numeric},
         aggregate_kwargs={
-            "names": num_names, "tolerance": tolerance, "padding": padding, "ddof": ddof,
+            "names": num_names,
+            "tolerance": tolerance,
+            "padding": padding,
+            "ddof": ddof,
         },
     )
     # steps 5-8: binned U (origin 0) + binned avatars (origin 1), one groupby -> per binned
@@ -704,9 +709,7 @@ def _dask_path(
     bs = enc_s.map_partitions(_bin_frame, numeric, specs, 1, meta=meta_bin)
     both = dd.concat([bu, bs], ignore_unknown_divisions=True)
     split_b = max(1, bu.npartitions + bs.npartitions)
-    agg = both.groupby(_binned_key_names(numeric), sort=False)[["_o", "_a"]].sum(
-        split_out=split_b
-    )
+    agg = both.groupby(_binned_key_names(numeric), sort=False)[["_o", "_a"]].sum(split_out=split_b)
     b1 = agg["_a"] == 1
     n_b1 = b1.sum()
     n_s = agg["_o"].where(b1, 0).sum()
@@ -723,9 +726,7 @@ def _dask_path(
         )
     else:
         distinct = _Distinct([])
-    n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v = dask.compute(
-        n, n_syn, n_u, specs, n_b1, n_s, distinct
-    )
+    n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v = dask.compute(n, n_syn, n_u, specs, n_b1, n_s, distinct)
     return int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), distinct_v.values
 
 
@@ -841,9 +842,7 @@ def kpr(
     else:
         for name, rep in zip(num_names, specs.reports, strict=True):
             if rep.count == 0:
-                notes.append(
-                    f"{name!r} is missing in every unique original: only missing values match"
-                )
+                notes.append(f"{name!r} is missing in every unique original: only missing values match")
             elif rep.step == 0.0:
                 notes.append(f"{name!r} is 0 in every unique original: single bin, exact match")
     if n_syn == 0:

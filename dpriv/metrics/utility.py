@@ -81,18 +81,12 @@ def _check_domains(
         try:
             lo, hi = (float(v) for v in dom)
         except (TypeError, ValueError):
-            raise InputError(
-                f"numeric domain of {qi!r} must be a pair (min, max), got {dom!r}"
-            ) from None
+            raise InputError(f"numeric domain of {qi!r} must be a pair (min, max), got {dom!r}") from None
         if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
-            raise InputError(
-                f"numeric domain of {qi!r} must be finite with min <= max, got {dom!r}"
-            )
+            raise InputError(f"numeric domain of {qi!r} must be finite with min <= max, got {dom!r}")
     for qi, dom in categorical_domains.items():
         if isinstance(dom, str) or len(dom) == 0:
-            raise InputError(
-                f"categorical domain of {qi!r} must be a non-empty list of values, got {dom!r}"
-            )
+            raise InputError(f"categorical domain of {qi!r} must be a non-empty list of values, got {dom!r}")
 
 
 def group_table(
@@ -225,9 +219,7 @@ def average_semiperimeter(groups: pd.DataFrame) -> float | None:
     return float(groups["ncp"].mean())
 
 
-def gcp(
-    groups: pd.DataFrame, n_original: int, m: int, *, include_suppressed: bool = True
-) -> float | None:
+def gcp(groups: pd.DataFrame, n_original: int, m: int, *, include_suppressed: bool = True) -> float | None:
     """Global certainty penalty (E24), in [0, 1].
 
     ``sum_G |G| NCP(G) / (m N)``. With ``include_suppressed`` the ``N_supp = N - sum |G|``
@@ -325,9 +317,7 @@ def utility_metrics(
         raise InputError(f"n_original must be >= 0, got {n_original}")
     if sensitive is not None and sensitive not in released.columns:
         raise InputError(f"released view lacks the sensitive column {sensitive!r}")
-    groups = group_table(
-        released, numeric_domains, categorical_domains, group_column=group_column
-    )
+    groups = group_table(released, numeric_domains, categorical_domains, group_column=group_column)
     m = len(numeric_domains) + len(categorical_domains)
     sizes = groups["size"].to_numpy(dtype=np.int64)
     n_released = int(sizes.sum())

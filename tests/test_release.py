@@ -1,0 +1,125 @@
+import json
+import os
+import stat
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpriv.ledger as ledger_mod
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError, LedgerError
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.release import empty_state, release_history, revised_priors, update_state
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hist")
+    mh = medical_history(n_views=3, view_size=400, seed=1)
+    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, npartitions=2)
+    return mh, policy
+
+
+def files(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_release_writes_every_view_and_rerun_is_a_noop(setting, tmp_path):
+    mh, policy = setting
+    led = release_history(mh.history, policy, tmp_path / "led")
+    assert [r["index"] for r in led.committed()] == [1, 2, 3]
+    for i in (1, 2, 3):
+        view = led.read_view(i)
+        assert not {"respondent_id", "_hkey", "_tie", "_label"} & set(view.columns)
+        m = led.read_metrics(i)
+        n_view = int((mh.history.view == i).sum())
+        assert m["n_original"] == n_view and len(view) == n_view - m["n_suppressed"]
+        assert m["k_achieved"] >= policy.k and m["t_achieved"] <= policy.t
+    # the sensitive state is private to its owner
+    assert stat.S_IMODE(os.stat(led.state_path(1)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(led.state_path(1).parent).st_mode) == 0o700
+    before = files(tmp_path / "led")
+    release_history(mh.history, policy, tmp_path / "led")
+    assert files(tmp_path / "led") == before
+
+
+def test_changed_input_or_policy_is_refused(setting, tmp_path):
+    mh, policy = setting
+    release_history(mh.history, policy, tmp_path / "led", until=1)
+    changed = mh.history.copy()
+    changed.loc[changed.view == 1, "age"] = 45
+    with pytest.raises(InputError, match="view 1 differs"):
+        release_history(changed, policy, tmp_path / "led")
+    with pytest.raises(LedgerError, match=r"policy differs.*\['k'\]"):
+        release_history(mh.history, policy.with_overrides(k=6), tmp_path / "led")
+
+
+def test_not_a_ledger_and_history_with_a_gap(setting, tmp_path):
+    mh, policy = setting
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "notes.txt").write_text("mine")
+    with pytest.raises(LedgerError, match="not a ledger"):
+        release_history(mh.history, policy, tmp_path / "x")
+    gap = mh.history[mh.history.view != 2]
+    with pytest.raises(InputError, match="consecutive release indices"):
+        release_history(gap, policy, tmp_path / "led")
+
+
+@pytest.mark.parametrize("step", ["verify", "view.parquet", "state.parquet", "manifest"])
+def test_failure_at_any_step_leaves_the_last_commit_and_resume_is_identical(
+    setting, tmp_path, monkeypatch, step
+):
+    mh, policy = setting
+    clean = release_history(mh.history, policy, tmp_path / "clean")
+    release_history(mh.history, policy, tmp_path / "led", until=1)
+    before = files(tmp_path / "led")
+    if step == "verify":
+        import dpriv.release as rel
+
+        monkeypatch.setattr(rel, "verify_release", _boom)
+    else:
+        real = ledger_mod._atomic_write
+
+        def failing(path, data, mode=0o644):
+            if path.name.startswith(step.split(".")[0]):
+                raise OSError("disk full")
+            real(path, data, mode)
+
+        monkeypatch.setattr(ledger_mod, "_atomic_write", failing)
+    with pytest.raises((OSError, RuntimeError)):
+        release_history(mh.history, policy, tmp_path / "led")
+    assert Ledger(tmp_path / "led").last_index() == 1
+    assert json.loads((tmp_path / "led" / "manifest.json").read_text()) == json.loads(before["manifest.json"])
+    monkeypatch.undo()
+    release_history(mh.history, policy, tmp_path / "led")
+    for i in (1, 2, 3):
+        pd.testing.assert_frame_equal(Ledger(tmp_path / "led").read_view(i), clean.read_view(i))
+
+
+def _boom(*a, **k):
+    raise RuntimeError("verifier crashed")
+
+
+def test_first_timers_get_bk_sv_and_returning_respondents_their_own_state(setting):
+    mh, policy = setting
+    tables = mh.knowledge
+    m = len(policy.sensitive_domain)
+    view = mh.history[mh.history.view == 1].head(6).reset_index(drop=True)
+    state = empty_state(policy, tables.order)
+    rbk = revised_priors(view, state, tables, policy, tables.order)
+    np.testing.assert_allclose(rbk, tables.tables[0][tables.classes.classify(view), 0])
+    # respondent A had one posterior at release 1 and skipped release 2: her revision at 3
+    # uses her own posterior through the order-1 table, not someone else's
+    post = np.zeros((2, m))
+    post[0, 0] = 1.0  # A surely liver_1
+    post[1, 5] = 1.0  # B surely hiv_1
+    assigned = pd.DataFrame({policy.id: [view[policy.id][0], view[policy.id][1]], "_label": [7, 8]})
+    state = update_state(state, assigned, post, policy, tables.order, index=1)
+    assert state["n_post"].tolist() == [1, 1] and state["last_release"].tolist() == [1, 1]
+    later = view.head(2).assign(view=3)
+    rbk = revised_priors(later, state, tables, policy, tables.order)
+    cls = tables.classes.classify(later)
+    np.testing.assert_allclose(rbk[0], tables.tables[1][cls[0], 0])  # context <liver_1>
+    np.testing.assert_allclose(rbk[1], tables.tables[1][cls[1], 5])  # context <hiv_1>
