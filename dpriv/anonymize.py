@@ -19,7 +19,7 @@ import pandas as pd
 from dpriv import hilbert
 from dpriv._random import keyed, stable_hash
 from dpriv.anonymity.divergence import GROUNDS
-from dpriv.anonymity.generalize import CARRIED, greedy_qi_groups
+from dpriv.anonymity.generalize import CARRIED, GroupStats, Params, entropies, first_pass, repair
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import ViewSummary, codes
 
@@ -82,55 +82,17 @@ def add_keys(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     )
 
 
-def group_range(
-    part: pd.DataFrame,
-    policy: ReleasePolicy,
-    view_counts: np.ndarray,
-    carry: pd.DataFrame | None = None,
-    last: bool = True,
-) -> pd.DataFrame:
-    """Greedy QI-groups over one Hilbert range; adds ``_label`` (int64, -1 = leftover).
-
-    ``carry`` (the open tail of the previous range) is scanned first; unless ``last``, this
-    range's own open tail is labelled -2 for the next range (see :func:`chain_step`).
-    Labels are a seeded hash of the group's smallest tie-break key: partition-free and
-    not in Hilbert order.
-    """
-    if HKEY not in part.columns:
-        part = part.rename_axis(HKEY).reset_index()
-    if carry is not None and len(carry):
-        part = pd.concat([carry, part], ignore_index=True)
-    part = part.sort_values([HKEY, TIE], kind="stable")
-    group = greedy_qi_groups(
-        part[SCODE].to_numpy(),
-        part[policy.prior_columns].to_numpy(dtype=np.float64),
-        view_counts,
-        coords=unit_coords(part, policy),
+def params_of(policy: ReleasePolicy) -> Params:
+    return Params(
         k=policy.k,
         t=policy.t,
         j=policy.j,
         ground=GROUNDS[policy.emd_ground],
         log_base=policy.log_base,
         cap=cap_for(policy),
-        wait=wait_for(policy),
+        wait=max(policy.defer_wait, 0),
         reach=policy.attach_reach,
-        carry_tail=not last,
     )
-    label = group.copy()
-    kept = group >= 0
-    if kept.any():
-        first_tie = pd.Series(part[TIE].to_numpy()[kept]).groupby(group[kept]).transform("min")
-        label[kept] = (keyed(first_tie.to_numpy(np.uint64), policy.seed, "label") >> np.uint64(1)).astype(
-            np.int64
-        )
-    return part.assign(**{LABEL: label})
-
-
-def chain_step(part, carry, policy, view_counts, last):
-    """One link of the chained scan: (grouped rows of this range, its open tail)."""
-    out = group_range(part, policy, view_counts, carry, last)
-    carried = out[LABEL] == CARRIED
-    return out[~carried].reset_index(drop=True), out[carried].drop(columns=LABEL).reset_index(drop=True)
 
 
 def cap_for(policy: ReleasePolicy) -> int:
@@ -138,34 +100,180 @@ def cap_for(policy: ReleasePolicy) -> int:
     return policy.group_cap or max(8 * policy.k, 64)
 
 
-def wait_for(policy: ReleasePolicy) -> int:
-    """Deferral window of the greedy scan (0 = off, the default: on Adult it cost suppression)."""
-    return max(policy.defer_wait, 0)
+def group_labels(ties: np.ndarray, group: np.ndarray, seed: int) -> np.ndarray:
+    """int64 label per tuple of ``group`` (>= 0): a seeded hash of the group's smallest
+    tie-break key, so partition-free and not in Hilbert order; -1 elsewhere."""
+    label = np.full(len(group), -1, dtype=np.int64)
+    kept = group >= 0
+    if kept.any():
+        first = pd.Series(ties[kept]).groupby(group[kept]).transform("min").to_numpy(np.uint64)
+        label[kept] = (keyed(first, seed, "label") >> np.uint64(1)).astype(np.int64)
+    return label
+
+
+def scan_range(
+    part: pd.DataFrame, carry: pd.DataFrame | None, policy: ReleasePolicy, view_counts: np.ndarray, last: bool
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """First pass over one Hilbert range, after the open tail ``carry`` of the previous one.
+
+    Returns (this range's rows with ``_label``: a group label, or -1 for a leftover; the
+    open tail to carry into the next range, empty when ``last``).
+    """
+    if HKEY not in part.columns:
+        part = part.rename_axis(HKEY).reset_index()
+    if carry is not None and len(carry):
+        part = pd.concat([carry, part], ignore_index=True)
+    part = part.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    group = first_pass(
+        part[SCODE].to_numpy(),
+        part[policy.prior_columns].to_numpy(dtype=np.float64),
+        view_counts,
+        params_of(policy),
+        carry_tail=not last,
+    )
+    carried = group == CARRIED
+    part = part.assign(**{LABEL: group_labels(part[TIE].to_numpy(np.uint64), group, policy.seed)})
+    return part[~carried].reset_index(drop=True), part[carried].drop(columns=LABEL).reset_index(drop=True)
+
+
+def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Per QI-group of ``rows`` (label >= 0): first (key, tie), then the arrays of
+    :class:`GroupStats` flattened into columns; one row per group."""
+    rows = rows[rows[LABEL] >= 0].sort_values([HKEY, TIE], kind="stable")
+    labels, group = np.unique(rows[LABEL].to_numpy(), return_inverse=True)
+    priors = rows[policy.prior_columns].to_numpy(dtype=np.float64)
+    st = GroupStats.of(
+        group,
+        rows[SCODE].to_numpy(),
+        priors,
+        entropies(priors, policy.log_base),
+        unit_coords(rows, policy),
+        np.arange(len(rows)),
+        len(labels),
+        len(policy.sensitive_domain),
+    )
+    first = rows.iloc[st.pos] if len(rows) else rows
+    return pd.concat(
+        [pd.DataFrame({LABEL: labels, HKEY: first[HKEY].to_numpy(), TIE: first[TIE].to_numpy()}), _flat(st)],
+        axis=1,
+    )
+
+
+_STAT_BLOCKS = ("counts", "sizes", "sum_p", "sum_h", "lo", "hi")
+
+
+def _flat(st: GroupStats) -> pd.DataFrame:
+    cols = {}
+    for name in _STAT_BLOCKS:
+        arr = getattr(st, name)
+        if arr.ndim == 1:
+            cols[name] = arr
+        else:
+            cols.update({f"{name}{i}": arr[:, i] for i in range(arr.shape[1])})
+    return pd.DataFrame(cols)
+
+
+def _unflat(frame: pd.DataFrame, pos: np.ndarray) -> GroupStats:
+    blocks = []
+    for name in _STAT_BLOCKS:
+        cols = [c for c in frame.columns if c == name or (c.startswith(name) and c[len(name) :].isdigit())]
+        arr = frame[cols].to_numpy()
+        blocks.append(np.array(arr[:, 0] if cols == [name] else arr, order="C"))  # writable
+    blocks[0] = blocks[0].astype(np.int64)
+    blocks[1] = blocks[1].astype(np.int64)
+    return GroupStats(*blocks, pos.astype(np.int64))
+
+
+def repair_leftovers(
+    stats_frame: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray
+) -> pd.DataFrame:
+    """The repair over all ranges at once (client side): leftovers with their final
+    ``_label`` (-1 = suppressed). Positions come from the global (key, tie) order."""
+    keys = pd.concat([stats_frame[[HKEY, TIE]], leftovers[[HKEY, TIE]]], ignore_index=True)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.lexsort((keys[TIE].to_numpy(np.uint64), keys[HKEY].to_numpy(np.uint64)))] = np.arange(len(keys))
+    g_pos, x_pos = rank[: len(stats_frame)], rank[len(stats_frame) :]
+    order = np.argsort(x_pos, kind="stable")
+    left = leftovers.iloc[order].reset_index(drop=True)
+    stats = _unflat(stats_frame, g_pos) if len(stats_frame) else None
+    m = len(policy.sensitive_domain)
+    if stats is None:
+        n_qi = len(policy.qi)
+        stats = GroupStats(
+            np.zeros((0, m), np.int64),
+            np.zeros(0, np.int64),
+            np.zeros((0, m)),
+            np.zeros(0),
+            np.zeros((0, n_qi)),
+            np.zeros((0, n_qi)),
+            np.zeros(0, np.int64),
+        )
+    n_old = stats.n_groups
+    assign, _ = repair(
+        stats,
+        left[SCODE].to_numpy(),
+        left[policy.prior_columns].to_numpy(dtype=np.float64),
+        unit_coords(left, policy),
+        x_pos[order],
+        view_counts,
+        params_of(policy),
+    )
+    old_labels = stats_frame[LABEL].to_numpy()
+    label = np.where(
+        (assign >= 0) & (assign < n_old),
+        old_labels[np.clip(assign, 0, max(n_old - 1, 0))] if n_old else -1,
+        -1,
+    )
+    new = np.where(assign >= n_old, assign, -1)
+    fresh = group_labels(left[TIE].to_numpy(np.uint64), new, policy.seed)
+    label = np.where(new >= 0, fresh, label)
+    return left.assign(**{LABEL: label})
+
+
+def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """CreateQIG's generalized QI values per label (Algorithm 2, line 12): for a numeric
+    QI ``<qi>_min``/``<qi>_max`` (the group's true min and max), for a categorical QI the
+    value set ``{a,b}`` in domain order. Pandas, indexed by label (one row per group)."""
+    num = policy.numeric_qi
+    parts = []
+    if num:
+        agg = rows[[LABEL, *num]].groupby(LABEL).agg(["min", "max"])
+        agg = agg.compute() if isinstance(agg, dd.DataFrame) else agg
+        agg.columns = [f"{q}_{f}" for q, f in agg.columns]
+        parts.append(agg.astype("float64"))
+    for q in policy.categorical_qi:
+        pairs = rows[[LABEL, q]].drop_duplicates()
+        pairs = pairs.compute() if isinstance(pairs, dd.DataFrame) else pairs
+        parts.append(_value_sets(pairs, q, policy.domains[q]).rename(q).to_frame())
+    table = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=pd.Index([], name=LABEL))
+    return table[released_columns(policy)[1:-1]]
+
+
+def released_columns(policy: ReleasePolicy) -> list[str]:
+    cols = [GROUP]
+    for q in policy.qi:
+        cols += [f"{q}_min", f"{q}_max"] if policy.kind(q) == "numeric" else [q]
+    return [*cols, policy.sensitive]
+
+
+def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Released rows of ``part`` (grouped rows) with the private ``_order`` shuffle key."""
+    gen = table.reindex(part[LABEL].to_numpy())
+    out = pd.DataFrame({GROUP: part[LABEL].to_numpy()})
+    for c in gen.columns:
+        out[c] = gen[c].to_numpy()
+    out[policy.sensitive] = part[policy.sensitive].to_numpy()
+    out["_order"] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
+    return out
 
 
 def create_qig(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """CreateQIG (Algorithm 2, line 12) for the grouped rows of ``part``.
-
-    Returns the released rows: ``qi_group``, ``<qi>_min``/``<qi>_max`` (true min/max of the
-    group) per numeric QI, ``<qi>`` value set string ``{a,b}`` (domain order) per
-    categorical QI, the sensitive column, and the private ``_order`` shuffle key.
-    """
-    by = part[LABEL]
-    out = {GROUP: by.to_numpy()}
-    for q in policy.qi:
-        if policy.kind(q) == "numeric":
-            g = part.groupby(LABEL, sort=False)[q]
-            out[f"{q}_min"] = g.transform("min").to_numpy()
-            out[f"{q}_max"] = g.transform("max").to_numpy()
-        else:
-            out[q] = by.map(_value_sets(part, q, policy.domains[q])).to_numpy(dtype=object)
-    out[policy.sensitive] = part[policy.sensitive].to_numpy()
-    out["_order"] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
-    return pd.DataFrame(out)
+    """CreateQIG for grouped rows (``_label``) that hold whole groups (pandas)."""
+    return apply_qig(part, qig_table(part, policy), policy)
 
 
-def _value_sets(part: pd.DataFrame, q: str, domain: list) -> pd.Series:
-    pairs = pd.DataFrame({LABEL: part[LABEL].to_numpy(), "c": codes(part[q], domain)}).drop_duplicates()
+def _value_sets(pairs: pd.DataFrame, q: str, domain: list) -> pd.Series:
+    pairs = pd.DataFrame({LABEL: pairs[LABEL].to_numpy(), "c": codes(pairs[q], domain)}).drop_duplicates()
     pairs = pairs.sort_values([LABEL, "c"], kind="stable")
     names = np.asarray([str(v) for v in domain], dtype=object)[pairs["c"].to_numpy()]
     return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",".join).map("{{{}}}".format)
@@ -173,12 +281,8 @@ def _value_sets(part: pd.DataFrame, q: str, domain: list) -> pd.Series:
 
 def released_meta(policy: ReleasePolicy, sensitive_dtype) -> pd.DataFrame:
     cols: dict = {GROUP: pd.Series(dtype="int64")}
-    for q in policy.qi:
-        if policy.kind(q) == "numeric":
-            cols[f"{q}_min"] = pd.Series(dtype="float64")
-            cols[f"{q}_max"] = pd.Series(dtype="float64")
-        else:
-            cols[q] = pd.Series(dtype=object)
+    for c in released_columns(policy)[1:-1]:
+        cols[c] = pd.Series(dtype=object if c in policy.categorical_qi else "float64")
     cols[policy.sensitive] = pd.Series(dtype=sensitive_dtype)
     cols["_order"] = pd.Series(dtype="uint64")
     return pd.DataFrame(cols)
@@ -197,6 +301,12 @@ def pandas_divisions(keys: np.ndarray, npartitions: int) -> tuple:
     return tuple(int(v) for v in np.unique(q.astype(np.uint64)))
 
 
+def _even_divisions(n: int) -> tuple:
+    """Divisions of ``n`` equal ranges of uint64 (the shuffle key is uniform on it)."""
+    inner = sorted({int(x) for x in np.linspace(0, 2**64 - 1, n + 1, dtype=np.float64)[1:-1]})
+    return (0, *[min(x, 2**64 - 2) for x in inner], 2**64 - 1)
+
+
 def generalize_view(
     view: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy,
@@ -213,59 +323,56 @@ def generalize_view(
         ``policy.prior_columns`` (float64, rows sum to 1).
     summary : from :func:`dpriv.validate.validate_view` (size and sensitive counts).
     npartitions, divisions : Hilbert ranges; default the input's number of partitions (1
-        for pandas). Same input + policy + divisions -> same output on both paths.
+        for pandas). The scan is chained over the ranges and the repair is global, so the
+        release does not depend on them; the same input + policy gives the same bytes.
     """
     counts = summary.s_counts
     if isinstance(view, dd.DataFrame):
         keyed_view = view.map_partitions(add_keys, policy, meta=_keyed_meta(view._meta, policy))
         kw = {"divisions": divisions} if divisions else {"npartitions": npartitions or view.npartitions}
         ranges = keyed_view.set_index(HKEY, sort=True, **kw)
-        meta = group_range(add_keys(view._meta, policy).set_index(HKEY), policy, counts)
+        meta = scan_range(add_keys(view._meta, policy).set_index(HKEY), None, policy, counts, True)[0]
         links, carry = [], None
         parts = ranges.to_delayed()
         for i, part in enumerate(parts):
-            link = dask.delayed(chain_step, nout=2, pure=True)(
+            link = dask.delayed(scan_range, nout=2, pure=True)(
                 part, carry, policy, counts, i == len(parts) - 1
             )
             links.append(link[0])
             carry = link[1]
         grouped = dd.from_delayed(links, meta=meta, verify_meta=False).persist()
-        leftovers = grouped[grouped[LABEL] < 0].compute()
+        stats_meta = range_stats(meta, policy)
+        stats, leftovers = dask.compute(
+            grouped.map_partitions(range_stats, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
+        )
         divisions = ranges.divisions
     else:
         frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
         divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
         parts, carry = [], None
-        ranges_ = _split(frame, divisions)
-        for i, part in enumerate(ranges_):
-            done, carry = chain_step(part, carry, policy, counts, i == len(ranges_) - 1)
+        for i, part in enumerate(ranges_ := _split(frame, divisions)):
+            done, carry = scan_range(part, carry, policy, counts, i == len(ranges_) - 1)
             parts.append(done)
         grouped = pd.concat(parts, ignore_index=True)
-        leftovers = grouped[grouped[LABEL] < 0]
-    stitched = group_range(leftovers, policy, counts)
-    n_suppressed = int((stitched[LABEL] < 0).sum())
-    stitched = stitched[stitched[LABEL] >= 0]
+        stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
+    placed = repair_leftovers(stats, leftovers, policy, counts)
+    n_suppressed = int((placed[LABEL] < 0).sum())
+    placed = placed[placed[LABEL] >= 0]
     if isinstance(view, dd.DataFrame):
         kept = grouped[grouped[LABEL] >= 0]
-        rmeta = released_meta(policy, view._meta[policy.sensitive].dtype)
-        released = dd.concat(
-            [
-                kept.map_partitions(create_qig, policy, meta=rmeta),
-                dd.from_pandas(create_qig(stitched, policy), npartitions=1),
-            ]
-        )
         assigned = dd.concat(
-            [kept, dd.from_pandas(stitched.astype(kept._meta.dtypes.to_dict()), npartitions=1)]
+            [kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)]
         )
+        table = qig_table(assigned, policy)
+        rmeta = released_meta(policy, view._meta[policy.sensitive].dtype)
+        released = assigned.map_partitions(apply_qig, table, policy, meta=rmeta)
         # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
         # quantile pass would run inside the scheduler's graph materialisation and hang)
-        even = tuple(int(x) for x in np.linspace(0, 2**64 - 1, released.npartitions + 1, dtype=np.float64))
-        even = (0, *sorted({min(int(x), 2**64 - 1) for x in even[1:-1]}), 2**64 - 1)
-        released = released.set_index("_order", divisions=even).reset_index(drop=True)
+        released = released.set_index("_order", divisions=_even_divisions(released.npartitions))
+        released = released.reset_index(drop=True)
     else:
-        kept = grouped[grouped[LABEL] >= 0]
-        released = pd.concat([create_qig(kept, policy), create_qig(stitched, policy)], ignore_index=True)
-        assigned = pd.concat([kept, stitched], ignore_index=True)
+        assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
+        released = create_qig(assigned, policy)
         released = released.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
     known = divisions is not None and None not in divisions
     return Generalized(assigned, released, n_suppressed, tuple(int(d) for d in divisions) if known else None)

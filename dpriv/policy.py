@@ -63,7 +63,7 @@ class ReleasePolicy(BaseModel):
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
-    attach_reach: int = Field(default=256, ge=0)
+    attach_reach: int = Field(default=1024, ge=0)
     seed: int = Field(default=0, ge=0)
     npartitions: int | None = Field(default=None, ge=1)
     knowledge: dict[str, str] = Field(default_factory=dict)

@@ -15,17 +15,21 @@ cannot swallow the rest of the view:
 Optionally (``wait`` > 0) a tuple that would push the open group away from (E9) is
 *deferred* and pulled into a later group that needs it (FINDINGS.md "defer").
 
-What is still left (and the open tail) is returned as -1: the caller stitches the
-leftovers of all ranges with the same kernel and suppresses what remains.
+Over Dask, :func:`first_pass` runs on each Hilbert range in a chain (each range carries
+its open tail to the next), and :func:`repair` runs once over the leftovers of all ranges
+with the statistics of all groups: the result is the same for any partitioning. What the
+repair cannot place is suppressed.
 EMD decisions use exact integer counts (:mod:`dpriv.anonymity.divergence`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
-from dpriv.anonymity.divergence import emd_num_den, emd_within, entropy, js_from_sums
+from dpriv.anonymity.divergence import EQUAL, emd_num_den, emd_within, entropy, js_from_sums
 
 UNGROUPED = -1
 CARRIED = -2  # the open tail of a Hilbert range, scanned again with the next range
@@ -211,43 +215,45 @@ def _greedy(
 
 
 @njit(cache=True)
-def _attach(s, priors, ent, coords, view_counts, view_size, t, j, ground, log_base, group, n_groups, reach):
-    """Attach each ungrouped position to a group that still satisfies (E9) with it.
-
-    Among the ``reach`` groups nearest in Hilbert order (by their first position), the one
-    whose bounding box on the normalised QIs ``coords`` grows least (semiperimeter, E11)
-    is chosen; ties go to the nearest.
-    """
-    n, m = priors.shape
-    counts = np.zeros((n_groups, m), dtype=np.int64)
-    sizes = np.zeros(n_groups, dtype=np.int64)
-    sum_p = np.zeros((n_groups, m))
-    sum_h = np.zeros(n_groups)
-    first = np.full(n_groups, n, dtype=np.int64)
-    lo = np.full((n_groups, coords.shape[1]), np.inf)
-    hi = np.full((n_groups, coords.shape[1]), -np.inf)
-    for x in range(n):
-        g = group[x]
-        if g >= 0:
-            counts[g, s[x]] += 1
-            sizes[g] += 1
-            sum_p[g] += priors[x]
-            sum_h[g] += ent[x]
-            first[g] = min(first[g], x)
-            lo[g] = np.minimum(lo[g], coords[x])
-            hi[g] = np.maximum(hi[g], coords[x])
-    by_pos = np.argsort(first)
-    pos = first[by_pos]
-    for x in range(n):
-        if group[x] != UNGROUPED:
+def _attach(
+    counts,
+    sizes,
+    sum_p,
+    sum_h,
+    lo,
+    hi,
+    pos,
+    s,
+    priors,
+    ent,
+    coords,
+    xpos,
+    assign,
+    view_counts,
+    view_size,
+    t,
+    j,
+    ground,
+    log_base,
+    reach,
+):
+    """Attach each unassigned leftover (``assign == -1``) to a group that still satisfies
+    (E9) with it: among the ``reach`` groups nearest in Hilbert order (by the position of
+    their first tuple), the one whose box on the normalised QIs grows least (E11); ties go
+    to the nearest. Group statistics are updated in place."""
+    n_groups = len(pos)
+    by_pos = np.argsort(pos)
+    spos = pos[by_pos]
+    for x in range(len(s)):
+        if assign[x] != UNGROUPED:
             continue
-        right = np.searchsorted(pos, x)
+        right = np.searchsorted(spos, xpos[x])
         left = right - 1
         best, best_cost = -1, np.inf
         for _ in range(min(reach, n_groups)):
             if left < 0 and right >= n_groups:
                 break
-            if right >= n_groups or (left >= 0 and x - pos[left] <= pos[right] - x):
+            if right >= n_groups or (left >= 0 and xpos[x] - spos[left] <= spos[right] - xpos[x]):
                 g = by_pos[left]
                 left -= 1
             else:
@@ -275,7 +281,7 @@ def _attach(s, priors, ent, coords, view_counts, view_size, t, j, ground, log_ba
                 if cost == 0.0:
                     break
         if best >= 0:
-            group[x] = best
+            assign[x] = best
             counts[best, s[x]] += 1
             sizes[best] += 1
             sum_p[best] += priors[x]
@@ -292,71 +298,207 @@ def _entropies(priors, log_base):
     return out
 
 
-def greedy_qi_groups(
-    s: np.ndarray,
-    priors: np.ndarray,
-    view_counts: np.ndarray,
-    *,
-    coords: np.ndarray | None = None,
-    k: int,
-    t: float,
-    j: float,
-    ground: int,
-    log_base: float = 2.0,
-    cap: int = 0,
-    wait: int = 0,
-    reach: int = 2,
-    carry_tail: bool = False,
+def entropies(priors: np.ndarray, log_base: float = 2.0) -> np.ndarray:
+    """Entropy of each row of ``priors`` (n, M) in units of ``log_base``: float64 (n,)."""
+    return _entropies(np.ascontiguousarray(priors, dtype=np.float64), log_base)
+
+
+@dataclass
+class Params:
+    """The (E9) thresholds and the repair settings of the greedy grouping."""
+
+    k: int
+    t: float
+    j: float
+    ground: int = EQUAL
+    log_base: float = 2.0
+    cap: int = 0
+    wait: int = 0
+    reach: int = 256
+
+
+@dataclass
+class GroupStats:
+    """What the repair needs of each QI-group: counts (G, M) int64 of S, sizes (G,), sums of
+    priors (G, M) and of their entropies (G,), box lo/hi (G, m) on normalised QIs, and the
+    global Hilbert-order position (G,) of the group's first tuple."""
+
+    counts: np.ndarray
+    sizes: np.ndarray
+    sum_p: np.ndarray
+    sum_h: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    pos: np.ndarray
+
+    @classmethod
+    def of(cls, group, s, priors, ent, coords, pos, n_groups, m) -> GroupStats:
+        """Statistics of groups ``0..n_groups-1`` of ``group`` (int64 (n,), -1 ignored)."""
+        kept = group >= 0
+        g, s, priors, ent, coords, pos = (
+            group[kept],
+            s[kept],
+            priors[kept],
+            ent[kept],
+            coords[kept],
+            pos[kept],
+        )
+        counts = np.bincount(g * m + s, minlength=n_groups * m).reshape(n_groups, m).astype(np.int64)
+        sum_p = np.zeros((n_groups, priors.shape[1]))
+        np.add.at(sum_p, g, priors)
+        lo = np.full((n_groups, coords.shape[1]), np.inf)
+        hi = np.full((n_groups, coords.shape[1]), -np.inf)
+        np.minimum.at(lo, g, coords)
+        np.maximum.at(hi, g, coords)
+        first = np.full(n_groups, np.iinfo(np.int64).max)
+        np.minimum.at(first, g, pos)
+        return cls(counts, counts.sum(axis=1), sum_p, np.bincount(g, ent, n_groups), lo, hi, first)
+
+    def concat(self, other: GroupStats) -> GroupStats:
+        return GroupStats(*(np.concatenate([a, b]) for a, b in zip(self.astuple(), other.astuple())))
+
+    def astuple(self) -> tuple:
+        return (self.counts, self.sizes, self.sum_p, self.sum_h, self.lo, self.hi, self.pos)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.pos)
+
+
+def first_pass(
+    s: np.ndarray, priors: np.ndarray, view_counts: np.ndarray, params: Params, *, carry_tail: bool = False
 ) -> np.ndarray:
-    """QI-groups of one Hilbert range (Algorithm 2 with the module's repairs).
+    """Algorithm 2's scan over one Hilbert range, with the cap (and optional deferral).
 
     Parameters
     ----------
-    s : int64 array of shape (n,)
-        Sensitive codes in [0, M), in Hilbert order (sorted by key, then seeded tie-break).
-    priors : float64 array of shape (n, M)
-        Each tuple's respondent prior (RBK^sv or BK^sv); rows sum to 1.
-    view_counts : int64 array of shape (M,)
-        Counts of S over the WHOLE original view (P_V of (E9)), not only this range.
-    coords : float64 array of shape (n, m), QIs normalised to [0, 1]; used to attach a
-        leftover where it widens a group least. Default: the position in the range.
-    k, t, j : the (E9) thresholds; t on the EMD of ``ground`` (EQUAL/ORDERED), j in units
-        of ``log_base``.
-    cap : open-group size that triggers setting a member aside; 0 = never (literal reading).
-    wait : steps a deferred tuple may wait for a group that needs it; 0 = no deferral.
-    reach : groups (nearest first in Hilbert order) a leftover may try to join.
-    carry_tail : mark the tuples after the last closed group ``CARRIED`` (-2) instead of
-        repairing them: the caller prepends them to the next Hilbert range, so that the
-        first scan over chained ranges equals the scan over the whole view (§2.2, "passing
-        the open group to the next partition").
+    s : int64 (n,) sensitive codes in [0, M), in Hilbert order (key, then seeded tie-break)
+    priors : float64 (n, M), each tuple's respondent prior (RBK^sv or BK^sv), rows sum to 1
+    view_counts : int64 (M,), counts of S over the WHOLE original view (P_V of (E9))
+    carry_tail : mark the tuples after the last closed group ``CARRIED`` (-2): the caller
+        prepends them to the next Hilbert range, so that chained ranges scan exactly like
+        the whole view (§2.2, "passing the open group to the next partition").
 
     Returns
     -------
-    int64 array of shape (n,): group number in [0, G) per tuple, -1 for a leftover, -2 for
-    the carried tail.
+    int64 (n,): local group number in [0, G), -1 for a tuple set aside (or the open tail
+    when not carried), -2 for the carried tail.
     """
-    s = np.ascontiguousarray(s, dtype=np.int64)
-    priors = np.ascontiguousarray(priors, dtype=np.float64)
-    view_counts = np.ascontiguousarray(view_counts, dtype=np.int64)
+    s, priors, view_counts = _arrays(s, priors, view_counts)
     n = len(s)
     group = np.full(n, UNGROUPED, dtype=np.int64)
     if n == 0:
         return group
-    ent = _entropies(priors, log_base)
-    if coords is None:
-        coords = (np.arange(n, dtype=np.float64) / max(n - 1, 1))[:, None]
-    coords = np.ascontiguousarray(coords, dtype=np.float64)
-    view_size = int(view_counts.sum())
-    aside = np.empty(n, dtype=np.int64)
-    args = (s, priors, ent, view_counts, view_size, k, t, j, ground, log_base, cap, wait, group)
-    gid, _, last_close = _greedy(np.arange(n, dtype=np.int64), *args, 0, aside)
-    if carry_tail:  # the open tail goes on into the next Hilbert range (chained scan)
+    ent = entropies(priors, params.log_base)
+    _, _, last_close = _greedy(
+        np.arange(n, dtype=np.int64),
+        s,
+        priors,
+        ent,
+        view_counts,
+        int(view_counts.sum()),
+        params.k,
+        params.t,
+        params.j,
+        params.ground,
+        params.log_base,
+        params.cap,
+        params.wait,
+        group,
+        0,
+        np.empty(n, np.int64),
+    )
+    if carry_tail:
         group[last_close + 1 :] = CARRIED
-    attach = (s, priors, ent, coords, view_counts, view_size, t, j, ground, log_base, group)
-    if gid > 0:  # first into existing groups, where they widen a box least ...
-        _attach(*attach, gid, reach)
-    retry = np.flatnonzero(group == UNGROUPED)  # ... then new groups from what is left, and again
-    gid, _, _ = _greedy(retry, *args, gid, np.empty(n, dtype=np.int64))
-    if gid > 0:
-        _attach(*attach, gid, reach)
     return group
+
+
+def repair(
+    stats: GroupStats,
+    s: np.ndarray,
+    priors: np.ndarray,
+    coords: np.ndarray,
+    pos: np.ndarray,
+    view_counts: np.ndarray,
+    params: Params,
+) -> tuple[np.ndarray, GroupStats]:
+    """Place the leftovers of the first pass (repairs 2 and 3 of the module doc).
+
+    ``s`` (L,), ``priors`` (L, M), ``coords`` (L, m) and global Hilbert positions ``pos``
+    (L,) of the leftovers, sorted by ``pos``. Returns the group of each leftover (an index
+    into the returned stats, which append the new groups; -1 = suppressed) and the stats.
+    """
+    s, priors, view_counts = _arrays(s, priors, view_counts)
+    coords = np.ascontiguousarray(coords, dtype=np.float64)
+    ent = entropies(priors, params.log_base)
+    view_size = int(view_counts.sum())
+    assign = np.full(len(s), UNGROUPED, dtype=np.int64)
+    thresholds = (view_counts, view_size, params.t, params.j, params.ground, params.log_base, params.reach)
+    if stats.n_groups:
+        _attach(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
+    rest = np.flatnonzero(assign == UNGROUPED)
+    new = np.full(len(s), UNGROUPED, dtype=np.int64)
+    n_new, _, _ = _greedy(
+        rest,
+        s,
+        priors,
+        ent,
+        view_counts,
+        view_size,
+        params.k,
+        params.t,
+        params.j,
+        params.ground,
+        params.log_base,
+        params.cap,
+        params.wait,
+        new,
+        0,
+        np.empty(len(s), np.int64),
+    )
+    if n_new:
+        m = stats.counts.shape[1] if stats.n_groups else priors.shape[1]
+        stats = (
+            stats.concat(GroupStats.of(new, s, priors, ent, coords, pos, n_new, m))
+            if stats.n_groups
+            else GroupStats.of(new, s, priors, ent, coords, pos, n_new, m)
+        )
+        assign[new >= 0] = new[new >= 0] + (stats.n_groups - n_new)
+        _attach(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
+    return assign, stats
+
+
+def greedy_qi_groups(
+    s: np.ndarray,
+    priors: np.ndarray,
+    view_counts: np.ndarray,
+    params: Params,
+    coords: np.ndarray | None = None,
+) -> np.ndarray:
+    """QI-groups of one whole view in Hilbert order: :func:`first_pass` then :func:`repair`.
+
+    ``coords`` (n, m) are the QIs normalised to [0, 1] (default: the position). Returns the
+    group number in [0, G) of each tuple, -1 for a suppressed tuple.
+    """
+    s, priors, view_counts = _arrays(s, priors, view_counts)
+    n = len(s)
+    coords = (np.arange(n, dtype=np.float64) / max(n - 1, 1))[:, None] if coords is None else coords
+    coords = np.ascontiguousarray(coords, dtype=np.float64)
+    group = first_pass(s, priors, view_counts, params)
+    pos = np.arange(n, dtype=np.int64)
+    n_groups = int(group.max()) + 1 if n else 0
+    stats = GroupStats.of(
+        group, s, priors, entropies(priors, params.log_base), coords, pos, n_groups, len(view_counts)
+    )
+    left = np.flatnonzero(group < 0)
+    assign, _ = repair(stats, s[left], priors[left], coords[left], pos[left], view_counts, params)
+    group[left] = assign
+    return group
+
+
+def _arrays(s, priors, view_counts):
+    return (
+        np.ascontiguousarray(s, dtype=np.int64),
+        np.ascontiguousarray(priors, dtype=np.float64),
+        np.ascontiguousarray(view_counts, dtype=np.int64),
+    )
