@@ -1,0 +1,34 @@
+"""Issue acceptance: Adult (30,162 rows) under k = 5, t = 0.2 with empirical class priors;
+suppression under 2 %, and the verifier and pyCANON agree that k and t hold."""
+
+import pandas as pd
+import pytest
+
+from dpriv.api import anonymize
+from dpriv.io import ROW_ID, read_table
+from dpriv.policy import ReleasePolicy
+
+QI = ["age", "sex", "race", "marital-status", "education"]
+
+
+@pytest.mark.shared_data
+def test_adult_release_meets_k_t_and_pycanon_agrees(shared_data):
+    from pycanon import anonymity
+
+    view = read_table(str(shared_data / "arx" / "adult.csv"), add_row_id=True).compute()
+    policy = ReleasePolicy(id=ROW_ID, qi=QI, sensitive="salary-class", k=5, t=0.2, j=1.0)
+    result = anonymize(view, policy, prior="class")
+    m = result.metrics
+    print({key: m[key] for key in ("n_groups", "n_suppressed", "t_achieved", "average_semiperimeter")})
+    assert m["n_suppressed"] / len(view) < 0.02
+    assert m["k_achieved"] >= 5 and m["t_achieved"] <= 0.2
+    released = result.released
+    gen_qi = [c for c in released.columns if c not in ("qi_group", "salary-class")]
+    table = released[gen_qi + ["salary-class"]].astype(str)
+    assert anonymity.k_anonymity(table, gen_qi) >= 5
+    # pyCANON's EMD for a text attribute is the equal distance over the table it is given;
+    # with nothing suppressed that table's distribution is the original's
+    if m["n_suppressed"] == 0:
+        assert anonymity.t_closeness(table, gen_qi, ["salary-class"]) <= 0.2 + 1e-12
+    assert set(released.columns).isdisjoint({ROW_ID, "_hkey", "_label"})
+    assert pd.api.types.is_float_dtype(released["age_min"])

@@ -1,0 +1,96 @@
+"""The greedy kernel (Algorithm 2 and its repairs) on hand-computed cases."""
+
+import numpy as np
+
+from dpriv.anonymity.divergence import EQUAL
+from dpriv.anonymity.generalize import CARRIED, GroupStats, Params, first_pass, greedy_qi_groups, repair
+
+FLAT = np.full((6, 2), 0.5)
+
+
+def test_literal_scan_closes_a_group_as_soon_as_e9_holds():
+    s = np.array([0, 1, 0, 1, 0, 1])
+    g = first_pass(s, FLAT, np.array([3, 3]), Params(k=2, t=1.0, j=1.0))
+    np.testing.assert_array_equal(g, [0, 0, 1, 1, 2, 2])
+
+
+def test_t_binds_exactly_at_the_boundary():
+    # view (3 zeros, 1 one); {0,0} has equal-distance EMD 0.25
+    s, pri, view = np.array([0, 0, 0, 1]), np.full((4, 2), 0.5), np.array([3, 1])
+    np.testing.assert_array_equal(first_pass(s, pri, view, Params(k=2, t=0.25, j=1.0)), [0, 0, 1, 1])
+    # at t = 0.2, {0,0} and {0,0,0} (EMD 0.25) stay open; {0,0,0,1} has EMD 0
+    np.testing.assert_array_equal(first_pass(s, pri, view, Params(k=2, t=0.2, j=1.0)), [0, 0, 0, 0])
+
+
+def test_js_binds_and_the_cap_sets_the_outlier_aside():
+    # priors A = (1, 0) and B = (0, 1); any mixed group has JS >= 0.72 bits > j
+    pri = np.array([[1.0, 0.0]] * 3 + [[0.0, 1.0]] + [[1.0, 0.0]] * 3)
+    s = np.zeros(7, dtype=np.int64)
+    literal = first_pass(s, pri, np.array([7, 0]), Params(k=3, t=1.0, j=0.1))
+    # {B, A, A, A} has JS = H(1/4, 3/4) = 0.81 bits: the open group never closes
+    np.testing.assert_array_equal(literal, [0, 0, 0, -1, -1, -1, -1])
+    capped = first_pass(s, pri, np.array([7, 0]), Params(k=3, t=1.0, j=0.1, cap=3))
+    # at size 3 ({B, x4, x5}) B is set aside, then x6 closes {x4, x5, x6}
+    np.testing.assert_array_equal(capped, [0, 0, 0, -1, 1, 1, 1])
+
+
+def test_carried_tail():
+    s = np.array([0, 1, 0, 1, 0])
+    g = first_pass(s, np.full((5, 2), 0.5), np.array([3, 2]), Params(k=2, t=1.0, j=1.0), carry_tail=True)
+    np.testing.assert_array_equal(g, [0, 0, 1, 1, CARRIED])
+
+
+def test_leftover_joins_the_group_whose_box_grows_least():
+    # two groups: g0 box [0.0, 0.1] at Hilbert position 0, g1 box [0.5, 0.6] at position 10;
+    # the leftover at coordinate 0.55 sits nearer g0 in Hilbert order (position 3) but joins g1
+    group = np.array([0, 0, 1, 1])
+    s = np.array([0, 1, 0, 1])
+    pri = np.full((4, 2), 0.5)
+    coords = np.array([[0.0], [0.1], [0.5], [0.6]])
+    pos = np.array([0, 1, 10, 11])
+    stats = GroupStats.of(group, s, pri, np.ones(4), coords, pos, 2, 2)
+    assign, stats = repair(
+        stats,
+        np.array([0]),
+        np.array([[0.5, 0.5]]),
+        np.array([[0.55]]),
+        np.array([3]),
+        np.array([3, 2]),
+        Params(k=2, t=1.0, j=1.0),
+    )
+    assert assign.tolist() == [1] and stats.sizes.tolist() == [2, 3]
+    np.testing.assert_allclose(stats.lo[:, 0], [0.0, 0.5])
+
+
+def test_repair_refuses_a_group_the_leftover_would_break():
+    # the only group is {0, 1} in a view (1, 1); adding a 1 gives EMD 1/6 > t = 0.1
+    stats = GroupStats.of(
+        np.array([0, 0]),
+        np.array([0, 1]),
+        np.full((2, 2), 0.5),
+        np.ones(2),
+        np.zeros((2, 1)),
+        np.array([0, 1]),
+        1,
+        2,
+    )
+    assign, _ = repair(
+        stats,
+        np.array([1]),
+        np.array([[0.5, 0.5]]),
+        np.zeros((1, 1)),
+        np.array([2]),
+        np.array([1, 1]),
+        Params(k=2, t=0.1, j=1.0),
+    )
+    assert assign.tolist() == [-1]
+
+
+def test_whole_view_kernel_groups_every_tuple_when_possible():
+    rng = np.random.default_rng(0)
+    s = rng.integers(0, 3, 300)
+    pri = np.full((300, 3), 1 / 3)
+    g = greedy_qi_groups(s, pri, np.bincount(s, minlength=3), Params(k=5, t=0.2, j=1.0, ground=EQUAL, cap=40))
+    assert (g >= 0).all()
+    sizes = np.bincount(g)
+    assert sizes.min() >= 5
