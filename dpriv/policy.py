@@ -43,6 +43,7 @@ class ReleasePolicy(BaseModel):
         0 = no deferral (default)
     attach_reach : groups, nearest first in Hilbert order, a leftover may join (0 = none)
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
+    l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
     """
 
@@ -65,6 +66,9 @@ class ReleasePolicy(BaseModel):
     defer_wait: int = Field(default=0, ge=0)
     attach_reach: int = Field(default=1024, ge=0)
     seed: int = Field(default=0, ge=0)
+    l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
+    bt_b: float = Field(default=0.3, gt=0.0)
+    bt_t: float = Field(default=0.25, ge=0.0)
     npartitions: int | None = Field(default=None, ge=1)
     knowledge: dict[str, str] = Field(default_factory=dict)
     base_dir: str | None = None

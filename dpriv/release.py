@@ -26,6 +26,7 @@ import pandas as pd
 from dpriv.anonymity.verify import verify_release
 from dpriv.anonymize import LABEL, SCODE, generalize_view
 from dpriv.api import resolve_policy, utility_domains
+from dpriv.baselines import METHODS, baseline_view, verification_policy
 from dpriv.errors import InputError, PolicyError, VerificationError
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.revision import revise
@@ -181,6 +182,7 @@ def release_history(
     npartitions: int | None = None,
     until: int | None = None,
     on_release: Callable[[int, dict], None] | None = None,
+    method: str = "jsreduce",
 ) -> Ledger:
     """Release every view of ``history`` not yet committed in the ledger, in order.
 
@@ -192,16 +194,21 @@ def release_history(
     npartitions : Hilbert ranges per view (Dask partitions); default policy.npartitions or 2.
     until : release at most up to this index.
     on_release : called with (index, metrics) after each commit (progress output).
+    method : "jsreduce" (Algorithm 1) or a Mondrian baseline of :mod:`dpriv.baselines`
+        ("mondrian-l", "mondrian-t", "mondrian-bt"); the defender's PK/RBK cycle and the
+        ledger are the same for all, so ``dpriv attack`` works on every method.
 
     Raises
     ------
     InputError, PolicyError, LedgerError, VerificationError; the ledger stays at its last
     committed release in every case.
     """
+    if method not in METHODS:
+        raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
     ledger = Ledger(ledger_dir, create=True)
-    ledger.check_policy(policy.fingerprint())
+    ledger.check_policy({**policy.fingerprint(), "method": method})
     knowledge = defender_knowledge(policy)
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
@@ -218,7 +225,7 @@ def release_history(
                 )
             continue
         metrics, state_i = release_view(
-            view, policy, state, knowledge.at(history, policy, i), window, i, nparts
+            view, policy, state, knowledge.at(history, policy, i), window, i, nparts, method
         )
         ledger.commit(i, metrics.pop("_released"), metrics, state_i, {"input_sha": digest})
         state = state_i
@@ -235,6 +242,7 @@ def release_view(
     window: int,
     index: int,
     npartitions: int,
+    method: str = "jsreduce",
 ) -> tuple[dict, pd.DataFrame]:
     """One step of Algorithm 1 (lines 6-10); returns the metrics (with the released view
     under ``"_released"``) and the new respondent state. Nothing is written here."""
@@ -250,10 +258,16 @@ def release_view(
     rbk = revised_priors(view, state, tables, policy, window)
     frame = view.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
     lap("revision")
-    result = generalize_view(dd.from_pandas(frame, npartitions=npartitions, sort=False), policy, summary)
-    released, assigned = dask.compute(result.released, result.assigned)
+    if method == "jsreduce":
+        result = generalize_view(dd.from_pandas(frame, npartitions=npartitions, sort=False), policy, summary)
+        released, assigned = dask.compute(result.released, result.assigned)
+    else:
+        result = baseline_view(frame, policy, method)
+        released, assigned = result.released, result.assigned
     lap("generalize")
-    report = verify_release(released, policy, view_counts=summary.s_counts, assigned=assigned)
+    report = verify_release(
+        released, verification_policy(policy, method), view_counts=summary.s_counts, assigned=assigned
+    )
     if not report.ok:
         raise VerificationError(
             f"release {index} failed verification, nothing written:\n  " + "\n  ".join(report.problems[:10])
