@@ -120,9 +120,7 @@ def test_cap_keeps_an_outlier_from_swallowing_the_view():
     literal = run(view, POLICY.with_overrides(group_cap=10_000))
     capped = run(view)  # cap = max(8k, 64) = 64
     largest = capped.released["qi_group"].value_counts().max()
-    assert (
-        literal.released["qi_group"].value_counts().max() > 200
-    )  # one group took most of the view
+    assert literal.released["qi_group"].value_counts().max() > 200  # one group took most of the view
     assert largest <= 2 * 64
     assert capped.n_suppressed <= 12  # the outliers, at most, are left out
 

@@ -111,9 +111,7 @@ def test_values_and_classmap() -> None:
         columns=["age", "weight", "gender"],
     )
     cls = CLASS_MAP.classify(grid)
-    assert np.array_equal(
-        cls, _classify(grid.age.to_numpy(), grid.weight.to_numpy(), grid.gender.to_numpy())
-    )
+    assert np.array_equal(cls, _classify(grid.age.to_numpy(), grid.weight.to_numpy(), grid.gender.to_numpy()))
     # thirds of 10 values each, gender last
     assert cls[(grid.age == 45) & (grid.weight == 60) & (grid.gender == 1)].tolist() == [0]
     assert cls[(grid.age == 74) & (grid.weight == 89) & (grid.gender == 2)].tolist() == [17]
@@ -333,9 +331,7 @@ def test_generator_matches_exact_tables(default_run: MedicalHistory) -> None:
     s = _by_respondent(h)
     first = s[s["pos"] == 0]
     cls0 = CLASS_MAP.classify(first)
-    n0 = _check_against_table(
-        tabs[0], cls0, np.zeros(len(first), np.int64), first["code"].to_numpy(), 300
-    )
+    n0 = _check_against_table(tabs[0], cls0, np.zeros(len(first), np.int64), first["code"].to_numpy(), 300)
     assert n0 == 18
     checked = {}
     for L in (1, 2, 3):

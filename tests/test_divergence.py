@@ -22,9 +22,7 @@ Z = [0, 0.5, 0, 0.5]
 def test_js_spec_vectors():
     # ALGORITHMS.md §1.5 (dit documentation), base 2
     assert js_divergence(np.array([X, Y])) == pytest.approx(0.5)
-    assert js_divergence(np.array([X, Y]), np.array([0.75, 0.25])) == pytest.approx(
-        0.405639, abs=1e-6
-    )
+    assert js_divergence(np.array([X, Y]), np.array([0.75, 0.25])) == pytest.approx(0.405639, abs=1e-6)
     assert js_divergence(np.array([X, Y, Z])) == pytest.approx(0.792481, abs=1e-6)
     assert js_divergence(np.array([X, Y, Z]), np.array([0.5, 0.25, 0.25])) == pytest.approx(0.75)
 

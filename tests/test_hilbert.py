@@ -123,9 +123,7 @@ def test_empty_input():
 
 
 def test_list_input_accepted():
-    np.testing.assert_array_equal(
-        hilbert_index([[0, 0], [1, 0]], 1), np.array([0, 3], dtype=np.uint64)
-    )
+    np.testing.assert_array_equal(hilbert_index([[0, 0], [1, 0]], 1), np.array([0, 3], dtype=np.uint64))
 
 
 # ------------------------------------------------------------------------------------------
@@ -252,9 +250,7 @@ def test_grid_coords_not_mutated():
 
 def test_grid_codes():
     # 3 levels, bits 2: r/2*3 -> 0, 1.5 -> 2 (half to even), 3
-    np.testing.assert_array_equal(
-        grid_codes(np.array([0, 1, 2]), 3, 2), np.array([0, 2, 3], dtype=np.uint64)
-    )
+    np.testing.assert_array_equal(grid_codes(np.array([0, 1, 2]), 3, 2), np.array([0, 2, 3], dtype=np.uint64))
     # 2 levels (gender), bits 5: ends of the axis
     np.testing.assert_array_equal(
         grid_codes(np.array([1, 0], dtype=np.int8), 2, 5), np.array([31, 0], dtype=np.uint64)

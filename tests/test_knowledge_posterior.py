@@ -37,9 +37,7 @@ def _random_group(draw, kmax=6):
     k = draw(st.integers(1, kmax))
     m = draw(st.integers(1, 4))
     s = np.array(draw(st.lists(st.integers(0, m - 1), min_size=k, max_size=k)))
-    raw = np.array(
-        draw(st.lists(st.floats(0.01, 1.0), min_size=k * m, max_size=k * m))
-    ).reshape(k, m)
+    raw = np.array(draw(st.lists(st.floats(0.01, 1.0), min_size=k * m, max_size=k * m))).reshape(k, m)
     return s, raw / raw.sum(axis=1, keepdims=True)
 
 
@@ -136,8 +134,9 @@ def test_omega_nonfinite_and_zero_rows_fall_back_to_frequencies():
     # group 3: column 0 sums to 0 -> ω(t,0) = 1/2; column 1: ω = Π[t,1]/2 * 1
     np.testing.assert_allclose(post[2], [0.5, 0.5])
     # a row of all zeros in a group whose columns are fine elsewhere
-    post2 = omega_posterior(np.zeros(3, int), np.array([0, 1, 1]),
-                            np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+    post2 = omega_posterior(
+        np.zeros(3, int), np.array([0, 1, 1]), np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    )
     np.testing.assert_allclose(post2[0], [1 / 3, 2 / 3])
 
 

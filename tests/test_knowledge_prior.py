@@ -13,9 +13,7 @@ CM = ClassMap(("age", "gender"), ((50.0,), ("F", "M")), (True, False))  # 4 clas
 
 
 def test_class_prior_hand_case():
-    frame = pd.DataFrame(
-        {"age": [45, 47, 55, 60, 48, 70], "gender": ["F", "F", "F", "M", "M", "M"]}
-    )
+    frame = pd.DataFrame({"age": [45, 47, 55, 60, 48, 70], "gender": ["F", "F", "F", "M", "M", "M"]})
     s = np.array([0, 1, 2, 2, 1, 0])
     # classes: (age<50,F)=0, (age<50,M)=1, (>=50,F)=2, (>=50,M)=3
     prior = class_prior(frame, CM, s, 3)
@@ -111,10 +109,12 @@ def test_kernel_prior_dask_matches_numpy(include_self):
             "s": rng.integers(0, 5, size=n),
         }
     )
-    expect = kernel_prior(frame[["age", "weight"]].to_numpy(), frame["s"].to_numpy(), 5, 0.2,
-                          include_self=include_self)
+    expect = kernel_prior(
+        frame[["age", "weight"]].to_numpy(), frame["s"].to_numpy(), 5, 0.2, include_self=include_self
+    )
     ddf = dd.from_pandas(frame, npartitions=4)
-    got = kernel_prior_dask(ddf, ["age", "weight"], "s", 5, 0.2, include_self=include_self,
-                            value_names=list("abcde")).compute(scheduler="sync")
+    got = kernel_prior_dask(
+        ddf, ["age", "weight"], "s", 5, 0.2, include_self=include_self, value_names=list("abcde")
+    ).compute(scheduler="sync")
     assert list(got.columns) == [f"p__{v}" for v in "abcde"]
     np.testing.assert_allclose(got.loc[frame.index].to_numpy(), expect, atol=1e-12)

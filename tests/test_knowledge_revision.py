@@ -21,15 +21,14 @@ def _hist(*posts, w=None):
     w = w or len(posts)
     h = np.full((1, w, posts.shape[1]), np.nan)
     if len(posts):
-        h[0, w - len(posts):] = posts
+        h[0, w - len(posts) :] = posts
     return h
 
 
 @pytest.mark.parametrize("method", ["dense", "sparse", "auto"])
 def test_order1_hand_computed(method):
     kn = _tables("ab", [[[[0.5, 0.5]]], [[[0.9, 0.1], [0.2, 0.8]]]])
-    out = revise(_hist([0.3, 0.7]), np.array([1]), np.array([0]), kn,
-                 np.array([[0.5, 0.5]]), method=method)
+    out = revise(_hist([0.3, 0.7]), np.array([1]), np.array([0]), kn, np.array([[0.5, 0.5]]), method=method)
     np.testing.assert_allclose(out, [[0.41, 0.59]])
 
 
@@ -38,12 +37,24 @@ def test_order2_hand_computed_with_forbidden_context(method):
     t2 = [[[1.0, 0.0], [0.0, 0.0], [0.5, 0.5], [0.0, 1.0]]]  # context (a, b) forbidden
     kn = _tables("ab", [[[[0.5, 0.5]]], [[[0.9, 0.1], [0.2, 0.8]]], t2])
     # weights: aa .125, ab .375 (dropped), ba .125, bb .375 -> (.1875, .4375) / .625
-    out = revise(_hist([0.5, 0.5], [0.25, 0.75]), np.array([2]), np.array([0]), kn,
-                 np.array([[0.5, 0.5]]), method=method)
+    out = revise(
+        _hist([0.5, 0.5], [0.25, 0.75]),
+        np.array([2]),
+        np.array([0]),
+        kn,
+        np.array([[0.5, 0.5]]),
+        method=method,
+    )
     np.testing.assert_allclose(out, [[0.3, 0.7]])
     # length 1 with an order-2 model uses the order-1 table
-    out1 = revise(_hist([0.5, 0.5], [0.25, 0.75]), np.array([1]), np.array([0]), kn,
-                  np.array([[0.5, 0.5]]), method=method)
+    out1 = revise(
+        _hist([0.5, 0.5], [0.25, 0.75]),
+        np.array([1]),
+        np.array([0]),
+        kn,
+        np.array([[0.5, 0.5]]),
+        method=method,
+    )
     np.testing.assert_allclose(out1, [[0.25 * 0.9 + 0.75 * 0.2, 0.25 * 0.1 + 0.75 * 0.8]])
 
 
@@ -62,12 +73,14 @@ def _terminal_model():
 def test_forbidden_history_falls_back(method):
     kn = _terminal_model()
     fb = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.2, 0.2, 0.6]])
-    hist = np.concatenate([
-        _hist([0, 0, 1.0], [0.5, 0.5, 0]),      # deceased then something: all forbidden
-        _hist([0.5, 0.5, 0], [0, 0, 1.0]),      # last value surely deceased
-        _hist([0.5, 0.5, 0], [0.5, 0.5, 0]),    # length 0 -> fallback whatever history says
-        _hist([0.5, 0.5, 0], [0.2, 0.2, 0.6]),  # partly feasible: renormalised
-    ])
+    hist = np.concatenate(
+        [
+            _hist([0, 0, 1.0], [0.5, 0.5, 0]),  # deceased then something: all forbidden
+            _hist([0.5, 0.5, 0], [0, 0, 1.0]),  # last value surely deceased
+            _hist([0.5, 0.5, 0], [0.5, 0.5, 0]),  # length 0 -> fallback whatever history says
+            _hist([0.5, 0.5, 0], [0.2, 0.2, 0.6]),  # partly feasible: renormalised
+        ]
+    )
     out = revise(hist, np.array([2, 2, 0, 2]), np.zeros(4, int), kn, fb, method=method)
     np.testing.assert_allclose(out[:3], fb[:3])
     # row 3: feasible contexts (a|b, a|b) with weights .25*.2/.. each -> equal mass on
@@ -110,12 +123,12 @@ def _oracle(hist_row, length, c, kn, fb_row):
     m, order, w = kn.n_values, kn.order, hist_row.shape[0]
     if length == 0:
         return fb_row
-    posts = hist_row[w - length:] if length <= w else None
+    posts = hist_row[w - length :] if length <= w else None
     assert posts is not None
     num, tot = np.zeros(m), 0.0
     for lam in itertools.product(range(m), repeat=length):
         p = np.prod([posts[i][v] for i, v in enumerate(lam)])
-        ctx = lam[max(0, length - order):]
+        ctx = lam[max(0, length - order) :]
         code = 0
         for v in ctx:
             code = code * m + v
@@ -166,8 +179,7 @@ def test_input_errors():
     with pytest.raises(InputError, match="classes"):
         revise(_hist([1.0, 0, 0], [1.0, 0, 0]), np.array([1]), np.array([4]), kn, fb)
     with pytest.raises(InputError, match="method"):
-        revise(_hist([1.0, 0, 0], [1.0, 0, 0]), np.array([1]), np.array([0]), kn, fb,
-               method="fast")
+        revise(_hist([1.0, 0, 0], [1.0, 0, 0]), np.array([1]), np.array([0]), kn, fb, method="fast")
 
 
 def test_long_histories_read_only_the_last_order_posteriors():

@@ -67,9 +67,7 @@ def test_alpha_smoothing_formula():
 
 
 def test_terminal_contexts_are_forbidden():
-    df = pd.concat(
-        [_tiny(), pd.DataFrame({"respondent_id": ["r3", "r3"], "view": [1, 2], "s": [0, 2]})]
-    )
+    df = pd.concat([_tiny(), pd.DataFrame({"respondent_id": ["r3", "r3"], "view": [1, 2], "s": [0, 2]})])
     vals = ("a", "b", "deceased")
     plain = mine_sequences(df, vals, order=2)
     assert plain.tables[1][0, 2].any()  # back-off predicts something after deceased
@@ -103,8 +101,7 @@ def test_incremental_equals_batch(order, mu, alpha):
     df = _random_history(order)
     values = tuple("wxyz")
     classes = ClassMap(("k",), ((0, 1, 2),), (False,))
-    batch = mine_sequences(df, values, order=order, mu=mu, alpha=alpha,
-                           class_col="cls", classes=classes)
+    batch = mine_sequences(df, values, order=order, mu=mu, alpha=alpha, class_col="cls", classes=classes)
     miner = IEMiner(values, order=order, mu=mu, alpha=alpha, class_col="cls", classes=classes)
     for _, view in df.groupby("view", sort=True):
         miner.update(view)
@@ -117,8 +114,7 @@ def test_incremental_equals_batch(order, mu, alpha):
     np.testing.assert_array_equal(miner.state.loc[last.index].iloc[:, -1].to_numpy(), last)
     # predict reads the same tables
     ctx = np.array([[-1, 1, 2], [0, 1, 2]])[:, -order:]
-    np.testing.assert_allclose(miner.predict(np.array([0, 2]), ctx),
-                               batch.predict(np.array([0, 2]), ctx))
+    np.testing.assert_allclose(miner.predict(np.array([0, 2]), ctx), batch.predict(np.array([0, 2]), ctx))
 
 
 def test_counts_match_python_loop():
@@ -131,7 +127,7 @@ def test_counts_match_python_loop():
         for r, s in zip(view["respondent_id"], view["s"], strict=True):
             past = seq.setdefault(r, [])
             for L in range(min(order, len(past)) + 1):
-                key = tuple(past[len(past) - L:])
+                key = tuple(past[len(past) - L :])
                 cnt.setdefault(key, np.zeros(m))[s] += 1
             past.append(s)
     miner = IEMiner(tuple("abc"), order=order)

@@ -40,12 +40,8 @@ def _vector() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _same(r1: KPRResult, r2: KPRResult) -> None:
     assert r1.kpr == r2.kpr
-    assert (r1.n, r1.n_synthetic, r1.n_unique_original) == (
-        r2.n, r2.n_synthetic, r2.n_unique_original
-    )
-    assert (r1.n_unique_synthetic_profiles, r1.n_matched) == (
-        r2.n_unique_synthetic_profiles, r2.n_matched
-    )
+    assert (r1.n, r1.n_synthetic, r1.n_unique_original) == (r2.n, r2.n_synthetic, r2.n_unique_original)
+    assert (r1.n_unique_synthetic_profiles, r1.n_matched) == (r2.n_unique_synthetic_profiles, r2.n_matched)
     assert r1.bins.keys() == r2.bins.keys()
     for k in r1.bins:
         a, b = vars(r1.bins[k]), vars(r2.bins[k])
@@ -136,9 +132,10 @@ def oracle(orig_rows, syn_rows, numeric, tolerance=0.05, padding=0.1, ddof=1):
 
 
 def _rows(df: pd.DataFrame) -> list[tuple]:
-    return [tuple(None if _missing(v) else v for v in r) for r in df.astype(object).itertuples(
-        index=False, name=None
-    )]
+    return [
+        tuple(None if _missing(v) else v for v in r)
+        for r in df.astype(object).itertuples(index=False, name=None)
+    ]
 
 
 def _random_tables(rng: np.random.Generator, n: int, n_syn: int, nan_rate: float = 0.1):
@@ -170,8 +167,9 @@ def test_spec_test_vector_gives_50() -> None:
     assert b.count == 4 and b.n_bins == 10
     assert "sex" not in r.bins and r.note == ""
     # binned U and binned avatars of the spec
-    np.testing.assert_array_equal(bin_index(np.array([45, 50, 62, 70.0]), b.lo, b.hi, b.step,
-                                            b.n_bins), [0, 2, 6, 9])
+    np.testing.assert_array_equal(
+        bin_index(np.array([45, 50, 62, 70.0]), b.lo, b.hi, b.step, b.n_bins), [0, 2, 6, 9]
+    )
     np.testing.assert_array_equal(
         bin_index(np.array([31, 46, 47, 63, 90, 52.0]), b.lo, b.hi, b.step, b.n_bins),
         [BELOW, 0, 1, 6, ABOVE, 2],
@@ -182,8 +180,7 @@ def test_spec_test_vector_gives_50() -> None:
 @pytest.mark.parametrize("npartitions", [1, 3])
 def test_spec_test_vector_dask(npartitions: int) -> None:
     o, a = _vector()
-    r = kpr(dd.from_pandas(o, npartitions=npartitions), dd.from_pandas(a, npartitions=2),
-            ["age", "sex"])
+    r = kpr(dd.from_pandas(o, npartitions=npartitions), dd.from_pandas(a, npartitions=2), ["age", "sex"])
     _same(r, kpr(o, a, ["age", "sex"]))
 
 
@@ -192,8 +189,7 @@ def test_spec_test_vector_dask(npartitions: int) -> None:
 
 def test_bin_index_last_bin_includes_hi_and_sentinels() -> None:
     # (hi - lo) / step = 2.5 -> 3 bins; hi itself is in the last bin, not "above"
-    idx = bin_index(np.array([0.0, 0.999, 1.0, 2.0, 2.5, -1e-9, 2.5000001, np.nan]),
-                    0.0, 2.5, 1.0, 3.0)
+    idx = bin_index(np.array([0.0, 0.999, 1.0, 2.0, 2.5, -1e-9, 2.5000001, np.nan]), 0.0, 2.5, 1.0, 3.0)
     np.testing.assert_array_equal(idx, [0, 0, 1, 2, 2, BELOW, ABOVE, MISSING])
     # exact multiple: (hi - lo) / step = 2 -> 2 bins, y = hi maps to bin 1 (not a 3rd bin)
     np.testing.assert_array_equal(bin_index(np.array([2.0]), 0.0, 2.0, 1.0, 2.0), [1])
@@ -272,10 +268,12 @@ def test_avatars_outside_range_are_sentinel_profiles_that_never_match() -> None:
 
 
 def test_nan_is_its_own_level_in_uniqueness_and_matching() -> None:
-    o = pd.DataFrame({
-        "x": [np.nan, np.nan, np.nan, 10.0, 20.0],
-        "c": ["M", "M", "F", None, "F"],
-    })
+    o = pd.DataFrame(
+        {
+            "x": [np.nan, np.nan, np.nan, 10.0, 20.0],
+            "c": ["M", "M", "F", None, "F"],
+        }
+    )
     a = pd.DataFrame({"x": [np.nan, np.nan, 10.0, 20.0, 10.0], "c": ["F", "M", None, "F", "F"]})
     r = kpr(o, a, ["x", "c"])
     # U = (NaN,F), (10,None), (20,F); stats skip NaN: mean 15 over [10, 20]
@@ -285,9 +283,7 @@ def test_nan_is_its_own_level_in_uniqueness_and_matching() -> None:
     assert r.n_matched == 3
     assert r.kpr == pytest.approx(100 * (1 - 3 / 5))
     ref = oracle(_rows(o), _rows(a), [True, False])
-    assert (r.kpr, r.n_unique_original, r.n_unique_synthetic_profiles) == (
-        ref["kpr"], ref["U"], ref["B1"]
-    )
+    assert (r.kpr, r.n_unique_original, r.n_unique_synthetic_profiles) == (ref["kpr"], ref["U"], ref["B1"])
     # a missing value never matches a present one
     r2 = kpr(o, a.assign(c=["F", "M", "X", "F", "F"]), ["x", "c"])
     assert r2.n_matched == 2
@@ -341,11 +337,14 @@ def test_bool_is_categorical_and_compared_by_value() -> None:
     assert r.n_matched == 2  # (True,1), (False,2); (None,3) != (True,3)
 
 
-@pytest.mark.parametrize("values", [
-    pd.to_datetime(["2020-01-01", "2021-01-01"]),
-    pd.to_timedelta([1, 2], unit="D"),
-    pd.to_datetime(["2020-01-01", "2021-01-01"]).tz_localize("UTC"),
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        pd.to_datetime(["2020-01-01", "2021-01-01"]),
+        pd.to_timedelta([1, 2], unit="D"),
+        pd.to_datetime(["2020-01-01", "2021-01-01"]).tz_localize("UTC"),
+    ],
+)
 def test_datetimes_refused(values) -> None:
     o = pd.DataFrame({"d": values})
     with pytest.raises(InputError, match="'d'.*cast"):
@@ -394,9 +393,9 @@ def test_category_with_unused_categories_equals_object(npartitions) -> None:
 def test_observed_only_no_cartesian_product() -> None:
     rng = np.random.default_rng(0)
     cats = [f"v{i}" for i in range(2000)]
-    df = pd.DataFrame({
-        c: pd.Categorical(rng.choice(cats[:50], 300), categories=cats) for c in ("p", "q", "r")
-    })
+    df = pd.DataFrame(
+        {c: pd.Categorical(rng.choice(cats[:50], 300), categories=cats) for c in ("p", "q", "r")}
+    )
     t0 = time.perf_counter()
     r = kpr(df, df.sample(frac=1.0, random_state=1), ["p", "q", "r"])
     assert time.perf_counter() - t0 < 5.0
@@ -444,8 +443,7 @@ def test_errors_name_the_column() -> None:
         kpr(o.assign(age=[30, 30, 45, 50, 62, np.inf]), a, ["age"])
     with pytest.raises(InputError, match="'age'.*too large"):
         kpr(o.assign(age=[30, 30, 45, 50, 1e300, -1e300]), a, ["age"])
-    for kw in ({"tolerance": 0}, {"tolerance": np.nan}, {"padding": -1}, {"ddof": -1},
-               {"ddof": 0.5}):
+    for kw in ({"tolerance": 0}, {"tolerance": np.nan}, {"padding": -1}, {"ddof": -1}, {"ddof": 0.5}):
         with pytest.raises(InputError):
             kpr(o, a, ["age"], **kw)
     with pytest.raises(InputError, match="pandas or Dask"):
@@ -464,8 +462,12 @@ def test_infinite_avatar_is_above() -> None:
 
 def test_exact_sums_are_exact() -> None:
     rng = np.random.default_rng(7)
-    x = np.concatenate([rng.normal(0, 1, 500) * 10.0 ** rng.integers(-200, 150, 500),
-                        [5e-324, -5e-324, 1e-310, 0.0, -0.0, 1.7e308]])
+    x = np.concatenate(
+        [
+            rng.normal(0, 1, 500) * 10.0 ** rng.integers(-200, 150, 500),
+            [5e-324, -5e-324, 1e-310, 0.0, -0.0, 1.7e308],
+        ]
+    )
     assert _to_fraction(_exact_sum(x)) == sum(Fraction(v) for v in x)
     y = x[np.abs(x) < 1e150]
     assert _to_fraction(_exact_sum_of_squares(y)) == sum(Fraction(v) ** 2 for v in y)
@@ -498,7 +500,10 @@ def test_matches_bruteforce_oracle(data, n, n_syn, tolerance, ddof) -> None:
     r = kpr(o, a, cols, tolerance=tolerance, ddof=ddof)
     ref = oracle(orig, syn, [True, False, True], tolerance=tolerance, ddof=ddof)
     assert (r.kpr, r.n_unique_original, r.n_unique_synthetic_profiles, r.n_matched) == (
-        ref["kpr"], ref["U"], ref["B1"], ref["S"]
+        ref["kpr"],
+        ref["U"],
+        ref["B1"],
+        ref["S"],
     )
     assert 0.0 <= r.kpr <= 100.0 and r.n_matched <= r.n_unique_original <= r.n
     for j, name in ((0, "x"), (2, "y")):
@@ -522,8 +527,7 @@ def test_pandas_and_dask_paths_agree(seed: int) -> None:
     rows = oracle(_rows(o[known]), _rows(a[known]), [c != "sex" for c in known])
     assert (ref.kpr, ref.n_matched) == (rows["kpr"], rows["S"])
     for p in (1, 3):
-        _same(kpr(dd.from_pandas(o, npartitions=p), dd.from_pandas(a, npartitions=p), known),
-              ref)
+        _same(kpr(dd.from_pandas(o, npartitions=p), dd.from_pandas(a, npartitions=p), known), ref)
     if seed == 0:
         _same(kpr(dd.from_pandas(o, npartitions=3), a, known), ref)  # mixed inputs
 
@@ -541,8 +545,7 @@ def test_wbcd_avatar_paper(shared_data, capsys) -> None:
     # class are left to be "learned" from the synthetic table. The scores are integers 1-10
     # (numeric dtype), so they are binned; step = 5 % of a mean of 2-4 is far below 1, so
     # the match is exact on each score (hence the expected <= 10 distinct values warning).
-    known = ["Clump_Thickness", "Uniformity_of_Cell_Size", "Uniformity_of_Cell_Shape",
-             "Bare_Nuclei"]
+    known = ["Clump_Thickness", "Uniformity_of_Cell_Size", "Uniformity_of_Cell_Shape", "Bare_Nuclei"]
     figures = {}
     for label, fname in [
         ("avatar_k20", "breast_cancer_wisconsin_avatarized_k20.csv"),
@@ -558,15 +561,19 @@ def test_wbcd_avatar_paper(shared_data, capsys) -> None:
         assert r.kpr == pytest.approx(100 * (1 - r.n_matched / r.n))
         ref = oracle(_rows(orig[known]), _rows(syn[known]), [True] * len(known))
         assert (r.kpr, r.n_unique_original, r.n_unique_synthetic_profiles, r.n_matched) == (
-            ref["kpr"], ref["U"], ref["B1"], ref["S"]
+            ref["kpr"],
+            ref["U"],
+            ref["B1"],
+            ref["S"],
         )
         if label == "avatar_k20":
-            dr = kpr(dd.from_pandas(orig, npartitions=3), dd.from_pandas(syn, npartitions=2),
-                     known)
+            dr = kpr(dd.from_pandas(orig, npartitions=3), dd.from_pandas(syn, npartitions=2), known)
             _same(dr, r)
         figures[label] = r
     with capsys.disabled():
         print(f"\nWBCD KPR, known = {known}")
         for label, r in figures.items():
-            print(f"  {label:11s} KPR = {r.kpr:6.2f} %  n = {r.n}  |U| = {r.n_unique_original}"
-                  f"  |B1| = {r.n_unique_synthetic_profiles}  |S| = {r.n_matched}")
+            print(
+                f"  {label:11s} KPR = {r.kpr:6.2f} %  n = {r.n}  |U| = {r.n_unique_original}"
+                f"  |B1| = {r.n_unique_synthetic_profiles}  |S| = {r.n_matched}"
+            )

@@ -88,8 +88,9 @@ def assert_no_allowable_cut(qi, groups, s, n_values, *, strict, **kw):
             else:
                 pos = sorted(range(len(vals)), key=lambda i: (vals[i], i))
                 lhs, rhs = np.sort(members[pos[:h]]), np.sort(members[pos[h:]])
-            assert not (half_clearly_valid(lhs, s, n_values, **kw)
-                        and half_clearly_valid(rhs, s, n_values, **kw)), (g, d)
+            assert not (
+                half_clearly_valid(lhs, s, n_values, **kw) and half_clearly_valid(rhs, s, n_values, **kw)
+            ), (g, d)
 
 
 def boxes(qi, groups):
@@ -132,8 +133,7 @@ def test_normalised_range_uses_table_widths():
 def test_lower_median_with_ties_strict():
     # x = 1,1,1,2,2,3: h = 3, 3rd smallest = 1 -> {1,1,1} | {2,2,3}; then h = 1 -> {2,2} | {3}
     x = np.array([[1], [1], [1], [2], [2], [3]])
-    assert as_sets(groups_of(x, k=1, model="k")) == {frozenset({0, 1, 2}), frozenset({3, 4}),
-                                                     frozenset({5})}
+    assert as_sets(groups_of(x, k=1, model="k")) == {frozenset({0, 1, 2}), frozenset({3, 4}), frozenset({5})}
     # two points: h = 1, median 1 -> {0} | {1}
     assert groups_of(np.array([[5], [9]]), k=1, model="k").tolist() == [0, 1]
 
@@ -148,7 +148,9 @@ def test_strict_vs_relaxed():
     # relaxed on shuffled rows: still row order among the equal values
     x2 = np.array([[2], [3], [2], [1], [2], [2]])
     assert as_sets(groups_of(x2, k=3, model="k", strict=False)) == {
-        frozenset({0, 2, 3}), frozenset({1, 4, 5})}
+        frozenset({0, 2, 3}),
+        frozenset({1, 4, 5}),
+    }
 
 
 def test_no_allowable_cut_gives_one_group():
@@ -259,16 +261,18 @@ def test_deterministic():
     strict=st.booleans(),
 )
 def test_property_every_group_satisfies_the_model(data, n, m, model, k, l, t, ground, strict):  # noqa: E741
-    qi = np.array(data.draw(st.lists(st.lists(st.integers(0, 4), min_size=m, max_size=m),
-                                     min_size=n, max_size=n)))
+    qi = np.array(
+        data.draw(st.lists(st.lists(st.integers(0, 4), min_size=m, max_size=m), min_size=n, max_size=n))
+    )
     s = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), dtype=np.int64)
     counts = np.bincount(s, minlength=3)
 
     def allowable(idx):
         return np.mean(s[idx] == 0) <= 0.6
 
-    root_ok = n >= k and (model != "l" or len(set(s.tolist())) >= l) and (
-        model != "bt" or allowable(np.arange(n)))
+    root_ok = (
+        n >= k and (model != "l" or len(set(s.tolist())) >= l) and (model != "bt" or allowable(np.arange(n)))
+    )
     kw = dict(k=k, model=model, l=l, t=t, ground=ground, allowable=allowable)
     if not root_ok:
         with pytest.raises(PolicyError):
@@ -284,13 +288,15 @@ def test_property_every_group_satisfies_the_model(data, n, m, model, k, l, t, gr
 
 # --- released view ---------------------------------------------------------------------
 def small_view():
-    return pd.DataFrame({
-        "respondent_id": [f"r{i}" for i in range(8)],
-        "x": POINTS[:, 0],
-        "y": POINTS[:, 1],
-        "sex": ["F", "M", "F", "F", "M", "M", "F", "M"],
-        "disease": ["flu", "cold", "flu", "cold", "cold", "flu", "cold", "flu"],
-    })
+    return pd.DataFrame(
+        {
+            "respondent_id": [f"r{i}" for i in range(8)],
+            "x": POINTS[:, 0],
+            "y": POINTS[:, 1],
+            "sex": ["F", "M", "F", "F", "M", "M", "F", "M"],
+            "disease": ["flu", "cold", "flu", "cold", "cold", "flu", "cold", "flu"],
+        }
+    )
 
 
 def small_policy(**kw):
@@ -351,15 +357,15 @@ def test_view_categorical_qi_value_sets_and_models():
         a = res.assigned
         sets = a.groupby("_label")["sex"].agg(lambda v: "{" + ",".join(sorted(set(v))) + "}")
         assert (rel["sex"].to_numpy() == sets.loc[rel["qi_group"]].to_numpy()).all()
-        assert_valid(pd.factorize(a["_label"])[0].astype(np.int64), a["_s"].to_numpy(), 2,
-                     k=2, model=model, l=2, t=0.5)
+        assert_valid(
+            pd.factorize(a["_label"])[0].astype(np.int64), a["_s"].to_numpy(), 2, k=2, model=model, l=2, t=0.5
+        )
 
 
 def test_view_bt_hook_gets_view_positions():
     view = small_view()
     flu = (view["disease"] == "flu").to_numpy()
-    res = mondrian_view(view, small_policy(), model="bt",
-                        allowable=lambda idx: 0 < flu[idx].mean() < 1)
+    res = mondrian_view(view, small_policy(), model="bt", allowable=lambda idx: 0 < flu[idx].mean() < 1)
     for _, grp in res.assigned.groupby("_label"):
         assert grp["disease"].nunique() == 2
 
@@ -384,6 +390,7 @@ def test_adult_k5(shared_data):
     assert (first["sex"].str.count(",") + 1 == nsex.loc[first.index]).all()
     # strict regions do not overlap (category ranks as coordinates)
     from dpriv.anonymity.mondrian import qi_grid_of
+
     grid, _ = qi_grid_of(df, pol)
     g = pd.factorize(a["_label"])[0]
     lo = pd.DataFrame(grid).groupby(g).min().to_numpy()

@@ -73,9 +73,7 @@ def test_bad_numeric_domain_and_unknown_table(tmp_path):
 
 
 def test_resolve_infers_kinds_and_domains():
-    df = pd.DataFrame(
-        {"id": [1, 2, 3], "age": [30, 50, 41], "sex": ["M", "F", "M"], "s": ["y", "x", "y"]}
-    )
+    df = pd.DataFrame({"id": [1, 2, 3], "age": [30, 50, 41], "sex": ["M", "F", "M"], "s": ["y", "x", "y"]})
     p, notes = ReleasePolicy(id="id", qi=["age", "sex"], sensitive="s").resolve(df)
     assert p.domains == {"age": [30, 50], "sex": ["F", "M"], "s": ["x", "y"]}
     assert p.kind("age") == "numeric" and p.kind("sex") == "categorical"

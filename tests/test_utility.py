@@ -31,12 +31,29 @@ def _view() -> pd.DataFrame:
     g2 (2 rows): age [30, 35] -> 5/60, weight [80, 80] -> 0, gender {Male} -> 0;
                                                          NCP = 1/12
     """
-    g1 = {"qi_group": "g1", "age_min": 20, "age_max": 50, "weight_min": 60.0,
-          "weight_max": 70.0, "gender": "{Female,Male}"}
-    g2 = {"qi_group": "g2", "age_min": 30, "age_max": 35, "weight_min": 80.0,
-          "weight_max": 80.0, "gender": "{Male}"}
-    rows = [dict(g1, exam="a"), dict(g2, exam="b"), dict(g1, exam="b"), dict(g2, exam="b"),
-            dict(g1, exam="a")]
+    g1 = {
+        "qi_group": "g1",
+        "age_min": 20,
+        "age_max": 50,
+        "weight_min": 60.0,
+        "weight_max": 70.0,
+        "gender": "{Female,Male}",
+    }
+    g2 = {
+        "qi_group": "g2",
+        "age_min": 30,
+        "age_max": 35,
+        "weight_min": 80.0,
+        "weight_max": 80.0,
+        "gender": "{Male}",
+    }
+    rows = [
+        dict(g1, exam="a"),
+        dict(g2, exam="b"),
+        dict(g1, exam="b"),
+        dict(g2, exam="b"),
+        dict(g1, exam="a"),
+    ]
     return pd.DataFrame(rows)
 
 
@@ -52,8 +69,9 @@ def test_group_table_hand_computed() -> None:
 
 
 def test_utility_metrics_hand_computed() -> None:
-    m = utility_metrics(_view(), numeric_domains=NUM, categorical_domains=CAT, n_original=7,
-                        k=2, sensitive="exam")
+    m = utility_metrics(
+        _view(), numeric_domains=NUM, categorical_domains=CAT, n_original=7, k=2, sensitive="exam"
+    )
     semi1, semi2 = 1.7, 1 / 12
     assert m["n_original"] == 7 and m["n_released"] == 5 and m["n_suppressed"] == 2
     assert m["n_groups"] == 2 and m["m"] == 3
@@ -86,8 +104,7 @@ def test_small_functions() -> None:
 
 
 def test_no_suppression_gcp_variants_equal_and_c_avg_one() -> None:
-    m = utility_metrics(_view(), numeric_domains=NUM, categorical_domains=CAT, n_original=5,
-                        k=2.5)
+    m = utility_metrics(_view(), numeric_domains=NUM, categorical_domains=CAT, n_original=5, k=2.5)
     assert m["gcp"] == pytest.approx(m["gcp_kept"])
     assert m["suppression_rate"] == 0.0 and m["n_suppressed"] == 0
     assert m["discernibility"] == 13
@@ -113,8 +130,12 @@ def test_degenerate_domains_contribute_zero() -> None:
     v["age_min"] = 40
     v["age_max"] = 40
     v["gender"] = "{Male}"
-    m = utility_metrics(v, numeric_domains={"age": (40, 40), "weight": (50, 100)},
-                        categorical_domains={"gender": ["Male"]}, n_original=5)
+    m = utility_metrics(
+        v,
+        numeric_domains={"age": (40, 40), "weight": (50, 100)},
+        categorical_domains={"gender": ["Male"]},
+        n_original=5,
+    )
     g = group_table(v, {"age": (40, 40), "weight": (50, 100)}, {"gender": ["Male"]})
     assert (g["ncp__age"] == 0).all() and (g["ncp__gender"] == 0).all()
     assert m["average_semiperimeter"] == pytest.approx((0.2 + 0.0) / 2)
@@ -126,12 +147,21 @@ def test_degenerate_domains_contribute_zero() -> None:
 def test_category_and_string_dtypes_and_dask() -> None:
     v = _view()
     vc = v.assign(gender=v["gender"].astype("category"), qi_group=v["qi_group"].astype("str"))
-    ref = utility_metrics(v, numeric_domains=NUM, categorical_domains=CAT, n_original=7, k=2,
-                          sensitive="exam")
-    assert utility_metrics(vc, numeric_domains=NUM, categorical_domains=CAT, n_original=7,
-                           k=2, sensitive="exam") == ref
-    got = utility_metrics(dd.from_pandas(v, npartitions=2), numeric_domains=NUM,
-                          categorical_domains=CAT, n_original=7, k=2, sensitive="exam")
+    ref = utility_metrics(
+        v, numeric_domains=NUM, categorical_domains=CAT, n_original=7, k=2, sensitive="exam"
+    )
+    assert (
+        utility_metrics(vc, numeric_domains=NUM, categorical_domains=CAT, n_original=7, k=2, sensitive="exam")
+        == ref
+    )
+    got = utility_metrics(
+        dd.from_pandas(v, npartitions=2),
+        numeric_domains=NUM,
+        categorical_domains=CAT,
+        n_original=7,
+        k=2,
+        sensitive="exam",
+    )
     assert got.keys() == ref.keys()
     for key, val in ref.items():
         assert got[key] == pytest.approx(val), key
@@ -143,12 +173,15 @@ def test_many_groups_vectorised() -> None:
     lo = rng.integers(20, 70, n_groups)
     width = rng.integers(0, 10, n_groups)
     g = np.repeat(np.arange(n_groups), size)
-    v = pd.DataFrame({"qi_group": g, "age_min": np.repeat(lo, size),
-                      "age_max": np.repeat(lo + width, size),
-                      "gender": np.repeat(rng.choice(["{Female}", "{Male}", "{Female,Male}"],
-                                                     n_groups), size)})
-    m = utility_metrics(v, numeric_domains={"age": (20, 80)}, categorical_domains=CAT,
-                        n_original=len(v) + 10)
+    v = pd.DataFrame(
+        {
+            "qi_group": g,
+            "age_min": np.repeat(lo, size),
+            "age_max": np.repeat(lo + width, size),
+            "gender": np.repeat(rng.choice(["{Female}", "{Male}", "{Female,Male}"], n_groups), size),
+        }
+    )
+    m = utility_metrics(v, numeric_domains={"age": (20, 80)}, categorical_domains=CAT, n_original=len(v) + 10)
     gender = {"{Female}": 0.0, "{Male}": 0.0, "{Female,Male}": 1.0}
     expected = np.mean(width / 60 + v.groupby("qi_group")["gender"].first().map(gender).values)
     assert m["average_semiperimeter"] == pytest.approx(expected)
@@ -158,8 +191,9 @@ def test_many_groups_vectorised() -> None:
 def test_errors_name_the_column() -> None:
     v = _view()
     with pytest.raises(InputError, match="weight_max"):
-        utility_metrics(v.drop(columns="weight_max"), numeric_domains=NUM,
-                        categorical_domains=CAT, n_original=7)
+        utility_metrics(
+            v.drop(columns="weight_max"), numeric_domains=NUM, categorical_domains=CAT, n_original=7
+        )
     bad = v.copy()
     bad.loc[0, "age_min"] = 21
     with pytest.raises(InputError, match="'age_min' is not constant in QI-group 'g1'"):
@@ -177,5 +211,4 @@ def test_errors_name_the_column() -> None:
     with pytest.raises(InputError, match="domain of 'age'"):
         group_table(v, {"age": (80, 20)}, {})
     with pytest.raises(InputError, match="sensitive column 'nope'"):
-        utility_metrics(v, numeric_domains=NUM, categorical_domains=CAT, n_original=7,
-                        sensitive="nope")
+        utility_metrics(v, numeric_domains=NUM, categorical_domains=CAT, n_original=7, sensitive="nope")

@@ -39,9 +39,15 @@ from dpriv.validate import codes, validate_view
 # ------------------------------------------------------------------ a hand-computed release
 DOM = ["a", "b", "c", "d"]
 X, Y, Z = [0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0.5, 0, 0.5]  # ALGORITHMS.md §1.5 vectors
-POLICY = ReleasePolicy(qi=["age", "sex"], sensitive="s", k=4, t=0.5, j=0.75,
-                       kinds={"sex": "categorical"},
-                       domains={"age": [0, 100], "sex": ["F", "M"], "s": DOM})
+POLICY = ReleasePolicy(
+    qi=["age", "sex"],
+    sensitive="s",
+    k=4,
+    t=0.5,
+    j=0.75,
+    kinds={"sex": "categorical"},
+    domains={"age": [0, 100], "sex": ["F", "M"], "s": DOM},
+)
 
 
 def hand_release() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -51,25 +57,38 @@ def hand_release() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     priors {X,X,Y,Y}: JS 0.5. Group 20: P = (0,.25,.25,.5), equal 3/10, ordered 1/4, l = 3,
     priors {X,Y,Z,Z}: JS 0.75 (= JS of (Z,X,Y) with weights (1/2,1/4,1/4)).
     """
-    assigned = pd.DataFrame({
-        "respondent_id": range(1, 9),
-        "age": [30, 32, 35, 38, 50, 55, 60, 61],
-        "sex": ["F", "M", "F", "F", "M", "M", "M", "M"],
-        "s": ["a", "a", "a", "b", "b", "c", "d", "d"],
-        "_label": np.array([10] * 4 + [20] * 4, dtype=np.int64),
-    })
+    assigned = pd.DataFrame(
+        {
+            "respondent_id": range(1, 9),
+            "age": [30, 32, 35, 38, 50, 55, 60, 61],
+            "sex": ["F", "M", "F", "F", "M", "M", "M", "M"],
+            "s": ["a", "a", "a", "b", "b", "c", "d", "d"],
+            "_label": np.array([10] * 4 + [20] * 4, dtype=np.int64),
+        }
+    )
     priors = np.array([X, X, Y, Y, X, Y, Z, Z])
     for i, v in enumerate(DOM):
         assigned[f"p__{v}"] = priors[:, i]
-    released = pd.DataFrame({
-        "qi_group": assigned["_label"],
-        "age_min": [30] * 4 + [50] * 4, "age_max": [38] * 4 + [61] * 4,
-        "sex": ["{F,M}"] * 4 + ["{M}"] * 4,
-        "s": assigned["s"],
-    }).iloc[[5, 0, 7, 2, 1, 4, 6, 3]].reset_index(drop=True)  # shuffled like a real release
-    original = pd.concat([assigned[["respondent_id", "age", "sex", "s"]],
-                          pd.DataFrame({"respondent_id": [9, 10], "age": [70, 80], "sex": ["F", "M"],
-                                        "s": ["c", "d"]})], ignore_index=True)
+    released = (
+        pd.DataFrame(
+            {
+                "qi_group": assigned["_label"],
+                "age_min": [30] * 4 + [50] * 4,
+                "age_max": [38] * 4 + [61] * 4,
+                "sex": ["{F,M}"] * 4 + ["{M}"] * 4,
+                "s": assigned["s"],
+            }
+        )
+        .iloc[[5, 0, 7, 2, 1, 4, 6, 3]]
+        .reset_index(drop=True)
+    )  # shuffled like a real release
+    original = pd.concat(
+        [
+            assigned[["respondent_id", "age", "sex", "s"]],
+            pd.DataFrame({"respondent_id": [9, 10], "age": [70, 80], "sex": ["F", "M"], "s": ["c", "d"]}),
+        ],
+        ignore_index=True,
+    )
     return released, assigned, original
 
 
@@ -108,7 +127,8 @@ def test_js_threshold_names_the_group():
     rep = verify_release(released, POLICY.with_overrides(j=0.7), original=original, assigned=assigned)
     assert rep.groups.set_index("qi_group")["holds_j"].to_dict() == {10: True, 20: False}
     assert [p for p in rep.problems if "JS" in p] == [
-        p for p in rep.problems if p.startswith("QI-group 20: JS 0.75")]
+        p for p in rep.problems if p.startswith("QI-group 20: JS 0.75")
+    ]
     assert len(rep.problems) == 1
 
 
@@ -123,10 +143,15 @@ def test_ordered_emd_boundary_is_inclusive_and_exact():
     # P_Q = (1/2, 1/2, 0), P_V = (1/3, 1/3, 1/3): ordered EMD = 0.25 exactly, decided on
     # the integer fraction (num <= t * den) as the grouping decides it
     assert emd([0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3], "ordered") == pytest.approx(0.25)
-    policy = ReleasePolicy(qi=["age"], sensitive="s", k=2, t=0.25, emd_ground="ordered",
-                           domains={"age": [0, 100], "s": ["a", "b", "c"]})
-    released = pd.DataFrame({"qi_group": [1, 1], "age_min": [20, 20], "age_max": [30, 30],
-                             "s": ["a", "b"]})
+    policy = ReleasePolicy(
+        qi=["age"],
+        sensitive="s",
+        k=2,
+        t=0.25,
+        emd_ground="ordered",
+        domains={"age": [0, 100], "s": ["a", "b", "c"]},
+    )
+    released = pd.DataFrame({"qi_group": [1, 1], "age_min": [20, 20], "age_max": [30, 30], "s": ["a", "b"]})
     rep = verify_release(released, policy, view_counts=np.array([1, 1, 1]))
     assert rep.ok and rep.t_achieved == 0.25
     rep = verify_release(released, policy.with_overrides(t=0.2499), view_counts=np.array([1, 1, 1]))
@@ -164,8 +189,9 @@ def test_needs_the_view_distribution():
 # ------------------------------------------------------------------ format violations
 def _problems(released=None, assigned=None, policy=POLICY) -> list[str]:
     r, a, o = hand_release()
-    rep = verify_release(r if released is None else released, policy, original=o,
-                         assigned=a if assigned is None else assigned)
+    rep = verify_release(
+        r if released is None else released, policy, original=o, assigned=a if assigned is None else assigned
+    )
     assert rep.ok is (not rep.problems)
     return rep.problems
 
@@ -184,8 +210,9 @@ def test_private_and_unknown_columns_are_caught():
     r, _, _ = hand_release()
     assert any("private columns" in p and "_order" in p for p in _problems(r.assign(_order=1)))
     assert any("not part of the released format" in p for p in _problems(r.assign(zip=1)))
-    assert any("['age_max'] of the released format are missing" in p
-               for p in _problems(r.drop(columns="age_max")))
+    assert any(
+        "['age_max'] of the released format are missing" in p for p in _problems(r.drop(columns="age_max"))
+    )
 
 
 def test_interval_inconsistent_inside_a_group_is_caught():
@@ -239,15 +266,20 @@ def test_unknown_sensitive_value_is_caught():
 # ------------------------------------------------------------------ a real release
 def random_release(n: int = 300, seed: int = 0, k: int = 4):
     rng = np.random.default_rng(seed)
-    view = pd.DataFrame({
-        "respondent_id": rng.permutation(10 * n)[:n],
-        "age": rng.integers(18, 90, n), "weight": rng.integers(40, 120, n),
-        "height": rng.integers(140, 200, n), "exam": rng.choice(DOM, n, p=[0.4, 0.3, 0.2, 0.1]),
-    })
+    view = pd.DataFrame(
+        {
+            "respondent_id": rng.permutation(10 * n)[:n],
+            "age": rng.integers(18, 90, n),
+            "weight": rng.integers(40, 120, n),
+            "height": rng.integers(140, 200, n),
+            "exam": rng.choice(DOM, n, p=[0.4, 0.3, 0.2, 0.1]),
+        }
+    )
     for v in DOM:
         view[f"p__{v}"] = 1.0 / len(DOM)
-    policy, _ = ReleasePolicy(qi=["age", "weight", "height"], sensitive="exam", k=k, t=0.3,
-                              j=0.1).resolve(view)
+    policy, _ = ReleasePolicy(qi=["age", "weight", "height"], sensitive="exam", k=k, t=0.3, j=0.1).resolve(
+        view
+    )
     summary = validate_view(view, policy)
     return view, policy, summary, generalize_view(view, policy, summary)
 
@@ -321,10 +353,14 @@ def test_test2_classes_against_spec_and_pycanon(shared_data):
     qi = ["ZIPCode", "Age"]
     # Salary is numeric: pyCANON uses the ordered distance over the distinct values present
     sal = sorted(d["Salary"].unique())
-    st = group_statistics(d, qi, "Salary", sal, np.ones(len(sal), dtype=np.int64), "ordered",
-                          group_column=None).set_index("ZIPCode")
+    st = group_statistics(
+        d, qi, "Salary", sal, np.ones(len(sal), dtype=np.int64), "ordered", group_column=None
+    ).set_index("ZIPCode")
     assert {z: Fraction(int(a), int(b)) for z, a, b in zip(st.index, st["emd_num"], st["emd_den"])} == {
-        "4767*": Fraction(1, 6), "4790*": Fraction(1, 6), "4760*": Fraction(1, 12)}
+        "4767*": Fraction(1, 6),
+        "4790*": Fraction(1, 6),
+        "4760*": Fraction(1, 12),
+    }
     assert st["emd"].max() == pytest.approx(t_closeness(d, qi, ["Salary"]), abs=1e-12)
     # Disease is text: pyCANON uses the equal distance (E18), which we compare as such
     dis = sorted(d["Disease"].unique())
@@ -342,10 +378,18 @@ def test_test2_ordered_emd_depends_on_the_domain_unlike_pycanon(shared_data):
     # (absent) top value keeps every cumulative sum but divides by M-1 = 9 instead of 8.
     d = _test2_generalized(shared_data)
     sal = sorted(d["Salary"].unique())
-    base = group_statistics(d, ["ZIPCode", "Age"], "Salary", sal, np.ones(9, dtype=np.int64),
-                            "ordered", group_column=None)
-    wider = group_statistics(d, ["ZIPCode", "Age"], "Salary", [*sal, 12],
-                             np.array([1] * 9 + [0], dtype=np.int64), "ordered", group_column=None)
+    base = group_statistics(
+        d, ["ZIPCode", "Age"], "Salary", sal, np.ones(9, dtype=np.int64), "ordered", group_column=None
+    )
+    wider = group_statistics(
+        d,
+        ["ZIPCode", "Age"],
+        "Salary",
+        [*sal, 12],
+        np.array([1] * 9 + [0], dtype=np.int64),
+        "ordered",
+        group_column=None,
+    )
     np.testing.assert_allclose(wider["emd"], base["emd"] * 8 / 9, rtol=1e-12)
 
 
@@ -358,20 +402,28 @@ def test_test2_in_released_format_through_verify_release(shared_data):
         released[f"{q}_min"] = d.groupby(label)[q].transform("min")
         released[f"{q}_max"] = d.groupby(label)[q].transform("max")
     released["Salary"] = d["Salary"]
-    policy = ReleasePolicy(id="id", qi=["ZIPCode", "Age"], sensitive="Salary", k=3, t=1 / 6,
-                           emd_ground="ordered",
-                           domains={"ZIPCode": [47000, 48000], "Age": [0, 100], "Salary": list(range(3, 12))})
+    policy = ReleasePolicy(
+        id="id",
+        qi=["ZIPCode", "Age"],
+        sensitive="Salary",
+        k=3,
+        t=1 / 6,
+        emd_ground="ordered",
+        domains={"ZIPCode": [47000, 48000], "Age": [0, 100], "Salary": list(range(3, 12))},
+    )
     rep = verify_release(released, policy, original=d)
     assert rep.ok, rep.problems
     assert rep.groups.set_index("qi_group")["emd"].round(4).to_dict() == {
-        4760: 0.0833, 4767: 0.1667, 4790: 0.1667}
+        4760: 0.0833,
+        4767: 0.1667,
+        4790: 0.1667,
+    }
     assert not verify_release(released, policy.with_overrides(t=0.1666), original=d).ok
 
 
 ADULT_QI = ["age", "education", "occupation", "relationship", "sex", "native-country"]
 ADULT_SA = "salary-class"
-SMALL = ["adult_anonymized_10", "adult_anonymized_20", "adult_k10_anonymized_l2",
-         "adult_k20_anonymized_l2"]
+SMALL = ["adult_anonymized_10", "adult_anonymized_20", "adult_k10_anonymized_l2", "adult_k20_anonymized_l2"]
 LARGE = ["adult_anonymized_3", "adult_k3_anonymized_l2"]  # pyCANON's t takes ~4 s each
 
 
@@ -431,8 +483,9 @@ def test_without_qi_group_groups_by_generalized_qis_and_reports_it():
     assert any("['qi_group'] of the released format are missing" in p for p in rep.problems)
     assert rep.groups["size"].tolist() == [4, 4] and rep.t_achieved == 0.5
     by_label = group_statistics(released, [], "s", DOM, np.array([3, 2, 2, 3]), "equal")
-    by_qi = group_statistics(released, ["age_min", "age_max", "sex"], "s", DOM, np.array([3, 2, 2, 3]),
-                             "equal", group_column=None)
+    by_qi = group_statistics(
+        released, ["age_min", "age_max", "sex"], "s", DOM, np.array([3, 2, 2, 3]), "equal", group_column=None
+    )
     cols = ["size", "l", "emd_num", "emd_den"]
     np.testing.assert_array_equal(by_label[cols].to_numpy(), by_qi[cols].to_numpy())
 
