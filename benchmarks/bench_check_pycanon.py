@@ -39,8 +39,7 @@ def dpriv_klt(data: pd.DataFrame) -> tuple[int, int, float]:
 
 
 def pycanon_klt(data: pd.DataFrame) -> tuple[int, int, float]:
-    return (int(k_anonymity(data, QI)), int(l_diversity(data, QI, [SA])),
-            float(t_closeness(data, QI, [SA])))
+    return (int(k_anonymity(data, QI)), int(l_diversity(data, QI, [SA])), float(t_closeness(data, QI, [SA])))
 
 
 def best_of(fn, repeats: int) -> tuple[float, object]:

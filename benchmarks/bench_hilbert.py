@@ -78,10 +78,7 @@ def main() -> None:
         print(f"== {title}: {n:,} random points")
         print(f"  dpriv.hilbert_index   : {t_dpriv:8.4f} s  {rate_dpriv:14,.0f} keys/s (best of 5)")
         scaled = "" if n_ref == n else f"  [timed on {n_ref:,} points, scaled to {n:,}]"
-        print(
-            f"  hilbertcurve          : {t_ref * n / n_ref:8.4f} s  {rate_ref:14,.0f} keys/s"
-            f"{scaled}"
-        )
+        print(f"  hilbertcurve          : {t_ref * n / n_ref:8.4f} s  {rate_ref:14,.0f} keys/s{scaled}")
         print(
             f"  speed-up              : {ratio:,.0f}x  (goal >= {GOAL:.0f}x: "
             f"{'met' if ratio >= GOAL else 'NOT met'})"

@@ -41,18 +41,22 @@ def make_tables(n: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     age = rng.integers(18, 91, n)
     weight = np.round(rng.normal(75.0, 14.0, n), 1)
     region = regions[rng.integers(0, 8, n)]
-    orig = pd.DataFrame({
-        "age": age,
-        "weight": weight,
-        "region": pd.Categorical(region, categories=regions),
-    })
+    orig = pd.DataFrame(
+        {
+            "age": age,
+            "weight": weight,
+            "region": pd.Categorical(region, categories=regions),
+        }
+    )
     redraw = rng.random(n) < 0.05
     syn_region = np.where(redraw, regions[rng.integers(0, 8, n)], region)
-    syn = pd.DataFrame({
-        "age": np.clip(age + rng.integers(-2, 3, n), 18, 90),
-        "weight": np.round(weight * rng.normal(1.0, 0.03, n), 1),
-        "region": pd.Categorical(syn_region, categories=regions),
-    })
+    syn = pd.DataFrame(
+        {
+            "age": np.clip(age + rng.integers(-2, 3, n), 18, 90),
+            "weight": np.round(weight * rng.normal(1.0, 0.03, n), 1),
+            "region": pd.Categorical(syn_region, categories=regions),
+        }
+    )
     return orig, syn
 
 
@@ -74,8 +78,10 @@ def traced_peak(fn) -> float:
 
 
 def show(label: str, r: KPRResult, seconds: float) -> None:
-    print(f"{label:7s} {seconds:8.2f} s   KPR = {r.kpr:.4f} %   |U| = {r.n_unique_original}"
-          f"   |B1| = {r.n_unique_synthetic_profiles}   |S| = {r.n_matched}")
+    print(
+        f"{label:7s} {seconds:8.2f} s   KPR = {r.kpr:.4f} %   |U| = {r.n_unique_original}"
+        f"   |B1| = {r.n_unique_synthetic_profiles}   |S| = {r.n_matched}"
+    )
 
 
 def main() -> None:
@@ -89,8 +95,10 @@ def main() -> None:
     warnings.simplefilter("ignore", KPRWarning)
 
     orig, syn = make_tables(args.n)
-    print(f"KPR benchmark: {args.n:,} original x {len(syn):,} synthetic records, "
-          f"known = {KNOWN}; Dask: {args.npartitions} partitions, scheduler={args.scheduler}")
+    print(
+        f"KPR benchmark: {args.n:,} original x {len(syn):,} synthetic records, "
+        f"known = {KNOWN}; Dask: {args.npartitions} partitions, scheduler={args.scheduler}"
+    )
     client = None
     if args.scheduler == "distributed":
         from dask.distributed import Client, LocalCluster
@@ -116,7 +124,10 @@ def main() -> None:
     show("pandas", rp, tp)
     show("dask", rd, td)
     same = (rp.kpr, rp.n_unique_original, rp.n_unique_synthetic_profiles, rp.n_matched) == (
-        rd.kpr, rd.n_unique_original, rd.n_unique_synthetic_profiles, rd.n_matched
+        rd.kpr,
+        rd.n_unique_original,
+        rd.n_unique_synthetic_profiles,
+        rd.n_matched,
     ) and rp.bins == rd.bins
     print(f"ratio dask / pandas time: {td / tp:.2f}   identical results: {same}")
     for name, b in rp.bins.items():
@@ -124,9 +135,11 @@ def main() -> None:
     if not args.no_memory:
         mp = traced_peak(run_pandas)
         md = traced_peak(run_dask)
-        print(f"peak traced memory: pandas {mp:.0f} MiB, dask {md:.0f} MiB "
-              f"(input tables: {orig.memory_usage(deep=True).sum() / 2**20:.0f} MiB + "
-              f"{syn.memory_usage(deep=True).sum() / 2**20:.0f} MiB)")
+        print(
+            f"peak traced memory: pandas {mp:.0f} MiB, dask {md:.0f} MiB "
+            f"(input tables: {orig.memory_usage(deep=True).sum() / 2**20:.0f} MiB + "
+            f"{syn.memory_usage(deep=True).sum() / 2**20:.0f} MiB)"
+        )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process max RSS: {rss:.0f} MiB")
     if client is not None:

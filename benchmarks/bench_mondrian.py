@@ -115,23 +115,20 @@ def main() -> None:
         ranked[q] = codes(df[q], base.domains[q])
     ranked[SENSITIVE] = df[SENSITIVE]
     n = len(df)
-    print(f"Adult: {n} rows, QIs {QI} (categorical as ranks), sensitive {SENSITIVE}; "
-          f"peer: {peer}")
+    print(f"Adult: {n} rows, QIs {QI} (categorical as ranks), sensitive {SENSITIVE}; peer: {peer}")
 
     mondrian_groups(grid[:100], s[:100], counts, k=2, model="k")  # warm-up (imports, caches)
-    header = (f"{'k':>3} {'impl':<18} {'time s':>9} {'groups':>7} {'avg size':>9} "
-              f"{'min size':>9} {'ratio':>7}")
+    header = f"{'k':>3} {'impl':<18} {'time s':>9} {'groups':>7} {'avg size':>9} {'min size':>9} {'ratio':>7}"
     print(header)
     print("-" * len(header))
     for k in args.k:
-        t_kernel, groups = best_of(lambda k=k: mondrian_groups(
-            grid, s, counts, k=k, model="k", widths=widths), args.repeats)
+        t_kernel, groups = best_of(
+            lambda k=k: mondrian_groups(grid, s, counts, k=k, model="k", widths=widths), args.repeats
+        )
         policy = base.with_overrides(k=k)
-        t_view, rel = best_of(lambda policy=policy: mondrian_view(df, policy, model="k"),
-                              args.repeats)
+        t_view, rel = best_of(lambda policy=policy: mondrian_view(df, policy, model="k"), args.repeats)
         g = np.bincount(groups)
-        check_partition(np.split(np.argsort(groups, kind="stable"), np.cumsum(g)[:-1]), n, k,
-                        "dpriv")
+        check_partition(np.split(np.argsort(groups, kind="stable"), np.cumsum(g)[:-1]), n, k, "dpriv")
         sizes = rel.released["qi_group"].value_counts()
         assert sizes.min() >= k and len(sizes) == len(g)
 
@@ -146,12 +143,15 @@ def main() -> None:
         if peer == "pandas" and sorted(p.tolist()) != sorted(g.tolist()):
             raise AssertionError("the pandas peer (same cut rule) found other groups than dpriv")
 
-        print(f"{k:>3} {'dpriv kernel':<18} {t_kernel:>9.3f} {len(g):>7} {g.mean():>9.2f} "
-              f"{g.min():>9} {t_peer / t_kernel:>6.0f}x")
-        print(f"{k:>3} {'dpriv view':<18} {t_view:>9.3f} {len(sizes):>7} {sizes.mean():>9.2f} "
-              f"{sizes.min():>9} {t_peer / t_view:>6.0f}x")
-        print(f"{k:>3} {peer:<18} {t_peer:>9.3f} {len(p):>7} {p.mean():>9.2f} {p.min():>9} "
-              f"{'1':>6}x")
+        print(
+            f"{k:>3} {'dpriv kernel':<18} {t_kernel:>9.3f} {len(g):>7} {g.mean():>9.2f} "
+            f"{g.min():>9} {t_peer / t_kernel:>6.0f}x"
+        )
+        print(
+            f"{k:>3} {'dpriv view':<18} {t_view:>9.3f} {len(sizes):>7} {sizes.mean():>9.2f} "
+            f"{sizes.min():>9} {t_peer / t_view:>6.0f}x"
+        )
+        print(f"{k:>3} {peer:<18} {t_peer:>9.3f} {len(p):>7} {p.mean():>9.2f} {p.min():>9} {'1':>6}x")
     print("ratio = peer time / dpriv time; both outputs checked k-anonymous (partition, sizes >= k)")
 
 

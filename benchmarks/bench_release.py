@@ -53,9 +53,17 @@ def main() -> None:
         rows = []
 
         def record(i, m):
-            rows.append({"release": i, "groups": m["n_groups"], "suppression": m["suppression_rate"],
-                         "max_emd": m["t_achieved"], "max_js": m["j_achieved"],
-                         "semi": m["average_semiperimeter"], "seconds": sum(m["seconds"].values())})
+            rows.append(
+                {
+                    "release": i,
+                    "groups": m["n_groups"],
+                    "suppression": m["suppression_rate"],
+                    "max_emd": m["t_achieved"],
+                    "max_js": m["j_achieved"],
+                    "semi": m["average_semiperimeter"],
+                    "seconds": sum(m["seconds"].values()),
+                }
+            )
             print(pd.DataFrame([rows[-1]]).to_string(index=False, header=len(rows) == 1), flush=True)
 
         start = time.perf_counter()
@@ -64,10 +72,14 @@ def main() -> None:
         total = time.perf_counter() - start
         per_view = total / args.views
         floor = min(floor_seconds(mh.history[mh.history.view == 1], policy) for _ in range(5))
-        print(f"\n{args.views} views x {args.view_size} tuples ({args.method}, k={policy.k}, t={policy.t}, "
-              f"j={policy.j}): {total:.1f} s, {per_view:.2f} s per view")
-        print(f"per view / paper's per view: {per_view / PAPER_SECONDS_PER_VIEW[0]:.4f} (3 min) .. "
-              f"{per_view / PAPER_SECONDS_PER_VIEW[1]:.5f} (43 min)")
+        print(
+            f"\n{args.views} views x {args.view_size} tuples ({args.method}, k={policy.k}, t={policy.t}, "
+            f"j={policy.j}): {total:.1f} s, {per_view:.2f} s per view"
+        )
+        print(
+            f"per view / paper's per view: {per_view / PAPER_SECONDS_PER_VIEW[0]:.4f} (3 min) .. "
+            f"{per_view / PAPER_SECONDS_PER_VIEW[1]:.5f} (43 min)"
+        )
         print(f"per view / floor (keys + sort + Parquet round trip of one view): {per_view / floor:.1f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -20,7 +20,7 @@ from dpriv.errors import PolicyError, VerificationError
 from dpriv.knowledge.tables import ClassMap
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
-from dpriv.validate import codes, validate_view
+from dpriv.validate import check_raw, codes, validate_view
 
 PRIORS = ("class", "uniform")
 
@@ -39,7 +39,12 @@ class Anonymized:
 def resolve_policy(
     view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
 ) -> tuple[ReleasePolicy, list[str]]:
-    """Fill the domains the policy does not declare from the data (computes those columns)."""
+    """Fill the domains the policy does not declare from the data (computes those columns).
+
+    Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
+    view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text.
+    """
+    check_raw(view, policy)
     if policy.is_resolved():
         return policy, []
     cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]

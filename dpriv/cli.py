@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
+import shutil
 import sys
 import tempfile
 import traceback
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +19,7 @@ import numpy as np
 import pandas as pd
 import typer
 
-from dpriv.errors import DprivError, PolicyError
+from dpriv.errors import DprivError, LedgerError, PolicyError
 from dpriv.policy import ReleasePolicy
 
 app = typer.Typer(
@@ -26,6 +29,9 @@ app = typer.Typer(
 )
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+K = Annotated[int | None, typer.Option(min=1, help="QI-group size (>= 1).")]
+T = Annotated[float | None, typer.Option(min=0.0, max=1.0, help="EMD threshold in [0, 1].")]
+J = Annotated[float | None, typer.Option(min=0.0, help="JS threshold (bits, >= 0).")]
 Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
 PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md).")]
 
@@ -34,18 +40,33 @@ def _say(msg: str) -> None:
     typer.echo(msg, err=True)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    _say(f"warning: {message}")
+
+
+#: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.
+QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker", "distributed.core")
+
+
 def command(fn):
-    """Map dpriv errors to exit 2 and anything else to exit 1, tracebacks only with --debug."""
+    """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
+    only with --debug; warnings print as one "warning: ..." line."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         debug = kwargs.get("debug", False)
+        if not debug:
+            for name in QUIET_LOGGERS:
+                logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            return fn(*args, **kwargs)
-        except DprivError as exc:
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                return fn(*args, **kwargs)
+        except (DprivError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             if debug:
                 traceback.print_exc()
-            _say(f"error: {exc}")
+            prefix = "" if isinstance(exc, DprivError) else "cannot parse the input: "
+            _say(f"error: {prefix}{exc}".rstrip())
             raise typer.Exit(2) from None
         except typer.Exit:
             raise
@@ -71,10 +92,14 @@ def load_policy(policy: Path | None, **flags: Any) -> ReleasePolicy:
 
 
 def write_frame(frame: pd.DataFrame, out: Path) -> None:
-    """Write Parquet (``.parquet``) or CSV atomically: a temp file renamed into place."""
+    """Write Parquet (``.parquet``) or CSV atomically: a temp file renamed into place, with the
+    permissions of an ordinary new file (a released view is public)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         if out.suffix in (".parquet", ".pq"):
             frame.to_parquet(tmp, index=False)
@@ -115,9 +140,9 @@ def anonymize(
     id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
     qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
-    k: Annotated[int | None, typer.Option(help="QI-group size.")] = None,
-    t: Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")] = None,
-    j: Annotated[float | None, typer.Option(help="JS threshold (bits).")] = None,
+    k: K = None,
+    t: T = None,
+    j: J = None,
     seed: Annotated[int | None, typer.Option(help="Seed of every random choice.")] = None,
     prior: Annotated[str, typer.Option(help="Priors: class (empirical per QI class) or uniform.")] = "class",
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
@@ -141,8 +166,8 @@ def anonymize(
         seed=seed,
         npartitions=npartitions,
     )
+    view = read_table(input, add_row_id=add_row_id)
     with dask_client(scheduler, say=_say):
-        view = read_table(input, add_row_id=add_row_id)
         result = run(view, pol, prior=prior)
     for note in result.notes:
         _say(note)
@@ -206,22 +231,36 @@ RELEASE_HEADER = " ".join(
 
 
 def _run_release(
-    history_path: str, ledger: Path, pol: ReleasePolicy, scheduler: str | None, npartitions: int | None
+    history_path: str,
+    ledger: Path,
+    pol: ReleasePolicy,
+    scheduler: str | None,
+    npartitions: int | None,
+    method: str = "jsreduce",
 ) -> None:
     from dpriv.cluster import dask_client
     from dpriv.io import read_table
     from dpriv.release import release_history
 
+    if ledger.exists() and not ledger.is_dir():
+        raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
+    frame = read_table(history_path)
+    released: list[int] = []
+
+    def on_release(i: int, m: dict) -> None:
+        released.append(i)
+        typer.echo(_release_table_row(i, m))
+        if m.get("n_groups") == 0:
+            _say(f"warning: release {i} suppressed every tuple (nothing published): relax k, t or j")
+
     with dask_client(scheduler, say=_say):
-        history = read_table(history_path).compute()
+        history = frame.compute()
         typer.echo(RELEASE_HEADER)
-        release_history(
-            history,
-            pol,
-            ledger,
-            npartitions=npartitions,
-            on_release=lambda i, m: typer.echo(_release_table_row(i, m)),
+        led = release_history(
+            history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method
         )
+    if not released:
+        typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
     typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")
 
 
@@ -231,19 +270,19 @@ def release(
     history: Annotated[str, typer.Argument(help="History: id, time (1..n), QIs, sensitive.")],
     ledger: Annotated[Path, typer.Option(help="Ledger folder (created if new).")],
     policy: PolicyFile = None,
-    method: Annotated[str, typer.Option(help="jsreduce (mondrian baselines: not yet).")] = "jsreduce",
-    k: Annotated[int | None, typer.Option(help="QI-group size.")] = None,
-    t: Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")] = None,
-    j: Annotated[float | None, typer.Option(help="JS threshold (bits).")] = None,
+    method: Annotated[
+        str, typer.Option(help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt.")
+    ] = "jsreduce",
+    k: K = None,
+    t: T = None,
+    j: J = None,
     npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges per view.")] = None,
     scheduler: Scheduler = None,
     debug: Debug = False,
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable)."""
-    if method != "jsreduce":
-        raise PolicyError(f"--method {method} is not implemented yet; use jsreduce")
     pol = load_policy(policy, k=k, t=t, j=j)
-    _run_release(history, ledger, pol, scheduler, npartitions)
+    _run_release(history, ledger, pol, scheduler, npartitions, method)
 
 
 @app.command()
@@ -256,7 +295,6 @@ def demo(
     debug: Debug = False,
 ) -> None:
     """Generate the paper-setting history and release it with JS-reduce on a local cluster."""
-    import shutil
 
     from dpriv.datasets import medical_history, write_history
 
@@ -282,8 +320,8 @@ def verify(
     policy: PolicyFile = None,
     qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
-    k: Annotated[int | None, typer.Option(help="QI-group size.")] = None,
-    t: Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")] = None,
+    k: K = None,
+    t: T = None,
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""

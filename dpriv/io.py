@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 
 import dask.dataframe as dd
 import fsspec
@@ -10,6 +11,16 @@ import fsspec
 from dpriv.errors import InputError
 
 ROW_ID = "row_id"
+#: Bytes of a CSV read to infer its column types: a column with text far down the file (e.g. a
+#: '*' in row 50,000 of a numeric column) would otherwise fail in the middle of the computation.
+CSV_SAMPLE = 64_000_000
+
+
+def _reason(exc: Exception) -> str:
+    """The last line of a reader's error without dask's wrapper ('An error occurred while ...')."""
+    text = str(exc).split("Original Message:")[-1]
+    text = re.sub(r"\s+", " ", text).strip().rstrip(".")
+    return text or type(exc).__name__
 
 
 def sniff_delimiter(path: str) -> str:
@@ -41,10 +52,14 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
                 path,
                 sep=sniff_delimiter(path),
                 blocksize=blocksize,
+                sample=CSV_SAMPLE,
+                sample_rows=CSV_SAMPLE // 2,  # dask's default infers the types from 10 rows
                 skipinitialspace=True,
             )
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise InputError(f"cannot read {path}: {exc}. Is it a complete CSV or Parquet file?") from None
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid, pandas' ParserError are ValueErrors
+        raise InputError(
+            f"cannot read {path}: {_reason(exc)}. Is it a complete CSV (UTF-8) or Parquet file?"
+        ) from None
     if add_row_id:
         frame = frame.assign(**{ROW_ID: 1})
         frame[ROW_ID] = frame[ROW_ID].cumsum() - 1

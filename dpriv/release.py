@@ -35,7 +35,7 @@ from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
-from dpriv.validate import codes, missing_columns, validate_view
+from dpriv.validate import ViewSummary, codes, missing_columns, validate_view
 
 
 @dataclass
@@ -207,6 +207,13 @@ def release_history(
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
+    views = {i: history[history[policy.time] == i].reset_index(drop=True) for i in indices[: until or None]}
+    summaries = {}
+    for i, view in views.items():  # every view before the first commit: bad input writes nothing
+        try:
+            summaries[i] = validate_view(view, policy)
+        except (InputError, PolicyError) as exc:
+            raise type(exc)(f"{policy.time} = {i}: {exc}") from None
     ledger = Ledger(ledger_dir, create=True)
     ledger.check_policy({**policy.fingerprint(), "method": method})
     knowledge = defender_knowledge(policy)
@@ -214,8 +221,7 @@ def release_history(
     committed = {r["index"]: r for r in ledger.committed()}
     state = ledger.read_state(max(committed)) if committed else empty_state(policy, window)
     nparts = npartitions or policy.npartitions or 2
-    for i in indices[: until or None]:
-        view = history[history[policy.time] == i].reset_index(drop=True)
+    for i, view in views.items():
         digest = view_hash(view, policy)
         if i in committed:
             if committed[i]["input_sha"] != digest:
@@ -225,7 +231,7 @@ def release_history(
                 )
             continue
         metrics, state_i = release_view(
-            view, policy, state, knowledge.at(history, policy, i), window, i, nparts, method
+            view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
         )
         ledger.commit(i, metrics.pop("_released"), metrics, state_i, {"input_sha": digest})
         state = state_i
@@ -236,6 +242,7 @@ def release_history(
 
 def release_view(
     view: pd.DataFrame,
+    summary: ViewSummary,
     policy: ReleasePolicy,
     state: pd.DataFrame,
     tables: MarkovTables,
@@ -254,7 +261,6 @@ def release_view(
         timings[name] = round(now - tick, 4)
         tick = now
 
-    summary = validate_view(view, policy)
     rbk = revised_priors(view, state, tables, policy, window)
     frame = view.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
     lap("revision")

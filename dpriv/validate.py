@@ -8,6 +8,7 @@ counts and its duplicate ids in ONE compute. The first problem found raises one
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import dask
@@ -19,7 +20,10 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 
 MAX_ROWS_SHOWN = 5
-_PROBLEM_COLUMNS = ["order", "column", "message", "rows"]
+_PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
+#: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
+#: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
+GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
 
 
 @dataclass(frozen=True)
@@ -39,11 +43,96 @@ def missing_columns(columns, policy: ReleasePolicy) -> None:
     """Raise InputError listing every policy column absent from ``columns``."""
     wanted = [policy.id, *policy.qi, policy.sensitive]
     absent = [c for c in wanted if c not in columns]
-    if absent:
+    if not absent:
+        return
+    if "qi_group" in columns or any(f"{c}_min" in columns and f"{c}_max" in columns for c in absent):
         raise InputError(
-            f"missing column(s) {absent}; the input has {list(columns)}. "
-            "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
+            f"missing column(s) {absent}; the input has {list(columns)}, which looks like a released "
+            "(already generalized) view: dpriv releases original data only, feed the original view"
         )
+    raise InputError(
+        f"missing column(s) {absent}; the input has {list(columns)}. "
+        "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
+    )
+
+
+def _is_text(col: pd.Series) -> bool:
+    return not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype))
+
+
+def _raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
+    """Problems of one partition of raw (not yet resolved) data: generalized values and, for a
+    QI whose kind is not declared, numbers stored as text. Same rows as partition_problems."""
+    found: list[tuple] = []
+    for name in columns:
+        vals = part[name]
+        text = vals.notna() & vals.astype(str).str.match(GENERALIZED)
+        if text.any():
+            example = vals[text].iloc[0]
+            found.append(
+                (
+                    1,
+                    name,
+                    f"column {name!r} holds {example!r}, a generalized or placeholder value (interval, "
+                    "value set, '*' or '?'): dpriv releases original data, not an already anonymized "
+                    f"file; feed the original values, or drop or impute the rows with {example!r}",
+                    _rows(part, text.to_numpy(), policy),
+                    int(text.sum()),
+                )
+            )
+            continue
+        if name in policy.qi and name not in policy.kinds:
+            num = pd.to_numeric(vals.astype(object), errors="coerce")
+            if vals.notna().any() and (num.notna() == vals.notna()).all():
+                found.append(
+                    (
+                        2,
+                        name,
+                        f"QI {name!r} holds numbers stored as text (e.g. {vals.dropna().iloc[0]!r}): store "
+                        f"them as numbers, declare its range in [domains] ({name} = [min, max]), or "
+                        f'declare it categorical in [kinds] ({name} = "categorical")',
+                        _rows(part, vals.notna().to_numpy(), policy),
+                        int(vals.notna().sum()),
+                    )
+                )
+    return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
+
+
+def _first_problem(problems: pd.DataFrame) -> str:
+    """One message for the first problem found, with its row count over all partitions."""
+    first = problems.sort_values("order", kind="stable").iloc[0]
+    same = problems[(problems["column"] == first["column"]) & (problems["message"] == first["message"])]
+    return f"{first['message']} ({int(same['count'].sum())} rows; first: {first['rows']})"
+
+
+def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
+    """Checks of a view BEFORE its domains are inferred (run on the policy as the user gave it).
+
+    Raises InputError for a missing column, an empty view (header only), a generalized or
+    placeholder value (``[45-52]``, ``{F,M}``, ``*``, ``?``) in a QI or the sensitive column
+    whose domain is not declared, and a QI of undeclared kind holding numbers stored as text.
+    Columns with a declared domain are checked later by :func:`validate_view`.
+    """
+    missing_columns(view.columns, policy)
+    columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and _is_text(view[c])]
+    if isinstance(view, dd.DataFrame):
+        if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
+            raise InputError(f"{source} has a header but no rows: there is nothing to release")
+        if not columns:
+            return
+        meta = pd.DataFrame(
+            {
+                c: pd.Series(dtype=t)
+                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
+            }
+        )
+        problems = view.map_partitions(_raw_problems, policy, columns, meta=meta).compute()
+    else:
+        if len(view) == 0:
+            raise InputError(f"{source} has a header but no rows: there is nothing to release")
+        problems = _raw_problems(view, policy, columns)
+    if len(problems):
+        raise InputError(f"{source}: {_first_problem(problems)}")
 
 
 def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> str:
@@ -58,14 +147,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
 
     def add(order: int, column: str, mask: np.ndarray, message: str) -> None:
         if mask.any():
-            found.append(
-                (
-                    order,
-                    column,
-                    f"{message} ({int(mask.sum())} rows in this part)",
-                    _rows(part, mask, policy),
-                )
-            )
+            found.append((order, column, message, _rows(part, mask, policy), int(mask.sum())))
 
     for name in [policy.id, *policy.qi, policy.sensitive]:
         add(
@@ -123,7 +205,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
         f"sensitive column {policy.sensitive!r} has values outside its domain "
         f"{policy.sensitive_domain[:8]}: add them to [domains] or correct the data",
     )
-    return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64"})
+    return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
 def _s_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
@@ -148,7 +230,10 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
     if isinstance(view, dd.DataFrame):
         meta = pd.DataFrame(
-            {c: pd.Series(dtype=t) for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object"])}
+            {
+                c: pd.Series(dtype=t)
+                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
+            }
         )
         problems = view.map_partitions(partition_problems, policy, meta=meta)
         counts = view.map_partitions(
@@ -166,8 +251,7 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         vc = view[policy.id].value_counts()
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
     if len(problems):
-        first = problems.sort_values("order", kind="stable").iloc[0]
-        raise InputError(f"{first['message']}; first offending: {first['rows']}")
+        raise InputError(_first_problem(problems))
     if len(dups):
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "

@@ -1,0 +1,424 @@
+"""Adversary simulation over a release ledger and the average adversary gain (E10).
+
+The adversary of ALGORITHMS.md §1.1: it knows the generalization, the respondents of every
+QI-group of every release (a group is a bag of respondents and a bag of sensitive values),
+the whole released history, and its own background knowledge BK^sv / BK^seq, which may
+differ from the defender's. For each committed release ``i`` it runs the same PK/RBK cycle
+as the release loop (§1.2), with the release loop's own functions:
+
+1. priors of the group members: RBK^sv (E7) from its own state and its own BK^seq
+   (:func:`dpriv.release.revised_priors`; BK^sv for first-timers), or BK^sv for every
+   member in a *snapshot* attack (no revision, §2.4);
+2. PK^sv of every member by the Ω-estimate (E14, :func:`omega_posterior`) from the group's
+   released multiset of sensitive values and the members' priors;
+3. its state: the members' posteriors appended (:func:`dpriv.release.update_state`).
+
+The gain of release ``i`` (E10) is the mean over the kept tuples of
+``PK(r, true s)_s - m_Q(s)/|Q|``: the posterior on the truth minus the frequency-only
+baseline. It is signed (FINDINGS.md pitfall 4) and reported as measured; suppressed tuples
+do not enter it, so read it next to the release's suppression.
+
+Inputs the simulation takes from the ledger: the released view ``releases/<i>/view.parquet``
+(``qi_group`` and the sensitive column: each group's multiset of values) and, for the group
+membership the adversary is assumed to know, the private state ``state/<i>/state.parquet``
+(respondents with ``last_release == i``; their ``last_group`` is the released ``qi_group``).
+The true values and the QIs (for the knowledge classes) come from the original history.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpriv.anonymize import GROUP, LABEL
+from dpriv.api import resolve_policy
+from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.io import read_table
+from dpriv.knowledge.posterior import omega_posterior
+from dpriv.knowledge.sequential import mine_sequences
+from dpriv.knowledge.tables import MarkovTables
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.release import (
+    DefenderKnowledge,
+    check_history,
+    defender_knowledge,
+    empty_state,
+    revised_priors,
+    update_state,
+)
+from dpriv.validate import codes
+
+#: The knowledge specifications :func:`attack` accepts (``spm:PATH`` with a corpus file).
+KNOWLEDGE_NAMES = ("snapshot", "dk", "dk-1", "dk-2", "dk-3", "spm:PATH", "ie")
+_TABLE_KEYS = ("dk", "dk-1", "dk-2", "dk-3")
+
+#: Columns of the frame returned by :func:`attack`.
+GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples")
+
+
+@dataclass
+class AdversaryKnowledge:
+    """The adversary's BK^sv / BK^seq and whether it revises (§1.2, §2.4).
+
+    Attributes
+    ----------
+    name : the specification it was built from (e.g. ``"dk-1"``, ``"snapshot"``)
+    source : where the tables come from; :meth:`DefenderKnowledge.at` gives the tables to
+        use before release ``i`` (fixed tables, or IE-mined from the original views < i)
+    revise : False for a snapshot attack: every release uses BK^sv (the order-0 table)
+    """
+
+    name: str
+    source: DefenderKnowledge
+    revise: bool = True
+
+    @property
+    def window(self) -> int:
+        """Posteriors kept per respondent: the order of BK^seq (0 for a snapshot attack)."""
+        return self.source.order if self.revise else 0
+
+    def tables_before(self, history: pd.DataFrame, policy: ReleasePolicy, index: int) -> MarkovTables:
+        """The tables the adversary uses for release ``index``."""
+        return self.source.at(history, policy, index)
+
+
+def _check_values(tables: MarkovTables, policy: ReleasePolicy, where: object) -> MarkovTables:
+    if list(tables.values) != [str(v) for v in policy.sensitive_domain]:
+        raise PolicyError(
+            f"knowledge {where} is over {list(tables.values)[:5]}..., not the sensitive "
+            f"domain {policy.sensitive_domain[:5]}... of the policy"
+        )
+    return tables
+
+
+def _load_corpus(path: str) -> pd.DataFrame:
+    return read_table(path).compute()
+
+
+def _mine_corpus(corpus: pd.DataFrame, policy: ReleasePolicy, where: str) -> MarkovTables:
+    """SPM-BK^seq: Algorithm 3 on an external corpus, mined like the defender's IE (§1.2)."""
+    needed = [c for c in (policy.id, policy.time, policy.sensitive) if c]
+    if not policy.time:
+        raise PolicyError('SPM mining needs a time column: set [columns] time (e.g. "view")')
+    absent = [c for c in needed if c not in corpus.columns]
+    if absent:
+        raise InputError(f"SPM corpus {where} lacks column(s) {absent}; it has {list(corpus.columns)}")
+    s = codes(corpus[policy.sensitive], policy.sensitive_domain)
+    if (s < 0).any():
+        bad = corpus[policy.sensitive].to_numpy()[s < 0][0]
+        raise InputError(
+            f"SPM corpus {where}: {policy.sensitive}={bad!r} is not in the sensitive domain "
+            f"{policy.sensitive_domain[:5]}..."
+        )
+    frame = pd.DataFrame(
+        {"respondent": corpus[policy.id].to_numpy(), "time": corpus[policy.time].to_numpy(), "s": s}
+    )
+    values = [str(v) for v in policy.sensitive_domain]
+    order = DefenderKnowledge("ie").order
+    return mine_sequences(frame, values, order=order, id_col="respondent", time_col="time", s_col="s")
+
+
+def check_knowledge_name(knowledge: str) -> None:
+    """Raise PolicyError, naming the valid ones, unless ``knowledge`` is a valid specification
+    (:data:`KNOWLEDGE_NAMES`, ``"spm"``, or ``"snapshot:<another one>"``); reads no file."""
+    spec = str(knowledge).strip()
+    inner = spec.partition(":")[2] if spec.startswith("snapshot:") else spec
+    if inner in ("ie", "spm", *_TABLE_KEYS) or inner.startswith("spm:") or spec == "snapshot":
+        return
+    raise PolicyError(
+        f"unknown adversary knowledge {spec!r}; valid: {', '.join(KNOWLEDGE_NAMES)} "
+        "(and snapshot:<one of the others>)"
+    )
+
+
+def adversary_knowledge(
+    knowledge: str, policy: ReleasePolicy, *, corpus: pd.DataFrame | None = None
+) -> AdversaryKnowledge:
+    """Resolve a knowledge specification (one of :data:`KNOWLEDGE_NAMES`).
+
+    Parameters
+    ----------
+    knowledge : str
+        ``"dk"``, ``"dk-1"``, ``"dk-2"``, ``"dk-3"``: the ``.npz`` table file of that name in
+        the policy's ``[knowledge]`` (DK-BK^seq, full or n-step); ``"ie"``: IE-BK^seq mined
+        from the original views before each release, as the defender does (§2.3);
+        ``"spm:PATH"``: SPM-BK^seq, Algorithm 3 on the corpus file PATH (Parquet or CSV with
+        the policy's id, time and sensitive columns), or on ``corpus`` with ``"spm"``;
+        ``"snapshot"``: BK^sv only, no revision, with the defender's BK^sv
+        (:func:`dpriv.release.defender_knowledge`: ``dk`` unless ``[knowledge] defender``
+        says otherwise); ``"snapshot:<spec>"`` takes BK^sv from another specification.
+        BK^sv is always the order-0 table of the adversary's tables (with their class map).
+    policy : ReleasePolicy
+        Resolved policy (its sensitive domain orders the tables).
+    corpus : pandas.DataFrame, optional
+        The SPM corpus when already loaded (``"spm"`` or ``"spm:"``).
+
+    Returns
+    -------
+    AdversaryKnowledge
+
+    Raises
+    ------
+    PolicyError
+        An unknown specification (the message lists :data:`KNOWLEDGE_NAMES`), a table file
+        missing from ``[knowledge]`` or from disk, or tables over another sensitive domain.
+    InputError
+        An SPM corpus that cannot be read, lacks a column or holds values outside D[S];
+        both a corpus file and a ``corpus`` frame.
+    """
+    check_knowledge_name(knowledge)
+    spec = str(knowledge).strip()
+    if spec == "snapshot" or spec.startswith("snapshot:"):
+        inner = spec.partition(":")[2]
+        if inner:
+            base = adversary_knowledge(inner, policy, corpus=corpus).source
+        else:
+            base = defender_knowledge(policy)
+            if base.tables is not None:
+                _check_values(base.tables, policy, policy.knowledge_path(base.source))
+        return AdversaryKnowledge(spec, base, revise=False)
+    if spec in _TABLE_KEYS:
+        path = policy.knowledge_path(spec)
+        if path is None:
+            raise PolicyError(
+                f"knowledge {spec!r} is not in the policy's [knowledge] table (it has "
+                f'{sorted(policy.knowledge)}); add e.g. {spec} = "knowledge/{spec}.npz"'
+            )
+        if not Path(path).is_file():
+            raise PolicyError(f"[knowledge] {spec} = {path} does not exist")
+        tables = _check_values(MarkovTables.load(path), policy, path)
+        return AdversaryKnowledge(spec, DefenderKnowledge(spec, tables))
+    if spec == "ie":
+        return AdversaryKnowledge(spec, DefenderKnowledge("ie"))
+    if spec == "spm" or spec.startswith("spm:"):
+        path = spec.partition(":")[2]
+        if corpus is not None and path:
+            raise InputError(f"knowledge {spec!r} names a corpus file and a corpus frame was given too")
+        if corpus is None:
+            if not path:
+                raise PolicyError('knowledge "spm" needs a corpus: use "spm:PATH" or pass corpus=')
+            corpus, where = _load_corpus(path), path
+        else:
+            where = "(corpus frame)"
+        tables = _mine_corpus(corpus, policy, where)
+        return AdversaryKnowledge(spec, DefenderKnowledge("spm", tables))
+    raise AssertionError(spec)  # pragma: no cover - check_knowledge_name covers every case
+
+
+@dataclass
+class AttackStep:
+    """What the adversary computes for one release (arrays aligned on the kept tuples).
+
+    Attributes
+    ----------
+    release : int, the release index i
+    respondents : ndarray, shape (n,), the respondent ids of the kept tuples (group order)
+    groups : ndarray of int64, shape (n,), the released ``qi_group`` of each
+    s_true : ndarray of int64, shape (n,), true sensitive code (policy domain order)
+    priors : ndarray of float64, shape (n, M), RBK^sv (or BK^sv) used for PK
+    posteriors : ndarray of float64, shape (n, M), PK^sv (E14); rows sum to 1
+    gain : ndarray of float64, shape (n,), per-tuple term of (E10), in [-1, 1]
+    seconds : float, wall time of this release's revision + posterior + state update
+    """
+
+    release: int
+    respondents: np.ndarray
+    groups: np.ndarray
+    s_true: np.ndarray
+    priors: np.ndarray
+    posteriors: np.ndarray
+    gain: np.ndarray
+    seconds: float
+
+    @property
+    def adversary_gain(self) -> float:
+        """ρ_i (E10): mean of :attr:`gain`; NaN when the release kept no tuple."""
+        return float(self.gain.mean()) if self.gain.size else float("nan")
+
+
+def _group_counts(groups: np.ndarray, s: np.ndarray, labels: np.ndarray, m: int) -> np.ndarray:
+    """(G, M) int64 counts of each value per label of ``labels`` (sorted unique)."""
+    gi = np.searchsorted(labels, groups)
+    return np.bincount(gi * m + s, minlength=labels.size * m).reshape(labels.size, m)
+
+
+def _members(
+    ledger: Ledger, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """Group members of release ``index`` (sorted by group), their true codes, the
+    released codes aligned on them (same multiset per group) and the released counts."""
+    m = len(policy.sensitive_domain)
+    state = ledger.read_state(index)
+    missing = [c for c in (policy.id, "last_release", "last_group") if c not in state.columns]
+    if missing:
+        raise LedgerError(f"state of release {index} lacks column(s) {missing}: not a dpriv ledger state")
+    mem = state.loc[state["last_release"].to_numpy() == index, [policy.id, "last_group"]]
+    mem = mem.merge(view, on=policy.id, how="left", validate="one_to_one", indicator=True)
+    if (mem["_merge"] != "both").any():
+        rid = mem.loc[mem["_merge"] != "both", policy.id].tolist()[0]
+        raise InputError(
+            f"respondent {rid!r} is in release {index} of the ledger but not in view {index} of "
+            "the history: give the history that was released"
+        )
+    mem = mem.drop(columns="_merge").sort_values("last_group", kind="stable").reset_index(drop=True)
+    groups = mem["last_group"].to_numpy(dtype=np.int64)
+    s_true = codes(mem[policy.sensitive], policy.sensitive_domain)
+
+    for col in (GROUP, policy.sensitive):
+        if col not in released.columns:
+            raise LedgerError(f"released view {index} lacks column {col!r}")
+    rel = released[[GROUP, policy.sensitive]].sort_values(GROUP, kind="stable")
+    r_groups = rel[GROUP].to_numpy(dtype=np.int64)
+    r_s = codes(rel[policy.sensitive], policy.sensitive_domain)
+    labels = np.unique(r_groups)
+    if (r_s < 0).any() or (s_true < 0).any() or not np.array_equal(labels, np.unique(groups)):
+        raise InputError(
+            f"release {index}: the released view, the ledger state and the history disagree "
+            "(groups or sensitive values); give the history and policy that were released"
+        )
+    r_counts = _group_counts(r_groups, r_s, labels, m)
+    if not np.array_equal(r_counts, _group_counts(groups, s_true, labels, m)):
+        raise InputError(
+            f"release {index}: the true values of the history do not match the released groups; "
+            "give the history that was released"
+        )
+    # both sorted by group with equal group sizes: the released values line up group by group
+    return mem, s_true, r_s, r_counts
+
+
+def attack_steps(
+    ledger: Ledger | str | Path,
+    history: pd.DataFrame,
+    policy: ReleasePolicy,
+    knowledge: str | AdversaryKnowledge,
+    *,
+    corpus: pd.DataFrame | None = None,
+) -> Iterator[AttackStep]:
+    """Run the adversary's PK/RBK cycle over the committed releases, one step per release.
+
+    Same parameters and errors as :func:`attack` (raised at the call, before iterating);
+    yields an :class:`AttackStep` per committed release, in release order (the per-tuple
+    view of (E10), for reports and tests).
+    """
+    if not isinstance(knowledge, AdversaryKnowledge):
+        check_knowledge_name(knowledge)
+    if not isinstance(ledger, Ledger):
+        ledger = Ledger(ledger)
+    releases = [r["index"] for r in ledger.committed()]
+    if not releases:
+        return iter(())
+    indices = set(check_history(history, policy))
+    policy, _ = resolve_policy(history, policy)
+    adv = (
+        knowledge
+        if isinstance(knowledge, AdversaryKnowledge)
+        else adversary_knowledge(knowledge, policy, corpus=corpus)
+    )
+    absent = [i for i in releases if i not in indices]
+    if absent:
+        raise InputError(f"the ledger has releases {absent} that the history has no view for")
+    return _steps(ledger, releases, history, policy, adv)
+
+
+def _steps(
+    ledger: Ledger, releases: list[int], history: pd.DataFrame, policy: ReleasePolicy, adv: AdversaryKnowledge
+) -> Iterator[AttackStep]:
+    """The PK/RBK cycle of :func:`attack_steps` (arguments already checked)."""
+    window = adv.window
+    state = empty_state(policy, window) if adv.revise else None
+    times = history[policy.time].to_numpy()
+    for i in releases:
+        view = history[times == i]
+        if view[policy.id].duplicated().any():
+            rid = view.loc[view[policy.id].duplicated(), policy.id].tolist()[0]
+            raise InputError(f"respondent {rid!r} has two tuples in view {i}; keep one per view")
+        mem, s_true, r_s, r_counts = _members(ledger, i, view, ledger.read_view(i), policy)
+        tick = time.perf_counter()
+        tables = adv.tables_before(history, policy, i)
+        if adv.revise:
+            priors = revised_priors(mem, state, tables, policy, window)
+        else:
+            priors = tables.tables[0][tables.classes.classify(mem), 0]
+        groups = mem["last_group"].to_numpy(dtype=np.int64)
+        post = omega_posterior(groups, r_s, priors)
+        labels = np.unique(groups)
+        gi = np.searchsorted(labels, groups)
+        freq = r_counts[gi, s_true] / r_counts[gi].sum(axis=1)
+        gain = post[np.arange(len(mem)), s_true] - freq
+        if adv.revise:
+            assigned = pd.DataFrame({policy.id: mem[policy.id].to_numpy(), LABEL: groups})
+            state = update_state(state, assigned, post, policy, window, i)
+        yield AttackStep(
+            release=i,
+            respondents=mem[policy.id].to_numpy(),
+            groups=groups,
+            s_true=s_true,
+            priors=priors,
+            posteriors=post,
+            gain=gain,
+            seconds=time.perf_counter() - tick,
+        )
+
+
+def attack(
+    ledger: Ledger | str | Path,
+    history: pd.DataFrame,
+    policy: ReleasePolicy,
+    knowledge: str,
+    *,
+    corpus: pd.DataFrame | None = None,
+    on_release: Callable[[int, dict], None] | None = None,
+) -> pd.DataFrame:
+    """Simulate the §1.1 adversary over every committed release; the gain (E10) per release.
+
+    Parameters
+    ----------
+    ledger : Ledger or path
+        A release ledger (:func:`dpriv.release.release_history`); its private state gives
+        the QI-group membership the adversary is assumed to know (§1.1 (ii)).
+    history : pandas.DataFrame
+        The original history that was released (policy id, time, QIs, sensitive): the true
+        values for (E10) and the QIs of the knowledge classes; IE mining reads it too.
+    policy : ReleasePolicy
+        The policy of the release (columns, domains, ``[knowledge]`` files).
+    knowledge : str
+        The adversary's knowledge, one of :data:`KNOWLEDGE_NAMES` (see
+        :func:`adversary_knowledge`); it may differ from the defender's.
+    corpus : pandas.DataFrame, optional
+        SPM corpus for ``knowledge="spm"`` (instead of a ``spm:PATH`` file).
+    on_release : callable, optional
+        Called as ``on_release(i, {"adversary_gain", "n_tuples", "seconds"})`` after each
+        release (progress output).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per committed release, in order: ``release`` (int64), ``adversary_gain``
+        (float64, ρ_i of (E10), signed, in [-1, 1]; NaN if the release kept no tuple) and
+        ``n_tuples`` (int64, kept tuples N). Empty (same columns) for a ledger without
+        releases.
+
+    Raises
+    ------
+    PolicyError
+        Unknown knowledge (the message lists the valid ones), a missing table file.
+    InputError
+        A history that is not the released one (missing view, respondent or value), a bad
+        SPM corpus.
+    LedgerError
+        Not a ledger, or a ledger whose files lack the expected columns.
+    """
+    rows = []
+    for step in attack_steps(ledger, history, policy, knowledge, corpus=corpus):
+        row = {"release": step.release, "adversary_gain": step.adversary_gain, "n_tuples": step.gain.size}
+        rows.append(row)
+        if on_release:
+            on_release(step.release, {**row, "seconds": step.seconds})
+    out = pd.DataFrame(rows, columns=list(GAIN_COLUMNS))
+    return out.astype({"release": "int64", "adversary_gain": "float64", "n_tuples": "int64"})

@@ -1,0 +1,143 @@
+"""The paper's experiment (ALGORITHMS.md §2.5, Fig. 3-6) on a generated history.
+
+For every method and every value of its parameter: release the whole history into its
+own ledger, attack it under each kind of adversary knowledge, and record per release the
+suppression, the average semiperimeter (E11) and the adversary gain (E10). The frontier
+puts, for every (method, parameter), the largest gain next to the mean suppression and
+the mean semiperimeter, so that methods are compared at equal utility and suppression
+(FINDINGS.md: never read a gain without its suppression).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from dpriv.attack import attack
+from dpriv.datasets import medical_history, write_history
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+
+#: (method, parameter overrides) explored by default; each method's own parameter varies.
+GRID: dict[str, list[dict]] = {
+    "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)] + [{"t": 0.5, "j": 0.8}],
+    "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
+    "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],
+    "mondrian-bt": [{"bt_t": b} for b in (0.15, 0.25, 0.4)],
+}
+KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
+
+
+def _name(method: str, params: dict) -> str:
+    return method + "".join(f"_{k}{v}" for k, v in params.items())
+
+
+def run_experiment(
+    out: str | Path,
+    *,
+    views: int = 24,
+    view_size: int = 5000,
+    attendance: float = 0.5,
+    seed: int = 0,
+    grid: dict[str, list[dict]] | None = None,
+    knowledge: tuple[str, ...] = KNOWLEDGE,
+    say: Callable[[str], None] = print,
+) -> dict[str, pd.DataFrame]:
+    """Run the grid and write ``runs.csv``, ``gains.csv``, ``frontier.csv`` and figures.
+
+    Returns the three tables: ``runs`` (method, params, release, groups, suppression,
+    semi), ``gains`` (method, params, knowledge, release, adversary_gain) and ``frontier``
+    (method, params, max_gain per knowledge, mean suppression, mean semi).
+    """
+    out = Path(out)
+    mh = medical_history(views, view_size, attendance=attendance, seed=seed)
+    policy_file = write_history(out / "data", mh)
+    base = ReleasePolicy.from_toml(policy_file)
+    runs, gains = [], []
+    for method, params in itertools.chain.from_iterable(
+        ((m, p) for p in ps) for m, ps in (grid or GRID).items()
+    ):
+        name = _name(method, params)
+        policy = base.with_overrides(**params)
+        led = release_history(mh.history, policy, out / "ledgers" / name, method=method)
+        for r in led.committed():
+            m = led.read_metrics(r["index"])
+            runs.append(
+                {
+                    "method": method,
+                    "params": json.dumps(params),
+                    "release": r["index"],
+                    "groups": m["n_groups"],
+                    "suppression": m["suppression_rate"],
+                    "semi": m["average_semiperimeter"],
+                }
+            )
+        for kind in knowledge:
+            g = attack(led, mh.history, policy, kind)
+            gains += [
+                {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
+                for row in g[["release", "adversary_gain"]].to_dict("records")
+            ]
+        last = [g for g in gains if g["method"] == method and g["params"] == json.dumps(params)]
+        say(f"{name}: max gain {max((g['adversary_gain'] for g in last), default=float('nan')):.3f}")
+    tables = {"runs": pd.DataFrame(runs), "gains": pd.DataFrame(gains)}
+    tables["frontier"] = frontier(tables["runs"], tables["gains"])
+    for key, frame in tables.items():
+        frame.to_csv(out / f"{key}.csv", index=False)
+    plot(tables, out)
+    return tables
+
+
+def frontier(runs: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
+    """Per (method, params): max gain per knowledge kind, mean suppression and semiperimeter."""
+    util = runs.groupby(["method", "params"]).agg(
+        suppression=("suppression", "mean"), max_suppression=("suppression", "max"), semi=("semi", "mean")
+    )
+    worst = gains.pivot_table(
+        index=["method", "params"], columns="knowledge", values="adversary_gain", aggfunc="max"
+    ).add_prefix("max_gain_")
+    return util.join(worst).reset_index()
+
+
+def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
+    """fig3_semiperimeter.png, gain_<method>.png per method, frontier.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs, gains, front = tables["runs"], tables["gains"], tables["frontier"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (method, params), g in runs.groupby(["method", "params"]):
+        ax.plot(g["release"], g["semi"], label=f"{method} {params}")
+    ax.set(xlabel="release", ylabel="average semiperimeter (E11)", title="Utility per release")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "fig3_semiperimeter.png", dpi=120)
+    plt.close(fig)
+    for method, g in gains.groupby("method"):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for (params, kind), h in g.groupby(["params", "knowledge"]):
+            ax.plot(h["release"], h["adversary_gain"], label=f"{params} {kind}")
+        ax.set(xlabel="release", ylabel="adversary gain (E10)", title=f"{method}: adversary gain")
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(out / f"gain_{method}.png", dpi=120)
+        plt.close(fig)
+    col = "max_gain_dk" if "max_gain_dk" in front else [c for c in front if c.startswith("max_gain_")][0]
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for method, g in front.groupby("method"):
+        ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=method, alpha=0.7)
+    ax.set(
+        xlabel="mean average semiperimeter (lower = more useful)",
+        ylabel=f"{col} (lower = safer)",
+        title="Frontier (marker area ~ mean suppression)",
+    )
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "frontier.png", dpi=120)
+    plt.close(fig)

@@ -1,0 +1,557 @@
+"""The ``dpriv`` command end to end (typer's CliRunner, one in-process Dask cluster).
+
+Bad input of every kind must give exit status 2, a one-paragraph message naming the column
+or row and the fix, no traceback, and write nothing (no output file, ledger unchanged).
+"""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from distributed import LocalCluster
+from typer.testing import CliRunner
+
+from dpriv.cli import app
+from dpriv.datasets import medical_history, write_history
+
+QI = ["--qi", "age,gender,weight", "--sensitive", "exam_result", "--id", "respondent_id"]
+LOOSE = ["--k", "3", "--t", "0.9", "--j", "5"]
+POLICY = """[columns]
+id = "respondent_id"
+qi = ["age", "gender", "weight"]
+sensitive = "exam_result"
+[privacy]
+k = 3
+t = 0.9
+j = 5
+[domains]
+age = [45, 74]
+weight = [60, 89]
+gender = ["F", "M"]
+exam_result = ["a", "b", "c"]
+"""
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def cli(scheduler):
+    runner = CliRunner()
+
+    def run(*args: str):
+        args = [str(a) for a in args]
+        if args[0] in ("anonymize", "release"):
+            args += ["--scheduler", scheduler]
+        return runner.invoke(app, args)
+
+    return run
+
+
+def view(n: int = 60, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "respondent_id": np.arange(n),
+            "age": rng.integers(45, 75, n),
+            "gender": rng.choice(["F", "M"], n),
+            "weight": rng.integers(60, 90, n),
+            "exam_result": rng.choice(["a", "b", "c"], n),
+        }
+    )
+
+
+def tree(root: Path) -> dict | None:
+    if not root.exists():
+        return None
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def assert_refused(result, *patterns: str) -> str:
+    """Exit 2, one message naming the problem, no traceback."""
+    out = result.output
+    assert result.exit_code == 2, out
+    assert "Traceback" not in out and "internal error" not in out, out
+    for pat in patterns:
+        assert re.search(pat, out), f"{pat!r} not in {out!r}"
+    return out
+
+
+# -- bad input of anonymize --------------------------------------------------------------------
+def _set(df: pd.DataFrame, col: str, row: int, value) -> pd.DataFrame:
+    df = df.copy()
+    df[col] = df[col].astype(object)
+    df.loc[row, col] = value
+    return df
+
+
+BAD_VIEWS = {
+    # name: (frame builder, file suffix, extra args, patterns of the message)
+    "missing column": (
+        lambda: view().drop(columns="weight"),
+        "csv",
+        [],
+        [r"missing column\(s\) \['weight'\]"],
+    ),
+    "NaN in a QI": (
+        lambda: _set(view(), "age", 3, np.nan),
+        "csv",
+        [],
+        [r"'age' has missing values", r"row 3 \(respondent_id=3\)", "drop or impute"],
+    ),
+    "None in the sensitive column": (
+        lambda: _set(view(), "exam_result", 4, None),
+        "parquet",
+        [],
+        [r"'exam_result' has missing values", r"respondent_id=4"],
+    ),
+    "NaN in the id": (
+        lambda: _set(view(), "respondent_id", 5, np.nan),
+        "csv",
+        [],
+        [r"'respondent_id' has missing values", r"row 5"],
+    ),
+    "empty-string category": (
+        lambda: _set(view(), "gender", 6, ""),
+        "parquet",
+        [],
+        [r"'gender' has empty strings", r"row 6"],
+    ),
+    "numeric QI stored as text": (
+        lambda: view().astype({"age": str}),
+        "parquet",
+        [],
+        [r"QI 'age' holds numbers stored as text", r"\[kinds\]"],
+    ),
+    "interval in a QI": (
+        lambda: _set(view(), "age", 7, "[45-52]"),
+        "csv",
+        [],
+        [r"'age' holds '\[45-52\]'", "already anonymized", r"row 7"],
+    ),
+    "star in a QI": (lambda: _set(view(), "age", 0, "*"), "csv", [], [r"'age' holds '\*'"]),
+    "value set in a QI": (
+        lambda: _set(view(), "gender", 2, "{F,M}"),
+        "csv",
+        [],
+        [r"'gender' holds '\{F,M\}'"],
+    ),
+    "interval in a declared numeric QI": (
+        lambda: _set(view(), "age", 7, "[45-52]"),
+        "csv",
+        ["policy"],
+        [r"numeric QI 'age' holds text", r"row 7"],
+    ),
+    "sensitive value outside the domain": (
+        lambda: _set(view(), "exam_result", 8, "zzz"),
+        "csv",
+        ["policy"],
+        [r"'exam_result' has values outside its domain", r"row 8"],
+    ),
+    "QI value outside the domain": (
+        lambda: _set(view(), "weight", 9, 200),
+        "csv",
+        ["policy"],
+        [r"'weight' has values outside its declared domain \[60, 89\]"],
+    ),
+    "duplicate id": (
+        lambda: _set(view(), "respondent_id", 9, 0),
+        "csv",
+        [],
+        [r"duplicate 'respondent_id' within one view: \{0: 2\}"],
+    ),
+    "empty view (csv)": (lambda: view().head(0), "csv", [], [r"header but no rows"]),
+    "empty view (parquet)": (lambda: view().head(0), "parquet", [], [r"header but no rows"]),
+    "one row with k = 2": (
+        lambda: view().head(1),
+        "csv",
+        ["--k", "2"],
+        [r"k = 2 is larger than the view \(1 rows\)"],
+    ),
+    "k larger than the view": (
+        lambda: view(),
+        "csv",
+        ["--k", "100"],
+        [r"k = 100 is larger than the view \(60 rows\)"],
+    ),
+    "t above 1": (lambda: view(), "csv", ["--t", "1.5"], [r"--t"]),
+    "t below 0": (lambda: view(), "csv", ["--t", "-0.1"], [r"--t"]),
+    "negative j": (lambda: view(), "csv", ["--j", "-1"], [r"--j"]),
+    "k of 0": (lambda: view(), "csv", ["--k", "0"], [r"--k"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_VIEWS))
+def test_anonymize_refuses_bad_input(kind, cli, tmp_path):
+    build, suffix, extra, patterns = BAD_VIEWS[kind]
+    src = tmp_path / f"in.{suffix}"
+    frame = build()
+    frame.to_csv(src, index=False) if suffix == "csv" else frame.to_parquet(src, index=False)
+    if extra[:1] == ["policy"]:
+        (tmp_path / "policy.toml").write_text(POLICY)
+        args = ["--policy", tmp_path / "policy.toml"]
+    else:
+        args = [*QI, *LOOSE, *extra]
+    out = tmp_path / "out" / "released.parquet"
+    assert_refused(cli("anonymize", src, "--out", out, *args), *patterns)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_released_view_fed_back_is_refused(cli, tmp_path):
+    src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
+    view().to_csv(src, index=False)
+    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE).exit_code == 0
+    # as numeric QIs: age/weight are gone (age_min, age_max), named as a released view
+    res = cli(
+        "anonymize",
+        rel,
+        "--out",
+        tmp_path / "again.parquet",
+        "--add-row-id",
+        "--qi",
+        "age,gender,weight",
+        "--sensitive",
+        "exam_result",
+        *LOOSE,
+    )
+    assert_refused(res, r"missing column\(s\) \['age', 'weight'\]", "released", "original")
+    # as a categorical QI: the value sets are recognised
+    res = cli(
+        "anonymize",
+        rel,
+        "--out",
+        tmp_path / "again.parquet",
+        "--add-row-id",
+        "--qi",
+        "gender",
+        "--sensitive",
+        "exam_result",
+        *LOOSE,
+    )
+    assert_refused(res, r"'gender' holds '\{[FM,]+\}'")
+    assert not (tmp_path / "again.parquet").exists()
+
+
+@pytest.mark.shared_data
+def test_pycanon_anonymized_adult_is_refused(cli, shared_data, tmp_path):
+    src = shared_data / "pycanon" / "adult_anonymized_10.csv"
+    res = cli(
+        "anonymize",
+        src,
+        "--out",
+        tmp_path / "o.parquet",
+        "--add-row-id",
+        "--qi",
+        "age,education,occupation,relationship,sex,native-country",
+        "--sensitive",
+        "salary-class",
+        "--k",
+        "5",
+        "--t",
+        "0.5",
+        "--j",
+        "1",
+    )
+    assert_refused(res, r"'occupation' holds '\?'", "already anonymized")
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_text_far_down_a_csv_is_named(cli, tmp_path):
+    """A '*' beyond the rows dask samples for the column types: no crash in mid-computation."""
+    df = _set(view(6000), "age", 5500, "*")
+    df.to_csv(tmp_path / "v.csv", index=False)
+    res = cli("anonymize", tmp_path / "v.csv", "--out", tmp_path / "o.parquet", *QI, *LOOSE)
+    assert_refused(res, r"'age' holds '\*'", r"row 5500")
+
+
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        (b"PAR1" + bytes(200), r"cannot read .*t\.parquet"),  # truncated Parquet
+        (b"\x00\x01binary\xff\xfe", r"cannot read .*t\.csv.*UTF-8"),
+        (
+            b"respondent_id,age,gender,weight,exam_result\n1,50,F,70,a\n2,51,M,71,b,extra,fields\n",
+            r"cannot read .*t\.csv.*Expected 5 fields",
+        ),
+    ],
+)
+def test_unreadable_files(content, pattern, cli, tmp_path):
+    name = "t.parquet" if content.startswith(b"PAR1") else "t.csv"
+    (tmp_path / name).write_bytes(content)
+    assert_refused(cli("anonymize", tmp_path / name, "--out", tmp_path / "o.parquet", *QI, *LOOSE), pattern)
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_truncated_parquet_file(cli, tmp_path):
+    view().to_parquet(tmp_path / "v.parquet", index=False)
+    data = (tmp_path / "v.parquet").read_bytes()
+    (tmp_path / "v.parquet").write_bytes(data[: len(data) // 2])
+    res = cli("anonymize", tmp_path / "v.parquet", "--out", tmp_path / "o.parquet", *QI, *LOOSE)
+    assert_refused(res, r"cannot read .*v\.parquet", "complete")
+    assert "\n" not in res.output.strip()  # one paragraph
+
+
+def test_missing_input_path(cli, tmp_path):
+    res = cli("anonymize", tmp_path / "nope.csv", "--out", tmp_path / "o.parquet", *QI, *LOOSE)
+    assert_refused(res, r"input .*nope\.csv does not exist")
+    assert_refused(
+        cli("kpr", tmp_path / "nope.csv", tmp_path / "nope2.csv", "--known", "age"), "does not exist"
+    )
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_debug_shows_the_traceback(cli, tmp_path):
+    res = cli("anonymize", tmp_path / "nope.csv", "--out", tmp_path / "o.parquet", *QI, "--debug")
+    assert res.exit_code == 2 and "Traceback" in res.output
+
+
+# -- happy paths -------------------------------------------------------------------------------
+def test_column_names_with_spaces_parentheses_and_accents_work(cli, tmp_path):
+    df = view().rename(columns={"age": "âge (ans)", "weight": "poids kg", "exam_result": "résultat/examen"})
+    df.to_csv(tmp_path / "v.csv", index=False, sep=";")
+    out = tmp_path / "o.csv"
+    res = cli(
+        "anonymize",
+        tmp_path / "v.csv",
+        "--out",
+        out,
+        "--qi",
+        "âge (ans),gender,poids kg",
+        "--sensitive",
+        "résultat/examen",
+        *LOOSE,
+    )
+    assert res.exit_code == 0, res.output
+    rel = pd.read_csv(out)
+    assert {"âge (ans)_min", "âge (ans)_max", "poids kg_min", "gender", "résultat/examen"} <= set(rel.columns)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_anonymize_writes_the_released_format(suffix, cli, tmp_path):
+    src = tmp_path / "v.csv"
+    view(90).to_csv(src, index=False)
+    out = tmp_path / f"released.{suffix}"
+    res = cli("anonymize", src, "--out", out, *QI, *LOOSE)
+    assert res.exit_code == 0, res.output
+    assert f"released view written to {out}" in res.output
+    rel = pd.read_parquet(out) if suffix == "parquet" else pd.read_csv(out)
+    assert list(rel.columns) == [
+        "qi_group",
+        "age_min",
+        "age_max",
+        "gender",
+        "weight_min",
+        "weight_max",
+        "exam_result",
+    ]
+    assert "respondent_id" not in rel.columns
+    assert rel.groupby("qi_group").size().min() >= 3
+    assert rel["gender"].str.fullmatch(r"\{[FM](,[FM])?\}").all()
+    assert (rel["age_min"] <= rel["age_max"]).all() and rel["age_min"].min() >= 45
+    metrics = json.loads(out.with_name(out.name + ".metrics.json").read_text())
+    assert metrics["n_original"] == 90 and metrics["k_achieved"] >= 3 and metrics["t_achieved"] <= 0.9
+
+
+def test_verify_good_and_tampered_release(cli, tmp_path):
+    src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
+    view(90).to_csv(src, index=False)
+    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE).exit_code == 0
+    check = [
+        "--original",
+        src,
+        "--qi",
+        "age,gender,weight",
+        "--sensitive",
+        "exam_result",
+        "--k",
+        "3",
+        "--t",
+        "0.9",
+    ]
+    res = cli("verify", rel, *check)
+    assert res.exit_code == 0, res.output
+    assert re.search(r"ok: True", res.output)
+    bad = pd.read_parquet(rel)
+    first = bad["qi_group"].iloc[0]
+    bad = bad[
+        (bad["qi_group"] != first) | ~bad.index.isin(bad.index[bad["qi_group"] == first][1:])
+    ]  # group of 1
+    bad.to_parquet(tmp_path / "tampered.parquet", index=False)
+    res = cli("verify", tmp_path / "tampered.parquet", *check)
+    assert res.exit_code == 2 and "FAIL" in res.output and "Traceback" not in res.output
+
+
+def test_kpr_spec_test_vector(cli, tmp_path):
+    """ALGORITHMS.md §5.3 test vector: KPR = 50.0."""
+    pd.DataFrame({"age": [30, 30, 45, 50, 62, 70], "sex": list("MMFFMF")}).to_csv(
+        tmp_path / "o.csv", index=False
+    )
+    pd.DataFrame({"age": [31, 46, 47, 63, 90, 52], "sex": list("MFFMFF")}).to_csv(
+        tmp_path / "s.csv", index=False
+    )
+    res = cli("kpr", tmp_path / "o.csv", tmp_path / "s.csv", "--known", "age,sex")
+    assert res.exit_code == 0, res.output
+    last = res.output.strip().splitlines()[-1]
+    assert re.fullmatch(r"KPR \d+(\.\d+)?", last) and float(last.split()[1]) == 50.0
+    assert "Traceback" not in res.output and "res = run(" not in res.output  # warnings are one line
+
+
+def test_kpr_unknown_column(cli, tmp_path):
+    pd.DataFrame({"age": [30, 40]}).to_csv(tmp_path / "o.csv", index=False)
+    assert_refused(cli("kpr", tmp_path / "o.csv", tmp_path / "o.csv", "--known", "age,height"), "height")
+
+
+# -- generate + release ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    mh = medical_history(n_views=3, view_size=100, seed=0)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8}})
+    return out
+
+
+def test_generate_medical(cli, tmp_path):
+    res = cli("generate", "medical", "--views", "2", "--view-size", "50", "--out", tmp_path / "g")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "g" / "history.parquet").is_file() and (tmp_path / "g" / "policy.toml").is_file()
+    assert any((tmp_path / "g" / "knowledge").iterdir())
+    h = pd.read_parquet(tmp_path / "g" / "history.parquet")
+    assert {"respondent_id", "view", "age", "gender", "weight", "exam_result"} <= set(h.columns)
+    assert sorted(h["view"].unique()) == [1, 2]
+
+
+def test_release_then_rerun_is_a_noop(cli, history, tmp_path):
+    led = tmp_path / "ledger"
+    res = cli("release", history / "history.parquet", "--ledger", led, "--policy", history / "policy.toml")
+    assert res.exit_code == 0, res.output
+    rows = [ln.split() for ln in res.output.splitlines() if re.match(r"\s+\d+\s", ln)]
+    assert [r[0] for r in rows] == ["1", "2", "3"]
+    manifest = json.loads((led / "manifest.json").read_text())
+    assert [r["index"] for r in manifest["releases"]] == [1, 2, 3]
+    before = tree(led)
+    res = cli("release", history / "history.parquet", "--ledger", led, "--policy", history / "policy.toml")
+    assert res.exit_code == 0 and "nothing to release" in res.output
+    assert tree(led) == before
+    # the same history with its rows shuffled is the same input
+    h = pd.read_parquet(history / "history.parquet").sample(frac=1, random_state=1)
+    h.to_parquet(tmp_path / "shuffled.parquet", index=False)
+    res = cli("release", tmp_path / "shuffled.parquet", "--ledger", led, "--policy", history / "policy.toml")
+    assert res.exit_code == 0 and tree(led) == before
+    # another policy for the same ledger is refused
+    res = cli(
+        "release",
+        history / "history.parquet",
+        "--ledger",
+        led,
+        "--policy",
+        history / "policy.toml",
+        "--t",
+        "0.6",
+    )
+    assert_refused(res, r"policy differs .*\['t'\]", "new ledger")
+    assert tree(led) == before
+
+
+def _history_variant(history: Path, tmp_path: Path, change) -> Path:
+    h = pd.read_parquet(history / "history.parquet")
+    h = change(h.copy())
+    path = tmp_path / "h.parquet"
+    h.to_parquet(path, index=False)
+    return path
+
+
+def _dup_in_view_2(h):
+    rows = h.index[h["view"] == 2]
+    h.loc[rows[0], "respondent_id"] = h.loc[rows[1], "respondent_id"]
+    return h
+
+
+def _unknown_exam_in_view_3(h):
+    h["exam_result"] = h["exam_result"].astype(object)
+    h.loc[h.index[h["view"] == 3][2], "exam_result"] = "flu"
+    return h
+
+
+BAD_HISTORIES = {
+    "skipped index": (
+        lambda h: h.assign(view=h["view"].replace({3: 4})),
+        [r"consecutive release indices", r"\[1, 2, 4\]"],
+    ),
+    "starts at 0": (lambda h: h.assign(view=h["view"] - 1), [r"consecutive release indices", r"\[0, 1, 2\]"]),
+    "NaN time": (
+        lambda h: h.assign(view=h["view"].where(h.index != 5)),
+        [r"'view' must hold release indices"],
+    ),
+    "duplicate id in view 2": (_dup_in_view_2, [r"view = 2: duplicate 'respondent_id'"]),
+    "sensitive outside domain in view 3": (
+        _unknown_exam_in_view_3,
+        [r"view = 3: sensitive column 'exam_result'", "flu|outside"],
+    ),
+    "NaN QI": (lambda h: h.assign(age=h["age"].where(h.index != 7)), [r"'age' has missing values"]),
+    "missing column": (lambda h: h.drop(columns="weight"), [r"missing column\(s\) \['weight'\]"]),
+    "empty": (lambda h: h.head(0), [r"header but no rows"]),
+    "interval in a QI": (
+        lambda h: h.astype({"age": str}).assign(age=lambda d: d["age"].where(d.index != 3, "[45-52]")),
+        [r"'age' holds text|'age' holds '\[45-52\]'"],
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_HISTORIES))
+def test_release_refuses_bad_history_and_writes_nothing(kind, cli, history, tmp_path):
+    change, patterns = BAD_HISTORIES[kind]
+    path = _history_variant(history, tmp_path, change)
+    led = tmp_path / "ledger"
+    assert_refused(cli("release", path, "--ledger", led, "--policy", history / "policy.toml"), *patterns)
+    assert not led.exists()
+
+
+def test_release_k_larger_than_a_view(cli, history, tmp_path):
+    res = cli(
+        "release",
+        history / "history.parquet",
+        "--ledger",
+        tmp_path / "l",
+        "--policy",
+        history / "policy.toml",
+        "--k",
+        "500",
+    )
+    assert_refused(res, r"view = 1: k = 500 is larger than the view \(100 rows\)")
+    assert not (tmp_path / "l").exists()
+
+
+def test_release_into_a_folder_or_file_that_is_not_a_ledger(cli, history, tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("hi")
+    (tmp_path / "afile").write_text("x")
+    for target, pattern in [(tmp_path / "notes", "not a ledger"), (tmp_path / "afile", "is a file")]:
+        before = tree(target) if target.is_dir() else target.read_bytes()
+        res = cli(
+            "release", history / "history.parquet", "--ledger", target, "--policy", history / "policy.toml"
+        )
+        assert_refused(res, pattern)
+        assert (tree(target) if target.is_dir() else target.read_bytes()) == before
+
+
+def test_release_missing_history_and_policy(cli, history, tmp_path):
+    res = cli(
+        "release", tmp_path / "nope.parquet", "--ledger", tmp_path / "l", "--policy", history / "policy.toml"
+    )
+    assert_refused(res, "does not exist")
+    res = cli(
+        "release", history / "history.parquet", "--ledger", tmp_path / "l", "--policy", tmp_path / "no.toml"
+    )
+    assert_refused(res, r"policy file .*no\.toml does not exist")
+    assert not (tmp_path / "l").exists()
