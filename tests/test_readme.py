@@ -1,0 +1,16 @@
+"""The README's Python example runs as printed (in a temporary folder)."""
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_python_example_runs(tmp_path, monkeypatch, capsys):
+    text = README.read_text()
+    block = re.search(r"## Python\n```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "adversary_gain" in out
+    assert (tmp_path / "work" / "ledger" / "manifest.json").exists()
