@@ -33,6 +33,8 @@ K = Annotated[int | None, typer.Option(min=1, help="QI-group size (>= 1).")]
 T = Annotated[float | None, typer.Option(min=0.0, max=1.0, help="EMD threshold in [0, 1].")]
 J = Annotated[float | None, typer.Option(min=0.0, help="JS threshold (bits, >= 0).")]
 Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
+Views = Annotated[int, typer.Option(help="Number of weekly views.")]
+ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
 PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md).")]
 
 
@@ -189,8 +191,8 @@ app.add_typer(generate_app, name="generate")
 @command
 def generate_medical(
     out: Annotated[Path, typer.Option(help="Folder for history.parquet, policy.toml, knowledge/.")],
-    views: Annotated[int, typer.Option(help="Number of weekly views.")] = 24,
-    view_size: Annotated[int, typer.Option(help="Tuples per view.")] = 5000,
+    views: Views = 24,
+    view_size: ViewSize = 5000,
     attendance: Annotated[float, typer.Option(help="Probability of an exam in a given week.")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     debug: Debug = False,
@@ -289,8 +291,8 @@ def release(
 @command
 def demo(
     out: Annotated[Path, typer.Option(help="Working folder.")] = Path("demo-out"),
-    views: Annotated[int, typer.Option(help="Number of views.")] = 24,
-    view_size: Annotated[int, typer.Option(help="Tuples per view.")] = 5000,
+    views: Views = 24,
+    view_size: ViewSize = 5000,
     scheduler: Scheduler = None,
     debug: Debug = False,
 ) -> None:
@@ -413,8 +415,8 @@ app.add_typer(experiment_app, name="experiment")
 @command
 def experiment_paper(
     out: Annotated[Path, typer.Option(help="Folder for the CSV tables, figures and ledgers.")],
-    views: Annotated[int, typer.Option(help="Number of views.")] = 24,
-    view_size: Annotated[int, typer.Option(help="Tuples per view.")] = 5000,
+    views: Views = 24,
+    view_size: ViewSize = 5000,
     attendance: Annotated[float, typer.Option(help="Weekly exam probability (FINDINGS: q < 1).")] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the generated history.")] = 0,
     debug: Debug = False,

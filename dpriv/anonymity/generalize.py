@@ -365,6 +365,28 @@ class GroupStats:
         return len(self.pos)
 
 
+def _scan(order, s, priors, ent, view_counts, params: Params, group):
+    """:func:`_greedy` over ``order`` with the thresholds of ``params``, new groups from 0."""
+    return _greedy(
+        order,
+        s,
+        priors,
+        ent,
+        view_counts,
+        int(view_counts.sum()),
+        params.k,
+        params.t,
+        params.j,
+        params.ground,
+        params.log_base,
+        params.cap,
+        params.wait,
+        group,
+        0,
+        np.empty(len(s), np.int64),
+    )
+
+
 def first_pass(
     s: np.ndarray, priors: np.ndarray, view_counts: np.ndarray, params: Params, *, carry_tail: bool = False
 ) -> np.ndarray:
@@ -390,24 +412,7 @@ def first_pass(
     if n == 0:
         return group
     ent = entropies(priors, params.log_base)
-    _, _, last_close = _greedy(
-        np.arange(n, dtype=np.int64),
-        s,
-        priors,
-        ent,
-        view_counts,
-        int(view_counts.sum()),
-        params.k,
-        params.t,
-        params.j,
-        params.ground,
-        params.log_base,
-        params.cap,
-        params.wait,
-        group,
-        0,
-        np.empty(n, np.int64),
-    )
+    _, _, last_close = _scan(np.arange(n, dtype=np.int64), s, priors, ent, view_counts, params, group)
     if carry_tail:
         group[last_close + 1 :] = CARRIED
     return group
@@ -438,24 +443,7 @@ def repair(
         _attach(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
     rest = np.flatnonzero(assign == UNGROUPED)
     new = np.full(len(s), UNGROUPED, dtype=np.int64)
-    n_new, _, _ = _greedy(
-        rest,
-        s,
-        priors,
-        ent,
-        view_counts,
-        view_size,
-        params.k,
-        params.t,
-        params.j,
-        params.ground,
-        params.log_base,
-        params.cap,
-        params.wait,
-        new,
-        0,
-        np.empty(len(s), np.int64),
-    )
+    n_new, _, _ = _scan(rest, s, priors, ent, view_counts, params, new)
     if n_new:
         m = stats.counts.shape[1] if stats.n_groups else priors.shape[1]
         stats = (
