@@ -45,9 +45,15 @@ class Generalized:
 
 
 def hilbert_keys(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
-    """uint64 Hilbert key of every row from the policy domains (stable across releases)."""
+    """uint64 Hilbert key of every row: its QIs on the grid of the policy domains (stable
+    across releases) and, with ``policy.prior_key`` and prior columns present, the expected
+    rank of S under its prior, ``sum_s P(s) rank(s) / (M - 1)`` in [0, 1]."""
     bits = policy.bits()
     cols = []
+    if policy.prior_key and all(c in part.columns for c in policy.prior_columns):
+        prior = part[policy.prior_columns].to_numpy(dtype=float)
+        rank = prior @ np.linspace(0.0, 1.0, prior.shape[1]) if prior.shape[1] > 1 else np.zeros(len(part))
+        cols.append(hilbert.grid_coords(np.clip(rank, 0.0, 1.0), 0.0, 1.0, bits))
     for q in policy.qi:
         dom = policy.domains[q]
         if policy.kind(q) == "numeric":

@@ -445,3 +445,24 @@ def generate_pbc(
 
     policy_path = write_pbc(out, path, keep=keep, drop_missing=drop_missing)
     typer.echo(f"history and policy written: {policy_path}")
+
+
+@app.command()
+@command
+def report(
+    ledger: Annotated[Path, typer.Argument(help="A release ledger.")],
+    out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
+    debug: Debug = False,
+) -> None:
+    """One self-contained HTML page: policy, per-release metrics, privacy and utility plots, and
+    the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (dpriv attack --out there)."""
+    from dpriv.ledger import Ledger
+    from dpriv.report import gain_curves, write_report
+
+    led = Ledger(ledger)
+    path = write_report(led, out)
+    curves = gain_curves(led)
+    typer.echo(
+        f"report of {len(led.committed())} release(s) written to {path}"
+        + (f"; adversary gains: {', '.join(curves)}" if curves else "; no attack results in attack/")
+    )

@@ -133,3 +133,15 @@ def test_eight_ranges_give_the_same_release_as_one():
     assert len(eight.divisions) == 9
     assert one.n_suppressed == eight.n_suppressed
     pd.testing.assert_frame_equal(one.released, eight.released)
+
+
+def test_prior_key_adds_the_expected_rank_of_s_as_a_hilbert_dimension():
+    from dpriv.anonymize import hilbert_keys
+
+    view = make_view(n=4)
+    view[["age", "gender", "weight"]] = [50, 1, 70]  # same QIs everywhere
+    view[[f"p__{v}" for v in VALUES]] = [[1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0.5, 0, 0, 0.5]]
+    plain = hilbert_keys(view, POLICY)
+    assert len(set(plain)) == 1
+    keyed = hilbert_keys(view, POLICY.with_overrides(prior_key=True))
+    assert keyed[0] == keyed[1] and len(set(keyed)) == 3
