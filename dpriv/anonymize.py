@@ -307,6 +307,17 @@ def pandas_divisions(keys: np.ndarray, npartitions: int) -> tuple:
     return tuple(int(v) for v in np.unique(q.astype(np.uint64)))
 
 
+def balanced_divisions(histogram: pd.Series, npartitions: int) -> tuple:
+    """Divisions of at most ``npartitions`` Hilbert ranges of nearly equal size from the
+    exact key histogram (key -> count); dask's approximate quantiles left 3-4.5x imbalance."""
+    hist = histogram.sort_index()
+    keys, cum = hist.index.to_numpy(np.uint64), np.cumsum(hist.to_numpy())
+    targets = cum[-1] * np.arange(1, npartitions) / npartitions
+    inner = keys[np.minimum(np.searchsorted(cum, targets, side="right"), len(keys) - 1)]
+    cuts = [int(k) for k in np.unique(inner) if keys[0] < k]
+    return (int(keys[0]), *cuts, int(keys[-1]))
+
+
 def _even_divisions(n: int) -> tuple:
     """Divisions of ``n`` equal ranges of uint64 (the shuffle key is uniform on it)."""
     inner = sorted({int(x) for x in np.linspace(0, 2**64 - 1, n + 1, dtype=np.float64)[1:-1]})
@@ -335,8 +346,10 @@ def generalize_view(
     counts = summary.s_counts
     if isinstance(view, dd.DataFrame):
         keyed_view = view.map_partitions(add_keys, policy, meta=_keyed_meta(view._meta, policy))
-        kw = {"divisions": divisions} if divisions else {"npartitions": npartitions or view.npartitions}
-        ranges = keyed_view.set_index(HKEY, sort=True, **kw)
+        if not divisions:
+            histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
+            divisions = balanced_divisions(histogram, npartitions or view.npartitions)
+        ranges = keyed_view.set_index(HKEY, sort=True, divisions=divisions)
         meta = scan_range(add_keys(view._meta, policy).set_index(HKEY), None, policy, counts, True)[0]
         links, carry = [], None
         parts = ranges.to_delayed()

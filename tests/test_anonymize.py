@@ -145,3 +145,16 @@ def test_prior_key_adds_the_expected_rank_of_s_as_a_hilbert_dimension():
     assert len(set(plain)) == 1
     keyed = hilbert_keys(view, POLICY.with_overrides(prior_key=True))
     assert keyed[0] == keyed[1] and len(set(keyed)) == 3
+
+
+def test_balanced_divisions_cut_the_exact_histogram_into_near_equal_ranges():
+    from dpriv.anonymize import balanced_divisions
+
+    rng = np.random.default_rng(0)
+    keys = np.sort(rng.choice(2**15, 1800, replace=False)).astype(np.uint64)
+    hist = pd.Series(rng.integers(100, 1000, len(keys)), index=keys)
+    div = balanced_divisions(hist, 12)
+    assert div[0] == keys[0] and div[-1] == keys[-1] and list(div) == sorted(set(div))
+    part = np.searchsorted(np.asarray(div[1:-1], dtype=np.uint64), keys, side="right")  # set_index rule
+    sizes = np.bincount(part, weights=hist.to_numpy())
+    assert len(sizes) == 12 and sizes.max() / sizes.min() <= 1.5
