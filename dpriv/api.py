@@ -18,6 +18,7 @@ from dpriv.anonymity.verify import verify_release
 from dpriv.anonymize import LABEL, generalize_view
 from dpriv.errors import PolicyError, VerificationError
 from dpriv.knowledge.tables import ClassMap
+from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import check_raw, codes, validate_view
@@ -145,6 +146,9 @@ def anonymize(
     metrics = {
         **report.to_dict(),
         **utility_metrics(released, **utility_domains(policy), n_original=summary.n_rows, k=policy.k),
+        "kpr": release_kpr(
+            released, view if not isinstance(view, dd.DataFrame) else view[policy.qi].compute(), policy
+        ),
         "n_original": summary.n_rows,
         "n_suppressed": result.n_suppressed,
         "seconds": round(time.perf_counter() - start, 3),

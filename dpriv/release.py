@@ -33,6 +33,7 @@ from dpriv.knowledge.revision import revise
 from dpriv.knowledge.sequential import mine_sequences, single_class_map
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import ViewSummary, codes, missing_columns, validate_view
@@ -296,6 +297,7 @@ def release_view(
         "release": index,
         **report.to_dict(),
         **utility_metrics(released, **utility_domains(policy), n_original=summary.n_rows, k=policy.k),
+        "kpr": release_kpr(released, view, policy),
         "n_original": summary.n_rows,
         "n_suppressed": result.n_suppressed,
         "seconds": timings,
