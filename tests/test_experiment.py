@@ -8,7 +8,7 @@ from dpriv.experiment import run_experiment
 
 
 def test_small_experiment_writes_tables_and_figures(tmp_path):
-    grid = {"jsreduce": [{"t": 1.0, "j": 0.8}], "mondrian-l": [{"l": 2}]}
+    grid = {"jsreduce": [{"t": 1.0, "j": 0.8, "defender": "dk-1"}], "mondrian-l": [{"l": 2}]}
     tables = run_experiment(
         tmp_path, views=3, view_size=300, grid=grid, knowledge=("snapshot", "dk"), say=lambda _: None
     )
@@ -19,7 +19,13 @@ def test_small_experiment_writes_tables_and_figures(tmp_path):
     g = gains[(gains.method == "mondrian-l") & (gains.knowledge == "dk")]["adversary_gain"].max()
     assert front.loc[front.method == "mondrian-l", "max_gain_dk"].item() == g
     assert pd.read_csv(tmp_path / "frontier.csv").shape == front.shape
-    assert json.loads(runs["params"][0]) == {"t": 1.0, "j": 0.8}
+    assert json.loads(runs["params"][0]) == {"t": 1.0, "j": 0.8, "defender": "dk-1"}
+    assert (
+        json.loads((tmp_path / "ledgers" / "jsreduce_t1.0_j0.8_defenderdk-1" / "policy.json").read_text())[
+            "knowledge"
+        ]["defender"]
+        == "dk-1"
+    )
     for png in ("fig3_semiperimeter.png", "frontier.png", "gain_jsreduce.png", "gain_mondrian-l.png"):
         img = imread(tmp_path / png)
         assert img.shape[0] > 100 and np.std(img) > 0.01  # drawn, not blank
