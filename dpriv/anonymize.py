@@ -251,7 +251,16 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
         pairs = rows[[LABEL, q]].drop_duplicates()
         pairs = pairs.compute() if isinstance(pairs, dd.DataFrame) else pairs
         parts.append(_value_sets(pairs, q, policy.domains[q]).rename(q).to_frame())
-    table = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=pd.Index([], name=LABEL))
+    if not parts:
+        return pd.DataFrame(index=pd.Index([], dtype="int64", name=LABEL))
+    # positional assembly on sorted labels: every part aggregates the same groups (pandas 2's
+    # Int64 engine misreports uniqueness of these large hashed labels, so no index alignment)
+    parts = [p.sort_index() for p in parts]
+    labels = parts[0].index.to_numpy(dtype=np.int64)
+    if any(not np.array_equal(p.index.to_numpy(dtype=np.int64), labels) for p in parts[1:]):
+        raise RuntimeError("QIG parts disagree on the QI-groups; please report this bug")
+    cols = {c: p[c].to_numpy() for p in parts for c in p.columns}
+    table = pd.DataFrame(cols, index=pd.Index(labels, name=LABEL))
     return table[released_columns(policy)[1:-1]]
 
 
@@ -264,7 +273,8 @@ def released_columns(policy: ReleasePolicy) -> list[str]:
 
 def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """Released rows of ``part`` (grouped rows) with the private ``_order`` shuffle key."""
-    gen = table.reindex(part[LABEL].to_numpy())
+    keys = table.index.to_numpy(dtype=np.int64)  # sorted by qig_table
+    gen = table.iloc[np.searchsorted(keys, part[LABEL].to_numpy(dtype=np.int64))]
     out = pd.DataFrame({GROUP: part[LABEL].to_numpy()})
     for c in gen.columns:
         out[c] = gen[c].to_numpy()

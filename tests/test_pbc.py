@@ -77,7 +77,7 @@ def test_view_mapping_keeps_the_last_visit_of_a_year_and_renumbers_empty_years(t
     assert any("renumbered" in n for n in history.attrs["notes"])
     assert history.groupby(["respondent_id", "view"]).size().max() == 1
     assert history["age"].dtype == np.int64 and history["view"].dtype == np.int64
-    assert history["stage"].dtype == "str" and history["sex"].dtype == "str"
+    assert pd.api.types.is_string_dtype(history["stage"]) and pd.api.types.is_string_dtype(history["sex"])
 
 
 @quiet

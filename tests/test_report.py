@@ -110,13 +110,14 @@ def test_policy_states_t_ground_and_j_unit(built):
 def test_release_table_equals_metrics_json(built):
     led, page = built[0], built[5]
     keys, rows = _table(page, "releases")
-    assert keys[0] == "release" and "kpr" not in keys  # no KPR known for this ledger
+    assert keys[0] == "release" and "kpr" in keys  # every release's metrics.json has its KPR
     assert len(rows) == len(led.committed()) == 3
     for row in rows:
         cells = dict(zip(keys, row, strict=True))
         m = json.loads((led.root / "releases" / cells["release"][1] / "metrics.json").read_text())
         for key in ("n_groups", "n_released", "n_suppressed", "k_achieved", "l_achieved"):
             assert cells[key][0] == str(m[key]) and int(cells[key][1]) == m[key], key
+        assert cells["kpr"][0] == f"{m['kpr']:.4f}"
         for key in ("suppression_rate", "t_achieved", "j_achieved", "average_semiperimeter", "gcp"):
             assert float(cells[key][1]) == m[key], key  # exact value kept in data-value
             assert cells[key][0] == f"{m[key]:.4f}", key  # shown with 4 decimals
@@ -170,6 +171,8 @@ def test_kpr_column_from_attack_folder(built, tmp_path):
     led = built[0]
     copy = tmp_path / "ledger"
     shutil.copytree(led.root, copy, ignore=shutil.ignore_patterns("state"))
+    for path in copy.glob("releases/*/metrics.json"):  # a ledger whose metrics carry no KPR
+        path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "kpr"}))
     pd.DataFrame({"release": [1], "kpr": [87.5]}).to_csv(copy / "attack" / "kpr.csv", index=False)
     frame = release_frame(copy)
     assert frame["kpr"].iloc[0] == 87.5 and np.isnan(frame["kpr"].iloc[1])
