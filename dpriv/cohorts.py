@@ -42,17 +42,14 @@ import pandas as pd
 
 from dpriv.datasets import toml_dumps
 from dpriv.errors import InputError
-from dpriv.ledger import Ledger
 
 __all__ = [
     "PBC_COLUMNS",
     "PBC_PRIVACY",
     "PBC_SOURCES",
     "STAGES",
-    "TABLE_COLUMNS",
     "pbc_history",
     "pbc_policy",
-    "release_table",
     "write_pbc",
 ]
 
@@ -413,51 +410,3 @@ def write_pbc(
     policy_path = out / "policy.toml"
     policy_path.write_text(toml_dumps(policy), encoding="utf-8")
     return policy_path
-
-
-#: Columns of :func:`release_table`.
-TABLE_COLUMNS: tuple[str, ...] = (
-    "release",
-    "tuples",
-    "groups",
-    "suppression",
-    "max_emd",
-    "max_js",
-    "avg_semiperimeter",
-    "seconds",
-)
-
-
-def release_table(ledger: Ledger | str | Path) -> pd.DataFrame:
-    """Per-release summary of a ledger, read from ``releases/<i>/metrics.json``.
-
-    Parameters
-    ----------
-    ledger : Ledger, str or Path
-        A release ledger (or its folder).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per committed release, columns :data:`TABLE_COLUMNS`: ``release`` (index),
-        ``tuples`` (released tuples), ``groups`` (QI-groups), ``suppression`` (share of the
-        view's tuples left out), ``max_emd`` (t achieved), ``max_js`` (j achieved, bits),
-        ``avg_semiperimeter`` (E11) and ``seconds`` (wall time of the release steps).
-    """
-    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    rows = []
-    for entry in led.committed():
-        m = led.read_metrics(entry["index"])
-        rows.append(
-            (
-                int(m["release"]),
-                int(m["n_rows"]),
-                int(m["n_groups"]),
-                m["suppression_rate"],
-                m["t_achieved"],
-                m["j_achieved"],
-                m["average_semiperimeter"],
-                round(float(sum(m["seconds"].values())), 3),
-            )
-        )
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
