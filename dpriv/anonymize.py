@@ -243,7 +243,8 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
     num = policy.numeric_qi
     parts = []
     if num:
-        agg = rows[[LABEL, *num]].groupby(LABEL).agg(["min", "max"])
+        # float64 first: a numeric QI may come as a (non-ordered) pandas category
+        agg = rows[[LABEL, *num]].astype(dict.fromkeys(num, "float64")).groupby(LABEL).agg(["min", "max"])
         agg = agg.compute() if isinstance(agg, dd.DataFrame) else agg
         agg.columns = [f"{q}_{f}" for q, f in agg.columns]
         parts.append(agg.astype("float64"))

@@ -35,6 +35,20 @@ def sniff_delimiter(path: str) -> str:
         return ","
 
 
+def _check_parquet_footers(fs, root: str) -> None:
+    """Read the footer of every Parquet file now, so a truncated one is an InputError that
+    names it instead of a failure in the middle of a computation."""
+    import pyarrow.parquet as pq
+
+    files = [f for f in fs.find(root) if f.endswith((".parquet", ".pq"))] if fs.isdir(root) else [root]
+    for f in files:
+        try:
+            with fs.open(f, "rb") as fh:
+                pq.read_metadata(fh)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read {f}: {exc}. Is it a complete Parquet file?") from None
+
+
 def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB") -> dd.DataFrame:
     """A Dask DataFrame over ``path`` (``.parquet``/``.pq`` or a folder of Parquet, else CSV).
 
@@ -46,6 +60,7 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
         raise InputError(f"input {path} does not exist")
     try:
         if path.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]):
+            _check_parquet_footers(fs, paths[0])
             frame = dd.read_parquet(path)
         else:
             frame = dd.read_csv(

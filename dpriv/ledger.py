@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,8 @@ class Ledger:
     def __init__(self, root: str | Path, *, create: bool = False) -> None:
         self.root = Path(root)
         if create:
-            if self.root.exists() and any(self.root.iterdir()) and not (self.root / MANIFEST).exists():
+            leftovers = [p for p in self.root.iterdir() if not _is_temp(p)] if self.root.exists() else []
+            if leftovers and not (self.root / MANIFEST).exists():
                 raise LedgerError(
                     f"{self.root} is not empty and is not a ledger (no {MANIFEST}); "
                     "choose an empty or new folder"
@@ -57,8 +59,20 @@ class Ledger:
             self.root.mkdir(parents=True, exist_ok=True)
             if not (self.root / MANIFEST).exists():
                 self._write_manifest({"releases": []})
+            self._clean()
         elif not (self.root / MANIFEST).is_file():
             raise LedgerError(f"{self.root} is not a ledger (no {MANIFEST})")
+
+    def _clean(self) -> None:
+        """Remove what a killed writer left: temp files and releases after the last commit."""
+        last = self.last_index()
+        for p in sorted(self.root.rglob(".*"), reverse=True):
+            if _is_temp(p) and p.is_file():
+                p.unlink()
+        for sub in ("releases", "state"):
+            for d in (self.root / sub).glob("*"):
+                if d.is_dir() and d.name.isdigit() and int(d.name) > last:
+                    shutil.rmtree(d)
 
     # -- manifest -----------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
@@ -139,6 +153,11 @@ class Ledger:
 
     def read_metrics(self, index: int) -> dict[str, Any]:
         return json.loads((self.release_dir(index) / "metrics.json").read_text())
+
+
+def _is_temp(path: Path) -> bool:
+    """A temp file of :func:`_atomic_write` (``.<name>.<random>``)."""
+    return path.name.startswith(".") and path.name.count(".") >= 2
 
 
 def _parquet_bytes(frame: pd.DataFrame) -> bytes:

@@ -32,6 +32,7 @@ from numba import njit
 from dpriv.anonymity.divergence import EQUAL, emd_num_den, emd_within, entropy, js_from_sums
 
 UNGROUPED = -1
+_TINY = np.finfo(np.float64).tiny
 CARRIED = -2  # the open tail of a Hilbert range, scanned again with the next range
 _PULL_SCAN = 32  # deferred tuples examined per step, most recent first
 
@@ -41,8 +42,8 @@ def _violation(counts, size, sum_p, sum_h, view_counts, view_size, t, j, ground,
     num, den = emd_num_den(counts, size, view_counts, view_size, ground)
     js = js_from_sums(sum_p, sum_h, size, log_base)
     v = 0.0
-    if not emd_within(num, den, t):
-        v += num / den - t
+    if not emd_within(num, den, t):  # > 0 even where num / den rounds to t
+        v += max(num / den - t, _TINY)
     if js > j:
         v += js - j
     return v

@@ -40,4 +40,5 @@ def release_kpr(released: pd.DataFrame, original: pd.DataFrame, policy: ReleaseP
         return None
     with warnings.catch_warnings():  # integer-coded QIs (gender 1/2) trigger the <= 10 levels hint
         warnings.simplefilter("ignore")
-        return kpr(original[policy.qi], draw_microdata(released, policy), list(policy.qi)).kpr
+        known = original[policy.qi].astype(dict.fromkeys(policy.numeric_qi, "float64"))  # e.g. a category
+        return kpr(known, draw_microdata(released, policy), list(policy.qi)).kpr
