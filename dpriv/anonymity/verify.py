@@ -156,7 +156,7 @@ def group_statistics(
         for q in qi_columns:
             keys[q] = released[q].iloc[:1].to_numpy()
     else:
-        grouped = released.groupby(list(qi_columns), sort=True, dropna=False)
+        grouped = released.groupby(list(qi_columns), sort=True, dropna=False, observed=True)
         gid = grouped.ngroup().to_numpy()
         keys = grouped.size().reset_index()[list(qi_columns)]
         keys.insert(0, GROUP, np.arange(len(keys), dtype=np.int64))

@@ -316,7 +316,7 @@ def kernel_prior_dask(
     B = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (m,)).copy()
     if not (np.isfinite(B).all() and (B > 0).all()):
         raise InputError(f"bandwidth must be > 0, got {bandwidth!r}")
-    src = ddf[[*qi_cols, s_col]].groupby([*qi_cols, s_col]).size().compute()
+    src = ddf[[*qi_cols, s_col]].groupby([*qi_cols, s_col], observed=True).size().compute()
     src = src.rename("n").reset_index()
     src_pts = src[qi_cols].to_numpy(dtype=np.float64)
     if not np.isfinite(src_pts).all() or (len(src) and (src_pts.min() < 0 or src_pts.max() > 1)):
