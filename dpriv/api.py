@@ -21,7 +21,7 @@ from dpriv.knowledge.tables import ClassMap
 from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
-from dpriv.validate import check_raw, codes, validate_view
+from dpriv.validate import ViewSummary, check_raw, codes, validate_view
 
 PRIORS = ("class", "uniform")
 
@@ -132,29 +132,49 @@ def anonymize(
     released, assigned = result.released, result.assigned
     if isinstance(released, dd.DataFrame):
         released, assigned = dask.compute(released, assigned)
-    report = verify_release(released, policy, view_counts=summary.s_counts, assigned=assigned)
-    if not report.ok:
-        raise VerificationError(
-            "the release failed verification, nothing written:\n  " + "\n  ".join(report.problems[:10])
-        )
-    suppression = result.n_suppressed / summary.n_rows
-    if suppression > policy.max_suppression:
-        raise PolicyError(
-            f"suppression {suppression:.2%} exceeds max_suppression "
-            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
-        )
-    metrics = {
-        **report.to_dict(),
-        **utility_metrics(released, **utility_domains(policy), n_original=summary.n_rows, k=policy.k),
-        "kpr": release_kpr(
-            released, view if not isinstance(view, dd.DataFrame) else view[policy.qi].compute(), policy
-        ),
-        "n_original": summary.n_rows,
-        "n_suppressed": result.n_suppressed,
-        "seconds": round(time.perf_counter() - start, 3),
-    }
+    original = view[policy.qi].compute() if isinstance(view, dd.DataFrame) else view
+    metrics = checked_metrics(released, assigned, original, policy, summary, result.n_suppressed)
+    metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
     return Anonymized(released, assigned, metrics, policy, notes)
+
+
+def checked_metrics(
+    released: pd.DataFrame,
+    assigned: pd.DataFrame,
+    original: pd.DataFrame,
+    policy: ReleasePolicy,
+    summary: ViewSummary,
+    n_suppressed: int,
+    *,
+    promised: ReleasePolicy | None = None,
+    where: str = "the release",
+) -> dict:
+    """Verify a release independently and measure it; nothing is written here.
+
+    ``promised`` is the policy whose constraints the method guarantees (default ``policy``).
+    Raises VerificationError when the check fails and PolicyError when the suppression
+    exceeds ``policy.max_suppression``. Returns the metrics of ``metrics.json``: achieved
+    k/l/t/j, utility (E11, E24-E26), KPR of the release (E21), sizes.
+    """
+    report = verify_release(released, promised or policy, view_counts=summary.s_counts, assigned=assigned)
+    if not report.ok:
+        raise VerificationError(
+            f"{where} failed verification, nothing written:\n  " + "\n  ".join(report.problems[:10])
+        )
+    suppression = n_suppressed / summary.n_rows
+    if suppression > policy.max_suppression:
+        raise PolicyError(
+            f"{where}: suppression {suppression:.2%} exceeds max_suppression "
+            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
+        )
+    return {
+        **report.to_dict(),
+        **utility_metrics(released, **utility_domains(policy), n_original=summary.n_rows, k=policy.k),
+        "kpr": release_kpr(released, original, policy),
+        "n_original": summary.n_rows,
+        "n_suppressed": n_suppressed,
+    }
 
 
 def utility_domains(policy: ReleasePolicy) -> dict:

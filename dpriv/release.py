@@ -23,18 +23,15 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.verify import verify_release
 from dpriv.anonymize import LABEL, SCODE, generalize_view
-from dpriv.api import resolve_policy, utility_domains
+from dpriv.api import checked_metrics, resolve_policy
 from dpriv.baselines import METHODS, baseline_view, verification_policy
-from dpriv.errors import InputError, PolicyError, VerificationError
+from dpriv.errors import InputError, PolicyError
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.revision import revise
 from dpriv.knowledge.sequential import mine_sequences, single_class_map
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
-from dpriv.metrics.microdata import release_kpr
-from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import ViewSummary, codes, missing_columns, validate_view
 
@@ -272,19 +269,16 @@ def release_view(
         result = baseline_view(frame, policy, method)
         released, assigned = result.released, result.assigned
     lap("generalize")
-    report = verify_release(
-        released, verification_policy(policy, method), view_counts=summary.s_counts, assigned=assigned
+    checked = checked_metrics(
+        released,
+        assigned,
+        view,
+        policy,
+        summary,
+        result.n_suppressed,
+        promised=verification_policy(policy, method),
+        where=f"release {index}",
     )
-    if not report.ok:
-        raise VerificationError(
-            f"release {index} failed verification, nothing written:\n  " + "\n  ".join(report.problems[:10])
-        )
-    suppression = result.n_suppressed / summary.n_rows
-    if suppression > policy.max_suppression:
-        raise PolicyError(
-            f"release {index}: suppression {suppression:.2%} exceeds max_suppression "
-            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
-        )
     lap("verify")
     posteriors = omega_posterior(
         assigned[LABEL].to_numpy(),
@@ -293,14 +287,5 @@ def release_view(
     )
     new_state = update_state(state, assigned, posteriors, policy, window, index)
     lap("posterior")
-    metrics = {
-        "release": index,
-        **report.to_dict(),
-        **utility_metrics(released, **utility_domains(policy), n_original=summary.n_rows, k=policy.k),
-        "kpr": release_kpr(released, view, policy),
-        "n_original": summary.n_rows,
-        "n_suppressed": result.n_suppressed,
-        "seconds": timings,
-        "_released": released.reset_index(drop=True),
-    }
+    metrics = {"release": index, **checked, "seconds": timings, "_released": released.reset_index(drop=True)}
     return metrics, new_state
