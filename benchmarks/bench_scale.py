@@ -48,13 +48,13 @@ from dpriv.anonymize import (
     _keyed_meta,
     add_keys,
     apply_qig,
+    chained_scan,
     generalize_view,
     hilbert_keys,
     qig_table,
     range_stats,
     released_meta,
     repair_leftovers,
-    scan_range,
 )
 from dpriv.api import attach_priors
 from dpriv.datasets import AGE_RANGE, GENDER_RANGE, VALUES, WEIGHT_RANGE
@@ -204,21 +204,12 @@ def release_steps(
     sizes = ranges.map_partitions(len).compute().to_numpy()
     hist = keyed[HKEY].value_counts().compute().sort_index()
     with step("first_pass", times, sampler):
-        meta = scan_range(add_keys(view._meta, policy).set_index(HKEY), None, policy, counts, True)[0]
-        links, carry = [], None
-        parts = ranges.to_delayed()
-        for i, part in enumerate(parts):
-            link = dask.delayed(scan_range, nout=2, pure=True)(
-                part, carry, policy, counts, i == len(parts) - 1
-            )
-            links.append(link[0])
-            carry = link[1]
-        grouped = dd.from_delayed(links, meta=meta, verify_meta=False).persist()
+        grouped = chained_scan(ranges, view._meta, policy, counts).persist()
         wait(grouped)
     del ranges
     with step("stats+leftovers", times, sampler):
         stats, leftovers = dask.compute(
-            grouped.map_partitions(range_stats, policy, meta=range_stats(meta, policy)),
+            grouped.map_partitions(range_stats, policy, meta=range_stats(grouped._meta, policy)),
             grouped[grouped[LABEL] < 0],
         )
     with step("repair", times, sampler):

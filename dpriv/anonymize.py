@@ -142,6 +142,21 @@ def scan_range(
     return part[~carried].reset_index(drop=True), part[carried].drop(columns=LABEL).reset_index(drop=True)
 
 
+def chained_scan(ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy,
+                 view_counts: np.ndarray) -> dd.DataFrame:
+    """:func:`scan_range` over the Hilbert ranges of ``ranges`` (indexed by the key, in key
+    order), each link handing its open tail to the next: a chain of delayed tasks."""
+    meta = scan_range(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
+    links, carry = [], None
+    parts = ranges.to_delayed()
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        link = dask.delayed(scan_range, nout=2, pure=True)(part, carry, policy, view_counts, last)
+        links.append(link[0])
+        carry = link[1]
+    return dd.from_delayed(links, meta=meta, verify_meta=False)
+
+
 def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """Per QI-group of ``rows`` (label >= 0): first (key, tie), then the arrays of
     :class:`GroupStats` flattened into columns; one row per group."""
@@ -361,17 +376,8 @@ def generalize_view(
             histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
             divisions = balanced_divisions(histogram, npartitions or view.npartitions)
         ranges = keyed_view.set_index(HKEY, sort=True, divisions=divisions)
-        meta = scan_range(add_keys(view._meta, policy).set_index(HKEY), None, policy, counts, True)[0]
-        links, carry = [], None
-        parts = ranges.to_delayed()
-        for i, part in enumerate(parts):
-            link = dask.delayed(scan_range, nout=2, pure=True)(
-                part, carry, policy, counts, i == len(parts) - 1
-            )
-            links.append(link[0])
-            carry = link[1]
-        grouped = dd.from_delayed(links, meta=meta, verify_meta=False).persist()
-        stats_meta = range_stats(meta, policy)
+        grouped = chained_scan(ranges, view._meta, policy, counts).persist()
+        stats_meta = range_stats(grouped._meta, policy)
         stats, leftovers = dask.compute(
             grouped.map_partitions(range_stats, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
         )
