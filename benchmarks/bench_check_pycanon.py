@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _timing import best_of
 from pycanon.anonymity import k_anonymity, l_diversity, t_closeness
 
 from dpriv.anonymity.verify import group_statistics
@@ -40,15 +40,6 @@ def dpriv_klt(data: pd.DataFrame) -> tuple[int, int, float]:
 
 def pycanon_klt(data: pd.DataFrame) -> tuple[int, int, float]:
     return (int(k_anonymity(data, QI)), int(l_diversity(data, QI, [SA])), float(t_closeness(data, QI, [SA])))
-
-
-def best_of(fn, repeats: int) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def main() -> int:

@@ -15,21 +15,13 @@ import argparse
 import time
 
 import numpy as np
+from _timing import best_of
 from hilbertcurve.hilbertcurve import HilbertCurve
 
 from dpriv.hilbert import hilbert_index
 
 SETTINGS = [(3, 5, "paper setting"), (5, 12, "")]
 GOAL = 30.0
-
-
-def best_of(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main() -> None:
@@ -59,7 +51,7 @@ def main() -> None:
             nonlocal keys
             keys = hilbert_index(coords, bits)
 
-        t_dpriv = best_of(run_dpriv, 5)
+        t_dpriv, _ = best_of(run_dpriv, 5)
 
         ref_pts = coords[:n_ref]
         curve = HilbertCurve(bits, m)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _timing import best_of
 
 from dpriv.anonymity.mondrian import mondrian_groups, mondrian_view, qi_grid_of
 from dpriv.policy import ReleasePolicy
@@ -39,15 +40,6 @@ from dpriv.validate import codes
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "arx" / "adult.csv"
 QI = ["age", "sex", "race", "marital-status", "education"]
 SENSITIVE = "salary-class"
-
-
-def best_of(fn, repeats: int) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def pandas_mondrian(df: pd.DataFrame, qi: list[str], k: int) -> list[pd.Index]:
