@@ -21,6 +21,7 @@ from dpriv._random import keyed, stable_hash
 from dpriv.anonymity.divergence import GROUNDS
 from dpriv.anonymity.generalize import CARRIED, GroupStats, Params, entropies, first_pass, repair
 from dpriv.policy import ReleasePolicy
+from dpriv.steps import Steps
 from dpriv.validate import ViewSummary, codes
 
 HKEY, TIE, SCODE, LABEL = "_hkey", "_tie", "_s", "_label"
@@ -357,6 +358,7 @@ def generalize_view(
     *,
     npartitions: int | None = None,
     divisions: tuple | None = None,
+    steps: Steps | None = None,
 ) -> Generalized:
     """Generalize one validated view with priors in its ``p__<value>`` columns.
 
@@ -368,20 +370,30 @@ def generalize_view(
     npartitions, divisions : Hilbert ranges; default the input's number of partitions (1
         for pandas). The scan is chained over the ranges and the repair is global, so the
         release does not depend on them; the same input + policy gives the same bytes.
+    steps : records the seconds of each step (Dask: keys, shuffle, grouping, repair, qig;
+        each persisted on the workers, see :mod:`dpriv.steps`).
+
+    The released rows come in the order of the private seeded ``_order`` column (uint64),
+    which they keep: drop it before publishing (the ledger and ``dpriv.api`` do).
     """
+    steps = steps or Steps()
     counts = summary.s_counts
     if isinstance(view, dd.DataFrame):
-        keyed_view = view.map_partitions(add_keys, policy, meta=_keyed_meta(view._meta, policy))
+        (keyed_view,) = steps.run(
+            "keys", view.map_partitions(add_keys, policy, meta=_keyed_meta(view._meta, policy))
+        )
         if not divisions:
             histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
             divisions = balanced_divisions(histogram, npartitions or view.npartitions)
-        ranges = keyed_view.set_index(HKEY, sort=True, divisions=divisions)
-        grouped = chained_scan(ranges, view._meta, policy, counts).persist()
+        (ranges,) = steps.run("shuffle", keyed_view.set_index(HKEY, sort=True, divisions=divisions))
+        del keyed_view
+        (grouped,) = steps.run("grouping", chained_scan(ranges, view._meta, policy, counts))
         stats_meta = range_stats(grouped._meta, policy)
         stats, leftovers = dask.compute(
             grouped.map_partitions(range_stats, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
         )
         divisions = ranges.divisions
+        del ranges
     else:
         frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
         divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
@@ -394,6 +406,7 @@ def generalize_view(
     placed = repair_leftovers(stats, leftovers, policy, counts)
     n_suppressed = int((placed[LABEL] < 0).sum())
     placed = placed[placed[LABEL] >= 0]
+    steps.lap("repair")
     if isinstance(view, dd.DataFrame):
         kept = grouped[grouped[LABEL] >= 0]
         assigned = dd.concat(
@@ -405,11 +418,12 @@ def generalize_view(
         # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
         # quantile pass would run inside the scheduler's graph materialisation and hang)
         released = released.set_index("_order", divisions=_even_divisions(released.npartitions))
-        released = released.reset_index(drop=True)
+        released, assigned = steps.run("qig", released.reset_index()[list(rmeta.columns)], assigned)
     else:
         assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
         released = create_qig(assigned, policy)
-        released = released.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+        released = released.sort_values("_order", kind="stable").reset_index(drop=True)
+        steps.lap("qig")
     known = divisions is not None and None not in divisions
     return Generalized(assigned, released, n_suppressed, tuple(int(d) for d in divisions) if known else None)
 

@@ -136,7 +136,44 @@ def anonymize(
     metrics = checked_metrics(released, assigned, original, policy, summary, result.n_suppressed)
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
-    return Anonymized(released, assigned, metrics, policy, notes)
+    return Anonymized(public(released).reset_index(drop=True), assigned, metrics, policy, notes)
+
+
+def public(frame: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
+    """``frame`` without its private ``_`` columns (e.g. the ``_order`` shuffle key)."""
+    private = [c for c in frame.columns if str(c).startswith("_")]
+    return frame.drop(columns=private) if private else frame
+
+
+def require(report: dict, policy: ReleasePolicy, n_original: int, n_suppressed: int, where: str) -> None:
+    """Refuse a release: VerificationError when ``report`` (a :meth:`VerificationReport.to_dict`)
+    is not ok, PolicyError when the suppression exceeds ``policy.max_suppression``."""
+    if not report["ok"]:
+        raise VerificationError(
+            f"{where} failed verification, nothing written:\n  " + "\n  ".join(report["problems"][:10])
+        )
+    suppression = n_suppressed / n_original
+    if suppression > policy.max_suppression:
+        raise PolicyError(
+            f"{where}: suppression {suppression:.2%} exceeds max_suppression "
+            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
+        )
+
+
+def release_metrics(
+    released: pd.DataFrame | dd.DataFrame,
+    original: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    n_original: int,
+    n_suppressed: int,
+) -> dict:
+    """Utility (E11, E24-E26), KPR of the release (E21) and sizes; pandas or Dask frames."""
+    return {
+        **utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k),
+        "kpr": release_kpr(released, original, policy),
+        "n_original": n_original,
+        "n_suppressed": n_suppressed,
+    }
 
 
 def checked_metrics(
@@ -157,24 +194,11 @@ def checked_metrics(
     exceeds ``policy.max_suppression``. Returns the metrics of ``metrics.json``: achieved
     k/l/t/j, utility (E11, E24-E26), KPR of the release (E21), sizes.
     """
-    report = verify_release(released, promised or policy, view_counts=summary.s_counts, assigned=assigned)
-    if not report.ok:
-        raise VerificationError(
-            f"{where} failed verification, nothing written:\n  " + "\n  ".join(report.problems[:10])
-        )
-    suppression = n_suppressed / summary.n_rows
-    if suppression > policy.max_suppression:
-        raise PolicyError(
-            f"{where}: suppression {suppression:.2%} exceeds max_suppression "
-            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
-        )
-    return {
-        **report.to_dict(),
-        **utility_metrics(released, **utility_domains(policy), n_original=summary.n_rows, k=policy.k),
-        "kpr": release_kpr(released, original, policy),
-        "n_original": summary.n_rows,
-        "n_suppressed": n_suppressed,
-    }
+    report = verify_release(
+        public(released), promised or policy, view_counts=summary.s_counts, assigned=assigned
+    ).to_dict()
+    require(report, policy, summary.n_rows, n_suppressed, where)
+    return {**report, **release_metrics(released, original, policy, summary.n_rows, n_suppressed)}
 
 
 def utility_domains(policy: ReleasePolicy) -> dict:

@@ -4,7 +4,7 @@
 ledger/
   policy.json                 the policy's fingerprint; another policy is refused
   manifest.json               committed releases; written last, atomically (temp + rename)
-  releases/<i>/view.parquet   V*_i (public)
+  releases/<i>/view.parquet   V*_i (public; no ``_``-prefixed helper column)
   releases/<i>/metrics.json   achieved k, l, t, j, suppression, utility, timings (public)
   state/<i>/state.parquet     per-respondent posteriors and QI-group labels (SENSITIVE)
 ```
@@ -12,29 +12,53 @@ ledger/
 readable by its owner only (0700 folders, 0600 files) and must never be published.
 A release counts only once ``manifest.json`` lists it; files of a release that was not
 committed are overwritten by the next attempt, so a crash leaves the ledger as it was.
+
+Views and states may be pandas or Dask DataFrames: :func:`write_parquet` streams a Dask frame
+partition by partition into one Parquet file, so the client never holds the whole frame, and
+the file's bytes depend only on the rows and their order, not on how they were partitioned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pandas as pd
 
 from dpriv.errors import LedgerError
 
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
 MANIFEST, POLICY = "manifest.json", "policy.json"
 
+#: Rows per Parquet row group of a ledger file (the last row group of a file is shorter).
+#: Fixed, not derived from the partitioning, so that a file's bytes do not depend on it.
+ROW_GROUP = 1_048_576
 
-def _atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+
+def _atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int = 0o644) -> None:
+    """Write ``path`` whole or not at all.
+
+    The content goes to a temp file ``.<name>.<random>`` in the same folder (so that
+    :func:`_is_temp` and :meth:`Ledger._clean` remove what a killed writer left), is fsync'ed,
+    given ``mode`` and renamed over ``path``. ``data`` is the content, or a function that writes
+    it to the open temp file (to stream a file larger than memory, see :func:`write_parquet`).
+    If writing raises, the temp file is removed and ``path`` is left as it was.
+    """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -124,29 +148,55 @@ class Ledger:
     def commit(
         self,
         index: int,
-        view: pd.DataFrame,
+        view: pd.DataFrame | dd.DataFrame,
         metrics: dict[str, Any],
-        state: pd.DataFrame,
+        state: pd.DataFrame | dd.DataFrame,
         entry: dict[str, Any],
+        *,
+        drop_private: bool = True,
     ) -> None:
-        """Write release ``index`` then list it in the manifest (the commit point)."""
+        """Write release ``index`` then list it in the manifest (the commit point).
+
+        ``view`` (the released tuples, n_i rows) and ``state`` (one row per respondent seen so
+        far) are pandas or Dask DataFrames; a Dask frame is computed one partition at a time
+        and streamed to its file (:func:`write_parquet`), never gathered whole on the client.
+        With ``drop_private`` the view's ``_``-prefixed helper columns (``_order``, ``_label``,
+        ...) are not written: they link tuples to internal groups or orders and are not part
+        of V*_i. The state is written as given. A failure before the manifest is rewritten
+        leaves the ledger at release ``index - 1``.
+        """
         if index != self.last_index() + 1:
             raise LedgerError(f"release {index} cannot follow release {self.last_index()}")
         rdir = self.release_dir(index)
         rdir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(rdir / "view.parquet", _parquet_bytes(view))
+        write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
         _atomic_write(rdir / "metrics.json", json.dumps(metrics, indent=2, default=_json_default).encode())
         sdir = self.state_path(index).parent
         for d in (sdir.parent, sdir):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(d, 0o700)
-        _atomic_write(self.state_path(index), _parquet_bytes(state), mode=0o600)
+        write_parquet(self.state_path(index), state, mode=0o600)
         manifest = self.manifest()
         manifest["releases"].append({"index": index, **entry})
         self._write_manifest(manifest)
 
     def read_state(self, index: int) -> pd.DataFrame:
+        """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""
         return pd.read_parquet(self.state_path(index))
+
+    def read_state_dask(self, index: int, row_groups: int = 1) -> dd.DataFrame:
+        """The state after release ``index`` as a Dask DataFrame, ``row_groups`` Parquet row
+        groups (:data:`ROW_GROUP` rows each, the last one shorter) per partition.
+
+        For states too large for one process: a later release can read them in partitions of
+        bounded size. There are no known divisions; a file with no rows gives one empty
+        partition. Strings may come back as Arrow-backed strings (Dask's ``convert-string``).
+        """
+        import dask.dataframe as dd
+
+        if row_groups < 1:
+            raise ValueError(f"row_groups must be a positive integer, not {row_groups!r}")
+        return dd.read_parquet(str(self.state_path(index)), split_row_groups=row_groups, index=False)
 
     def read_view(self, index: int) -> pd.DataFrame:
         return pd.read_parquet(self.release_dir(index) / "view.parquet")
@@ -160,12 +210,106 @@ def _is_temp(path: Path) -> bool:
     return path.name.startswith(".") and path.name.count(".") >= 2
 
 
-def _parquet_bytes(frame: pd.DataFrame) -> bytes:
-    import io
+def write_parquet(
+    path: str | Path,
+    frame: pd.DataFrame | dd.DataFrame,
+    *,
+    mode: int = 0o644,
+    row_group_size: int = ROW_GROUP,
+    drop_private: bool = False,
+) -> int:
+    """Write ``frame`` to ONE Parquet file at ``path`` atomically; return the number of rows.
 
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
-    return buf.getvalue()
+    ``frame`` is a pandas DataFrame (one part) or a Dask DataFrame, whose partitions are
+    computed one at a time on the client: memory is about one partition plus fewer than
+    ``row_group_size`` buffered rows. The rows are re-cut into row groups of exactly
+    ``row_group_size`` rows (the last one shorter; one empty row group if there are no rows),
+    each encoded from contiguous arrays, so the same rows in the same order with the same dtypes
+    give the same bytes however they are partitioned (empty partitions included). The file has
+    one schema, ``pa.Table.from_pandas(part, preserve_index=False)`` of the first non-empty part
+    (of the Dask meta if all are empty); later parts are converted to it. The index is never
+    written: reading the file back gives a RangeIndex frame. ``drop_private`` leaves out the
+    columns whose name starts with ``_`` (private helper columns).
+
+    The file is written through :func:`_atomic_write` (temp file ``.<name>.<random>`` in the
+    same folder, fsync, ``mode``, rename): if a partition fails to compute or the disk fills up,
+    ``path`` is left as it was and no temp file remains.
+
+    Note: each Dask partition is computed separately, so work shared by all partitions (a
+    shuffle) is repeated per partition; persist such a frame first.
+    Limitation: a column of the first non-empty part with only missing values in an object
+    column gets Arrow type ``null``, which later parts with values cannot be converted to.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if row_group_size < 1:
+        raise ValueError(f"row_group_size must be a positive integer, not {row_group_size!r}")
+    columns = [c for c in frame.columns if not (drop_private and isinstance(c, str) and c.startswith("_"))]
+    rows = 0
+
+    def stream(fh: BinaryIO) -> None:
+        nonlocal rows
+        schema, writer, buffered, n_buffered = None, None, [], 0
+
+        def emit(table: pa.Table) -> None:  # one row group, encoded from contiguous arrays
+            nonlocal writer
+            if writer is None:
+                writer = pq.ParquetWriter(fh, schema)
+            writer.write_table(table.combine_chunks(), row_group_size=row_group_size)
+
+        try:
+            for part in _parts(frame):
+                if len(part) == 0:
+                    continue
+                if schema is None:
+                    schema = pa.Table.from_pandas(part, columns=columns, preserve_index=False).schema
+                table = pa.Table.from_pandas(part, schema=schema, preserve_index=False)
+                del part
+                buffered.append(table.replace_schema_metadata(schema.metadata))
+                n_buffered += len(table)
+                rows += len(table)
+                if n_buffered >= row_group_size:
+                    pending = pa.concat_tables(buffered)
+                    full = n_buffered - n_buffered % row_group_size
+                    for start in range(0, full, row_group_size):
+                        emit(pending.slice(start, row_group_size))
+                    buffered = [pending.slice(full)] if full < n_buffered else []
+                    n_buffered -= full
+            if schema is None:  # no rows at all: one empty row group with the frame's columns
+                schema = pa.Table.from_pandas(_empty(frame), columns=columns, preserve_index=False).schema
+                emit(schema.empty_table())
+            elif n_buffered:
+                emit(pa.concat_tables(buffered))
+        except BaseException:
+            if writer is not None:  # the temp file is discarded: only release the writer
+                with contextlib.suppress(Exception):
+                    writer.close()
+            raise
+        writer.close()
+
+    _atomic_write(Path(path), stream, mode)
+    return rows
+
+
+def _is_dask(frame: Any) -> bool:
+    import dask
+
+    return dask.is_dask_collection(frame)
+
+
+def _parts(frame: pd.DataFrame | dd.DataFrame) -> Iterator[pd.DataFrame]:
+    """The frame's partitions as pandas DataFrames, in order, each computed only when asked for."""
+    if not _is_dask(frame):
+        yield frame
+        return
+    for part in frame.to_delayed():
+        yield part.compute()
+
+
+def _empty(frame: pd.DataFrame | dd.DataFrame) -> pd.DataFrame:
+    """A frame with no rows and the columns and dtypes of ``frame`` (Dask: its meta)."""
+    return frame._meta if _is_dask(frame) else frame.iloc[:0]
 
 
 def _json_default(obj: Any) -> Any:

@@ -1,19 +1,27 @@
 """The release loop (Algorithm 1) over a ledger: one view after another, resumable.
 
-For view ``i``: RBK^sv of its respondents from their last posteriors and BK^seq (E7;
-first-timers get BK^sv) -> Generalize under (k, t, j) on Dask ranges -> independent
-verification (a failing release is never written) -> PK^sv per QI-group (Ω-estimate,
-E14) -> commit view, metrics and respondent state, manifest last.
+For view ``i``, on Dask (DESIGN.md "Data flow"; every step a named, timed, persisted step
+of :class:`dpriv.steps.Steps`):
 
-The respondent state holds, per respondent, the last ``W`` posteriors (W = the order of
-BK^seq), their count and the release of the last one. A respondent who skips releases
-keeps her own state and is revised when she reappears (§1.4 "Timing"); a suppressed
-respondent gets no posterior for that release (Algorithm 1, note b).
+* ``rbk``: the view joined with the respondent state on the id (hash join), RBK^sv per
+  partition (E7; first-timers get BK^sv) -- :func:`with_revised_priors`;
+* ``keys``/``shuffle``/``grouping``/``repair``/``qig``: Generalize under (k, t, j) on Hilbert
+  ranges (:func:`dpriv.anonymize.generalize_view`);
+* ``regroup``/``verify``: the release and its membership hash-partitioned by QI-group and
+  verified part by part by the independent verifier (a failing release is never written);
+* ``pk``: PK^sv per QI-group (Ω-estimate, E14) and the new state (outer join on the id);
+* ``metrics`` and, in the ledger, ``write``: streamed partition by partition; manifest last.
+
+The respondent state is a Dask DataFrame keyed (hash-partitioned) by id holding, per
+respondent, the last ``W`` posteriors (W = the order of BK^seq), their count and the release
+and QI-group of the last one. A respondent who skips releases keeps her own state and is
+revised when she reappears (§1.4 "Timing"); a suppressed respondent gets no posterior for
+that release (Algorithm 1, note b). Only small things reach the client: per-part reports,
+the repair's leftovers and group statistics, metrics.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +31,9 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymize import LABEL, SCODE, generalize_view
-from dpriv.api import checked_metrics, resolve_policy
+from dpriv.anonymity.verify import combine_reports, verify_release
+from dpriv.anonymize import GROUP, LABEL, SCODE, generalize_view
+from dpriv.api import public, release_metrics, require, resolve_policy
 from dpriv.baselines import METHODS, baseline_view, verification_policy
 from dpriv.errors import InputError, PolicyError
 from dpriv.knowledge.posterior import omega_posterior
@@ -33,6 +42,7 @@ from dpriv.knowledge.sequential import mine_sequences, single_class_map
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
+from dpriv.steps import Steps
 from dpriv.validate import ViewSummary, codes, missing_columns, validate_view
 
 
@@ -47,11 +57,14 @@ class DefenderKnowledge:
     def order(self) -> int:
         return self.tables.order if self.tables is not None else 3
 
-    def at(self, history: pd.DataFrame, policy: ReleasePolicy, before: int) -> MarkovTables:
-        """Tables to revise with before release ``before`` (IE: mined from views < before)."""
+    def at(self, history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, before: int) -> MarkovTables:
+        """Tables to revise with before release ``before`` (IE: mined from views < before;
+        the id, time and sensitive columns of those views are collected on the client)."""
         if self.tables is not None:
             return self.tables
-        past = history[history[policy.time] < before]
+        past = history.loc[history[policy.time] < before, [policy.id, policy.time, policy.sensitive]]
+        if isinstance(past, dd.DataFrame):
+            past = past.compute()
         frame = pd.DataFrame(
             {
                 "respondent": past[policy.id].to_numpy(),
@@ -86,41 +99,108 @@ def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
     return DefenderKnowledge(source, tables)
 
 
-def view_hash(view: pd.DataFrame, policy: ReleasePolicy) -> str:
-    """Order-free fingerprint of a view's policy columns (a re-run must bring the same input)."""
+def view_hash(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> str:
+    """Order-free fingerprint of a view's policy columns (a re-run must bring the same input):
+    the sum modulo 2**64 of the row hashes, so a Dask view is hashed partition by partition."""
     cols = [policy.id, *policy.qi, policy.sensitive]
-    canon = view[cols].sort_values(policy.id, kind="stable").reset_index(drop=True)
-    return format(int(pd.util.hash_pandas_object(canon.astype(str), index=False).sum()), "016x")
+    if isinstance(view, dd.DataFrame):
+        total = sum(dask.compute(*[dask.delayed(_hash_sum)(p, cols) for p in view.to_delayed()]))
+    else:
+        total = _hash_sum(view, cols)
+    return format(total % 2**64, "016x")
+
+
+def _hash_sum(part: pd.DataFrame, cols: list[str]) -> int:
+    return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum())
+
+
+STATE = ("n_post", "last_release", "last_group")
 
 
 def _pk_columns(window: int, policy: ReleasePolicy) -> list[list[str]]:
     return [[f"pk{w}__{v}" for v in policy.sensitive_domain] for w in range(window)]
 
 
-def empty_state(policy: ReleasePolicy, window: int) -> pd.DataFrame:
-    cols = {
-        policy.id: pd.Series(dtype="int64"),
-        "n_post": pd.Series(dtype="int64"),
-        "last_release": pd.Series(dtype="int64"),
-        "last_group": pd.Series(dtype="int64"),
-    }
+def _post_columns(policy: ReleasePolicy) -> list[str]:
+    return [f"post__{v}" for v in policy.sensitive_domain]
+
+
+def empty_state(policy: ReleasePolicy, window: int, id_dtype="int64") -> pd.DataFrame:
+    """The respondent state before the first release: id (``id_dtype``, the history's),
+    ``n_post`` (posteriors so far), ``last_release``, ``last_group`` (int64) and the last
+    ``window`` posteriors ``pk<w>__<value>`` (float64, oldest first, NaN before the
+    first), no rows."""
+    cols = {policy.id: pd.Series(dtype=id_dtype), **{c: pd.Series(dtype="int64") for c in STATE}}
     for names in _pk_columns(window, policy):
         cols.update({c: pd.Series(dtype="float64") for c in names})
     return pd.DataFrame(cols)
 
 
+def with_revised_priors(
+    part: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
+) -> pd.DataFrame:
+    """View rows left-joined with their state rows -> the view rows with RBK^sv in the
+    ``p__<value>`` columns (E7; BK^sv for first-timers, whose state columns are NaN).
+    Row-wise, so it runs per Dask partition."""
+    pk = sum(_pk_columns(window, policy), [])
+    m = len(policy.sensitive_domain)
+    lengths = part["n_post"].fillna(0).to_numpy(dtype=np.int64)
+    hist = np.nan_to_num(part[pk].to_numpy(dtype=float).reshape(len(part), window, m), nan=1.0 / m)
+    cls = tables.classes.classify(part)
+    rbk = revise(hist, lengths, cls, tables, tables.tables[0][cls, 0])
+    out = part.drop(columns=[*STATE, *pk, *[c for c in policy.prior_columns if c in part.columns]])
+    return out.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
+
+
 def revised_priors(
     view: pd.DataFrame, state: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
 ) -> np.ndarray:
-    """RBK^sv (n, M) of the respondents of ``view`` (E7; BK^sv for first-timers)."""
-    joined = view[[policy.id]].merge(state, on=policy.id, how="left")
-    lengths = joined["n_post"].fillna(0).to_numpy(dtype=np.int64)
-    m = len(policy.sensitive_domain)
-    hist = np.stack([joined[c].to_numpy(dtype=float) for c in sum(_pk_columns(window, policy), [])], 1)
-    hist = np.nan_to_num(hist.reshape(len(view), window, m), nan=1.0 / m)
-    cls = tables.classes.classify(view)
-    fallback = tables.tables[0][cls, 0]
-    return revise(hist, lengths, cls, tables, fallback)
+    """RBK^sv (n, M) of the respondents of ``view``, in its row order (pandas)."""
+    joined = view.drop(columns=[c for c in view.columns if c in state.columns and c != policy.id])
+    joined = joined.merge(state, on=policy.id, how="left")
+    return with_revised_priors(joined, tables, policy, window)[policy.prior_columns].to_numpy()
+
+
+def posterior_table(
+    ids: np.ndarray, labels: np.ndarray, posteriors: np.ndarray, policy: ReleasePolicy
+) -> pd.DataFrame:
+    """Respondent id, ``_label`` (int64) and posterior ``post__<value>`` (float64) columns."""
+    # nullable: an outer join with the state must not turn the 63-bit labels into float64
+    out = pd.DataFrame({policy.id: ids, LABEL: pd.array(np.asarray(labels, dtype=np.int64), dtype="Int64")})
+    return out.assign(**{c: posteriors[:, i] for i, c in enumerate(_post_columns(policy))})
+
+
+def group_posteriors(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """PK^sv (Ω-estimate, E14) of the tuples of ``assigned``, which holds whole QI-groups."""
+    # a canonical row order: the group sums, hence the last bits, do not depend on the shuffle
+    assigned = assigned.sort_values([LABEL, policy.id], kind="stable")
+    post = omega_posterior(
+        assigned[LABEL].to_numpy(),
+        assigned[SCODE].to_numpy(),
+        assigned[policy.prior_columns].to_numpy(dtype=float),
+    )
+    return posterior_table(assigned[policy.id].to_numpy(), assigned[LABEL].to_numpy(), post, policy)
+
+
+def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, index: int) -> pd.DataFrame:
+    """State rows outer-joined with the posteriors of release ``index`` -> the new state:
+    a respondent with a posterior shifts her window and appends it; the others (away, or
+    suppressed) keep their row (§1.4 "Timing"). Sorted by id; runs per Dask partition."""
+    has = merged[LABEL].notna().to_numpy()
+    cols = _pk_columns(window, policy)
+
+    def ints(col: str) -> np.ndarray:  # nullable Int64 in (see nullable_state), int64 out
+        return merged[col].fillna(0).to_numpy(dtype=np.int64)
+
+    out = pd.DataFrame({policy.id: merged[policy.id].to_numpy()})
+    out["n_post"] = ints("n_post") + has
+    out["last_release"] = np.where(has, index, ints("last_release"))
+    out["last_group"] = np.where(has, ints(LABEL), ints("last_group"))
+    for w in range(window):
+        nxt = cols[w + 1] if w + 1 < window else _post_columns(policy)
+        for old, new in zip(cols[w], nxt):
+            out[old] = np.where(has, merged[new].to_numpy(dtype=float), merged[old].to_numpy(dtype=float))
+    return out.sort_values(policy.id, kind="stable").reset_index(drop=True)
 
 
 def update_state(
@@ -132,26 +212,29 @@ def update_state(
     index: int,
 ) -> pd.DataFrame:
     """Shift each kept respondent's window and append her posterior at release ``index``."""
-    ids = assigned[policy.id].to_numpy()
-    old = state.set_index(policy.id).reindex(ids)
-    cols = _pk_columns(window, policy)
-    new = pd.DataFrame(
-        {
-            policy.id: ids,
-            "n_post": old["n_post"].fillna(0).to_numpy(dtype=np.int64) + 1,
-            "last_release": index,
-            "last_group": assigned[LABEL].to_numpy(dtype=np.int64),
-        }
+    post = posterior_table(assigned[policy.id].to_numpy(), assigned[LABEL].to_numpy(), posteriors, policy)
+    return advance_state(nullable_state(state).merge(post, on=policy.id, how="outer"), policy, window, index)
+
+
+def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
+    """The state with nullable Int64 counters and labels, ready for an outer join."""
+    return state.astype(dict.fromkeys(STATE, "Int64"))
+
+
+def check_qi_groups(
+    released: pd.DataFrame, assigned: pd.DataFrame, promised: ReleasePolicy, view_counts: np.ndarray
+) -> dict:
+    """Independent verification of a part of a release that holds whole QI-groups (released
+    rows and their private membership); the report plus the part's sensitive counts."""
+    report = verify_release(public(released), promised, view_counts=view_counts, assigned=assigned)
+    counts = np.bincount(
+        codes(released[promised.sensitive], promised.sensitive_domain).clip(0),
+        minlength=len(promised.sensitive_domain),
     )
-    for w in range(window - 1):
-        new[cols[w]] = old[cols[w + 1]].to_numpy()
-    new[cols[-1]] = posteriors
-    kept_old = state[~state[policy.id].isin(ids)]
-    out = pd.concat([kept_old, new], ignore_index=True) if len(kept_old) else new
-    return out.sort_values(policy.id, kind="stable").reset_index(drop=True)
+    return {**report.to_dict(), "s_counts": counts}
 
 
-def check_history(history: pd.DataFrame, policy: ReleasePolicy) -> list[int]:
+def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
     """The release indices 1..n of a history; refuses gaps and a missing time column."""
     if not policy.time:
         raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
@@ -159,11 +242,16 @@ def check_history(history: pd.DataFrame, policy: ReleasePolicy) -> list[int]:
     if policy.time not in history.columns:
         raise InputError(f"missing time column {policy.time!r}; the input has {list(history.columns)}")
     t = history[policy.time]
-    if t.isna().any() or not pd.api.types.is_integer_dtype(t):
+    bad_type = not pd.api.types.is_integer_dtype(t.dtype)
+    if isinstance(t, dd.Series):
+        has_nan, idx = dask.compute(t.isna().any(), t.drop_duplicates())
+    else:
+        has_nan, idx = t.isna().any(), t.drop_duplicates()
+    if has_nan or bad_type:
         raise InputError(
             f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN)"
         )
-    idx = sorted(t.unique().tolist())
+    idx = sorted(int(i) for i in idx)
     if idx != list(range(1, len(idx) + 1)):
         raise InputError(
             f"time column {policy.time!r} must hold consecutive release indices 1..n; "
@@ -172,8 +260,13 @@ def check_history(history: pd.DataFrame, policy: ReleasePolicy) -> list[int]:
     return idx
 
 
+def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
+    view = history[history[policy.time] == i]
+    return view if isinstance(view, dd.DataFrame) else view.reset_index(drop=True)
+
+
 def release_history(
-    history: pd.DataFrame,
+    history: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy,
     ledger_dir: str | Path,
     *,
@@ -186,15 +279,19 @@ def release_history(
 
     Parameters
     ----------
-    history : pandas DataFrame with the policy's id, time (1-based release index), QIs and
-        sensitive column; at most one tuple per respondent per view.
+    history : pandas or Dask DataFrame with the policy's id, time (1-based release index),
+        QIs and sensitive column; at most one tuple per respondent per view. A Dask history
+        (e.g. ``dd.read_parquet``) is never collected on the client: each view is a filter
+        of it (pushed down to the Parquet reader), the respondent state is a Dask DataFrame
+        keyed by id, and the release is verified, measured and written partition by partition.
     policy : the release policy; a ledger refuses a policy other than its first one.
     npartitions : Hilbert ranges per view (Dask partitions); default policy.npartitions or 2.
     until : release at most up to this index.
     on_release : called with (index, metrics) after each commit (progress output).
     method : "jsreduce" (Algorithm 1) or a Mondrian baseline of :mod:`dpriv.baselines`
-        ("mondrian-l", "mondrian-t", "mondrian-bt"); the defender's PK/RBK cycle and the
-        ledger are the same for all, so ``dpriv attack`` works on every method.
+        ("mondrian-l", "mondrian-t", "mondrian-bt"; these run on the client); the
+        defender's PK/RBK cycle and the ledger are the same for all, so ``dpriv attack``
+        works on every method.
 
     Raises
     ------
@@ -205,11 +302,11 @@ def release_history(
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
-    views = {i: history[history[policy.time] == i].reset_index(drop=True) for i in indices[: until or None]}
+    indices = indices[: until or None]
     summaries = {}
-    for i, view in views.items():  # every view before the first commit: bad input writes nothing
+    for i in indices:  # every view before the first commit: bad input writes nothing
         try:
-            summaries[i] = validate_view(view, policy)
+            summaries[i] = validate_view(_view(history, policy, i), policy)
         except (InputError, PolicyError) as exc:
             raise type(exc)(f"{policy.time} = {i}: {exc}") from None
     ledger = Ledger(ledger_dir, create=True)
@@ -217,9 +314,11 @@ def release_history(
     knowledge = defender_knowledge(policy)
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
-    state = ledger.read_state(max(committed)) if committed else empty_state(policy, window)
+    id_dtype = (history._meta if isinstance(history, dd.DataFrame) else history)[policy.id].dtype
+    state = ledger.read_state(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
-    for i, view in views.items():
+    for i in indices:
+        view = _view(history, policy, i)
         digest = view_hash(view, policy)
         if i in committed:
             if committed[i]["input_sha"] != digest:
@@ -228,64 +327,84 @@ def release_history(
                     "release cannot change: start a new ledger or restore the input"
                 )
             continue
-        metrics, state_i = release_view(
+        if not isinstance(view, dd.DataFrame):
+            view = dd.from_pandas(view, npartitions=nparts, sort=False)
+        metrics, released, state = release_view(
             view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
         )
-        ledger.commit(i, metrics.pop("_released"), metrics, state_i, {"input_sha": digest})
-        state = state_i
+        ledger.commit(i, released, metrics, state, {"input_sha": digest})
         if on_release:
             on_release(i, metrics)
     return ledger
 
 
+def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
+    return part.sort_values(column, kind="stable")
+
+
 def release_view(
-    view: pd.DataFrame,
+    view: dd.DataFrame,
     summary: ViewSummary,
     policy: ReleasePolicy,
-    state: pd.DataFrame,
+    state: pd.DataFrame | dd.DataFrame,
     tables: MarkovTables,
     window: int,
     index: int,
     npartitions: int,
     method: str = "jsreduce",
-) -> tuple[dict, pd.DataFrame]:
-    """One step of Algorithm 1 (lines 6-10); returns the metrics (with the released view
-    under ``"_released"``) and the new respondent state. Nothing is written here."""
-    timings, tick = {}, time.perf_counter()
+) -> tuple[dict, dd.DataFrame, dd.DataFrame]:
+    """One step of Algorithm 1 (lines 6-10) on Dask; nothing is written here.
 
-    def lap(name: str) -> None:
-        nonlocal tick
-        now = time.perf_counter()
-        timings[name] = round(now - tick, 4)
-        tick = now
-
-    rbk = revised_priors(view, state, tables, policy, window)
-    frame = view.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
-    lap("revision")
+    RBK per partition of the view joined with the state on the id -> Generalize -> the
+    release and its membership regrouped by QI-group (hash shuffle), verified part by part
+    (a failing release raises) -> Ω posteriors per part -> the new state (outer join on
+    the id, per partition). Returns the metrics (with ``seconds`` per step), the released
+    view (persisted, rows in ``_order`` order, the private ``_order`` column still on) and
+    the new state (persisted). Only per-part reports and metrics reach the client.
+    """
+    steps = Steps()
+    state = state if isinstance(state, dd.DataFrame) else dd.from_pandas(state, npartitions=1, sort=False)
+    # hash join into a fixed number of partitions, rows sorted by id: each respondent's RBK
+    # is computed in the same batch whether the state came from memory or the ledger
+    joined = view.merge(state, on=policy.id, how="left", npartitions=npartitions, broadcast=False)
+    joined = joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
+    meta = with_revised_priors(joined._meta, tables, policy, window)
+    (frame,) = steps.run("rbk", joined.map_partitions(with_revised_priors, tables, policy, window, meta=meta))
     if method == "jsreduce":
-        result = generalize_view(dd.from_pandas(frame, npartitions=npartitions, sort=False), policy, summary)
-        released, assigned = dask.compute(result.released, result.assigned)
-    else:
-        result = baseline_view(frame, policy, method)
+        result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned = result.released, result.assigned
-    lap("generalize")
-    checked = checked_metrics(
-        released,
-        assigned,
-        view,
-        policy,
-        summary,
-        result.n_suppressed,
-        promised=verification_policy(policy, method),
-        where=f"release {index}",
+    else:  # the Mondrian baselines are in-memory (client) algorithms
+        result = baseline_view(frame.compute().reset_index(drop=True), policy, method)
+        released = dd.from_pandas(result.released, npartitions=1, sort=False)
+        assigned = dd.from_pandas(result.assigned, npartitions=1, sort=False)
+        steps.lap("grouping")
+    parts = max(released.npartitions, 1)
+    rel_g, asg_g = steps.run(
+        "regroup", released.shuffle(GROUP, npartitions=parts), assigned.shuffle(LABEL, npartitions=parts)
     )
-    lap("verify")
-    posteriors = omega_posterior(
-        assigned[LABEL].to_numpy(),
-        assigned[SCODE].to_numpy(),
-        assigned[policy.prior_columns].to_numpy(dtype=float),
+    promised = verification_policy(policy, method)
+    reports = dask.compute(
+        *[
+            dask.delayed(check_qi_groups)(r, a, promised, summary.s_counts)
+            for r, a in zip(rel_g.to_delayed(), asg_g.to_delayed())
+        ]
     )
-    new_state = update_state(state, assigned, posteriors, policy, window, index)
-    lap("posterior")
-    metrics = {"release": index, **checked, "seconds": timings, "_released": released.reset_index(drop=True)}
-    return metrics, new_state
+    report = combine_reports(
+        reports, sum(r.pop("s_counts") for r in reports), summary.s_counts, policy.sensitive_domain
+    )
+    require(report, policy, summary.n_rows, result.n_suppressed, f"release {index}")
+    steps.lap("verify")
+    posts = asg_g.map_partitions(group_posteriors, policy, meta=group_posteriors(asg_g._meta, policy))
+    # a hash join into a fixed number of partitions: the state's bytes do not depend on
+    # whether the previous state came from memory or from the ledger (resume)
+    merged = nullable_state(state).merge(posts, on=policy.id, how="outer", npartitions=npartitions)
+    meta = empty_state(policy, window, state._meta[policy.id].dtype)
+    new_state = merged.map_partitions(advance_state, policy, window, index, meta=meta)
+    (new_state,) = steps.run("pk", new_state)
+    checked = {
+        **report,
+        **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed),
+    }
+    steps.lap("metrics")
+    metrics = {"release": index, **checked, "seconds": steps.seconds}
+    return metrics, released, new_state

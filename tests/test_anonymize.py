@@ -64,7 +64,9 @@ def test_release_format_and_no_identifying_columns():
         "weight_min",
         "weight_max",
         "exam",
+        "_order",  # the private shuffle key the rows are sorted by; dropped before publishing
     ]
+    assert out.released["_order"].is_monotonic_increasing
     assert len(out.released) + out.n_suppressed == len(view)
     # rows follow neither the input order nor the groups' Hilbert order
     assert not out.released["qi_group"].is_monotonic_increasing

@@ -40,7 +40,7 @@ from dpriv.anonymize import (
     qig_table,
     unit_coords,
 )
-from dpriv.api import anonymize, attach_priors, resolve_policy, utility_domains
+from dpriv.api import anonymize, attach_priors, public, resolve_policy, utility_domains
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError, PolicyError
@@ -409,16 +409,22 @@ def test_returning_respondent_is_revised_from_her_own_last_posteriors(medical, t
     her = present[0]
     away = hist.view.isin([3, 4]) & (hist.respondent_id == her)
     built = hist[~away].reset_index(drop=True)
-    seen: dict[int, tuple[pd.DataFrame, np.ndarray]] = {}
-    real = release_mod.revised_priors
+    parts: dict[int, list[pd.DataFrame]] = {}
+    real = release_mod.with_revised_priors
 
-    def spy(view, state, tables, pol, window):
-        rbk = real(view, state, tables, pol, window)
-        seen[int(view[pol.time].iloc[0])] = (view.copy(), rbk.copy())
-        return rbk
+    def spy(part, tables, pol, window):  # the per-partition RBK kernel
+        out = real(part, tables, pol, window)
+        if len(out):
+            parts.setdefault(int(out[pol.time].iloc[0]), []).append(out.copy())
+        return out
 
-    monkeypatch.setattr(release_mod, "revised_priors", spy)
+    monkeypatch.setattr(release_mod, "with_revised_priors", spy)
     led = release_history(built, policy, tmp_path / "led")
+    seen = {}
+    for t, frames in parts.items():
+        view_t = pd.concat(frames).drop_duplicates(policy.id).reset_index(drop=True)
+        assert len(view_t) == int((built.view == t).sum())
+        seen[t] = (view_t, view_t[policy.prior_columns].to_numpy())
     assert led.last_index() == 5
     assert her not in set(seen[3][0]["respondent_id"]) | set(seen[4][0]["respondent_id"])
     # her state row in the ledger after release 4 (the last before she returns)
@@ -535,7 +541,7 @@ def test_released_row_order_follows_neither_input_nor_hilbert_order():
     summary = validate_view(view, policy)
     frame = attach_priors(dd.from_pandas(view, npartitions=2), policy)
     result = generalize_view(frame, policy, summary)
-    released, assigned = result.released.compute().reset_index(drop=True), result.assigned.compute()
+    released, assigned = public(result.released.compute()).reset_index(drop=True), result.assigned.compute()
     assert not HIDDEN & set(released.columns) and not {"rid"} & set(released.columns)
     # match released rows to assigned tuples: the public rows of `assigned` in `_order` order
     # are exactly the released view

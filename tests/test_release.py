@@ -76,9 +76,9 @@ def test_failure_at_any_step_leaves_the_last_commit_and_resume_is_identical(
     release_history(mh.history, policy, tmp_path / "led", until=1)
     before = files(tmp_path / "led")
     if step == "verify":
-        import dpriv.api as api
+        import dpriv.release as release_mod
 
-        monkeypatch.setattr(api, "verify_release", _boom)
+        monkeypatch.setattr(release_mod, "verify_release", _boom)
     else:
         real = ledger_mod._atomic_write
 

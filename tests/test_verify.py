@@ -32,6 +32,7 @@ from dpriv.anonymity.verify import (
     verify_release,
 )
 from dpriv.anonymize import generalize_view
+from dpriv.api import public
 from dpriv.errors import VerificationError
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import codes, validate_view
@@ -291,20 +292,20 @@ def real():
 
 def test_generalize_view_release_passes(real):
     view, policy, summary, gen = real
-    rep = verify_release(gen.released, policy, view_counts=summary.s_counts, assigned=gen.assigned)
+    rep = verify_release(public(gen.released), policy, view_counts=summary.s_counts, assigned=gen.assigned)
     assert rep.ok, rep.problems
     assert rep.k_achieved >= policy.k and rep.t_achieved <= policy.t
     assert rep.j_achieved == pytest.approx(0.0)  # uniform priors
     assert rep.n_rows == len(view) - gen.n_suppressed
     assert rep.groups["size"].sum() == rep.n_rows
     # same statistics from the original view
-    rep2 = verify_release(gen.released, policy, original=view)
+    rep2 = verify_release(public(gen.released), policy, original=view)
     assert rep2.ok and rep2.t_achieved == rep.t_achieved
 
 
 def test_moving_one_sensitive_value_is_caught(real):
     view, policy, summary, gen = real
-    r = gen.released.copy()
+    r = public(gen.released).copy()
     s = r[policy.sensitive]
     i = 0
     j = int(np.flatnonzero((r["qi_group"] != r["qi_group"][i]) & (s != s[i]))[0])
@@ -332,7 +333,9 @@ def test_dask_release_is_materialised():
     dd = pytest.importorskip("dask.dataframe")
     view, policy, summary, gen = random_release(n=120, seed=3)
     gen_d = generalize_view(dd.from_pandas(view, npartitions=2), policy, summary)
-    rep = verify_release(gen_d.released, policy, view_counts=summary.s_counts, assigned=gen_d.assigned)
+    rep = verify_release(
+        public(gen_d.released), policy, view_counts=summary.s_counts, assigned=gen_d.assigned
+    )
     assert rep.ok, rep.problems
 
 

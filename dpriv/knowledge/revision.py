@@ -218,26 +218,38 @@ def revise(
         rows = np.flatnonzero((nprime == order) & (lengths > 0))
         table = knowledge.tables[order]
         posts = history[rows][:, w - order :, :] if order else history[rows][:, :0, :]
-        use_sparse = method == "sparse"
+        sparse = np.full(rows.size, method == "sparse")
         if method == "auto" and order > 0:
-            # mean number of enumerated contexts vs M^n' (the dense cost, BLAS-fast)
-            combos = np.prod((posts != 0).sum(axis=2).astype(np.float64), axis=1).mean()
-            use_sparse = combos * 8 <= m**order
-        if use_sparse:
-            kernel, feas, step = _sparse_block, None, max(rows.size, 1)
-        else:
-            kernel = _dense_block
-            feas = np.any(table != 0, axis=2).astype(np.float64)
-            step = max(1, _BLOCK_ELEMS // (2 * m**order))
-        for lo in range(0, rows.size, step):
-            blk = slice(lo, lo + step)
-            post_list = [posts[blk, pos, :] for pos in range(order)]
-            num, weight = kernel(post_list, cls[rows[blk]], table, feas)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                res = num / weight[:, None]
-                tot = res.sum(axis=1)
-                res = res / tot[:, None]
-            ok = (weight > 0) & np.isfinite(tot) & (tot > 0) & np.isfinite(res).all(axis=1)
-            idx = rows[blk][ok]
-            out[idx] = res[ok]
+            # per respondent (so a row's result does not depend on its batch): enumerated
+            # contexts vs M^n', the dense cost (BLAS-fast)
+            combos = np.prod((posts != 0).sum(axis=2).astype(np.float64), axis=1)
+            sparse = combos * 8 <= m**order
+        for use_sparse in (True, False):
+            sel = np.flatnonzero(sparse == use_sparse)
+            if sel.size:
+                out[rows[sel]] = _revise_rows(
+                    out[rows[sel]], posts[sel], cls[rows[sel]], table, order, use_sparse
+                )
+    return out
+
+
+def _revise_rows(fallback, posts, cls, table, order: int, use_sparse: bool) -> np.ndarray:
+    """(E7) for rows that all use one kernel, in blocks; ``fallback`` where undefined."""
+    m = table.shape[2]
+    out = fallback.copy()
+    if use_sparse:
+        kernel, feas, step = _sparse_block, None, max(len(cls), 1)
+    else:
+        kernel = _dense_block
+        feas = np.any(table != 0, axis=2).astype(np.float64)
+        step = max(1, _BLOCK_ELEMS // (2 * m**order))
+    for lo in range(0, len(cls), step):
+        blk = slice(lo, lo + step)
+        num, weight = kernel([posts[blk, pos, :] for pos in range(order)], cls[blk], table, feas)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            res = num / weight[:, None]
+            tot = res.sum(axis=1)
+            res = res / tot[:, None]
+        ok = (weight > 0) & np.isfinite(tot) & (tot > 0) & np.isfinite(res).all(axis=1)
+        out[np.arange(lo, lo + len(num))[ok]] = res[ok]
     return out

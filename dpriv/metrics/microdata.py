@@ -5,40 +5,66 @@ from __future__ import annotations
 
 import warnings
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._random import keyed
 from dpriv.metrics.kpr import kpr
 from dpriv.policy import ReleasePolicy
+
+ROW_KEY = "_order"
+
+
+def _uniform(keys: np.ndarray, seed: int, column: int) -> np.ndarray:
+    """float64 in [0, 1) per row and QI column from a seeded hash of its uint64 key."""
+    with np.errstate(over="ignore"):
+        base = keys * np.uint64(0x9E3779B97F4A7C15) + np.uint64(column)
+    return (keyed(base, seed, "draw") >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 def draw_microdata(released: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """One synthetic tuple per released row: a seeded uniform draw in ``[<qi>_min, <qi>_max]``
     for a numeric QI (float64), a uniform pick from the value set for a categorical QI.
 
-    Returns a frame with the policy's QI columns (shape (len(released), m)); the same
-    released view and seed give the same draw.
+    The draw of a row is a function of the seed and of its private ``_order`` key when the
+    frame has one (the release loop's frames: the draw is then the same for any Dask
+    partitioning), else of its position. Returns a frame with the policy's QI columns
+    (shape (len(released), m)), on ``released``'s index.
     """
-    rng = np.random.default_rng([policy.seed, 4])
+    if ROW_KEY in released.columns:
+        keys = released[ROW_KEY].to_numpy(np.uint64)
+    else:
+        keys = np.arange(len(released), dtype=np.uint64)
     out = {}
-    for q in policy.qi:
+    for i, q in enumerate(policy.qi):
+        u = _uniform(keys, policy.seed, i)
         if policy.kind(q) == "numeric":
             lo, hi = released[f"{q}_min"].to_numpy(float), released[f"{q}_max"].to_numpy(float)
-            out[q] = lo + (hi - lo) * rng.random(len(released))
+            out[q] = lo + (hi - lo) * u
         else:
             sets = released[q].astype(str).str.strip("{}").str.split(",")
-            pick = (rng.random(len(released)) * sets.str.len().to_numpy()).astype(int)
+            pick = (u * sets.str.len().to_numpy()).astype(int)
             values = [s[i] for s, i in zip(sets, pick)]
-            out[q] = pd.Series(values, dtype=object).map({str(v): v for v in policy.domains[q]})
-    return pd.DataFrame(out)
+            out[q] = pd.Series(values, dtype=object).map({str(v): v for v in policy.domains[q]}).to_numpy()
+    return pd.DataFrame(out, index=released.index)
 
 
-def release_kpr(released: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy) -> float | None:
+def release_kpr(
+    released: pd.DataFrame | dd.DataFrame, original: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+) -> float | None:
     """KPR (percent, E21) of microdata drawn from ``released`` against the original view,
-    known variables = the QIs; None for an empty release."""
-    if len(released) == 0:
-        return None
+    known variables = the QIs; None for an empty release. Pandas or Dask (per partition)."""
     with warnings.catch_warnings():  # integer-coded QIs (gender 1/2) trigger the <= 10 levels hint
         warnings.simplefilter("ignore")
-        known = original[policy.qi].astype(dict.fromkeys(policy.numeric_qi, "float64"))  # e.g. a category
-        return kpr(known, draw_microdata(released, policy), list(policy.qi)).kpr
+        known = original[list(policy.qi)].astype(dict.fromkeys(policy.numeric_qi, "float64"))  # e.g. category
+        if isinstance(released, dd.DataFrame):
+            meta = draw_microdata(released._meta, policy)
+            micro = released.map_partitions(draw_microdata, policy, meta=meta)
+            if len(micro.index) == 0:  # a cheap pass over the released row count
+                return None
+        else:
+            if len(released) == 0:
+                return None
+            micro = draw_microdata(released, policy)
+        return kpr(known, micro, list(policy.qi)).kpr
