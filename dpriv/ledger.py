@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -162,20 +163,25 @@ class Ledger:
         and streamed to its file (:func:`write_parquet`), never gathered whole on the client.
         With ``drop_private`` the view's ``_``-prefixed helper columns (``_order``, ``_label``,
         ...) are not written: they link tuples to internal groups or orders and are not part
-        of V*_i. The state is written as given. A failure before the manifest is rewritten
-        leaves the ledger at release ``index - 1``.
+        of V*_i. The state is written as given. ``metrics.json`` comes last, with the seconds
+        of this write under ``seconds.write`` when ``metrics["seconds"]`` is a dict. A failure
+        before the manifest is rewritten leaves the ledger at release ``index - 1``.
         """
         if index != self.last_index() + 1:
             raise LedgerError(f"release {index} cannot follow release {self.last_index()}")
+        tick = time.perf_counter()
         rdir = self.release_dir(index)
         rdir.mkdir(parents=True, exist_ok=True)
         write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
-        _atomic_write(rdir / "metrics.json", json.dumps(metrics, indent=2, default=_json_default).encode())
         sdir = self.state_path(index).parent
         for d in (sdir.parent, sdir):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(d, 0o700)
         write_parquet(self.state_path(index), state, mode=0o600)
+        if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
+            seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
+            metrics = {**metrics, "seconds": seconds}
+        _atomic_write(rdir / "metrics.json", json.dumps(metrics, indent=2, default=_json_default).encode())
         manifest = self.manifest()
         manifest["releases"].append({"index": index, **entry})
         self._write_manifest(manifest)

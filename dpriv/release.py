@@ -315,7 +315,7 @@ def release_history(
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = (history._meta if isinstance(history, dd.DataFrame) else history)[policy.id].dtype
-    state = ledger.read_state(max(committed)) if committed else empty_state(policy, window, id_dtype)
+    state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
     for i in indices:
         view = _view(history, policy, i)
