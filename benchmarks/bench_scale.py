@@ -1,7 +1,9 @@
 """Scale out (issue "Scale out"): one large view of the paper setting on a distributed cluster.
 
 (a) release of one view of ``--rows`` tuples (respondent_id, age 45-74, gender 1-2, weight
-    60-89, exam_result over the 19 values, class-based priors ``p__<value>``) from Parquet,
+    60-89, exam_result over the 19 values, drawn from the generator's BK^sv so that the 17
+    stage values occur; built partition by partition by ``dpriv.datasets.medical_view_dask``;
+    class-based priors ``p__<value>``) from Parquet,
     step by step: keys + set_index, chained first pass, stats/leftovers to the client,
     repair (client), QIG table + apply, write Parquet; then what ``dpriv.api.anonymize`` /
     ``dpriv.release`` do next: collect released + assigned on the client and verify.
@@ -57,7 +59,7 @@ from dpriv.anonymize import (
     repair_leftovers,
 )
 from dpriv.api import attach_priors
-from dpriv.datasets import AGE_RANGE, GENDER_RANGE, VALUES, WEIGHT_RANGE
+from dpriv.datasets import AGE_RANGE, GENDER_RANGE, VALUES, WEIGHT_RANGE, medical_view_dask
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import validate_view
 
@@ -85,41 +87,17 @@ def paper_policy(k: int, t: float, j: float, npartitions: int) -> ReleasePolicy:
 
 
 # -- the input --------------------------------------------------------------------------------
-def _class_table(seed: int) -> np.ndarray:
-    """(18, 19) distribution of the exam result per knowledge class (age/weight thirds x gender)."""
-    rng = np.random.default_rng([seed, 999])
-    return rng.dirichlet(np.full(len(VALUES), 0.5), size=18)
-
-
-def _make_part(i: int, rows: int, n_rows: int, seed: int) -> pd.DataFrame:
-    lo, hi = i * rows, min((i + 1) * rows, n_rows)
-    rng = np.random.default_rng([seed, i])
-    n = hi - lo
-    age = rng.integers(AGE_RANGE[0], AGE_RANGE[1] + 1, n)
-    gender = rng.integers(GENDER_RANGE[0], GENDER_RANGE[1] + 1, n)
-    weight = rng.integers(WEIGHT_RANGE[0], WEIGHT_RANGE[1] + 1, n)
-    cls = ((np.digitize(age, (55, 65)) * 3 + np.digitize(weight, (70, 80))) * 2 + (gender - 1)).astype(int)
-    cum = np.cumsum(_class_table(seed), axis=1)
-    s = np.minimum((rng.random(n)[:, None] > cum[cls]).sum(axis=1), len(VALUES) - 1)
-    ids = lo + rng.permutation(n)  # unique ids, not in file order
-    return pd.DataFrame(
-        {
-            "respondent_id": ids.astype(np.int64),
-            "age": age.astype(np.int64),
-            "gender": gender.astype(np.int64),
-            "weight": weight.astype(np.int64),
-            "exam_result": np.asarray(VALUES, dtype=object)[s],
-        }
-    )
+def input_view(n_rows: int, npartitions: int, seed: int = 0) -> dd.DataFrame:
+    """One view of the paper setting built partition by partition on the workers
+    (dpriv.datasets.medical_view_dask: exam results drawn from the generator's BK^sv per
+    knowledge class), without the constant ``view`` column."""
+    return medical_view_dask(n_rows, npartitions=npartitions, seed=seed).drop(columns="view")
 
 
 def make_view(path: Path, n_rows: int, n_files: int, policy: ReleasePolicy, seed: int = 0) -> None:
-    """Write the view with class-based priors (dpriv.api.attach_priors) to ``path`` (Parquet)."""
-    rows = -(-n_rows // n_files)
-    meta = _make_part(0, 0, 0, seed)
-    parts = [dask.delayed(_make_part)(i, rows, n_rows, seed) for i in range(n_files)]
-    view = dd.from_delayed(parts, meta=meta, verify_meta=False)
-    attach_priors(view, policy, "class").to_parquet(path, write_index=False)
+    """Write the view with class-based priors (dpriv.api.attach_priors) to ``path`` (Parquet);
+    ``n_files`` files at most (one per 65,536-row block when there are fewer blocks)."""
+    attach_priors(input_view(n_rows, n_files, seed), policy, "class").to_parquet(path, write_index=False)
 
 
 # -- memory sampling ---------------------------------------------------------------------------
@@ -300,7 +278,7 @@ def check_against_dpriv(src: Path, policy: ReleasePolicy, npartitions: int, res:
 
 def warm_up(policy: ReleasePolicy) -> None:
     """Compile the numba kernels (grouping, repair, verify) on a small pandas view."""
-    view = attach_priors(_make_part(0, 3000, 3000, 1), policy, "class")
+    view = attach_priors(input_view(3000, 1, seed=1).compute(scheduler="sync"), policy, "class")
     summary = validate_view(view, policy)
     gen = generalize_view(view, policy, summary, npartitions=2)
     verify_release(gen.released, policy, view_counts=summary.s_counts, assigned=gen.assigned)

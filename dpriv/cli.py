@@ -195,16 +195,65 @@ def generate_medical(
     view_size: ViewSize = 5000,
     attendance: Annotated[float, typer.Option(help="Probability of an exam in a given week.")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    partitions: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Build the view partition by partition in Dask (needs --views 1; for large "
+            "--view-size) and write history.parquet as a Parquet folder of this many files "
+            "(fewer if the view has fewer 65,536-row blocks).",
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="With --partitions: address of an existing Dask scheduler.")
+    ] = None,
     debug: Debug = False,
 ) -> None:
     """The paper-setting history (ALGORITHMS.md §2.5) with its exact knowledge files."""
     from dpriv.datasets import medical_history, write_history
 
+    if partitions is not None:
+        _generate_medical_partitioned(out, views, view_size, attendance, seed, partitions, scheduler)
+        return
+    if scheduler is not None:
+        from dpriv.errors import InputError
+
+        raise InputError("--scheduler goes with --partitions (the default build runs in this process)")
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
     policy_path = write_history(out, mh)
     typer.echo(
         f"{len(mh.history)} tuples of {mh.n_respondents} respondents over {views} views; "
         f"policy: {policy_path}"
+    )
+
+
+def _generate_medical_partitioned(
+    out: Path,
+    views: int,
+    view_size: int,
+    attendance: float,
+    seed: int,
+    partitions: int,
+    scheduler: str | None,
+) -> None:
+    """``generate medical --partitions N``: one view built and written by Dask workers."""
+    from dpriv.cluster import dask_client
+    from dpriv.datasets import write_medical_view
+    from dpriv.errors import InputError
+
+    if views != 1:
+        raise InputError(
+            f"--partitions builds one view (a first release): use --views 1, not {views}; "
+            "several views are generated in this process (drop --partitions)"
+        )
+    with dask_client(scheduler, say=_say):
+        policy_path = write_medical_view(
+            out, view_size, npartitions=partitions, seed=seed, attendance=attendance
+        )
+    n_files = len(list((out / "history.parquet").glob("*.parquet")))
+    typer.echo(
+        f"{view_size} tuples of {view_size} respondents in 1 view, {n_files} Parquet files in "
+        f"{out / 'history.parquet'}; policy: {policy_path}"
     )
 
 
@@ -239,10 +288,14 @@ def _run_release(
     scheduler: str | None,
     npartitions: int | None,
     method: str = "jsreduce",
+    progress: bool | None = None,
 ) -> None:
+    from dpriv import steps
     from dpriv.cluster import dask_client
     from dpriv.io import read_table
     from dpriv.release import release_history
+
+    steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
 
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
@@ -256,7 +309,7 @@ def _run_release(
             _say(f"warning: release {i} suppressed every tuple (nothing published): relax k, t or j")
 
     with dask_client(scheduler, say=_say):
-        history = frame.compute()
+        history = frame.persist()  # on the workers: each view is a filter of it, never collected
         typer.echo(RELEASE_HEADER)
         led = release_history(
             history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method
@@ -280,11 +333,17 @@ def release(
     j: J = None,
     npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges per view.")] = None,
     scheduler: Scheduler = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress", help="Dask progress bars on stderr (default: when it is a terminal)."
+        ),
+    ] = None,
     debug: Debug = False,
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable)."""
     pol = load_policy(policy, k=k, t=t, j=j)
-    _run_release(history, ledger, pol, scheduler, npartitions, method)
+    _run_release(history, ledger, pol, scheduler, npartitions, method, progress)
 
 
 @app.command()

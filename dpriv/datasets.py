@@ -17,6 +17,11 @@ format of :mod:`dpriv.knowledge.tables`:
 
 :func:`write_history` writes the history, the knowledge files and a ready-to-use
 ``policy.toml`` (DESIGN.md "Policy file"); :func:`toml_dumps` is the tiny TOML writer it uses.
+
+For one view at cluster scale (issue "Scale out"), :func:`medical_view_dask` builds the
+view a first release of the same generator sees as a Dask DataFrame, partition by
+partition (10^7 rows and more), and :func:`write_medical_view` writes it as a Parquet
+dataset with the same knowledge files and policy.
 """
 
 from __future__ import annotations
@@ -25,13 +30,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import ClassMap, MarkovTables
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 __all__ = [
     "AGE_RANGE",
@@ -40,12 +48,16 @@ __all__ = [
     "GENDER_RANGE",
     "TERMINAL",
     "VALUES",
+    "VIEW_BLOCK_ROWS",
     "WEIGHT_RANGE",
     "MedicalHistory",
     "medical_history",
+    "medical_knowledge",
+    "medical_view_dask",
     "policy_dict",
     "toml_dumps",
     "write_history",
+    "write_medical_view",
 ]
 
 # --------------------------------------------------------------------------------------
@@ -467,6 +479,152 @@ def medical_history(
 
 
 # --------------------------------------------------------------------------------------
+# One large view, partition by partition (issue "Scale out")
+# --------------------------------------------------------------------------------------
+
+#: Rows per generation block of :func:`medical_view_dask`: block ``b`` holds rows
+#: ``[b * VIEW_BLOCK_ROWS, (b + 1) * VIEW_BLOCK_ROWS)`` and draws from its own seed stream,
+#: so the data do not depend on how the blocks are grouped into partitions.
+VIEW_BLOCK_ROWS = 2**16
+_VIEW_STREAM = 3  # spawn key of the block streams; _streams uses 0, 1, 2
+_ROWS_PER_PARTITION = 2**20  # default partition size of medical_view_dask (16 blocks)
+
+
+def medical_knowledge(seed: int = 0, *, det: float = 0.9) -> MarkovTables:
+    """The exact knowledge of the generator for ``seed`` (without simulating a history).
+
+    Same tables as ``medical_history(..., seed=seed, det=det).knowledge`` for any
+    ``n_views``, ``view_size`` and ``attendance`` (the model has its own seed stream):
+    ``tables[0]`` (18, 1, 19) float64 is BK^sv, ``tables[L]`` (18, 19**L, 19) the
+    order-L tables (see :class:`MedicalHistory`). Takes about 0.05 s.
+    """
+    if int(seed) != seed or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    if not 0.0 <= det <= 1.0:
+        raise InputError(f"det must be in [0, 1], got {det!r}")
+    return _build_model(np.random.default_rng(_streams(int(seed))[0]), float(det))
+
+
+def _view_blocks(
+    first: int, stop: int, *, n_rows: int, seed: int, view: int, cum: np.ndarray
+) -> pd.DataFrame:
+    """Blocks ``first .. stop - 1`` of the view: one partition of :func:`medical_view_dask`.
+
+    ``cum``: (18, 19) cumulative BK^sv rows. Each block draws age, gender, weight (uniform)
+    and then the result (inverse CDF, as in ``_simulate``) from its own seed stream.
+    """
+    lo, hi = min(first * VIEW_BLOCK_ROWS, n_rows), min(stop * VIEW_BLOCK_ROWS, n_rows)
+    cols: list[list[np.ndarray]] = [[np.zeros(0, np.int64)] for _ in range(4)]
+    for b in range(first, stop):
+        n = min((b + 1) * VIEW_BLOCK_ROWS, n_rows) - b * VIEW_BLOCK_ROWS
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_VIEW_STREAM, view, b)))
+        # always a whole block's draws, cut to n: row i depends on i, not on n_rows
+        size = VIEW_BLOCK_ROWS
+        age = rng.integers(AGE_RANGE[0], AGE_RANGE[1] + 1, size)[:n]
+        gender = rng.integers(GENDER_RANGE[0], GENDER_RANGE[1] + 1, size)[:n]
+        weight = rng.integers(WEIGHT_RANGE[0], WEIGHT_RANGE[1] + 1, size)[:n]
+        u = rng.random(size)[:n]
+        c = cum[_classify(age, weight, gender)]  # (n, 19)
+        res = (c <= (u * c[:, -1])[:, None]).sum(axis=1)  # inverse CDF; skips zero-probability values
+        for i, a in enumerate((age, gender, weight, res)):
+            cols[i].append(a)
+    age, gender, weight, res = (np.concatenate(col).astype(np.int64) for col in cols)
+    index = pd.RangeIndex(lo, hi)
+    return pd.DataFrame(
+        {
+            "respondent_id": np.arange(lo + 1, hi + 1, dtype=np.int64),
+            "view": np.full(hi - lo, view, dtype=np.int64),
+            "age": age,
+            "gender": gender,
+            "weight": weight,
+            "exam_result": pd.Series(np.array(VALUES, dtype=object)[res], dtype="str", index=index),
+        },
+        index=index,
+    )
+
+
+def medical_view_dask(
+    n_rows: int,
+    *,
+    npartitions: int | None = None,
+    seed: int = 0,
+    view: int = 1,
+    det: float = 0.9,
+) -> dd.DataFrame:
+    """One view of the paper setting as a Dask DataFrame, built partition by partition.
+
+    The view a first release of :func:`medical_history` would see at any size: ``n_rows``
+    first-time respondents with uniform QIs, each with one result drawn from BK^sv, the
+    order-0 table of ``medical_knowledge(seed, det=det)`` (the same model as
+    ``medical_history(..., seed=seed, det=det)``), for the QI class of the tuple. BK^sv
+    gives ``deceased`` / ``discharged`` probability 0, so only the 17 stage values occur.
+    Nothing is built on the client but the model (about 0.05 s) and the task graph: every
+    partition is generated by its own task, so e.g. ``to_parquet`` of 10^7 rows needs
+    little client memory.
+
+    Rows come in blocks of :data:`VIEW_BLOCK_ROWS` (65,536); block ``b`` draws from
+    ``np.random.SeedSequence(seed, spawn_key=(3, view, b))`` (a whole block's draws even
+    for a shorter last block). Row ``i`` therefore depends only on ``(i, seed, view,
+    det)``: not on ``npartitions`` (a partition holds whole consecutive blocks, as even as
+    the blocks allow), and a view of ``n`` rows is the first ``n`` rows of any longer one.
+
+    Parameters
+    ----------
+    n_rows : int >= 1
+        Tuples in the view.
+    npartitions : int >= 1, optional
+        Dask partitions; at most the number of blocks, ``ceil(n_rows / 65536)`` (larger
+        values are lowered to it). Default: about 2**20 rows per partition.
+    seed : int >= 0
+        Seeds the model (as in :func:`medical_history`) and the blocks.
+    view : int >= 1
+        Value of the ``view`` column; also part of the block seeds.
+    det : float in [0, 1]
+        Model parameter, as in :func:`medical_history` (BK^sv does not depend on it, the
+        order >= 1 tables do).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        ``n_rows`` rows; columns ``respondent_id`` (int64, 1..n_rows, row ``i`` has id
+        ``i + 1``: partition ``p`` holds a contiguous, increasing id range), ``view``
+        (int64, = ``view``), ``age`` (int64 in 45..74), ``gender`` (int64 in 1..2),
+        ``weight`` (int64 in 60..89), ``exam_result`` (str, one of :data:`VALUES`; a
+        pyarrow string column under Dask's default string conversion). Index: the 0-based
+        row number (int64, known divisions at partition boundaries).
+    """
+    import dask.dataframe as dd  # at run time only: importing dpriv.datasets stays light
+
+    if int(n_rows) != n_rows or n_rows < 1:
+        raise InputError(f"n_rows must be an integer >= 1, got {n_rows!r}")
+    if int(view) != view or view < 1:
+        raise InputError(f"view must be an integer >= 1, got {view!r}")
+    n_rows, view = int(n_rows), int(view)
+    n_blocks = -(-n_rows // VIEW_BLOCK_ROWS)
+    if npartitions is None:
+        npartitions = -(-n_rows // _ROWS_PER_PARTITION)
+    if int(npartitions) != npartitions or npartitions < 1:
+        raise InputError(f"npartitions must be an integer >= 1, got {npartitions!r}")
+    nparts = min(int(npartitions), n_blocks)
+    knowledge = medical_knowledge(seed, det=det)
+    cum = np.cumsum(knowledge.tables[0][:, 0, :], axis=1)  # (18, 19)
+    edges = [p * n_blocks // nparts for p in range(nparts + 1)]  # block ranges
+    starts = [min(e * VIEW_BLOCK_ROWS, n_rows) for e in edges]
+    kwargs = {"n_rows": n_rows, "seed": int(seed), "view": view, "cum": cum}
+    meta = _view_blocks(0, 0, **kwargs)
+    return dd.from_map(
+        _view_blocks,
+        edges[:-1],
+        edges[1:],
+        meta=meta,
+        divisions=(*starts[:-1], n_rows - 1),
+        label="medical-view",
+        enforce_metadata=False,
+        **kwargs,
+    )
+
+
+# --------------------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------------------
 
@@ -607,6 +765,13 @@ def write_history(
     out = Path(out_dir)
     (out / "knowledge").mkdir(parents=True, exist_ok=True)
     mh.history.to_parquet(out / "history.parquet", index=False)
+    return _write_knowledge_and_policy(out, mh, policy_extra)
+
+
+def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> Path:
+    """``knowledge/dk.npz``, ``knowledge/dk-{1,2,3}.npz`` and ``policy.toml`` of ``mh``
+    (uses ``mh.knowledge``, ``mh.config``, ``mh.values``; not ``mh.history``)."""
+    (out / "knowledge").mkdir(parents=True, exist_ok=True)
     mh.knowledge.save(out / "knowledge" / "dk.npz")
     for n in (1, 2, 3):
         mh.n_step(n).save(out / "knowledge" / f"dk-{n}.npz")
@@ -616,3 +781,57 @@ def write_history(
     path = out / "policy.toml"
     path.write_text(toml_dumps(policy), encoding="utf-8")
     return path
+
+
+def write_medical_view(
+    out_dir: str | Path,
+    n_rows: int,
+    *,
+    npartitions: int | None = None,
+    seed: int = 0,
+    attendance: float = 1.0,
+    det: float = 0.9,
+    weight_view_size: int = _DEFAULT_WEIGHT_VIEW_SIZE,
+    policy_extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write a one-view history of ``n_rows`` tuples, built in Dask, with its knowledge.
+
+    The large-scale counterpart of ``write_history(out_dir, medical_history(1, n_rows,
+    ...))``: ``out_dir/history.parquet`` is a Parquet *dataset* (a folder, one
+    ``part.<i>.parquet`` file per partition, written by the workers with
+    ``dask.dataframe.DataFrame.to_parquet``) holding :func:`medical_view_dask` ``(n_rows,
+    npartitions=npartitions, seed=seed, view=1, det=det)`` without its index; the knowledge
+    files and ``policy.toml`` are those :func:`write_history` writes for a one-view
+    :func:`medical_history` with the same ``seed``, ``attendance``, ``det`` and
+    ``weight_view_size`` (same model; the n-step tables come from the same weighting run).
+    Runs on the current Dask scheduler (a distributed Client if one is active). An existing
+    ``history.parquet`` (file or folder) is replaced.
+
+    Returns
+    -------
+    Path
+        The path of ``policy.toml``.
+    """
+    if int(weight_view_size) != weight_view_size or weight_view_size < 1:
+        raise InputError(f"weight_view_size must be an integer >= 1, got {weight_view_size!r}")
+    if not 0.0 < attendance <= 1.0:
+        raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    frame = medical_view_dask(n_rows, npartitions=npartitions, seed=seed, view=1, det=det)
+    config = {
+        "seed": int(seed),
+        "n_views": 1,
+        "view_size": int(n_rows),
+        "attendance": float(attendance),
+        "det": float(det),
+        "weight_view_size": int(weight_view_size),
+    }
+    knowledge = medical_knowledge(seed, det=det)
+    # the history lives in the Dask frame; the container only carries the model and config
+    mh = MedicalHistory(frame._meta, knowledge, VALUES, CLASS_MAP, config)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "history.parquet"
+    if target.is_file() or target.is_symlink():
+        target.unlink()
+    frame.to_parquet(target, write_index=False, overwrite=True)
+    return _write_knowledge_and_policy(out, mh, policy_extra)
