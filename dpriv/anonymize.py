@@ -35,7 +35,8 @@ class Generalized:
     ``assigned``: private frame of the kept tuples (id, QIs, ``_s`` sensitive code,
     ``_label`` int64 QI-group label, prior columns); ``released``: the public view V*
     (DESIGN.md "Released view"); ``n_suppressed``: tuples left out; ``divisions``: the
-    Hilbert ranges used (pass them back to reproduce the release on another path).
+    Hilbert ranges used (pass them back to reproduce the release on another path);
+    ``table``: the CreateQIG table (:func:`qig_table`, pandas, one row per QI-group).
     Both frames are pandas for a pandas input and Dask for a Dask input.
     """
 
@@ -43,6 +44,7 @@ class Generalized:
     released: pd.DataFrame | dd.DataFrame
     n_suppressed: int
     divisions: tuple | None
+    table: pd.DataFrame | None = None
 
 
 def hilbert_keys(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
@@ -414,18 +416,21 @@ def generalize_view(
         )
         table = qig_table(assigned, policy)
         rmeta = released_meta(policy, view._meta[policy.sensitive].dtype)
-        released = assigned.map_partitions(apply_qig, table, policy, meta=rmeta)
+        # one graph node for the table, not a copy per task
+        released = assigned.map_partitions(apply_qig, dask.delayed(table), policy, meta=rmeta)
         # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
         # quantile pass would run inside the scheduler's graph materialisation and hang)
         released = released.set_index("_order", divisions=_even_divisions(released.npartitions))
         released, assigned = steps.run("qig", released.reset_index()[list(rmeta.columns)], assigned)
     else:
         assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
-        released = create_qig(assigned, policy)
+        table = qig_table(assigned, policy)
+        released = apply_qig(assigned, table, policy)
         released = released.sort_values("_order", kind="stable").reset_index(drop=True)
         steps.lap("qig")
     known = divisions is not None and None not in divisions
-    return Generalized(assigned, released, n_suppressed, tuple(int(d) for d in divisions) if known else None)
+    divisions = tuple(int(d) for d in divisions) if known else None
+    return Generalized(assigned, released, n_suppressed, divisions, table)
 
 
 def _keyed_meta(meta: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

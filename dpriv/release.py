@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.verify import combine_reports, verify_release
-from dpriv.anonymize import GROUP, LABEL, SCODE, generalize_view
+from dpriv.anonymize import LABEL, SCODE, apply_qig, generalize_view, qig_table
 from dpriv.api import public, release_metrics, require, resolve_policy
 from dpriv.baselines import METHODS, baseline_view, verification_policy
 from dpriv.errors import InputError, PolicyError
@@ -222,16 +222,53 @@ def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.Data
 
 
 def check_qi_groups(
-    released: pd.DataFrame, assigned: pd.DataFrame, promised: ReleasePolicy, view_counts: np.ndarray
+    assigned: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy, promised: ReleasePolicy,
+    view_counts: np.ndarray,
 ) -> dict:
-    """Independent verification of a part of a release that holds whole QI-groups (released
-    rows and their private membership); the report plus the part's sensitive counts."""
-    report = verify_release(public(released), promised, view_counts=view_counts, assigned=assigned)
+    """Independent verification of a part of a release that holds whole QI-groups: their
+    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership.
+    The report, the part's sensitive counts and the order-free digest of its released rows."""
+    released = public(apply_qig(assigned, table, policy))
+    report = verify_release(released, promised, view_counts=view_counts, assigned=assigned)
     counts = np.bincount(
         codes(released[promised.sensitive], promised.sensitive_domain).clip(0),
         minlength=len(promised.sensitive_domain),
     )
-    return {**report.to_dict(), "s_counts": counts}
+    return {**report.to_dict(), "s_counts": counts, "digest": rows_digest(released)}
+
+
+def rows_digest(part: pd.DataFrame) -> int:
+    """Order-free digest of the public rows of ``part``: the sum of their row hashes (text
+    form, so dtypes a shuffle may change do not matter), modulo 2**64."""
+    cols = sorted(c for c in part.columns if not str(c).startswith("_"))
+    return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum()) % 2**64
+
+
+def verify_parts(
+    released: dd.DataFrame,
+    by_group: dd.DataFrame,
+    table: pd.DataFrame,
+    policy: ReleasePolicy,
+    promised: ReleasePolicy,
+    summary: ViewSummary,
+) -> dict:
+    """Verify a release part by part (``by_group``: its membership hash-partitioned by
+    QI-group) and check that ``released`` holds exactly the verified rows (digest).
+    Returns the combined report (:func:`dpriv.anonymity.verify.combine_reports`)."""
+    table_node = dask.delayed(table)
+    checks = [
+        dask.delayed(check_qi_groups)(part, table_node, policy, promised, summary.s_counts)
+        for part in by_group.to_delayed()
+    ]
+    written = [dask.delayed(rows_digest)(part) for part in released.to_delayed()]
+    reports, written = dask.compute(checks, written)
+    report = combine_reports(
+        reports, sum(r.pop("s_counts") for r in reports), summary.s_counts, policy.sensitive_domain
+    )
+    if sum(r.pop("digest") for r in reports) % 2**64 != sum(written) % 2**64:
+        report["ok"] = False
+        report["problems"].append("the released rows are not the verified rows (digest differs)")
+    return report
 
 
 def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
@@ -372,26 +409,17 @@ def release_view(
     (frame,) = steps.run("rbk", joined.map_partitions(with_revised_priors, tables, policy, window, meta=meta))
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
-        released, assigned = result.released, result.assigned
+        released, assigned, table = result.released, result.assigned, result.table
     else:  # the Mondrian baselines are in-memory (client) algorithms
         result = baseline_view(frame.compute().reset_index(drop=True), policy, method)
+        table = qig_table(result.assigned, policy)
         released = dd.from_pandas(result.released, npartitions=1, sort=False)
         assigned = dd.from_pandas(result.assigned, npartitions=1, sort=False)
         steps.lap("grouping")
-    parts = max(released.npartitions, 1)
-    rel_g, asg_g = steps.run(
-        "regroup", released.shuffle(GROUP, npartitions=parts), assigned.shuffle(LABEL, npartitions=parts)
-    )
-    promised = verification_policy(policy, method)
-    reports = dask.compute(
-        *[
-            dask.delayed(check_qi_groups)(r, a, promised, summary.s_counts)
-            for r, a in zip(rel_g.to_delayed(), asg_g.to_delayed())
-        ]
-    )
-    report = combine_reports(
-        reports, sum(r.pop("s_counts") for r in reports), summary.s_counts, policy.sensitive_domain
-    )
+    del frame
+    (asg_g,) = steps.run("regroup", assigned.shuffle(LABEL, npartitions=max(released.npartitions, 1)))
+    del assigned
+    report = verify_parts(released, asg_g, table, policy, verification_policy(policy, method), summary)
     require(report, policy, summary.n_rows, result.n_suppressed, f"release {index}")
     steps.lap("verify")
     posts = asg_g.map_partitions(group_posteriors, policy, meta=group_posteriors(asg_g._meta, policy))
