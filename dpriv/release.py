@@ -238,10 +238,21 @@ def check_qi_groups(
 
 
 def rows_digest(part: pd.DataFrame) -> int:
-    """Order-free digest of the public rows of ``part``: the sum of their row hashes (text
-    form, so dtypes a shuffle may change do not matter), modulo 2**64."""
-    cols = sorted(c for c in part.columns if not str(c).startswith("_"))
-    return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum()) % 2**64
+    """Order-free digest of the public rows of ``part``: the sum modulo 2**64 of their row
+    hashes, with integers as int64, other numbers as float64 and the rest as Python
+    objects (so a string dtype a shuffle may change does not matter)."""
+    row = np.zeros(len(part), dtype=np.uint64)
+    for c in sorted(c for c in part.columns if not str(c).startswith("_")):
+        x = part[c]
+        if pd.api.types.is_integer_dtype(x.dtype):
+            arr = x.to_numpy(dtype=np.int64)
+        elif pd.api.types.is_float_dtype(x.dtype):
+            arr = x.to_numpy(dtype=np.float64)
+        else:
+            arr = x.to_numpy(dtype=object)
+        with np.errstate(over="ignore"):
+            row = row * np.uint64(0x100000001B3) + pd.util.hash_array(arr, categorize=False)
+    return int(row.sum(dtype=np.uint64))
 
 
 def verify_parts(
@@ -375,6 +386,10 @@ def release_history(
     return ledger
 
 
+def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
+    return part.merge(state, on=column, how="left")
+
+
 def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
     return part.sort_values(column, kind="stable")
 
@@ -400,11 +415,13 @@ def release_view(
     the new state (persisted). Only per-part reports and metrics reach the client.
     """
     steps = Steps()
-    state = state if isinstance(state, dd.DataFrame) else dd.from_pandas(state, npartitions=1, sort=False)
     # hash join into a fixed number of partitions, rows sorted by id: each respondent's RBK
     # is computed in the same batch whether the state came from memory or the ledger
-    joined = view.merge(state, on=policy.id, how="left", npartitions=npartitions, broadcast=False)
-    joined = joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
+    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
+        joined = view.map_partitions(_join_state, state, policy.id)
+    else:
+        joined = view.merge(state, on=policy.id, how="left", npartitions=npartitions, broadcast=False)
+        joined = joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
     meta = with_revised_priors(joined._meta, tables, policy, window)
     (frame,) = steps.run("rbk", joined.map_partitions(with_revised_priors, tables, policy, window, meta=meta))
     if method == "jsreduce":
@@ -425,6 +442,8 @@ def release_view(
     posts = asg_g.map_partitions(group_posteriors, policy, meta=group_posteriors(asg_g._meta, policy))
     # a hash join into a fixed number of partitions: the state's bytes do not depend on
     # whether the previous state came from memory or from the ledger (resume)
+    if not isinstance(state, dd.DataFrame):
+        state = dd.from_pandas(state, npartitions=1, sort=False)
     merged = nullable_state(state).merge(posts, on=policy.id, how="outer", npartitions=npartitions)
     meta = empty_state(policy, window, state._meta[policy.id].dtype)
     new_state = merged.map_partitions(advance_state, policy, window, index, meta=meta)
