@@ -44,7 +44,7 @@ class Sampler:
     def __init__(self, client: Client, every: float = 0.1):
         self.me = psutil.Process(os.getpid())
         self.workers = [psutil.Process(p) for p in client.run(os.getpid).values()]
-        self.peak = {"client": 0, "worker_max": 0, "workers_sum": 0}
+        self.every, self.peak = every, {"client": 0, "worker_max": 0, "workers_sum": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -80,9 +80,13 @@ def floor_run(src: Path, out: Path, policy: ReleasePolicy, npartitions: int) -> 
     return round(time.perf_counter() - start, 3)
 
 
+def _keys(part: pd.DataFrame, policy: ReleasePolicy) -> pd.Series:
+    return pd.Series(hilbert_keys(part, policy))
+
+
 def balance(src: Path, policy: ReleasePolicy, npartitions: int) -> float:
     """Largest / smallest Hilbert range with the release's divisions (exact key histogram)."""
-    keys = dd.read_parquet(src).map_partitions(lambda p: pd.Series(hilbert_keys(p, policy)))
+    keys = dd.read_parquet(src).map_partitions(_keys, policy, meta=pd.Series(dtype="uint64"))
     hist = keys.value_counts().compute().sort_index()
     divisions = balanced_divisions(hist, npartitions)
     edges = np.searchsorted(hist.index.to_numpy(np.uint64), np.asarray(divisions[1:-1], np.uint64))
