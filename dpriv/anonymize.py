@@ -91,6 +91,15 @@ def add_keys(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     )
 
 
+def secret_policy(policy: ReleasePolicy, summary: ViewSummary) -> ReleasePolicy:
+    """``policy`` with its seed mixed with the view's private content digest: the seed of
+    the tie-break keys, QI-group labels and released row order. Those must not be a function
+    of the ids and the (public, stored) seed alone, or anyone knowing the ids could line
+    them up with the released rows; the same view, policy and seed still give the same bytes."""
+    mixed = keyed(np.array([summary.content], dtype=np.uint64), policy.seed, "label")[0]
+    return policy.with_overrides(seed=int(mixed >> np.uint64(4)))
+
+
 def params_of(policy: ReleasePolicy) -> Params:
     return Params(
         k=policy.k,
@@ -379,6 +388,7 @@ def generalize_view(
     which they keep: drop it before publishing (the ledger and ``dpriv.api`` do).
     """
     steps = steps or Steps()
+    policy = secret_policy(policy, summary)
     counts = summary.s_counts
     if isinstance(view, dd.DataFrame):
         (keyed_view,) = steps.run(

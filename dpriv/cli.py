@@ -63,6 +63,8 @@ def command(fn):
         try:
             with warnings.catch_warnings():
                 warnings.showwarning = _show_warning
+                if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
+                    warnings.filterwarnings("ignore", message="Sending large graph")
                 return fn(*args, **kwargs)
         except (DprivError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             if debug:
@@ -392,16 +394,31 @@ def verify(
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
     k: K = None,
     t: T = None,
+    view: Annotated[
+        int | None, typer.Option(help="With a history as --original: the release index it was made from.")
+    ] = None,
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
     from dpriv.anonymity.verify import verify_release
     from dpriv.api import resolve_policy
+    from dpriv.errors import InputError
     from dpriv.io import read_table
     from dpriv.validate import codes
 
     pol = load_policy(policy, qi=qi, sensitive=sensitive, k=k, t=t)
     orig = read_table(original).compute()
+    if pol.time and pol.time in orig.columns:
+        times = sorted(orig[pol.time].unique().tolist())
+        if view is None and len(times) > 1:
+            raise InputError(
+                f"--original holds {len(times)} views ({pol.time} = {times[0]}..{times[-1]}); t is "
+                f"checked against the view a release was made from: pass --view <index>"
+            )
+        if view is not None:
+            orig = orig[orig[pol.time] == view]
+            if orig.empty:
+                raise InputError(f"--original has no rows with {pol.time} = {view}; it holds {times[:10]}")
     pol, _ = resolve_policy(orig, pol)
     rel = read_table(released).compute()
     c = codes(orig[pol.sensitive], pol.sensitive_domain)
@@ -411,6 +428,8 @@ def verify(
             typer.echo(f"{key:>12}: {val}")
     for p in report.problems[:20]:
         typer.echo(f"  FAIL {p}")
+    if len(report.problems) > 20:
+        typer.echo(f"  ... and {len(report.problems) - 20} more problems")
     if not report.ok:
         raise typer.Exit(2)
 

@@ -118,10 +118,11 @@ class Ledger:
 
     # -- policy -------------------------------------------------------------------------
     def check_policy(self, fingerprint: dict[str, Any]) -> None:
-        """Record the policy on first use; refuse a different one later."""
+        """Refuse a policy other than the recorded one; a new ledger records it with its
+        first commit (so a first release that fails leaves no policy behind)."""
         path = self.root / POLICY
         if not path.exists():
-            _atomic_write(path, json.dumps(fingerprint, indent=2, sort_keys=True).encode())
+            self._pending_policy = fingerprint
             return
         stored = json.loads(path.read_text())
         if stored != json.loads(json.dumps(fingerprint, sort_keys=True)):
@@ -137,6 +138,7 @@ class Ledger:
 
         stored = json.loads((self.root / POLICY).read_text())
         stored.pop("method", None)
+        stored.pop("knowledge_sha256", None)
         return ReleasePolicy.from_dict(stored)
 
     # -- one release --------------------------------------------------------------------
@@ -182,6 +184,9 @@ class Ledger:
             seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
             metrics = {**metrics, "seconds": seconds}
         _atomic_write(rdir / "metrics.json", json.dumps(metrics, indent=2, default=_json_default).encode())
+        pending = getattr(self, "_pending_policy", None)
+        if pending is not None and not (self.root / POLICY).exists():
+            _atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
         manifest = self.manifest()
         manifest["releases"].append({"index": index, **entry})
         self._write_manifest(manifest)

@@ -22,6 +22,7 @@ the repair's leftovers and group statistics, metrics.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.verify import combine_reports, verify_release
-from dpriv.anonymize import LABEL, SCODE, apply_qig, generalize_view, qig_table
+from dpriv.anonymize import LABEL, SCODE, apply_qig, generalize_view, qig_table, secret_policy
 from dpriv.api import public, release_metrics, require, resolve_policy
 from dpriv.baselines import METHODS, baseline_view, verification_policy
 from dpriv.errors import InputError, PolicyError
@@ -52,6 +53,7 @@ class DefenderKnowledge:
 
     source: str
     tables: MarkovTables | None = None  # None for "ie": mined from the views released so far
+    digest: str | None = None  # sha256 of the table file: a ledger keeps its knowledge
 
     @property
     def order(self) -> int:
@@ -96,7 +98,7 @@ def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
             f"knowledge {path} is over {list(tables.values)[:5]}..., not the sensitive "
             f"domain {policy.sensitive_domain[:5]}..."
         )
-    return DefenderKnowledge(source, tables)
+    return DefenderKnowledge(source, tables, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def view_hash(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> str:
@@ -358,8 +360,8 @@ def release_history(
         except (InputError, PolicyError) as exc:
             raise type(exc)(f"{policy.time} = {i}: {exc}") from None
     ledger = Ledger(ledger_dir, create=True)
-    ledger.check_policy({**policy.fingerprint(), "method": method})
     knowledge = defender_knowledge(policy)
+    ledger.check_policy({**policy.fingerprint(), "method": method, "knowledge_sha256": knowledge.digest})
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = (history._meta if isinstance(history, dd.DataFrame) else history)[policy.id].dtype
@@ -428,7 +430,7 @@ def release_view(
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned, table = result.released, result.assigned, result.table
     else:  # the Mondrian baselines are in-memory (client) algorithms
-        result = baseline_view(frame.compute().reset_index(drop=True), policy, method)
+        result = baseline_view(frame.compute().reset_index(drop=True), secret_policy(policy, summary), method)
         table = qig_table(result.assigned, policy)
         released = dd.from_pandas(result.released, npartitions=1, sort=False)
         assigned = dd.from_pandas(result.assigned, npartitions=1, sort=False)

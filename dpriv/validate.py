@@ -28,10 +28,34 @@ GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
 
 @dataclass(frozen=True)
 class ViewSummary:
-    """What validation learned about a view: its size and its sensitive counts (M,) int64."""
+    """What validation learned about a view: its size, its sensitive counts (M,) int64 and
+    ``content``, a 64-bit digest of all its rows (:func:`content_digest`; private)."""
 
     n_rows: int
     s_counts: np.ndarray
+    content: int = 0
+
+
+def content_digest(part: pd.DataFrame, policy: ReleasePolicy) -> int:
+    """Sum modulo 2**64 of a mixed hash of every row's id, QIs and sensitive value.
+
+    Order-free (partition by partition), the same for pandas and Dask dtypes of the same
+    values. It keys the released row order and the QI-group labels (with the seed): they
+    cannot be predicted from ids and the seed without every row's sensitive value.
+    """
+    row = pd.util.hash_array(np.asarray(part[policy.id]), categorize=False).astype(np.uint64)
+    cols = [
+        part[q].to_numpy(dtype=np.float64)
+        if policy.kind(q) == "numeric"
+        else codes(part[q], policy.domains[q])
+        for q in policy.qi
+    ]
+    cols.append(codes(part[policy.sensitive], policy.sensitive_domain))
+    with np.errstate(over="ignore"):
+        for col in cols:
+            row = row * np.uint64(0x100000001B3) ^ pd.util.hash_array(col, categorize=False)
+        row = (row ^ (row >> np.uint64(31))) * np.uint64(0xBF58476D1CE4E5B9)
+    return int(row.sum(dtype=np.uint64))
 
 
 def codes(values: pd.Series | np.ndarray, domain: list) -> np.ndarray:
@@ -237,19 +261,27 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         )
         problems = view.map_partitions(partition_problems, policy, meta=meta)
         counts = view.map_partitions(
-            lambda p: pd.DataFrame([_s_counts(p, policy)]),
-            meta=pd.DataFrame({i: pd.Series(dtype="int64") for i in range(len(policy.sensitive_domain))}),
+            _counts_and_digest,
+            policy,
+            meta=pd.DataFrame(
+                {
+                    **{i: pd.Series(dtype="int64") for i in range(len(policy.sensitive_domain))},
+                    "digest": pd.Series(dtype=object),
+                }
+            ),
         )
         ids = view[policy.id].value_counts()
         dups = ids[ids > 1]
         problems, counts, dups, n = dask.compute(
             problems, counts, dups.head(MAX_ROWS_SHOWN, npartitions=-1), view.shape[0]
         )
-        s_counts = counts.sum(axis=0).to_numpy(dtype=np.int64)
+        s_counts = counts.drop(columns="digest").sum(axis=0).to_numpy(dtype=np.int64)
+        content = sum(int(d) for d in counts["digest"]) % 2**64
     else:
         problems = partition_problems(view, policy)
         vc = view[policy.id].value_counts()
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
+        content = _safe_digest(view, policy)
     if len(problems):
         raise InputError(_first_problem(problems))
     if len(dups):
@@ -261,4 +293,17 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         raise InputError("the view is empty: there is nothing to release")
     if policy.k > n:
         raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data")
-    return ViewSummary(int(n), s_counts)
+    return ViewSummary(int(n), s_counts, content)
+
+
+def _counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    out = pd.DataFrame([_s_counts(part, policy)])
+    out["digest"] = pd.Series([_safe_digest(part, policy)], dtype=object)
+    return out
+
+
+def _safe_digest(part: pd.DataFrame, policy: ReleasePolicy) -> int:
+    try:
+        return content_digest(part, policy)
+    except (TypeError, ValueError):  # bad rows: validation refuses the view anyway
+        return 0

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpriv._random import keyed, stable_hash
 from dpriv.anonymity.divergence import emd, group_js
 from dpriv.anonymize import LABEL, generalize_view
 from dpriv.policy import ReleasePolicy
@@ -160,3 +161,26 @@ def test_balanced_divisions_cut_the_exact_histogram_into_near_equal_ranges():
     part = np.searchsorted(np.asarray(div[1:-1], dtype=np.uint64), keys, side="right")  # set_index rule
     sizes = np.bincount(part, weights=hist.to_numpy())
     assert len(sizes) == 12 and sizes.max() / sizes.min() <= 1.5
+
+
+def test_row_order_and_labels_cannot_be_predicted_from_ids_and_the_seed():
+    """The seed is stored in the ledger; an attacker who knows the ids must not be able to
+    line them up with the released rows (order) or name a member of a group (label)."""
+    view = make_view(seed=5)
+    out = run(view)
+    rel, asg = out.released, out.assigned
+    ids = asg["respondent_id"].to_numpy()
+    # the attack that worked when the keys were f(id, seed): sort the kept ids by the key
+    guess = asg.iloc[np.argsort(keyed(stable_hash(ids), POLICY.seed, "order"), kind="stable")]
+    p = rel["exam"].value_counts(normalize=True)
+    chance = float((p**2).sum())  # two random rows share a value
+    assert (guess["exam"].to_numpy() == rel["exam"].to_numpy()).mean() < chance + 0.1
+    ties = keyed(stable_hash(view["respondent_id"].to_numpy()), POLICY.seed, "tie")
+    named = set((keyed(ties, POLICY.seed, "label") >> np.uint64(1)).astype(np.int64).tolist())
+    assert named.isdisjoint(set(rel["qi_group"].tolist()))
+    # one sensitive value changed anywhere re-keys the whole order; the same view does not
+    other = view.copy()
+    other.loc[0, "exam"] = next(v for v in VALUES if v != other.loc[0, "exam"])
+    rekeyed = run(other).released
+    assert set(rekeyed["qi_group"]).isdisjoint(set(rel["qi_group"]))
+    pd.testing.assert_frame_equal(run(view).released, rel)

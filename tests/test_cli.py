@@ -616,3 +616,23 @@ def test_attack_and_generate_pbc_commands(tmp_path, shared_data):
     )
     assert res.exit_code == 0, res.output
     assert pd.read_parquet(tmp_path / "pbc" / "history.parquet")["respondent_id"].nunique() == 312
+
+
+def test_verify_a_ledger_release_against_its_view_of_the_history(cli, tmp_path):
+    from dpriv.policy import ReleasePolicy
+    from dpriv.release import release_history
+
+    mh = medical_history(n_views=2, view_size=400, seed=4)
+    policy_path = write_history(tmp_path, mh)
+    policy = ReleasePolicy.from_toml(policy_path, t=0.5, j=0.8)
+    release_history(mh.history, policy, tmp_path / "led")
+    released = tmp_path / "led" / "releases" / "2" / "view.parquet"
+    hist = tmp_path / "history.parquet"
+    res = cli("verify", released, "--original", hist, "--policy", policy_path, "--t", "0.5")
+    assert res.exit_code == 2 and "pass --view" in res.stderr
+    res = cli("verify", released, "--original", hist, "--policy", policy_path, "--t", "0.5", "--view", "2")
+    assert res.exit_code == 0, res.output
+    assert "ok: True" in res.stdout
+    # an index the history does not hold is refused
+    res1 = cli("verify", released, "--original", hist, "--policy", policy_path, "--t", "0.5", "--view", "9")
+    assert res1.exit_code == 2 and "no rows with view = 9" in res1.stderr

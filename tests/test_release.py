@@ -1,5 +1,7 @@
+import hashlib
 import json
 import os
+import shutil
 import stat
 
 import numpy as np
@@ -8,7 +10,8 @@ import pytest
 
 import dpriv.ledger as ledger_mod
 from dpriv.datasets import medical_history, write_history
-from dpriv.errors import InputError, LedgerError
+from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import empty_state, release_history, revised_priors, update_state
@@ -123,3 +126,26 @@ def test_first_timers_get_bk_sv_and_returning_respondents_their_own_state(settin
     cls = tables.classes.classify(later)
     np.testing.assert_allclose(rbk[0], tables.tables[1][cls[0], 0])  # context <liver_1>
     np.testing.assert_allclose(rbk[1], tables.tables[1][cls[1], 5])  # context <hiv_1>
+
+
+def test_a_refused_first_release_records_no_policy_and_knowledge_is_pinned(setting, tmp_path):
+    mh, policy = setting
+    src = policy.knowledge_path("dk")
+    own = tmp_path / "dk.npz"  # a knowledge file of this ledger's own, changed in place below
+    shutil.copy(src, own)
+    policy = policy.with_overrides(knowledge={**policy.knowledge, "dk": str(own)})
+    strict = policy.with_overrides(t=0.0, j=0.0, max_suppression=0.05)
+    with pytest.raises(PolicyError, match="max_suppression"):
+        release_history(mh.history, strict, tmp_path / "led")
+    assert not (tmp_path / "led" / "policy.json").exists()
+    led = release_history(mh.history, policy, tmp_path / "led", until=1)  # the advised fix works
+    assert led.last_index() == 1
+    stored = json.loads((tmp_path / "led" / "policy.json").read_text())
+    assert stored["knowledge_sha256"] == hashlib.sha256(own.read_bytes()).hexdigest()
+    tables = MarkovTables.load(own)
+    flat = MarkovTables(
+        tables.values, tables.classes, [np.full_like(t, 1 / t.shape[-1]) for t in tables.tables]
+    )
+    flat.save(own)  # same path, another model
+    with pytest.raises(LedgerError, match=r"\['knowledge_sha256'\]"):
+        release_history(mh.history, policy, tmp_path / "led")
