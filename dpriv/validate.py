@@ -214,22 +214,20 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
                 (part[name].notna() & (text.str.strip() == "")).to_numpy(),
                 f"categorical QI {name!r} has empty strings; give them a level or drop the rows",
             )
-            add(
-                3,
-                name,
-                (part[name].notna() & (codes(part[name], policy.domains[name]) < 0)).to_numpy(),
-                f"categorical QI {name!r} has values not among its declared levels "
-                f"{policy.domains[name][:8]}: add them to [domains] or correct the data",
-            )
-    s = part[policy.sensitive]
-    add(
-        3,
-        policy.sensitive,
-        (s.notna() & (codes(s, policy.sensitive_domain) < 0)).to_numpy(),
-        f"sensitive column {policy.sensitive!r} has values outside its domain "
-        f"{policy.sensitive_domain[:8]}: add them to [domains] or correct the data",
-    )
+            _add_unknown(add, part, name, policy.domains[name], f"categorical QI {name!r}", "levels")
+    sensitive = f"sensitive column {policy.sensitive!r}"
+    _add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain")
     return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
+
+
+def _add_unknown(add, part: pd.DataFrame, name: str, domain: list, what: str, kind: str) -> None:
+    """A problem for values of ``name`` that are not in ``domain``, naming a few of them."""
+    bad = (part[name].notna() & (codes(part[name], domain) < 0)).to_numpy()
+    if bad.any():
+        values = pd.unique(part[name].to_numpy()[bad])[:5].tolist()
+        shown = f"{domain[:8]}" + (f" (+{len(domain) - 8} more)" if len(domain) > 8 else "")
+        message = f"{what} has values {values} not in its declared {kind} {shown}: "
+        add(3, name, bad, message + "add them to [domains] or correct the data")
 
 
 def _s_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
