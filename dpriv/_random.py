@@ -30,3 +30,13 @@ def keyed(base: np.ndarray, seed: int, purpose: str) -> np.ndarray:
     """uint64 pseudo-random key per element of ``base`` (uint64) for ``seed`` and ``purpose``."""
     salt = _splitmix64(np.array([seed * 16 + _PURPOSES[purpose]], dtype=np.uint64))[0]
     return _splitmix64(np.asarray(base, dtype=np.uint64) ^ salt)
+
+
+def row_hashes(columns: list[np.ndarray]) -> np.ndarray:
+    """uint64 hash per row of equal-length columns (each hashed by value, then mixed in
+    order); sum them for an order-free digest of a frame."""
+    row = np.zeros(len(columns[0]) if columns else 0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in columns:
+            row = row * np.uint64(0x100000001B3) ^ pd.util.hash_array(np.asarray(col), categorize=False)
+        return (row ^ (row >> np.uint64(31))) * np.uint64(0xBF58476D1CE4E5B9)

@@ -32,6 +32,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._random import row_hashes
 from dpriv.anonymity.verify import combine_reports, verify_release
 from dpriv.anonymize import LABEL, SCODE, apply_qig, generalize_view, qig_table, secret_policy
 from dpriv.api import public, release_metrics, require, resolve_policy
@@ -99,21 +100,6 @@ def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
             f"domain {policy.sensitive_domain[:5]}..."
         )
     return DefenderKnowledge(source, tables, hashlib.sha256(path.read_bytes()).hexdigest())
-
-
-def view_hash(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> str:
-    """Order-free fingerprint of a view's policy columns (a re-run must bring the same input):
-    the sum modulo 2**64 of the row hashes, so a Dask view is hashed partition by partition."""
-    cols = [policy.id, *policy.qi, policy.sensitive]
-    if isinstance(view, dd.DataFrame):
-        total = sum(dask.compute(*[dask.delayed(_hash_sum)(p, cols) for p in view.to_delayed()]))
-    else:
-        total = _hash_sum(view, cols)
-    return format(total % 2**64, "016x")
-
-
-def _hash_sum(part: pd.DataFrame, cols: list[str]) -> int:
-    return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum())
 
 
 STATE = ("n_post", "last_release", "last_group")
@@ -243,18 +229,14 @@ def rows_digest(part: pd.DataFrame) -> int:
     """Order-free digest of the public rows of ``part``: the sum modulo 2**64 of their row
     hashes, with integers as int64, other numbers as float64 and the rest as Python
     objects (so a string dtype a shuffle may change does not matter)."""
-    row = np.zeros(len(part), dtype=np.uint64)
+    cols = []
     for c in sorted(c for c in part.columns if not str(c).startswith("_")):
         x = part[c]
         if pd.api.types.is_integer_dtype(x.dtype):
-            arr = x.to_numpy(dtype=np.int64)
-        elif pd.api.types.is_float_dtype(x.dtype):
-            arr = x.to_numpy(dtype=np.float64)
+            cols.append(x.to_numpy(dtype=np.int64))
         else:
-            arr = x.to_numpy(dtype=object)
-        with np.errstate(over="ignore"):
-            row = row * np.uint64(0x100000001B3) + pd.util.hash_array(arr, categorize=False)
-    return int(row.sum(dtype=np.uint64))
+            cols.append(x.to_numpy(dtype=np.float64 if pd.api.types.is_float_dtype(x.dtype) else object))
+    return int(row_hashes(cols).sum(dtype=np.uint64))
 
 
 def verify_parts(
@@ -369,7 +351,7 @@ def release_history(
     nparts = npartitions or policy.npartitions or 2
     for i in indices:
         view = _view(history, policy, i)
-        digest = view_hash(view, policy)
+        digest = summaries[i].input_sha
         if i in committed:
             if committed[i]["input_sha"] != digest:
                 raise InputError(

@@ -16,6 +16,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._random import row_hashes
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 
@@ -28,12 +29,14 @@ GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
 
 @dataclass(frozen=True)
 class ViewSummary:
-    """What validation learned about a view: its size, its sensitive counts (M,) int64 and
-    ``content``, a 64-bit digest of all its rows (:func:`content_digest`; private)."""
+    """What validation learned about a view: its size, its sensitive counts (M,) int64,
+    ``content``, a 64-bit digest of all its rows (:func:`content_digest`; private) and
+    ``input_sha``, its public fingerprint (:func:`input_fingerprint`, 16 hex digits)."""
 
     n_rows: int
     s_counts: np.ndarray
     content: int = 0
+    input_sha: str = ""
 
 
 def content_digest(part: pd.DataFrame, policy: ReleasePolicy) -> int:
@@ -43,19 +46,24 @@ def content_digest(part: pd.DataFrame, policy: ReleasePolicy) -> int:
     values. It keys the released row order and the QI-group labels (with the seed): they
     cannot be predicted from ids and the seed without every row's sensitive value.
     """
-    row = pd.util.hash_array(np.asarray(part[policy.id]), categorize=False).astype(np.uint64)
     cols = [
-        part[q].to_numpy(dtype=np.float64)
-        if policy.kind(q) == "numeric"
-        else codes(part[q], policy.domains[q])
-        for q in policy.qi
+        part[policy.id].to_numpy(),
+        *(
+            part[q].to_numpy(dtype=np.float64)
+            if policy.kind(q) == "numeric"
+            else codes(part[q], policy.domains[q])
+            for q in policy.qi
+        ),
+        codes(part[policy.sensitive], policy.sensitive_domain),
     ]
-    cols.append(codes(part[policy.sensitive], policy.sensitive_domain))
-    with np.errstate(over="ignore"):
-        for col in cols:
-            row = row * np.uint64(0x100000001B3) ^ pd.util.hash_array(col, categorize=False)
-        row = (row ^ (row >> np.uint64(31))) * np.uint64(0xBF58476D1CE4E5B9)
-    return int(row.sum(dtype=np.uint64))
+    return int(row_hashes(cols).sum(dtype=np.uint64))
+
+
+def input_fingerprint(part: pd.DataFrame, policy: ReleasePolicy) -> int:
+    """Order-free fingerprint of the policy columns as text (the ledger's ``input_sha``: a
+    re-run must bring the same input); sum over partitions modulo 2**64."""
+    cols = [policy.id, *policy.qi, policy.sensitive]
+    return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum())
 
 
 def codes(values: pd.Series | np.ndarray, domain: list) -> np.ndarray:
@@ -265,6 +273,7 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
                 {
                     **{i: pd.Series(dtype="int64") for i in range(len(policy.sensitive_domain))},
                     "digest": pd.Series(dtype=object),
+                    "input": pd.Series(dtype=object),
                 }
             ),
         )
@@ -273,13 +282,13 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         problems, counts, dups, n = dask.compute(
             problems, counts, dups.head(MAX_ROWS_SHOWN, npartitions=-1), view.shape[0]
         )
-        s_counts = counts.drop(columns="digest").sum(axis=0).to_numpy(dtype=np.int64)
-        content = sum(int(d) for d in counts["digest"]) % 2**64
+        s_counts = counts.drop(columns=["digest", "input"]).sum(axis=0).to_numpy(dtype=np.int64)
+        content, fingerprint = (sum(int(d) for d in counts[c]) for c in ("digest", "input"))
     else:
         problems = partition_problems(view, policy)
         vc = view[policy.id].value_counts()
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
-        content = _safe_digest(view, policy)
+        content, fingerprint = _safe_digests(view, policy)
     if len(problems):
         raise InputError(_first_problem(problems))
     if len(dups):
@@ -291,17 +300,19 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         raise InputError("the view is empty: there is nothing to release")
     if policy.k > n:
         raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data")
-    return ViewSummary(int(n), s_counts, content)
+    return ViewSummary(int(n), s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))
 
 
 def _counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     out = pd.DataFrame([_s_counts(part, policy)])
-    out["digest"] = pd.Series([_safe_digest(part, policy)], dtype=object)
+    content, fingerprint = _safe_digests(part, policy)
+    out["digest"] = pd.Series([content], dtype=object)
+    out["input"] = pd.Series([fingerprint], dtype=object)
     return out
 
 
-def _safe_digest(part: pd.DataFrame, policy: ReleasePolicy) -> int:
+def _safe_digests(part: pd.DataFrame, policy: ReleasePolicy) -> tuple[int, int]:
     try:
-        return content_digest(part, policy)
+        return content_digest(part, policy), input_fingerprint(part, policy)
     except (TypeError, ValueError):  # bad rows: validation refuses the view anyway
-        return 0
+        return 0, 0

@@ -115,14 +115,7 @@ def setting(tmp_path_factory, scheduler):
     # the uninterrupted reference: the same command on the same kind of cluster (an in-process
     # release_history gives the same rows, but the Parquet metadata of the sensitive column
     # of the sensitive column can differ with the string dtype of the input frame)
-    done = subprocess.run(
-        [BIN / "dpriv", "release", history, "--ledger", out / "reference", "--policy", policy_path, *FLAGS,
-         "--scheduler", scheduler],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    release_cli(history, out / "reference", policy_path, scheduler)
     assert Ledger(out / "reference").last_index() == N_VIEWS
     return history, policy_path, out / "reference"
 
@@ -206,7 +199,8 @@ def run_and_kill(history: Path, policy: Path, ledger: Path, scheduler: str, kill
     return False, None, seen
 
 
-def resume_and_compare(history, policy, ledger, scheduler, reference) -> None:
+def release_cli(history, ledger, policy, scheduler) -> None:
+    """``dpriv release`` to the end, in a fresh process; it must succeed."""
     done = subprocess.run(
         [BIN / "dpriv", "release", history, "--ledger", ledger, "--policy", policy, *FLAGS,
          "--scheduler", scheduler],
@@ -215,6 +209,10 @@ def resume_and_compare(history, policy, ledger, scheduler, reference) -> None:
         timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def resume_and_compare(history, policy, ledger, scheduler, reference) -> None:
+    release_cli(history, ledger, policy, scheduler)
     assert snapshot(ledger) == reference
 
 

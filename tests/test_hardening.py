@@ -607,18 +607,23 @@ def _traversal_history() -> pd.DataFrame:
     return h.rename(columns={"weight": "../../weight", "exam_result": "../s"})
 
 
-def test_nothing_is_written_outside_the_ledger_root(tmp_path, monkeypatch):
-    h = _traversal_history()
-    policy = ReleasePolicy(
+def _traversal_policy(t: float) -> ReleasePolicy:
+    """Column names that look like paths (they must never become paths)."""
+    return ReleasePolicy(
         id="respondent_id",
         time="view",
         qi=["age", "gender", "../../weight"],
         sensitive="../s",
         k=3,
-        t=0.75,  # t = 0.7 hits the EMD boundary bug below (VerificationError)
+        t=t,
         j=2.0,
         knowledge={"defender": "ie"},
     )
+
+
+def test_nothing_is_written_outside_the_ledger_root(tmp_path, monkeypatch):
+    h = _traversal_history()
+    policy = _traversal_policy(t=0.75)  # t = 0.7 hits the EMD boundary bug below
     work = tmp_path / "a" / "b" / "c"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
@@ -657,16 +662,7 @@ def test_emd_boundary_group_is_never_built_then_refused(tmp_path):
     assert (num, den) == (1008, 1440) and not emd_within(num, den, 0.7)
     priors = np.full(19, 6 / 19)
     violation = _violation(group, 6, priors, 0.0, view_counts, 120, 0.7, 10.0, 0, 2.0)
-    policy = ReleasePolicy(
-        id="respondent_id",
-        time="view",
-        qi=["age", "gender", "../../weight"],
-        sensitive="../s",
-        k=3,
-        t=0.7,
-        j=2.0,
-        knowledge={"defender": "ie"},
-    )
+    policy = _traversal_policy(t=0.7)
     led = release_history(_traversal_history(), policy, tmp_path / "led")  # VerificationError today
     assert violation > 0 and led.last_index() == 2
 
