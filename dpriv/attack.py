@@ -35,8 +35,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymize import GROUP, LABEL
-from dpriv.api import resolve_policy
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.io import read_table
 from dpriv.knowledge.posterior import omega_posterior
@@ -44,15 +42,9 @@ from dpriv.knowledge.sequential import mine_sequences
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.release import (
-    DefenderKnowledge,
-    check_history,
-    defender_knowledge,
-    empty_state,
-    revised_priors,
-    update_state,
-)
-from dpriv.validate import codes
+from dpriv.released import GROUP, LABEL
+from dpriv.state import DefenderKnowledge, defender_knowledge, empty_state, revised_priors, update_state
+from dpriv.validate import check_history, codes, resolve_policy
 
 #: The knowledge specifications :func:`attack` accepts (``spm:PATH`` with a corpus file).
 KNOWLEDGE_NAMES = ("snapshot", "dk", "dk-1", "dk-2", "dk-3", "spm:PATH", "ie")

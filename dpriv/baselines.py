@@ -15,8 +15,8 @@ import pandas as pd
 
 from dpriv.anonymity.divergence import js_rows
 from dpriv.anonymity.mondrian import MondrianRelease, mondrian_view
-from dpriv.anonymize import unit_coords
 from dpriv.errors import PolicyError
+from dpriv.hilbert import unit_coords
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import kernel_prior
 from dpriv.policy import ReleasePolicy

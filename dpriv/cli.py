@@ -155,9 +155,9 @@ def anonymize(
     debug: Debug = False,
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j."""
-    from dpriv.api import anonymize as run
     from dpriv.cluster import dask_client
     from dpriv.io import ROW_ID, read_table
+    from dpriv.release import anonymize as run
 
     pol = load_policy(
         policy,
@@ -401,10 +401,9 @@ def verify(
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
     from dpriv.anonymity.verify import verify_release
-    from dpriv.api import resolve_policy
     from dpriv.errors import InputError
     from dpriv.io import read_table
-    from dpriv.validate import codes
+    from dpriv.validate import codes, resolve_policy
 
     pol = load_policy(policy, qi=qi, sensitive=sensitive, k=k, t=t)
     orig = read_table(original).compute()

@@ -163,17 +163,6 @@ class ReleasePolicy(BaseModel):
         """``p__<value>`` column names of a distribution over D[S] (DESIGN.md "Decisions")."""
         return [f"p__{v}" for v in self.sensitive_domain]
 
-    def bits(self) -> int:
-        """Bits per QI on the Hilbert grid (ALGORITHMS.md §2.2)."""
-        if self.hilbert_bits is not None:
-            return self.hilbert_bits
-        sizes = []
-        for q in self.qi:
-            dom = self.domains[q]
-            sizes.append(int(dom[1] - dom[0]) + 1 if self.kind(q) == "numeric" else len(dom))
-        p = max(1, int(np.ceil(np.log2(max(max(sizes), 2)))))
-        return min(p, 16, 64 // (len(self.qi) + self.prior_key))
-
     def knowledge_path(self, key: str) -> Path | None:
         if key not in self.knowledge:
             return None

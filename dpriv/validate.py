@@ -316,3 +316,45 @@ def _safe_digests(part: pd.DataFrame, policy: ReleasePolicy) -> tuple[int, int]:
         return content_digest(part, policy), input_fingerprint(part, policy)
     except (TypeError, ValueError):  # bad rows: validation refuses the view anyway
         return 0, 0
+
+
+def resolve_policy(
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+) -> tuple[ReleasePolicy, list[str]]:
+    """Fill the domains the policy does not declare from the data (computes those columns).
+
+    Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
+    view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text.
+    """
+    check_raw(view, policy)
+    if policy.is_resolved():
+        return policy, []
+    cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
+    sample = view[cols].compute() if isinstance(view, dd.DataFrame) else view[cols]
+    return policy.resolve(sample)
+
+
+def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
+    """The release indices 1..n of a history; refuses gaps and a missing time column."""
+    if not policy.time:
+        raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
+    missing_columns(history.columns, policy)
+    if policy.time not in history.columns:
+        raise InputError(f"missing time column {policy.time!r}; the input has {list(history.columns)}")
+    t = history[policy.time]
+    bad_type = not pd.api.types.is_integer_dtype(t.dtype)
+    if isinstance(t, dd.Series):
+        has_nan, idx = dask.compute(t.isna().any(), t.drop_duplicates())
+    else:
+        has_nan, idx = t.isna().any(), t.drop_duplicates()
+    if has_nan or bad_type:
+        raise InputError(
+            f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN)"
+        )
+    idx = sorted(int(i) for i in idx)
+    if idx != list(range(1, len(idx) + 1)):
+        raise InputError(
+            f"time column {policy.time!r} must hold consecutive release indices 1..n; "
+            f"found {idx[:10]}: renumber the views"
+        )
+    return idx

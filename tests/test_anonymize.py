@@ -6,8 +6,9 @@ import pytest
 
 from dpriv._random import keyed, stable_hash
 from dpriv.anonymity.divergence import emd, group_js
-from dpriv.anonymize import LABEL, generalize_view
+from dpriv.generalize import generalize_view
 from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL
 from dpriv.validate import validate_view
 
 VALUES = ["a", "b", "c", "d"]
@@ -139,7 +140,7 @@ def test_eight_ranges_give_the_same_release_as_one():
 
 
 def test_prior_key_adds_the_expected_rank_of_s_as_a_hilbert_dimension():
-    from dpriv.anonymize import hilbert_keys
+    from dpriv.hilbert import hilbert_keys
 
     view = make_view(n=4)
     view[["age", "gender", "weight"]] = [50, 1, 70]  # same QIs everywhere
@@ -151,7 +152,7 @@ def test_prior_key_adds_the_expected_rank_of_s_as_a_hilbert_dimension():
 
 
 def test_balanced_divisions_cut_the_exact_histogram_into_near_equal_ranges():
-    from dpriv.anonymize import balanced_divisions
+    from dpriv.hilbert import balanced_divisions
 
     rng = np.random.default_rng(0)
     keys = np.sort(rng.choice(2**15, 1800, replace=False)).astype(np.uint64)

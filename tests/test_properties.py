@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpriv.anonymity.verify import verify_release
-from dpriv.anonymize import generalize_view
-from dpriv.api import public
+from dpriv.generalize import generalize_view
 from dpriv.policy import ReleasePolicy
+from dpriv.released import public
 from dpriv.validate import validate_view
 
 EXAMPLES = int(os.environ.get("DPRIV_HYPOTHESIS_EXAMPLES", "25"))

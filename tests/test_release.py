@@ -14,7 +14,8 @@ from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.release import empty_state, release_history, revised_priors, update_state
+from dpriv.release import release_history
+from dpriv.state import empty_state, revised_priors, update_state
 
 
 @pytest.fixture(scope="module")

@@ -31,10 +31,10 @@ from dpriv.anonymity.verify import (
     group_statistics,
     verify_release,
 )
-from dpriv.anonymize import generalize_view
-from dpriv.api import public
 from dpriv.errors import VerificationError
+from dpriv.generalize import generalize_view
 from dpriv.policy import ReleasePolicy
+from dpriv.released import public
 from dpriv.validate import codes, validate_view
 
 # ------------------------------------------------------------------ a hand-computed release

@@ -33,9 +33,9 @@ import pandas as pd
 
 from dpriv._random import keyed, stable_hash
 from dpriv.anonymity.divergence import EQUAL, GROUNDS, ORDERED, emd_num_den, emd_within
-from dpriv.anonymize import LABEL, SCODE, create_qig
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL, SCODE, create_qig
 from dpriv.validate import codes, validate_view
 
 MODELS = ("k", "l", "t", "bt")
