@@ -6,7 +6,7 @@ of :class:`dpriv.steps.Steps`):
 * ``rbk``: the view joined with the respondent state on the id (hash join), RBK^sv per
   partition (E7; first-timers get BK^sv) -- :func:`with_revised_priors`;
 * ``keys``/``shuffle``/``grouping``/``repair``/``qig``: Generalize under (k, t, j) on Hilbert
-  ranges (:func:`dpriv.anonymize.generalize_view`);
+  ranges (:func:`dpriv.generalize.generalize_view`);
 * ``regroup``/``verify``: the release and its membership hash-partitioned by QI-group and
   verified part by part by the independent verifier (a failing release is never written);
 * ``pk``: PK^sv per QI-group (Ω-estimate, E14) and the new state (outer join on the id);
@@ -32,8 +32,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.verify import combine_reports, verify_release
-from dpriv.baselines import METHODS, baseline_view, verification_policy
+from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
+from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.knowledge.tables import MarkovTables
@@ -41,10 +41,10 @@ from dpriv.ledger import Ledger
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest, secret_policy
+from dpriv.sources import defender_knowledge
 from dpriv.state import (
     advance_state,
     attach_priors,
-    defender_knowledge,
     empty_state,
     group_posteriors,
     nullable_state,
@@ -55,17 +55,17 @@ from dpriv.validate import ViewSummary, check_history, codes, resolve_policy, va
 
 
 def check_qi_groups(
-    assigned: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy, promised: ReleasePolicy,
+    assigned: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy, method: str,
     view_counts: np.ndarray,
 ) -> dict:
     """Independent verification of a part of a release that holds whole QI-groups: their
     released rows (CreateQIG of ``assigned`` by ``table``) against their private membership.
     The report, the part's sensitive counts and the order-free digest of its released rows."""
     released = public(apply_qig(assigned, table, policy))
-    report = verify_release(released, promised, view_counts=view_counts, assigned=assigned)
+    report = verify_release(released, policy, view_counts=view_counts, assigned=assigned, method=method)
     counts = np.bincount(
-        codes(released[promised.sensitive], promised.sensitive_domain).clip(0),
-        minlength=len(promised.sensitive_domain),
+        codes(released[policy.sensitive], policy.sensitive_domain).clip(0),
+        minlength=len(policy.sensitive_domain),
     )
     return {**report.to_dict(), "s_counts": counts, "digest": rows_digest(released)}
 
@@ -75,7 +75,7 @@ def verify_parts(
     by_group: dd.DataFrame,
     table: pd.DataFrame,
     policy: ReleasePolicy,
-    promised: ReleasePolicy,
+    method: str,
     summary: ViewSummary,
 ) -> dict:
     """Verify a release part by part (``by_group``: its membership hash-partitioned by
@@ -83,7 +83,7 @@ def verify_parts(
     Returns the combined report (:func:`dpriv.anonymity.verify.combine_reports`)."""
     table_node = dask.delayed(table)
     checks = [
-        dask.delayed(check_qi_groups)(part, table_node, policy, promised, summary.s_counts)
+        dask.delayed(check_qi_groups)(part, table_node, policy, method, summary.s_counts)
         for part in by_group.to_delayed()
     ]
     written = [dask.delayed(rows_digest)(part) for part in released.to_delayed()]
@@ -225,7 +225,7 @@ def release_view(
     del frame
     (asg_g,) = steps.run("regroup", assigned.shuffle(LABEL, npartitions=max(released.npartitions, 1)))
     del assigned
-    report = verify_parts(released, asg_g, table, policy, verification_policy(policy, method), summary)
+    report = verify_parts(released, asg_g, table, policy, method, summary)
     require(report, policy, summary.n_rows, result.n_suppressed, f"release {index}")
     steps.lap("verify")
     posts = asg_g.map_partitions(group_posteriors, policy, meta=group_posteriors(asg_g._meta, policy))
@@ -282,3 +282,30 @@ def anonymize(
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
     return Anonymized(public(released).reset_index(drop=True), assigned, metrics, policy, notes)
+
+
+def verify_view(
+    released: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy, *, view: int | None = None
+) -> VerificationReport:
+    """Verify a released view against the original view it was made from (``dpriv verify``).
+
+    ``original`` may be a history (the policy's time column): ``view`` then picks the view
+    (required when it holds several). The policy's domains are resolved from that view; t is
+    checked against its sensitive distribution. Raises InputError / PolicyError.
+    """
+    if policy.time and policy.time in original.columns:
+        times = sorted(original[policy.time].unique().tolist())
+        if view is None and len(times) > 1:
+            raise InputError(
+                f"--original holds {len(times)} views ({policy.time} = {times[0]}..{times[-1]}); t is "
+                f"checked against the view a release was made from: pass --view <index>"
+            )
+        if view is not None:
+            original = original[original[policy.time] == view]
+            if original.empty:
+                raise InputError(f"--original has no rows with {policy.time} = {view}; it holds {times[:10]}")
+    policy, _ = resolve_policy(original, policy)
+    c = codes(original[policy.sensitive], policy.sensitive_domain)
+    return verify_release(
+        released, policy, view_counts=np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
+    )

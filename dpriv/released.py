@@ -7,14 +7,18 @@ generalized values per group (Algorithm 2, line 12) and its application to group
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from dpriv._random import keyed, row_hashes, stable_hash
-from dpriv.errors import InputError
-from dpriv.policy import ReleasePolicy
-from dpriv.validate import ViewSummary, codes
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy, codes
+
+if TYPE_CHECKING:
+    from dpriv.validate import ViewSummary
 
 #: Public column of the opaque QI-group label.
 GROUP = "qi_group"
@@ -23,6 +27,53 @@ GROUP = "qi_group"
 LABEL, SCODE = "_label", "_s"
 #: Private seeded shuffle key of the released rows (dropped before publishing).
 ORDER = "_order"
+
+#: Characters of a categorical value that the value-set string escapes with a backslash.
+SPECIAL = "\\,{}"
+
+
+# --------------------------------------------------------------------------------------
+# value sets: "{a,b}" (DESIGN.md "Released view")
+# --------------------------------------------------------------------------------------
+def escape_value(value: str) -> str:
+    """A categorical value as it stands in a value set: each of ``\\ , { }`` preceded by a
+    backslash (``"a,b"`` -> ``"a\\,b"``); any other value unchanged."""
+    if not any(ch in value for ch in SPECIAL):
+        return value
+    return "".join("\\" + ch if ch in SPECIAL else ch for ch in value)
+
+
+def value_set_items(text: str) -> list[str]:
+    """The values of one value-set string, unescaped: ``"{a\\,b,c}" -> ["a,b", "c"]``.
+    A cell without braces is a singleton; no other check (see :func:`parse_value_set`)."""
+    body = text[:-1]
+    if text.startswith("{") and text.endswith("}") and (len(body) - len(body.rstrip("\\"))) % 2 == 0:
+        text = text[1:-1]  # braces, unless the last one is escaped
+    if "\\" not in text:
+        return text.split(",")
+    items, cur, esc = [], [], False
+    for ch in text:
+        if esc:
+            cur.append(ch)
+            esc = False
+        elif ch == "\\":
+            esc = True
+        elif ch == ",":
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    return items
+
+
+def split_value_sets(cells: pd.Series) -> pd.Series:
+    """:func:`value_set_items` of every cell (a list per cell, on ``cells``' index)."""
+    text = cells.astype(str)
+    if not text.str.contains("\\", regex=False).any():  # the usual case: vectorised
+        braced = text.str.startswith("{") & text.str.endswith("}")
+        return text.where(~braced, text.str.slice(1, -1)).str.split(",")
+    return text.map(value_set_items)
 
 
 def secret_policy(policy: ReleasePolicy, summary: ViewSummary) -> ReleasePolicy:
@@ -89,7 +140,7 @@ def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) ->
     for c in gen.columns:
         out[c] = gen[c].to_numpy()
     out[policy.sensitive] = part[policy.sensitive].to_numpy()
-    out["_order"] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
+    out[ORDER] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
     return out
 
 
@@ -101,7 +152,7 @@ def create_qig(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
 def _value_sets(pairs: pd.DataFrame, q: str, domain: list) -> pd.Series:
     pairs = pd.DataFrame({LABEL: pairs[LABEL].to_numpy(), "c": codes(pairs[q], domain)}).drop_duplicates()
     pairs = pairs.sort_values([LABEL, "c"], kind="stable")
-    names = np.asarray([str(v) for v in domain], dtype=object)[pairs["c"].to_numpy()]
+    names = np.asarray([escape_value(str(v)) for v in domain], dtype=object)[pairs["c"].to_numpy()]
     return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",".join).map("{{{}}}".format)
 
 
@@ -110,7 +161,7 @@ def released_meta(policy: ReleasePolicy, sensitive_dtype) -> pd.DataFrame:
     for c in released_columns(policy)[1:-1]:
         cols[c] = pd.Series(dtype=object if c in policy.categorical_qi else "float64")
     cols[policy.sensitive] = pd.Series(dtype=sensitive_dtype)
-    cols["_order"] = pd.Series(dtype="uint64")
+    cols[ORDER] = pd.Series(dtype="uint64")
     return pd.DataFrame(cols)
 
 
@@ -145,13 +196,106 @@ def parse_value_set(text: str) -> tuple[str, ...]:
     InputError
         Empty set ``"{}"`` or an empty value (``"{a,,b}"``).
     """
-    s = str(text).strip()
-    if s.startswith("{") and s.endswith("}"):
-        s = s[1:-1]
-    parts = [p.strip() for p in s.split(",")]
+    parts = [p.strip() for p in value_set_items(str(text).strip())]
     if not parts or any(p == "" for p in parts):
         raise InputError(
             f"released value set {text!r} is empty or has an empty value; a categorical QI "
             "cell must look like {a,b} with values of the declared domain"
         )
     return tuple(dict.fromkeys(parts))
+
+
+MAX_LISTED = 20  # groups named per kind of problem; the rest are counted
+
+
+def _listed(prefix: str, items: list[str]) -> list[str]:
+    """Cap a list of per-group problems at MAX_LISTED lines, counting the rest."""
+    if len(items) > MAX_LISTED:
+        return [prefix + x for x in items[:MAX_LISTED]] + [f"{prefix}... and {len(items) - MAX_LISTED} more"]
+    return [prefix + x for x in items]
+
+
+def _names(labels) -> str:
+    labels = list(labels)
+    head = ", ".join(repr(_py(x)) for x in labels[:MAX_LISTED])
+    return head + (f" and {len(labels) - MAX_LISTED} more" if len(labels) > MAX_LISTED else "")
+
+
+def _py(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[str], list[str]]:
+    """Problems of the released columns and values; also the usable generalized QI columns."""
+    problems: list[str] = []
+    expected = released_columns(policy)
+    cols = list(released.columns)
+    if policy.id in cols:
+        problems.append(f"column {policy.id!r}: the respondent id must never be released")
+    private = [c for c in cols if str(c).startswith("_")]
+    if private:
+        problems.append(f"columns {private}: private columns (starting with '_') must not be released")
+    extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
+    if extra:
+        problems.append(f"columns {extra} are not part of the released format {expected}")
+    missing = [c for c in expected if c not in cols]
+    if missing:
+        problems.append(f"columns {missing} of the released format are missing")
+    usable: list[str] = []
+    has_group = GROUP in cols
+    for q in policy.qi:
+        if policy.kind(q) == "numeric":
+            lo, hi = f"{q}_min", f"{q}_max"
+            if lo not in cols or hi not in cols:
+                continue
+            bad = [
+                c
+                for c in (lo, hi)
+                if not (
+                    pd.api.types.is_numeric_dtype(released[c]) and not pd.api.types.is_bool_dtype(released[c])
+                )
+            ]
+            if bad:
+                problems.append(f"columns {bad}: interval bounds of numeric QI {q!r} must be numeric")
+                continue
+            nan = released[lo].isna() | released[hi].isna()
+            if nan.any():
+                problems.append(f"QI {q!r}: {int(nan.sum())} rows have a missing interval bound")
+            inverted = (released[lo] > released[hi]).to_numpy()
+            if inverted.any():
+                where = released.loc[inverted, GROUP].unique() if has_group else []
+                problems.append(
+                    f"QI {q!r}: {int(inverted.sum())} rows have {lo} > {hi}"
+                    + (f" (QI-groups {_names(where)})" if has_group else "")
+                )
+            usable += [lo, hi]
+        else:
+            if q not in cols:
+                continue
+            if q not in policy.domains:
+                raise PolicyError(f"categorical QI {q!r} has no domain; resolve the policy first")
+            names = {str(v) for v in policy.domains[q]}
+            sets = pd.Series(pd.unique(released[q].to_numpy()), dtype=object)
+            text = sets.astype(str)
+            shaped = sets.notna() & text.str.startswith("{") & text.str.endswith("}") & (text.str.len() > 2)
+            items = split_value_sets(text[shaped]).explode()
+            wrong = set(text[~shaped]) | set(text[np.unique(items.index[~items.isin(names)])])
+            if wrong:
+                problems.append(
+                    f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets "
+                    f"'{{a,b}}' of its levels {list(names)[:8]}"
+                )
+            usable.append(q)
+    if has_group and len(released):
+        if released[GROUP].isna().any():
+            problems.append(f"column {GROUP!r} has missing labels")
+        elif usable:
+            spread = released.groupby(GROUP, sort=True)[usable].nunique(dropna=False)
+            for c in usable:
+                bad = spread.index[spread[c].to_numpy() > 1]
+                if len(bad):
+                    problems.append(
+                        f"QI-groups {_names(bad)}: column {c!r} is not the same on all "
+                        "rows of the group (one interval / value set per group)"
+                    )
+    return problems, usable

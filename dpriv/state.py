@@ -10,9 +10,6 @@ Dask partition; the release loop (:mod:`dpriv.release`) and the adversary
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -20,67 +17,12 @@ import pandas as pd
 
 from dpriv.errors import PolicyError
 from dpriv.knowledge.posterior import omega_posterior
+from dpriv.knowledge.prior import class_counts, prior_from_counts
 from dpriv.knowledge.revision import revise
-from dpriv.knowledge.sequential import mine_sequences, single_class_map
 from dpriv.knowledge.tables import ClassMap, MarkovTables
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
 from dpriv.validate import codes
-
-
-@dataclass
-class DefenderKnowledge:
-    """The defender's model of the adversary: BK^sv and BK^seq tables, or IE mining."""
-
-    source: str
-    tables: MarkovTables | None = None  # None for "ie": mined from the views released so far
-    digest: str | None = None  # sha256 of the table file: a ledger keeps its knowledge
-
-    @property
-    def order(self) -> int:
-        return self.tables.order if self.tables is not None else 3
-
-    def at(self, history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, before: int) -> MarkovTables:
-        """Tables to revise with before release ``before`` (IE: mined from views < before;
-        the id, time and sensitive columns of those views are collected on the client)."""
-        if self.tables is not None:
-            return self.tables
-        past = history.loc[history[policy.time] < before, [policy.id, policy.time, policy.sensitive]]
-        if isinstance(past, dd.DataFrame):
-            past = past.compute()
-        frame = pd.DataFrame(
-            {
-                "respondent": past[policy.id].to_numpy(),
-                "time": past[policy.time].to_numpy(),
-                "s": codes(past[policy.sensitive], policy.sensitive_domain),
-            }
-        )
-        values = [str(v) for v in policy.sensitive_domain]
-        if frame.empty:  # nothing mined yet: uniform BK^sv and no sequential knowledge
-            m = len(values)
-            tabs = [np.full((1, 1, m), 1.0 / m)] + [np.zeros((1, m**L, m)) for L in range(1, self.order + 1)]
-            return MarkovTables(tuple(values), single_class_map(), tabs)
-        return mine_sequences(
-            frame, values, order=self.order, id_col="respondent", time_col="time", s_col="s"
-        )
-
-
-def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
-    """From ``[knowledge]``: ``defender`` names an entry (a .npz table file) or ``"ie"``."""
-    source = policy.knowledge.get("defender", "dk" if "dk" in policy.knowledge else "ie")
-    if source == "ie":
-        return DefenderKnowledge("ie")
-    path = policy.knowledge_path(source)
-    if path is None or not path.is_file():
-        raise PolicyError(f"[knowledge] {source!r} must name an existing .npz table file, got {path}")
-    tables = MarkovTables.load(path)
-    if list(tables.values) != [str(v) for v in policy.sensitive_domain]:
-        raise PolicyError(
-            f"knowledge {path} is over {list(tables.values)[:5]}..., not the sensitive "
-            f"domain {policy.sensitive_domain[:5]}..."
-        )
-    return DefenderKnowledge(source, tables, hashlib.sha256(path.read_bytes()).hexdigest())
-
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -207,9 +149,8 @@ def class_map(policy: ReleasePolicy, bins: int = 3) -> ClassMap:
 
 
 def _class_counts(part: pd.DataFrame, cmap: ClassMap, policy: ReleasePolicy) -> np.ndarray:
-    m = len(policy.sensitive_domain)
-    idx = cmap.classify(part) * m + codes(part[policy.sensitive], policy.sensitive_domain)
-    return np.bincount(idx, minlength=cmap.n_classes * m).reshape(cmap.n_classes, m)
+    s = codes(part[policy.sensitive], policy.sensitive_domain)
+    return class_counts(part, cmap, s, len(policy.sensitive_domain))
 
 
 def _with_priors(
@@ -242,7 +183,7 @@ def attach_priors(
             )
         else:
             counts = _class_counts(view, cmap, policy)
-        table = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+        table = prior_from_counts(counts)  # BK^sv per class (knowledge/prior.py, §2.5)
     else:
         raise PolicyError(f"prior must be one of {PRIORS}, got {prior!r}")
     if isinstance(view, dd.DataFrame):

@@ -18,7 +18,8 @@ import pandas as pd
 
 from dpriv._random import row_hashes
 from dpriv.errors import InputError, PolicyError
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, codes
+from dpriv.released import GROUP
 
 MAX_ROWS_SHOWN = 5
 _PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
@@ -66,18 +67,13 @@ def input_fingerprint(part: pd.DataFrame, policy: ReleasePolicy) -> int:
     return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum())
 
 
-def codes(values: pd.Series | np.ndarray, domain: list) -> np.ndarray:
-    """Position of every value in ``domain`` (int64, -1 when absent); numbers match by value."""
-    return pd.Index(domain).get_indexer(pd.Index(values)).astype(np.int64)
-
-
 def missing_columns(columns, policy: ReleasePolicy) -> None:
     """Raise InputError listing every policy column absent from ``columns``."""
     wanted = [policy.id, *policy.qi, policy.sensitive]
     absent = [c for c in wanted if c not in columns]
     if not absent:
         return
-    if "qi_group" in columns or any(f"{c}_min" in columns and f"{c}_max" in columns for c in absent):
+    if GROUP in columns or any(f"{c}_min" in columns and f"{c}_max" in columns for c in absent):
         raise InputError(
             f"missing column(s) {absent}; the input has {list(columns)}, which looks like a released "
             "(already generalized) view: dpriv releases original data only, feed the original view"

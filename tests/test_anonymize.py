@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from dpriv._random import keyed, stable_hash
-from dpriv.anonymity.divergence import emd, group_js
+from dpriv.divergence import emd, group_js
 from dpriv.generalize import generalize_view
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL
@@ -102,7 +102,8 @@ def test_dask_release_matches_pandas_on_same_ranges(npartitions):
         got = lazy.released.compute()
     expected = run(view, divisions=lazy.divisions)
     assert expected.n_suppressed == lazy.n_suppressed
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.released, check_dtype=False)
+    assert got.dtypes.equals(lazy.released._meta.dtypes)  # meta was honest
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.released)
 
 
 def test_same_seed_same_bytes_other_seed_other_labels():

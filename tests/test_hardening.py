@@ -20,16 +20,16 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import LocalCluster
+from conftest import random_view
 from typer.testing import CliRunner
 
 import dpriv.release as release_mod
 from dpriv import hilbert
-from dpriv.anonymity.divergence import emd, group_js, js_divergence
 from dpriv.anonymity.mondrian import mondrian_groups, mondrian_view, qi_grid_of
 from dpriv.anonymity.verify import verify_release
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
+from dpriv.divergence import emd, group_js, js_divergence
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hilbert import HKEY, TIE, add_keys, hilbert_keys, keyed_meta, unit_coords
@@ -59,34 +59,24 @@ def medical(tmp_path_factory):
 
 
 def small_view(n: int = 60, seed: int = 0, sensitive=None) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame(
-        {
-            "rid": np.arange(n),
-            "age": rng.integers(45, 75, n),
-            "weight": rng.integers(60, 90, n),
-            "gender": rng.choice(["F", "M"], n),
-            "s": rng.choice(list("abc"), n) if sensitive is None else sensitive,
-        }
-    )
+    return random_view(n, seed, id="rid", qi=("age", "weight", "gender"), sensitive="s", values=sensitive)
 
 
 LOOSE = ReleasePolicy(id="rid", qi=["age", "weight", "gender"], sensitive="s", k=3, t=0.9, j=5.0)
 
 
 @pytest.fixture(scope="module")
-def cli():
+def cli(scheduler):
     """typer's CliRunner on one in-process cluster (no worker start-up per command)."""
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster:
-        runner = CliRunner()
+    runner = CliRunner()
 
-        def run(*args):
-            args = [str(a) for a in args]
-            if args[0] in ("anonymize", "release"):
-                args += ["--scheduler", cluster.scheduler_address]
-            return runner.invoke(app, args)
+    def run(*args):
+        args = [str(a) for a in args]
+        if args[0] in ("anonymize", "release"):
+            args += ["--scheduler", scheduler]
+        return runner.invoke(app, args)
 
-        yield run
+    return run
 
 
 def tree(root: Path) -> set[str]:
@@ -644,8 +634,8 @@ def test_nothing_is_written_outside_the_ledger_root(tmp_path, monkeypatch):
 
 
 def test_emd_boundary_group_is_never_built_then_refused(tmp_path):
-    from dpriv.anonymity.divergence import emd_num_den, emd_within
     from dpriv.anonymity.generalize import _violation
+    from dpriv.divergence import emd_num_den, emd_within
 
     view_counts = np.array([12, 7, 12, 5, 4, 13, 10, 1, 0, 0, 12, 5, 4, 3, 16, 5, 2, 6, 3], dtype=np.int64)
     group = np.array([1, 0, 2, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0], dtype=np.int64)

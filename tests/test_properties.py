@@ -78,4 +78,5 @@ def check_release(view, policy, npartitions):
     with dask.config.set(scheduler="sync"):
         lazy = generalize_view(dd.from_pandas(view, npartitions=2), policy, summary, npartitions=npartitions)
         got = lazy.released.compute().reset_index(drop=True)
-    pd.testing.assert_frame_equal(got, one.released, check_dtype=False)
+    assert got.dtypes.equals(lazy.released._meta.dtypes)  # meta was honest
+    pd.testing.assert_frame_equal(got, one.released)

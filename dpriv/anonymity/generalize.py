@@ -19,7 +19,7 @@ Over Dask, :func:`first_pass` runs on each Hilbert range in a chain (each range 
 its open tail to the next), and :func:`repair` runs once over the leftovers of all ranges
 with the statistics of all groups: the result is the same for any partitioning. What the
 repair cannot place is suppressed.
-EMD decisions use exact integer counts (:mod:`dpriv.anonymity.divergence`).
+EMD decisions use exact integer counts (:mod:`dpriv.divergence`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpriv.anonymity.divergence import emd_num_den, emd_within, entropy, js_from_sums
+from dpriv.divergence import emd_num_den, emd_within, entropy, js_from_sums
 
 UNGROUPED = -1
 _TINY = np.finfo(np.float64).tiny

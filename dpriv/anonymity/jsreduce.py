@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.divergence import EQUAL, GROUNDS
 from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
+from dpriv.divergence import EQUAL, GROUNDS
 from dpriv.hilbert.keys import HKEY, TIE, unit_coords
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels

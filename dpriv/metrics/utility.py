@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.errors import InputError
-from dpriv.released import parse_value_set
+from dpriv.released import GROUP, parse_value_set
 
 __all__ = [
     "average_class_size",
@@ -41,7 +41,6 @@ __all__ = [
     "utility_metrics",
 ]
 
-GROUP_COLUMN = "qi_group"
 
 
 def _is_dask(obj: Any) -> bool:
@@ -72,7 +71,7 @@ def group_table(
     numeric_domains: Mapping[str, tuple[float, float]],
     categorical_domains: Mapping[str, Sequence[str]],
     *,
-    group_column: str = GROUP_COLUMN,
+    group_column: str = GROUP,
 ) -> pd.DataFrame:
     """One row per QI-group: its size and its NCP per QI and in total (E11 / §6).
 
@@ -250,7 +249,7 @@ def utility_metrics(
     n_original: int,
     k: int | None = None,
     sensitive: str | None = None,
-    group_column: str = GROUP_COLUMN,
+    group_column: str = GROUP,
 ) -> dict[str, Any]:
     """All utility metrics of a released view (§2.4 E11, §6 E24-E26).
 
