@@ -22,6 +22,12 @@ from dpriv.errors import PolicyError
 
 Kind = Literal["numeric", "categorical"]
 
+#: Default ``max_suppression``: a release that leaves out more than 5 % of a view's tuples
+#: is refused. A data owner publishing a view expects (nearly) all of it; 5 % is the share
+#: the demo's own parameters stay well under (t 0.5, j 0.8 suppress at most ~3 %). Raise
+#: it explicitly (``[privacy] max_suppression``) to accept more.
+DEFAULT_MAX_SUPPRESSION = 0.05
+
 
 class ReleasePolicy(BaseModel):
     """What is released and under which guarantees (validated on construction).
@@ -37,7 +43,8 @@ class ReleasePolicy(BaseModel):
     k : int >= 1, QI-group size (E9)
     t : float in [0, 1], EMD threshold (E9, E18/E19 with ``emd_ground``)
     j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
-    max_suppression : float in [0, 1]; a release suppressing more is refused
+    max_suppression : float in [0, 1]; a release suppressing a larger share of the view's
+        tuples is refused (exit 2, nothing written); default :data:`DEFAULT_MAX_SUPPRESSION`
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
@@ -67,7 +74,7 @@ class ReleasePolicy(BaseModel):
     j: float = Field(default=0.1, ge=0.0)
     emd_ground: Literal["equal", "ordered"] = "equal"
     log_base: float = Field(default=2.0, gt=1.0)
-    max_suppression: float = Field(default=1.0, ge=0.0, le=1.0)
+    max_suppression: float = Field(default=DEFAULT_MAX_SUPPRESSION, ge=0.0, le=1.0)
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)

@@ -272,7 +272,7 @@ def anonymize(
     start = time.perf_counter()
     policy, notes = resolve_policy(view, policy)
     summary = validate_view(view, policy)
-    with_priors = attach_priors(view, policy, prior)
+    with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)
     result = generalize_view(with_priors, policy, summary, npartitions=npartitions or policy.npartitions)
     released, assigned = result.released, result.assigned
     if isinstance(released, dd.DataFrame):

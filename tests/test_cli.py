@@ -401,7 +401,7 @@ def test_kpr_unknown_column(cli, tmp_path):
 def history(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen")
     mh = medical_history(n_views=3, view_size=100, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8}})
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
     return out
 
 

@@ -30,7 +30,8 @@ def require(report: dict, policy: ReleasePolicy, n_original: int, n_suppressed: 
     if suppression > policy.max_suppression:
         raise PolicyError(
             f"{where}: suppression {suppression:.2%} exceeds max_suppression "
-            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
+            f"{policy.max_suppression:.2%} ({n_suppressed} of {n_original} tuples), nothing written: "
+            "relax k, t or j, or allow more suppression with [privacy] max_suppression in the policy"
         )
 
 
