@@ -47,31 +47,33 @@ def decimal_scale(y: np.ndarray) -> int | None:
     return None
 
 
+def _isum(a: np.ndarray) -> int:
+    """Exact sum of int64 values below 2**45 in magnitude: int64 sums of chunks of 2**17
+    (below 2**62), then Python ints."""
+    if len(a) == 0:
+        return 0
+    return sum(np.add.reduceat(a, np.arange(0, len(a), 1 << 17)).tolist())
+
+
 def int_sums(v: np.ndarray) -> tuple[int, int, int, int]:
     """Exact ``(sum, sum of squares, min, max)`` of a non-empty int64/uint64 array as Python
-    ints, vectorised: 22-bit limbs whose products (< 2**44) are exact in float64, summed
-    exactly per limb pair."""
-    from dpriv.metrics.kpr_binning import _add_exact, _exact_sum, _to_fraction
-
+    ints, vectorised: 22-bit limbs whose pairwise products (< 2**44) are exact in int64."""
+    mask = 0x3FFFFF
     if v.dtype.kind == "u":
         u = v.astype(np.uint64)
-        mask = np.uint64(0x3FFFFF)
-        limbs = [(u >> np.uint64(44)).astype(np.float64), ((u >> np.uint64(22)) & mask).astype(np.float64)]
-        limbs.append((u & mask).astype(np.float64))
+        top = (u >> np.uint64(44)).astype(np.int64)
+        mid = ((u >> np.uint64(22)) & np.uint64(mask)).astype(np.int64)
+        low = (u & np.uint64(mask)).astype(np.int64)
     else:
         s = v.astype(np.int64)
-        limbs = [(s >> 44).astype(np.float64), ((s >> 22) & 0x3FFFFF).astype(np.float64)]
-        limbs.append((s & 0x3FFFFF).astype(np.float64))
-    shifts = (44, 22, 0)
-    total = (0, 0)
-    for limb, sh in zip(limbs, shifts, strict=True):
-        total = _add_exact(total, _exact_sum(limb, sh))
-    sq = (0, 0)
+        top, mid, low = s >> 44, (s >> 22) & mask, s & mask  # top signed, |top| <= 2**19
+    limbs, shifts = (top, mid, low), (44, 22, 0)
+    total = sum(_isum(limb) << sh for limb, sh in zip(limbs, shifts, strict=True))
+    sq = 0
     for i in range(3):
         for j in range(i, 3):
-            prod = limbs[i] * limbs[j] * (1.0 if i == j else 2.0)  # |.| < 2**45: exact
-            sq = _add_exact(sq, _exact_sum(prod, shifts[i] + shifts[j]))
-    return int(_to_fraction(total)), int(_to_fraction(sq)), int(v.min()), int(v.max())
+            sq += (_isum(limbs[i] * limbs[j]) * (1 if i == j else 2)) << (shifts[i] + shifts[j])
+    return total, sq, int(v.min()), int(v.max())
 
 
 @dataclass(frozen=True)
