@@ -26,12 +26,13 @@ For every ``OBS`` step ``t`` the kernel returns the *cavity* distribution
     cav_t(s) ∝ Σ_x α_{t-1}(x) T(x, s) β_t(x ⊕ s)
 
 (α: filtered state after the earlier steps, β: likelihood of the later steps), i.e.
-P(s_t = s | every step of the window except the emission of step t), restricted to the
-support of that emission (0 where ``e_t(s) = 0``: the backward messages are computed on the
-states the evidence allows only, which keeps the enumeration sparse; the Ω step that uses
-the cavity gives those values 0 anyway). It is the prior that the retrospective adversary
-feeds to one Ω step of the group of release t (ALGORITHMS.md §3.3, (E14)). On the last step
-of the window the cavity is the forward prediction (on the emission's support).
+P(s_t = s | every step of the window except the emission of step t): the prior that the
+retrospective adversary feeds to one Ω step of the group of release t (ALGORITHMS.md §3.3,
+(E14); Ω depends on each prior's scale, so the cavity is the whole normalised distribution,
+not only its part on the emission's support). The enumeration stays sparse: the states kept
+at each step are those reachable when at most one emission is ignored (the filtered states
+plus the states a cavity needs), with α = 0 on the latter. On the last step of the window
+the cavity is the forward prediction.
 
 Infeasible histories (misspecified knowledge: nothing the model allows explains an
 observation) restart the chain at that step from BK^sv, as a first appearance; an absence
@@ -156,26 +157,25 @@ def _fb_kernel(
             qs = q * sigma[st]
             for a in range(nact[t - 1]):
                 x = act[t - 1, a]
-                w = alpha[t - 1, x]
-                if w == 0.0:
-                    continue
+                w = alpha[t - 1, x]  # 0: a state reached by ignoring one emission
                 L = st_len[x]
                 row = off[L] + c * mpow[L] + st_ctx[x]
                 if kind[st] == 0:
                     if not alive[row]:
                         continue
                     for v in range(m):
-                        p = flat[row, v] * emis[st, v]
-                        if p > 0.0:
+                        p = flat[row, v]
+                        e = emis[st, v]
+                        if p > 0.0 and (w > 0.0 or e > 0.0):
                             y = _next(x, v, m1, n_codes, order)
                             if not seen[t, y]:
                                 seen[t, y] = True
                                 act[t, nact[t]] = y
                                 nact[t] += 1
-                            alpha[t, y] += w * p
+                            alpha[t, y] += w * p * e
                 else:
                     stay = w if not alive[row] else w * (1.0 - q)
-                    if stay > 0.0:
+                    if not alive[row] or q < 1.0:
                         if not seen[t, x]:
                             seen[t, x] = True
                             act[t, nact[t]] = x
@@ -202,14 +202,14 @@ def _fb_kernel(
                 if kind[st] == 0:  # restart from BK^sv (a first appearance)
                     restart[t] = True
                     for v in range(m):
-                        p = flat[off[0] + c * mpow[0], v] * emis[st, v]
+                        p = flat[off[0] + c * mpow[0], v]
                         if p > 0.0:
                             y = _next(0, v, m1, n_codes, order)
                             if not seen[t, y]:
                                 seen[t, y] = True
                                 act[t, nact[t]] = y
                                 nact[t] += 1
-                            alpha[t, y] += p
+                            alpha[t, y] += p * emis[st, v]
                 else:  # an absence the model cannot explain: ignore it
                     ignored[t] = True
                     for a in range(nact[t - 1]):
