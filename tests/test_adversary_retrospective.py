@@ -118,13 +118,15 @@ def _reference(tables, rels, attendance, allowed):
             first.setdefault(r, p)
             cls[r] = c
     sigma = [o.n_suppressed / (o.respondent.size + o.n_suppressed) for o in rels]
+    cur = {}  # the masks as of the current release
 
     def steps_of(r, a, ones_at=None):
         out, where = [], {}
         for p in range(first[r], a + 1):
             if r in rels[p].respondent:
                 where[p] = len(out)
-                e = np.ones(M) if p == ones_at else emission[(r, p)]
+                row = list(rels[p].respondent).index(r)
+                e = np.ones(M) if p == ones_at else emission[(r, p)] * cur[p][row]
                 out.append((OBS, e, 0.0))
             elif attendance is not None:
                 out.append((ABS, np.zeros(M), sigma[p]))
@@ -132,12 +134,14 @@ def _reference(tables, rels, attendance, allowed):
 
     result = []
     for a, o in enumerate(rels):
+        masks = allowed(a) if callable(allowed) else allowed
+        for i in range(a + 1):
+            cur[i] = np.ones((rels[i].respondent.size, M), bool) if masks is None else masks[i]
         pred = np.zeros((o.respondent.size, M))
         for k, r in enumerate(o.respondent):
             st, where = steps_of(r, a, ones_at=a)
             pred[k] = brute_force(tables, cls[r], st, q=attendance, omit=True)[where[a]]
-        mask = np.ones_like(pred, bool) if allowed is None else allowed[a]
-        post = omega_posterior(o.group, o.truth, pred * mask)
+        post = omega_posterior(o.group, o.truth, pred * cur[a])
         for k, r in enumerate(o.respondent):
             emission[(r, a)] = np.where(pred[k] > 0, post[k] / np.where(pred[k] > 0, pred[k], 1), post[k])
         snap = []
@@ -147,8 +151,7 @@ def _reference(tables, rels, attendance, allowed):
             for k, r in enumerate(oi.respondent):
                 st, where = steps_of(r, a)
                 cav[k] = brute_force(tables, cls[r], st, q=attendance, omit=True)[where[i]]
-            mask = np.ones_like(cav, bool) if allowed is None else allowed[i]
-            snap.append(omega_posterior(oi.group, oi.truth, cav * mask))
+            snap.append(omega_posterior(oi.group, oi.truth, cav * cur[i]))
         result.append(snap)
     return result
 
@@ -180,6 +183,35 @@ def test_retrospective_with_masks_equals_reference_and_never_leaves_the_mask():
         for k, (a, b) in enumerate(zip(g.posteriors, w)):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
             assert (a[~allowed[k]] == 0).all()
+
+
+def test_masks_known_as_of_each_release_equal_the_reference():
+    """Deductions that tighten as releases come out: allowed(k) removes k - i more wrong
+    values from release i (never the truth); earlier evidence is tightened in place."""
+    tables, rels = _world(5)
+    rng = np.random.default_rng(2)
+    orders = [np.array([rng.permutation([v for v in range(M) if v != t]) for t in o.truth]) for o in rels]
+
+    def allowed(k):
+        out = []
+        for i in range(k + 1):
+            mk = np.ones((rels[i].respondent.size, M), bool)
+            drop = orders[i][:, : k - i + 1]
+            np.put_along_axis(mk, drop, False, axis=1)
+            out.append(mk)
+        return out
+
+    want = _reference(tables, rels, 0.8, allowed)
+    got = list(retrospective_posteriors(rels, tables, allowed=allowed, attendance=0.8))
+    for g, w in zip(got, want):
+        assert len(g.allowed) == len(g.posteriors)
+        for a, b, mk in zip(g.posteriors, w, g.allowed):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+            assert (a[~mk] == 0).all()
+    rows = retrospective_attack(rels, tables, allowed=allowed, attendance=0.8)
+    certain = {(r["release"], r["as_of"]): r["n_certain"] for r in rows}
+    assert certain[(1, 3)] == rels[0].truth.size  # 3 of the 4 values dropped: all certain
+    assert certain[(1, 1)] == 0
 
 
 def test_retrospective_rows_and_input_errors():

@@ -28,7 +28,7 @@ priors before every Ω and the posteriors after it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,11 +54,14 @@ class AsOf:
     posteriors : tuple of ndarray of float64, shape (n_i, M)
         Posterior of every tuple of each attacked release, aligned on its ObservedRelease
         arrays; rows sum to 1.
+    allowed : tuple of ndarray of bool, shape (n_i, M), or None
+        The masks used (known as of ``as_of``), None without masks.
     """
 
     as_of: int
     releases: tuple[int, ...]
     posteriors: tuple[np.ndarray, ...]
+    allowed: tuple[np.ndarray, ...] | None = None
 
 
 class _Steps:
@@ -104,7 +107,23 @@ class _Steps:
         return np.searchsorted(self.key, r * self.p_count + p, side="right").astype(np.int64)
 
 
-def _check(observed: Sequence[ObservedRelease], tables: MarkovTables, allowed) -> None:
+Masks = Sequence[np.ndarray] | Callable[[int], Sequence[np.ndarray]] | None
+
+
+def _check_masks(
+    observed: Sequence[ObservedRelease], masks: Sequence[np.ndarray], m: int
+) -> list[np.ndarray]:
+    if len(masks) != len(observed):
+        raise InputError(f"allowed has {len(masks)} masks for {len(observed)} releases")
+    out = []
+    for o, a in zip(observed, masks):
+        if np.shape(a) != (o.respondent.size, m):
+            raise InputError(f"allowed mask of release {o.index} must have shape {(o.respondent.size, m)}")
+        out.append(np.asarray(a, dtype=bool))
+    return out
+
+
+def _check(observed: Sequence[ObservedRelease], tables: MarkovTables) -> None:
     m = tables.n_values
     idx = [o.index for o in observed]
     if idx != sorted(set(idx)):
@@ -114,21 +133,13 @@ def _check(observed: Sequence[ObservedRelease], tables: MarkovTables, allowed) -
             raise InputError(f"release {o.index} has {o.counts.shape[1]} sensitive values, the tables {m}")
         if o.cls.size and (o.cls.min() < 0 or o.cls.max() >= tables.classes.n_classes):
             raise InputError(f"release {o.index}: knowledge classes outside the tables' class map")
-    if allowed is not None:
-        if len(allowed) != len(observed):
-            raise InputError(f"allowed has {len(allowed)} masks for {len(observed)} releases")
-        for o, a in zip(observed, allowed):
-            if np.shape(a) != (o.respondent.size, m):
-                raise InputError(
-                    f"allowed mask of release {o.index} must have shape {(o.respondent.size, m)}"
-                )
 
 
 def retrospective_posteriors(
     observed: Sequence[ObservedRelease],
     tables: MarkovTables,
     *,
-    allowed: Sequence[np.ndarray] | None = None,
+    allowed: Masks = None,
     attendance: float | None = None,
 ) -> Iterator[AsOf]:
     """Posteriors of every release as of each release (module doc); one :class:`AsOf` per
@@ -141,8 +152,12 @@ def retrospective_posteriors(
     tables : MarkovTables
         The adversary's BK^sv / BK^seq (e.g. the generator's exact order-3 model); classes
         are read from ``ObservedRelease.cls``.
-    allowed : sequence of ndarray of bool, shape (n_i, M), optional
-        Exact-deduction masks per release (True = the tuple may hold the value).
+    allowed : sequence of ndarray of bool, shape (n_i, M), or callable, optional
+        Exact-deduction masks per release (True = the tuple may hold the value), the same
+        for every as-of release; or ``allowed(k)`` giving the masks of the releases at
+        positions ``0 .. k`` as known after the release at position ``k`` (deductions from
+        releases ``<= k`` only; a mask multiplies the emissions too, so later knowledge
+        tightens the evidence of earlier releases).
     attendance : float in (0, 1], optional
         Exam probability q of the model; None: absences are not modelled.
 
@@ -158,7 +173,10 @@ def retrospective_posteriors(
         release, masks of the wrong shape, or an attendance outside (0, 1].
     """
     observed = list(observed)
-    _check(observed, tables, allowed)
+    _check(observed, tables)
+    static = (
+        None if allowed is None or callable(allowed) else _check_masks(observed, allowed, tables.n_values)
+    )
     if attendance is not None and not 0.0 < float(attendance) <= 1.0:
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
     if not observed:
@@ -174,13 +192,24 @@ def retrospective_posteriors(
     emission = np.zeros((n_steps, m))
     cavity = np.zeros((n_steps, m))
     live = np.ones(steps.ids.size)
-    masks = [
-        None if allowed is None else np.asarray(a, dtype=bool) for a in (allowed or [None] * len(observed))
-    ]
     for a, obs in enumerate(observed):
         end = steps.end_at(a)
         at_a = steps.tuple_step[a]
         members = steps.tuple_resp[a]
+        if allowed is None:
+            masks = [None] * (a + 1)
+        elif static is not None:
+            masks = static[: a + 1]
+        else:
+            masks = _check_masks(observed[: a + 1], allowed(a), tables.n_values)
+        stale = np.zeros(steps.ids.size, dtype=bool)  # respondents whose evidence tightened
+        if static is None and allowed is not None:
+            for i in range(a):
+                idx = steps.tuple_step[i]
+                new = emission[idx] * masks[i]
+                changed = (new != emission[idx]).any(axis=1)
+                emission[idx] = new
+                stale[steps.tuple_resp[i][changed]] = True
         # 1. forward prediction at a, Ω of the groups of a, the members' emissions
         emission[at_a] = 1.0
         forward_backward(
@@ -204,7 +233,7 @@ def retrospective_posteriors(
         #    they may still be active), then one Ω per group of every release i <= a
         active = live > 0
         active[members] = True
-        rows = np.flatnonzero((end > _end_before(steps, a)) & active)
+        rows = np.flatnonzero(((end > _end_before(steps, a)) & active) | stale)
         live_new = forward_backward(
             compiled,
             rows,
@@ -221,7 +250,8 @@ def retrospective_posteriors(
         posts = []
         for i, o in enumerate(observed[: a + 1]):
             posts.append(group_posterior(o.group, o.counts, cavity[steps.tuple_step[i]], masks[i]))
-        yield AsOf(obs.index, tuple(o.index for o in observed[: a + 1]), tuple(posts))
+        used = None if allowed is None else tuple(masks)
+        yield AsOf(obs.index, tuple(o.index for o in observed[: a + 1]), tuple(posts), used)
 
 
 def _end_before(steps: _Steps, a: int) -> np.ndarray:
@@ -232,7 +262,7 @@ def retrospective_attack(
     observed: Sequence[ObservedRelease],
     tables: MarkovTables,
     *,
-    allowed: Sequence[np.ndarray] | None = None,
+    allowed: Masks = None,
     attendance: float | None = None,
 ) -> list[dict]:
     """Mean gain (E10) and tail risk of every release as of every later release.
@@ -246,12 +276,12 @@ def retrospective_attack(
         ``release``, ``as_of`` and the fields of :class:`dpriv.adversary.tail.TailRisk`.
     """
     observed = list(observed)
-    by_index = {o.index: (k, o) for k, o in enumerate(observed)}
+    by_index = {o.index: o for o in observed}
     rows = []
     for snap in retrospective_posteriors(observed, tables, allowed=allowed, attendance=attendance):
-        for i, post in zip(snap.releases, snap.posteriors):
-            k, o = by_index[i]
-            mask = None if allowed is None else allowed[k]
+        for k, (i, post) in enumerate(zip(snap.releases, snap.posteriors)):
+            o = by_index[i]
+            mask = None if snap.allowed is None else snap.allowed[k]
             risk = tail_risk(post, o.truth, o.frequencies(), mask)
             rows.append({"release": i, "as_of": snap.as_of, **risk.as_row()})
     return rows
