@@ -49,10 +49,58 @@ def released_codes(group: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return out
 
 
+def masked_omega(
+    groups: np.ndarray, s: np.ndarray, priors: np.ndarray, allowed: np.ndarray | None = None
+) -> np.ndarray:
+    """Ω posterior (E14) with a mask: :func:`omega_posterior` on ``priors * allowed``, times
+    ``allowed``, renormalised.
+
+    Parameters
+    ----------
+    groups : ndarray of int, shape (n,)
+        QI-group label of each tuple (any integers).
+    s : ndarray of int, shape (n,)
+        Sensitive codes, only read through each group's counts (which member holds which
+        code does not matter).
+    priors : ndarray of float64, shape (n, M)
+        Each member's prior (non-negative; Ω depends on each row's scale: pass distributions).
+    allowed : ndarray of bool, shape (n, M), optional
+        Values each tuple may hold; None: plain :func:`omega_posterior`.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, M)
+        Rows sum to 1; 0 on values absent from the group and on values ``allowed`` excludes
+        (a row the mask empties after Ω falls back to the group frequencies times the mask,
+        then to the plain frequencies if even that is empty: a mask that contradicts the
+        counts).
+
+    Raises
+    ------
+    InputError
+        Mismatched shapes.
+    """
+    priors = np.asarray(priors, dtype=np.float64)
+    if allowed is None:
+        return omega_posterior(groups, s, priors)
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape != priors.shape:
+        raise InputError(f"allowed must have shape {priors.shape}, got {allowed.shape}")
+    post = omega_posterior(groups, s, priors * allowed) * allowed
+    tot = post.sum(axis=1)
+    bad = ~(tot > 0)
+    if bad.any():
+        freq = omega_posterior(groups, s, np.ones_like(priors))[bad]  # equal priors: m_Q(s)/|Q|
+        masked = freq * allowed[bad]
+        post[bad] = np.where((masked.sum(axis=1) > 0)[:, None], masked, freq)
+        tot = post.sum(axis=1)
+    return post / tot[:, None]
+
+
 def group_posterior(
     group: np.ndarray, counts: np.ndarray, priors: np.ndarray, allowed: np.ndarray | None = None
 ) -> np.ndarray:
-    """Ω posterior (E14) of every tuple from its group's counts and the members' priors.
+    """:func:`masked_omega` from each group's released counts instead of per-tuple codes.
 
     Parameters
     ----------
@@ -61,16 +109,13 @@ def group_posterior(
     counts : ndarray of int64, shape (G, M)
         Released value counts per group.
     priors : ndarray of float64, shape (n, M)
-        Each member's prior (non-negative; need not be normalised).
+        Each member's prior.
     allowed : ndarray of bool, shape (n, M), optional
-        Values each tuple may hold; multiplies the priors before Ω and the posteriors after.
+        Values each tuple may hold.
 
     Returns
     -------
-    ndarray of float64, shape (n, M)
-        Rows sum to 1; 0 on values absent from the group and on values ``allowed`` excludes
-        (a row the mask empties after Ω falls back to the group frequencies times the mask,
-        then to the plain frequencies if even that is empty).
+    ndarray of float64, shape (n, M), as :func:`masked_omega`.
 
     Raises
     ------
@@ -81,18 +126,4 @@ def group_posterior(
     s = released_codes(group, counts)
     if priors.shape != (s.size, counts.shape[1]):
         raise InputError(f"priors must have shape {(s.size, counts.shape[1])}, got {priors.shape}")
-    if allowed is None:
-        return omega_posterior(group, s, priors)
-    allowed = np.asarray(allowed, dtype=bool)
-    if allowed.shape != priors.shape:
-        raise InputError(f"allowed must have shape {priors.shape}, got {allowed.shape}")
-    post = omega_posterior(group, s, priors * allowed) * allowed
-    tot = post.sum(axis=1)
-    bad = ~(tot > 0)
-    if bad.any():
-        freq = counts[group[bad]].astype(np.float64)
-        masked = freq * allowed[bad]
-        use = masked.sum(axis=1) > 0
-        post[bad] = np.where(use[:, None], masked, freq)
-        tot = post.sum(axis=1)
-    return post / tot[:, None]
+    return masked_omega(group, s, priors, allowed)
