@@ -3,6 +3,7 @@
 Kernels only (NumPy/pandas in, NumPy/pandas out); reading a ledger is :mod:`dpriv.attack`'s job.
 """
 
+from dpriv.adversary.deductions import ChainSupport, Deductions, chain_support, deduce, group_feasibility
 from dpriv.adversary.observed import ObservedRelease
 
-__all__ = ["ObservedRelease"]
+__all__ = ["ChainSupport", "Deductions", "ObservedRelease", "chain_support", "deduce", "group_feasibility"]

@@ -104,9 +104,8 @@ def chain_support(tables: MarkovTables) -> ChainSupport:
         for ctx in frontier:
             by_len.setdefault(len(ctx), []).append(ctx)
         for length, ctxs in by_len.items():
-            codes = (
-                tables.context_index(np.array(ctxs, dtype=np.int64)) if length else np.zeros(len(ctxs), np.int64)
-            )
+            arr = np.array(ctxs, dtype=np.int64).reshape(len(ctxs), length)
+            codes = tables.context_index(arr) if length else np.zeros(len(ctxs), np.int64)
             rows = tables.tables[length][:, codes, :] > 0  # (C, F, M)
             for f, v in zip(*np.nonzero(rows.any(axis=0))):
                 ctx = ctxs[f]
@@ -441,7 +440,8 @@ def deduce(
     chain_todo = np.ones(n, dtype=bool)  # tuples of respondents whose masks changed
     group_todo = [np.ones(r.n_groups, dtype=bool) for r in releases]
     rounds = 0
-    for rounds in range(1, max_rounds + 1):
+    while rounds < max_rounds:
+        rounds += 1
         # chain pass (forward-backward: exact along each history for the current masks)
         old = allowed.copy()
         rows = [c.start + np.flatnonzero(chain_todo[c]) for c in cut]
