@@ -309,9 +309,9 @@ def dpriv_releases(tmp_path_factory):
     out = tmp_path_factory.mktemp("ded")
     runs = []
     for seed, attendance in ((1, 1.0), (2, 0.5)):
-        mh = medical_history(n_views=5, view_size=300, attendance=attendance, seed=seed)
+        mh = medical_history(n_views=4, view_size=200, attendance=attendance, seed=seed)
         path = write_history(out / f"h{seed}", mh)
-        for method, t, j in (("jsreduce", 0.5, 0.8), ("jsreduce", 1.0, 1.0), ("mondrian-l", 1.0, 1.0)):
+        for method, t, j in (("jsreduce", 0.5, 0.8), ("mondrian-l", 1.0, 1.0)):
             policy = ReleasePolicy.from_toml(path, t=t, j=j, k=3, npartitions=1)
             led = release_history(mh.history, policy, out / f"led-{seed}-{method}-{t}", method=method)
             runs.append((mh, attendance, observed_from_ledger(led, mh.history, policy, mh.classmap)))
