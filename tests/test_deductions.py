@@ -14,7 +14,6 @@ from dpriv.adversary._assign import feasible_edges
 from dpriv.datasets import VALUES, medical_history, medical_knowledge, write_history
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import ClassMap, MarkovTables
-from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -289,7 +288,8 @@ def observed_from_ledger(ledger, history, policy, classmap):
         mem = mem.merge(view, on=policy.id, how="left", validate="one_to_one")
         labels, group = np.unique(mem["last_group"].to_numpy(), return_inverse=True)
         s = mem[policy.sensitive].map(code).to_numpy()
-        counts = np.bincount(group * len(code) + s, minlength=labels.size * len(code)).reshape(labels.size, -1)
+        m = len(code)
+        counts = np.bincount(group * m + s, minlength=labels.size * m).reshape(labels.size, m)
         released = ledger.read_view(i)
         r_counts = pd.crosstab(released["qi_group"], released[policy.sensitive]).reindex(
             index=labels, columns=list(policy.sensitive_domain), fill_value=0
