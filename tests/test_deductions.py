@@ -135,6 +135,7 @@ def test_chain_support_of_the_medical_model():
             assert abs(int(VALUES[ctx[-1]].split("_")[1]) - int(VALUES[v].split("_")[1])) <= 1
     exits = [k for k, c in enumerate(sup.contexts) if c and c[-1] >= 17]
     assert sup.dead_end[0, exits].all() and not sup.dead_end[0, 0]
+    assert [VALUES[v] for v in np.flatnonzero(sup.exit_value)] == ["deceased", "discharged"]
 
 
 # --------------------------------------------------------------------------- hand-made histories
@@ -193,12 +194,12 @@ def exit_history(supp1=0):
 def test_nothing_after_a_terminal_value():
     d = deduce(exit_history(), EXIT, attendance=None)
     assert as_sets(d.allowed[0], "ax") == ["a", "x"]  # r1 is back at 2, so she is not x
-    assert d.n_certain.tolist() == [2, 2] and d.n_exit.tolist() == [0, 0]
+    assert d.n_certain.tolist() == [2, 2] and d.n_exit.tolist() == [1, 0] and d.n_presence.tolist() == [0, 0]
 
 
 def test_presence_marks_exits_only_when_certain():
     d = deduce(exit_history(), EXIT, attendance=1.0)
-    assert d.exited[0].tolist() == [False, True] and d.n_exit.tolist() == [1, 0]
+    assert d.exited[0].tolist() == [False, True] and d.n_presence.tolist() == [1, 0]
     assert d.rounds >= 1 and d.seconds >= 0
     # release 1 suppressed a tuple and release 2 has only one first-time respondent: she may
     # be that suppressed one, the view-size cap may have bound, no certain exit

@@ -71,6 +71,9 @@ class ChainSupport:
         Support pattern of each knowledge class.
     dead_end : bool array of shape (n_support, S)
         States without an allowed successor (after a terminal result), per pattern.
+    exit_value : bool array of shape (M,)
+        Exit (terminal) values: every move with this result ends in a dead end
+        (``deceased``, ``discharged`` in the medical model).
     """
 
     contexts: tuple[tuple[int, ...], ...]
@@ -81,6 +84,7 @@ class ChainSupport:
     class_support: np.ndarray
     dead_end: np.ndarray
     n_values: int
+    exit_value: np.ndarray
 
     @property
     def n_states(self) -> int:
@@ -134,7 +138,21 @@ def chain_support(tables: MarkovTables) -> ChainSupport:
         class_support=np.asarray(class_support, dtype=np.int64).ravel(),
         dead_end=dead,
         n_values=m,
+        exit_value=_exit_values(m, np.array(val, np.int64), np.array(dst, np.int64), patterns, dead),
     )
+
+
+def _exit_values(
+    m: int, value: np.ndarray, dst: np.ndarray, patterns: np.ndarray, dead: np.ndarray
+) -> np.ndarray:
+    """Values whose every allowed move (in any support pattern) lands in a dead end."""
+    leads_on = np.zeros(m, dtype=bool)
+    seen = np.zeros(m, dtype=bool)
+    for p in range(patterns.shape[0]):
+        e = patterns[p]
+        np.logical_or.at(seen, value[e], True)
+        np.logical_or.at(leads_on, value[e], ~dead[p, dst[e]])
+    return seen & ~leads_on
 
 
 def _pack(x: np.ndarray) -> np.ndarray:
@@ -284,10 +302,18 @@ class Deductions:
         Passes (chain + counts) until nothing changed.
     seconds : float
         Wall time of :func:`deduce`.
+    exit_value : bool array of shape (M,)
+        The model's exit (terminal) values (:attr:`ChainSupport.exit_value`).
     n_certain : int64 array of shape (n_releases,)
         Tuples whose allowed set is a single value.
     n_exit : int64 array of shape (n_releases,)
-        Of those, tuples the presence channel marked (certain deductions through exits).
+        Of those, tuples deduced to be an exit (``deceased``/``discharged``): the respondent
+        left the data after this release and the adversary knows how.
+    n_presence : int64 array of shape (n_releases,)
+        Of those, tuples the presence channel marked (:attr:`exited`). Given the membership
+        and the counts this channel is implied by the model alone (a respondent seen later
+        is no exit; the group's exit count then falls on the others), so ``n_certain`` is
+        the same with ``attendance=None``; it matters to a weaker adversary.
     """
 
     allowed: list[np.ndarray]
@@ -295,15 +321,22 @@ class Deductions:
     admits_new: np.ndarray
     rounds: int
     seconds: float
+    exit_value: np.ndarray
     n_certain: np.ndarray = field(init=False)
     n_exit: np.ndarray = field(init=False)
+    n_presence: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         single = [a.sum(axis=1) == 1 for a in self.allowed]
-        object.__setattr__(self, "n_certain", np.array([c.sum() for c in single], dtype=np.int64))
-        object.__setattr__(
-            self, "n_exit", np.array([(c & e).sum() for c, e in zip(single, self.exited)], dtype=np.int64)
-        )
+        to_exit = [c & (a & self.exit_value).any(axis=1) for c, a in zip(single, self.allowed)]
+        marked = [c & e for c, e in zip(single, self.exited)]
+
+        def count(masks):
+            return np.array([int(x.sum()) for x in masks], dtype=np.int64)
+
+        object.__setattr__(self, "n_certain", count(single))
+        object.__setattr__(self, "n_exit", count(to_exit))
+        object.__setattr__(self, "n_presence", count(marked))
 
     def certain_value(self, i: int) -> np.ndarray:
         """Deduced value code of each tuple of release position ``i`` (int64, -1 if not certain)."""
@@ -367,7 +400,7 @@ def deduce(
     offs = np.concatenate([[0], np.cumsum(sizes)])
     n = int(offs[-1])
     if n_rel == 0:
-        return Deductions([], [], np.zeros(0, bool), 0, time.perf_counter() - tick)
+        return Deductions([], [], np.zeros(0, bool), 0, time.perf_counter() - tick, sup.exit_value)
     rid = np.concatenate([np.asarray(r.respondent, dtype=np.int64) for r in releases])
     cls = np.concatenate([np.asarray(r.cls, dtype=np.int64) for r in releases])
     view = np.repeat(np.array(idx, dtype=np.int64), sizes)
@@ -494,4 +527,5 @@ def deduce(
         admits_new=certified[idx].copy(),
         rounds=rounds,
         seconds=time.perf_counter() - tick,
+        exit_value=sup.exit_value.copy(),
     )
