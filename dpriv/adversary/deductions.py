@@ -157,11 +157,10 @@ def _exit_values(
 
 def _pack(x: np.ndarray) -> np.ndarray:
     """Bool (rows, n) -> uint64 (rows, ceil(n / 64)): 64 tuples per word, little-endian bits."""
-    b = np.packbits(x, axis=1, bitorder="little")
-    pad = (-b.shape[1]) % 8
-    if pad:
-        b = np.pad(b, ((0, 0), (0, pad)))
-    return np.ascontiguousarray(b).view(np.uint64)
+    rows, n = x.shape
+    out = np.zeros((rows, 8 * ((n + 63) // 64)), dtype=np.uint8)
+    out[:, : (n + 7) // 8] = np.packbits(np.ascontiguousarray(x), axis=1, bitorder="little")
+    return out.view(np.uint64)
 
 
 def _unpack(p: np.ndarray, n: int) -> np.ndarray:
