@@ -3,6 +3,17 @@
 Kernels only (NumPy/pandas in, NumPy/pandas out); reading a ledger is :mod:`dpriv.attack`'s job.
 """
 
+from dpriv.adversary.deductions import ChainSupport, Deductions, chain_support, deduce, group_feasibility
+from dpriv.adversary.linkage import Linkage, qi_linkage
 from dpriv.adversary.observed import ObservedRelease
 
-__all__ = ["ObservedRelease"]
+__all__ = [
+    "ChainSupport",
+    "Deductions",
+    "Linkage",
+    "ObservedRelease",
+    "chain_support",
+    "deduce",
+    "group_feasibility",
+    "qi_linkage",
+]
