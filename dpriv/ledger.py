@@ -24,15 +24,15 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pandas as pd
 
 from dpriv.errors import LedgerError
+from dpriv.io import atomic_write
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -42,31 +42,6 @@ MANIFEST, POLICY = "manifest.json", "policy.json"
 #: Rows per Parquet row group of a ledger file (the last row group of a file is shorter).
 #: Fixed, not derived from the partitioning, so that a file's bytes do not depend on it.
 ROW_GROUP = 1_048_576
-
-
-def _atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int = 0o644) -> None:
-    """Write ``path`` whole or not at all.
-
-    The content goes to a temp file ``.<name>.<random>`` in the same folder (so that
-    :func:`_is_temp` and :meth:`Ledger._clean` remove what a killed writer left), is fsync'ed,
-    given ``mode`` and renamed over ``path``. ``data`` is the content, or a function that writes
-    it to the open temp file (to stream a file larger than memory, see :func:`write_parquet`).
-    If writing raises, the temp file is removed and ``path`` is left as it was.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            if callable(data):
-                data(fh)
-            else:
-                fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 class Ledger:
@@ -107,7 +82,7 @@ class Ledger:
             raise LedgerError(f"cannot read {self.root / MANIFEST}: {exc}") from None
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
-        _atomic_write(self.root / MANIFEST, json.dumps(manifest, indent=2).encode())
+        atomic_write(self.root / MANIFEST, json.dumps(manifest, indent=2).encode())
 
     def committed(self) -> list[dict[str, Any]]:
         return self.manifest()["releases"]
@@ -183,10 +158,10 @@ class Ledger:
         if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
             seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
             metrics = {**metrics, "seconds": seconds}
-        _atomic_write(rdir / "metrics.json", json.dumps(metrics, indent=2, default=_json_default).encode())
+        atomic_write(rdir / "metrics.json", json.dumps(metrics, indent=2, default=_json_default).encode())
         pending = getattr(self, "_pending_policy", None)
         if pending is not None and not (self.root / POLICY).exists():
-            _atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
+            atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
         manifest = self.manifest()
         manifest["releases"].append({"index": index, **entry})
         self._write_manifest(manifest)
@@ -217,7 +192,7 @@ class Ledger:
 
 
 def _is_temp(path: Path) -> bool:
-    """A temp file of :func:`_atomic_write` (``.<name>.<random>``)."""
+    """A temp file of :func:`atomic_write` (``.<name>.<random>``)."""
     return path.name.startswith(".") and path.name.count(".") >= 2
 
 
@@ -242,7 +217,7 @@ def write_parquet(
     written: reading the file back gives a RangeIndex frame. ``drop_private`` leaves out the
     columns whose name starts with ``_`` (private helper columns).
 
-    The file is written through :func:`_atomic_write` (temp file ``.<name>.<random>`` in the
+    The file is written through :func:`atomic_write` (temp file ``.<name>.<random>`` in the
     same folder, fsync, ``mode``, rename): if a partition fails to compute or the disk fills up,
     ``path`` is left as it was and no temp file remains.
 
@@ -299,7 +274,7 @@ def write_parquet(
             raise
         writer.close()
 
-    _atomic_write(Path(path), stream, mode)
+    atomic_write(Path(path), stream, mode)
     return rows
 
 

@@ -18,7 +18,8 @@ import pandas as pd
 
 from dpriv._random import row_hashes
 from dpriv.errors import InputError, PolicyError
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, codes
+from dpriv.released import GROUP
 
 MAX_ROWS_SHOWN = 5
 _PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
@@ -66,18 +67,13 @@ def input_fingerprint(part: pd.DataFrame, policy: ReleasePolicy) -> int:
     return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum())
 
 
-def codes(values: pd.Series | np.ndarray, domain: list) -> np.ndarray:
-    """Position of every value in ``domain`` (int64, -1 when absent); numbers match by value."""
-    return pd.Index(domain).get_indexer(pd.Index(values)).astype(np.int64)
-
-
 def missing_columns(columns, policy: ReleasePolicy) -> None:
     """Raise InputError listing every policy column absent from ``columns``."""
     wanted = [policy.id, *policy.qi, policy.sensitive]
     absent = [c for c in wanted if c not in columns]
     if not absent:
         return
-    if "qi_group" in columns or any(f"{c}_min" in columns and f"{c}_max" in columns for c in absent):
+    if GROUP in columns or any(f"{c}_min" in columns and f"{c}_max" in columns for c in absent):
         raise InputError(
             f"missing column(s) {absent}; the input has {list(columns)}, which looks like a released "
             "(already generalized) view: dpriv releases original data only, feed the original view"
@@ -316,3 +312,45 @@ def _safe_digests(part: pd.DataFrame, policy: ReleasePolicy) -> tuple[int, int]:
         return content_digest(part, policy), input_fingerprint(part, policy)
     except (TypeError, ValueError):  # bad rows: validation refuses the view anyway
         return 0, 0
+
+
+def resolve_policy(
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+) -> tuple[ReleasePolicy, list[str]]:
+    """Fill the domains the policy does not declare from the data (computes those columns).
+
+    Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
+    view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text.
+    """
+    check_raw(view, policy)
+    if policy.is_resolved():
+        return policy, []
+    cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
+    sample = view[cols].compute() if isinstance(view, dd.DataFrame) else view[cols]
+    return policy.resolve(sample)
+
+
+def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
+    """The release indices 1..n of a history; refuses gaps and a missing time column."""
+    if not policy.time:
+        raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
+    missing_columns(history.columns, policy)
+    if policy.time not in history.columns:
+        raise InputError(f"missing time column {policy.time!r}; the input has {list(history.columns)}")
+    t = history[policy.time]
+    bad_type = not pd.api.types.is_integer_dtype(t.dtype)
+    if isinstance(t, dd.Series):
+        has_nan, idx = dask.compute(t.isna().any(), t.drop_duplicates())
+    else:
+        has_nan, idx = t.isna().any(), t.drop_duplicates()
+    if has_nan or bad_type:
+        raise InputError(
+            f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN)"
+        )
+    idx = sorted(int(i) for i in idx)
+    if idx != list(range(1, len(idx) + 1)):
+        raise InputError(
+            f"time column {policy.time!r} must hold consecutive release indices 1..n; "
+            f"found {idx[:10]}: renumber the views"
+        )
+    return idx

@@ -1,6 +1,12 @@
+"""Shared fixtures: the real data folder, one in-process Dask cluster per test module, and
+the random views that several test modules build."""
+
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+from distributed import Client, LocalCluster
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -11,3 +17,53 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder {SHARED_DATA} is absent (CI always has it)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    """One in-process cluster per test module (one worker, two threads, no dashboard)."""
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def scheduler(local_cluster) -> str:
+    """Address of :func:`local_cluster` (for ``--scheduler``)."""
+    return local_cluster.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def client(local_cluster):
+    """A distributed client of :func:`local_cluster`."""
+    with Client(local_cluster) as c:
+        yield c
+
+
+_DRAW = {
+    "age": lambda rng, n: rng.integers(45, 75, n),
+    "weight": lambda rng, n: rng.integers(60, 90, n),
+    "gender": lambda rng, n: rng.choice(["F", "M"], n),
+}
+
+
+def random_view(
+    n: int = 60,
+    seed: int = 0,
+    *,
+    id: str = "respondent_id",  # noqa: A002 - the policy's name of the column
+    qi: tuple[str, ...] = ("age", "gender", "weight"),
+    sensitive: str = "exam_result",
+    values: list | None = None,
+) -> pd.DataFrame:
+    """A view of ``n`` respondents: id 0..n-1, uniform QIs (age 45-74, weight 60-89, gender
+    F/M, drawn in ``qi`` order) and a sensitive value in a, b, c (or the given ``values``)."""
+    rng = np.random.default_rng(seed)
+    cols = {id: np.arange(n), **{q: _DRAW[q](rng, n) for q in qi}}
+    cols[sensitive] = rng.choice(list("abc"), n) if values is None else values
+    return pd.DataFrame(cols)
+
+
+@pytest.fixture
+def make_view():
+    """:func:`random_view` as a fixture (for tests that do not build views at import)."""
+    return random_view

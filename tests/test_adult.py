@@ -4,9 +4,9 @@ suppression under 2 %, and the verifier and pyCANON agree that k and t hold."""
 import pandas as pd
 import pytest
 
-from dpriv.api import anonymize
 from dpriv.io import ROW_ID, read_table
 from dpriv.policy import ReleasePolicy
+from dpriv.release import anonymize
 
 QI = ["age", "sex", "race", "marital-status", "education"]
 

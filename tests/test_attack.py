@@ -4,13 +4,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpriv.attack import GAIN_COLUMNS, KNOWLEDGE_NAMES, attack, attack_steps
+from dpriv.attack import GAIN_COLUMNS, attack, attack_steps
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.knowledge.tables import ClassMap, MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
+from dpriv.sources import KNOWLEDGE_NAMES
 
 HALF = F(1, 2)
 

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from dpriv.anonymity.divergence import js_rows
-from dpriv.anonymize import unit_coords
 from dpriv.baselines import baseline_view
 from dpriv.datasets import medical_history, write_history
+from dpriv.divergence import js_rows
 from dpriv.errors import LedgerError, PolicyError
+from dpriv.hilbert import unit_coords
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import kernel_prior
 from dpriv.policy import ReleasePolicy

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import LocalCluster
+from conftest import random_view
 from typer.testing import CliRunner
 
 from dpriv.cli import app
@@ -37,12 +37,6 @@ exam_result = ["a", "b", "c"]
 
 
 @pytest.fixture(scope="module")
-def scheduler():
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster:
-        yield cluster.scheduler_address
-
-
-@pytest.fixture(scope="module")
 def cli(scheduler):
     runner = CliRunner()
 
@@ -55,17 +49,7 @@ def cli(scheduler):
     return run
 
 
-def view(n: int = 60, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame(
-        {
-            "respondent_id": np.arange(n),
-            "age": rng.integers(45, 75, n),
-            "gender": rng.choice(["F", "M"], n),
-            "weight": rng.integers(60, 90, n),
-            "exam_result": rng.choice(["a", "b", "c"], n),
-        }
-    )
+view = random_view  # respondent_id, age, gender, weight, exam_result
 
 
 def tree(root: Path) -> dict | None:

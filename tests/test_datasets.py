@@ -14,11 +14,11 @@ from dpriv.datasets import (
     DISEASES,
     VALUES,
     MedicalHistory,
-    _classify,
     medical_history,
     toml_dumps,
     write_history,
 )
+from dpriv.datasets.model import _classify
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
 
@@ -342,9 +342,13 @@ def test_generator_matches_exact_tables(default_run: MedicalHistory) -> None:
 
 def test_gappy_transitions_follow_the_tables(gappy: MedicalHistory) -> None:
     tabs = gappy.knowledge.tables
+    checked = {}
     for L in (1, 2, 3):
         cls, ctx, nxt = _transitions(gappy.history, L)
-        _check_against_table(tabs[L], cls, ctx, nxt, 200)
+        # 16 x 600 at q = 0.5 gives few contexts with many observations: 30 keeps some of
+        # every order under the frequency check (6, 4 and 40 with this seed)
+        checked[L] = _check_against_table(tabs[L], cls, ctx, nxt, 30)
+    assert checked[1] >= 5 and checked[2] >= 3 and checked[3] >= 30, checked
 
 
 def test_default_run_size(default_run: MedicalHistory) -> None:
@@ -405,7 +409,7 @@ def test_write_history(tmp_path, small: MedicalHistory) -> None:
         for a, b in zip(kt.tables, ref.tables, strict=True):
             assert np.array_equal(a, b)
     back = pd.read_parquet(out / "history.parquet")
-    pd.testing.assert_frame_equal(back, small.history, check_dtype=False)
+    pd.testing.assert_frame_equal(back, small.history)
     assert back["respondent_id"].dtype == np.int64
 
 

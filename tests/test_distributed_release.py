@@ -10,7 +10,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from typer.testing import CliRunner
 
 from dpriv import steps
@@ -21,15 +21,6 @@ from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
 STEPS = ["rbk", "keys", "shuffle", "grouping", "repair", "qig", "regroup", "verify", "pk", "metrics", "write"]
-
-
-@pytest.fixture(scope="module")
-def client():
-    with (
-        LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
 
 
 @pytest.fixture(scope="module")

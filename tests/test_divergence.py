@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from dpriv.anonymity.divergence import (
+from dpriv.divergence import (
     EQUAL,
     ORDERED,
     emd,

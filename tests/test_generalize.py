@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from dpriv.anonymity.divergence import EQUAL
-from dpriv.anonymity.generalize import CARRIED, GroupStats, Params, first_pass, greedy_qi_groups, repair
+from dpriv.anonymity.generalize import CARRIED
+from dpriv.anonymity.jsreduce import GroupStats, Params, first_pass, greedy_qi_groups, repair
+from dpriv.divergence import EQUAL
 
 FLAT = np.full((6, 2), 0.5)
 

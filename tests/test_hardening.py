@@ -20,39 +20,30 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import LocalCluster
+from conftest import random_view
 from typer.testing import CliRunner
 
 import dpriv.release as release_mod
 from dpriv import hilbert
-from dpriv.anonymity.divergence import emd, group_js, js_divergence
 from dpriv.anonymity.mondrian import mondrian_groups, mondrian_view, qi_grid_of
 from dpriv.anonymity.verify import verify_release
-from dpriv.anonymize import (
-    HKEY,
-    LABEL,
-    TIE,
-    _keyed_meta,
-    add_keys,
-    apply_qig,
-    generalize_view,
-    hilbert_keys,
-    qig_table,
-    secret_policy,
-    unit_coords,
-)
-from dpriv.api import anonymize, attach_priors, public, resolve_policy, utility_domains
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
+from dpriv.divergence import emd, group_js, js_divergence
 from dpriv.errors import InputError, PolicyError
+from dpriv.generalize import generalize_view
+from dpriv.hilbert import HKEY, TIE, add_keys, hilbert_keys, keyed_meta, unit_coords
 from dpriv.io import read_table
 from dpriv.knowledge.revision import revise
 from dpriv.ledger import Ledger
 from dpriv.metrics.kpr import kpr
+from dpriv.metrics.release import utility_domains
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
-from dpriv.release import release_history
-from dpriv.validate import validate_view
+from dpriv.release import anonymize, release_history
+from dpriv.released import LABEL, apply_qig, public, qig_table, secret_policy
+from dpriv.state import attach_priors
+from dpriv.validate import resolve_policy, validate_view
 
 HIDDEN = {"respondent_id", HKEY, TIE, LABEL, "_s", "_order"}
 
@@ -68,34 +59,24 @@ def medical(tmp_path_factory):
 
 
 def small_view(n: int = 60, seed: int = 0, sensitive=None) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame(
-        {
-            "rid": np.arange(n),
-            "age": rng.integers(45, 75, n),
-            "weight": rng.integers(60, 90, n),
-            "gender": rng.choice(["F", "M"], n),
-            "s": rng.choice(list("abc"), n) if sensitive is None else sensitive,
-        }
-    )
+    return random_view(n, seed, id="rid", qi=("age", "weight", "gender"), sensitive="s", values=sensitive)
 
 
 LOOSE = ReleasePolicy(id="rid", qi=["age", "weight", "gender"], sensitive="s", k=3, t=0.9, j=5.0)
 
 
 @pytest.fixture(scope="module")
-def cli():
+def cli(scheduler):
     """typer's CliRunner on one in-process cluster (no worker start-up per command)."""
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster:
-        runner = CliRunner()
+    runner = CliRunner()
 
-        def run(*args):
-            args = [str(a) for a in args]
-            if args[0] in ("anonymize", "release"):
-                args += ["--scheduler", cluster.scheduler_address]
-            return runner.invoke(app, args)
+    def run(*args):
+        args = [str(a) for a in args]
+        if args[0] in ("anonymize", "release"):
+            args += ["--scheduler", scheduler]
+        return runner.invoke(app, args)
 
-        yield run
+    return run
 
 
 def tree(root: Path) -> set[str]:
@@ -168,7 +149,7 @@ def test_constant_qi_column_no_division_by_zero_in_grid_unit_coords_and_mondrian
         policy, _ = resolve_policy(view, LOOSE)
         assert policy.domains["age"] == [50, 50]
         # Hilbert grid: a degenerate domain puts every value on coordinate 0
-        g = hilbert.grid_coords(view["age"].to_numpy(), 50, 50, policy.bits())
+        g = hilbert.grid_coords(view["age"].to_numpy(), 50, 50, hilbert.grid_bits(policy))
         assert g.dtype == np.uint64 and (g == 0).all()
         assert (hilbert.grid_codes(np.zeros(5, dtype=np.int64), 1, 8) == 0).all()
         keys = hilbert_keys(view, policy)
@@ -270,7 +251,7 @@ def test_float_qi_values_are_put_on_the_grid_explicitly():
     frame = pd.DataFrame(
         {"rid": range(5), "age": [45.0, 45.4, 45.6, 59.5, 74.0], "gender": list("FMFMF"), "s": list("ababa")}
     )
-    bits = KEY_POLICY.bits()
+    bits = hilbert.grid_bits(KEY_POLICY)
     g = hilbert.grid_coords(frame["age"].to_numpy(), 45, 74, bits)
     expected_g = np.rint((frame["age"].to_numpy() - 45) / 29 * (2**bits - 1)).astype(np.uint64)
     np.testing.assert_array_equal(g, expected_g)
@@ -294,7 +275,7 @@ def test_dask_key_column_meta_and_persisted_dtype_are_uint64():
         }
     )
     ddf = dd.from_pandas(frame, npartitions=3)
-    keyed = ddf.map_partitions(add_keys, KEY_POLICY, meta=_keyed_meta(ddf._meta, KEY_POLICY))
+    keyed = ddf.map_partitions(add_keys, KEY_POLICY, meta=keyed_meta(ddf._meta, KEY_POLICY))
     assert keyed.dtypes[HKEY] == np.uint64 and keyed._meta[HKEY].dtype == np.uint64
     assert add_keys(frame.iloc[:0], KEY_POLICY)[HKEY].dtype == np.uint64  # the function's own meta
     done = keyed.persist().compute()
@@ -317,7 +298,7 @@ def test_missing_value_is_never_mapped_to_key_0(column, value):
         hilbert.grid_codes(np.array([0, -1]), 2, 8)  # pandas' code of a missing category
     ddf = dd.from_pandas(frame, npartitions=2)
     with pytest.raises(InputError):
-        ddf.map_partitions(add_keys, KEY_POLICY, meta=_keyed_meta(ddf._meta, KEY_POLICY)).compute()
+        ddf.map_partitions(add_keys, KEY_POLICY, meta=keyed_meta(ddf._meta, KEY_POLICY)).compute()
 
 
 # == 1f. categorical QIs with unused categories ==================================================
@@ -653,8 +634,8 @@ def test_nothing_is_written_outside_the_ledger_root(tmp_path, monkeypatch):
 
 
 def test_emd_boundary_group_is_never_built_then_refused(tmp_path):
-    from dpriv.anonymity.divergence import emd_num_den, emd_within
     from dpriv.anonymity.generalize import _violation
+    from dpriv.divergence import emd_num_den, emd_within
 
     view_counts = np.array([12, 7, 12, 5, 4, 13, 10, 1, 0, 0, 12, 5, 4, 3, 16, 5, 2, 6, 3], dtype=np.int64)
     group = np.array([1, 0, 2, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0], dtype=np.int64)

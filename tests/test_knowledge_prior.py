@@ -6,8 +6,7 @@ from hypothesis import strategies as st
 
 from dpriv.errors import InputError
 from dpriv.knowledge.prior import class_prior, kernel_prior, kernel_prior_dask, tuple_prior
-from dpriv.knowledge.sequential import single_class_map
-from dpriv.knowledge.tables import ClassMap
+from dpriv.knowledge.tables import ClassMap, single_class_map
 
 CM = ClassMap(("age", "gender"), ((50.0,), ("F", "M")), (True, False))  # 4 classes
 

@@ -5,8 +5,7 @@ import pytest
 
 from dpriv.errors import InputError
 from dpriv.knowledge.revision import revise
-from dpriv.knowledge.sequential import TableKnowledge, single_class_map
-from dpriv.knowledge.tables import ClassMap, MarkovTables
+from dpriv.knowledge.tables import ClassMap, MarkovTables, TableKnowledge, single_class_map
 
 TWO_CLASSES = ClassMap(("gender",), (("F", "M"),), (False,))
 

@@ -4,14 +4,14 @@ import pytest
 
 from dpriv.errors import InputError
 from dpriv.knowledge.revision import revise
-from dpriv.knowledge.sequential import (
-    IEMiner,
+from dpriv.knowledge.sequential import IEMiner, mine_sequences
+from dpriv.knowledge.tables import (
+    ClassMap,
+    MarkovTables,
     SequentialKnowledge,
     TableKnowledge,
-    mine_sequences,
     single_class_map,
 )
-from dpriv.knowledge.tables import ClassMap, MarkovTables
 
 AB = ("a", "b")
 

@@ -16,18 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpriv.errors import InputError
-from dpriv.metrics.kpr import (
-    ABOVE,
-    BELOW,
-    MISSING,
-    KPRResult,
-    KPRWarning,
-    _exact_sum,
-    _exact_sum_of_squares,
-    _to_fraction,
-    bin_index,
-    kpr,
-)
+from dpriv.metrics.kpr import ABOVE, BELOW, MISSING, KPRResult, KPRWarning, bin_index, kpr
+from dpriv.metrics.kpr_binning import _exact_sum, _exact_sum_of_squares, _to_fraction
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpriv.metrics.kpr.KPRWarning")
 

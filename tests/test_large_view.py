@@ -7,7 +7,6 @@ import dask
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import LocalCluster
 from scipy import stats
 from typer.testing import CliRunner
 
@@ -183,15 +182,11 @@ def test_write_medical_view_matches_write_history(tmp_path) -> None:
         a = MarkovTables.load(tmp_path / "seq" / "knowledge" / f"{name}.npz")
         b = MarkovTables.load(out / "knowledge" / f"{name}.npz")
         assert all(np.array_equal(x, y) for x, y in zip(a.tables, b.tables)), name
-    got = pd.read_parquet(out / "history.parquet")
-    want = medical_view_dask(70_000, seed=3).compute().reset_index(drop=True)
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
-
-
-@pytest.fixture(scope="module")
-def scheduler():
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster:
-        yield cluster.scheduler_address
+    got = read_table(str(out / "history.parquet")).compute()
+    lazy = medical_view_dask(70_000, seed=3)
+    want = lazy.compute().reset_index(drop=True)
+    assert want.dtypes.equals(lazy._meta.dtypes)  # meta was honest
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want)
 
 
 def test_cli_generate_partitioned(tmp_path, scheduler) -> None:
@@ -213,7 +208,7 @@ def test_cli_generate_partitioned(tmp_path, scheduler) -> None:
     assert list(got.columns) == COLUMNS
     assert len(got) == 140_000
     want = medical_view_dask(140_000, seed=2).compute().reset_index(drop=True)
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want)
 
 
 def test_cli_partitioned_needs_one_view(tmp_path) -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpriv.anonymity.divergence import EQUAL, ORDERED
 from dpriv.anonymity.mondrian import mondrian_groups, mondrian_view
+from dpriv.divergence import EQUAL, ORDERED
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
 

@@ -1,4 +1,4 @@
-"""The Mayo Clinic PBC cohort as yearly views (dpriv.cohorts) and its end-to-end release."""
+"""The Mayo Clinic PBC cohort as yearly views (dpriv.datasets.pbc) and its end-to-end release."""
 
 import tomllib
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpriv.cohorts import PBC_COLUMNS, STAGES, pbc_history, write_pbc
+from dpriv.datasets import PBC_COLUMNS, STAGES, pbc_history, write_pbc
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history

@@ -2,6 +2,7 @@ import pandas as pd
 import pytest
 
 from dpriv.errors import PolicyError
+from dpriv.hilbert import grid_bits
 from dpriv.policy import ReleasePolicy
 
 TOML = """
@@ -37,7 +38,7 @@ def test_toml_round_trip_and_flags_win(tmp_path):
     assert p.numeric_qi == ["age", "weight"] and p.categorical_qi == ["gender"]
     assert p.prior_columns == ["p__a", "p__b", "p__c"]
     assert p.knowledge_path("dk") == tmp_path / "knowledge" / "dk.npz"
-    assert p.bits() == 5  # 30 ages -> ceil(log2 30) = 5
+    assert grid_bits(p) == 5  # 30 ages -> ceil(log2 30) = 5
 
 
 @pytest.mark.parametrize(

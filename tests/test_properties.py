@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpriv.anonymity.verify import verify_release
-from dpriv.anonymize import generalize_view
-from dpriv.api import public
+from dpriv.generalize import generalize_view
 from dpriv.policy import ReleasePolicy
+from dpriv.released import public
 from dpriv.validate import validate_view
 
 EXAMPLES = int(os.environ.get("DPRIV_HYPOTHESIS_EXAMPLES", "25"))
@@ -78,4 +78,5 @@ def check_release(view, policy, npartitions):
     with dask.config.set(scheduler="sync"):
         lazy = generalize_view(dd.from_pandas(view, npartitions=2), policy, summary, npartitions=npartitions)
         got = lazy.released.compute().reset_index(drop=True)
-    pd.testing.assert_frame_equal(got, one.released, check_dtype=False)
+    assert got.dtypes.equals(lazy.released._meta.dtypes)  # meta was honest
+    pd.testing.assert_frame_equal(got, one.released)

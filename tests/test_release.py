@@ -14,7 +14,8 @@ from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.release import empty_state, release_history, revised_priors, update_state
+from dpriv.release import release_history
+from dpriv.state import empty_state, revised_priors, update_state
 
 
 @pytest.fixture(scope="module")
@@ -83,14 +84,14 @@ def test_failure_at_any_step_leaves_the_last_commit_and_resume_is_identical(
 
         monkeypatch.setattr(release_mod, "verify_release", _boom)
     else:
-        real = ledger_mod._atomic_write
+        real = ledger_mod.atomic_write
 
         def failing(path, data, mode=0o644):
             if path.name.startswith(step.split(".")[0]):
                 raise OSError("disk full")
             real(path, data, mode)
 
-        monkeypatch.setattr(ledger_mod, "_atomic_write", failing)
+        monkeypatch.setattr(ledger_mod, "atomic_write", failing)
     with pytest.raises((OSError, RuntimeError)):
         release_history(mh.history, policy, tmp_path / "led")
     assert Ledger(tmp_path / "led").last_index() == 1

@@ -24,17 +24,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpriv.anonymity.divergence import emd
-from dpriv.anonymity.verify import (
-    VerificationReport,
-    expected_columns,
-    group_statistics,
-    verify_release,
-)
-from dpriv.anonymize import generalize_view
-from dpriv.api import public
-from dpriv.errors import VerificationError
+from dpriv.anonymity import VerificationReport, verify_release
+from dpriv.criteria import group_statistics
+from dpriv.divergence import emd
+from dpriv.errors import InputError, PolicyError, VerificationError
+from dpriv.generalize import generalize_view
 from dpriv.policy import ReleasePolicy
+from dpriv.released import public, released_columns
 from dpriv.validate import codes, validate_view
 
 # ------------------------------------------------------------------ a hand-computed release
@@ -181,7 +177,7 @@ def test_to_dict_is_json_ready_and_raise_if_failed():
 
 def test_needs_the_view_distribution():
     released, _, original = hand_release()
-    with pytest.raises(ValueError, match="view_counts or original"):
+    with pytest.raises(InputError, match="view_counts or original"):  # a DprivError: CLI exit 2
         verify_release(released, POLICY)
     rep = verify_release(released, POLICY, view_counts=np.array([3, 2, 2, 4]), original=original)
     assert any("differ from the counts of the original view" in p for p in rep.problems)
@@ -197,8 +193,8 @@ def _problems(released=None, assigned=None, policy=POLICY) -> list[str]:
     return rep.problems
 
 
-def test_expected_columns():
-    assert expected_columns(POLICY) == ["qi_group", "age_min", "age_max", "sex", "s"]
+def test_released_columns():
+    assert released_columns(POLICY) == ["qi_group", "age_min", "age_max", "sex", "s"]
 
 
 def test_id_column_is_caught():
@@ -471,13 +467,19 @@ def test_adult_t_matches_pycanon_large(shared_data, name):
 
 def test_group_statistics_errors():
     df = pd.DataFrame({"qi_group": [1, 1], "s": ["a", "x"]})
-    with pytest.raises(ValueError, match="outside its domain"):
+    with pytest.raises(InputError, match="outside its domain"):
         group_statistics(df, [], "s", ["a", "b"], np.array([1, 1]), "equal")
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(InputError, match="shape"):
         group_statistics(df, [], "s", ["a", "b"], np.array([1, 1, 1]), "equal")
-    with pytest.raises(ValueError, match="unknown EMD ground"):
+    with pytest.raises(PolicyError, match="unknown EMD ground"):
         group_statistics(df, [], "s", ["a", "b", "x"], np.array([1, 1, 1]), "hier")
     assert isinstance(VerificationReport(pd.DataFrame(), None, None, None, None, True), VerificationReport)
+
+
+def test_bad_view_counts_are_typed_errors():
+    released, _, _ = hand_release()
+    with pytest.raises(InputError, match="shape"):  # not a bare ValueError: the CLI exits 2
+        verify_release(released, POLICY, view_counts=np.array([1, 2]))
 
 
 def test_without_qi_group_groups_by_generalized_qis_and_reports_it():

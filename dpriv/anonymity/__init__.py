@@ -1,0 +1,52 @@
+"""Grouping kernels and the independent verifier: pandas / NumPy in and out.
+
+* ``generalize``: the numba greedy of Algorithm 2; ``jsreduce``: its scan and repair over
+  Hilbert ranges;
+* ``mondrian``: the Mondrian baselines (k, l, t, (B,t));
+* ``verify`` (with ``membership``): the independent checks of a released view.
+
+The public surface below is imported on first use (``from dpriv.anonymity import X``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name -> the module of this package that defines it
+_PUBLIC = {
+    "CARRIED": "generalize",
+    "UNGROUPED": "generalize",
+    "GroupStats": "jsreduce",
+    "Params": "jsreduce",
+    "entropies": "jsreduce",
+    "first_pass": "jsreduce",
+    "greedy_qi_groups": "jsreduce",
+    "repair": "jsreduce",
+    "scan_range": "jsreduce",
+    "range_stats": "jsreduce",
+    "repair_leftovers": "jsreduce",
+    "params_of": "jsreduce",
+    "cap_for": "jsreduce",
+    "MODELS": "mondrian",
+    "MondrianRelease": "mondrian",
+    "mondrian_groups": "mondrian",
+    "mondrian_view": "mondrian",
+    "qi_grid_of": "mondrian",
+    "check_assigned": "membership",
+    "VerificationReport": "verify",
+    "combine_reports": "verify",
+    "verify_release": "verify",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'dpriv.anonymity' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"dpriv.anonymity.{_PUBLIC[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

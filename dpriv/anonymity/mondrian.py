@@ -4,7 +4,7 @@
 (categorical QIs as their rank in the domain order), iterative with an explicit stack and
 NumPy per node (one ``np.partition`` or ``argsort`` on the node's index array, no
 per-tuple Python loop). :func:`mondrian_view` turns a pandas view into the released view
-of DESIGN.md ("Released view") through :func:`dpriv.anonymize.create_qig`, so every
+of DESIGN.md ("Released view") through :func:`dpriv.released.create_qig`, so every
 released interval is the TRUE min/max of its group on every QI (not the stale range of
 the parent partition on a dimension that was not cut).
 
@@ -13,7 +13,7 @@ An *allowable* cut (§4.4) leaves both halves with at least ``k`` tuples and, pe
 * ``"k"``: nothing more (§4.3);
 * ``"l"``: at least ``l`` distinct sensitive values in each half (distinct ℓ-diversity, §4.2);
 * ``"t"``: each half within EMD ``t`` of the WHOLE view's sensitive distribution, decided
-  exactly on integer counts with :func:`~dpriv.anonymity.divergence.emd_num_den` (E18/E19);
+  exactly on integer counts with :func:`~dpriv.divergence.emd_num_den` (E18/E19);
 * ``"bt"``: a caller-supplied ``allowable(indices) -> bool`` holds on each half
   ((B,t)-privacy (E16), §3.6; the posterior code supplies the callable).
 
@@ -32,10 +32,11 @@ import numpy as np
 import pandas as pd
 
 from dpriv._random import keyed, stable_hash
-from dpriv.anonymity.divergence import EQUAL, GROUNDS, ORDERED, emd_num_den, emd_within
-from dpriv.anonymize import LABEL, SCODE, create_qig
+from dpriv.criteria import GROUND_NAMES, BTPrivacy, DistinctL, TCloseness
+from dpriv.divergence import EQUAL, GROUNDS, ORDERED
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL, ORDER, SCODE, create_qig, group_labels
 from dpriv.validate import codes, validate_view
 
 MODELS = ("k", "l", "t", "bt")
@@ -156,6 +157,13 @@ class _Cutter:
         self.m_values = counts.shape[0]
         # below this size no cut can leave two halves that are large (and diverse) enough
         self.min_split = 2 * (max(k, l) if model == "l" else k)
+        # the model's criterion besides k, from the one criteria table (dpriv.criteria)
+        self.crit = {
+            "k": None,
+            "l": DistinctL(l),
+            "t": TCloseness(t, GROUND_NAMES[ground], tuple(int(c) for c in counts)),
+            "bt": BTPrivacy(float("nan"), allowable=allowable),  # its t is inside allowable
+        }[model]
 
     def check_root(self, root: np.ndarray) -> None:
         n = root.shape[0]
@@ -163,35 +171,29 @@ class _Cutter:
             raise PolicyError(f"k = {self.k} is larger than the input ({n} tuples): lower k or add data")
         if self.model in ("l", "t"):
             c = np.bincount(self.s, minlength=self.m_values).astype(np.int64)
-            if self.model == "l" and np.count_nonzero(c) < self.l:
+            if self.model == "l" and not self.crit.holds_counts(c):
                 raise PolicyError(
                     f"the input has {np.count_nonzero(c)} distinct sensitive values, fewer than "
                     f"l = {self.l}: no QI-group can be {self.l}-diverse; lower l"
                 )
-            if self.model == "t" and not self._t_ok(c, n):
+            if self.model == "t" and not self.crit.holds_counts(c):
                 raise PolicyError(
                     f"the whole input is farther than t = {self.t} (EMD) from the view "
                     "distribution given: check view_counts or raise t"
                 )
-        if self.model == "bt" and not self.allowable(root):
+        if self.model == "bt" and not self.crit.holds_rows(root):
             raise PolicyError(
                 "the whole view fails (B,t)-privacy (the allowable check on the root "
                 "group): no Mondrian partition can satisfy it; raise t or B"
             )
 
-    def _t_ok(self, c: np.ndarray, size: int) -> bool:
-        num, den = emd_num_den(c, size, self.counts, self.n_view, self.ground)
-        return bool(emd_within(num, den, self.t))
-
     def _halves_ok(self, lhs: np.ndarray, rhs: np.ndarray, c_node: np.ndarray | None) -> bool:
         if self.model == "l" or self.model == "t":
             c_l = np.bincount(self.s[lhs], minlength=self.m_values).astype(np.int64)
             c_r = c_node - c_l
-            if self.model == "l":
-                return np.count_nonzero(c_l) >= self.l and np.count_nonzero(c_r) >= self.l
-            return self._t_ok(c_l, lhs.shape[0]) and self._t_ok(c_r, rhs.shape[0])
+            return self.crit.holds_counts(c_l) and self.crit.holds_counts(c_r)
         if self.model == "bt":
-            return bool(self.allowable(lhs)) and bool(self.allowable(rhs))
+            return self.crit.holds_rows(lhs) and self.crit.holds_rows(rhs)
         return True
 
     def __call__(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -326,17 +328,6 @@ def qi_grid_of(view: pd.DataFrame, policy: ReleasePolicy) -> tuple[np.ndarray, n
     return grid, widths
 
 
-def group_labels(ids: pd.Series | np.ndarray, groups: np.ndarray, seed: int) -> np.ndarray:
-    """Opaque int64 label (>= 0) per tuple: a seeded hash of its group's smallest tie key.
-
-    Same construction as :func:`dpriv.anonymize.group_range`: partition-free, not in
-    region order, and the same for the same ids, grouping and seed.
-    """
-    tie = keyed(stable_hash(ids), seed, "tie")
-    first = pd.Series(tie).groupby(groups).transform("min").to_numpy(np.uint64)
-    return (keyed(first, seed, "label") >> np.uint64(1)).astype(np.int64)
-
-
 def mondrian_view(
     view: pd.DataFrame,
     policy: ReleasePolicy,
@@ -399,8 +390,9 @@ def mondrian_view(
         strict=strict,
         allowable=allowable,
     )
-    assigned = view.assign(**{SCODE: s, LABEL: group_labels(view[policy.id], groups, policy.seed)})
+    ties = keyed(stable_hash(view[policy.id]), policy.seed, "tie")
+    assigned = view.assign(**{SCODE: s, LABEL: group_labels(ties, groups, policy.seed)})
     released = create_qig(assigned, policy)
-    released = released.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+    released = released.sort_values(ORDER, kind="stable").drop(columns=ORDER).reset_index(drop=True)
     n_groups = int(groups.max()) + 1 if len(groups) else 0
     return MondrianRelease(released=released, assigned=assigned, n_groups=n_groups)

@@ -76,10 +76,23 @@ def class_prior(
         raise InputError(f"the sensitive domain size M must be >= 1, got {M}")
     if alpha < 0 or not np.isfinite(alpha):
         raise InputError(f"smoothing alpha must be a finite number >= 0, got {alpha!r}")
+    return prior_from_counts(class_counts(frame, classmap, s_codes, M), alpha)
+
+
+def class_counts(frame: pd.DataFrame, classmap: ClassMap, s_codes: np.ndarray, M: int) -> np.ndarray:
+    """Counts of S per knowledge class: int64 (classmap.n_classes, M). Counts of several
+    frames (e.g. the partitions of a Dask view) add up to the counts of their union."""
     s = _check_s(s_codes, len(frame), M)
-    cls = classmap.classify(frame)
     c = classmap.n_classes
-    cnt = np.bincount(cls * M + s, minlength=c * M).reshape(c, M).astype(np.float64)
+    return np.bincount(classmap.classify(frame) * M + s, minlength=c * M).reshape(c, M)
+
+
+def prior_from_counts(counts: np.ndarray, alpha: float = 0.0) -> np.ndarray:
+    """:func:`class_prior` from the class counts of :func:`class_counts`."""
+    M = counts.shape[1]
+    if alpha < 0 or not np.isfinite(alpha):
+        raise InputError(f"smoothing alpha must be a finite number >= 0, got {alpha!r}")
+    cnt = np.asarray(counts).astype(np.float64)
     tot = cnt.sum(axis=1, keepdims=True)
     glob = cnt.sum(axis=0)
     glob = glob / glob.sum() if glob.sum() > 0 else np.full(M, 1.0 / M)

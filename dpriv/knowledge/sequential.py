@@ -27,57 +27,15 @@ of backing off. ``terminal`` is a list of value codes, ``None`` (no terminal han
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from dpriv.errors import InputError
-from dpriv.knowledge.tables import ClassMap, MarkovTables
+from dpriv.knowledge.tables import ClassMap, MarkovTables, SequentialKnowledge, single_class_map
 
 TerminalSpec = Sequence[int] | str | None
-
-
-def single_class_map() -> ClassMap:
-    """The class map with no QIs: every tuple is in class 0 (``n_classes == 1``)."""
-    return ClassMap((), (), ())
-
-
-class SequentialKnowledge(ABC):
-    """A BK^seq source. Subclasses give :meth:`as_tables`; :meth:`predict` reads them."""
-
-    @abstractmethod
-    def as_tables(self) -> MarkovTables:
-        """The knowledge as MarkovTables (orders 0..n, zero rows = forbidden contexts)."""
-
-    def predict(self, cls: np.ndarray, context: np.ndarray) -> np.ndarray:
-        """Next-value distributions, float64 (n, M), for classes ``cls`` (n,) int and
-        contexts (n, W) int (oldest first, -1 = left padding); see MarkovTables.predict."""
-        return self.as_tables().predict(cls, context)
-
-    @property
-    def order(self) -> int:
-        return self.as_tables().order
-
-
-class TableKnowledge(SequentialKnowledge):
-    """Fixed tables (DK-BK^seq, n-step DK, SPM-BK^seq mined elsewhere)."""
-
-    def __init__(self, tables: MarkovTables) -> None:
-        self._tables = tables
-
-    def as_tables(self) -> MarkovTables:
-        return self._tables
-
-    @classmethod
-    def load(cls, path) -> TableKnowledge:
-        """Tables saved with :meth:`MarkovTables.save` (``.npz``)."""
-        return cls(MarkovTables.load(path))
-
-    def truncated(self, n: int, weights: np.ndarray) -> TableKnowledge:
-        """n-step knowledge, see :meth:`MarkovTables.truncate`."""
-        return TableKnowledge(self._tables.truncate(n, weights))
 
 
 # --------------------------------------------------------------------------- helpers

@@ -13,6 +13,7 @@ A row of zeros marks a context the model forbids (e.g. a value after ``deceased`
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -159,3 +160,44 @@ class MarkovTables:
             n = sum(1 for k in z.files if k.startswith("order"))
             tables = [z[f"order{L}"] for L in range(n)]
         return cls(tuple(meta["values"]), ClassMap.from_dict(meta["classes"]), tables)
+
+
+def single_class_map() -> ClassMap:
+    """The class map with no QIs: every tuple is in class 0 (``n_classes == 1``)."""
+    return ClassMap((), (), ())
+
+
+class SequentialKnowledge(ABC):
+    """A BK^seq source. Subclasses give :meth:`as_tables`; :meth:`predict` reads them."""
+
+    @abstractmethod
+    def as_tables(self) -> MarkovTables:
+        """The knowledge as MarkovTables (orders 0..n, zero rows = forbidden contexts)."""
+
+    def predict(self, cls: np.ndarray, context: np.ndarray) -> np.ndarray:
+        """Next-value distributions, float64 (n, M), for classes ``cls`` (n,) int and
+        contexts (n, W) int (oldest first, -1 = left padding); see MarkovTables.predict."""
+        return self.as_tables().predict(cls, context)
+
+    @property
+    def order(self) -> int:
+        return self.as_tables().order
+
+
+class TableKnowledge(SequentialKnowledge):
+    """Fixed tables (DK-BK^seq, n-step DK, SPM-BK^seq mined elsewhere)."""
+
+    def __init__(self, tables: MarkovTables) -> None:
+        self._tables = tables
+
+    def as_tables(self) -> MarkovTables:
+        return self._tables
+
+    @classmethod
+    def load(cls, path) -> TableKnowledge:
+        """Tables saved with :meth:`MarkovTables.save` (``.npz``)."""
+        return cls(MarkovTables.load(path))
+
+    def truncated(self, n: int, weights: np.ndarray) -> TableKnowledge:
+        """n-step knowledge, see :meth:`MarkovTables.truncate`."""
+        return TableKnowledge(self._tables.truncate(n, weights))

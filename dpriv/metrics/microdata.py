@@ -12,8 +12,7 @@ import pandas as pd
 from dpriv._random import keyed
 from dpriv.metrics.kpr import kpr
 from dpriv.policy import ReleasePolicy
-
-ROW_KEY = "_order"
+from dpriv.released import ORDER, split_value_sets
 
 
 def _uniform(keys: np.ndarray, seed: int, column: int) -> np.ndarray:
@@ -32,8 +31,8 @@ def draw_microdata(released: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
     partitioning), else of its position. Returns a frame with the policy's QI columns
     (shape (len(released), m)), on ``released``'s index.
     """
-    if ROW_KEY in released.columns:
-        keys = released[ROW_KEY].to_numpy(np.uint64)
+    if ORDER in released.columns:
+        keys = released[ORDER].to_numpy(np.uint64)
     else:
         keys = np.arange(len(released), dtype=np.uint64)
     out = {}
@@ -43,7 +42,7 @@ def draw_microdata(released: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
             lo, hi = released[f"{q}_min"].to_numpy(float), released[f"{q}_max"].to_numpy(float)
             out[q] = lo + (hi - lo) * u
         else:
-            sets = released[q].astype(str).str.strip("{}").str.split(",")
+            sets = split_value_sets(released[q])
             pick = (u * sets.str.len().to_numpy()).astype(int)
             values = [s[i] for s, i in zip(sets, pick)]
             out[q] = pd.Series(values, dtype=object).map({str(v): v for v in policy.domains[q]}).to_numpy()

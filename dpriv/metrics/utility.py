@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.released import GROUP, parse_value_set
 
 __all__ = [
     "average_class_size",
@@ -40,30 +41,6 @@ __all__ = [
     "utility_metrics",
 ]
 
-GROUP_COLUMN = "qi_group"
-
-
-def parse_value_set(text: str) -> tuple[str, ...]:
-    """Values of a released categorical cell: ``"{Female,Male}" -> ("Female", "Male")``.
-
-    A cell without braces (``"Female"``) is the singleton set. Surrounding blanks of each
-    value are stripped; repeated values count once (first occurrence order kept).
-
-    Raises
-    ------
-    InputError
-        Empty set ``"{}"`` or an empty value (``"{a,,b}"``).
-    """
-    s = str(text).strip()
-    if s.startswith("{") and s.endswith("}"):
-        s = s[1:-1]
-    parts = [p.strip() for p in s.split(",")]
-    if not parts or any(p == "" for p in parts):
-        raise InputError(
-            f"released value set {text!r} is empty or has an empty value; a categorical QI "
-            "cell must look like {a,b} with values of the declared domain"
-        )
-    return tuple(dict.fromkeys(parts))
 
 
 def _is_dask(obj: Any) -> bool:
@@ -94,7 +71,7 @@ def group_table(
     numeric_domains: Mapping[str, tuple[float, float]],
     categorical_domains: Mapping[str, Sequence[str]],
     *,
-    group_column: str = GROUP_COLUMN,
+    group_column: str = GROUP,
 ) -> pd.DataFrame:
     """One row per QI-group: its size and its NCP per QI and in total (E11 / §6).
 
@@ -272,7 +249,7 @@ def utility_metrics(
     n_original: int,
     k: int | None = None,
     sensitive: str | None = None,
-    group_column: str = GROUP_COLUMN,
+    group_column: str = GROUP,
 ) -> dict[str, Any]:
     """All utility metrics of a released view (§2.4 E11, §6 E24-E26).
 

@@ -13,7 +13,7 @@ same visits (``shared/data/PROVENANCE.md`` §3):
 :func:`pbc_history` turns either into a dpriv history (``respondent_id, view, age, sex,
 stage``): one view per year of follow-up, the histologic stage as the sensitive value and
 age and sex as quasi-identifiers, together with a ready-to-use release policy (DESIGN.md
-"Policy file" as a nested dict). :func:`write_pbc` writes both to a folder.
+"Policy file" as a nested dict). :func:`dpriv.datasets.files.write_pbc` writes both to a folder.
 
 Mapping (the same for both sources, so that they give the same history):
 
@@ -40,7 +40,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpriv.datasets import toml_dumps
 from dpriv.errors import InputError
 
 __all__ = [
@@ -50,7 +49,6 @@ __all__ = [
     "STAGES",
     "pbc_history",
     "pbc_policy",
-    "write_pbc",
 ]
 
 #: Sensitive domain: histologic stage of the disease, as strings.
@@ -356,57 +354,3 @@ def pbc_policy(
     }
 
 
-def write_pbc(
-    out_dir: str | Path,
-    path: str | Path,
-    *,
-    keep: Literal["last", "first"] = "last",
-    source: str = "auto",
-    drop_missing: bool = False,
-    privacy: dict[str, Any] | None = None,
-    min_view_size: int | None = None,
-) -> Path:
-    """Write the PBC history and its policy into ``out_dir`` (created if needed).
-
-    Files (overwritten)::
-
-        out_dir/history.parquet   respondent_id, view, age, sex, stage (SENSITIVE: has ids)
-        out_dir/policy.toml       the policy of :func:`pbc_history`
-
-    Parameters
-    ----------
-    out_dir : str or Path
-        Output folder.
-    path, keep, source, drop_missing, min_view_size
-        As in :func:`pbc_history`.
-    privacy : dict, optional
-        ``k``, ``t`` and/or ``j`` overriding :data:`PBC_PRIVACY`.
-
-    Returns
-    -------
-    Path
-        The path of ``policy.toml`` (``dpriv release out_dir/history.parquet --policy``
-        it).
-    """
-    params = {**PBC_PRIVACY, **(privacy or {})}
-    unknown = sorted(set(params) - set(PBC_PRIVACY))
-    if unknown:
-        raise InputError(f"privacy accepts only k, t and j, got {unknown}")
-    history, policy = pbc_history(
-        path,
-        keep=keep,
-        source=source,
-        drop_missing=drop_missing,
-        k=int(params["k"]),
-        t=float(params["t"]),
-        j=float(params["j"]),
-        min_view_size=min_view_size,
-    )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    frame = history.copy()
-    frame.attrs = {}
-    frame.to_parquet(out / "history.parquet", index=False)
-    policy_path = out / "policy.toml"
-    policy_path.write_text(toml_dumps(policy), encoding="utf-8")
-    return policy_path

@@ -1,138 +1,34 @@
-"""The ``dpriv`` command (DESIGN.md "CLI"). Exit status: 0 ok, 2 bad input or a policy
-that cannot be met (message on stderr, no traceback unless ``--debug``), 1 internal error."""
+"""The ``dpriv`` commands that anonymize, release, verify, measure, attack and report."""
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
-import os
 import shutil
 import sys
-import tempfile
-import traceback
-import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import numpy as np
-import pandas as pd
 import typer
 
-from dpriv.errors import DprivError, LedgerError, PolicyError
-from dpriv.policy import ReleasePolicy
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="Privacy-preserving sequential data release (JS-reduce) on Dask.",
+from dpriv.cli.common import (
+    Debug,
+    J,
+    K,
+    PolicyFile,
+    Scheduler,
+    T,
+    Views,
+    ViewSize,
+    _say,
+    app,
+    command,
+    load_policy,
+    print_summary,
+    write_frame,
 )
-
-Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
-K = Annotated[int | None, typer.Option(min=1, help="QI-group size (>= 1).")]
-T = Annotated[float | None, typer.Option(min=0.0, max=1.0, help="EMD threshold in [0, 1].")]
-J = Annotated[float | None, typer.Option(min=0.0, help="JS threshold (bits, >= 0).")]
-Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
-Views = Annotated[int, typer.Option(help="Number of weekly views.")]
-ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
-PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md).")]
-
-
-def _say(msg: str) -> None:
-    typer.echo(msg, err=True)
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    _say(f"warning: {message}")
-
-
-#: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.
-QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker", "distributed.core")
-
-
-def command(fn):
-    """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
-    only with --debug; warnings print as one "warning: ..." line."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        debug = kwargs.get("debug", False)
-        if not debug:
-            for name in QUIET_LOGGERS:
-                logging.getLogger(name).setLevel(logging.ERROR)
-        try:
-            with warnings.catch_warnings():
-                warnings.showwarning = _show_warning
-                if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
-                    warnings.filterwarnings("ignore", message="Sending large graph")
-                return fn(*args, **kwargs)
-        except (DprivError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-            if debug:
-                traceback.print_exc()
-            prefix = "" if isinstance(exc, DprivError) else "cannot parse the input: "
-            _say(f"error: {prefix}{exc}".rstrip())
-            raise typer.Exit(2) from None
-        except typer.Exit:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the CLI's last resort
-            if debug:
-                traceback.print_exc()
-            _say(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-            raise typer.Exit(1) from None
-
-    return wrapper
-
-
-def load_policy(policy: Path | None, **flags: Any) -> ReleasePolicy:
-    """Policy from the TOML file and/or flags (flags win)."""
-    if isinstance(flags.get("qi"), str):
-        flags["qi"] = [q.strip() for q in flags["qi"].split(",") if q.strip()]
-    if policy is not None:
-        return ReleasePolicy.from_toml(policy, **flags)
-    missing = [f"--{k}" for k in ("qi", "sensitive") if not flags.get(k)]
-    if missing:
-        raise PolicyError(f"no policy file: give --policy FILE or at least {' and '.join(missing)}")
-    return ReleasePolicy.from_dict({k: v for k, v in flags.items() if v is not None})
-
-
-def write_frame(frame: pd.DataFrame, out: Path) -> None:
-    """Write Parquet (``.parquet``) or CSV atomically: a temp file renamed into place, with the
-    permissions of an ordinary new file (a released view is public)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    try:
-        if out.suffix in (".parquet", ".pq"):
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def print_summary(metrics: dict) -> None:
-    keys = [
-        "n_original",
-        "n_groups",
-        "n_suppressed",
-        "suppression_rate",
-        "k_achieved",
-        "l_achieved",
-        "t_achieved",
-        "j_achieved",
-        "average_semiperimeter",
-        "largest_group",
-        "seconds",
-    ]
-    for key in keys:
-        if key in metrics:
-            val = metrics[key]
-            typer.echo(f"{key:>22}: {val:.4f}" if isinstance(val, float) else f"{key:>22}: {val}")
+from dpriv.cli.generate import experiment_app, generate_app
+from dpriv.errors import LedgerError, PolicyError
+from dpriv.policy import ReleasePolicy
 
 
 @app.command()
@@ -155,9 +51,9 @@ def anonymize(
     debug: Debug = False,
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j."""
-    from dpriv.api import anonymize as run
     from dpriv.cluster import dask_client
     from dpriv.io import ROW_ID, read_table
+    from dpriv.release import anonymize as run
 
     pol = load_policy(
         policy,
@@ -181,82 +77,7 @@ def anonymize(
     typer.echo(f"released view written to {out}")
 
 
-def main() -> None:  # pragma: no cover
-    sys.exit(app())
-
-
-generate_app = typer.Typer(help="Generate synthetic histories.", no_args_is_help=True)
 app.add_typer(generate_app, name="generate")
-
-
-@generate_app.command("medical")
-@command
-def generate_medical(
-    out: Annotated[Path, typer.Option(help="Folder for history.parquet, policy.toml, knowledge/.")],
-    views: Views = 24,
-    view_size: ViewSize = 5000,
-    attendance: Annotated[float, typer.Option(help="Probability of an exam in a given week.")] = 1.0,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
-    partitions: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Build the view partition by partition in Dask (needs --views 1; for large "
-            "--view-size) and write history.parquet as a Parquet folder of this many files "
-            "(fewer if the view has fewer 65,536-row blocks).",
-        ),
-    ] = None,
-    scheduler: Annotated[
-        str | None, typer.Option(help="With --partitions: address of an existing Dask scheduler.")
-    ] = None,
-    debug: Debug = False,
-) -> None:
-    """The paper-setting history (ALGORITHMS.md §2.5) with its exact knowledge files."""
-    from dpriv.datasets import medical_history, write_history
-
-    if partitions is not None:
-        _generate_medical_partitioned(out, views, view_size, attendance, seed, partitions, scheduler)
-        return
-    if scheduler is not None:
-        from dpriv.errors import InputError
-
-        raise InputError("--scheduler goes with --partitions (the default build runs in this process)")
-    mh = medical_history(views, view_size, attendance=attendance, seed=seed)
-    policy_path = write_history(out, mh)
-    typer.echo(
-        f"{len(mh.history)} tuples of {mh.n_respondents} respondents over {views} views; "
-        f"policy: {policy_path}"
-    )
-
-
-def _generate_medical_partitioned(
-    out: Path,
-    views: int,
-    view_size: int,
-    attendance: float,
-    seed: int,
-    partitions: int,
-    scheduler: str | None,
-) -> None:
-    """``generate medical --partitions N``: one view built and written by Dask workers."""
-    from dpriv.cluster import dask_client
-    from dpriv.datasets import write_medical_view
-    from dpriv.errors import InputError
-
-    if views != 1:
-        raise InputError(
-            f"--partitions builds one view (a first release): use --views 1, not {views}; "
-            "several views are generated in this process (drop --partitions)"
-        )
-    with dask_client(scheduler, say=_say):
-        policy_path = write_medical_view(
-            out, view_size, npartitions=partitions, seed=seed, attendance=attendance
-        )
-    n_files = len(list((out / "history.parquet").glob("*.parquet")))
-    typer.echo(
-        f"{view_size} tuples of {view_size} respondents in 1 view, {n_files} Parquet files in "
-        f"{out / 'history.parquet'}; policy: {policy_path}"
-    )
 
 
 def _release_table_row(index: int, m: dict) -> str:
@@ -400,29 +221,12 @@ def verify(
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
-    from dpriv.anonymity.verify import verify_release
-    from dpriv.api import resolve_policy
-    from dpriv.errors import InputError
     from dpriv.io import read_table
-    from dpriv.validate import codes
+    from dpriv.release import verify_view
 
     pol = load_policy(policy, qi=qi, sensitive=sensitive, k=k, t=t)
     orig = read_table(original).compute()
-    if pol.time and pol.time in orig.columns:
-        times = sorted(orig[pol.time].unique().tolist())
-        if view is None and len(times) > 1:
-            raise InputError(
-                f"--original holds {len(times)} views ({pol.time} = {times[0]}..{times[-1]}); t is "
-                f"checked against the view a release was made from: pass --view <index>"
-            )
-        if view is not None:
-            orig = orig[orig[pol.time] == view]
-            if orig.empty:
-                raise InputError(f"--original has no rows with {pol.time} = {view}; it holds {times[:10]}")
-    pol, _ = resolve_policy(orig, pol)
-    rel = read_table(released).compute()
-    c = codes(orig[pol.sensitive], pol.sensitive_domain)
-    report = verify_release(rel, pol, view_counts=np.bincount(c[c >= 0], minlength=len(pol.sensitive_domain)))
+    report = verify_view(read_table(released).compute(), orig, pol, view=view)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}")
@@ -485,44 +289,7 @@ def attack(
     typer.echo(f"adversary gain per release written to {out}")
 
 
-experiment_app = typer.Typer(help="Reproduce the paper's experiment.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
-
-
-@experiment_app.command("paper")
-@command
-def experiment_paper(
-    out: Annotated[Path, typer.Option(help="Folder for the CSV tables, figures and ledgers.")],
-    views: Views = 24,
-    view_size: ViewSize = 5000,
-    attendance: Annotated[float, typer.Option(help="Weekly exam probability (FINDINGS: q < 1).")] = 0.5,
-    seed: Annotated[int, typer.Option(help="Seed of the generated history.")] = 0,
-    debug: Debug = False,
-) -> None:
-    """Every method over its parameter grid, attacked under each knowledge kind (Fig. 3-6)."""
-    from dpriv.experiment import run_experiment
-
-    tables = run_experiment(out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=_say)
-    typer.echo(tables["frontier"].to_string(index=False))
-    typer.echo(f"tables and figures in {out}")
-
-
-@generate_app.command("pbc")
-@command
-def generate_pbc(
-    path: Annotated[str, typer.Option(help="survival_pbcseq.csv (Rdatasets) or pbc2.csv (JM).")],
-    out: Annotated[Path, typer.Option(help="Folder for history.parquet and policy.toml.")],
-    keep: Annotated[str, typer.Option(help="Visit kept when a year has several: last or first.")] = "last",
-    drop_missing: Annotated[
-        bool, typer.Option(help="Drop visits without a stage (default: refuse).")
-    ] = False,
-    debug: Debug = False,
-) -> None:
-    """The Mayo Clinic PBC cohort as yearly views (visit year -> view), ready for release."""
-    from dpriv.cohorts import write_pbc
-
-    policy_path = write_pbc(out, path, keep=keep, drop_missing=drop_missing)
-    typer.echo(f"history and policy written: {policy_path}")
 
 
 @app.command()

@@ -1,0 +1,136 @@
+"""Checks of a released view against its private membership (the verifier's second half).
+
+Given the ``_label`` of every kept tuple with its QIs, sensitive value and priors, the
+released groups must have the same sizes and sensitive counts, hold every kept tuple inside
+their interval / value set with tight bounds, and the members' priors give the JS of (E8).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpriv.criteria import js_per_group
+from dpriv.policy import ReleasePolicy
+from dpriv.released import GROUP, LABEL, SCODE, _listed, _names, _py, split_value_sets
+from dpriv.validate import codes
+
+
+def check_assigned(
+    released: pd.DataFrame,
+    assigned: pd.DataFrame,
+    policy: ReleasePolicy,
+    stats: pd.DataFrame,
+    usable: list[str],
+) -> tuple[list[str], pd.Series | None]:
+    """Membership checks against the private frame; returns problems and JS per group label."""
+    problems: list[str] = []
+    need = [LABEL, *policy.qi, *policy.prior_columns]
+    absent = [c for c in need if c not in assigned.columns]
+    if absent:
+        return [f"assigned: columns {absent} are missing (need {LABEL}, the QIs and the priors)"], None
+    labels = assigned[LABEL]
+    rel_labels = released[GROUP]
+    if labels.dtype != rel_labels.dtype:  # e.g. int labels vs labels read back as text
+        labels, rel_labels = labels.astype(str), rel_labels.astype(str)
+        stats_labels = stats[GROUP].astype(str)
+    else:
+        stats_labels = stats[GROUP]
+
+    # sizes and sensitive counts per group must match the released ones
+    s_priv = (
+        codes(assigned[policy.sensitive], policy.sensitive_domain)
+        if policy.sensitive in assigned.columns
+        else assigned[SCODE].to_numpy()
+    )
+    priv = pd.DataFrame({"g": labels.to_numpy(), "s": s_priv})
+    pub = pd.DataFrame(
+        {"g": rel_labels.to_numpy(), "s": codes(released[policy.sensitive], policy.sensitive_domain)}
+    )
+    size_priv = priv.groupby("g").size()
+    size_pub = pub.groupby("g").size()
+    sizes = pd.concat({"pub": size_pub, "priv": size_priv}, axis=1).fillna(0).astype(np.int64)
+    bad = sizes.index[sizes["pub"] != sizes["priv"]]
+    if len(bad):
+        problems += _listed(
+            "",
+            [
+                f"QI-group {_py(g)!r}: {sizes.at[g, 'pub']} released tuples but "
+                f"{sizes.at[g, 'priv']} kept tuples assigned to it"
+                for g in bad
+            ],
+        )
+    cnt = pd.concat({"pub": pub.value_counts(), "priv": priv.value_counts()}, axis=1).fillna(0)
+    moved = cnt.index[cnt["pub"] != cnt["priv"]].get_level_values("g").unique()
+    moved = [g for g in moved if g not in set(bad.tolist())]
+    if moved:
+        problems.append(
+            f"QI-groups {_names(moved)}: the released sensitive values differ from "
+            "those of the tuples assigned to the group"
+        )
+
+    # every kept tuple inside its group's interval / value set, bounds tight
+    first = released.assign(**{GROUP: rel_labels}).drop_duplicates(GROUP).set_index(GROUP)
+    for q in policy.qi:
+        if policy.kind(q) == "numeric":
+            lo, hi = f"{q}_min", f"{q}_max"
+            if lo not in usable:
+                continue
+            x = pd.to_numeric(assigned[q], errors="coerce").to_numpy(dtype=float)
+            lo_v = first[lo].reindex(labels.to_numpy()).to_numpy(dtype=float)
+            hi_v = first[hi].reindex(labels.to_numpy()).to_numpy(dtype=float)
+            out = ~((x >= lo_v) & (x <= hi_v))  # NaN (unknown group, missing value) is outside
+            if out.any():
+                problems.append(
+                    f"QI {q!r}: {int(out.sum())} kept tuples lie outside the interval "
+                    f"[{lo}, {hi}] of their QI-group (groups "
+                    f"{_names(pd.unique(labels.to_numpy()[out]))})"
+                )
+            span = pd.DataFrame({"g": labels.to_numpy(), "x": x}).groupby("g")["x"].agg(["min", "max"])
+            loose = span.index[
+                (span["min"].to_numpy() != first[lo].reindex(span.index).to_numpy(float))
+                | (span["max"].to_numpy() != first[hi].reindex(span.index).to_numpy(float))
+            ]
+            if len(loose) and not out.any():
+                problems.append(
+                    f"QI {q!r}: the interval of QI-groups {_names(loose)} is not the true "
+                    "min/max of their tuples"
+                )
+        else:
+            if q not in usable:
+                continue
+            dom = policy.domains[q]
+            c = codes(assigned[q], dom)
+            names = np.asarray([str(v) for v in dom] + ["\x00unknown"], dtype=object)[c]
+            have = pd.DataFrame({"g": labels.to_numpy(), "v": names}).drop_duplicates()
+            sets = split_value_sets(first[q]).explode()
+            shown = pd.DataFrame({"g": sets.index.to_numpy(), "v": sets.to_numpy()}).drop_duplicates()
+            both = have.merge(shown, on=["g", "v"], how="outer", indicator=True)
+            both = both[both["g"].isin(set(labels))]
+            out = both.loc[both["_merge"] == "left_only", "g"].unique()
+            unused = both.loc[both["_merge"] == "right_only", "g"].unique()
+            if len(out):
+                problems.append(
+                    f"QI {q!r}: kept tuples of QI-groups {_names(out)} have values "
+                    "outside their group's value set"
+                )
+            elif len(unused):
+                problems.append(
+                    f"QI {q!r}: the value sets of QI-groups {_names(unused)} list values "
+                    "no tuple of the group has"
+                )
+
+    # JS (E8) of each group's priors, equal weights
+    priors = assigned[policy.prior_columns].to_numpy(dtype=np.float64)
+    rows_ok = (
+        np.isfinite(priors).all(axis=1)
+        & (priors >= 0).all(axis=1)
+        & (np.abs(priors.sum(axis=1) - 1.0) <= 1e-6)
+    )
+    if not rows_ok.all():
+        problems.append(
+            f"assigned: {int((~rows_ok).sum())} prior rows ({policy.prior_columns[:3]}...) "
+            "are not distributions (non-negative, summing to 1)"
+        )
+    js_by_label = js_per_group(priors, labels, policy.log_base)
+    return problems, js_by_label.reindex(stats_labels.to_numpy())

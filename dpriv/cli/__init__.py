@@ -1,0 +1,17 @@
+"""The ``dpriv`` command (DESIGN.md "CLI"). Exit status: 0 ok, 2 bad input or a policy
+that cannot be met (message on stderr, no traceback unless ``--debug``), 1 internal error.
+
+* ``common``: the app, option types, the error-to-exit mapping, policy loading, the writer;
+* ``commands``: anonymize, release, demo, verify, kpr, attack, report;
+* ``generate``: generate medical|pbc, experiment paper.
+"""
+
+import sys
+
+from dpriv.cli.commands import app  # importing it registers every command
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,136 @@
+"""What every ``dpriv`` command shares: the app, option types, the error-to-exit-status
+mapping, policy loading and the writer of output tables."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import traceback
+import warnings
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+
+from dpriv.errors import DprivError, PolicyError
+from dpriv.policy import ReleasePolicy
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Privacy-preserving sequential data release (JS-reduce) on Dask.",
+)
+
+
+Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+
+
+K = Annotated[int | None, typer.Option(min=1, help="QI-group size (>= 1).")]
+
+
+T = Annotated[float | None, typer.Option(min=0.0, max=1.0, help="EMD threshold in [0, 1].")]
+
+
+J = Annotated[float | None, typer.Option(min=0.0, help="JS threshold (bits, >= 0).")]
+
+
+Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
+
+
+Views = Annotated[int, typer.Option(help="Number of weekly views.")]
+
+
+ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
+
+
+PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md).")]
+
+
+def _say(msg: str) -> None:
+    typer.echo(msg, err=True)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    _say(f"warning: {message}")
+
+
+#: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.
+QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker", "distributed.core")
+
+
+def command(fn):
+    """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
+    only with --debug; warnings print as one "warning: ..." line."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        debug = kwargs.get("debug", False)
+        if not debug:
+            for name in QUIET_LOGGERS:
+                logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
+                    warnings.filterwarnings("ignore", message="Sending large graph")
+                return fn(*args, **kwargs)
+        except (DprivError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+            if debug:
+                traceback.print_exc()
+            prefix = "" if isinstance(exc, DprivError) else "cannot parse the input: "
+            _say(f"error: {prefix}{exc}".rstrip())
+            raise typer.Exit(2) from None
+        except typer.Exit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the CLI's last resort
+            if debug:
+                traceback.print_exc()
+            _say(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def load_policy(policy: Path | None, **flags: Any) -> ReleasePolicy:
+    """Policy from the TOML file and/or flags (flags win)."""
+    if isinstance(flags.get("qi"), str):
+        flags["qi"] = [q.strip() for q in flags["qi"].split(",") if q.strip()]
+    if policy is not None:
+        return ReleasePolicy.from_toml(policy, **flags)
+    missing = [f"--{k}" for k in ("qi", "sensitive") if not flags.get(k)]
+    if missing:
+        raise PolicyError(f"no policy file: give --policy FILE or at least {' and '.join(missing)}")
+    return ReleasePolicy.from_dict({k: v for k, v in flags.items() if v is not None})
+
+
+def write_frame(frame: pd.DataFrame, out: Path) -> None:
+    """Write Parquet (``.parquet``) or CSV atomically (:func:`dpriv.io.atomic_write`), with the
+    permissions of an ordinary new file (a released view is public)."""
+    from dpriv.io import atomic_write
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix in (".parquet", ".pq"):
+        atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
+    else:
+        atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
+
+
+def print_summary(metrics: dict) -> None:
+    keys = [
+        "n_original",
+        "n_groups",
+        "n_suppressed",
+        "suppression_rate",
+        "k_achieved",
+        "l_achieved",
+        "t_achieved",
+        "j_achieved",
+        "average_semiperimeter",
+        "largest_group",
+        "seconds",
+    ]
+    for key in keys:
+        if key in metrics:
+            val = metrics[key]
+            typer.echo(f"{key:>22}: {val:.4f}" if isinstance(val, float) else f"{key:>22}: {val}")

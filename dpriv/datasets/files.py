@@ -1,0 +1,213 @@
+"""Files of a generated dataset: the history, the knowledge tables and a ready-to-use
+policy (DESIGN.md "CLI": ``dpriv generate medical``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from dpriv.datasets.medical import MedicalHistory, medical_view_dask
+from dpriv.datasets.model import (
+    _DEFAULT_WEIGHT_VIEW_SIZE,
+    AGE_RANGE,
+    CLASS_MAP,
+    GENDER_RANGE,
+    VALUES,
+    WEIGHT_RANGE,
+    medical_knowledge,
+)
+from dpriv.datasets.pbc import PBC_PRIVACY, pbc_history
+from dpriv.errors import InputError
+from dpriv.policy import toml_dumps
+
+if TYPE_CHECKING:
+    pass
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def policy_dict(mh: MedicalHistory) -> dict[str, Any]:
+    """The ready-to-use policy of a generated history (DESIGN.md "Policy file")."""
+    return {
+        "columns": {
+            "id": "respondent_id",
+            "time": "view",
+            "qi": ["age", "gender", "weight"],
+            "sensitive": "exam_result",
+        },
+        "domains": {
+            "age": list(AGE_RANGE),
+            "weight": list(WEIGHT_RANGE),
+            "gender": list(GENDER_RANGE),
+            "exam_result": list(mh.values),
+        },
+        "privacy": {"k": 5, "t": 0.3, "j": 0.1},
+        "knowledge": {
+            "dk": "knowledge/dk.npz",
+            "dk-1": "knowledge/dk-1.npz",
+            "dk-2": "knowledge/dk-2.npz",
+            "dk-3": "knowledge/dk-3.npz",
+        },
+    }
+
+
+def write_history(
+    out_dir: str | Path, mh: MedicalHistory, policy_extra: dict[str, Any] | None = None
+) -> Path:
+    """Write a generated history, its knowledge and a policy into ``out_dir``.
+
+    Files (created or overwritten)::
+
+        out_dir/history.parquet          mh.history
+        out_dir/knowledge/dk.npz         exact order-3 DK (full DK-BK^seq)
+        out_dir/knowledge/dk-{1,2,3}.npz n-step DK (MedicalHistory.n_step; dk-3 = dk)
+        out_dir/policy.toml              DESIGN.md policy; paths relative to the policy
+
+    BK^sv is the order-0 table inside every ``.npz`` (``MarkovTables.load(...).tables[0]``,
+    with the class map in its metadata); there is no separate BK^sv file. ``[knowledge]``
+    has ``dk`` (the exact model) and ``dk-1``/``dk-2``/``dk-3``. ``policy_extra`` is
+    deep-merged into the policy (e.g. ``{"privacy": {"k": 10}}``).
+
+    Returns
+    -------
+    Path
+        The path of ``policy.toml``.
+    """
+    out = Path(out_dir)
+    (out / "knowledge").mkdir(parents=True, exist_ok=True)
+    mh.history.to_parquet(out / "history.parquet", index=False)
+    return _write_knowledge_and_policy(out, mh, policy_extra)
+
+
+def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> Path:
+    """``knowledge/dk.npz``, ``knowledge/dk-{1,2,3}.npz`` and ``policy.toml`` of ``mh``
+    (uses ``mh.knowledge``, ``mh.config``, ``mh.values``; not ``mh.history``)."""
+    (out / "knowledge").mkdir(parents=True, exist_ok=True)
+    mh.knowledge.save(out / "knowledge" / "dk.npz")
+    for n in (1, 2, 3):
+        mh.n_step(n).save(out / "knowledge" / f"dk-{n}.npz")
+    policy = policy_dict(mh)
+    if policy_extra:
+        policy = _deep_merge(policy, policy_extra)
+    path = out / "policy.toml"
+    path.write_text(toml_dumps(policy), encoding="utf-8")
+    return path
+
+
+def write_medical_view(
+    out_dir: str | Path,
+    n_rows: int,
+    *,
+    npartitions: int | None = None,
+    seed: int = 0,
+    attendance: float = 1.0,
+    det: float = 0.9,
+    weight_view_size: int = _DEFAULT_WEIGHT_VIEW_SIZE,
+    policy_extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write a one-view history of ``n_rows`` tuples, built in Dask, with its knowledge.
+
+    The large-scale counterpart of ``write_history(out_dir, medical_history(1, n_rows,
+    ...))``: ``out_dir/history.parquet`` is a Parquet *dataset* (a folder, one
+    ``part.<i>.parquet`` file per partition, written by the workers with
+    ``dask.dataframe.DataFrame.to_parquet``) holding :func:`medical_view_dask` ``(n_rows,
+    npartitions=npartitions, seed=seed, view=1, det=det)`` without its index; the knowledge
+    files and ``policy.toml`` are those :func:`write_history` writes for a one-view
+    :func:`medical_history` with the same ``seed``, ``attendance``, ``det`` and
+    ``weight_view_size`` (same model; the n-step tables come from the same weighting run).
+    Runs on the current Dask scheduler (a distributed Client if one is active). An existing
+    ``history.parquet`` (file or folder) is replaced.
+
+    Returns
+    -------
+    Path
+        The path of ``policy.toml``.
+    """
+    if int(weight_view_size) != weight_view_size or weight_view_size < 1:
+        raise InputError(f"weight_view_size must be an integer >= 1, got {weight_view_size!r}")
+    if not 0.0 < attendance <= 1.0:
+        raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    frame = medical_view_dask(n_rows, npartitions=npartitions, seed=seed, view=1, det=det)
+    config = {
+        "seed": int(seed),
+        "n_views": 1,
+        "view_size": int(n_rows),
+        "attendance": float(attendance),
+        "det": float(det),
+        "weight_view_size": int(weight_view_size),
+    }
+    knowledge = medical_knowledge(seed, det=det)
+    # the history lives in the Dask frame; the container only carries the model and config
+    mh = MedicalHistory(frame._meta, knowledge, VALUES, CLASS_MAP, config)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "history.parquet"
+    if target.is_file() or target.is_symlink():
+        target.unlink()
+    frame.to_parquet(target, write_index=False, overwrite=True)
+    return _write_knowledge_and_policy(out, mh, policy_extra)
+
+
+def write_pbc(
+    out_dir: str | Path,
+    path: str | Path,
+    *,
+    keep: Literal["last", "first"] = "last",
+    source: str = "auto",
+    drop_missing: bool = False,
+    privacy: dict[str, Any] | None = None,
+    min_view_size: int | None = None,
+) -> Path:
+    """Write the PBC history and its policy into ``out_dir`` (created if needed).
+
+    Files (overwritten)::
+
+        out_dir/history.parquet   respondent_id, view, age, sex, stage (SENSITIVE: has ids)
+        out_dir/policy.toml       the policy of :func:`pbc_history`
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Output folder.
+    path, keep, source, drop_missing, min_view_size
+        As in :func:`pbc_history`.
+    privacy : dict, optional
+        ``k``, ``t`` and/or ``j`` overriding :data:`PBC_PRIVACY`.
+
+    Returns
+    -------
+    Path
+        The path of ``policy.toml`` (``dpriv release out_dir/history.parquet --policy``
+        it).
+    """
+    params = {**PBC_PRIVACY, **(privacy or {})}
+    unknown = sorted(set(params) - set(PBC_PRIVACY))
+    if unknown:
+        raise InputError(f"privacy accepts only k, t and j, got {unknown}")
+    history, policy = pbc_history(
+        path,
+        keep=keep,
+        source=source,
+        drop_missing=drop_missing,
+        k=int(params["k"]),
+        t=float(params["t"]),
+        j=float(params["j"]),
+        min_view_size=min_view_size,
+    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    frame = history.copy()
+    frame.attrs = {}
+    frame.to_parquet(out / "history.parquet", index=False)
+    policy_path = out / "policy.toml"
+    policy_path.write_text(toml_dumps(policy), encoding="utf-8")
+    return policy_path

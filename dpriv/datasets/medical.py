@@ -1,0 +1,379 @@
+"""Synthetic longitudinal medical history: the paper's experimental setting.
+
+:func:`medical_history` generates a history of weekly views (ALGORITHMS.md §2.5,
+FINDINGS.md "Set-up") together with the *exact* knowledge of its generator, in the shared
+format of :mod:`dpriv.knowledge.tables`:
+
+* QIs ``age`` 45–74, ``gender`` 1–2, ``weight`` 60–89 (int64, fixed per respondent);
+* sensitive ``exam_result`` with the 19 values of :data:`VALUES` (four diseases with
+  5/4/3/5 stages, then ``deceased`` and ``discharged``, which are terminal);
+* 18 knowledge classes (age thirds x weight thirds x gender, :data:`CLASS_MAP`), each with
+  its own disease prior and initial-stage prior (BK^sv = ``tables[0]``);
+* an order-3 stage chain per class and disease (BK^seq = ``tables[3]``, with the dedicated
+  order-1 / order-2 tables used for a respondent's 2nd and 3rd result, FINDINGS.md
+  pitfall 2), so that "full DK" is exactly the generator;
+* n-step DK (ALGORITHMS.md §1.2, n = 1, 2, 3) derived from the exact model with
+  :meth:`MarkovTables.truncate`.
+
+:func:`write_history` writes the history, the knowledge files and a ready-to-use
+``policy.toml`` (DESIGN.md "Policy file"); :func:`toml_dumps` is the tiny TOML writer it uses.
+
+For one view at cluster scale (issue "Scale out"), :func:`medical_view_dask` builds the
+view a first release of the same generator sees as a Dask DataFrame, partition by
+partition (10^7 rows and more), and :func:`write_medical_view` writes it as a Parquet
+dataset with the same knowledge files and policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from dpriv.datasets.model import (
+    _DEFAULT_WEIGHT_VIEW_SIZE,
+    _ORDER,
+    AGE_RANGE,
+    CLASS_MAP,
+    GENDER_RANGE,
+    VALUES,
+    WEIGHT_RANGE,
+    _build_model,
+    _classify,
+    _simulate,
+    _streams,
+    medical_knowledge,
+)
+from dpriv.errors import InputError
+from dpriv.knowledge.tables import ClassMap, MarkovTables
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+
+# --------------------------------------------------------------------------------------
+# The fixed part of the setting
+# --------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------
+# Result container
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class MedicalHistory:
+    """A generated history and the exact knowledge of its generator.
+
+    Attributes
+    ----------
+    history : pandas.DataFrame
+        One row per exam: ``respondent_id`` (int64), ``view`` (int64, 1-based release
+        index), ``age``, ``gender``, ``weight`` (int64, fixed per respondent) and
+        ``exam_result`` (str, one of :attr:`values`). Sorted by ``view``, rows shuffled
+        (seeded) inside each view; at most one row per respondent per view; every view has
+        exactly ``view_size`` rows.
+    knowledge : MarkovTables
+        Exact order-3 DK (full DK-BK^seq, ALGORITHMS.md §1.2): ``tables[0]`` (18, 1, 19) is
+        BK^sv (distribution of a respondent's first result per class), ``tables[1]``
+        (18, 19, 19) and ``tables[2]`` (18, 361, 19) give her 2nd and 3rd result,
+        ``tables[3]`` (18, 6859, 19) every later one (FINDINGS.md pitfall 2). Zero rows:
+        forbidden contexts (values of two diseases, anything after a terminal value, a stage
+        jump of more than one between consecutive exams).
+    values : tuple of str
+        D[S] in domain order (:data:`VALUES`).
+    classmap : ClassMap
+        QI values -> knowledge class (:data:`CLASS_MAP`).
+    config : dict
+        The generator arguments (seed, n_views, view_size, attendance, det,
+        weight_view_size), used by :meth:`n_step`.
+    """
+
+    history: pd.DataFrame
+    knowledge: MarkovTables
+    values: tuple[str, ...]
+    classmap: ClassMap
+    config: dict = field(default_factory=dict)
+    _weights: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n_respondents(self) -> int:
+        """Number of distinct respondents in :attr:`history`."""
+        return int(self.history["respondent_id"].nunique())
+
+    def context_weights(self) -> np.ndarray:
+        """How often each order-3 context occurs: float64 (18, 19**3).
+
+        Counted in a separate, longer run of the same generator (same model, seed stream
+        independent of :attr:`history`): ``max(n_views, 24)`` views of
+        ``weight_view_size`` tuples (default 20,000, i.e. 4x the default size), one count per
+        exam whose respondent already has 3 or more earlier results (the exams the order-3
+        table predicts). Computed on first use and cached.
+        """
+        if self._weights is None:
+            cfg = self.config
+            _, self._weights = _simulate(
+                self.knowledge,
+                n_views=max(int(cfg["n_views"]), 24),
+                view_size=int(cfg["weight_view_size"]),
+                attendance=float(cfg["attendance"]),
+                seed_seq=_streams(int(cfg["seed"]))[2],
+                count_contexts=True,
+            )
+        return self._weights
+
+    def n_step(self, n: int) -> MarkovTables:
+        """n-step DK-BK^seq (ALGORITHMS.md §1.2 "n-steps DK"), n = 1, 2 or 3.
+
+        The order-n table is the exact order-3 table averaged over the older ``3 - n``
+        values of the context, weighted by :meth:`context_weights` (how often each full
+        context occurs in a long simulated history of the same generator), via
+        :meth:`MarkovTables.truncate`. Tables of order < n (BK^sv and the short-history
+        tables) are the exact ones. An n-context never seen in the weighting run keeps the
+        generator's own order-n (short-history) row. ``n = 3`` returns the exact model.
+
+        Returns
+        -------
+        MarkovTables
+            ``order == n``; ``tables[L]`` of shape (18, 19**L, 19), float64, rows summing
+            to 1 (allowed contexts) or 0 (forbidden ones).
+        """
+        if n not in (1, 2, 3):
+            raise InputError(f"n-step knowledge is defined for n = 1, 2, 3; got {n!r}")
+        if n == _ORDER:
+            return self.knowledge
+        return self.knowledge.truncate(n, self.context_weights())
+
+
+# --------------------------------------------------------------------------------------
+# Model
+# --------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------
+# Simulation
+# --------------------------------------------------------------------------------------
+
+
+def medical_history(
+    n_views: int = 24,
+    view_size: int = 5000,
+    *,
+    attendance: float = 1.0,
+    det: float = 0.9,
+    seed: int = 0,
+    weight_view_size: int = _DEFAULT_WEIGHT_VIEW_SIZE,
+) -> MedicalHistory:
+    """Generate the paper's synthetic medical history with its exact knowledge.
+
+    ALGORITHMS.md §2.5 and FINDINGS.md "Set-up": ``n_views`` weekly views of exactly
+    ``view_size`` exams; QIs age 45–74, gender 1–2, weight 60–89 (uniform, fixed per
+    respondent); one disease per respondent for life, moving between the stages of that
+    disease only, until a terminal ``deceased`` / ``discharged`` result (which appears in
+    that view and ends her history). The order-3 progression model, the short-history
+    tables and BK^sv are described in :class:`MedicalHistory` and ``_build_model``; the
+    generator draws every result from exactly those tables (``MarkovTables.predict``), so
+    full DK is exact (FINDINGS.md pitfall 2).
+
+    Parameters
+    ----------
+    n_views : int >= 1
+        Number of views (releases).
+    view_size : int >= 1
+        Tuples per view; new respondents fill every view to exactly this size.
+    attendance : float in (0, 1]
+        Probability ``q`` that an active respondent is examined in a given week; the chain
+        steps once per exam, so ``q < 1`` leaves gaps in a respondent's views but does not
+        change the tables. ``q = 1``: weekly exams until a terminal result.
+    det : float in [0, 1]
+        Sharpening toward the most likely stage move (0: the base rates; 1: deterministic
+        moves; deaths and discharges keep their hazards).
+    seed : int >= 0
+        Seeds the model parameters, the history and the weighting run of :meth:`n_step`
+        (three independent ``SeedSequence`` streams). Same arguments -> same frame and
+        tables.
+    weight_view_size : int >= 1
+        View size of the weighting run used by :meth:`MedicalHistory.n_step`.
+
+    Returns
+    -------
+    MedicalHistory
+
+    Notes
+    -----
+    With the defaults (seed 0) the history has 16,434 distinct respondents (seeds 0-7:
+    15,200-16,500; the paper had 16,160; ``attendance=0.5`` gives about 20,000) and is
+    generated in about 0.1 s; the weighting run of :meth:`MedicalHistory.n_step` takes
+    about 0.2 s more. The older move weighs more than the last one in the momentum
+    (``b2 > b1``) so that 1-, 2- and 3-step knowledge really differ.
+    """
+    if int(n_views) != n_views or n_views < 1:
+        raise InputError(f"n_views must be an integer >= 1, got {n_views!r}")
+    if int(view_size) != view_size or view_size < 1:
+        raise InputError(f"view_size must be an integer >= 1, got {view_size!r}")
+    if int(weight_view_size) != weight_view_size or weight_view_size < 1:
+        raise InputError(f"weight_view_size must be an integer >= 1, got {weight_view_size!r}")
+    if not 0.0 < attendance <= 1.0:
+        raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    if not 0.0 <= det <= 1.0:
+        raise InputError(f"det must be in [0, 1], got {det!r}")
+    if int(seed) != seed or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    model_ss, hist_ss, _ = _streams(int(seed))
+    knowledge = _build_model(np.random.default_rng(model_ss), float(det))
+    history, _ = _simulate(
+        knowledge,
+        n_views=int(n_views),
+        view_size=int(view_size),
+        attendance=float(attendance),
+        seed_seq=hist_ss,
+    )
+    config = {
+        "seed": int(seed),
+        "n_views": int(n_views),
+        "view_size": int(view_size),
+        "attendance": float(attendance),
+        "det": float(det),
+        "weight_view_size": int(weight_view_size),
+    }
+    return MedicalHistory(history, knowledge, VALUES, CLASS_MAP, config)
+
+
+# --------------------------------------------------------------------------------------
+# One large view, partition by partition (issue "Scale out")
+# --------------------------------------------------------------------------------------
+
+#: Rows per generation block of :func:`medical_view_dask`: block ``b`` holds rows
+#: ``[b * VIEW_BLOCK_ROWS, (b + 1) * VIEW_BLOCK_ROWS)`` and draws from its own seed stream,
+#: so the data do not depend on how the blocks are grouped into partitions.
+VIEW_BLOCK_ROWS = 2**16
+_VIEW_STREAM = 3  # spawn key of the block streams; _streams uses 0, 1, 2
+_ROWS_PER_PARTITION = 2**20  # default partition size of medical_view_dask (16 blocks)
+
+
+def _view_blocks(
+    first: int, stop: int, *, n_rows: int, seed: int, view: int, cum: np.ndarray
+) -> pd.DataFrame:
+    """Blocks ``first .. stop - 1`` of the view: one partition of :func:`medical_view_dask`.
+
+    ``cum``: (18, 19) cumulative BK^sv rows. Each block draws age, gender, weight (uniform)
+    and then the result (inverse CDF, as in ``_simulate``) from its own seed stream.
+    """
+    lo, hi = min(first * VIEW_BLOCK_ROWS, n_rows), min(stop * VIEW_BLOCK_ROWS, n_rows)
+    cols: list[list[np.ndarray]] = [[np.zeros(0, np.int64)] for _ in range(4)]
+    for b in range(first, stop):
+        n = min((b + 1) * VIEW_BLOCK_ROWS, n_rows) - b * VIEW_BLOCK_ROWS
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_VIEW_STREAM, view, b)))
+        # always a whole block's draws, cut to n: row i depends on i, not on n_rows
+        size = VIEW_BLOCK_ROWS
+        age = rng.integers(AGE_RANGE[0], AGE_RANGE[1] + 1, size)[:n]
+        gender = rng.integers(GENDER_RANGE[0], GENDER_RANGE[1] + 1, size)[:n]
+        weight = rng.integers(WEIGHT_RANGE[0], WEIGHT_RANGE[1] + 1, size)[:n]
+        u = rng.random(size)[:n]
+        c = cum[_classify(age, weight, gender)]  # (n, 19)
+        res = (c <= (u * c[:, -1])[:, None]).sum(axis=1)  # inverse CDF; skips zero-probability values
+        for i, a in enumerate((age, gender, weight, res)):
+            cols[i].append(a)
+    age, gender, weight, res = (np.concatenate(col).astype(np.int64) for col in cols)
+    index = pd.RangeIndex(lo, hi)
+    return pd.DataFrame(
+        {
+            "respondent_id": np.arange(lo + 1, hi + 1, dtype=np.int64),
+            "view": np.full(hi - lo, view, dtype=np.int64),
+            "age": age,
+            "gender": gender,
+            "weight": weight,
+            "exam_result": pd.Series(np.array(VALUES, dtype=object)[res], dtype="str", index=index),
+        },
+        index=index,
+    )
+
+
+def medical_view_dask(
+    n_rows: int,
+    *,
+    npartitions: int | None = None,
+    seed: int = 0,
+    view: int = 1,
+    det: float = 0.9,
+) -> dd.DataFrame:
+    """One view of the paper setting as a Dask DataFrame, built partition by partition.
+
+    The view a first release of :func:`medical_history` would see at any size: ``n_rows``
+    first-time respondents with uniform QIs, each with one result drawn from BK^sv, the
+    order-0 table of ``medical_knowledge(seed, det=det)`` (the same model as
+    ``medical_history(..., seed=seed, det=det)``), for the QI class of the tuple. BK^sv
+    gives ``deceased`` / ``discharged`` probability 0, so only the 17 stage values occur.
+    Nothing is built on the client but the model (about 0.05 s) and the task graph: every
+    partition is generated by its own task, so e.g. ``to_parquet`` of 10^7 rows needs
+    little client memory.
+
+    Rows come in blocks of :data:`VIEW_BLOCK_ROWS` (65,536); block ``b`` draws from
+    ``np.random.SeedSequence(seed, spawn_key=(3, view, b))`` (a whole block's draws even
+    for a shorter last block). Row ``i`` therefore depends only on ``(i, seed, view,
+    det)``: not on ``npartitions`` (a partition holds whole consecutive blocks, as even as
+    the blocks allow), and a view of ``n`` rows is the first ``n`` rows of any longer one.
+
+    Parameters
+    ----------
+    n_rows : int >= 1
+        Tuples in the view.
+    npartitions : int >= 1, optional
+        Dask partitions; at most the number of blocks, ``ceil(n_rows / 65536)`` (larger
+        values are lowered to it). Default: about 2**20 rows per partition.
+    seed : int >= 0
+        Seeds the model (as in :func:`medical_history`) and the blocks.
+    view : int >= 1
+        Value of the ``view`` column; also part of the block seeds.
+    det : float in [0, 1]
+        Model parameter, as in :func:`medical_history` (BK^sv does not depend on it, the
+        order >= 1 tables do).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        ``n_rows`` rows; columns ``respondent_id`` (int64, 1..n_rows, row ``i`` has id
+        ``i + 1``: partition ``p`` holds a contiguous, increasing id range), ``view``
+        (int64, = ``view``), ``age`` (int64 in 45..74), ``gender`` (int64 in 1..2),
+        ``weight`` (int64 in 60..89), ``exam_result`` (str, one of :data:`VALUES`; a
+        pyarrow string column under Dask's default string conversion). Index: the 0-based
+        row number (int64, known divisions at partition boundaries).
+    """
+    import dask.dataframe as dd  # at run time only: importing dpriv.datasets stays light
+
+    if int(n_rows) != n_rows or n_rows < 1:
+        raise InputError(f"n_rows must be an integer >= 1, got {n_rows!r}")
+    if int(view) != view or view < 1:
+        raise InputError(f"view must be an integer >= 1, got {view!r}")
+    n_rows, view = int(n_rows), int(view)
+    n_blocks = -(-n_rows // VIEW_BLOCK_ROWS)
+    if npartitions is None:
+        npartitions = -(-n_rows // _ROWS_PER_PARTITION)
+    if int(npartitions) != npartitions or npartitions < 1:
+        raise InputError(f"npartitions must be an integer >= 1, got {npartitions!r}")
+    nparts = min(int(npartitions), n_blocks)
+    knowledge = medical_knowledge(seed, det=det)
+    cum = np.cumsum(knowledge.tables[0][:, 0, :], axis=1)  # (18, 19)
+    edges = [p * n_blocks // nparts for p in range(nparts + 1)]  # block ranges
+    starts = [min(e * VIEW_BLOCK_ROWS, n_rows) for e in edges]
+    kwargs = {"n_rows": n_rows, "seed": int(seed), "view": view, "cum": cum}
+    meta = _view_blocks(0, 0, **kwargs)
+    return dd.from_map(
+        _view_blocks,
+        edges[:-1],
+        edges[1:],
+        meta=meta,
+        divisions=(*starts[:-1], n_rows - 1),
+        label="medical-view",
+        enforce_metadata=False,
+        **kwargs,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------
+
+

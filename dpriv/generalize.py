@@ -1,0 +1,153 @@
+"""One view through Generalize on Dask partitions (DESIGN.md "Data flow", lines 2-7).
+
+keys (map_partitions) -> set_index on the Hilbert key (partitions = contiguous Hilbert
+ranges, divisions from quantiles) -> greedy QI-groups per range (map_partitions) ->
+stitch the leftovers of all ranges in Hilbert order (client, small) -> CreateQIG ->
+seeded shuffle of the rows. A pandas view runs the same kernels in-process over the
+same Hilbert ranges, so both paths give the same release for the same divisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
+from dpriv.hilbert.keys import (
+    HKEY,
+    TIE,
+    add_keys,
+    balanced_divisions,
+    even_divisions,
+    keyed_meta,
+    pandas_divisions,
+    split_ranges,
+)
+from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL, ORDER, apply_qig, qig_table, released_meta, secret_policy
+from dpriv.steps import Steps
+from dpriv.validate import ViewSummary
+
+
+@dataclass
+class Generalized:
+    """Result of :func:`generalize_view`.
+
+    ``assigned``: private frame of the kept tuples (id, QIs, ``_s`` sensitive code,
+    ``_label`` int64 QI-group label, prior columns); ``released``: the public view V*
+    (DESIGN.md "Released view"); ``n_suppressed``: tuples left out; ``divisions``: the
+    Hilbert ranges used (pass them back to reproduce the release on another path);
+    ``table``: the CreateQIG table (:func:`qig_table`, pandas, one row per QI-group).
+    Both frames are pandas for a pandas input and Dask for a Dask input.
+    """
+
+    assigned: pd.DataFrame | dd.DataFrame
+    released: pd.DataFrame | dd.DataFrame
+    n_suppressed: int
+    divisions: tuple | None
+    table: pd.DataFrame | None = None
+
+
+def chained_scan(ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy,
+                 view_counts: np.ndarray) -> dd.DataFrame:
+    """:func:`scan_range` over the Hilbert ranges of ``ranges`` (indexed by the key, in key
+    order), each link handing its open tail to the next: a chain of delayed tasks."""
+    meta = scan_range(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
+    links, carry = [], None
+    parts = ranges.to_delayed()
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        link = dask.delayed(scan_range, nout=2, pure=True)(part, carry, policy, view_counts, last)
+        links.append(link[0])
+        carry = link[1]
+    # not verified: a string id the state join turned into object is still typed string in
+    # the meta (the kernels read ids by value; the released view has no id)
+    return dd.from_delayed(links, meta=meta, verify_meta=False)
+
+
+def generalize_view(
+    view: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    summary: ViewSummary,
+    *,
+    npartitions: int | None = None,
+    divisions: tuple | None = None,
+    steps: Steps | None = None,
+) -> Generalized:
+    """Generalize one validated view with priors in its ``p__<value>`` columns.
+
+    Parameters
+    ----------
+    view : pandas or Dask DataFrame with the policy's id, QIs, sensitive column and
+        ``policy.prior_columns`` (float64, rows sum to 1).
+    summary : from :func:`dpriv.validate.validate_view` (size and sensitive counts).
+    npartitions, divisions : Hilbert ranges; default the input's number of partitions (1
+        for pandas). The scan is chained over the ranges and the repair is global, so the
+        release does not depend on them; the same input + policy gives the same bytes.
+    steps : records the seconds of each step (Dask: keys, shuffle, grouping, repair, qig;
+        each persisted on the workers, see :mod:`dpriv.steps`).
+
+    The released rows come in the order of the private seeded ``_order`` column (uint64),
+    which they keep: drop it before publishing (the ledger and :func:`dpriv.release.anonymize` do).
+    """
+    steps = steps or Steps()
+    policy = secret_policy(policy, summary)
+    counts = summary.s_counts
+    if isinstance(view, dd.DataFrame):
+        (keyed_view,) = steps.run(
+            "keys", view.map_partitions(add_keys, policy, meta=keyed_meta(view._meta, policy))
+        )
+        if not divisions:
+            histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
+            divisions = balanced_divisions(histogram, npartitions or view.npartitions)
+        (ranges,) = steps.run("shuffle", keyed_view.set_index(HKEY, sort=True, divisions=divisions))
+        del keyed_view
+        (grouped,) = steps.run("grouping", chained_scan(ranges, view._meta, policy, counts))
+        stats_meta = range_stats(grouped._meta, policy)
+        stats, leftovers = dask.compute(
+            grouped.map_partitions(range_stats, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
+        )
+        divisions = ranges.divisions
+        del ranges
+    else:
+        frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
+        divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
+        parts, carry = [], None
+        for i, part in enumerate(ranges_ := split_ranges(frame, divisions)):
+            done, carry = scan_range(part, carry, policy, counts, i == len(ranges_) - 1)
+            parts.append(done)
+        grouped = pd.concat(parts, ignore_index=True)
+        stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
+    placed = repair_leftovers(stats, leftovers, policy, counts)
+    n_suppressed = int((placed[LABEL] < 0).sum())
+    placed = placed[placed[LABEL] >= 0]
+    steps.lap("repair")
+    if isinstance(view, dd.DataFrame):
+        kept = grouped[grouped[LABEL] >= 0]
+        assigned = dd.concat(
+            [kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)]
+        )
+        table = qig_table(assigned, policy)
+        # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
+        rmeta = released_meta(policy, view._meta[policy.sensitive].to_numpy().dtype)
+        # one graph node for the table, not a copy per task
+        released = assigned.map_partitions(apply_qig, dask.delayed(table), policy, meta=rmeta)
+        # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
+        # quantile pass would run inside the scheduler's graph materialisation and hang)
+        released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))
+        released, assigned = steps.run("qig", released.reset_index()[list(rmeta.columns)], assigned)
+    else:
+        assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
+        table = qig_table(assigned, policy)
+        released = apply_qig(assigned, table, policy)
+        released = released.sort_values(ORDER, kind="stable").reset_index(drop=True)
+        steps.lap("qig")
+    known = divisions is not None and None not in divisions
+    divisions = tuple(int(d) for d in divisions) if known else None
+    return Generalized(assigned, released, n_suppressed, divisions, table)
+
+

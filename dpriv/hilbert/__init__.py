@@ -1,0 +1,43 @@
+"""The Hilbert curve (grid, Skilling's index) and the key of a row of a view."""
+
+from dpriv.hilbert.curve import (
+    DEFAULT_BITS_CAP,
+    MAX_GRID_BITS,
+    default_bits,
+    grid_codes,
+    grid_coords,
+    hilbert_index,
+)
+from dpriv.hilbert.keys import (
+    HKEY,
+    TIE,
+    add_keys,
+    balanced_divisions,
+    even_divisions,
+    grid_bits,
+    hilbert_keys,
+    keyed_meta,
+    pandas_divisions,
+    split_ranges,
+    unit_coords,
+)
+
+__all__ = [
+    "DEFAULT_BITS_CAP",
+    "HKEY",
+    "MAX_GRID_BITS",
+    "TIE",
+    "add_keys",
+    "balanced_divisions",
+    "default_bits",
+    "even_divisions",
+    "grid_bits",
+    "grid_codes",
+    "grid_coords",
+    "hilbert_index",
+    "hilbert_keys",
+    "keyed_meta",
+    "pandas_divisions",
+    "split_ranges",
+    "unit_coords",
+]

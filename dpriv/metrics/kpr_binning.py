@@ -1,0 +1,345 @@
+"""KPR (E21, E22), binning: the bin grid of a numeric known variable from exact,
+partition-independent statistics of the unique originals, and the bin of every value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Sentinel bin of a numeric value below ``lo`` (E22). Regular bins are ``0, 1, 2, ...``.
+BELOW = -1.0
+
+
+#: Sentinel bin of a numeric value above ``hi`` (E22).
+ABOVE = -2.0
+
+
+#: Sentinel bin of a missing value (NaN / NA): missing is its own level (§5.3).
+MISSING = -3.0
+
+
+#: Sentinel bin of every non-missing value of a variable that has no non-missing value in
+#: ``U`` (so no bin grid exists); such values can never match an original of ``U``.
+NO_BINS = -4.0
+
+
+@dataclass(frozen=True)
+class BinSpec:
+    """Bin grid of one numeric known variable (E22), as reported in :class:`KPRResult`.
+
+    Attributes
+    ----------
+    lo, hi : float
+        ``min - padding * sigma`` and ``max + padding * sigma`` over the non-missing values
+        of the variable in ``U``; NaN when there is no such value.
+    step : float
+        Bin width ``tolerance * |mean|``; ``tolerance * (max - min)`` when the mean is 0;
+        0.0 when that is 0 too (then one bin: exact equality). NaN when no bins exist.
+    n_bins : int
+        Number of regular bins ``max(1, ceil((hi - lo) / step))`` (may be astronomically
+        large: bins are never materialised); 1 when ``step == 0``; 0 when no bins exist;
+        -1 when the count overflows float64 (``(hi - lo) / step`` is infinite).
+    mean, std : float
+        Mean and standard deviation (``ddof`` of the call) of the non-missing values in
+        ``U``; the std is 0.0 when there are not more than ``ddof`` values.
+    count : int
+        Number of non-missing values of the variable in ``U``.
+    """
+
+    lo: float
+    hi: float
+    step: float
+    n_bins: int
+    mean: float
+    std: float
+    count: int
+
+
+_ExactSum = tuple[int, int]  # (numerator, exponent): value = numerator * 2**exponent
+
+
+def _exact_sum(values: np.ndarray, extra_exp: np.ndarray | int = 0) -> _ExactSum:
+    """Exact sum of ``values * 2**extra_exp`` (finite float64, shape (k,)).
+
+    Every float64 is ``M * 2**E`` with an integer ``|M| < 2**53``; the mantissas are summed
+    in int64 per exponent (split in 26-bit halves so no overflow below 2**36 terms) and the
+    few per-exponent totals are combined as Python integers.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    extra = np.broadcast_to(np.asarray(extra_exp, dtype=np.int64), values.shape)
+    keep = values != 0.0
+    if not keep.any():
+        return (0, 0)
+    values, extra = values[keep], extra[keep]
+    mant, exp = np.frexp(values)
+    m = (mant * 9007199254740992.0).astype(np.int64)  # * 2**53, exact
+    e = exp.astype(np.int64) + extra - 53
+    order = np.argsort(e, kind="stable")
+    es = e[order]
+    ms = m[order]
+    high = ms >> 26  # arithmetic shift: ms = high * 2**26 + low, 0 <= low < 2**26
+    low = ms - (high << 26)
+    starts = np.flatnonzero(np.concatenate(([True], es[1:] != es[:-1])))
+    s_high = np.add.reduceat(high, starts)
+    s_low = np.add.reduceat(low, starts)
+    e0 = int(es[0])
+    total = 0
+    for sh, sl, eg in zip(s_high.tolist(), s_low.tolist(), es[starts].tolist(), strict=True):
+        total += ((sh << 26) + sl) << (eg - e0)
+    return (total, e0)
+
+
+def _add_exact(a: _ExactSum, b: _ExactSum) -> _ExactSum:
+    if a[0] == 0:
+        return b
+    if b[0] == 0:
+        return a
+    e = min(a[1], b[1])
+    return ((a[0] << (a[1] - e)) + (b[0] << (b[1] - e)), e)
+
+
+def _to_fraction(a: _ExactSum) -> Fraction:
+    num, e = a
+    return Fraction(num << e) if e >= 0 else Fraction(num, 1 << -e)
+
+
+def _exact_sum_of_squares(values: np.ndarray) -> _ExactSum:
+    """Exact ``sum(values**2)`` of finite float64 values (error-free TwoProduct).
+
+    Each value is scaled to its mantissa ``f`` in ``[0.5, 1)`` so that ``f*f`` neither
+    overflows nor underflows; ``f*f = p + err`` exactly with ``p = fl(f*f)`` and ``err``
+    from Veltkamp's split; both parts are then summed exactly with exponent ``2 * exp``.
+    """
+    f, exp = np.frexp(np.asarray(values, dtype=np.float64))
+    c = 134217729.0 * f  # 2**27 + 1
+    fh = c - (c - f)
+    fl = f - fh
+    p = f * f
+    err = ((fh * fh - p) + 2.0 * fh * fl) + fl * fl
+    e2 = 2 * exp.astype(np.int64)
+    return _add_exact(_exact_sum(p, e2), _exact_sum(err, e2))
+
+
+@dataclass
+class _VarStats:
+    """Mergeable partial statistics of one numeric variable (non-missing values only)."""
+
+    count: int = 0
+    n_inf: int = 0
+    total: _ExactSum = (0, 0)
+    total_sq: _ExactSum = (0, 0)
+    vmin: float = math.inf
+    vmax: float = -math.inf
+
+    def merge(self, other: _VarStats) -> _VarStats:
+        return _VarStats(
+            self.count + other.count,
+            self.n_inf + other.n_inf,
+            _add_exact(self.total, other.total),
+            _add_exact(self.total_sq, other.total_sq),
+            min(self.vmin, other.vmin),
+            max(self.vmax, other.vmax),
+        )
+
+
+@dataclass
+class _Partial:
+    """Partial statistics of ``U`` over a partition: one entry per numeric variable."""
+
+    stats: list[_VarStats]
+
+    def merge(self, other: _Partial) -> _Partial:
+        return _Partial([a.merge(b) for a, b in zip(self.stats, other.stats, strict=True)])
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Internal bin grid of one numeric variable, or ``None`` in :class:`_Specs` when no
+    non-missing value exists in ``U``."""
+
+    lo: float
+    hi: float
+    step: float
+    n_bins: float  # float: may exceed int64
+
+
+@dataclass(frozen=True)
+class _Specs:
+    """Bin grids of the numeric variables (in known order) + the problems found."""
+
+    grids: tuple[_Grid | None, ...]
+    reports: tuple[BinSpec, ...]
+    errors: tuple[str, ...]
+
+
+def bin_index(y: np.ndarray, lo: float, hi: float, step: float, n_bins: float) -> np.ndarray:
+    """Bin index of numeric values by (E22); float64 array of the shape of ``y``.
+
+    ``floor((y - lo) / step)`` for ``lo <= y <= hi`` (left-closed bins, the last one
+    extended to include ``hi``: an index ``>= n_bins`` is mapped to ``n_bins - 1``),
+    :data:`BELOW` for ``y < lo``, :data:`ABOVE` for ``y > hi``, :data:`MISSING` for NaN.
+    ``step == 0`` means a single bin (index 0). Bin edges are never materialised, so a
+    huge ``(hi - lo) / step`` costs nothing. The indices are float64 (exact integers up to
+    2**53; beyond, still the same float for the same input in both tables).
+
+    Parameters
+    ----------
+    y : ndarray of float64, shape (k,)
+    lo, hi : float
+        Finite, ``lo <= hi``.
+    step : float
+        ``>= 0``.
+    n_bins : float
+        ``max(1, ceil((hi - lo) / step))``, 1 when ``step == 0``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if step > 0:
+            idx = np.minimum(np.floor((y - lo) / step), n_bins - 1.0)
+        else:
+            idx = np.zeros_like(y)
+        out = np.where(y < lo, BELOW, np.where(y > hi, ABOVE, idx))
+    out[np.isnan(y)] = MISSING
+    return out
+
+
+def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int) -> pd.DataFrame:
+    """Binned profile of encoded records (output of :func:`_encode_raw`).
+
+    Numeric ``k{i}`` become float64 bin indices (sentinels for below/above/missing, no
+    ``m{i}``); categorical ``k{i}``/``m{i}`` are kept. Adds ``_o`` = ``origin == 0`` and
+    ``_a`` = ``origin == 1`` (int64) to count originals of U and avatars per profile.
+    """
+    cols: dict[str, Any] = {}
+    j = 0
+    for i, num in enumerate(numeric):
+        if num:
+            grid = specs.grids[j]
+            j += 1
+            y = keys[f"k{i}"].to_numpy(dtype=np.float64)
+            miss = keys[f"m{i}"].to_numpy(dtype=bool)
+            if grid is None:
+                b = np.full(len(y), NO_BINS)
+            else:
+                b = bin_index(y, grid.lo, grid.hi, grid.step, grid.n_bins)
+            b[miss] = MISSING
+            cols[f"k{i}"] = b
+        else:
+            cols[f"k{i}"] = keys[f"k{i}"].array
+            cols[f"m{i}"] = keys[f"m{i}"].to_numpy(dtype=bool)
+    n = len(keys)
+    cols["_o"] = np.full(n, 1 if origin == 0 else 0, dtype=np.int64)
+    cols["_a"] = np.full(n, 1 if origin == 1 else 0, dtype=np.int64)
+    return pd.DataFrame(cols, index=pd.RangeIndex(n))
+
+
+def _binned_key_names(numeric: Sequence[bool]) -> list[str]:
+    names: list[str] = []
+    for i, num in enumerate(numeric):
+        names.append(f"k{i}")
+        if not num:
+            names.append(f"m{i}")
+    return names
+
+
+def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
+    """Partial statistics of the numeric variables over a partition of ``U``."""
+    out = []
+    for i, num in enumerate(numeric):
+        if not num:
+            continue
+        y = u[f"k{i}"].to_numpy(dtype=np.float64)[~u[f"m{i}"].to_numpy(dtype=bool)]
+        inf = np.isinf(y)
+        n_inf = int(inf.sum())
+        if n_inf:
+            y = y[~inf]
+        if len(y) == 0:
+            out.append(_VarStats(n_inf=n_inf))
+            continue
+        out.append(
+            _VarStats(
+                count=len(y),
+                n_inf=n_inf,
+                total=_exact_sum(y),
+                total_sq=_exact_sum_of_squares(y),
+                vmin=float(y.min()),
+                vmax=float(y.max()),
+            )
+        )
+    return _Partial(out)
+
+
+def _merge_partials(parts: pd.Series | Sequence[_Partial]) -> _Partial:
+    it = iter(list(parts))
+    acc = next(it)
+    for p in it:
+        acc = acc.merge(p)
+    return acc
+
+
+def _finalize_specs(
+    parts: pd.Series | Sequence[_Partial],
+    names: Sequence[str],
+    tolerance: float,
+    padding: float,
+    ddof: int,
+) -> _Specs:
+    """Bin grids (§5.2 step 4, §5.3) from the merged exact statistics of ``U``."""
+    total = _merge_partials(parts)
+    grids: list[_Grid | None] = []
+    reports: list[BinSpec] = []
+    errors: list[str] = []
+    nan = math.nan
+    for name, st in zip(names, total.stats, strict=True):
+        if st.n_inf:
+            errors.append(
+                f"known variable {name!r} has {st.n_inf} infinite value(s) among the unique "
+                "original records; replace them by NaN (a level of its own) or finite values"
+            )
+        if st.count == 0:
+            grids.append(None)
+            reports.append(BinSpec(nan, nan, nan, 0, nan, nan, 0))
+            continue
+        n = st.count
+        s1 = _to_fraction(st.total)
+        mean_q = s1 / n
+        mean = float(mean_q)
+        if n - ddof > 0:
+            ss = _to_fraction(st.total_sq) - s1 * s1 / n  # exact sum of squared deviations
+            try:
+                var = float(ss / (n - ddof))
+            except OverflowError:
+                var = math.inf
+            std = math.sqrt(var)
+        else:
+            std = 0.0  # not more than ddof values: no observed spread [proposed]
+        with np.errstate(over="ignore"):
+            lo = st.vmin - padding * std
+            hi = st.vmax + padding * std
+            step = tolerance * abs(mean)
+            if step == 0.0:  # mean 0 (or underflow): 5 % of the range of U [proposed]
+                step = tolerance * (st.vmax - st.vmin)
+        if not all(math.isfinite(v) for v in (std, lo, hi, step)):
+            errors.append(
+                f"known variable {name!r}: values too large in magnitude to bin "
+                f"(min {st.vmin!r}, max {st.vmax!r}, std {std!r}); rescale the column "
+                "in both tables (e.g. change its unit)"
+            )
+            grids.append(None)
+            reports.append(BinSpec(lo, hi, step, 0, mean, std, n))
+            continue
+        if step > 0.0:
+            ratio = (hi - lo) / step
+            n_bins = max(1.0, math.ceil(ratio) if math.isfinite(ratio) else math.inf)
+        else:
+            n_bins = 1.0  # single bin: exact equality (constant column with mean 0)
+        grids.append(_Grid(lo, hi, step, float(n_bins)))
+        reports.append(BinSpec(lo, hi, step, int(n_bins) if math.isfinite(n_bins) else -1, mean, std, n))
+    return _Specs(tuple(grids), tuple(reports), tuple(errors))

@@ -1,0 +1,106 @@
+"""KPR (§5.3), validation: the inputs of :func:`dpriv.metrics.kpr.kpr` checked without
+bringing a Dask table to the client; warnings for legal but suspicious inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api import types as ptypes
+
+from dpriv.errors import InputError
+
+_LOW_CARDINALITY = 10  # numeric known variable with <= 10 distinct values -> warning (§5.2)
+
+
+class KPRWarning(UserWarning):
+    """A KPR input that is legal but probably not what the user meant."""
+
+
+def _is_dask(obj: Any) -> bool:
+    return type(obj).__module__.startswith("dask.") and hasattr(obj, "npartitions")
+
+
+def _kind(dtype: Any) -> str:
+    """'numeric', 'categorical' or 'refused' for a column dtype (§5.2 step 2)."""
+    if ptypes.is_bool_dtype(dtype):
+        return "categorical"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "categorical"
+    if (
+        ptypes.is_datetime64_any_dtype(dtype)
+        or ptypes.is_timedelta64_dtype(dtype)
+        or isinstance(dtype, pd.PeriodDtype | pd.IntervalDtype)
+        or ptypes.is_complex_dtype(dtype)
+    ):
+        return "refused"
+    if ptypes.is_numeric_dtype(dtype):
+        return "numeric"
+    if ptypes.is_object_dtype(dtype) or ptypes.is_string_dtype(dtype):
+        return "categorical"
+    return "refused"
+
+
+def _validate(
+    original: Any,
+    synthetic: Any,
+    known: Sequence[str],
+    tolerance: float,
+    padding: float,
+    ddof: int,
+) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    for label, obj in (("original", original), ("synthetic", synthetic)):
+        if not (isinstance(obj, pd.DataFrame) or _is_dask(obj)):
+            raise InputError(
+                f"kpr: the {label} table must be a pandas or Dask DataFrame, got {type(obj).__name__}"
+            )
+    if isinstance(known, str) or not isinstance(known, Sequence):
+        raise InputError(f"kpr: `known` must be a list of column names, e.g. ['age', 'sex'], got {known!r}")
+    known_t = tuple(known)
+    if not known_t:
+        raise InputError("kpr: `known` is empty; give at least one known variable")
+    bad = [k for k in known_t if not isinstance(k, str)]
+    if bad:
+        raise InputError(f"kpr: known variable names must be strings, got {bad!r}")
+    dup = sorted({k for k in known_t if known_t.count(k) > 1})
+    if dup:
+        raise InputError(f"kpr: known variable(s) {dup} listed more than once; list each once")
+    if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance > 0):
+        raise InputError(f"kpr: tolerance must be a finite number > 0, got {tolerance!r}")
+    if not (isinstance(padding, int | float) and math.isfinite(padding) and padding >= 0):
+        raise InputError(f"kpr: padding must be a finite number >= 0, got {padding!r}")
+    if isinstance(ddof, bool) or not isinstance(ddof, int | np.integer) or ddof < 0:
+        raise InputError(f"kpr: ddof must be an integer >= 0, got {ddof!r}")
+    for label, obj in (("original", original), ("synthetic", synthetic)):
+        missing = [k for k in known_t if k not in obj.columns]
+        if missing:
+            raise InputError(
+                f"kpr: known variable(s) {missing} not found in the {label} table "
+                f"(columns: {list(map(str, obj.columns))}); fix the names or the table"
+            )
+    numeric: list[bool] = []
+    for k in known_t:
+        ko, ks = _kind(original.dtypes[k]), _kind(synthetic.dtypes[k])
+        for label, kind, dt in (
+            ("original", ko, original.dtypes[k]),
+            ("synthetic", ks, synthetic.dtypes[k]),
+        ):
+            if kind == "refused":
+                raise InputError(
+                    f"kpr: known variable {k!r} has dtype {dt} in the {label} table; "
+                    "dates, durations and other non-numeric, non-categorical types are "
+                    "refused (5 % of their mean is meaningless): cast the column in both "
+                    "tables, e.g. to a number of days or to a category"
+                )
+        if ko != ks:
+            raise InputError(
+                f"kpr: known variable {k!r} is {ko} in the original table "
+                f"({original.dtypes[k]}) but {ks} in the synthetic table "
+                f"({synthetic.dtypes[k]}); cast it to the same type in both tables"
+            )
+        numeric.append(ko == "numeric")
+    return known_t, tuple(numeric)

@@ -1,0 +1,82 @@
+"""Metrics of one release (``metrics.json``) and the refusal to publish a failing one.
+
+Utility (E11, E24-E26) and the KPR of the release (E21) next to the sizes; pandas or Dask
+frames. :func:`require` refuses a release whose verification failed or whose suppression
+exceeds the policy's limit.
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import pandas as pd
+
+from dpriv.anonymity.verify import verify_release
+from dpriv.errors import PolicyError, VerificationError
+from dpriv.metrics.microdata import release_kpr
+from dpriv.metrics.utility import utility_metrics
+from dpriv.policy import ReleasePolicy
+from dpriv.released import public
+from dpriv.validate import ViewSummary
+
+
+def require(report: dict, policy: ReleasePolicy, n_original: int, n_suppressed: int, where: str) -> None:
+    """Refuse a release: VerificationError when ``report`` (a :meth:`VerificationReport.to_dict`)
+    is not ok, PolicyError when the suppression exceeds ``policy.max_suppression``."""
+    if not report["ok"]:
+        raise VerificationError(
+            f"{where} failed verification, nothing written:\n  " + "\n  ".join(report["problems"][:10])
+        )
+    suppression = n_suppressed / n_original
+    if suppression > policy.max_suppression:
+        raise PolicyError(
+            f"{where}: suppression {suppression:.2%} exceeds max_suppression "
+            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
+        )
+
+
+def release_metrics(
+    released: pd.DataFrame | dd.DataFrame,
+    original: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    n_original: int,
+    n_suppressed: int,
+) -> dict:
+    """Utility (E11, E24-E26), KPR of the release (E21) and sizes; pandas or Dask frames."""
+    return {
+        **utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k),
+        "kpr": release_kpr(released, original, policy),
+        "n_original": n_original,
+        "n_suppressed": n_suppressed,
+    }
+
+
+def checked_metrics(
+    released: pd.DataFrame,
+    assigned: pd.DataFrame,
+    original: pd.DataFrame,
+    policy: ReleasePolicy,
+    summary: ViewSummary,
+    n_suppressed: int,
+    *,
+    promised: ReleasePolicy | None = None,
+    where: str = "the release",
+) -> dict:
+    """Verify a release independently and measure it; nothing is written here.
+
+    ``promised`` is the policy whose constraints the method guarantees (default ``policy``).
+    Raises VerificationError when the check fails and PolicyError when the suppression
+    exceeds ``policy.max_suppression``. Returns the metrics of ``metrics.json``: achieved
+    k/l/t/j, utility (E11, E24-E26), KPR of the release (E21), sizes.
+    """
+    report = verify_release(
+        public(released), promised or policy, view_counts=summary.s_counts, assigned=assigned
+    ).to_dict()
+    require(report, policy, summary.n_rows, n_suppressed, where)
+    return {**report, **release_metrics(released, original, policy, summary.n_rows, n_suppressed)}
+
+
+def utility_domains(policy: ReleasePolicy) -> dict:
+    return {
+        "numeric_domains": {q: tuple(policy.domains[q]) for q in policy.numeric_qi},
+        "categorical_domains": {q: list(policy.domains[q]) for q in policy.categorical_qi},
+    }

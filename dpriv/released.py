@@ -1,0 +1,301 @@
+"""The released-view format (DESIGN.md "Interfaces": Released view).
+
+Column names, the private columns of a release's membership, the value-set encoding of a
+categorical QI (one writer, one parser), the opaque QI-group labels, CreateQIG's table of
+generalized values per group (Algorithm 2, line 12) and its application to grouped rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv._random import keyed, row_hashes, stable_hash
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy, codes
+
+if TYPE_CHECKING:
+    from dpriv.validate import ViewSummary
+
+#: Public column of the opaque QI-group label.
+GROUP = "qi_group"
+#: Private columns of a release's membership: the int64 QI-group label (-1: not kept) and
+#: the sensitive value's code in the policy domain.
+LABEL, SCODE = "_label", "_s"
+#: Private seeded shuffle key of the released rows (dropped before publishing).
+ORDER = "_order"
+
+#: Characters of a categorical value that the value-set string escapes with a backslash.
+SPECIAL = "\\,{}"
+
+
+# --------------------------------------------------------------------------------------
+# value sets: "{a,b}" (DESIGN.md "Released view")
+# --------------------------------------------------------------------------------------
+def escape_value(value: str) -> str:
+    """A categorical value as it stands in a value set: each of ``\\ , { }`` preceded by a
+    backslash (``"a,b"`` -> ``"a\\,b"``); any other value unchanged."""
+    if not any(ch in value for ch in SPECIAL):
+        return value
+    return "".join("\\" + ch if ch in SPECIAL else ch for ch in value)
+
+
+def value_set_items(text: str) -> list[str]:
+    """The values of one value-set string, unescaped: ``"{a\\,b,c}" -> ["a,b", "c"]``.
+    A cell without braces is a singleton; no other check (see :func:`parse_value_set`)."""
+    body = text[:-1]
+    if text.startswith("{") and text.endswith("}") and (len(body) - len(body.rstrip("\\"))) % 2 == 0:
+        text = text[1:-1]  # braces, unless the last one is escaped
+    if "\\" not in text:
+        return text.split(",")
+    items, cur, esc = [], [], False
+    for ch in text:
+        if esc:
+            cur.append(ch)
+            esc = False
+        elif ch == "\\":
+            esc = True
+        elif ch == ",":
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    return items
+
+
+def split_value_sets(cells: pd.Series) -> pd.Series:
+    """:func:`value_set_items` of every cell (a list per cell, on ``cells``' index)."""
+    text = cells.astype(str)
+    if not text.str.contains("\\", regex=False).any():  # the usual case: vectorised
+        braced = text.str.startswith("{") & text.str.endswith("}")
+        return text.where(~braced, text.str.slice(1, -1)).str.split(",")
+    return text.map(value_set_items)
+
+
+def secret_policy(policy: ReleasePolicy, summary: ViewSummary) -> ReleasePolicy:
+    """``policy`` with its seed mixed with the view's private content digest: the seed of
+    the tie-break keys, QI-group labels and released row order. Those must not be a function
+    of the ids and the (public, stored) seed alone, or anyone knowing the ids could line
+    them up with the released rows; the same view, policy and seed still give the same bytes."""
+    mixed = keyed(np.array([summary.content], dtype=np.uint64), policy.seed, "label")[0]
+    return policy.with_overrides(seed=int(mixed >> np.uint64(4)))
+
+
+def group_labels(ties: np.ndarray, group: np.ndarray, seed: int) -> np.ndarray:
+    """int64 label per tuple of ``group`` (>= 0): a seeded hash of the group's smallest
+    tie-break key, so partition-free and not in Hilbert order; -1 elsewhere."""
+    label = np.full(len(group), -1, dtype=np.int64)
+    kept = group >= 0
+    if kept.any():
+        first = pd.Series(ties[kept]).groupby(group[kept]).transform("min").to_numpy(np.uint64)
+        label[kept] = (keyed(first, seed, "label") >> np.uint64(1)).astype(np.int64)
+    return label
+
+
+def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """CreateQIG's generalized QI values per label (Algorithm 2, line 12): for a numeric
+    QI ``<qi>_min``/``<qi>_max`` (the group's true min and max), for a categorical QI the
+    value set ``{a,b}`` in domain order. Pandas, indexed by label (one row per group)."""
+    num = policy.numeric_qi
+    parts = []
+    if num:
+        # float64 first: a numeric QI may come as a (non-ordered) pandas category
+        agg = rows[[LABEL, *num]].astype(dict.fromkeys(num, "float64")).groupby(LABEL).agg(["min", "max"])
+        agg = agg.compute() if isinstance(agg, dd.DataFrame) else agg
+        agg.columns = [f"{q}_{f}" for q, f in agg.columns]
+        parts.append(agg.astype("float64"))
+    for q in policy.categorical_qi:
+        pairs = rows[[LABEL, q]].drop_duplicates()
+        pairs = pairs.compute() if isinstance(pairs, dd.DataFrame) else pairs
+        parts.append(_value_sets(pairs, q, policy.domains[q]).rename(q).to_frame())
+    if not parts:
+        return pd.DataFrame(index=pd.Index([], dtype="int64", name=LABEL))
+    # positional assembly on sorted labels: every part aggregates the same groups (pandas 2's
+    # Int64 engine misreports uniqueness of these large hashed labels, so no index alignment)
+    parts = [p.sort_index() for p in parts]
+    labels = parts[0].index.to_numpy(dtype=np.int64)
+    if any(not np.array_equal(p.index.to_numpy(dtype=np.int64), labels) for p in parts[1:]):
+        raise RuntimeError("QIG parts disagree on the QI-groups; please report this bug")
+    cols = {c: p[c].to_numpy() for p in parts for c in p.columns}
+    table = pd.DataFrame(cols, index=pd.Index(labels, name=LABEL))
+    return table[released_columns(policy)[1:-1]]
+
+
+def released_columns(policy: ReleasePolicy) -> list[str]:
+    cols = [GROUP]
+    for q in policy.qi:
+        cols += [f"{q}_min", f"{q}_max"] if policy.kind(q) == "numeric" else [q]
+    return [*cols, policy.sensitive]
+
+
+def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Released rows of ``part`` (grouped rows) with the private ``_order`` shuffle key."""
+    keys = table.index.to_numpy(dtype=np.int64)  # sorted by qig_table
+    gen = table.iloc[np.searchsorted(keys, part[LABEL].to_numpy(dtype=np.int64))]
+    out = pd.DataFrame({GROUP: part[LABEL].to_numpy()})
+    for c in gen.columns:
+        out[c] = gen[c].to_numpy()
+    out[policy.sensitive] = part[policy.sensitive].to_numpy()
+    out[ORDER] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
+    return out
+
+
+def create_qig(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """CreateQIG for grouped rows (``_label``) that hold whole groups (pandas)."""
+    return apply_qig(part, qig_table(part, policy), policy)
+
+
+def _value_sets(pairs: pd.DataFrame, q: str, domain: list) -> pd.Series:
+    pairs = pd.DataFrame({LABEL: pairs[LABEL].to_numpy(), "c": codes(pairs[q], domain)}).drop_duplicates()
+    pairs = pairs.sort_values([LABEL, "c"], kind="stable")
+    names = np.asarray([escape_value(str(v)) for v in domain], dtype=object)[pairs["c"].to_numpy()]
+    return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",".join).map("{{{}}}".format)
+
+
+def released_meta(policy: ReleasePolicy, sensitive_dtype) -> pd.DataFrame:
+    cols: dict = {GROUP: pd.Series(dtype="int64")}
+    for c in released_columns(policy)[1:-1]:
+        cols[c] = pd.Series(dtype=object if c in policy.categorical_qi else "float64")
+    cols[policy.sensitive] = pd.Series(dtype=sensitive_dtype)
+    cols[ORDER] = pd.Series(dtype="uint64")
+    return pd.DataFrame(cols)
+
+
+def public(frame: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
+    """``frame`` without its private ``_`` columns (e.g. the ``_order`` shuffle key)."""
+    private = [c for c in frame.columns if str(c).startswith("_")]
+    return frame.drop(columns=private) if private else frame
+
+
+def rows_digest(part: pd.DataFrame) -> int:
+    """Order-free digest of the public rows of ``part``: the sum modulo 2**64 of their row
+    hashes, with integers as int64, other numbers as float64 and the rest as Python
+    objects (so a string dtype a shuffle may change does not matter)."""
+    cols = []
+    for c in sorted(c for c in part.columns if not str(c).startswith("_")):
+        x = part[c]
+        if pd.api.types.is_integer_dtype(x.dtype):
+            cols.append(x.to_numpy(dtype=np.int64))
+        else:
+            cols.append(x.to_numpy(dtype=np.float64 if pd.api.types.is_float_dtype(x.dtype) else object))
+    return int(row_hashes(cols).sum(dtype=np.uint64))
+
+
+def parse_value_set(text: str) -> tuple[str, ...]:
+    """Values of a released categorical cell: ``"{Female,Male}" -> ("Female", "Male")``.
+
+    A cell without braces (``"Female"``) is the singleton set. Surrounding blanks of each
+    value are stripped; repeated values count once (first occurrence order kept).
+
+    Raises
+    ------
+    InputError
+        Empty set ``"{}"`` or an empty value (``"{a,,b}"``).
+    """
+    parts = [p.strip() for p in value_set_items(str(text).strip())]
+    if not parts or any(p == "" for p in parts):
+        raise InputError(
+            f"released value set {text!r} is empty or has an empty value; a categorical QI "
+            "cell must look like {a,b} with values of the declared domain"
+        )
+    return tuple(dict.fromkeys(parts))
+
+
+MAX_LISTED = 20  # groups named per kind of problem; the rest are counted
+
+
+def _listed(prefix: str, items: list[str]) -> list[str]:
+    """Cap a list of per-group problems at MAX_LISTED lines, counting the rest."""
+    if len(items) > MAX_LISTED:
+        return [prefix + x for x in items[:MAX_LISTED]] + [f"{prefix}... and {len(items) - MAX_LISTED} more"]
+    return [prefix + x for x in items]
+
+
+def _names(labels) -> str:
+    labels = list(labels)
+    head = ", ".join(repr(_py(x)) for x in labels[:MAX_LISTED])
+    return head + (f" and {len(labels) - MAX_LISTED} more" if len(labels) > MAX_LISTED else "")
+
+
+def _py(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[str], list[str]]:
+    """Problems of the released columns and values; also the usable generalized QI columns."""
+    problems: list[str] = []
+    expected = released_columns(policy)
+    cols = list(released.columns)
+    if policy.id in cols:
+        problems.append(f"column {policy.id!r}: the respondent id must never be released")
+    private = [c for c in cols if str(c).startswith("_")]
+    if private:
+        problems.append(f"columns {private}: private columns (starting with '_') must not be released")
+    extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
+    if extra:
+        problems.append(f"columns {extra} are not part of the released format {expected}")
+    missing = [c for c in expected if c not in cols]
+    if missing:
+        problems.append(f"columns {missing} of the released format are missing")
+    usable: list[str] = []
+    has_group = GROUP in cols
+    for q in policy.qi:
+        if policy.kind(q) == "numeric":
+            lo, hi = f"{q}_min", f"{q}_max"
+            if lo not in cols or hi not in cols:
+                continue
+            bad = [
+                c
+                for c in (lo, hi)
+                if not (
+                    pd.api.types.is_numeric_dtype(released[c]) and not pd.api.types.is_bool_dtype(released[c])
+                )
+            ]
+            if bad:
+                problems.append(f"columns {bad}: interval bounds of numeric QI {q!r} must be numeric")
+                continue
+            nan = released[lo].isna() | released[hi].isna()
+            if nan.any():
+                problems.append(f"QI {q!r}: {int(nan.sum())} rows have a missing interval bound")
+            inverted = (released[lo] > released[hi]).to_numpy()
+            if inverted.any():
+                where = released.loc[inverted, GROUP].unique() if has_group else []
+                problems.append(
+                    f"QI {q!r}: {int(inverted.sum())} rows have {lo} > {hi}"
+                    + (f" (QI-groups {_names(where)})" if has_group else "")
+                )
+            usable += [lo, hi]
+        else:
+            if q not in cols:
+                continue
+            if q not in policy.domains:
+                raise PolicyError(f"categorical QI {q!r} has no domain; resolve the policy first")
+            names = {str(v) for v in policy.domains[q]}
+            sets = pd.Series(pd.unique(released[q].to_numpy()), dtype=object)
+            text = sets.astype(str)
+            shaped = sets.notna() & text.str.startswith("{") & text.str.endswith("}") & (text.str.len() > 2)
+            items = split_value_sets(text[shaped]).explode()
+            wrong = set(text[~shaped]) | set(text[np.unique(items.index[~items.isin(names)])])
+            if wrong:
+                problems.append(
+                    f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets "
+                    f"'{{a,b}}' of its levels {list(names)[:8]}"
+                )
+            usable.append(q)
+    if has_group and len(released):
+        if released[GROUP].isna().any():
+            problems.append(f"column {GROUP!r} has missing labels")
+        elif usable:
+            spread = released.groupby(GROUP, sort=True)[usable].nunique(dropna=False)
+            for c in usable:
+                bad = spread.index[spread[c].to_numpy() > 1]
+                if len(bad):
+                    problems.append(
+                        f"QI-groups {_names(bad)}: column {c!r} is not the same on all "
+                        "rows of the group (one interval / value set per group)"
+                    )
+    return problems, usable

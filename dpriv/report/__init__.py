@@ -1,0 +1,61 @@
+"""An HTML release report of a ledger: one self-contained page a data owner reads before publishing.
+
+The page (:func:`write_report`) has five sections:
+
+* **Policy** -- the ledger's policy (``policy.json``): columns, k, t (with its EMD ground),
+  j (with its unit, from ``log_base``), the other release parameters and the knowledge
+  sources;
+* **Releases** -- one row per committed release from ``releases/<i>/metrics.json``:
+  QI-groups, released and suppressed tuples, suppression rate, achieved k, l, t and j,
+  average semiperimeter (E11), GCP (E24), KPR (E21) when known, seconds;
+* **Privacy** -- achieved t (max EMD) and j (max JS) per release against their thresholds;
+* **Utility** -- suppression rate and average semiperimeter per release;
+* **Adversary gain** -- the gain (E10) per release of every adversary whose results exist.
+
+Plots are PNG images from matplotlib embedded as base64 ``data:`` URIs; the page loads no
+external resource (no script, stylesheet, font or image from elsewhere). Every text taken
+from data (column names, values, knowledge names, file names) is escaped. The page never
+contains respondent ids: it reads neither ``state/`` (sensitive) nor the released views,
+only the public metrics and the adversary-gain tables; and it names files relative to the
+ledger, never by absolute path.
+
+Where results that are not in ``metrics.json`` come from (the convention)::
+
+    ledger/attack/gain_<knowledge>.csv   columns release, adversary_gain (n_tuples optional):
+                                         the output of ``dpriv attack LEDGER --knowledge
+                                         <knowledge> --out LEDGER/attack/gain_<knowledge>.csv``
+                                         (or a copy of it)
+    ledger/attack/kpr.csv                columns release, kpr (percent, E21): the KPR of
+                                         synthetic data drawn from release ``release``
+
+``<knowledge>`` is the adversary's knowledge as given to ``dpriv attack`` (``dk``,
+``snapshot``, ``dk-1``, ``ie``...); a ``:`` (``spm:PATH``) is not allowed in a file name,
+so name such a file e.g. ``gain_spm.csv``. Gains passed to :func:`write_report` win over a
+file of the same knowledge name. A KPR value in ``metrics.json`` (key ``kpr``) wins over
+``attack/kpr.csv``.
+"""
+
+from dpriv.report.page import render_report, write_report
+from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
+from dpriv.report.tables import (
+    ATTACK_DIR,
+    RELEASE_COLUMNS,
+    gain_curves,
+    kpr_values,
+    policy_summary,
+    release_frame,
+)
+
+__all__ = [
+    "ATTACK_DIR",
+    "RELEASE_COLUMNS",
+    "gain_curves",
+    "kpr_values",
+    "plot_gains",
+    "plot_privacy",
+    "plot_utility",
+    "policy_summary",
+    "release_frame",
+    "render_report",
+    "write_report",
+]

@@ -1,0 +1,232 @@
+"""The report's data, read from a ledger's public files: the policy, one row per release
+(``metrics.json``), KPR values and adversary-gain curves (see :mod:`dpriv.report`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpriv.errors import InputError
+from dpriv.ledger import POLICY, Ledger
+
+#: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``).
+ATTACK_DIR = "attack"
+
+
+_GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
+
+
+#: Columns of :func:`release_frame`: (column, metrics.json key, header text of the report).
+RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("release", "release", "release"),
+    ("groups", "n_groups", "QI-groups"),
+    ("released", "n_released", "released"),
+    ("suppressed", "n_suppressed", "suppressed"),
+    ("suppression", "suppression_rate", "suppression"),
+    ("k", "k_achieved", "k"),
+    ("l", "l_achieved", "l"),
+    ("t", "t_achieved", "t (max EMD)"),
+    ("j", "j_achieved", "j (max JS)"),
+    ("semiperimeter", "average_semiperimeter", "avg semi-perimeter"),
+    ("gcp", "gcp", "GCP"),
+    ("kpr", "kpr", "KPR (%)"),
+    ("seconds", "seconds", "seconds"),
+)
+
+
+def _ledger(ledger: Ledger | str | Path) -> Ledger:
+    return ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+
+
+def _stored_policy(led: Ledger) -> dict[str, Any]:
+    path = led.root / POLICY
+    if not path.is_file():
+        raise InputError(f"the ledger has no {POLICY}: nothing has been released into it yet")
+    import json
+
+    return json.loads(path.read_text())
+
+
+def _j_unit(log_base: float) -> str:
+    if math.isclose(log_base, 2.0):
+        return "bits"
+    if math.isclose(log_base, math.e):
+        return "nats"
+    if math.isclose(log_base, 10.0):
+        return "bans (log base 10)"
+    return f"log base {log_base:g} units"
+
+
+def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
+    """The ledger's policy as (field, text) pairs, in reading order.
+
+    t is stated with its EMD ground distance (``emd_ground``: ``equal`` -- every pair of
+    sensitive values at distance 1 -- or ``ordered`` -- ``|i - j| / (m - 1)`` along the
+    domain order) and j with its unit (bits for ``log_base = 2``). Knowledge files given
+    by an absolute path are shown by their file name only.
+
+    Parameters
+    ----------
+    ledger : Ledger, str or Path
+        A release ledger (or its folder).
+
+    Returns
+    -------
+    list of (str, str)
+        Unescaped text; :func:`render_report` escapes it.
+    """
+    p = _stored_policy(_ledger(ledger))
+    m = len(p.get("domains", {}).get(p.get("sensitive"), []) or [])
+    ground = p.get("emd_ground", "equal")
+    ground_text = (
+        "equal ground distance (every two distinct values at distance 1)"
+        if ground == "equal"
+        else "ordered ground distance (|i - j| / (m - 1) along the domain order)"
+    )
+    log_base = float(p.get("log_base", 2.0))
+    rows = [
+        ("method", str(p.get("method", "jsreduce"))),
+        ("quasi-identifiers", ", ".join(map(str, p.get("qi", [])))),
+        ("sensitive attribute", f"{p.get('sensitive')} ({m} values)" if m else str(p.get("sensitive"))),
+        ("respondent id column (never released)", str(p.get("id"))),
+        ("time column", str(p.get("time"))),
+        ("k (QI-group size)", str(p.get("k"))),
+        ("t (EMD threshold)", f"{p.get('t')} -- Earth Mover's Distance with the {ground_text}"),
+        (
+            "j (Jensen-Shannon threshold)",
+            f"{p.get('j')} {_j_unit(log_base)} -- JS divergence over the revised background knowledge",
+        ),
+        ("max_suppression", str(p.get("max_suppression"))),
+        ("seed", str(p.get("seed"))),
+    ]
+    if p.get("method", "jsreduce") == "mondrian-l":
+        rows.append(("l (distinct l-diversity)", str(p.get("l"))))
+    if p.get("method") == "mondrian-bt":
+        rows.append(("(B, t)-privacy", f"b = {p.get('bt_b')}, t = {p.get('bt_t')}"))
+    for qi in p.get("qi", []):
+        dom = p.get("domains", {}).get(qi)
+        if dom is not None:
+            rows.append((f"domain of {qi}", _short_list(dom)))
+    knowledge = p.get("knowledge") or {}
+    if knowledge:
+        shown = []
+        for key, val in knowledge.items():
+            val = str(val)
+            if Path(val).is_absolute():
+                val = Path(val).name
+            shown.append(f"{key} = {val}")
+        rows.append(("defender's knowledge sources", "; ".join(shown)))
+    return rows
+
+
+def _short_list(values: list[Any]) -> str:
+    text = [str(v) for v in values]
+    return "[" + ", ".join(text if len(text) <= 8 else [*text[:4], "...", *text[-2:]]) + "]"
+
+
+def kpr_values(ledger: Ledger | str | Path) -> dict[int, float]:
+    """KPR (percent) per release from ``attack/kpr.csv`` (columns ``release``, ``kpr``).
+
+    Returns an empty dict when the file is absent; raises :class:`InputError` when it
+    lacks a column.
+    """
+    led = _ledger(ledger)
+    path = led.root / ATTACK_DIR / "kpr.csv"
+    if not path.is_file():
+        return {}
+    frame = pd.read_csv(path)
+    missing = [c for c in ("release", "kpr") if c not in frame.columns]
+    if missing:
+        raise InputError(f"{ATTACK_DIR}/kpr.csv lacks column(s) {missing}; expected release, kpr (percent)")
+    return {int(r): float(v) for r, v in zip(frame["release"], frame["kpr"], strict=True)}
+
+
+def release_frame(ledger: Ledger | str | Path) -> pd.DataFrame:
+    """Per-release metrics of a ledger as read from ``releases/<i>/metrics.json``.
+
+    Parameters
+    ----------
+    ledger : Ledger, str or Path
+        A release ledger (or its folder).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per committed release, the columns of :data:`RELEASE_COLUMNS` (``release``,
+        ``groups``, ``released``, ``suppressed``, ``suppression``, ``k``, ``l``, ``t``,
+        ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``seconds``); values exactly as stored
+        (``seconds`` summed over the steps). ``kpr`` is NaN where unknown (neither in
+        ``metrics.json`` nor in ``attack/kpr.csv``); other missing values are None.
+    """
+    led = _ledger(ledger)
+    kprs = kpr_values(led)
+    rows = []
+    for entry in led.committed():
+        i = int(entry["index"])
+        m = led.read_metrics(i)
+        row = {col: m.get(key) for col, key, _ in RELEASE_COLUMNS}
+        row["release"] = i
+        if isinstance(row["seconds"], dict):
+            row["seconds"] = float(sum(row["seconds"].values()))
+        if row["kpr"] is None:
+            row["kpr"] = kprs.get(i, math.nan)
+        elif isinstance(row["kpr"], dict):  # a KPRResult.as_dict()
+            row["kpr"] = row["kpr"].get("kpr", math.nan)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[c for c, _, _ in RELEASE_COLUMNS])
+
+
+def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    missing = [c for c in ("release", "adversary_gain") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"adversary gains {where} lack column(s) {missing}; expected release, adversary_gain "
+            "(the output of dpriv attack)"
+        )
+    out = frame[["release", "adversary_gain"]].copy()
+    out["release"] = pd.to_numeric(out["release"], errors="raise").astype("int64")
+    out["adversary_gain"] = pd.to_numeric(out["adversary_gain"], errors="coerce")
+    return out.sort_values("release", kind="stable").reset_index(drop=True)
+
+
+def gain_curves(
+    ledger: Ledger | str | Path, gains: Mapping[str, pd.DataFrame] | None = None
+) -> dict[str, pd.DataFrame]:
+    """Adversary-gain curves of a ledger: those passed in, then ``attack/gain_<knowledge>.csv``.
+
+    Parameters
+    ----------
+    ledger : Ledger, str or Path
+        A release ledger (or its folder).
+    gains : mapping knowledge name -> DataFrame, optional
+        Frames with columns ``release`` and ``adversary_gain`` (the return value of
+        :func:`dpriv.attack.attack`); they win over a file of the same name.
+
+    Returns
+    -------
+    dict
+        Knowledge name -> frame (``release``, ``adversary_gain``) sorted by release, names
+        in alphabetical order.
+
+    Raises
+    ------
+    InputError
+        A frame or file without the two columns (the file is named relative to the ledger).
+    """
+    led = _ledger(ledger)
+    out: dict[str, pd.DataFrame] = {}
+    folder = led.root / ATTACK_DIR
+    if folder.is_dir():
+        for path in sorted(folder.iterdir()):
+            match = _GAIN_FILE.match(path.name)
+            if match and path.is_file():
+                out[match["name"]] = _check_gain(pd.read_csv(path), f"{ATTACK_DIR}/{path.name}")
+    for name, frame in (gains or {}).items():
+        out[str(name)] = _check_gain(frame, f"passed for {name!r}")
+    return dict(sorted(out.items()))

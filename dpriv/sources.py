@@ -1,0 +1,230 @@
+"""Where background knowledge comes from (the policy's ``[knowledge]``, ALGORITHMS.md §1.2).
+
+The defender's BK^sv / BK^seq (a ``.npz`` table file, or IE mining of the views released so
+far) and the adversary's specifications (``dk``, ``dk-<n>``, ``ie``, ``spm:PATH``,
+``snapshot[:<spec>]``), resolved to :class:`~dpriv.knowledge.tables.MarkovTables`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.errors import InputError, PolicyError
+from dpriv.io import read_table
+from dpriv.knowledge.sequential import mine_sequences
+from dpriv.knowledge.tables import MarkovTables, single_class_map
+from dpriv.policy import ReleasePolicy
+from dpriv.validate import codes
+
+
+@dataclass
+class DefenderKnowledge:
+    """The defender's model of the adversary: BK^sv and BK^seq tables, or IE mining."""
+
+    source: str
+    tables: MarkovTables | None = None  # None for "ie": mined from the views released so far
+    digest: str | None = None  # sha256 of the table file: a ledger keeps its knowledge
+
+    @property
+    def order(self) -> int:
+        return self.tables.order if self.tables is not None else 3
+
+    def at(self, history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, before: int) -> MarkovTables:
+        """Tables to revise with before release ``before`` (IE: mined from views < before;
+        the id, time and sensitive columns of those views are collected on the client)."""
+        if self.tables is not None:
+            return self.tables
+        past = history.loc[history[policy.time] < before, [policy.id, policy.time, policy.sensitive]]
+        if isinstance(past, dd.DataFrame):
+            past = past.compute()
+        if past.empty:  # nothing mined yet: uniform BK^sv and no sequential knowledge
+            m = len(policy.sensitive_domain)
+            tabs = [np.full((1, 1, m), 1.0 / m)] + [np.zeros((1, m**L, m)) for L in range(1, self.order + 1)]
+            return MarkovTables(tuple(str(v) for v in policy.sensitive_domain), single_class_map(), tabs)
+        return mine_views(past, policy, self.order)
+
+
+def mine_views(
+    rows: pd.DataFrame, policy: ReleasePolicy, order: int, s: np.ndarray | None = None
+) -> MarkovTables:
+    """IE-BK^seq (Algorithm 3) mined from original tuples (id, time, sensitive columns);
+    ``s``: their sensitive codes when already computed."""
+    frame = pd.DataFrame(
+        {
+            "respondent": rows[policy.id].to_numpy(),
+            "time": rows[policy.time].to_numpy(),
+            "s": codes(rows[policy.sensitive], policy.sensitive_domain) if s is None else s,
+        }
+    )
+    values = [str(v) for v in policy.sensitive_domain]
+    return mine_sequences(frame, values, order=order, id_col="respondent", time_col="time", s_col="s")
+
+
+def check_tables(tables: MarkovTables, policy: ReleasePolicy, where: object) -> MarkovTables:
+    """``tables`` if they are over the policy's sensitive domain, else PolicyError."""
+    if list(tables.values) != [str(v) for v in policy.sensitive_domain]:
+        raise PolicyError(
+            f"knowledge {where} is over {list(tables.values)[:5]}..., not the sensitive "
+            f"domain {policy.sensitive_domain[:5]}... of the policy"
+        )
+    return tables
+
+
+def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
+    """From ``[knowledge]``: ``defender`` names an entry (a .npz table file) or ``"ie"``."""
+    source = policy.knowledge.get("defender", "dk" if "dk" in policy.knowledge else "ie")
+    if source == "ie":
+        return DefenderKnowledge("ie")
+    path = policy.knowledge_path(source)
+    if path is None or not path.is_file():
+        raise PolicyError(f"[knowledge] {source!r} must name an existing .npz table file, got {path}")
+    tables = check_tables(MarkovTables.load(path), policy, path)
+    return DefenderKnowledge(source, tables, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+#: The knowledge specifications :func:`attack` accepts (``spm:PATH`` with a corpus file).
+KNOWLEDGE_NAMES = ("snapshot", "dk", "dk-1", "dk-2", "dk-3", "spm:PATH", "ie")
+
+
+_TABLE_KEYS = ("dk", "dk-1", "dk-2", "dk-3")
+
+
+@dataclass
+class AdversaryKnowledge:
+    """The adversary's BK^sv / BK^seq and whether it revises (§1.2, §2.4).
+
+    Attributes
+    ----------
+    name : the specification it was built from (e.g. ``"dk-1"``, ``"snapshot"``)
+    source : where the tables come from; :meth:`DefenderKnowledge.at` gives the tables to
+        use before release ``i`` (fixed tables, or IE-mined from the original views < i)
+    revise : False for a snapshot attack: every release uses BK^sv (the order-0 table)
+    """
+
+    name: str
+    source: DefenderKnowledge
+    revise: bool = True
+
+    @property
+    def window(self) -> int:
+        """Posteriors kept per respondent: the order of BK^seq (0 for a snapshot attack)."""
+        return self.source.order if self.revise else 0
+
+    def tables_before(self, history: pd.DataFrame, policy: ReleasePolicy, index: int) -> MarkovTables:
+        """The tables the adversary uses for release ``index``."""
+        return self.source.at(history, policy, index)
+
+
+def _load_corpus(path: str) -> pd.DataFrame:
+    return read_table(path).compute()
+
+
+def _mine_corpus(corpus: pd.DataFrame, policy: ReleasePolicy, where: str) -> MarkovTables:
+    """SPM-BK^seq: Algorithm 3 on an external corpus, mined like the defender's IE (§1.2)."""
+    needed = [c for c in (policy.id, policy.time, policy.sensitive) if c]
+    if not policy.time:
+        raise PolicyError('SPM mining needs a time column: set [columns] time (e.g. "view")')
+    absent = [c for c in needed if c not in corpus.columns]
+    if absent:
+        raise InputError(f"SPM corpus {where} lacks column(s) {absent}; it has {list(corpus.columns)}")
+    s = codes(corpus[policy.sensitive], policy.sensitive_domain)
+    if (s < 0).any():
+        bad = corpus[policy.sensitive].to_numpy()[s < 0][0]
+        raise InputError(
+            f"SPM corpus {where}: {policy.sensitive}={bad!r} is not in the sensitive domain "
+            f"{policy.sensitive_domain[:5]}..."
+        )
+    return mine_views(corpus, policy, DefenderKnowledge("ie").order, s)
+
+
+def check_knowledge_name(knowledge: str) -> None:
+    """Raise PolicyError, naming the valid ones, unless ``knowledge`` is a valid specification
+    (:data:`KNOWLEDGE_NAMES`, ``"spm"``, or ``"snapshot:<another one>"``); reads no file."""
+    spec = str(knowledge).strip()
+    inner = spec.partition(":")[2] if spec.startswith("snapshot:") else spec
+    if inner in ("ie", "spm", *_TABLE_KEYS) or inner.startswith("spm:") or spec == "snapshot":
+        return
+    raise PolicyError(
+        f"unknown adversary knowledge {spec!r}; valid: {', '.join(KNOWLEDGE_NAMES)} "
+        "(and snapshot:<one of the others>)"
+    )
+
+
+def adversary_knowledge(
+    knowledge: str, policy: ReleasePolicy, *, corpus: pd.DataFrame | None = None
+) -> AdversaryKnowledge:
+    """Resolve a knowledge specification (one of :data:`KNOWLEDGE_NAMES`).
+
+    Parameters
+    ----------
+    knowledge : str
+        ``"dk"``, ``"dk-1"``, ``"dk-2"``, ``"dk-3"``: the ``.npz`` table file of that name in
+        the policy's ``[knowledge]`` (DK-BK^seq, full or n-step); ``"ie"``: IE-BK^seq mined
+        from the original views before each release, as the defender does (§2.3);
+        ``"spm:PATH"``: SPM-BK^seq, Algorithm 3 on the corpus file PATH (Parquet or CSV with
+        the policy's id, time and sensitive columns), or on ``corpus`` with ``"spm"``;
+        ``"snapshot"``: BK^sv only, no revision, with the defender's BK^sv
+        (:func:`defender_knowledge`: ``dk`` unless ``[knowledge] defender``
+        says otherwise); ``"snapshot:<spec>"`` takes BK^sv from another specification.
+        BK^sv is always the order-0 table of the adversary's tables (with their class map).
+    policy : ReleasePolicy
+        Resolved policy (its sensitive domain orders the tables).
+    corpus : pandas.DataFrame, optional
+        The SPM corpus when already loaded (``"spm"`` or ``"spm:"``).
+
+    Returns
+    -------
+    AdversaryKnowledge
+
+    Raises
+    ------
+    PolicyError
+        An unknown specification (the message lists :data:`KNOWLEDGE_NAMES`), a table file
+        missing from ``[knowledge]`` or from disk, or tables over another sensitive domain.
+    InputError
+        An SPM corpus that cannot be read, lacks a column or holds values outside D[S];
+        both a corpus file and a ``corpus`` frame.
+    """
+    check_knowledge_name(knowledge)
+    spec = str(knowledge).strip()
+    if spec == "snapshot" or spec.startswith("snapshot:"):
+        inner = spec.partition(":")[2]
+        if inner:
+            base = adversary_knowledge(inner, policy, corpus=corpus).source
+        else:
+            base = defender_knowledge(policy)
+            if base.tables is not None:
+                check_tables(base.tables, policy, policy.knowledge_path(base.source))
+        return AdversaryKnowledge(spec, base, revise=False)
+    if spec in _TABLE_KEYS:
+        path = policy.knowledge_path(spec)
+        if path is None:
+            raise PolicyError(
+                f"knowledge {spec!r} is not in the policy's [knowledge] table (it has "
+                f'{sorted(policy.knowledge)}); add e.g. {spec} = "knowledge/{spec}.npz"'
+            )
+        if not Path(path).is_file():
+            raise PolicyError(f"[knowledge] {spec} = {path} does not exist")
+        tables = check_tables(MarkovTables.load(path), policy, path)
+        return AdversaryKnowledge(spec, DefenderKnowledge(spec, tables))
+    if spec == "ie":
+        return AdversaryKnowledge(spec, DefenderKnowledge("ie"))
+    if spec == "spm" or spec.startswith("spm:"):
+        path = spec.partition(":")[2]
+        if corpus is not None and path:
+            raise InputError(f"knowledge {spec!r} names a corpus file and a corpus frame was given too")
+        if corpus is None:
+            if not path:
+                raise PolicyError('knowledge "spm" needs a corpus: use "spm:PATH" or pass corpus=')
+            corpus, where = _load_corpus(path), path
+        else:
+            where = "(corpus frame)"
+        tables = _mine_corpus(corpus, policy, where)
+        return AdversaryKnowledge(spec, DefenderKnowledge("spm", tables))
+    raise AssertionError(spec)  # pragma: no cover - check_knowledge_name covers every case

@@ -1,0 +1,192 @@
+"""Per-respondent knowledge state (ALGORITHMS.md §1.2, Algorithm 1 lines 6-10).
+
+The defender's knowledge sources (BK^sv, BK^seq tables or IE mining), the one-shot priors
+attached to a single view, the respondent state between releases (the last ``W``
+posteriors, their count, the release and QI-group of the last one), RBK^sv from it (E7),
+PK^sv per QI-group (Ω-estimate, E14) and the state update. Pandas kernels that run per
+Dask partition; the release loop (:mod:`dpriv.release`) and the adversary
+(:mod:`dpriv.attack`) share them.
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.errors import PolicyError
+from dpriv.knowledge.posterior import omega_posterior
+from dpriv.knowledge.prior import class_counts, prior_from_counts
+from dpriv.knowledge.revision import revise
+from dpriv.knowledge.tables import ClassMap, MarkovTables
+from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL, SCODE
+from dpriv.validate import codes
+
+STATE = ("n_post", "last_release", "last_group")
+
+
+def _pk_columns(window: int, policy: ReleasePolicy) -> list[list[str]]:
+    return [[f"pk{w}__{v}" for v in policy.sensitive_domain] for w in range(window)]
+
+
+def _post_columns(policy: ReleasePolicy) -> list[str]:
+    return [f"post__{v}" for v in policy.sensitive_domain]
+
+
+def empty_state(policy: ReleasePolicy, window: int, id_dtype="int64") -> pd.DataFrame:
+    """The respondent state before the first release: id (``id_dtype``, the history's),
+    ``n_post`` (posteriors so far), ``last_release``, ``last_group`` (int64) and the last
+    ``window`` posteriors ``pk<w>__<value>`` (float64, oldest first, NaN before the
+    first), no rows."""
+    cols = {policy.id: pd.Series(dtype=id_dtype), **{c: pd.Series(dtype="int64") for c in STATE}}
+    for names in _pk_columns(window, policy):
+        cols.update({c: pd.Series(dtype="float64") for c in names})
+    return pd.DataFrame(cols)
+
+
+def with_revised_priors(
+    part: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
+) -> pd.DataFrame:
+    """View rows left-joined with their state rows -> the view rows with RBK^sv in the
+    ``p__<value>`` columns (E7; BK^sv for first-timers, whose state columns are NaN).
+    Row-wise, so it runs per Dask partition."""
+    pk = sum(_pk_columns(window, policy), [])
+    m = len(policy.sensitive_domain)
+    lengths = part["n_post"].fillna(0).to_numpy(dtype=np.int64)
+    hist = np.nan_to_num(part[pk].to_numpy(dtype=float).reshape(len(part), window, m), nan=1.0 / m)
+    cls = tables.classes.classify(part)
+    rbk = revise(hist, lengths, cls, tables, tables.tables[0][cls, 0])
+    out = part.drop(columns=[*STATE, *pk, *[c for c in policy.prior_columns if c in part.columns]])
+    return out.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
+
+
+def revised_priors(
+    view: pd.DataFrame, state: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
+) -> np.ndarray:
+    """RBK^sv (n, M) of the respondents of ``view``, in its row order (pandas)."""
+    joined = view.drop(columns=[c for c in view.columns if c in state.columns and c != policy.id])
+    joined = joined.merge(state, on=policy.id, how="left")
+    return with_revised_priors(joined, tables, policy, window)[policy.prior_columns].to_numpy()
+
+
+def posterior_table(
+    ids: np.ndarray, labels: np.ndarray, posteriors: np.ndarray, policy: ReleasePolicy
+) -> pd.DataFrame:
+    """Respondent id, ``_label`` (int64) and posterior ``post__<value>`` (float64) columns."""
+    # nullable: an outer join with the state must not turn the 63-bit labels into float64
+    out = pd.DataFrame({policy.id: ids, LABEL: pd.array(np.asarray(labels, dtype=np.int64), dtype="Int64")})
+    return out.assign(**{c: posteriors[:, i] for i, c in enumerate(_post_columns(policy))})
+
+
+def group_posteriors(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """PK^sv (Ω-estimate, E14) of the tuples of ``assigned``, which holds whole QI-groups."""
+    # a canonical row order: the group sums, hence the last bits, do not depend on the shuffle
+    assigned = assigned.sort_values([LABEL, policy.id], kind="stable")
+    post = omega_posterior(
+        assigned[LABEL].to_numpy(),
+        assigned[SCODE].to_numpy(),
+        assigned[policy.prior_columns].to_numpy(dtype=float),
+    )
+    return posterior_table(assigned[policy.id].to_numpy(), assigned[LABEL].to_numpy(), post, policy)
+
+
+def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, index: int) -> pd.DataFrame:
+    """State rows outer-joined with the posteriors of release ``index`` -> the new state:
+    a respondent with a posterior shifts her window and appends it; the others (away, or
+    suppressed) keep their row (§1.4 "Timing"). Sorted by id; runs per Dask partition."""
+    has = merged[LABEL].notna().to_numpy()
+    cols = _pk_columns(window, policy)
+
+    def ints(col: str) -> np.ndarray:  # nullable Int64 in (see nullable_state), int64 out
+        return merged[col].fillna(0).to_numpy(dtype=np.int64)
+
+    out = pd.DataFrame({policy.id: merged[policy.id].to_numpy()})
+    out["n_post"] = ints("n_post") + has
+    out["last_release"] = np.where(has, index, ints("last_release"))
+    out["last_group"] = np.where(has, ints(LABEL), ints("last_group"))
+    for w in range(window):
+        nxt = cols[w + 1] if w + 1 < window else _post_columns(policy)
+        for old, new in zip(cols[w], nxt):
+            out[old] = np.where(has, merged[new].to_numpy(dtype=float), merged[old].to_numpy(dtype=float))
+    return out.sort_values(policy.id, kind="stable").reset_index(drop=True)
+
+
+def update_state(
+    state: pd.DataFrame,
+    assigned: pd.DataFrame,
+    posteriors: np.ndarray,
+    policy: ReleasePolicy,
+    window: int,
+    index: int,
+) -> pd.DataFrame:
+    """Shift each kept respondent's window and append her posterior at release ``index``."""
+    post = posterior_table(assigned[policy.id].to_numpy(), assigned[LABEL].to_numpy(), posteriors, policy)
+    return advance_state(nullable_state(state).merge(post, on=policy.id, how="outer"), policy, window, index)
+
+
+def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
+    """The state with nullable Int64 counters and labels, ready for an outer join."""
+    return state.astype(dict.fromkeys(STATE, "Int64"))
+
+
+PRIORS = ("class", "uniform")
+
+
+def class_map(policy: ReleasePolicy, bins: int = 3) -> ClassMap:
+    """QI classes of the empirical prior: numeric QIs in ``bins`` equal-width bins of their
+    policy domain (the paper's thirds, §2.5), categorical QIs by level."""
+    cuts = []
+    for q in policy.qi:
+        dom = policy.domains[q]
+        if policy.kind(q) == "numeric":
+            lo, hi = dom
+            cuts.append(tuple(lo + (hi - lo) * np.arange(1, bins) / bins))
+        else:
+            cuts.append(tuple(dom))
+    return ClassMap(tuple(policy.qi), tuple(cuts), tuple(policy.kind(q) == "numeric" for q in policy.qi))
+
+
+def _class_counts(part: pd.DataFrame, cmap: ClassMap, policy: ReleasePolicy) -> np.ndarray:
+    s = codes(part[policy.sensitive], policy.sensitive_domain)
+    return class_counts(part, cmap, s, len(policy.sensitive_domain))
+
+
+def _with_priors(
+    part: pd.DataFrame, table: np.ndarray, cmap: ClassMap | None, policy: ReleasePolicy
+) -> pd.DataFrame:
+    rows = (
+        table[cmap.classify(part)]
+        if cmap is not None
+        else np.broadcast_to(table[0], (len(part), table.shape[1]))
+    )
+    return part.assign(**{c: rows[:, i] for i, c in enumerate(policy.prior_columns)})
+
+
+def attach_priors(
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, prior: str = "class", bins: int = 3
+) -> pd.DataFrame | dd.DataFrame:
+    """Add the ``p__<value>`` prior columns (float64, rows sum to 1).
+
+    ``"class"``: the empirical distribution of S in the respondent's QI class (see
+    :func:`class_map`); ``"uniform"``: 1/M everywhere (JS is then 0, j never binds).
+    """
+    m = len(policy.sensitive_domain)
+    if prior == "uniform":
+        table, cmap = np.full((1, m), 1.0 / m), None
+    elif prior == "class":
+        cmap = class_map(policy, bins)
+        if isinstance(view, dd.DataFrame):
+            counts = sum(
+                dask.compute(*[dask.delayed(_class_counts)(p, cmap, policy) for p in view.to_delayed()])
+            )
+        else:
+            counts = _class_counts(view, cmap, policy)
+        table = prior_from_counts(counts)  # BK^sv per class (knowledge/prior.py, §2.5)
+    else:
+        raise PolicyError(f"prior must be one of {PRIORS}, got {prior!r}")
+    if isinstance(view, dd.DataFrame):
+        meta = _with_priors(view._meta, table, cmap, policy)
+        return view.map_partitions(_with_priors, table, cmap, policy, meta=meta)
+    return _with_priors(view, table, cmap, policy)
