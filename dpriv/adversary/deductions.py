@@ -290,7 +290,9 @@ class Deductions:
     Attributes
     ----------
     allowed : list of bool arrays, one (n_i, M) per release
-        Values each released tuple can still hold; the true value is always among them.
+        Values each released tuple can still hold (rows in the order of
+        ``releases[i].respondent``, columns in domain order); the true value is always among
+        them. Ready to use as a mask of a posterior: zero the excluded values, renormalise.
     exited : list of bool arrays, one (n_i,) per release
         Tuples the presence channel marked as the last exam (released at i, certainly absent
         at i + 1).
@@ -407,6 +409,10 @@ def deduce(
     # previous / next released tuple of the same respondent
     order = np.lexsort((view, rid))
     same = rid[order][1:] == rid[order][:-1]
+    twice = same & (view[order][1:] == view[order][:-1])
+    if twice.any():
+        k = int(order[1:][twice][0])
+        raise InputError(f"respondent {int(rid[k])} has two tuples in release {int(view[k])}; keep one")
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
     prev[order[1:][same]] = order[:-1][same]
