@@ -30,7 +30,10 @@ can exclude with *certainty*, combining three sources iterated to a fixed point:
 Every step only removes values that no history consistent with the model and the releases
 gives, so the true value is never excluded (tests/test_deductions.py asserts it on real
 releases). The fixed point is sound, not complete (per-tuple sets, not joint histories).
-Kernels only: NumPy/SciPy, vectorised per release; no per-tuple Python loop.
+Kernels only: NumPy/SciPy, vectorised per release (state sets bit-packed, 64 tuples per
+word); no per-tuple Python loop. Measured on 2 shared cores, 24 views x 5,000 (seed 0,
+attendance 1): 1.3 s on a JS-reduce ledger, 2.2 s on a Mondrian-l one (11 rounds), 2.3 s on
+random groups of 10 (26 rounds); 8 x 2,000: 0.1-0.4 s.
 """
 
 from __future__ import annotations
