@@ -7,7 +7,7 @@ generalized values per group (Algorithm 2, line 12) and its application to group
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import dask.dataframe as dd
 import numpy as np
@@ -16,9 +16,6 @@ import pandas as pd
 from dpriv._random import keyed, row_hashes, stable_hash
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy, codes
-
-if TYPE_CHECKING:
-    from dpriv.validate import ViewSummary
 
 #: Public column of the opaque QI-group label.
 GROUP = "qi_group"
@@ -76,7 +73,11 @@ def split_value_sets(cells: pd.Series) -> pd.Series:
     return text.map(value_set_items)
 
 
-def secret_policy(policy: ReleasePolicy, summary: ViewSummary) -> ReleasePolicy:
+class _Digested(Protocol):
+    content: int  # a digest of the whole view (``dpriv.validate.ViewSummary.content``)
+
+
+def secret_policy(policy: ReleasePolicy, summary: _Digested) -> ReleasePolicy:
     """``policy`` with its seed mixed with the view's private content digest: the seed of
     the tie-break keys, QI-group labels and released row order. Those must not be a function
     of the ids and the (public, stored) seed alone, or anyone knowing the ids could line

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
+from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
 from dpriv.hilbert.keys import HKEY, TIE, unit_coords
 from dpriv.policy import ReleasePolicy
@@ -217,10 +218,14 @@ def _arrays(s, priors, view_counts):
 
 
 def params_of(policy: ReleasePolicy) -> Params:
+    """The greedy's parameters: the thresholds of the criteria JS-reduce promises (k, t, j of
+    :func:`dpriv.criteria.criteria_for`, decided in the numba kernel with the same exact
+    arithmetic) and the policy's scan settings."""
+    th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
     return Params(
-        k=policy.k,
-        t=policy.t,
-        j=policy.j,
+        k=th["k"],
+        t=th["t"],
+        j=th["j"],
         ground=GROUNDS[policy.emd_ground],
         log_base=policy.log_base,
         cap=cap_for(policy),

@@ -145,21 +145,43 @@ class KPRResult:
 # --------------------------------------------------------------------------------------
 
 
-def _pandas_path(
-    original: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    known: tuple[str, ...],
-    numeric: tuple[bool, ...],
-    tolerance: float,
-    padding: float,
-    ddof: int,
-) -> tuple[int, int, int, _Specs, int, int, list[np.ndarray]]:
+@dataclass(frozen=True)
+class _Setup:
+    """The checked inputs of one KPR computation (see :func:`kpr`)."""
+
+    known: tuple[str, ...]
+    numeric: tuple[bool, ...]
+    tolerance: float
+    padding: float
+    ddof: int
+
+    @property
+    def num_names(self) -> list[str]:
+        return [k for k, nm in zip(self.known, self.numeric, strict=True) if nm]
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """What both paths count: n, |avatars|, |U|, the bin grids, |B1|, |S| and the distinct
+    values of each numeric known variable (up to the low-cardinality limit)."""
+
+    n: int
+    n_synthetic: int
+    n_unique: int
+    specs: _Specs
+    n_b1: int
+    n_matched: int
+    distinct: list[np.ndarray]
+
+
+def _pandas_path(original: pd.DataFrame, synthetic: pd.DataFrame, setup: _Setup) -> _Counts:
+    known, numeric = setup.known, setup.numeric
     enc_o = _encode_raw(original, known, numeric)
     enc_s = _encode_raw(synthetic, known, numeric)
     keys = _key_names(len(known))
     u = enc_o[~enc_o.duplicated(keys, keep=False)]
-    num_names = [k for k, nm in zip(known, numeric, strict=True) if nm]
-    specs = _finalize_specs([_stats_chunk(u, numeric)], num_names, tolerance, padding, ddof)
+    num_names = setup.num_names
+    specs = _finalize_specs([_stats_chunk(u, numeric)], num_names, setup.tolerance, setup.padding, setup.ddof)
     both = pd.concat(
         [_bin_frame(u, numeric, specs, 0), _bin_frame(enc_s, numeric, specs, 1)],
         ignore_index=True,
@@ -168,20 +190,14 @@ def _pandas_path(
     b1 = agg["_a"].to_numpy() == 1
     n_s = int(agg["_o"].to_numpy()[b1].sum())
     distinct = _distinct_chunk(original, num_names).values if num_names else []
-    return len(original), len(synthetic), len(u), specs, int(b1.sum()), n_s, distinct
+    return _Counts(len(original), len(synthetic), len(u), specs, int(b1.sum()), n_s, distinct)
 
 
-def _dask_path(
-    original: Any,
-    synthetic: Any,
-    known: tuple[str, ...],
-    numeric: tuple[bool, ...],
-    tolerance: float,
-    padding: float,
-    ddof: int,
-) -> tuple[int, int, int, _Specs, int, int, list[np.ndarray]]:
+def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> _Counts:
     import dask
     import dask.dataframe as dd
+
+    known, numeric = setup.known, setup.numeric
 
     if not _is_dask(original):
         original = dd.from_pandas(original, npartitions=1)
@@ -198,7 +214,7 @@ def _dask_path(
     sizes = enc_o.groupby(keys, sort=False).size(split_out=split_o)
     sizes = sizes.to_frame("_n").reset_index()
     u = sizes[sizes["_n"] == 1][keys]
-    num_names = [k for k, nm in zip(known, numeric, strict=True) if nm]
+    num_names = setup.num_names
     # step 4: one exact tree reduction -> bin grids (a Dask Scalar, used by the binning)
     specs = u.reduction(
         _stats_chunk,
@@ -208,9 +224,9 @@ def _dask_path(
         chunk_kwargs={"numeric": numeric},
         aggregate_kwargs={
             "names": num_names,
-            "tolerance": tolerance,
-            "padding": padding,
-            "ddof": ddof,
+            "tolerance": setup.tolerance,
+            "padding": setup.padding,
+            "ddof": setup.ddof,
         },
     )
     # steps 5-8: binned U (origin 0) + binned avatars (origin 1), one groupby -> per binned
@@ -239,7 +255,7 @@ def _dask_path(
     else:
         distinct = _Distinct([])
     n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v = dask.compute(n, n_syn, n_u, specs, n_b1, n_s, distinct)
-    return int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), distinct_v.values
+    return _Counts(int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), distinct_v.values)
 
 
 def kpr(
@@ -328,17 +344,16 @@ def kpr(
     50.0
     """
     known_t, numeric = _validate(original, synthetic, known, tolerance, padding, ddof)
-    tolerance, padding, ddof = float(tolerance), float(padding), int(ddof)
-    if _is_dask(original) or _is_dask(synthetic):
-        res = _dask_path(original, synthetic, known_t, numeric, tolerance, padding, ddof)
-    else:
-        res = _pandas_path(original, synthetic, known_t, numeric, tolerance, padding, ddof)
-    n, n_syn, n_u, specs, n_b1, n_s, distinct = res
+    setup = _Setup(known_t, numeric, float(tolerance), float(padding), int(ddof))
+    path = _dask_path if _is_dask(original) or _is_dask(synthetic) else _pandas_path
+    res = path(original, synthetic, setup)
+    n, n_syn, n_u, specs, n_b1, n_s = res.n, res.n_synthetic, res.n_unique, res.specs, res.n_b1, res.n_matched
+    distinct = res.distinct
     if n == 0:
         raise InputError("kpr: the original table has no rows; KPR needs n > 0 records")
     if specs.errors:
         raise InputError("kpr: " + "; ".join(specs.errors))
-    num_names = [k for k, nm in zip(known_t, numeric, strict=True) if nm]
+    num_names = setup.num_names
     for name, vals in zip(num_names, distinct, strict=True):
         if len(vals) <= _LOW_CARDINALITY:
             warnings.warn(

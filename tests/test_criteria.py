@@ -1,0 +1,84 @@
+"""The one table of privacy criteria (dpriv.criteria): every criterion checked by one suite."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.criteria import (
+    GUARANTEES,
+    REGISTRY,
+    DistinctL,
+    JSBound,
+    KAnonymity,
+    TCloseness,
+    breaks,
+    criteria_for,
+    group_statistics,
+)
+from dpriv.errors import PolicyError
+from dpriv.policy import ReleasePolicy
+
+DOM = ["a", "b", "c", "d"]
+VIEW_COUNTS = np.array([3, 3, 2, 2])
+
+
+def groups() -> pd.DataFrame:
+    """Group table of four groups: sizes 2, 3, 3, 2; distinct 1, 3, 2, 2."""
+    rel = pd.DataFrame(
+        {
+            "qi_group": [1, 1, 2, 2, 2, 3, 3, 3, 4, 4],
+            "s": ["a", "a", "a", "b", "c", "b", "b", "d", "c", "d"],
+        }
+    )
+    g = group_statistics(rel, [], "s", DOM, VIEW_COUNTS, "ordered")
+    return g.assign(js=[0.0, 0.05, 0.2, np.nan])
+
+
+CASES = [KAnonymity(3), DistinctL(2), TCloseness(0.25, "ordered", tuple(VIEW_COUNTS)), JSBound(0.1)]
+
+
+@pytest.mark.parametrize("crit", CASES, ids=lambda c: c.name)
+def test_check_criterion(crit):
+    g = groups()
+    holds = crit.holds(g)
+    assert holds.dtype == bool and holds.shape == (len(g),)
+    values = crit.values(g)
+    achieved = crit.achieved(g)
+    known = ~np.isnan(values.astype(float))
+    # the achieved value is the worst group's; it breaks the threshold iff a group fails
+    assert achieved == (values[known].min() if crit.lower_bound else values[known].max())
+    assert crit.breaks(achieved) == (not holds[known].all())
+    # a group holds iff its value is on the right side of the threshold (inclusive)
+    side = values[known] >= crit.threshold if crit.lower_bound else values[known] <= crit.threshold
+    if crit.name != "j":  # j adds a tolerance; NaN JS never holds
+        assert (holds[known] == side).all()
+    else:
+        assert not holds[~known].any()
+    assert crit.name in REGISTRY and crit.needs
+
+
+@pytest.mark.parametrize("crit", CASES[:3], ids=lambda c: c.name)
+def test_one_group_check_agrees_with_the_table(crit):
+    rel = groups()
+    counts = [np.array([2, 0, 0, 0]), np.array([1, 1, 1, 0]), np.array([0, 2, 0, 1]), np.array([0, 0, 1, 1])]
+    assert [crit.holds_counts(c) for c in counts] == crit.holds(rel).tolist()
+
+
+def test_exact_emd_boundary_is_inclusive():
+    g = groups()
+    assert (g["emd_num"][1], g["emd_den"][1]) == (9, 90)  # EMD of group 2 is exactly 0.1
+    assert TCloseness(0.1).holds(g).tolist() == [False, True, False, False]
+    assert not TCloseness(0.0999).holds(g)[1]
+
+
+def test_guarantees_and_policy_thresholds():
+    policy = ReleasePolicy(qi=["x"], sensitive="s", k=4, l=2, t=0.2, j=0.3)
+    assert [c.name for c in criteria_for(policy)] == ["k", "t", "j"]
+    assert [c.threshold for c in criteria_for(policy)] == [4, 0.2, 0.3]
+    assert [c.name for c in criteria_for(policy, "mondrian-l")] == ["k", "l"]
+    assert all(set(names) <= set(REGISTRY) for names in GUARANTEES.values())
+    with pytest.raises(PolicyError, match="unknown method"):
+        criteria_for(policy, "datafly")
+    assert breaks("k", 3, 4) and not breaks("k", 4, 4)
+    assert breaks("t", 0.2 + 1e-6, 0.2) and not breaks("t", 0.2, 0.2)
+    assert not breaks("j", None, 0.1) and not breaks("k", 3, None)
