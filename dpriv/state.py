@@ -19,6 +19,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, map_frame, meta_of
 from dpriv.errors import PolicyError
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import class_counts, prior_from_counts
@@ -248,7 +249,7 @@ def attach_priors(
         table, cmap = np.full((1, m), 1.0 / m), None
     elif prior == "class":
         if n_rows is None:
-            n_rows = int(view.shape[0].compute()) if isinstance(view, dd.DataFrame) else len(view)
+            n_rows = int(view.shape[0].compute()) if is_dask(view) else len(view)
         classes = prior_classes(policy, n_rows, bins)
         if classes.fallback is not None:
             if notes is None:
@@ -256,7 +257,7 @@ def attach_priors(
             else:
                 notes.append(classes.fallback)
         cmap = classes.classmap
-        if isinstance(view, dd.DataFrame):
+        if is_dask(view):
             counts = sum(
                 dask.compute(*[dask.delayed(_class_counts)(p, cmap, policy) for p in view.to_delayed()])
             )
@@ -265,7 +266,5 @@ def attach_priors(
         table = prior_from_counts(counts)  # BK^sv per class (knowledge/prior.py, §2.5)
     else:
         raise PolicyError(f"prior must be one of {PRIORS}, got {prior!r}")
-    if isinstance(view, dd.DataFrame):
-        meta = _with_priors(view._meta, table, cmap, policy)
-        return view.map_partitions(_with_priors, table, cmap, policy, meta=meta)
-    return _with_priors(view, table, cmap, policy)
+    meta = _with_priors(meta_of(view), table, cmap, policy) if is_dask(view) else None
+    return map_frame(_with_priors, view, table, cmap, policy, meta=meta)

@@ -11,11 +11,15 @@ from typing import Annotated
 import typer
 
 from dpriv.cli.common import (
+    QI,
     Debug,
     J,
     K,
+    Ledger,
+    Partitions,
     PolicyFile,
     Scheduler,
+    Sensitive,
     T,
     Views,
     ViewSize,
@@ -38,15 +42,15 @@ def anonymize(
     out: Annotated[Path, typer.Option(help="Released view: .parquet or .csv.")],
     policy: PolicyFile = None,
     id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
-    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
-    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    qi: QI = None,
+    sensitive: Sensitive = None,
     k: K = None,
     t: T = None,
     j: J = None,
     seed: Annotated[int | None, typer.Option(help="Seed of every random choice.")] = None,
     prior: Annotated[str, typer.Option(help="Priors: class (empirical per QI class) or uniform.")] = "class",
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
-    npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges (Dask partitions).")] = None,
+    npartitions: Partitions = None,
     scheduler: Scheduler = None,
     debug: Debug = False,
 ) -> None:
@@ -147,14 +151,14 @@ def _run_release(
 def release(
     history: Annotated[str, typer.Argument(help="History: id, time (1..n), QIs, sensitive.")],
     ledger: Annotated[Path, typer.Option(help="Ledger folder (created if new).")],
-    policy: PolicyFile = None,
     method: Annotated[
         str, typer.Option(help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt.")
     ] = "jsreduce",
+    policy: PolicyFile = None,
     k: K = None,
     t: T = None,
     j: J = None,
-    npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges per view.")] = None,
+    npartitions: Partitions = None,
     scheduler: Scheduler = None,
     progress: Annotated[
         bool | None,
@@ -209,10 +213,10 @@ DEMO_PRIVACY = {"privacy": {"k": 5, "t": 0.5, "j": 0.8}}
 @command
 def verify(
     released: Annotated[str, typer.Argument(help="Released view (Parquet or CSV).")],
-    original: Annotated[str, typer.Option(help="The original view it was made from.")],
     policy: PolicyFile = None,
-    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
-    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    original: Annotated[str, typer.Option(help="The original view it was made from.")] = ...,
+    qi: QI = None,
+    sensitive: Sensitive = None,
     k: K = None,
     t: T = None,
     view: Annotated[
@@ -263,7 +267,7 @@ def kpr(
 @app.command()
 @command
 def attack(
-    ledger: Annotated[Path, typer.Argument(help="A release ledger.")],
+    ledger: Ledger,
     history: Annotated[str, typer.Option(help="The original history that was released.")],
     knowledge: Annotated[
         str, typer.Option(help="snapshot, dk, dk-1, dk-2, dk-3, spm:PATH (external corpus) or ie.")
@@ -334,7 +338,7 @@ app.add_typer(experiment_app, name="experiment")
 @app.command()
 @command
 def report(
-    ledger: Annotated[Path, typer.Argument(help="A release ledger.")],
+    ledger: Ledger,
     out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
     debug: Debug = False,
 ) -> None:
