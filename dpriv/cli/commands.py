@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -21,7 +20,9 @@ from dpriv.cli.common import (
     ViewSize,
     _say,
     app,
+    check_out,
     command,
+    load_effective,
     load_policy,
     print_summary,
     write_frame,
@@ -55,7 +56,8 @@ def anonymize(
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import anonymize as run
 
-    pol = load_policy(
+    check_out(out, input)
+    pol, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
         qi=qi,
@@ -149,8 +151,16 @@ def release(
     ledger: Annotated[Path, typer.Option(help="Ledger folder (created if new).")],
     policy: PolicyFile = None,
     method: Annotated[
-        str, typer.Option(help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt.")
-    ] = "jsreduce",
+        str | None,
+        typer.Option(
+            help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt "
+            "(default: the ledger's recorded method, else jsreduce)."
+        ),
+    ] = None,
+    id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
+    time: Annotated[str | None, typer.Option("--time", help="Release-index column (1..n).")] = None,
+    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
+    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -164,8 +174,22 @@ def release(
     ] = None,
     debug: Debug = False,
 ) -> None:
-    """Release the views of a history not yet in the ledger, in order (resumable)."""
-    pol = load_policy(policy, k=k, t=t, j=j)
+    """Release the views of a history not yet in the ledger, in order (resumable); without
+    --policy an existing ledger's recorded policy and method are used (flags over them)."""
+    pol, recorded_method = load_effective(
+        policy,
+        ledger=ledger if ledger.is_dir() else None,
+        knowledge_dirs=[Path(history).parent] if "://" not in history else [],
+        id=id,
+        time=time,
+        qi=qi,
+        sensitive=sensitive,
+        k=k,
+        t=t,
+        j=j,
+    )
+    method = method or recorded_method or "jsreduce"
+    _say(f"  method: {method}")
     _run_release(history, ledger, pol, scheduler, npartitions, method, progress)
 
 
@@ -176,16 +200,37 @@ def demo(
     views: Views = 24,
     view_size: ViewSize = 5000,
     scheduler: Scheduler = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Re-use a folder of an earlier demo: its ledger is moved aside to ledger.<n> "
+            "(kept, never deleted) and the generated files are replaced."
+        ),
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Generate the paper-setting history and release it with JS-reduce on a local cluster."""
 
     from dpriv.datasets import medical_history, write_history
+    from dpriv.datasets.files import refuse_existing
 
+    led = out / "ledger"
+    if not force:
+        if led.exists():
+            raise LedgerError(
+                f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; "
+                f"choose another --out, or pass --force to move it aside to {led}.<n> (kept) "
+                "and run the demo again"
+            )
+        refuse_existing(out, "--force")
     mh = medical_history(views, view_size, seed=0)
-    if (out / "ledger").exists():
-        shutil.rmtree(out / "ledger")
-    policy_path = write_history(out, mh, policy_extra=DEMO_PRIVACY)
+    if led.exists() or led.is_symlink():
+        n = 1
+        while led.with_name(f"ledger.{n}").exists():
+            n += 1
+        led.rename(led.with_name(f"ledger.{n}"))
+        _say(f"--force: the existing ledger was moved to {led.with_name(f'ledger.{n}')} (kept)")
+    policy_path = write_history(out, mh, policy_extra=DEMO_PRIVACY, overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
     policy = ReleasePolicy.from_toml(policy_path)
     _run_release(str(out / "history.parquet"), out / "ledger", policy, scheduler, None)
@@ -208,9 +253,24 @@ DEMO_PRIVACY = {"privacy": {"k": 5, "t": 0.5, "j": 0.8}}
 @app.command()
 @command
 def verify(
-    released: Annotated[str, typer.Argument(help="Released view (Parquet or CSV).")],
-    original: Annotated[str, typer.Option(help="The original view it was made from.")],
+    released: Annotated[
+        str | None, typer.Argument(help="Released view (Parquet or CSV); or --ledger L --view I.")
+    ] = None,
+    original: Annotated[
+        str | None, typer.Option(help="The original view (or history, with --view) it was made from.")
+    ] = None,
+    ledger: Annotated[
+        Path | None, typer.Option(help="Check release --view I of this ledger, under its recorded policy.")
+    ] = None,
+    history: Annotated[
+        str | None, typer.Option(help="With --ledger: the original history (same as --original).")
+    ] = None,
     policy: PolicyFile = None,
+    id: Annotated[str | None, typer.Option("--id", help="Respondent id column of the original.")] = None,
+    add_row_id: Annotated[
+        bool, typer.Option(help="The release was made with --add-row-id: number the original's rows.")
+    ] = False,
+    time: Annotated[str | None, typer.Option("--time", help="Release-index column of a history.")] = None,
     qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
     k: K = None,
@@ -221,12 +281,48 @@ def verify(
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
-    from dpriv.io import read_table
+    from dpriv.errors import InputError
+    from dpriv.io import ROW_ID, read_table
+    from dpriv.ledger import Ledger
     from dpriv.release import verify_view
 
-    pol = load_policy(policy, qi=qi, sensitive=sensitive, k=k, t=t)
-    orig = read_table(original).compute()
-    report = verify_view(read_table(released).compute(), orig, pol, view=view)
+    if original is not None and history is not None and original != history:
+        raise InputError("give the original as --original or --history, not both")
+    original = original or history
+    if original is None:
+        raise InputError("give the original it was made from: --original FILE (--history H with --ledger)")
+    if ledger is not None:
+        if released is not None:
+            raise InputError("give RELEASED or --ledger L --view I, not both")
+        if not (ledger / "manifest.json").is_file():
+            raise LedgerError(f"--ledger {ledger} is not a ledger (no manifest.json)")
+        led = Ledger(ledger)
+        indices = [r["index"] for r in led.committed()]
+        if view not in indices:
+            raise InputError(
+                f"--ledger needs --view I, the release to check; {ledger} holds releases {indices}"
+            )
+    elif released is None:
+        raise InputError("give the RELEASED view to check, or --ledger L --view I")
+    pol, _ = load_effective(
+        policy,
+        ledger=ledger,
+        id=ROW_ID if add_row_id else id,
+        time=time,
+        qi=qi,
+        sensitive=sensitive,
+        k=k,
+        t=t,
+    )
+    if view is not None and pol.time is None:
+        raise InputError(
+            "--view I needs the release-index column of the history: --time C (or [columns] time)"
+        )
+    if add_row_id and pol.time is not None:
+        raise InputError("--add-row-id numbers the rows of one view, not of a history: give --id C")
+    orig = read_table(original, add_row_id=add_row_id).compute()
+    rel = led.read_view(view) if ledger is not None else read_table(released).compute()
+    report = verify_view(rel, orig, pol, view=view)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}")
@@ -250,7 +346,11 @@ def kpr(
     from dpriv.io import read_table
     from dpriv.metrics.kpr import kpr as run
 
-    res = run(read_table(original), read_table(synthetic), [k.strip() for k in known.split(",")])
+    names = [k.strip() for k in known.split(",")]
+    orig, synth = read_table(original), read_table(synthetic)
+    if len(synth.head(1, npartitions=-1)) == 0:  # a header-only CSV has no types: take the original's
+        synth = synth.astype({c: orig.dtypes[c] for c in names if c in synth.columns and c in orig.columns})
+    res = run(orig, synth, names)
     typer.echo(
         f"n={res.n} unique originals={res.n_unique_original} "
         f"unique synthetic profiles={res.n_unique_synthetic_profiles} matched={res.n_matched}"
