@@ -369,6 +369,11 @@ def test_small_view_in_the_cli(cli, tmp_path):
     res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol)
     assert_refused(res, r"view = 3: k = 3 is larger than the view \(1 rows\)", "small_view")
     assert not (tmp_path / "a").exists()
+    res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "merge")
+    assert_refused(res, "not implemented")
+    assert not (tmp_path / "a").exists()
+    res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "suppress")
+    assert res.exit_code == 0 and "small_view=suppress [flag]" in res.output, res.output
     pol.write_text(body + 'small_view = "suppress"\n')
     res = cli("release", h, "--ledger", tmp_path / "b", "--policy", pol)
     assert res.exit_code == 0, res.output

@@ -170,6 +170,10 @@ def release(
     k: K = None,
     t: T = None,
     j: J = None,
+    small_view: Annotated[
+        str | None,
+        typer.Option(help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on.'),
+    ] = None,
     npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges per view.")] = None,
     scheduler: Scheduler = None,
     progress: Annotated[
@@ -193,6 +197,7 @@ def release(
         k=k,
         t=t,
         j=j,
+        small_view=small_view,
     )
     method = method or recorded_method or "jsreduce"
     _say(f"  method: {method}")
