@@ -26,11 +26,12 @@ from dpriv.cli.common import (
     load_effective,
     load_policy,
     print_summary,
+    show_policy,
     write_frame,
 )
+from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError, PolicyError
-from dpriv.policy import ReleasePolicy
 
 
 @app.command()
@@ -58,7 +59,7 @@ def anonymize(
     from dpriv.release import anonymize as run
 
     check_out(out, input)
-    pol, _ = load_effective(
+    eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
         qi=qi,
@@ -70,6 +71,7 @@ def anonymize(
         npartitions=npartitions,
     )
     view = read_table(input, add_row_id=add_row_id)
+    pol = show_policy(eff)
     with dask_client(scheduler, say=_say):
         result = run(view, pol, prior=prior)
     for note in result.notes:
@@ -110,7 +112,7 @@ RELEASE_HEADER = " ".join(
 def _run_release(
     history_path: str,
     ledger: Path,
-    pol: ReleasePolicy,
+    eff: EffectivePolicy,
     scheduler: str | None,
     npartitions: int | None,
     method: str = "jsreduce",
@@ -126,6 +128,8 @@ def _run_release(
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     frame = read_table(history_path)
+    pol = show_policy(eff)
+    _say(f"  method: {method}")
     released: list[int] = []
 
     def on_release(i: int, m: dict) -> None:
@@ -186,7 +190,7 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
-    pol, recorded_method = load_effective(
+    eff, recorded_method = load_effective(
         policy,
         ledger=ledger if ledger.is_dir() else None,
         knowledge_dirs=[Path(history).parent] if "://" not in history else [],
@@ -200,8 +204,7 @@ def release(
         small_view=small_view,
     )
     method = method or recorded_method or "jsreduce"
-    _say(f"  method: {method}")
-    _run_release(history, ledger, pol, scheduler, npartitions, method, progress)
+    _run_release(history, ledger, eff, scheduler, npartitions, method, progress)
 
 
 @app.command()
@@ -243,8 +246,9 @@ def demo(
         _say(f"--force: the existing ledger was moved to {led.with_name(f'ledger.{n}')} (kept)")
     policy_path = write_history(out, mh, policy_extra=DEMO_PRIVACY, overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
-    policy = ReleasePolicy.from_toml(policy_path)
-    _run_release(str(out / "history.parquet"), out / "ledger", policy, scheduler, None)
+    eff, _ = load_effective(policy_path)
+    _run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None)
+    policy = eff.policy
     from dpriv.attack import attack as run_attack
 
     gain = run_attack(out / "ledger", mh.history, policy, "dk")

@@ -122,15 +122,20 @@ def load_policy(policy: Path | None, **flags: Any) -> ReleasePolicy:
     return ReleasePolicy.from_dict({k: v for k, v in flags.items() if v is not None})
 
 
-def load_effective(policy: Path | None, **kwargs: Any) -> tuple[ReleasePolicy, str | None]:
-    """:func:`dpriv.cli.effective.effective_policy`, printed to stderr (every value and where
-    it came from) before the command starts; returns the policy and a ledger's method."""
+def load_effective(policy: Path | None, **kwargs: Any) -> tuple[Any, str | None]:
+    """:func:`dpriv.cli.effective.effective_policy`: the policy with the source of each value
+    (an :class:`~dpriv.cli.effective.EffectivePolicy`) and a ledger's recorded method."""
     from dpriv.cli.effective import effective_policy
 
-    eff, method = effective_policy(policy, **kwargs)
+    return effective_policy(policy, **kwargs)
+
+
+def show_policy(eff: Any) -> ReleasePolicy:
+    """Print the effective policy to stderr (every value and where it came from), once the
+    input has been opened and before the work starts; returns the policy."""
     for line in eff.lines():
         _say(line)
-    return eff.policy, method
+    return eff.policy
 
 
 #: Output suffixes of a table (released view, gains): Parquet or CSV.

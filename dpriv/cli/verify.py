@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, K, PolicyFile, T, app, command, load_effective
+from dpriv.cli.common import Debug, K, PolicyFile, T, app, command, load_effective, show_policy
 from dpriv.errors import LedgerError
 
 
@@ -66,7 +66,7 @@ def verify(
             )
     elif released is None:
         raise InputError("give the RELEASED view to check, or --ledger L --view I")
-    pol, _ = load_effective(
+    eff, _ = load_effective(
         policy,
         ledger=ledger,
         id=ROW_ID if add_row_id else id,
@@ -76,6 +76,7 @@ def verify(
         k=k,
         t=t,
     )
+    pol = eff.policy
     if view is not None and pol.time is None:
         raise InputError(
             "--view I needs the release-index column of the history: --time C (or [columns] time)"
@@ -84,6 +85,7 @@ def verify(
         raise InputError("--add-row-id numbers the rows of one view, not of a history: give --id C")
     orig = read_table(original, add_row_id=add_row_id).compute()
     rel = led.read_view(view) if ledger is not None else read_table(released).compute()
+    show_policy(eff)
     report = verify_view(rel, orig, pol, view=view)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
