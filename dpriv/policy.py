@@ -45,6 +45,11 @@ class ReleasePolicy(BaseModel):
     j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
     max_suppression : float in [0, 1]; a release suppressing a larger share of the view's
         tuples is refused (exit 2, nothing written); default :data:`DEFAULT_MAX_SUPPRESSION`
+    small_view : what a history does with a view of fewer than k tuples: "refuse" (default:
+        nothing is released, the message names this option), "suppress" (that release is
+        committed fully suppressed, marked ``"small_view": "suppressed"`` in its metrics, and
+        the history goes on; ``max_suppression`` does not apply to it) or "merge" (not
+        implemented: refused with a message). A single view (``anonymize``) always refuses.
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
@@ -75,6 +80,7 @@ class ReleasePolicy(BaseModel):
     emd_ground: Literal["equal", "ordered"] = "equal"
     log_base: float = Field(default=2.0, gt=1.0)
     max_suppression: float = Field(default=DEFAULT_MAX_SUPPRESSION, ge=0.0, le=1.0)
+    small_view: Literal["refuse", "suppress", "merge"] = "refuse"
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
@@ -212,8 +218,10 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger."""
-        return self.model_dump(exclude={"base_dir", "npartitions"})
+        """The fields that must not change between releases of one ledger (``small_view``
+        only when not the default, so that ledgers recorded before it existed still match)."""
+        exclude = {"base_dir", "npartitions"} | ({"small_view"} if self.small_view == "refuse" else set())
+        return self.model_dump(exclude=exclude)
 
 
 def _is_number(v: Any) -> bool:

@@ -240,7 +240,9 @@ def _s_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
     return np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain)).astype(np.int64)
 
 
-def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> ViewSummary:
+def validate_view(
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, allow_small: bool = False
+) -> ViewSummary:
     """Check ``view`` against a resolved ``policy``; return its size and sensitive counts.
 
     Raises
@@ -249,7 +251,8 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         missing column, NaN in id/QI/sensitive, text in a numeric QI, a value outside a
         declared domain, an unknown sensitive value, a duplicate id, an empty view.
     PolicyError
-        k larger than the view.
+        k larger than the view (unless ``allow_small``: a history whose policy has
+        ``small_view = "suppress"`` releases such a view fully suppressed).
     """
     missing_columns(view.columns, policy)
     if not policy.is_resolved():
@@ -295,8 +298,14 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         )
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")
-    if policy.k > n:
-        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data")
+    if policy.k > n and not allow_small:
+        hint = (
+            ', or set small_view = "suppress" in [privacy] (this view is then released fully '
+            "suppressed and the history goes on)"
+            if policy.time
+            else ""
+        )
+        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data{hint}")
     return ViewSummary(int(n), s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))
 
 
