@@ -54,6 +54,8 @@ class ReleasePolicy(BaseModel):
         halves keep k, t and j, :mod:`dpriv.anonymity.topdown`; issue 12, direction 1)
     topdown_level : the top-down split's roots are the Hilbert sub-cubes of this level (the
         key's leading ``level * d`` bits; 0 = the whole view, one root)
+    topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
+        members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
     mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
         §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
         the Mondrian paper's relaxed variant and anonypy do)
@@ -83,6 +85,7 @@ class ReleasePolicy(BaseModel):
     prior_key: bool = False
     grouping: Literal["scan", "topdown"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
+    topdown_pc: bool = False
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)

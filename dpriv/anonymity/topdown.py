@@ -49,7 +49,7 @@ UNGROUPED = -1
 class _Split:
     """The data of one root (block) and the (E9) thresholds; :meth:`groups` runs the split."""
 
-    def __init__(self, x, s, priors, view_counts, *, k, t, j, ground, log_base):
+    def __init__(self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False):
         self.x = np.ascontiguousarray(x, dtype=np.float64)
         self.s = np.ascontiguousarray(s, dtype=np.int64)
         self.p = np.ascontiguousarray(priors, dtype=np.float64)
@@ -59,6 +59,7 @@ class _Split:
         self.pv = self.vc / max(self.n_view, 1)
         self.m = len(self.vc)
         self.k, self.t, self.j, self.ground, self.log_base = k, t, j, ground, log_base
+        self.pc = pc
         self.onehot = (
             np.eye(self.m, dtype=np.int64)[self.s] if len(self.s) else np.zeros((0, self.m), np.int64)
         )
@@ -92,6 +93,17 @@ class _Split:
             return False
         return bool(self._js(sum_p[None, :], np.array([sum_h]), np.array([float(u)]))[0] <= self.j)
 
+    def _principal(self, idx: np.ndarray) -> np.ndarray:
+        """Projection of the node's priors, in Hellinger coordinates sqrt(p), on their first
+        principal axis (sign fixed so that the largest loading is positive): a knowledge
+        direction along which to cut a node that breaks j."""
+        h = np.sqrt(self.p[idx])
+        h = h - h.mean(axis=0)
+        _, vecs = np.linalg.eigh(h.T @ h)
+        axis = vecs[:, -1]
+        axis = axis if axis[np.argmax(np.abs(axis))] > 0 else -axis
+        return np.round(h @ axis, 12)
+
     # -- one node ---------------------------------------------------------------------------
     def _cut(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The halves of the chosen cut of node ``idx`` (positions), or None."""
@@ -103,12 +115,13 @@ class _Split:
         valid = self._holds(counts, sum_p, sum_h, u)
         sub = self.x[idx]
         span = sub.max(axis=0) - sub.min(axis=0)
+        dims = [sub[:, d] for d in np.argsort(-span, kind="stable") if span[d] > 0]
+        if self.pc and not valid:
+            dims.append(self._principal(idx))
         best, best_key = None, None
-        for d in np.argsort(-span, kind="stable"):
-            if not span[d] > 0:
-                continue
-            o = np.argsort(sub[:, d], kind="stable")
-            vs = sub[o, d]
+        for col in dims:
+            o = np.argsort(col, kind="stable")
+            vs = col[o]
             b = np.flatnonzero(vs[1:] != vs[:-1]) + 1  # size of the LHS at each boundary
             b = b[(b >= k) & (b <= u - k)]
             if not len(b):
@@ -170,6 +183,7 @@ def topdown_groups(
     ground: int = 0,
     log_base: float = 2.0,
     blocks: np.ndarray | None = None,
+    pc: bool = False,
 ) -> np.ndarray:
     """Top-down QI-groups of ``n`` tuples (module doc).
 
@@ -182,6 +196,8 @@ def topdown_groups(
     k, t, j, ground, log_base : the (E9) thresholds (``ground``: ``EQUAL`` or ``ORDERED``)
     blocks : int (n,), the root each tuple belongs to (default: one root); groups never
         cross blocks.
+    pc : a node that breaks (E9) may also be cut along the first principal axis of its
+        priors in Hellinger coordinates (a knowledge cut; the halves' boxes may overlap).
 
     Returns
     -------
@@ -207,6 +223,7 @@ def topdown_groups(
             j=j,
             ground=ground,
             log_base=log_base,
+            pc=pc,
         )
         local = sub.groups()
         kept = local >= 0
@@ -263,6 +280,7 @@ def topdown_range(
         ground=GROUNDS[policy.emd_ground],
         log_base=policy.log_base,
         blocks=blocks[~carried],
+        pc=policy.topdown_pc,
     )
     done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
     return done.reset_index(drop=True), part[carried].reset_index(drop=True)
