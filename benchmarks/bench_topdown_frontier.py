@@ -48,6 +48,11 @@ GRIDS = {
         ("jsreduce", {"t": 0.5, "j": 0.2, "grouping": "topdown", "topdown_pc": True}),
         ("jsreduce", {"t": 0.5, "j": 0.8, "grouping": "topdown", "topdown_pc": True}),
     ],
+    "peel": [
+        ("jsreduce", {"t": 0.5, "j": 0.4, "grouping": "topdown", "topdown_pc": True}),
+        ("jsreduce", {"t": 0.5, "j": 0.8, "grouping": "topdown"}),
+        ("jsreduce", {"t": 1.0, "j": 0.4, "grouping": "topdown", "topdown_pc": True}),
+    ],
     "rbk": [
         ("jsreduce", {"t": 0.5, "j": 0.8, "grouping": "topdown", "prior_key": True}),
         ("jsreduce", {"t": 1.0, "j": 0.4, "grouping": "topdown", "prior_key": True}),

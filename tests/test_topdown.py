@@ -47,23 +47,31 @@ def test_t_stops_the_cut_inside_each_class():
 
 
 def test_a_knowledge_cut_separates_interleaved_classes():
-    # priors alternate A, B along the QI: every QI cut leaves both classes on each side (JS > j),
-    # so without the knowledge cut all 8 are left over. With it, the principal axis of
-    # sqrt(priors) is (1, -1)/sqrt(2) (first loading positive): B (projection -0.707) is the
-    # LHS; each class is then cut at its QI median into pairs.
+    # priors alternate A, B along the QI: every QI cut leaves both classes on each side. Without
+    # the knowledge cut: the least weighted violation is at 3 | 5 (3 * 0.818 + 5 * 0.871; tie with
+    # 5 | 3, the first wins); {A,B,A} sheds B -> group {0, 2}; {B,A,B,A,B} is cut at 2 | 3 (tie
+    # again); {B,A} is too small to shed (k 2): leftovers; {B,A,B} sheds A -> group {5, 7}.
     x = np.arange(8.0)[:, None]
     s = np.zeros(8, dtype=np.int64)
     priors = np.array([A, B] * 4)
     plain = topdown_groups(x, s, priors, np.array([8, 0]), k=2, t=1.0, j=0.1)
-    np.testing.assert_array_equal(plain, [-1] * 8)
+    np.testing.assert_array_equal(plain, [0, -1, 0, -1, -1, 1, -1, 1])
+    # with it, the principal axis of sqrt(priors) is (1, -1)/sqrt(2) (first loading positive):
+    # B (projection -0.707) is the LHS; each class is then cut at its QI median into pairs.
     got = topdown_groups(x, s, priors, np.array([8, 0]), k=2, t=1.0, j=0.1, pc=True)
     np.testing.assert_array_equal(got, [2, 0, 2, 0, 3, 1, 3, 1])
 
 
-def test_too_small_to_cut_and_breaking_j_is_left_over():
-    # 3 tuples, k 2: no cut leaves two per side, and JS({A, A, B}) = 0.918 bits > j
+def test_too_small_to_cut_sheds_the_member_that_breaks_j():
+    # 3 tuples, k 2: no cut leaves two per side, and JS({A, A, B}) = 0.918 bits > j; shedding B
+    # leaves {A, A} (JS 0): B is the leftover
     got = topdown_groups(
         np.arange(3.0)[:, None], np.array([0, 1, 0]), np.array([A, A, B]), np.array([2, 1]), k=2, t=1.0, j=0.5
+    )
+    np.testing.assert_array_equal(got, [0, 0, -1])
+    # with k 3 nothing can be shed: all three are leftovers
+    got = topdown_groups(
+        np.arange(3.0)[:, None], np.array([0, 1, 0]), np.array([A, A, B]), np.array([2, 1]), k=3, t=1.0, j=0.5
     )
     np.testing.assert_array_equal(got, [-1, -1, -1])
 

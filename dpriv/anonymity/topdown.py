@@ -19,7 +19,9 @@ A node (a set of tuples, a box)
   among all boundaries of all dimensions leaving ``>= k`` tuples on each side, the one with the
   smallest size-weighted violation ``|L| v(L) + |R| v(R)``, ``v = max(0, JS - j) +
   max(0, EMD - t)`` (ties: closest to the median, then the widest dimension); with no such
-  boundary (fewer than 2k tuples) its tuples are *leftovers*.
+  boundary (fewer than 2k tuples) it sheds, one at a time, the member whose removal lowers the
+  violation most until (E9) holds; the shed members (or all, if fewer than k remain) are
+  *leftovers*.
 
 Leftovers go to the same repair as the scan's (attach to a nearby group that keeps (E9), scan
 the rest greedily, attach again, suppress what remains), so every kept group satisfies (E9).
@@ -44,6 +46,7 @@ from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 
 UNGROUPED = -1
+_PEEL_MAX = 8  # an uncut node breaking (E9) sheds members only up to this many k
 
 
 class _Split:
@@ -164,11 +167,33 @@ class _Split:
                 stack.append(halves[1])
                 stack.append(halves[0])
                 continue
-            counts = self.onehot[idx].sum(axis=0)
-            if self._holds(counts, self.p[idx].sum(axis=0), float(self.ent[idx].sum()), len(idx)):
-                out[idx] = g
+            kept = self._peel(idx)
+            if len(kept):
+                out[kept] = g
                 g += 1
         return out
+
+    def _peel(self, idx: np.ndarray) -> np.ndarray:
+        """The members of an uncut node that form a group: all of them when (E9) holds; else,
+        for a node of at most ``_PEEL_MAX * k`` tuples, the rest after taking out, one at a
+        time, the member whose removal lowers the violation most, until (E9) holds (the
+        removed ones are leftovers for the repair); empty when that fails before k."""
+        counts = self.onehot[idx].sum(axis=0)
+        sum_p, sum_h = self.p[idx].sum(axis=0), float(self.ent[idx].sum())
+        if self._holds(counts, sum_p, sum_h, len(idx)):
+            return idx
+        if len(idx) > _PEEL_MAX * self.k:
+            return idx[:0]
+        while len(idx) > self.k:
+            u = np.full(len(idx), len(idx) - 1, dtype=np.float64)
+            v = self._violation(counts - self.onehot[idx], sum_p - self.p[idx], sum_h - self.ent[idx], u)
+            out = int(np.argmin(v))
+            x = idx[out]
+            idx = np.delete(idx, out)
+            counts, sum_p, sum_h = counts - self.onehot[x], sum_p - self.p[x], sum_h - float(self.ent[x])
+            if self._holds(counts, sum_p, sum_h, len(idx)):
+                return idx
+        return idx[:0]
 
 
 def topdown_groups(
