@@ -18,6 +18,7 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask, map_frame
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
+from dpriv.anonymity.topdown import topdown_range
 from dpriv.hilbert.keys import (
     HKEY,
     TIE,
@@ -53,10 +54,17 @@ class Generalized:
     table: pd.DataFrame | None = None
 
 
+def range_kernel(policy: ReleasePolicy):
+    """The first pass over one Hilbert range for ``policy.grouping``: :func:`scan_range`
+    (greedy scan) or :func:`topdown_range` (top-down split); same contract."""
+    return topdown_range if policy.grouping == "topdown" else scan_range
+
+
 def chained_scan(ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy,
                  view_counts: np.ndarray) -> dd.DataFrame:
-    """:func:`scan_range` over the Hilbert ranges of ``ranges`` (indexed by the key, in key
+    """The range kernel over the Hilbert ranges of ``ranges`` (indexed by the key, in key
     order), each link handing its open tail to the next: a chain of delayed tasks."""
+    scan_range = range_kernel(policy)
     meta = scan_range(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
     links, carry = [], None
     parts = ranges.to_delayed()
@@ -120,9 +128,9 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     """The pandas orchestration: the same kernels in-process over the same Hilbert ranges."""
     frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
     divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
-    parts, carry = [], None
+    parts, carry, kernel = [], None, range_kernel(policy)
     for i, part in enumerate(ranges := split_ranges(frame, divisions)):
-        done, carry = scan_range(part, carry, policy, counts, i == len(ranges) - 1)
+        done, carry = kernel(part, carry, policy, counts, i == len(ranges) - 1)
         parts.append(done)
     grouped = pd.concat(parts, ignore_index=True)
     stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]

@@ -61,6 +61,16 @@ class ReleasePolicy(BaseModel):
         (FINDINGS.md "ordering on the QIs AND a low-dimensional summary of RBK"). Off by
         default: on 24 x 5,000 (t 0.5, j 0.8) it cut the semiperimeter at release 8 from 1.39
         to 0.85 at the same gain, but on 4 x 400 (t 1, j 0.6) it suppressed releases 3-4 whole
+    grouping : JS-reduce's grouping: ``"scan"`` (Algorithm 2's greedy Hilbert scan with its
+        repairs, default) or ``"topdown"`` (a Mondrian-style split that only cuts where both
+        halves keep k, t and j, :mod:`dpriv.anonymity.topdown`; issue 12, direction 1)
+    topdown_level : the top-down split's roots are the Hilbert sub-cubes of this level (the
+        key's leading ``level * d`` bits; 0 = the whole view, one root)
+    topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
+        members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
+    mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
+        §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
+        the Mondrian paper's relaxed variant and anonypy do)
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
@@ -86,6 +96,10 @@ class ReleasePolicy(BaseModel):
     defer_wait: int = Field(default=0, ge=0)
     attach_reach: int = Field(default=1024, ge=0)
     prior_key: bool = False
+    grouping: Literal["scan", "topdown"] = "scan"
+    topdown_level: int = Field(default=1, ge=0, le=32)
+    topdown_pc: bool = False
+    mondrian_cut: Literal["strict", "relaxed"] = "strict"
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
