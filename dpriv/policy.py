@@ -38,6 +38,8 @@ class ReleasePolicy(BaseModel):
     t : float in [0, 1], EMD threshold (E9, E18/E19 with ``emd_ground``)
     j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
     max_suppression : float in [0, 1]; a release suppressing more is refused
+    allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
+        value is disclosed for everyone) with a warning instead of refusing it
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
@@ -68,6 +70,7 @@ class ReleasePolicy(BaseModel):
     emd_ground: Literal["equal", "ordered"] = "equal"
     log_base: float = Field(default=2.0, gt=1.0)
     max_suppression: float = Field(default=1.0, ge=0.0, le=1.0)
+    allow_single_sensitive: bool = False
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
@@ -206,7 +209,10 @@ class ReleasePolicy(BaseModel):
 
     def fingerprint(self) -> dict[str, Any]:
         """The fields that must not change between releases of one ledger."""
-        return self.model_dump(exclude={"base_dir", "npartitions"})
+        exclude = {"base_dir", "npartitions"}
+        if not self.allow_single_sensitive:  # ledgers started before this field keep their policy
+            exclude.add("allow_single_sensitive")
+        return self.model_dump(exclude=exclude)
 
 
 def _is_number(v: Any) -> bool:

@@ -36,6 +36,7 @@ from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_r
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
+from dpriv.inputs import prepare_view, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.release import checked_metrics, release_metrics, require
@@ -51,7 +52,14 @@ from dpriv.state import (
     with_revised_priors,
 )
 from dpriv.steps import Steps
-from dpriv.validate import ViewSummary, check_history, codes, resolve_policy, validate_view
+from dpriv.validate import (
+    ViewSummary,
+    check_history,
+    check_sensitive_values,
+    codes,
+    resolve_policy,
+    validate_view,
+)
 
 
 def check_qi_groups(
@@ -137,6 +145,7 @@ def release_history(
     """
     if method not in METHODS:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    history = prepare_view(history, policy)
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
     indices = indices[: until or None]
@@ -146,6 +155,8 @@ def release_history(
             summaries[i] = validate_view(_view(history, policy, i), policy)
         except (InputError, PolicyError) as exc:
             raise type(exc)(f"{policy.time} = {i}: {exc}") from None
+    if summaries:
+        check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     ledger = Ledger(ledger_dir, create=True)
     knowledge = defender_knowledge(policy)
     ledger.check_policy({**policy.fingerprint(), "method": method, "knowledge_sha256": knowledge.digest})
@@ -270,8 +281,12 @@ def anonymize(
     ``policy.max_suppression``, VerificationError when the independent check fails.
     """
     start = time.perf_counter()
+    view = prepare_view(view, policy)
     policy, notes = resolve_policy(view, policy)
+    unused = unused_note(view.columns, policy)
+    notes += [unused] if unused else []
     summary = validate_view(view, policy)
+    check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior)
     result = generalize_view(with_priors, policy, summary, npartitions=npartitions or policy.npartitions)
     released, assigned = result.released, result.assigned
@@ -293,6 +308,7 @@ def verify_view(
     (required when it holds several). The policy's domains are resolved from that view; t is
     checked against its sensitive distribution. Raises InputError / PolicyError.
     """
+    original = prepare_view(original, policy)
     if policy.time and policy.time in original.columns:
         times = sorted(original[policy.time].unique().tolist())
         if view is None and len(times) > 1:

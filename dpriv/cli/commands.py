@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from dpriv.cli.common import (
+    Categorical,
     Debug,
     J,
     K,
@@ -40,6 +41,7 @@ def anonymize(
     id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
     qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    categorical: Categorical = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -60,6 +62,7 @@ def anonymize(
         id=ROW_ID if add_row_id else id,
         qi=qi,
         sensitive=sensitive,
+        categorical=categorical,
         k=k,
         t=t,
         j=j,
@@ -115,6 +118,7 @@ def _run_release(
 ) -> None:
     from dpriv import steps
     from dpriv.cluster import dask_client
+    from dpriv.inputs import unused_note
     from dpriv.io import read_table
     from dpriv.release import release_history
 
@@ -123,6 +127,9 @@ def _run_release(
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     frame = read_table(history_path)
+    unused = unused_note(frame.columns, pol)
+    if unused:
+        _say(unused)
     released: list[int] = []
 
     def on_release(i: int, m: dict) -> None:
@@ -151,6 +158,7 @@ def release(
     method: Annotated[
         str, typer.Option(help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt.")
     ] = "jsreduce",
+    categorical: Categorical = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -165,7 +173,7 @@ def release(
     debug: Debug = False,
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable)."""
-    pol = load_policy(policy, k=k, t=t, j=j)
+    pol = load_policy(policy, categorical=categorical, k=k, t=t, j=j)
     _run_release(history, ledger, pol, scheduler, npartitions, method, progress)
 
 
