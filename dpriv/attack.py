@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.errors import InputError, LedgerError
+from dpriv.inputs import prepare_view
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
@@ -154,6 +155,7 @@ def attack_steps(
     releases = [r["index"] for r in ledger.committed()]
     if not releases:
         return iter(())
+    history = prepare_view(history, policy, ids=False)  # NFC text, plain categories: as released
     indices = set(check_history(history, policy))
     policy, _ = resolve_policy(history, policy)
     adv = (

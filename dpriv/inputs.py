@@ -23,7 +23,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv.errors import InputError
+from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 
 #: pandas' inferred kinds of an object column that hold ordinary scalars (no per-cell check).
@@ -103,7 +103,7 @@ def _is_text_id(col: pd.Series) -> bool:
     return pd.api.types.is_string_dtype(col.dtype)
 
 
-def _prepare_part(part: pd.DataFrame, columns: list[str], id_col: str) -> pd.DataFrame:
+def _prepare_part(part: pd.DataFrame, columns: list[str], id_col: str | None) -> pd.DataFrame:
     out = {}
     for c in columns:
         if c not in part.columns:
@@ -116,20 +116,26 @@ def _prepare_part(part: pd.DataFrame, columns: list[str], id_col: str) -> pd.Dat
     return part.assign(**out) if out else part
 
 
-def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy):
+def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: bool = True):
     """``view`` with the policy columns' types normalised (see the module docstring).
 
     Pandas in, pandas out; Dask in, Dask out (one ``map_partitions``, lazy). Other columns
-    are untouched. Raises InputError for a column name that occurs twice.
+    are untouched; ``ids=False`` leaves the id column as it is. Raises InputError for a
+    column name that occurs twice.
     """
     duplicate_columns(view.columns)
     columns = [*policy_columns(policy), *([policy.time] if policy.time else [])]
+    id_col = policy.id if ids else None
     if isinstance(view, dd.DataFrame):
-        meta = _prepare_part(view._meta, columns, policy.id)
+        meta = _prepare_part(view._meta, columns, id_col)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return view.map_partitions(_prepare_part, columns, policy.id, meta=meta)
-    return _prepare_part(view, columns, policy.id)
+            return view.map_partitions(_prepare_part, columns, id_col, meta=meta)
+    return _prepare_part(view, columns, id_col)
+
+
+def _listed(v):
+    return v.tolist() if isinstance(v, np.ndarray) else v
 
 
 def _is_nested(v) -> bool:
@@ -185,8 +191,9 @@ def type_problems(
                 add(
                     name,
                     nested,
-                    f"{what} {name!r} holds lists or arrays (e.g. {vals[nested].iloc[0]!r}), not one "
-                    "value per row: flatten the column (one value per row) or drop it from the policy",
+                    f"{what} {name!r} holds lists or arrays (e.g. {_listed(vals[nested].iloc[0])!r}), "
+                    "not one value per row: flatten the column (one value per row) or drop it from "
+                    "the policy",
                 )
                 continue
         if name == policy.sensitive or name in policy.kinds or name in policy.domains:
@@ -210,3 +217,24 @@ def type_problems(
                 int(text.sum()),
             ))
     return found
+
+
+def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy) -> None:
+    """Refuse a sensitive column that holds one value only (``s_counts``: (M,) int64 counts of
+    the released data over D[S]): every QI-group would have l = 1 and the release would
+    disclose that value for every respondent. ``allow_single_sensitive`` releases it with a
+    warning instead (ARX's l-diversity finds no solution there; sdcMicro reports l = 1)."""
+    present = np.flatnonzero(np.asarray(s_counts) > 0)
+    if len(present) != 1:
+        return
+    value = policy.sensitive_domain[int(present[0])]
+    what = (
+        f"sensitive column {policy.sensitive!r} holds one value only ({value!r}): every QI-group "
+        "has l = 1, so the release discloses that value for every respondent"
+    )
+    if not policy.allow_single_sensitive:
+        raise PolicyError(
+            f"{what}. Choose a sensitive column with at least 2 values, or set "
+            "allow_single_sensitive = true in [privacy] to release it anyway"
+        )
+    warnings.warn(f"{what} (allow_single_sensitive = true)", stacklevel=2)

@@ -36,7 +36,7 @@ from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_r
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
-from dpriv.inputs import prepare_view, unused_note
+from dpriv.inputs import check_sensitive_values, prepare_view, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.release import checked_metrics, release_metrics, require
@@ -55,7 +55,6 @@ from dpriv.steps import Steps
 from dpriv.validate import (
     ViewSummary,
     check_history,
-    check_sensitive_values,
     codes,
     resolve_policy,
     validate_view,

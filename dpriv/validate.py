@@ -9,7 +9,6 @@ counts and its duplicate ids in ONE compute. The first problem found raises one
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 
 import dask
@@ -325,27 +324,6 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
     if policy.k > n:
         raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data")
     return ViewSummary(int(n), s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))
-
-
-def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy) -> None:
-    """Refuse a sensitive column that holds one value only (``s_counts``: (M,) int64 counts of
-    the released data over D[S]): every QI-group would have l = 1 and the release would
-    disclose that value for every respondent. ``allow_single_sensitive`` releases it with a
-    warning instead (ARX's l-diversity finds no solution there; sdcMicro reports l = 1)."""
-    present = np.flatnonzero(np.asarray(s_counts) > 0)
-    if len(present) != 1:
-        return
-    value = policy.sensitive_domain[int(present[0])]
-    what = (
-        f"sensitive column {policy.sensitive!r} holds one value only ({value!r}): every QI-group "
-        "has l = 1, so the release discloses that value for every respondent"
-    )
-    if not policy.allow_single_sensitive:
-        raise PolicyError(
-            f"{what}. Choose a sensitive column with at least 2 values, or set "
-            "allow_single_sensitive = true in [privacy] to release it anyway"
-        )
-    warnings.warn(f"{what} (allow_single_sensitive = true)", stacklevel=2)
 
 
 def _counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

@@ -164,7 +164,7 @@ def test_list_valued_qi_is_refused(cli, tmp_path):
     v.to_parquet(tmp_path / "in.parquet", index=False)
     out = tmp_path / "out.parquet"
     res = cli("anonymize", tmp_path / "in.parquet", "--out", out, *FLAGS)
-    refused(res, out, "QI 'city' holds lists or arrays", "one value per row", "30 rows")
+    refused(res, out, "QI 'city' holds lists or arrays (e.g. ['", "', 'FR'])", "one value per row", "30 rows")
 
 
 # == 7. int data against a str domain =============================================================
@@ -213,7 +213,7 @@ def test_integer_qi_above_2_53_has_exact_bounds_and_exact_verification(cli, tmp_
     flo = [float(a) for a in box["acct_min"].reindex(asg["_label"])]
     fhi = [float(a) for a in box["acct_max"].reindex(asg["_label"])]
     outside = sum(not (a <= b <= c) for a, b, c in zip(flo, x, fhi))
-    assert outside > 0
+    assert outside == 33  # of 40 (counted with Python's exact int/float comparisons)
     as_float = rel.astype({"acct_min": "float64", "acct_max": "float64"})
     counts = np.bincount(pd.Index(res.policy.sensitive_domain).get_indexer(v["s"]), minlength=2)
     report = verify_release(as_float, res.policy, view_counts=counts, assigned=asg)
