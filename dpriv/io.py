@@ -42,7 +42,7 @@ def _text_sample(path: str, size: int = 65536) -> str:
             return raw[: exc.start].decode("utf-8-sig")  # a character cut by the sample's end
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(
-            f"{path} is not UTF-8: byte 0x{raw[exc.start]:02x} on line {line} cannot be decoded; "
+            f"cannot read {path}: it is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}); "
             "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or save it as Parquet"
         ) from None
 

@@ -138,7 +138,9 @@ def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> p
     """Type problems of every policy column (:func:`dpriv.inputs.type_problems`) and the raw
     problems of the text columns without a declared domain (:func:`_raw_problems`)."""
     typed = pd.DataFrame(type_problems(part, policy, _rows), columns=_PROBLEM_COLUMNS)
-    raw = _raw_problems(part, policy, [c for c in columns if c not in set(typed["column"])])
+    # a generalized value ('[45-52]', '*': order 1) is named before a mix of numbers and text (2)
+    unusable = set(typed.loc[typed["order"] == 0, "column"])
+    raw = _raw_problems(part, policy, [c for c in columns if c not in unusable])
     both = [f for f in (typed, raw) if len(f)]
     out = pd.concat(both, ignore_index=True) if both else raw
     return out.astype({"order": "int64", "count": "int64"})

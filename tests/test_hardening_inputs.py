@@ -320,7 +320,7 @@ def test_latin1_file_is_refused_with_the_line_and_the_fix(cli, tmp_path):
     text = csv_of(view()).replace("Nice", "Nîmes").encode("latin-1")
     res, out = anonymize_csv(cli, tmp_path, text)
     line = text.split(b"\n").index(next(x for x in text.split(b"\n") if b"N\xeemes" in x)) + 1
-    refused(res, out, "is not UTF-8", "byte 0xee", f"on line {line}", "iconv")
+    refused(res, out, "cannot read", "it is not UTF-8 (byte 0xee", f"on line {line})", "iconv")
 
 
 def test_bom_and_crlf_give_the_same_release_as_a_plain_file(cli, tmp_path):
