@@ -276,25 +276,64 @@ def attack(
     knowledge: Annotated[
         str, typer.Option(help="snapshot, dk, dk-1, dk-2, dk-3, spm:PATH (external corpus) or ie.")
     ],
-    out: Annotated[Path, typer.Option(help="CSV: release, adversary_gain, n_tuples.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="CSV. paper: release, adversary_gain, n_tuples and the tail risk (confident_share, "
+            "confident_precision, n_confident, max_posterior, n_certain); retrospective: one row "
+            "per (release, as_of) with the same measures."
+        ),
+    ],
+    adversary: Annotated[
+        str,
+        typer.Option(
+            help="paper: each release attacked when it comes out; retrospective: every release "
+            "attacked again after each later one (forward-backward over each history)."
+        ),
+    ] = "paper",
+    deductions: Annotated[
+        bool | None,
+        typer.Option(
+            "--deductions/--no-deductions",
+            help="Mask both adversaries with the exact deductions known at the time "
+            "(default: on when dpriv.adversary.deductions is installed).",
+        ),
+    ] = None,
+    attendance: Annotated[
+        float | None,
+        typer.Option(
+            help="The model's weekly exam probability q, if the adversary knows it (absences as evidence)."
+        ),
+    ] = None,
     policy: PolicyFile = None,
     debug: Debug = False,
 ) -> None:
-    """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) per release."""
+    """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
+    from dpriv.adversary.masks import deductions_available
     from dpriv.attack import attack as run
     from dpriv.io import read_table
     from dpriv.ledger import Ledger
 
     pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
+    use = deductions_available() if deductions is None else deductions
     try:
-        gain = run(ledger, read_table(history).compute(), pol, knowledge)
+        gain = run(
+            ledger,
+            read_table(history).compute(),
+            pol,
+            knowledge,
+            adversary=adversary,
+            deductions=use,
+            attendance=attendance,
+        )
     except PolicyError as exc:
         if policy is not None:
             raise
         raise PolicyError(f"{exc}; pass --policy FILE (knowledge paths are relative to it)") from None
     write_frame(gain, out)
     typer.echo(gain.to_string(index=False))
-    typer.echo(f"adversary gain per release written to {out}")
+    what = "per (release, as_of)" if adversary == "retrospective" else "per release"
+    typer.echo(f"adversary gain and tail risk {what} written to {out}")
 
 
 app.add_typer(experiment_app, name="experiment")
