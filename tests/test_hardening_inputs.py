@@ -293,8 +293,9 @@ def test_string_ids_release_without_dask_dtype_warnings(tmp_path, client):
         warnings.simplefilter("always")
         led = release_history(dd.read_parquet(tmp_path / "h.parquet"), policy, tmp_path / "led")
     assert [r["index"] for r in led.committed()] == [1, 2, 3]
-    dtype_warnings = [str(w.message) for w in caught if "dtype" in str(w.message).lower()]
-    assert dtype_warnings == []
+    # Dask's "Merging dataframes with merge column data type mismatches" (once per release before)
+    merge_warnings = [str(w.message) for w in caught if "merge column data type" in str(w.message)]
+    assert merge_warnings == []
 
 
 # == 13. values with commas, braces and backslashes: CSV in, release, verify ======================
