@@ -164,7 +164,9 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
     table = qig_table(assigned, policy)
     # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
-    rmeta = released_meta(policy, view._meta[policy.sensitive].to_numpy().dtype)
+    rmeta = released_meta(
+        policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
+    )
     # one graph node for the table, not a copy per task
     released = map_frame(apply_qig, assigned, dask.delayed(table), policy, meta=rmeta)
     # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy

@@ -28,16 +28,60 @@ def _reason(exc: Exception) -> str:
     return text or type(exc).__name__
 
 
+def _text_sample(path: str, size: int = 65536) -> str:
+    """The first ``size`` bytes of ``path`` as UTF-8 text (a leading BOM removed).
+
+    Raises InputError when they are not UTF-8 (e.g. a Latin-1 export), naming the byte, its
+    line and the fix."""
+    with fsspec.open(path, "rb") as fh:
+        raw = fh.read(size)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(raw) - 3 and exc.reason == "unexpected end of data":
+            return raw[: exc.start].decode("utf-8-sig")  # a character cut by the sample's end
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"cannot read {path}: it is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}); "
+            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or save it as Parquet"
+        ) from None
+
+
 def sniff_delimiter(path: str) -> str:
-    """Delimiter of a CSV file from its first 64 KiB (``,``, ``;``, tab or ``|``)."""
-    with fsspec.open(path, "r", newline="") as fh:
-        sample = fh.read(65536)
+    """Delimiter of a CSV file from its first 64 KiB (``,``, ``;``, tab or ``|``).
+
+    Raises InputError for an empty file, a file that is not UTF-8 and a header that names
+    a column twice (pandas would silently rename the copy ``age.1``)."""
+    sample = _text_sample(path)
     if not sample.strip():
         raise InputError(f"{path} is empty: there is no header and no row to read")
     try:
-        return csv.Sniffer().sniff(sample.splitlines()[0], delimiters=",;\t|").delimiter
+        sep = csv.Sniffer().sniff(sample.splitlines()[0], delimiters=",;\t|").delimiter
     except csv.Error:
-        return ","
+        sep = ","
+    header = next(csv.reader([sample.splitlines()[0]], delimiter=sep, skipinitialspace=True))
+    names = [h.strip() for h in header]
+    dup = sorted({h for h in names if names.count(h) > 1})
+    if dup:
+        where = {h: [i + 1 for i, x in enumerate(names) if x == h] for h in dup}
+        raise InputError(
+            f"the header of {path} names the column(s) {dup} more than once (positions {where}); "
+            "rename or drop the copies so that each column name is unique"
+        )
+    return sep
+
+
+_DECIMAL_COMMA = re.compile(r"^\s*-?\d+,\d+\s*$")
+
+
+def decimal_mark(path: str, sep: str) -> str:
+    """``","`` for a ``;``- (or tab-/pipe-) separated file whose fields hold decimal commas
+    (``72,5``, the usual export of a European spreadsheet), else ``"."``."""
+    if sep == ",":
+        return "."
+    lines = _text_sample(path).splitlines()[1:200]
+    fields = [f for line in lines for f in next(csv.reader([line], delimiter=sep), [])]
+    return "," if any(_DECIMAL_COMMA.match(f) for f in fields) else "."
 
 
 def _check_parquet_footers(fs, root: str) -> None:
@@ -68,9 +112,12 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
             _check_parquet_footers(fs, paths[0])
             frame = dd.read_parquet(path)
         else:
+            sep = sniff_delimiter(path)
             frame = dd.read_csv(
                 path,
-                sep=sniff_delimiter(path),
+                sep=sep,
+                decimal=decimal_mark(path, sep),
+                encoding="utf-8-sig",
                 blocksize=blocksize,
                 sample=CSV_SAMPLE,
                 sample_rows=CSV_SAMPLE // 2,  # dask's default infers the types from 10 rows

@@ -50,6 +50,8 @@ class ReleasePolicy(BaseModel):
         committed fully suppressed, marked ``"small_view": "suppressed"`` in its metrics, and
         the history goes on; ``max_suppression`` does not apply to it) or "merge" (not
         implemented: refused with a message). A single view (``anonymize``) always refuses.
+    allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
+        value is disclosed for everyone) with a warning instead of refusing it
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
@@ -91,6 +93,7 @@ class ReleasePolicy(BaseModel):
     log_base: float = Field(default=2.0, gt=1.0)
     max_suppression: float = Field(default=DEFAULT_MAX_SUPPRESSION, ge=0.0, le=1.0)
     small_view: Literal["refuse", "suppress", "merge"] = "refuse"
+    allow_single_sensitive: bool = False
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
@@ -232,9 +235,12 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger (``small_view``
-        only when not the default, so that ledgers recorded before it existed still match)."""
+        """The fields that must not change between releases of one ledger (``small_view`` and
+        ``allow_single_sensitive`` only when not the default, so that ledgers recorded before
+        they existed still match)."""
         exclude = {"base_dir", "npartitions"} | ({"small_view"} if self.small_view == "refuse" else set())
+        if not self.allow_single_sensitive:
+            exclude.add("allow_single_sensitive")
         return self.model_dump(exclude=exclude)
 
 

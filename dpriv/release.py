@@ -37,6 +37,7 @@ from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_r
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
+from dpriv.inputs import check_sensitive_values, prepare_view, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.release import checked_metrics, release_metrics, require
@@ -52,7 +53,13 @@ from dpriv.state import (
     with_revised_priors,
 )
 from dpriv.steps import Steps
-from dpriv.validate import ViewSummary, check_history, codes, resolve_policy, validate_view
+from dpriv.validate import (
+    ViewSummary,
+    check_history,
+    codes,
+    resolve_policy,
+    validate_view,
+)
 
 
 @dataclass
@@ -156,6 +163,7 @@ def release_history(
         raise PolicyError(
             'small_view = "merge" is not implemented yet: use "refuse" (the default) or "suppress"'
         )
+    history = prepare_view(history, policy)
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
     indices = indices[: until or None]
@@ -166,6 +174,8 @@ def release_history(
             summaries[i] = validate_view(_view(history, policy, i), policy, allow_small=allow_small)
         except (InputError, PolicyError) as exc:
             raise type(exc)(f"{policy.time} = {i}: {exc}") from None
+    if summaries:
+        check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     ledger = Ledger(ledger_dir, create=True)
     knowledge = defender_knowledge(policy)
     ledger.check_policy({**policy.fingerprint(), "method": method, "knowledge_sha256": knowledge.digest})
@@ -303,8 +313,12 @@ def anonymize(
     """
     start = time.perf_counter()
     view = as_frame(view, "anonymize", "view")
+    view = prepare_view(view, policy)
     policy, notes = resolve_policy(view, policy)
+    unused = unused_note(view.columns, policy)
+    notes += [unused] if unused else []
     summary = validate_view(view, policy)
+    check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)
     result = generalize_view(with_priors, policy, summary, npartitions=npartitions or policy.npartitions)
     released, assigned = result.released, result.assigned
@@ -342,6 +356,7 @@ def verify_view(
     (required when it holds several). The policy's domains are resolved from that view; t is
     checked against its sensitive distribution. Raises InputError / PolicyError.
     """
+    original = prepare_view(original, policy)
     if policy.time and policy.time in original.columns:
         times = sorted(original[policy.time].unique().tolist())
         if view is None and len(times) > 1:

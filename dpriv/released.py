@@ -105,11 +105,13 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
     num = policy.numeric_qi
     parts = []
     if num:
-        # float64 first: a numeric QI may come as a (non-ordered) pandas category
-        agg = rows[[LABEL, *num]].astype(dict.fromkeys(num, "float64")).groupby(LABEL).agg(["min", "max"])
+        # integers stay exact (int64: 2**62 + 1 is not a float64); anything else (floats, a
+        # numeric QI as a non-ordered pandas category) is aggregated as float64
+        dtypes = {q: bound_dtype(rows[q].dtype) for q in num}
+        agg = rows[[LABEL, *num]].astype(dtypes).groupby(LABEL).agg(["min", "max"])
         agg = to_pandas(agg)
         agg.columns = [f"{q}_{f}" for q, f in agg.columns]
-        parts.append(agg.astype("float64"))
+        parts.append(agg.astype({f"{q}_{f}": dtypes[q] for q in num for f in ("min", "max")}))
     for q in policy.categorical_qi:
         pairs = rows[[LABEL, q]].drop_duplicates()
         pairs = to_pandas(pairs)
@@ -158,10 +160,23 @@ def _value_sets(pairs: pd.DataFrame, q: str, domain: list) -> pd.Series:
     return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",".join).map("{{{}}}".format)
 
 
-def released_meta(policy: ReleasePolicy, sensitive_dtype) -> pd.DataFrame:
+def bound_dtype(dtype) -> np.dtype:
+    """dtype of the released ``<qi>_min``/``<qi>_max`` of a numeric QI of ``dtype``: int64
+    for integers (uint64 for uint64), float64 otherwise (floats, categories)."""
+    if pd.api.types.is_integer_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype):
+        return np.dtype("uint64") if str(dtype).lower() == "uint64" else np.dtype("int64")
+    return np.dtype("float64")
+
+
+def released_meta(policy: ReleasePolicy, sensitive_dtype, qi_dtypes: dict | None = None) -> pd.DataFrame:
+    """Empty released view; ``qi_dtypes`` (QI -> dtype of the input) gives the bounds' dtypes."""
     cols: dict = {GROUP: pd.Series(dtype="int64")}
     for c in released_columns(policy)[1:-1]:
-        cols[c] = pd.Series(dtype=object if c in policy.categorical_qi else "float64")
+        if c in policy.categorical_qi:
+            cols[c] = pd.Series(dtype=object)
+        else:
+            q = c.rsplit("_", 1)[0]
+            cols[c] = pd.Series(dtype=bound_dtype((qi_dtypes or {}).get(q, "float64")))
     cols[policy.sensitive] = pd.Series(dtype=sensitive_dtype)
     cols[ORDER] = pd.Series(dtype="uint64")
     return pd.DataFrame(cols)

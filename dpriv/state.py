@@ -77,7 +77,10 @@ def revised_priors(
 
 
 def posterior_table(
-    ids: np.ndarray, labels: np.ndarray, posteriors: np.ndarray, policy: ReleasePolicy
+    ids: np.ndarray | pd.api.extensions.ExtensionArray,
+    labels: np.ndarray,
+    posteriors: np.ndarray,
+    policy: ReleasePolicy,
 ) -> pd.DataFrame:
     """Respondent id, ``_label`` (int64) and posterior ``post__<value>`` (float64) columns."""
     # nullable: an outer join with the state must not turn the 63-bit labels into float64
@@ -94,7 +97,8 @@ def group_posteriors(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFr
         assigned[SCODE].to_numpy(),
         assigned[policy.prior_columns].to_numpy(dtype=float),
     )
-    return posterior_table(assigned[policy.id].to_numpy(), assigned[LABEL].to_numpy(), post, policy)
+    # .array keeps the id's dtype (string ids stay string[pyarrow], as in the state's meta)
+    return posterior_table(assigned[policy.id].array, assigned[LABEL].to_numpy(), post, policy)
 
 
 def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, index: int) -> pd.DataFrame:
@@ -107,7 +111,7 @@ def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, inde
     def ints(col: str) -> np.ndarray:  # nullable Int64 in (see nullable_state), int64 out
         return merged[col].fillna(0).to_numpy(dtype=np.int64)
 
-    out = pd.DataFrame({policy.id: merged[policy.id].to_numpy()})
+    out = pd.DataFrame({policy.id: merged[policy.id].array})
     out["n_post"] = ints("n_post") + has
     out["last_release"] = np.where(has, index, ints("last_release"))
     out["last_group"] = np.where(has, ints(LABEL), ints("last_group"))

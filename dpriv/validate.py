@@ -19,6 +19,7 @@ import pandas as pd
 from dpriv._dispatch import is_dask, to_pandas
 from dpriv._random import row_hashes
 from dpriv.errors import InputError, PolicyError
+from dpriv.inputs import duplicate_columns, type_problems
 from dpriv.policy import ReleasePolicy, codes
 from dpriv.released import GROUP
 
@@ -134,32 +135,45 @@ def _first_problem(problems: pd.DataFrame) -> str:
     return f"{first['message']} ({int(same['count'].sum())} rows; first: {first['rows']})"
 
 
+def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
+    """Type problems of every policy column (:func:`dpriv.inputs.type_problems`) and the raw
+    problems of the text columns without a declared domain (:func:`_raw_problems`)."""
+    typed = pd.DataFrame(type_problems(part, policy, _rows), columns=_PROBLEM_COLUMNS)
+    # a generalized value ('[45-52]', '*': order 1) is named before a mix of numbers and text (2)
+    unusable = set(typed.loc[typed["order"] == 0, "column"])
+    raw = _raw_problems(part, policy, [c for c in columns if c not in unusable])
+    both = [f for f in (typed, raw) if len(f)]
+    out = pd.concat(both, ignore_index=True) if both else raw
+    return out.astype({"order": "int64", "count": "int64"})
+
+
 def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
     """Checks of a view BEFORE its domains are inferred (run on the policy as the user gave it).
 
-    Raises InputError for a missing column, an empty view (header only), a generalized or
-    placeholder value (``[45-52]``, ``{F,M}``, ``*``, ``?``) in a QI or the sensitive column
-    whose domain is not declared, and a QI of undeclared kind holding numbers stored as text.
-    Columns with a declared domain are checked later by :func:`validate_view`.
+    Raises InputError for a column name that occurs twice, a missing column, an empty view
+    (header only), values no release can hold (lists, ``inf``, dates; a numeric QI with a few
+    text values: :func:`dpriv.inputs.type_problems`), a generalized or placeholder value
+    (``[45-52]``, ``{F,M}``, ``*``, ``?``) in a QI or the sensitive column whose domain is not
+    declared, and a QI of undeclared kind holding numbers stored as text. Columns with a
+    declared domain are checked later by :func:`validate_view`.
     """
+    duplicate_columns(view.columns, source)
     missing_columns(view.columns, policy)
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and _is_text(view[c])]
     if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
-        if not columns:
-            return
         meta = pd.DataFrame(
             {
                 c: pd.Series(dtype=t)
                 for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
             }
         )
-        problems = view.map_partitions(_raw_problems, policy, columns, meta=meta).compute()
+        problems = view.map_partitions(_raw_all, policy, columns, meta=meta).compute()
     else:
         if len(view) == 0:
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
-        problems = _raw_problems(view, policy, columns)
+        problems = _raw_all(view, policy, columns)
     if len(problems):
         raise InputError(f"{source}: {_first_problem(problems)}")
 
@@ -232,7 +246,22 @@ def _add_unknown(add, part: pd.DataFrame, name: str, domain: list, what: str, ki
         values = pd.unique(part[name].to_numpy()[bad])[:5].tolist()
         shown = f"{domain[:8]}" + (f" (+{len(domain) - 8} more)" if len(domain) > 8 else "")
         message = f"{what} has values {values} not in its declared {kind} {shown}: "
+        have = sorted({type(_plain(v)).__name__ for v in values})
+        want = sorted({type(_plain(v)).__name__ for v in domain})
+        if not set(have) & set(want):
+            message += (
+                f"the types differ: the data holds {'/'.join(have)} values and the domain "
+                f"{'/'.join(want)} values; write the domain in the data's type (numbers without "
+                "quotes, text in quotes) or cast the column"
+            )
+            add(3, name, bad, message)
+            return
         add(3, name, bad, message + "add them to [domains] or correct the data")
+
+
+def _plain(v):
+    """A value as a plain Python object (NumPy scalars to int/float/str/bool)."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _s_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:

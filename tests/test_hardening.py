@@ -134,8 +134,16 @@ def test_constant_sensitive_column_gives_emd_0_and_js_0_without_warnings():
         assert emd(one, one) == 0.0 and emd(one, one, "ordered") == 0.0
         assert js_divergence(np.array([[1.0], [1.0], [1.0]])) == 0.0
         assert group_js(np.array([[1.0, 0.0], [1.0, 0.0]])) == 0.0
-        view = small_view(sensitive=["a"] * 60)
-        res = anonymize(view, LOOSE.with_overrides(t=0.0, j=0.0))
+    view = small_view(sensitive=["a"] * 60)
+    with pytest.raises(PolicyError, match=r"'s' holds one value only \('a'\).*allow_single_sensitive"):
+        anonymize(view, LOOSE.with_overrides(t=0.0, j=0.0))
+    # allowed by the policy: released with one loud warning and no numeric warning at all
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="raise"):
+        warnings.simplefilter("always")
+        res = anonymize(view, LOOSE.with_overrides(t=0.0, j=0.0, allow_single_sensitive=True))
+    assert [str(w.message) for w in caught if "l = 1" in str(w.message)] and all(
+        "l = 1" in str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)
+    )
     m = res.metrics
     assert m["t_achieved"] == 0.0 and m["j_achieved"] == 0.0
     assert m["n_suppressed"] == 0 and m["k_achieved"] >= 3

@@ -16,6 +16,26 @@ from dpriv.released import GROUP, LABEL, SCODE, _listed, _names, _py, split_valu
 from dpriv.validate import codes
 
 
+def exact_numbers(values: pd.Series) -> np.ndarray:
+    """The numbers of ``values`` in their exact type: int64/uint64 for integers (a category
+    of integers included), float64 otherwise (NaN when missing or not a number)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(values.dtype.categories.dtype)
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return values.to_numpy()
+    x = pd.to_numeric(values, errors="coerce")
+    return x.to_numpy() if pd.api.types.is_integer_dtype(x.dtype) else x.to_numpy(float, na_value=np.nan)
+
+
+def comparable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` as arrays whose comparisons are exact: as they are when both are of
+    one kind (int64 with int64, float with float), else Python objects (NumPy would compare
+    int64 with float64 in float64: 2**62 + 1 == 2.0**62)."""
+    if a.dtype == b.dtype or (a.dtype.kind == "f" and b.dtype.kind == "f"):
+        return a, b
+    return a.astype(object), b.astype(object)
+
+
 def check_assigned(
     released: pd.DataFrame,
     assigned: pd.DataFrame,
@@ -76,10 +96,10 @@ def check_assigned(
             lo, hi = f"{q}_min", f"{q}_max"
             if lo not in usable:
                 continue
-            x = pd.to_numeric(assigned[q], errors="coerce").to_numpy(dtype=float)
-            lo_v = first[lo].reindex(labels.to_numpy()).to_numpy(dtype=float)
-            hi_v = first[hi].reindex(labels.to_numpy()).to_numpy(dtype=float)
-            out = ~((x >= lo_v) & (x <= hi_v))  # NaN (unknown group, missing value) is outside
+            x = exact_numbers(assigned[q])
+            xl, lo_v = comparable(x, exact_numbers(first[lo].reindex(labels.to_numpy())))
+            xh, hi_v = comparable(x, exact_numbers(first[hi].reindex(labels.to_numpy())))
+            out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
             if out.any():
                 problems.append(
                     f"QI {q!r}: {int(out.sum())} kept tuples lie outside the interval "
@@ -87,10 +107,9 @@ def check_assigned(
                     f"{_names(pd.unique(labels.to_numpy()[out]))})"
                 )
             span = pd.DataFrame({"g": labels.to_numpy(), "x": x}).groupby("g")["x"].agg(["min", "max"])
-            loose = span.index[
-                (span["min"].to_numpy() != first[lo].reindex(span.index).to_numpy(float))
-                | (span["max"].to_numpy() != first[hi].reindex(span.index).to_numpy(float))
-            ]
+            smin, rmin = comparable(span["min"].to_numpy(), exact_numbers(first[lo].reindex(span.index)))
+            smax, rmax = comparable(span["max"].to_numpy(), exact_numbers(first[hi].reindex(span.index)))
+            loose = span.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
             if len(loose) and not out.any():
                 problems.append(
                     f"QI {q!r}: the interval of QI-groups {_names(loose)} is not the true "

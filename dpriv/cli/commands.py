@@ -12,6 +12,7 @@ import typer
 from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify``
 from dpriv.cli.common import (
     QI,
+    Categorical,
     Debug,
     J,
     K,
@@ -31,6 +32,7 @@ from dpriv.cli.common import (
     load_policy,
     print_summary,
     show_policy,
+    with_categorical,
     write_frame,
 )
 from dpriv.cli.effective import EffectivePolicy
@@ -47,6 +49,7 @@ def anonymize(
     id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
     qi: QI = None,
     sensitive: Sensitive = None,
+    categorical: Categorical = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -75,7 +78,7 @@ def anonymize(
         npartitions=npartitions,
     )
     view = read_table(input, add_row_id=add_row_id)
-    pol = show_policy(eff)
+    pol = with_categorical(show_policy(eff), categorical)
     with dask_client(scheduler, say=_say):
         result = run(view, pol, prior=prior)
     for note in result.notes:
@@ -121,9 +124,11 @@ def _run_release(
     npartitions: int | None,
     method: str = "jsreduce",
     progress: bool | None = None,
+    categorical: str | None = None,
 ) -> None:
     from dpriv import steps
     from dpriv.cluster import dask_client
+    from dpriv.inputs import unused_note
     from dpriv.io import read_table
     from dpriv.release import release_history
 
@@ -134,6 +139,10 @@ def _run_release(
     frame = read_table(history_path)
     pol = show_policy(eff)
     _say(f"  method: {method}")
+    pol = with_categorical(pol, categorical)
+    unused = unused_note(frame.columns, pol)
+    if unused:
+        _say(unused)
     released: list[int] = []
 
     def on_release(i: int, m: dict) -> None:
@@ -175,6 +184,7 @@ def release(
     time: Annotated[str | None, typer.Option("--time", help="Release-index column (1..n).")] = None,
     qi: QI = None,
     sensitive: Sensitive = None,
+    categorical: Categorical = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -208,7 +218,7 @@ def release(
         small_view=small_view,
     )
     method = method or recorded_method or "jsreduce"
-    _run_release(history, ledger, eff, scheduler, npartitions, method, progress)
+    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical)
 
 
 @app.command()

@@ -128,16 +128,37 @@ def command(fn):
     return wrapper
 
 
-def load_policy(policy: Path | None, **flags: Any) -> ReleasePolicy:
-    """Policy from the TOML file and/or flags (flags win)."""
+Categorical = Annotated[
+    str | None,
+    typer.Option(help="QIs to treat as categorical (value sets), comma-separated, e.g. codes or mixed text."),
+]
+
+
+def load_policy(policy: Path | None, *, categorical: str | None = None, **flags: Any) -> ReleasePolicy:
+    """Policy from the TOML file and/or flags (flags win); ``categorical`` (``--categorical
+    A,B``) adds ``[kinds]`` entries to the file's."""
     if isinstance(flags.get("qi"), str):
         flags["qi"] = [q.strip() for q in flags["qi"].split(",") if q.strip()]
     if policy is not None:
-        return ReleasePolicy.from_toml(policy, **flags)
-    missing = [f"--{k}" for k in ("qi", "sensitive") if not flags.get(k)]
-    if missing:
-        raise PolicyError(f"no policy file: give --policy FILE or at least {' and '.join(missing)}")
-    return ReleasePolicy.from_dict({k: v for k, v in flags.items() if v is not None})
+        pol = ReleasePolicy.from_toml(policy, **flags)
+    else:
+        missing = [f"--{k}" for k in ("qi", "sensitive") if not flags.get(k)]
+        if missing:
+            raise PolicyError(f"no policy file: give --policy FILE or at least {' and '.join(missing)}")
+        pol = ReleasePolicy.from_dict({k: v for k, v in flags.items() if v is not None})
+    return with_categorical(pol, categorical)
+
+
+def with_categorical(pol: ReleasePolicy, categorical: str | None) -> ReleasePolicy:
+    """``pol`` with the QIs named by ``--categorical A,B`` added to its ``[kinds]`` as categorical;
+    PolicyError names any that is not a QI."""
+    names = [c.strip() for c in (categorical or "").split(",") if c.strip()]
+    if not names:
+        return pol
+    unknown = [c for c in names if c not in pol.qi]
+    if unknown:
+        raise PolicyError(f"--categorical names {unknown}, which are not QIs ({pol.qi}): add them to --qi")
+    return pol.with_overrides(kinds={**pol.kinds, **dict.fromkeys(names, "categorical")})
 
 
 def load_effective(policy: Path | None, **kwargs: Any) -> tuple[Any, str | None]:

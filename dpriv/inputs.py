@@ -1,0 +1,240 @@
+"""The types of a view's policy columns, checked and normalised before anything runs.
+
+:func:`prepare_view` gives every entry point (``anonymize``, ``release_history``,
+``verify_view``, ``attack``) the same column types: a pandas ``category`` QI or sensitive
+column becomes its plain values (numbers stay numbers), text becomes Unicode NFC (the same
+city typed in NFC and NFD is one level), and a text id column becomes ``string[pyarrow]``, the dtype Dask
+gives the respondent state's ids (one id dtype on both sides of every join on the id, so
+Dask never warns about merging ``string`` with ``object``).
+
+:func:`type_problems` finds the values no release can hold, with the rows that hold them:
+list/array cells (Parquet list columns), ``inf``/``-inf``, dates and timestamps, and a
+numeric QI holding a few text values (``unknown``, ``45+``, ``thirty``) unless that QI is
+declared categorical. Its rows have the shape of :func:`dpriv.validate.partition_problems`.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import warnings
+from collections.abc import Callable
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy
+
+#: pandas' inferred kinds of an object column that hold ordinary scalars (no per-cell check).
+_SCALAR_KINDS = {
+    "string", "integer", "floating", "mixed-integer", "mixed-integer-float", "boolean",
+    "decimal", "empty", "bytes",
+}
+#: Share of the non-missing cells of an undeclared QI that must be numbers for the QI to be
+#: read as numeric with a few stray text values (below it, the QI is categorical).
+MOSTLY_NUMERIC = 0.5
+
+
+def policy_columns(policy: ReleasePolicy) -> list[str]:
+    return [c for c in dict.fromkeys([policy.id, *policy.qi, policy.sensitive])]
+
+
+def duplicate_columns(columns, source: str = "the input") -> None:
+    """Raise InputError if a column name occurs twice (a frame built by hand; a CSV header
+    is checked on its raw text by :func:`dpriv.io.read_table`)."""
+    names = [str(c) for c in columns]
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        raise InputError(
+            f"{source} has the column(s) {dup} more than once; rename or drop the copies so that "
+            "each column name is unique"
+        )
+
+
+def unused_columns(columns, policy: ReleasePolicy) -> list[str]:
+    """Columns of the input the policy does not name: they are dropped from the release."""
+    named = {policy.id, *policy.qi, policy.sensitive, *([policy.time] if policy.time else [])}
+    return [str(c) for c in columns if c not in named]
+
+
+def unused_note(columns, policy: ReleasePolicy) -> str | None:
+    extra = unused_columns(columns, policy)
+    if not extra:
+        return None
+    return (
+        f"not released: column(s) {extra} (not named by the policy as id, time, QI or sensitive); "
+        "add them to qi (--qi) to release them generalized"
+    )
+
+
+def _nfc(values: pd.Series) -> pd.Series:
+    if not (pd.api.types.is_object_dtype(values.dtype) or pd.api.types.is_string_dtype(values.dtype)):
+        return values
+    try:
+        uniq = pd.unique(values.dropna().to_numpy())
+    except TypeError:  # unhashable cells (lists): type_problems reports them
+        return values
+    change = {
+        v: unicodedata.normalize("NFC", v)
+        for v in uniq
+        if isinstance(v, str) and not unicodedata.is_normalized("NFC", v)
+    }
+    return values.replace(change) if change else values
+
+
+def _plain(values: pd.Series) -> pd.Series:
+    """A category column as its plain values: numbers as their own dtype, text as object."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        cats = values.dtype.categories
+        target = cats.dtype if pd.api.types.is_numeric_dtype(cats.dtype) else object
+        values = values.astype(target)
+    return values
+
+
+#: dtype of a text id: the one Dask gives strings (``dataframe.convert-string``), so the view,
+#: the respondent state and the posteriors are merged on one id dtype (no Dask warning).
+ID_STRING = pd.StringDtype("pyarrow")
+
+
+def _is_text_id(col: pd.Series) -> bool:
+    if pd.api.types.is_object_dtype(col.dtype):
+        return pd.api.types.infer_dtype(col, skipna=True) == "string"
+    return pd.api.types.is_string_dtype(col.dtype)
+
+
+def _prepare_part(part: pd.DataFrame, columns: list[str], id_col: str | None) -> pd.DataFrame:
+    out = {}
+    for c in columns:
+        if c not in part.columns:
+            continue
+        col = _nfc(_plain(part[c]))
+        if c == id_col and col.dtype != ID_STRING and _is_text_id(col):
+            col = col.astype(ID_STRING)
+        if col is not part[c]:
+            out[c] = col
+    return part.assign(**out) if out else part
+
+
+def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: bool = True):
+    """``view`` with the policy columns' types normalised (see the module docstring).
+
+    Pandas in, pandas out; Dask in, Dask out (one ``map_partitions``, lazy). Other columns
+    are untouched; ``ids=False`` leaves the id column as it is. Raises InputError for a
+    column name that occurs twice.
+    """
+    duplicate_columns(view.columns)
+    columns = [*policy_columns(policy), *([policy.time] if policy.time else [])]
+    id_col = policy.id if ids else None
+    if isinstance(view, dd.DataFrame):
+        meta = _prepare_part(view._meta, columns, id_col)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return view.map_partitions(_prepare_part, columns, id_col, meta=meta)
+    return _prepare_part(view, columns, id_col)
+
+
+def _listed(v):
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+def _is_nested(v) -> bool:
+    return isinstance(v, list | tuple | set | dict | np.ndarray)
+
+
+def type_problems(
+    part: pd.DataFrame,
+    policy: ReleasePolicy,
+    rows: Callable[[pd.DataFrame, np.ndarray, ReleasePolicy], str],
+) -> list[tuple]:
+    """Problems (order, column, message, rows, count) of the QI and sensitive columns' values.
+
+    ``rows`` names the first offending rows (:func:`dpriv.validate._rows`).
+    """
+    found: list[tuple] = []
+
+    def add(column: str, mask: np.ndarray, message: str) -> None:
+        if mask.any():
+            found.append((0, column, message, rows(part, mask, policy), int(mask.sum())))
+
+    for name in dict.fromkeys([*policy.qi, policy.sensitive]):
+        if name not in part.columns:
+            continue
+        vals = part[name]
+        what = "sensitive column" if name == policy.sensitive else "QI"
+        if pd.api.types.is_datetime64_any_dtype(vals.dtype) or pd.api.types.is_timedelta64_dtype(vals.dtype):
+            add(
+                name,
+                np.ones(len(vals), dtype=bool),
+                f"{what} {name!r} holds dates or times ({vals.dtype}); dpriv does not generalize "
+                "timestamps: convert them to whole numbers (e.g. days since 1970-01-01, or the "
+                "year) for a numeric QI, or to text for a categorical one",
+            )
+            continue
+        if pd.api.types.is_float_dtype(vals.dtype):
+            x = vals.to_numpy(dtype=np.float64, na_value=np.nan)
+            inf = np.isinf(x)
+            if inf.any():
+                add(
+                    name,
+                    inf,
+                    f"{what} {name!r} holds {float(x[inf][0])!r}; values must be finite numbers: "
+                    "correct or drop these rows",
+                )
+            continue
+        if not (pd.api.types.is_object_dtype(vals.dtype) or pd.api.types.is_string_dtype(vals.dtype)):
+            continue
+        kind = pd.api.types.infer_dtype(vals, skipna=True)
+        if kind not in _SCALAR_KINDS:
+            nested = vals.map(_is_nested).to_numpy(dtype=bool)
+            if nested.any():
+                add(
+                    name,
+                    nested,
+                    f"{what} {name!r} holds lists or arrays (e.g. {_listed(vals[nested].iloc[0])!r}), "
+                    "not one value per row: flatten the column (one value per row) or drop it from "
+                    "the policy",
+                )
+                continue
+        if name == policy.sensitive or name in policy.kinds or name in policy.domains:
+            continue
+        uniq = pd.Series(pd.unique(vals.dropna().to_numpy()), dtype=object)
+        words = uniq[pd.to_numeric(uniq, errors="coerce").isna()]
+        if words.empty or len(words) == len(uniq):
+            continue
+        present = vals.notna().to_numpy()
+        text = present & vals.isin(set(words)).to_numpy()
+        n_num = int((present & ~text).sum())
+        if n_num >= MOSTLY_NUMERIC * int(present.sum()):
+            shown = [str(w) for w in words[:5]]
+            found.append((
+                2,
+                name,
+                f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
+                f"these rows, or declare the QI categorical (--categorical {name}, or "
+                f'[kinds] {name} = "categorical" in the policy)',
+                rows(part, text, policy),
+                int(text.sum()),
+            ))
+    return found
+
+
+def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy) -> None:
+    """Refuse a sensitive column that holds one value only (``s_counts``: (M,) int64 counts of
+    the released data over D[S]): every QI-group would have l = 1 and the release would
+    disclose that value for every respondent. ``allow_single_sensitive`` releases it with a
+    warning instead (ARX's l-diversity finds no solution there; sdcMicro reports l = 1)."""
+    present = np.flatnonzero(np.asarray(s_counts) > 0)
+    if len(present) != 1:
+        return
+    value = policy.sensitive_domain[int(present[0])]
+    what = (
+        f"sensitive column {policy.sensitive!r} holds one value only ({value!r}): every QI-group "
+        "has l = 1, so the release discloses that value for every respondent"
+    )
+    if not policy.allow_single_sensitive:
+        raise PolicyError(
+            f"{what}. Choose a sensitive column with at least 2 values, or set "
+            "allow_single_sensitive = true in [privacy] to release it anyway"
+        )
+    warnings.warn(f"{what} (allow_single_sensitive = true)", stacklevel=2)

@@ -1,0 +1,415 @@
+"""Issue 15 ("Nothing lost, nothing silent"), input validation and exact results.
+
+Each test feeds one kind of bad or unusual input and asserts either a clear error (exit 2, the
+message names the column / row / value and the fix, nothing written, no traceback) or the
+correct result. The README's bad-input table lists every case.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import warnings
+from pathlib import Path
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpriv.anonymity.verify import verify_release
+from dpriv.cli import app
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy
+from dpriv.release import anonymize, release_history
+
+QI = "age,weight,city"
+FLAGS = ("--id", "rid", "--qi", QI, "--sensitive", "s", "--k", "3", "--t", "1", "--j", "10")
+
+
+@pytest.fixture(scope="module")
+def cli(scheduler):
+    runner = CliRunner()
+
+    def run(*args):
+        args = [str(a) for a in args]
+        if args[0] in ("anonymize", "release"):
+            args += ["--scheduler", scheduler]
+        return runner.invoke(app, args)
+
+    return run
+
+
+def view(n: int = 30, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "rid": np.arange(n),
+            "age": rng.integers(40, 60, n),
+            "weight": rng.integers(60, 90, n),
+            "city": rng.choice(["Lyon", "Nice", "Metz"], n),
+            "s": rng.choice(["a", "b", "c"], n),
+        }
+    )
+
+
+def refused(res, out: Path, *needles: str) -> None:
+    """Exit 2, every needle in the message, no traceback, nothing written."""
+    assert res.exit_code == 2, res.output
+    for needle in needles:
+        assert needle in res.output, (needle, res.output)
+    assert "Traceback" not in res.output and "internal error" not in res.output
+    assert not out.exists() and not Path(str(out) + ".metrics.json").exists()
+
+
+def anonymize_csv(cli, tmp_path: Path, text: str | bytes, *extra: str, out: str = "out.parquet"):
+    path = tmp_path / "in.csv"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return cli("anonymize", path, "--out", tmp_path / out, *FLAGS, *extra), tmp_path / out
+
+
+def csv_of(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False)
+
+
+# == 1. a numeric QI with stray text ============================================================
+def test_numeric_qi_with_stray_text_is_refused_unless_declared_categorical(cli, tmp_path):
+    v = view().astype({"age": object})
+    v.loc[4, "age"], v.loc[9, "age"], v.loc[11, "age"] = "unknown", "45+", "thirty"
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v))
+    refused(res, out, "QI 'age' holds numbers and text", "'unknown'", "'45+'", "'thirty'",
+            "3 rows", "row 4 (rid=4)", "row 9 (rid=9)", "--categorical age")  # fmt: skip
+    with pytest.raises(InputError, match=r"'age' holds numbers and text: \['unknown', '45\+', 'thirty'\]"):
+        anonymize(v, ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3, t=1, j=10))
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v), "--categorical", "age")
+    assert res.exit_code == 0, res.output
+    rel = pd.read_parquet(out)
+    assert "age" in rel.columns and "age_min" not in rel.columns  # value sets, as declared
+    assert {"unknown", "45+", "thirty"} <= {x for cell in rel["age"] for x in cell.strip("{}").split(",")}
+    res, _ = anonymize_csv(cli, tmp_path, csv_of(v), "--categorical", "height")
+    assert res.exit_code == 2 and "--categorical names ['height'], which are not QIs" in res.output
+
+
+# == 2. duplicate header =========================================================================
+def test_duplicate_header_is_refused_from_the_raw_header(cli, tmp_path):
+    text = "rid,age,age,weight,city,s\n" + "\n".join(f"{i},50,51,70,Lyon,a" for i in range(10)) + "\n"
+    res, out = anonymize_csv(cli, tmp_path, text)
+    refused(res, out, "names the column(s) ['age'] more than once (positions {'age': [2, 3]})")
+    frame = view()
+    frame.insert(2, "age2", frame["age"])
+    frame.columns = ["rid", "age", "age", "weight", "city", "s"]
+    with pytest.raises(InputError, match=r"column\(s\) \['age'\] more than once"):
+        anonymize(frame, ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3))
+
+
+# == 3. a sensitive column with one value =========================================================
+def test_single_valued_sensitive_column_is_refused_or_released_with_a_warning(cli, tmp_path):
+    v = view().assign(s="healthy")
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v))
+    refused(res, out, "sensitive column 's' holds one value only ('healthy')", "l = 1",
+            "allow_single_sensitive = true")  # fmt: skip
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "rid"\nqi = ["age", "weight", "city"]\nsensitive = "s"\n'
+        "[privacy]\nk = 3\nt = 1.0\nj = 10.0\nallow_single_sensitive = true\n"
+    )
+    (tmp_path / "in.csv").write_text(csv_of(v))
+    res = cli("anonymize", tmp_path / "in.csv", "--out", out, "--policy", policy)
+    assert res.exit_code == 0, res.output
+    assert "warning: sensitive column 's' holds one value only" in res.output
+    assert (pd.read_parquet(out)["s"] == "healthy").all()
+
+
+def test_a_history_whose_sensitive_column_has_one_value_writes_no_ledger(tmp_path):
+    hist = pd.concat([view(20, 1).assign(view=1), view(20, 2).assign(view=2)]).assign(s="x")
+    policy = ReleasePolicy(id="rid", time="view", qi=["age", "city"], sensitive="s", k=3, t=1, j=10,
+                           knowledge={"defender": "ie"})  # fmt: skip
+    with pytest.raises(PolicyError, match="holds one value only"):
+        release_history(hist, policy, tmp_path / "led")
+    assert not (tmp_path / "led").exists()
+
+
+# == 4. an extra column ===========================================================================
+def test_columns_the_policy_does_not_name_are_dropped_out_loud(cli, tmp_path):
+    v = view().assign(zip=lambda f: 69000 + f["rid"], age_min=1)  # age_min: a released-looking name
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v))
+    assert res.exit_code == 0, res.output
+    assert "not released: column(s) ['zip', 'age_min']" in res.output
+    rel = pd.read_parquet(out)
+    assert "zip" not in rel.columns
+    # age_min is the released bound of age, never the input column
+    assert (rel["age_min"] >= 40).all() and (rel["age_min"] <= rel["age_max"]).all()
+    res = anonymize(v, ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3, t=1, j=10))
+    assert any("['weight', 'zip', 'age_min']" in n for n in res.notes)
+
+
+# == 5. inf / -inf / NaN ==========================================================================
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
+def test_non_finite_numeric_qi_is_refused_naming_row_and_value(cli, tmp_path, value):
+    v = view().astype({"weight": float}).astype({"weight": object})
+    v.loc[7, "weight"] = value
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v))
+    if value == "nan":
+        refused(res, out, "column 'weight' has missing values", "row 7 (rid=7)")
+    else:
+        refused(res, out, f"QI 'weight' holds {float(value)!r}", "finite", "row 7 (rid=7)")
+    with pytest.raises(InputError, match="row 7"):
+        policy = ReleasePolicy(id="rid", qi=["weight"], sensitive="s", k=3, domains={"weight": [0, 100]})
+        anonymize(v.astype({"weight": float}), policy)
+
+
+# == 6. list-valued QI (Parquet) ==================================================================
+def test_list_valued_qi_is_refused(cli, tmp_path):
+    v = view().assign(city=lambda f: [[c, "FR"] for c in f["city"]])
+    v.to_parquet(tmp_path / "in.parquet", index=False)
+    out = tmp_path / "out.parquet"
+    res = cli("anonymize", tmp_path / "in.parquet", "--out", out, *FLAGS)
+    refused(res, out, "QI 'city' holds lists or arrays (e.g. ['", "', 'FR'])", "one value per row", "30 rows")
+
+
+# == 7. int data against a str domain =============================================================
+def test_domain_of_another_type_says_the_types_differ(cli, tmp_path):
+    v = view()
+    v["age"] = np.where(v["age"] % 2 == 0, 40, 41)
+    policy = ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3, t=1, j=10,
+                           kinds={"age": "categorical"}, domains={"age": ["40", "41"]})  # fmt: skip
+    msg = r"values \[4[01], 4[01]\] not in .* \['40', '41'\]: the types differ: the data holds int values"
+    with pytest.raises(InputError, match=msg + " and the domain str values"):
+        anonymize(v, policy)
+    # and the other way round: text data, a numeric domain for the sensitive column
+    v2 = view().assign(s=lambda f: np.where(f["rid"] % 2 == 0, "1", "2"))
+    p2 = ReleasePolicy(id="rid", qi=["age"], sensitive="s", k=3, domains={"s": [1, 2]})
+    with pytest.raises(InputError, match="the data holds str values and the domain int values"):
+        anonymize(v2, p2)
+
+
+# == 8. integers above 2**53 ======================================================================
+def accounts(n: int = 40) -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    base = 2**62
+    return pd.DataFrame(
+        {
+            "rid": np.arange(n),
+            "acct": (base + rng.integers(0, 4000, n)).astype(np.int64),
+            "s": rng.choice(["a", "b"], n),
+        }
+    )
+
+
+def test_integer_qi_above_2_53_has_exact_bounds_and_exact_verification(cli, tmp_path):
+    v = accounts()
+    policy = ReleasePolicy(id="rid", qi=["acct"], sensitive="s", k=4, t=1.0, j=10.0)
+    res = anonymize(v, policy)
+    rel, asg = res.released, res.assigned
+    assert rel["acct_min"].dtype == np.int64 and rel["acct_max"].dtype == np.int64
+    box = rel.drop_duplicates("qi_group").set_index("qi_group")
+    lo = [int(x) for x in box["acct_min"].reindex(asg["_label"])]
+    hi = [int(x) for x in box["acct_max"].reindex(asg["_label"])]
+    x = [int(a) for a in asg["acct"]]
+    assert all(a <= b <= c for a, b, c in zip(lo, x, hi))  # Python ints: exact
+    tight = asg.groupby("_label")["acct"].agg(["min", "max"])
+    assert [int(a) for a in tight["min"]] == [int(a) for a in box["acct_min"].reindex(tight.index)]
+    # the float64 bounds of before: originals fall outside their box, and the verifier says so
+    flo = [float(a) for a in box["acct_min"].reindex(asg["_label"])]
+    fhi = [float(a) for a in box["acct_max"].reindex(asg["_label"])]
+    outside = sum(not (a <= b <= c) for a, b, c in zip(flo, x, fhi))
+    assert outside == 33  # of 40 (counted with Python's exact int/float comparisons)
+    as_float = rel.astype({"acct_min": "float64", "acct_max": "float64"})
+    counts = np.bincount(pd.Index(res.policy.sensitive_domain).get_indexer(v["s"]), minlength=2)
+    report = verify_release(as_float, res.policy, view_counts=counts, assigned=asg)
+    assert not report.ok
+    assert any(f"{outside} kept tuples lie outside" in p for p in report.problems), report.problems
+    # end to end: Parquet in, Parquet out, dpriv verify
+    v.rename(columns={"rid": "respondent_id"}).to_parquet(tmp_path / "acct.parquet", index=False)
+    out = tmp_path / "rel.parquet"
+    r = cli("anonymize", tmp_path / "acct.parquet", "--out", out, "--qi", "acct",
+            "--sensitive", "s", "--k", "4", "--t", "1", "--j", "10")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    back = pd.read_parquet(out)
+    assert back["acct_min"].dtype == np.int64 and int(back["acct_min"].min()) == int(v["acct"].min())
+    r = cli("verify", out, "--original", tmp_path / "acct.parquet", "--qi", "acct", "--sensitive", "s",
+            "--k", "4", "--t", "1")  # fmt: skip
+    assert r.exit_code == 0 and "ok: True" in r.output, r.output
+
+
+# == 9. category dtype QIs ========================================================================
+def test_category_dtype_qis_release_like_plain_values_and_verify():
+    v = view(60)
+    policy = ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3, t=1, j=10)
+    plain = anonymize(v, policy)
+    for unused in ([], [999, 1000]):
+        cat = v.astype(
+            {
+                "age": pd.CategoricalDtype(sorted(v["age"].unique()) + unused),
+                "city": pd.CategoricalDtype(["Lyon", "Metz", "Nice", *[f"c{u}" for u in unused]]),
+            }
+        )
+        for frame in (cat, dd.from_pandas(cat, npartitions=2)):
+            res = anonymize(frame, policy)  # verified inside: a failure raises
+            pd.testing.assert_frame_equal(res.released, plain.released)
+            assert res.policy.domains == plain.policy.domains
+
+
+# == 10. dates ====================================================================================
+@pytest.mark.parametrize("tz", [None, "Europe/Paris"])
+def test_date_qi_gets_anonymizes_own_message(cli, tmp_path, tz):
+    v = view()
+    v["age"] = pd.Timestamp("2020-01-01") + pd.to_timedelta(v["age"], "D")
+    if tz:
+        v["age"] = v["age"].dt.tz_localize(tz)
+    v.to_parquet(tmp_path / "d.parquet", index=False)
+    out = tmp_path / "out.csv"
+    res = cli("anonymize", tmp_path / "d.parquet", "--out", out, *FLAGS)
+    refused(res, out, "QI 'age' holds dates or times", "days since 1970-01-01")
+    assert "kpr" not in res.output
+
+
+# == 11. Unicode ==================================================================================
+def test_nfc_and_nfd_spellings_are_one_level():
+    v = view(60)
+    nfc, nfd = unicodedata.normalize("NFC", "Zürich"), unicodedata.normalize("NFD", "Zürich")
+    assert nfc != nfd
+    v["city"] = np.where(v["rid"] % 3 == 0, nfc, np.where(v["rid"] % 3 == 1, nfd, "Genève"))
+    v["s"] = np.where(v["rid"] % 4 == 0, unicodedata.normalize("NFD", "é"), v["s"])
+    res = anonymize(v, ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3, t=1, j=10))
+    assert res.policy.domains["city"] == sorted([unicodedata.normalize("NFC", "Genève"), nfc])
+    assert unicodedata.normalize("NFC", "é") in res.policy.domains["s"]
+    assert len(res.policy.domains["s"]) == 4
+    cells = set(res.released["city"]) | set(res.released["s"])
+    assert all(unicodedata.is_normalized("NFC", c) for c in cells)
+
+
+# == 12. no Dask merge warning over a multi-view release ===========================================
+def test_string_ids_release_without_dask_dtype_warnings(tmp_path, client):
+    frames = []
+    for i in (1, 2, 3):
+        frame = view(40, i).assign(view=i)
+        frames.append(frame.assign(rid="p" + (frame["rid"] + 7 * i).astype(str)))
+    hist = pd.concat(frames, ignore_index=True).astype({"rid": "string[pyarrow]"})
+    hist.to_parquet(tmp_path / "h.parquet", index=False)
+    policy = ReleasePolicy(id="rid", time="view", qi=["age", "city"], sensitive="s", k=3, t=1, j=10,
+                           knowledge={"defender": "ie"})  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        led = release_history(dd.read_parquet(tmp_path / "h.parquet"), policy, tmp_path / "led")
+    assert [r["index"] for r in led.committed()] == [1, 2, 3]
+    # Dask's "Merging dataframes with merge column data type mismatches" (once per release before)
+    merge_warnings = [str(w.message) for w in caught if "merge column data type" in str(w.message)]
+    assert merge_warnings == []
+
+
+# == 13. values with commas, braces and backslashes: CSV in, release, verify ======================
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_category_values_with_commas_release_and_verify_end_to_end(cli, tmp_path, suffix):
+    v = view(48)
+    odd = ["Paris, FR", "a{b}", "back\\slash", "{x,y}z", "Metz"]
+    v["city"] = [odd[i % len(odd)] for i in range(len(v))]
+    (tmp_path / "in.csv").write_text(csv_of(v.rename(columns={"rid": "respondent_id"})))
+    out = tmp_path / f"rel.{suffix}"
+    flags = ["--id", "respondent_id", *FLAGS[2:]]
+    res = cli("anonymize", tmp_path / "in.csv", "--out", out, *flags, "--categorical", "city")
+    assert res.exit_code == 0, res.output
+    rel = pd.read_csv(out) if suffix == "csv" else pd.read_parquet(out)
+    assert rel["city"].str.contains("\\,", regex=False).any()  # "Paris\, FR" escaped in a set
+    r = cli("verify", out, "--original", tmp_path / "in.csv", "--qi", QI, "--sensitive", "s",
+            "--k", "3", "--t", "1")  # fmt: skip
+    assert r.exit_code == 0 and "ok: True" in r.output, r.output
+
+
+# == 14. more kinds of bad input ==================================================================
+def test_latin1_file_is_refused_with_the_line_and_the_fix(cli, tmp_path):
+    text = csv_of(view()).replace("Nice", "Nîmes").encode("latin-1")
+    res, out = anonymize_csv(cli, tmp_path, text)
+    line = text.split(b"\n").index(next(x for x in text.split(b"\n") if b"N\xeemes" in x)) + 1
+    refused(res, out, "cannot read", "it is not UTF-8 (byte 0xee", f"on line {line})", "iconv")
+
+
+def test_bom_and_crlf_give_the_same_release_as_a_plain_file(cli, tmp_path):
+    plain = csv_of(view(45))
+    outs = {}
+    for name, text in {
+        "plain": plain.encode(),
+        "bom": b"\xef\xbb\xbf" + plain.encode(),
+        "crlf": plain.replace("\n", "\r\n").encode(),
+    }.items():
+        res, out = anonymize_csv(cli, tmp_path, text, out=f"{name}.parquet")
+        assert res.exit_code == 0, (name, res.output)
+        outs[name] = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(outs["bom"], outs["plain"])
+    pd.testing.assert_frame_equal(outs["crlf"], outs["plain"])
+    assert not outs["crlf"]["s"].str.contains("\r").any()
+
+
+def test_quoted_newline_in_a_category_is_one_value(cli, tmp_path):
+    v = view(30)
+    v["city"] = np.where(v["rid"] % 2 == 0, "Saint-\nÉtienne", "Lyon")
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v), "--categorical", "city")
+    assert res.exit_code == 0, res.output
+    rel = pd.read_parquet(out)
+    assert len(rel) == 30 - int(res.output.split("n_suppressed:")[1].split()[0])
+    assert set(x for c in rel["city"] for x in c.strip("{}").split(",")) <= {"Saint-\nÉtienne", "Lyon"}
+
+
+def test_integer_beyond_int64_is_refused_naming_the_column(cli, tmp_path):
+    v = view().astype({"weight": object})
+    v.loc[5, "weight"] = str(2**70)
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v))
+    refused(res, out, "'weight'", "numbers stored as text")
+
+
+def test_negative_zero_is_zero(cli, tmp_path):
+    v = view(30).astype({"weight": float})
+    v["weight"] = np.where(v["rid"] < 15, -0.0, 0.0)
+    res = anonymize(v, ReleasePolicy(id="rid", qi=["weight"], sensitive="s", k=3, t=1, j=10))
+    assert res.metrics["n_suppressed"] == 0
+    assert (res.released["weight_min"] == 0).all() and (res.released["weight_max"] == 0).all()
+    assert res.policy.domains["weight"] == [0.0, 0.0]
+
+
+def test_boolean_qi_is_categorical(cli, tmp_path):
+    v = view(40).assign(smoker=lambda f: f["rid"] % 3 == 0)
+    v.to_parquet(tmp_path / "b.parquet", index=False)
+    out = tmp_path / "out.parquet"
+    res = cli("anonymize", tmp_path / "b.parquet", "--out", out, "--id", "rid", "--qi", "age,smoker",
+              "--sensitive", "s", "--k", "3", "--t", "1", "--j", "10")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rel = pd.read_parquet(out)
+    assert set(rel["smoker"]) <= {"{False}", "{True}", "{False,True}"}
+    assert "inferred categorical domain of 'smoker': [False, True]" in res.output
+
+
+def test_float_id_and_ids_with_gaps_between_views(tmp_path):
+    a = view(30, 1).assign(view=1, rid=lambda f: f["rid"] * 10.0 + 0.5)
+    b = view(30, 2).assign(view=2, rid=lambda f: f["rid"] * 1000.0 + 0.5)  # mostly new respondents
+    hist = pd.concat([a, b], ignore_index=True)
+    policy = ReleasePolicy(id="rid", time="view", qi=["age", "city"], sensitive="s", k=3, t=1, j=10,
+                           knowledge={"defender": "ie"})  # fmt: skip
+    led = release_history(hist, policy, tmp_path / "led")
+    for i, frame in ((1, a), (2, b)):
+        m = led.read_metrics(i)
+        assert m["n_original"] == len(frame) and len(led.read_view(i)) == 30 - m["n_suppressed"]
+    state = led.read_state(2)
+    assert state["rid"].dtype == np.float64 and 0.5 in set(state["rid"])  # respondent 0.5 in both
+
+
+def test_same_column_as_qi_and_sensitive_is_refused(cli, tmp_path):
+    res, out = anonymize_csv(cli, tmp_path, csv_of(view()), "--sensitive", "age")
+    refused(res, out, "columns ['age'] are used twice")
+
+
+def test_empty_file_and_header_only(cli, tmp_path):
+    res, out = anonymize_csv(cli, tmp_path, b"")
+    refused(res, out, "is empty")
+    res, out = anonymize_csv(cli, tmp_path, "rid,age,weight,city,s\n")
+    refused(res, out, "header but no rows")
+
+
+def test_semicolon_csv_with_decimal_commas_is_read_as_numbers(cli, tmp_path):
+    v = view(30).astype({"weight": float})
+    v["weight"] = v["weight"] + 0.5
+    text = v.to_csv(index=False, sep=";", decimal=",")
+    assert "60,5" in text or ",5;" in text
+    res, out = anonymize_csv(cli, tmp_path, text)
+    assert res.exit_code == 0, res.output
+    rel = pd.read_parquet(out)
+    assert rel["weight_min"].dtype == np.float64 and (rel["weight_min"] % 1 == 0.5).all()
