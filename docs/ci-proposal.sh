@@ -63,9 +63,10 @@ for d in deps:
     m = re.match(r"^([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*>=\s*([^,;\s]+)", d)
     if m:
         name = m.group(1).lower()
-        print(f"{name}=={override.get(name, m.group(3))}")
-        if name == "dask":
-            print(f"distributed=={m.group(3)}")
+        version = override.get(name, m.group(3))
+        print(f"{name}=={version}")
+        if name == "dask":  # dask[distributed] is pinned to the same release
+            print(f"distributed=={version}")
 EOF
 )
 
