@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
@@ -22,7 +23,8 @@ class KPRWarning(UserWarning):
 
 
 def _is_dask(obj: Any) -> bool:
-    return type(obj).__module__.startswith("dask.") and hasattr(obj, "npartitions")
+    # not by module name: dask-expr's frames (dask < 2025.1) live in "dask_expr.", not "dask."
+    return dask.is_dask_collection(obj) and hasattr(obj, "npartitions")
 
 
 def _kind(dtype: Any) -> str:

@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 
@@ -44,7 +45,8 @@ __all__ = [
 
 
 def _is_dask(obj: Any) -> bool:
-    return type(obj).__module__.startswith("dask.") and hasattr(obj, "npartitions")
+    # not by module name: dask-expr's frames (dask < 2025.1) live in "dask_expr.", not "dask."
+    return dask.is_dask_collection(obj) and hasattr(obj, "npartitions")
 
 
 def _check_domains(
