@@ -1,6 +1,6 @@
 """Adversary simulation over a release ledger and the average adversary gain (E10).
 
-The adversary of ALGORITHMS.md §1.1: it knows the generalization, the respondents of every
+The adversary of docs/algorithms.md §1.1: it knows the generalization, the respondents of every
 QI-group of every release (a group is a bag of respondents and a bag of sensitive values),
 the whole released history, and its own background knowledge BK^sv / BK^seq, which may
 differ from the defender's. For each committed release ``i`` it runs the same PK/RBK cycle
@@ -15,7 +15,7 @@ as the release loop (§1.2), with the same functions of :mod:`dpriv.state`:
 
 The gain of release ``i`` (E10) is the mean over the kept tuples of
 ``PK(r, true s)_s - m_Q(s)/|Q|``: the posterior on the truth minus the frequency-only
-baseline. It is signed (FINDINGS.md pitfall 4) and reported as measured; suppressed tuples
+baseline. It is signed (docs/findings.md pitfall 4) and reported as measured; suppressed tuples
 do not enter it, so read it next to the release's suppression.
 
 Inputs the simulation takes from the ledger: the released view ``releases/<i>/view.parquet``

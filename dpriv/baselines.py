@@ -1,5 +1,5 @@
 """The baselines of the paper's experiment: each view generalized on its own with strict
-Mondrian (ALGORITHMS.md §4.4) under distinct l-diversity, t-closeness or (B,t)-privacy.
+Mondrian (docs/algorithms.md §4.4) under distinct l-diversity, t-closeness or (B,t)-privacy.
 
 (B,t)-privacy (E16): every tuple's Ω-posterior (E14) within its group, with the kernel
 priors of bandwidth B (E12, E13) on the QIs normalised by their policy domains, stays

@@ -1,11 +1,11 @@
-"""The paper's experiment (ALGORITHMS.md §2.5, Fig. 3-6) on a generated history.
+"""The paper's experiment (docs/algorithms.md §2.5, Fig. 3-6) on a generated history.
 
 For every method and every value of its parameter: release the whole history into its
 own ledger, attack it under each kind of adversary knowledge, and record per release the
 suppression, the average semiperimeter (E11) and the adversary gain (E10). The frontier
 puts, for every (method, parameter), the largest gain next to the mean suppression and
 the mean semiperimeter, so that methods are compared at equal utility and suppression
-(FINDINGS.md: never read a gain without its suppression).
+(docs/findings.md: never read a gain without its suppression).
 """
 
 from __future__ import annotations

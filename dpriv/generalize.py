@@ -1,4 +1,4 @@
-"""One view through Generalize on Dask partitions (DESIGN.md "Data flow", lines 2-7).
+"""One view through Generalize on Dask partitions (docs/architecture.md "Data flow", lines 2-7).
 
 keys (map_partitions) -> set_index on the Hilbert key (partitions = contiguous Hilbert
 ranges, divisions from quantiles) -> greedy QI-groups per range (map_partitions) ->
@@ -39,7 +39,7 @@ class Generalized:
 
     ``assigned``: private frame of the kept tuples (id, QIs, ``_s`` sensitive code,
     ``_label`` int64 QI-group label, prior columns); ``released``: the public view V*
-    (DESIGN.md "Released view"); ``n_suppressed``: tuples left out; ``divisions``: the
+    (docs/released-format.md); ``n_suppressed``: tuples left out; ``divisions``: the
     Hilbert ranges used (pass them back to reproduce the release on another path);
     ``table``: the CreateQIG table (:func:`qig_table`, pandas, one row per QI-group).
     Both frames are pandas for a pandas input and Dask for a Dask input.

@@ -1,4 +1,4 @@
-"""The release ledger: a folder that makes scheduled batch releases resumable (DESIGN.md).
+"""The release ledger: a folder that makes scheduled batch releases resumable (docs/ledger.md).
 
 ```
 ledger/

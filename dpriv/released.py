@@ -1,4 +1,4 @@
-"""The released-view format (DESIGN.md "Interfaces": Released view).
+"""The released-view format (docs/released-format.md).
 
 Column names, the private columns of a release's membership, the value-set encoding of a
 categorical QI (one writer, one parser), the opaque QI-group labels, CreateQIG's table of
@@ -30,7 +30,7 @@ SPECIAL = "\\,{}"
 
 
 # --------------------------------------------------------------------------------------
-# value sets: "{a,b}" (DESIGN.md "Released view")
+# value sets: "{a,b}" (docs/released-format.md)
 # --------------------------------------------------------------------------------------
 def escape_value(value: str) -> str:
     """A categorical value as it stands in a value set: each of ``\\ , { }`` preceded by a

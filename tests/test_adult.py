@@ -29,6 +29,8 @@ def test_adult_release_meets_k_t_and_the_readme_figures(adult_release):
     # the figures the README's "Adult" paragraph quotes (issue 16 item 9): change both together
     assert m["n_groups"] == 1527
     assert m["t_achieved"] == pytest.approx(0.199993, abs=5e-7)
+    assert m["n_suppressed"] == 0
+    assert m["average_semiperimeter"] == pytest.approx(0.1955, abs=5e-5)
     released = result.released
     assert set(released.columns).isdisjoint({ROW_ID, "_hkey", "_label"})
     assert pd.api.types.is_float_dtype(released["age_min"])

@@ -377,7 +377,7 @@ def test_verify_good_and_tampered_release(cli, tmp_path):
 
 
 def test_kpr_spec_test_vector(cli, tmp_path):
-    """ALGORITHMS.md §5.3 test vector: KPR = 50.0."""
+    """docs/algorithms.md §5.3 test vector: KPR = 50.0."""
     pd.DataFrame({"age": [30, 30, 45, 50, 62, 70], "sex": list("MMFFMF")}).to_csv(
         tmp_path / "o.csv", index=False
     )

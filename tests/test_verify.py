@@ -35,7 +35,7 @@ from dpriv.validate import codes, validate_view
 
 # ------------------------------------------------------------------ a hand-computed release
 DOM = ["a", "b", "c", "d"]
-X, Y, Z = [0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0.5, 0, 0.5]  # ALGORITHMS.md §1.5 vectors
+X, Y, Z = [0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0.5, 0, 0.5]  # docs/algorithms.md §1.5 vectors
 POLICY = ReleasePolicy(
     qi=["age", "sex"],
     sensitive="s",
@@ -337,7 +337,7 @@ def test_dask_release_is_materialised():
 
 # ------------------------------------------------------------------ group_statistics and pyCANON
 def _test2_generalized(shared_data) -> pd.DataFrame:
-    """ARX test2 generalized into {3k,5k,9k}, {6k,11k,8k}, {4k,7k,10k} (ALGORITHMS.md §4.1)."""
+    """ARX test2 generalized into {3k,5k,9k}, {6k,11k,8k}, {4k,7k,10k} (docs/algorithms.md §4.1)."""
     d = pd.read_csv(shared_data / "arx" / "test2.csv", sep=";")
     d["ZIPCode"] = d["ZIPCode"].astype(str).str[:4] + "*"
     d["Age"] = np.where(d["Age"] < 40, "<40", ">=40")

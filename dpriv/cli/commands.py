@@ -246,7 +246,7 @@ def kpr(
     known: Annotated[str, typer.Option(help="Variables the attacker knows, comma-separated.")],
     debug: Debug = False,
 ) -> None:
-    """Knowledge Protection Rate (ALGORITHMS.md E21), last line "KPR <value>"."""
+    """Knowledge Protection Rate (docs/algorithms.md E21), last line "KPR <value>"."""
     from dpriv.io import read_table
     from dpriv.metrics.kpr import kpr as run
 

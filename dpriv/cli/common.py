@@ -44,7 +44,7 @@ Views = Annotated[int, typer.Option(help="Number of weekly views.")]
 ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
 
 
-PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md).")]
+PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (docs/policy.md).")]
 
 
 def _say(msg: str) -> None:

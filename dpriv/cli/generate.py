@@ -34,7 +34,7 @@ def generate_medical(
     ] = None,
     debug: Debug = False,
 ) -> None:
-    """The paper-setting history (ALGORITHMS.md §2.5) with its exact knowledge files."""
+    """The paper-setting history (docs/algorithms.md §2.5) with its exact knowledge files."""
     from dpriv.datasets import medical_history, write_history
 
     if partitions is not None:
@@ -91,7 +91,9 @@ def experiment_paper(
     out: Annotated[Path, typer.Option(help="Folder for the CSV tables, figures and ledgers.")],
     views: Views = 24,
     view_size: ViewSize = 5000,
-    attendance: Annotated[float, typer.Option(help="Weekly exam probability (FINDINGS: q < 1).")] = 0.5,
+    attendance: Annotated[
+        float, typer.Option(help="Weekly exam probability (docs/findings.md, q < 1).")
+    ] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the generated history.")] = 0,
     debug: Debug = False,
 ) -> None:
