@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
 MANIFEST, POLICY = "manifest.json", "policy.json"
+#: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
+#: the report; :func:`dpriv.attack.save_gain` writes there.
+ATTACK_DIR = "attack"
 
 #: Rows per Parquet row group of a ledger file (the last row group of a file is shorter).
 #: Fixed, not derived from the partitioning, so that a file's bytes do not depend on it.

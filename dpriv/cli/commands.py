@@ -190,14 +190,15 @@ def demo(
     policy = ReleasePolicy.from_toml(policy_path)
     _run_release(str(out / "history.parquet"), out / "ledger", policy, scheduler, None)
     from dpriv.attack import attack as run_attack
+    from dpriv.attack import save_gain
 
     gain = run_attack(out / "ledger", mh.history, policy, "dk")
-    gain.to_csv(out / "gain_dk.csv", index=False)
+    path = save_gain(gain, out / "ledger", "dk")  # where `dpriv report` finds the gain curve
     worst = gain.loc[gain["adversary_gain"].idxmax()]
     typer.echo(
         f"adversary with the generator's exact knowledge (full DK): largest gain "
         f"{worst['adversary_gain']:.3f} at release {int(worst['release'])} (E10); per release in "
-        f"{out / 'gain_dk.csv'}"
+        f"{path}; the HTML report: dpriv report {out / 'ledger'}"
     )
 
 
@@ -268,16 +269,24 @@ def attack(
     knowledge: Annotated[
         str, typer.Option(help="snapshot, dk, dk-1, dk-2, dk-3, spm:PATH (external corpus) or ie.")
     ],
-    out: Annotated[Path, typer.Option(help="CSV: release, adversary_gain, n_tuples.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV: release, adversary_gain, n_tuples (default LEDGER/attack/gain_<knowledge>.csv, "
+            "where dpriv report finds it)."
+        ),
+    ] = None,
     policy: PolicyFile = None,
     debug: Debug = False,
 ) -> None:
     """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) per release."""
     from dpriv.attack import attack as run
+    from dpriv.attack import gain_path
     from dpriv.io import read_table
     from dpriv.ledger import Ledger
 
     pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
+    out = out if out is not None else gain_path(ledger, knowledge)
     try:
         gain = run(ledger, read_table(history).compute(), pol, knowledge)
     except PolicyError as exc:
@@ -300,7 +309,7 @@ def report(
     debug: Debug = False,
 ) -> None:
     """One self-contained HTML page: policy, per-release metrics, privacy and utility plots, and
-    the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (dpriv attack --out there)."""
+    the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (where dpriv attack writes)."""
     from dpriv.ledger import Ledger
     from dpriv.report import gain_curves, write_report
 
