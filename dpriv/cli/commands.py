@@ -67,6 +67,7 @@ def anonymize(
         npartitions=npartitions,
     )
     view = read_table(input, add_row_id=add_row_id)
+    _before_cluster(view, pol, input)
     with dask_client(scheduler, say=_say):
         result = run(view, pol, prior=prior)
     for note in result.notes:
@@ -78,6 +79,17 @@ def anonymize(
 
 
 app.add_typer(generate_app, name="generate")
+
+
+def _before_cluster(frame, pol: ReleasePolicy, source: str) -> None:
+    """Refuse a bad input before a cluster starts, and say when numba will compile first."""
+    from dpriv.numba_cache import first_compile_note
+    from dpriv.validate import preflight
+
+    preflight(frame, pol, source)
+    note = first_compile_note()
+    if note:
+        _say(note)
 
 
 def _release_table_row(index: int, m: dict) -> str:
@@ -123,6 +135,7 @@ def _run_release(
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     frame = read_table(history_path)
+    _before_cluster(frame, pol, history_path)
     released: list[int] = []
 
     def on_release(i: int, m: dict) -> None:
