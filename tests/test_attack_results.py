@@ -70,3 +70,4 @@ def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     ]
     names = sorted(p.name for p in (out / "ledger" / "attack").iterdir())
     assert names == ["gain_dk.csv", "gain_snapshot.csv"]
+

@@ -620,3 +620,12 @@ def test_verify_a_ledger_release_against_its_view_of_the_history(cli, tmp_path):
     # an index the history does not hold is refused
     res1 = cli("verify", released, "--original", hist, "--policy", policy_path, "--t", "0.5", "--view", "9")
     assert res1.exit_code == 2 and "no rows with view = 9" in res1.stderr
+
+
+def test_version_is_the_package_version():
+    import tomllib
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"dpriv {meta['project']['version']}"
