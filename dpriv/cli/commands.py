@@ -51,9 +51,7 @@ def anonymize(
     debug: Debug = False,
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j."""
-    from dpriv.cluster import dask_client
     from dpriv.io import ROW_ID, read_table
-    from dpriv.release import anonymize as run
 
     pol = load_policy(
         policy,
@@ -67,7 +65,10 @@ def anonymize(
         npartitions=npartitions,
     )
     view = read_table(input, add_row_id=add_row_id)
-    _before_cluster(view, pol, input)
+    _before_cluster(view, pol, input)  # before the heavy imports and the cluster
+    from dpriv.cluster import dask_client
+    from dpriv.release import anonymize as run
+
     with dask_client(scheduler, say=_say):
         result = run(view, pol, prior=prior)
     for note in result.notes:
@@ -83,10 +84,11 @@ app.add_typer(generate_app, name="generate")
 
 def _before_cluster(frame, pol: ReleasePolicy, source: str) -> None:
     """Refuse a bad input before a cluster starts, and say when numba will compile first."""
-    from dpriv.numba_cache import first_compile_note
     from dpriv.validate import preflight
 
     preflight(frame, pol, source)
+    from dpriv.numba_cache import first_compile_note
+
     note = first_compile_note()
     if note:
         _say(note)
@@ -125,17 +127,17 @@ def _run_release(
     method: str = "jsreduce",
     progress: bool | None = None,
 ) -> None:
-    from dpriv import steps
-    from dpriv.cluster import dask_client
     from dpriv.io import read_table
-    from dpriv.release import release_history
-
-    steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
 
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     frame = read_table(history_path)
-    _before_cluster(frame, pol, history_path)
+    _before_cluster(frame, pol, history_path)  # before the heavy imports and the cluster
+    from dpriv import steps
+    from dpriv.cluster import dask_client
+    from dpriv.release import release_history
+
+    steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
     released: list[int] = []
 
     def on_release(i: int, m: dict) -> None:
