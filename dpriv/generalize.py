@@ -139,7 +139,10 @@ def generalize_view(
         # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
         # quantile pass would run inside the scheduler's graph materialisation and hang)
         released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))
-        released, assigned = steps.run("qig", released.reset_index()[list(rmeta.columns)], assigned)
+        # the shuffle's Arrow round trip turns object strings into pandas 3's "str" (newer dask):
+        # cast back to the meta's dtypes, so the Dask release equals the pandas one
+        released = released.reset_index()[list(rmeta.columns)].astype(rmeta.dtypes.to_dict())
+        released, assigned = steps.run("qig", released, assigned)
     else:
         assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
         table = qig_table(assigned, policy)

@@ -140,7 +140,9 @@ def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) ->
     out = pd.DataFrame({GROUP: part[LABEL].to_numpy()})
     for c in gen.columns:
         out[c] = gen[c].to_numpy()
-    out[policy.sensitive] = part[policy.sensitive].to_numpy()
+    s = part[policy.sensitive].to_numpy()
+    # the NumPy dtype as is (pandas 3 would infer "str" from object strings; the meta says object)
+    out[policy.sensitive] = pd.Series(s, dtype=s.dtype, index=out.index)
     out[ORDER] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
     return out
 
