@@ -18,6 +18,18 @@ The gain of release ``i`` (E10) is the mean over the kept tuples of
 baseline. It is signed (docs/findings.md pitfall 4) and reported as measured; suppressed tuples
 do not enter it, so read it next to the release's suppression.
 
+**Tail risk** (issue 11): next to the mean, each release's confident share (posterior on the
+true value >= 0.9), the precision of the confident claims, the largest posterior on a true
+value and, with exact deductions, the certain ones (:mod:`dpriv.adversary.tail`).
+
+**Retrospective adversary** (``adversary="retrospective"``, :mod:`dpriv.adversary.retrospective`):
+every release attacked again after each later one (forward-backward over each respondent's
+history under the same tables, one Ω per group); one row per (release, as_of).
+
+**Exact deductions** (``deductions=True``, :mod:`dpriv.adversary.deductions`): the values the
+model, the group counts and presence exclude for certain, deduced from the releases known at
+the time of the attack, mask both adversaries' priors and posteriors.
+
 Inputs the simulation takes from the ledger: the released view ``releases/<i>/view.parquet``
 (``qi_group`` and the sensitive column: each group's multiset of values) and, for the group
 membership the adversary is assumed to know, the private state ``state/<i>/state.parquet``
@@ -35,21 +47,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv.errors import InputError, LedgerError
-from dpriv.knowledge.posterior import omega_posterior
+from dpriv.adversary.groups import masked_omega
+from dpriv.adversary.masks import MasksAsOf, deductions_available
+from dpriv.adversary.observed import ObservedRelease
+from dpriv.adversary.retrospective import retrospective_attack
+from dpriv.adversary.tail import TAIL_COLUMNS, tail_risk
+from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP, LABEL
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
-from dpriv.state import (
-    empty_state,
-    revised_priors,
-    update_state,
-)
+from dpriv.state import empty_state, revised_priors, update_state
 from dpriv.validate import check_history, codes, resolve_policy
 
-#: Columns of the frame returned by :func:`attack`.
-GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples")
+#: Adversaries :func:`attack` simulates.
+ADVERSARIES = ("paper", "retrospective")
+
+#: Columns of the frame returned by :func:`attack` for the paper adversary.
+GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS)
+
+#: Columns of the frame returned by :func:`attack` for the retrospective adversary.
+RETRO_COLUMNS = ("release", "as_of", "adversary_gain", *TAIL_COLUMNS, "n_tuples")
 
 
 @dataclass
@@ -66,6 +85,8 @@ class AttackStep:
     posteriors : ndarray of float64, shape (n, M), PK^sv (E14); rows sum to 1
     gain : ndarray of float64, shape (n,), per-tuple term of (E10), in [-1, 1]
     seconds : float, wall time of this release's revision + posterior + state update
+    frequencies : ndarray of float64, shape (n,), m_Q(true s)/|Q| of each tuple
+    allowed : ndarray of bool, shape (n, M), or None: the exact-deduction mask used
     """
 
     release: int
@@ -76,11 +97,18 @@ class AttackStep:
     posteriors: np.ndarray
     gain: np.ndarray
     seconds: float
+    frequencies: np.ndarray | None = None
+    allowed: np.ndarray | None = None
 
     @property
     def adversary_gain(self) -> float:
         """ρ_i (E10): mean of :attr:`gain`; NaN when the release kept no tuple."""
         return float(self.gain.mean()) if self.gain.size else float("nan")
+
+    def row(self) -> dict:
+        """The release's row of :data:`GAIN_COLUMNS` (gain, N and the tail risk)."""
+        risk = tail_risk(self.posteriors, self.s_true, self.frequencies, self.allowed)
+        return {**risk.as_row(), "release": self.release, "adversary_gain": self.adversary_gain}
 
 
 def _group_counts(groups: np.ndarray, s: np.ndarray, labels: np.ndarray, m: int) -> np.ndarray:
@@ -140,6 +168,8 @@ def attack_steps(
     knowledge: str | AdversaryKnowledge,
     *,
     corpus: pd.DataFrame | None = None,
+    deductions: bool = False,
+    attendance: float | None = None,
 ) -> Iterator[AttackStep]:
     """Run the adversary's PK/RBK cycle over the committed releases, one step per release.
 
@@ -147,13 +177,24 @@ def attack_steps(
     yields an :class:`AttackStep` per committed release, in release order (the per-tuple
     view of (E10), for reports and tests).
     """
+    run = _prepare(ledger, history, policy, knowledge, corpus)
+    if run is None:
+        return iter(())
+    led, releases, policy, adv = run
+    reads = _read(led, releases, history, policy)
+    masks = _masks(reads, history, policy, adv, attendance) if deductions else None
+    return _steps(reads, history, policy, adv, masks)
+
+
+def _prepare(ledger, history, policy, knowledge, corpus):
+    """Checked (ledger, committed releases, resolved policy, knowledge); None without releases."""
     if not isinstance(knowledge, AdversaryKnowledge):
         check_knowledge_name(knowledge)
     if not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
     releases = [r["index"] for r in ledger.committed()]
     if not releases:
-        return iter(())
+        return None
     indices = set(check_history(history, policy))
     policy, _ = resolve_policy(history, policy)
     adv = (
@@ -164,22 +205,62 @@ def attack_steps(
     absent = [i for i in releases if i not in indices]
     if absent:
         raise InputError(f"the ledger has releases {absent} that the history has no view for")
-    return _steps(ledger, releases, history, policy, adv)
+    return ledger, releases, policy, adv
 
 
-def _steps(
-    ledger: Ledger, releases: list[int], history: pd.DataFrame, policy: ReleasePolicy, adv: AdversaryKnowledge
-) -> Iterator[AttackStep]:
-    """The PK/RBK cycle of :func:`attack_steps` (arguments already checked)."""
-    window = adv.window
-    state = empty_state(policy, window) if adv.revise else None
+def _read(ledger: Ledger, releases: list[int], history: pd.DataFrame, policy: ReleasePolicy) -> list[tuple]:
+    """Per release: (i, view, members, true codes, released codes, released counts)."""
     times = history[policy.time].to_numpy()
+    out = []
     for i in releases:
         view = history[times == i]
         if view[policy.id].duplicated().any():
             rid = view.loc[view[policy.id].duplicated(), policy.id].tolist()[0]
             raise InputError(f"respondent {rid!r} has two tuples in view {i}; keep one per view")
-        mem, s_true, r_s, r_counts = _members(ledger, i, view, ledger.read_view(i), policy)
+        out.append((i, view, *_members(ledger, i, view, ledger.read_view(i), policy)))
+    return out
+
+
+def _observed(reads: list[tuple], policy: ReleasePolicy, classes) -> list[ObservedRelease]:
+    """What the adversary observes of each release (tuples in the order of its AttackStep)."""
+    out = []
+    for i, view, mem, s_true, _, r_counts in reads:
+        _, group = np.unique(mem["last_group"].to_numpy(dtype=np.int64), return_inverse=True)
+        out.append(
+            ObservedRelease(
+                index=i,
+                respondent=mem[policy.id].to_numpy(),
+                group=group.astype(np.int64),
+                counts=r_counts,
+                cls=classes.classify(mem),
+                truth=s_true,
+                n_suppressed=len(view) - len(mem),
+            )
+        )
+    return out
+
+
+def _last_tables(reads, history, policy, adv) -> MarkovTables:
+    return adv.tables_before(history, policy, reads[-1][0])
+
+
+def _masks(reads, history, policy, adv, attendance) -> MasksAsOf:
+    tables = _last_tables(reads, history, policy, adv)
+    return MasksAsOf(_observed(reads, policy, tables.classes), tables, attendance)
+
+
+def _steps(
+    reads: list[tuple],
+    history: pd.DataFrame,
+    policy: ReleasePolicy,
+    adv: AdversaryKnowledge,
+    masks: MasksAsOf | None = None,
+) -> Iterator[AttackStep]:
+    """The PK/RBK cycle of :func:`attack_steps` (arguments already checked)."""
+    window = adv.window
+    state = empty_state(policy, window) if adv.revise else None
+    for k, (i, _, mem, s_true, r_s, r_counts) in enumerate(reads):
+        allowed = masks.release(k) if masks is not None else None
         tick = time.perf_counter()
         tables = adv.tables_before(history, policy, i)
         if adv.revise:
@@ -187,7 +268,7 @@ def _steps(
         else:
             priors = tables.tables[0][tables.classes.classify(mem), 0]
         groups = mem["last_group"].to_numpy(dtype=np.int64)
-        post = omega_posterior(groups, r_s, priors)
+        post = masked_omega(groups, r_s, priors, allowed)
         labels = np.unique(groups)
         gi = np.searchsorted(labels, groups)
         freq = r_counts[gi, s_true] / r_counts[gi].sum(axis=1)
@@ -204,7 +285,42 @@ def _steps(
             posteriors=post,
             gain=gain,
             seconds=time.perf_counter() - tick,
+            frequencies=freq,
+            allowed=allowed,
         )
+
+
+def retrospective(
+    ledger: Ledger | str | Path,
+    history: pd.DataFrame,
+    policy: ReleasePolicy,
+    knowledge: str | AdversaryKnowledge,
+    *,
+    corpus: pd.DataFrame | None = None,
+    deductions: bool = False,
+    attendance: float | None = None,
+) -> pd.DataFrame:
+    """The retrospective adversary over every committed release (:data:`RETRO_COLUMNS`).
+
+    Same parameters and errors as :func:`attack`; the tables are the adversary's at the last
+    release (IE: mined before it; snapshot: BK^sv only, so no release informs another).
+    """
+    run = _prepare(ledger, history, policy, knowledge, corpus)
+    if run is None:
+        return _retro_frame([])
+    led, releases, policy, adv = run
+    reads = _read(led, releases, history, policy)
+    tables = _last_tables(reads, history, policy, adv)
+    if not adv.revise:
+        tables = MarkovTables(tables.values, tables.classes, tables.tables[:1])
+    observed = _observed(reads, policy, tables.classes)
+    masks = MasksAsOf(observed, _last_tables(reads, history, policy, adv), attendance) if deductions else None
+    return _retro_frame(retrospective_attack(observed, tables, allowed=masks, attendance=attendance))
+
+
+def _retro_frame(rows: list[dict]) -> pd.DataFrame:
+    out = pd.DataFrame(rows, columns=list(RETRO_COLUMNS))
+    return out.astype({"release": "int64", "as_of": "int64", "n_tuples": "int64", "n_certain": "Int64"})
 
 
 def attack(
@@ -215,6 +331,9 @@ def attack(
     *,
     corpus: pd.DataFrame | None = None,
     on_release: Callable[[int, dict], None] | None = None,
+    adversary: str = "paper",
+    deductions: bool = False,
+    attendance: float | None = None,
 ) -> pd.DataFrame:
     """Simulate the §1.1 adversary over every committed release; the gain (E10) per release.
 
@@ -229,40 +348,68 @@ def attack(
     policy : ReleasePolicy
         The policy of the release (columns, domains, ``[knowledge]`` files).
     knowledge : str
-        The adversary's knowledge, one of :data:`KNOWLEDGE_NAMES` (see
+        The adversary's knowledge, one of :data:`dpriv.sources.KNOWLEDGE_NAMES` (see
         :func:`adversary_knowledge`); it may differ from the defender's.
     corpus : pandas.DataFrame, optional
         SPM corpus for ``knowledge="spm"`` (instead of a ``spm:PATH`` file).
     on_release : callable, optional
-        Called as ``on_release(i, {"adversary_gain", "n_tuples", "seconds"})`` after each
-        release (progress output).
+        Paper adversary: called as ``on_release(i, {"adversary_gain", "n_tuples",
+        "seconds"})`` after each release (progress output).
+    adversary : {"paper", "retrospective"}
+        ``"paper"``: each release attacked when it comes out (the PK/RBK cycle);
+        ``"retrospective"``: every release attacked again after each later one
+        (:func:`retrospective`).
+    deductions : bool
+        Mask priors and posteriors with the exact deductions known at the time of the attack
+        (:mod:`dpriv.adversary.deductions`; PolicyError if it is not installed).
+    attendance : float in (0, 1], optional
+        The model's weekly exam probability q, if the adversary knows it: absences become
+        evidence (retrospective) and, with q = 1, the presence channel of the deductions.
 
     Returns
     -------
     pandas.DataFrame
-        One row per committed release, in order: ``release`` (int64), ``adversary_gain``
-        (float64, ρ_i of (E10), signed, in [-1, 1]; NaN if the release kept no tuple) and
-        ``n_tuples`` (int64, kept tuples N). Empty (same columns) for a ledger without
-        releases.
+        Paper adversary: one row per committed release, in order: ``release`` (int64),
+        ``adversary_gain`` (float64, ρ_i of (E10), signed, in [-1, 1]; NaN if the release kept
+        no tuple), ``n_tuples`` (int64, kept tuples N), then the tail risk
+        (:class:`dpriv.adversary.tail.TailRisk`): ``confident_share``,
+        ``confident_precision``, ``n_confident``, ``max_posterior``, ``n_certain`` (NA
+        without deductions). Retrospective: one row per (release, as_of), columns
+        :data:`RETRO_COLUMNS`. Empty (same columns) for a ledger without releases.
 
     Raises
     ------
     PolicyError
-        Unknown knowledge (the message lists the valid ones), a missing table file.
+        Unknown knowledge or adversary (the message lists the valid ones), a missing table
+        file, deductions without their module.
     InputError
         A history that is not the released one (missing view, respondent or value), a bad
-        SPM corpus.
+        SPM corpus, an attendance outside (0, 1].
     LedgerError
         Not a ledger, or a ledger whose files lack the expected columns.
     """
+    if adversary not in ADVERSARIES:
+        raise PolicyError(f"unknown adversary {adversary!r}; valid: {', '.join(ADVERSARIES)}")
+    if attendance is not None and not 0.0 < float(attendance) <= 1.0:
+        raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    if deductions and not deductions_available():
+        raise PolicyError("exact deductions need dpriv.adversary.deductions; run without them")
+    if adversary == "retrospective":
+        return retrospective(
+            ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance
+        )
     rows = []
-    for step in attack_steps(ledger, history, policy, knowledge, corpus=corpus):
-        row = {"release": step.release, "adversary_gain": step.adversary_gain, "n_tuples": step.gain.size}
+    for step in attack_steps(
+        ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance
+    ):
+        row = step.row()
         rows.append(row)
         if on_release:
             on_release(step.release, {**row, "seconds": step.seconds})
     out = pd.DataFrame(rows, columns=list(GAIN_COLUMNS))
-    return out.astype({"release": "int64", "adversary_gain": "float64", "n_tuples": "int64"})
+    return out.astype(
+        {"release": "int64", "adversary_gain": "float64", "n_tuples": "int64", "n_certain": "Int64"}
+    )
 
 
 def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:

@@ -243,8 +243,12 @@ class KAnonymity(Criterion, name="k", needs="size", monotone=True, lower_bound=T
     """|Q| >= k (E9)."""
 
 
+    def holds_size(self, n: int) -> bool:
+        """Whether a group of ``n`` tuples is large enough (Mondrian's cut check)."""
+        return n >= self.threshold
+
     def holds_counts(self, counts: np.ndarray) -> bool:
-        return int(counts.sum()) >= self.threshold
+        return self.holds_size(int(counts.sum()))
 
     def problem(self, label: Any, row: pd.Series) -> str:
         return f"QI-group {label!r}: size {row['size']} < k = {self.threshold}"

@@ -2,10 +2,15 @@
 
 For every method and every value of its parameter: release the whole history into its
 own ledger, attack it under each kind of adversary knowledge, and record per release the
-suppression, the average semiperimeter (E11) and the adversary gain (E10). The frontier
-puts, for every (method, parameter), the largest gain next to the mean suppression and
-the mean semiperimeter, so that methods are compared at equal utility and suppression
-(docs/findings.md: never read a gain without its suppression).
+suppression, the average semiperimeter (E11), the adversary gain (E10) and its tail (the
+share of tuples whose posterior on the true value is >= 0.9, the precision of those
+claims). The retrospective adversary (issue 11: every release attacked again after each
+later one, exact DK, the generator's attendance, exact deductions when
+:mod:`dpriv.adversary.deductions` is installed) attacks every ledger too. The frontier
+puts, for every (method, parameter), the largest gain of each adversary and its largest
+tail share next to the mean suppression and the mean semiperimeter, so that methods are
+compared at equal utility and suppression (docs/findings.md: never read a gain without its
+suppression).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpriv.adversary.masks import deductions_available
 from dpriv.attack import attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.policy import ReleasePolicy
@@ -31,6 +37,8 @@ GRID: dict[str, list[dict]] = {
     "mondrian-bt": [{"bt_t": b} for b in (0.15, 0.25, 0.4)],
 }
 KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
+_GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision")
+_RETRO_KEEP = ("release", "as_of", "adversary_gain", "confident_share", "confident_precision", "n_certain")
 
 
 def _name(method: str, params: dict) -> str:
@@ -55,22 +63,29 @@ def run_experiment(
     seed: int = 0,
     grid: dict[str, list[dict]] | None = None,
     knowledge: tuple[str, ...] = KNOWLEDGE,
+    retrospective: bool = True,
     say: Callable[[str], None] = print,
 ) -> dict[str, pd.DataFrame]:
-    """Run the grid and write ``runs.csv``, ``gains.csv``, ``frontier.csv`` and figures.
+    """Run the grid and write ``runs.csv``, ``gains.csv``, ``retro.csv``, ``frontier.csv`` and
+    figures.
 
     A JS-reduce entry may name the defender's knowledge (``"defender": "dk-1"``); crossed
     with the adversary's ``knowledge`` kinds it gives the paper's Fig. 6 combinations.
 
-    Returns the three tables: ``runs`` (method, params, release, groups, suppression,
-    semi), ``gains`` (method, params, knowledge, release, adversary_gain) and ``frontier``
-    (method, params, max_gain per knowledge, mean suppression, mean semi).
+    Returns the tables: ``runs`` (method, params, release, groups, suppression, semi),
+    ``gains`` (method, params, knowledge, release, adversary_gain, confident_share,
+    confident_precision), ``retro`` (method, params, release, as_of, adversary_gain,
+    confident_share, confident_precision, n_certain; the retrospective adversary with the
+    exact DK, empty with ``retrospective=False``) and ``frontier`` (method, params, mean and
+    max suppression, mean semi, max_gain per knowledge, max_share per knowledge,
+    max_retro_gain and max_retro_share over every (release, as_of)).
     """
     out = Path(out)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
     policy_file = write_history(out / "data", mh)
     base = ReleasePolicy.from_toml(policy_file)
-    runs, gains = [], []
+    runs, gains, retro = [], [], []
+    use_deductions = deductions_available()
     for method, params in itertools.chain.from_iterable(
         ((m, p) for p in ps) for m, ps in (grid or GRID).items()
     ):
@@ -93,27 +108,58 @@ def run_experiment(
             g = attack(led, mh.history, policy, kind)
             gains += [
                 {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
-                for row in g[["release", "adversary_gain"]].to_dict("records")
+                for row in g[list(_GAIN_KEEP)].to_dict("records")
             ]
         last = [g for g in gains if g["method"] == method and g["params"] == json.dumps(params)]
-        say(f"{name}: max gain {max((g['adversary_gain'] for g in last), default=float('nan')):.3f}")
-    tables = {"runs": pd.DataFrame(runs), "gains": pd.DataFrame(gains)}
-    tables["frontier"] = frontier(tables["runs"], tables["gains"])
+        msg = f"{name}: max gain {max((g['adversary_gain'] for g in last), default=float('nan')):.3f}"
+        if retrospective:
+            r = attack(
+                led,
+                mh.history,
+                policy,
+                "dk",
+                adversary="retrospective",
+                deductions=use_deductions,
+                attendance=attendance,
+            )
+            retro += [
+                {"method": method, "params": json.dumps(params), **row}
+                for row in r[list(_RETRO_KEEP)].to_dict("records")
+            ]
+            msg += f", retrospective {r['adversary_gain'].max():.3f}"
+        say(msg)
+    tables = {
+        "runs": pd.DataFrame(runs),
+        "gains": pd.DataFrame(gains),
+        "retro": pd.DataFrame(retro, columns=["method", "params", *_RETRO_KEEP]),
+    }
+    tables["frontier"] = frontier(tables["runs"], tables["gains"], tables["retro"])
     for key, frame in tables.items():
         frame.to_csv(out / f"{key}.csv", index=False)
     plot(tables, out)
     return tables
 
 
-def frontier(runs: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
-    """Per (method, params): max gain per knowledge kind, mean suppression and semiperimeter."""
-    util = runs.groupby(["method", "params"]).agg(
+def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain and the
+    max confident share per knowledge kind, and (with ``retro``) the retrospective max gain
+    and max confident share over every (release, as_of)."""
+    key = ["method", "params"]
+    util = runs.groupby(key).agg(
         suppression=("suppression", "mean"), max_suppression=("suppression", "max"), semi=("semi", "mean")
     )
-    worst = gains.pivot_table(
-        index=["method", "params"], columns="knowledge", values="adversary_gain", aggfunc="max"
-    ).add_prefix("max_gain_")
-    return util.join(worst).reset_index()
+    worst = gains.pivot_table(index=key, columns="knowledge", values="adversary_gain", aggfunc="max")
+    out = util.join(worst.add_prefix("max_gain_"))
+    if "confident_share" in gains:
+        share = gains.pivot_table(index=key, columns="knowledge", values="confident_share", aggfunc="max")
+        out = out.join(share.add_prefix("max_share_"))
+    if retro is not None and len(retro):
+        out = out.join(
+            retro.groupby(key).agg(
+                max_retro_gain=("adversary_gain", "max"), max_retro_share=("confident_share", "max")
+            )
+        )
+    return out.reset_index()
 
 
 def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import dask
@@ -32,6 +32,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, meta_of
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
@@ -54,20 +55,30 @@ from dpriv.steps import Steps
 from dpriv.validate import ViewSummary, check_history, codes, resolve_policy, validate_view
 
 
+@dataclass
+class PartCheck:
+    """:func:`check_qi_groups` of one part: its report (without the per-group table, which
+    stays on the worker), its released sensitive counts (int64, (M,)) and the order-free
+    digest of its released rows (:func:`rows_digest`)."""
+
+    report: VerificationReport
+    s_counts: np.ndarray
+    digest: int
+
+
 def check_qi_groups(
     assigned: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy, method: str,
     view_counts: np.ndarray,
-) -> dict:
+) -> PartCheck:
     """Independent verification of a part of a release that holds whole QI-groups: their
-    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership.
-    The report, the part's sensitive counts and the order-free digest of its released rows."""
+    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership."""
     released = public(apply_qig(assigned, table, policy))
     report = verify_release(released, policy, view_counts=view_counts, assigned=assigned, method=method)
     counts = np.bincount(
         codes(released[policy.sensitive], policy.sensitive_domain).clip(0),
         minlength=len(policy.sensitive_domain),
     )
-    return {**report.to_dict(), "s_counts": counts, "digest": rows_digest(released)}
+    return PartCheck(replace(report, groups=report.groups.iloc[:0]), counts, rows_digest(released))
 
 
 def verify_parts(
@@ -77,7 +88,7 @@ def verify_parts(
     policy: ReleasePolicy,
     method: str,
     summary: ViewSummary,
-) -> dict:
+) -> VerificationReport:
     """Verify a release part by part (``by_group``: its membership hash-partitioned by
     QI-group) and check that ``released`` holds exactly the verified rows (digest).
     Returns the combined report (:func:`dpriv.anonymity.verify.combine_reports`)."""
@@ -87,19 +98,19 @@ def verify_parts(
         for part in by_group.to_delayed()
     ]
     written = [dask.delayed(rows_digest)(part) for part in released.to_delayed()]
-    reports, written = dask.compute(checks, written)
+    parts, written = dask.compute(checks, written)
     report = combine_reports(
-        reports, sum(r.pop("s_counts") for r in reports), summary.s_counts, policy.sensitive_domain
+        [p.report for p in parts], sum(p.s_counts for p in parts), summary.s_counts, policy.sensitive_domain
     )
-    if sum(r.pop("digest") for r in reports) % 2**64 != sum(written) % 2**64:
-        report["ok"] = False
-        report["problems"].append("the released rows are not the verified rows (digest differs)")
+    if sum(p.digest for p in parts) % 2**64 != sum(written) % 2**64:
+        problem = "the released rows are not the verified rows (digest differs)"
+        report = replace(report, ok=False, problems=[*report.problems, problem])
     return report
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
     view = history[history[policy.time] == i]
-    return view if isinstance(view, dd.DataFrame) else view.reset_index(drop=True)
+    return view if is_dask(view) else view.reset_index(drop=True)
 
 
 def release_history(
@@ -151,7 +162,7 @@ def release_history(
     ledger.check_policy({**policy.fingerprint(), "method": method, "knowledge_sha256": knowledge.digest})
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
-    id_dtype = (history._meta if isinstance(history, dd.DataFrame) else history)[policy.id].dtype
+    id_dtype = meta_of(history)[policy.id].dtype
     state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
     for i in indices:
@@ -164,7 +175,7 @@ def release_history(
                     "release cannot change: start a new ledger or restore the input"
                 )
             continue
-        if not isinstance(view, dd.DataFrame):
+        if not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
         metrics, released, state = release_view(
             view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
@@ -231,15 +242,15 @@ def release_view(
     posts = asg_g.map_partitions(group_posteriors, policy, meta=group_posteriors(asg_g._meta, policy))
     # a hash join into a fixed number of partitions: the state's bytes do not depend on
     # whether the previous state came from memory or from the ledger (resume)
-    if not isinstance(state, dd.DataFrame):
+    if not is_dask(state):
         state = dd.from_pandas(state, npartitions=1, sort=False)
     merged = nullable_state(state).merge(posts, on=policy.id, how="outer", npartitions=npartitions)
     meta = empty_state(policy, window, state._meta[policy.id].dtype)
     new_state = merged.map_partitions(advance_state, policy, window, index, meta=meta)
     (new_state,) = steps.run("pk", new_state)
     checked = {
-        **report,
-        **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed),
+        **report.to_dict(),
+        **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed).to_dict(),
     }
     steps.lap("metrics")
     metrics = {"release": index, **checked, "seconds": steps.seconds}
@@ -275,9 +286,9 @@ def anonymize(
     with_priors = attach_priors(view, policy, prior)
     result = generalize_view(with_priors, policy, summary, npartitions=npartitions or policy.npartitions)
     released, assigned = result.released, result.assigned
-    if isinstance(released, dd.DataFrame):
+    if is_dask(released):
         released, assigned = dask.compute(released, assigned)
-    original = view[policy.qi].compute() if isinstance(view, dd.DataFrame) else view
+    original = view[policy.qi].compute() if is_dask(view) else view
     metrics = checked_metrics(released, assigned, original, policy, summary, result.n_suppressed)
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])

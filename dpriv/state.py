@@ -15,6 +15,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, map_frame, meta_of
 from dpriv.errors import PolicyError
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import class_counts, prior_from_counts
@@ -177,7 +178,7 @@ def attach_priors(
         table, cmap = np.full((1, m), 1.0 / m), None
     elif prior == "class":
         cmap = class_map(policy, bins)
-        if isinstance(view, dd.DataFrame):
+        if is_dask(view):
             counts = sum(
                 dask.compute(*[dask.delayed(_class_counts)(p, cmap, policy) for p in view.to_delayed()])
             )
@@ -186,7 +187,5 @@ def attach_priors(
         table = prior_from_counts(counts)  # BK^sv per class (knowledge/prior.py, §2.5)
     else:
         raise PolicyError(f"prior must be one of {PRIORS}, got {prior!r}")
-    if isinstance(view, dd.DataFrame):
-        meta = _with_priors(view._meta, table, cmap, policy)
-        return view.map_partitions(_with_priors, table, cmap, policy, meta=meta)
-    return _with_priors(view, table, cmap, policy)
+    meta = _with_priors(meta_of(view), table, cmap, policy) if is_dask(view) else None
+    return map_frame(_with_priors, view, table, cmap, policy, meta=meta)

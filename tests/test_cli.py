@@ -569,10 +569,29 @@ def test_attack_and_generate_pbc_commands(tmp_path, shared_data):
     )
     assert res.exit_code == 0, res.output
     gain = pd.read_csv(out)
-    assert list(gain.columns) == ["release", "adversary_gain", "n_tuples"] and gain["release"].tolist() == [
-        1,
-        2,
+    assert list(gain.columns) == [
+        "release",
+        "adversary_gain",
+        "n_tuples",
+        "confident_share",
+        "confident_precision",
+        "n_confident",
+        "max_posterior",
+        "n_certain",
     ]
+    assert gain["release"].tolist() == [1, 2]
+    retro = tmp_path / "retro.csv"
+    res = CliRunner().invoke(
+        app,
+        ["attack", str(tmp_path / "led"), "--history", str(tmp_path / "h" / "history.parquet")]
+        + ["--knowledge", "dk", "--adversary", "retrospective", "--out", str(retro), "--policy", str(policy)],
+    )
+    assert res.exit_code == 0, res.output
+    rows = pd.read_csv(retro)
+    assert list(rows.columns[:4]) == ["release", "as_of", "adversary_gain", "confident_share"]
+    assert list(zip(rows["release"], rows["as_of"])) == [(1, 1), (1, 2), (2, 2)]
+    # as of release 1 the retrospective adversary is the paper adversary
+    assert rows["adversary_gain"].iloc[0] == pytest.approx(gain["adversary_gain"].iloc[0], abs=1e-12)
     res = CliRunner().invoke(
         app,
         [

@@ -19,6 +19,16 @@ def test_small_experiment_writes_tables_and_figures(tmp_path):
     g = gains[(gains.method == "mondrian-l") & (gains.knowledge == "dk")]["adversary_gain"].max()
     assert front.loc[front.method == "mondrian-l", "max_gain_dk"].item() == g
     assert pd.read_csv(tmp_path / "frontier.csv").shape == front.shape
+    # the retrospective adversary: one row per (release, as_of) per run, summarised likewise
+    retro = tables["retro"]
+    assert len(retro) == 2 * (3 * 4 // 2)
+    r = retro[retro.method == "jsreduce"]
+    assert front.loc[front.method == "jsreduce", "max_retro_gain"].item() == r["adversary_gain"].max()
+    assert front.loc[front.method == "jsreduce", "max_retro_share"].item() == r["confident_share"].max()
+    share = gains[(gains.method == "mondrian-l") & (gains.knowledge == "dk")]["confident_share"].max()
+    assert front.loc[front.method == "mondrian-l", "max_share_dk"].item() == share
+    assert ((gains["confident_share"] >= 0) & (gains["confident_share"] <= 1)).all()
+    assert pd.read_csv(tmp_path / "retro.csv").shape == retro.shape
     assert json.loads(runs["params"][0]) == {"t": 1.0, "j": 0.8, "defender": "dk-1"}
     assert (
         json.loads((tmp_path / "ledgers" / "jsreduce_t1.0_j0.8_defenderdk-1" / "policy.json").read_text())[

@@ -11,11 +11,15 @@ from typing import Annotated
 import typer
 
 from dpriv.cli.common import (
+    QI,
     Debug,
     J,
     K,
+    Ledger,
+    Partitions,
     PolicyFile,
     Scheduler,
+    Sensitive,
     T,
     Views,
     ViewSize,
@@ -38,15 +42,15 @@ def anonymize(
     out: Annotated[Path, typer.Option(help="Released view: .parquet or .csv.")],
     policy: PolicyFile = None,
     id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
-    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
-    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    qi: QI = None,
+    sensitive: Sensitive = None,
     k: K = None,
     t: T = None,
     j: J = None,
     seed: Annotated[int | None, typer.Option(help="Seed of every random choice.")] = None,
     prior: Annotated[str, typer.Option(help="Priors: class (empirical per QI class) or uniform.")] = "class",
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
-    npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges (Dask partitions).")] = None,
+    npartitions: Partitions = None,
     scheduler: Scheduler = None,
     debug: Debug = False,
 ) -> None:
@@ -162,14 +166,14 @@ def _run_release(
 def release(
     history: Annotated[str, typer.Argument(help="History: id, time (1..n), QIs, sensitive.")],
     ledger: Annotated[Path, typer.Option(help="Ledger folder (created if new).")],
-    policy: PolicyFile = None,
     method: Annotated[
         str, typer.Option(help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt.")
     ] = "jsreduce",
+    policy: PolicyFile = None,
     k: K = None,
     t: T = None,
     j: J = None,
-    npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges per view.")] = None,
+    npartitions: Partitions = None,
     scheduler: Scheduler = None,
     progress: Annotated[
         bool | None,
@@ -225,10 +229,10 @@ DEMO_PRIVACY = {"privacy": {"k": 5, "t": 0.5, "j": 0.8}}
 @command
 def verify(
     released: Annotated[str, typer.Argument(help="Released view (Parquet or CSV).")],
-    original: Annotated[str, typer.Option(help="The original view it was made from.")],
     policy: PolicyFile = None,
-    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
-    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    original: Annotated[str, typer.Option(help="The original view it was made from.")] = ...,
+    qi: QI = None,
+    sensitive: Sensitive = None,
     k: K = None,
     t: T = None,
     view: Annotated[
@@ -279,7 +283,7 @@ def kpr(
 @app.command()
 @command
 def attack(
-    ledger: Annotated[Path, typer.Argument(help="A release ledger.")],
+    ledger: Ledger,
     history: Annotated[str, typer.Option(help="The original history that was released.")],
     knowledge: Annotated[
         str, typer.Option(help="snapshot, dk, dk-1, dk-2, dk-3, spm:PATH (external corpus) or ie.")
@@ -287,30 +291,66 @@ def attack(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="CSV: release, adversary_gain, n_tuples (default LEDGER/attack/gain_<knowledge>.csv, "
-            "where dpriv report finds it)."
+            help="CSV (default with the paper adversary: LEDGER/attack/gain_<knowledge>.csv, where "
+            "dpriv report finds it). paper: release, adversary_gain, n_tuples and the tail risk "
+            "(confident_share, confident_precision, n_confident, max_posterior, n_certain); "
+            "retrospective: one row per (release, as_of) with the same measures."
+        ),
+    ] = None,
+    adversary: Annotated[
+        str,
+        typer.Option(
+            help="paper: each release attacked when it comes out; retrospective: every release "
+            "attacked again after each later one (forward-backward over each history)."
+        ),
+    ] = "paper",
+    deductions: Annotated[
+        bool | None,
+        typer.Option(
+            "--deductions/--no-deductions",
+            help="Mask both adversaries with the exact deductions known at the time "
+            "(default: on when dpriv.adversary.deductions is installed).",
+        ),
+    ] = None,
+    attendance: Annotated[
+        float | None,
+        typer.Option(
+            help="The model's weekly exam probability q, if the adversary knows it (absences as evidence)."
         ),
     ] = None,
     policy: PolicyFile = None,
     debug: Debug = False,
 ) -> None:
-    """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) per release."""
+    """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
+    from dpriv.adversary.masks import deductions_available
     from dpriv.attack import attack as run
     from dpriv.attack import gain_path
     from dpriv.io import read_table
     from dpriv.ledger import Ledger
 
     pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
+    if out is None and adversary != "paper":
+        raise PolicyError(f"--adversary {adversary} writes one row per (release, as_of): pass --out FILE")
     out = out if out is not None else gain_path(ledger, knowledge)
+    use = deductions_available() if deductions is None else deductions
     try:
-        gain = run(ledger, read_table(history).compute(), pol, knowledge)
+        gain = run(
+            ledger,
+            read_table(history).compute(),
+            pol,
+            knowledge,
+            adversary=adversary,
+            deductions=use,
+            attendance=attendance,
+        )
     except PolicyError as exc:
         if policy is not None:
             raise
         raise PolicyError(f"{exc}; pass --policy FILE (knowledge paths are relative to it)") from None
     write_frame(gain, out)
     typer.echo(gain.to_string(index=False))
-    typer.echo(f"adversary gain per release written to {out}")
+    what = "per (release, as_of)" if adversary == "retrospective" else "per release"
+    typer.echo(f"adversary gain and tail risk {what} written to {out}")
 
 
 app.add_typer(experiment_app, name="experiment")
@@ -319,7 +359,7 @@ app.add_typer(experiment_app, name="experiment")
 @app.command()
 @command
 def report(
-    ledger: Annotated[Path, typer.Argument(help="A release ledger.")],
+    ledger: Ledger,
     out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
     debug: Debug = False,
 ) -> None:

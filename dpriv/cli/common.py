@@ -67,6 +67,24 @@ ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
 PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (docs/policy.md).")]
 
 
+Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).")]
+
+
+Ledger = Annotated[Path, typer.Argument(help="A release ledger.")]
+
+
+QI = Annotated[str | None, typer.Option(help="QI columns, comma-separated.")]
+
+
+Sensitive = Annotated[str | None, typer.Option(help="Sensitive column.")]
+
+
+Attendance = Annotated[float, typer.Option(help="Probability of an exam in a given week (q).")]
+
+
+Seed = Annotated[int, typer.Option(help="Seed of the generated history.")]
+
+
 def _say(msg: str) -> None:
     typer.echo(msg, err=True)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, Views, ViewSize, _say, command
+from dpriv.cli.common import Attendance, Debug, Seed, Views, ViewSize, _say, command
 
 generate_app = typer.Typer(help="Generate synthetic histories.", no_args_is_help=True)
 
@@ -16,10 +16,6 @@ generate_app = typer.Typer(help="Generate synthetic histories.", no_args_is_help
 @command
 def generate_medical(
     out: Annotated[Path, typer.Option(help="Folder for history.parquet, policy.toml, knowledge/.")],
-    views: Views = 24,
-    view_size: ViewSize = 5000,
-    attendance: Annotated[float, typer.Option(help="Probability of an exam in a given week.")] = 1.0,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     partitions: Annotated[
         int | None,
         typer.Option(
@@ -29,6 +25,10 @@ def generate_medical(
             "(fewer if the view has fewer 65,536-row blocks).",
         ),
     ] = None,
+    views: Views = 24,
+    view_size: ViewSize = 5000,
+    attendance: Attendance = 1.0,
+    seed: Seed = 0,
     scheduler: Annotated[
         str | None, typer.Option(help="With --partitions: address of an existing Dask scheduler.")
     ] = None,
@@ -91,10 +91,8 @@ def experiment_paper(
     out: Annotated[Path, typer.Option(help="Folder for the CSV tables, figures and ledgers.")],
     views: Views = 24,
     view_size: ViewSize = 5000,
-    attendance: Annotated[
-        float, typer.Option(help="Weekly exam probability (docs/findings.md, q < 1).")
-    ] = 0.5,
-    seed: Annotated[int, typer.Option(help="Seed of the generated history.")] = 0,
+    attendance: Attendance = 0.5,  # docs/findings.md: the defense needs q < 1
+    seed: Seed = 0,
     debug: Debug = False,
 ) -> None:
     """Every method over its parameter grid, attacked under each knowledge kind (Fig. 3-6)."""

@@ -1,6 +1,6 @@
-"""Utility (information-loss) metrics of a released view, docs/algorithms.md §2.4 (E11), §6.
+"""Utility (information-loss) metrics of a released view, ALGORITHMS.md §2.4 (E11), §6.
 
-A released view (docs/released-format.md) has one row per kept tuple: ``qi_group`` (an
+A released view (DESIGN.md, "Interfaces") has one row per kept tuple: ``qi_group`` (an
 opaque group label), ``<qi>_min`` / ``<qi>_max`` for each numeric QI, ``<qi>`` holding the
 group's value set as a string like ``{Female,Male}`` for each categorical QI, and the
 sensitive column. All metrics are computed from a per-group table (one row per QI-group,
@@ -24,10 +24,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import dask
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, to_pandas
 from dpriv.errors import InputError
 from dpriv.released import GROUP, parse_value_set
 
@@ -41,12 +41,6 @@ __all__ = [
     "suppression_rate",
     "utility_metrics",
 ]
-
-
-
-def _is_dask(obj: Any) -> bool:
-    # not by module name: dask-expr's frames (dask < 2025.1) live in "dask_expr.", not "dask."
-    return dask.is_dask_collection(obj) and hasattr(obj, "npartitions")
 
 
 def _check_domains(
@@ -80,7 +74,7 @@ def group_table(
     Parameters
     ----------
     released : pandas.DataFrame or dask.dataframe.DataFrame, shape (n_released, ...)
-        Released view in the format of docs/released-format.md. Dask: the groupby runs on the cluster and
+        Released view in the DESIGN.md format. Dask: the groupby runs on the cluster and
         only the per-group table (one row per group) is computed.
     numeric_domains : mapping QI name -> (min, max)
         Domain range of each numeric QI (finite, ``min <= max``).
@@ -124,7 +118,7 @@ def group_table(
         agg[f"{qi}__lo"] = (qi, "min")
         agg[f"{qi}__hi"] = (qi, "max")
     frame = released[needed]
-    if _is_dask(frame):
+    if is_dask(frame):
         for qi in categorical_domains:
             frame = frame.assign(**{qi: frame[qi].astype("str")})
         g = frame.groupby(group_column, sort=False).agg(**agg).compute()
@@ -258,7 +252,7 @@ def utility_metrics(
     Parameters
     ----------
     released : pandas.DataFrame or dask.dataframe.DataFrame, shape (n_released, ...)
-        Released view in the format of docs/released-format.md (may be empty).
+        Released view in the DESIGN.md format (may be empty).
     numeric_domains : mapping QI name -> (min, max)
         Domain range of each numeric QI (the E11 normaliser).
     categorical_domains : mapping QI name -> sequence of str
@@ -323,7 +317,6 @@ def utility_metrics(
     }
     if sensitive is not None:
         nun = released.groupby(group_column, sort=False)[sensitive].nunique()
-        if _is_dask(nun):
-            nun = nun.compute()
+        nun = to_pandas(nun)
         out["min_distinct_sensitive"] = int(nun.min()) if len(nun) else None
     return out

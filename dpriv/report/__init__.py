@@ -10,7 +10,9 @@ The page (:func:`write_report`) has five sections:
   average semiperimeter (E11), GCP (E24), KPR (E21) when known, seconds;
 * **Privacy** -- achieved t (max EMD) and j (max JS) per release against their thresholds;
 * **Utility** -- suppression rate and average semiperimeter per release;
-* **Adversary gain** -- the gain (E10) per release of every adversary whose results exist.
+* **Adversary gain** -- the gain (E10) per release of every adversary whose results exist;
+  with tail columns or retrospective results, mean gain and confident share per release,
+  paper vs retrospective adversary.
 
 Plots are PNG images from matplotlib embedded as base64 ``data:`` URIs; the page loads no
 external resource (no script, stylesheet, font or image from elsewhere). Every text taken
@@ -25,6 +27,9 @@ Where results that are not in ``metrics.json`` come from (the convention)::
                                          the output of ``dpriv attack LEDGER --knowledge
                                          <knowledge> --out LEDGER/attack/gain_<knowledge>.csv``
                                          (or a copy of it)
+    ledger/attack/retro_<knowledge>.csv  the retrospective adversary (dpriv attack --adversary
+                                         retrospective): release, as_of, adversary_gain,
+                                         confident_share, ... (:mod:`dpriv.report.tail`)
     ledger/attack/kpr.csv                columns release, kpr (percent, E21): the KPR of
                                          synthetic data drawn from release ``release``
 
@@ -45,6 +50,7 @@ from dpriv.report.tables import (
     policy_summary,
     release_frame,
 )
+from dpriv.report.tail import plot_tail, tail_curves
 
 __all__ = [
     "ATTACK_DIR",
@@ -55,7 +61,9 @@ __all__ = [
     "plot_privacy",
     "plot_utility",
     "policy_summary",
+    "plot_tail",
     "release_frame",
     "render_report",
+    "tail_curves",
     "write_report",
 ]

@@ -18,6 +18,7 @@ from dpriv.io import atomic_write
 from dpriv.ledger import Ledger
 from dpriv.report.plots import _png_uri, plot_gains, plot_privacy, plot_utility
 from dpriv.report.tables import (
+    ATTACK_DIR,
     RELEASE_COLUMNS,
     _j_unit,
     _ledger,
@@ -26,6 +27,7 @@ from dpriv.report.tables import (
     policy_summary,
     release_frame,
 )
+from dpriv.report.tail import plot_tail, tail_curves
 
 # --------------------------------------------------------------------------------------
 # Data
@@ -224,6 +226,20 @@ def render_report(
             '<p class="note">No attack results. Run <code>dpriv attack LEDGER --history HISTORY '
             "--knowledge dk --out LEDGER/attack/gain_dk.csv</code> (one file per knowledge) and "
             "re-run <code>dpriv report</code>.</p>"
+        )
+    tails = tail_curves(led.root / ATTACK_DIR)
+    if tails:
+        parts.append('<h3 id="tail-risk">Paper vs retrospective adversary, tail risk</h3>')
+        parts.append(
+            _img(plot_tail(tails), "mean gain and confident share per release, paper vs retrospective")
+        )
+        parts.append(
+            '<p class="note">Solid: the paper adversary, each release attacked when it comes out '
+            "(<code>attack/gain_&lt;knowledge&gt;.csv</code>); dashed: the retrospective adversary, "
+            "each release attacked again after the last one (<code>dpriv attack --adversary "
+            "retrospective --out LEDGER/attack/retro_&lt;knowledge&gt;.csv</code>). Right: share of "
+            "the released tuples whose posterior on the true value is at least 0.9 (the mean hides "
+            "them); the CSV files give the precision of those claims and the certain deductions.</p>"
         )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -1,0 +1,73 @@
+"""Which edges of a bipartite assignment problem lie in some complete assignment.
+
+Left nodes (tuples, respondents) must each take exactly one right node (a value of a group,
+a QI-group); right node ``k`` must be taken exactly ``capacity[k]`` times. An edge can carry
+the assignment in some solution iff it carries it in the one max flow we find, or its two
+ends lie in one strongly connected component of the residual graph (an alternating cycle
+moves the assignment onto it): the Dulmage–Mendelsohn decomposition, here with capacities.
+One max flow and one SCC pass for the whole problem, however many disjoint blocks (groups)
+it holds; no per-edge re-solve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, maximum_flow
+
+from dpriv.errors import InputError
+
+__all__ = ["feasible_edges"]
+
+
+def feasible_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray) -> np.ndarray:
+    """Edges (``left[e]``, ``right[e]``) that some complete assignment uses.
+
+    Parameters
+    ----------
+    left, right : int arrays of shape (E,)
+        Candidate edges, left nodes in ``0 .. n_left - 1``, right nodes in
+        ``0 .. len(capacity) - 1``; no duplicate pair.
+    n_left : int
+        Number of left nodes; each must be assigned exactly once.
+    capacity : int array of shape (K,)
+        How many left nodes each right node takes; ``capacity.sum() == n_left``.
+
+    Returns
+    -------
+    ndarray of bool, shape (E,)
+
+    Raises
+    ------
+    InputError
+        No complete assignment exists (the candidate sets contradict the capacities).
+    """
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    capacity = np.asarray(capacity, dtype=np.int64)
+    k = capacity.size
+    if int(capacity.sum()) != n_left:
+        raise InputError(f"capacities sum to {int(capacity.sum())}, expected {n_left} (one per left node)")
+    if n_left == 0:
+        return np.zeros(left.size, dtype=bool)
+    src, sink = 0, 1 + n_left + k
+    ln, rn = 1 + left, 1 + n_left + right
+    full = np.flatnonzero(capacity > 0)
+    rows = np.concatenate([np.zeros(n_left, np.int64), ln, 1 + n_left + full])
+    cols = np.concatenate([1 + np.arange(n_left), rn, np.full(full.size, sink)])
+    caps = np.concatenate([np.ones(n_left + left.size, np.int64), capacity[full]]).astype(np.int32)
+    graph = sp.csr_array((caps, (rows, cols)), shape=(sink + 1, sink + 1))
+    res = maximum_flow(graph, src, sink, method="dinic")
+    if int(res.flow_value) != n_left:
+        raise InputError(
+            f"no complete assignment: {int(res.flow_value)} of {n_left} left nodes can be placed; "
+            "the candidate sets contradict the published counts (wrong model or wrong releases?)"
+        )
+    used = np.asarray(res.flow[ln, rn]).ravel() > 0
+    # residual graph without source and sink (both lie on no cycle once every source and
+    # sink edge is saturated): unused edge left -> right, used edge right -> left
+    a = np.where(used, rn, ln) - 1
+    b = np.where(used, ln, rn) - 1
+    res_graph = sp.csr_array((np.ones(a.size, np.int8), (a, b)), shape=(n_left + k, n_left + k))
+    _, label = connected_components(res_graph, directed=True, connection="strong")
+    return used | (label[ln - 1] == label[rn - 1])

@@ -1,0 +1,539 @@
+"""Exact deductions over a released history (issue 11, item 2; DESIGN.md "exact deduction").
+
+What an adversary who knows the QI-group membership (ALGORITHMS.md §1.1) and the support of
+the exact model (which values can follow which, :class:`dpriv.knowledge.tables.MarkovTables`)
+can exclude with *certainty*, combining three sources iterated to a fixed point:
+
+* **the model** (:func:`chain_support`): the chain's feasible context states (the last
+  <= ``order`` results; an empty context before the first exam). One step per exam: the
+  order-0 table for a first exam, the order-L table after L < order results, the
+  top-order table afterwards (``MarkovTables.predict``; ``dpriv.datasets._simulate``).
+  A zero row (a context after ``deceased``/``discharged``, two diseases, a jump of two
+  stages) has no successor. Allowed sets are propagated forward and backward along each
+  respondent's released history as sets of states. Between two released tuples of one
+  respondent, the exams the adversary did not see can only be suppressed ones: at most one
+  per view in between that suppressed something (or is not in ``releases``), so the gap is
+  a range of hidden steps (0 when nothing was suppressed in between) and the sets go through
+  multi-step reachability. With ``attendance == 1`` a view certainly admitting newcomers
+  (below) examined every active respondent, which sets a lower bound on the gap.
+* **the group counts** (:func:`group_feasibility`): value ``s`` stays possible for member
+  ``b`` iff some complete assignment of the group's published multiset to its members,
+  each within her allowed set, gives ``b`` an ``s`` (one max flow + SCCs per release).
+* **presence**: released at ``i`` and absent at ``i + 1`` => the exam at ``i`` ended her
+  history (a state with no successor: ``deceased``/``discharged``), only when certain under
+  the generator: ``attendance == 1`` (every active respondent is examined every week),
+  nothing suppressed at ``i + 1`` and view ``i + 1`` certainly admitted newcomers (so the
+  view-size cap did not bind): more first-time respondents in ``V*_{i+1}`` than tuples
+  suppressed in all earlier views (each earlier-examined respondent never released before
+  accounts for at least one of them).
+
+Every step only removes values that no history consistent with the model and the releases
+gives, so the true value is never excluded (tests/test_deductions.py asserts it on real
+releases). The fixed point is sound, not complete (per-tuple sets, not joint histories).
+Kernels only: NumPy/SciPy, vectorised per release (state sets bit-packed, 64 tuples per
+word); no per-tuple Python loop. Measured on 2 shared cores, 24 views x 5,000 (seed 0,
+attendance 1): 1.3 s on a JS-reduce ledger, 2.2 s on a Mondrian-l one (11 rounds), 2.3 s on
+random groups of 10 (26 rounds); 8 x 2,000: 0.1-0.4 s.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpriv.adversary._assign import feasible_edges
+from dpriv.adversary.observed import ObservedRelease
+from dpriv.errors import InputError
+from dpriv.knowledge.tables import MarkovTables
+
+__all__ = ["ChainSupport", "Deductions", "chain_support", "deduce", "group_feasibility"]
+
+
+# --------------------------------------------------------------------------------------
+# The model's support as a graph over context states
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainSupport:
+    """Support of a :class:`MarkovTables` chain as a graph over its reachable contexts.
+
+    Attributes
+    ----------
+    contexts : tuple of tuple of int
+        State ``k`` -> its context (last <= order values, oldest first); state 0 is ``()``,
+        before the first exam.
+    src, value, dst : int64 arrays of shape (E,)
+        Edges: from context state ``src`` an exam with result ``value`` leads to ``dst``
+        (an edge exists if some class allows it).
+    edge_allowed : bool array of shape (n_support, E)
+        Which edges each support pattern allows (classes with identical support share one).
+    class_support : int64 array of shape (n_classes,)
+        Support pattern of each knowledge class.
+    dead_end : bool array of shape (n_support, S)
+        States without an allowed successor (after a terminal result), per pattern.
+    exit_value : bool array of shape (M,)
+        Exit (terminal) values: every move with this result ends in a dead end
+        (``deceased``, ``discharged`` in the medical model).
+    """
+
+    contexts: tuple[tuple[int, ...], ...]
+    src: np.ndarray
+    value: np.ndarray
+    dst: np.ndarray
+    edge_allowed: np.ndarray
+    class_support: np.ndarray
+    dead_end: np.ndarray
+    n_values: int
+    exit_value: np.ndarray
+
+    @property
+    def n_states(self) -> int:
+        return len(self.contexts)
+
+
+def chain_support(tables: MarkovTables) -> ChainSupport:
+    """Reachable context states and allowed moves of ``tables`` (breadth first from ``()``).
+
+    A context of length L < order is read in ``tables[L]`` (the dedicated short-history
+    tables), a full one in ``tables[order]``; ``p > 0`` in some class makes an edge.
+    About 0.1 s for the medical model (294 states, 818 edges).
+    """
+    m, order = tables.n_values, tables.order
+    states: dict[tuple[int, ...], int] = {(): 0}
+    frontier: list[tuple[int, ...]] = [()]
+    src, val, dst, allow = [], [], [], []
+    while frontier:
+        new: list[tuple[int, ...]] = []
+        by_len: dict[int, list[tuple[int, ...]]] = {}
+        for ctx in frontier:
+            by_len.setdefault(len(ctx), []).append(ctx)
+        for length, ctxs in by_len.items():
+            arr = np.array(ctxs, dtype=np.int64).reshape(len(ctxs), length)
+            codes = tables.context_index(arr) if length else np.zeros(len(ctxs), np.int64)
+            rows = tables.tables[length][:, codes, :] > 0  # (C, F, M)
+            for f, v in zip(*np.nonzero(rows.any(axis=0))):
+                ctx = ctxs[f]
+                nxt = (ctx + (int(v),))[-order:] if order else ()
+                if nxt not in states:
+                    states[nxt] = len(states)
+                    new.append(nxt)
+                src.append(states[ctx])
+                val.append(int(v))
+                dst.append(states[nxt])
+                allow.append(rows[:, f, v])
+        frontier = new
+    edge_allowed_c = np.array(allow, dtype=bool).T.reshape(tables.classes.n_classes, len(src))
+    patterns, class_support = np.unique(edge_allowed_c, axis=0, return_inverse=True)
+    src_a = np.array(src, dtype=np.int64)
+    n = len(states)
+    dead = np.ones((patterns.shape[0], n), dtype=bool)
+    for p in range(patterns.shape[0]):
+        dead[p, src_a[patterns[p]]] = False
+    return ChainSupport(
+        contexts=tuple(states),
+        src=src_a,
+        value=np.array(val, dtype=np.int64),
+        dst=np.array(dst, dtype=np.int64),
+        edge_allowed=patterns,
+        class_support=np.asarray(class_support, dtype=np.int64).ravel(),
+        dead_end=dead,
+        n_values=m,
+        exit_value=_exit_values(m, np.array(val, np.int64), np.array(dst, np.int64), patterns, dead),
+    )
+
+
+def _exit_values(
+    m: int, value: np.ndarray, dst: np.ndarray, patterns: np.ndarray, dead: np.ndarray
+) -> np.ndarray:
+    """Values whose every allowed move (in any support pattern) lands in a dead end."""
+    leads_on = np.zeros(m, dtype=bool)
+    seen = np.zeros(m, dtype=bool)
+    for p in range(patterns.shape[0]):
+        e = patterns[p]
+        np.logical_or.at(seen, value[e], True)
+        np.logical_or.at(leads_on, value[e], ~dead[p, dst[e]])
+    return seen & ~leads_on
+
+
+def _pack(x: np.ndarray) -> np.ndarray:
+    """Bool (rows, n) -> uint64 (rows, ceil(n / 64)): 64 tuples per word, little-endian bits."""
+    rows, n = x.shape
+    out = np.zeros((rows, 8 * ((n + 63) // 64)), dtype=np.uint8)
+    out[:, : (n + 7) // 8] = np.packbits(np.ascontiguousarray(x), axis=1, bitorder="little")
+    return out.view(np.uint64)
+
+
+def _unpack(p: np.ndarray, n: int) -> np.ndarray:
+    """Inverse of :func:`_pack`: uint64 (rows, W) -> bool (rows, n)."""
+    return np.unpackbits(p.view(np.uint8), axis=1, count=n, bitorder="little").view(bool)
+
+
+class _Graph:
+    """Set propagation over the states of a :class:`ChainSupport`, many tuples at once.
+
+    Sets are stored transposed and bit-packed, one bit column per tuple: states (S, W),
+    values (M, W) uint64 with W = ceil(n / 64) (:func:`_pack`), so that every edge
+    operation is a row gather, a bitwise AND and a segmented bitwise OR along axis 0,
+    vectorised over 64 tuples per word. ``ea`` is the packed (E, W) allowed-edge mask of
+    the tuples' classes, or None when every class has the same support.
+    """
+
+    def __init__(self, sup: ChainSupport) -> None:
+        self.sup = sup
+        self.single = sup.edge_allowed.shape[0] == 1
+        self._by = {}
+        ends = {"src": sup.src, "dst": sup.dst, "value": sup.value}
+        sizes = {"src": sup.n_states, "dst": sup.n_states, "value": sup.n_values}
+        for key, target in ends.items():
+            order = np.argsort(target, kind="stable")
+            uniq, starts = np.unique(target[order], return_index=True)
+            self._by[key] = (order, starts, uniq, sizes[key], {k: e[order] for k, e in ends.items()})
+
+    def edges(self, cls: np.ndarray) -> np.ndarray | None:
+        """Allowed edges (E, n) bool of tuples of classes ``cls``; None: one support."""
+        if self.single:
+            return None
+        return self.sup.edge_allowed[self.sup.class_support[cls]].T
+
+    def _reduce(self, key, a, xa, b=None, xb=None, ea=None) -> np.ndarray:
+        """OR over the edges into each node named by ``key`` of ``xa[a-end] & xb[b-end]``."""
+        order, starts, uniq, size, ends = self._by[key]
+        w = xa[ends[a]]
+        if b is not None:
+            w &= xb[ends[b]]
+        if ea is not None:
+            w &= ea[order]
+        out = np.zeros((size, xa.shape[1]), dtype=np.uint64)
+        if xa.shape[1] and order.size:
+            out[uniq] = np.bitwise_or.reduceat(w, starts, axis=0)
+        return out
+
+    def succ(self, x, ea):
+        return self._reduce("dst", "src", x, ea=ea)
+
+    def pred(self, y, ea):
+        return self._reduce("src", "dst", y, ea=ea)
+
+    def forward(self, pre, a, ea):
+        """States after an exam from ``pre`` (S, W) with a result in ``a`` (M, W)."""
+        return self._reduce("dst", "src", pre, "value", a, ea)
+
+    def backward(self, a, post, ea):
+        """States before an exam from which a result in ``a`` leads into ``post``."""
+        return self._reduce("src", "dst", post, "value", a, ea)
+
+    def values(self, pre, post, ea):
+        """Results (M, W) of an exam leading from ``pre`` into ``post``."""
+        return self._reduce("value", "src", pre, "dst", post, ea)
+
+    def reach(self, x, lo: np.ndarray, hi: np.ndarray, ea, step) -> np.ndarray:
+        """Union over j in [lo, hi] (per tuple) of ``step`` applied j times to ``x`` (S, W)."""
+        out = x & _pack((lo == 0)[None, :])
+        r = x
+        for j in range(1, int(hi.max(initial=0)) + 1):
+            r = step(r, ea)
+            out |= r & _pack(((lo <= j) & (hi >= j))[None, :])
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# Group counts
+# --------------------------------------------------------------------------------------
+
+
+def group_feasibility(group: np.ndarray, counts: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Values each member can hold in some assignment of her group's published multiset.
+
+    Parameters
+    ----------
+    group : int array of shape (n,)
+        QI-group of each tuple, ``0 .. G - 1``.
+    counts : int array of shape (G, M)
+        Published value counts of each group (``counts[g].sum()`` = size of group ``g``).
+    allowed : bool array of shape (n, M)
+        Values each tuple may still hold.
+
+    Returns
+    -------
+    bool array of shape (n, M)
+        ``allowed`` restricted to the values ``s`` for which some assignment (each member one
+        value of her allowed set, value ``s`` of group ``g`` used exactly ``counts[g, s]``
+        times) gives that member an ``s``. One max flow and one SCC pass per call.
+
+    Raises
+    ------
+    InputError
+        No assignment exists (the allowed sets contradict the counts).
+    """
+    group = np.asarray(group, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    n, m = allowed.shape
+    if np.bincount(group, minlength=counts.shape[0]).tolist() != counts.sum(axis=1).tolist():
+        raise InputError("group sizes differ from the published counts")
+    t, s = np.nonzero(allowed & (counts[group] > 0))
+    node = group[t] * m + s
+    ok = feasible_edges(t, node, n, counts.ravel())
+    out = np.zeros_like(allowed)
+    out[t[ok], s[ok]] = True
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# The fixed point
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deductions:
+    """What is certain about every released tuple (:func:`deduce`).
+
+    Attributes
+    ----------
+    allowed : list of bool arrays, one (n_i, M) per release
+        Values each released tuple can still hold (rows in the order of
+        ``releases[i].respondent``, columns in domain order); the true value is always among
+        them. Ready to use as a mask of a posterior: zero the excluded values, renormalise.
+    exited : list of bool arrays, one (n_i,) per release
+        Tuples the presence channel marked as the last exam (released at i, certainly absent
+        at i + 1).
+    admits_new : bool array of shape (n_releases,)
+        Releases whose view certainly admitted newcomers (the view-size cap did not bind);
+        only computed with ``attendance == 1``.
+    rounds : int
+        Passes (chain + counts) until nothing changed.
+    seconds : float
+        Wall time of :func:`deduce`.
+    exit_value : bool array of shape (M,)
+        The model's exit (terminal) values (:attr:`ChainSupport.exit_value`).
+    n_certain : int64 array of shape (n_releases,)
+        Tuples whose allowed set is a single value.
+    n_exit : int64 array of shape (n_releases,)
+        Of those, tuples deduced to be an exit (``deceased``/``discharged``): the respondent
+        left the data after this release and the adversary knows how.
+    n_presence : int64 array of shape (n_releases,)
+        Of those, tuples the presence channel marked (:attr:`exited`). Given the membership
+        and the counts this channel is implied by the model alone (a respondent seen later
+        is no exit; the group's exit count then falls on the others), so ``n_certain`` is
+        the same with ``attendance=None``; it matters to a weaker adversary.
+    """
+
+    allowed: list[np.ndarray]
+    exited: list[np.ndarray]
+    admits_new: np.ndarray
+    rounds: int
+    seconds: float
+    exit_value: np.ndarray
+    n_certain: np.ndarray = field(init=False)
+    n_exit: np.ndarray = field(init=False)
+    n_presence: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        single = [a.sum(axis=1) == 1 for a in self.allowed]
+        to_exit = [c & (a & self.exit_value).any(axis=1) for c, a in zip(single, self.allowed)]
+        marked = [c & e for c, e in zip(single, self.exited)]
+
+        def count(masks):
+            return np.array([int(x.sum()) for x in masks], dtype=np.int64)
+
+        object.__setattr__(self, "n_certain", count(single))
+        object.__setattr__(self, "n_exit", count(to_exit))
+        object.__setattr__(self, "n_presence", count(marked))
+
+    def certain_value(self, i: int) -> np.ndarray:
+        """Deduced value code of each tuple of release position ``i`` (int64, -1 if not certain)."""
+        a = self.allowed[i]
+        return np.where(a.sum(axis=1) == 1, a.argmax(axis=1), -1)
+
+    def n_values(self, i: int) -> np.ndarray:
+        """Size of each tuple's allowed set in release position ``i``."""
+        return self.allowed[i].sum(axis=1)
+
+
+def deduce(
+    releases: list[ObservedRelease],
+    tables: MarkovTables,
+    *,
+    attendance: float | None,
+    max_rounds: int = 100,
+    support: ChainSupport | None = None,
+) -> Deductions:
+    """Exact deductions over ``releases`` (module doc), iterated to a fixed point.
+
+    Parameters
+    ----------
+    releases : list of ObservedRelease
+        In increasing ``index`` order (not necessarily consecutive: a missing release counts
+        as one that may have suppressed anyone and admitted no one for certain).
+    tables : MarkovTables
+        The exact model (its support is what matters): e.g. ``medical_history(...).knowledge``.
+    attendance : float or None
+        The generator's probability that an active respondent is examined in a week. Only
+        ``1.0`` unlocks the presence channel and the lower bound on gaps; ``None``
+        (unknown) acts like ``< 1``.
+    max_rounds : int
+        Safety bound on the fixed-point passes.
+    support : ChainSupport, optional
+        Precomputed :func:`chain_support` of ``tables``.
+
+    Returns
+    -------
+    Deductions
+
+    Raises
+    ------
+    InputError
+        Releases out of order, counts of the wrong width, or releases that contradict the
+        model (some tuple left with no possible value).
+    """
+    tick = time.perf_counter()
+    m = tables.n_values
+    idx = [r.index for r in releases]
+    if any(b <= a for a, b in zip(idx, idx[1:])) or (idx and idx[0] < 1):
+        raise InputError(f"releases must have increasing indices >= 1, got {idx}")
+    for r in releases:
+        if r.counts.ndim != 2 or r.counts.shape[1] != m:
+            raise InputError(f"release {r.index}: counts have shape {r.counts.shape}, expected (G, {m})")
+    sure = attendance is not None and float(attendance) >= 1.0
+    sup = support if support is not None else chain_support(tables)
+    graph = _Graph(sup)
+    n_rel = len(releases)
+    sizes = np.array([len(r.respondent) for r in releases], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(offs[-1])
+    if n_rel == 0:
+        return Deductions([], [], np.zeros(0, bool), 0, time.perf_counter() - tick, sup.exit_value)
+    rid = np.concatenate([np.asarray(r.respondent, dtype=np.int64) for r in releases])
+    cls = np.concatenate([np.asarray(r.cls, dtype=np.int64) for r in releases])
+    view = np.repeat(np.array(idx, dtype=np.int64), sizes)
+
+    # previous / next released tuple of the same respondent
+    order = np.lexsort((view, rid))
+    same = rid[order][1:] == rid[order][:-1]
+    twice = same & (view[order][1:] == view[order][:-1])
+    if twice.any():
+        k = int(order[1:][twice][0])
+        raise InputError(f"respondent {int(rid[k])} has two tuples in release {int(view[k])}; keep one")
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    prev[order[1:][same]] = order[:-1][same]
+    nxt[order[:-1][same]] = order[1:][same]
+
+    # per view 1..last: suppressed tuples (-1: view not given, unknown)
+    last = idx[-1]
+    nsupp = np.full(last + 2, -1, dtype=np.int64)
+    nsupp[idx] = [int(r.n_suppressed) for r in releases]
+    hides = nsupp != 0
+    hides[0] = False
+    hidden_cum = np.cumsum(hides)
+    # views certainly admitting newcomers (attendance 1): first-time respondents outnumber
+    # every tuple suppressed before (unknown views: unbounded)
+    first_count = np.zeros(last + 2, dtype=np.int64)
+    np.add.at(first_count, view[prev < 0], 1)
+    per_view = np.where(nsupp < 0, n + 1, nsupp)
+    per_view[0] = 0
+    cap_before = np.concatenate([[0], np.cumsum(per_view)[:-1]])  # sum over views < v
+    certified = np.zeros(last + 2, dtype=bool)
+    if sure:
+        certified[idx] = first_count[idx] > cap_before[idx]
+    cert_cum = np.cumsum(certified)
+
+    # hidden steps before each tuple: [lo, hi]
+    a = np.where(prev >= 0, view[np.maximum(prev, 0)], 0)
+    hi = hidden_cum[view - 1] - hidden_cum[a]
+    lo = np.where(prev >= 0, cert_cum[view - 1] - cert_cum[a], 0)
+    lo = np.minimum(lo, hi)
+
+    # presence: released at i, certainly absent at i + 1
+    exited = np.zeros(n, dtype=bool)
+    if sure:
+        nv = view + 1
+        watch = (nv <= last) & (nsupp[np.minimum(nv, last + 1)] == 0) & certified[np.minimum(nv, last + 1)]
+        present_next = (nxt >= 0) & (view[np.maximum(nxt, 0)] == nv)
+        exited = watch & ~present_next
+
+    ea_all = graph.edges(cls)
+    cut = [slice(int(offs[r]), int(offs[r + 1])) for r in range(n_rel)]
+    counts = [np.asarray(r.counts, dtype=np.int64) for r in releases]
+    groups = [np.asarray(r.group, dtype=np.int64) for r in releases]
+    allowed = np.concatenate([c[g] > 0 for c, g in zip(counts, groups)]) if n else np.zeros((0, m), bool)
+    dead = sup.dead_end[sup.class_support[cls]].T  # (S, n)
+    s_n = sup.n_states
+
+    def ea(cols):
+        return None if ea_all is None else _pack(ea_all[:, cols])
+
+
+    def contradiction(k: int) -> InputError:
+        return InputError(
+            f"release {int(view[k])}: the tuple of respondent {int(rid[k])} has no possible value; "
+            "the releases contradict the model (wrong tables, attendance or releases?)"
+        )
+
+    # per tuple (rows): states before (pre) / after (post) its exam, and after it with the
+    # rest of her released history still possible (back)
+    pre = np.zeros((n, s_n), dtype=bool)
+    post = np.zeros((n, s_n), dtype=bool)
+    back = np.ones((n, s_n), dtype=bool)
+    _, resp = np.unique(rid, return_inverse=True)
+    chain_todo = np.ones(n, dtype=bool)  # tuples of respondents whose masks changed
+    group_todo = [np.ones(r.n_groups, dtype=bool) for r in releases]
+    rounds = 0
+    while rounds < max_rounds:
+        rounds += 1
+        # chain pass (forward-backward: exact along each history for the current masks)
+        old = allowed.copy()
+        rows = [c.start + np.flatnonzero(chain_todo[c]) for c in cut]
+        for t in rows:
+            if not t.size:
+                continue
+            pv = prev[t]
+            x = np.zeros((t.size, s_n), dtype=bool)
+            x[pv >= 0] = post[pv[pv >= 0]]
+            x[pv < 0, 0] = True
+            e = ea(t)
+            p = graph.reach(_pack(x.T), lo[t], hi[t], e, graph.succ)
+            pre[t] = _unpack(p, t.size).T
+            post[t] = _unpack(graph.forward(p, _pack(allowed[t].T), e), t.size).T
+        for t in reversed(rows):
+            if not t.size:
+                continue
+            b = np.ones((t.size, s_n), dtype=bool)
+            b[exited[t]] = dead[:, t[exited[t]]].T
+            has = np.flatnonzero(nxt[t] >= 0)
+            if has.size:
+                j = nxt[t[has]]
+                y = graph.backward(_pack(allowed[j].T), _pack(back[j].T), ea(j))
+                b[has] &= _unpack(graph.reach(y, lo[j], hi[j], ea(t[has]), graph.pred), has.size).T
+            back[t] = b
+            v = graph.values(_pack(pre[t].T), _pack(b.T), ea(t))
+            allowed[t] &= _unpack(v, t.size).T
+        changed = (allowed != old).any(axis=1)
+        if changed.any() and not allowed[changed].any(axis=1).all():
+            raise contradiction(int(np.flatnonzero(~allowed.any(axis=1))[0]))
+        # group counts (idempotent: only groups with a member changed by the chain pass)
+        old = allowed.copy()
+        for r, c in enumerate(cut):
+            g = groups[r]
+            todo = group_todo[r]
+            todo[g[changed[c]]] = True
+            if not todo.any():
+                continue
+            sel = np.flatnonzero(todo[g])
+            gsel, gi = np.unique(g[sel], return_inverse=True)
+            allowed[c.start + sel] = group_feasibility(gi, counts[r][gsel], allowed[c.start + sel])
+            todo[:] = False
+        changed = (allowed != old).any(axis=1)
+        if not changed.any():
+            break
+        chain_todo = np.bincount(resp[changed], minlength=resp.max() + 1)[resp] > 0
+    return Deductions(
+        allowed=[allowed[c].copy() for c in cut],
+        exited=[exited[c].copy() for c in cut],
+        admits_new=certified[idx].copy(),
+        rounds=rounds,
+        seconds=time.perf_counter() - tick,
+        exit_value=sup.exit_value.copy(),
+    )

@@ -1,0 +1,129 @@
+"""One Ω step per QI-group from published value counts, with optional exact-deduction masks.
+
+Shared by the paper and the retrospective adversary (ALGORITHMS.md §3.3, (E14)): the group's
+released multiset of sensitive values (``counts``) and each member's prior give every member's
+posterior by :func:`dpriv.knowledge.posterior.omega_posterior` (same zero guards). A mask
+``allowed`` (bool, what each tuple may still hold, e.g. from exact deductions) multiplies the
+priors before Ω and the posteriors after it, so a posterior is never positive on a value the
+mask excludes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpriv.errors import InputError
+from dpriv.knowledge.posterior import omega_posterior
+
+
+def released_codes(group: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Sensitive codes aligned on the tuples with the same multiset per group as ``counts``.
+
+    Parameters
+    ----------
+    group : ndarray of int64, shape (n,)
+        Group of each tuple, in ``0 .. G - 1``.
+    counts : ndarray of int64, shape (G, M)
+        Released value counts of each group; row sums must equal the group sizes.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        A code per tuple such that each group holds exactly its released multiset (which
+        member gets which code is arbitrary: Ω only reads the counts).
+
+    Raises
+    ------
+    InputError
+        Group sizes that differ from the counts' row sums.
+    """
+    group = np.asarray(group, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    g, m = counts.shape
+    sizes = np.bincount(group, minlength=g) if group.size else np.zeros(g, np.int64)
+    if sizes.size != g or not np.array_equal(sizes, counts.sum(axis=1)):
+        raise InputError("group sizes differ from the released value counts of the groups")
+    order = np.argsort(group, kind="stable")
+    out = np.empty(group.size, dtype=np.int64)
+    out[order] = np.repeat(np.tile(np.arange(m, dtype=np.int64), g), counts.ravel())
+    return out
+
+
+def masked_omega(
+    groups: np.ndarray, s: np.ndarray, priors: np.ndarray, allowed: np.ndarray | None = None
+) -> np.ndarray:
+    """Ω posterior (E14) with a mask: :func:`omega_posterior` on ``priors * allowed``, times
+    ``allowed``, renormalised.
+
+    Parameters
+    ----------
+    groups : ndarray of int, shape (n,)
+        QI-group label of each tuple (any integers).
+    s : ndarray of int, shape (n,)
+        Sensitive codes, only read through each group's counts (which member holds which
+        code does not matter).
+    priors : ndarray of float64, shape (n, M)
+        Each member's prior (non-negative; Ω depends on each row's scale: pass distributions).
+    allowed : ndarray of bool, shape (n, M), optional
+        Values each tuple may hold; None: plain :func:`omega_posterior`.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, M)
+        Rows sum to 1; 0 on values absent from the group and on values ``allowed`` excludes
+        (a row the mask empties after Ω falls back to the group frequencies times the mask,
+        then to the plain frequencies if even that is empty: a mask that contradicts the
+        counts).
+
+    Raises
+    ------
+    InputError
+        Mismatched shapes.
+    """
+    priors = np.asarray(priors, dtype=np.float64)
+    if allowed is None:
+        return omega_posterior(groups, s, priors)
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape != priors.shape:
+        raise InputError(f"allowed must have shape {priors.shape}, got {allowed.shape}")
+    post = omega_posterior(groups, s, priors * allowed) * allowed
+    tot = post.sum(axis=1)
+    bad = ~(tot > 0)
+    if bad.any():
+        freq = omega_posterior(groups, s, np.ones_like(priors))[bad]  # equal priors: m_Q(s)/|Q|
+        masked = freq * allowed[bad]
+        post[bad] = np.where((masked.sum(axis=1) > 0)[:, None], masked, freq)
+        tot = post.sum(axis=1)
+    return post / tot[:, None]
+
+
+def group_posterior(
+    group: np.ndarray, counts: np.ndarray, priors: np.ndarray, allowed: np.ndarray | None = None
+) -> np.ndarray:
+    """:func:`masked_omega` from each group's released counts instead of per-tuple codes.
+
+    Parameters
+    ----------
+    group : ndarray of int64, shape (n,)
+        Group of each tuple, ``0 .. G - 1``.
+    counts : ndarray of int64, shape (G, M)
+        Released value counts per group.
+    priors : ndarray of float64, shape (n, M)
+        Each member's prior.
+    allowed : ndarray of bool, shape (n, M), optional
+        Values each tuple may hold.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, M), as :func:`masked_omega`.
+
+    Raises
+    ------
+    InputError
+        Mismatched shapes, or group sizes that differ from the counts.
+    """
+    priors = np.asarray(priors, dtype=np.float64)
+    s = released_codes(group, counts)
+    if priors.shape != (s.size, counts.shape[1]):
+        raise InputError(f"priors must have shape {(s.size, counts.shape[1])}, got {priors.shape}")
+    return masked_omega(group, s, priors, allowed)

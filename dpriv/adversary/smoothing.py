@@ -1,0 +1,413 @@
+"""Forward-backward over each respondent's released history under BK^seq (issue 11).
+
+The hidden chain of one respondent is the sequence of her exam results; BK^seq
+(:class:`~dpriv.knowledge.tables.MarkovTables`, orders 0..n) gives the next result from the
+last ``L = min(#results so far, n)`` ones, exactly like :meth:`MarkovTables.predict` and the
+generator (``dpriv.datasets._simulate``: one step per exam, BK^sv for the first one). A
+context whose row is all zero is *exited* (e.g. after deceased / discharged): it emits
+nothing more and stays where it is.
+
+A respondent's *steps* are the releases from her first appearance on, in order; each is
+
+* ``OBS`` -- she is released at that release; the step draws one result ``v`` from the
+  table row and weighs it by the release's *emission* ``e[v]`` (what her QI-group says about
+  her, up to a constant; 0 = impossible). Exited contexts cannot be observed (weight 0).
+* ``ABS`` -- she is absent (only when absences are modelled, ``attendance`` q given): an
+  exited context stays (weight 1); an active one either had no exam (``1 - q``, the chain
+  stays) or had an exam that was suppressed (``q * sigma``, one unobserved result drawn from
+  the row; ``sigma`` is the release's published suppression share).
+
+The state is the context of the last ``order`` results, coded base ``M + 1`` (digit
+``v + 1``, 0 = empty on the left), so a respondent's feasible states are enumerated sparsely
+(only contexts the model and the emissions allow) in a compiled loop over respondents.
+
+For every ``OBS`` step ``t`` the kernel returns the *cavity* distribution
+
+    cav_t(s) ∝ Σ_x α_{t-1}(x) T(x, s) β_t(x ⊕ s)
+
+(α: filtered state after the earlier steps, β: likelihood of the later steps), i.e.
+P(s_t = s | every step of the window except the emission of step t): the prior that the
+retrospective adversary feeds to one Ω step of the group of release t (ALGORITHMS.md §3.3,
+(E14); Ω depends on each prior's scale, so the cavity is the whole normalised distribution,
+not only its part on the emission's support). The enumeration stays sparse: the states kept
+at each step are those reachable when at most one emission is ignored (the filtered states
+plus the states a cavity needs), with α = 0 on the latter. On the last step of the window
+the cavity is the forward prediction.
+
+Infeasible histories (misspecified knowledge: nothing the model allows explains an
+observation) restart the chain at that step from BK^sv, as a first appearance; an absence
+the model cannot explain (q = 1, sigma = 0, nothing exited) is ignored. With exact knowledge
+neither happens.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from dpriv.errors import InputError, PolicyError
+from dpriv.knowledge.tables import MarkovTables
+
+OBS = 0
+ABS = 1
+
+#: Largest (#states x (window + 1)) scratch the kernel allocates (float64 x 3 + bool).
+MAX_SCRATCH = 60_000_000
+
+
+class CompiledTables:
+    """MarkovTables flattened for the kernel.
+
+    Attributes
+    ----------
+    flat : ndarray of float64, shape (R, M)
+        ``tables[0..n]`` stacked; row of class ``c``, context length ``L`` and base-M code
+        ``k`` at ``off[L] + c * M**L + k``.
+    alive : ndarray of bool, shape (R,)
+        Row not all zero.
+    off, mpow : ndarray of int64, shape (n + 1,)
+    st_len, st_ctx : ndarray of int64, shape ((M + 1) ** n,)
+        Context length and base-M code of each state code (unused codes: length -1).
+    """
+
+    def __init__(self, tables: MarkovTables) -> None:
+        m, n = tables.n_values, tables.order
+        self.m, self.order = m, n
+        flat = np.concatenate([t.reshape(-1, m) for t in tables.tables])
+        self.flat = np.ascontiguousarray(flat, dtype=np.float64)
+        if not np.isfinite(self.flat).all() or (self.flat < 0).any():
+            raise InputError("BK^seq tables must be finite and non-negative")
+        self.alive = self.flat.sum(axis=1) > 0
+        sizes = [t.shape[0] * t.shape[1] for t in tables.tables]
+        self.off = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+        self.mpow = (m ** np.arange(n + 1)).astype(np.int64)
+        n_codes = (m + 1) ** n
+        codes = np.arange(n_codes, dtype=np.int64)
+        digits = np.zeros((n_codes, n), dtype=np.int64)
+        for p in range(n):
+            digits[:, p] = (codes // (m + 1) ** (n - 1 - p)) % (m + 1)
+        nonempty = digits > 0
+        length = nonempty.sum(axis=1)
+        # valid codes: the empty digits are all on the left (the context is a suffix)
+        valid = (nonempty == (np.arange(n)[None, :] >= (n - length)[:, None])).all(axis=1)
+        ctx = np.zeros(n_codes, dtype=np.int64)
+        for p in range(n):
+            ctx = np.where(nonempty[:, p], ctx * m + (digits[:, p] - 1), ctx)
+        self.st_len = np.where(valid, length, -1).astype(np.int64)
+        self.st_ctx = ctx
+        self.n_codes = n_codes
+
+
+@numba.njit(cache=True, nogil=True)
+def _next(x, v, m1, n_codes, order):  # pragma: no cover - compiled
+    if order == 0:
+        return 0
+    return (x * m1) % n_codes + v + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _fb_kernel(
+    rows,
+    start,
+    end,
+    kind,
+    emis,
+    sigma,
+    cls,
+    flat,
+    alive,
+    off,
+    mpow,
+    st_len,
+    st_ctx,
+    order,
+    q,
+    backward,
+    out,
+    live,
+):  # pragma: no cover - compiled
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    tmax = 0
+    for r in rows:
+        if end[r] - start[r] > tmax:
+            tmax = end[r] - start[r]
+    alpha = np.zeros((tmax + 1, n_codes))
+    beta = np.zeros((tmax + 1, n_codes))
+    seen = np.zeros((tmax + 1, n_codes), np.bool_)
+    act = np.zeros((tmax + 1, n_codes), np.int64)
+    nact = np.zeros(tmax + 1, np.int64)
+    restart = np.zeros(tmax + 1, np.bool_)
+    ignored = np.zeros(tmax + 1, np.bool_)
+    cav = np.zeros(m)
+    for r in rows:
+        s0 = start[r]
+        T = end[r] - s0
+        c = cls[r]
+        alpha[0, 0] = 1.0
+        seen[0, 0] = True
+        act[0, 0] = 0
+        nact[0] = 1
+        for t in range(1, T + 1):
+            st = s0 + t - 1
+            restart[t] = False
+            ignored[t] = False
+            nact[t] = 0
+            qs = q * sigma[st]
+            for a in range(nact[t - 1]):
+                x = act[t - 1, a]
+                w = alpha[t - 1, x]  # 0: a state reached by ignoring one emission
+                L = st_len[x]
+                row = off[L] + c * mpow[L] + st_ctx[x]
+                if kind[st] == 0:
+                    if not alive[row]:
+                        continue
+                    for v in range(m):
+                        p = flat[row, v]
+                        e = emis[st, v]
+                        if p > 0.0 and (w > 0.0 or e > 0.0):
+                            y = _next(x, v, m1, n_codes, order)
+                            if not seen[t, y]:
+                                seen[t, y] = True
+                                act[t, nact[t]] = y
+                                nact[t] += 1
+                            alpha[t, y] += w * p * e
+                else:
+                    stay = w if not alive[row] else w * (1.0 - q)
+                    if not alive[row] or q < 1.0:
+                        if not seen[t, x]:
+                            seen[t, x] = True
+                            act[t, nact[t]] = x
+                            nact[t] += 1
+                        alpha[t, x] += stay
+                    if alive[row] and qs > 0.0:
+                        for v in range(m):
+                            p = flat[row, v]
+                            if p > 0.0:
+                                y = _next(x, v, m1, n_codes, order)
+                                if not seen[t, y]:
+                                    seen[t, y] = True
+                                    act[t, nact[t]] = y
+                                    nact[t] += 1
+                                alpha[t, y] += w * qs * p
+            tot = 0.0
+            for a in range(nact[t]):
+                tot += alpha[t, act[t, a]]
+            if not (tot > 0.0) or not np.isfinite(tot):
+                for a in range(nact[t]):
+                    alpha[t, act[t, a]] = 0.0
+                    seen[t, act[t, a]] = False
+                nact[t] = 0
+                if kind[st] == 0:  # restart from BK^sv (a first appearance)
+                    restart[t] = True
+                    for v in range(m):
+                        p = flat[off[0] + c * mpow[0], v]
+                        if p > 0.0:
+                            y = _next(0, v, m1, n_codes, order)
+                            if not seen[t, y]:
+                                seen[t, y] = True
+                                act[t, nact[t]] = y
+                                nact[t] += 1
+                            alpha[t, y] += p * emis[st, v]
+                else:  # an absence the model cannot explain: ignore it
+                    ignored[t] = True
+                    for a in range(nact[t - 1]):
+                        x = act[t - 1, a]
+                        seen[t, x] = True
+                        act[t, a] = x
+                        alpha[t, x] = alpha[t - 1, x]
+                    nact[t] = nact[t - 1]
+                tot = 0.0
+                for a in range(nact[t]):
+                    tot += alpha[t, act[t, a]]
+            if tot > 0.0:
+                for a in range(nact[t]):
+                    alpha[t, act[t, a]] /= tot
+        # alive mass after the last step
+        lm = 0.0
+        for a in range(nact[T]):
+            x = act[T, a]
+            L = st_len[x]
+            if alive[off[L] + c * mpow[L] + st_ctx[x]]:
+                lm += alpha[T, x]
+        live[r] = lm
+        # backward messages and cavities
+        for a in range(nact[T]):
+            beta[T, act[T, a]] = 1.0
+        t_lo = 1 if backward else T
+        for t in range(T, t_lo - 1, -1):
+            st = s0 + t - 1
+            if kind[st] == 0:
+                for v in range(m):
+                    cav[v] = 0.0
+                if restart[t]:
+                    row = off[0] + c * mpow[0]
+                    for v in range(m):
+                        p = flat[row, v]
+                        if p > 0.0:
+                            cav[v] += p * beta[t, _next(0, v, m1, n_codes, order)]
+                else:
+                    for a in range(nact[t - 1]):
+                        x = act[t - 1, a]
+                        L = st_len[x]
+                        row = off[L] + c * mpow[L] + st_ctx[x]
+                        if not alive[row]:
+                            continue
+                        w = alpha[t - 1, x]
+                        for v in range(m):
+                            p = flat[row, v]
+                            if p > 0.0:
+                                cav[v] += w * p * beta[t, _next(x, v, m1, n_codes, order)]
+                tot = 0.0
+                for v in range(m):
+                    tot += cav[v]
+                if tot > 0.0 and np.isfinite(tot):
+                    for v in range(m):
+                        out[st, v] = cav[v] / tot
+                else:
+                    for v in range(m):
+                        out[st, v] = flat[off[0] + c * mpow[0], v]
+            if t == t_lo:
+                break
+            # beta[t-1] on the states of alpha[t-1]
+            bt = 0.0
+            for a in range(nact[t - 1]):
+                x = act[t - 1, a]
+                if restart[t]:
+                    b = 1.0
+                elif ignored[t]:
+                    b = beta[t, x]
+                else:
+                    L = st_len[x]
+                    row = off[L] + c * mpow[L] + st_ctx[x]
+                    b = 0.0
+                    if kind[st] == 0:
+                        if alive[row]:
+                            for v in range(m):
+                                p = flat[row, v] * emis[st, v]
+                                if p > 0.0:
+                                    b += p * beta[t, _next(x, v, m1, n_codes, order)]
+                    else:
+                        if not alive[row]:
+                            b = beta[t, x]
+                        else:
+                            b = (1.0 - q) * beta[t, x] if q < 1.0 else 0.0
+                            qs = q * sigma[st]
+                            if qs > 0.0:
+                                for v in range(m):
+                                    p = flat[row, v]
+                                    if p > 0.0:
+                                        b += qs * p * beta[t, _next(x, v, m1, n_codes, order)]
+                beta[t - 1, x] = b
+                if b > bt:
+                    bt = b
+            if bt > 0.0:
+                for a in range(nact[t - 1]):
+                    beta[t - 1, act[t - 1, a]] /= bt
+        # reset the scratch
+        for t in range(T + 1):
+            for a in range(nact[t]):
+                x = act[t, a]
+                alpha[t, x] = 0.0
+                beta[t, x] = 0.0
+                seen[t, x] = False
+            nact[t] = 0
+
+
+def forward_backward(
+    compiled: CompiledTables,
+    rows: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    kind: np.ndarray,
+    emission: np.ndarray,
+    sigma: np.ndarray,
+    cls: np.ndarray,
+    out: np.ndarray,
+    *,
+    attendance: float | None = None,
+    backward: bool = True,
+) -> np.ndarray:
+    """Cavity distribution of every ``OBS`` step of the given respondents (module doc).
+
+    Parameters
+    ----------
+    compiled : CompiledTables
+        BK^seq tables (:class:`CompiledTables` of a :class:`MarkovTables`).
+    rows : ndarray of int64, shape (k,)
+        Respondents to process (indices into ``start``/``end``/``cls``).
+    start, end : ndarray of int64, shape (n_respondents,)
+        Each respondent's window of steps ``start[r] .. end[r] - 1`` in the step arrays
+        (her steps in time order; the window must begin at her first appearance, an OBS).
+    kind : ndarray of int8, shape (n_steps,)
+        :data:`OBS` or :data:`ABS`.
+    emission : ndarray of float64, shape (n_steps, M)
+        Emission of each OBS step (non-negative, any scale); ignored for ABS steps.
+    sigma : ndarray of float64, shape (n_steps,)
+        Suppression share of the release of each ABS step, in [0, 1].
+    cls : ndarray of int64, shape (n_respondents,)
+        Knowledge class of each respondent.
+    out : ndarray of float64, shape (n_steps, M)
+        Written in place: the cavity of every OBS step in the processed windows (rows sum
+        to 1); with ``backward=False`` only the last step of each window (the forward
+        prediction). Other rows are left untouched.
+    attendance : float in (0, 1], optional
+        Exam probability q; required when there are ABS steps.
+    backward : bool
+        False: forward only (prediction of the last step).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_respondents,)
+        Alive mass after the last step of each processed window (0 elsewhere): the
+        probability she has not exited.
+
+    Raises
+    ------
+    InputError
+        ABS steps without ``attendance``, or an attendance outside (0, 1].
+    PolicyError
+        A window too long for the kernel's dense scratch with this many context states.
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    if out.dtype != np.float64 or not out.flags.c_contiguous or out.shape != np.shape(emission):
+        raise InputError(f"out must be a C-contiguous float64 array of shape {np.shape(emission)}")
+    live = np.zeros(len(start))
+    if rows.size == 0:
+        return live
+    if attendance is None:
+        if (np.asarray(kind) == ABS).any():
+            raise InputError("absences (ABS steps) need the attendance q of the model")
+        q = 1.0
+    else:
+        q = float(attendance)
+        if not 0.0 < q <= 1.0:
+            raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    tmax = int((end[rows] - start[rows]).max())
+    if compiled.n_codes * (tmax + 1) > MAX_SCRATCH:
+        raise PolicyError(
+            f"forward-backward over {compiled.n_codes} context states x {tmax} steps exceeds the "
+            "kernel's scratch; use BK^seq of a lower order"
+        )
+    _fb_kernel(
+        rows,
+        np.ascontiguousarray(start, dtype=np.int64),
+        np.ascontiguousarray(end, dtype=np.int64),
+        np.ascontiguousarray(kind, dtype=np.int8),
+        np.ascontiguousarray(emission, dtype=np.float64),
+        np.ascontiguousarray(sigma, dtype=np.float64),
+        np.ascontiguousarray(cls, dtype=np.int64),
+        compiled.flat,
+        compiled.alive,
+        compiled.off,
+        compiled.mpow,
+        compiled.st_len,
+        compiled.st_ctx,
+        compiled.order,
+        q,
+        backward,
+        out,
+        live,
+    )
+    return live

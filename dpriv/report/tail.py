@@ -1,0 +1,122 @@
+"""The report's "paper vs retrospective" panel: mean gain and tail share per release (issue 11).
+
+Read from the ledger's ``attack/`` folder (the convention of :mod:`dpriv.report`)::
+
+    attack/gain_<knowledge>.csv    dpriv attack ... --knowledge <knowledge> (paper adversary);
+                                   its tail column confident_share when present
+    attack/retro_<knowledge>.csv   dpriv attack ... --knowledge <knowledge> --adversary
+                                   retrospective: columns release, as_of, adversary_gain,
+                                   confident_share (one row per (release, as_of))
+
+The retrospective curve of release ``i`` is read as of the last release in the file (the
+most the adversary knows).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpriv.errors import InputError
+
+_GAIN = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
+_RETRO = re.compile(r"^retro_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
+
+#: Columns of a frame of :func:`tail_curves`.
+TAIL_CURVE_COLUMNS = ("release", "paper_gain", "paper_share", "retro_gain", "retro_share")
+
+
+def _numeric(frame: pd.DataFrame, cols: list[str], where: str) -> pd.DataFrame:
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise InputError(f"{where} lacks column(s) {missing} (the output of dpriv attack)")
+    return frame[cols].apply(pd.to_numeric, errors="coerce")
+
+
+def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
+    """Per adversary knowledge: mean gain and confident share per release, paper vs retrospective.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A ledger's ``attack/`` folder.
+
+    Returns
+    -------
+    dict
+        Knowledge name -> frame with :data:`TAIL_CURVE_COLUMNS` (float64, NaN where a file
+        or column is missing), sorted by release; only knowledge names with a retrospective
+        file or a paper file holding ``confident_share``; names in alphabetical order.
+
+    Raises
+    ------
+    InputError
+        A retrospective file without ``release, as_of, adversary_gain, confident_share``
+        (named relative to the ledger).
+    """
+    folder = Path(folder)
+    paper: dict[str, pd.DataFrame] = {}
+    retro: dict[str, pd.DataFrame] = {}
+    if not folder.is_dir():
+        return {}
+    for path in sorted(folder.iterdir()):
+        where = f"{folder.name}/{path.name}"
+        if (m := _GAIN.match(path.name)) and path.is_file():
+            frame = pd.read_csv(path)
+            if "confident_share" in frame.columns:
+                f = _numeric(frame, ["release", "adversary_gain", "confident_share"], where)
+                paper[m["name"]] = f.rename(
+                    columns={"adversary_gain": "paper_gain", "confident_share": "paper_share"}
+                )
+        elif (m := _RETRO.match(path.name)) and path.is_file():
+            f = _numeric(pd.read_csv(path), ["release", "as_of", "adversary_gain", "confident_share"], where)
+            last = f[f["as_of"] == f["as_of"].max()].drop(columns="as_of")
+            retro[m["name"]] = last.rename(
+                columns={"adversary_gain": "retro_gain", "confident_share": "retro_share"}
+            )
+    out = {}
+    for name in sorted(set(paper) | set(retro)):
+        frames = [x.set_index("release") for x in (paper.get(name), retro.get(name)) if x is not None]
+        joined = pd.concat(frames, axis=1).sort_index().reset_index()
+        out[name] = joined.reindex(columns=list(TAIL_CURVE_COLUMNS)).astype(float)
+    return out
+
+
+def plot_tail(curves: Mapping[str, pd.DataFrame]):
+    """Two panels: mean gain (E10) and confident share (posterior on the truth >= 0.9) per
+    release; solid = paper adversary, dashed = retrospective as of the last release.
+
+    Parameters
+    ----------
+    curves : mapping knowledge name -> DataFrame
+        :func:`tail_curves`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10.4, 3.6), dpi=100, layout="constrained")
+    a1, a2 = fig.subplots(1, 2)
+    for k, (name, f) in enumerate(curves.items()):
+        color = f"C{k % 10}"
+        for col, ax in (("gain", a1), ("share", a2)):
+            for who, ls in (("paper", "-"), ("retro", "--")):
+                y = f[f"{who}_{col}"].to_numpy()
+                if np.isfinite(y).any():
+                    label = f"{name} {'paper' if who == 'paper' else 'retrospective'}"
+                    ax.plot(f["release"], y, ls=ls, marker="o", ms=3, color=color, label=label)
+    a1.axhline(0, color="grey", lw=0.8)
+    a1.set(xlabel="release", ylabel="adversary gain (E10)", title="Mean gain per release")
+    a2.set(xlabel="release", ylabel="share of tuples", title="Posterior on the true value >= 0.9")
+    for ax in (a1, a2):
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+    a2.set_ylim(bottom=0)
+    a1.legend(fontsize=7)
+    return fig
