@@ -4,7 +4,7 @@ Run: python benchmarks/bench_attack.py [--views 24] [--view-size 5000] [--seed 0
      [--workdir DIR] [--knowledge snapshot dk dk-1 dk-3] [--at 1 8 24]
 
 The synthetic medical history (``medical_history``, defaults 24 views x 5,000 tuples,
-attendance 1, det 0.9, ALGORITHMS.md §2.5) is released twice with ``release_history``
+attendance 1, det 0.9, docs/algorithms.md §2.5) is released twice with ``release_history``
 (JS-reduce, k = 5): "k-only" with t = 1.0, j = 1.0 bit (k-anonymity-like small groups) and
 "t0.5-j0.8" with t = 0.5 (equal-distance EMD), j = 0.8 bit. Each ledger is attacked by
 ``dpriv.attack.attack`` under every ``--knowledge`` (snapshot = BK^sv only; dk = full

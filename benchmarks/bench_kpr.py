@@ -1,6 +1,6 @@
 """Benchmark of dpriv.metrics.kpr: pandas path vs Dask path, in the same process.
 
-KPR (ALGORITHMS.md §5, E21/E22) of ``n`` original records against ``n`` synthetic ones,
+KPR (docs/algorithms.md §5, E21/E22) of ``n`` original records against ``n`` synthetic ones,
 with 2 numeric known variables (age: integer years, weight: kg with one decimal) and 1
 categorical one (region, 8 levels, category dtype). The synthetic table is the original
 one perturbed (age +/- 2 years, weight x N(1, 0.03), 5 % of regions redrawn).

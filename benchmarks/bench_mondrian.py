@@ -8,7 +8,7 @@ sorted domain, the representation both sides receive), sensitive salary-class.
 
 For every k it times
 
-* dpriv ``mondrian_groups`` (strict Mondrian, ALGORITHMS.md §4.4: lower median,
+* dpriv ``mondrian_groups`` (strict Mondrian, docs/algorithms.md §4.4: lower median,
   LHS <= splitVal < RHS), best of ``--repeats``, on the prebuilt QI grid;
 * dpriv ``mondrian_view`` end to end (validation, grouping, CreateQIG, shuffle), best of
   ``--repeats``;

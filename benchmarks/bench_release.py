@@ -1,4 +1,4 @@
-"""The paper workload end to end (ALGORITHMS.md §2.5): 24 views x 5,000 tuples, order-3 DK.
+"""The paper workload end to end (docs/algorithms.md §2.5): 24 views x 5,000 tuples, order-3 DK.
 
 Prints the per-release table, the time per view, and the ratio of the time per view to the
 paper's reported time per view ("a few minutes", up to 43 minutes on their workstation; we

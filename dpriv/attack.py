@@ -1,6 +1,6 @@
 """Adversary simulation over a release ledger and the average adversary gain (E10).
 
-The adversary of ALGORITHMS.md §1.1: it knows the generalization, the respondents of every
+The adversary of docs/algorithms.md §1.1: it knows the generalization, the respondents of every
 QI-group of every release (a group is a bag of respondents and a bag of sensitive values),
 the whole released history, and its own background knowledge BK^sv / BK^seq, which may
 differ from the defender's. For each committed release ``i`` it runs the same PK/RBK cycle
@@ -15,7 +15,7 @@ as the release loop (§1.2), with the same functions of :mod:`dpriv.state`:
 
 The gain of release ``i`` (E10) is the mean over the kept tuples of
 ``PK(r, true s)_s - m_Q(s)/|Q|``: the posterior on the truth minus the frequency-only
-baseline. It is signed (FINDINGS.md pitfall 4) and reported as measured; suppressed tuples
+baseline. It is signed (docs/findings.md pitfall 4) and reported as measured; suppressed tuples
 do not enter it, so read it next to the release's suppression.
 
 **Tail risk** (issue 11): next to the mean, each release's confident share (posterior on the
@@ -54,7 +54,7 @@ from dpriv.adversary.retrospective import retrospective_attack
 from dpriv.adversary.tail import TAIL_COLUMNS, tail_risk
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.knowledge.tables import MarkovTables
-from dpriv.ledger import Ledger
+from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP, LABEL
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
@@ -410,3 +410,36 @@ def attack(
     return out.astype(
         {"release": "int64", "adversary_gain": "float64", "n_tuples": "int64", "n_certain": "Int64"}
     )
+
+
+def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
+    """``LEDGER/attack/gain_<name>.csv``, where ``dpriv report`` looks for the gain curve of
+    ``knowledge``: ``<name>`` is the knowledge as given (``dk``, ``dk-2``, ``ie``...),
+    ``spm`` for ``spm:PATH`` and ``snapshot+dk`` for ``snapshot:dk``.
+
+    Raises PolicyError for an unknown knowledge (the message lists the valid ones)."""
+    check_knowledge_name(knowledge)
+    spec = str(knowledge).strip()
+    name = "spm" if spec.startswith("spm:") else spec.replace(":", "+")
+    root = ledger.root if isinstance(ledger, Ledger) else Path(ledger)
+    return root / ATTACK_DIR / f"gain_{name}.csv"
+
+
+def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:
+    """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
+    that ``dpriv report LEDGER`` draws it; returns the path. The file is the ledger's own
+    derived result: a later attack with the same knowledge replaces it.
+
+    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``,
+    LedgerError when ``ledger`` is not a ledger folder."""
+    from dpriv.io import atomic_write
+
+    missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
+    if missing:
+        raise InputError(f"attack result lacks column(s) {missing}; pass the frame attack() returns")
+    path = gain_path(ledger, knowledge)
+    if not path.parent.parent.is_dir():
+        raise LedgerError(f"{path.parent.parent} is not a ledger folder (release into it first)")
+    path.parent.mkdir(exist_ok=True)
+    atomic_write(path, gain.to_csv(index=False).encode(), mode=None)
+    return path

@@ -1,5 +1,5 @@
 """The baselines of the paper's experiment: each view generalized on its own with strict (or,
-with ``policy.mondrian_cut = "relaxed"``, relaxed) Mondrian (ALGORITHMS.md §4.4) under
+with ``policy.mondrian_cut = "relaxed"``, relaxed) Mondrian (docs/algorithms.md §4.4) under
 distinct l-diversity, t-closeness or (B,t)-privacy.
 
 (B,t)-privacy (E16): every tuple's Ω-posterior (E14) within its group, with the kernel

@@ -1,5 +1,5 @@
 """The privacy criteria, defined once: k-anonymity, distinct l-diversity, t-closeness (EMD),
-the JS bound j and (B,t)-privacy (ALGORITHMS.md (E9), §4.2, (E16)).
+the JS bound j and (B,t)-privacy (docs/algorithms.md (E9), §4.2, (E16)).
 
 Each criterion is a small object in the shape of ARX's ``PrivacyCriterion``: ``name`` (as in
 ``metrics.json`` and the report), ``needs`` (the per-group statistics it reads), whether it

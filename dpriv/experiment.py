@@ -1,4 +1,4 @@
-"""The paper's experiment (ALGORITHMS.md §2.5, Fig. 3-6) on a generated history.
+"""The paper's experiment (docs/algorithms.md §2.5, Fig. 3-6) on a generated history.
 
 For every method and every value of its parameter: release the whole history into its
 own ledger, attack it under each kind of adversary knowledge, and record per release the
@@ -9,7 +9,7 @@ later one, exact DK, the generator's attendance, exact deductions when
 :mod:`dpriv.adversary.deductions` is installed) attacks every ledger too. The frontier
 puts, for every (method, parameter), the largest gain of each adversary and its largest
 tail share next to the mean suppression and the mean semiperimeter, so that methods are
-compared at equal utility and suppression (FINDINGS.md: never read a gain without its
+compared at equal utility and suppression (docs/findings.md: never read a gain without its
 suppression).
 """
 

@@ -1,4 +1,4 @@
-"""One view through Generalize on Dask partitions (DESIGN.md "Data flow", lines 2-7).
+"""One view through Generalize on Dask partitions (docs/architecture.md "Data flow", lines 2-7).
 
 keys (map_partitions) -> set_index on the Hilbert key (partitions = contiguous Hilbert
 ranges, divisions from quantiles) -> greedy QI-groups per range (map_partitions) ->
@@ -41,7 +41,7 @@ class Generalized:
 
     ``assigned``: private frame of the kept tuples (id, QIs, ``_s`` sensitive code,
     ``_label`` int64 QI-group label, prior columns); ``released``: the public view V*
-    (DESIGN.md "Released view"); ``n_suppressed``: tuples left out; ``divisions``: the
+    (docs/released-format.md); ``n_suppressed``: tuples left out; ``divisions``: the
     Hilbert ranges used (pass them back to reproduce the release on another path);
     ``table``: the CreateQIG table (:func:`qig_table`, pandas, one row per QI-group).
     Both frames are pandas for a pandas input and Dask for a Dask input.
@@ -172,5 +172,8 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
     # quantile pass would run inside the scheduler's graph materialisation and hang)
     released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))
-    released, assigned = steps.run("qig", released.reset_index()[list(rmeta.columns)], assigned)
+    # the shuffle's Arrow round trip turns object strings into pandas 3's "str" (newer dask):
+    # cast back to the meta's dtypes, so the Dask release equals the pandas one
+    released = released.reset_index()[list(rmeta.columns)].astype(rmeta.dtypes.to_dict())
+    released, assigned = steps.run("qig", released, assigned)
     return assigned, released, n_suppressed, divisions, table

@@ -1,4 +1,4 @@
-"""The release ledger: a folder that makes scheduled batch releases resumable (DESIGN.md).
+"""The release ledger: a folder that makes scheduled batch releases resumable (docs/ledger.md).
 
 ```
 ledger/
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
 MANIFEST, POLICY = "manifest.json", "policy.json"
+#: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
+#: the report; :func:`dpriv.attack.save_gain` writes there.
+ATTACK_DIR = "attack"
 
 #: Rows per Parquet row group of a ledger file (the last row group of a file is shorter).
 #: Fixed, not derived from the partitioning, so that a file's bytes do not depend on it.

@@ -1,6 +1,6 @@
 """ReleasePolicy: columns, domains, privacy parameters and knowledge sources of a release.
 
-The policy file is the TOML of DESIGN.md ("Interfaces"): tables ``[columns]``,
+The policy file is the TOML of docs/policy.md: tables ``[columns]``,
 ``[privacy]``, ``[domains]``, ``[kinds]``, ``[release]`` and ``[knowledge]``. Every field
 can also be set by a CLI flag (flags win). Types and domains missing from the file are
 inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
@@ -52,7 +52,7 @@ class ReleasePolicy(BaseModel):
         implemented: refused with a message). A single view (``anonymize``) always refuses.
     allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
         value is disclosed for everyone) with a warning instead of refusing it
-    hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
+    hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
     defer_wait : steps a tuple that would worsen the open group may wait for another group;
@@ -60,7 +60,7 @@ class ReleasePolicy(BaseModel):
     attach_reach : groups, nearest first in Hilbert order, a leftover may join (0 = none)
     prior_key : add the expected rank of S under each tuple's prior as one more Hilbert
         dimension, so that respondents with similar revised knowledge are scanned together
-        (FINDINGS.md "ordering on the QIs AND a low-dimensional summary of RBK"). Off by
+        (docs/findings.md "ordering on the QIs AND a low-dimensional summary of RBK"). Off by
         default: on 24 x 5,000 (t 0.5, j 0.8) it cut the semiperimeter at release 8 from 1.39
         to 0.85 at the same gain, but on 4 x 400 (t 1, j 0.6) it suppressed releases 3-4 whole
     grouping : JS-reduce's grouping: ``"scan"`` (Algorithm 2's greedy Hilbert scan with its
@@ -144,7 +144,7 @@ class ReleasePolicy(BaseModel):
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides: Any) -> ReleasePolicy:
-        """Read the DESIGN.md policy TOML; ``overrides`` (CLI flags, not None) win."""
+        """Read the policy TOML (docs/policy.md); ``overrides`` (CLI flags, not None) win."""
         path = Path(path)
         try:
             doc = tomllib.loads(path.read_text())
@@ -192,7 +192,7 @@ class ReleasePolicy(BaseModel):
 
     @property
     def prior_columns(self) -> list[str]:
-        """``p__<value>`` column names of a distribution over D[S] (DESIGN.md "Decisions")."""
+        """``p__<value>`` column names of a distribution over D[S] (docs/architecture.md "Decisions")."""
         return [f"p__{v}" for v in self.sensitive_domain]
 
     def knowledge_path(self, key: str) -> Path | None:

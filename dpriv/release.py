@@ -1,6 +1,6 @@
 """The release loop (Algorithm 1) over a ledger: one view after another, resumable.
 
-For view ``i``, on Dask (DESIGN.md "Data flow"; every step a named, timed, persisted step
+For view ``i``, on Dask (docs/architecture.md "Data flow"; every step a named, timed, persisted step
 of :class:`dpriv.steps.Steps`):
 
 * ``rbk``: the view joined with the respondent state on the id (hash join), RBK^sv per

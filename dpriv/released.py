@@ -1,4 +1,4 @@
-"""The released-view format (DESIGN.md "Interfaces": Released view).
+"""The released-view format (docs/released-format.md).
 
 Column names, the private columns of a release's membership, the value-set encoding of a
 categorical QI (one writer, one parser), the opaque QI-group labels, CreateQIG's table of
@@ -31,7 +31,7 @@ SPECIAL = "\\,{}"
 
 
 # --------------------------------------------------------------------------------------
-# value sets: "{a,b}" (DESIGN.md "Released view")
+# value sets: "{a,b}" (docs/released-format.md)
 # --------------------------------------------------------------------------------------
 def escape_value(value: str) -> str:
     """A categorical value as it stands in a value set: each of ``\\ , { }`` preceded by a
@@ -143,7 +143,9 @@ def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) ->
     out = pd.DataFrame({GROUP: part[LABEL].to_numpy()})
     for c in gen.columns:
         out[c] = gen[c].to_numpy()
-    out[policy.sensitive] = part[policy.sensitive].to_numpy()
+    s = part[policy.sensitive].to_numpy()
+    # the NumPy dtype as is (pandas 3 would infer "str" from object strings; the meta says object)
+    out[policy.sensitive] = pd.Series(s, dtype=s.dtype, index=out.index)
     out[ORDER] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
     return out
 

@@ -1,4 +1,4 @@
-"""Where background knowledge comes from (the policy's ``[knowledge]``, ALGORITHMS.md §1.2).
+"""Where background knowledge comes from (the policy's ``[knowledge]``, docs/algorithms.md §1.2).
 
 The defender's BK^sv / BK^seq (a ``.npz`` table file, or IE mining of the views released so
 far) and the adversary's specifications (``dk``, ``dk-<n>``, ``ie``, ``spm:PATH``,

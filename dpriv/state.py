@@ -1,4 +1,4 @@
-"""Per-respondent knowledge state (ALGORITHMS.md §1.2, Algorithm 1 lines 6-10).
+"""Per-respondent knowledge state (docs/algorithms.md §1.2, Algorithm 1 lines 6-10).
 
 The defender's knowledge sources (BK^sv, BK^seq tables or IE mining), the one-shot priors
 attached to a single view, the respondent state between releases (the last ``W``

@@ -393,3 +393,35 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             f"found {idx[:10]}: renumber the views"
         )
     return idx
+
+
+#: Rows of the first partition that :func:`preflight` reads.
+PREFLIGHT_ROWS = 1000
+
+
+def preflight(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
+    """Checks that need no cluster, run before one is started (a bad file is refused at once).
+
+    The columns come from the frame's meta (no data read): a missing id/QI/sensitive column,
+    and, for a policy with a time column, a missing time column. Then the first
+    :data:`PREFLIGHT_ROWS` rows of the first partition (one block read) are searched for
+    generalized or placeholder values (``[45-52]``, ``{F,M}``, ``*``, ``?``), which no later
+    row can make right. Everything else is checked later on the whole view
+    (:func:`check_raw`, :func:`validate_view`).
+
+    Raises InputError naming the column, the rows found and the fix.
+    """
+    missing_columns(view.columns, policy)
+    if policy.time and policy.time not in view.columns:
+        raise InputError(f"missing time column {policy.time!r}; the input has {list(view.columns)}")
+    columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and _is_text(view[c])]
+    if not columns:
+        return
+    if isinstance(view, dd.DataFrame):
+        head = view.head(PREFLIGHT_ROWS, npartitions=1, compute=True)
+    else:
+        head = view.head(PREFLIGHT_ROWS)
+    problems = _raw_problems(head, policy, columns)
+    problems = problems[problems["order"] == 1]  # generalized values; the rest needs every row
+    if len(problems):
+        raise InputError(f"{source} (first {len(head)} rows): {_first_problem(problems)}")

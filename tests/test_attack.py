@@ -156,7 +156,7 @@ def test_hand_computed_spm_corpus_gain_can_be_negative(tiny, tmp_path):
     out = attack(led, hist, policy, "spm", corpus=corpus)
     np.testing.assert_allclose(out["adversary_gain"], [0.0, float(rho2)], atol=1e-12)
     steps = list(attack_steps(led, hist, policy, "spm", corpus=corpus))
-    assert (steps[1].gain < 0).sum() == 2  # signed per tuple (FINDINGS.md pitfall 4)
+    assert (steps[1].gain < 0).sum() == 2  # signed per tuple (docs/findings.md pitfall 4)
     corpus.to_csv(tmp_path / "corpus.csv", index=False)
     assert attack(led, hist, policy, f"spm:{tmp_path / 'corpus.csv'}").equals(out)
 

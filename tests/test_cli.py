@@ -377,7 +377,7 @@ def test_verify_good_and_tampered_release(cli, tmp_path):
 
 
 def test_kpr_spec_test_vector(cli, tmp_path):
-    """ALGORITHMS.md §5.3 test vector: KPR = 50.0."""
+    """docs/algorithms.md §5.3 test vector: KPR = 50.0."""
     pd.DataFrame({"age": [30, 30, 45, 50, 62, 70], "sex": list("MMFFMF")}).to_csv(
         tmp_path / "o.csv", index=False
     )
@@ -641,3 +641,12 @@ def test_verify_a_ledger_release_against_its_view_of_the_history(cli, tmp_path):
     # an index the history does not hold is refused
     res1 = cli("verify", released, "--original", hist, "--policy", policy_path, "--t", "0.5", "--view", "9")
     assert res1.exit_code == 2 and "no rows with view = 9" in res1.stderr
+
+
+def test_version_is_the_package_version():
+    import tomllib
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"dpriv {meta['project']['version']}"

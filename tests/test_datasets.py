@@ -298,7 +298,7 @@ def test_n_step_tables_differ(small: MedicalHistory) -> None:
     for a, b in ((1, 2), (2, 3), (1, 3)):
         tv = 0.5 * np.abs(pred[a] - pred[b]).sum(-1)
         assert (tv > 0.05).mean() > 0.15, (a, b, (tv > 0.05).mean())
-    # lower orders are kept exact (short histories, FINDINGS.md pitfall 2)
+    # lower orders are kept exact (short histories, docs/findings.md pitfall 2)
     d1 = small.n_step(1)
     assert np.array_equal(d1.tables[0], small.knowledge.tables[0])
     assert not np.allclose(d1.tables[1], small.knowledge.tables[1])

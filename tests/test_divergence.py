@@ -20,7 +20,7 @@ Z = [0, 0.5, 0, 0.5]
 
 
 def test_js_spec_vectors():
-    # ALGORITHMS.md §1.5 (dit documentation), base 2
+    # docs/algorithms.md §1.5 (dit documentation), base 2
     assert js_divergence(np.array([X, Y])) == pytest.approx(0.5)
     assert js_divergence(np.array([X, Y]), np.array([0.75, 0.25])) == pytest.approx(0.405639, abs=1e-6)
     assert js_divergence(np.array([X, Y, Z])) == pytest.approx(0.792481, abs=1e-6)
@@ -49,7 +49,7 @@ def test_emd_boundary_ordered_quarter_is_accepted():
 
 
 def test_emd_t_closeness_paper_example():
-    # ALGORITHMS.md §4.1: salaries 3k..11k, class {3k,4k,5k} vs uniform -> 0.375, {6k,8k,11k} -> 0.1667
+    # docs/algorithms.md §4.1: salaries 3k..11k, class {3k,4k,5k} vs uniform -> 0.375, {6k,8k,11k} -> 0.1667
     view = np.ones(9, dtype=np.int64)
     g1 = np.zeros(9, dtype=np.int64)
     g1[[0, 1, 2]] = 1

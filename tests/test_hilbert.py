@@ -1,4 +1,4 @@
-"""Tests of dpriv.hilbert: grid and Hilbert index (ALGORITHMS.md §2.2)."""
+"""Tests of dpriv.hilbert: grid and Hilbert index (docs/algorithms.md §2.2)."""
 
 import numpy as np
 import pytest

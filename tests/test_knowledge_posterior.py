@@ -11,7 +11,7 @@ from dpriv.knowledge.posterior import (
     omega_posterior,
 )
 
-# ALGORITHMS.md §1.3 test vector: values a, a, b over (a, b, c)
+# docs/algorithms.md §1.3 test vector: values a, a, b over (a, b, c)
 S_VEC = np.array([0, 0, 1])
 PRIORS_VEC = np.array([[0.8, 0.1, 0.1], [0.4, 0.4, 0.2], [0.2, 0.6, 0.2]])
 OMEGA_VEC = [[0.9263, 0.0737, 0], [0.6111, 0.3889, 0], [0.3438, 0.6562, 0]]

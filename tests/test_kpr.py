@@ -1,4 +1,4 @@
-"""Tests of dpriv.metrics.kpr (ALGORITHMS.md §5: E21, E22, edge cases 5.3, test vector)."""
+"""Tests of dpriv.metrics.kpr (docs/algorithms.md §5: E21, E22, edge cases 5.3, test vector)."""
 
 from __future__ import annotations
 

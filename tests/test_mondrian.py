@@ -1,4 +1,4 @@
-"""Mondrian baselines (ALGORITHMS.md §4.4): hand-computed partitions, model checks by brute force."""
+"""Mondrian baselines (docs/algorithms.md §4.4): hand-computed partitions, model checks by brute force."""
 
 import warnings
 
@@ -13,7 +13,7 @@ from dpriv.divergence import EQUAL, ORDERED
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
 
-# 8 points in 2-D (ALGORITHMS.md §4.4 by hand, k = 2, widths 7 and 7):
+# 8 points in 2-D (docs/algorithms.md §4.4 by hand, k = 2, widths 7 and 7):
 # root: both normalised ranges 1 -> x (QI order); lower median of x (h = 4) = 4
 #   LHS x <= 4: ids 0..3, ranges x 3/7, y 7/7 -> y; y = 1,5,2,8, lower median 2 -> {0,2} | {1,3}
 #   RHS x > 4: ids 4..7, ranges x 3/7, y 4/7 -> y; y = 3,6,7,4, lower median 4 -> {4,7} | {5,6}

@@ -1,4 +1,4 @@
-"""Tests of dpriv.metrics.utility (ALGORITHMS.md §2.4 E11, §6 E24-E26)."""
+"""Tests of dpriv.metrics.utility (docs/algorithms.md §2.4 E11, §6 E24-E26)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from dpriv.validate import codes, validate_view
 
 # ------------------------------------------------------------------ a hand-computed release
 DOM = ["a", "b", "c", "d"]
-X, Y, Z = [0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0.5, 0, 0.5]  # ALGORITHMS.md §1.5 vectors
+X, Y, Z = [0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0.5, 0, 0.5]  # docs/algorithms.md §1.5 vectors
 POLICY = ReleasePolicy(
     qi=["age", "sex"],
     sensitive="s",
@@ -337,16 +337,18 @@ def test_dask_release_is_materialised():
 
 # ------------------------------------------------------------------ group_statistics and pyCANON
 def _test2_generalized(shared_data) -> pd.DataFrame:
-    """ARX test2 generalized into {3k,5k,9k}, {6k,11k,8k}, {4k,7k,10k} (ALGORITHMS.md §4.1)."""
+    """ARX test2 generalized into {3k,5k,9k}, {6k,11k,8k}, {4k,7k,10k} (docs/algorithms.md §4.1)."""
     d = pd.read_csv(shared_data / "arx" / "test2.csv", sep=";")
     d["ZIPCode"] = d["ZIPCode"].astype(str).str[:4] + "*"
     d["Age"] = np.where(d["Age"] < 40, "<40", ">=40")
     return d
 
 
+@pytest.mark.pycanon
 @pytest.mark.shared_data
 def test_test2_classes_against_spec_and_pycanon(shared_data):
-    from pycanon.anonymity import k_anonymity, l_diversity, t_closeness
+    pycanon = pytest.importorskip("pycanon.anonymity")
+    k_anonymity, l_diversity, t_closeness = pycanon.k_anonymity, pycanon.l_diversity, pycanon.t_closeness
 
     d = _test2_generalized(shared_data)
     qi = ["ZIPCode", "Age"]
@@ -433,10 +435,12 @@ def adult_statistics(shared_data, name: str) -> tuple[pd.DataFrame, pd.DataFrame
     return d, group_statistics(d, ADULT_QI, ADULT_SA, dom, vc, "equal", group_column=None)
 
 
+@pytest.mark.pycanon
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", SMALL + LARGE)
 def test_adult_k_l_match_pycanon(shared_data, name):
-    from pycanon.anonymity import k_anonymity, l_diversity
+    pycanon = pytest.importorskip("pycanon.anonymity")
+    k_anonymity, l_diversity = pycanon.k_anonymity, pycanon.l_diversity
 
     d, st = adult_statistics(shared_data, name)
     assert st["size"].min() == k_anonymity(d, ADULT_QI)
@@ -445,13 +449,14 @@ def test_adult_k_l_match_pycanon(shared_data, name):
 
 
 def _adult_t(shared_data, name):
-    from pycanon.anonymity import t_closeness
+    t_closeness = pytest.importorskip("pycanon.anonymity").t_closeness
 
     # salary-class is text: pyCANON's equal distance over the table's own distribution
     d, st = adult_statistics(shared_data, name)
     assert st["emd"].max() == pytest.approx(t_closeness(d, ADULT_QI, [ADULT_SA]), abs=1e-12)
 
 
+@pytest.mark.pycanon
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", SMALL)
 def test_adult_t_matches_pycanon(shared_data, name):
@@ -459,6 +464,7 @@ def test_adult_t_matches_pycanon(shared_data, name):
 
 
 @pytest.mark.slow
+@pytest.mark.pycanon
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", LARGE)
 def test_adult_t_matches_pycanon_large(shared_data, name):

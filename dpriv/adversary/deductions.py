@@ -1,6 +1,6 @@
-"""Exact deductions over a released history (issue 11, item 2; DESIGN.md "exact deduction").
+"""Exact deductions over a released history (issue 11, item 2; docs/algorithms.md §1.1 "Exact deductions").
 
-What an adversary who knows the QI-group membership (ALGORITHMS.md §1.1) and the support of
+What an adversary who knows the QI-group membership (docs/algorithms.md §1.1) and the support of
 the exact model (which values can follow which, :class:`dpriv.knowledge.tables.MarkovTables`)
 can exclude with *certainty*, combining three sources iterated to a fixed point:
 

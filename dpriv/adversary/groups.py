@@ -1,6 +1,6 @@
 """One Ω step per QI-group from published value counts, with optional exact-deduction masks.
 
-Shared by the paper and the retrospective adversary (ALGORITHMS.md §3.3, (E14)): the group's
+Shared by the paper and the retrospective adversary (docs/algorithms.md §3.3, (E14)): the group's
 released multiset of sensitive values (``counts``) and each member's prior give every member's
 posterior by :func:`dpriv.knowledge.posterior.omega_posterior` (same zero guards). A mask
 ``allowed`` (bool, what each tuple may still hold, e.g. from exact deductions) multiplies the

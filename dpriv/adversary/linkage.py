@@ -1,6 +1,6 @@
 """Membership from QIs alone (issue 11, item 4).
 
-A weaker adversary than ALGORITHMS.md §1.1 (ii): she does not get the QI-group membership,
+A weaker adversary than docs/algorithms.md §1.1 (ii): she does not get the QI-group membership,
 only everyone's QIs (the original view ``V_i``), the published boxes (per QI-group the
 ``<qi>_min``/``<qi>_max`` interval of a numeric QI, the value set of a categorical one) and
 the group sizes. Which respondents can she still pin to exactly one QI-group?

@@ -1,4 +1,4 @@
-"""What an adversary observes of one release (ALGORITHMS.md §1.1), plus the truth for scoring."""
+"""What an adversary observes of one release (docs/algorithms.md §1.1), plus the truth for scoring."""
 
 from __future__ import annotations
 

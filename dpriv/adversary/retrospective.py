@@ -1,5 +1,5 @@
 """The retrospective (smoothing) adversary: every earlier release attacked again "as of" each
-later one (issue 11; ALGORITHMS.md §1.1 assumptions, §1.4 BK^seq, §3.3 Ω (E14), (E10)).
+later one (issue 11; docs/algorithms.md §1.1 assumptions, §1.4 BK^seq, §3.3 Ω (E14), (E10)).
 
 After release ``a`` is out, the adversary of §1.1 (exact BK^seq, QI-group membership known)
 re-reads every release ``i <= a`` in the light of releases ``1 .. a``:
@@ -14,7 +14,7 @@ re-reads every release ``i <= a`` in the light of releases ``1 .. a``:
    *cavity* prior of each of her releases ``i`` (everything except group ``i``'s own
    evidence); then ONE Ω step per group of ``i`` with the members' cavity priors gives the
    posteriors of release ``i`` as of ``a``. Each group's counts enter each posterior once:
-   no loopy re-use of a group's evidence (FINDINGS.md: loopier variants were overconfident).
+   no loopy re-use of a group's evidence (docs/findings.md: loopier variants were overconfident).
 
 As of ``a = 1`` this is the paper adversary's PK of release 1 (BK^sv priors, one Ω).
 Conventions: a respondent's first appearance is her first exam (BK^sv), as in the paper

@@ -27,7 +27,7 @@ For every ``OBS`` step ``t`` the kernel returns the *cavity* distribution
 
 (α: filtered state after the earlier steps, β: likelihood of the later steps), i.e.
 P(s_t = s | every step of the window except the emission of step t): the prior that the
-retrospective adversary feeds to one Ω step of the group of release t (ALGORITHMS.md §3.3,
+retrospective adversary feeds to one Ω step of the group of release t (docs/algorithms.md §3.3,
 (E14); Ω depends on each prior's scale, so the cavity is the whole normalised distribution,
 not only its part on the emission's support). The enumeration stays sparse: the states kept
 at each step are those reachable when at most one emission is ignored (the filtered states

@@ -1,4 +1,4 @@
-"""Tail risk next to the mean adversary gain (issue 11, ALGORITHMS.md §2.4 (E10)).
+"""Tail risk next to the mean adversary gain (issue 11, docs/algorithms.md §2.4 (E10)).
 
 The mean gain (E10) hides the worst-off respondents; :func:`tail_risk` reports, for one
 release (and one as-of release for the retrospective adversary), how many tuples the

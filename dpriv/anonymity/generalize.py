@@ -2,7 +2,7 @@
 
 The kernel works on one Hilbert range whose tuples are already sorted by (key, seeded
 tie-break). It reads the literal algorithm (add the next tuple, close the open group as
-soon as (E9) holds) and adds the repairs FINDINGS.md calls for, so that one outlier
+soon as (E9) holds) and adds the repairs docs/findings.md calls for, so that one outlier
 cannot swallow the rest of the view:
 
 1. *cap*: an open group that reaches ``cap`` tuples without meeting (E9) sets aside the
@@ -13,7 +13,7 @@ cannot swallow the rest of the view:
    attached again.
 
 Optionally (``wait`` > 0) a tuple that would push the open group away from (E9) is
-*deferred* and pulled into a later group that needs it (FINDINGS.md "defer").
+*deferred* and pulled into a later group that needs it (docs/findings.md "defer").
 
 Over Dask, :func:`first_pass` runs on each Hilbert range in a chain (each range carries
 its open tail to the next), and :func:`repair` runs once over the leftovers of all ranges

@@ -1,10 +1,10 @@
-"""Mondrian multidimensional partitioning: the k / ℓ / t / (B,t) baselines (ALGORITHMS.md §4.4).
+"""Mondrian multidimensional partitioning: the k / ℓ / t / (B,t) baselines (docs/algorithms.md §4.4).
 
 :func:`mondrian_groups` is the kernel: Algorithm A4 over a numeric grid of QI values
 (categorical QIs as their rank in the domain order), iterative with an explicit stack and
 NumPy per node (one ``np.partition`` or ``argsort`` on the node's index array, no
 per-tuple Python loop). :func:`mondrian_view` turns a pandas view into the released view
-of DESIGN.md ("Released view") through :func:`dpriv.released.create_qig`, so every
+of docs/released-format.md through :func:`dpriv.released.create_qig`, so every
 released interval is the TRUE min/max of its group on every QI (not the stale range of
 the parent partition on a dimension that was not cut).
 
@@ -61,7 +61,7 @@ def mondrian_groups(
     strict: bool = True,
     allowable: Allowable | None = None,
 ) -> np.ndarray:
-    """Mondrian (Algorithm A4, ALGORITHMS.md §4.4) QI-groups of ``n`` tuples.
+    """Mondrian (Algorithm A4, docs/algorithms.md §4.4) QI-groups of ``n`` tuples.
 
     Parameters
     ----------
@@ -282,7 +282,7 @@ class MondrianRelease:
     Attributes
     ----------
     released : pandas DataFrame
-        The public view V* (DESIGN.md "Released view"): ``qi_group``, ``<qi>_min`` /
+        The public view V* (docs/released-format.md): ``qi_group``, ``<qi>_min`` /
         ``<qi>_max`` per numeric QI, ``<qi>`` value set per categorical QI, the sensitive
         column; rows in a seeded shuffled order, no id.
     assigned : pandas DataFrame
@@ -338,7 +338,7 @@ def mondrian_view(
     allowable: Allowable | None = None,
     strict: bool = True,
 ) -> MondrianRelease:
-    """Release one view with Mondrian under k / distinct ℓ / t / (B,t) (ALGORITHMS.md §4.4).
+    """Release one view with Mondrian under k / distinct ℓ / t / (B,t) (docs/algorithms.md §4.4).
 
     Parameters
     ----------

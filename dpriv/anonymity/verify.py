@@ -18,7 +18,7 @@ Per-group statistics are vectorised: one ``bincount`` over (group, sensitive cod
 the (G, M) count matrix; a numba loop over groups turns it into EMD fractions, and another
 sums the priors of group-sorted tuples for JS. No Python loop runs per group or per tuple.
 
-The format checked is DESIGN.md "Released view": ``qi_group``; ``<qi>_min``/``<qi>_max``
+The format checked is docs/released-format.md: ``qi_group``; ``<qi>_min``/``<qi>_max``
 (numeric, the true min/max of the group) per numeric QI; ``<qi>`` holding the value set
 string ``{a,b}`` per categorical QI; the sensitive column; nothing else (no id, no column
 starting with ``_``).
@@ -134,12 +134,12 @@ def verify_release(
     assigned: pd.DataFrame | None = None,
     method: str = "jsreduce",
 ) -> VerificationReport:
-    """Check a released view against (E9) and the DESIGN.md released format.
+    """Check a released view against (E9) and the released format of docs/released-format.md.
 
     Parameters
     ----------
-    released : the public view V*_i (pandas, or Dask which is materialised), DESIGN.md
-        "Released view" columns.
+    released : the public view V*_i (pandas, or Dask which is materialised), in the
+        columns of docs/released-format.md.
     policy : resolved ReleasePolicy (sensitive domain D[S] and categorical QI levels known);
         ``k``, ``t`` (with ``emd_ground``), ``j`` (with ``log_base``) are the thresholds.
     view_counts : int64 array of shape (M,), counts of S over the whole ORIGINAL view V_i

@@ -1,4 +1,4 @@
-"""The ``dpriv`` command (DESIGN.md "CLI"). Exit status: 0 ok, 2 bad input or a policy
+"""The ``dpriv`` command (README.md "Commands"). Exit status: 0 ok, 2 bad input or a policy
 that cannot be met (message on stderr, no traceback unless ``--debug``), 1 internal error.
 
 * ``common``: the app, option types, the error-to-exit mapping, policy loading, the writer;

@@ -61,9 +61,7 @@ def anonymize(
     debug: Debug = False,
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j."""
-    from dpriv.cluster import dask_client
     from dpriv.io import ROW_ID, read_table
-    from dpriv.release import anonymize as run
 
     check_out(out, input)
     eff, _ = load_effective(
@@ -79,6 +77,10 @@ def anonymize(
     )
     view = read_table(input, add_row_id=add_row_id)
     pol = with_categorical(show_policy(eff), categorical)
+    _before_cluster(view, pol, input)  # before the heavy imports and the cluster
+    from dpriv.cluster import dask_client
+    from dpriv.release import anonymize as run
+
     with dask_client(scheduler, say=_say):
         result = run(view, pol, prior=prior)
     for note in result.notes:
@@ -90,6 +92,18 @@ def anonymize(
 
 
 app.add_typer(generate_app, name="generate")
+
+
+def _before_cluster(frame, pol: ReleasePolicy, source: str) -> None:
+    """Refuse a bad input before a cluster starts, and say when numba will compile first."""
+    from dpriv.validate import preflight
+
+    preflight(frame, pol, source)
+    from dpriv.numba_cache import first_compile_note
+
+    note = first_compile_note()
+    if note:
+        _say(note)
 
 
 def _release_table_row(index: int, m: dict) -> str:
@@ -126,13 +140,8 @@ def _run_release(
     progress: bool | None = None,
     categorical: str | None = None,
 ) -> None:
-    from dpriv import steps
-    from dpriv.cluster import dask_client
     from dpriv.inputs import unused_note
     from dpriv.io import read_table
-    from dpriv.release import release_history
-
-    steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
 
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
@@ -143,6 +152,12 @@ def _run_release(
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
+    _before_cluster(frame, pol, history_path)  # before the heavy imports and the cluster
+    from dpriv import steps
+    from dpriv.cluster import dask_client
+    from dpriv.release import release_history
+
+    steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
     released: list[int] = []
 
     def on_release(i: int, m: dict) -> None:
@@ -264,14 +279,15 @@ def demo(
     _run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None)
     policy = eff.policy
     from dpriv.attack import attack as run_attack
+    from dpriv.attack import save_gain
 
     gain = run_attack(out / "ledger", mh.history, policy, "dk")
-    gain.to_csv(out / "gain_dk.csv", index=False)
+    path = save_gain(gain, out / "ledger", "dk")  # where `dpriv report` finds the gain curve
     worst = gain.loc[gain["adversary_gain"].idxmax()]
     typer.echo(
         f"adversary with the generator's exact knowledge (full DK): largest gain "
         f"{worst['adversary_gain']:.3f} at release {int(worst['release'])} (E10); per release in "
-        f"{out / 'gain_dk.csv'}"
+        f"{path}; the HTML report: dpriv report {out / 'ledger'}"
     )
 
 
@@ -287,7 +303,7 @@ def kpr(
     known: Annotated[str, typer.Option(help="Variables the attacker knows, comma-separated.")],
     debug: Debug = False,
 ) -> None:
-    """Knowledge Protection Rate (ALGORITHMS.md E21), last line "KPR <value>"."""
+    """Knowledge Protection Rate (docs/algorithms.md E21), last line "KPR <value>"."""
     from dpriv.io import read_table
     from dpriv.metrics.kpr import kpr as run
 
@@ -314,13 +330,14 @@ def attack(
         str, typer.Option(help="snapshot, dk, dk-1, dk-2, dk-3, spm:PATH (external corpus) or ie.")
     ],
     out: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            help="CSV. paper: release, adversary_gain, n_tuples and the tail risk (confident_share, "
-            "confident_precision, n_confident, max_posterior, n_certain); retrospective: one row "
-            "per (release, as_of) with the same measures."
+            help="CSV (default with the paper adversary: LEDGER/attack/gain_<knowledge>.csv, where "
+            "dpriv report finds it). paper: release, adversary_gain, n_tuples and the tail risk "
+            "(confident_share, confident_precision, n_confident, max_posterior, n_certain); "
+            "retrospective: one row per (release, as_of) with the same measures."
         ),
-    ],
+    ] = None,
     adversary: Annotated[
         str,
         typer.Option(
@@ -348,10 +365,14 @@ def attack(
     """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
     from dpriv.adversary.masks import deductions_available
     from dpriv.attack import attack as run
+    from dpriv.attack import gain_path
     from dpriv.io import read_table
     from dpriv.ledger import Ledger
 
     pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
+    if out is None and adversary != "paper":
+        raise PolicyError(f"--adversary {adversary} writes one row per (release, as_of): pass --out FILE")
+    out = out if out is not None else gain_path(ledger, knowledge)
     use = deductions_available() if deductions is None else deductions
     try:
         gain = run(
@@ -384,7 +405,7 @@ def report(
     debug: Debug = False,
 ) -> None:
     """One self-contained HTML page: policy, per-release metrics, privacy and utility plots, and
-    the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (dpriv attack --out there)."""
+    the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (where dpriv attack writes)."""
     from dpriv.ledger import Ledger
     from dpriv.report import gain_curves, write_report
 

@@ -19,26 +19,28 @@ from dpriv.policy import ReleasePolicy
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Privacy-preserving sequential data release (JS-reduce) on Dask.",
+    help="Privacy-preserving sequential data release (JS-reduce) on Dask. Docs: docs/README.md.",
 )
 
 
-def _version(value: bool) -> None:
+def _print_version(value: bool) -> None:
     if value:
         from dpriv import __version__
 
         typer.echo(f"dpriv {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit()
 
 
 @app.callback()
 def _main(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print dpriv's version and exit."
+        ),
     ] = False,
 ) -> None:
-    """Privacy-preserving sequential data release (JS-reduce) on Dask."""
+    """Privacy-preserving sequential data release (JS-reduce) on Dask. Docs: docs/README.md."""
 
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
@@ -62,7 +64,7 @@ Views = Annotated[int, typer.Option(help="Number of weekly views.")]
 ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
 
 
-PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md).")]
+PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (docs/policy.md).")]
 
 
 Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).")]

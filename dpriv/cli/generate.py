@@ -37,7 +37,7 @@ def generate_medical(
     ] = False,
     debug: Debug = False,
 ) -> None:
-    """The paper-setting history (ALGORITHMS.md §2.5) with its exact knowledge files."""
+    """The paper-setting history (docs/algorithms.md §2.5) with its exact knowledge files."""
     from dpriv.datasets import medical_history, write_history
 
     if partitions is not None:
@@ -103,7 +103,7 @@ def experiment_paper(
     out: Annotated[Path, typer.Option(help="Folder for the CSV tables, figures and ledgers.")],
     views: Views = 24,
     view_size: ViewSize = 5000,
-    attendance: Attendance = 0.5,  # FINDINGS: the defense needs q < 1
+    attendance: Attendance = 0.5,  # docs/findings.md: the defense needs q < 1
     seed: Seed = 0,
     debug: Debug = False,
 ) -> None:

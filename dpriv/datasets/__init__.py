@@ -1,4 +1,4 @@
-"""Generators and loaders of test data: the synthetic medical history (ALGORITHMS.md §2.5).
+"""Generators and loaders of test data: the synthetic medical history (docs/algorithms.md §2.5).
 
 * ``model``: the medical model (diseases, stages, the Markov tables, the QI classes);
 * ``medical``: :class:`MedicalHistory`, :func:`medical_history` (pandas) and

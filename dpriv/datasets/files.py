@@ -1,5 +1,5 @@
 """Files of a generated dataset: the history, the knowledge tables and a ready-to-use
-policy (DESIGN.md "CLI": ``dpriv generate medical``).
+policy (README.md "Commands": ``dpriv generate medical``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def policy_dict(mh: MedicalHistory) -> dict[str, Any]:
-    """The ready-to-use policy of a generated history (DESIGN.md "Policy file")."""
+    """The ready-to-use policy of a generated history (docs/policy.md)."""
     return {
         "columns": {
             "id": "respondent_id",
@@ -76,7 +76,7 @@ def write_history(
         out_dir/history.parquet          mh.history
         out_dir/knowledge/dk.npz         exact order-3 DK (full DK-BK^seq)
         out_dir/knowledge/dk-{1,2,3}.npz n-step DK (MedicalHistory.n_step; dk-3 = dk)
-        out_dir/policy.toml              DESIGN.md policy; paths relative to the policy
+        out_dir/policy.toml              docs/policy.md policy; paths relative to the policy
 
     BK^sv is the order-0 table inside every ``.npz`` (``MarkovTables.load(...).tables[0]``,
     with the class map in its metadata); there is no separate BK^sv file. ``[knowledge]``

@@ -1,7 +1,7 @@
 """Synthetic longitudinal medical history: the paper's experimental setting.
 
-:func:`medical_history` generates a history of weekly views (ALGORITHMS.md §2.5,
-FINDINGS.md "Set-up") together with the *exact* knowledge of its generator, in the shared
+:func:`medical_history` generates a history of weekly views (docs/algorithms.md §2.5,
+docs/findings.md "Set-up") together with the *exact* knowledge of its generator, in the shared
 format of :mod:`dpriv.knowledge.tables`:
 
 * QIs ``age`` 45–74, ``gender`` 1–2, ``weight`` 60–89 (int64, fixed per respondent);
@@ -10,13 +10,13 @@ format of :mod:`dpriv.knowledge.tables`:
 * 18 knowledge classes (age thirds x weight thirds x gender, :data:`CLASS_MAP`), each with
   its own disease prior and initial-stage prior (BK^sv = ``tables[0]``);
 * an order-3 stage chain per class and disease (BK^seq = ``tables[3]``, with the dedicated
-  order-1 / order-2 tables used for a respondent's 2nd and 3rd result, FINDINGS.md
+  order-1 / order-2 tables used for a respondent's 2nd and 3rd result, docs/findings.md
   pitfall 2), so that "full DK" is exactly the generator;
-* n-step DK (ALGORITHMS.md §1.2, n = 1, 2, 3) derived from the exact model with
+* n-step DK (docs/algorithms.md §1.2, n = 1, 2, 3) derived from the exact model with
   :meth:`MarkovTables.truncate`.
 
 :func:`write_history` writes the history, the knowledge files and a ready-to-use
-``policy.toml`` (DESIGN.md "Policy file"); :func:`toml_dumps` is the tiny TOML writer it uses.
+``policy.toml`` (docs/policy.md); :func:`toml_dumps` is the tiny TOML writer it uses.
 
 For one view at cluster scale (issue "Scale out"), :func:`medical_view_dask` builds the
 view a first release of the same generator sees as a Dask DataFrame, partition by
@@ -76,10 +76,10 @@ class MedicalHistory:
         (seeded) inside each view; at most one row per respondent per view; every view has
         exactly ``view_size`` rows.
     knowledge : MarkovTables
-        Exact order-3 DK (full DK-BK^seq, ALGORITHMS.md §1.2): ``tables[0]`` (18, 1, 19) is
+        Exact order-3 DK (full DK-BK^seq, docs/algorithms.md §1.2): ``tables[0]`` (18, 1, 19) is
         BK^sv (distribution of a respondent's first result per class), ``tables[1]``
         (18, 19, 19) and ``tables[2]`` (18, 361, 19) give her 2nd and 3rd result,
-        ``tables[3]`` (18, 6859, 19) every later one (FINDINGS.md pitfall 2). Zero rows:
+        ``tables[3]`` (18, 6859, 19) every later one (docs/findings.md pitfall 2). Zero rows:
         forbidden contexts (values of two diseases, anything after a terminal value, a stage
         jump of more than one between consecutive exams).
     values : tuple of str
@@ -125,7 +125,7 @@ class MedicalHistory:
         return self._weights
 
     def n_step(self, n: int) -> MarkovTables:
-        """n-step DK-BK^seq (ALGORITHMS.md §1.2 "n-steps DK"), n = 1, 2 or 3.
+        """n-step DK-BK^seq (docs/algorithms.md §1.2 "n-steps DK"), n = 1, 2 or 3.
 
         The order-n table is the exact order-3 table averaged over the older ``3 - n``
         values of the context, weighted by :meth:`context_weights` (how often each full
@@ -168,14 +168,14 @@ def medical_history(
 ) -> MedicalHistory:
     """Generate the paper's synthetic medical history with its exact knowledge.
 
-    ALGORITHMS.md §2.5 and FINDINGS.md "Set-up": ``n_views`` weekly views of exactly
+    docs/algorithms.md §2.5 and docs/findings.md "Set-up": ``n_views`` weekly views of exactly
     ``view_size`` exams; QIs age 45–74, gender 1–2, weight 60–89 (uniform, fixed per
     respondent); one disease per respondent for life, moving between the stages of that
     disease only, until a terminal ``deceased`` / ``discharged`` result (which appears in
     that view and ends her history). The order-3 progression model, the short-history
     tables and BK^sv are described in :class:`MedicalHistory` and ``_build_model``; the
     generator draws every result from exactly those tables (``MarkovTables.predict``), so
-    full DK is exact (FINDINGS.md pitfall 2).
+    full DK is exact (docs/findings.md pitfall 2).
 
     Parameters
     ----------

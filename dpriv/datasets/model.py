@@ -1,4 +1,4 @@
-"""The synthetic medical model (ALGORITHMS.md §2.5): diseases and stages, the Markov
+"""The synthetic medical model (docs/algorithms.md §2.5): diseases and stages, the Markov
 tables of the sensitive sequence (DK-BK^seq), the QI classes and the simulation of a
 history of weekly views.
 """
@@ -38,7 +38,7 @@ GENDER_RANGE: tuple[int, int] = (1, 2)
 WEIGHT_RANGE: tuple[int, int] = (60, 89)
 
 
-#: The 18 knowledge classes (ALGORITHMS.md §2.5): age thirds x weight thirds x gender.
+#: The 18 knowledge classes (docs/algorithms.md §2.5): age thirds x weight thirds x gender.
 #: All three QIs are numeric cuts: age (55, 65), weight (70, 80), gender (2,) (1 -> bin 0,
 #: 2 -> bin 1); gender is numeric because the history stores it as int64 and the policy's
 #: domain ``[1, 2]`` makes it a numeric QI. Class index = (age_bin * 3 + weight_bin) * 2 +
@@ -57,7 +57,7 @@ _ORDER = 3
 _DEAD, _DISCHARGED = _M - 2, _M - 1
 _DEFAULT_WEIGHT_VIEW_SIZE = 20_000  # 4x the default view size
 
-# Progression parameters (ALGORITHMS.md §2.5 "from the medical literature" is not
+# Progression parameters (docs/algorithms.md §2.5 "from the medical literature" is not
 # available; these are [proposed] values, tuned so that the default run has ~16,000
 # distinct respondents as in the paper). Per disease: base death hazard at stage 1 and its
 # growth factor at the last stage; base discharge hazard at stage 1 and its growth factor.

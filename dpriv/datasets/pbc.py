@@ -12,8 +12,8 @@ same visits (``shared/data/PROVENANCE.md`` §3):
 
 :func:`pbc_history` turns either into a dpriv history (``respondent_id, view, age, sex,
 stage``): one view per year of follow-up, the histologic stage as the sensitive value and
-age and sex as quasi-identifiers, together with a ready-to-use release policy (DESIGN.md
-"Policy file" as a nested dict). :func:`dpriv.datasets.files.write_pbc` writes both to a folder.
+age and sex as quasi-identifiers, together with a ready-to-use release policy (docs/policy.md
+as a nested dict). :func:`dpriv.datasets.files.write_pbc` writes both to a folder.
 
 Mapping (the same for both sources, so that they give the same history):
 
@@ -199,7 +199,7 @@ def pbc_history(
         lines: dropped visits, merged or renumbered views). Each note is also issued as a
         ``UserWarning``.
     policy : dict
-        DESIGN.md policy as a nested dict (``toml_dumps`` writes it): ``[columns]``,
+        docs/policy.md policy as a nested dict (``toml_dumps`` writes it): ``[columns]``,
         ``[domains]`` (age = [min, max] of the data, sex levels, stage 1-4), ``[privacy]``
         (k, t, j), ``[release] max_suppression`` and ``[knowledge] defender = "ie"``
         (BK^seq mined from the views released so far, Algorithm 3).
@@ -307,7 +307,7 @@ def pbc_policy(
     t: float = float(PBC_PRIVACY["t"]),
     j: float = float(PBC_PRIVACY["j"]),
 ) -> dict[str, Any]:
-    """The release policy of a PBC history (DESIGN.md "Policy file" as a nested dict).
+    """The release policy of a PBC history (docs/policy.md as a nested dict).
 
     Defaults (:data:`PBC_PRIVACY`): ``k = 3`` -- the yearly views shrink from 312 patients
     (year 1) to 6 (year 14), so a larger k would merge or coarsen most of the late

@@ -1,4 +1,4 @@
-"""Integer grid and Hilbert index of quasi-identifier vectors (ALGORITHMS.md §2.2).
+"""Integer grid and Hilbert index of quasi-identifier vectors (docs/algorithms.md §2.2).
 
 Algorithm 2 (Generalize) sorts the tuples of a view by the Hilbert index of their
 quasi-identifier (QI) vector. This module provides the three steps:
@@ -29,7 +29,7 @@ __all__ = ["default_bits", "grid_codes", "grid_coords", "hilbert_index"]
 #: cannot represent every grid point, so the rounding would no longer be exact.
 MAX_GRID_BITS = 52
 
-#: Cap on :func:`default_bits` (ALGORITHMS.md §2.2, [proposed]).
+#: Cap on :func:`default_bits` (docs/algorithms.md §2.2, [proposed]).
 DEFAULT_BITS_CAP = 16
 
 
@@ -119,7 +119,7 @@ def hilbert_index(coords: np.ndarray, bits: int) -> np.ndarray:
 
     Notes
     -----
-    ALGORITHMS.md §2.2 "Grid and Hilbert index"; J. Skilling, "Programming the Hilbert
+    docs/algorithms.md §2.2 "Grid and Hilbert index"; J. Skilling, "Programming the Hilbert
     curve", AIP Conference Proceedings 707 (2004) 381-387 (AxesToTranspose, then the
     transposed bits are interleaved, axis 0 most significant within each bit level).
     """
@@ -218,7 +218,7 @@ def grid_coords(values: np.ndarray, low: float, high: float, bits: int) -> np.nd
 
     Notes
     -----
-    ALGORITHMS.md §2.2 "Grid and Hilbert index" (numeric QI, [proposed]).
+    docs/algorithms.md §2.2 "Grid and Hilbert index" (numeric QI, [proposed]).
     """
     bits = _check_grid_bits(bits)
     arr = np.asarray(values)
@@ -296,7 +296,7 @@ def grid_codes(codes: np.ndarray, n_levels: int, bits: int) -> np.ndarray:
 
     Notes
     -----
-    ALGORITHMS.md §2.2 "Grid and Hilbert index" (categorical QI, [proposed]).
+    docs/algorithms.md §2.2 "Grid and Hilbert index" (categorical QI, [proposed]).
     """
     bits = _check_grid_bits(bits)
     if isinstance(n_levels, bool) or not isinstance(n_levels, int | np.integer):
@@ -353,7 +353,7 @@ def default_bits(domain_sizes: Sequence[int]) -> int:
 
     Notes
     -----
-    ALGORITHMS.md §2.2 "Grid and Hilbert index" (bits per dimension, [proposed]).
+    docs/algorithms.md §2.2 "Grid and Hilbert index" (bits per dimension, [proposed]).
     """
     sizes = list(domain_sizes)
     m = len(sizes)

@@ -1,4 +1,4 @@
-"""Key of a row on the Hilbert curve and the Hilbert ranges (ALGORITHMS.md §2.2).
+"""Key of a row on the Hilbert curve and the Hilbert ranges (docs/algorithms.md §2.2).
 
 The grid bits per QI of a policy, the uint64 key of every row (its QIs on the grid of the
 policy domains, optionally the expected rank of S under its prior), the QIs scaled to
@@ -94,7 +94,7 @@ def even_divisions(n: int) -> tuple:
 
 
 def grid_bits(policy: ReleasePolicy) -> int:
-    """Bits per QI on the Hilbert grid of ``policy`` (ALGORITHMS.md §2.2): ``hilbert_bits``
+    """Bits per QI on the Hilbert grid of ``policy`` (docs/algorithms.md §2.2): ``hilbert_bits``
     when set, else ``ceil(log2)`` of the largest QI domain, capped at 16 and at
     ``64 // (m + prior_key)`` so the key fits in a uint64."""
     if policy.hilbert_bits is not None:

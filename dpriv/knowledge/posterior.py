@@ -1,4 +1,4 @@
-"""Posterior knowledge PK^sv of the respondents of QI-groups (ALGORITHMS.md §1.3, §3.3).
+"""Posterior knowledge PK^sv of the respondents of QI-groups (docs/algorithms.md §1.3, §3.3).
 
 * :func:`omega_posterior` -- the Ω-estimate (E14), vectorised over many QI-groups with
   segment sums; this is what the release loop and the adversary use (``pk_method="omega"``).
@@ -20,7 +20,7 @@ import numpy as np
 
 from dpriv.errors import InputError, PolicyError
 
-#: Column prior sums below this are treated as 0 by the Ω zero guard (FINDINGS.md pitfall 3).
+#: Column prior sums below this are treated as 0 by the Ω zero guard (docs/findings.md pitfall 3).
 OMEGA_ZERO_THRESHOLD = 1e-200
 
 #: Largest group the enumeration oracles accept (k! configurations).
@@ -52,7 +52,7 @@ def omega_posterior(groups: np.ndarray, s: np.ndarray, priors: np.ndarray) -> np
 
         ω(t, s) = n_E(s) · Π[t, s] / Σ_{t' ∈ E} Π[t', s],   P(t)_s = ω(t, s) / Σ_s' ω(t, s')
 
-    Zero guards (ALGORITHMS.md §3.3, FINDINGS.md pitfall 3): a column sum below
+    Zero guards (docs/algorithms.md §3.3, docs/findings.md pitfall 3): a column sum below
     :data:`OMEGA_ZERO_THRESHOLD` (while ``n_E(s) > 0``) gives ``ω(t, s) = n_E(s)/|E|`` for
     every tuple of the group; a row of ω that sums to 0 or is not finite (e.g. NaN priors)
     is replaced by the group frequencies ``n_E(s)/|E|``.

@@ -1,4 +1,4 @@
-"""Sensitive-value background knowledge BK^sv (ALGORITHMS.md §1.2, §2.5, §3.1).
+"""Sensitive-value background knowledge BK^sv (docs/algorithms.md §1.2, §2.5, §3.1).
 
 * :func:`class_prior` -- the paper's setting: the empirical distribution of S in each
   knowledge class of a :class:`~dpriv.knowledge.tables.ClassMap` (e.g. the 18 age-third x
@@ -200,7 +200,7 @@ def kernel_prior(
         raise InputError(f"the sensitive domain size M must be >= 1, got {M}")
     s = _check_s(s, n, M)
     if not np.isfinite(q).all() or (n and (q.min() < 0 or q.max() > 1)):
-        raise InputError("qi_norm must be finite and normalised to [0, 1] (see ALGORITHMS.md §3.1)")
+        raise InputError("qi_norm must be finite and normalised to [0, 1] (see docs/algorithms.md §3.1)")
     B = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (m,)).copy()
     if not (np.isfinite(B).all() and (B > 0).all()):
         raise InputError(f"bandwidth must be > 0, got {bandwidth!r}")

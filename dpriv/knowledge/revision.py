@@ -1,11 +1,11 @@
-"""Knowledge revision RBK^sv (ALGORITHMS.md §1.4, equations (E5)-(E7)).
+"""Knowledge revision RBK^sv (docs/algorithms.md §1.4, equations (E5)-(E7)).
 
 For a respondent with L past posteriors and an order-n BK^seq, with ``n' = min(n, L)``::
 
     RBK_s = Σ_{λ ∈ D[S]^n', λ feasible} BK^seq(λ)_s · Π_l PK_{L-n'+l}(λ_l)  /  Σ_{λ feasible} Π_l PK(λ_l)
 
 (E7), where a context λ is *feasible* when its row of ``tables[n']`` is not all zero (the
-"feasible histories only" rule, FINDINGS.md pitfall 1). Where the feasible weight is 0, or
+"feasible histories only" rule, docs/findings.md pitfall 1). Where the feasible weight is 0, or
 L = 0, the result is the respondent's BK^sv (``fallback``). Short histories (L < n) use the
 lower-order tables (pitfall 2), exactly like :meth:`MarkovTables.predict`.
 

@@ -1,4 +1,4 @@
-"""Sequential background knowledge BK^seq (ALGORITHMS.md §1.2, §2.3).
+"""Sequential background knowledge BK^seq (docs/algorithms.md §1.2, §2.3).
 
 Every source is exposed through :class:`SequentialKnowledge` and can be turned into the
 shared :class:`~dpriv.knowledge.tables.MarkovTables` format, on which the revision (E7)
@@ -19,7 +19,7 @@ class without data) the row is all zero, so :func:`~dpriv.knowledge.revision.rev
 falls back to BK^sv, as Algorithm 3's ``return BK_sv(r)``.
 
 Terminal values (e.g. *deceased*): a context that contains a terminal value cannot be
-followed by anything, so its row is set to zero (forbidden, FINDINGS.md pitfall 1) instead
+followed by anything, so its row is set to zero (forbidden, docs/findings.md pitfall 1) instead
 of backing off. ``terminal`` is a list of value codes, ``None`` (no terminal handling) or
 ``"auto"``: values observed at least ``max(μ, 1)`` times and never followed by a value
 (caveat: in a short history a rare value seen only in the last view also qualifies).

@@ -1,7 +1,7 @@
 """Knowledge tables shared by the generator, the defender and the adversary.
 
 A *class map* sends a respondent's QI values to a knowledge class (the paper's 18
-age-third x weight-third x gender classes, ALGORITHMS.md §2.5). A *Markov table*
+age-third x weight-third x gender classes, docs/algorithms.md §2.5). A *Markov table*
 holds BK^sv (order 0) and BK^seq (orders 1..n) per class (§1.2, §2.3):
 
 ``tables[L]`` has shape ``(n_classes, M**L, M)``, float64; row ``[c, ctx]`` is the
@@ -108,7 +108,7 @@ class MarkovTables:
 
         ``context`` is (n, W) int with -1 as left padding; only the last ``order`` known
         values are read and a context of length L uses ``tables[L]`` (short histories use
-        the dedicated lower-order tables, FINDINGS.md pitfall 2). Forbidden contexts give 0 rows.
+        the dedicated lower-order tables, docs/findings.md pitfall 2). Forbidden contexts give 0 rows.
         """
         cls = np.asarray(cls, dtype=np.int64)
         context = (
@@ -125,7 +125,7 @@ class MarkovTables:
         return out
 
     def truncate(self, n: int, weights: np.ndarray) -> MarkovTables:
-        """n-step knowledge derived from this model (ALGORITHMS.md §1.2, "n-steps DK").
+        """n-step knowledge derived from this model (docs/algorithms.md §1.2, "n-steps DK").
 
         The order-n table is the order-``self.order`` table averaged over the older part of
         the context, weighted by ``weights`` (n_classes, M**order): how often each full

@@ -1,4 +1,4 @@
-"""Knowledge Protection Rate (KPR) of a synthetic table, ALGORITHMS.md §5 (E21), (E22).
+"""Knowledge Protection Rate (KPR) of a synthetic table, docs/algorithms.md §5 (E21), (E22).
 
 KPR is the percentage of original records for which an attacker who knows a few variables
 (the *known variables*) cannot find a unique, approximately matching synthetic record
@@ -12,7 +12,7 @@ KPR is the percentage of original records for which an attacker who knows a few 
 Numeric variables are binned by (E22) with ``step = tolerance * |mean|`` over
 ``[min - padding * sigma, max + padding * sigma]``, statistics taken on the non-missing
 values of ``U``; categorical variables are compared by value label. Every edge case of
-ALGORITHMS.md §5.3 is handled as decided there (see :func:`kpr`).
+docs/algorithms.md §5.3 is handled as decided there (see :func:`kpr`).
 
 Both pandas and Dask DataFrames are accepted. The Dask path never brings a table to the
 client: the uniqueness counts and the semi-join are ``groupby(...).size()`` /
@@ -268,7 +268,7 @@ def kpr(
     padding: float = 0.1,
     ddof: int = 1,
 ) -> KPRResult:
-    """Knowledge Protection Rate of a synthetic table, ALGORITHMS.md §5.2 (E21), (E22).
+    """Knowledge Protection Rate of a synthetic table, docs/algorithms.md §5.2 (E21), (E22).
 
     Parameters
     ----------
@@ -314,7 +314,7 @@ def kpr(
 
     Notes
     -----
-    Decisions of ALGORITHMS.md §5.3:
+    Decisions of docs/algorithms.md §5.3:
 
     * ``U`` groups the **raw** profiles; a missing value is its own level (both in ``U``
       and in the matching); statistics skip missing values.
@@ -336,7 +336,7 @@ def kpr(
 
     Examples
     --------
-    The test vector of ALGORITHMS.md §5.3:
+    The test vector of docs/algorithms.md §5.3:
 
     >>> import pandas as pd
     >>> o = pd.DataFrame({"age": [30, 30, 45, 50, 62, 70], "sex": list("MMFFMF")})

@@ -1,4 +1,4 @@
-"""KPR of a release (ALGORITHMS.md §5, E21): draw microdata inside the released intervals
+"""KPR of a release (docs/algorithms.md §5, E21): draw microdata inside the released intervals
 and ask how many original tuples an attacker who knows the QIs can single out in it."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Utility (information-loss) metrics of a released view, ALGORITHMS.md §2.4 (E11), §6.
+"""Utility (information-loss) metrics of a released view, docs/algorithms.md §2.4 (E11), §6.
 
-A released view (DESIGN.md, "Interfaces") has one row per kept tuple: ``qi_group`` (an
+A released view (docs/released-format.md) has one row per kept tuple: ``qi_group`` (an
 opaque group label), ``<qi>_min`` / ``<qi>_max`` for each numeric QI, ``<qi>`` holding the
 group's value set as a string like ``{Female,Male}`` for each categorical QI, and the
 sensitive column. All metrics are computed from a per-group table (one row per QI-group,
@@ -74,7 +74,7 @@ def group_table(
     Parameters
     ----------
     released : pandas.DataFrame or dask.dataframe.DataFrame, shape (n_released, ...)
-        Released view in the DESIGN.md format. Dask: the groupby runs on the cluster and
+        Released view in the format of docs/released-format.md. Dask: the groupby runs on the cluster and
         only the per-group table (one row per group) is computed.
     numeric_domains : mapping QI name -> (min, max)
         Domain range of each numeric QI (finite, ``min <= max``).
@@ -252,7 +252,7 @@ def utility_metrics(
     Parameters
     ----------
     released : pandas.DataFrame or dask.dataframe.DataFrame, shape (n_released, ...)
-        Released view in the DESIGN.md format (may be empty).
+        Released view in the format of docs/released-format.md (may be empty).
     numeric_domains : mapping QI name -> (min, max)
         Domain range of each numeric QI (the E11 normaliser).
     categorical_domains : mapping QI name -> sequence of str

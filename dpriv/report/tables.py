@@ -13,11 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dpriv.errors import InputError
-from dpriv.ledger import POLICY, Ledger
-
-#: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``).
-ATTACK_DIR = "attack"
-
+from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
 
 _GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 

@@ -1,0 +1,71 @@
+"""Attack results land in LEDGER/attack/ (issue 16 item 4): `dpriv demo` and `dpriv attack`
+write the gain curve where `dpriv report` draws it, and the curve is the attack's."""
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpriv.attack import attack, gain_path, save_gain
+from dpriv.cli import app
+from dpriv.datasets import medical_history
+from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+
+
+def test_gain_path_names():
+    assert gain_path("L", "dk").as_posix() == "L/attack/gain_dk.csv"
+    assert gain_path("L", "dk-2").name == "gain_dk-2.csv"
+    assert gain_path("L", "spm:/data/corpus.csv").name == "gain_spm.csv"
+    assert gain_path("L", "snapshot:dk").name == "gain_snapshot+dk.csv"
+    with pytest.raises(PolicyError, match="unknown adversary knowledge 'dkk'"):
+        gain_path("L", "dkk")
+
+
+def test_save_gain_errors(tmp_path):
+    gain = pd.DataFrame({"release": [1], "adversary_gain": [0.1], "n_tuples": [3]})
+    with pytest.raises(LedgerError, match="not a ledger folder"):
+        save_gain(gain, tmp_path / "nothing", "dk")
+    assert not (tmp_path / "nothing").exists()
+    with pytest.raises(InputError, match=r"lacks column\(s\) \['adversary_gain'\]"):
+        save_gain(gain[["release"]], tmp_path, "dk")
+    assert not (tmp_path / "attack").exists()
+
+
+def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
+    out = tmp_path / "demo"
+    res = CliRunner().invoke(
+        app, ["demo", "--views", "2", "--view-size", "300", "--out", str(out), "--scheduler", scheduler]
+    )
+    assert res.exit_code == 0, res.output
+    path = out / "ledger" / "attack" / "gain_dk.csv"
+    assert str(path) in res.output and f"dpriv report {out / 'ledger'}" in res.output
+    # the file holds the full-DK adversary's gain, recomputed here independently
+    policy = ReleasePolicy.from_toml(out / "policy.toml")
+    expected = attack(Ledger(out / "ledger"), medical_history(2, 300, seed=0).history, policy, "dk")
+    cols = ["release", "adversary_gain", "n_tuples"]
+    pd.testing.assert_frame_equal(pd.read_csv(path)[cols], expected[cols], check_dtype=False)
+    assert expected["release"].tolist() == [1, 2]
+
+    res = CliRunner().invoke(app, ["report", str(out / "ledger"), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert "adversary gains: dk" in res.output and "no attack results" not in res.output
+    page = (tmp_path / "r.html").read_text()
+    assert "No attack results" not in page and "Adversary gain" in page
+
+
+def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
+    out = tmp_path / "demo"
+    res = CliRunner().invoke(
+        app, ["demo", "--views", "1", "--view-size", "200", "--out", str(out), "--scheduler", scheduler]
+    )
+    assert res.exit_code == 0, res.output
+    args = ["attack", str(out / "ledger"), "--history", str(out / "history.parquet"), "--policy"]
+    res = CliRunner().invoke(app, [*args, str(out / "policy.toml"), "--knowledge", "snapshot"])
+    assert res.exit_code == 0, res.output
+    written = pd.read_csv(out / "ledger" / "attack" / "gain_snapshot.csv")
+    assert written["release"].tolist() == [1]
+    assert list(written.columns[:3]) == ["release", "adversary_gain", "n_tuples"]
+    names = sorted(p.name for p in (out / "ledger" / "attack").iterdir())
+    assert names == ["gain_dk.csv", "gain_snapshot.csv"]
+
