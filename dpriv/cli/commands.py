@@ -38,6 +38,7 @@ from dpriv.cli.common import (
 from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError, PolicyError
+from dpriv.policy import ReleasePolicy
 
 
 @app.command()
