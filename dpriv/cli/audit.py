@@ -1,0 +1,106 @@
+"""``dpriv attack`` and ``dpriv report``: attack a ledger's releases as an adversary would, and
+put a ledger's releases, metrics and attack results on one HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dpriv.cli.common import Debug, Ledger, PolicyFile, app, command, load_policy, write_frame
+from dpriv.errors import PolicyError
+
+
+@app.command()
+@command
+def attack(
+    ledger: Ledger,
+    history: Annotated[str, typer.Option(help="The original history that was released.")],
+    knowledge: Annotated[
+        str, typer.Option(help="snapshot, dk, dk-1, dk-2, dk-3, spm:PATH (external corpus) or ie.")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV (default with the paper adversary: LEDGER/attack/gain_<knowledge>.csv, where "
+            "dpriv report finds it). paper: release, adversary_gain, n_tuples and the tail risk "
+            "(confident_share, confident_precision, n_confident, max_posterior, n_certain); "
+            "retrospective: one row per (release, as_of) with the same measures."
+        ),
+    ] = None,
+    adversary: Annotated[
+        str,
+        typer.Option(
+            help="paper: each release attacked when it comes out; retrospective: every release "
+            "attacked again after each later one (forward-backward over each history)."
+        ),
+    ] = "paper",
+    deductions: Annotated[
+        bool | None,
+        typer.Option(
+            "--deductions/--no-deductions",
+            help="Mask both adversaries with the exact deductions known at the time "
+            "(default: on when dpriv.adversary.deductions is installed).",
+        ),
+    ] = None,
+    attendance: Annotated[
+        float | None,
+        typer.Option(
+            help="The model's weekly exam probability q, if the adversary knows it (absences as evidence)."
+        ),
+    ] = None,
+    policy: PolicyFile = None,
+    debug: Debug = False,
+) -> None:
+    """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
+    from dpriv.adversary.masks import deductions_available
+    from dpriv.attack import attack as run
+    from dpriv.attack import gain_path
+    from dpriv.io import read_table
+    from dpriv.ledger import Ledger
+
+    pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
+    if out is None and adversary != "paper":
+        raise PolicyError(f"--adversary {adversary} writes one row per (release, as_of): pass --out FILE")
+    out = out if out is not None else gain_path(ledger, knowledge)
+    use = deductions_available() if deductions is None else deductions
+    try:
+        gain = run(
+            ledger,
+            read_table(history).compute(),
+            pol,
+            knowledge,
+            adversary=adversary,
+            deductions=use,
+            attendance=attendance,
+        )
+    except PolicyError as exc:
+        if policy is not None:
+            raise
+        raise PolicyError(f"{exc}; pass --policy FILE (knowledge paths are relative to it)") from None
+    write_frame(gain, out)
+    typer.echo(gain.to_string(index=False))
+    what = "per (release, as_of)" if adversary == "retrospective" else "per release"
+    typer.echo(f"adversary gain and tail risk {what} written to {out}")
+
+
+@app.command()
+@command
+def report(
+    ledger: Ledger,
+    out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
+    debug: Debug = False,
+) -> None:
+    """One self-contained HTML page: policy, per-release metrics, privacy and utility plots, and
+    the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (where dpriv attack writes)."""
+    from dpriv.ledger import Ledger
+    from dpriv.report import gain_curves, write_report
+
+    led = Ledger(ledger)
+    path = write_report(led, out)
+    curves = gain_curves(led)
+    typer.echo(
+        f"report of {len(led.committed())} release(s) written to {path}"
+        + (f"; adversary gains: {', '.join(curves)}" if curves else "; no attack results in attack/")
+    )
