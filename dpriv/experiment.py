@@ -105,7 +105,7 @@ def run_experiment(
                 }
             )
         for kind in knowledge:
-            g = attack(led, mh.history, policy, kind)
+            g = attack(led, mh.history, policy, kind, deductions=False)  # the paper's adversary
             gains += [
                 {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
                 for row in g[list(_GAIN_KEEP)].to_dict("records")

@@ -284,30 +284,36 @@ def attack(
         ),
     ] = "paper",
     deductions: Annotated[
-        bool | None,
+        bool,
         typer.Option(
             "--deductions/--no-deductions",
-            help="Mask both adversaries with the exact deductions known at the time "
-            "(default: on when dpriv.adversary.deductions is installed).",
+            help="Mask both adversaries with the exact deductions known at the time (default on, "
+            "the strongest adversary; --no-deductions gives the paper's adversary exactly).",
         ),
-    ] = None,
+    ] = True,
     attendance: Annotated[
         float | None,
         typer.Option(
             help="The model's weekly exam probability q, if the adversary knows it (absences as evidence)."
         ),
     ] = None,
+    membership: Annotated[
+        str,
+        typer.Option(
+            help="known: the adversary knows the QI-group membership (§1.1); qi: also write per "
+            "release n_pinned, share_pinned, the respondents that everyone's QIs, the published "
+            "boxes and group sizes alone pin to one group (the gains stay the known-membership ones)."
+        ),
+    ] = "known",
     policy: PolicyFile = None,
     debug: Debug = False,
 ) -> None:
     """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
-    from dpriv.adversary.masks import deductions_available
     from dpriv.attack import attack as run
     from dpriv.io import read_table
     from dpriv.ledger import Ledger
 
     pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
-    use = deductions_available() if deductions is None else deductions
     try:
         gain = run(
             ledger,
@@ -315,8 +321,9 @@ def attack(
             pol,
             knowledge,
             adversary=adversary,
-            deductions=use,
+            deductions=deductions,
             attendance=attendance,
+            membership=membership,
         )
     except PolicyError as exc:
         if policy is not None:
