@@ -52,8 +52,9 @@ class Generalized:
     table: pd.DataFrame | None = None
 
 
-def chained_scan(ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy,
-                 view_counts: np.ndarray) -> dd.DataFrame:
+def chained_scan(
+    ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray
+) -> dd.DataFrame:
     """:func:`scan_range` over the Hilbert ranges of ``ranges`` (indexed by the key, in key
     order), each link handing its open tail to the next: a chain of delayed tasks."""
     meta = scan_range(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
@@ -149,5 +150,3 @@ def generalize_view(
     known = divisions is not None and None not in divisions
     divisions = tuple(int(d) for d in divisions) if known else None
     return Generalized(assigned, released, n_suppressed, divisions, table)
-
-

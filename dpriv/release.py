@@ -38,6 +38,7 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest, secret_policy
@@ -55,7 +56,10 @@ from dpriv.validate import ViewSummary, check_history, codes, resolve_policy, va
 
 
 def check_qi_groups(
-    assigned: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy, method: str,
+    assigned: pd.DataFrame,
+    table: pd.DataFrame,
+    policy: ReleasePolicy,
+    method: str,
     view_counts: np.ndarray,
 ) -> dict:
     """Independent verification of a part of a release that holds whole QI-groups: their
@@ -236,10 +240,13 @@ def release_view(
     merged = nullable_state(state).merge(posts, on=policy.id, how="outer", npartitions=npartitions)
     meta = empty_state(policy, window, state._meta[policy.id].dtype)
     new_state = merged.map_partitions(advance_state, policy, window, index, meta=meta)
-    (new_state,) = steps.run("pk", new_state)
+    # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
+    tail = asg_g.map_partitions(tail_part, policy, meta=tail_meta())
+    new_state, tail = steps.run("pk", new_state, tail)
     checked = {
         **report,
         **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed),
+        **combine_tail(tail.compute()),
     }
     steps.lap("metrics")
     metrics = {"release": index, **checked, "seconds": steps.seconds}

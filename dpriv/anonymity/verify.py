@@ -248,8 +248,9 @@ def verify_release(
     )
 
 
-def combine_reports(parts: list[dict[str, Any]], released_counts: np.ndarray, view_counts: np.ndarray,
-                    domain: list) -> dict[str, Any]:
+def combine_reports(
+    parts: list[dict[str, Any]], released_counts: np.ndarray, view_counts: np.ndarray, domain: list
+) -> dict[str, Any]:
     """One report (:meth:`VerificationReport.to_dict` form) for a release verified in parts
     that each hold whole QI-groups (the release loop checks Dask partitions this way).
 

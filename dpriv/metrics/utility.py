@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 
-
 def _is_dask(obj: Any) -> bool:
     return type(obj).__module__.startswith("dask.") and hasattr(obj, "npartitions")
 
