@@ -1,5 +1,6 @@
-"""The baselines of the paper's experiment: each view generalized on its own with strict
-Mondrian (ALGORITHMS.md §4.4) under distinct l-diversity, t-closeness or (B,t)-privacy.
+"""The baselines of the paper's experiment: each view generalized on its own with strict (or,
+with ``policy.mondrian_cut = "relaxed"``, relaxed) Mondrian (ALGORITHMS.md §4.4) under
+distinct l-diversity, t-closeness or (B,t)-privacy.
 
 (B,t)-privacy (E16): every tuple's Ω-posterior (E14) within its group, with the kernel
 priors of bandwidth B (E12, E13) on the QIs normalised by their policy domains, stays
@@ -39,10 +40,11 @@ def bt_allowable(view: pd.DataFrame, policy: ReleasePolicy) -> Callable[[np.ndar
 
 def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> MondrianRelease:
     """Release ``view`` with the Mondrian baseline ``method`` (one of :data:`METHODS`)."""
+    strict = policy.mondrian_cut == "strict"
     if method == "mondrian-l":
-        return mondrian_view(view, policy, model="l", l=policy.l)
+        return mondrian_view(view, policy, model="l", l=policy.l, strict=strict)
     if method == "mondrian-t":
-        return mondrian_view(view, policy, model="t")
+        return mondrian_view(view, policy, model="t", strict=strict)
     if method == "mondrian-bt":
-        return mondrian_view(view, policy, model="bt", allowable=bt_allowable(view, policy))
+        return mondrian_view(view, policy, model="bt", allowable=bt_allowable(view, policy), strict=strict)
     raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")

@@ -28,6 +28,7 @@ from dpriv.adversary.masks import deductions_available
 from dpriv.attack import attack
 from dpriv.attack_input import linkage_rows, prepare, read_releases
 from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -85,7 +86,14 @@ def run_experiment(
     """
     out = Path(out)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
-    policy_file = write_history(out / "data", mh)
+    policy_file = out / "data" / "policy.toml"
+    if not policy_file.exists():
+        policy_file = write_history(out / "data", mh)
+    elif not pd.read_parquet(out / "data" / "history.parquet").equals(mh.history):
+        raise InputError(
+            f"{out / 'data'} holds another history (not views={views}, view_size={view_size}, "
+            f"attendance={attendance}, seed={seed}); nothing was written: choose another --out"
+        )
     base = ReleasePolicy.from_toml(policy_file)
     runs, gains, retro = [], [], []
     use_deductions = deductions_available()

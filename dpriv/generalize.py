@@ -16,7 +16,9 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, map_frame
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
+from dpriv.anonymity.topdown import topdown_range
 from dpriv.hilbert.keys import (
     HKEY,
     TIE,
@@ -52,11 +54,17 @@ class Generalized:
     table: pd.DataFrame | None = None
 
 
-def chained_scan(
-    ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray
-) -> dd.DataFrame:
-    """:func:`scan_range` over the Hilbert ranges of ``ranges`` (indexed by the key, in key
+def range_kernel(policy: ReleasePolicy):
+    """The first pass over one Hilbert range for ``policy.grouping``: :func:`scan_range`
+    (greedy scan) or :func:`topdown_range` (top-down split); same contract."""
+    return topdown_range if policy.grouping == "topdown" else scan_range
+
+
+def chained_scan(ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy,
+                 view_counts: np.ndarray) -> dd.DataFrame:
+    """The range kernel over the Hilbert ranges of ``ranges`` (indexed by the key, in key
     order), each link handing its open tail to the next: a chain of delayed tasks."""
+    scan_range = range_kernel(policy)
     meta = scan_range(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
     links, carry = [], None
     parts = ranges.to_delayed()
@@ -97,56 +105,70 @@ def generalize_view(
     """
     steps = steps or Steps()
     policy = secret_policy(policy, summary)
-    counts = summary.s_counts
-    if isinstance(view, dd.DataFrame):
-        (keyed_view,) = steps.run(
-            "keys", view.map_partitions(add_keys, policy, meta=keyed_meta(view._meta, policy))
-        )
-        if not divisions:
-            histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
-            divisions = balanced_divisions(histogram, npartitions or view.npartitions)
-        (ranges,) = steps.run("shuffle", keyed_view.set_index(HKEY, sort=True, divisions=divisions))
-        del keyed_view
-        (grouped,) = steps.run("grouping", chained_scan(ranges, view._meta, policy, counts))
-        stats_meta = range_stats(grouped._meta, policy)
-        stats, leftovers = dask.compute(
-            grouped.map_partitions(range_stats, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
-        )
-        divisions = ranges.divisions
-        del ranges
-    else:
-        frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
-        divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
-        parts, carry = [], None
-        for i, part in enumerate(ranges_ := split_ranges(frame, divisions)):
-            done, carry = scan_range(part, carry, policy, counts, i == len(ranges_) - 1)
-            parts.append(done)
-        grouped = pd.concat(parts, ignore_index=True)
-        stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
-    placed = repair_leftovers(stats, leftovers, policy, counts)
-    n_suppressed = int((placed[LABEL] < 0).sum())
-    placed = placed[placed[LABEL] >= 0]
-    steps.lap("repair")
-    if isinstance(view, dd.DataFrame):
-        kept = grouped[grouped[LABEL] >= 0]
-        assigned = dd.concat(
-            [kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)]
-        )
-        table = qig_table(assigned, policy)
-        # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
-        rmeta = released_meta(policy, view._meta[policy.sensitive].to_numpy().dtype)
-        # one graph node for the table, not a copy per task
-        released = assigned.map_partitions(apply_qig, dask.delayed(table), policy, meta=rmeta)
-        # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
-        # quantile pass would run inside the scheduler's graph materialisation and hang)
-        released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))
-        released, assigned = steps.run("qig", released.reset_index()[list(rmeta.columns)], assigned)
-    else:
-        assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
-        table = qig_table(assigned, policy)
-        released = apply_qig(assigned, table, policy)
-        released = released.sort_values(ORDER, kind="stable").reset_index(drop=True)
-        steps.lap("qig")
+    run = _generalize_dask if is_dask(view) else _generalize_pandas
+    assigned, released, n_suppressed, divisions, table = run(
+        view, policy, summary.s_counts, npartitions, divisions, steps
+    )
     known = divisions is not None and None not in divisions
     divisions = tuple(int(d) for d in divisions) if known else None
     return Generalized(assigned, released, n_suppressed, divisions, table)
+
+
+def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
+            counts: np.ndarray, steps: Steps) -> tuple[pd.DataFrame, int]:
+    """Global repair of the leftovers of all ranges (pandas, on the client): the placed
+    leftovers (label >= 0) and the number of suppressed tuples."""
+    placed = repair_leftovers(stats, leftovers, policy, counts)
+    n_suppressed = int((placed[LABEL] < 0).sum())
+    steps.lap("repair")
+    return placed[placed[LABEL] >= 0], n_suppressed
+
+
+def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
+    """The pandas orchestration: the same kernels in-process over the same Hilbert ranges."""
+    frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
+    divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
+    parts, carry, kernel = [], None, range_kernel(policy)
+    for i, part in enumerate(ranges := split_ranges(frame, divisions)):
+        done, carry = kernel(part, carry, policy, counts, i == len(ranges) - 1)
+        parts.append(done)
+    grouped = pd.concat(parts, ignore_index=True)
+    stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
+    placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
+    assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
+    table = qig_table(assigned, policy)
+    released = apply_qig(assigned, table, policy)
+    released = released.sort_values(ORDER, kind="stable").reset_index(drop=True)
+    steps.lap("qig")
+    return assigned, released, n_suppressed, divisions, table
+
+
+def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
+    """The Dask orchestration: keys, shuffle into Hilbert ranges, chained scan (each step
+    persisted), one compute of the range statistics and leftovers, repair, CreateQIG."""
+    (keyed_view,) = steps.run("keys", map_frame(add_keys, view, policy, meta=keyed_meta(view._meta, policy)))
+    if not divisions:
+        histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
+        divisions = balanced_divisions(histogram, npartitions or view.npartitions)
+    (ranges,) = steps.run("shuffle", keyed_view.set_index(HKEY, sort=True, divisions=divisions))
+    del keyed_view
+    (grouped,) = steps.run("grouping", chained_scan(ranges, view._meta, policy, counts))
+    stats_meta = range_stats(grouped._meta, policy)
+    stats, leftovers = dask.compute(
+        map_frame(range_stats, grouped, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
+    )
+    divisions = ranges.divisions
+    del ranges
+    placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
+    kept = grouped[grouped[LABEL] >= 0]
+    assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
+    table = qig_table(assigned, policy)
+    # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
+    rmeta = released_meta(policy, view._meta[policy.sensitive].to_numpy().dtype)
+    # one graph node for the table, not a copy per task
+    released = map_frame(apply_qig, assigned, dask.delayed(table), policy, meta=rmeta)
+    # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
+    # quantile pass would run inside the scheduler's graph materialisation and hang)
+    released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))
+    released, assigned = steps.run("qig", released.reset_index()[list(rmeta.columns)], assigned)
+    return assigned, released, n_suppressed, divisions, table

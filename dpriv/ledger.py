@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pandas as pd
 
+from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import LedgerError
 from dpriv.io import atomic_write
 
@@ -263,7 +264,7 @@ def write_parquet(
                     buffered = [pending.slice(full)] if full < n_buffered else []
                     n_buffered -= full
             if schema is None:  # no rows at all: one empty row group with the frame's columns
-                schema = pa.Table.from_pandas(_empty(frame), columns=columns, preserve_index=False).schema
+                schema = pa.Table.from_pandas(meta_of(frame), columns=columns, preserve_index=False).schema
                 emit(schema.empty_table())
             elif n_buffered:
                 emit(pa.concat_tables(buffered))
@@ -278,24 +279,13 @@ def write_parquet(
     return rows
 
 
-def _is_dask(frame: Any) -> bool:
-    import dask
-
-    return dask.is_dask_collection(frame)
-
-
 def _parts(frame: pd.DataFrame | dd.DataFrame) -> Iterator[pd.DataFrame]:
     """The frame's partitions as pandas DataFrames, in order, each computed only when asked for."""
-    if not _is_dask(frame):
+    if not is_dask(frame):
         yield frame
         return
     for part in frame.to_delayed():
         yield part.compute()
-
-
-def _empty(frame: pd.DataFrame | dd.DataFrame) -> pd.DataFrame:
-    """A frame with no rows and the columns and dtypes of ``frame`` (Dask: its meta)."""
-    return frame._meta if _is_dask(frame) else frame.iloc[:0]
 
 
 def _json_default(obj: Any) -> Any:

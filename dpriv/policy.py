@@ -22,6 +22,12 @@ from dpriv.errors import PolicyError
 
 Kind = Literal["numeric", "categorical"]
 
+#: Default ``max_suppression``: a release that leaves out more than 5 % of a view's tuples
+#: is refused. A data owner publishing a view expects (nearly) all of it; 5 % is the share
+#: the demo's own parameters stay well under (t 0.5, j 0.8 suppress at most ~3 %). Raise
+#: it explicitly (``[privacy] max_suppression``) to accept more.
+DEFAULT_MAX_SUPPRESSION = 0.05
+
 
 class ReleasePolicy(BaseModel):
     """What is released and under which guarantees (validated on construction).
@@ -37,7 +43,13 @@ class ReleasePolicy(BaseModel):
     k : int >= 1, QI-group size (E9)
     t : float in [0, 1], EMD threshold (E9, E18/E19 with ``emd_ground``)
     j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
-    max_suppression : float in [0, 1]; a release suppressing more is refused
+    max_suppression : float in [0, 1]; a release suppressing a larger share of the view's
+        tuples is refused (exit 2, nothing written); default :data:`DEFAULT_MAX_SUPPRESSION`
+    small_view : what a history does with a view of fewer than k tuples: "refuse" (default:
+        nothing is released, the message names this option), "suppress" (that release is
+        committed fully suppressed, marked ``"small_view": "suppressed"`` in its metrics, and
+        the history goes on; ``max_suppression`` does not apply to it) or "merge" (not
+        implemented: refused with a message). A single view (``anonymize``) always refuses.
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = ALGORITHMS.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
@@ -49,6 +61,16 @@ class ReleasePolicy(BaseModel):
         (FINDINGS.md "ordering on the QIs AND a low-dimensional summary of RBK"). Off by
         default: on 24 x 5,000 (t 0.5, j 0.8) it cut the semiperimeter at release 8 from 1.39
         to 0.85 at the same gain, but on 4 x 400 (t 1, j 0.6) it suppressed releases 3-4 whole
+    grouping : JS-reduce's grouping: ``"scan"`` (Algorithm 2's greedy Hilbert scan with its
+        repairs, default) or ``"topdown"`` (a Mondrian-style split that only cuts where both
+        halves keep k, t and j, :mod:`dpriv.anonymity.topdown`; issue 12, direction 1)
+    topdown_level : the top-down split's roots are the Hilbert sub-cubes of this level (the
+        key's leading ``level * d`` bits; 0 = the whole view, one root)
+    topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
+        members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
+    mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
+        §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
+        the Mondrian paper's relaxed variant and anonypy do)
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
@@ -67,12 +89,17 @@ class ReleasePolicy(BaseModel):
     j: float = Field(default=0.1, ge=0.0)
     emd_ground: Literal["equal", "ordered"] = "equal"
     log_base: float = Field(default=2.0, gt=1.0)
-    max_suppression: float = Field(default=1.0, ge=0.0, le=1.0)
+    max_suppression: float = Field(default=DEFAULT_MAX_SUPPRESSION, ge=0.0, le=1.0)
+    small_view: Literal["refuse", "suppress", "merge"] = "refuse"
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
     attach_reach: int = Field(default=1024, ge=0)
     prior_key: bool = False
+    grouping: Literal["scan", "topdown"] = "scan"
+    topdown_level: int = Field(default=1, ge=0, le=32)
+    topdown_pc: bool = False
+    mondrian_cut: Literal["strict", "relaxed"] = "strict"
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
@@ -205,8 +232,10 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger."""
-        return self.model_dump(exclude={"base_dir", "npartitions"})
+        """The fields that must not change between releases of one ledger (``small_view``
+        only when not the default, so that ledgers recorded before it existed still match)."""
+        exclude = {"base_dir", "npartitions"} | ({"small_view"} if self.small_view == "refuse" else set())
+        return self.model_dump(exclude=exclude)
 
 
 def _is_number(v: Any) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import dask
@@ -32,6 +32,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, meta_of
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
@@ -55,23 +56,33 @@ from dpriv.steps import Steps
 from dpriv.validate import ViewSummary, check_history, codes, resolve_policy, validate_view
 
 
+@dataclass
+class PartCheck:
+    """:func:`check_qi_groups` of one part: its report (without the per-group table, which
+    stays on the worker), its released sensitive counts (int64, (M,)) and the order-free
+    digest of its released rows (:func:`rows_digest`)."""
+
+    report: VerificationReport
+    s_counts: np.ndarray
+    digest: int
+
+
 def check_qi_groups(
     assigned: pd.DataFrame,
     table: pd.DataFrame,
     policy: ReleasePolicy,
     method: str,
     view_counts: np.ndarray,
-) -> dict:
+) -> PartCheck:
     """Independent verification of a part of a release that holds whole QI-groups: their
-    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership.
-    The report, the part's sensitive counts and the order-free digest of its released rows."""
+    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership."""
     released = public(apply_qig(assigned, table, policy))
     report = verify_release(released, policy, view_counts=view_counts, assigned=assigned, method=method)
     counts = np.bincount(
         codes(released[policy.sensitive], policy.sensitive_domain).clip(0),
         minlength=len(policy.sensitive_domain),
     )
-    return {**report.to_dict(), "s_counts": counts, "digest": rows_digest(released)}
+    return PartCheck(replace(report, groups=report.groups.iloc[:0]), counts, rows_digest(released))
 
 
 def verify_parts(
@@ -81,7 +92,7 @@ def verify_parts(
     policy: ReleasePolicy,
     method: str,
     summary: ViewSummary,
-) -> dict:
+) -> VerificationReport:
     """Verify a release part by part (``by_group``: its membership hash-partitioned by
     QI-group) and check that ``released`` holds exactly the verified rows (digest).
     Returns the combined report (:func:`dpriv.anonymity.verify.combine_reports`)."""
@@ -91,19 +102,19 @@ def verify_parts(
         for part in by_group.to_delayed()
     ]
     written = [dask.delayed(rows_digest)(part) for part in released.to_delayed()]
-    reports, written = dask.compute(checks, written)
+    parts, written = dask.compute(checks, written)
     report = combine_reports(
-        reports, sum(r.pop("s_counts") for r in reports), summary.s_counts, policy.sensitive_domain
+        [p.report for p in parts], sum(p.s_counts for p in parts), summary.s_counts, policy.sensitive_domain
     )
-    if sum(r.pop("digest") for r in reports) % 2**64 != sum(written) % 2**64:
-        report["ok"] = False
-        report["problems"].append("the released rows are not the verified rows (digest differs)")
+    if sum(p.digest for p in parts) % 2**64 != sum(written) % 2**64:
+        problem = "the released rows are not the verified rows (digest differs)"
+        report = replace(report, ok=False, problems=[*report.problems, problem])
     return report
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
     view = history[history[policy.time] == i]
-    return view if isinstance(view, dd.DataFrame) else view.reset_index(drop=True)
+    return view if is_dask(view) else view.reset_index(drop=True)
 
 
 def release_history(
@@ -141,13 +152,19 @@ def release_history(
     """
     if method not in METHODS:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    history = as_frame(history, "release_history", "history")
+    if policy.small_view == "merge":
+        raise PolicyError(
+            'small_view = "merge" is not implemented yet: use "refuse" (the default) or "suppress"'
+        )
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
     indices = indices[: until or None]
     summaries = {}
+    allow_small = policy.small_view == "suppress"
     for i in indices:  # every view before the first commit: bad input writes nothing
         try:
-            summaries[i] = validate_view(_view(history, policy, i), policy)
+            summaries[i] = validate_view(_view(history, policy, i), policy, allow_small=allow_small)
         except (InputError, PolicyError) as exc:
             raise type(exc)(f"{policy.time} = {i}: {exc}") from None
     ledger = Ledger(ledger_dir, create=True)
@@ -155,7 +172,7 @@ def release_history(
     ledger.check_policy({**policy.fingerprint(), "method": method, "knowledge_sha256": knowledge.digest})
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
-    id_dtype = (history._meta if isinstance(history, dd.DataFrame) else history)[policy.id].dtype
+    id_dtype = meta_of(history)[policy.id].dtype
     state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
     for i in indices:
@@ -168,7 +185,7 @@ def release_history(
                     "release cannot change: start a new ledger or restore the input"
                 )
             continue
-        if not isinstance(view, dd.DataFrame):
+        if not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
         metrics, released, state = release_view(
             view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
@@ -208,6 +225,7 @@ def release_view(
     the new state (persisted). Only per-part reports and metrics reach the client.
     """
     steps = Steps()
+    small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
     # hash join into a fixed number of partitions, rows sorted by id: each respondent's RBK
     # is computed in the same batch whether the state came from memory or the ledger
     if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
@@ -230,12 +248,21 @@ def release_view(
     (asg_g,) = steps.run("regroup", assigned.shuffle(LABEL, npartitions=max(released.npartitions, 1)))
     del assigned
     report = verify_parts(released, asg_g, table, policy, method, summary)
-    require(report, policy, summary.n_rows, result.n_suppressed, f"release {index}")
+    if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
+        report["ok"] = False
+        report["problems"].append(f"a view of {summary.n_rows} < k tuples released a QI-group")
+    require(
+        report,
+        policy if not small else policy.with_overrides(max_suppression=1.0),
+        summary.n_rows,
+        result.n_suppressed,
+        f"release {index}",
+    )
     steps.lap("verify")
     posts = asg_g.map_partitions(group_posteriors, policy, meta=group_posteriors(asg_g._meta, policy))
     # a hash join into a fixed number of partitions: the state's bytes do not depend on
     # whether the previous state came from memory or from the ledger (resume)
-    if not isinstance(state, dd.DataFrame):
+    if not is_dask(state):
         state = dd.from_pandas(state, npartitions=1, sort=False)
     merged = nullable_state(state).merge(posts, on=policy.id, how="outer", npartitions=npartitions)
     meta = empty_state(policy, window, state._meta[policy.id].dtype)
@@ -244,12 +271,14 @@ def release_view(
     tail = asg_g.map_partitions(tail_part, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
     checked = {
-        **report,
-        **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed),
+        **report.to_dict(),
+        **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed).to_dict(),
         **combine_tail(tail.compute()),
     }
     steps.lap("metrics")
     metrics = {"release": index, **checked, "seconds": steps.seconds}
+    if small:
+        metrics["small_view"] = "suppressed"
     return metrics, released, new_state
 
 
@@ -277,18 +306,35 @@ def anonymize(
     ``policy.max_suppression``, VerificationError when the independent check fails.
     """
     start = time.perf_counter()
+    view = as_frame(view, "anonymize", "view")
     policy, notes = resolve_policy(view, policy)
     summary = validate_view(view, policy)
-    with_priors = attach_priors(view, policy, prior)
+    with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)
     result = generalize_view(with_priors, policy, summary, npartitions=npartitions or policy.npartitions)
     released, assigned = result.released, result.assigned
-    if isinstance(released, dd.DataFrame):
+    if is_dask(released):
         released, assigned = dask.compute(released, assigned)
-    original = view[policy.qi].compute() if isinstance(view, dd.DataFrame) else view
+    original = view[policy.qi].compute() if is_dask(view) else view
     metrics = checked_metrics(released, assigned, original, policy, summary, result.n_suppressed)
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
     return Anonymized(public(released).reset_index(drop=True), assigned, metrics, policy, notes)
+
+
+def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:
+    """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
+    :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
+    InputError naming what was given."""
+    if isinstance(data, pd.DataFrame | dd.DataFrame):
+        return data
+    if isinstance(data, str | Path):
+        from dpriv.io import read_table
+
+        return read_table(str(data))
+    raise InputError(
+        f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
+        f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"
+    )
 
 
 def verify_view(

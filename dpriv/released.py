@@ -13,6 +13,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import to_pandas
 from dpriv._random import keyed, row_hashes, stable_hash
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy, codes
@@ -106,12 +107,12 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
     if num:
         # float64 first: a numeric QI may come as a (non-ordered) pandas category
         agg = rows[[LABEL, *num]].astype(dict.fromkeys(num, "float64")).groupby(LABEL).agg(["min", "max"])
-        agg = agg.compute() if isinstance(agg, dd.DataFrame) else agg
+        agg = to_pandas(agg)
         agg.columns = [f"{q}_{f}" for q, f in agg.columns]
         parts.append(agg.astype("float64"))
     for q in policy.categorical_qi:
         pairs = rows[[LABEL, q]].drop_duplicates()
-        pairs = pairs.compute() if isinstance(pairs, dd.DataFrame) else pairs
+        pairs = to_pandas(pairs)
         parts.append(_value_sets(pairs, q, policy.domains[q]).rename(q).to_frame())
     if not parts:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=LABEL))

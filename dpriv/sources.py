@@ -15,6 +15,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import to_pandas
 from dpriv.errors import InputError, PolicyError
 from dpriv.io import read_table
 from dpriv.knowledge.sequential import mine_sequences
@@ -41,8 +42,7 @@ class DefenderKnowledge:
         if self.tables is not None:
             return self.tables
         past = history.loc[history[policy.time] < before, [policy.id, policy.time, policy.sensitive]]
-        if isinstance(past, dd.DataFrame):
-            past = past.compute()
+        past = to_pandas(past)
         if past.empty:  # nothing mined yet: uniform BK^sv and no sequential knowledge
             m = len(policy.sensitive_domain)
             tabs = [np.full((1, 1, m), 1.0 / m)] + [np.zeros((1, m**L, m)) for L in range(1, self.order + 1)]

@@ -15,6 +15,8 @@ import time
 
 import dask
 
+from dpriv._dispatch import is_dask
+
 #: Show Dask's text progress bar (on stderr) for each persisted step; the CLI turns it on
 #: when stderr is a terminal (``--progress/--no-progress``).
 SHOW_PROGRESS = False
@@ -51,13 +53,13 @@ class Steps:
 
         Returns the persisted collections as a tuple, in the order given.
         """
-        lazy = [c for c in collections if dask.is_dask_collection(c)]
+        lazy = [c for c in collections if is_dask(c)]
         if lazy:
             done = iter(dask.persist(*lazy))
-            collections = tuple(next(done) if dask.is_dask_collection(c) else c for c in collections)
+            collections = tuple(next(done) if is_dask(c) else c for c in collections)
             client = _client()
             if client is not None:
-                _wait(client, [c for c in collections if dask.is_dask_collection(c)], name)
+                _wait(client, [c for c in collections if is_dask(c)], name)
         self.lap(name)
         return collections
 

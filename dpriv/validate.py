@@ -16,6 +16,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, to_pandas
 from dpriv._random import row_hashes
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy, codes
@@ -143,7 +144,7 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     """
     missing_columns(view.columns, policy)
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and _is_text(view[c])]
-    if isinstance(view, dd.DataFrame):
+    if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
         if not columns:
@@ -239,7 +240,9 @@ def _s_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
     return np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain)).astype(np.int64)
 
 
-def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> ViewSummary:
+def validate_view(
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, allow_small: bool = False
+) -> ViewSummary:
     """Check ``view`` against a resolved ``policy``; return its size and sensitive counts.
 
     Raises
@@ -248,13 +251,14 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         missing column, NaN in id/QI/sensitive, text in a numeric QI, a value outside a
         declared domain, an unknown sensitive value, a duplicate id, an empty view.
     PolicyError
-        k larger than the view.
+        k larger than the view (unless ``allow_small``: a history whose policy has
+        ``small_view = "suppress"`` releases such a view fully suppressed).
     """
     missing_columns(view.columns, policy)
     if not policy.is_resolved():
         absent = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains]
         raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
-    if isinstance(view, dd.DataFrame):
+    if is_dask(view):
         meta = pd.DataFrame(
             {
                 c: pd.Series(dtype=t)
@@ -294,8 +298,14 @@ def validate_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> V
         )
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")
-    if policy.k > n:
-        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data")
+    if policy.k > n and not allow_small:
+        hint = (
+            ', or set small_view = "suppress" in [privacy] (this view is then released fully '
+            "suppressed and the history goes on)"
+            if policy.time
+            else ""
+        )
+        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data{hint}")
     return ViewSummary(int(n), s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))
 
 
@@ -326,7 +336,7 @@ def resolve_policy(
     if policy.is_resolved():
         return policy, []
     cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
-    sample = view[cols].compute() if isinstance(view, dd.DataFrame) else view[cols]
+    sample = to_pandas(view[cols])
     return policy.resolve(sample)
 
 
@@ -339,7 +349,7 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         raise InputError(f"missing time column {policy.time!r}; the input has {list(history.columns)}")
     t = history[policy.time]
     bad_type = not pd.api.types.is_integer_dtype(t.dtype)
-    if isinstance(t, dd.Series):
+    if is_dask(t):
         has_nan, idx = dask.compute(t.isna().any(), t.drop_duplicates())
     else:
         has_nan, idx = t.isna().any(), t.drop_duplicates()

@@ -234,8 +234,8 @@ def test_retrospective_rows_and_input_errors():
 def ledger_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("retro")
     mh = medical_history(n_views=4, view_size=300, seed=3)
-    path = write_history(out, mh)
-    policy = ReleasePolicy.from_toml(path, t=1.0, j=1.0, k=4, npartitions=1)
+    path = write_history(out, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
+    policy = ReleasePolicy.from_toml(path, t=1.0, j=1.0, k=4, npartitions=1, max_suppression=1.0)
     led = release_history(mh.history, policy, out / "led")
     steps = list(attack_steps(led, mh.history, policy, "dk", deductions=False))
     observed = observed_from_steps(

@@ -221,10 +221,10 @@ def test_a_release_that_kept_no_tuple_has_nan_gain(tiny):
 def released(tmp_path_factory):
     out = tmp_path_factory.mktemp("attack")
     mh = medical_history(n_views=4, view_size=400, seed=3)
-    path = write_history(out, mh)
+    path = write_history(out, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
     runs = {}
     for name, t, j in (("k", 1.0, 1.0), ("strict", 1.0, 0.6)):
-        policy = ReleasePolicy.from_toml(path, t=t, j=j, k=5, npartitions=2)
+        policy = ReleasePolicy.from_toml(path, t=t, j=j, k=5, npartitions=2, max_suppression=1.0)
         runs[name] = (release_history(mh.history, policy, out / f"led-{name}"), policy)
     return mh, runs
 

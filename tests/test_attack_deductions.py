@@ -18,7 +18,7 @@ from dpriv.release import release_history
 def small(tmp_path_factory):
     root = tmp_path_factory.mktemp("ded")
     mh = medical_history(n_views=4, view_size=200, seed=5)
-    policy = ReleasePolicy.from_toml(write_history(root / "data", mh), t=1.0, j=1.0, k=3)
+    policy = ReleasePolicy.from_toml(write_history(root / "data", mh), t=1.0, j=1.0, k=3, max_suppression=1.0)
     led = release_history(mh.history, policy, root / "ledger", method="mondrian-l")
     return led, mh, policy
 

@@ -401,7 +401,7 @@ def test_kpr_unknown_column(cli, tmp_path):
 def history(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen")
     mh = medical_history(n_views=3, view_size=100, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8}})
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
     return out
 
 
@@ -547,10 +547,12 @@ def test_attack_and_generate_pbc_commands(tmp_path, shared_data):
     from dpriv.release import release_history
 
     mh = medical_history(n_views=2, view_size=300, seed=2)
-    policy = write_history(tmp_path / "h", mh, policy_extra={"privacy": {"t": 0.5, "j": 0.8}})
+    policy = write_history(
+        tmp_path / "h", mh, policy_extra={"privacy": {"t": 0.5, "j": 0.8, "max_suppression": 1.0}}
+    )
     from dpriv.policy import ReleasePolicy
 
-    release_history(mh.history, ReleasePolicy.from_toml(policy), tmp_path / "led")
+    release_history(mh.history, ReleasePolicy.from_toml(policy, max_suppression=1.0), tmp_path / "led")
     out = tmp_path / "gain.csv"
     res = CliRunner().invoke(
         app,
@@ -626,8 +628,8 @@ def test_verify_a_ledger_release_against_its_view_of_the_history(cli, tmp_path):
     from dpriv.release import release_history
 
     mh = medical_history(n_views=2, view_size=400, seed=4)
-    policy_path = write_history(tmp_path, mh)
-    policy = ReleasePolicy.from_toml(policy_path, t=0.5, j=0.8)
+    policy_path = write_history(tmp_path, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
+    policy = ReleasePolicy.from_toml(policy_path, t=0.5, j=0.8, max_suppression=1.0)
     release_history(mh.history, policy, tmp_path / "led")
     released = tmp_path / "led" / "releases" / "2" / "view.parquet"
     hist = tmp_path / "history.parquet"

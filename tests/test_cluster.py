@@ -77,7 +77,9 @@ def cluster(tmp_path):
 
 def test_release_on_a_multiprocess_cluster_matches_local_cluster(cluster, tmp_path):
     mh = medical_history(n_views=2, view_size=600, seed=5)
-    policy = write_history(tmp_path / "h", mh, policy_extra={"privacy": {"t": 0.5, "j": 0.8}})
+    policy = write_history(
+        tmp_path / "h", mh, policy_extra={"privacy": {"t": 0.5, "j": 0.8, "max_suppression": 1.0}}
+    )
     history = tmp_path / "h" / "history.parquet"
     runs = {}
     for name, extra in [("remote", ["--scheduler", cluster]), ("local", [])]:

@@ -110,7 +110,7 @@ def scheduler(tmp_path_factory):
 def setting(tmp_path_factory, scheduler):
     out = tmp_path_factory.mktemp("crash")
     mh = medical_history(n_views=N_VIEWS, view_size=300, seed=0)
-    policy_path = write_history(out, mh)
+    policy_path = write_history(out, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
     history = out / "history.parquet"
     # the uninterrupted reference: the same command on the same kind of cluster (an in-process
     # release_history gives the same rows, but the Parquet metadata of the sensitive column
@@ -296,14 +296,17 @@ def test_kill_while_creating_the_ledger_leaves_a_folder_that_can_be_resumed(sett
     ledger.mkdir()
     (ledger / ".manifest.json.k3x9q2").write_bytes(b'{\n  "rel')  # what SIGKILL leaves behind
     release_history(
-        read_table(str(history)).compute(), ReleasePolicy.from_toml(policy, t=0.5, j=0.8), ledger, until=1
+        read_table(str(history)).compute(),
+        ReleasePolicy.from_toml(policy, t=0.5, j=0.8, max_suppression=1.0),
+        ledger,
+        until=1,
     )
     assert Ledger(ledger).last_index() == 1
 
 
 def test_resume_leaves_no_temp_file_of_the_killed_run(setting, tmp_path):
     history, policy, ref_dir = setting
-    pol = ReleasePolicy.from_toml(policy, t=0.5, j=0.8)
+    pol = ReleasePolicy.from_toml(policy, t=0.5, j=0.8, max_suppression=1.0)
     frame = read_table(str(history)).compute()
     ledger = tmp_path / "led"
     release_history(frame, pol, ledger, until=1)

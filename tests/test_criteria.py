@@ -82,3 +82,22 @@ def test_guarantees_and_policy_thresholds():
     assert breaks("k", 3, 4) and not breaks("k", 4, 4)
     assert breaks("t", 0.2 + 1e-6, 0.2) and not breaks("t", 0.2, 0.2)
     assert not breaks("j", None, 0.1) and not breaks("k", 3, None)
+
+
+def test_k_holds_size_is_the_count_check_mondrian_cuts_with():
+    k5 = KAnonymity(5)
+    assert [k5.holds_size(n) for n in (0, 4, 5, 6)] == [False, False, True, True]
+    # the same decision as on a group's sensitive counts (5 tuples / 4 tuples)
+    assert k5.holds_counts(np.array([2, 0, 3])) and not k5.holds_counts(np.array([2, 0, 2]))
+
+
+def test_mondrian_cuts_only_where_both_halves_meet_k():
+    from dpriv.anonymity import mondrian_groups
+
+    # 1-D grid 0..9, lower-median cuts: k = 5 admits one cut (5 | 5), k = 6 none; with
+    # k = 2 each half of 5 is cut again into 2 | 3
+    grid = np.arange(10, dtype=np.int64).reshape(-1, 1)
+    s = np.zeros(10, dtype=np.int64)
+    for k, sizes in ((5, [5, 5]), (6, [10]), (2, [2, 2, 3, 3])):
+        labels = mondrian_groups(grid, s, np.array([10]), k=k, model="k")
+        assert sorted(np.bincount(labels).tolist()) == sizes, k

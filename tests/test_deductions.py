@@ -324,10 +324,10 @@ def dpriv_releases(tmp_path_factory):
     runs = []
     for seed, attendance, methods in ((1, 1.0, ("jsreduce", "mondrian-l")), (2, 0.5, ("jsreduce",))):
         mh = medical_history(n_views=4, view_size=150, attendance=attendance, seed=seed)
-        path = write_history(out / f"h{seed}", mh)
+        path = write_history(out / f"h{seed}", mh, policy_extra={"privacy": {"max_suppression": 1.0}})
         for method in methods:
             t, j = (0.5, 0.8) if method == "jsreduce" else (1.0, 1.0)
-            policy = ReleasePolicy.from_toml(path, t=t, j=j, k=3, npartitions=1)
+            policy = ReleasePolicy.from_toml(path, t=t, j=j, k=3, npartitions=1, max_suppression=1.0)
             led = release_history(mh.history, policy, out / f"led-{seed}-{method}-{t}", method=method)
             runs.append((mh, attendance, observed_from_ledger(led, mh.history, policy, mh.classmap)))
     return runs

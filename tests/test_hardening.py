@@ -54,7 +54,7 @@ def medical(tmp_path_factory):
     """A small generated history (5 views x 200) and its policy with the exact DK."""
     out = tmp_path_factory.mktemp("medical")
     mh = medical_history(n_views=5, view_size=200, seed=3)
-    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, npartitions=2)
+    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, npartitions=2, max_suppression=1.0)
     return mh, policy
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from dpriv.errors import InputError
 from dpriv.knowledge.revision import revise
-from dpriv.knowledge.sequential import IEMiner, mine_sequences
+from dpriv.knowledge.sequential import IEMiner, MiningParams, mine_sequences
 from dpriv.knowledge.tables import (
     ClassMap,
     MarkovTables,
@@ -166,3 +166,22 @@ def test_errors():
         miner.update(two_views)
     with pytest.raises(InputError, match="class_col"):
         mine_sequences(df, AB, classes=ClassMap(("k",), ((0, 1),), (False,)))
+
+
+def test_mining_params_is_the_one_parameter_set_of_batch_and_incremental():
+    # one MiningParams drives both miners; it equals the same fields given as keywords
+    params = MiningParams(order=2, mu=2, time_col="t", s_col="x")
+    df = _tiny().rename(columns={"view": "t", "s": "x"})
+    by_params = mine_sequences(df, AB, params)
+    by_fields = mine_sequences(df, AB, order=2, mu=2, time_col="t", s_col="x")
+    default_mu = mine_sequences(df, AB, order=2, time_col="t", s_col="x")
+    for a, b in zip(by_params.tables, by_fields.tables, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # mu = 2 backs the order-1 context <b> (seen twice) off nowhere, <a> (once) to the marginal
+    assert not np.array_equal(by_params.tables[1], default_mu.tables[1])
+    miner = IEMiner(AB, params)
+    assert (miner.order_, miner.mu, miner.time_col, miner.s_col) == (2, 2, "t", "x")
+    with pytest.raises(InputError, match="not both"):
+        mine_sequences(df, AB, params, order=3)
+    with pytest.raises(InputError, match="time_col"):
+        mine_sequences(df, AB, time_col=None)

@@ -47,8 +47,54 @@ def _missing(v: object) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+def dec(v: float) -> Fraction:
+    """The decimal a float stands for (its shortest repr)."""
+    return Fraction(repr(float(v)))
+
+
+def _below_edge(y: Fraction, vmin: Fraction, m: int, step: Fraction, pad_var: Fraction) -> bool:
+    """lo + m * step <= y, with lo = vmin - sqrt(pad_var): vmin + m step - y <= sqrt(pad_var)."""
+    d = vmin + m * step - y
+    return d <= 0 or d * d <= pad_var
+
+
+def exact_n_bins(vmin, vmax, step, pad_var) -> int:
+    """max(1, ceil((hi - lo) / step)): the least m >= 1 with lo + m * step >= hi."""
+    if step == 0:
+        return 1
+
+    def covers(m: int) -> bool:  # lo + m step >= hi  <=>  m step - (vmax - vmin) >= 2 sqrt(pad_var)
+        d = m * step - (vmax - vmin)
+        return d >= 0 and d * d >= 4 * pad_var
+
+    m = max(1, math.ceil(float((vmax - vmin) / step) + 2 * math.sqrt(float(pad_var / step**2))))
+    while m > 1 and covers(m - 1):
+        m -= 1
+    while not covers(m):
+        m += 1
+    return m
+
+
+def exact_bin(y: Fraction, vmin, vmax, step, pad_var, nb):
+    """(E22) with exact rationals: walk m up from the lowest bin (test sizes only)."""
+    if not _below_edge(y, vmin, 0, step, pad_var) if step else y < vmin:
+        return "below"
+    d = y - vmax  # y > hi  <=>  y - vmax > sqrt(pad_var)
+    if d > 0 and d * d > pad_var:
+        return "above"
+    if step == 0:
+        return 0
+    m = max(0, math.floor(float((y - vmin) / step) + math.sqrt(float(pad_var / step**2))))
+    while m > 0 and not _below_edge(y, vmin, m, step, pad_var):
+        m -= 1
+    while _below_edge(y, vmin, m + 1, step, pad_var):
+        m += 1
+    return min(m, nb - 1)
+
+
 def oracle(orig_rows, syn_rows, numeric, tolerance=0.05, padding=0.1, ddof=1):
-    """Brute-force (E21)/(E22) with plain Python loops and exact Fractions."""
+    """Brute-force (E21)/(E22) with plain Python loops and exact Fractions: every float is
+    the decimal of its repr (the test data are integers and short decimals)."""
 
     def raw(row):
         return tuple(
@@ -61,6 +107,7 @@ def oracle(orig_rows, syn_rows, numeric, tolerance=0.05, padding=0.1, ddof=1):
         counts[raw(r)] += 1
     unique = [r for r in orig_rows if counts[raw(r)] == 1]
     grids = {}
+    exact = {}
     for j, num in enumerate(numeric):
         if not num:
             continue
@@ -69,18 +116,20 @@ def oracle(orig_rows, syn_rows, numeric, tolerance=0.05, padding=0.1, ddof=1):
             grids[j] = None
             continue
         n = len(vals)
-        mean_q = sum(Fraction(v) for v in vals) / n
-        if n - ddof > 0:
-            ss = sum((Fraction(v) - mean_q) ** 2 for v in vals)
-            std = math.sqrt(float(ss / (n - ddof)))
-        else:
-            std = 0.0
+        q = [dec(v) for v in vals]  # the decimals the floats stand for
+        mean_q = sum(q) / n
+        var_q = sum((v - mean_q) ** 2 for v in q) / (n - ddof) if n - ddof > 0 else Fraction(0)
+        std = math.sqrt(float(var_q))
         lo, hi = min(vals) - padding * std, max(vals) + padding * std
         step = tolerance * abs(float(mean_q))
         if step == 0:
             step = tolerance * (max(vals) - min(vals))
-        nb = max(1, math.ceil((hi - lo) / step)) if step > 0 else 1
+        tol_q, pad_q = dec(tolerance), dec(padding)
+        step_q = tol_q * abs(mean_q) or tol_q * (max(q) - min(q))
+        ex = (min(q), max(q), step_q, pad_q * pad_q * var_q)
+        nb = exact_n_bins(*ex)
         grids[j] = (lo, hi, step, nb)
+        exact[j] = (*ex, nb)
 
     def binned(row):
         out = []
@@ -92,16 +141,7 @@ def oracle(orig_rows, syn_rows, numeric, tolerance=0.05, padding=0.1, ddof=1):
             elif grids[j] is None:
                 out.append("nobins")
             else:
-                lo, hi, step, nb = grids[j]
-                y = float(v)
-                if y < lo:
-                    out.append("below")
-                elif y > hi:
-                    out.append("above")
-                elif step > 0:
-                    out.append(min(math.floor((y - lo) / step), nb - 1))
-                else:
-                    out.append(0)
+                out.append(exact_bin(dec(float(v)), *exact[j]))
         return tuple(out)
 
     acount = Counter()

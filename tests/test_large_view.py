@@ -171,8 +171,8 @@ def test_write_medical_view_matches_write_history(tmp_path) -> None:
     out = tmp_path / "big"
     write_history(out, small)  # a history.parquet *file* that the dataset must replace
     with dask.config.set(scheduler="threads"):
-        policy = write_medical_view(out, 70_000, npartitions=2, seed=3)
-        write_medical_view(out, 70_000, npartitions=2, seed=3)  # rewriting leaves no stale files
+        policy = write_medical_view(out, 70_000, npartitions=2, seed=3, overwrite=True)
+        write_medical_view(out, 70_000, npartitions=2, seed=3, overwrite=True)  # no stale files
     assert policy == out / "policy.toml"
     assert (out / "history.parquet").is_dir()
     assert sorted(f.name for f in (out / "history.parquet").iterdir()) == ["part.0.parquet", "part.1.parquet"]

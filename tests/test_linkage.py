@@ -122,10 +122,10 @@ def test_pinned_equals_brute_force(data):
 def released(tmp_path_factory):
     out = tmp_path_factory.mktemp("link")
     mh = medical_history(n_views=2, view_size=300, seed=4)
-    path = write_history(out, mh)
+    path = write_history(out, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
     runs = {}
     for method, t, j in (("jsreduce", 0.5, 0.8), ("mondrian-l", 1.0, 1.0)):
-        policy = ReleasePolicy.from_toml(path, t=t, j=j, k=3, npartitions=1)
+        policy = ReleasePolicy.from_toml(path, t=t, j=j, k=3, npartitions=1, max_suppression=1.0)
         runs[method] = release_history(mh.history, policy, out / f"led-{method}", method=method)
     return mh, runs
 

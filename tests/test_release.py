@@ -22,7 +22,7 @@ from dpriv.state import empty_state, revised_priors, update_state
 def setting(tmp_path_factory):
     out = tmp_path_factory.mktemp("hist")
     mh = medical_history(n_views=3, view_size=400, seed=1)
-    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, npartitions=2)
+    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, npartitions=2, max_suppression=1.0)
     return mh, policy
 
 

@@ -41,7 +41,7 @@ def built(tmp_path_factory):
     mh = medical_history(n_views=3, view_size=300, seed=0)
     history = mh.history.copy()
     history["respondent_id"] = history["respondent_id"].astype("int64") * 7919 + ID_OFFSET
-    policy = ReleasePolicy.from_toml(write_history(root / "data", mh), t=0.5, j=0.8)
+    policy = ReleasePolicy.from_toml(write_history(root / "data", mh), t=0.5, j=0.8, max_suppression=1.0)
     led = release_history(history, policy, root / "ledger")
     gains = {"dk": attack(led, history, policy, "dk", deductions=False)}
     (root / "ledger" / "attack").mkdir()

@@ -49,7 +49,7 @@ def test_tail_curves_join_paper_and_retrospective_as_of_the_last_release(tmp_pat
 def small(tmp_path_factory):
     root = tmp_path_factory.mktemp("tail")
     mh = medical_history(n_views=3, view_size=200, seed=1)
-    policy = ReleasePolicy.from_toml(write_history(root / "data", mh), t=1.0, j=1.0, k=4)
+    policy = ReleasePolicy.from_toml(write_history(root / "data", mh), t=1.0, j=1.0, k=4, max_suppression=1.0)
     led = release_history(mh.history, policy, root / "ledger")
     return led, mh, policy
 

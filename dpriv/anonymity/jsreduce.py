@@ -221,6 +221,7 @@ def params_of(policy: ReleasePolicy) -> Params:
     """The greedy's parameters: the thresholds of the criteria JS-reduce promises (k, t, j of
     :func:`dpriv.criteria.criteria_for`, decided in the numba kernel with the same exact
     arithmetic) and the policy's scan settings."""
+    # numba cannot call the criterion classes: the kernel takes only their thresholds
     th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
     return Params(
         k=th["k"],

@@ -27,12 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import to_pandas
 from dpriv._random import keyed, stable_hash
-from dpriv.criteria import GROUND_NAMES, BTPrivacy, DistinctL, TCloseness
+from dpriv.criteria import GROUND_NAMES, BTPrivacy, DistinctL, KAnonymity, TCloseness
 from dpriv.divergence import EQUAL, GROUNDS, ORDERED
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
@@ -157,7 +157,8 @@ class _Cutter:
         self.m_values = counts.shape[0]
         # below this size no cut can leave two halves that are large (and diverse) enough
         self.min_split = 2 * (max(k, l) if model == "l" else k)
-        # the model's criterion besides k, from the one criteria table (dpriv.criteria)
+        # a cut is allowable when both halves meet k and the model's criterion (dpriv.criteria)
+        self.size = KAnonymity(k)
         self.crit = {
             "k": None,
             "l": DistinctL(l),
@@ -167,7 +168,7 @@ class _Cutter:
 
     def check_root(self, root: np.ndarray) -> None:
         n = root.shape[0]
-        if n < self.k:
+        if not self.size.holds_size(n):
             raise PolicyError(f"k = {self.k} is larger than the input ({n} tuples): lower k or add data")
         if self.model in ("l", "t"):
             c = np.bincount(self.s, minlength=self.m_values).astype(np.int64)
@@ -217,11 +218,11 @@ class _Cutter:
                 split = v.min() if h == 0 else np.partition(v, h - 1)[h - 1]  # lower median
                 mask = v <= split
                 n_l = int(np.count_nonzero(mask))
-                if n_l < self.k or n - n_l < self.k:  # includes an empty RHS
-                    continue
+                if not (self.size.holds_size(n_l) and self.size.holds_size(n - n_l)):
+                    continue  # includes an empty RHS
                 lhs, rhs = idx[mask], idx[~mask]
             else:
-                if h < self.k or n - h < self.k:
+                if not (self.size.holds_size(h) and self.size.holds_size(n - h)):
                     continue
                 order = np.argsort(v, kind="stable")
                 lhs, rhs = idx[np.sort(order[:h])], idx[np.sort(order[h:])]
@@ -371,8 +372,7 @@ def mondrian_view(
     PolicyError
         Unresolved policy, k larger than the view, or a model the whole view cannot meet.
     """
-    if isinstance(view, dd.DataFrame):
-        view = view.compute()
+    view = to_pandas(view)
     summary = validate_view(view, policy)
     view = view.reset_index(drop=True)
     grid, widths = qi_grid_of(view, policy)

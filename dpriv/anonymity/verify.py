@@ -248,18 +248,18 @@ def verify_release(
     )
 
 
-def combine_reports(
-    parts: list[dict[str, Any]], released_counts: np.ndarray, view_counts: np.ndarray, domain: list
-) -> dict[str, Any]:
-    """One report (:meth:`VerificationReport.to_dict` form) for a release verified in parts
-    that each hold whole QI-groups (the release loop checks Dask partitions this way).
+def combine_reports(parts: list[VerificationReport], released_counts: np.ndarray, view_counts: np.ndarray,
+                    domain: list) -> VerificationReport:
+    """One report for a release verified in parts that each hold whole QI-groups (the
+    release loop checks Dask partitions this way). Its ``groups`` table is empty: the
+    per-group tables stay with the parts (only their summaries reach the client).
 
     ``parts``: the parts' reports, each verified against the whole view's ``view_counts``;
     ``released_counts`` (int64, shape (M,)): the released count of each sensitive value
     summed over the parts, checked here against ``view_counts`` (a part alone cannot).
     Achieved values: smallest k and l, largest t and j over the parts that have groups.
     """
-    problems = [p for part in parts for p in part["problems"]]
+    problems = [p for part in parts for p in part.problems]
     rel, vc = np.asarray(released_counts), np.asarray(view_counts)
     over = [f"{domain[i]!r} ({rel[i]} > {vc[i]})" for i in np.flatnonzero(rel > vc)]
     if over:
@@ -268,16 +268,17 @@ def combine_reports(
         )
 
     def pick(key: str, fn):
-        vals = [part[key] for part in parts if part[key] is not None]
+        vals = [getattr(part, key) for part in parts if getattr(part, key) is not None]
         return fn(vals) if vals else None
 
-    return {
-        "ok": not problems and all(part["ok"] for part in parts),
-        "k_achieved": pick("k_achieved", min),
-        "l_achieved": pick("l_achieved", min),
-        "t_achieved": pick("t_achieved", max),
-        "j_achieved": pick("j_achieved", max),
-        "n_rows": sum(part["n_rows"] for part in parts),
-        "n_groups": sum(part["n_groups"] for part in parts),
-        "problems": problems,
-    }
+    return VerificationReport(
+        groups=pd.DataFrame(),
+        k_achieved=pick("k_achieved", min),
+        l_achieved=pick("l_achieved", min),
+        t_achieved=pick("t_achieved", max),
+        j_achieved=pick("j_achieved", max),
+        ok=not problems and all(part.ok for part in parts),
+        problems=problems,
+        n_rows=sum(part.n_rows for part in parts),
+        n_groups=sum(part.n_groups for part in parts),
+    )

@@ -3,32 +3,39 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify``
 from dpriv.cli.common import (
+    QI,
     Debug,
     J,
     K,
+    Ledger,
+    Partitions,
     PolicyFile,
     Scheduler,
+    Sensitive,
     T,
     Views,
     ViewSize,
     _say,
     app,
+    check_out,
     command,
+    load_effective,
     load_policy,
     print_summary,
+    show_policy,
     write_frame,
 )
+from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError, PolicyError
-from dpriv.policy import ReleasePolicy
 
 
 @app.command()
@@ -38,15 +45,15 @@ def anonymize(
     out: Annotated[Path, typer.Option(help="Released view: .parquet or .csv.")],
     policy: PolicyFile = None,
     id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
-    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
-    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    qi: QI = None,
+    sensitive: Sensitive = None,
     k: K = None,
     t: T = None,
     j: J = None,
     seed: Annotated[int | None, typer.Option(help="Seed of every random choice.")] = None,
     prior: Annotated[str, typer.Option(help="Priors: class (empirical per QI class) or uniform.")] = "class",
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
-    npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges (Dask partitions).")] = None,
+    npartitions: Partitions = None,
     scheduler: Scheduler = None,
     debug: Debug = False,
 ) -> None:
@@ -55,7 +62,8 @@ def anonymize(
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import anonymize as run
 
-    pol = load_policy(
+    check_out(out, input)
+    eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
         qi=qi,
@@ -67,6 +75,7 @@ def anonymize(
         npartitions=npartitions,
     )
     view = read_table(input, add_row_id=add_row_id)
+    pol = show_policy(eff)
     with dask_client(scheduler, say=_say):
         result = run(view, pol, prior=prior)
     for note in result.notes:
@@ -107,7 +116,7 @@ RELEASE_HEADER = " ".join(
 def _run_release(
     history_path: str,
     ledger: Path,
-    pol: ReleasePolicy,
+    eff: EffectivePolicy,
     scheduler: str | None,
     npartitions: int | None,
     method: str = "jsreduce",
@@ -123,12 +132,19 @@ def _run_release(
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     frame = read_table(history_path)
+    pol = show_policy(eff)
+    _say(f"  method: {method}")
     released: list[int] = []
 
     def on_release(i: int, m: dict) -> None:
         released.append(i)
         typer.echo(_release_table_row(i, m))
-        if m.get("n_groups") == 0:
+        if m.get("small_view") == "suppressed":
+            _say(
+                f"warning: release {i} has {m.get('n_original')} tuple(s), fewer than k = {pol.k}: "
+                'released fully suppressed (small_view = "suppress")'
+            )
+        elif m.get("n_groups") == 0:
             _say(f"warning: release {i} suppressed every tuple (nothing published): relax k, t or j")
 
     with dask_client(scheduler, say=_say):
@@ -147,14 +163,26 @@ def _run_release(
 def release(
     history: Annotated[str, typer.Argument(help="History: id, time (1..n), QIs, sensitive.")],
     ledger: Annotated[Path, typer.Option(help="Ledger folder (created if new).")],
-    policy: PolicyFile = None,
     method: Annotated[
-        str, typer.Option(help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt.")
-    ] = "jsreduce",
+        str | None,
+        typer.Option(
+            help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt "
+            "(default: the ledger's recorded method, else jsreduce)."
+        ),
+    ] = None,
+    policy: PolicyFile = None,
+    id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
+    time: Annotated[str | None, typer.Option("--time", help="Release-index column (1..n).")] = None,
+    qi: QI = None,
+    sensitive: Sensitive = None,
     k: K = None,
     t: T = None,
     j: J = None,
-    npartitions: Annotated[int | None, typer.Option(help="Hilbert ranges per view.")] = None,
+    small_view: Annotated[
+        str | None,
+        typer.Option(help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on.'),
+    ] = None,
+    npartitions: Partitions = None,
     scheduler: Scheduler = None,
     progress: Annotated[
         bool | None,
@@ -164,9 +192,23 @@ def release(
     ] = None,
     debug: Debug = False,
 ) -> None:
-    """Release the views of a history not yet in the ledger, in order (resumable)."""
-    pol = load_policy(policy, k=k, t=t, j=j)
-    _run_release(history, ledger, pol, scheduler, npartitions, method, progress)
+    """Release the views of a history not yet in the ledger, in order (resumable); without
+    --policy an existing ledger's recorded policy and method are used (flags over them)."""
+    eff, recorded_method = load_effective(
+        policy,
+        ledger=ledger if ledger.is_dir() else None,
+        knowledge_dirs=[Path(history).parent] if "://" not in history else [],
+        id=id,
+        time=time,
+        qi=qi,
+        sensitive=sensitive,
+        k=k,
+        t=t,
+        j=j,
+        small_view=small_view,
+    )
+    method = method or recorded_method or "jsreduce"
+    _run_release(history, ledger, eff, scheduler, npartitions, method, progress)
 
 
 @app.command()
@@ -176,19 +218,41 @@ def demo(
     views: Views = 24,
     view_size: ViewSize = 5000,
     scheduler: Scheduler = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Re-use a folder of an earlier demo: its ledger is moved aside to ledger.<n> "
+            "(kept, never deleted) and the generated files are replaced."
+        ),
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Generate the paper-setting history and release it with JS-reduce on a local cluster."""
 
     from dpriv.datasets import medical_history, write_history
+    from dpriv.datasets.files import refuse_existing
 
+    led = out / "ledger"
+    if not force:
+        if led.exists():
+            raise LedgerError(
+                f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; "
+                f"choose another --out, or pass --force to move it aside to {led}.<n> (kept) "
+                "and run the demo again"
+            )
+        refuse_existing(out, "--force")
     mh = medical_history(views, view_size, seed=0)
-    if (out / "ledger").exists():
-        shutil.rmtree(out / "ledger")
-    policy_path = write_history(out, mh, policy_extra=DEMO_PRIVACY)
+    if led.exists() or led.is_symlink():
+        n = 1
+        while led.with_name(f"ledger.{n}").exists():
+            n += 1
+        led.rename(led.with_name(f"ledger.{n}"))
+        _say(f"--force: the existing ledger was moved to {led.with_name(f'ledger.{n}')} (kept)")
+    policy_path = write_history(out, mh, policy_extra=DEMO_PRIVACY, overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
-    policy = ReleasePolicy.from_toml(policy_path)
-    _run_release(str(out / "history.parquet"), out / "ledger", policy, scheduler, None)
+    eff, _ = load_effective(policy_path)
+    _run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None)
+    policy = eff.policy
     from dpriv.attack import attack as run_attack
 
     gain = run_attack(out / "ledger", mh.history, policy, "dk")
@@ -207,39 +271,6 @@ DEMO_PRIVACY = {"privacy": {"k": 5, "t": 0.5, "j": 0.8}}
 
 @app.command()
 @command
-def verify(
-    released: Annotated[str, typer.Argument(help="Released view (Parquet or CSV).")],
-    original: Annotated[str, typer.Option(help="The original view it was made from.")],
-    policy: PolicyFile = None,
-    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
-    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
-    k: K = None,
-    t: T = None,
-    view: Annotated[
-        int | None, typer.Option(help="With a history as --original: the release index it was made from.")
-    ] = None,
-    debug: Debug = False,
-) -> None:
-    """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
-    from dpriv.io import read_table
-    from dpriv.release import verify_view
-
-    pol = load_policy(policy, qi=qi, sensitive=sensitive, k=k, t=t)
-    orig = read_table(original).compute()
-    report = verify_view(read_table(released).compute(), orig, pol, view=view)
-    for key, val in report.to_dict().items():
-        if not isinstance(val, list | dict):
-            typer.echo(f"{key:>12}: {val}")
-    for p in report.problems[:20]:
-        typer.echo(f"  FAIL {p}")
-    if len(report.problems) > 20:
-        typer.echo(f"  ... and {len(report.problems) - 20} more problems")
-    if not report.ok:
-        raise typer.Exit(2)
-
-
-@app.command()
-@command
 def kpr(
     original: Annotated[str, typer.Argument(help="Original table.")],
     synthetic: Annotated[str, typer.Argument(help="Synthetic / anonymized table.")],
@@ -250,7 +281,11 @@ def kpr(
     from dpriv.io import read_table
     from dpriv.metrics.kpr import kpr as run
 
-    res = run(read_table(original), read_table(synthetic), [k.strip() for k in known.split(",")])
+    names = [k.strip() for k in known.split(",")]
+    orig, synth = read_table(original), read_table(synthetic)
+    if len(synth.head(1, npartitions=-1)) == 0:  # a header-only CSV has no types: take the original's
+        synth = synth.astype({c: orig.dtypes[c] for c in names if c in synth.columns and c in orig.columns})
+    res = run(orig, synth, names)
     typer.echo(
         f"n={res.n} unique originals={res.n_unique_original} "
         f"unique synthetic profiles={res.n_unique_synthetic_profiles} matched={res.n_matched}"
@@ -263,7 +298,7 @@ def kpr(
 @app.command()
 @command
 def attack(
-    ledger: Annotated[Path, typer.Argument(help="A release ledger.")],
+    ledger: Ledger,
     history: Annotated[str, typer.Option(help="The original history that was released.")],
     knowledge: Annotated[
         str, typer.Option(help="snapshot, dk, dk-1, dk-2, dk-3, spm:PATH (external corpus) or ie.")
@@ -341,7 +376,7 @@ app.add_typer(experiment_app, name="experiment")
 @app.command()
 @command
 def report(
-    ledger: Annotated[Path, typer.Argument(help="A release ledger.")],
+    ledger: Ledger,
     out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
     debug: Debug = False,
 ) -> None:

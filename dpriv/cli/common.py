@@ -23,6 +23,24 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from dpriv import __version__
+
+        typer.echo(f"dpriv {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Privacy-preserving sequential data release (JS-reduce) on Dask."""
+
+
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 
 
@@ -45,6 +63,24 @@ ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
 
 
 PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (DESIGN.md).")]
+
+
+Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).")]
+
+
+Ledger = Annotated[Path, typer.Argument(help="A release ledger.")]
+
+
+QI = Annotated[str | None, typer.Option(help="QI columns, comma-separated.")]
+
+
+Sensitive = Annotated[str | None, typer.Option(help="Sensitive column.")]
+
+
+Attendance = Annotated[float, typer.Option(help="Probability of an exam in a given week (q).")]
+
+
+Seed = Annotated[int, typer.Option(help="Seed of the generated history.")]
 
 
 def _say(msg: str) -> None:
@@ -104,13 +140,60 @@ def load_policy(policy: Path | None, **flags: Any) -> ReleasePolicy:
     return ReleasePolicy.from_dict({k: v for k, v in flags.items() if v is not None})
 
 
+def load_effective(policy: Path | None, **kwargs: Any) -> tuple[Any, str | None]:
+    """:func:`dpriv.cli.effective.effective_policy`: the policy with the source of each value
+    (an :class:`~dpriv.cli.effective.EffectivePolicy`) and a ledger's recorded method."""
+    from dpriv.cli.effective import effective_policy
+
+    return effective_policy(policy, **kwargs)
+
+
+def show_policy(eff: Any) -> ReleasePolicy:
+    """Print the effective policy to stderr (every value and where it came from), once the
+    input has been opened and before the work starts; returns the policy."""
+    for line in eff.lines():
+        _say(line)
+    return eff.policy
+
+
+#: Output suffixes of a table (released view, gains): Parquet or CSV.
+TABLE_SUFFIXES = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV"}
+
+
+def check_out(out: Path, *inputs: str) -> None:
+    """Refuse (InputError, before any work) an output path with an unknown suffix, or one that
+    is one of the ``inputs`` (the same file under any spelling: relative, ``..``, symlink)."""
+    from dpriv.errors import InputError
+
+    if out.suffix.lower() not in TABLE_SUFFIXES:
+        raise InputError(
+            f"--out {out}: unknown file type {out.suffix or '(no suffix)'!r}; dpriv writes .csv "
+            "(CSV) or .parquet (Parquet): name the output file with one of these suffixes"
+        )
+    if out.is_dir():
+        raise InputError(f"--out {out} is a folder: give a file name ending in .csv or .parquet")
+    target = out.resolve()
+    for given in inputs:
+        if "://" in given:
+            continue
+        src = Path(given)
+        same = src.resolve() == target or (src.exists() and out.exists() and src.samefile(out))
+        if same:
+            raise InputError(
+                f"--out {out} is the input file {given}: dpriv never overwrites its input; "
+                "choose another output file"
+            )
+
+
 def write_frame(frame: pd.DataFrame, out: Path) -> None:
-    """Write Parquet (``.parquet``) or CSV atomically (:func:`dpriv.io.atomic_write`), with the
-    permissions of an ordinary new file (a released view is public)."""
+    """Write Parquet (``.parquet``/``.pq``) or CSV (``.csv``) atomically
+    (:func:`dpriv.io.atomic_write`), with the permissions of an ordinary new file (a released
+    view is public). Any other suffix is refused (:func:`check_out`)."""
     from dpriv.io import atomic_write
 
+    check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix in (".parquet", ".pq"):
+    if out.suffix.lower() in (".parquet", ".pq"):
         atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
     else:
         atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)

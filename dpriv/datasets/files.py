@@ -61,11 +61,17 @@ def policy_dict(mh: MedicalHistory) -> dict[str, Any]:
 
 
 def write_history(
-    out_dir: str | Path, mh: MedicalHistory, policy_extra: dict[str, Any] | None = None
+    out_dir: str | Path,
+    mh: MedicalHistory,
+    policy_extra: dict[str, Any] | None = None,
+    *,
+    overwrite: bool = False,
 ) -> Path:
     """Write a generated history, its knowledge and a policy into ``out_dir``.
 
-    Files (created or overwritten)::
+    Files (created; replaced only with ``overwrite=True``, else an existing one is refused
+    with :class:`~dpriv.errors.InputError` before anything is written: a ledger next to them
+    pins ``policy.toml``'s knowledge files by SHA-256 and its releases by the history)::
 
         out_dir/history.parquet          mh.history
         out_dir/knowledge/dk.npz         exact order-3 DK (full DK-BK^seq)
@@ -83,9 +89,35 @@ def write_history(
         The path of ``policy.toml``.
     """
     out = Path(out_dir)
+    if not overwrite:
+        refuse_existing(out)
     (out / "knowledge").mkdir(parents=True, exist_ok=True)
     mh.history.to_parquet(out / "history.parquet", index=False)
     return _write_knowledge_and_policy(out, mh, policy_extra)
+
+
+#: What :func:`write_history` / :func:`write_medical_view` write, relative to ``out_dir``.
+GENERATED_FILES = (
+    "history.parquet",
+    "policy.toml",
+    "knowledge/dk.npz",
+    "knowledge/dk-1.npz",
+    "knowledge/dk-2.npz",
+    "knowledge/dk-3.npz",
+)
+
+
+def refuse_existing(out: Path, flag: str = "overwrite=True (CLI: --force)") -> None:
+    """Raise InputError naming the generated files that already exist in ``out``."""
+    from dpriv.errors import InputError
+
+    present = [name for name in GENERATED_FILES if (out / name).exists() or (out / name).is_symlink()]
+    if present:
+        ledger = " next to a ledger that may pin them by SHA-256" if (out / "ledger").exists() else ""
+        raise InputError(
+            f"{out} already holds {present}{ledger}; nothing was written: choose another folder, "
+            f"or pass {flag} to replace them"
+        )
 
 
 def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> Path:
@@ -113,6 +145,7 @@ def write_medical_view(
     det: float = 0.9,
     weight_view_size: int = _DEFAULT_WEIGHT_VIEW_SIZE,
     policy_extra: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write a one-view history of ``n_rows`` tuples, built in Dask, with its knowledge.
 
@@ -125,7 +158,8 @@ def write_medical_view(
     :func:`medical_history` with the same ``seed``, ``attendance``, ``det`` and
     ``weight_view_size`` (same model; the n-step tables come from the same weighting run).
     Runs on the current Dask scheduler (a distributed Client if one is active). An existing
-    ``history.parquet`` (file or folder) is replaced.
+    ``history.parquet`` (file or folder) is replaced with ``overwrite=True`` (else refused,
+    like any generated file, before anything is written).
 
     Returns
     -------
@@ -149,6 +183,8 @@ def write_medical_view(
     # the history lives in the Dask frame; the container only carries the model and config
     mh = MedicalHistory(frame._meta, knowledge, VALUES, CLASS_MAP, config)
     out = Path(out_dir)
+    if not overwrite:
+        refuse_existing(out)
     out.mkdir(parents=True, exist_ok=True)
     target = out / "history.parquet"
     if target.is_file() or target.is_symlink():

@@ -11,7 +11,7 @@ from dpriv.knowledge.posterior import (
 )
 from dpriv.knowledge.prior import class_prior, kernel_prior, kernel_prior_dask, tuple_prior
 from dpriv.knowledge.revision import feasible_contexts, revise
-from dpriv.knowledge.sequential import IEMiner, mine_sequences, tables_from_counts
+from dpriv.knowledge.sequential import IEMiner, MiningParams, mine_sequences, tables_from_counts
 from dpriv.knowledge.tables import (
     ClassMap,
     MarkovTables,
@@ -35,6 +35,7 @@ __all__ = [
     "feasible_contexts",
     "kernel_prior",
     "kernel_prior_dask",
+    "MiningParams",
     "mine_sequences",
     "omega_posterior",
     "revise",

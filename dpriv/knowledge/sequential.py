@@ -28,6 +28,7 @@ of backing off. ``terminal`` is a list of value codes, ``None`` (no terminal han
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,37 @@ from dpriv.errors import InputError
 from dpriv.knowledge.tables import ClassMap, MarkovTables, SequentialKnowledge, single_class_map
 
 TerminalSpec = Sequence[int] | str | None
+
+
+@dataclass(frozen=True)
+class MiningParams:
+    """The parameters of Algorithm 3, shared by :func:`mine_sequences` and :class:`IEMiner`.
+
+    ``order`` (int, largest context length n), ``mu`` (minimum support), ``alpha`` (additive
+    smoothing), ``terminal`` (list of int codes, ``"auto"`` or None), the column names
+    ``id_col``, ``time_col`` (None: :class:`IEMiner` trusts the call order), ``s_col`` and
+    ``class_col`` (None: one class), and ``classes`` (:class:`ClassMap`; None: one class).
+    """
+
+    order: int = 3
+    mu: float = 1
+    alpha: float = 0.0
+    terminal: TerminalSpec = None
+    id_col: str = "respondent_id"
+    time_col: str | None = "view"
+    s_col: str = "s"
+    class_col: str | None = None
+    classes: ClassMap | None = None
+
+    @classmethod
+    def of(cls, params: MiningParams | None, fields: dict) -> MiningParams:
+        """``params``, or a new one from keyword ``fields`` (not both)."""
+        if params is not None and fields:
+            raise InputError(f"give MiningParams or keyword parameters, not both (got {sorted(fields)})")
+        return params if params is not None else cls(**fields)
+
+    def class_map(self) -> ClassMap:
+        return self.classes if self.classes is not None else single_class_map()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -186,16 +218,8 @@ def _class_codes(frame, class_col, classes: ClassMap) -> np.ndarray:
 def mine_sequences(
     sequences: pd.DataFrame,
     values: Sequence[str],
-    *,
-    order: int = 3,
-    mu: float = 1,
-    alpha: float = 0.0,
-    terminal: TerminalSpec = None,
-    id_col: str = "respondent_id",
-    time_col: str = "view",
-    s_col: str = "s",
-    class_col: str | None = None,
-    classes: ClassMap | None = None,
+    params: MiningParams | None = None,
+    **fields,
 ) -> MarkovTables:
     """Algorithm 3 (IE/SPM-BK^seq) on a whole history, by vectorised frequency counting.
 
@@ -208,6 +232,8 @@ def mine_sequences(
         respondent's context is her previous observations in time order, gaps ignored.
     values : sequence of str
         The sensitive domain in policy order (M values).
+    params : MiningParams, optional
+        All of the following at once; or give them as keyword ``fields``:
     order : int, default 3
         Largest context length n (tables of orders 0..n).
     mu : float, default 1
@@ -228,10 +254,14 @@ def mine_sequences(
     ------
     InputError
         Missing columns, missing values, codes out of range, duplicate (id, time) rows,
-        or bad parameters.
+        or bad parameters (``time_col`` None).
     """
-    m = _check_params(values, order, mu, alpha)
-    classes = classes if classes is not None else single_class_map()
+    p = MiningParams.of(params, fields)
+    order, id_col, time_col, s_col, class_col = p.order, p.id_col, p.time_col, p.s_col, p.class_col
+    m = _check_params(values, order, p.mu, p.alpha)
+    classes = p.class_map()
+    if time_col is None:
+        raise InputError("mine_sequences needs a time_col to order each respondent's observations")
     _frame_columns(sequences, {"id": id_col, "time": time_col, "s": s_col, "cls": class_col})
     counts = [np.zeros((classes.n_classes, m**L, m), dtype=np.int64) for L in range(order + 1)]
     if len(sequences):
@@ -254,7 +284,7 @@ def mine_sequences(
             has = first >= back
             ctx[has, order - back] = s[pos[has] - back]
         _count(counts, cls, ctx, s, m)
-    return tables_from_counts(counts, values, classes, mu, alpha, terminal)
+    return tables_from_counts(counts, values, classes, p.mu, p.alpha, p.terminal)
 
 
 # --------------------------------------------------------------------------- incremental
@@ -267,30 +297,18 @@ class IEMiner(SequentialKnowledge):
     respondent, the last ``order`` observed values (a DataFrame indexed by respondent id,
     columns ``lag_<order>..lag_1``, oldest first, -1 = none).
 
-    Parameters are those of :func:`mine_sequences`; ``update`` must be called once per
+    Parameters: :class:`MiningParams` (or its fields as keywords); ``update`` must be called once per
     view, in time order.
     """
 
-    def __init__(
-        self,
-        values: Sequence[str],
-        *,
-        order: int = 3,
-        mu: float = 1,
-        alpha: float = 0.0,
-        terminal: TerminalSpec = None,
-        id_col: str = "respondent_id",
-        time_col: str | None = "view",
-        s_col: str = "s",
-        class_col: str | None = None,
-        classes: ClassMap | None = None,
-    ) -> None:
-        self.m = _check_params(values, order, mu, alpha)
+    def __init__(self, values: Sequence[str], params: MiningParams | None = None, **fields) -> None:
+        p = MiningParams.of(params, fields)
+        self.m = _check_params(values, p.order, p.mu, p.alpha)
         self.values = tuple(values)
-        self.order_ = int(order)
-        self.mu, self.alpha, self.terminal = mu, alpha, terminal
-        self.id_col, self.time_col, self.s_col, self.class_col = id_col, time_col, s_col, class_col
-        self.classes = classes if classes is not None else single_class_map()
+        self.order_ = int(p.order)
+        self.mu, self.alpha, self.terminal = p.mu, p.alpha, p.terminal
+        self.id_col, self.time_col, self.s_col, self.class_col = p.id_col, p.time_col, p.s_col, p.class_col
+        self.classes = p.class_map()
         self.counts = [
             np.zeros((self.classes.n_classes, self.m**L, self.m), dtype=np.int64)
             for L in range(self.order_ + 1)

@@ -4,7 +4,7 @@ metrics of one release (``release``)."""
 
 from dpriv.metrics.kpr import ABOVE, BELOW, MISSING, NO_BINS, BinSpec, KPRResult, KPRWarning, bin_index
 from dpriv.metrics.microdata import draw_microdata, release_kpr
-from dpriv.metrics.release import checked_metrics, release_metrics, require, utility_domains
+from dpriv.metrics.release import ReleaseMetrics, checked_metrics, release_metrics, require, utility_domains
 from dpriv.metrics.utility import (
     average_class_size,
     average_semiperimeter,
@@ -32,6 +32,7 @@ __all__ = [
     "gcp",
     "group_table",
     "release_kpr",
+    "ReleaseMetrics",
     "release_metrics",
     "require",
     "suppression_rate",

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask
 from dpriv.errors import InputError
 from dpriv.metrics.kpr_binning import (
     ABOVE,
@@ -53,7 +54,7 @@ from dpriv.metrics.kpr_binning import (
     bin_index,
 )
 from dpriv.metrics.kpr_counting import _Distinct, _distinct_chunk, _distinct_merge, _encode_raw, _key_names
-from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _is_dask, _validate
+from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
 
 __all__ = [
     "ABOVE",
@@ -199,9 +200,9 @@ def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> _Counts:
 
     known, numeric = setup.known, setup.numeric
 
-    if not _is_dask(original):
+    if not is_dask(original):
         original = dd.from_pandas(original, npartitions=1)
-    if not _is_dask(synthetic):
+    if not is_dask(synthetic):
         synthetic = dd.from_pandas(synthetic, npartitions=1)
     orig_k = original[list(known)]
     syn_k = synthetic[list(known)]
@@ -345,7 +346,7 @@ def kpr(
     """
     known_t, numeric = _validate(original, synthetic, known, tolerance, padding, ddof)
     setup = _Setup(known_t, numeric, float(tolerance), float(padding), int(ddof))
-    path = _dask_path if _is_dask(original) or _is_dask(synthetic) else _pandas_path
+    path = _dask_path if is_dask(original) or is_dask(synthetic) else _pandas_path
     res = path(original, synthetic, setup)
     n, n_syn, n_u, specs, n_b1, n_s = res.n, res.n_synthetic, res.n_unique, res.specs, res.n_b1, res.n_matched
     distinct = res.distinct

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpriv.metrics.kpr_exact import ExactGrid, decimal_scale, exact_bins, int_sums
+
 #: Sentinel bin of a numeric value below ``lo`` (E22). Regular bins are ``0, 1, 2, ...``.
 BELOW = -1.0
 
@@ -43,9 +45,9 @@ class BinSpec:
         Bin width ``tolerance * |mean|``; ``tolerance * (max - min)`` when the mean is 0;
         0.0 when that is 0 too (then one bin: exact equality). NaN when no bins exist.
     n_bins : int
-        Number of regular bins ``max(1, ceil((hi - lo) / step))`` (may be astronomically
-        large: bins are never materialised); 1 when ``step == 0``; 0 when no bins exist;
-        -1 when the count overflows float64 (``(hi - lo) / step`` is infinite).
+        Number of regular bins ``max(1, ceil((hi - lo) / step))``, exact (may be
+        astronomically large: bins are never materialised); 1 when ``step == 0``; 0 when
+        no bins exist.
     mean, std : float
         Mean and standard deviation (``ddof`` of the call) of the non-missing values in
         ``U``; the std is 0.0 when there are not more than ``ddof`` values.
@@ -127,9 +129,25 @@ def _exact_sum_of_squares(values: np.ndarray) -> _ExactSum:
     return _add_exact(_exact_sum(p, e2), _exact_sum(err, e2))
 
 
+_DecStats = tuple[Fraction, Fraction, Fraction | None, Fraction | None]  # sum, sum sq, min, max
+
+
+def _merge_dec(a: _DecStats | None, b: _DecStats | None) -> _DecStats | None:
+    if a is None or b is None:
+        return None
+    lo = [v for v in (a[2], b[2]) if v is not None]
+    hi = [v for v in (a[3], b[3]) if v is not None]
+    return (a[0] + b[0], a[1] + b[1], min(lo) if lo else None, max(hi) if hi else None)
+
+
 @dataclass
 class _VarStats:
-    """Mergeable partial statistics of one numeric variable (non-missing values only)."""
+    """Mergeable partial statistics of one numeric variable (non-missing values only).
+
+    ``total``/``total_sq``/``vmin``/``vmax``: of the float64 values (binary-exact sums);
+    ``dec``: exact (sum, sum of squares, min, max) of the values as integers or short
+    decimals (:mod:`dpriv.metrics.kpr_exact`), ``None`` when some value is neither.
+    """
 
     count: int = 0
     n_inf: int = 0
@@ -137,6 +155,7 @@ class _VarStats:
     total_sq: _ExactSum = (0, 0)
     vmin: float = math.inf
     vmax: float = -math.inf
+    dec: _DecStats | None = (Fraction(0), Fraction(0), None, None)
 
     def merge(self, other: _VarStats) -> _VarStats:
         return _VarStats(
@@ -146,6 +165,7 @@ class _VarStats:
             _add_exact(self.total_sq, other.total_sq),
             min(self.vmin, other.vmin),
             max(self.vmax, other.vmax),
+            _merge_dec(self.dec, other.dec),
         )
 
 
@@ -168,6 +188,7 @@ class _Grid:
     hi: float
     step: float
     n_bins: float  # float: may exceed int64
+    exact: ExactGrid | None = None  # the exact grid (None only in Dask meta dummies)
 
 
 @dataclass(frozen=True)
@@ -223,12 +244,14 @@ def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origi
         if num:
             grid = specs.grids[j]
             j += 1
-            y = keys[f"k{i}"].to_numpy(dtype=np.float64)
+            raw = keys[f"k{i}"].to_numpy()
             miss = keys[f"m{i}"].to_numpy(dtype=bool)
             if grid is None:
-                b = np.full(len(y), NO_BINS)
+                b = np.full(len(raw), NO_BINS)
+            elif grid.exact is not None:
+                b = exact_bins(raw, grid.exact)  # exact (E22), issue 15
             else:
-                b = bin_index(y, grid.lo, grid.hi, grid.step, grid.n_bins)
+                b = bin_index(raw.astype(np.float64), grid.lo, grid.hi, grid.step, grid.n_bins)
             b[miss] = MISSING
             cols[f"k{i}"] = b
         else:
@@ -255,7 +278,15 @@ def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
     for i, num in enumerate(numeric):
         if not num:
             continue
-        y = u[f"k{i}"].to_numpy(dtype=np.float64)[~u[f"m{i}"].to_numpy(dtype=bool)]
+        raw = u[f"k{i}"].to_numpy()[~u[f"m{i}"].to_numpy(dtype=bool)]
+        if raw.dtype.kind in "iu":  # exact integers (also beyond 2**53)
+            if len(raw) == 0:
+                out.append(_VarStats())
+                continue
+            s1, s2, lo, hi = int_sums(raw)
+            out.append(_VarStats(len(raw), 0, vmin=float(lo), vmax=float(hi), dec=(s1, s2, lo, hi)))
+            continue
+        y = raw.astype(np.float64)
         inf = np.isinf(y)
         n_inf = int(inf.sum())
         if n_inf:
@@ -263,6 +294,12 @@ def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
         if len(y) == 0:
             out.append(_VarStats(n_inf=n_inf))
             continue
+        d = decimal_scale(y)
+        dec = None
+        if d is not None:
+            x1, x2, xlo, xhi = int_sums(np.rint(y * 10.0**d).astype(np.int64))
+            p = 10**d
+            dec = (Fraction(x1, p), Fraction(x2, p * p), Fraction(xlo, p), Fraction(xhi, p))
         out.append(
             _VarStats(
                 count=len(y),
@@ -271,6 +308,7 @@ def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
                 total_sq=_exact_sum_of_squares(y),
                 vmin=float(y.min()),
                 vmax=float(y.max()),
+                dec=dec,
             )
         )
     return _Partial(out)
@@ -308,17 +346,22 @@ def _finalize_specs(
             reports.append(BinSpec(nan, nan, nan, 0, nan, nan, 0))
             continue
         n = st.count
-        s1 = _to_fraction(st.total)
+        if st.dec is not None:  # integers / short decimals: exact decimal statistics
+            s1, s2, qmin, qmax = (Fraction(v) for v in st.dec)  # type: ignore[arg-type]
+        else:  # other floats: their exact binary values
+            s1, s2 = _to_fraction(st.total), _to_fraction(st.total_sq)
+            qmin, qmax = Fraction(st.vmin), Fraction(st.vmax)
         mean_q = s1 / n
         mean = float(mean_q)
         if n - ddof > 0:
-            ss = _to_fraction(st.total_sq) - s1 * s1 / n  # exact sum of squared deviations
+            var_q = (s2 - s1 * s1 / n) / (n - ddof)  # exact sum of squared deviations / (n - ddof)
             try:
-                var = float(ss / (n - ddof))
+                var = float(var_q)
             except OverflowError:
                 var = math.inf
             std = math.sqrt(var)
         else:
+            var_q = Fraction(0)
             std = 0.0  # not more than ddof values: no observed spread [proposed]
         with np.errstate(over="ignore"):
             lo = st.vmin - padding * std
@@ -335,11 +378,13 @@ def _finalize_specs(
             grids.append(None)
             reports.append(BinSpec(lo, hi, step, 0, mean, std, n))
             continue
-        if step > 0.0:
-            ratio = (hi - lo) / step
-            n_bins = max(1.0, math.ceil(ratio) if math.isfinite(ratio) else math.inf)
-        else:
-            n_bins = 1.0  # single bin: exact equality (constant column with mean 0)
-        grids.append(_Grid(lo, hi, step, float(n_bins)))
-        reports.append(BinSpec(lo, hi, step, int(n_bins) if math.isfinite(n_bins) else -1, mean, std, n))
+        # the exact grid (issue 15): tolerance and padding as the decimals they are written as
+        tol_q, pad_q = Fraction(repr(float(tolerance))), Fraction(repr(float(padding)))
+        step_q = tol_q * abs(mean_q)
+        if step_q == 0:
+            step_q = tol_q * (qmax - qmin)
+        exact = ExactGrid.build(qmin, qmax, step_q, pad_q * pad_q * var_q, st.dec is not None)
+        n_bins = exact.n_bins
+        grids.append(_Grid(lo, hi, step, float(n_bins), exact))
+        reports.append(BinSpec(lo, hi, step, n_bins, mean, std, n))
     return _Specs(tuple(grids), tuple(reports), tuple(errors))

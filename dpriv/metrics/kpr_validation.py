@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
+from dpriv._dispatch import is_dask
 from dpriv.errors import InputError
 
 _LOW_CARDINALITY = 10  # numeric known variable with <= 10 distinct values -> warning (§5.2)
@@ -19,10 +20,6 @@ _LOW_CARDINALITY = 10  # numeric known variable with <= 10 distinct values -> wa
 
 class KPRWarning(UserWarning):
     """A KPR input that is legal but probably not what the user meant."""
-
-
-def _is_dask(obj: Any) -> bool:
-    return type(obj).__module__.startswith("dask.") and hasattr(obj, "npartitions")
 
 
 def _kind(dtype: Any) -> str:
@@ -54,7 +51,7 @@ def _validate(
     ddof: int,
 ) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     for label, obj in (("original", original), ("synthetic", synthetic)):
-        if not (isinstance(obj, pd.DataFrame) or _is_dask(obj)):
+        if not (isinstance(obj, pd.DataFrame) or is_dask(obj)):
             raise InputError(
                 f"kpr: the {label} table must be a pandas or Dask DataFrame, got {type(obj).__name__}"
             )

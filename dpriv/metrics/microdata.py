@@ -9,6 +9,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask
 from dpriv._random import keyed
 from dpriv.metrics.kpr import kpr
 from dpriv.policy import ReleasePolicy
@@ -57,7 +58,7 @@ def release_kpr(
     with warnings.catch_warnings():  # integer-coded QIs (gender 1/2) trigger the <= 10 levels hint
         warnings.simplefilter("ignore")
         known = original[list(policy.qi)].astype(dict.fromkeys(policy.numeric_qi, "float64"))  # e.g. category
-        if isinstance(released, dd.DataFrame):
+        if is_dask(released):
             meta = draw_microdata(released._meta, policy)
             micro = released.map_partitions(draw_microdata, policy, meta=meta)
             if len(micro.index) == 0:  # a cheap pass over the released row count

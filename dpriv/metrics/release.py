@@ -7,10 +7,13 @@ exceeds the policy's limit.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import dask.dataframe as dd
 import pandas as pd
 
-from dpriv.anonymity.verify import verify_release
+from dpriv.anonymity.verify import VerificationReport, verify_release
 from dpriv.errors import PolicyError, VerificationError
 from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.utility import utility_metrics
@@ -19,18 +22,42 @@ from dpriv.released import public
 from dpriv.validate import ViewSummary
 
 
-def require(report: dict, policy: ReleasePolicy, n_original: int, n_suppressed: int, where: str) -> None:
-    """Refuse a release: VerificationError when ``report`` (a :meth:`VerificationReport.to_dict`)
-    is not ok, PolicyError when the suppression exceeds ``policy.max_suppression``."""
-    if not report["ok"]:
+@dataclass(frozen=True)
+class ReleaseMetrics:
+    """Utility and privacy measures of one release (:func:`release_metrics`).
+
+    ``utility``: :func:`~dpriv.metrics.utility.utility_metrics` (GCP, ILoss, discernibility,
+    C_avg, ...; JSON-ready values); ``kpr``: KPR of microdata drawn from the release (percent,
+    E21), None for an empty release; ``n_original`` / ``n_suppressed``: tuples in the view /
+    left out.
+    """
+
+    utility: dict[str, Any]
+    kpr: float | None
+    n_original: int
+    n_suppressed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat form of ``metrics.json`` (utility keys first, then kpr and the sizes)."""
+        sizes = {"n_original": self.n_original, "n_suppressed": self.n_suppressed}
+        return {**self.utility, "kpr": self.kpr, **sizes}
+
+
+def require(
+    report: VerificationReport, policy: ReleasePolicy, n_original: int, n_suppressed: int, where: str
+) -> None:
+    """Refuse a release: VerificationError when ``report`` is not ok, PolicyError when the
+    suppression exceeds ``policy.max_suppression``."""
+    if not report.ok:
         raise VerificationError(
-            f"{where} failed verification, nothing written:\n  " + "\n  ".join(report["problems"][:10])
+            f"{where} failed verification, nothing written:\n  " + "\n  ".join(report.problems[:10])
         )
     suppression = n_suppressed / n_original
     if suppression > policy.max_suppression:
         raise PolicyError(
             f"{where}: suppression {suppression:.2%} exceeds max_suppression "
-            f"{policy.max_suppression:.2%}: relax k, t or j, or allow more suppression"
+            f"{policy.max_suppression:.2%} ({n_suppressed} of {n_original} tuples), nothing written: "
+            "relax k, t or j, or allow more suppression with [privacy] max_suppression in the policy"
         )
 
 
@@ -40,14 +67,14 @@ def release_metrics(
     policy: ReleasePolicy,
     n_original: int,
     n_suppressed: int,
-) -> dict:
+) -> ReleaseMetrics:
     """Utility (E11, E24-E26), KPR of the release (E21) and sizes; pandas or Dask frames."""
-    return {
-        **utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k),
-        "kpr": release_kpr(released, original, policy),
-        "n_original": n_original,
-        "n_suppressed": n_suppressed,
-    }
+    return ReleaseMetrics(
+        utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k),
+        release_kpr(released, original, policy),
+        n_original,
+        n_suppressed,
+    )
 
 
 def checked_metrics(
@@ -70,9 +97,10 @@ def checked_metrics(
     """
     report = verify_release(
         public(released), promised or policy, view_counts=summary.s_counts, assigned=assigned
-    ).to_dict()
+    )
     require(report, policy, summary.n_rows, n_suppressed, where)
-    return {**report, **release_metrics(released, original, policy, summary.n_rows, n_suppressed)}
+    measured = release_metrics(released, original, policy, summary.n_rows, n_suppressed)
+    return {**report.to_dict(), **measured.to_dict()}
 
 
 def utility_domains(policy: ReleasePolicy) -> dict:

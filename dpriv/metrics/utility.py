@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, to_pandas
 from dpriv.errors import InputError
 from dpriv.released import GROUP, parse_value_set
 
@@ -40,10 +41,6 @@ __all__ = [
     "suppression_rate",
     "utility_metrics",
 ]
-
-
-def _is_dask(obj: Any) -> bool:
-    return type(obj).__module__.startswith("dask.") and hasattr(obj, "npartitions")
 
 
 def _check_domains(
@@ -121,7 +118,7 @@ def group_table(
         agg[f"{qi}__lo"] = (qi, "min")
         agg[f"{qi}__hi"] = (qi, "max")
     frame = released[needed]
-    if _is_dask(frame):
+    if is_dask(frame):
         for qi in categorical_domains:
             frame = frame.assign(**{qi: frame[qi].astype("str")})
         g = frame.groupby(group_column, sort=False).agg(**agg).compute()
@@ -320,7 +317,6 @@ def utility_metrics(
     }
     if sensitive is not None:
         nun = released.groupby(group_column, sort=False)[sensitive].nunique()
-        if _is_dask(nun):
-            nun = nun.compute()
+        nun = to_pandas(nun)
         out["min_distinct_sensitive"] = int(nun.min()) if len(nun) else None
     return out

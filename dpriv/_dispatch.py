@@ -1,0 +1,43 @@
+"""The one pandas-or-Dask dispatch (STYLE.md: a thin dispatcher, a pandas kernel per step).
+
+Every step is written as a pandas kernel; on a Dask collection it runs once per partition
+(``map_partitions``, with the meta the caller states), on pandas it is called directly. No
+function here computes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import dask
+import pandas as pd
+
+
+def is_dask(obj: Any) -> bool:
+    """Whether ``obj`` is a Dask collection (DataFrame, Series, Array, ...), not pandas/NumPy."""
+    return dask.is_dask_collection(obj)
+
+
+def meta_of(frame: Any) -> pd.DataFrame | pd.Series:
+    """The empty pandas frame (or series) with ``frame``'s columns and dtypes; no compute."""
+    return frame._meta if is_dask(frame) else frame.iloc[:0]
+
+
+def map_frame(kernel: Callable[..., Any], frame: Any, *args: Any, meta: Any = None, **kwargs: Any) -> Any:
+    """``kernel(frame, *args, **kwargs)`` on pandas; one lazy task per partition on Dask.
+
+    ``meta`` (the kernel's output on an empty input: pandas frame/series, or a dict of column
+    dtypes) is required on Dask, where it is the promised output type; it is ignored on pandas.
+    """
+    if is_dask(frame):
+        if meta is None:
+            raise TypeError(f"map_frame({kernel.__name__}) on a Dask collection needs meta")
+        return frame.map_partitions(kernel, *args, meta=meta, **kwargs)
+    return kernel(frame, *args, **kwargs)
+
+
+def to_pandas(obj: Any) -> Any:
+    """``obj.compute()`` for a Dask collection, ``obj`` itself otherwise (for the places that
+    collect a small result on the client anyway)."""
+    return obj.compute() if is_dask(obj) else obj

@@ -1,0 +1,311 @@
+"""Top-down JS-reduce grouping: a Mondrian-style split under k, t and j (issue 12, direction 1).
+
+Where the greedy scan (:mod:`dpriv.anonymity.jsreduce`) grows groups along the Hilbert order
+(overlapping, often large boxes), this grouping cuts boxes of the QI space (plus, with
+``policy.prior_key``, the expected rank of S under each tuple's prior RBK^sv, as one more
+dimension) into non-overlapping halves, Mondrian-like (ALGORITHMS.md §4.4), and stops where
+no cut keeps both halves valid under (E9): ``|Q| >= k``, ``EMD(P_Q, P_V) <= t`` against the
+WHOLE view and ``JS(RBK of Q) <= j`` (E8). The thresholds are those of
+:func:`dpriv.criteria.criteria_for` (the one table of criteria); EMD is decided exactly on
+integer counts (:meth:`~dpriv.criteria.TCloseness.holds_counts`), JS with
+:func:`~dpriv.divergence.js_from_sums`.
+
+A node (a set of tuples, a box)
+
+* that satisfies (E9) is cut at the boundary between distinct values closest to the median
+  of its widest dimension (normalised span; the next widest if none works) whose two halves
+  both satisfy (E9); with no such cut it becomes one QI-group;
+* that breaks (E9) (JS is not monotone under merge, so a large box usually does) must be cut:
+  among all boundaries of all dimensions leaving ``>= k`` tuples on each side, the one with the
+  smallest size-weighted violation ``|L| v(L) + |R| v(R)``, ``v = max(0, JS - j) +
+  max(0, EMD - t)`` (ties: closest to the median, then the widest dimension); with no such
+  boundary (fewer than 2k tuples) it sheds, one at a time, the member whose removal lowers the
+  violation most until (E9) holds; the shed members (or all, if fewer than k remain) are
+  *leftovers*.
+
+Leftovers go to the same repair as the scan's (attach to a nearby group that keeps (E9), scan
+the rest greedily, attach again, suppress what remains), so every kept group satisfies (E9).
+
+Partition independence: the roots are *blocks*, the sub-cubes of the Hilbert curve at
+``policy.topdown_level`` (the key's leading ``level * d`` bits, d the key dimensions; level 0
+= the whole view). A Hilbert range processes its complete blocks and carries the last one
+(possibly cut by the range boundary) to the next range, like the scan's open tail; so the
+groups depend only on the view, never on the number of partitions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpriv.anonymity.jsreduce import entropies
+from dpriv.criteria import criteria_for
+from dpriv.divergence import GROUNDS, ORDERED, emd_num_den, emd_within
+from dpriv.hilbert.keys import HKEY, TIE, grid_bits, unit_coords
+from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL, SCODE, group_labels
+
+UNGROUPED = -1
+_PEEL_MAX = 8  # an uncut node breaking (E9) sheds members only up to this many k
+
+
+class _Split:
+    """The data of one root (block) and the (E9) thresholds; :meth:`groups` runs the split."""
+
+    def __init__(self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False):
+        self.x = np.ascontiguousarray(x, dtype=np.float64)
+        self.s = np.ascontiguousarray(s, dtype=np.int64)
+        self.p = np.ascontiguousarray(priors, dtype=np.float64)
+        self.ent = entropies(self.p, log_base)
+        self.vc = np.ascontiguousarray(view_counts, dtype=np.int64)
+        self.n_view = int(self.vc.sum())
+        self.pv = self.vc / max(self.n_view, 1)
+        self.m = len(self.vc)
+        self.k, self.t, self.j, self.ground, self.log_base = k, t, j, ground, log_base
+        self.pc = pc
+        self.onehot = (
+            np.eye(self.m, dtype=np.int64)[self.s] if len(self.s) else np.zeros((0, self.m), np.int64)
+        )
+
+    # -- (E9) on one candidate set ----------------------------------------------------------
+    def _js(self, sum_p: np.ndarray, sum_h: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Equal-weight JS (E8) of sets given their prior sums (c, M), entropy sums and sizes."""
+        q = sum_p / u[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = -np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0).sum(axis=1) / np.log(self.log_base)
+        return np.maximum(h - sum_h / u, 0.0)
+
+    def _emd(self, counts: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """EMD (E18 / E19) of sets with sensitive counts (c, M) to the view: float, for ranking."""
+        r = counts / u[:, None] - self.pv
+        if self.ground == ORDERED:
+            return np.abs(np.cumsum(r, axis=1)).sum(axis=1) / max(self.m - 1, 1)
+        return 0.5 * np.abs(r).sum(axis=1)
+
+    def _violation(self, counts, sum_p, sum_h, u):
+        return np.maximum(self._js(sum_p, sum_h, u) - self.j, 0.0) + np.maximum(
+            self._emd(counts, u) - self.t, 0.0
+        )
+
+    def _holds(self, counts: np.ndarray, sum_p: np.ndarray, sum_h: float, u: int) -> bool:
+        """(E9) exactly as the scan decides it: k, EMD on integers, JS <= j."""
+        if u < self.k:
+            return False
+        num, den = emd_num_den(counts, u, self.vc, self.n_view, self.ground)
+        if not emd_within(num, den, self.t):
+            return False
+        return bool(self._js(sum_p[None, :], np.array([sum_h]), np.array([float(u)]))[0] <= self.j)
+
+    def _principal(self, idx: np.ndarray) -> np.ndarray:
+        """Projection of the node's priors, in Hellinger coordinates sqrt(p), on their first
+        principal axis (sign fixed so that the largest loading is positive): a knowledge
+        direction along which to cut a node that breaks j."""
+        h = np.sqrt(self.p[idx])
+        h = h - h.mean(axis=0)
+        _, vecs = np.linalg.eigh(h.T @ h)
+        axis = vecs[:, -1]
+        axis = axis if axis[np.argmax(np.abs(axis))] > 0 else -axis
+        return np.round(h @ axis, 12)
+
+    # -- one node ---------------------------------------------------------------------------
+    def _cut(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The halves of the chosen cut of node ``idx`` (positions), or None."""
+        u, k = len(idx), self.k
+        if u < 2 * k:
+            return None
+        counts = self.onehot[idx].sum(axis=0)
+        sum_p, sum_h = self.p[idx].sum(axis=0), float(self.ent[idx].sum())
+        valid = self._holds(counts, sum_p, sum_h, u)
+        sub = self.x[idx]
+        span = sub.max(axis=0) - sub.min(axis=0)
+        dims = [sub[:, d] for d in np.argsort(-span, kind="stable") if span[d] > 0]
+        if self.pc and not valid:
+            dims.append(self._principal(idx))
+        best, best_key = None, None
+        for col in dims:
+            o = np.argsort(col, kind="stable")
+            vs = col[o]
+            b = np.flatnonzero(vs[1:] != vs[:-1]) + 1  # size of the LHS at each boundary
+            b = b[(b >= k) & (b <= u - k)]
+            if not len(b):
+                continue
+            cc = np.cumsum(self.onehot[idx[o]], axis=0)[b - 1]
+            cp = np.cumsum(self.p[idx[o]], axis=0)[b - 1]
+            ch = np.cumsum(self.ent[idx[o]])[b - 1]
+            bl, br = b.astype(np.float64), (u - b).astype(np.float64)
+            vl = self._violation(cc, cp, ch, bl)
+            vr = self._violation(counts - cc, sum_p - cp, sum_h - ch, br)
+            off = np.abs(b - u / 2)
+            if valid:
+                for c in np.flatnonzero((vl == 0) & (vr == 0))[
+                    np.argsort(off[(vl == 0) & (vr == 0)], kind="stable")
+                ]:
+                    bb = int(b[c])
+                    if self._holds(cc[c], cp[c], float(ch[c]), bb) and self._holds(
+                        counts - cc[c], sum_p - cp[c], sum_h - float(ch[c]), u - bb
+                    ):
+                        return np.sort(idx[o[:bb]]), np.sort(idx[o[bb:]])
+                continue  # Mondrian: the next widest dimension
+            score = bl * vl + br * vr
+            c = int(np.lexsort((off, score))[0])
+            key = (score[c], off[c])
+            if best_key is None or key < best_key:
+                best_key, best = key, (np.sort(idx[o[: b[c]]]), np.sort(idx[o[b[c] :]]))
+        return best
+
+    def groups(self) -> np.ndarray:
+        """int64 (n,): group number in [0, G), numbered LHS first; -1 for a leftover."""
+        n = len(self.s)
+        out = np.full(n, UNGROUPED, dtype=np.int64)
+        if n == 0:
+            return out
+        stack, g = [np.arange(n, dtype=np.int64)], 0
+        while stack:
+            idx = stack.pop()
+            halves = self._cut(idx)
+            if halves is not None:
+                stack.append(halves[1])
+                stack.append(halves[0])
+                continue
+            kept = self._peel(idx)
+            if len(kept):
+                out[kept] = g
+                g += 1
+        return out
+
+    def _peel(self, idx: np.ndarray) -> np.ndarray:
+        """The members of an uncut node that form a group: all of them when (E9) holds; else,
+        for a node of at most ``_PEEL_MAX * k`` tuples, the rest after taking out, one at a
+        time, the member whose removal lowers the violation most, until (E9) holds (the
+        removed ones are leftovers for the repair); empty when that fails before k."""
+        counts = self.onehot[idx].sum(axis=0)
+        sum_p, sum_h = self.p[idx].sum(axis=0), float(self.ent[idx].sum())
+        if self._holds(counts, sum_p, sum_h, len(idx)):
+            return idx
+        if len(idx) > _PEEL_MAX * self.k:
+            return idx[:0]
+        while len(idx) > self.k:
+            u = np.full(len(idx), len(idx) - 1, dtype=np.float64)
+            v = self._violation(counts - self.onehot[idx], sum_p - self.p[idx], sum_h - self.ent[idx], u)
+            out = int(np.argmin(v))
+            x = idx[out]
+            idx = np.delete(idx, out)
+            counts, sum_p, sum_h = counts - self.onehot[x], sum_p - self.p[x], sum_h - float(self.ent[x])
+            if self._holds(counts, sum_p, sum_h, len(idx)):
+                return idx
+        return idx[:0]
+
+
+def topdown_groups(
+    x: np.ndarray,
+    s: np.ndarray,
+    priors: np.ndarray,
+    view_counts: np.ndarray,
+    *,
+    k: int,
+    t: float,
+    j: float,
+    ground: int = 0,
+    log_base: float = 2.0,
+    blocks: np.ndarray | None = None,
+    pc: bool = False,
+) -> np.ndarray:
+    """Top-down QI-groups of ``n`` tuples (module doc).
+
+    Parameters
+    ----------
+    x : float (n, d), the split coordinates (QIs scaled to [0, 1]; optionally the prior rank)
+    s : int (n,), sensitive codes in [0, M)
+    priors : float (n, M), each tuple's RBK^sv (rows sum to 1)
+    view_counts : int (M,), counts of S over the WHOLE original view (P_V of (E9))
+    k, t, j, ground, log_base : the (E9) thresholds (``ground``: ``EQUAL`` or ``ORDERED``)
+    blocks : int (n,), the root each tuple belongs to (default: one root); groups never
+        cross blocks.
+    pc : a node that breaks (E9) may also be cut along the first principal axis of its
+        priors in Hellinger coordinates (a knowledge cut; the halves' boxes may overlap).
+
+    Returns
+    -------
+    int64 (n,): group number in [0, G) (blocks in order of first appearance), -1 for a
+    leftover (a tuple the split could not place in a group satisfying (E9)).
+    """
+    split = _Split(x, s, priors, view_counts, k=k, t=t, j=j, ground=ground, log_base=log_base)
+    n = len(split.s)
+    out = np.full(n, UNGROUPED, dtype=np.int64)
+    if blocks is None:
+        blocks = np.zeros(n, dtype=np.int64)
+    _, first, inv = np.unique(blocks, return_index=True, return_inverse=True)
+    g = 0
+    for b in np.argsort(first, kind="stable"):
+        rows = np.flatnonzero(inv == b)
+        sub = _Split(
+            split.x[rows],
+            split.s[rows],
+            split.p[rows],
+            split.vc,
+            k=k,
+            t=t,
+            j=j,
+            ground=ground,
+            log_base=log_base,
+            pc=pc,
+        )
+        local = sub.groups()
+        kept = local >= 0
+        out[rows[kept]] = local[kept] + g
+        g += int(local.max()) + 1 if kept.any() else 0
+    return out
+
+
+def split_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    """The split dimensions of keyed rows: the QIs on [0, 1] and, with ``prior_key``, the
+    expected rank of S under the prior (the same summary the Hilbert key uses)."""
+    x = unit_coords(part, policy)
+    if policy.prior_key:
+        prior = part[policy.prior_columns].to_numpy(dtype=np.float64)
+        m = prior.shape[1]
+        rank = prior @ np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(len(part))
+        x = np.column_stack([x, rank])
+    return x
+
+
+def block_ids(keys: np.ndarray, policy: ReleasePolicy) -> np.ndarray:
+    """uint64 block of every Hilbert key: its leading ``topdown_level * d`` bits (0 = one block)."""
+    d = len(policy.qi) + int(policy.prior_key)
+    bits = grid_bits(policy)
+    level = min(policy.topdown_level, bits)
+    shift = np.uint64(d * (bits - level))
+    keys = np.asarray(keys, dtype=np.uint64)
+    return keys >> shift if level > 0 else np.zeros(len(keys), dtype=np.uint64)
+
+
+def topdown_range(
+    part: pd.DataFrame, carry: pd.DataFrame | None, policy: ReleasePolicy, view_counts: np.ndarray, last: bool
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The top-down split over the complete blocks of one Hilbert range (after the carried
+    block of the previous range); same contract as :func:`dpriv.anonymity.jsreduce.scan_range`:
+    (rows with ``_label``, -1 for a leftover; the last block to carry, empty when ``last``)."""
+    if HKEY not in part.columns:
+        part = part.rename_axis(HKEY).reset_index()
+    if carry is not None and len(carry):
+        part = pd.concat([carry, part], ignore_index=True)
+    part = part.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    blocks = block_ids(part[HKEY].to_numpy(np.uint64), policy)
+    carried = (blocks == blocks[-1]) if (len(part) and not last) else np.zeros(len(part), dtype=bool)
+    rows = part[~carried]
+    th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
+    group = topdown_groups(
+        split_coords(rows, policy),
+        rows[SCODE].to_numpy(),
+        rows[policy.prior_columns].to_numpy(dtype=np.float64),
+        view_counts,
+        k=th["k"],
+        t=th["t"],
+        j=th["j"],
+        ground=GROUNDS[policy.emd_ground],
+        log_base=policy.log_base,
+        blocks=blocks[~carried],
+        pc=policy.topdown_pc,
+    )
+    done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
+    return done.reset_index(drop=True), part[carried].reset_index(drop=True)

@@ -1,0 +1,151 @@
+"""The effective policy of a command: where each value came from, printed before it starts.
+
+A value comes from a **flag** (given on the command line), the **file** (``--policy F``), the
+**ledger** (its recorded ``policy.json``, for ``release``/``verify`` on an existing ledger) or
+the **default** of :class:`dpriv.policy.ReleasePolicy`. Domains and kinds missing from all of
+them are inferred from the data later and printed then ("inferred ... domain of ...").
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpriv.errors import PolicyError
+from dpriv.policy import ReleasePolicy
+
+#: Tables of the policy TOML whose body is one field (not flattened into fields).
+_WHOLE_TABLES = ("domains", "kinds", "knowledge")
+#: Shown grouped as in the policy file; fields not listed here are shown under "other".
+_GROUPS = {
+    "columns": ("id", "time", "qi", "sensitive"),
+    "privacy": (
+        "k",
+        "t",
+        "j",
+        "max_suppression",
+        "small_view",
+        "emd_ground",
+        "log_base",
+        "l",
+        "bt_b",
+        "bt_t",
+    ),
+    "release": (
+        "seed",
+        "npartitions",
+        "hilbert_bits",
+        "group_cap",
+        "defer_wait",
+        "attach_reach",
+        "prior_key",
+    ),
+    "data": ("kinds", "domains", "knowledge"),
+}
+
+
+@dataclass
+class EffectivePolicy:
+    """A policy and, per field, where its value came from ("flag", "file", "ledger", "default")."""
+
+    policy: ReleasePolicy
+    sources: dict[str, str] = field(default_factory=dict)
+    origin: str = ""  # the file or ledger the non-flag values came from
+
+    def lines(self) -> list[str]:
+        """One line per group of fields: ``name=value [source]``; long values shortened."""
+        dump = self.policy.model_dump()
+        out = [f"effective policy ({self.origin or 'flags and defaults'}):"]
+        for group, names in _GROUPS.items():
+            items = []
+            for name in names:
+                value = dump[name]
+                if name in _WHOLE_TABLES and not value:
+                    continue
+                items.append(f"{name}={_show(value)} [{self.sources.get(name, 'default')}]")
+            if group == "data" and not items:
+                items.append("domains inferred from the data")
+            out.append(f"  {group}: " + " ".join(items))
+        return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        text = ",".join(map(str, value))
+        return text if len(text) <= 60 else f"{text[:50]}... ({len(value)} values)"
+    if isinstance(value, dict):
+        inner = "; ".join(f"{k}: {_show(v)}" for k, v in value.items())
+        return "{" + (inner if len(inner) <= 120 else inner[:110] + "...") + "}"
+    return "-" if value is None else str(value)
+
+
+def _file_fields(path: Path) -> set[str]:
+    """The fields a policy TOML sets (its tables flattened as :meth:`ReleasePolicy.from_toml`)."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (FileNotFoundError, tomllib.TOMLDecodeError):
+        return set()  # from_toml has already refused it with the reason
+    names: set[str] = set()
+    for table, body in doc.items():
+        if isinstance(body, dict):
+            names |= {table} if table in _WHOLE_TABLES else set(body)
+    return names
+
+
+def ledger_policy(ledger: Path) -> tuple[dict[str, Any], str] | None:
+    """The recorded policy of an existing ledger as a dict (with its ``method``), else None."""
+    path = ledger / "policy.json"
+    if not path.is_file():
+        return None
+    stored = json.loads(path.read_text())
+    stored.pop("knowledge_sha256", None)
+    return stored, str(stored.pop("method", "jsreduce"))
+
+
+def knowledge_base(knowledge: dict[str, str], candidates: list[Path]) -> str | None:
+    """The first folder in which every relative knowledge path of a recorded policy exists."""
+    rel = [p for p in knowledge.values() if not Path(p).is_absolute()]
+    for base in candidates:
+        if all((base / p).exists() for p in rel):
+            return str(base.resolve())
+    return None
+
+
+def effective_policy(
+    policy_file: Path | None,
+    *,
+    ledger: Path | None = None,
+    knowledge_dirs: list[Path] | None = None,
+    **flags: Any,
+) -> tuple[EffectivePolicy, str | None]:
+    """Policy from flags over the file, else over an existing ledger's recorded policy, else
+    over the defaults; returns it with the sources and the ledger's recorded method (or None).
+
+    ``--qi`` may be a comma-separated string. Knowledge paths of a recorded policy are relative
+    to the policy file it came from: they are looked up in ``knowledge_dirs`` (e.g. the folder
+    of the history and the ledger's parent). Raises PolicyError without a file, a ledger or
+    ``--qi``/``--sensitive``.
+    """
+    if isinstance(flags.get("qi"), str):
+        flags["qi"] = [q.strip() for q in flags["qi"].split(",") if q.strip()]
+    given = {k: v for k, v in flags.items() if v is not None}
+    sources = dict.fromkeys(given, "flag")
+    recorded = ledger_policy(ledger) if ledger is not None and policy_file is None else None
+    if policy_file is not None:
+        pol = ReleasePolicy.from_toml(policy_file, **given)
+        sources = {**dict.fromkeys(_file_fields(policy_file), "file"), **sources}
+        return EffectivePolicy(pol, sources, f"file {policy_file}"), None
+    if recorded is not None:
+        data, method = recorded
+        base = knowledge_base(data.get("knowledge", {}), list(knowledge_dirs or []) + [ledger.parent])
+        pol = ReleasePolicy.from_dict({**data, **given, "base_dir": base})
+        sources = {**dict.fromkeys(data, "ledger"), **sources}
+        return EffectivePolicy(pol, sources, f"ledger {ledger / 'policy.json'}"), method
+    missing = [f"--{k}" for k in ("qi", "sensitive") if not given.get(k)]
+    if missing:
+        where = " (or an existing --ledger)" if ledger is not None else ""
+        raise PolicyError(f"no policy file: give --policy FILE{where} or at least {' and '.join(missing)}")
+    return EffectivePolicy(ReleasePolicy.from_dict(given), sources), None

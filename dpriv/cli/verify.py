@@ -1,0 +1,98 @@
+"""``dpriv verify``: check a released view (a file, or a release of a ledger under the ledger's
+own policy) against the original it was made from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dpriv.cli.common import Debug, K, PolicyFile, T, app, command, load_effective, show_policy
+from dpriv.errors import LedgerError
+
+
+@app.command()
+@command
+def verify(
+    released: Annotated[
+        str | None, typer.Argument(help="Released view (Parquet or CSV); or --ledger L --view I.")
+    ] = None,
+    original: Annotated[
+        str | None, typer.Option(help="The original view (or history, with --view) it was made from.")
+    ] = None,
+    ledger: Annotated[
+        Path | None, typer.Option(help="Check release --view I of this ledger, under its recorded policy.")
+    ] = None,
+    history: Annotated[
+        str | None, typer.Option(help="With --ledger: the original history (same as --original).")
+    ] = None,
+    policy: PolicyFile = None,
+    id: Annotated[str | None, typer.Option("--id", help="Respondent id column of the original.")] = None,
+    add_row_id: Annotated[
+        bool, typer.Option(help="The release was made with --add-row-id: number the original's rows.")
+    ] = False,
+    time: Annotated[str | None, typer.Option("--time", help="Release-index column of a history.")] = None,
+    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
+    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    k: K = None,
+    t: T = None,
+    view: Annotated[
+        int | None, typer.Option(help="With a history as --original: the release index it was made from.")
+    ] = None,
+    debug: Debug = False,
+) -> None:
+    """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
+    from dpriv.errors import InputError
+    from dpriv.io import ROW_ID, read_table
+    from dpriv.ledger import Ledger
+    from dpriv.release import verify_view
+
+    if original is not None and history is not None and original != history:
+        raise InputError("give the original as --original or --history, not both")
+    original = original or history
+    if original is None:
+        raise InputError("give the original it was made from: --original FILE (--history H with --ledger)")
+    if ledger is not None:
+        if released is not None:
+            raise InputError("give RELEASED or --ledger L --view I, not both")
+        if not (ledger / "manifest.json").is_file():
+            raise LedgerError(f"--ledger {ledger} is not a ledger (no manifest.json)")
+        led = Ledger(ledger)
+        indices = [r["index"] for r in led.committed()]
+        if view not in indices:
+            raise InputError(
+                f"--ledger needs --view I, the release to check; {ledger} holds releases {indices}"
+            )
+    elif released is None:
+        raise InputError("give the RELEASED view to check, or --ledger L --view I")
+    eff, _ = load_effective(
+        policy,
+        ledger=ledger,
+        id=ROW_ID if add_row_id else id,
+        time=time,
+        qi=qi,
+        sensitive=sensitive,
+        k=k,
+        t=t,
+    )
+    pol = eff.policy
+    if view is not None and pol.time is None:
+        raise InputError(
+            "--view I needs the release-index column of the history: --time C (or [columns] time)"
+        )
+    if add_row_id and pol.time is not None:
+        raise InputError("--add-row-id numbers the rows of one view, not of a history: give --id C")
+    orig = read_table(original, add_row_id=add_row_id).compute()
+    rel = led.read_view(view) if ledger is not None else read_table(released).compute()
+    show_policy(eff)
+    report = verify_view(rel, orig, pol, view=view)
+    for key, val in report.to_dict().items():
+        if not isinstance(val, list | dict):
+            typer.echo(f"{key:>12}: {val}")
+    for p in report.problems[:20]:
+        typer.echo(f"  FAIL {p}")
+    if len(report.problems) > 20:
+        typer.echo(f"  ... and {len(report.problems) - 20} more problems")
+    if not report.ok:
+        raise typer.Exit(2)

@@ -1,0 +1,435 @@
+"""Nothing lost, nothing silent (issue 15, part 1): dpriv never overwrites or deletes a file it
+did not create in the same command, verify/release take the ledger's own policy and the same
+column flags as anonymize, the effective policy is printed, views smaller than k follow
+``small_view``, and the small CLI gaps (--version, a header-only KPR table, a path given to the
+Python API) are closed. Refusals: exit 2, the message, and every byte and mtime unchanged."""
+
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import random_view
+from test_cli import LOOSE, QI, assert_refused, tree
+from typer.testing import CliRunner
+
+from dpriv import __version__
+from dpriv.cli import app
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError, PolicyError
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.release import anonymize, release_history
+
+
+@pytest.fixture(scope="module")
+def cli(scheduler):
+    """``dpriv ARGS`` in process (as tests/test_cli.py): anonymize and release on the test cluster."""
+    runner = CliRunner()
+
+    def run(*args):
+        args = [str(a) for a in args]
+        if args[0] in ("anonymize", "release"):
+            args += ["--scheduler", scheduler]
+        return runner.invoke(app, args)
+
+    return run
+
+
+def snapshot(root: Path) -> dict:
+    """Every file under ``root`` (or ``root`` itself): its bytes' digest and its mtime in ns."""
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    mh = medical_history(n_views=3, view_size=100, seed=0)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8}})
+    return out, mh
+
+
+def test_version(cli):
+    res = cli("--version")
+    assert res.exit_code == 0 and res.output.strip() == f"dpriv {__version__}"
+
+
+# -- 1. data loss --------------------------------------------------------------------------------
+def test_demo_refuses_an_existing_ledger_and_force_moves_it_aside(cli, scheduler, tmp_path):
+    led = tmp_path / "ledger"
+    (led / "attack").mkdir(parents=True)
+    (led / "manifest.json").write_text('{"releases": []}')
+    (led / "attack" / "gain_dk.csv").write_text("release,adversary_gain\n1,0.1\n")
+    before = snapshot(tmp_path)
+    res = cli("demo", "--out", tmp_path, "--views", "2", "--view-size", "60", "--scheduler", scheduler)
+    assert_refused(res, r"ledger exists", "--force", "nothing was changed")
+    assert snapshot(tmp_path) == before
+    res = cli(
+        "demo", "--out", tmp_path, "--views", "2", "--view-size", "60", "--scheduler", scheduler, "--force"
+    )
+    assert res.exit_code == 0, res.output
+    moved = tmp_path / "ledger.1"
+    assert "moved to" in res.output and moved.is_dir()
+    assert snapshot(moved) == {str(p).replace(str(led), str(moved)): v for p, v in before.items()}
+    assert [r["index"] for r in Ledger(led).committed()] == [1, 2]
+
+
+def test_demo_refuses_generated_files_of_another_run(cli, scheduler, tmp_path):
+    (tmp_path / "policy.toml").write_text("# mine\n")
+    before = snapshot(tmp_path)
+    res = cli("demo", "--out", tmp_path, "--views", "2", "--view-size", "60", "--scheduler", scheduler)
+    assert_refused(res, r"policy\.toml", "--force")
+    assert snapshot(tmp_path) == before and not (tmp_path / "ledger").exists()
+
+
+def test_generate_medical_refuses_to_overwrite_and_force_replaces(cli, tmp_path):
+    out = tmp_path / "g"
+    assert cli("generate", "medical", "--views", "2", "--view-size", "50", "--out", out).exit_code == 0
+    (out / "ledger").mkdir()  # a ledger that pinned these files by SHA-256
+    before = snapshot(out)
+    res = cli("generate", "medical", "--views", "3", "--view-size", "40", "--out", out)
+    out_text = assert_refused(res, r"history\.parquet", r"policy\.toml", r"knowledge/dk\.npz", "--force")
+    assert "ledger" in out_text and snapshot(out) == before
+    res = cli("generate", "medical", "--views", "3", "--view-size", "40", "--out", out, "--force")
+    assert res.exit_code == 0, res.output
+    assert sorted(pd.read_parquet(out / "history.parquet")["view"].unique()) == [1, 2, 3]
+
+
+def test_write_history_refuses_existing_files_unless_overwrite(tmp_path, generated):
+    _, mh = generated
+    write_history(tmp_path, mh)
+    before = snapshot(tmp_path)
+    with pytest.raises(
+        InputError, match=r"already holds \['history\.parquet', 'policy\.toml'.*overwrite=True"
+    ):
+        write_history(tmp_path, medical_history(n_views=2, view_size=30, seed=5))
+    assert snapshot(tmp_path) == before
+    (tmp_path / "history.parquet").unlink()  # one file left of the set is enough to refuse
+    with pytest.raises(InputError, match=r"\['policy\.toml', 'knowledge/dk\.npz'"):
+        write_history(tmp_path, mh)
+    small = medical_history(n_views=2, view_size=30, seed=5)
+    write_history(tmp_path, small, overwrite=True)
+    assert len(pd.read_parquet(tmp_path / "history.parquet")) == len(small.history)
+
+
+def test_anonymize_refuses_its_input_as_output_under_any_spelling(cli, tmp_path, monkeypatch):
+    src = tmp_path / "d" / "v.csv"
+    src.parent.mkdir()
+    random_view(60).to_csv(src, index=False)
+    (tmp_path / "link.csv").symlink_to(src)
+    before = snapshot(tmp_path / "d")
+    monkeypatch.chdir(tmp_path)
+    for out in (src, "d/v.csv", "./d/../d/v.csv", tmp_path / "link.csv"):
+        res = cli("anonymize", src, "--out", out, *QI, *LOOSE)
+        assert_refused(res, "is the input file", "another output file")
+        assert snapshot(tmp_path / "d") == before
+    res = cli("anonymize", "d/v.csv", "--out", src, *QI, *LOOSE)
+    assert_refused(res, "is the input file")
+    assert snapshot(tmp_path / "d") == before
+
+
+@pytest.mark.parametrize("name", ["x.txt", "x", "x.json"])
+def test_anonymize_refuses_an_unknown_output_type(name, cli, tmp_path):
+    src = tmp_path / "v.csv"
+    random_view(60).to_csv(src, index=False)
+    res = cli("anonymize", src, "--out", tmp_path / name, *QI, *LOOSE)
+    assert_refused(res, "unknown file type", r"\.csv", r"\.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]
+
+
+# -- 2. verify -------------------------------------------------------------------------------------
+def test_verify_a_release_made_with_add_row_id(cli, tmp_path):
+    src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
+    random_view(90).drop(columns="respondent_id").to_csv(src, index=False)
+    cols = ["--qi", "age,gender,weight", "--sensitive", "exam_result"]
+    res = cli("anonymize", src, "--out", rel, "--add-row-id", *cols, *LOOSE)
+    assert res.exit_code == 0, res.output
+    res = cli("verify", rel, "--original", src, "--add-row-id", *cols, "--k", "3", "--t", "0.9")
+    assert res.exit_code == 0 and re.search(r"ok: True", res.output), res.output
+    # k 4 is not what it was made with: verify measures, it does not rubber-stamp
+    sizes = pd.read_parquet(rel).groupby("qi_group").size()
+    res = cli("verify", rel, "--original", src, "--add-row-id", *cols, "--k", str(sizes.min() + 1))
+    assert res.exit_code == 2 and "FAIL" in res.output
+    res = cli("verify", rel, "--original", src, *cols, "--k", "3", "--t", "0.9")
+    assert_refused(res, "respondent_id", "--id")
+
+
+def test_verify_a_ledger_release_under_its_own_policy(cli, generated, tmp_path):
+    out, _ = generated
+    led = tmp_path / "ledger"
+    res = cli("release", out / "history.parquet", "--ledger", led, "--policy", out / "policy.toml")
+    assert res.exit_code == 0, res.output
+    for i in (1, 2, 3):
+        res = cli("verify", "--ledger", led, "--view", i, "--history", out / "history.parquet")
+        assert res.exit_code == 0 and re.search(r"ok: True", res.output), res.output
+        assert f"ledger {led / 'policy.json'}" in res.output and "k=5 [ledger]" in res.output
+    res = cli("verify", "--ledger", led, "--history", out / "history.parquet")
+    assert_refused(res, r"--view I", r"holds releases \[1, 2, 3\]")
+    res = cli("verify", "--ledger", led, "--view", "2")
+    assert_refused(res, "--original FILE")
+    # a released view and a history without --view: refused, not measured against all views
+    view2 = tmp_path / "v2.parquet"
+    Ledger(led).read_view(2).to_parquet(view2)
+    res = cli("verify", view2, "--original", out / "history.parquet", "--policy", out / "policy.toml")
+    assert_refused(res, "holds 3 views", "--view")
+    res = cli(
+        "verify", view2, "--original", out / "history.parquet", "--policy", out / "policy.toml", "--view", 2
+    )
+    assert res.exit_code == 0 and re.search(r"ok: True", res.output), res.output
+    # against the wrong view, t or membership fails: exit 2, not ok
+    res = cli(
+        "verify", view2, "--original", out / "history.parquet", "--policy", out / "policy.toml", "--view", 1
+    )
+    assert res.exit_code == 2 and "FAIL" in res.output
+
+
+# -- 3. release with the ledger's policy and column flags --------------------------------------------
+def test_release_resumes_under_the_recorded_policy(cli, generated, tmp_path):
+    out, mh = generated
+    first = tmp_path / "first.parquet"
+    mh.history[mh.history["view"] <= 2].to_parquet(first, index=False)
+    led = tmp_path / "ledger"
+    res = cli("release", first, "--ledger", led, "--policy", out / "policy.toml", "--k", "4")
+    assert res.exit_code == 0, res.output
+    assert "k=4 [flag]" in res.output and "t=0.5 [file]" in res.output
+    assert re.search(r"max_suppression=1\.0 \[default\]", res.output)
+    res = cli("release", out / "history.parquet", "--ledger", led)  # no policy flag at all
+    assert res.exit_code == 0, res.output
+    assert "k=4 [ledger]" in res.output and "method: jsreduce" in res.output
+    assert [r["index"] for r in Ledger(led).committed()] == [1, 2, 3]
+    # the same bytes as one run of the whole history under the file and --k 4
+    ref = tmp_path / "ref"
+    res = cli(
+        "release", out / "history.parquet", "--ledger", ref, "--policy", out / "policy.toml", "--k", "4"
+    )
+    assert res.exit_code == 0, res.output
+    same = lambda d: {p: h for p, h in tree(d).items() if not p.endswith("metrics.json")}  # noqa: E731
+    assert same(led) == same(ref) and len(same(ref)) >= 7  # policy, manifest, 3 views, 3 states
+    for i in (1, 2, 3):
+        a, b = Ledger(led).read_metrics(i), Ledger(ref).read_metrics(i)
+        assert {**a, "seconds": None} == {**b, "seconds": None}
+    before = tree(led)
+    res = cli("release", out / "history.parquet", "--ledger", led, "--k", "6")  # flags over the ledger's
+    assert_refused(res, r"policy differs .*\['k'\]")
+    assert tree(led) == before
+
+
+def test_release_takes_the_column_flags(cli, generated, tmp_path):
+    out, mh = generated
+    renamed = tmp_path / "renamed.parquet"
+    mh.history.rename(columns={"respondent_id": "pid", "view": "week"}).to_parquet(renamed, index=False)
+    led = tmp_path / "ledger"
+    res = cli("release", renamed, "--ledger", led, "--policy", out / "policy.toml")
+    assert_refused(res, "respondent_id")
+    assert not led.exists()
+    res = cli(
+        "release", renamed, "--ledger", led, "--policy", out / "policy.toml", "--id", "pid", "--time", "week"
+    )
+    assert res.exit_code == 0, res.output
+    assert "id=pid [flag]" in res.output and "time=week [flag]" in res.output
+    assert [r["index"] for r in Ledger(led).committed()] == [1, 2, 3]
+    # same bytes as the release under the original names
+    ref = tmp_path / "ref"
+    assert (
+        cli("release", out / "history.parquet", "--ledger", ref, "--policy", out / "policy.toml").exit_code
+        == 0
+    )
+    for i in (1, 2, 3):
+        assert (led / f"releases/{i}/view.parquet").read_bytes() == (
+            ref / f"releases/{i}/view.parquet"
+        ).read_bytes()
+    h = tmp_path / "no_policy.parquet"
+    mh.history.to_parquet(h, index=False)
+    res = cli(
+        "release",
+        h,
+        "--ledger",
+        tmp_path / "l2",
+        "--qi",
+        "age,gender,weight",
+        "--sensitive",
+        "exam_result",
+        "--time",
+        "view",
+        "--k",
+        "3",
+        "--t",
+        "1",
+        "--j",
+        "5",
+    )
+    assert res.exit_code == 0, res.output
+    assert "qi=age,gender,weight [flag]" in res.output and "j=5.0 [flag]" in res.output
+
+
+# -- 4. the effective policy ----------------------------------------------------------------------
+def test_anonymize_prints_the_effective_policy_before_it_starts(cli, tmp_path):
+    src, pol = tmp_path / "v.csv", tmp_path / "p.toml"
+    random_view(60).to_csv(src, index=False)
+    pol.write_text(
+        '[columns]\nqi = ["age", "gender", "weight"]\nsensitive = "exam_result"\n[privacy]\nt = 0.9\n'
+    )
+    res = cli("anonymize", src, "--out", tmp_path / "r.csv", "--policy", pol, "--k", "3", "--j", "5")
+    assert res.exit_code == 0, res.output
+    text = res.output
+    assert f"effective policy (file {pol})" in text
+    for item in (
+        "k=3 [flag]",
+        "j=5.0 [flag]",
+        "t=0.9 [file]",
+        "qi=age,gender,weight [file]",
+        "id=respondent_id [default]",
+        "small_view=refuse [default]",
+        "seed=0 [default]",
+    ):
+        assert item in text, item
+    assert text.index("effective policy") < text.index("released view written")
+
+
+# -- 5. views smaller than k ------------------------------------------------------------------------
+def small_history(n_views: int, small: int, k: int = 3) -> pd.DataFrame:
+    """``n_views`` views of 12 respondents (ids per view), view ``small`` with one row."""
+    views = []
+    for i in range(1, n_views + 1):
+        v = random_view(1 if i == small else 12, seed=i)
+        views.append(v.assign(view=i, respondent_id=v["respondent_id"] + 100 * (i % 3)))
+    return pd.concat(views, ignore_index=True)
+
+
+def small_policy(**kw) -> ReleasePolicy:
+    return ReleasePolicy.from_dict(
+        dict(
+            id="respondent_id",
+            time="view",
+            qi=["age", "gender", "weight"],
+            sensitive="exam_result",
+            k=3,
+            t=1.0,
+            j=5.0,
+            domains={
+                "age": [45, 74],
+                "weight": [60, 89],
+                "gender": ["F", "M"],
+                "exam_result": ["a", "b", "c"],
+            },
+            **kw,
+        )
+    )
+
+
+def check_small_view_ledger(led: Ledger, n_views: int, small: int, history: pd.DataFrame) -> None:
+    assert [r["index"] for r in led.committed()] == list(range(1, n_views + 1))
+    for i in range(1, n_views + 1):
+        m, view = led.read_metrics(i), led.read_view(i)
+        n = int((history["view"] == i).sum())
+        if i == small:
+            assert m["small_view"] == "suppressed" and m["n_groups"] == 0 and len(view) == 0
+            assert m["n_suppressed"] == m["n_original"] == 1
+        else:
+            assert "small_view" not in m and len(view) + m["n_suppressed"] == n and len(view) > 0
+
+
+def test_small_view_refuses_by_default_naming_the_option(client, tmp_path):
+    h = small_history(4, 2)
+    with pytest.raises(
+        PolicyError, match=r'view = 2: k = 3 is larger than the view \(1 rows\).*small_view = "suppress"'
+    ):
+        release_history(h, small_policy(), tmp_path / "led")
+    assert not (tmp_path / "led").exists()
+    with pytest.raises(PolicyError, match="merge.*not implemented"):
+        release_history(h, small_policy(small_view="merge"), tmp_path / "led")
+    assert not (tmp_path / "led").exists()
+
+
+def test_small_view_suppress_records_it_and_goes_on(client, tmp_path):
+    h = small_history(4, 2)
+    led = release_history(h, small_policy(small_view="suppress", max_suppression=0.5), tmp_path / "led")
+    check_small_view_ledger(led, 4, 2, h)
+    assert '"small_view": "suppress"' in (tmp_path / "led" / "policy.json").read_text()
+    # respondents of the suppressed view get no posterior from it: the state after 2 is the state after 1
+    assert (
+        led.read_state(2)
+        .sort_values("respondent_id")
+        .reset_index(drop=True)
+        .equals(led.read_state(1).sort_values("respondent_id").reset_index(drop=True))
+    )
+
+
+def test_small_view_in_the_cli(cli, tmp_path):
+    h = tmp_path / "h.parquet"
+    small_history(3, 3).to_parquet(h, index=False)
+    pol = tmp_path / "p.toml"
+    body = (
+        '[columns]\ntime = "view"\nqi = ["age", "gender", "weight"]\nsensitive = "exam_result"\n'
+        "[privacy]\nk = 3\nt = 1.0\nj = 5.0\n"
+    )
+    pol.write_text(body)
+    res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol)
+    assert_refused(res, r"view = 3: k = 3 is larger than the view \(1 rows\)", "small_view")
+    assert not (tmp_path / "a").exists()
+    res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "merge")
+    assert_refused(res, "not implemented")
+    assert not (tmp_path / "a").exists()
+    res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "suppress")
+    assert res.exit_code == 0 and "small_view=suppress [flag]" in res.output, res.output
+    pol.write_text(body + 'small_view = "suppress"\n')
+    res = cli("release", h, "--ledger", tmp_path / "b", "--policy", pol)
+    assert res.exit_code == 0, res.output
+    assert (
+        "release 3 has 1 tuple(s), fewer than k = 3: released fully suppressed" in res.output
+        and "small_view=suppress [file]" in res.output
+    )
+
+
+@pytest.mark.slow
+def test_small_view_in_a_69_week_history(client, tmp_path):
+    """The issue's case: one 1-row week (k 3) among 69 no longer refuses the whole history."""
+    h = small_history(69, 40)
+    with pytest.raises(PolicyError, match="view = 40: .*small_view"):
+        release_history(h, small_policy(), tmp_path / "refused")
+    led = release_history(h, small_policy(small_view="suppress"), tmp_path / "led")
+    check_small_view_ledger(led, 69, 40, h)
+
+
+# -- 6. a path instead of a DataFrame ---------------------------------------------------------------
+def test_the_python_api_reads_a_path_and_names_a_wrong_type(client, tmp_path):
+    frame = random_view(60)
+    frame.to_csv(tmp_path / "v.csv", index=False)
+    pol = ReleasePolicy.from_dict(
+        dict(qi=["age", "gender", "weight"], sensitive="exam_result", k=3, t=0.9, j=5)
+    )
+    from_path = anonymize(str(tmp_path / "v.csv"), pol)
+    from_frame = anonymize(frame, pol)
+    assert from_path.released.equals(from_frame.released)
+    assert anonymize(tmp_path / "v.csv", pol).released.equals(from_frame.released)
+    with pytest.raises(
+        InputError, match=r"anonymize\(\) takes the view as a pandas or Dask DataFrame .* not a list"
+    ):
+        anonymize([1, 2], pol)
+    with pytest.raises(InputError, match=r"release_history\(\) takes the history .* not a int"):
+        release_history(3, small_policy(), tmp_path / "led")
+    with pytest.raises(InputError, match="does not exist"):
+        anonymize(str(tmp_path / "nope.csv"), pol)
+    assert not (tmp_path / "led").exists()
+
+
+# -- 7. KPR of a header-only synthetic table ----------------------------------------------------------
+def test_kpr_with_an_empty_synthetic_table(cli, tmp_path):
+    """ALGORITHMS.md §5.3: no avatar can match, so KPR = 100 (U is not empty here)."""
+    pd.DataFrame({"age": [30, 45, 50, 62], "sex": list("MFFM")}).to_csv(tmp_path / "o.csv", index=False)
+    (tmp_path / "s.csv").write_text("age,sex\n")
+    res = cli("kpr", tmp_path / "o.csv", tmp_path / "s.csv", "--known", "age,sex")
+    assert res.exit_code == 0, res.output
+    assert "unique originals=4" in res.output and "synthetic table is empty" in res.output
+    assert res.output.strip().splitlines()[-1] == "KPR 100.0000"
+
+
+def test_mtime_helper_sees_a_rewrite(tmp_path):
+    """The snapshot used above notices a rewrite with the same bytes (mtime)."""
+    p = tmp_path / "f"
+    p.write_text("x")
+    before = snapshot(tmp_path)
+    os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))
+    assert snapshot(tmp_path) != before

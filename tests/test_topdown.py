@@ -1,0 +1,181 @@
+"""The top-down JS-reduce grouping (dpriv.anonymity.topdown) and the relaxed Mondrian cut:
+hand-computed splits, a property over random views (every group keeps k, t and j; nothing
+is left over when the whole view already satisfies (E9); boxes never overlap), the
+independent verifier and byte-identity over Hilbert ranges and the Dask path."""
+
+import os
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpriv.anonymity.mondrian import mondrian_groups
+from dpriv.anonymity.topdown import block_ids, topdown_groups
+from dpriv.baselines import baseline_view
+from dpriv.criteria import TCloseness, js_per_group
+from dpriv.divergence import EQUAL, ORDERED
+from dpriv.policy import ReleasePolicy
+from tests.test_properties import check_release, views_and_policies
+
+EXAMPLES = int(os.environ.get("DPRIV_HYPOTHESIS_EXAMPLES", "25"))
+A, B = [1.0, 0.0], [0.0, 1.0]
+
+
+def test_a_box_breaking_j_is_cut_at_the_class_boundary_then_at_medians():
+    # 8 tuples on one QI; the first four have prior A, the last four B: JS of the whole = 1 bit > j.
+    # The only cut with no violation is after the 4th tuple; each half (JS 0, s = 0,1,0,1, EMD 0)
+    # is then cut at its median into pairs {0,1}, which keep EMD 0: four groups of two.
+    x = np.arange(8.0)[:, None]
+    s = np.array([0, 1, 0, 1, 0, 1, 0, 1])
+    priors = np.array([A] * 4 + [B] * 4)
+    got = topdown_groups(x, s, priors, np.array([4, 4]), k=2, t=0.0, j=0.1)
+    np.testing.assert_array_equal(got, [0, 0, 1, 1, 2, 2, 3, 3])
+
+
+def test_t_stops_the_cut_inside_each_class():
+    # same, but s = 0,0,1,1 in each half: the median cut of a half gives {0,0} and {1,1}
+    # (EMD 1/2 > t = 0), and it is the only boundary with two tuples per side: two groups.
+    x = np.arange(8.0)[:, None]
+    s = np.array([0, 0, 1, 1, 0, 0, 1, 1])
+    priors = np.array([A] * 4 + [B] * 4)
+    got = topdown_groups(x, s, priors, np.array([4, 4]), k=2, t=0.0, j=0.1)
+    np.testing.assert_array_equal(got, [0, 0, 0, 0, 1, 1, 1, 1])
+    # with t = 1/2 the pairs are allowed again
+    got = topdown_groups(x, s, priors, np.array([4, 4]), k=2, t=0.5, j=0.1)
+    np.testing.assert_array_equal(got, [0, 0, 1, 1, 2, 2, 3, 3])
+
+
+def test_a_knowledge_cut_separates_interleaved_classes():
+    # priors alternate A, B along the QI: every QI cut leaves both classes on each side. Without
+    # the knowledge cut: the least weighted violation is at 3 | 5 (3 * 0.818 + 5 * 0.871; tie with
+    # 5 | 3, the first wins); {A,B,A} sheds B -> group {0, 2}; {B,A,B,A,B} is cut at 2 | 3 (tie
+    # again); {B,A} is too small to shed (k 2): leftovers; {B,A,B} sheds A -> group {5, 7}.
+    x = np.arange(8.0)[:, None]
+    s = np.zeros(8, dtype=np.int64)
+    priors = np.array([A, B] * 4)
+    plain = topdown_groups(x, s, priors, np.array([8, 0]), k=2, t=1.0, j=0.1)
+    np.testing.assert_array_equal(plain, [0, -1, 0, -1, -1, 1, -1, 1])
+    # with it, the principal axis of sqrt(priors) is (1, -1)/sqrt(2) (first loading positive):
+    # B (projection -0.707) is the LHS; each class is then cut at its QI median into pairs.
+    got = topdown_groups(x, s, priors, np.array([8, 0]), k=2, t=1.0, j=0.1, pc=True)
+    np.testing.assert_array_equal(got, [2, 0, 2, 0, 3, 1, 3, 1])
+
+
+def test_too_small_to_cut_sheds_the_member_that_breaks_j():
+    # 3 tuples, k 2: no cut leaves two per side, and JS({A, A, B}) = 0.918 bits > j; shedding B
+    # leaves {A, A} (JS 0): B is the leftover
+    got = topdown_groups(
+        np.arange(3.0)[:, None], np.array([0, 1, 0]), np.array([A, A, B]), np.array([2, 1]), k=2, t=1.0, j=0.5
+    )
+    np.testing.assert_array_equal(got, [0, 0, -1])
+    # with k 3 nothing can be shed: all three are leftovers
+    got = topdown_groups(
+        np.arange(3.0)[:, None], np.array([0, 1, 0]), np.array([A, A, B]), np.array([2, 1]), k=3, t=1.0, j=0.5
+    )
+    np.testing.assert_array_equal(got, [-1, -1, -1])
+
+
+def test_blocks_are_separate_roots():
+    x = np.arange(8.0)[:, None]
+    s = np.zeros(8, dtype=np.int64)
+    priors = np.array([A] * 8)
+    one = topdown_groups(x, s, priors, np.array([8, 0]), k=3, t=1.0, j=1.0)
+    np.testing.assert_array_equal(one, [0, 0, 0, 0, 1, 1, 1, 1])  # median cut at 4 | 4
+    split = topdown_groups(
+        x, s, priors, np.array([8, 0]), k=3, t=1.0, j=1.0, blocks=np.array([0] * 3 + [1] * 5)
+    )
+    np.testing.assert_array_equal(split, [0, 0, 0, 1, 1, 1, 1, 1])  # 5 < 2k: no cut
+
+
+def test_block_ids_are_the_leading_bits_of_the_key():
+    policy = ReleasePolicy(qi=["a", "b"], sensitive="s", domains={"a": [0, 15], "b": [0, 15], "s": [0, 1]})
+    keys = np.array([0, 63, 64, 255], dtype=np.uint64)  # 4 bits per QI, 2 QIs: 8-bit keys
+    np.testing.assert_array_equal(block_ids(keys, policy.with_overrides(topdown_level=1)), [0, 0, 1, 3])
+    np.testing.assert_array_equal(block_ids(keys, policy.with_overrides(topdown_level=2)), [0, 3, 4, 15])
+    np.testing.assert_array_equal(block_ids(keys, policy.with_overrides(topdown_level=0)), [0, 0, 0, 0])
+
+
+@st.composite
+def split_cases(draw):
+    n = draw(st.integers(1, 120))
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    m = draw(st.integers(2, 4))
+    classes = rng.dirichlet(np.full(m, 0.5), draw(st.integers(1, 3)))
+    priors = classes[rng.integers(0, len(classes), n)]
+    priors = 0.8 * priors + 0.2 * rng.dirichlet(np.ones(m), n)
+    x = rng.integers(0, draw(st.integers(1, 6)), (n, draw(st.integers(1, 3)))).astype(float)
+    s = rng.integers(0, m, n)
+    vc = np.bincount(s, minlength=m)
+    return (
+        x,
+        s,
+        priors,
+        vc,
+        draw(st.integers(1, 5)),
+        draw(st.sampled_from([0.2, 0.5, 1.0])),
+        draw(st.sampled_from([0.02, 0.2, 1.0])),
+        draw(st.sampled_from([EQUAL, ORDERED])),
+        draw(st.booleans()),
+    )
+
+
+@settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(split_cases())
+def test_every_group_keeps_k_t_j_and_boxes_do_not_overlap(case):
+    x, s, priors, vc, k, t, j, ground, pc = case
+    g = topdown_groups(x, s, priors, vc, k=k, t=t, j=j, ground=ground, pc=pc)
+    kept = g >= 0
+    crit = TCloseness(t, "ordered" if ground == ORDERED else "equal", tuple(int(c) for c in vc))
+    for label in np.unique(g[kept]):
+        members = g == label
+        assert members.sum() >= k
+        assert crit.holds_counts(np.bincount(s[members], minlength=len(vc)).astype(np.int64))
+    if kept.any():  # JS by the criteria table's own kernel (numba), not the split's NumPy
+        assert (js_per_group(priors[kept], g[kept], 2.0).to_numpy() <= j + 1e-9).all()
+    labels = np.unique(g[kept])
+    lo = np.array([x[g == a].min(axis=0) for a in labels]).reshape(len(labels), x.shape[1])
+    hi = np.array([x[g == a].max(axis=0) for a in labels]).reshape(len(labels), x.shape[1])
+    for a in range(len(labels) * (not pc)):  # strict QI cuts: boxes apart on some dimension
+        for b in range(a + 1, len(labels)):
+            assert ((hi[a] < lo[b]) | (hi[b] < lo[a])).any()
+    whole_ok = (
+        len(s) >= k
+        and crit.holds_counts(np.bincount(s, minlength=len(vc)).astype(np.int64))
+        and js_per_group(priors, np.zeros(len(s), dtype=np.int64), 2.0).iloc[0] <= j
+    )
+    if whole_ok:  # a valid root is only ever cut into valid halves: nothing is left over
+        assert kept.all()
+
+
+@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(views_and_policies(), st.integers(1, 4), st.sampled_from([0, 1, 2]), st.booleans(), st.booleans())
+def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartitions, level, prior_key, pc):
+    view, policy = case
+    topdown = policy.with_overrides(
+        grouping="topdown", topdown_level=level, prior_key=prior_key, topdown_pc=pc
+    )
+    check_release(view, topdown, npartitions)
+
+
+def test_relaxed_mondrian_divides_the_ties_at_the_median():
+    # values 1,1,1,1,2,2 with k = 3: strict cuts at the lower median 1 -> LHS of four 1s, RHS of
+    # two 2s < k: no cut, one group. Relaxed: the first three 1s | 1,2,2 (floor(6/2) = 3 each).
+    grid = np.array([[1], [1], [1], [1], [2], [2]], dtype=float)
+    s = np.zeros(6, dtype=np.int64)
+    strict = mondrian_groups(grid, s, np.array([6]), k=3, model="k")
+    relaxed = mondrian_groups(grid, s, np.array([6]), k=3, model="k", strict=False)
+    np.testing.assert_array_equal(strict, [0] * 6)
+    np.testing.assert_array_equal(relaxed, [0, 0, 0, 1, 1, 1])
+
+
+def test_policy_mondrian_cut_reaches_the_baselines():
+    view = pd.DataFrame({"rid": range(6), "a": [1, 1, 1, 1, 2, 2], "s": ["x", "y", "x", "y", "x", "y"]})
+    policy = ReleasePolicy(
+        id="rid", qi=["a"], sensitive="s", k=3, t=1.0, l=1, domains={"a": [1, 2], "s": ["x", "y"]}
+    )
+    assert baseline_view(view, policy, "mondrian-l").n_groups == 1
+    relaxed = baseline_view(view, policy.with_overrides(mondrian_cut="relaxed"), "mondrian-l")
+    assert relaxed.n_groups == 2
+    assert sorted(relaxed.released["a_max"].tolist()) == [1.0] * 3 + [2.0] * 3
