@@ -76,7 +76,14 @@ def main(argv: list[str] | None = None) -> dict:
         print(header + f"{'max rho':>9}{'s/release':>11}{'max s':>8}")
         for kn in args.knowledge:
             secs: list[float] = []
-            out = attack(led, mh.history, policy, kn, on_release=lambda i, m, s=secs: s.append(m["seconds"]))
+            out = attack(
+                led,
+                mh.history,
+                policy,
+                kn,
+                deductions=False,
+                on_release=lambda i, m, s=secs: s.append(m["seconds"]),
+            )
             g = out.set_index("release")["adversary_gain"]
             results[(pname, kn)] = g
             print(

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> dict:
         t0 = time.perf_counter()
         led = release_history(mh.history, policy, work / f"led-{method}", method=method)
         print(f"\n== {method} (t {args.t}, j {args.j}, k 5): released in {time.perf_counter() - t0:.1f} s")
-        steps = list(attack_steps(led, mh.history, policy, "dk"))
+        steps = list(attack_steps(led, mh.history, policy, "dk", deductions=False))
         paper_s = sum(s.seconds for s in steps)
         observed = observed_from_steps(
             steps, mh.history, policy.id, policy.time, mh.knowledge.classes, len(mh.values)

@@ -30,11 +30,14 @@ history under the same tables, one Ω per group); one row per (release, as_of).
 model, the group counts and presence exclude for certain, deduced from the releases known at
 the time of the attack, mask both adversaries' priors and posteriors.
 
-Inputs the simulation takes from the ledger: the released view ``releases/<i>/view.parquet``
-(``qi_group`` and the sensitive column: each group's multiset of values) and, for the group
-membership the adversary is assumed to know, the private state ``state/<i>/state.parquet``
-(respondents with ``last_release == i``; their ``last_group`` is the released ``qi_group``).
-The true values and the QIs (for the knowledge classes) come from the original history.
+**Membership from QIs alone** (``membership="qi"``, :func:`dpriv.adversary.linkage.qi_linkage`):
+the gains and tail are still those of the adversary that knows the membership; two columns
+more, ``n_pinned`` and ``share_pinned``, say per release how many of those respondents an
+adversary with only everyone's QIs, the published boxes and the group sizes pins to one group
+(the known-membership numbers hold exactly for them).
+
+Reading the ledger and the history into what the adversary observes is
+:mod:`dpriv.attack_input`'s job; this module runs the adversaries on it.
 """
 
 from __future__ import annotations
@@ -49,20 +52,32 @@ import pandas as pd
 
 from dpriv.adversary.groups import masked_omega
 from dpriv.adversary.masks import MasksAsOf, deductions_available
-from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retrospective import retrospective_attack
 from dpriv.adversary.tail import TAIL_COLUMNS, tail_risk
+from dpriv.attack_input import (
+    ReadRelease,
+    last_tables,
+    linkage_rows,
+    observed_releases,
+    prepare,
+    read_releases,
+)
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP, LABEL
-from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
+from dpriv.released import LABEL
+from dpriv.sources import AdversaryKnowledge, check_knowledge_name
 from dpriv.state import empty_state, revised_priors, update_state
-from dpriv.validate import check_history, codes, resolve_policy
 
 #: Adversaries :func:`attack` simulates.
 ADVERSARIES = ("paper", "retrospective")
+
+#: What the adversary is given of the QI-group membership (:func:`attack` ``membership``).
+MEMBERSHIPS = ("known", "qi")
+
+#: Columns :func:`attack` appends with ``membership="qi"``.
+LINKAGE_COLUMNS = ("n_pinned", "share_pinned")
 
 #: Columns of the frame returned by :func:`attack` for the paper adversary.
 GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS)
@@ -111,56 +126,6 @@ class AttackStep:
         return {**risk.as_row(), "release": self.release, "adversary_gain": self.adversary_gain}
 
 
-def _group_counts(groups: np.ndarray, s: np.ndarray, labels: np.ndarray, m: int) -> np.ndarray:
-    """(G, M) int64 counts of each value per label of ``labels`` (sorted unique)."""
-    gi = np.searchsorted(labels, groups)
-    return np.bincount(gi * m + s, minlength=labels.size * m).reshape(labels.size, m)
-
-
-def _members(
-    ledger: Ledger, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """Group members of release ``index`` (sorted by group), their true codes, the
-    released codes aligned on them (same multiset per group) and the released counts."""
-    m = len(policy.sensitive_domain)
-    state = ledger.read_state(index)
-    missing = [c for c in (policy.id, "last_release", "last_group") if c not in state.columns]
-    if missing:
-        raise LedgerError(f"state of release {index} lacks column(s) {missing}: not a dpriv ledger state")
-    mem = state.loc[state["last_release"].to_numpy() == index, [policy.id, "last_group"]]
-    mem = mem.merge(view, on=policy.id, how="left", validate="one_to_one", indicator=True)
-    if (mem["_merge"] != "both").any():
-        rid = mem.loc[mem["_merge"] != "both", policy.id].tolist()[0]
-        raise InputError(
-            f"respondent {rid!r} is in release {index} of the ledger but not in view {index} of "
-            "the history: give the history that was released"
-        )
-    mem = mem.drop(columns="_merge").sort_values("last_group", kind="stable").reset_index(drop=True)
-    groups = mem["last_group"].to_numpy(dtype=np.int64)
-    s_true = codes(mem[policy.sensitive], policy.sensitive_domain)
-
-    for col in (GROUP, policy.sensitive):
-        if col not in released.columns:
-            raise LedgerError(f"released view {index} lacks column {col!r}")
-    rel = released[[GROUP, policy.sensitive]].sort_values(GROUP, kind="stable")
-    r_groups = rel[GROUP].to_numpy(dtype=np.int64)
-    r_s = codes(rel[policy.sensitive], policy.sensitive_domain)
-    labels = np.unique(r_groups)
-    if (r_s < 0).any() or (s_true < 0).any() or not np.array_equal(labels, np.unique(groups)):
-        raise InputError(
-            f"release {index}: the released view, the ledger state and the history disagree "
-            "(groups or sensitive values); give the history and policy that were released"
-        )
-    r_counts = _group_counts(r_groups, r_s, labels, m)
-    if not np.array_equal(r_counts, _group_counts(groups, s_true, labels, m)):
-        raise InputError(
-            f"release {index}: the true values of the history do not match the released groups; "
-            "give the history that was released"
-        )
-    # both sorted by group with equal group sizes: the released values line up group by group
-    return mem, s_true, r_s, r_counts
-
-
 def attack_steps(
     ledger: Ledger | str | Path,
     history: pd.DataFrame,
@@ -168,7 +133,7 @@ def attack_steps(
     knowledge: str | AdversaryKnowledge,
     *,
     corpus: pd.DataFrame | None = None,
-    deductions: bool = False,
+    deductions: bool = True,
     attendance: float | None = None,
 ) -> Iterator[AttackStep]:
     """Run the adversary's PK/RBK cycle over the committed releases, one step per release.
@@ -177,80 +142,22 @@ def attack_steps(
     yields an :class:`AttackStep` per committed release, in release order (the per-tuple
     view of (E10), for reports and tests).
     """
-    run = _prepare(ledger, history, policy, knowledge, corpus)
+    run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return iter(())
     led, releases, policy, adv = run
-    reads = _read(led, releases, history, policy)
+    reads = read_releases(led, releases, history, policy)
     masks = _masks(reads, history, policy, adv, attendance) if deductions else None
     return _steps(reads, history, policy, adv, masks)
 
 
-def _prepare(ledger, history, policy, knowledge, corpus):
-    """Checked (ledger, committed releases, resolved policy, knowledge); None without releases."""
-    if not isinstance(knowledge, AdversaryKnowledge):
-        check_knowledge_name(knowledge)
-    if not isinstance(ledger, Ledger):
-        ledger = Ledger(ledger)
-    releases = [r["index"] for r in ledger.committed()]
-    if not releases:
-        return None
-    indices = set(check_history(history, policy))
-    policy, _ = resolve_policy(history, policy)
-    adv = (
-        knowledge
-        if isinstance(knowledge, AdversaryKnowledge)
-        else adversary_knowledge(knowledge, policy, corpus=corpus)
-    )
-    absent = [i for i in releases if i not in indices]
-    if absent:
-        raise InputError(f"the ledger has releases {absent} that the history has no view for")
-    return ledger, releases, policy, adv
-
-
-def _read(ledger: Ledger, releases: list[int], history: pd.DataFrame, policy: ReleasePolicy) -> list[tuple]:
-    """Per release: (i, view, members, true codes, released codes, released counts)."""
-    times = history[policy.time].to_numpy()
-    out = []
-    for i in releases:
-        view = history[times == i]
-        if view[policy.id].duplicated().any():
-            rid = view.loc[view[policy.id].duplicated(), policy.id].tolist()[0]
-            raise InputError(f"respondent {rid!r} has two tuples in view {i}; keep one per view")
-        out.append((i, view, *_members(ledger, i, view, ledger.read_view(i), policy)))
-    return out
-
-
-def _observed(reads: list[tuple], policy: ReleasePolicy, classes) -> list[ObservedRelease]:
-    """What the adversary observes of each release (tuples in the order of its AttackStep)."""
-    out = []
-    for i, view, mem, s_true, _, r_counts in reads:
-        _, group = np.unique(mem["last_group"].to_numpy(dtype=np.int64), return_inverse=True)
-        out.append(
-            ObservedRelease(
-                index=i,
-                respondent=mem[policy.id].to_numpy(),
-                group=group.astype(np.int64),
-                counts=r_counts,
-                cls=classes.classify(mem),
-                truth=s_true,
-                n_suppressed=len(view) - len(mem),
-            )
-        )
-    return out
-
-
-def _last_tables(reads, history, policy, adv) -> MarkovTables:
-    return adv.tables_before(history, policy, reads[-1][0])
-
-
 def _masks(reads, history, policy, adv, attendance) -> MasksAsOf:
-    tables = _last_tables(reads, history, policy, adv)
-    return MasksAsOf(_observed(reads, policy, tables.classes), tables, attendance)
+    tables = last_tables(reads, history, policy, adv)
+    return MasksAsOf(observed_releases(reads, policy, tables.classes), tables, attendance)
 
 
 def _steps(
-    reads: list[tuple],
+    reads: list[ReadRelease],
     history: pd.DataFrame,
     policy: ReleasePolicy,
     adv: AdversaryKnowledge,
@@ -259,7 +166,8 @@ def _steps(
     """The PK/RBK cycle of :func:`attack_steps` (arguments already checked)."""
     window = adv.window
     state = empty_state(policy, window) if adv.revise else None
-    for k, (i, _, mem, s_true, r_s, r_counts) in enumerate(reads):
+    for k, read in enumerate(reads):
+        i, mem, s_true, r_s, r_counts = read.index, read.members, read.s_true, read.s_released, read.counts
         allowed = masks.release(k) if masks is not None else None
         tick = time.perf_counter()
         tables = adv.tables_before(history, policy, i)
@@ -297,7 +205,7 @@ def retrospective(
     knowledge: str | AdversaryKnowledge,
     *,
     corpus: pd.DataFrame | None = None,
-    deductions: bool = False,
+    deductions: bool = True,
     attendance: float | None = None,
 ) -> pd.DataFrame:
     """The retrospective adversary over every committed release (:data:`RETRO_COLUMNS`).
@@ -305,16 +213,16 @@ def retrospective(
     Same parameters and errors as :func:`attack`; the tables are the adversary's at the last
     release (IE: mined before it; snapshot: BK^sv only, so no release informs another).
     """
-    run = _prepare(ledger, history, policy, knowledge, corpus)
+    run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return _retro_frame([])
     led, releases, policy, adv = run
-    reads = _read(led, releases, history, policy)
-    tables = _last_tables(reads, history, policy, adv)
+    reads = read_releases(led, releases, history, policy)
+    tables = last_tables(reads, history, policy, adv)
     if not adv.revise:
         tables = MarkovTables(tables.values, tables.classes, tables.tables[:1])
-    observed = _observed(reads, policy, tables.classes)
-    masks = MasksAsOf(observed, _last_tables(reads, history, policy, adv), attendance) if deductions else None
+    observed = observed_releases(reads, policy, tables.classes)
+    masks = MasksAsOf(observed, last_tables(reads, history, policy, adv), attendance) if deductions else None
     return _retro_frame(retrospective_attack(observed, tables, allowed=masks, attendance=attendance))
 
 
@@ -332,8 +240,9 @@ def attack(
     corpus: pd.DataFrame | None = None,
     on_release: Callable[[int, dict], None] | None = None,
     adversary: str = "paper",
-    deductions: bool = False,
+    deductions: bool = True,
     attendance: float | None = None,
+    membership: str = "known",
 ) -> pd.DataFrame:
     """Simulate the §1.1 adversary over every committed release; the gain (E10) per release.
 
@@ -359,12 +268,20 @@ def attack(
         ``"paper"``: each release attacked when it comes out (the PK/RBK cycle);
         ``"retrospective"``: every release attacked again after each later one
         (:func:`retrospective`).
-    deductions : bool
+    deductions : bool, default True
         Mask priors and posteriors with the exact deductions known at the time of the attack
-        (:mod:`dpriv.adversary.deductions`; PolicyError if it is not installed).
+        (:mod:`dpriv.adversary.deductions`; PolicyError if it is not installed). On by default,
+        as in ``dpriv attack``: an auditor wants the strongest adversary; ``False`` gives the
+        paper's adversary exactly (``dpriv experiment paper`` uses it for Fig. 3-6).
     attendance : float in (0, 1], optional
         The model's weekly exam probability q, if the adversary knows it: absences become
         evidence (retrospective) and, with q = 1, the presence channel of the deductions.
+    membership : {"known", "qi"}
+        ``"qi"`` appends :data:`LINKAGE_COLUMNS` per release (merged on ``release``):
+        ``n_pinned`` (int64), the respondents an adversary with only everyone's QIs, the
+        published boxes and the group sizes pins to one group, and ``share_pinned`` (float64,
+        per released tuple). The gains stay those of the known-membership adversary; they hold
+        exactly for the pinned respondents.
 
     Returns
     -------
@@ -380,11 +297,11 @@ def attack(
     Raises
     ------
     PolicyError
-        Unknown knowledge or adversary (the message lists the valid ones), a missing table
+        Unknown knowledge, adversary or membership (the message lists the valid ones), a missing table
         file, deductions without their module.
     InputError
         A history that is not the released one (missing view, respondent or value), a bad
-        SPM corpus, an attendance outside (0, 1].
+        SPM corpus, an attendance outside (0, 1], QIs that do not fit the released boxes.
     LedgerError
         Not a ledger, or a ledger whose files lack the expected columns.
     """
@@ -394,10 +311,13 @@ def attack(
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
     if deductions and not deductions_available():
         raise PolicyError("exact deductions need dpriv.adversary.deductions; run without them")
+    if membership not in MEMBERSHIPS:
+        raise PolicyError(f"unknown membership {membership!r}; valid: {', '.join(MEMBERSHIPS)}")
     if adversary == "retrospective":
-        return retrospective(
+        out = retrospective(
             ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance
         )
+        return _with_linkage(out, ledger, history, policy, knowledge, corpus, membership)
     rows = []
     for step in attack_steps(
         ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance
@@ -407,9 +327,21 @@ def attack(
         if on_release:
             on_release(step.release, {**row, "seconds": step.seconds})
     out = pd.DataFrame(rows, columns=list(GAIN_COLUMNS))
-    return out.astype(
+    out = out.astype(
         {"release": "int64", "adversary_gain": "float64", "n_tuples": "int64", "n_certain": "Int64"}
     )
+    return _with_linkage(out, ledger, history, policy, knowledge, corpus, membership)
+
+
+def _with_linkage(out, ledger, history, policy, knowledge, corpus, membership) -> pd.DataFrame:
+    """``out`` with :data:`LINKAGE_COLUMNS` merged on ``release`` when ``membership == "qi"``."""
+    if membership != "qi":
+        return out
+    run = prepare(ledger, history, policy, knowledge, corpus)
+    rows = [] if run is None else linkage_rows(read_releases(run[0], run[1], history, run[2]), run[2])
+    link = pd.DataFrame(rows, columns=["release", *LINKAGE_COLUMNS])
+    link = link.astype({"release": "int64", "n_pinned": "int64", "share_pinned": "float64"})
+    return out.merge(link, on="release", how="left", validate="many_to_one")
 
 
 def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:

@@ -48,5 +48,3 @@ def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> Mon
     if method == "mondrian-bt":
         return mondrian_view(view, policy, model="bt", allowable=bt_allowable(view, policy), strict=strict)
     raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
-
-

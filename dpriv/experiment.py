@@ -8,7 +8,9 @@ claims). The retrospective adversary (issue 11: every release attacked again aft
 later one, exact DK, the generator's attendance, exact deductions when
 :mod:`dpriv.adversary.deductions` is installed) attacks every ledger too. The frontier
 puts, for every (method, parameter), the largest gain of each adversary and its largest
-tail share next to the mean suppression and the mean semiperimeter, so that methods are
+tail share next to the mean suppression and the mean semiperimeter (and the largest share of
+released tuples that the QIs, boxes and group sizes alone pin to one group, ``max_pinned_share``;
+per release ``share_pinned`` in runs.csv), so that methods are
 compared at equal utility and suppression (docs/findings.md: never read a gain without its
 suppression).
 """
@@ -24,6 +26,7 @@ import pandas as pd
 
 from dpriv.adversary.masks import deductions_available
 from dpriv.attack import attack
+from dpriv.attack_input import linkage_rows, prepare, read_releases
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
@@ -102,6 +105,7 @@ def run_experiment(
         name = _name(method, params)
         policy = _policy(base, params)
         led = release_history(mh.history, policy, out / "ledgers" / name, method=method)
+        pinned = _pinned_shares(led, mh.history, policy)
         for r in led.committed():
             m = led.read_metrics(r["index"])
             runs.append(
@@ -112,10 +116,11 @@ def run_experiment(
                     "groups": m["n_groups"],
                     "suppression": m["suppression_rate"],
                     "semi": m["average_semiperimeter"],
+                    "share_pinned": pinned.get(r["index"], float("nan")),
                 }
             )
         for kind in knowledge:
-            g = attack(led, mh.history, policy, kind)
+            g = attack(led, mh.history, policy, kind, deductions=False)  # the paper's adversary
             gains += [
                 {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
                 for row in g[list(_GAIN_KEEP)].to_dict("records")
@@ -150,6 +155,16 @@ def run_experiment(
     return tables
 
 
+def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[int, float]:
+    """Per release: the share of released tuples that everyone's QIs, the published boxes and
+    the group sizes alone pin to one QI-group (membership from QIs, issue 11 item 4)."""
+    run = prepare(led, history, policy, "snapshot", None)
+    if run is None:
+        return {}
+    rows = linkage_rows(read_releases(run[0], run[1], history, run[2]), run[2])
+    return {r["release"]: r["share_pinned"] for r in rows}
+
+
 def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain and the
     max confident share per knowledge kind, and (with ``retro``) the retrospective max gain
@@ -158,6 +173,8 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
     util = runs.groupby(key).agg(
         suppression=("suppression", "mean"), max_suppression=("suppression", "max"), semi=("semi", "mean")
     )
+    if "share_pinned" in runs:
+        util = util.join(runs.groupby(key).agg(max_pinned_share=("share_pinned", "max")))
     worst = gains.pivot_table(index=key, columns="knowledge", values="adversary_gain", aggfunc="max")
     out = util.join(worst.add_prefix("max_gain_"))
     if "confident_share" in gains:

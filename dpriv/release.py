@@ -40,6 +40,7 @@ from dpriv.generalize import generalize_view
 from dpriv.inputs import check_sensitive_values, prepare_view, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest, secret_policy
@@ -276,10 +277,13 @@ def release_view(
     merged = nullable_state(state).merge(posts, on=policy.id, how="outer", npartitions=npartitions)
     meta = empty_state(policy, window, state._meta[policy.id].dtype)
     new_state = merged.map_partitions(advance_state, policy, window, index, meta=meta)
-    (new_state,) = steps.run("pk", new_state)
+    # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
+    tail = asg_g.map_partitions(tail_part, policy, meta=tail_meta())
+    new_state, tail = steps.run("pk", new_state, tail)
     checked = {
         **report.to_dict(),
         **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed).to_dict(),
+        **combine_tail(tail.compute()),
     }
     steps.lap("metrics")
     metrics = {"release": index, **checked, "seconds": steps.seconds}

@@ -237,7 +237,7 @@ def ledger_run(tmp_path_factory):
     path = write_history(out, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
     policy = ReleasePolicy.from_toml(path, t=1.0, j=1.0, k=4, npartitions=1, max_suppression=1.0)
     led = release_history(mh.history, policy, out / "led")
-    steps = list(attack_steps(led, mh.history, policy, "dk"))
+    steps = list(attack_steps(led, mh.history, policy, "dk", deductions=False))
     observed = observed_from_steps(
         steps, mh.history, policy.id, policy.time, mh.knowledge.classes, len(mh.values)
     )

@@ -120,13 +120,13 @@ def test_hand_computed_gain_two_releases(tiny):
     }
     rho2 = gain_by_hand(post2, {5: [(1, "a"), (3, "b")], 6: [(2, "b"), (5, "a")]})
 
-    out = attack(led, hist, policy, "dk")
+    out = attack(led, hist, policy, "dk", deductions=False)
     assert list(out.columns) == list(GAIN_COLUMNS)
     assert out["release"].tolist() == [1, 2] and out["n_tuples"].tolist() == [4, 4]
     np.testing.assert_allclose(out["adversary_gain"], [float(rho1), float(rho2)], rtol=0, atol=1e-12)
     assert abs(float(rho1) - 0.1265855) < 1e-6
 
-    steps = list(attack_steps(led.root, hist, policy, "dk"))
+    steps = list(attack_steps(led.root, hist, policy, "dk", deductions=False))
     got = dict(zip(steps[1].respondents.tolist(), steps[1].posteriors.tolist()))
     for r, p in post2.items():
         np.testing.assert_allclose(got[r], [float(v) for v in p], atol=1e-12)
@@ -138,9 +138,9 @@ def test_hand_computed_snapshot_uses_bksv_at_every_release(tiny):
     # release 2 with BK^sv: r1 and r3 share class 0 (equal priors -> frequencies, gain 0);
     # group 6 = {r2 (class 1): b, r5 (class 0): a} gives back 77/104 and 36/47
     rho2 = (0 + 0 + F(77, 104) - HALF + F(36, 47) - HALF) / 4
-    out = attack(led, hist, policy, "snapshot")
+    out = attack(led, hist, policy, "snapshot", deductions=False)
     np.testing.assert_allclose(out["adversary_gain"], [float(rho1), float(rho2)], atol=1e-12)
-    assert attack(led, hist, policy, "snapshot:dk").equals(out)
+    assert attack(led, hist, policy, "snapshot:dk", deductions=False).equals(out)
 
 
 def test_hand_computed_spm_corpus_gain_can_be_negative(tiny, tmp_path):
@@ -153,26 +153,26 @@ def test_hand_computed_spm_corpus_gain_can_be_negative(tiny, tmp_path):
     # r3 (0,1) -> (0,1); group 5: PK(r1)_a = 3/4, PK(r3)_b = 1; group 6: r2 (.5,.5) true b,
     # r5 (3/8, 5/8) true a: PK(r2)_b = 7/16, PK(r5)_a = 27/62 (both below the frequency 1/2)
     rho2 = (F(3, 4) - HALF + 1 - HALF + F(7, 16) - HALF + F(27, 62) - HALF) / 4
-    out = attack(led, hist, policy, "spm", corpus=corpus)
+    out = attack(led, hist, policy, "spm", corpus=corpus, deductions=False)
     np.testing.assert_allclose(out["adversary_gain"], [0.0, float(rho2)], atol=1e-12)
-    steps = list(attack_steps(led, hist, policy, "spm", corpus=corpus))
+    steps = list(attack_steps(led, hist, policy, "spm", corpus=corpus, deductions=False))
     assert (steps[1].gain < 0).sum() == 2  # signed per tuple (docs/findings.md pitfall 4)
     corpus.to_csv(tmp_path / "corpus.csv", index=False)
-    assert attack(led, hist, policy, f"spm:{tmp_path / 'corpus.csv'}").equals(out)
+    assert attack(led, hist, policy, f"spm:{tmp_path / 'corpus.csv'}", deductions=False).equals(out)
 
 
 def test_unknown_or_missing_knowledge(tiny):
     led, hist, policy = tiny
     with pytest.raises(PolicyError, match="valid: snapshot, dk, dk-1, dk-2, dk-3, spm:PATH, ie"):
-        attack(led, hist, policy, "oracle")
+        attack(led, hist, policy, "oracle", deductions=False)
     with pytest.raises(PolicyError, match="unknown adversary knowledge 'snapshot:x'"):
-        attack(led, hist, policy, "snapshot:x")
+        attack(led, hist, policy, "snapshot:x", deductions=False)
     with pytest.raises(PolicyError, match=r"'dk-2' is not in the policy's \[knowledge\]"):
-        attack(led, hist, policy, "dk-2")
+        attack(led, hist, policy, "dk-2", deductions=False)
     with pytest.raises(PolicyError, match="needs a corpus"):
-        attack(led, hist, policy, "spm")
+        attack(led, hist, policy, "spm", deductions=False)
     with pytest.raises(InputError, match="lacks column"):
-        attack(led, hist, policy, "spm", corpus=hist.drop(columns="t"))
+        attack(led, hist, policy, "spm", corpus=hist.drop(columns="t"), deductions=False)
     with pytest.raises(PolicyError, match="valid"):
         attack_steps(led, hist, policy, "nope")  # raised at the call, not on iteration
     assert set(KNOWLEDGE_NAMES) >= {"snapshot", "dk", "ie"}
@@ -183,22 +183,22 @@ def test_history_that_was_not_released_is_refused(tiny, tmp_path):
     wrong = hist.copy()
     wrong.loc[(wrong.rid == 3) & (wrong.t == 1), "s"] = "a"
     with pytest.raises(InputError, match="do not match the released groups"):
-        attack(led, wrong, policy, "dk")
+        attack(led, wrong, policy, "dk", deductions=False)
     with pytest.raises(InputError, match="respondent 5 is in release 2"):
-        attack(led, hist[hist.rid != 5], policy, "dk")
+        attack(led, hist[hist.rid != 5], policy, "dk", deductions=False)
     with pytest.raises(InputError, match="respondent 2 has two tuples in view 1"):
-        attack(led, pd.concat([hist, hist.iloc[[1]]], ignore_index=True), policy, "dk")
+        attack(led, pd.concat([hist, hist.iloc[[1]]], ignore_index=True), policy, "dk", deductions=False)
     with pytest.raises(LedgerError, match="not a ledger"):
-        attack(tmp_path / "nowhere", hist, policy, "dk")
+        attack(tmp_path / "nowhere", hist, policy, "dk", deductions=False)
 
 
 def test_ledger_without_releases_gives_an_empty_frame(tiny, tmp_path):
     _, hist, policy = tiny
-    out = attack(Ledger(tmp_path / "empty", create=True), hist, policy, "dk")
+    out = attack(Ledger(tmp_path / "empty", create=True), hist, policy, "dk", deductions=False)
     assert out.empty and list(out.columns) == list(GAIN_COLUMNS)
     assert str(out["adversary_gain"].dtype) == "float64" and str(out["release"].dtype) == "int64"
     with pytest.raises(PolicyError, match="valid"):
-        attack(tmp_path / "empty", hist, policy, "nope")
+        attack(tmp_path / "empty", hist, policy, "nope", deductions=False)
 
 
 def test_a_release_that_kept_no_tuple_has_nan_gain(tiny):
@@ -207,11 +207,11 @@ def test_a_release_that_kept_no_tuple_has_nan_gain(tiny):
     state = led.read_state(2)
     led.commit(3, led.read_view(2).iloc[:0], {}, state, {})  # everything suppressed
     for knowledge in ("dk", "snapshot"):
-        out = attack(led, hist, policy, knowledge)
+        out = attack(led, hist, policy, knowledge, deductions=False)
         assert out["n_tuples"].tolist() == [4, 4, 0]
         assert np.isnan(out["adversary_gain"].iloc[2]) and np.isfinite(out["adversary_gain"].iloc[:2]).all()
     with pytest.raises(InputError, match=r"releases \[3\] that the history has no view for"):
-        attack(led, hist[hist.t < 3], policy, "dk")
+        attack(led, hist[hist.t < 3], policy, "dk", deductions=False)
 
 
 # --------------------------------------------------------------------------- generated history
@@ -233,7 +233,7 @@ def test_defender_knowledge_reproduces_the_defender_posteriors(released):
     mh, runs = released
     led, policy = runs["k"]
     last = [f"pk2__{v}" for v in policy.sensitive_domain]  # window 3: newest posterior
-    steps = list(attack_steps(led, mh.history, policy, "dk"))
+    steps = list(attack_steps(led, mh.history, policy, "dk", deductions=False))
     assert [s.release for s in steps] == [1, 2, 3, 4]
     for step in steps:
         state = led.read_state(step.release).set_index("respondent_id").loc[step.respondents]
@@ -247,7 +247,7 @@ def test_ie_adversary_reproduces_an_ie_defender(released, tmp_path):
     policy = policy.with_overrides(knowledge={**policy.knowledge, "defender": "ie"})
     led = release_history(mh.history, policy, tmp_path / "led-ie", until=3)
     last = [f"pk2__{v}" for v in policy.sensitive_domain]
-    for step in attack_steps(led, mh.history, policy, "ie"):
+    for step in attack_steps(led, mh.history, policy, "ie", deductions=False):
         state = led.read_state(step.release).set_index("respondent_id").loc[step.respondents]
         np.testing.assert_allclose(step.posteriors, state[last].to_numpy(), rtol=0, atol=1e-12)
 
@@ -255,8 +255,8 @@ def test_ie_adversary_reproduces_an_ie_defender(released, tmp_path):
 def test_snapshot_equals_full_dk_at_the_first_release(released):
     mh, runs = released
     for led, policy in runs.values():
-        snap = attack(led, mh.history, policy, "snapshot")
-        full = attack(led, mh.history, policy, "dk")
+        snap = attack(led, mh.history, policy, "snapshot", deductions=False)
+        full = attack(led, mh.history, policy, "dk", deductions=False)
         assert snap["adversary_gain"].iloc[0] == pytest.approx(full["adversary_gain"].iloc[0], abs=1e-12)
         assert snap["n_tuples"].tolist() == full["n_tuples"].tolist()
 
@@ -266,7 +266,7 @@ def test_gains_are_finite_and_bounded(released, knowledge):
     mh, runs = released
     corpus = medical_history(n_views=6, view_size=300, seed=11).history if knowledge == "spm" else None
     for led, policy in runs.values():
-        out = attack(led, mh.history, policy, knowledge, corpus=corpus)
+        out = attack(led, mh.history, policy, knowledge, corpus=corpus, deductions=False)
         n_kept = [len(led.read_view(i)) for i in out["release"]]
         assert out["n_tuples"].tolist() == n_kept
         assert np.isfinite(out["adversary_gain"]).all()
@@ -279,7 +279,7 @@ def test_k_only_release_leaks_more_than_a_strict_j_release(released):
     only 65 of the 400 tuples of release 4: read rho next to suppression)."""
     mh, runs = released
     gain = {
-        name: attack(led, mh.history, pol, "dk")["adversary_gain"].iloc[-1]
+        name: attack(led, mh.history, pol, "dk", deductions=False)["adversary_gain"].iloc[-1]
         for name, (led, pol) in runs.items()
     }
     assert gain["k"] > gain["strict"]

@@ -5,7 +5,9 @@ import pytest
 
 from dpriv.adversary.deductions import deduce
 from dpriv.adversary.retrospective import retrospective_posteriors
-from dpriv.attack import _observed, _read, attack, attack_steps
+from dpriv.attack import attack, attack_steps
+from dpriv.attack_input import observed_releases as _observed
+from dpriv.attack_input import read_releases as _read
 from dpriv.datasets import medical_history, write_history
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy

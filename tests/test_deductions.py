@@ -248,8 +248,13 @@ def own_releases(mh, rng, *, supp_rate, max_group):
         counts = np.bincount(group * 19 + s, minlength=g * 19).reshape(g, 19)
         out.append(
             ObservedRelease(
-                int(i), v["respondent_id"].to_numpy(), group, counts,
-                mh.classmap.classify(v), s, int((~keep).sum()),
+                int(i),
+                v["respondent_id"].to_numpy(),
+                group,
+                counts,
+                mh.classmap.classify(v),
+                s,
+                int((~keep).sum()),
             )
         )
     return out
@@ -301,8 +306,13 @@ def observed_from_ledger(ledger, history, policy, classmap):
         assert (r_counts.to_numpy() == counts).all()  # the published counts
         out.append(
             ObservedRelease(
-                int(i), mem[policy.id].to_numpy(), group.astype(np.int64), counts,
-                classmap.classify(mem), s, len(view) - len(released),
+                int(i),
+                mem[policy.id].to_numpy(),
+                group.astype(np.int64),
+                counts,
+                classmap.classify(mem),
+                s,
+                len(view) - len(released),
             )
         )
     return out

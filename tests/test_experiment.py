@@ -30,6 +30,13 @@ def test_small_experiment_writes_tables_and_figures(tmp_path):
     assert ((gains["confident_share"] >= 0) & (gains["confident_share"] <= 1)).all()
     assert pd.read_csv(tmp_path / "retro.csv").shape == retro.shape
     assert json.loads(runs["params"][0]) == {"t": 1.0, "j": 0.8, "defender": "dk-1"}
+    # membership from QIs: Mondrian's disjoint boxes (nothing suppressed) pin every tuple
+    mon = runs[runs.method == "mondrian-l"]
+    assert (mon["share_pinned"] == 1.0).all()
+    assert front.loc[front.method == "jsreduce", "max_pinned_share"].item() == (
+        runs[runs.method == "jsreduce"]["share_pinned"].max()
+    )
+    assert ((runs["share_pinned"] >= 0) & (runs["share_pinned"] <= 1)).all()
     assert (
         json.loads((tmp_path / "ledgers" / "jsreduce_t1.0_j0.8_defenderdk-1" / "policy.json").read_text())[
             "knowledge"

@@ -4,10 +4,18 @@ import pandas as pd
 from dpriv.metrics.microdata import draw_microdata, release_kpr
 from dpriv.policy import ReleasePolicy
 
-POLICY = ReleasePolicy(qi=["age", "sex"], sensitive="s", seed=1,
-                       domains={"age": [0, 100], "sex": ["F", "M"], "s": ["a", "b"]})
-RELEASED = pd.DataFrame({"qi_group": [1, 1, 2], "age_min": [30.0, 30.0, 50.0], "age_max": [40.0, 40.0, 50.0],
-                         "sex": ["{F,M}", "{F,M}", "{M}"], "s": ["a", "b", "a"]})
+POLICY = ReleasePolicy(
+    qi=["age", "sex"], sensitive="s", seed=1, domains={"age": [0, 100], "sex": ["F", "M"], "s": ["a", "b"]}
+)
+RELEASED = pd.DataFrame(
+    {
+        "qi_group": [1, 1, 2],
+        "age_min": [30.0, 30.0, 50.0],
+        "age_max": [40.0, 40.0, 50.0],
+        "sex": ["{F,M}", "{F,M}", "{M}"],
+        "s": ["a", "b", "a"],
+    }
+)
 
 
 def test_draws_lie_inside_the_released_generalization_and_are_seeded():

@@ -43,9 +43,9 @@ def built(tmp_path_factory):
     history["respondent_id"] = history["respondent_id"].astype("int64") * 7919 + ID_OFFSET
     policy = ReleasePolicy.from_toml(write_history(root / "data", mh), t=0.5, j=0.8, max_suppression=1.0)
     led = release_history(history, policy, root / "ledger")
-    gains = {"dk": attack(led, history, policy, "dk")}
+    gains = {"dk": attack(led, history, policy, "dk", deductions=False)}
     (root / "ledger" / "attack").mkdir()
-    snapshot = attack(led, history, policy, "snapshot")
+    snapshot = attack(led, history, policy, "snapshot", deductions=False)
     snapshot.to_csv(root / "ledger" / "attack" / "gain_snapshot.csv", index=False)
     out = write_report(led, root / "site" / "report.html", gains=gains)
     return led, history, policy, gains, out, out.read_text(encoding="utf-8")

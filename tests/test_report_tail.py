@@ -56,8 +56,8 @@ def small(tmp_path_factory):
 
 def test_attack_frames_and_the_report_section(small):
     led, mh, policy = small
-    paper = attack(led, mh.history, policy, "dk")
-    retro = attack(led, mh.history, policy, "dk", adversary="retrospective")
+    paper = attack(led, mh.history, policy, "dk", deductions=False)
+    retro = attack(led, mh.history, policy, "dk", adversary="retrospective", deductions=False)
     assert list(paper.columns) == list(GAIN_COLUMNS) and list(retro.columns) == list(RETRO_COLUMNS)
     assert list(zip(retro["release"], retro["as_of"])) == [(1, 1), (1, 2), (2, 2), (1, 3), (2, 3), (3, 3)]
     assert retro["adversary_gain"].iloc[0] == pytest.approx(paper["adversary_gain"].iloc[0], abs=1e-12)
@@ -72,8 +72,8 @@ def test_attack_frames_and_the_report_section(small):
         np.testing.assert_allclose(f.loc[has, "confident_precision"], right[has] / f.loc[has, "n_confident"])
         assert f["n_certain"].isna().all()  # no deductions asked for
     # snapshot knowledge: no release informs another, so as of any release = the snapshot attack
-    snap = attack(led, mh.history, policy, "snapshot")
-    rs = attack(led, mh.history, policy, "snapshot", adversary="retrospective")
+    snap = attack(led, mh.history, policy, "snapshot", deductions=False)
+    rs = attack(led, mh.history, policy, "snapshot", adversary="retrospective", deductions=False)
     for _, row in rs.iterrows():
         want = snap.set_index("release").loc[row["release"], "adversary_gain"]
         assert row["adversary_gain"] == pytest.approx(want, abs=1e-12)
@@ -84,4 +84,4 @@ def test_attack_frames_and_the_report_section(small):
     page = render_report(led)
     assert 'id="tail-risk"' in page and "retrospective" in page
     with pytest.raises(PolicyError, match="unknown adversary"):
-        attack(led, mh.history, policy, "dk", adversary="smoothing")
+        attack(led, mh.history, policy, "dk", adversary="smoothing", deductions=False)

@@ -278,7 +278,6 @@ def deduce(
     def ea(cols):
         return None if ea_all is None else _pack(ea_all[:, cols])
 
-
     def contradiction(k: int) -> InputError:
         return InputError(
             f"release {int(view[k])}: the tuple of respondent {int(rid[k])} has no possible value; "

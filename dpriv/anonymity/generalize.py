@@ -295,5 +295,3 @@ def _entropies(priors, log_base):
     for i in range(priors.shape[0]):
         out[i] = entropy(priors[i], log_base)
     return out
-
-

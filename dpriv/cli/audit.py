@@ -37,24 +37,31 @@ def attack(
         ),
     ] = "paper",
     deductions: Annotated[
-        bool | None,
+        bool,
         typer.Option(
             "--deductions/--no-deductions",
-            help="Mask both adversaries with the exact deductions known at the time "
-            "(default: on when dpriv.adversary.deductions is installed).",
+            help="Mask both adversaries with the exact deductions known at the time (default on, "
+            "the strongest adversary; --no-deductions gives the paper's adversary exactly).",
         ),
-    ] = None,
+    ] = True,
     attendance: Annotated[
         float | None,
         typer.Option(
             help="The model's weekly exam probability q, if the adversary knows it (absences as evidence)."
         ),
     ] = None,
+    membership: Annotated[
+        str,
+        typer.Option(
+            help="known: the adversary knows the QI-group membership (§1.1); qi: also write per "
+            "release n_pinned, share_pinned, the respondents that everyone's QIs, the published "
+            "boxes and group sizes alone pin to one group (the gains stay the known-membership ones)."
+        ),
+    ] = "known",
     policy: PolicyFile = None,
     debug: Debug = False,
 ) -> None:
     """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
-    from dpriv.adversary.masks import deductions_available
     from dpriv.attack import attack as run
     from dpriv.attack import gain_path
     from dpriv.io import read_table
@@ -64,7 +71,6 @@ def attack(
     if out is None and adversary != "paper":
         raise PolicyError(f"--adversary {adversary} writes one row per (release, as_of): pass --out FILE")
     out = out if out is not None else gain_path(ledger, knowledge)
-    use = deductions_available() if deductions is None else deductions
     try:
         gain = run(
             ledger,
@@ -72,8 +78,9 @@ def attack(
             pol,
             knowledge,
             adversary=adversary,
-            deductions=use,
+            deductions=deductions,
             attendance=attendance,
+            membership=membership,
         )
     except PolicyError as exc:
         if policy is not None:

@@ -352,5 +352,3 @@ def pbc_policy(
         "release": {"max_suppression": PBC_MAX_SUPPRESSION},
         "knowledge": {"defender": "ie"},
     }
-
-

@@ -1,0 +1,206 @@
+"""The exact model's support as a graph over context states, and set propagation over it
+(the model part of :mod:`dpriv.adversary.deductions`; docs/algorithms.md §1.1 "Exact deductions").
+
+:func:`chain_support` turns :class:`~dpriv.knowledge.tables.MarkovTables` into the chain's
+feasible states (the last <= ``order`` results) and allowed moves; :class:`_Graph` propagates
+bit-packed sets of states (64 tuples per machine word) forward, backward and over a range of
+hidden steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpriv.knowledge.tables import MarkovTables
+
+__all__ = ["ChainSupport", "chain_support"]
+
+
+# --------------------------------------------------------------------------------------
+# The model's support as a graph over context states
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainSupport:
+    """Support of a :class:`MarkovTables` chain as a graph over its reachable contexts.
+
+    Attributes
+    ----------
+    contexts : tuple of tuple of int
+        State ``k`` -> its context (last <= order values, oldest first); state 0 is ``()``,
+        before the first exam.
+    src, value, dst : int64 arrays of shape (E,)
+        Edges: from context state ``src`` an exam with result ``value`` leads to ``dst``
+        (an edge exists if some class allows it).
+    edge_allowed : bool array of shape (n_support, E)
+        Which edges each support pattern allows (classes with identical support share one).
+    class_support : int64 array of shape (n_classes,)
+        Support pattern of each knowledge class.
+    dead_end : bool array of shape (n_support, S)
+        States without an allowed successor (after a terminal result), per pattern.
+    exit_value : bool array of shape (M,)
+        Exit (terminal) values: every move with this result ends in a dead end
+        (``deceased``, ``discharged`` in the medical model).
+    """
+
+    contexts: tuple[tuple[int, ...], ...]
+    src: np.ndarray
+    value: np.ndarray
+    dst: np.ndarray
+    edge_allowed: np.ndarray
+    class_support: np.ndarray
+    dead_end: np.ndarray
+    n_values: int
+    exit_value: np.ndarray
+
+    @property
+    def n_states(self) -> int:
+        return len(self.contexts)
+
+
+def chain_support(tables: MarkovTables) -> ChainSupport:
+    """Reachable context states and allowed moves of ``tables`` (breadth first from ``()``).
+
+    A context of length L < order is read in ``tables[L]`` (the dedicated short-history
+    tables), a full one in ``tables[order]``; ``p > 0`` in some class makes an edge.
+    About 0.1 s for the medical model (294 states, 818 edges).
+    """
+    m, order = tables.n_values, tables.order
+    states: dict[tuple[int, ...], int] = {(): 0}
+    frontier: list[tuple[int, ...]] = [()]
+    src, val, dst, allow = [], [], [], []
+    while frontier:
+        new: list[tuple[int, ...]] = []
+        by_len: dict[int, list[tuple[int, ...]]] = {}
+        for ctx in frontier:
+            by_len.setdefault(len(ctx), []).append(ctx)
+        for length, ctxs in by_len.items():
+            arr = np.array(ctxs, dtype=np.int64).reshape(len(ctxs), length)
+            codes = tables.context_index(arr) if length else np.zeros(len(ctxs), np.int64)
+            rows = tables.tables[length][:, codes, :] > 0  # (C, F, M)
+            for f, v in zip(*np.nonzero(rows.any(axis=0))):
+                ctx = ctxs[f]
+                nxt = (ctx + (int(v),))[-order:] if order else ()
+                if nxt not in states:
+                    states[nxt] = len(states)
+                    new.append(nxt)
+                src.append(states[ctx])
+                val.append(int(v))
+                dst.append(states[nxt])
+                allow.append(rows[:, f, v])
+        frontier = new
+    edge_allowed_c = np.array(allow, dtype=bool).T.reshape(tables.classes.n_classes, len(src))
+    patterns, class_support = np.unique(edge_allowed_c, axis=0, return_inverse=True)
+    src_a = np.array(src, dtype=np.int64)
+    n = len(states)
+    dead = np.ones((patterns.shape[0], n), dtype=bool)
+    for p in range(patterns.shape[0]):
+        dead[p, src_a[patterns[p]]] = False
+    return ChainSupport(
+        contexts=tuple(states),
+        src=src_a,
+        value=np.array(val, dtype=np.int64),
+        dst=np.array(dst, dtype=np.int64),
+        edge_allowed=patterns,
+        class_support=np.asarray(class_support, dtype=np.int64).ravel(),
+        dead_end=dead,
+        n_values=m,
+        exit_value=_exit_values(m, np.array(val, np.int64), np.array(dst, np.int64), patterns, dead),
+    )
+
+
+def _exit_values(
+    m: int, value: np.ndarray, dst: np.ndarray, patterns: np.ndarray, dead: np.ndarray
+) -> np.ndarray:
+    """Values whose every allowed move (in any support pattern) lands in a dead end."""
+    leads_on = np.zeros(m, dtype=bool)
+    seen = np.zeros(m, dtype=bool)
+    for p in range(patterns.shape[0]):
+        e = patterns[p]
+        np.logical_or.at(seen, value[e], True)
+        np.logical_or.at(leads_on, value[e], ~dead[p, dst[e]])
+    return seen & ~leads_on
+
+
+def _pack(x: np.ndarray) -> np.ndarray:
+    """Bool (rows, n) -> uint64 (rows, ceil(n / 64)): 64 tuples per word, little-endian bits."""
+    rows, n = x.shape
+    out = np.zeros((rows, 8 * ((n + 63) // 64)), dtype=np.uint8)
+    out[:, : (n + 7) // 8] = np.packbits(np.ascontiguousarray(x), axis=1, bitorder="little")
+    return out.view(np.uint64)
+
+
+def _unpack(p: np.ndarray, n: int) -> np.ndarray:
+    """Inverse of :func:`_pack`: uint64 (rows, W) -> bool (rows, n)."""
+    return np.unpackbits(p.view(np.uint8), axis=1, count=n, bitorder="little").view(bool)
+
+
+class _Graph:
+    """Set propagation over the states of a :class:`ChainSupport`, many tuples at once.
+
+    Sets are stored transposed and bit-packed, one bit column per tuple: states (S, W),
+    values (M, W) uint64 with W = ceil(n / 64) (:func:`_pack`), so that every edge
+    operation is a row gather, a bitwise AND and a segmented bitwise OR along axis 0,
+    vectorised over 64 tuples per word. ``ea`` is the packed (E, W) allowed-edge mask of
+    the tuples' classes, or None when every class has the same support.
+    """
+
+    def __init__(self, sup: ChainSupport) -> None:
+        self.sup = sup
+        self.single = sup.edge_allowed.shape[0] == 1
+        self._by = {}
+        ends = {"src": sup.src, "dst": sup.dst, "value": sup.value}
+        sizes = {"src": sup.n_states, "dst": sup.n_states, "value": sup.n_values}
+        for key, target in ends.items():
+            order = np.argsort(target, kind="stable")
+            uniq, starts = np.unique(target[order], return_index=True)
+            self._by[key] = (order, starts, uniq, sizes[key], {k: e[order] for k, e in ends.items()})
+
+    def edges(self, cls: np.ndarray) -> np.ndarray | None:
+        """Allowed edges (E, n) bool of tuples of classes ``cls``; None: one support."""
+        if self.single:
+            return None
+        return self.sup.edge_allowed[self.sup.class_support[cls]].T
+
+    def _reduce(self, key, a, xa, b=None, xb=None, ea=None) -> np.ndarray:
+        """OR over the edges into each node named by ``key`` of ``xa[a-end] & xb[b-end]``."""
+        order, starts, uniq, size, ends = self._by[key]
+        w = xa[ends[a]]
+        if b is not None:
+            w &= xb[ends[b]]
+        if ea is not None:
+            w &= ea[order]
+        out = np.zeros((size, xa.shape[1]), dtype=np.uint64)
+        if xa.shape[1] and order.size:
+            out[uniq] = np.bitwise_or.reduceat(w, starts, axis=0)
+        return out
+
+    def succ(self, x, ea):
+        return self._reduce("dst", "src", x, ea=ea)
+
+    def pred(self, y, ea):
+        return self._reduce("src", "dst", y, ea=ea)
+
+    def forward(self, pre, a, ea):
+        """States after an exam from ``pre`` (S, W) with a result in ``a`` (M, W)."""
+        return self._reduce("dst", "src", pre, "value", a, ea)
+
+    def backward(self, a, post, ea):
+        """States before an exam from which a result in ``a`` leads into ``post``."""
+        return self._reduce("src", "dst", post, "value", a, ea)
+
+    def values(self, pre, post, ea):
+        """Results (M, W) of an exam leading from ``pre`` into ``post``."""
+        return self._reduce("value", "src", pre, "dst", post, ea)
+
+    def reach(self, x, lo: np.ndarray, hi: np.ndarray, ea, step) -> np.ndarray:
+        """Union over j in [lo, hi] (per tuple) of ``step`` applied j times to ``x`` (S, W)."""
+        out = x & _pack((lo == 0)[None, :])
+        r = x
+        for j in range(1, int(hi.max(initial=0)) + 1):
+            r = step(r, ea)
+            out |= r & _pack(((lo <= j) & (hi >= j))[None, :])
+        return out

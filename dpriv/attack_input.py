@@ -1,0 +1,194 @@
+"""Reading a release ledger into what the adversary of :mod:`dpriv.attack` observes.
+
+The ledger gives, per committed release ``i``, the released view ``releases/<i>/view.parquet``
+(``qi_group`` and the sensitive column: each group's multiset of values) and, for the group
+membership the adversary of ALGORITHMS.md §1.1 (ii) is assumed to know, the private state
+``state/<i>/state.parquet`` (respondents with ``last_release == i``; their ``last_group`` is
+the released ``qi_group``). The true values and the QIs (for the knowledge classes and for
+the membership-from-QIs linkage) come from the original history.
+
+:func:`prepare` checks the arguments, :func:`read_releases` reads and cross-checks every
+committed release (:class:`ReadRelease`), :func:`observed_releases` turns those into the
+:class:`dpriv.adversary.observed.ObservedRelease` the kernels take, and
+:func:`linkage_rows` runs :func:`dpriv.adversary.linkage.qi_linkage` on each release.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from dpriv.adversary.linkage import qi_linkage
+from dpriv.adversary.observed import ObservedRelease
+from dpriv.errors import InputError, LedgerError
+from dpriv.knowledge.tables import MarkovTables
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.released import GROUP
+from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
+from dpriv.validate import check_history, codes, resolve_policy
+
+
+class ReadRelease(NamedTuple):
+    """One committed release as read from the ledger and the history.
+
+    Attributes
+    ----------
+    index : int, the release number i
+    view : DataFrame, the original view V_i (every respondent of time i, kept or suppressed)
+    members : DataFrame, the kept respondents (policy id, ``last_group`` and the view's
+        columns), sorted by group
+    s_true : int64 ndarray (n,), their true sensitive codes (policy domain order)
+    s_released : int64 ndarray (n,), the released codes aligned group by group on ``members``
+    counts : int64 ndarray (G, M), the released value counts per group (labels sorted)
+    released : DataFrame, the released view V*_i as stored in the ledger
+    """
+
+    index: int
+    view: pd.DataFrame
+    members: pd.DataFrame
+    s_true: np.ndarray
+    s_released: np.ndarray
+    counts: np.ndarray
+    released: pd.DataFrame
+
+
+def group_counts(groups: np.ndarray, s: np.ndarray, labels: np.ndarray, m: int) -> np.ndarray:
+    """(G, M) int64 counts of each value per label of ``labels`` (sorted unique)."""
+    gi = np.searchsorted(labels, groups)
+    return np.bincount(gi * m + s, minlength=labels.size * m).reshape(labels.size, m)
+
+
+def _members(
+    ledger: Ledger, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """Group members of release ``index`` (sorted by group), their true codes, the
+    released codes aligned on them (same multiset per group) and the released counts."""
+    m = len(policy.sensitive_domain)
+    state = ledger.read_state(index)
+    missing = [c for c in (policy.id, "last_release", "last_group") if c not in state.columns]
+    if missing:
+        raise LedgerError(f"state of release {index} lacks column(s) {missing}: not a dpriv ledger state")
+    mem = state.loc[state["last_release"].to_numpy() == index, [policy.id, "last_group"]]
+    mem = mem.merge(view, on=policy.id, how="left", validate="one_to_one", indicator=True)
+    if (mem["_merge"] != "both").any():
+        rid = mem.loc[mem["_merge"] != "both", policy.id].tolist()[0]
+        raise InputError(
+            f"respondent {rid!r} is in release {index} of the ledger but not in view {index} of "
+            "the history: give the history that was released"
+        )
+    mem = mem.drop(columns="_merge").sort_values("last_group", kind="stable").reset_index(drop=True)
+    groups = mem["last_group"].to_numpy(dtype=np.int64)
+    s_true = codes(mem[policy.sensitive], policy.sensitive_domain)
+
+    for col in (GROUP, policy.sensitive):
+        if col not in released.columns:
+            raise LedgerError(f"released view {index} lacks column {col!r}")
+    rel = released[[GROUP, policy.sensitive]].sort_values(GROUP, kind="stable")
+    r_groups = rel[GROUP].to_numpy(dtype=np.int64)
+    r_s = codes(rel[policy.sensitive], policy.sensitive_domain)
+    labels = np.unique(r_groups)
+    if (r_s < 0).any() or (s_true < 0).any() or not np.array_equal(labels, np.unique(groups)):
+        raise InputError(
+            f"release {index}: the released view, the ledger state and the history disagree "
+            "(groups or sensitive values); give the history and policy that were released"
+        )
+    r_counts = group_counts(r_groups, r_s, labels, m)
+    if not np.array_equal(r_counts, group_counts(groups, s_true, labels, m)):
+        raise InputError(
+            f"release {index}: the true values of the history do not match the released groups; "
+            "give the history that was released"
+        )
+    # both sorted by group with equal group sizes: the released values line up group by group
+    return mem, s_true, r_s, r_counts
+
+
+def prepare(
+    ledger: Ledger | str | Path,
+    history: pd.DataFrame,
+    policy: ReleasePolicy,
+    knowledge: str | AdversaryKnowledge,
+    corpus: pd.DataFrame | None,
+) -> tuple[Ledger, list[int], ReleasePolicy, AdversaryKnowledge] | None:
+    """Checked (ledger, committed releases, resolved policy, knowledge); None without releases.
+
+    Raises PolicyError (unknown knowledge), InputError (a release the history has no view
+    for, a bad history) and LedgerError (not a ledger), as :func:`dpriv.attack.attack` says.
+    """
+    if not isinstance(knowledge, AdversaryKnowledge):
+        check_knowledge_name(knowledge)
+    if not isinstance(ledger, Ledger):
+        ledger = Ledger(ledger)
+    releases = [r["index"] for r in ledger.committed()]
+    if not releases:
+        return None
+    indices = set(check_history(history, policy))
+    policy, _ = resolve_policy(history, policy)
+    adv = (
+        knowledge
+        if isinstance(knowledge, AdversaryKnowledge)
+        else adversary_knowledge(knowledge, policy, corpus=corpus)
+    )
+    absent = [i for i in releases if i not in indices]
+    if absent:
+        raise InputError(f"the ledger has releases {absent} that the history has no view for")
+    return ledger, releases, policy, adv
+
+
+def read_releases(
+    ledger: Ledger, releases: list[int], history: pd.DataFrame, policy: ReleasePolicy
+) -> list[ReadRelease]:
+    """One :class:`ReadRelease` per committed release, in order (InputError/LedgerError as
+    :func:`_members` and for a respondent with two tuples in one view)."""
+    times = history[policy.time].to_numpy()
+    out = []
+    for i in releases:
+        view = history[times == i]
+        if view[policy.id].duplicated().any():
+            rid = view.loc[view[policy.id].duplicated(), policy.id].tolist()[0]
+            raise InputError(f"respondent {rid!r} has two tuples in view {i}; keep one per view")
+        released = ledger.read_view(i)
+        out.append(ReadRelease(i, view, *_members(ledger, i, view, released, policy), released))
+    return out
+
+
+def observed_releases(reads: list[ReadRelease], policy: ReleasePolicy, classes) -> list[ObservedRelease]:
+    """What the adversary observes of each release (tuples in the order of its AttackStep)."""
+    out = []
+    for r in reads:
+        _, group = np.unique(r.members["last_group"].to_numpy(dtype=np.int64), return_inverse=True)
+        out.append(
+            ObservedRelease(
+                index=r.index,
+                respondent=r.members[policy.id].to_numpy(),
+                group=group.astype(np.int64),
+                counts=r.counts,
+                cls=classes.classify(r.members),
+                truth=r.s_true,
+                n_suppressed=len(r.view) - len(r.members),
+            )
+        )
+    return out
+
+
+def last_tables(
+    reads: list[ReadRelease], history: pd.DataFrame, policy: ReleasePolicy, adv: AdversaryKnowledge
+) -> MarkovTables:
+    """The adversary's tables at the last committed release."""
+    return adv.tables_before(history, policy, reads[-1].index)
+
+
+def linkage_rows(reads: list[ReadRelease], policy: ReleasePolicy) -> list[dict]:
+    """Membership from QIs alone (issue 11, item 4), per release: ``n_pinned`` (respondents
+    every assignment of V_i's QIs to the published boxes and group sizes puts in one group)
+    and ``share_pinned`` (n_pinned / released tuples; NaN for an empty release)."""
+    rows = []
+    for r in reads:
+        link = qi_linkage(
+            r.released, r.view, numeric=policy.numeric_qi, categorical=policy.categorical_qi, group=GROUP
+        )
+        rows.append({"release": r.index, "n_pinned": link.n_pinned, "share_pinned": link.share_pinned})
+    return rows
