@@ -86,11 +86,11 @@ def missing_columns(columns, policy: ReleasePolicy) -> None:
     )
 
 
-def _is_text(col: pd.Series) -> bool:
+def is_text(col: pd.Series) -> bool:
     return not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype))
 
 
-def _raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
+def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
     """Problems of one partition of raw (not yet resolved) data: generalized values and, for a
     QI whose kind is not declared, numbers stored as text. Same rows as partition_problems."""
     found: list[tuple] = []
@@ -128,7 +128,7 @@ def _raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str])
     return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
-def _first_problem(problems: pd.DataFrame) -> str:
+def first_problem(problems: pd.DataFrame) -> str:
     """One message for the first problem found, with its row count over all partitions."""
     first = problems.sort_values("order", kind="stable").iloc[0]
     same = problems[(problems["column"] == first["column"]) & (problems["message"] == first["message"])]
@@ -141,7 +141,7 @@ def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> p
     typed = pd.DataFrame(type_problems(part, policy, _rows), columns=_PROBLEM_COLUMNS)
     # a generalized value ('[45-52]', '*': order 1) is named before a mix of numbers and text (2)
     unusable = set(typed.loc[typed["order"] == 0, "column"])
-    raw = _raw_problems(part, policy, [c for c in columns if c not in unusable])
+    raw = raw_problems(part, policy, [c for c in columns if c not in unusable])
     both = [f for f in (typed, raw) if len(f)]
     out = pd.concat(both, ignore_index=True) if both else raw
     return out.astype({"order": "int64", "count": "int64"})
@@ -159,7 +159,7 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     """
     duplicate_columns(view.columns, source)
     missing_columns(view.columns, policy)
-    columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and _is_text(view[c])]
+    columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
     if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
@@ -175,7 +175,7 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
         problems = _raw_all(view, policy, columns)
     if len(problems):
-        raise InputError(f"{source}: {_first_problem(problems)}")
+        raise InputError(f"{source}: {first_problem(problems)}")
 
 
 def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> str:
@@ -319,7 +319,7 @@ def validate_view(
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
         content, fingerprint = _safe_digests(view, policy)
     if len(problems):
-        raise InputError(_first_problem(problems))
+        raise InputError(first_problem(problems))
     if len(dups):
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
@@ -393,35 +393,3 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             f"found {idx[:10]}: renumber the views"
         )
     return idx
-
-
-#: Rows of the first partition that :func:`preflight` reads.
-PREFLIGHT_ROWS = 1000
-
-
-def preflight(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
-    """Checks that need no cluster, run before one is started (a bad file is refused at once).
-
-    The columns come from the frame's meta (no data read): a missing id/QI/sensitive column,
-    and, for a policy with a time column, a missing time column. Then the first
-    :data:`PREFLIGHT_ROWS` rows of the first partition (one block read) are searched for
-    generalized or placeholder values (``[45-52]``, ``{F,M}``, ``*``, ``?``), which no later
-    row can make right. Everything else is checked later on the whole view
-    (:func:`check_raw`, :func:`validate_view`).
-
-    Raises InputError naming the column, the rows found and the fix.
-    """
-    missing_columns(view.columns, policy)
-    if policy.time and policy.time not in view.columns:
-        raise InputError(f"missing time column {policy.time!r}; the input has {list(view.columns)}")
-    columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and _is_text(view[c])]
-    if not columns:
-        return
-    if isinstance(view, dd.DataFrame):
-        head = view.head(PREFLIGHT_ROWS, npartitions=1, compute=True)
-    else:
-        head = view.head(PREFLIGHT_ROWS)
-    problems = _raw_problems(head, policy, columns)
-    problems = problems[problems["order"] == 1]  # generalized values; the rest needs every row
-    if len(problems):
-        raise InputError(f"{source} (first {len(head)} rows): {_first_problem(problems)}")

@@ -16,7 +16,7 @@ import dpriv.cluster
 from dpriv.cli import app
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
-from dpriv.validate import preflight
+from dpriv.preflight import preflight
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -96,7 +96,7 @@ app.add_typer(generate_app, name="generate")
 
 def _before_cluster(frame, pol: ReleasePolicy, source: str) -> None:
     """Refuse a bad input before a cluster starts, and say when numba will compile first."""
-    from dpriv.validate import preflight
+    from dpriv.preflight import preflight
 
     preflight(frame, pol, source)
     from dpriv.numba_cache import first_compile_note

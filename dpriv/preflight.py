@@ -1,0 +1,42 @@
+"""Checks that need no cluster, run before one is started, so that a bad file is refused at once
+(issue 16 item 7); everything else is checked later on the whole view (:mod:`dpriv.validate`)."""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import pandas as pd
+
+from dpriv.errors import InputError
+from dpriv.policy import ReleasePolicy
+from dpriv.validate import first_problem, is_text, missing_columns, raw_problems
+
+#: Rows of the first partition that :func:`preflight` reads.
+PREFLIGHT_ROWS = 1000
+
+
+def preflight(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
+    """Checks that need no cluster, run before one is started (a bad file is refused at once).
+
+    The columns come from the frame's meta (no data read): a missing id/QI/sensitive column,
+    and, for a policy with a time column, a missing time column. Then the first
+    :data:`PREFLIGHT_ROWS` rows of the first partition (one block read) are searched for
+    generalized or placeholder values (``[45-52]``, ``{F,M}``, ``*``, ``?``), which no later
+    row can make right. Everything else is checked later on the whole view
+    (:func:`dpriv.validate.check_raw`, :func:`dpriv.validate.validate_view`).
+
+    Raises InputError naming the column, the rows found and the fix.
+    """
+    missing_columns(view.columns, policy)
+    if policy.time and policy.time not in view.columns:
+        raise InputError(f"missing time column {policy.time!r}; the input has {list(view.columns)}")
+    columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
+    if not columns:
+        return
+    if isinstance(view, dd.DataFrame):
+        head = view.head(PREFLIGHT_ROWS, npartitions=1, compute=True)
+    else:
+        head = view.head(PREFLIGHT_ROWS)
+    problems = raw_problems(head, policy, columns)
+    problems = problems[problems["order"] == 1]  # generalized values; the rest needs every row
+    if len(problems):
+        raise InputError(f"{source} (first {len(head)} rows): {first_problem(problems)}")
