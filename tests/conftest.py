@@ -39,6 +39,25 @@ def client(local_cluster):
         yield c
 
 
+@pytest.fixture(scope="module")
+def cli(scheduler):
+    """``dpriv ARGS`` in process through typer's CliRunner; anonymize and release run on the
+    module's in-process cluster (no worker start-up per command)."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    runner = CliRunner()
+
+    def run(*args):
+        args = [str(a) for a in args]
+        if args[0] in ("anonymize", "release"):
+            args += ["--scheduler", scheduler]
+        return runner.invoke(app, args)
+
+    return run
+
+
 _DRAW = {
     "age": lambda rng, n: rng.integers(45, 75, n),
     "weight": lambda rng, n: rng.integers(60, 90, n),

@@ -36,17 +36,6 @@ exam_result = ["a", "b", "c"]
 """
 
 
-@pytest.fixture(scope="module")
-def cli(scheduler):
-    runner = CliRunner()
-
-    def run(*args: str):
-        args = [str(a) for a in args]
-        if args[0] in ("anonymize", "release"):
-            args += ["--scheduler", scheduler]
-        return runner.invoke(app, args)
-
-    return run
 
 
 view = random_view  # respondent_id, age, gender, weight, exam_result

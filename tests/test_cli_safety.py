@@ -12,29 +12,13 @@ import pandas as pd
 import pytest
 from conftest import random_view
 from test_cli import LOOSE, QI, assert_refused, tree
-from typer.testing import CliRunner
 
 from dpriv import __version__
-from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError, PolicyError
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, release_history
-
-
-@pytest.fixture(scope="module")
-def cli(scheduler):
-    """``dpriv ARGS`` in process (as tests/test_cli.py): anonymize and release on the test cluster."""
-    runner = CliRunner()
-
-    def run(*args):
-        args = [str(a) for a in args]
-        if args[0] in ("anonymize", "release"):
-            args += ["--scheduler", scheduler]
-        return runner.invoke(app, args)
-
-    return run
 
 
 def snapshot(root: Path) -> dict:

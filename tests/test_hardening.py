@@ -21,13 +21,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import random_view
-from typer.testing import CliRunner
 
 import dpriv.release as release_mod
 from dpriv import hilbert
 from dpriv.anonymity.mondrian import mondrian_groups, mondrian_view, qi_grid_of
 from dpriv.anonymity.verify import verify_release
-from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
 from dpriv.divergence import emd, group_js, js_divergence
 from dpriv.errors import InputError, PolicyError
@@ -65,18 +63,6 @@ def small_view(n: int = 60, seed: int = 0, sensitive=None) -> pd.DataFrame:
 LOOSE = ReleasePolicy(id="rid", qi=["age", "weight", "gender"], sensitive="s", k=3, t=0.9, j=5.0)
 
 
-@pytest.fixture(scope="module")
-def cli(scheduler):
-    """typer's CliRunner on one in-process cluster (no worker start-up per command)."""
-    runner = CliRunner()
-
-    def run(*args):
-        args = [str(a) for a in args]
-        if args[0] in ("anonymize", "release"):
-            args += ["--scheduler", scheduler]
-        return runner.invoke(app, args)
-
-    return run
 
 
 def tree(root: Path) -> set[str]:

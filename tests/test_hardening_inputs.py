@@ -15,10 +15,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from dpriv.anonymity.verify import verify_release
-from dpriv.cli import app
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, release_history
@@ -27,17 +25,6 @@ QI = "age,weight,city"
 FLAGS = ("--id", "rid", "--qi", QI, "--sensitive", "s", "--k", "3", "--t", "1", "--j", "10")
 
 
-@pytest.fixture(scope="module")
-def cli(scheduler):
-    runner = CliRunner()
-
-    def run(*args):
-        args = [str(a) for a in args]
-        if args[0] in ("anonymize", "release"):
-            args += ["--scheduler", scheduler]
-        return runner.invoke(app, args)
-
-    return run
 
 
 def view(n: int = 30, seed: int = 0) -> pd.DataFrame:
