@@ -191,6 +191,13 @@ def retrospective_posteriors(
         sigma[steps.pos == p] = o.n_suppressed / n_all if n_all else 0.0
     emission = np.zeros((n_steps, m))
     cavity = np.zeros((n_steps, m))
+
+    def passes(rows: np.ndarray, backward: bool = True) -> np.ndarray:
+        """Forward(-backward) over ``rows`` with the current emissions; fills ``cavity``."""
+        return forward_backward(
+            compiled, rows, steps.start, end, steps.kind, emission, sigma, steps.cls, cavity,
+            attendance=attendance, backward=backward,
+        )
     live = np.ones(steps.ids.size)
     for a, obs in enumerate(observed):
         end = steps.end_at(a)
@@ -212,19 +219,7 @@ def retrospective_posteriors(
                 stale[steps.tuple_resp[i][changed]] = True
         # 1. forward prediction at a, Ω of the groups of a, the members' emissions
         emission[at_a] = 1.0
-        forward_backward(
-            compiled,
-            members,
-            steps.start,
-            end,
-            steps.kind,
-            emission,
-            sigma,
-            steps.cls,
-            cavity,
-            attendance=attendance,
-            backward=False,
-        )
+        passes(members, backward=False)
         prior = cavity[at_a]
         post = group_posterior(obs.group, obs.counts, prior, masks[a])
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -234,18 +229,7 @@ def retrospective_posteriors(
         active = live > 0
         active[members] = True
         rows = np.flatnonzero(((end > _end_before(steps, a)) & active) | stale)
-        live_new = forward_backward(
-            compiled,
-            rows,
-            steps.start,
-            end,
-            steps.kind,
-            emission,
-            sigma,
-            steps.cls,
-            cavity,
-            attendance=attendance,
-        )
+        live_new = passes(rows)
         live[rows] = live_new[rows]
         posts = []
         for i, o in enumerate(observed[: a + 1]):
