@@ -181,6 +181,15 @@ def last_tables(
     return adv.tables_before(history, policy, reads[-1].index)
 
 
+def node_leaves(policy: ReleasePolicy) -> dict[str, dict[str, tuple]] | None:
+    """Per categorical QI released with a hierarchy: node name -> the leaves under it."""
+    out = {}
+    for q in policy.hierarchies:
+        h = policy.hierarchy(q)
+        out[q] = {name: h.leaves_under(name) for name in h.names}
+    return out or None
+
+
 def linkage_rows(reads: list[ReadRelease], policy: ReleasePolicy) -> list[dict]:
     """Membership from QIs alone (issue 11, item 4), per release: ``n_pinned`` (respondents
     every assignment of V_i's QIs to the published boxes and group sizes puts in one group)
@@ -188,7 +197,12 @@ def linkage_rows(reads: list[ReadRelease], policy: ReleasePolicy) -> list[dict]:
     rows = []
     for r in reads:
         link = qi_linkage(
-            r.released, r.view, numeric=policy.numeric_qi, categorical=policy.categorical_qi, group=GROUP
+            r.released,
+            r.view,
+            numeric=policy.numeric_qi,
+            categorical=policy.categorical_qi,
+            group=GROUP,
+            leaves=node_leaves(policy),
         )
         rows.append({"release": r.index, "n_pinned": link.n_pinned, "share_pinned": link.share_pinned})
     return rows

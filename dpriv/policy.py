@@ -1,7 +1,7 @@
 """ReleasePolicy: columns, domains, privacy parameters and knowledge sources of a release.
 
 The policy file is the TOML of docs/policy.md: tables ``[columns]``,
-``[privacy]``, ``[domains]``, ``[kinds]``, ``[release]`` and ``[knowledge]``. Every field
+``[privacy]``, ``[domains]``, ``[kinds]``, ``[release]``, ``[knowledge]`` and ``[hierarchies]``. Every field
 can also be set by a CLI flag (flags win). Types and domains missing from the file are
 inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 """
@@ -76,6 +76,10 @@ class ReleasePolicy(BaseModel):
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
+    hierarchies : categorical QI -> path of its ARX-format generalization hierarchy
+        (:mod:`dpriv.hierarchy`; relative to the file). Such a QI is categorical, its levels
+        are the hierarchy's leaves in tree order, and it is released as the lowest common node
+        of its group instead of a value set.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -109,6 +113,7 @@ class ReleasePolicy(BaseModel):
     bt_t: float = Field(default=0.25, ge=0.0)
     npartitions: int | None = Field(default=None, ge=1)
     knowledge: dict[str, str] = Field(default_factory=dict)
+    hierarchies: dict[str, str] = Field(default_factory=dict)
     base_dir: str | None = None
 
     @model_validator(mode="after")
@@ -120,6 +125,14 @@ class ReleasePolicy(BaseModel):
         for name in self.kinds:
             if name not in self.qi:
                 raise ValueError(f"[kinds] names {name!r}, which is not a QI ({self.qi})")
+        for name in self.hierarchies:
+            if name not in self.qi:
+                raise ValueError(f"[hierarchies] names {name!r}, which is not a QI ({self.qi})")
+            if self.kinds.get(name) == "numeric":
+                raise ValueError(
+                    f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
+                    "generalizes a categorical QI; drop one of them"
+                )
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
                 raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
@@ -153,11 +166,11 @@ class ReleasePolicy(BaseModel):
         except tomllib.TOMLDecodeError as exc:
             raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
         flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
-        known = {"columns", "privacy", "domains", "kinds", "release", "knowledge"}
+        known = {"columns", "privacy", "domains", "kinds", "release", "knowledge", "hierarchies"}
         for table, body in doc.items():
             if table not in known or not isinstance(body, dict):
                 raise PolicyError(f"policy file {path}: unknown table [{table}]; expected {sorted(known)}")
-            if table in ("domains", "kinds", "knowledge"):
+            if table in ("domains", "kinds", "knowledge", "hierarchies"):
                 flat[table] = body
             else:
                 flat.update(body)
@@ -173,6 +186,8 @@ class ReleasePolicy(BaseModel):
     def kind(self, name: str) -> Kind:
         if name in self.kinds:
             return self.kinds[name]
+        if name in self.hierarchies:
+            return "categorical"
         dom = self.domains.get(name)
         if dom is not None and len(dom) == 2 and all(_is_number(v) for v in dom):
             return "numeric"
@@ -200,6 +215,22 @@ class ReleasePolicy(BaseModel):
             return None
         p = Path(self.knowledge[key])
         return p if p.is_absolute() or self.base_dir is None else Path(self.base_dir) / p
+
+    def hierarchy_path(self, name: str) -> Path | None:
+        """Path of the hierarchy of QI ``name`` (relative paths from the policy's folder), or None."""
+        if name not in self.hierarchies:
+            return None
+        p = Path(self.hierarchies[name])
+        return p if p.is_absolute() or self.base_dir is None else Path(self.base_dir) / p
+
+    def hierarchy(self, name: str):
+        """The validated :class:`dpriv.hierarchy.Hierarchy` of QI ``name`` (cached), or None."""
+        path = self.hierarchy_path(name)
+        if path is None:
+            return None
+        from dpriv.hierarchy import read_hierarchy
+
+        return read_hierarchy(path)
 
     def is_resolved(self) -> bool:
         return all(c in self.domains for c in (*self.qi, self.sensitive))
@@ -241,6 +272,8 @@ class ReleasePolicy(BaseModel):
         exclude = {"base_dir", "npartitions"} | ({"small_view"} if self.small_view == "refuse" else set())
         if not self.allow_single_sensitive:
             exclude.add("allow_single_sensitive")
+        if not self.hierarchies:
+            exclude.add("hierarchies")
         return self.model_dump(exclude=exclude)
 
 

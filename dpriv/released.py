@@ -65,6 +65,17 @@ def value_set_items(text: str) -> list[str]:
     return items
 
 
+def category_items(cells: pd.Series, q: str, policy: ReleasePolicy) -> pd.Series:
+    """The values (text) each released cell of categorical QI ``q`` stands for, a list per
+    cell: the leaves under the node with a hierarchy, else the value set's items."""
+    h = policy.hierarchy(q)
+    if h is None:
+        return split_value_sets(cells)
+    text = cells.astype(str)
+    names = pd.unique(text.to_numpy())
+    return text.map({n: list(h.leaves_under(n)) if n in h.node_index else [n] for n in names})
+
+
 def split_value_sets(cells: pd.Series) -> pd.Series:
     """:func:`value_set_items` of every cell (a list per cell, on ``cells``' index)."""
     text = cells.astype(str)
@@ -115,7 +126,10 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
     for q in policy.categorical_qi:
         pairs = rows[[LABEL, q]].drop_duplicates()
         pairs = to_pandas(pairs)
-        parts.append(_value_sets(pairs, q, policy.domains[q]).rename(q).to_frame())
+        h = policy.hierarchy(q)
+        dom = policy.domains[q]
+        cells = _value_sets(pairs, q, dom) if h is None else _nodes(pairs, q, dom, h)
+        parts.append(cells.rename(q).to_frame())
     if not parts:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=LABEL))
     # positional assembly on sorted labels: every part aggregates the same groups (pandas 2's
@@ -160,6 +174,14 @@ def _value_sets(pairs: pd.DataFrame, q: str, domain: list) -> pd.Series:
     pairs = pairs.sort_values([LABEL, "c"], kind="stable")
     names = np.asarray([escape_value(str(v)) for v in domain], dtype=object)[pairs["c"].to_numpy()]
     return pd.Series(names).groupby(pairs[LABEL].to_numpy()).agg(",".join).map("{{{}}}".format)
+
+
+def _nodes(pairs: pd.DataFrame, q: str, domain: list, h) -> pd.Series:
+    """Lowest common hierarchy node of each label's values (the domain is ``h``'s leaves in
+    tree order, so a value's code is its leaf position): the node over the first and last."""
+    c = pd.Series(codes(pairs[q], domain)).groupby(pairs[LABEL].to_numpy()).agg(["min", "max"])
+    ids = h.lowest_common(c["min"].to_numpy(), c["max"].to_numpy())
+    return pd.Series(np.asarray(h.names, dtype=object)[ids], index=c.index)
 
 
 def bound_dtype(dtype) -> np.dtype:
@@ -293,6 +315,17 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
                 continue
             if q not in policy.domains:
                 raise PolicyError(f"categorical QI {q!r} has no domain; resolve the policy first")
+            h = policy.hierarchy(q)
+            if h is not None:
+                cells = pd.unique(released[q].astype(str).to_numpy())
+                wrong = sorted(c for c in cells if c not in h.node_index)
+                if wrong:
+                    problems.append(
+                        f"QI {q!r}: values {wrong[:5]} are not nodes of its hierarchy {h.path} "
+                        f"(e.g. {list(h.names[:6])})"
+                    )
+                usable.append(q)
+                continue
             names = {str(v) for v in policy.domains[q]}
             sets = pd.Series(pd.unique(released[q].to_numpy()), dtype=object)
             text = sets.astype(str)

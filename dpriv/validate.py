@@ -19,6 +19,7 @@ import pandas as pd
 from dpriv._dispatch import is_dask, to_pandas
 from dpriv._random import row_hashes
 from dpriv.errors import InputError, PolicyError
+from dpriv.hierarchy import hierarchy_domains
 from dpriv.inputs import duplicate_columns, type_problems
 from dpriv.policy import ReleasePolicy, codes
 from dpriv.released import GROUP
@@ -233,13 +234,20 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
                 (part[name].notna() & (text.str.strip() == "")).to_numpy(),
                 f"categorical QI {name!r} has empty strings; give them a level or drop the rows",
             )
-            _add_unknown(add, part, name, policy.domains[name], f"categorical QI {name!r}", "levels")
+            fix = (
+                f"add a row for each to its hierarchy {policy.hierarchies[name]}"
+                if name in policy.hierarchies
+                else "add them to [domains]"
+            )
+            _add_unknown(add, part, name, policy.domains[name], f"categorical QI {name!r}", "levels", fix)
     sensitive = f"sensitive column {policy.sensitive!r}"
     _add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain")
     return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
-def _add_unknown(add, part: pd.DataFrame, name: str, domain: list, what: str, kind: str) -> None:
+def _add_unknown(
+    add, part: pd.DataFrame, name: str, domain: list, what: str, kind: str, fix: str = "add them to [domains]"
+) -> None:
     """A problem for values of ``name`` that are not in ``domain``, naming a few of them."""
     bad = (part[name].notna() & (codes(part[name], domain) < 0)).to_numpy()
     if bad.any():
@@ -256,7 +264,7 @@ def _add_unknown(add, part: pd.DataFrame, name: str, domain: list, what: str, ki
             )
             add(3, name, bad, message)
             return
-        add(3, name, bad, message + "add them to [domains] or correct the data")
+        add(3, name, bad, message + f"{fix} or correct the data")
 
 
 def _plain(v):
@@ -362,6 +370,7 @@ def resolve_policy(
     view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text.
     """
     check_raw(view, policy)
+    policy = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
     if policy.is_resolved():
         return policy, []
     cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]

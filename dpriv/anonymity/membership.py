@@ -119,6 +119,10 @@ def check_assigned(
             if q not in usable:
                 continue
             dom = policy.domains[q]
+            h = policy.hierarchy(q)
+            if h is not None:
+                problems += _node_problems(q, h, codes(assigned[q], dom), labels.to_numpy(), first[q])
+                continue
             c = codes(assigned[q], dom)
             names = np.asarray([str(v) for v in dom] + ["\x00unknown"], dtype=object)[c]
             have = pd.DataFrame({"g": labels.to_numpy(), "v": names}).drop_duplicates()
@@ -153,3 +157,29 @@ def check_assigned(
         )
     js_by_label = js_per_group(priors, labels, policy.log_base)
     return problems, js_by_label.reindex(stats_labels.to_numpy())
+
+
+def _node_problems(q: str, h, leaf: np.ndarray, labels: np.ndarray, shown: pd.Series) -> list[str]:
+    """Every member's value under its group's released hierarchy node, and that node the
+    lowest common one of the members (``leaf``: positions in tree order, -1 unknown;
+    ``shown``: the released node per group label)."""
+    node = shown.astype(str).map(h.node_index).reindex(labels)
+    if node.isna().any():  # format_problems names the bad cells
+        return []
+    node = node.to_numpy(dtype=np.int64)
+    inside = (leaf >= h.lo[node]) & (leaf < h.hi[node])
+    if not inside.all():
+        return [
+            f"QI {q!r}: kept tuples of QI-groups {_names(pd.unique(labels[~inside]))} have values "
+            f"outside their group's hierarchy node (not among the leaves under it in {h.path})"
+        ]
+    span = pd.DataFrame({"g": labels, "x": leaf}).groupby("g")["x"].agg(["min", "max"])
+    lowest = h.lowest_common(span["min"].to_numpy(), span["max"].to_numpy())
+    released = shown.astype(str).map(h.node_index).reindex(span.index).to_numpy(dtype=np.int64)
+    loose = span.index[lowest != released]
+    if len(loose):
+        return [
+            f"QI {q!r}: the hierarchy node of QI-groups {_names(loose)} is not the lowest common "
+            "node of their tuples' values"
+        ]
+    return []

@@ -13,7 +13,7 @@ from dpriv._dispatch import is_dask
 from dpriv._random import keyed
 from dpriv.metrics.kpr import kpr
 from dpriv.policy import ReleasePolicy
-from dpriv.released import ORDER, split_value_sets
+from dpriv.released import ORDER, category_items
 
 
 def _uniform(keys: np.ndarray, seed: int, column: int) -> np.ndarray:
@@ -43,7 +43,7 @@ def draw_microdata(released: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
             lo, hi = released[f"{q}_min"].to_numpy(float), released[f"{q}_max"].to_numpy(float)
             out[q] = lo + (hi - lo) * u
         else:
-            sets = split_value_sets(released[q])
+            sets = category_items(released[q], q, policy)
             pick = (u * sets.str.len().to_numpy()).astype(int)
             values = [s[i] for s, i in zip(sets, pick)]
             out[q] = pd.Series(values, dtype=object).map({str(v): v for v in policy.domains[q]}).to_numpy()

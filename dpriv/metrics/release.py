@@ -107,4 +107,5 @@ def utility_domains(policy: ReleasePolicy) -> dict:
     return {
         "numeric_domains": {q: tuple(policy.domains[q]) for q in policy.numeric_qi},
         "categorical_domains": {q: list(policy.domains[q]) for q in policy.categorical_qi},
+        "hierarchies": {q: policy.hierarchy(q) for q in policy.hierarchies},
     }

@@ -8,7 +8,9 @@ built with one ``groupby``), never with a loop over groups:
 
 * NCP per group (Xu et al. 2006) = semiperimeter (E11) with unit weights: numeric
   ``(max - min) / (dom_max - dom_min)``; categorical ``(|set| - 1) / (|D| - 1)``; a
-  zero-width domain (``dom_max == dom_min`` or ``|D| == 1``) contributes 0;
+  categorical QI with a hierarchy, ARX's loss of the released node ``(leaves under it - 1) /
+  (leaves of the hierarchy - 1)``; a zero-width domain (``dom_max == dom_min`` or
+  ``|D| == 1``) contributes 0;
 * average semiperimeter (E11), unweighted over groups;
 * GCP (E24), suppressed tuples counted with ``NCP = m``; and the variant ignoring them;
 * discernibility DM (E25); normalised average class size C_avg (E26);
@@ -68,6 +70,7 @@ def group_table(
     categorical_domains: Mapping[str, Sequence[str]],
     *,
     group_column: str = GROUP,
+    hierarchies: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One row per QI-group: its size and its NCP per QI and in total (E11 / §6).
 
@@ -81,6 +84,8 @@ def group_table(
     categorical_domains : mapping QI name -> sequence of str
         Domain of each categorical QI (non-empty).
     group_column : str, default "qi_group"
+    hierarchies : mapping QI name -> :class:`dpriv.hierarchy.Hierarchy`, optional
+        Categorical QIs released as hierarchy nodes: their NCP is the node's ARX loss.
 
     Returns
     -------
@@ -164,6 +169,19 @@ def group_table(
                 f"{g.index[bad][0]!r} (or is missing); every row of a group must carry the "
                 "group's value set"
             )
+        h = (hierarchies or {}).get(qi)
+        if h is not None:
+            codes, uniques = pd.factorize(a)
+            unknown = [str(u) for u in uniques if str(u) not in h.node_index]
+            if unknown:
+                raise InputError(
+                    f"released view: {unknown[:5]} of {qi!r} are not nodes of its hierarchy "
+                    f"{h.path}; fix the hierarchy or the view"
+                )
+            loss = np.asarray([h.loss(str(u)) for u in uniques], dtype=np.float64)
+            out[f"ncp__{qi}"] = loss[codes] if len(g) else np.zeros(0)
+            ncp_cols.append(f"ncp__{qi}")
+            continue
         domain = {str(v) for v in dom}
         # parse each distinct cell once (there are far fewer distinct sets than groups)
         codes, uniques = pd.factorize(a)
@@ -246,6 +264,7 @@ def utility_metrics(
     k: int | None = None,
     sensitive: str | None = None,
     group_column: str = GROUP,
+    hierarchies: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """All utility metrics of a released view (§2.4 E11, §6 E24-E26).
 
@@ -266,6 +285,7 @@ def utility_metrics(
         Name of the sensitive column; when given, ``min_distinct_sensitive`` (achieved
         distinct l) is reported.
     group_column : str, default "qi_group"
+    hierarchies : mapping QI name -> Hierarchy, optional (see :func:`group_table`)
 
     Returns
     -------
@@ -290,7 +310,9 @@ def utility_metrics(
         raise InputError(f"n_original must be >= 0, got {n_original}")
     if sensitive is not None and sensitive not in released.columns:
         raise InputError(f"released view lacks the sensitive column {sensitive!r}")
-    groups = group_table(released, numeric_domains, categorical_domains, group_column=group_column)
+    groups = group_table(
+        released, numeric_domains, categorical_domains, group_column=group_column, hierarchies=hierarchies
+    )
     m = len(numeric_domains) + len(categorical_domains)
     sizes = groups["size"].to_numpy(dtype=np.int64)
     n_released = int(sizes.sum())
