@@ -22,11 +22,14 @@ def preflight(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     :data:`PREFLIGHT_ROWS` rows of the first partition (one block read) are searched for
     generalized or placeholder values (``[45-52]``, ``{F,M}``, ``*``, ``?``), which no later
     row can make right. Everything else is checked later on the whole view
-    (:func:`dpriv.validate.check_raw`, :func:`dpriv.validate.validate_view`).
+    (:func:`dpriv.validate.check_raw`, :func:`dpriv.validate.validate_view`). The hierarchy
+    files of the policy are read and checked too.
 
     Raises InputError naming the column, the rows found and the fix.
     """
     missing_columns(view.columns, policy)
+    for q in policy.hierarchies:
+        policy.hierarchy(q)  # reads and checks the file (InputError naming the row and the fix)
     if policy.time and policy.time not in view.columns:
         raise InputError(f"missing time column {policy.time!r}; the input has {list(view.columns)}")
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]

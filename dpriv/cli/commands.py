@@ -15,6 +15,7 @@ from dpriv.cli.common import (
     QI,
     Categorical,
     Debug,
+    Hierarchies,
     J,
     K,
     Partitions,
@@ -32,6 +33,7 @@ from dpriv.cli.common import (
     print_summary,
     show_policy,
     with_categorical,
+    with_hierarchies,
     write_frame,
 )
 from dpriv.cli.effective import EffectivePolicy
@@ -50,6 +52,7 @@ def anonymize(
     qi: QI = None,
     sensitive: Sensitive = None,
     categorical: Categorical = None,
+    hierarchy: Hierarchies = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -76,7 +79,7 @@ def anonymize(
         npartitions=npartitions,
     )
     view = read_table(input, add_row_id=add_row_id)
-    pol = with_categorical(show_policy(eff), categorical)
+    pol = with_hierarchies(with_categorical(show_policy(eff), categorical), hierarchy)
     _before_cluster(view, pol, input)  # before the heavy imports and the cluster
     from dpriv.cluster import dask_client
     from dpriv.release import anonymize as run
@@ -139,6 +142,7 @@ def _run_release(
     method: str = "jsreduce",
     progress: bool | None = None,
     categorical: str | None = None,
+    hierarchy: list[str] | None = None,
 ) -> None:
     from dpriv.inputs import unused_note
     from dpriv.io import read_table
@@ -148,7 +152,7 @@ def _run_release(
     frame = read_table(history_path)
     pol = show_policy(eff)
     _say(f"  method: {method}")
-    pol = with_categorical(pol, categorical)
+    pol = with_hierarchies(with_categorical(pol, categorical), hierarchy)
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
@@ -200,6 +204,7 @@ def release(
     qi: QI = None,
     sensitive: Sensitive = None,
     categorical: Categorical = None,
+    hierarchy: Hierarchies = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -233,7 +238,7 @@ def release(
         small_view=small_view,
     )
     method = method or recorded_method or "jsreduce"
-    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical)
+    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy)
 
 
 @app.command()

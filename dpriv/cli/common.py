@@ -136,6 +136,40 @@ Categorical = Annotated[
 ]
 
 
+Hierarchies = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--hierarchy",
+        help="COL=PATH: ARX-format generalization hierarchy of categorical QI COL (';'-separated, one "
+        "value per row then its generalizations, '*' last); COL is released as the lowest common "
+        "node of its group. Repeatable; wins over [hierarchies] in the policy. See docs/policy.md.",
+    ),
+]
+
+
+def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePolicy:
+    """``pol`` with ``--hierarchy COL=PATH`` items added to its ``[hierarchies]`` (flags win per
+    column; PATH made absolute, it is relative to the working folder). PolicyError names a
+    malformed item or a COL that is not a QI; the file itself is read and checked here
+    (InputError from :func:`dpriv.hierarchy.read_hierarchy`)."""
+    if not items:
+        return pol
+    given: dict[str, str] = {}
+    for item in items:
+        col, sep, path = item.partition("=")
+        if not sep or not col.strip() or not path.strip():
+            raise PolicyError(f"--hierarchy {item!r}: write COL=PATH, e.g. --hierarchy education=edu.csv")
+        if col.strip() not in pol.qi:
+            raise PolicyError(
+                f"--hierarchy names {col.strip()!r}, which is not a QI ({pol.qi}): add it to --qi"
+            )
+        given[col.strip()] = str(Path(path.strip()).absolute())
+    pol = pol.with_overrides(hierarchies={**pol.hierarchies, **given})
+    for col in given:
+        pol.hierarchy(col)
+    return pol
+
+
 def load_policy(policy: Path | None, *, categorical: str | None = None, **flags: Any) -> ReleasePolicy:
     """Policy from the TOML file and/or flags (flags win); ``categorical`` (``--categorical
     A,B``) adds ``[kinds]`` entries to the file's."""

@@ -18,7 +18,7 @@ from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
-_WHOLE_TABLES = ("domains", "kinds", "knowledge")
+_WHOLE_TABLES = ("domains", "kinds", "knowledge", "hierarchies")
 #: Shown grouped as in the policy file; fields not listed here are shown under "other".
 _GROUPS = {
     "columns": ("id", "time", "qi", "sensitive"),
@@ -43,7 +43,7 @@ _GROUPS = {
         "attach_reach",
         "prior_key",
     ),
-    "data": ("kinds", "domains", "knowledge"),
+    "data": ("kinds", "domains", "knowledge", "hierarchies"),
 }
 
 
@@ -106,7 +106,8 @@ def ledger_policy(ledger: Path) -> tuple[dict[str, Any], str] | None:
 
 
 def knowledge_base(knowledge: dict[str, str], candidates: list[Path]) -> str | None:
-    """The first folder in which every relative knowledge path of a recorded policy exists."""
+    """The first folder in which every relative knowledge (and hierarchy) path of a recorded
+    policy exists."""
     rel = [p for p in knowledge.values() if not Path(p).is_absolute()]
     for base in candidates:
         if all((base / p).exists() for p in rel):
@@ -140,7 +141,8 @@ def effective_policy(
         return EffectivePolicy(pol, sources, f"file {policy_file}"), None
     if recorded is not None:
         data, method = recorded
-        base = knowledge_base(data.get("knowledge", {}), list(knowledge_dirs or []) + [ledger.parent])
+        files = {**data.get("knowledge", {}), **{f"h:{q}": p for q, p in data.get("hierarchies", {}).items()}}
+        base = knowledge_base(files, list(knowledge_dirs or []) + [ledger.parent])
         pol = ReleasePolicy.from_dict({**data, **given, "base_dir": base})
         sources = {**dict.fromkeys(data, "ledger"), **sources}
         return EffectivePolicy(pol, sources, f"ledger {ledger / 'policy.json'}"), method

@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, K, PolicyFile, T, app, command, load_effective, show_policy
+from dpriv.cli.common import (
+    Debug,
+    Hierarchies,
+    K,
+    PolicyFile,
+    T,
+    app,
+    command,
+    load_effective,
+    show_policy,
+    with_hierarchies,
+)
 from dpriv.errors import LedgerError
 
 
@@ -35,6 +46,7 @@ def verify(
     time: Annotated[str | None, typer.Option("--time", help="Release-index column of a history.")] = None,
     qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    hierarchy: Hierarchies = None,
     k: K = None,
     t: T = None,
     view: Annotated[
@@ -76,7 +88,7 @@ def verify(
         k=k,
         t=t,
     )
-    pol = eff.policy
+    pol = with_hierarchies(eff.policy, hierarchy)
     if view is not None and pol.time is None:
         raise InputError(
             "--view I needs the release-index column of the history: --time C (or [columns] time)"
