@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import io
 import unicodedata
 from dataclasses import dataclass
@@ -296,3 +297,13 @@ def hierarchy_domains(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) 
             )
         domains[q] = leaves
     return policy.with_overrides(domains=domains)
+
+
+def hierarchy_digests(policy: ReleasePolicy) -> dict[str, dict[str, str]]:
+    """``{"hierarchy_sha256": {QI: SHA-256 of its file}}`` for a ledger's ``policy.json`` (a
+    ledger keeps its hierarchies as it keeps its knowledge file); ``{}`` without hierarchies."""
+    if not policy.hierarchies:
+        return {}
+    paths = {q: policy.hierarchy_path(q) for q in sorted(policy.hierarchies)}
+    digests = {q: hashlib.sha256(Path(p).read_bytes()).hexdigest() for q, p in paths.items()}
+    return {"hierarchy_sha256": digests}

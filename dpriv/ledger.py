@@ -118,6 +118,7 @@ class Ledger:
         stored = json.loads((self.root / POLICY).read_text())
         stored.pop("method", None)
         stored.pop("knowledge_sha256", None)
+        stored.pop("hierarchy_sha256", None)
         return ReleasePolicy.from_dict(stored)
 
     # -- one release --------------------------------------------------------------------

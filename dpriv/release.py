@@ -37,6 +37,7 @@ from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_r
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
+from dpriv.hierarchy import hierarchy_digests
 from dpriv.inputs import check_sensitive_values, prepare_view, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -179,7 +180,8 @@ def release_history(
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     ledger = Ledger(ledger_dir, create=True)
     knowledge = defender_knowledge(policy)
-    ledger.check_policy({**policy.fingerprint(), "method": method, "knowledge_sha256": knowledge.digest})
+    pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
+    ledger.check_policy({**policy.fingerprint(), **pinned})
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = meta_of(history)[policy.id].dtype

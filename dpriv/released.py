@@ -73,7 +73,8 @@ def category_items(cells: pd.Series, q: str, policy: ReleasePolicy) -> pd.Series
         return split_value_sets(cells)
     text = cells.astype(str)
     names = pd.unique(text.to_numpy())
-    return text.map({n: list(h.leaves_under(n)) if n in h.node_index else [n] for n in names})
+    under = {n: list(h.leaves_under(n)) if n in h.node_index else [n] for n in names}
+    return pd.Series([under[n] for n in text], index=cells.index, dtype=object)
 
 
 def split_value_sets(cells: pd.Series) -> pd.Series:

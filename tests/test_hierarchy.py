@@ -142,8 +142,16 @@ def test_the_qi_levels_and_hilbert_codes_follow_the_tree(city_file):
         ("Metz,Lorraine,*\n", ["one column", "';'-separated"]),
         ("\n\n", ["empty"]),
     ],
-    ids=["depth", "leaf-two-parents", "node-two-parents", "two-roots", "name-two-nodes", "empty-cell",
-         "commas", "empty"],
+    ids=[
+        "depth",
+        "leaf-two-parents",
+        "node-two-parents",
+        "two-roots",
+        "name-two-nodes",
+        "empty-cell",
+        "commas",
+        "empty",
+    ],
 )
 def test_invalid_hierarchy_files_are_refused(tmp_path, text, patterns):
     import re
@@ -192,8 +200,12 @@ def test_a_declared_domain_other_than_the_leaves_is_refused(city_file):
 def test_integer_codes_with_a_hierarchy(tmp_path):
     path = _file(tmp_path, "1;low;*\n2;low;*\n3;high;*\n4;high;*\n")
     rng = np.random.default_rng(1)
-    view = pd.DataFrame({"rid": range(120), "grade": rng.integers(1, 5, 120), "s": rng.choice(["a", "b"], 120)})
-    pol = ReleasePolicy(id="rid", qi=["grade"], sensitive="s", k=5, t=0.9, j=2.0, hierarchies={"grade": str(path)})
+    view = pd.DataFrame(
+        {"rid": range(120), "grade": rng.integers(1, 5, 120), "s": rng.choice(["a", "b"], 120)}
+    )
+    pol = ReleasePolicy(
+        id="rid", qi=["grade"], sensitive="s", k=5, t=0.9, j=2.0, hierarchies={"grade": str(path)}
+    )
     out = anonymize(view, pol)
     assert out.policy.domains["grade"] == [1, 2, 3, 4]
     assert set(out.released["grade"]) <= {"1", "2", "3", "4", "low", "high", "*"}
@@ -340,9 +352,7 @@ def _adult(shared_data: Path, name: str):
     view = pd.read_csv(arx / name, sep=";")
     view.insert(0, "rid", np.arange(len(view)))
     hier = {q: str(arx / f"adult_hierarchy_{q}.csv") for q in ADULT_QI[1:]}
-    pol = ReleasePolicy(
-        id="rid", qi=ADULT_QI, sensitive="salary-class", k=5, t=0.2, j=2.0, hierarchies=hier
-    )
+    pol = ReleasePolicy(id="rid", qi=ADULT_QI, sensitive="salary-class", k=5, t=0.2, j=2.0, hierarchies=hier)
     return view[["rid", *ADULT_QI, "salary-class"]], pol
 
 
@@ -370,4 +380,54 @@ def test_adult_with_arx_hierarchies(shared_data):
     view, pol = _adult(shared_data, "adult.csv")
     out = anonymize(view, pol)
     _check_adult(out, pol)
-    print("adult:", {k: out.metrics[k] for k in ("n_groups", "n_suppressed", "t_achieved", "average_semiperimeter")})
+    assert out.metrics["n_suppressed"] == 0 and out.metrics["t_achieved"] <= 0.2
+
+
+# --------------------------------------------------------------------------------------
+# a history: the ledger pins the hierarchy; same bytes for any number of partitions
+# --------------------------------------------------------------------------------------
+def _age_hierarchy(path: Path) -> Path:
+    rows = [f"{a};{a - a % 5}-{a - a % 5 + 4};{a - a % 10}s;*" for a in range(45, 75)]
+    path.write_text("\n".join(rows[::-1]) + "\n")  # reversed file: tree order is by first appearance
+    return path
+
+
+@pytest.fixture(scope="module")
+def history_setting(tmp_path_factory):
+    from dpriv.datasets import medical_history, write_history
+
+    out = tmp_path_factory.mktemp("hist")
+    mh = medical_history(n_views=2, view_size=300, seed=2)
+    pol = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, max_suppression=1.0)
+    domains = {q: v for q, v in pol.domains.items() if q != "age"}
+    pol = pol.with_overrides(domains=domains, hierarchies={"age": str(_age_hierarchy(out / "age.csv"))})
+    return mh, ReleasePolicy.from_dict({**pol.model_dump(), "domains": domains})
+
+
+def test_history_with_a_hierarchy_same_bytes_and_pinned(history_setting, tmp_path):
+    import hashlib
+    import json
+
+    from dpriv.errors import LedgerError
+    from dpriv.release import release_history
+
+    mh, pol = history_setting
+    one = release_history(mh.history, pol, tmp_path / "one", npartitions=1)
+    release_history(mh.history, pol, tmp_path / "three", npartitions=3)
+    h = pol.hierarchy("age")
+    assert h.leaves[:3] == ("74", "73", "72")  # tree order follows the file's first appearances
+    for i in (1, 2):
+        a = (tmp_path / "one" / "releases" / str(i) / "view.parquet").read_bytes()
+        assert a == (tmp_path / "three" / "releases" / str(i) / "view.parquet").read_bytes()
+        view = one.read_view(i)
+        assert "age_min" not in view.columns and set(view["age"].astype(str)) <= set(h.names)
+        assert one.read_metrics(i)["ok"]
+    stored = json.loads((tmp_path / "one" / "policy.json").read_text())
+    path = Path(pol.hierarchies["age"])
+    assert stored["hierarchy_sha256"] == {"age": hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert stored["domains"]["age"] == list(range(74, 44, -1))  # integer leaves, in tree order
+    # a hierarchy edited in place (same leaves, other bands) is refused for this ledger
+    copy = tmp_path / "age.csv"
+    copy.write_text(path.read_text().replace("70-74;70s", "70-74;60s"))
+    with pytest.raises(LedgerError, match="hierarchy_sha256"):
+        release_history(mh.history, pol.with_overrides(hierarchies={"age": str(copy)}), tmp_path / "one")

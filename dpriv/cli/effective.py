@@ -102,6 +102,7 @@ def ledger_policy(ledger: Path) -> tuple[dict[str, Any], str] | None:
         return None
     stored = json.loads(path.read_text())
     stored.pop("knowledge_sha256", None)
+    stored.pop("hierarchy_sha256", None)
     return stored, str(stored.pop("method", "jsreduce"))
 
 
