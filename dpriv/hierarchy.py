@@ -83,6 +83,16 @@ class Hierarchy:
         n = len(self.leaves)
         return float(self.hi[i] - self.lo[i] - 1) / (n - 1) if n > 1 else 0.0
 
+    def child_starts(self, node: int) -> np.ndarray:
+        """Leaf positions where a child of node id ``node`` starts, its first child excepted
+        (int64, ascending; empty for a leaf): the places a cut along the hierarchy may go."""
+        lo, hi = int(self.lo[node]), int(self.hi[node])
+        level = int(np.argmax(self.node_ids[lo] == node))  # lowest level naming the node
+        if level == 0 or hi - lo < 2:
+            return np.empty(0, dtype=np.int64)
+        below = self.node_ids[lo:hi, level - 1]
+        return lo + np.flatnonzero(below[1:] != below[:-1]).astype(np.int64) + 1
+
     def lowest_common(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
         """Node id of the lowest common node of the leaves at positions ``first`` and ``last``
         (int64 arrays of one shape; any leaves in between are under it too). Vectorised."""

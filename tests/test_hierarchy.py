@@ -431,3 +431,45 @@ def test_history_with_a_hierarchy_same_bytes_and_pinned(history_setting, tmp_pat
     copy.write_text(path.read_text().replace("70-74;70s", "70-74;60s"))
     with pytest.raises(LedgerError, match="hierarchy_sha256"):
         release_history(mh.history, pol.with_overrides(hierarchies={"age": str(copy)}), tmp_path / "one")
+
+
+# --------------------------------------------------------------------------------------
+# Mondrian cuts along the hierarchy
+# --------------------------------------------------------------------------------------
+def test_child_starts_by_hand(city_file):
+    h = read_hierarchy(city_file)
+    # tree order Metz Nancy | Paris Versailles || Berlin Potsdam
+    assert h.child_starts(h.node_index["*"]).tolist() == [4]
+    assert h.child_starts(h.node_index["France"]).tolist() == [2]
+    assert h.child_starts(h.node_index["Lorraine"]).tolist() == [1]
+    assert h.child_starts(h.node_index["Metz"]).tolist() == []
+
+
+def test_mondrian_cuts_between_children_not_at_the_median(city_file):
+    from dpriv.anonymity.mondrian import mondrian_groups
+
+    h = read_hierarchy(city_file)
+    grid = np.arange(6, dtype=float).reshape(-1, 1)  # one tuple per city, tree order
+    s, counts = np.zeros(6, dtype=np.int64), np.array([6])
+    by_tree = mondrian_groups(grid, s, counts, k=2, model="k", trees={0: h})
+    # * -> France | Germany (4 | 2), France -> Lorraine | IDF (2 | 2)
+    assert by_tree.tolist() == [0, 0, 1, 1, 2, 2]
+    nodes = [h.names[h.lowest_common([lo], [lo + 1])[0]] for lo in (0, 2, 4)]
+    assert nodes == ["Lorraine", "IDF", "Brandenburg"]
+    # the median cut splits IDF (3 | 3): groups France-wide and world-wide
+    assert mondrian_groups(grid, s, counts, k=2, model="k").tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_mondrian_release_with_a_hierarchy_is_verified(city_file):
+    from dpriv.anonymity.mondrian import mondrian_view
+    from dpriv.validate import resolve_policy, validate_view
+
+    view = city_view()
+    pol, _ = resolve_policy(view, city_policy(city_file))
+    out = mondrian_view(view, pol, model="t")
+    h = pol.hierarchy("city")
+    _covers(out.released, out.assigned, h)
+    counts = validate_view(view, pol).s_counts
+    assigned = out.assigned.assign(**{c: 1 / 3 for c in pol.prior_columns})  # the JS check needs priors
+    rep = verify_release(out.released, pol, view_counts=counts, assigned=assigned)
+    assert rep.ok, rep.problems

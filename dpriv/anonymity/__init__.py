@@ -28,7 +28,7 @@ _PUBLIC = {
     "repair_leftovers": "jsreduce",
     "params_of": "jsreduce",
     "cap_for": "jsreduce",
-    "MODELS": "mondrian",
+    "MODELS": "mondrian_inputs",
     "MondrianRelease": "mondrian",
     "mondrian_groups": "mondrian",
     "mondrian_view": "mondrian",

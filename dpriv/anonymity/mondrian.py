@@ -32,14 +32,13 @@ import pandas as pd
 
 from dpriv._dispatch import to_pandas
 from dpriv._random import keyed, stable_hash
+from dpriv.anonymity.mondrian_inputs import check_inputs
 from dpriv.criteria import GROUND_NAMES, BTPrivacy, DistinctL, KAnonymity, TCloseness
-from dpriv.divergence import EQUAL, GROUNDS, ORDERED
+from dpriv.divergence import EQUAL, GROUNDS
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, ORDER, SCODE, create_qig, group_labels
 from dpriv.validate import codes, validate_view
-
-MODELS = ("k", "l", "t", "bt")
 
 Allowable = Callable[[np.ndarray], bool]
 
@@ -60,6 +59,7 @@ def mondrian_groups(
     widths: np.ndarray | None = None,
     strict: bool = True,
     allowable: Allowable | None = None,
+    trees: dict | None = None,
 ) -> np.ndarray:
     """Mondrian (Algorithm A4, docs/algorithms.md §4.4) QI-groups of ``n`` tuples.
 
@@ -92,6 +92,11 @@ def mondrian_groups(
     allowable : callable, optional
         ``allowable(indices) -> bool`` with ``indices`` an int64 array (sorted, positions in
         ``0..n-1``) of a candidate group; required by ``model="bt"``, ignored otherwise.
+    trees : dict QI position -> :class:`dpriv.hierarchy.Hierarchy`, optional
+        Categorical QIs with a hierarchy (their grid value is the leaf position in tree
+        order): their normalised range is ARX's loss of the partition's lowest common node,
+        and they are cut only between two children of that node (the most balanced
+        allowable boundary), never inside a child (LeFevre et al.'s categorical cut).
 
     Returns
     -------
@@ -119,7 +124,7 @@ def mondrian_groups(
     (the value at sorted position ``floor(|P| / 2) - 1``); a cut whose RHS is empty is
     not allowable. Cost ``O(N log N)`` NumPy work plus ``O(G)`` Python iterations.
     """
-    grid, s, counts, widths = _check_inputs(
+    grid, s, counts, widths = check_inputs(
         qi_grid, s, view_counts, widths, k=k, model=model, l=l, ground=ground, allowable=allowable
     )
     n = grid.shape[0]
@@ -128,6 +133,7 @@ def mondrian_groups(
     cut = _Cutter(
         grid, s, counts, widths, k=k, model=model, l=l, t=t, ground=ground, strict=strict, allowable=allowable
     )
+    cut.trees = dict(trees or {})
     root = np.arange(n, dtype=np.int64)
     cut.check_root(root)
 
@@ -153,6 +159,7 @@ class _Cutter:
         self.grid, self.s, self.counts, self.widths = grid, s, counts, widths
         self.k, self.model, self.l, self.t, self.ground = k, model, l, t, ground
         self.strict, self.allowable = strict, allowable
+        self.trees: dict = {}
         self.n_view = int(counts.sum())
         self.m_values = counts.shape[0]
         # below this size no cut can leave two halves that are large (and diverse) enough
@@ -204,6 +211,10 @@ class _Cutter:
         sub = self.grid[idx]
         span = sub.max(axis=0) - sub.min(axis=0)
         norm = np.divide(span, self.widths, out=np.zeros(span.shape, dtype=np.float64), where=self.widths > 0)
+        nodes = {}
+        for d, h in self.trees.items():  # ARX's loss of the lowest common node
+            nodes[d] = int(h.lowest_common(sub[:, d].min(keepdims=True), sub[:, d].max(keepdims=True))[0])
+            norm[d] = h.loss(h.names[nodes[d]])
         c_node = (
             np.bincount(self.s[idx], minlength=self.m_values).astype(np.int64)
             if self.model in ("l", "t")
@@ -214,6 +225,11 @@ class _Cutter:
             if not span[d] > 0:
                 continue  # a constant dimension has no cut with a non-empty RHS
             v = sub[:, d]
+            if d in nodes:
+                halves = self._tree_cut(idx, v, self.trees[d].child_starts(nodes[d]), c_node)
+                if halves is not None:
+                    return halves
+                continue
             if self.strict:
                 split = v.min() if h == 0 else np.partition(v, h - 1)[h - 1]  # lower median
                 mask = v <= split
@@ -231,45 +247,16 @@ class _Cutter:
         return None
 
 
-def _check_inputs(qi_grid, s, view_counts, widths, *, k, model, l, ground, allowable):  # noqa: E741
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
-    if k < 1 or l < 1:
-        raise ValueError(f"k and l must be >= 1, got k = {k}, l = {l}")
-    if ground not in (EQUAL, ORDERED):
-        raise ValueError(f"ground must be EQUAL ({EQUAL}) or ORDERED ({ORDERED}), got {ground!r}")
-    if model == "bt" and not callable(allowable):
-        raise ValueError("model 'bt' needs allowable=callable(indices) -> bool ((B,t)-privacy check)")
-    grid = np.asarray(qi_grid)
-    if grid.ndim != 2 or not (np.issubdtype(grid.dtype, np.number) and grid.dtype != np.bool_):
-        raise ValueError(f"qi_grid must be a numeric array of shape (n, m), got {grid.dtype} {grid.shape}")
-    if np.issubdtype(grid.dtype, np.floating) and not np.isfinite(grid).all():
-        raise ValueError("qi_grid holds NaN or inf; drop or impute these rows first")
-    n, m = grid.shape
-    s = np.asarray(s)
-    if s.shape != (n,) or (n and not np.issubdtype(s.dtype, np.integer)):
-        raise ValueError(f"s must be an int array of shape ({n},), got {s.dtype} {s.shape}")
-    s = s.astype(np.int64, copy=False)
-    counts = np.ascontiguousarray(view_counts, dtype=np.int64)
-    if counts.ndim != 1 or counts.shape[0] == 0 or (counts < 0).any():
-        raise ValueError(f"view_counts must be non-negative counts of shape (M,), got {counts}")
-    if model in ("l", "t") and n and (s.min() < 0 or s.max() >= counts.shape[0]):
-        raise ValueError(f"sensitive codes must lie in [0, {counts.shape[0]}), got [{s.min()}, {s.max()}]")
-    if model == "t" and counts.sum() == 0:
-        raise ValueError("view_counts sum to 0: the view distribution of t-closeness is undefined")
-    span = (grid.max(axis=0) - grid.min(axis=0)).astype(np.float64) if n else np.zeros(m)
-    if widths is None:
-        widths = span
-    widths = np.asarray(widths, dtype=np.float64)
-    if widths.shape != (m,) or not np.isfinite(widths).all() or (widths < 0).any():
-        raise ValueError(f"widths must be finite, >= 0, of shape ({m},), got {widths}")
-    bad = np.flatnonzero((widths == 0) & (span > 0))
-    if bad.size:
-        raise ValueError(
-            f"widths is 0 for non-constant QI column(s) {bad.tolist()}: pass the table "
-            "ranges (max - min) of the QIs"
-        )
-    return grid, s, counts, widths
+    def _tree_cut(self, idx, v, starts, c_node) -> tuple[np.ndarray, np.ndarray] | None:
+        """The allowable cut of ``idx`` at a child boundary (``v < b`` | ``v >= b``) whose
+        sides are the most balanced, or None."""
+        n_left = np.searchsorted(np.sort(v), starts, side="left")
+        for i in np.argsort(np.abs(2 * n_left - len(v)), kind="stable"):
+            mask = v < starts[i]
+            if self.size.holds_size(int(n_left[i])) and self.size.holds_size(len(v) - int(n_left[i])):
+                if self._halves_ok(idx[mask], idx[~mask], c_node):
+                    return idx[mask], idx[~mask]
+        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -389,6 +376,7 @@ def mondrian_view(
         widths=widths,
         strict=strict,
         allowable=allowable,
+        trees={i: policy.hierarchy(q) for i, q in enumerate(policy.qi) if q in policy.hierarchies},
     )
     ties = keyed(stable_hash(view[policy.id]), policy.seed, "tie")
     assigned = view.assign(**{SCODE: s, LABEL: group_labels(ties, groups, policy.seed)})
