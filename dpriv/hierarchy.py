@@ -279,16 +279,19 @@ def missing_leaves(h: Hierarchy, present: list[Any], column: str) -> InputError 
     )
 
 
-def hierarchy_domains(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> ReleasePolicy:
+def hierarchy_domains(
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+) -> tuple[ReleasePolicy, list[str]]:
     """``policy`` with the levels of every QI that has a hierarchy set to the hierarchy's leaves
-    in tree order (:mod:`dpriv.hierarchy`), typed like the data.
+    in tree order (:mod:`dpriv.hierarchy`), typed like the data; and one note per QI whose
+    levels were not declared before.
 
     Raises InputError for an invalid hierarchy file or a value of the data (any view) that the
     hierarchy does not list, and when a declared ``[domains]`` entry differs from the leaves.
     """
     if not policy.hierarchies:
-        return policy
-    domains = dict(policy.domains)
+        return policy, []
+    domains, notes = dict(policy.domains), []
     for q in policy.hierarchies:
         h = policy.hierarchy(q)
         if q not in view.columns:
@@ -305,8 +308,10 @@ def hierarchy_domains(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) 
                 f"{h.path} (in tree order: {leaves[:8]}): drop the [domains] entry, the hierarchy "
                 "gives the levels"
             )
+        if q not in domains:
+            notes.append(f"levels of {q!r} from its hierarchy {h.path}: {len(leaves)} leaves in tree order")
         domains[q] = leaves
-    return policy.with_overrides(domains=domains)
+    return policy.with_overrides(domains=domains), notes
 
 
 def hierarchy_digests(policy: ReleasePolicy) -> dict[str, dict[str, str]]:

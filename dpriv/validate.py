@@ -370,12 +370,13 @@ def resolve_policy(
     view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text.
     """
     check_raw(view, policy)
-    policy = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
+    policy, notes = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
     if policy.is_resolved():
-        return policy, []
+        return policy, notes
     cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
     sample = to_pandas(view[cols])
-    return policy.resolve(sample)
+    policy, inferred = policy.resolve(sample)
+    return policy, notes + inferred
 
 
 def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
