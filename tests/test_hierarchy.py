@@ -474,3 +474,59 @@ def test_mondrian_release_with_a_hierarchy_is_verified(city_file):
     assigned = out.assigned.assign(**{c: 1 / 3 for c in pol.prior_columns})  # the JS check needs priors
     rep = verify_release(out.released, pol, view_counts=counts, assigned=assigned)
     assert rep.ok, rep.problems
+
+
+def test_cli_release_resume_verify_and_attack_with_a_hierarchy(history_setting, tmp_path, cli):
+    import json
+
+    from dpriv.policy import toml_dumps
+
+    mh, pol = history_setting
+    hist = tmp_path / "history.parquet"
+    mh.history.to_parquet(hist)
+    ledger = tmp_path / "ledger"
+    pfile = tmp_path / "policy.toml"
+    knowledge = {k: str(pol.knowledge_path(k)) for k in pol.knowledge}
+    pfile.write_text(
+        toml_dumps(
+            {
+                "columns": {"id": pol.id, "time": pol.time, "qi": pol.qi, "sensitive": pol.sensitive},
+                "privacy": {"k": pol.k, "t": pol.t, "j": pol.j, "max_suppression": 1.0},
+                "domains": {q: v for q, v in pol.domains.items() if q != "age"},
+                "knowledge": knowledge,
+            }
+        )
+    )
+    age = pol.hierarchies["age"]
+    res = cli("release", hist, "--ledger", ledger, "--policy", pfile, "--hierarchy", f"age={age}")
+    assert res.exit_code == 0, res.output
+    assert json.loads((ledger / "policy.json").read_text())["hierarchies"] == {"age": age}
+    before = {p: p.read_bytes() for p in ledger.rglob("*") if p.is_file()}
+    # resumed from the ledger's own policy.json (no --policy, no --hierarchy): nothing to do
+    res = cli("release", hist, "--ledger", ledger)
+    assert res.exit_code == 0 and "nothing to release" in res.output, res.output
+    assert {p: p.read_bytes() for p in ledger.rglob("*") if p.is_file()} == before
+    res = cli("verify", "--ledger", ledger, "--view", "2", "--history", hist)
+    assert res.exit_code == 0 and "FAIL" not in res.output, res.output
+    # the released file alone: without its hierarchy the nodes are not value sets
+    view1 = tmp_path / "v1.parquet"
+    view1.write_bytes((ledger / "releases" / "1" / "view.parquet").read_bytes())
+    common = ["verify", view1, "--original", hist, "--policy", pfile, "--view", "1"]
+    assert cli(*common, "--hierarchy", f"age={age}").exit_code == 0
+    res = cli(*common)
+    assert res.exit_code == 2 and "FAIL" in res.output, res.output
+    res = cli(
+        "attack",
+        ledger,
+        "--history",
+        hist,
+        "--knowledge",
+        "dk",
+        "--membership",
+        "qi",
+        "--out",
+        tmp_path / "g.csv",
+    )
+    assert res.exit_code == 0, res.output
+    gains = pd.read_csv(tmp_path / "g.csv")
+    assert len(gains) == 2 and gains["share_pinned"].between(0, 1).all()  # nodes read as their leaves
