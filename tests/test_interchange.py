@@ -284,3 +284,35 @@ def test_cli_export_refuses_without_writing(cli, anonymized):
     r = cli("export", d / "rel.parquet", "--out", d / "keep.csv", "--force")
     assert r.exit_code == 0
     assert (d / "keep.csv").read_text().startswith("qi_group,age,gender,weight,exam_result\n")
+
+
+def test_a_fully_suppressed_release_exports_only_marks():
+    empty = hand_view().iloc[:0]
+    x = to_interchange(empty, n_suppressed=3)
+    assert (x.n_kept, x.n_marked, x.n_groups) == (0, 3, 0)
+    assert x.table.values.tolist() == [["*"] * 5] * 3
+
+
+def test_cli_export_of_a_ledger_release(cli, tmp_path):
+    import json
+
+    from dpriv.release import release_history
+
+    views = [random_view(12, seed=i).assign(view=i) for i in (1, 2)]
+    history = pd.concat(views, ignore_index=True)
+    history.to_parquet(tmp_path / "h.parquet", index=False)
+    policy = ReleasePolicy(
+        id="respondent_id", time="view", qi=QI, sensitive="exam_result", k=3, t=1.0, j=5.0,
+        max_suppression=1.0,
+    )  # fmt: skip
+    release_history(history, policy, tmp_path / "led")
+    r = cli("export", "--ledger", tmp_path / "led", "--out", tmp_path / "e.csv")
+    assert r.exit_code == 2 and "holds releases [1, 2]" in r.output
+    r = cli("export", "--ledger", tmp_path / "led", "--view", 2, "--out", tmp_path / "e.csv")
+    assert r.exit_code == 0, r.output
+    e = pd.read_csv(tmp_path / "e.csv", dtype=str, keep_default_na=False)
+    rel = pd.read_parquet(tmp_path / "led" / "releases" / "2" / "view.parquet")
+    n_supp = json.loads((tmp_path / "led" / "releases" / "2" / "metrics.json").read_text())["n_suppressed"]
+    assert len(e) == len(rel) + n_supp == 12
+    assert e[GROUP].iloc[: len(rel)].nunique() == rel[GROUP].nunique()
+    assert list(e.columns) == [GROUP, *QI, "exam_result"]
