@@ -240,7 +240,9 @@ def to_interchange(
             _same_within_groups(cells.astype(str).to_numpy(dtype=object), codes, q)
             out[q] = cells.astype(str).to_numpy(dtype=object)
     out[lay.sensitive] = released[lay.sensitive].to_numpy(dtype=object)
-    table = pd.DataFrame(out, index=pd.RangeIndex(n))
+    index = pd.RangeIndex(n)
+    # object (text) columns under pandas 2 and 3 alike (pandas 3 would infer its str dtype)
+    table = pd.DataFrame({c: pd.Series(v, dtype=object, index=index) for c, v in out.items()}, index=index)
     marked = int(n_suppressed) if suppressed == "mark" else 0
     if marked:
         stars = pd.DataFrame(
