@@ -119,7 +119,7 @@ def test_to_interchange_by_hand():
     assert x.layout.numeric == ["age", "w"] and x.layout.categorical == ["city"]
     omitted = to_interchange(hand_view(), suppressed="omit")
     pd.testing.assert_frame_equal(omitted.table, x.table.iloc[:5])
-    assert (omitted.table.dtypes == object).all()  # text columns, pandas 2 and 3 alike
+    assert set(omitted.table.dtypes) == {np.dtype(object)}  # text columns, pandas 2 and 3 alike
     assert omitted.n_marked == 0
     # the CSV keeps the escaped value set as one field (quoted by the CSV writer)
     buf = io.StringIO()
