@@ -139,8 +139,10 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
     labels = parts[0].index.to_numpy(dtype=np.int64)
     if any(not np.array_equal(p.index.to_numpy(dtype=np.int64), labels) for p in parts[1:]):
         raise RuntimeError("QIG parts disagree on the QI-groups; please report this bug")
-    cols = {c: p[c].to_numpy() for p in parts for c in p.columns}
-    table = pd.DataFrame(cols, index=pd.Index(labels, name=LABEL))
+    # each column keeps its NumPy dtype: pandas 3 would infer "str" from the object value
+    # sets, pandas 2 and the Dask meta (released_meta) say object; one dtype on every path
+    index = pd.Index(labels, name=LABEL)
+    table = pd.DataFrame({c: _as_is(p[c].to_numpy(), index) for p in parts for c in p.columns}, index=index)
     return table[released_columns(policy)[1:-1]]
 
 
@@ -156,13 +158,18 @@ def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) ->
     keys = table.index.to_numpy(dtype=np.int64)  # sorted by qig_table
     gen = table.iloc[np.searchsorted(keys, part[LABEL].to_numpy(dtype=np.int64))]
     out = pd.DataFrame({GROUP: part[LABEL].to_numpy()})
-    for c in gen.columns:
-        out[c] = gen[c].to_numpy()
-    s = part[policy.sensitive].to_numpy()
     # the NumPy dtype as is (pandas 3 would infer "str" from object strings; the meta says object)
-    out[policy.sensitive] = pd.Series(s, dtype=s.dtype, index=out.index)
+    for c in gen.columns:
+        out[c] = _as_is(gen[c].to_numpy(), out.index)
+    out[policy.sensitive] = _as_is(part[policy.sensitive].to_numpy(), out.index)
     out[ORDER] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
     return out
+
+
+def _as_is(values: np.ndarray, index: pd.Index | None = None) -> pd.Series:
+    """``values`` as a Series of their own NumPy dtype (object stays object under pandas 3,
+    whose constructors would infer the ``str`` dtype from an object array of strings)."""
+    return pd.Series(values, dtype=values.dtype, index=index)
 
 
 def create_qig(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

@@ -296,7 +296,8 @@ def observed_from_ledger(ledger, history, policy, classmap):
         mem = state.loc[state["last_release"] == i, [policy.id, "last_group"]]
         mem = mem.merge(view, on=policy.id, how="left", validate="one_to_one")
         labels, group = np.unique(mem["last_group"].to_numpy(), return_inverse=True)
-        s = mem[policy.sensitive].map(code).to_numpy()
+        # int64 also for a fully suppressed release (pandas 3 maps an empty str column to str)
+        s = mem[policy.sensitive].map(code).to_numpy(dtype=np.int64)
         m = len(code)
         counts = np.bincount(group * m + s, minlength=labels.size * m).reshape(labels.size, m)
         released = ledger.read_view(i)

@@ -44,3 +44,33 @@ def test_values_with_commas_and_braces_are_released_and_verified():
     assert report.ok, report.problems
     drawn = draw_microdata(rel, policy)["c"]
     assert set(drawn) <= set(ODD)
+
+
+def test_create_qig_keeps_the_meta_dtypes_under_pandas_2_and_3():
+    """The pandas path gives the dtypes of the Dask meta (pandas 3 would infer ``str`` for the
+    value sets and the text sensitive column from object arrays; the meta says object)."""
+    from dpriv.released import LABEL, create_qig, released_meta
+
+    policy = ReleasePolicy(
+        id="rid",
+        qi=["age", "city"],
+        sensitive="s",
+        k=2,
+        t=1.0,
+        j=5.0,
+        domains={"age": [0, 99], "city": ["Metz", "Paris, FR"], "s": ["a", "b"]},
+    )
+    part = pd.DataFrame(
+        {
+            "rid": [1, 2, 3, 4],
+            "age": np.array([30, 41, 35, 50], dtype=np.int64),
+            "city": np.array(["Metz", "Paris, FR", "Metz", "Metz"], dtype=object),
+            "s": np.array(["a", "b", "b", "a"], dtype=object),
+            LABEL: np.array([7, 7, 9, 9], dtype=np.int64),
+        }
+    )
+    out = create_qig(part, policy)
+    meta = released_meta(policy, np.dtype(object), {"age": np.dtype("int64")})
+    assert out.dtypes.to_dict() == meta.dtypes.to_dict()
+    assert out["city"].tolist() == ["{Metz,Paris\\, FR}"] * 2 + ["{Metz}"] * 2
+    assert out[["age_min", "age_max"]].values.tolist() == [[30, 41]] * 2 + [[35, 50]] * 2

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from dpriv.cli import audit as _audit  # noqa: F401 - registers ``dpriv attack`` and ``dpriv report``
+from dpriv.cli import export as _export  # noqa: F401 - registers ``dpriv export``
 from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify``
 from dpriv.cli.common import (
     QI,

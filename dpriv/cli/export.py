@@ -1,0 +1,114 @@
+"""``dpriv export``: a released view in the interchange conventions of ARX and pyCANON
+(:mod:`dpriv.interchange`; docs/released-format.md "Interchange export")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dpriv.cli.common import Debug, PolicyFile, _say, app, check_out, command, load_policy
+from dpriv.errors import InputError, LedgerError
+
+#: ``--sep`` choices: the delimiter as typed -> the character written.
+SEPARATORS = {",": ",", ";": ";", "tab": "\t", "\t": "\t"}
+
+
+@app.command()
+@command
+def export(
+    released: Annotated[
+        str | None, typer.Argument(help="Released view (Parquet or CSV); or --ledger L --view I.")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option(help="The export: a .csv file (refused if it exists, unless --force).")
+    ] = ...,
+    ledger: Annotated[Path | None, typer.Option(help="Export release --view I of this ledger.")] = None,
+    view: Annotated[int | None, typer.Option(help="With --ledger: the release index.")] = None,
+    policy: PolicyFile = None,
+    metrics: Annotated[
+        Path | None,
+        typer.Option(help="The release's metrics.json (its n_suppressed); default RELEASED.metrics.json."),
+    ] = None,
+    suppressed: Annotated[
+        str, typer.Option(help="mark: one row of '*' per suppressed tuple (ARX); omit: leave them out.")
+    ] = "mark",
+    sep: Annotated[str, typer.Option(help="Field delimiter: ',' (default), ';' or 'tab'.")] = ",",
+    force: Annotated[bool, typer.Option(help="Replace an existing --out file.")] = False,
+    debug: Debug = False,
+) -> None:
+    """Write a released view as ARX and pyCANON read it: [lo-hi] and {a,b} in the QI columns,
+    '*' rows for suppressed tuples, short G001 group labels."""
+    from dpriv.interchange import to_interchange
+    from dpriv.io import atomic_write, read_table
+
+    if sep not in SEPARATORS:
+        raise InputError(f"--sep {sep!r}: choose ',', ';' or 'tab'")
+    if out.suffix.lower() != ".csv":
+        raise InputError(
+            f"--out {out}: dpriv export writes CSV (the file ARX and pyCANON read); name it with .csv "
+            "(the released view itself is the Parquet file)"
+        )
+    if ledger is not None:
+        if released is not None:
+            raise InputError("give RELEASED or --ledger L --view I, not both")
+        from dpriv.ledger import Ledger
+
+        if not (ledger / "manifest.json").is_file():
+            raise LedgerError(f"--ledger {ledger} is not a ledger (no manifest.json)")
+        led = Ledger(ledger)
+        indices = [r["index"] for r in led.committed()]
+        if view not in indices:
+            raise InputError(
+                f"--ledger needs --view I, the release to export; {ledger} holds releases {indices}"
+            )
+        source = str(led.release_dir(view) / "view.parquet")
+        pol = led.policy() if policy is None else load_policy(policy)
+        metrics = metrics or led.release_dir(view) / "metrics.json"
+    else:
+        if released is None:
+            raise InputError("give the RELEASED view to export, or --ledger L --view I")
+        if view is not None:
+            raise InputError("--view I goes with --ledger L (a release of a ledger)")
+        source = released
+        pol = load_policy(policy) if policy is not None else None
+        if metrics is None and "://" not in released and Path(released + ".metrics.json").is_file():
+            metrics = Path(released + ".metrics.json")
+    check_out(out, source)
+    if out.exists() and not force:
+        raise InputError(
+            f"--out {out} exists: nothing was written; choose another file, or pass --force to replace it"
+        )
+    n_suppressed = None
+    if suppressed == "mark" and metrics is not None:
+        try:
+            n_suppressed = json.loads(Path(metrics).read_text())["n_suppressed"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(
+                f"cannot read n_suppressed from {metrics} ({type(exc).__name__}: {exc}); give the "
+                "release's metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
+            ) from None
+    frame = read_table(source).compute()
+    result = to_interchange(
+        frame,
+        qi=None if pol is None else list(pol.qi),
+        sensitive=None if pol is None else pol.sensitive,
+        n_suppressed=n_suppressed,
+        suppressed=suppressed,  # type: ignore[arg-type]
+    )
+    lay = result.layout
+    _say(
+        f"export: QIs {lay.qi} (numeric as [lo-hi]: {lay.numeric}), sensitive {lay.sensitive!r}; "
+        f"{result.n_kept} released rows in {result.n_groups} QI-groups"
+        + (
+            f", {result.n_marked} suppressed rows marked '*'"
+            if suppressed == "mark"
+            else ", suppressed rows left out"
+        )
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    delim = SEPARATORS[sep]
+    atomic_write(out, lambda fh: result.table.to_csv(fh, index=False, sep=delim), mode=None)
+    typer.echo(f"export written to {out}")

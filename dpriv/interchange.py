@@ -1,0 +1,288 @@
+"""The interchange export of a released view (``dpriv export``; docs/released-format.md
+"Interchange export").
+
+dpriv's released format keeps exact typed bounds (``<qi>_min``/``<qi>_max``) and an int64
+group label. Tools that read anonymized tables as ARX writes them (ARX itself, pyCANON,
+sdcMicro, a spreadsheet) expect one column per QI holding the generalized value as text,
+suppressed records marked with ``*``, and no 19-digit number that a spreadsheet rounds. This
+module turns a released view into that shape, and reads its intervals back:
+
+* a numeric QI ``q``: one column ``q`` with ``[lo-hi]`` (the group's true min and max, bounds
+  inclusive, shortest decimal text: ``[45-52]``, ``[72.5-80]``, ``[-3--1]``);
+* a categorical QI: its released cell unchanged (a value set ``{F,M}`` with the escape rule
+  of :mod:`dpriv.released`, or a hierarchy node);
+* ``qi_group``: a short opaque text label ``G001`` ... (rank of the released int64 label,
+  which is a seeded hash: the rank says nothing about where a group lies);
+* suppressed tuples (their number comes from the release's metrics): appended rows with
+  ``*`` in every column, the sensitive one included. ARX's suppression string is ``*``;
+  ARX keeps a suppressed record's sensitive value unless configured to suppress that
+  attribute type too, but dpriv never publishes the sensitive value of a tuple that failed
+  t or j, so it is ``*`` here (ARX's ``setSuppressedAttributeTypes`` with the sensitive type).
+  Tools that check k, l or t treat such rows apart (ARX does): drop the rows whose QIs are
+  all ``*`` before handing the table to pyCANON, or export with ``suppressed="omit"``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from dpriv.errors import InputError
+from dpriv.released import GROUP
+
+#: ARX's default suppression string: every cell of a suppressed record.
+SUPPRESSED = "*"
+#: Prefix of the short group labels.
+GROUP_PREFIX = "G"
+
+_NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)"
+_INTERVAL = re.compile(rf"^\[({_NUMBER})-({_NUMBER})\]$")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which released columns are which: ``numeric`` QIs (each with ``<q>_min``, ``<q>_max``),
+    ``categorical`` QIs (one text column each), the ``sensitive`` column; ``qi`` in order."""
+
+    qi: list[str]
+    numeric: list[str]
+    categorical: list[str]
+    sensitive: str
+
+
+@dataclass(frozen=True)
+class Interchange:
+    """Result of :func:`to_interchange`.
+
+    Attributes
+    ----------
+    table : DataFrame of shape (n_kept + n_marked, 1 + n_qi + 1), object (text) columns
+        ``qi_group``, one column per QI in policy order, the sensitive column; the kept rows
+        in the released order, then ``n_marked`` rows of ``*``.
+    n_kept : released (kept) tuples.
+    n_marked : suppressed tuples appended as ``*`` rows (0 with ``suppressed="omit"``).
+    n_groups : QI-groups.
+    layout : the columns read from the released view.
+    """
+
+    table: pd.DataFrame
+    n_kept: int
+    n_marked: int
+    n_groups: int
+    layout: Layout
+
+
+def format_number(x) -> str:
+    """Shortest decimal text of a bound that reads back to the same number: integers as
+    integers (exact beyond 2**53), floats without exponent and without a trailing ``.0``
+    (``45.0 -> "45"``, ``72.5 -> "72.5"``, ``1e-05 -> "0.00001"``)."""
+    if isinstance(x, int | np.integer):
+        return str(int(x))
+    return np.format_float_positional(float(x), unique=True, trim="-")
+
+
+def interval_text(lo, hi) -> str:
+    """``[lo-hi]`` (bounds inclusive): ``interval_text(45, 52) == "[45-52]"``."""
+    return f"[{format_number(lo)}-{format_number(hi)}]"
+
+
+def parse_interval(text: str) -> tuple[float, float] | tuple[int, int]:
+    """Bounds of an interval written by :func:`interval_text` (ints when both are integers).
+
+    Raises
+    ------
+    InputError
+        ``text`` is not ``[lo-hi]`` with two decimal numbers and ``lo <= hi``.
+    """
+    m = _INTERVAL.match(str(text).strip())
+    if m is None:
+        raise InputError(f"{text!r} is not an interval [lo-hi] of two decimal numbers (e.g. [45-52])")
+    a, b = m.groups()
+    lo, hi = (int(a), int(b)) if "." not in a + b else (float(a), float(b))
+    if lo > hi:
+        raise InputError(f"interval {text!r} has its lower bound above its upper bound")
+    return lo, hi
+
+
+def group_names(labels: np.ndarray) -> np.ndarray:
+    """Short opaque text label per row for the int64 QI-group ``labels`` (shape (n,)): ``G``
+    and the 1-based rank of the label among the distinct labels, zero-padded to one width
+    (``G001`` ... ``G250``), so the names sort as the labels do and a spreadsheet keeps them
+    as text. Object array of shape (n,)."""
+    uniques, inverse = np.unique(np.asarray(labels), return_inverse=True)
+    width = len(str(len(uniques)))
+    names = np.array([f"{GROUP_PREFIX}{i:0{width}d}" for i in range(1, len(uniques) + 1)], dtype=object)
+    return names[inverse.reshape(-1)]
+
+
+def layout_of(columns: list[str], qi: list[str] | None = None, sensitive: str | None = None) -> Layout:
+    """The QIs and the sensitive column of a released view with ``columns``.
+
+    With the policy's ``qi`` and ``sensitive``, the columns must be exactly the released
+    format of those (``qi_group``; per QI ``<q>_min``, ``<q>_max`` when the view has that
+    pair, else ``<q>``; the sensitive column). Without them, they are read from the format's
+    fixed order (docs/released-format.md): ``qi_group`` first, the sensitive column last, a
+    ``<q>_min``, ``<q>_max`` pair per numeric QI and one column per categorical QI between.
+
+    Raises
+    ------
+    InputError
+        A column is missing or extra (named, with the expected list), or the view is not in
+        the released format (no ``qi_group`` first, an unpaired ``_min``/``_max``).
+    """
+    cols = [str(c) for c in columns]
+    if qi is not None and sensitive is not None:
+        num = [q for q in qi if f"{q}_min" in cols and f"{q}_max" in cols]
+        expected = [GROUP]
+        for q in qi:
+            expected += [f"{q}_min", f"{q}_max"] if q in num else [q]
+        expected.append(sensitive)
+        if cols != expected:
+            missing = [c for c in expected if c not in cols]
+            extra = [c for c in cols if c not in expected]
+            raise InputError(
+                f"the released view has the columns {cols}, but the policy's released format is "
+                f"{expected} (missing {missing}, extra {extra}): export the view released under this "
+                "policy, or give its policy (--policy F, or --ledger L --view I)"
+            )
+        return Layout(list(qi), num, [q for q in qi if q not in num], sensitive)
+    if len(cols) < 3 or cols[0] != GROUP:
+        raise InputError(
+            f"the table has the columns {cols}: a released view starts with {GROUP!r}, then the "
+            "generalized QIs, then the sensitive column; export a view written by dpriv "
+            "anonymize or a ledger's release (--ledger L --view I)"
+        )
+    body, found, num = cols[1:-1], [], []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c.endswith("_min"):
+            q = c[: -len("_min")]
+            if i + 1 >= len(body) or body[i + 1] != f"{q}_max":
+                raise InputError(
+                    f"column {c!r} is not followed by {q + '_max'!r}: a numeric QI of a released view "
+                    "has the pair <qi>_min, <qi>_max; give the policy (--policy F) if the columns are "
+                    "named otherwise"
+                )
+            found.append(q)
+            num.append(q)
+            i += 2
+        else:
+            if c.endswith("_max"):
+                raise InputError(f"column {c!r} has no {c[:-4] + '_min'!r} before it (a numeric QI's pair)")
+            found.append(c)
+            i += 1
+    return Layout(found, num, [q for q in found if q not in num], cols[-1])
+
+
+def to_interchange(
+    released: pd.DataFrame,
+    *,
+    qi: list[str] | None = None,
+    sensitive: str | None = None,
+    n_suppressed: int | None = None,
+    suppressed: Literal["mark", "omit"] = "mark",
+) -> Interchange:
+    """A released view in the interchange shape (module docstring).
+
+    Parameters
+    ----------
+    released : DataFrame of a released view (docs/released-format.md), pandas.
+    qi, sensitive : the policy's QIs (in order) and sensitive column (optional: the layout
+        is then read from the column order, :func:`layout_of`).
+    n_suppressed : tuples the release suppressed (``metrics.json``'s ``n_suppressed``);
+        required with ``suppressed="mark"``.
+    suppressed : ``"mark"`` appends ``n_suppressed`` rows of ``*`` (ARX); ``"omit"`` leaves
+        them out (the released rows only, as pyCANON wants them).
+
+    Returns
+    -------
+    Interchange
+
+    Raises
+    ------
+    InputError
+        The layout is wrong (:func:`layout_of`), a numeric bound is missing or not a
+        number, a bound pair is inverted, a group's generalized cells differ between its
+        rows, ``n_suppressed`` is missing or negative with ``suppressed="mark"``, or
+        ``suppressed`` is neither mark nor omit. Each message names the column and the fix.
+    """
+    if suppressed not in ("mark", "omit"):
+        raise InputError(f"suppressed = {suppressed!r}: choose 'mark' (rows of '*', as ARX) or 'omit'")
+    if suppressed == "mark":
+        if n_suppressed is None:
+            raise InputError(
+                "the number of suppressed tuples is unknown (no metrics): give the release's "
+                "metrics.json (--metrics F), or leave them out (--suppressed omit)"
+            )
+        if int(n_suppressed) < 0:
+            raise InputError(f"n_suppressed = {n_suppressed} is negative; it counts suppressed tuples")
+    lay = layout_of(list(released.columns), qi, sensitive)
+    n = len(released)
+    labels = released[GROUP]
+    if labels.isna().any():
+        raise InputError(f"column {GROUP!r} has missing labels: this is not a released view")
+    out: dict[str, np.ndarray] = {GROUP: group_names(labels.to_numpy())}
+    codes, _ = pd.factorize(labels, sort=True)
+    for q in lay.qi:
+        if q in lay.numeric:
+            out[q] = _intervals(released, q, codes)
+        else:
+            cells = released[q]
+            if cells.isna().any():
+                raise InputError(
+                    f"column {q!r} has empty cells: every kept row carries its group's value set"
+                )
+            _same_within_groups(cells.astype(str).to_numpy(dtype=object), codes, q)
+            out[q] = cells.astype(str).to_numpy(dtype=object)
+    out[lay.sensitive] = released[lay.sensitive].to_numpy(dtype=object)
+    index = pd.RangeIndex(n)
+    # object (text) columns under pandas 2 and 3 alike (pandas 3 would infer its str dtype)
+    table = pd.DataFrame({c: pd.Series(v, dtype=object, index=index) for c, v in out.items()}, index=index)
+    marked = int(n_suppressed) if suppressed == "mark" else 0
+    if marked:
+        stars = pd.DataFrame(
+            SUPPRESSED, index=pd.RangeIndex(n, n + marked), columns=table.columns, dtype=object
+        )
+        table = pd.concat([table, stars])
+    return Interchange(table, n, marked, int(codes.max()) + 1 if n else 0, lay)
+
+
+def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray) -> np.ndarray:
+    """``[lo-hi]`` per row of numeric QI ``q``, formatted once per group."""
+    lo_c, hi_c = f"{q}_min", f"{q}_max"
+    for c in (lo_c, hi_c):
+        x = released[c]
+        if not pd.api.types.is_numeric_dtype(x.dtype) or pd.api.types.is_bool_dtype(x.dtype):
+            raise InputError(
+                f"column {c!r} holds {x.dtype} values, not numbers: a numeric QI's bounds are numbers; "
+                "is this a released view of dpriv?"
+            )
+        if x.isna().any():
+            raise InputError(f"column {c!r} has {int(x.isna().sum())} missing bounds: not a released view")
+    lo, hi = released[lo_c].to_numpy(), released[hi_c].to_numpy()
+    if (lo > hi).any():
+        raise InputError(f"QI {q!r}: {int((lo > hi).sum())} rows have {lo_c} > {hi_c}: not a released view")
+    if len(codes) == 0:
+        return np.array([], dtype=object)
+    _same_within_groups(lo, codes, lo_c)
+    _same_within_groups(hi, codes, hi_c)
+    first = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes))[::-1]  # a row of each group
+    text = np.array(
+        [interval_text(a, b) for a, b in zip(lo[first].tolist(), hi[first].tolist())], dtype=object
+    )
+    return text[codes]
+
+
+def _same_within_groups(values: np.ndarray, codes: np.ndarray, column: str) -> None:
+    spread = pd.Series(values).groupby(codes).nunique()
+    if (spread > 1).any():
+        raise InputError(
+            f"column {column!r} differs between rows of {int((spread > 1).sum())} QI-group(s): every row "
+            "of a QI-group carries the same generalized value; this is not a released view of dpriv"
+        )

@@ -1,0 +1,319 @@
+"""``dpriv export`` and dpriv.interchange: a released view as ARX and pyCANON read it
+(docs/released-format.md "Interchange export"); pyCANON recomputes the verifier's k, l, t."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import random_view
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpriv.errors import InputError
+from dpriv.interchange import (
+    SUPPRESSED,
+    format_number,
+    group_names,
+    interval_text,
+    layout_of,
+    parse_interval,
+    to_interchange,
+)
+from dpriv.policy import ReleasePolicy
+from dpriv.release import anonymize, verify_view
+from dpriv.released import GROUP
+
+QI = ["age", "gender", "weight"]
+POLICY = ReleasePolicy(
+    id="respondent_id", qi=QI, sensitive="exam_result", k=5, t=0.4, j=1.0, seed=0, max_suppression=0.5
+)
+
+
+# ------------------------------------------------------------------ intervals and labels
+@pytest.mark.parametrize(
+    ("lo", "hi", "text"),
+    [
+        (45, 52, "[45-52]"),
+        (45.0, 52.0, "[45-52]"),
+        (72.5, 80.0, "[72.5-80]"),
+        (-3, -1, "[-3--1]"),
+        (-0.5, 0.25, "[-0.5-0.25]"),
+        (1e-05, 0.1, "[0.00001-0.1]"),
+        (2**62 + 1, 2**62 + 3, "[4611686018427387905-4611686018427387907]"),
+        (np.int64(7), np.int64(7), "[7-7]"),
+    ],
+)
+def test_interval_text_by_hand(lo, hi, text):
+    assert interval_text(lo, hi) == text
+    back = parse_interval(text)
+    assert back == (lo, hi)
+    # an integer bound stays exact (2**62 + 1 is not a float64)
+    assert all(type(b) is int for b in back) == ("." not in text)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False, width=64), st.floats(0, 1e6))
+def test_interval_text_reads_back_the_same_floats(lo, width):
+    hi = lo + width
+    got = parse_interval(interval_text(lo, hi))
+    assert float(got[0]) == lo and float(got[1]) == hi
+
+
+@given(st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**20))
+def test_interval_text_reads_back_the_same_integers(lo, width):
+    hi = min(lo + width, 2**63 - 1)
+    assert parse_interval(interval_text(np.int64(lo), np.int64(hi))) == (lo, hi)
+
+
+@pytest.mark.parametrize("bad", ["45", "[52-45]", "[a-b]", "{F,M}", "[45,52]", "*", "[1e5-2e5]"])
+def test_parse_interval_refuses_what_it_did_not_write(bad):
+    with pytest.raises(InputError, match="interval"):
+        parse_interval(bad)
+
+
+def test_format_number_drops_only_a_zero_fraction():
+    assert [format_number(x) for x in (3, 3.0, 3.25, -0.0, 1e20)] == ["3", "3", "3.25", "-0", "1" + "0" * 20]
+
+
+def test_group_names_rank_the_labels():
+    labels = np.array([9_000_000_000_000_000_007, -5, 9_000_000_000_000_000_007, 7], dtype=np.int64)
+    assert group_names(labels).tolist() == ["G3", "G1", "G3", "G2"]  # ranks of -5 < 7 < 9e18
+    ten = group_names(np.arange(10, 0, -1) * 100_000_000_000_000_007)
+    assert ten.tolist() == [f"G{i:02d}" for i in range(10, 0, -1)]  # one width: they sort as text
+    assert group_names(np.array([], dtype=np.int64)).tolist() == []
+
+
+# ------------------------------------------------------------------ a hand-made released view
+def hand_view() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            GROUP: np.array(
+                [8_000_000_000_000_000_001, 42, 42, 8_000_000_000_000_000_001, 42], dtype=np.int64
+            ),
+            "age_min": [45, 30, 30, 45, 30],
+            "age_max": [52, 39, 39, 52, 39],
+            "city": ["{Paris\\, FR,Metz}", "{Metz}", "{Metz}", "{Paris\\, FR,Metz}", "{Metz}"],
+            "w_min": [60.5, 70.0, 70.0, 60.5, 70.0],
+            "w_max": [61.0, 88.25, 88.25, 61.0, 88.25],
+            "disease": ["flu", "flu", "hiv", "hiv", "cold"],
+        }
+    )
+
+
+def test_to_interchange_by_hand():
+    x = to_interchange(hand_view(), n_suppressed=2)
+    assert list(x.table.columns) == [GROUP, "age", "city", "w", "disease"]
+    assert x.table.values.tolist() == [
+        ["G2", "[45-52]", "{Paris\\, FR,Metz}", "[60.5-61]", "flu"],
+        ["G1", "[30-39]", "{Metz}", "[70-88.25]", "flu"],
+        ["G1", "[30-39]", "{Metz}", "[70-88.25]", "hiv"],
+        ["G2", "[45-52]", "{Paris\\, FR,Metz}", "[60.5-61]", "hiv"],
+        ["G1", "[30-39]", "{Metz}", "[70-88.25]", "cold"],
+        ["*"] * 5,
+        ["*"] * 5,
+    ]
+    assert (x.n_kept, x.n_marked, x.n_groups) == (5, 2, 2)
+    assert x.layout.numeric == ["age", "w"] and x.layout.categorical == ["city"]
+    omitted = to_interchange(hand_view(), suppressed="omit")
+    pd.testing.assert_frame_equal(omitted.table, x.table.iloc[:5])
+    assert set(omitted.table.dtypes) == {np.dtype(object)}  # text columns, pandas 2 and 3 alike
+    assert omitted.n_marked == 0
+    # the CSV keeps the escaped value set as one field (quoted by the CSV writer)
+    buf = io.StringIO()
+    x.table.to_csv(buf, index=False)
+    back = pd.read_csv(io.StringIO(buf.getvalue()), dtype=str, keep_default_na=False)
+    assert back["city"].tolist()[:1] == ["{Paris\\, FR,Metz}"]
+    assert (back.iloc[5:] == SUPPRESSED).all().all()
+
+
+def test_layout_from_the_policy_equals_the_layout_read_from_the_columns():
+    cols = list(hand_view().columns)
+    assert layout_of(cols, ["age", "city", "w"], "disease") == layout_of(cols)
+    with pytest.raises(InputError, match=r"missing \['weight'\]"):
+        layout_of(cols, ["age", "city", "weight"], "disease")
+    with pytest.raises(InputError, match="'age_min' is not followed by 'age_max'"):
+        layout_of([GROUP, "age_min", "city", "age_max", "s"])
+    with pytest.raises(InputError, match="starts with 'qi_group'"):
+        layout_of(["respondent_id", "age", "s"])
+
+
+def test_to_interchange_refuses_what_is_not_a_released_view():
+    with pytest.raises(InputError, match="--metrics F.*--suppressed omit"):
+        to_interchange(hand_view())
+    bad = hand_view()
+    bad.loc[1, "age_max"] = 40  # two intervals in one group
+    with pytest.raises(InputError, match="'age_max' differs between rows of 1 QI-group"):
+        to_interchange(bad, suppressed="omit")
+    bad = hand_view()
+    bad.loc[0, "city"] = "{Metz}"
+    with pytest.raises(InputError, match="'city' differs"):
+        to_interchange(bad, suppressed="omit")
+    bad = hand_view().astype({"age_min": str})
+    with pytest.raises(InputError, match="'age_min' holds"):
+        to_interchange(bad, suppressed="omit")
+    with pytest.raises(InputError, match="negative"):
+        to_interchange(hand_view(), n_suppressed=-1)
+    with pytest.raises(InputError, match="'mark'"):
+        to_interchange(hand_view(), suppressed="drop")
+
+
+# ------------------------------------------------------------------ a real release
+@pytest.fixture(scope="module")
+def release():
+    view = random_view(300, seed=1)
+    return view, anonymize(view, POLICY, prior="uniform")
+
+
+def test_export_of_a_release_keeps_every_group_and_bound(release):
+    view, result = release
+    rel = result.released
+    x = to_interchange(rel, qi=QI, sensitive="exam_result", n_suppressed=result.metrics["n_suppressed"])
+    assert len(x.table) == len(view)  # kept + marked = the original view
+    kept = x.table.iloc[: len(rel)]
+    # labels: a bijection between the int64 labels and the short names
+    pairs = pd.DataFrame({"label": rel[GROUP].to_numpy(), "name": kept[GROUP].to_numpy()}).drop_duplicates()
+    assert pairs["label"].is_unique and pairs["name"].is_unique and len(pairs) == rel[GROUP].nunique()
+    assert kept[GROUP].str.len().max() <= 1 + len(str(len(pairs)))
+    for q in ("age", "weight"):
+        bounds = kept[q].map(parse_interval)
+        assert bounds.str[0].tolist() == rel[f"{q}_min"].tolist()
+        assert bounds.str[1].tolist() == rel[f"{q}_max"].tolist()
+    assert kept["gender"].tolist() == rel["gender"].tolist()
+    assert kept["exam_result"].tolist() == rel["exam_result"].tolist()
+
+
+def _pycanon_input(csv_text: str, qi: list[str] = QI) -> pd.DataFrame:
+    """The export as a user hands it to pyCANON: read as text, '*' rows (suppressed) left out."""
+    d = pd.read_csv(io.StringIO(csv_text), dtype=str, keep_default_na=False)
+    return d[~(d[qi] == SUPPRESSED).all(axis=1)].reset_index(drop=True)
+
+
+@pytest.mark.pycanon
+def test_pycanon_computes_the_verifiers_k_l_t_from_the_export(release):
+    anonymity = pytest.importorskip("pycanon.anonymity")
+    view, result = release
+    # pyCANON's t compares each class with the distribution of the table it is given; with
+    # nothing suppressed that is the original view's, the verifier's reference
+    assert result.metrics["n_suppressed"] == 0
+    report = verify_view(result.released, view, result.policy)
+    assert report.ok and report.l_achieved >= 2
+    x = to_interchange(result.released, n_suppressed=0)
+    d = _pycanon_input(x.table.to_csv(index=False))
+    assert anonymity.k_anonymity(d, QI) == report.k_achieved
+    assert anonymity.l_diversity(d, QI, ["exam_result"]) == report.l_achieved
+    assert anonymity.t_closeness(d, QI, ["exam_result"]) == pytest.approx(report.t_achieved, abs=1e-12)
+
+
+@pytest.mark.pycanon
+def test_pycanon_k_and_l_with_suppressed_rows_marked():
+    anonymity = pytest.importorskip("pycanon.anonymity")
+    x = to_interchange(hand_view(), n_suppressed=3)
+    qi = ["age", "city", "w"]
+    d = _pycanon_input(x.table.to_csv(index=False), qi)
+    # by hand: G1 = {flu, hiv, cold} (3 rows), G2 = {flu, hiv} (2 rows)
+    assert anonymity.k_anonymity(d, qi) == 2
+    assert anonymity.l_diversity(d, qi, ["disease"]) == 2
+    # without dropping the '*' rows they form a class of 3 with one "sensitive value" '*'
+    raw = pd.read_csv(io.StringIO(x.table.to_csv(index=False)), dtype=str, keep_default_na=False)
+    assert anonymity.l_diversity(raw, qi, ["disease"]) == 1
+
+
+# ------------------------------------------------------------------ the command
+@pytest.fixture(scope="module")
+def anonymized(cli, tmp_path_factory):
+    d = tmp_path_factory.mktemp("export")
+    random_view(200, seed=4).to_csv(d / "view.csv", index=False)
+    r = cli(
+        "anonymize", d / "view.csv", "--out", d / "rel.parquet", "--id", "respondent_id",
+        "--qi", "age,gender,weight", "--sensitive", "exam_result", "--k", 4, "--t", 0.5, "--j", 1.0,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    return d
+
+
+def test_cli_export_writes_the_interchange_csv(cli, anonymized):
+    d = anonymized
+    r = cli("export", d / "rel.parquet", "--out", d / "e.csv")
+    assert r.exit_code == 0, r.output
+    import json
+
+    n_supp = json.loads((d / "rel.parquet.metrics.json").read_text())["n_suppressed"]
+    e = pd.read_csv(d / "e.csv", dtype=str, keep_default_na=False)
+    rel = pd.read_parquet(d / "rel.parquet")
+    assert list(e.columns) == [GROUP, "age", "gender", "weight", "exam_result"]
+    assert len(e) == 200 and (e.iloc[len(rel) :] == "*").all().all() and len(e) - len(rel) == n_supp
+    expected = [f"[{a}-{b}]" for a, b in zip(rel["age_min"], rel["age_max"])]
+    assert e["age"].iloc[: len(rel)].tolist() == expected
+    # ';' for ARX's usual CSVs: the value sets keep their commas
+    r = cli("export", d / "rel.parquet", "--out", d / "e2.csv", "--sep", ";", "--suppressed", "omit")
+    assert r.exit_code == 0, r.output
+    e2 = pd.read_csv(d / "e2.csv", sep=";", dtype=str, keep_default_na=False)
+    pd.testing.assert_frame_equal(e2, e.iloc[: len(rel)])
+    # an export fed back as input is refused: it is generalized data
+    r = cli("anonymize", d / "e.csv", "--out", d / "again.csv", "--add-row-id", "--qi", "age", "--sensitive",
+            "exam_result", "--k", 2)  # fmt: skip
+    assert r.exit_code == 2 and "generalized or placeholder value" in r.output
+    assert not (d / "again.csv").exists()
+
+
+def test_cli_export_refuses_without_writing(cli, anonymized):
+    d = anonymized
+    (d / "keep.csv").write_text("mine\n")
+    before = os.stat(d / "keep.csv")
+    cases = [
+        (("--out", d / "keep.csv"), "exists: nothing was written"),
+        (("--out", d / "x.parquet"), "writes CSV"),
+        (("--out", d / "x.csv", "--sep", "|"), "--sep"),
+        (("--out", d / "x.csv", "--metrics", d / "nope.json"), "cannot read n_suppressed"),
+        (("--out", d / "x.csv", "--view", 1), "--view I goes with --ledger"),
+    ]
+    for extra, message in cases:
+        r = cli("export", d / "rel.parquet", *extra)
+        assert r.exit_code == 2 and message in r.output, (extra, r.output)
+    assert (d / "keep.csv").read_text() == "mine\n"
+    assert os.stat(d / "keep.csv").st_mtime_ns == before.st_mtime_ns
+    assert not (d / "x.csv").exists() and not (d / "x.parquet").exists()
+    # a released view without its metrics: say how to proceed
+    pd.read_parquet(d / "rel.parquet").to_csv(d / "bare.csv", index=False)
+    r = cli("export", d / "bare.csv", "--out", d / "x.csv")
+    assert r.exit_code == 2 and "--suppressed omit" in r.output and not (d / "x.csv").exists()
+    assert cli("export", d / "bare.csv", "--out", d / "x.csv", "--suppressed", "omit").exit_code == 0
+    # --force replaces a file the user names
+    r = cli("export", d / "rel.parquet", "--out", d / "keep.csv", "--force")
+    assert r.exit_code == 0
+    assert (d / "keep.csv").read_text().startswith("qi_group,age,gender,weight,exam_result\n")
+
+
+def test_a_fully_suppressed_release_exports_only_marks():
+    empty = hand_view().iloc[:0]
+    x = to_interchange(empty, n_suppressed=3)
+    assert (x.n_kept, x.n_marked, x.n_groups) == (0, 3, 0)
+    assert x.table.values.tolist() == [["*"] * 5] * 3
+
+
+def test_cli_export_of_a_ledger_release(cli, tmp_path):
+    import json
+
+    from dpriv.release import release_history
+
+    views = [random_view(12, seed=i).assign(view=i) for i in (1, 2)]
+    history = pd.concat(views, ignore_index=True)
+    history.to_parquet(tmp_path / "h.parquet", index=False)
+    policy = ReleasePolicy(
+        id="respondent_id", time="view", qi=QI, sensitive="exam_result", k=3, t=1.0, j=5.0,
+        max_suppression=1.0,
+    )  # fmt: skip
+    release_history(history, policy, tmp_path / "led")
+    r = cli("export", "--ledger", tmp_path / "led", "--out", tmp_path / "e.csv")
+    assert r.exit_code == 2 and "holds releases [1, 2]" in r.output
+    r = cli("export", "--ledger", tmp_path / "led", "--view", 2, "--out", tmp_path / "e.csv")
+    assert r.exit_code == 0, r.output
+    e = pd.read_csv(tmp_path / "e.csv", dtype=str, keep_default_na=False)
+    rel = pd.read_parquet(tmp_path / "led" / "releases" / "2" / "view.parquet")
+    n_supp = json.loads((tmp_path / "led" / "releases" / "2" / "metrics.json").read_text())["n_suppressed"]
+    assert len(e) == len(rel) + n_supp == 12
+    assert e[GROUP].iloc[: len(rel)].nunique() == rel[GROUP].nunique()
+    assert list(e.columns) == [GROUP, *QI, "exam_result"]
