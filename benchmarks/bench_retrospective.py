@@ -1,10 +1,12 @@
 """Retrospective (smoothing) adversary vs the paper's adversary on the same ledger.
 
 Run: python benchmarks/bench_retrospective.py [--views 24] [--view-size 5000] [--seed 0]
-     [--method jsreduce mondrian-l] [--t 0.5] [--j 0.8] [--workdir DIR] [--attendance Q]
-     [--deductions]
+     [--data-attendance 0.5] [--method jsreduce mondrian-l] [--t 0.5] [--j 0.8] [--workdir DIR]
+     [--attendance Q] [--deductions]
 
-The synthetic medical history (``medical_history``, attendance 1, det 0.9) is released with
+The synthetic medical history (``medical_history``, attendance ``--data-attendance``, default
+0.5 as ``dpriv experiment paper``, det 0.9; policy from ``write_history`` with max_suppression
+lifted to 1.0 as the experiment does) is released with
 each ``--method`` (JS-reduce: k = 5, t, j; Mondrian-l with the policy's defaults); then the
 paper adversary (``dpriv.attack.attack_steps``, full DK) and the retrospective adversary
 (``dpriv.adversary.retrospective``, same exact model) attack it. It prints per release the
@@ -49,17 +51,23 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--t", type=float, default=0.5)
     ap.add_argument("--j", type=float, default=0.8)
     ap.add_argument("--attendance", type=float, default=None)
+    ap.add_argument("--data-attendance", type=float, default=0.5)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--deductions", action="store_true")
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_retro_"))
     work.mkdir(parents=True, exist_ok=True)
-    mh = medical_history(n_views=args.views, view_size=args.view_size, seed=args.seed)
-    path = write_history(work / "data", mh)
-    print(f"history: {args.views} views x {args.view_size}, seed {args.seed}, {mh.n_respondents} respondents")
+    mh = medical_history(args.views, args.view_size, attendance=args.data_attendance, seed=args.seed)
+    path = work / "data" / "policy.toml"
+    if not path.exists():
+        path = write_history(work / "data", mh)
+    print(
+        f"history: {args.views} views x {args.view_size}, attendance {args.data_attendance}, "
+        f"seed {args.seed}, {mh.n_respondents} respondents"
+    )
     results = {}
     for method in args.method:
-        policy = ReleasePolicy.from_toml(path, t=args.t, j=args.j, k=5)
+        policy = ReleasePolicy.from_toml(path, t=args.t, j=args.j, k=5, max_suppression=1.0)
         t0 = time.perf_counter()
         led = release_history(mh.history, policy, work / f"led-{method}", method=method)
         print(f"\n== {method} (t {args.t}, j {args.j}, k 5): released in {time.perf_counter() - t0:.1f} s")

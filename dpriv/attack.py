@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, to_pandas
 from dpriv.adversary.compiled import CompiledTables
 from dpriv.adversary.groups import masked_omega
 from dpriv.adversary.history_revision import PosteriorHistory
@@ -229,11 +230,14 @@ def retrospective(
     corpus: pd.DataFrame | None = None,
     deductions: bool = True,
     attendance: float | None = None,
+    partitions: int | None = None,
 ) -> pd.DataFrame:
     """The retrospective adversary over every committed release (:data:`RETRO_COLUMNS`).
 
     Same parameters and errors as :func:`attack`; the tables are the adversary's at the last
     release (IE: mined before it; snapshot: BK^sv only, so no release informs another).
+    ``partitions``: run the forward-backward on Dask over that many partitions of respondents
+    (:func:`dpriv.adversary.retrospective.retrospective_attack`; the same rows).
     """
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
@@ -245,7 +249,8 @@ def retrospective(
         tables = MarkovTables(tables.values, tables.classes, tables.tables[:1])
     observed = observed_releases(reads, policy, tables.classes)
     masks = MasksAsOf(observed, last_tables(reads, history, policy, adv), attendance) if deductions else None
-    return _retro_frame(retrospective_attack(observed, tables, allowed=masks, attendance=attendance))
+    rows = retrospective_attack(observed, tables, allowed=masks, attendance=attendance, partitions=partitions)
+    return _retro_frame(rows)
 
 
 def _retro_frame(rows: list[dict]) -> pd.DataFrame:
@@ -274,9 +279,12 @@ def attack(
     ledger : Ledger or path
         A release ledger (:func:`dpriv.release.release_history`); its private state gives
         the QI-group membership the adversary is assumed to know (§1.1 (ii)).
-    history : pandas.DataFrame
+    history : pandas.DataFrame or dask.dataframe.DataFrame
         The original history that was released (policy id, time, QIs, sensitive): the true
-        values for (E10) and the QIs of the knowledge classes; IE mining reads it too.
+        values for (E10) and the QIs of the knowledge classes; IE mining reads it too. A Dask
+        frame is read whole for those; the retrospective adversary then runs its
+        forward-backward on Dask over ``history.npartitions`` partitions of respondents (same
+        rows as on pandas).
     policy : ReleasePolicy
         The policy of the release (columns, domains, ``[knowledge]`` files).
     knowledge : str
@@ -351,9 +359,12 @@ def attack(
             "the retrospective adversary always sums over whole histories: revision 'window' "
             "applies to the paper adversary; drop it or pass revision 'history'"
         )
+    partitions = history.npartitions if is_dask(history) else None
+    history = to_pandas(history)  # the ledger's cross-checks and the truth read it whole
     if adversary == "retrospective":
         out = retrospective(
-            ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance
+            ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance,
+            partitions=partitions,
         )
         return _with_linkage(out, ledger, history, policy, knowledge, corpus, membership)
     rows = []
