@@ -24,6 +24,16 @@ advances once per appearance (the paper adversary's reading of a history); with 
 the release's published suppression share; exited respondents are absent for sure), which
 reveals exits. Masks ``allowed`` (exact deductions, bool (n_i, M) per release) multiply the
 priors before every Ω and the posteriors after it.
+
+**Partitions** (issue 11, performance): the respondents are cut into partitions
+(:mod:`dpriv.adversary.retro_parts`), each running the forward-backward of its own
+respondents (the heavy, per-respondent part, a compiled loop). Per as-of release two results
+cross partitions: the members' predictions at ``a`` (for Ω of ``a``'s groups, whose
+emissions go back to their partitions) and the cavities of the tuples of releases ``<= a``
+(for one Ω per group). Ω needs every member's prior, not only the group's counts, so those
+rows (not the tuples' data) are gathered and Ω runs on whole groups, which keeps the bytes
+the same for any partitioning. In process (default) there is one partition;
+``retrospective_attack(..., partitions=N)`` builds the same steps as a Dask graph.
 """
 
 from __future__ import annotations
