@@ -21,9 +21,24 @@ included). The kernels are compiled (numba) on two releases before anything is t
 partitions of respondents, checks its rows equal the in-process ones and prints its time;
 ``--history-revision`` times the paper adversary with the whole-history revision too.
 
-Measured (2 cores shared with two other jobs, seed 0, JS-reduce t 0.5, j 0.8, 24 x 5,000):
-paper 313 s, retrospective 66 s (300 (release, as_of) pairs), ratio 0.21; with deductions and
-attendance 1 (``dpriv.attack.attack``, both adversaries masked): 202 s vs 61 s, ratio 0.30.
+Measured (2 cores shared with two other jobs, seed 0, JS-reduce t 0.5, j 0.8, 24 x 5,000,
+attendance 1 in the generator): paper 313 s, retrospective 66 s (300 (release, as_of) pairs),
+ratio 0.21; with deductions and attendance 1 (``dpriv.attack.attack``, both adversaries
+masked): 202 s vs 61 s, ratio 0.30.
+
+Issue 11 (2026-12-01, generator attendance 0.5, max_suppression 1.0, the adversary given
+``--attendance 0.5``, no deductions; the 2-core machine at load 15-29, so absolute times vary
+by several x between runs, the ratios within one run are what to read):
+
+| code | paper (E7) | retrospective | ratio | Dask, 2 partitions (threads) |
+|---|---|---|---|---|
+| before (main a990874) | 251 s | 217 s | 0.86 | - |
+| after (branch adv) | 2121 s (load 29) | 269 s | 0.13 | 230 s, rows identical |
+
+Without ``--attendance`` (before, load ~15): paper 175 s, retrospective 26.5 s, ratio 0.15
+(plus 24 s of one-time numba compilation). The paper adversary with ``revision="history"``
+took 18 s in the same run as the 2121 s window one: the (E7) path (pandas state merges and a
+BLAS contraction) is the one that suffers from an oversubscribed machine.
 """
 
 from __future__ import annotations
