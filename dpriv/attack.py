@@ -50,10 +50,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask, to_pandas
+from dpriv.adversary.compiled import CompiledTables
 from dpriv.adversary.groups import masked_omega
+from dpriv.adversary.history_revision import PosteriorHistory
 from dpriv.adversary.masks import MasksAsOf, deductions_available
 from dpriv.adversary.retrospective import retrospective_attack
 from dpriv.adversary.tail import TAIL_COLUMNS, tail_risk
+from dpriv.attack_files import gain_path, save_gain  # noqa: F401  (public here)
 from dpriv.attack_input import (
     ReadRelease,
     last_tables,
@@ -62,16 +66,21 @@ from dpriv.attack_input import (
     prepare,
     read_releases,
 )
-from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.errors import InputError, PolicyError
 from dpriv.knowledge.tables import MarkovTables
-from dpriv.ledger import ATTACK_DIR, Ledger
+from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL
-from dpriv.sources import AdversaryKnowledge, check_knowledge_name
+from dpriv.sources import AdversaryKnowledge
 from dpriv.state import empty_state, revised_priors, update_state
 
 #: Adversaries :func:`attack` simulates.
 ADVERSARIES = ("paper", "retrospective")
+
+#: Readings of the paper adversary's revision (:func:`attack` ``revision``): (E7) over the last
+#: n' posteriors, or (E5)/(E6) over every allowed full history
+#: (:mod:`dpriv.adversary.history_revision`).
+REVISIONS = ("window", "history")
 
 #: What the adversary is given of the QI-group membership (:func:`attack` ``membership``).
 MEMBERSHIPS = ("known", "qi")
@@ -135,6 +144,7 @@ def attack_steps(
     corpus: pd.DataFrame | None = None,
     deductions: bool = True,
     attendance: float | None = None,
+    revision: str = "window",
 ) -> Iterator[AttackStep]:
     """Run the adversary's PK/RBK cycle over the committed releases, one step per release.
 
@@ -142,13 +152,15 @@ def attack_steps(
     yields an :class:`AttackStep` per committed release, in release order (the per-tuple
     view of (E10), for reports and tests).
     """
+    if revision not in REVISIONS:
+        raise PolicyError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return iter(())
     led, releases, policy, adv = run
     reads = read_releases(led, releases, history, policy)
     masks = _masks(reads, history, policy, adv, attendance) if deductions else None
-    return _steps(reads, history, policy, adv, masks)
+    return _steps(reads, history, policy, adv, masks, revision, attendance)
 
 
 def _masks(reads, history, policy, adv, attendance) -> MasksAsOf:
@@ -162,16 +174,24 @@ def _steps(
     policy: ReleasePolicy,
     adv: AdversaryKnowledge,
     masks: MasksAsOf | None = None,
+    revision: str = "window",
+    attendance: float | None = None,
 ) -> Iterator[AttackStep]:
     """The PK/RBK cycle of :func:`attack_steps` (arguments already checked)."""
     window = adv.window
-    state = empty_state(policy, window) if adv.revise else None
+    whole = revision == "history" and adv.revise
+    state = empty_state(policy, window) if adv.revise and not whole else None
+    past = PosteriorHistory(len(policy.sensitive_domain)) if whole else None
+    compiled: dict[int, CompiledTables] = {}  # per tables object (IE mines new ones each release)
     for k, read in enumerate(reads):
         i, mem, s_true, r_s, r_counts = read.index, read.members, read.s_true, read.s_released, read.counts
         allowed = masks.release(k) if masks is not None else None
         tick = time.perf_counter()
         tables = adv.tables_before(history, policy, i)
-        if adv.revise:
+        if whole:
+            comp = compiled.setdefault(id(tables), CompiledTables(tables))
+            priors = past.revise(mem[policy.id].to_numpy(), tables.classes.classify(mem), comp, attendance)
+        elif adv.revise:
             priors = revised_priors(mem, state, tables, policy, window)
         else:
             priors = tables.tables[0][tables.classes.classify(mem), 0]
@@ -181,7 +201,10 @@ def _steps(
         gi = np.searchsorted(labels, groups)
         freq = r_counts[gi, s_true] / r_counts[gi].sum(axis=1)
         gain = post[np.arange(len(mem)), s_true] - freq
-        if adv.revise:
+        if whole:
+            n_all = len(read.view)
+            past.append(mem[policy.id].to_numpy(), post, (n_all - len(mem)) / n_all if n_all else 0.0)
+        elif adv.revise:
             assigned = pd.DataFrame({policy.id: mem[policy.id].to_numpy(), LABEL: groups})
             state = update_state(state, assigned, post, policy, window, i)
         yield AttackStep(
@@ -207,11 +230,14 @@ def retrospective(
     corpus: pd.DataFrame | None = None,
     deductions: bool = True,
     attendance: float | None = None,
+    partitions: int | None = None,
 ) -> pd.DataFrame:
     """The retrospective adversary over every committed release (:data:`RETRO_COLUMNS`).
 
     Same parameters and errors as :func:`attack`; the tables are the adversary's at the last
     release (IE: mined before it; snapshot: BK^sv only, so no release informs another).
+    ``partitions``: run the forward-backward on Dask over that many partitions of respondents
+    (:func:`dpriv.adversary.retrospective.retrospective_attack`; the same rows).
     """
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
@@ -223,7 +249,8 @@ def retrospective(
         tables = MarkovTables(tables.values, tables.classes, tables.tables[:1])
     observed = observed_releases(reads, policy, tables.classes)
     masks = MasksAsOf(observed, last_tables(reads, history, policy, adv), attendance) if deductions else None
-    return _retro_frame(retrospective_attack(observed, tables, allowed=masks, attendance=attendance))
+    rows = retrospective_attack(observed, tables, allowed=masks, attendance=attendance, partitions=partitions)
+    return _retro_frame(rows)
 
 
 def _retro_frame(rows: list[dict]) -> pd.DataFrame:
@@ -243,6 +270,7 @@ def attack(
     deductions: bool = True,
     attendance: float | None = None,
     membership: str = "known",
+    revision: str | None = None,
 ) -> pd.DataFrame:
     """Simulate the §1.1 adversary over every committed release; the gain (E10) per release.
 
@@ -251,9 +279,12 @@ def attack(
     ledger : Ledger or path
         A release ledger (:func:`dpriv.release.release_history`); its private state gives
         the QI-group membership the adversary is assumed to know (§1.1 (ii)).
-    history : pandas.DataFrame
+    history : pandas.DataFrame or dask.dataframe.DataFrame
         The original history that was released (policy id, time, QIs, sensitive): the true
-        values for (E10) and the QIs of the knowledge classes; IE mining reads it too.
+        values for (E10) and the QIs of the knowledge classes; IE mining reads it too. A Dask
+        frame is read whole for those; the retrospective adversary then runs its
+        forward-backward on Dask over ``history.npartitions`` partitions of respondents (same
+        rows as on pandas).
     policy : ReleasePolicy
         The policy of the release (columns, domains, ``[knowledge]`` files).
     knowledge : str
@@ -282,6 +313,13 @@ def attack(
         published boxes and the group sizes pins to one group, and ``share_pinned`` (float64,
         per released tuple). The gains stay those of the known-membership adversary; they hold
         exactly for the pinned respondents.
+    revision : {"window", "history"}, optional
+        The paper adversary's revision (docs/algorithms.md §1.4): ``"window"`` (the default)
+        (E7) over the last n' posteriors, as the paper and the defender; ``"history"`` (E5)
+        with the weights (E6) over every full history the model allows, a forward pass
+        (:mod:`dpriv.adversary.history_revision`; with ``attendance`` a missing week is one
+        step of the weekly chain). The retrospective adversary always reads whole histories:
+        ``"window"`` is refused with it.
 
     Returns
     -------
@@ -297,8 +335,9 @@ def attack(
     Raises
     ------
     PolicyError
-        Unknown knowledge, adversary or membership (the message lists the valid ones), a missing table
-        file, deductions without their module.
+        Unknown knowledge, adversary, membership or revision (the message lists the valid
+        ones), ``revision="window"`` with the retrospective adversary, a missing table file,
+        deductions without their module.
     InputError
         A history that is not the released one (missing view, respondent or value), a bad
         SPM corpus, an attendance outside (0, 1], QIs that do not fit the released boxes.
@@ -313,14 +352,25 @@ def attack(
         raise PolicyError("exact deductions need dpriv.adversary.deductions; run without them")
     if membership not in MEMBERSHIPS:
         raise PolicyError(f"unknown membership {membership!r}; valid: {', '.join(MEMBERSHIPS)}")
+    if revision is not None and revision not in REVISIONS:
+        raise PolicyError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
+    if adversary == "retrospective" and revision == "window":
+        raise PolicyError(
+            "the retrospective adversary always sums over whole histories: revision 'window' "
+            "applies to the paper adversary; drop it or pass revision 'history'"
+        )
+    partitions = history.npartitions if is_dask(history) else None
+    history = to_pandas(history)  # the ledger's cross-checks and the truth read it whole
     if adversary == "retrospective":
         out = retrospective(
-            ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance
+            ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance,
+            partitions=partitions,
         )
         return _with_linkage(out, ledger, history, policy, knowledge, corpus, membership)
     rows = []
     for step in attack_steps(
-        ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance
+        ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance,
+        revision=revision or "window",
     ):
         row = step.row()
         rows.append(row)
@@ -342,36 +392,3 @@ def _with_linkage(out, ledger, history, policy, knowledge, corpus, membership) -
     link = pd.DataFrame(rows, columns=["release", *LINKAGE_COLUMNS])
     link = link.astype({"release": "int64", "n_pinned": "int64", "share_pinned": "float64"})
     return out.merge(link, on="release", how="left", validate="many_to_one")
-
-
-def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
-    """``LEDGER/attack/gain_<name>.csv``, where ``dpriv report`` looks for the gain curve of
-    ``knowledge``: ``<name>`` is the knowledge as given (``dk``, ``dk-2``, ``ie``...),
-    ``spm`` for ``spm:PATH`` and ``snapshot+dk`` for ``snapshot:dk``.
-
-    Raises PolicyError for an unknown knowledge (the message lists the valid ones)."""
-    check_knowledge_name(knowledge)
-    spec = str(knowledge).strip()
-    name = "spm" if spec.startswith("spm:") else spec.replace(":", "+")
-    root = ledger.root if isinstance(ledger, Ledger) else Path(ledger)
-    return root / ATTACK_DIR / f"gain_{name}.csv"
-
-
-def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:
-    """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
-    that ``dpriv report LEDGER`` draws it; returns the path. The file is the ledger's own
-    derived result: a later attack with the same knowledge replaces it.
-
-    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``,
-    LedgerError when ``ledger`` is not a ledger folder."""
-    from dpriv.io import atomic_write
-
-    missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
-    if missing:
-        raise InputError(f"attack result lacks column(s) {missing}; pass the frame attack() returns")
-    path = gain_path(ledger, knowledge)
-    if not path.parent.parent.is_dir():
-        raise LedgerError(f"{path.parent.parent} is not a ledger folder (release into it first)")
-    path.parent.mkdir(exist_ok=True)
-    atomic_write(path, gain.to_csv(index=False).encode(), mode=None)
-    return path

@@ -23,6 +23,8 @@ KERNEL_MODULES = (
     "dpriv.hilbert.curve",
     "dpriv.knowledge.prior",
     "dpriv.knowledge.revision",
+    "dpriv.adversary.smoothing",
+    "dpriv.adversary.history_revision",
 )
 
 

@@ -24,10 +24,21 @@ advances once per appearance (the paper adversary's reading of a history); with 
 the release's published suppression share; exited respondents are absent for sure), which
 reveals exits. Masks ``allowed`` (exact deductions, bool (n_i, M) per release) multiply the
 priors before every Ω and the posteriors after it.
+
+**Partitions** (issue 11, performance): the respondents are cut into partitions
+(:mod:`dpriv.adversary.retro_parts`), each running the forward-backward of its own
+respondents (the heavy, per-respondent part, a compiled loop). Per as-of release two results
+cross partitions: the members' predictions at ``a`` (for Ω of ``a``'s groups, whose
+emissions go back to their partitions) and the cavities of the tuples of releases ``<= a``
+(for one Ω per group). Ω needs every member's prior, not only the group's counts, so those
+rows (not the tuples' data) are gathered and Ω runs on whole groups, which keeps the bytes
+the same for any partitioning. In process (default) there is one partition;
+``retrospective_attack(..., partitions=N)`` builds the same steps as a Dask graph.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -35,7 +46,8 @@ import numpy as np
 
 from dpriv.adversary.groups import group_posterior
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.adversary.smoothing import ABS, OBS, CompiledTables, forward_backward
+from dpriv.adversary.retro_parts import TASKS, Part, split, subset
+from dpriv.adversary.smoothing import CompiledTables
 from dpriv.adversary.tail import tail_risk
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
@@ -64,49 +76,6 @@ class AsOf:
     allowed: tuple[np.ndarray, ...] | None = None
 
 
-class _Steps:
-    """Every respondent's steps (one per release from her first appearance), sorted by
-    (respondent, release); OBS where she is released, ABS where absent (if modelled)."""
-
-    def __init__(self, observed: Sequence[ObservedRelease], absences: bool) -> None:
-        p_count = len(observed)
-        rid = np.concatenate([o.respondent for o in observed])
-        self.ids, inv = np.unique(rid, return_inverse=True)
-        n_r = self.ids.size
-        sizes = [o.respondent.size for o in observed]
-        pos = np.repeat(np.arange(p_count), sizes)
-        tup = np.concatenate([np.arange(s) for s in sizes]) if sizes else np.zeros(0, np.int64)
-        present = np.zeros((n_r, p_count), dtype=bool)
-        present[inv, pos] = True
-        if present.sum() != rid.size:
-            raise InputError("a respondent appears twice in one release")
-        first = present.argmax(axis=1)
-        self.cls = np.zeros(n_r, dtype=np.int64)
-        cls_all = np.concatenate([o.cls for o in observed]).astype(np.int64)
-        at_first = pos == first[inv]
-        self.cls[inv[at_first]] = cls_all[at_first]
-        grid = np.arange(p_count)[None, :] >= first[:, None]
-        keep = grid & (present | absences)
-        r_idx, p_idx = np.nonzero(keep)  # row-major: sorted by (respondent, release)
-        self.resp, self.pos = r_idx.astype(np.int64), p_idx.astype(np.int64)
-        self.kind = np.where(present[r_idx, p_idx], OBS, ABS).astype(np.int8)
-        self.start = np.searchsorted(self.resp, np.arange(n_r)).astype(np.int64)
-        # step index of every released tuple, per release
-        key = self.resp * p_count + self.pos
-        self.key = key
-        self.p_count = p_count
-        self.tuple_step = []
-        for p in range(p_count):
-            r = inv[pos == p][np.argsort(tup[pos == p])]
-            self.tuple_step.append(np.searchsorted(key, r * p_count + p).astype(np.int64))
-        self.tuple_resp = [inv[pos == p][np.argsort(tup[pos == p])] for p in range(p_count)]
-
-    def end_at(self, p: int) -> np.ndarray:
-        """Exclusive end of each respondent's window of steps at releases <= position p."""
-        r = np.arange(self.ids.size, dtype=np.int64)
-        return np.searchsorted(self.key, r * self.p_count + p, side="right").astype(np.int64)
-
-
 Masks = Sequence[np.ndarray] | Callable[[int], Sequence[np.ndarray]] | None
 
 
@@ -133,6 +102,16 @@ def _check(observed: Sequence[ObservedRelease], tables: MarkovTables) -> None:
             raise InputError(f"release {o.index} has {o.counts.shape[1]} sensitive values, the tables {m}")
         if o.cls.size and (o.cls.min() < 0 or o.cls.max() >= tables.classes.n_classes):
             raise InputError(f"release {o.index}: knowledge classes outside the tables' class map")
+
+
+def _checked(observed, tables, allowed, attendance) -> list[np.ndarray] | None:
+    """Check the inputs (InputError as :func:`retrospective_posteriors`); the static masks."""
+    _check(observed, tables)
+    if attendance is not None and not 0.0 < float(attendance) <= 1.0:
+        raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    if allowed is None or callable(allowed):
+        return None
+    return _check_masks(observed, allowed, tables.n_values)
 
 
 def retrospective_posteriors(
@@ -173,73 +152,98 @@ def retrospective_posteriors(
         release, masks of the wrong shape, or an attendance outside (0, 1].
     """
     observed = list(observed)
-    _check(observed, tables)
-    static = (
-        None if allowed is None or callable(allowed) else _check_masks(observed, allowed, tables.n_values)
-    )
-    if attendance is not None and not 0.0 < float(attendance) <= 1.0:
-        raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    static = _checked(observed, tables, allowed, attendance)
     if not observed:
         return
+    yield from _run(observed, tables, static, allowed, attendance, 1, lazy=False)
+
+
+def _masks_at(observed, tables, static, allowed, a) -> list:
+    """Masks of releases ``0 .. a`` known after ``a`` (Nones without masks)."""
+    if allowed is None:
+        return [None] * (a + 1)
+    if static is not None:
+        return static[: a + 1]
+    return _check_masks(observed[: a + 1], allowed(a), tables.n_values)
+
+
+def _assemble(n: int, m: int, positions: Sequence[np.ndarray], pieces: Sequence[np.ndarray]) -> np.ndarray:
+    out = np.zeros((n, m))
+    for pos, piece in zip(positions, pieces):
+        out[pos] = piece
+    return out
+
+
+def _emissions(observed, a: int, positions, preds, mask) -> list[np.ndarray]:
+    """Ω of the groups of release ``a`` with the members' predictions; each partition's
+    emissions (Ω posterior / prediction, the Ω likelihood up to a constant)."""
+    obs, positions = observed[a], [p[a] for p in positions]
+    prior = _assemble(obs.respondent.size, obs.counts.shape[1], positions, preds)
+    post = group_posterior(obs.group, obs.counts, prior, mask)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        emis = np.where(prior > 0, post / np.where(prior > 0, prior, 1.0), post)
+    return [emis[pos] for pos in positions]
+
+
+def _as_of(observed, a, positions, cavs, masks, with_masks) -> AsOf:
+    """One Ω per group of every release ``i <= a`` with the cavities of every partition."""
+    posts = []
+    for i, o in enumerate(observed[: a + 1]):
+        cav = _assemble(o.respondent.size, o.counts.shape[1], [p[i] for p in positions], [c[i] for c in cavs])
+        posts.append(group_posterior(o.group, o.counts, cav, masks[i]))
+    used = tuple(masks) if with_masks else None
+    return AsOf(observed[a].index, tuple(o.index for o in observed[: a + 1]), tuple(posts), used)
+
+
+def _run(observed, tables, static, allowed, attendance, n_parts: int, lazy: bool):
+    """Every as-of release over ``n_parts`` partitions of respondents (module doc): eager
+    (yields AsOf) or, with ``lazy``, a Dask graph (yields a Delayed list of rows per as-of)."""
+    import dask
+
     compiled = CompiledTables(tables)
-    m = tables.n_values
-    steps = _Steps(observed, absences=attendance is not None)
-    n_steps = steps.resp.size
-    sigma = np.zeros(n_steps)
-    for p, o in enumerate(observed):
+    sigma = []
+    for o in observed:
         n_all = o.respondent.size + o.n_suppressed
-        sigma[steps.pos == p] = o.n_suppressed / n_all if n_all else 0.0
-    emission = np.zeros((n_steps, m))
-    cavity = np.zeros((n_steps, m))
-
-    def passes(rows: np.ndarray, backward: bool = True) -> np.ndarray:
-        """Forward(-backward) over ``rows`` with the current emissions; fills ``cavity``."""
-        return forward_backward(
-            compiled, rows, steps.start, end, steps.kind, emission, sigma, steps.cls, cavity,
-            attendance=attendance, backward=backward,
-        )
-    live = np.ones(steps.ids.size)
-    for a, obs in enumerate(observed):
-        end = steps.end_at(a)
-        at_a = steps.tuple_step[a]
-        members = steps.tuple_resp[a]
-        if allowed is None:
-            masks = [None] * (a + 1)
-        elif static is not None:
-            masks = static[: a + 1]
-        else:
-            masks = _check_masks(observed[: a + 1], allowed(a), tables.n_values)
-        stale = np.zeros(steps.ids.size, dtype=bool)  # respondents whose evidence tightened
-        if static is None and allowed is not None:
-            for i in range(a):
-                idx = steps.tuple_step[i]
-                new = emission[idx] * masks[i]
-                changed = (new != emission[idx]).any(axis=1)
-                emission[idx] = new
-                stale[steps.tuple_resp[i][changed]] = True
-        # 1. forward prediction at a, Ω of the groups of a, the members' emissions
-        emission[at_a] = 1.0
-        passes(members, backward=False)
-        prior = cavity[at_a]
-        post = group_posterior(obs.group, obs.counts, prior, masks[a])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            emission[at_a] = np.where(prior > 0, post / np.where(prior > 0, prior, 1.0), post)
-        # 2. forward-backward for the respondents with a step at a (absent ones only while
-        #    they may still be active), then one Ω per group of every release i <= a
-        active = live > 0
-        active[members] = True
-        rows = np.flatnonzero(((end > _end_before(steps, a)) & active) | stale)
-        live_new = passes(rows)
-        live[rows] = live_new[rows]
-        posts = []
-        for i, o in enumerate(observed[: a + 1]):
-            posts.append(group_posterior(o.group, o.counts, cavity[steps.tuple_step[i]], masks[i]))
-        used = None if allowed is None else tuple(masks)
-        yield AsOf(obs.index, tuple(o.index for o in observed[: a + 1]), tuple(posts), used)
+        sigma.append(o.n_suppressed / n_all if n_all else 0.0)
+    positions = split(observed, n_parts)
+    wrap = dask.delayed if lazy else (lambda f, **_: f)
+    shared_tables, shared_obs, shared_pos = compiled, observed, positions
+    if lazy:  # one copy of the shared inputs in the graph, not one per task
+        tag = uuid.uuid4().hex
+        shared_tables = dask.delayed(compiled, name=f"retro-tables-{tag}", traverse=False)
+        shared_obs = dask.delayed(observed, name=f"retro-observed-{tag}", traverse=False)
+        shared_pos = dask.delayed(positions, name=f"retro-positions-{tag}", traverse=False)
+    parts = [
+        wrap(Part)([subset(o, pos[p]) for p, o in enumerate(observed)], sigma, shared_tables, attendance)
+        for pos in positions
+    ]
+    for a in range(len(observed)):
+        masks = _masks_at(observed, tables, static, allowed, a)
+        preds = []
+        for k, pos in enumerate(positions):
+            # masks known only later tighten earlier emissions (static masks are already in them)
+            pm = [masks[i][pos[i]] for i in range(a)] if static is None and allowed is not None else None
+            parts[k], pred = wrap(TASKS["predict"], nout=2)(parts[k], a, pm)
+            preds.append(pred)
+        emis = wrap(_emissions, nout=n_parts)(shared_obs, a, shared_pos, preds, masks[a])
+        cavs = []
+        for k in range(n_parts):
+            parts[k], cav = wrap(TASKS["absorb"], nout=2)(parts[k], a, emis[k])
+            cavs.append(cav)
+        snap = wrap(_as_of)(shared_obs, a, shared_pos, cavs, masks, allowed is not None)
+        yield wrap(_rows)(snap, shared_obs) if lazy else snap
 
 
-def _end_before(steps: _Steps, a: int) -> np.ndarray:
-    return steps.end_at(a - 1) if a > 0 else steps.start.copy()
+def _rows(snap: AsOf, observed: Sequence[ObservedRelease]) -> list[dict]:
+    """Mean gain (E10) and tail risk of every release of one as-of snapshot."""
+    by_index = {o.index: o for o in observed}
+    rows = []
+    for k, (i, post) in enumerate(zip(snap.releases, snap.posteriors)):
+        o = by_index[i]
+        mask = None if snap.allowed is None else snap.allowed[k]
+        risk = tail_risk(post, o.truth, o.frequencies(), mask)
+        rows.append({"release": i, "as_of": snap.as_of, **risk.as_row()})
+    return rows
 
 
 def retrospective_attack(
@@ -248,10 +252,18 @@ def retrospective_attack(
     *,
     allowed: Masks = None,
     attendance: float | None = None,
+    partitions: int | None = None,
 ) -> list[dict]:
     """Mean gain (E10) and tail risk of every release as of every later release.
 
-    Same parameters and errors as :func:`retrospective_posteriors`.
+    Same parameters and errors as :func:`retrospective_posteriors`, and
+
+    partitions : int, optional
+        None (default): in this process. An int: on Dask (the current scheduler, e.g. a
+        ``distributed.Client``), respondents cut into that many partitions, each running the
+        forward-backward of its own respondents; the predictions and cavities of each release
+        are gathered for the Ω step of its groups. The rows are the same for any number of
+        partitions (a test checks it against the in-process path).
 
     Returns
     -------
@@ -260,12 +272,15 @@ def retrospective_attack(
         ``release``, ``as_of`` and the fields of :class:`dpriv.adversary.tail.TailRisk`.
     """
     observed = list(observed)
-    by_index = {o.index: o for o in observed}
-    rows = []
-    for snap in retrospective_posteriors(observed, tables, allowed=allowed, attendance=attendance):
-        for k, (i, post) in enumerate(zip(snap.releases, snap.posteriors)):
-            o = by_index[i]
-            mask = None if snap.allowed is None else snap.allowed[k]
-            risk = tail_risk(post, o.truth, o.frequencies(), mask)
-            rows.append({"release": i, "as_of": snap.as_of, **risk.as_row()})
-    return rows
+    if partitions is None:
+        rows = []
+        for snap in retrospective_posteriors(observed, tables, allowed=allowed, attendance=attendance):
+            rows += _rows(snap, observed)
+        return rows
+    import dask
+
+    static = _checked(observed, tables, allowed, attendance)
+    if not observed:
+        return []
+    lazy = list(_run(observed, tables, static, allowed, attendance, int(partitions), lazy=True))
+    return [row for rows in dask.compute(*lazy) for row in rows]

@@ -58,6 +58,15 @@ def attack(
             "boxes and group sizes alone pin to one group (the gains stay the known-membership ones)."
         ),
     ] = "known",
+    revision: Annotated[
+        str | None,
+        typer.Option(
+            help="The paper adversary's revision (docs/algorithms.md §1.4): window (default) is (E7) "
+            "over the last n' posteriors, as the paper and the defender; history is (E5)/(E6) over "
+            "every full history the model allows (with --attendance, a missing week is one step of "
+            "the weekly chain). The retrospective adversary always reads whole histories."
+        ),
+    ] = None,
     policy: PolicyFile = None,
     debug: Debug = False,
 ) -> None:
@@ -81,6 +90,7 @@ def attack(
             deductions=deductions,
             attendance=attendance,
             membership=membership,
+            revision=revision,
         )
     except PolicyError as exc:
         if policy is not None:

@@ -1,0 +1,45 @@
+"""Where the attack results of a ledger live: ``LEDGER/attack/gain_<knowledge>.csv``, written
+atomically, where ``dpriv report`` finds the gain curves (re-exported by :mod:`dpriv.attack`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dpriv.errors import InputError, LedgerError
+from dpriv.ledger import ATTACK_DIR, Ledger
+from dpriv.sources import check_knowledge_name
+
+
+def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
+    """``LEDGER/attack/gain_<name>.csv``, where ``dpriv report`` looks for the gain curve of
+    ``knowledge``: ``<name>`` is the knowledge as given (``dk``, ``dk-2``, ``ie``...),
+    ``spm`` for ``spm:PATH`` and ``snapshot+dk`` for ``snapshot:dk``.
+
+    Raises PolicyError for an unknown knowledge (the message lists the valid ones)."""
+    check_knowledge_name(knowledge)
+    spec = str(knowledge).strip()
+    name = "spm" if spec.startswith("spm:") else spec.replace(":", "+")
+    root = ledger.root if isinstance(ledger, Ledger) else Path(ledger)
+    return root / ATTACK_DIR / f"gain_{name}.csv"
+
+
+def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:
+    """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
+    that ``dpriv report LEDGER`` draws it; returns the path. The file is the ledger's own
+    derived result: a later attack with the same knowledge replaces it.
+
+    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``,
+    LedgerError when ``ledger`` is not a ledger folder."""
+    from dpriv.io import atomic_write
+
+    missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
+    if missing:
+        raise InputError(f"attack result lacks column(s) {missing}; pass the frame attack() returns")
+    path = gain_path(ledger, knowledge)
+    if not path.parent.parent.is_dir():
+        raise LedgerError(f"{path.parent.parent} is not a ledger folder (release into it first)")
+    path.parent.mkdir(exist_ok=True)
+    atomic_write(path, gain.to_csv(index=False).encode(), mode=None)
+    return path
