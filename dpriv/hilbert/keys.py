@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._random import keyed, stable_hash
+from dpriv.errors import InputError
 from dpriv.hilbert.curve import DEFAULT_BITS_CAP, grid_codes, grid_coords, hilbert_index
 from dpriv.policy import ReleasePolicy
 from dpriv.released import SCODE
@@ -19,11 +20,61 @@ from dpriv.validate import codes
 HKEY, TIE = "_hkey", "_tie"
 
 
+def knowledge_coords(prior: np.ndarray) -> np.ndarray:
+    """Two coordinates in [0, 1] of each row of ``prior`` (float64 (n, M), rows sum to 1):
+    the expected rank of S, ``mu = sum_s P(s) r(s)`` with ``r(s) = rank / (M - 1)``, and twice
+    its standard deviation ``2 sqrt(sum_s P(s) (r(s) - mu)^2)`` (<= 1 on [0, 1]). Respondents
+    close in both hold similar revised knowledge (RBK^sv), so a group of them has a small JS
+    (E8). Returns float64 (n, 2); a one-value domain gives zeros."""
+    prior = np.asarray(prior, dtype=np.float64)
+    m = prior.shape[1]
+    if m < 2:
+        return np.zeros((len(prior), 2))
+    r = np.linspace(0.0, 1.0, m)
+    mu = prior @ r
+    var = np.maximum(prior @ (r * r) - mu * mu, 0.0)
+    return np.column_stack([np.clip(mu, 0.0, 1.0), np.clip(2.0 * np.sqrt(var), 0.0, 1.0)])
+
+
+def is_anatomy(policy: ReleasePolicy) -> bool:
+    """Whether groups are formed in knowledge space (``release_format = "anatomy"``)."""
+    return policy.release_format == "anatomy"
+
+
+def key_dims(policy: ReleasePolicy) -> int:
+    """Dimensions of the Hilbert key: 2 knowledge coordinates for Anatomy, else the QIs
+    (plus one with ``prior_key``)."""
+    return 2 if is_anatomy(policy) else len(policy.qi) + int(policy.prior_key)
+
+
+def _priors(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    missing = [c for c in policy.prior_columns if c not in part.columns]
+    if missing:
+        raise InputError(
+            f"release_format = 'anatomy' orders tuples by their prior (RBK^sv) but columns "
+            f"{missing[:3]} are missing; attach priors first (dpriv.state.attach_priors)"
+        )
+    return part[policy.prior_columns].to_numpy(dtype=np.float64)
+
+
+def grouping_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    """The space in which groups are kept compact, float64 (n, d) in [0, 1]: the QIs
+    (:func:`unit_coords`) for a generalized release, the knowledge coordinates of each
+    tuple's prior (:func:`knowledge_coords`) for Anatomy, whose QIs are released exactly."""
+    return knowledge_coords(_priors(part, policy)) if is_anatomy(policy) else unit_coords(part, policy)
+
+
 def hilbert_keys(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
     """uint64 Hilbert key of every row: its QIs on the grid of the policy domains (stable
     across releases) and, with ``policy.prior_key`` and prior columns present, the expected
-    rank of S under its prior, ``sum_s P(s) rank(s) / (M - 1)`` in [0, 1]."""
+    rank of S under its prior, ``sum_s P(s) rank(s) / (M - 1)`` in [0, 1]. For
+    ``release_format = "anatomy"`` the key ignores the QIs: it is the Hilbert index of the
+    two :func:`knowledge_coords` of the prior (the order in which Anatomy groups are cut)."""
     bits = grid_bits(policy)
+    if is_anatomy(policy):
+        kc = knowledge_coords(_priors(part, policy))
+        coords = np.column_stack([grid_coords(kc[:, i], 0.0, 1.0, bits) for i in range(2)])
+        return hilbert_index(coords.astype(np.uint64), bits)
     cols = []
     if policy.prior_key and all(c in part.columns for c in policy.prior_columns):
         prior = part[policy.prior_columns].to_numpy(dtype=float)
@@ -99,6 +150,8 @@ def grid_bits(policy: ReleasePolicy) -> int:
     ``64 // (m + prior_key)`` so the key fits in a uint64."""
     if policy.hilbert_bits is not None:
         return policy.hilbert_bits
+    if is_anatomy(policy):
+        return DEFAULT_BITS_CAP
     sizes = []
     for q in policy.qi:
         dom = policy.domains[q]
