@@ -39,6 +39,19 @@ from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError
 from dpriv.policy import ReleasePolicy
 
+ReleaseFormat = Annotated[
+    str | None,
+    typer.Option(
+        help='"generalized" (QI intervals / value sets, default) or "anatomy" (exact QIs in a QI '
+        "table, each group's sensitive values counted in a second table; docs/released-format.md)."
+    ),
+]
+
+
+def sensitive_out(out: Path) -> Path:
+    """Where ``anonymize`` writes an Anatomy release's sensitive table: ``OUT.sensitive.<ext>``."""
+    return out.with_name(f"{out.stem}.sensitive{out.suffix}")
+
 
 @app.command()
 @command
@@ -58,9 +71,12 @@ def anonymize(
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
+    release_format: ReleaseFormat = None,
     debug: Debug = False,
 ) -> None:
-    """Generalize one view under k-anonymity, t-closeness and the JS threshold j."""
+    """Generalize one view under k-anonymity, t-closeness and the JS threshold j (with
+    --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
+    from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
 
     check_out(out, input)
@@ -74,7 +90,14 @@ def anonymize(
         j=j,
         seed=seed,
         npartitions=npartitions,
+        release_format=release_format,
     )
+    table_out = sensitive_out(out)
+    if eff.policy.release_format == "anatomy" and table_out.exists():
+        raise InputError(
+            f"{table_out} exists: an Anatomy release writes its sensitive table there and dpriv "
+            "never overwrites a file it did not create; move it away or choose another --out"
+        )
     view = read_table(input, add_row_id=add_row_id)
     pol = with_categorical(show_policy(eff), categorical)
     _before_cluster(view, pol, input)  # before the heavy imports and the cluster
@@ -86,6 +109,9 @@ def anonymize(
     for note in result.notes:
         _say(note)
     write_frame(result.released, out)
+    if result.sensitive is not None:
+        write_frame(result.sensitive, table_out)
+        typer.echo(f"sensitive table written to {table_out}")
     out.with_name(out.name + ".metrics.json").write_text(json.dumps(result.metrics, indent=2, default=str))
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
@@ -207,6 +233,7 @@ def release(
         str | None,
         typer.Option(help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on.'),
     ] = None,
+    release_format: ReleaseFormat = None,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     progress: Annotated[
@@ -231,6 +258,7 @@ def release(
         t=t,
         j=j,
         small_view=small_view,
+        release_format=release_format,
     )
     method = method or recorded_method or "jsreduce"
     _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical)
