@@ -34,6 +34,7 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask, meta_of
 from dpriv.anonymity.verify import VerificationReport, verify_release
+from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
@@ -321,13 +322,20 @@ def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFr
 
 
 def verify_view(
-    released: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy, *, view: int | None = None
+    released: pd.DataFrame,
+    original: pd.DataFrame,
+    policy: ReleasePolicy,
+    *,
+    view: int | None = None,
+    sensitive: pd.DataFrame | None = None,
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
 
     ``original`` may be a history (the policy's time column): ``view`` then picks the view
     (required when it holds several). The policy's domains are resolved from that view; t is
-    checked against its sensitive distribution. Raises InputError / PolicyError.
+    checked against its sensitive distribution. An Anatomy release gives its QI table as
+    ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Raises InputError /
+    PolicyError.
     """
     original = prepare_view(original, policy)
     if policy.time and policy.time in original.columns:
@@ -343,6 +351,7 @@ def verify_view(
                 raise InputError(f"--original has no rows with {policy.time} = {view}; it holds {times[:10]}")
     policy, _ = resolve_policy(original, policy)
     c = codes(original[policy.sensitive], policy.sensitive_domain)
-    return verify_release(
-        released, policy, view_counts=np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
-    )
+    counts = np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
+    if sensitive is not None:
+        return verify_anatomy(released, sensitive, policy, view_counts=counts)
+    return verify_release(released, policy, view_counts=counts)

@@ -19,6 +19,7 @@ from dpriv.cli.common import (
     K,
     Partitions,
     PolicyFile,
+    ReleaseFormat,
     Scheduler,
     Sensitive,
     T,
@@ -30,6 +31,7 @@ from dpriv.cli.common import (
     command,
     load_effective,
     print_summary,
+    sensitive_out,
     show_policy,
     with_categorical,
     write_frame,
@@ -38,19 +40,6 @@ from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError
 from dpriv.policy import ReleasePolicy
-
-ReleaseFormat = Annotated[
-    str | None,
-    typer.Option(
-        help='"generalized" (QI intervals / value sets, default) or "anatomy" (exact QIs in a QI '
-        "table, each group's sensitive values counted in a second table; docs/released-format.md)."
-    ),
-]
-
-
-def sensitive_out(out: Path) -> Path:
-    """Where ``anonymize`` writes an Anatomy release's sensitive table: ``OUT.sensitive.<ext>``."""
-    return out.with_name(f"{out.stem}.sensitive{out.suffix}")
 
 
 @app.command()
