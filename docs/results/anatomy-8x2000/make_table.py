@@ -60,9 +60,11 @@ for ax, col, name in ((axes[0], "max_gain_dk", "paper adversary (full DK)"),
     for method, g in baseline.groupby("method"):
         ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], alpha=0.6, label=method)
     a = front[front["seed"] == 0]
-    ax.scatter(a["semi"], a[col], s=20 + 400 * a["suppression"], marker="*", c="k", label="jsreduce+anatomy (seed 0)")
+    size = 20 + 400 * a["suppression"]
+    ax.scatter(a["semi"], a[col], s=size, marker="*", c="k", label="jsreduce+anatomy (seed 0)")
     for _, r in a.iterrows():
-        ax.annotate(label(r["params"]), (r["semi"], r[col]), fontsize=6, xytext=(4, 0), textcoords="offset points")
+        at = (r["semi"], r[col])
+        ax.annotate(label(r["params"]), at, fontsize=6, xytext=(4, 0), textcoords="offset points")
     ax.set(xlabel="mean average semiperimeter (Anatomy: 0 by construction)", title=name)
 axes[0].set_ylabel("max gain (E10), lower = safer")
 axes[0].legend(fontsize=7)
