@@ -266,7 +266,9 @@ def test_ledger_bytes_do_not_depend_on_the_partitions(history, tmp_path):
         pd.testing.assert_frame_equal(sa, sb)
         ma, mb = one.read_metrics(i), three.read_metrics(i)
         ma.pop("seconds"), mb.pop("seconds")
-        assert ma == mb
+        # the verifier sums each group's priors part by part: j_achieved may differ in the last
+        # bits (the published files above are compared byte for byte)
+        assert ma == pytest.approx(mb, rel=1e-12)
         assert ma["average_semiperimeter"] == 0.0 and ma["ok"]
         view = one.read_view(i)
         assert list(view.columns) == [GROUP, *policy.qi]
