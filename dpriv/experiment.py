@@ -34,7 +34,7 @@ from dpriv.release import release_history
 
 #: (t, j) of the Anatomy (bucketization) settings of the grid (issue 12, direction 3;
 #: docs/results/anatomy-8x2000/); each with :data:`ANATOMY`.
-ANATOMY_SETTINGS = ((1.0, 0.2), (1.0, 0.3), (1.0, 0.4), (0.5, 0.8))
+ANATOMY_SETTINGS = ((0.3, 0.8), (0.5, 0.6), (0.5, 0.8), (1.0, 0.4))
 #: How an Anatomy release groups: the top-down split in knowledge space (Hellinger coordinates
 #: of the priors, cuts also along their first principal axis); the greedy scan along the
 #: knowledge key suppressed 90 % of release 2 of 8 x 2,000 at t 1, j 0.2 (top-down: 15 %).
