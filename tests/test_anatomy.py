@@ -268,7 +268,8 @@ def test_ledger_bytes_do_not_depend_on_the_partitions(history, tmp_path):
         ma.pop("seconds"), mb.pop("seconds")
         # the verifier sums each group's priors part by part: j_achieved may differ in the last
         # bits (the published files above are compared byte for byte)
-        assert ma == pytest.approx(mb, rel=1e-12)
+        assert ma.pop("j_achieved") == pytest.approx(mb.pop("j_achieved"), rel=1e-12)
+        assert ma == mb
         assert ma["average_semiperimeter"] == 0.0 and ma["ok"]
         view = one.read_view(i)
         assert list(view.columns) == [GROUP, *policy.qi]
