@@ -54,14 +54,6 @@ def apply_anatomy(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     return out
 
 
-def anatomy_meta(view_meta: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """Empty QI table with the dtypes :func:`apply_anatomy` gives for ``view_meta``."""
-    empty = view_meta.iloc[:0].assign(**{LABEL: pd.Series(dtype="int64")})
-    if policy.id not in empty.columns:
-        empty[policy.id] = pd.Series(dtype="int64")
-    return apply_anatomy(empty, policy)
-
-
 def sensitive_table(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """The sensitive table of grouped rows (pandas or Dask; ``_label`` >= 0 and ``_s`` codes,
     or the sensitive column): counts per (label, value), label-sorted, then domain order.
@@ -101,20 +93,3 @@ def expand_sensitive(table: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame
     return pd.DataFrame(
         {GROUP: table[GROUP].to_numpy()[idx], policy.sensitive: table[policy.sensitive].to_numpy()[idx]}
     )
-
-
-def association_loss(groups: np.ndarray, s: np.ndarray) -> float | None:
-    """Mean over released tuples of the total variation between the tuple's true value (a
-    point mass) and its group's published distribution of S: ``1 - P_Q(s)`` averaged, i.e.
-    ``1 - sum_g sum_s c_gs^2 / n_g / N``. In [0, 1 - 1/M]; 0 when each group holds one value
-    (the QI-S association fully kept), its view-level value when the view is one group.
-    ``groups`` and ``s`` (int64 codes) of shape (N,); None for N = 0. The same number for a
-    generalized view (qi_group, S) and an Anatomy sensitive table, so formats compare."""
-    groups = np.asarray(groups)
-    if len(groups) == 0:
-        return None
-    frame = pd.DataFrame({"g": groups, "s": np.asarray(s)})
-    c = frame.value_counts().rename("c").reset_index()
-    n_g = c.groupby("g")["c"].transform("sum").to_numpy(dtype=np.float64)
-    cc = c["c"].to_numpy(dtype=np.float64)
-    return float(1.0 - (cc * cc / n_g).sum() / len(groups))
