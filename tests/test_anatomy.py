@@ -350,3 +350,12 @@ def test_sensitive_table_from_dask_equals_pandas():
     assert want[GROUP].tolist() == [3, 3, 5, 5] and want[COUNT].tolist() == [2, 1, 1, 1]
     got = sensitive_table(dd.from_pandas(rows, npartitions=2), policy)
     pd.testing.assert_frame_equal(got, want)
+
+
+def test_association_loss_of_a_generalized_view_pandas_and_dask():
+    from dpriv.metrics.anatomy import released_association_loss
+
+    _, policy = tiny()
+    rel = pd.DataFrame({GROUP: [1, 1, 1, 2, 2, 2], "s": ["x", "x", "y", "x", "y", "y"]})
+    assert released_association_loss(rel, policy) == pytest.approx(4 / 9)
+    assert released_association_loss(dd.from_pandas(rel, npartitions=3), policy) == pytest.approx(4 / 9)

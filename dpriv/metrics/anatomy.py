@@ -53,11 +53,18 @@ def view_association_loss(view_counts: np.ndarray) -> float | None:
     return None if n == 0 else float(1.0 - ((vc / n) ** 2).sum())
 
 
-def value_counts_table(released: Any, policy: ReleasePolicy) -> pd.DataFrame:
-    """(``qi_group``, ``count``) per (group, value) of a generalized view (pandas or Dask;
-    aggregated on the workers)."""
-    sizes = to_pandas(released[[GROUP, policy.sensitive]].groupby([GROUP, policy.sensitive]).size())
-    return pd.DataFrame({GROUP: sizes.index.get_level_values(0), COUNT: sizes.to_numpy(dtype=np.int64)})
+def released_association_loss(released: Any, policy: ReleasePolicy) -> float | None:
+    """:func:`association_loss_table` of a generalized view (pandas or Dask) without gathering
+    its (group, value) counts: the per-value counts stay on the workers, only one row per group
+    (``n_g``, ``sum_s c_gs^2``) reaches the client."""
+    counts = released[[GROUP, policy.sensitive]].groupby([GROUP, policy.sensitive]).size()
+    frame = counts.rename(COUNT).reset_index()
+    frame = frame.assign(c2=frame[COUNT] * frame[COUNT])
+    per_group = to_pandas(frame.groupby(GROUP).agg(n=(COUNT, "sum"), c2=("c2", "sum")))
+    n = per_group["n"].to_numpy(dtype=np.float64)
+    if n.sum() == 0:
+        return None
+    return float(1.0 - (per_group["c2"].to_numpy(dtype=np.float64) / n).sum() / n.sum())
 
 
 def group_qi_span(qi_table: Any, policy: ReleasePolicy) -> pd.DataFrame:

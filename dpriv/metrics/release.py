@@ -19,8 +19,7 @@ from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.errors import PolicyError, VerificationError
 from dpriv.metrics.anatomy import (
     anatomy_utility,
-    association_loss_table,
-    value_counts_table,
+    released_association_loss,
     view_association_loss,
 )
 from dpriv.metrics.microdata import release_kpr
@@ -89,7 +88,7 @@ def release_metrics(
         util = anatomy_utility(released, sensitive, original, policy, n_original, view_counts)
         return ReleaseMetrics(util, util.pop("kpr"), n_original, n_suppressed)
     util = utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k)
-    util["association_loss"] = association_loss_table(value_counts_table(released, policy))
+    util["association_loss"] = released_association_loss(released, policy)
     util["association_loss_view"] = None if view_counts is None else view_association_loss(view_counts)
     util["group_qi_span"] = util["average_semiperimeter"]
     return ReleaseMetrics(util, release_kpr(released, original, policy), n_original, n_suppressed)
