@@ -21,8 +21,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary.linkage import qi_linkage
+from dpriv.adversary.linkage import exact_qi_linkage, qi_linkage
 from dpriv.adversary.observed import ObservedRelease
+from dpriv.anatomy import expand_sensitive
 from dpriv.errors import InputError, LedgerError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -44,7 +45,8 @@ class ReadRelease(NamedTuple):
     s_true : int64 ndarray (n,), their true sensitive codes (policy domain order)
     s_released : int64 ndarray (n,), the released codes aligned group by group on ``members``
     counts : int64 ndarray (G, M), the released value counts per group (labels sorted)
-    released : DataFrame, the released view V*_i as stored in the ledger
+    released : DataFrame, the released view V*_i as stored in the ledger (for an Anatomy
+        release its QI table, whose sensitive table gave ``counts``)
     """
 
     index: int
@@ -151,7 +153,9 @@ def read_releases(
             rid = view.loc[view[policy.id].duplicated(), policy.id].tolist()[0]
             raise InputError(f"respondent {rid!r} has two tuples in view {i}; keep one per view")
         released = ledger.read_view(i)
-        out.append(ReadRelease(i, view, *_members(ledger, i, view, released, policy), released))
+        table = ledger.read_sensitive(i)  # an Anatomy release: the group counts are there
+        values = released if table is None else expand_sensitive(table, policy)
+        out.append(ReadRelease(i, view, *_members(ledger, i, view, values, policy), released))
     return out
 
 
@@ -193,16 +197,26 @@ def node_leaves(policy: ReleasePolicy) -> dict[str, dict[str, tuple]] | None:
 def linkage_rows(reads: list[ReadRelease], policy: ReleasePolicy) -> list[dict]:
     """Membership from QIs alone (issue 11, item 4), per release: ``n_pinned`` (respondents
     every assignment of V_i's QIs to the published boxes and group sizes puts in one group)
-    and ``share_pinned`` (n_pinned / released tuples; NaN for an empty release)."""
+    and ``share_pinned`` (n_pinned / released tuples; NaN for an empty release). An Anatomy
+    release (a QI table of exact QIs, no ``<qi>_min`` column) is read by
+    :func:`dpriv.adversary.linkage.exact_qi_linkage`."""
     rows = []
     for r in reads:
-        link = qi_linkage(
-            r.released,
-            r.view,
-            numeric=policy.numeric_qi,
-            categorical=policy.categorical_qi,
-            group=GROUP,
-            leaves=node_leaves(policy),
-        )
+        if is_qi_table(r.released, policy):
+            link = exact_qi_linkage(r.released, r.view, list(policy.qi), group=GROUP)
+        else:
+            link = qi_linkage(
+                r.released,
+                r.view,
+                numeric=policy.numeric_qi,
+                categorical=policy.categorical_qi,
+                group=GROUP,
+                leaves=node_leaves(policy),
+            )
         rows.append({"release": r.index, "n_pinned": link.n_pinned, "share_pinned": link.share_pinned})
     return rows
+
+
+def is_qi_table(released: pd.DataFrame, policy: ReleasePolicy) -> bool:
+    """Whether a stored release is an Anatomy QI table (exact QIs, no S column)."""
+    return policy.sensitive not in released.columns and all(q in released.columns for q in policy.qi)

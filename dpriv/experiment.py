@@ -32,10 +32,18 @@ from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
+#: (t, j) of the Anatomy (bucketization) settings of the grid (issue 12, direction 3;
+#: docs/results/anatomy-8x2000/); each with :data:`ANATOMY`.
+ANATOMY_SETTINGS = ((0.3, 0.8), (0.5, 0.6), (0.5, 0.8), (1.0, 0.4))
+#: How an Anatomy release groups: the top-down split in knowledge space (Hellinger coordinates
+#: of the priors, cuts also along their first principal axis); the greedy scan along the
+#: knowledge key suppressed 90 % of release 2 of 8 x 2,000 at t 1, j 0.2 (top-down: 15 %).
+ANATOMY = {"release_format": "anatomy", "grouping": "topdown", "topdown_pc": True}
 #: (method, parameter overrides) explored by default; each method's own parameter varies.
 GRID: dict[str, list[dict]] = {
     "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)]
-    + [{"t": 0.5, "j": 0.8, "defender": d} for d in ("dk", "dk-1", "ie")],
+    + [{"t": 0.5, "j": 0.8, "defender": d} for d in ("dk", "dk-1", "ie")]
+    + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],
     "mondrian-bt": [{"bt_t": b} for b in (0.15, 0.25, 0.4)],
@@ -76,13 +84,14 @@ def run_experiment(
     A JS-reduce entry may name the defender's knowledge (``"defender": "dk-1"``); crossed
     with the adversary's ``knowledge`` kinds it gives the paper's Fig. 6 combinations.
 
-    Returns the tables: ``runs`` (method, params, release, groups, suppression, semi),
+    Returns the tables: ``runs`` (method, params, release, groups, suppression, semi,
+    association_loss, group_qi_span, share_pinned),
     ``gains`` (method, params, knowledge, release, adversary_gain, confident_share,
     confident_precision), ``retro`` (method, params, release, as_of, adversary_gain,
     confident_share, confident_precision, n_certain; the retrospective adversary with the
     exact DK, empty with ``retrospective=False``) and ``frontier`` (method, params, mean and
-    max suppression, mean semi, max_gain per knowledge, max_share per knowledge,
-    max_retro_gain and max_retro_share over every (release, as_of)).
+    max suppression, mean semi, mean association_loss and group_qi_span, max_gain per
+    knowledge, max_share per knowledge, max_retro_gain and max_retro_share over every (release, as_of)).
     """
     out = Path(out)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
@@ -116,6 +125,8 @@ def run_experiment(
                     "groups": m["n_groups"],
                     "suppression": m["suppression_rate"],
                     "semi": m["average_semiperimeter"],
+                    "association_loss": m.get("association_loss"),
+                    "group_qi_span": m.get("group_qi_span"),
                     "share_pinned": pinned.get(r["index"], float("nan")),
                 }
             )
@@ -173,6 +184,9 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
     util = runs.groupby(key).agg(
         suppression=("suppression", "mean"), max_suppression=("suppression", "max"), semi=("semi", "mean")
     )
+    extra = [c for c in ("association_loss", "group_qi_span") if c in runs]
+    if extra:  # the QI-S association lost (dpriv.metrics.anatomy): Anatomy's semi is 0 by construction
+        util = util.join(runs.groupby(key)[extra].mean())
     if "share_pinned" in runs:
         util = util.join(runs.groupby(key).agg(max_pinned_share=("share_pinned", "max")))
     worst = gains.pivot_table(index=key, columns="knowledge", values="adversary_gain", aggfunc="max")
@@ -187,6 +201,12 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
             )
         )
     return out.reset_index()
+
+
+def _kind(method: str, params: str) -> str:
+    """Legend entry of a frontier point: the method, ``+anatomy`` for an Anatomy release
+    (its semiperimeter is 0 by construction; read its association_loss in frontier.csv)."""
+    return method + ("+anatomy" if json.loads(params).get("release_format") == "anatomy" else "")
 
 
 def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
@@ -216,8 +236,9 @@ def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
         plt.close(fig)
     col = "max_gain_dk" if "max_gain_dk" in front else [c for c in front if c.startswith("max_gain_")][0]
     fig, ax = plt.subplots(figsize=(7, 5))
-    for method, g in front.groupby("method"):
-        ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=method, alpha=0.7)
+    kinds = front.assign(kind=[_kind(m, p) for m, p in zip(front["method"], front["params"])])
+    for kind, g in kinds.groupby("kind"):
+        ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=kind, alpha=0.7)
     ax.set(
         xlabel="mean average semiperimeter (lower = more useful)",
         ylabel=f"{col} (lower = safer)",

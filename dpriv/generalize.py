@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, map_frame
+from dpriv.anatomy import apply_anatomy, sensitive_table
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
 from dpriv.anonymity.topdown import topdown_range
 from dpriv.hilbert.keys import (
@@ -25,6 +26,7 @@ from dpriv.hilbert.keys import (
     add_keys,
     balanced_divisions,
     even_divisions,
+    is_anatomy,
     keyed_meta,
     pandas_divisions,
     split_ranges,
@@ -45,6 +47,9 @@ class Generalized:
     Hilbert ranges used (pass them back to reproduce the release on another path);
     ``table``: the CreateQIG table (:func:`qig_table`, pandas, one row per QI-group).
     Both frames are pandas for a pandas input and Dask for a Dask input.
+    With ``release_format = "anatomy"`` (:mod:`dpriv.anatomy`) ``released`` is the QI table
+    (exact QIs), ``sensitive`` the sensitive table (pandas, one row per (group, value)) and
+    ``table`` is None.
     """
 
     assigned: pd.DataFrame | dd.DataFrame
@@ -52,6 +57,7 @@ class Generalized:
     n_suppressed: int
     divisions: tuple | None
     table: pd.DataFrame | None = None
+    sensitive: pd.DataFrame | None = None
 
 
 def range_kernel(policy: ReleasePolicy):
@@ -111,7 +117,8 @@ def generalize_view(
     )
     known = divisions is not None and None not in divisions
     divisions = tuple(int(d) for d in divisions) if known else None
-    return Generalized(assigned, released, n_suppressed, divisions, table)
+    sensitive = sensitive_table(assigned, policy) if is_anatomy(policy) else None
+    return Generalized(assigned, released, n_suppressed, divisions, table, sensitive)
 
 
 def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
@@ -136,8 +143,11 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
-    table = qig_table(assigned, policy)
-    released = apply_qig(assigned, table, policy)
+    if is_anatomy(policy):  # exact QIs: no CreateQIG table
+        table, released = None, apply_anatomy(assigned, policy)
+    else:
+        table = qig_table(assigned, policy)
+        released = apply_qig(assigned, table, policy)
     released = released.sort_values(ORDER, kind="stable").reset_index(drop=True)
     steps.lap("qig")
     return assigned, released, n_suppressed, divisions, table
@@ -162,13 +172,17 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     kept = grouped[grouped[LABEL] >= 0]
     assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
-    table = qig_table(assigned, policy)
-    # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
-    rmeta = released_meta(
-        policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
-    )
-    # one graph node for the table, not a copy per task
-    released = map_frame(apply_qig, assigned, dask.delayed(table), policy, meta=rmeta)
+    if is_anatomy(policy):  # exact QIs: no CreateQIG table
+        table, rmeta = None, apply_anatomy(assigned._meta, policy)
+        released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)
+    else:
+        table = qig_table(assigned, policy)
+        # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
+        rmeta = released_meta(
+            policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
+        )
+        # one graph node for the table, not a copy per task
+        released = map_frame(apply_qig, assigned, dask.delayed(table), policy, meta=rmeta)
     # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
     # quantile pass would run inside the scheduler's graph materialisation and hang)
     released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))

@@ -4,7 +4,8 @@
 ledger/
   policy.json                 the policy's fingerprint; another policy is refused
   manifest.json               committed releases; written last, atomically (temp + rename)
-  releases/<i>/view.parquet   V*_i (public; no ``_``-prefixed helper column)
+  releases/<i>/view.parquet   V*_i (public; no ``_``-prefixed helper column); Anatomy: the QI table
+  releases/<i>/sensitive.parquet  Anatomy only: qi_group, S, count per group and value (public)
   releases/<i>/metrics.json   achieved k, l, t, j, suppression, utility, timings (public)
   state/<i>/state.parquet     per-respondent posteriors and QI-group labels (SENSITIVE)
 ```
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
 MANIFEST, POLICY = "manifest.json", "policy.json"
+#: The sensitive table of an Anatomy release (dpriv.anatomy.SENSITIVE_FILE).
+SENSITIVE = "sensitive.parquet"
 #: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
 #: the report; :func:`dpriv.attack.save_gain` writes there.
 ATTACK_DIR = "attack"
@@ -137,6 +140,7 @@ class Ledger:
         entry: dict[str, Any],
         *,
         drop_private: bool = True,
+        sensitive: pd.DataFrame | None = None,
     ) -> None:
         """Write release ``index`` then list it in the manifest (the commit point).
 
@@ -148,6 +152,8 @@ class Ledger:
         of V*_i. The state is written as given. ``metrics.json`` comes last, with the seconds
         of this write under ``seconds.write`` when ``metrics["seconds"]`` is a dict. A failure
         before the manifest is rewritten leaves the ledger at release ``index - 1``.
+        An Anatomy release (docs/released-format.md) passes its QI table as ``view`` and its
+        ``sensitive`` table, written to ``releases/<i>/sensitive.parquet``.
         """
         if index != self.last_index() + 1:
             raise LedgerError(f"release {index} cannot follow release {self.last_index()}")
@@ -155,6 +161,8 @@ class Ledger:
         rdir = self.release_dir(index)
         rdir.mkdir(parents=True, exist_ok=True)
         write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
+        if sensitive is not None:
+            write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
         sdir = self.state_path(index).parent
         for d in (sdir.parent, sdir):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -191,6 +199,12 @@ class Ledger:
 
     def read_view(self, index: int) -> pd.DataFrame:
         return pd.read_parquet(self.release_dir(index) / "view.parquet")
+
+    def read_sensitive(self, index: int) -> pd.DataFrame | None:
+        """The sensitive table of an Anatomy release ``index`` (``qi_group``, S, ``count``);
+        None for a generalized release (its view holds S)."""
+        path = self.release_dir(index) / SENSITIVE
+        return pd.read_parquet(path) if path.exists() else None
 
     def read_metrics(self, index: int) -> dict[str, Any]:
         return json.loads((self.release_dir(index) / "metrics.json").read_text())

@@ -70,6 +70,10 @@ class ReleasePolicy(BaseModel):
         key's leading ``level * d`` bits; 0 = the whole view, one root)
     topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
         members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
+    release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group,
+        docs/released-format.md) or ``"anatomy"`` (bucketization, Xiao & Tao 2006: a QI table
+        of exact QIs and a sensitive table of each group's value counts; the groups are formed
+        in the order of the members' revised knowledge, not of their QIs; issue 12, direction 3)
     mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
         §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
         the Mondrian paper's relaxed variant and anonypy do)
@@ -106,6 +110,7 @@ class ReleasePolicy(BaseModel):
     grouping: Literal["scan", "topdown"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
     topdown_pc: bool = False
+    release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
@@ -266,14 +271,16 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger (``small_view`` and
-        ``allow_single_sensitive`` only when not the default, so that ledgers recorded before
-        they existed still match)."""
+        """The fields that must not change between releases of one ledger (``small_view``,
+        ``allow_single_sensitive`` and ``release_format`` only when not the default, so that
+        ledgers recorded before they existed still match)."""
         exclude = {"base_dir", "npartitions"} | ({"small_view"} if self.small_view == "refuse" else set())
         if not self.allow_single_sensitive:
             exclude.add("allow_single_sensitive")
         if not self.hierarchies:
             exclude.add("hierarchies")
+        if self.release_format == "generalized":
+            exclude.add("release_format")
         return self.model_dump(exclude=exclude)
 
 

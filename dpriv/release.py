@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dask
@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, meta_of
-from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
+from dpriv.anonymity.verify import VerificationReport, verify_release
+from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
@@ -44,7 +45,8 @@ from dpriv.ledger import Ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest, secret_policy
+from dpriv.release_check import PartCheck, check_anatomy_groups, check_qi_groups, verify_parts  # noqa: F401
+from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.sources import defender_knowledge
 from dpriv.state import (
     advance_state,
@@ -62,62 +64,6 @@ from dpriv.validate import (
     resolve_policy,
     validate_view,
 )
-
-
-@dataclass
-class PartCheck:
-    """:func:`check_qi_groups` of one part: its report (without the per-group table, which
-    stays on the worker), its released sensitive counts (int64, (M,)) and the order-free
-    digest of its released rows (:func:`rows_digest`)."""
-
-    report: VerificationReport
-    s_counts: np.ndarray
-    digest: int
-
-
-def check_qi_groups(
-    assigned: pd.DataFrame,
-    table: pd.DataFrame,
-    policy: ReleasePolicy,
-    method: str,
-    view_counts: np.ndarray,
-) -> PartCheck:
-    """Independent verification of a part of a release that holds whole QI-groups: their
-    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership."""
-    released = public(apply_qig(assigned, table, policy))
-    report = verify_release(released, policy, view_counts=view_counts, assigned=assigned, method=method)
-    counts = np.bincount(
-        codes(released[policy.sensitive], policy.sensitive_domain).clip(0),
-        minlength=len(policy.sensitive_domain),
-    )
-    return PartCheck(replace(report, groups=report.groups.iloc[:0]), counts, rows_digest(released))
-
-
-def verify_parts(
-    released: dd.DataFrame,
-    by_group: dd.DataFrame,
-    table: pd.DataFrame,
-    policy: ReleasePolicy,
-    method: str,
-    summary: ViewSummary,
-) -> VerificationReport:
-    """Verify a release part by part (``by_group``: its membership hash-partitioned by
-    QI-group) and check that ``released`` holds exactly the verified rows (digest).
-    Returns the combined report (:func:`dpriv.anonymity.verify.combine_reports`)."""
-    table_node = dask.delayed(table)
-    checks = [
-        dask.delayed(check_qi_groups)(part, table_node, policy, method, summary.s_counts)
-        for part in by_group.to_delayed()
-    ]
-    written = [dask.delayed(rows_digest)(part) for part in released.to_delayed()]
-    parts, written = dask.compute(checks, written)
-    report = combine_reports(
-        [p.report for p in parts], sum(p.s_counts for p in parts), summary.s_counts, policy.sensitive_domain
-    )
-    if sum(p.digest for p in parts) % 2**64 != sum(written) % 2**64:
-        problem = "the released rows are not the verified rows (digest differs)"
-        report = replace(report, ok=False, problems=[*report.problems, problem])
-    return report
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -160,6 +106,7 @@ def release_history(
     """
     if method not in METHODS:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    check_format(policy, method)
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
         raise PolicyError(
@@ -199,13 +146,24 @@ def release_history(
             continue
         if not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
-        metrics, released, state = release_view(
+        metrics, released, state, sensitive = release_view(
             view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
         )
-        ledger.commit(i, released, metrics, state, {"input_sha": digest})
+        ledger.commit(i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive)
         if on_release:
             on_release(i, metrics)
     return ledger
+
+
+def check_format(policy: ReleasePolicy, method: str) -> None:
+    """PolicyError unless ``policy.release_format`` suits ``method``: Anatomy groups by the
+    members' knowledge, which only JS-reduce's grouping does (the Mondrian baselines cut QI
+    boxes for a generalized release)."""
+    if policy.release_format == "anatomy" and method != "jsreduce":
+        raise PolicyError(
+            f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
+            'generalized view: use --method jsreduce or release_format = "generalized"'
+        )
 
 
 def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -234,7 +192,8 @@ def release_view(
     (a failing release raises) -> Ω posteriors per part -> the new state (outer join on
     the id, per partition). Returns the metrics (with ``seconds`` per step), the released
     view (persisted, rows in ``_order`` order, the private ``_order`` column still on) and
-    the new state (persisted). Only per-part reports and metrics reach the client.
+    the new state (persisted), and the sensitive table of an Anatomy release (pandas, else
+    None). Only per-part reports, metrics and that table reach the client.
     """
     steps = Steps()
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
@@ -250,16 +209,18 @@ def release_view(
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned, table = result.released, result.assigned, result.table
+        sensitive = result.sensitive
     else:  # the Mondrian baselines are in-memory (client) algorithms
         result = baseline_view(frame.compute().reset_index(drop=True), secret_policy(policy, summary), method)
         table = qig_table(result.assigned, policy)
         released = dd.from_pandas(result.released, npartitions=1, sort=False)
         assigned = dd.from_pandas(result.assigned, npartitions=1, sort=False)
         steps.lap("grouping")
+        sensitive = None
     del frame
     (asg_g,) = steps.run("regroup", assigned.shuffle(LABEL, npartitions=max(released.npartitions, 1)))
     del assigned
-    report = verify_parts(released, asg_g, table, policy, method, summary)
+    report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
         report["ok"] = False
         report["problems"].append(f"a view of {summary.n_rows} < k tuples released a QI-group")
@@ -284,25 +245,30 @@ def release_view(
     new_state, tail = steps.run("pk", new_state, tail)
     checked = {
         **report.to_dict(),
-        **release_metrics(released, view, policy, summary.n_rows, result.n_suppressed).to_dict(),
+        **release_metrics(
+            released, view, policy, summary.n_rows, result.n_suppressed,
+            sensitive=sensitive, view_counts=summary.s_counts,
+        ).to_dict(),
         **combine_tail(tail.compute()),
     }
     steps.lap("metrics")
     metrics = {"release": index, **checked, "seconds": steps.seconds}
     if small:
         metrics["small_view"] = "suppressed"
-    return metrics, released, new_state
+    return metrics, released, new_state, sensitive
 
 
 @dataclass
 class Anonymized:
-    """A verified released view (pandas), its private assignment and its metrics."""
+    """A verified released view (pandas), its private assignment and its metrics; for an
+    Anatomy release ``released`` is the QI table and ``sensitive`` the sensitive table."""
 
     released: pd.DataFrame
     assigned: pd.DataFrame
     metrics: dict
     policy: ReleasePolicy
     notes: list[str] = field(default_factory=list)
+    sensitive: pd.DataFrame | None = None
 
 
 def anonymize(
@@ -331,10 +297,14 @@ def anonymize(
     if is_dask(released):
         released, assigned = dask.compute(released, assigned)
     original = view[policy.qi].compute() if is_dask(view) else view
-    metrics = checked_metrics(released, assigned, original, policy, summary, result.n_suppressed)
+    metrics = checked_metrics(
+        released, assigned, original, policy, summary, result.n_suppressed, sensitive=result.sensitive
+    )
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
-    return Anonymized(public(released).reset_index(drop=True), assigned, metrics, policy, notes)
+    return Anonymized(
+        public(released).reset_index(drop=True), assigned, metrics, policy, notes, result.sensitive
+    )
 
 
 def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:
@@ -354,13 +324,20 @@ def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFr
 
 
 def verify_view(
-    released: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy, *, view: int | None = None
+    released: pd.DataFrame,
+    original: pd.DataFrame,
+    policy: ReleasePolicy,
+    *,
+    view: int | None = None,
+    sensitive: pd.DataFrame | None = None,
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
 
     ``original`` may be a history (the policy's time column): ``view`` then picks the view
     (required when it holds several). The policy's domains are resolved from that view; t is
-    checked against its sensitive distribution. Raises InputError / PolicyError.
+    checked against its sensitive distribution. An Anatomy release gives its QI table as
+    ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Raises InputError /
+    PolicyError.
     """
     original = prepare_view(original, policy)
     if policy.time and policy.time in original.columns:
@@ -376,6 +353,7 @@ def verify_view(
                 raise InputError(f"--original has no rows with {policy.time} = {view}; it holds {times[:10]}")
     policy, _ = resolve_policy(original, policy)
     c = codes(original[policy.sensitive], policy.sensitive_domain)
-    return verify_release(
-        released, policy, view_counts=np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
-    )
+    counts = np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
+    if sensitive is not None:
+        return verify_anatomy(released, sensitive, policy, view_counts=counts)
+    return verify_release(released, policy, view_counts=counts)

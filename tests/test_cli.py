@@ -639,3 +639,49 @@ def test_version_is_the_package_version():
     meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     res = CliRunner().invoke(app, ["--version"])
     assert res.exit_code == 0 and res.output.strip() == f"dpriv {meta['project']['version']}"
+
+
+def test_anonymize_anatomy_writes_the_qi_table_and_the_sensitive_table(cli, tmp_path):
+    src = tmp_path / "v.csv"
+    view(90).to_csv(src, index=False)
+    out = tmp_path / "released.parquet"
+    res = cli("anonymize", src, "--out", out, *QI, *LOOSE, "--release-format", "anatomy")
+    assert res.exit_code == 0, res.output
+    qi = pd.read_parquet(out)
+    table = pd.read_parquet(tmp_path / "released.sensitive.parquet")
+    assert list(qi.columns) == ["qi_group", "age", "gender", "weight"]
+    assert list(table.columns) == ["qi_group", "exam_result", "count"]
+    assert table["count"].sum() == len(qi) and qi.groupby("qi_group").size().min() >= 3
+    # the exact QIs, as a multiset, are the input's kept tuples
+    src_rows = set(map(tuple, view(90)[["age", "gender", "weight"]].to_numpy().tolist()))
+    assert set(map(tuple, qi[["age", "gender", "weight"]].to_numpy().tolist())) <= src_rows
+    # a second run would overwrite a sensitive table it did not create in that run: refused
+    before = tree(tmp_path)
+    res = cli("anonymize", src, "--out", out, *QI, *LOOSE, "--release-format", "anatomy")
+    assert_refused(res, r"released\.sensitive\.parquet exists", "choose another --out")
+    assert tree(tmp_path) == before
+
+
+def test_release_anatomy_with_a_mondrian_method_is_refused(cli, tmp_path):
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    write_history(tmp_path / "d", mh)
+    args = ["release", tmp_path / "d" / "history.parquet", "--ledger", tmp_path / "led"]
+    args += ["--policy", tmp_path / "d" / "policy.toml"]
+    args += ["--release-format", "anatomy", "--method", "mondrian-t"]
+    assert_refused(cli(*args), "anatomy", "--method jsreduce")
+    assert not (tmp_path / "led").exists() or not any((tmp_path / "led").iterdir())
+
+
+def test_verify_an_anatomy_release_and_a_tampered_count(cli, tmp_path):
+    src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
+    view(90).to_csv(src, index=False)
+    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE, "--release-format", "anatomy").exit_code == 0
+    check = ["--original", src, *QI[:4], "--k", "3", "--t", "0.9", "--release-format", "anatomy"]
+    res = cli("verify", rel, *check)
+    assert res.exit_code == 0, res.output
+    table_path = tmp_path / "rel.sensitive.parquet"
+    table = pd.read_parquet(table_path)
+    table.loc[0, "count"] += 1  # one more tuple than the group has QI rows
+    table.to_parquet(table_path, index=False)
+    res = cli("verify", rel, *check)
+    assert res.exit_code == 2 and "QI rows and sensitive counts differ" in res.output

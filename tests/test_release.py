@@ -79,10 +79,10 @@ def test_failure_at_any_step_leaves_the_last_commit_and_resume_is_identical(
     clean = release_history(mh.history, policy, tmp_path / "clean")
     release_history(mh.history, policy, tmp_path / "led", until=1)
     before = files(tmp_path / "led")
-    if step == "verify":
-        import dpriv.release as release_mod
+    if step == "verify":  # the release loop's part-by-part check (dpriv.release_check)
+        import dpriv.release_check as check_mod
 
-        monkeypatch.setattr(release_mod, "verify_release", _boom)
+        monkeypatch.setattr(check_mod, "verify_release", _boom)
     else:
         real = ledger_mod.atomic_write
 

@@ -27,7 +27,7 @@ import pandas as pd
 from dpriv.adversary._assign import feasible_edges
 from dpriv.errors import InputError
 
-__all__ = ["Linkage", "qi_linkage"]
+__all__ = ["Linkage", "exact_qi_linkage", "qi_linkage"]
 
 
 @dataclass(frozen=True)
@@ -167,4 +167,67 @@ def qi_linkage(
         labels=labels,
         n_boxes=n_boxes,
         pinned_group=np.where(pinned, only, -1),
+    )
+
+
+def exact_qi_linkage(
+    qi_table: pd.DataFrame, original: pd.DataFrame, qi: Sequence[str], *, group: str = "qi_group"
+) -> Linkage:
+    """:func:`qi_linkage` for an Anatomy release, whose QI table publishes every kept tuple's
+    EXACT QIs with its group label (docs/released-format.md, "Anatomy").
+
+    Respondents with the same QI vector ``x`` are interchangeable, and one with ``x`` can only
+    be a released row with ``x`` or a suppressed tuple, so the feasibility decomposes by ``x``:
+    with ``a_x`` respondents and ``b_{x,g}`` rows of group ``g`` carrying ``x``, a respondent
+    with ``x`` is pinned iff exactly one group has ``b_{x,g} > 0`` and ``sum_g b_{x,g} = a_x``
+    (none of them can be a suppressed one). Exact, and the known price of Anatomy: with
+    distinct QI vectors and nothing suppressed, every released respondent is pinned.
+
+    Parameters
+    ----------
+    qi_table : DataFrame, ``group`` and the QI columns, one row per kept tuple
+    original : DataFrame, the QIs of every respondent of ``V_i`` (kept and suppressed)
+    qi : the QI names (compared by value, as text for non-numbers)
+
+    Raises
+    ------
+    InputError
+        A missing column, or a QI vector released more often than the original view has it.
+    """
+    qi = list(qi)
+    missing = [c for c in [group, *qi] if c not in qi_table.columns]
+    missing += [c for c in qi if c not in original.columns]
+    if missing:
+        raise InputError(f"QI linkage needs column(s) {missing}; give the QI table and the original QIs")
+    n, n_rel = len(original), len(qi_table)
+    labels, gidx = np.unique(qi_table[group].to_numpy(), return_inverse=True)
+    both = pd.concat([original[qi], qi_table[qi]], ignore_index=True)
+    # numbers by value (53 and 53.0 alike), anything else by its text
+    num = {q: pd.api.types.is_numeric_dtype(both[q]) for q in qi}
+    cols = [pd.factorize(both[q] if num[q] else both[q].astype(str))[0] for q in qi]
+    _, vec = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
+    vec = vec.ravel()
+    x_orig, x_rel = vec[:n], vec[n:]
+    n_vec = int(vec.max()) + 1 if len(vec) else 0
+    a = np.bincount(x_orig, minlength=n_vec)
+    b = np.bincount(x_rel, minlength=n_vec)
+    if (b > a).any():
+        raise InputError(
+            "the original QIs do not fit the released QI table (a QI vector is released more often "
+            "than the original view has it): give the original view of this release"
+        )
+    cells = pd.DataFrame({"x": x_rel, "g": gidx}).drop_duplicates()
+    n_groups_of_x = np.bincount(cells["x"].to_numpy(), minlength=n_vec)
+    only_group = np.full(n_vec, -1, dtype=np.int64)
+    only_group[cells["x"].to_numpy()] = cells["g"].to_numpy()
+    pinned_x = (n_groups_of_x == 1) & (b == a)
+    pinned = pinned_x[x_orig]
+    return Linkage(
+        n_respondents=n,
+        n_released=n_rel,
+        n_pinned=int(pinned.sum()),
+        n_single_box=int((n_groups_of_x[x_orig] == 1).sum()),
+        labels=labels,
+        n_boxes=n_groups_of_x[x_orig].astype(np.int64),
+        pinned_group=np.where(pinned, only_group[x_orig], -1),
     )

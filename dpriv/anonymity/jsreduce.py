@@ -18,7 +18,7 @@ import pandas as pd
 from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
-from dpriv.hilbert.keys import HKEY, TIE, unit_coords
+from dpriv.hilbert.keys import HKEY, TIE, grouping_coords
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 
@@ -276,7 +276,7 @@ def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
         rows[SCODE].to_numpy(),
         priors,
         entropies(priors, policy.log_base),
-        unit_coords(rows, policy),
+        grouping_coords(rows, policy),
         np.arange(len(rows)),
         len(labels),
         len(policy.sensitive_domain),
@@ -342,7 +342,7 @@ def repair_leftovers(
         stats,
         left[SCODE].to_numpy(),
         left[policy.prior_columns].to_numpy(dtype=np.float64),
-        unit_coords(left, policy),
+        grouping_coords(left, policy),
         x_pos[order],
         view_counts,
         params_of(policy),

@@ -41,7 +41,7 @@ import pandas as pd
 from dpriv.anonymity.jsreduce import entropies
 from dpriv.criteria import criteria_for
 from dpriv.divergence import GROUNDS, ORDERED, emd_num_den, emd_within
-from dpriv.hilbert.keys import HKEY, TIE, grid_bits, unit_coords
+from dpriv.hilbert.keys import HKEY, TIE, grid_bits, grouping_coords, is_anatomy, key_dims
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 
@@ -260,8 +260,8 @@ def topdown_groups(
 def split_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
     """The split dimensions of keyed rows: the QIs on [0, 1] and, with ``prior_key``, the
     expected rank of S under the prior (the same summary the Hilbert key uses)."""
-    x = unit_coords(part, policy)
-    if policy.prior_key:
+    x = grouping_coords(part, policy)
+    if policy.prior_key and not is_anatomy(policy):
         prior = part[policy.prior_columns].to_numpy(dtype=np.float64)
         m = prior.shape[1]
         rank = prior @ np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(len(part))
@@ -271,7 +271,7 @@ def split_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
 
 def block_ids(keys: np.ndarray, policy: ReleasePolicy) -> np.ndarray:
     """uint64 block of every Hilbert key: its leading ``topdown_level * d`` bits (0 = one block)."""
-    d = len(policy.qi) + int(policy.prior_key)
+    d = key_dims(policy)
     bits = grid_bits(policy)
     level = min(policy.topdown_level, bits)
     shift = np.uint64(d * (bits - level))

@@ -181,6 +181,24 @@ def verify_release(
         raise InputError(f"view_counts has shape {vc.shape}; expected ({len(domain)},)")
     fmt, usable = format_problems(released, policy)
     problems += fmt
+    return check_groups(released, policy, vc, problems, usable, assigned, method)
+
+
+def check_groups(
+    released: pd.DataFrame,
+    policy: ReleasePolicy,
+    vc: np.ndarray,
+    problems: list[str],
+    usable: list[str],
+    assigned: pd.DataFrame | None,
+    method: str,
+) -> VerificationReport:
+    """The group checks of :func:`verify_release` on released (``qi_group``, S) rows, after
+    the format checks (whose ``problems`` and usable generalized QI columns are given):
+    released counts against the view's ``vc`` (int64 (M,)), k, t (and l, B-t per
+    ``method``) per group, and with ``assigned`` the membership and JS (E8) checks. Also
+    the group half of :func:`dpriv.anonymity.verify_anatomy.verify_anatomy`."""
+    domain = policy.sensitive_domain
     if policy.sensitive not in released.columns:
         return VerificationReport(pd.DataFrame(), None, None, None, None, False, problems, len(released), 0)
 

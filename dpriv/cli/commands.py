@@ -21,6 +21,7 @@ from dpriv.cli.common import (
     K,
     Partitions,
     PolicyFile,
+    ReleaseFormat,
     Scheduler,
     Sensitive,
     T,
@@ -32,6 +33,7 @@ from dpriv.cli.common import (
     command,
     load_effective,
     print_summary,
+    sensitive_out,
     show_policy,
     with_categorical,
     with_hierarchies,
@@ -62,9 +64,12 @@ def anonymize(
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
+    release_format: ReleaseFormat = None,
     debug: Debug = False,
 ) -> None:
-    """Generalize one view under k-anonymity, t-closeness and the JS threshold j."""
+    """Generalize one view under k-anonymity, t-closeness and the JS threshold j (with
+    --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
+    from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
 
     check_out(out, input)
@@ -78,7 +83,14 @@ def anonymize(
         j=j,
         seed=seed,
         npartitions=npartitions,
+        release_format=release_format,
     )
+    table_out = sensitive_out(out)
+    if eff.policy.release_format == "anatomy" and table_out.exists():
+        raise InputError(
+            f"{table_out} exists: an Anatomy release writes its sensitive table there and dpriv "
+            "never overwrites a file it did not create; move it away or choose another --out"
+        )
     view = read_table(input, add_row_id=add_row_id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical), hierarchy)
     _before_cluster(view, pol, input)  # before the heavy imports and the cluster
@@ -90,6 +102,9 @@ def anonymize(
     for note in result.notes:
         _say(note)
     write_frame(result.released, out)
+    if result.sensitive is not None:
+        write_frame(result.sensitive, table_out)
+        typer.echo(f"sensitive table written to {table_out}")
     out.with_name(out.name + ".metrics.json").write_text(json.dumps(result.metrics, indent=2, default=str))
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
@@ -213,6 +228,7 @@ def release(
         str | None,
         typer.Option(help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on.'),
     ] = None,
+    release_format: ReleaseFormat = None,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     progress: Annotated[
@@ -237,6 +253,7 @@ def release(
         t=t,
         j=j,
         small_view=small_view,
+        release_format=release_format,
     )
     method = method or recorded_method or "jsreduce"
     _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy)

@@ -213,6 +213,20 @@ def show_policy(eff: Any) -> ReleasePolicy:
     return eff.policy
 
 
+ReleaseFormat = Annotated[
+    str | None,
+    typer.Option(
+        help='"generalized" (QI intervals / value sets, default) or "anatomy" (exact QIs in a QI '
+        "table, each group's sensitive values counted in a second table; docs/released-format.md)."
+    ),
+]
+
+
+def sensitive_out(out: Path) -> Path:
+    """Where ``anonymize`` writes an Anatomy release's sensitive table: ``OUT.sensitive.<ext>``."""
+    return out.with_name(f"{out.stem}.sensitive{out.suffix}")
+
+
 #: Output suffixes of a table (released view, gains): Parquet or CSV.
 TABLE_SUFFIXES = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV"}
 

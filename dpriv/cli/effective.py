@@ -42,6 +42,7 @@ _GROUPS = {
         "defer_wait",
         "attach_reach",
         "prior_key",
+        "release_format",
     ),
     "data": ("kinds", "domains", "knowledge", "hierarchies"),
 }

@@ -13,10 +13,12 @@ from dpriv.cli.common import (
     Hierarchies,
     K,
     PolicyFile,
+    ReleaseFormat,
     T,
     app,
     command,
     load_effective,
+    sensitive_out,
     show_policy,
     with_hierarchies,
 )
@@ -52,6 +54,7 @@ def verify(
     view: Annotated[
         int | None, typer.Option(help="With a history as --original: the release index it was made from.")
     ] = None,
+    release_format: ReleaseFormat = None,
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
@@ -87,6 +90,7 @@ def verify(
         sensitive=sensitive,
         k=k,
         t=t,
+        release_format=release_format,
     )
     pol = with_hierarchies(eff.policy, hierarchy)
     if view is not None and pol.time is None:
@@ -97,8 +101,19 @@ def verify(
         raise InputError("--add-row-id numbers the rows of one view, not of a history: give --id C")
     orig = read_table(original, add_row_id=add_row_id).compute()
     rel = led.read_view(view) if ledger is not None else read_table(released).compute()
+    table = None  # an Anatomy release's sensitive table (docs/released-format.md)
+    if ledger is not None:
+        table = led.read_sensitive(view)
+    elif pol.release_format == "anatomy":
+        path = sensitive_out(Path(released))
+        if not path.exists():
+            raise InputError(
+                f"release_format = 'anatomy': the sensitive table {path} of {released} is missing; "
+                "give the QI table that dpriv anonymize wrote next to it"
+            )
+        table = read_table(str(path)).compute()
     show_policy(eff)
-    report = verify_view(rel, orig, pol, view=view)
+    report = verify_view(rel, orig, pol, view=view, sensitive=table)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}")

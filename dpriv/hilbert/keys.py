@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._random import keyed, stable_hash
+from dpriv.errors import InputError
 from dpriv.hilbert.curve import DEFAULT_BITS_CAP, grid_codes, grid_coords, hilbert_index
 from dpriv.policy import ReleasePolicy
 from dpriv.released import SCODE
@@ -19,10 +20,77 @@ from dpriv.validate import codes
 HKEY, TIE = "_hkey", "_tie"
 
 
+def knowledge_coords(prior: np.ndarray) -> np.ndarray:
+    """Hellinger coordinates ``sqrt(P(s))`` of each row of ``prior`` (float64 (n, M), rows sum
+    to 1): float64 (n, M) in [0, 1]. Euclidean distance in them is sqrt(2) times the Hellinger
+    distance of the priors; a group whose box in them is small holds similar revised knowledge
+    (RBK^sv), hence a small JS (E8). The repair attaches a leftover where this box grows least."""
+    return np.sqrt(np.clip(np.asarray(prior, dtype=np.float64), 0.0, 1.0))
+
+
+def knowledge_keys(prior: np.ndarray) -> np.ndarray:
+    """uint64 sort key of each prior (float64 (n, M)) in 32 bits: the most likely value, its
+    probability, the second most likely value and its probability, most significant first
+    (``ceil(log2 M)`` bits per value, the rest split between the two probabilities). Sorting by
+    it puts respondents who expect the same values with similar confidence next to each other,
+    whatever their QIs: the order in which Anatomy groups are cut. Ties of the probabilities go
+    to the lower value; M = 1 gives 0."""
+    prior = np.asarray(prior, dtype=np.float64)
+    n, m = prior.shape
+    if m < 2 or n == 0:
+        return np.zeros(n, dtype=np.uint64)
+    vbits = int(np.ceil(np.log2(m)))
+    pbits1 = (32 - 2 * vbits) // 2
+    pbits2 = 32 - 2 * vbits - pbits1
+    top2 = np.argsort(-prior, axis=1, kind="stable")[:, :2]
+    rows = np.arange(n)
+    p1, p2 = prior[rows, top2[:, 0]], prior[rows, top2[:, 1]]
+
+    def q(p, bits):
+        return np.minimum((np.clip(p, 0.0, 1.0) * (1 << bits)).astype(np.uint64), np.uint64((1 << bits) - 1))
+
+    key = top2[:, 0].astype(np.uint64) << np.uint64(32 - vbits)
+    key |= q(p1, pbits1) << np.uint64(32 - vbits - pbits1)
+    key |= top2[:, 1].astype(np.uint64) << np.uint64(pbits2)
+    return key | q(p2, pbits2)
+
+
+def is_anatomy(policy: ReleasePolicy) -> bool:
+    """Whether groups are formed in knowledge space (``release_format = "anatomy"``)."""
+    return policy.release_format == "anatomy"
+
+
+def key_dims(policy: ReleasePolicy) -> int:
+    """Dimensions of the Hilbert key: the QIs (plus one with ``prior_key``); an Anatomy key
+    (:func:`knowledge_keys`, 32 bits) counts as 2 dimensions of 16 bits (top-down blocks)."""
+    return 2 if is_anatomy(policy) else len(policy.qi) + int(policy.prior_key)
+
+
+def _priors(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    missing = [c for c in policy.prior_columns if c not in part.columns]
+    if missing:
+        raise InputError(
+            f"release_format = 'anatomy' orders tuples by their prior (RBK^sv) but columns "
+            f"{missing[:3]} are missing; attach priors first (dpriv.state.attach_priors)"
+        )
+    return part[policy.prior_columns].to_numpy(dtype=np.float64)
+
+
+def grouping_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    """The space in which groups are kept compact, float64 (n, d) in [0, 1]: the QIs
+    (:func:`unit_coords`) for a generalized release, the knowledge coordinates of each
+    tuple's prior (:func:`knowledge_coords`, (n, M)) for Anatomy, whose QIs are released exactly."""
+    return knowledge_coords(_priors(part, policy)) if is_anatomy(policy) else unit_coords(part, policy)
+
+
 def hilbert_keys(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
     """uint64 Hilbert key of every row: its QIs on the grid of the policy domains (stable
     across releases) and, with ``policy.prior_key`` and prior columns present, the expected
-    rank of S under its prior, ``sum_s P(s) rank(s) / (M - 1)`` in [0, 1]."""
+    rank of S under its prior, ``sum_s P(s) rank(s) / (M - 1)`` in [0, 1]. For
+    ``release_format = "anatomy"`` the key ignores the QIs: it is :func:`knowledge_keys` of
+    the prior (the order in which Anatomy groups are cut)."""
+    if is_anatomy(policy):
+        return knowledge_keys(_priors(part, policy))
     bits = grid_bits(policy)
     cols = []
     if policy.prior_key and all(c in part.columns for c in policy.prior_columns):
@@ -97,6 +165,8 @@ def grid_bits(policy: ReleasePolicy) -> int:
     """Bits per QI on the Hilbert grid of ``policy`` (docs/algorithms.md §2.2): ``hilbert_bits``
     when set, else ``ceil(log2)`` of the largest QI domain, capped at 16 and at
     ``64 // (m + prior_key)`` so the key fits in a uint64."""
+    if is_anatomy(policy):
+        return 16  # the 32-bit knowledge key as 2 x 16 bits (top-down blocks)
     if policy.hilbert_bits is not None:
         return policy.hilbert_bits
     sizes = []

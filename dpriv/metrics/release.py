@@ -11,10 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask.dataframe as dd
+import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.verify import VerificationReport, verify_release
+from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.errors import PolicyError, VerificationError
+from dpriv.metrics.anatomy import (
+    anatomy_utility,
+    released_association_loss,
+    view_association_loss,
+)
 from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
@@ -67,14 +74,24 @@ def release_metrics(
     policy: ReleasePolicy,
     n_original: int,
     n_suppressed: int,
+    *,
+    sensitive: pd.DataFrame | None = None,
+    view_counts: np.ndarray | None = None,
 ) -> ReleaseMetrics:
-    """Utility (E11, E24-E26), KPR of the release (E21) and sizes; pandas or Dask frames."""
-    return ReleaseMetrics(
-        utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k),
-        release_kpr(released, original, policy),
-        n_original,
-        n_suppressed,
-    )
+    """Utility (E11, E24-E26), KPR of the release (E21) and sizes; pandas or Dask frames.
+
+    Both formats also get the QI-S association measures of :mod:`dpriv.metrics.anatomy`
+    (``association_loss``, ``association_loss_view`` with ``view_counts``, the int64 (M,)
+    counts of S over the view, and ``group_qi_span``). An Anatomy release passes its QI
+    table as ``released`` and its ``sensitive`` table."""
+    if sensitive is not None:
+        util = anatomy_utility(released, sensitive, original, policy, n_original, view_counts)
+        return ReleaseMetrics(util, util.pop("kpr"), n_original, n_suppressed)
+    util = utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k)
+    util["association_loss"] = released_association_loss(released, policy)
+    util["association_loss_view"] = None if view_counts is None else view_association_loss(view_counts)
+    util["group_qi_span"] = util["average_semiperimeter"]
+    return ReleaseMetrics(util, release_kpr(released, original, policy), n_original, n_suppressed)
 
 
 def checked_metrics(
@@ -87,19 +104,30 @@ def checked_metrics(
     *,
     promised: ReleasePolicy | None = None,
     where: str = "the release",
+    sensitive: pd.DataFrame | None = None,
 ) -> dict:
     """Verify a release independently and measure it; nothing is written here.
 
     ``promised`` is the policy whose constraints the method guarantees (default ``policy``).
     Raises VerificationError when the check fails and PolicyError when the suppression
     exceeds ``policy.max_suppression``. Returns the metrics of ``metrics.json``: achieved
-    k/l/t/j, utility (E11, E24-E26), KPR of the release (E21), sizes.
+    k/l/t/j, utility (E11, E24-E26), KPR of the release (E21), sizes. An Anatomy release
+    gives its QI table as ``released`` and its ``sensitive`` table
+    (:func:`dpriv.anonymity.verify_anatomy.verify_anatomy` checks them).
     """
-    report = verify_release(
-        public(released), promised or policy, view_counts=summary.s_counts, assigned=assigned
-    )
+    if sensitive is not None:
+        report = verify_anatomy(
+            public(released), sensitive, promised or policy, view_counts=summary.s_counts, assigned=assigned
+        )
+    else:
+        report = verify_release(
+            public(released), promised or policy, view_counts=summary.s_counts, assigned=assigned
+        )
     require(report, policy, summary.n_rows, n_suppressed, where)
-    measured = release_metrics(released, original, policy, summary.n_rows, n_suppressed)
+    measured = release_metrics(
+        released, original, policy, summary.n_rows, n_suppressed,
+        sensitive=sensitive, view_counts=summary.s_counts,
+    )
     return {**report.to_dict(), **measured.to_dict()}
 
 
