@@ -125,6 +125,67 @@ def test_anonymize_refuses_an_unknown_output_type(name, cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]
 
 
+def test_anonymize_refuses_an_existing_output_unless_force(cli, tmp_path):
+    """An existing --out (or its OUT.metrics.json) that is not the input: refused, every byte and
+    mtime kept; --force replaces both (atomically)."""
+    src = tmp_path / "v.csv"
+    random_view(60).to_csv(src, index=False)
+    mine, metrics = tmp_path / "mine.parquet", tmp_path / "mine.parquet.metrics.json"
+    mine.write_bytes(b"my own file, not a release")
+    before = snapshot(tmp_path)
+    res = cli("anonymize", src, "--out", mine, *QI, *LOOSE)
+    assert_refused(res, rf"{re.escape(str(mine))} exists already", "nothing was written", "--force")
+    assert snapshot(tmp_path) == before and not metrics.exists()
+    # the metrics file alone is enough to refuse: it would be overwritten too
+    fresh = tmp_path / "fresh.csv"
+    Path(str(fresh) + ".metrics.json").write_text("{}")
+    before = snapshot(tmp_path)
+    res = cli("anonymize", src, "--out", fresh, *QI, *LOOSE)
+    assert_refused(res, r"fresh\.csv\.metrics\.json exists already", "--force")
+    assert snapshot(tmp_path) == before and not fresh.exists()
+    res = cli("anonymize", src, "--out", mine, *QI, *LOOSE, "--force")
+    assert res.exit_code == 0, res.output
+    assert len(pd.read_parquet(mine)) + int(re.search(r"n_suppressed: (\d+)", res.output)[1]) == 60
+    assert '"n_original": 60' in metrics.read_text()
+    # --force never makes the input an output
+    res = cli("anonymize", src, "--out", src, *QI, *LOOSE, "--force")
+    assert_refused(res, "is the input file")
+
+
+def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated, tmp_path):
+    out, _ = generated
+    led = tmp_path / "ledger"
+    res = cli("release", out / "history.parquet", "--ledger", led, "--policy", out / "policy.toml")
+    assert res.exit_code == 0, res.output
+    gain = tmp_path / "gain.csv"
+    gain.write_text("mine\n")
+    page = tmp_path / "r.html"
+    page.write_text("<p>mine</p>")
+    before = snapshot(tmp_path)
+    args = (
+        "attack",
+        led,
+        "--history",
+        out / "history.parquet",
+        "--knowledge",
+        "dk",
+        "--policy",
+        out / "policy.toml",
+    )
+    res = cli(*args, "--out", gain)
+    assert_refused(res, r"gain\.csv exists already", "--force")
+    res = cli(*args, "--out", tmp_path / "gain.txt")  # refused before the attack runs
+    assert_refused(res, "unknown file type '.txt'")
+    res = cli("report", led, "--out", page)
+    assert_refused(res, r"r\.html exists already", "--force")
+    assert snapshot(tmp_path) == before
+    res = cli(*args, "--out", gain, "--force")
+    assert res.exit_code == 0, res.output
+    assert pd.read_csv(gain)["release"].tolist() == [1, 2, 3]
+    res = cli("report", led, "--out", page, "--force")
+    assert res.exit_code == 0 and "<p>mine</p>" not in page.read_text(), res.output
+
+
 # -- 2. verify -------------------------------------------------------------------------------------
 def test_verify_a_release_made_with_add_row_id(cli, tmp_path):
     src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"

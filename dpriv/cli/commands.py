@@ -58,12 +58,15 @@ def anonymize(
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
+    force: Annotated[
+        bool, typer.Option(help="Replace an existing --out file (and its OUT.metrics.json).")
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j."""
-    from dpriv.io import ROW_ID, read_table
+    from dpriv.io import ROW_ID, atomic_write, read_table
 
-    check_out(out, input)
+    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -85,11 +88,16 @@ def anonymize(
         result = run(view, pol, prior=prior)
     for note in result.notes:
         _say(note)
-    write_frame(result.released, out)
-    out.with_name(out.name + ".metrics.json").write_text(json.dumps(result.metrics, indent=2, default=str))
+    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))  # created meanwhile?
+    write_frame(result.released, out, force=True)
+    metrics = json.dumps(result.metrics, indent=2, default=str).encode()
+    atomic_write(out.with_name(out.name + METRICS_SUFFIX), metrics, mode=None)
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 
+
+#: The metrics of ``dpriv anonymize --out OUT``: ``OUT.metrics.json``.
+METRICS_SUFFIX = ".metrics.json"
 
 app.add_typer(generate_app, name="generate")
 
