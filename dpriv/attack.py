@@ -63,6 +63,7 @@ from dpriv.attack_input import (
     read_releases,
 )
 from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.inputs import attack_history
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.policy import ReleasePolicy
@@ -142,6 +143,7 @@ def attack_steps(
     yields an :class:`AttackStep` per committed release, in release order (the per-tuple
     view of (E10), for reports and tests).
     """
+    history = attack_history(history, policy)
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return iter(())
@@ -213,6 +215,7 @@ def retrospective(
     Same parameters and errors as :func:`attack`; the tables are the adversary's at the last
     release (IE: mined before it; snapshot: BK^sv only, so no release informs another).
     """
+    history = attack_history(history, policy)
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return _retro_frame([])
@@ -251,9 +254,11 @@ def attack(
     ledger : Ledger or path
         A release ledger (:func:`dpriv.release.release_history`); its private state gives
         the QI-group membership the adversary is assumed to know (§1.1 (ii)).
-    history : pandas.DataFrame
+    history : pandas or Dask DataFrame, or the path of a CSV or Parquet file
         The original history that was released (policy id, time, QIs, sensitive): the true
-        values for (E10) and the QIs of the knowledge classes; IE mining reads it too.
+        values for (E10) and the QIs of the knowledge classes; IE mining reads it too. Its
+        policy columns are normalised as ``release_history`` normalised them
+        (:func:`dpriv.inputs.attack_history`: text ids, ``category`` columns, NFC).
     policy : ReleasePolicy
         The policy of the release (columns, domains, ``[knowledge]`` files).
     knowledge : str
@@ -313,6 +318,7 @@ def attack(
         raise PolicyError("exact deductions need dpriv.adversary.deductions; run without them")
     if membership not in MEMBERSHIPS:
         raise PolicyError(f"unknown membership {membership!r}; valid: {', '.join(MEMBERSHIPS)}")
+    history = attack_history(history, policy)  # the types release gave it (dpriv/inputs.py)
     if adversary == "retrospective":
         out = retrospective(
             ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance

@@ -18,6 +18,7 @@ from __future__ import annotations
 import unicodedata
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import dask.dataframe as dd
 import numpy as np
@@ -28,8 +29,15 @@ from dpriv.policy import ReleasePolicy
 
 #: pandas' inferred kinds of an object column that hold ordinary scalars (no per-cell check).
 _SCALAR_KINDS = {
-    "string", "integer", "floating", "mixed-integer", "mixed-integer-float", "boolean",
-    "decimal", "empty", "bytes",
+    "string",
+    "integer",
+    "floating",
+    "mixed-integer",
+    "mixed-integer-float",
+    "boolean",
+    "decimal",
+    "empty",
+    "bytes",
 }
 #: Share of the non-missing cells of an undeclared QI that must be numbers for the QI to be
 #: read as numeric with a few stray text values (below it, the QI is categorical).
@@ -134,6 +142,32 @@ def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, id
     return _prepare_part(view, columns, id_col)
 
 
+def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:
+    """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
+    :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
+    InputError naming what was given."""
+    if isinstance(data, pd.DataFrame | dd.DataFrame):
+        return data
+    if isinstance(data, str | Path):
+        from dpriv.io import read_table
+
+        return read_table(str(data))
+    raise InputError(
+        f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
+        f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"
+    )
+
+
+def attack_history(history: object, policy: ReleasePolicy) -> pd.DataFrame:
+    """The history as ``attack`` reads it: the same types as ``release_history`` gave it
+    (:func:`prepare_view`: text ids as ``string[pyarrow]``, category columns as plain values,
+    text in NFC), collected to pandas; a path is read with :func:`dpriv.io.read_table`.
+
+    Raises InputError for what :func:`as_frame` and :func:`prepare_view` refuse."""
+    frame = prepare_view(as_frame(history, "attack", "history"), policy)
+    return frame.compute() if isinstance(frame, dd.DataFrame) else frame
+
+
 def _listed(v):
     return v.tolist() if isinstance(v, np.ndarray) else v
 
@@ -207,15 +241,17 @@ def type_problems(
         n_num = int((present & ~text).sum())
         if n_num >= MOSTLY_NUMERIC * int(present.sum()):
             shown = [str(w) for w in words[:5]]
-            found.append((
-                2,
-                name,
-                f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
-                f"these rows, or declare the QI categorical (--categorical {name}, or "
-                f'[kinds] {name} = "categorical" in the policy)',
-                rows(part, text, policy),
-                int(text.sum()),
-            ))
+            found.append(
+                (
+                    2,
+                    name,
+                    f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
+                    f"these rows, or declare the QI categorical (--categorical {name}, or "
+                    f'[kinds] {name} = "categorical" in the policy)',
+                    rows(part, text, policy),
+                    int(text.sum()),
+                )
+            )
     return found
 
 

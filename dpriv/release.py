@@ -37,7 +37,7 @@ from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_r
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
-from dpriv.inputs import check_sensitive_values, prepare_view, unused_note
+from dpriv.inputs import as_frame, check_sensitive_values, prepare_view, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
@@ -333,22 +333,6 @@ def anonymize(
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
     return Anonymized(public(released).reset_index(drop=True), assigned, metrics, policy, notes)
-
-
-def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:
-    """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
-    :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
-    InputError naming what was given."""
-    if isinstance(data, pd.DataFrame | dd.DataFrame):
-        return data
-    if isinstance(data, str | Path):
-        from dpriv.io import read_table
-
-        return read_table(str(data))
-    raise InputError(
-        f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
-        f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"
-    )
 
 
 def verify_view(
