@@ -48,8 +48,9 @@ class ReleasePolicy(BaseModel):
     small_view : what a history does with a view of fewer than k tuples: "refuse" (default:
         nothing is released, the message names this option), "suppress" (that release is
         committed fully suppressed, marked ``"small_view": "suppressed"`` in its metrics, and
-        the history goes on; ``max_suppression`` does not apply to it) or "merge" (not
-        implemented: refused with a message). A single view (``anonymize``) always refuses.
+        the history goes on; ``max_suppression`` does not apply to it) or "merge" (refused
+        with the reason, :data:`dpriv.release.MERGE_REFUSED`: two times in one release).
+        A single view (``anonymize``) always refuses.
     allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
         value is disclosed for everyone) with a warning instead of refusing it
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default

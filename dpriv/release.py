@@ -124,6 +124,16 @@ def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -
     return view if is_dask(view) else view.reset_index(drop=True)
 
 
+#: Why ``small_view = "merge"`` is refused (docs/policy.md, "Views smaller than k").
+MERGE_REFUSED = (
+    'small_view = "merge" is refused: a view merged into the next release would put tuples of '
+    "two times in one release (a respondent of both views twice, her knowledge revised (E7) "
+    "and estimated (E14) as if she had one tuple, t measured against a mixture of two views) "
+    'and the last view has no next one; use small_view = "suppress" (the small view is '
+    'released empty and recorded in the ledger) or "refuse" (the default); see docs/policy.md'
+)
+
+
 def release_history(
     history: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy,
@@ -161,9 +171,7 @@ def release_history(
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
-        raise PolicyError(
-            'small_view = "merge" is not implemented yet: use "refuse" (the default) or "suppress"'
-        )
+        raise PolicyError(MERGE_REFUSED)
     history = prepare_view(history, policy)
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)

@@ -386,8 +386,17 @@ def test_small_view_refuses_by_default_naming_the_option(client, tmp_path):
     ):
         release_history(h, small_policy(), tmp_path / "led")
     assert not (tmp_path / "led").exists()
-    with pytest.raises(PolicyError, match="merge.*not implemented"):
+    # merge is refused by design (docs/policy.md): the message says why and names the options
+    with pytest.raises(PolicyError) as err:
         release_history(h, small_policy(small_view="merge"), tmp_path / "led")
+    for part in ('small_view = "merge" is refused', "tuples of two times in one release", "twice",
+                 'small_view = "suppress"', '"refuse" (the default)', "docs/policy.md"):  # fmt: skip
+        assert part in str(err.value), part
+    assert not (tmp_path / "led").exists()
+    # with a merge policy even a history whose views are all large enough is refused, before
+    # anything is written (the option is not silently ignored)
+    with pytest.raises(PolicyError, match='"merge" is refused'):
+        release_history(small_history(3, 0), small_policy(small_view="merge"), tmp_path / "led")
     assert not (tmp_path / "led").exists()
 
 
@@ -418,7 +427,7 @@ def test_small_view_in_the_cli(cli, tmp_path):
     assert_refused(res, r"view = 3: k = 3 is larger than the view \(1 rows\)", "small_view")
     assert not (tmp_path / "a").exists()
     res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "merge")
-    assert_refused(res, "not implemented")
+    assert_refused(res, r'small_view = "merge" is refused: .*two times in one release', '"suppress"')
     assert not (tmp_path / "a").exists()
     res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "suppress")
     assert res.exit_code == 0 and "small_view=suppress [flag]" in res.output, res.output

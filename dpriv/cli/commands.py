@@ -213,7 +213,10 @@ def release(
     j: J = None,
     small_view: Annotated[
         str | None,
-        typer.Option(help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on.'),
+        typer.Option(
+            help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on '
+            '("merge" is refused: docs/policy.md).'
+        ),
     ] = None,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
