@@ -143,7 +143,7 @@ def attack_steps(
     yields an :class:`AttackStep` per committed release, in release order (the per-tuple
     view of (E10), for reports and tests).
     """
-    history = attack_history(history, policy)
+    history, policy = attack_history(history, policy)
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return iter(())
@@ -215,7 +215,7 @@ def retrospective(
     Same parameters and errors as :func:`attack`; the tables are the adversary's at the last
     release (IE: mined before it; snapshot: BK^sv only, so no release informs another).
     """
-    history = attack_history(history, policy)
+    history, policy = attack_history(history, policy)
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return _retro_frame([])
@@ -258,7 +258,8 @@ def attack(
         The original history that was released (policy id, time, QIs, sensitive): the true
         values for (E10) and the QIs of the knowledge classes; IE mining reads it too. Its
         policy columns are normalised as ``release_history`` normalised them
-        (:func:`dpriv.inputs.attack_history`: text ids, ``category`` columns, NFC).
+        (:func:`dpriv.inputs.attack_history`: text ids, ``category`` columns, NFC, dates
+        as days).
     policy : ReleasePolicy
         The policy of the release (columns, domains, ``[knowledge]`` files).
     knowledge : str
@@ -318,7 +319,7 @@ def attack(
         raise PolicyError("exact deductions need dpriv.adversary.deductions; run without them")
     if membership not in MEMBERSHIPS:
         raise PolicyError(f"unknown membership {membership!r}; valid: {', '.join(MEMBERSHIPS)}")
-    history = attack_history(history, policy)  # the types release gave it (dpriv/inputs.py)
+    history, policy = attack_history(history, policy)  # the types release gave it (dpriv/inputs.py)
     if adversary == "retrospective":
         out = retrospective(
             ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance

@@ -35,9 +35,10 @@ import pandas as pd
 from dpriv._dispatch import is_dask, meta_of
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.baselines import METHODS, baseline_view
+from dpriv.dates import released_dates, released_days
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
-from dpriv.inputs import as_frame, check_sensitive_values, prepare_view, unused_note
+from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
@@ -172,7 +173,7 @@ def release_history(
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
-    history = prepare_view(history, policy)
+    history, policy = prepared(history, policy)
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
     indices = indices[: until or None]
@@ -208,7 +209,7 @@ def release_history(
         metrics, released, state = release_view(
             view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
         )
-        ledger.commit(i, released, metrics, state, {"input_sha": digest})
+        ledger.commit(i, released_dates(released, policy), metrics, state, {"input_sha": digest})
         if on_release:
             on_release(i, metrics)
     return ledger
@@ -325,7 +326,7 @@ def anonymize(
     """
     start = time.perf_counter()
     view = as_frame(view, "anonymize", "view")
-    view = prepare_view(view, policy)
+    view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
     unused = unused_note(view.columns, policy)
     notes += [unused] if unused else []
@@ -340,7 +341,8 @@ def anonymize(
     metrics = checked_metrics(released, assigned, original, policy, summary, result.n_suppressed)
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
-    return Anonymized(public(released).reset_index(drop=True), assigned, metrics, policy, notes)
+    released = released_dates(public(released).reset_index(drop=True), policy)
+    return Anonymized(released, assigned, metrics, policy, notes)
 
 
 def verify_view(
@@ -352,7 +354,8 @@ def verify_view(
     (required when it holds several). The policy's domains are resolved from that view; t is
     checked against its sensitive distribution. Raises InputError / PolicyError.
     """
-    original = prepare_view(original, policy)
+    original, policy = prepared(original, policy)
+    released = released_days(released, policy)
     if policy.time and policy.time in original.columns:
         times = sorted(original[policy.time].unique().tolist())
         if view is None and len(times) > 1:

@@ -14,6 +14,7 @@ from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify
 from dpriv.cli.common import (
     QI,
     Categorical,
+    Dates,
     Debug,
     J,
     K,
@@ -50,6 +51,7 @@ def anonymize(
     qi: QI = None,
     sensitive: Sensitive = None,
     categorical: Categorical = None,
+    date: Dates = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -79,7 +81,7 @@ def anonymize(
         npartitions=npartitions,
     )
     view = read_table(input, add_row_id=add_row_id)
-    pol = with_categorical(show_policy(eff), categorical)
+    pol = with_categorical(show_policy(eff), categorical, date)
     _before_cluster(view, pol, input)  # before the heavy imports and the cluster
     from dpriv.cluster import dask_client
     from dpriv.release import anonymize as run
@@ -147,6 +149,7 @@ def _run_release(
     method: str = "jsreduce",
     progress: bool | None = None,
     categorical: str | None = None,
+    dates: str | None = None,
 ) -> None:
     from dpriv.inputs import unused_note
     from dpriv.io import read_table
@@ -156,7 +159,7 @@ def _run_release(
     frame = read_table(history_path)
     pol = show_policy(eff)
     _say(f"  method: {method}")
-    pol = with_categorical(pol, categorical)
+    pol = with_categorical(pol, categorical, dates)
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
@@ -208,6 +211,7 @@ def release(
     qi: QI = None,
     sensitive: Sensitive = None,
     categorical: Categorical = None,
+    date: Dates = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -244,7 +248,7 @@ def release(
         small_view=small_view,
     )
     method = method or recorded_method or "jsreduce"
-    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical)
+    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical, date)
 
 
 @app.command()

@@ -151,16 +151,27 @@ def load_policy(policy: Path | None, *, categorical: str | None = None, **flags:
     return with_categorical(pol, categorical)
 
 
-def with_categorical(pol: ReleasePolicy, categorical: str | None) -> ReleasePolicy:
-    """``pol`` with the QIs named by ``--categorical A,B`` added to its ``[kinds]`` as categorical;
-    PolicyError names any that is not a QI."""
-    names = [c.strip() for c in (categorical or "").split(",") if c.strip()]
-    if not names:
-        return pol
-    unknown = [c for c in names if c not in pol.qi]
-    if unknown:
-        raise PolicyError(f"--categorical names {unknown}, which are not QIs ({pol.qi}): add them to --qi")
-    return pol.with_overrides(kinds={**pol.kinds, **dict.fromkeys(names, "categorical")})
+Dates = Annotated[
+    str | None,
+    typer.Option(
+        "--date",
+        help="QIs holding dates (e.g. ISO text in a CSV), comma-separated: released as date intervals "
+        "(date/timestamp columns of a Parquet file are found without it).",
+    ),
+]
+
+
+def with_categorical(pol: ReleasePolicy, categorical: str | None, dates: str | None = None) -> ReleasePolicy:
+    """``pol`` with the QIs named by ``--categorical A,B`` (``--date C``) added to its ``[kinds]``
+    as categorical (date); PolicyError names any that is not a QI."""
+    kinds = dict(pol.kinds)
+    for flag, kind, given in (("--categorical", "categorical", categorical), ("--date", "date", dates)):
+        names = [c.strip() for c in (given or "").split(",") if c.strip()]
+        unknown = [c for c in names if c not in pol.qi]
+        if unknown:
+            raise PolicyError(f"{flag} names {unknown}, which are not QIs ({pol.qi}): add them to --qi")
+        kinds.update(dict.fromkeys(names, kind))
+    return pol.with_overrides(kinds=kinds) if kinds != pol.kinds else pol
 
 
 def load_effective(policy: Path | None, **kwargs: Any) -> tuple[Any, str | None]:

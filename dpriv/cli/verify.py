@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, K, PolicyFile, T, app, command, load_effective, show_policy
+from dpriv.cli.common import (
+    Dates,
+    Debug,
+    K,
+    PolicyFile,
+    T,
+    app,
+    command,
+    load_effective,
+    show_policy,
+    with_categorical,
+)
 from dpriv.errors import LedgerError
 
 
@@ -35,6 +46,7 @@ def verify(
     time: Annotated[str | None, typer.Option("--time", help="Release-index column of a history.")] = None,
     qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    date: Dates = None,
     k: K = None,
     t: T = None,
     view: Annotated[
@@ -86,7 +98,7 @@ def verify(
     orig = read_table(original, add_row_id=add_row_id).compute()
     rel = led.read_view(view) if ledger is not None else read_table(released).compute()
     show_policy(eff)
-    report = verify_view(rel, orig, pol, view=view)
+    report = verify_view(rel, orig, with_categorical(pol, None, date), view=view)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}")
