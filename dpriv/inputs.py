@@ -3,12 +3,14 @@
 :func:`prepare_view` gives every entry point (``anonymize``, ``release_history``,
 ``verify_view``, ``attack``) the same column types: a pandas ``category`` QI or sensitive
 column becomes its plain values (numbers stay numbers), text becomes Unicode NFC (the same
-city typed in NFC and NFD is one level), and a text id column becomes ``string[pyarrow]``, the dtype Dask
+city typed in NFC and NFD is one level), a text id column becomes ``string[pyarrow]``, the dtype Dask
 gives the respondent state's ids (one id dtype on both sides of every join on the id, so
-Dask never warns about merging ``string`` with ``object``).
+Dask never warns about merging ``string`` with ``object``), and a date QI becomes whole days
+(:mod:`dpriv.dates`; :func:`prepared` detects date and timestamp columns first).
 
 :func:`type_problems` finds the values no release can hold, with the rows that hold them:
-list/array cells (Parquet list columns), ``inf``/``-inf``, dates and timestamps, and a
+list/array cells (Parquet list columns), ``inf``/``-inf``, durations, a date as the
+sensitive value, a date QI holding text that is not a date (or several time zones), and a
 numeric QI holding a few text values (``unknown``, ``45+``, ``thirty``) unless that QI is
 declared categorical. Its rows have the shape of :func:`dpriv.validate.partition_problems`.
 """
@@ -151,6 +153,7 @@ def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, id
 def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: bool = True):
     """(:func:`prepare_view` of ``view``, ``policy``) with date and timestamp QIs detected first
     (:func:`dpriv.dates.with_date_kinds`): the entry points' one input-normalising step."""
+    duplicate_columns(view.columns)  # before a column is looked up by name
     policy = with_date_kinds(view, policy)
     return prepare_view(view, policy, ids=ids), policy
 

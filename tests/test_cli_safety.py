@@ -186,6 +186,36 @@ def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated
     assert res.exit_code == 0 and "<p>mine</p>" not in page.read_text(), res.output
 
 
+def test_a_release_above_max_suppression_is_refused_with_the_measured_share(cli, tmp_path):
+    """The refusal's figures are those of the same release allowed (max_suppression = 1)."""
+    src = tmp_path / "v.csv"
+    random_view(60).to_csv(src, index=False)
+    strict = ("--k", "3", "--t", "0", "--j", "0")  # t = 0: a group must hold the view's exact mix
+    res = cli("anonymize", src, "--out", tmp_path / "r.parquet", *QI, *strict)
+    text = assert_refused(res, r"suppression \d+\.\d\d% exceeds max_suppression 5\.00%", "nothing written",
+                          r"\[privacy\] max_suppression")  # fmt: skip
+    n_sup, n = map(int, re.search(r"\((\d+) of (\d+) tuples\)", text).groups())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]
+    pol = tmp_path / "p.toml"
+    pol.write_text("[privacy]\nmax_suppression = 1.0\n")
+    res = cli("anonymize", src, "--out", tmp_path / "r.parquet", *QI, *strict, "--policy", pol)
+    assert res.exit_code == 0, res.output
+    assert (n, n_sup) == (60, int(re.search(r"n_suppressed: (\d+)", res.output)[1])) and n_sup > 3
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 60 - n_sup
+
+
+def test_verify_of_a_malformed_release_exits_2_naming_the_column(cli, tmp_path):
+    src, rel = tmp_path / "v.csv", tmp_path / "rel.csv"
+    random_view(60).to_csv(src, index=False)
+    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE).exit_code == 0
+    broken = tmp_path / "broken.csv"
+    pd.read_csv(rel).drop(columns="age_max").to_csv(broken, index=False)
+    before = snapshot(tmp_path)
+    res = cli("verify", broken, "--original", src, *QI, "--k", "3", "--t", "0.9")
+    assert res.exit_code == 2 and "age_max" in res.output and "Traceback" not in res.output, res.output
+    assert snapshot(tmp_path) == before
+
+
 # -- 2. verify -------------------------------------------------------------------------------------
 def test_verify_a_release_made_with_add_row_id(cli, tmp_path):
     src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
