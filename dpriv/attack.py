@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, to_pandas
+from dpriv._dispatch import is_dask
 from dpriv.adversary.compiled import CompiledTables
 from dpriv.adversary.groups import masked_omega
 from dpriv.adversary.history_revision import PosteriorHistory
@@ -67,6 +67,7 @@ from dpriv.attack_input import (
     read_releases,
 )
 from dpriv.errors import InputError, PolicyError
+from dpriv.inputs import attack_history
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
@@ -154,6 +155,7 @@ def attack_steps(
     """
     if revision not in REVISIONS:
         raise PolicyError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
+    history, policy = attack_history(history, policy)
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return iter(())
@@ -239,6 +241,7 @@ def retrospective(
     ``partitions``: run the forward-backward on Dask over that many partitions of respondents
     (:func:`dpriv.adversary.retrospective.retrospective_attack`; the same rows).
     """
+    history, policy = attack_history(history, policy)
     run = prepare(ledger, history, policy, knowledge, corpus)
     if run is None:
         return _retro_frame([])
@@ -279,12 +282,14 @@ def attack(
     ledger : Ledger or path
         A release ledger (:func:`dpriv.release.release_history`); its private state gives
         the QI-group membership the adversary is assumed to know (§1.1 (ii)).
-    history : pandas.DataFrame or dask.dataframe.DataFrame
+    history : pandas or Dask DataFrame, or the path of a CSV or Parquet file
         The original history that was released (policy id, time, QIs, sensitive): the true
-        values for (E10) and the QIs of the knowledge classes; IE mining reads it too. A Dask
-        frame is read whole for those; the retrospective adversary then runs its
-        forward-backward on Dask over ``history.npartitions`` partitions of respondents (same
-        rows as on pandas).
+        values for (E10) and the QIs of the knowledge classes; IE mining reads it too. Its
+        policy columns are normalised as ``release_history`` normalised them
+        (:func:`dpriv.inputs.attack_history`: text ids, ``category`` columns, NFC, dates
+        as days). A Dask frame is read whole for those; the retrospective adversary then runs
+        its forward-backward on Dask over ``history.npartitions`` partitions of respondents
+        (same rows as on pandas).
     policy : ReleasePolicy
         The policy of the release (columns, domains, ``[knowledge]`` files).
     knowledge : str
@@ -360,7 +365,7 @@ def attack(
             "applies to the paper adversary; drop it or pass revision 'history'"
         )
     partitions = history.npartitions if is_dask(history) else None
-    history = to_pandas(history)  # the ledger's cross-checks and the truth read it whole
+    history, policy = attack_history(history, policy)  # the types release gave it (dpriv/inputs.py)
     if adversary == "retrospective":
         out = retrospective(
             ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance,

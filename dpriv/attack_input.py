@@ -24,6 +24,7 @@ import pandas as pd
 from dpriv.adversary.linkage import exact_qi_linkage, qi_linkage
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.anatomy import expand_sensitive
+from dpriv.dates import released_days
 from dpriv.errors import InputError, LedgerError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -152,7 +153,7 @@ def read_releases(
         if view[policy.id].duplicated().any():
             rid = view.loc[view[policy.id].duplicated(), policy.id].tolist()[0]
             raise InputError(f"respondent {rid!r} has two tuples in view {i}; keep one per view")
-        released = ledger.read_view(i)
+        released = released_days(ledger.read_view(i), policy)  # date bounds as days, like the history
         table = ledger.read_sensitive(i)  # an Anatomy release: the group counts are there
         values = released if table is None else expand_sensitive(table, policy)
         out.append(ReadRelease(i, view, *_members(ledger, i, view, values, policy), released))

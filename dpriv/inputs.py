@@ -3,12 +3,14 @@
 :func:`prepare_view` gives every entry point (``anonymize``, ``release_history``,
 ``verify_view``, ``attack``) the same column types: a pandas ``category`` QI or sensitive
 column becomes its plain values (numbers stay numbers), text becomes Unicode NFC (the same
-city typed in NFC and NFD is one level), and a text id column becomes ``string[pyarrow]``, the dtype Dask
+city typed in NFC and NFD is one level), a text id column becomes ``string[pyarrow]``, the dtype Dask
 gives the respondent state's ids (one id dtype on both sides of every join on the id, so
-Dask never warns about merging ``string`` with ``object``).
+Dask never warns about merging ``string`` with ``object``), and a date QI becomes whole days
+(:mod:`dpriv.dates`; :func:`prepared` detects date and timestamp columns first).
 
 :func:`type_problems` finds the values no release can hold, with the rows that hold them:
-list/array cells (Parquet list columns), ``inf``/``-inf``, dates and timestamps, and a
+list/array cells (Parquet list columns), ``inf``/``-inf``, durations, a date as the
+sensitive value, a date QI holding text that is not a date (or several time zones), and a
 numeric QI holding a few text values (``unknown``, ``45+``, ``thirty``) unless that QI is
 declared categorical. Its rows have the shape of :func:`dpriv.validate.partition_problems`.
 """
@@ -18,18 +20,27 @@ from __future__ import annotations
 import unicodedata
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv.dates import date_problem, date_qi, is_date_dtype, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 
 #: pandas' inferred kinds of an object column that hold ordinary scalars (no per-cell check).
 _SCALAR_KINDS = {
-    "string", "integer", "floating", "mixed-integer", "mixed-integer-float", "boolean",
-    "decimal", "empty", "bytes",
+    "string",
+    "integer",
+    "floating",
+    "mixed-integer",
+    "mixed-integer-float",
+    "boolean",
+    "decimal",
+    "empty",
+    "bytes",
 }
 #: Share of the non-missing cells of an undeclared QI that must be numbers for the QI to be
 #: read as numeric with a few stray text values (below it, the QI is categorical).
@@ -103,12 +114,15 @@ def _is_text_id(col: pd.Series) -> bool:
     return pd.api.types.is_string_dtype(col.dtype)
 
 
-def _prepare_part(part: pd.DataFrame, columns: list[str], id_col: str | None) -> pd.DataFrame:
+def _prepare_part(
+    part: pd.DataFrame, columns: list[str], id_col: str | None, dates: tuple[str, ...] = ()
+) -> pd.DataFrame:
     out = {}
     for c in columns:
         if c not in part.columns:
             continue
-        col = _nfc(_plain(part[c]))
+        col = to_days(part[c]) if c in dates else part[c]
+        col = _nfc(_plain(col))
         if c == id_col and col.dtype != ID_STRING and _is_text_id(col):
             col = col.astype(ID_STRING)
         if col is not part[c]:
@@ -117,21 +131,58 @@ def _prepare_part(part: pd.DataFrame, columns: list[str], id_col: str | None) ->
 
 
 def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: bool = True):
-    """``view`` with the policy columns' types normalised (see the module docstring).
+    """``view`` with the policy columns' types normalised (see the module docstring); the
+    QIs of kind ``"date"`` become whole days (:func:`dpriv.dates.to_days`).
 
     Pandas in, pandas out; Dask in, Dask out (one ``map_partitions``, lazy). Other columns
     are untouched; ``ids=False`` leaves the id column as it is. Raises InputError for a
-    column name that occurs twice.
+    column name that occurs twice. Use :func:`prepared` to detect date QIs first.
     """
     duplicate_columns(view.columns)
     columns = [*policy_columns(policy), *([policy.time] if policy.time else [])]
     id_col = policy.id if ids else None
+    dates = tuple(date_qi(policy))
     if isinstance(view, dd.DataFrame):
-        meta = _prepare_part(view._meta, columns, id_col)
+        meta = _prepare_part(view._meta, columns, id_col, dates)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return view.map_partitions(_prepare_part, columns, id_col, meta=meta)
-    return _prepare_part(view, columns, id_col)
+            return view.map_partitions(_prepare_part, columns, id_col, dates, meta=meta)
+    return _prepare_part(view, columns, id_col, dates)
+
+
+def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: bool = True):
+    """(:func:`prepare_view` of ``view``, ``policy``) with date and timestamp QIs detected first
+    (:func:`dpriv.dates.with_date_kinds`): the entry points' one input-normalising step."""
+    duplicate_columns(view.columns)  # before a column is looked up by name
+    policy = with_date_kinds(view, policy)
+    return prepare_view(view, policy, ids=ids), policy
+
+
+def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:
+    """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
+    :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
+    InputError naming what was given."""
+    if isinstance(data, pd.DataFrame | dd.DataFrame):
+        return data
+    if isinstance(data, str | Path):
+        from dpriv.io import read_table
+
+        return read_table(str(data))
+    raise InputError(
+        f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
+        f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"
+    )
+
+
+def attack_history(history: object, policy: ReleasePolicy) -> tuple[pd.DataFrame, ReleasePolicy]:
+    """The history as ``attack`` reads it, and the policy with its date QIs: the same types as
+    ``release_history`` gave it (:func:`prepared`: text ids as ``string[pyarrow]``, category
+    columns as plain values, text in NFC, dates as days), collected to pandas; a path is read
+    with :func:`dpriv.io.read_table`.
+
+    Raises InputError for what :func:`as_frame` and :func:`prepare_view` refuse."""
+    frame, policy = prepared(as_frame(history, "attack", "history"), policy)
+    return (frame.compute() if isinstance(frame, dd.DataFrame) else frame), policy
 
 
 def _listed(v):
@@ -162,13 +213,26 @@ def type_problems(
             continue
         vals = part[name]
         what = "sensitive column" if name == policy.sensitive else "QI"
-        if pd.api.types.is_datetime64_any_dtype(vals.dtype) or pd.api.types.is_timedelta64_dtype(vals.dtype):
+        if name in policy.kinds and policy.kinds[name] == "date" and name != policy.sensitive:
+            problem = date_problem(vals, name)  # None once prepare_view made it days
+            if problem is not None:
+                add(name, *problem)
+            continue
+        if pd.api.types.is_timedelta64_dtype(vals.dtype):
             add(
                 name,
                 np.ones(len(vals), dtype=bool),
-                f"{what} {name!r} holds dates or times ({vals.dtype}); dpriv does not generalize "
-                "timestamps: convert them to whole numbers (e.g. days since 1970-01-01, or the "
-                "year) for a numeric QI, or to text for a categorical one",
+                f"{what} {name!r} holds durations ({vals.dtype}); dpriv does not generalize "
+                "durations: convert them to whole numbers (e.g. days) for a numeric QI",
+            )
+            continue
+        if is_date_dtype(vals.dtype):
+            add(
+                name,
+                np.ones(len(vals), dtype=bool),
+                f"{what} {name!r} holds dates or times ({vals.dtype}); a date QI is released as "
+                "date intervals, but a sensitive value must be a category: convert it to text "
+                "(e.g. the month, 2020-03) or choose another sensitive column",
             )
             continue
         if pd.api.types.is_float_dtype(vals.dtype):
@@ -207,15 +271,17 @@ def type_problems(
         n_num = int((present & ~text).sum())
         if n_num >= MOSTLY_NUMERIC * int(present.sum()):
             shown = [str(w) for w in words[:5]]
-            found.append((
-                2,
-                name,
-                f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
-                f"these rows, or declare the QI categorical (--categorical {name}, or "
-                f'[kinds] {name} = "categorical" in the policy)',
-                rows(part, text, policy),
-                int(text.sum()),
-            ))
+            found.append(
+                (
+                    2,
+                    name,
+                    f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
+                    f"these rows, or declare the QI categorical (--categorical {name}, or "
+                    f'[kinds] {name} = "categorical" in the policy)',
+                    rows(part, text, policy),
+                    int(text.sum()),
+                )
+            )
     return found
 
 

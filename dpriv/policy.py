@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dpriv.errors import PolicyError
 
-Kind = Literal["numeric", "categorical"]
+#: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
+Kind = Literal["numeric", "categorical", "date"]
 
 #: Default ``max_suppression``: a release that leaves out more than 5 % of a view's tuples
 #: is refused. A data owner publishing a view expects (nearly) all of it; 5 % is the share
@@ -38,7 +39,8 @@ class ReleasePolicy(BaseModel):
         column (histories only; ``None`` for a single view)
     qi : quasi-identifier columns, in the order used by the Hilbert key
     sensitive : the sensitive column; ``domains[sensitive]`` is its ordered domain D[S]
-    kinds : "numeric" or "categorical" per QI
+    kinds : "numeric", "categorical" or "date" per QI (a date QI is numeric on a grid of whole
+        days, released as date intervals; its domain may be given as dates)
     domains : numeric QI -> [min, max]; categorical QI -> ordered levels; sensitive -> values
     k : int >= 1, QI-group size (E9)
     t : float in [0, 1], EMD threshold (E9, E18/E19 with ``emd_ground``)
@@ -48,8 +50,9 @@ class ReleasePolicy(BaseModel):
     small_view : what a history does with a view of fewer than k tuples: "refuse" (default:
         nothing is released, the message names this option), "suppress" (that release is
         committed fully suppressed, marked ``"small_view": "suppressed"`` in its metrics, and
-        the history goes on; ``max_suppression`` does not apply to it) or "merge" (not
-        implemented: refused with a message). A single view (``anonymize``) always refuses.
+        the history goes on; ``max_suppression`` does not apply to it) or "merge" (refused
+        with the reason, :data:`dpriv.release.MERGE_REFUSED`: two times in one release).
+        A single view (``anonymize``) always refuses.
     allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
         value is disclosed for everyone) with a warning instead of refusing it
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default
@@ -121,6 +124,20 @@ class ReleasePolicy(BaseModel):
     hierarchies: dict[str, str] = Field(default_factory=dict)
     base_dir: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _date_domains(cls, data: Any) -> Any:
+        """A date QI's domain given as dates (TOML ``2020-01-01`` or ISO text) -> whole days."""
+        if not isinstance(data, dict):
+            return data
+        kinds, domains = data.get("kinds") or {}, data.get("domains") or {}
+        dated = {
+            q: [_day(v) for v in dom]
+            for q, dom in domains.items()
+            if kinds.get(q) == "date" and isinstance(dom, list | tuple)
+        }
+        return {**data, "domains": {**domains, **dated}} if dated else data
+
     @model_validator(mode="after")
     def _check_columns(self) -> ReleasePolicy:
         cols = [self.id, *self.qi, self.sensitive] + ([self.time] if self.time else [])
@@ -189,8 +206,9 @@ class ReleasePolicy(BaseModel):
 
     # -- accessors ------------------------------------------------------------------------
     def kind(self, name: str) -> Kind:
+        """ "numeric" or "categorical" (a date QI is numeric: whole days, see dpriv/dates.py)."""
         if name in self.kinds:
-            return self.kinds[name]
+            return "numeric" if self.kinds[name] == "date" else self.kinds[name]
         if name in self.hierarchies:
             return "categorical"
         dom = self.domains.get(name)
@@ -253,20 +271,21 @@ class ReleasePolicy(BaseModel):
                 continue
             col = view[name].dropna()
             numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-            if (
-                name != self.sensitive
-                and kinds.get(name, "numeric" if numeric else "categorical") == "numeric"
+            if name != self.sensitive and kinds.get(name, "numeric" if numeric else "categorical") in (
+                "numeric",
+                "date",
             ):
                 if not numeric or col.empty:
                     continue  # validation reports it with the column name
                 domains[name] = [_py(col.min()), _py(col.max())]
-                kinds[name] = "numeric"
+                kinds.setdefault(name, "numeric")
             else:
                 domains[name] = [_py(v) for v in sorted(col.unique(), key=_sort_key)]
                 if name != self.sensitive:
                     kinds[name] = "categorical"
             notes.append(
-                f"inferred {kinds.get(name, 'sensitive')} domain of {name!r}: {_short(domains[name])}"
+                f"inferred {kinds.get(name, 'sensitive')} domain of {name!r}: "
+                + (_short(domains[name]) if kinds.get(name) != "date" else _dates(domains[name]))
             )
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
@@ -282,6 +301,28 @@ class ReleasePolicy(BaseModel):
         if self.release_format == "generalized":
             exclude.add("release_format")
         return self.model_dump(exclude=exclude)
+
+
+def _dates(days: list) -> str:
+    """A date QI's [min, max] in days as ISO dates (``[2020-01-01, 2020-12-31]``)."""
+    dates = [str((pd.Timestamp("1970-01-01") + pd.Timedelta(days=int(d))).date()) for d in days]
+    return f"[{', '.join(dates)}]"
+
+
+def _day(v: Any) -> Any:
+    """A date (``datetime.date``/``datetime``, ISO text) as whole days from 1970-01-01; a
+    number (already days) or anything else as it is (the validator then names it)."""
+    import datetime as dt
+
+    if isinstance(v, dt.date | str):
+        try:
+            stamp = pd.Timestamp(v)
+        except (TypeError, ValueError):
+            return v
+        if stamp.tzinfo is not None:
+            stamp = stamp.tz_localize(None)
+        return int((stamp.normalize() - pd.Timestamp("1970-01-01")) // pd.Timedelta(days=1))
+    return v
 
 
 def _is_number(v: Any) -> bool:

@@ -36,10 +36,11 @@ from dpriv._dispatch import is_dask, meta_of
 from dpriv.anonymity.verify import VerificationReport, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.baselines import METHODS, baseline_view
+from dpriv.dates import released_dates, released_days
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
-from dpriv.inputs import check_sensitive_values, prepare_view, unused_note
+from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
@@ -69,6 +70,16 @@ from dpriv.validate import (
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
     view = history[history[policy.time] == i]
     return view if is_dask(view) else view.reset_index(drop=True)
+
+
+#: Why ``small_view = "merge"`` is refused (docs/policy.md, "Views smaller than k").
+MERGE_REFUSED = (
+    'small_view = "merge" is refused: a view merged into the next release would put tuples of '
+    "two times in one release (a respondent of both views twice, her knowledge revised (E7) "
+    "and estimated (E14) as if she had one tuple, t measured against a mixture of two views) "
+    'and the last view has no next one; use small_view = "suppress" (the small view is '
+    'released empty and recorded in the ledger) or "refuse" (the default); see docs/policy.md'
+)
 
 
 def release_history(
@@ -109,10 +120,8 @@ def release_history(
     check_format(policy, method)
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
-        raise PolicyError(
-            'small_view = "merge" is not implemented yet: use "refuse" (the default) or "suppress"'
-        )
-    history = prepare_view(history, policy)
+        raise PolicyError(MERGE_REFUSED)
+    history, policy = prepared(history, policy)
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
     indices = indices[: until or None]
@@ -149,6 +158,7 @@ def release_history(
         metrics, released, state, sensitive = release_view(
             view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
         )
+        released = released_dates(released, policy)
         ledger.commit(i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive)
         if on_release:
             on_release(i, metrics)
@@ -285,7 +295,7 @@ def anonymize(
     """
     start = time.perf_counter()
     view = as_frame(view, "anonymize", "view")
-    view = prepare_view(view, policy)
+    view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
     unused = unused_note(view.columns, policy)
     notes += [unused] if unused else []
@@ -302,25 +312,8 @@ def anonymize(
     )
     metrics["seconds"] = round(time.perf_counter() - start, 3)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
-    return Anonymized(
-        public(released).reset_index(drop=True), assigned, metrics, policy, notes, result.sensitive
-    )
-
-
-def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:
-    """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
-    :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
-    InputError naming what was given."""
-    if isinstance(data, pd.DataFrame | dd.DataFrame):
-        return data
-    if isinstance(data, str | Path):
-        from dpriv.io import read_table
-
-        return read_table(str(data))
-    raise InputError(
-        f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
-        f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"
-    )
+    released = released_dates(public(released).reset_index(drop=True), policy)
+    return Anonymized(released, assigned, metrics, policy, notes, result.sensitive)
 
 
 def verify_view(
@@ -339,7 +332,8 @@ def verify_view(
     ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Raises InputError /
     PolicyError.
     """
-    original = prepare_view(original, policy)
+    original, policy = prepared(original, policy)
+    released = released_days(released, policy)
     if policy.time and policy.time in original.columns:
         times = sorted(original[policy.time].unique().tolist())
         if view is None and len(times) > 1:

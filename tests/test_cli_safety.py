@@ -125,6 +125,97 @@ def test_anonymize_refuses_an_unknown_output_type(name, cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]
 
 
+def test_anonymize_refuses_an_existing_output_unless_force(cli, tmp_path):
+    """An existing --out (or its OUT.metrics.json) that is not the input: refused, every byte and
+    mtime kept; --force replaces both (atomically)."""
+    src = tmp_path / "v.csv"
+    random_view(60).to_csv(src, index=False)
+    mine, metrics = tmp_path / "mine.parquet", tmp_path / "mine.parquet.metrics.json"
+    mine.write_bytes(b"my own file, not a release")
+    before = snapshot(tmp_path)
+    res = cli("anonymize", src, "--out", mine, *QI, *LOOSE)
+    assert_refused(res, rf"{re.escape(str(mine))} exists already", "nothing was written", "--force")
+    assert snapshot(tmp_path) == before and not metrics.exists()
+    # the metrics file alone is enough to refuse: it would be overwritten too
+    fresh = tmp_path / "fresh.csv"
+    Path(str(fresh) + ".metrics.json").write_text("{}")
+    before = snapshot(tmp_path)
+    res = cli("anonymize", src, "--out", fresh, *QI, *LOOSE)
+    assert_refused(res, r"fresh\.csv\.metrics\.json exists already", "--force")
+    assert snapshot(tmp_path) == before and not fresh.exists()
+    res = cli("anonymize", src, "--out", mine, *QI, *LOOSE, "--force")
+    assert res.exit_code == 0, res.output
+    assert len(pd.read_parquet(mine)) + int(re.search(r"n_suppressed: (\d+)", res.output)[1]) == 60
+    assert '"n_original": 60' in metrics.read_text()
+    # --force never makes the input an output
+    res = cli("anonymize", src, "--out", src, *QI, *LOOSE, "--force")
+    assert_refused(res, "is the input file")
+
+
+def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated, tmp_path):
+    out, _ = generated
+    led = tmp_path / "ledger"
+    res = cli("release", out / "history.parquet", "--ledger", led, "--policy", out / "policy.toml")
+    assert res.exit_code == 0, res.output
+    gain = tmp_path / "gain.csv"
+    gain.write_text("mine\n")
+    page = tmp_path / "r.html"
+    page.write_text("<p>mine</p>")
+    before = snapshot(tmp_path)
+    args = (
+        "attack",
+        led,
+        "--history",
+        out / "history.parquet",
+        "--knowledge",
+        "dk",
+        "--policy",
+        out / "policy.toml",
+    )
+    res = cli(*args, "--out", gain)
+    assert_refused(res, r"gain\.csv exists already", "--force")
+    res = cli(*args, "--out", tmp_path / "gain.txt")  # refused before the attack runs
+    assert_refused(res, "unknown file type '.txt'")
+    res = cli("report", led, "--out", page)
+    assert_refused(res, r"r\.html exists already", "--force")
+    assert snapshot(tmp_path) == before
+    res = cli(*args, "--out", gain, "--force")
+    assert res.exit_code == 0, res.output
+    assert pd.read_csv(gain)["release"].tolist() == [1, 2, 3]
+    res = cli("report", led, "--out", page, "--force")
+    assert res.exit_code == 0 and "<p>mine</p>" not in page.read_text(), res.output
+
+
+def test_a_release_above_max_suppression_is_refused_with_the_measured_share(cli, tmp_path):
+    """The refusal's figures are those of the same release allowed (max_suppression = 1)."""
+    src = tmp_path / "v.csv"
+    random_view(60).to_csv(src, index=False)
+    strict = ("--k", "3", "--t", "0", "--j", "0")  # t = 0: a group must hold the view's exact mix
+    res = cli("anonymize", src, "--out", tmp_path / "r.parquet", *QI, *strict)
+    text = assert_refused(res, r"suppression \d+\.\d\d% exceeds max_suppression 5\.00%", "nothing written",
+                          r"\[privacy\] max_suppression")  # fmt: skip
+    n_sup, n = map(int, re.search(r"\((\d+) of (\d+) tuples\)", text).groups())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]
+    pol = tmp_path / "p.toml"
+    pol.write_text("[privacy]\nmax_suppression = 1.0\n")
+    res = cli("anonymize", src, "--out", tmp_path / "r.parquet", *QI, *strict, "--policy", pol)
+    assert res.exit_code == 0, res.output
+    assert (n, n_sup) == (60, int(re.search(r"n_suppressed: (\d+)", res.output)[1])) and n_sup > 3
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 60 - n_sup
+
+
+def test_verify_of_a_malformed_release_exits_2_naming_the_column(cli, tmp_path):
+    src, rel = tmp_path / "v.csv", tmp_path / "rel.csv"
+    random_view(60).to_csv(src, index=False)
+    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE).exit_code == 0
+    broken = tmp_path / "broken.csv"
+    pd.read_csv(rel).drop(columns="age_max").to_csv(broken, index=False)
+    before = snapshot(tmp_path)
+    res = cli("verify", broken, "--original", src, *QI, "--k", "3", "--t", "0.9")
+    assert res.exit_code == 2 and "age_max" in res.output and "Traceback" not in res.output, res.output
+    assert snapshot(tmp_path) == before
+
+
 # -- 2. verify -------------------------------------------------------------------------------------
 def test_verify_a_release_made_with_add_row_id(cli, tmp_path):
     src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
@@ -325,8 +416,17 @@ def test_small_view_refuses_by_default_naming_the_option(client, tmp_path):
     ):
         release_history(h, small_policy(), tmp_path / "led")
     assert not (tmp_path / "led").exists()
-    with pytest.raises(PolicyError, match="merge.*not implemented"):
+    # merge is refused by design (docs/policy.md): the message says why and names the options
+    with pytest.raises(PolicyError) as err:
         release_history(h, small_policy(small_view="merge"), tmp_path / "led")
+    for part in ('small_view = "merge" is refused', "tuples of two times in one release", "twice",
+                 'small_view = "suppress"', '"refuse" (the default)', "docs/policy.md"):  # fmt: skip
+        assert part in str(err.value), part
+    assert not (tmp_path / "led").exists()
+    # with a merge policy even a history whose views are all large enough is refused, before
+    # anything is written (the option is not silently ignored)
+    with pytest.raises(PolicyError, match='"merge" is refused'):
+        release_history(small_history(3, 0), small_policy(small_view="merge"), tmp_path / "led")
     assert not (tmp_path / "led").exists()
 
 
@@ -357,7 +457,7 @@ def test_small_view_in_the_cli(cli, tmp_path):
     assert_refused(res, r"view = 3: k = 3 is larger than the view \(1 rows\)", "small_view")
     assert not (tmp_path / "a").exists()
     res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "merge")
-    assert_refused(res, "not implemented")
+    assert_refused(res, r'small_view = "merge" is refused: .*two times in one release', '"suppress"')
     assert not (tmp_path / "a").exists()
     res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "suppress")
     assert res.exit_code == 0 and "small_view=suppress [flag]" in res.output, res.output

@@ -73,7 +73,7 @@ def test_numeric_qi_with_stray_text_is_refused_unless_declared_categorical(cli, 
     rel = pd.read_parquet(out)
     assert "age" in rel.columns and "age_min" not in rel.columns  # value sets, as declared
     assert {"unknown", "45+", "thirty"} <= {x for cell in rel["age"] for x in cell.strip("{}").split(",")}
-    res, _ = anonymize_csv(cli, tmp_path, csv_of(v), "--categorical", "height")
+    res, _ = anonymize_csv(cli, tmp_path, csv_of(v), "--categorical", "height", out="height.parquet")
     assert res.exit_code == 2 and "--categorical names ['height'], which are not QIs" in res.output
 
 
@@ -163,6 +163,17 @@ def test_domain_of_another_type_says_the_types_differ(cli, tmp_path):
     msg = r"values \[4[01], 4[01]\] not in .* \['40', '41'\]: the types differ: the data holds int values"
     with pytest.raises(InputError, match=msg + " and the domain str values"):
         anonymize(v, policy)
+    # the same through the CLI and a policy file: exit 2, the message, nothing written
+    (tmp_path / "p.toml").write_text(
+        '[columns]\nid = "rid"\nqi = ["age", "city"]\nsensitive = "s"\n[privacy]\nk = 3\nt = 1.0\nj = 10.0\n'
+        '[kinds]\nage = "categorical"\n[domains]\nage = ["40", "41"]\n'
+    )
+    (tmp_path / "in.csv").write_text(csv_of(v))
+    out = tmp_path / "o.parquet"
+    res = cli("anonymize", tmp_path / "in.csv", "--out", out, "--policy", tmp_path / "p.toml")
+    refused(res, out, "categorical QI 'age'",
+            "the types differ: the data holds int values and the domain str values",
+            "numbers without quotes")  # fmt: skip
     # and the other way round: text data, a numeric domain for the sensitive column
     v2 = view().assign(s=lambda f: np.where(f["rid"] % 2 == 0, "1", "2"))
     p2 = ReleasePolicy(id="rid", qi=["age"], sensitive="s", k=3, domains={"s": [1, 2]})
@@ -239,16 +250,21 @@ def test_category_dtype_qis_release_like_plain_values_and_verify():
 
 # == 10. dates ====================================================================================
 @pytest.mark.parametrize("tz", [None, "Europe/Paris"])
-def test_date_qi_gets_anonymizes_own_message(cli, tmp_path, tz):
+def test_date_qi_is_released_as_date_intervals(cli, tmp_path, tz):
+    """Dates as QIs (hand-computed boxes: tests/test_dates.py): days 40..59 after 2020-01-01."""
     v = view()
-    v["age"] = pd.Timestamp("2020-01-01") + pd.to_timedelta(v["age"], "D")
+    v["age"] = pd.Timestamp("2020-01-01 12:00") + pd.to_timedelta(v["age"], "D")
     if tz:
         v["age"] = v["age"].dt.tz_localize(tz)
     v.to_parquet(tmp_path / "d.parquet", index=False)
     out = tmp_path / "out.csv"
     res = cli("anonymize", tmp_path / "d.parquet", "--out", out, *FLAGS)
-    refused(res, out, "QI 'age' holds dates or times", "days since 1970-01-01")
-    assert "kpr" not in res.output
+    assert res.exit_code == 0 and "kpr" not in res.output, res.output
+    rel = pd.read_csv(out)
+    lo, hi = str((v["age"].min()).date()), str((v["age"].max()).date())
+    assert rel["age_min"].min() == lo and rel["age_max"].max() == hi
+    assert (rel["age_min"] <= rel["age_max"]).all()
+    assert "inferred date domain of 'age'" in res.output
 
 
 # == 11. Unicode ==================================================================================

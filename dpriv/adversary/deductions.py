@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from dpriv.adversary._assign import feasible_edges
 from dpriv.adversary.observed import ObservedRelease
@@ -165,6 +166,11 @@ class Deductions:
         return self.allowed[i].sum(axis=1)
 
 
+def _shown(value):
+    """A respondent id as the user wrote it (a NumPy scalar as its Python value)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def deduce(
     releases: list[ObservedRelease],
     tables: MarkovTables,
@@ -218,7 +224,9 @@ def deduce(
     n = int(offs[-1])
     if n_rel == 0:
         return Deductions([], [], np.zeros(0, bool), 0, time.perf_counter() - tick, sup.exit_value)
-    rid = np.concatenate([np.asarray(r.respondent, dtype=np.int64) for r in releases])
+    # respondent ids of any type (int, float, text): int64 codes, the ids kept for messages
+    ids = pd.concat([pd.Series(np.asarray(r.respondent)) for r in releases], ignore_index=True)
+    rid = pd.factorize(ids)[0].astype(np.int64)
     cls = np.concatenate([np.asarray(r.cls, dtype=np.int64) for r in releases])
     view = np.repeat(np.array(idx, dtype=np.int64), sizes)
 
@@ -228,7 +236,9 @@ def deduce(
     twice = same & (view[order][1:] == view[order][:-1])
     if twice.any():
         k = int(order[1:][twice][0])
-        raise InputError(f"respondent {int(rid[k])} has two tuples in release {int(view[k])}; keep one")
+        raise InputError(
+            f"respondent {_shown(ids.iloc[k])!r} has two tuples in release {int(view[k])}; keep one"
+        )
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
     prev[order[1:][same]] = order[:-1][same]
@@ -280,7 +290,7 @@ def deduce(
 
     def contradiction(k: int) -> InputError:
         return InputError(
-            f"release {int(view[k])}: the tuple of respondent {int(rid[k])} has no possible value; "
+            f"release {int(view[k])}: the tuple of respondent {_shown(ids.iloc[k])!r} has no possible value; "
             "the releases contradict the model (wrong tables, attendance or releases?)"
         )
 

@@ -15,8 +15,9 @@ class ObservedRelease:
     ----------
     index : int
         Release number, 1-based.
-    respondent : ndarray of int64, shape (n,)
-        Respondent of each released (kept) tuple; the adversary knows the members of every
+    respondent : ndarray, shape (n,)
+        Respondent id of each released (kept) tuple (int64, float64 or text: only compared
+        for equality); the adversary knows the members of every
         QI-group (§1.1 (ii)).
     group : ndarray of int64, shape (n,)
         QI-group of each tuple, 0 .. n_groups - 1.

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, Ledger, PolicyFile, app, command, load_policy, write_frame
+from dpriv.cli.common import Debug, Ledger, PolicyFile, app, check_out, command, load_policy, write_frame
 from dpriv.errors import PolicyError
 
 
@@ -68,6 +68,10 @@ def attack(
         ),
     ] = None,
     policy: PolicyFile = None,
+    force: Annotated[
+        bool,
+        typer.Option(help="Replace an existing --out file (the default LEDGER/attack/ file is replaced)."),
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
@@ -76,10 +80,13 @@ def attack(
     from dpriv.io import read_table
     from dpriv.ledger import Ledger
 
-    pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
     if out is None and adversary != "paper":
         raise PolicyError(f"--adversary {adversary} writes one row per (release, as_of): pass --out FILE")
-    out = out if out is not None else gain_path(ledger, knowledge)
+    if out is not None:  # before the attack: an unknown suffix, the history itself, an existing file
+        check_out(out, history, force=force)
+    else:  # the ledger's own attack/ file, which dpriv attack writes and re-writes
+        out, force = gain_path(ledger, knowledge), True
+    pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
     try:
         gain = run(
             ledger,
@@ -96,7 +103,7 @@ def attack(
         if policy is not None:
             raise
         raise PolicyError(f"{exc}; pass --policy FILE (knowledge paths are relative to it)") from None
-    write_frame(gain, out)
+    write_frame(gain, out, force=force)
     typer.echo(gain.to_string(index=False))
     what = "per (release, as_of)" if adversary == "retrospective" else "per release"
     typer.echo(f"adversary gain and tail risk {what} written to {out}")
@@ -107,13 +114,20 @@ def attack(
 def report(
     ledger: Ledger,
     out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
+    force: Annotated[bool, typer.Option(help="Replace an existing --out page.")] = False,
     debug: Debug = False,
 ) -> None:
     """One self-contained HTML page: policy, per-release metrics, privacy and utility plots, and
     the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (where dpriv attack writes)."""
+    from dpriv.errors import InputError
     from dpriv.ledger import Ledger
     from dpriv.report import gain_curves, write_report
 
+    if out.exists() and not force:
+        raise InputError(
+            f"--out {out} exists already; nothing was written: choose another output file, or "
+            "pass --force to replace it"
+        )
     led = Ledger(ledger)
     path = write_report(led, out)
     curves = gain_curves(led)

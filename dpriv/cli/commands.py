@@ -15,6 +15,7 @@ from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify
 from dpriv.cli.common import (
     QI,
     Categorical,
+    Dates,
     Debug,
     Hierarchies,
     J,
@@ -56,6 +57,7 @@ def anonymize(
     sensitive: Sensitive = None,
     categorical: Categorical = None,
     hierarchy: Hierarchies = None,
+    date: Dates = None,
     k: K = None,
     t: T = None,
     j: J = None,
@@ -65,14 +67,17 @@ def anonymize(
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     release_format: ReleaseFormat = None,
+    force: Annotated[
+        bool, typer.Option(help="Replace an existing --out file (and its OUT.metrics.json).")
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j (with
     --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
     from dpriv.errors import InputError
-    from dpriv.io import ROW_ID, read_table
+    from dpriv.io import ROW_ID, atomic_write, read_table
 
-    check_out(out, input)
+    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -92,7 +97,7 @@ def anonymize(
             "never overwrites a file it did not create; move it away or choose another --out"
         )
     view = read_table(input, add_row_id=add_row_id)
-    pol = with_hierarchies(with_categorical(show_policy(eff), categorical), hierarchy)
+    pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
     _before_cluster(view, pol, input)  # before the heavy imports and the cluster
     from dpriv.cluster import dask_client
     from dpriv.release import anonymize as run
@@ -101,14 +106,19 @@ def anonymize(
         result = run(view, pol, prior=prior)
     for note in result.notes:
         _say(note)
-    write_frame(result.released, out)
+    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))  # created meanwhile?
+    write_frame(result.released, out, force=True)
     if result.sensitive is not None:
         write_frame(result.sensitive, table_out)
         typer.echo(f"sensitive table written to {table_out}")
-    out.with_name(out.name + ".metrics.json").write_text(json.dumps(result.metrics, indent=2, default=str))
+    metrics = json.dumps(result.metrics, indent=2, default=str).encode()
+    atomic_write(out.with_name(out.name + METRICS_SUFFIX), metrics, mode=None)
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 
+
+#: The metrics of ``dpriv anonymize --out OUT``: ``OUT.metrics.json``.
+METRICS_SUFFIX = ".metrics.json"
 
 app.add_typer(generate_app, name="generate")
 
@@ -159,6 +169,7 @@ def _run_release(
     progress: bool | None = None,
     categorical: str | None = None,
     hierarchy: list[str] | None = None,
+    dates: str | None = None,
 ) -> None:
     from dpriv.inputs import unused_note
     from dpriv.io import read_table
@@ -168,7 +179,7 @@ def _run_release(
     frame = read_table(history_path)
     pol = show_policy(eff)
     _say(f"  method: {method}")
-    pol = with_hierarchies(with_categorical(pol, categorical), hierarchy)
+    pol = with_hierarchies(with_categorical(pol, categorical, dates), hierarchy)
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
@@ -221,12 +232,16 @@ def release(
     sensitive: Sensitive = None,
     categorical: Categorical = None,
     hierarchy: Hierarchies = None,
+    date: Dates = None,
     k: K = None,
     t: T = None,
     j: J = None,
     small_view: Annotated[
         str | None,
-        typer.Option(help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on.'),
+        typer.Option(
+            help='A view with fewer than k tuples: "refuse" (default) or "suppress" it and go on '
+            '("merge" is refused: docs/policy.md).'
+        ),
     ] = None,
     release_format: ReleaseFormat = None,
     npartitions: Partitions = None,
@@ -256,7 +271,7 @@ def release(
         release_format=release_format,
     )
     method = method or recorded_method or "jsreduce"
-    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy)
+    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date)
 
 
 @app.command()

@@ -185,16 +185,27 @@ def load_policy(policy: Path | None, *, categorical: str | None = None, **flags:
     return with_categorical(pol, categorical)
 
 
-def with_categorical(pol: ReleasePolicy, categorical: str | None) -> ReleasePolicy:
-    """``pol`` with the QIs named by ``--categorical A,B`` added to its ``[kinds]`` as categorical;
-    PolicyError names any that is not a QI."""
-    names = [c.strip() for c in (categorical or "").split(",") if c.strip()]
-    if not names:
-        return pol
-    unknown = [c for c in names if c not in pol.qi]
-    if unknown:
-        raise PolicyError(f"--categorical names {unknown}, which are not QIs ({pol.qi}): add them to --qi")
-    return pol.with_overrides(kinds={**pol.kinds, **dict.fromkeys(names, "categorical")})
+Dates = Annotated[
+    str | None,
+    typer.Option(
+        "--date",
+        help="QIs holding dates (e.g. ISO text in a CSV), comma-separated: released as date intervals "
+        "(date/timestamp columns of a Parquet file are found without it).",
+    ),
+]
+
+
+def with_categorical(pol: ReleasePolicy, categorical: str | None, dates: str | None = None) -> ReleasePolicy:
+    """``pol`` with the QIs named by ``--categorical A,B`` (``--date C``) added to its ``[kinds]``
+    as categorical (date); PolicyError names any that is not a QI."""
+    kinds = dict(pol.kinds)
+    for flag, kind, given in (("--categorical", "categorical", categorical), ("--date", "date", dates)):
+        names = [c.strip() for c in (given or "").split(",") if c.strip()]
+        unknown = [c for c in names if c not in pol.qi]
+        if unknown:
+            raise PolicyError(f"{flag} names {unknown}, which are not QIs ({pol.qi}): add them to --qi")
+        kinds.update(dict.fromkeys(names, kind))
+    return pol.with_overrides(kinds=kinds) if kinds != pol.kinds else pol
 
 
 def load_effective(policy: Path | None, **kwargs: Any) -> tuple[Any, str | None]:
@@ -231,9 +242,12 @@ def sensitive_out(out: Path) -> Path:
 TABLE_SUFFIXES = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV"}
 
 
-def check_out(out: Path, *inputs: str) -> None:
-    """Refuse (InputError, before any work) an output path with an unknown suffix, or one that
-    is one of the ``inputs`` (the same file under any spelling: relative, ``..``, symlink)."""
+def check_out(out: Path, *inputs: str, force: bool = False, companions: tuple[str, ...] = ()) -> None:
+    """Refuse (InputError, before any work) an output path with an unknown suffix, one that is
+    one of the ``inputs`` (the same file under any spelling: relative, ``..``, symlink, even
+    with ``force``), or, unless ``force``, one that exists already (``out`` or a companion
+    file ``out`` + suffix in ``companions``, e.g. ``.metrics.json``): dpriv never overwrites
+    a file it did not create in the same command."""
     from dpriv.errors import InputError
 
     if out.suffix.lower() not in TABLE_SUFFIXES:
@@ -254,15 +268,27 @@ def check_out(out: Path, *inputs: str) -> None:
                 f"--out {out} is the input file {given}: dpriv never overwrites its input; "
                 "choose another output file"
             )
+    if force:
+        return
+    existing = [
+        p for p in (out, *(out.with_name(out.name + c) for c in companions)) if p.exists() or p.is_symlink()
+    ]
+    if existing:
+        names = ", ".join(str(p) for p in existing)
+        raise InputError(
+            f"--out {out}: {names} exists already; nothing was written: choose another output "
+            "file, or pass --force to replace it"
+        )
 
 
-def write_frame(frame: pd.DataFrame, out: Path) -> None:
+def write_frame(frame: pd.DataFrame, out: Path, *, force: bool = False) -> None:
     """Write Parquet (``.parquet``/``.pq``) or CSV (``.csv``) atomically
     (:func:`dpriv.io.atomic_write`), with the permissions of an ordinary new file (a released
-    view is public). Any other suffix is refused (:func:`check_out`)."""
+    view is public). Any other suffix, and an existing ``out`` unless ``force``, is refused
+    (:func:`check_out`)."""
     from dpriv.io import atomic_write
 
-    check_out(out)
+    check_out(out, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() in (".parquet", ".pq"):
         atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)

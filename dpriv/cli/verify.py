@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from dpriv.cli.common import (
+    Dates,
     Debug,
     Hierarchies,
     K,
@@ -20,6 +21,7 @@ from dpriv.cli.common import (
     load_effective,
     sensitive_out,
     show_policy,
+    with_categorical,
     with_hierarchies,
 )
 from dpriv.errors import LedgerError
@@ -49,6 +51,7 @@ def verify(
     qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
     hierarchy: Hierarchies = None,
+    date: Dates = None,
     k: K = None,
     t: T = None,
     view: Annotated[
@@ -113,7 +116,7 @@ def verify(
             )
         table = read_table(str(path)).compute()
     show_policy(eff)
-    report = verify_view(rel, orig, pol, view=view, sensitive=table)
+    report = verify_view(rel, orig, with_categorical(pol, None, date), view=view, sensitive=table)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}")

@@ -1,0 +1,192 @@
+"""Date and timestamp QIs: whole days on an integer grid inside, date intervals outside.
+
+A QI is a *date QI* when the policy says so (``[kinds] admitted = "date"``, CLI ``--date
+admitted``) or, undeclared, when its column has a date or timestamp dtype (``datetime64``,
+timezone-aware ``datetime64[ns, tz]``, Arrow ``date32``/``timestamp``, Python ``date``
+objects): :func:`with_date_kinds` records the kind, so a ledger pins it.
+
+* In (:func:`to_days`, called by :func:`dpriv.inputs.prepare_view`): each value becomes
+  the whole number of days from 1970-01-01 to its calendar date (int64; a column with a
+  missing value is left as it is, and validation refuses it naming the rows). A timezone-aware
+  timestamp counts on the calendar of its own time zone (its wall-clock date: 2020-03-01
+  00:30 in Europe/Paris is day 2020-03-01, although it is 2020-02-29 in UTC). The time of
+  day is dropped: generalization works on whole days. Text (a CSV) is parsed as ISO 8601
+  (``YYYY-MM-DD``, optionally with a time and one UTC offset for the whole column).
+  Everything downstream (Hilbert grid, grouping, verification) sees a numeric QI.
+* Out (:func:`released_dates`): ``<qi>_min`` / ``<qi>_max`` of a date QI are Arrow
+  ``date32`` columns (Parquet ``DATE``, CSV ``2020-03-01``), the first and last calendar day
+  of the group; an original date d lies in its group's box when min <= d <= max.
+* Back (:func:`released_days`, for ``dpriv verify`` and ``dpriv attack``): a released view's
+  date bounds (Arrow dates, ``date`` objects, ``datetime64`` or ISO text from a CSV) as days.
+
+Not a date QI: ``timedelta`` columns and a date as the sensitive attribute (refused by
+:func:`dpriv.inputs.type_problems` with a message naming the column).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import warnings
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dpriv.errors import InputError
+from dpriv.policy import ReleasePolicy
+
+#: Day 0 of the grid.
+EPOCH = pd.Timestamp("1970-01-01")
+#: The dtype of a released date bound.
+DATE = pd.ArrowDtype(pa.date32())
+
+
+def is_date_dtype(dtype) -> bool:
+    """A date or timestamp dtype (naive or timezone-aware, NumPy or Arrow)."""
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return True
+    if isinstance(dtype, pd.ArrowDtype):
+        return pa.types.is_date(dtype.pyarrow_dtype) or pa.types.is_timestamp(dtype.pyarrow_dtype)
+    return False
+
+
+def _holds_dates(col: pd.Series) -> bool:
+    """An object column of Python ``date``/``datetime`` values (pandas only; a Dask meta has none)."""
+    if not pd.api.types.is_object_dtype(col.dtype):
+        return False
+    return pd.api.types.infer_dtype(col, skipna=True) in ("date", "datetime")
+
+
+def with_date_kinds(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> ReleasePolicy:
+    """``policy`` with ``[kinds] q = "date"`` added for each QI not in ``[kinds]`` whose column
+    has a date or timestamp dtype (the policy itself when there is none)."""
+    sample = view._meta if isinstance(view, dd.DataFrame) else view
+    found = [
+        q
+        for q in policy.qi
+        if q not in policy.kinds
+        and q in sample.columns
+        and (is_date_dtype(sample[q].dtype) or _holds_dates(sample[q]))
+    ]
+    if not found:
+        return policy
+    return policy.with_overrides(kinds={**policy.kinds, **dict.fromkeys(found, "date")})
+
+
+def _as_timestamps(col: pd.Series) -> pd.Series | None:
+    """``col`` as naive wall-clock ``datetime64[ns]`` (NaT where missing), or None when some
+    present value is not a date (or the column mixes time zones): validation reports it."""
+    if isinstance(col.dtype, pd.ArrowDtype):
+        col = col.astype(object)
+    if not pd.api.types.is_datetime64_any_dtype(col.dtype):
+        present = col.notna()
+        if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pandas' mixed-time-zone FutureWarning: refused below
+            try:
+                if pd.api.types.infer_dtype(col, skipna=True) in ("date", "datetime"):
+                    parsed = pd.to_datetime(col, errors="coerce")
+                else:
+                    parsed = pd.to_datetime(col.astype(object), format="ISO8601", errors="coerce")
+            except (TypeError, ValueError):
+                return None
+        if not pd.api.types.is_datetime64_any_dtype(parsed.dtype) or (parsed.isna() & present).any():
+            return None  # several time zones (object dtype), or text that is not a date
+        col = parsed
+    if isinstance(col.dtype, pd.DatetimeTZDtype):
+        col = col.dt.tz_localize(None)  # the wall-clock time in the column's own zone
+    return col.astype("datetime64[ns]")
+
+
+def to_days(col: pd.Series) -> pd.Series:
+    """Days from 1970-01-01 to each value's calendar date (int64); ``col`` itself when a value
+    is missing (validation names the rows) or is not a date (:func:`date_problem`)."""
+    stamps = _as_timestamps(col)
+    if stamps is None or stamps.isna().any():
+        return col
+    return ((stamps.dt.normalize() - EPOCH) // pd.Timedelta(days=1)).astype("int64")
+
+
+def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
+    """(rows, message) for a date QI that :func:`to_days` could not convert, else None."""
+    if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+        return None
+    present = col.notna().to_numpy()
+    if is_date_dtype(col.dtype) or not present.all():  # left as it was because a value is missing
+        return ~present, (
+            f"column {name!r} has missing values (NaN/None/NaT); dpriv refuses them by default: "
+            "drop or impute these rows before releasing"
+        )
+    values = col.astype(object)
+    zones = {getattr(v, "tzinfo", None) for v in values[present] if isinstance(v, _dt.datetime)}
+    if len(zones) > 1:
+        return present, (
+            f"QI {name!r} holds timestamps in {len(zones)} different time zones; dpriv counts days on "
+            "one calendar: convert the column to one time zone (e.g. UTC, or the local zone) first"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parsed = pd.to_datetime(values.map(lambda v: v if isinstance(v, str) else None), format="ISO8601",
+                                errors="coerce")  # fmt: skip
+    text_ok = values.map(lambda v: isinstance(v, _dt.date)).to_numpy(dtype=bool) | parsed.notna().to_numpy()
+    bad = present & ~text_ok
+    shown = [str(v) for v in pd.unique(values[bad])[:5]]
+    return bad, (
+        f"date QI {name!r} holds values that are not dates: {shown}; write dates as YYYY-MM-DD "
+        "(optionally with a time, e.g. 2020-03-01 14:30, and one UTC offset for the column), "
+        f'correct or drop these rows, or declare the QI categorical ([kinds] {name} = "categorical")'
+    )
+
+
+def released_dates(frame: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy):
+    """The released view with each date QI's ``<qi>_min`` / ``<qi>_max`` (whole days, int64)
+    as Arrow ``date32`` calendar dates. Pandas in, pandas out; Dask in, Dask out (lazy)."""
+    names = [f"{q}_{b}" for q in date_qi(policy) for b in ("min", "max")]
+    if not names:
+        return frame
+    if isinstance(frame, dd.DataFrame):
+        return frame.map_partitions(_dates_part, names, meta=_dates_part(frame._meta, names))
+    return _dates_part(frame, names)
+
+
+def _dates_part(part: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    out = {}
+    for c in names:
+        if c in part.columns and not isinstance(part[c].dtype, pd.ArrowDtype):
+            days = part[c].to_numpy(dtype=np.int64)
+            out[c] = pd.array(pa.array(days.astype(np.int32)).cast(pa.date32()), dtype=DATE)
+    return part.assign(**{c: pd.Series(v, index=part.index) for c, v in out.items()}) if out else part
+
+
+def released_days(frame: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """A released view (pandas) with each date QI's bounds back as whole days (int64).
+
+    Accepts Arrow dates, ``date`` objects, ``datetime64`` and ISO text (a CSV release);
+    raises InputError naming the column when a bound is not a date."""
+    out = {}
+    for q in date_qi(policy):
+        for c in (f"{q}_min", f"{q}_max"):
+            if c not in frame.columns or pd.api.types.is_integer_dtype(frame[c].dtype):
+                continue
+            days = to_days(frame[c])
+            if days is frame[c] or days.isna().any():
+                raise InputError(
+                    f"released column {c!r} of the date QI {q!r} holds values that are not dates "
+                    f"(e.g. {frame[c].iloc[0]!r}): give the released view as dpriv wrote it"
+                )
+            out[c] = days
+    return frame.assign(**out) if out else frame
+
+
+def date_qi(policy: ReleasePolicy) -> list[str]:
+    """The QIs of kind ``"date"``, in policy order."""
+    return [q for q in policy.qi if policy.kinds.get(q) == "date"]
+
+
+def shown_domain(policy: ReleasePolicy, name: str, domain: list) -> list:
+    """A date QI's day domain as ISO dates (for messages), any other domain as it is."""
+    if policy.kinds.get(name) != "date":
+        return domain
+    return [str((EPOCH + pd.Timedelta(days=int(d))).date()) for d in domain]
