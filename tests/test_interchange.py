@@ -264,7 +264,7 @@ def test_cli_export_refuses_without_writing(cli, anonymized):
     (d / "keep.csv").write_text("mine\n")
     before = os.stat(d / "keep.csv")
     cases = [
-        (("--out", d / "keep.csv"), "exists: nothing was written"),
+        (("--out", d / "keep.csv"), f"--out {d / 'keep.csv'} exists already; nothing was written"),
         (("--out", d / "x.parquet"), "writes CSV"),
         (("--out", d / "x.csv", "--sep", "|"), "--sep"),
         (("--out", d / "x.csv", "--metrics", d / "nope.json"), "cannot read n_suppressed"),

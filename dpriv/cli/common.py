@@ -274,10 +274,12 @@ def check_out(out: Path, *inputs: str, force: bool = False, companions: tuple[st
         p for p in (out, *(out.with_name(out.name + c) for c in companions)) if p.exists() or p.is_symlink()
     ]
     if existing:
-        names = ", ".join(str(p) for p in existing)
+        names = ", ".join(map(str, existing))
+        what = f"--out {out}" if existing == [out] else f"--out {out}: {names}"
+        what += " exists" if len(existing) == 1 else " exist"
         raise InputError(
-            f"--out {out}: {names} exists already; nothing was written: choose another output "
-            "file, or pass --force to replace it"
+            f"{what} already; nothing was written: choose another output file, or pass --force to "
+            "replace it"
         )
 
 

@@ -76,11 +76,7 @@ def export(
         pol = load_policy(policy) if policy is not None else None
         if metrics is None and "://" not in released and Path(released + ".metrics.json").is_file():
             metrics = Path(released + ".metrics.json")
-    check_out(out, source)
-    if out.exists() and not force:
-        raise InputError(
-            f"--out {out} exists: nothing was written; choose another file, or pass --force to replace it"
-        )
+    check_out(out, source, force=force)
     n_suppressed = None
     if suppressed == "mark" and metrics is not None:
         try:
