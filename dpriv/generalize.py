@@ -79,9 +79,9 @@ def chained_scan(ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleaseP
         link = dask.delayed(scan_range, nout=2, pure=True)(part, carry, policy, view_counts, last)
         links.append(link[0])
         carry = link[1]
-    # not verified: a string id the state join turned into object is still typed string in
-    # the meta (the kernels read ids by value; the released view has no id)
-    return dd.from_delayed(links, meta=meta, verify_meta=False)
+    # the meta is the kernel's output on the empty view (ids keep their dtype through the
+    # state join, see dpriv.state): Dask checks every link against it
+    return dd.from_delayed(links, meta=meta)
 
 
 def generalize_view(

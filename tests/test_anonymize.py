@@ -106,6 +106,19 @@ def test_dask_release_matches_pandas_on_same_ranges(npartitions):
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.released)
 
 
+@pytest.mark.parametrize("id_dtype", ["int64", "object", "string[pyarrow]"])
+def test_dask_grouping_meta_is_honest_for_every_id_dtype(id_dtype):
+    # the chained scan's meta is verified (no verify_meta=False): each partition's dtypes,
+    # string ids included, are those the meta announces
+    view = make_view(seed=4)
+    if id_dtype != "int64":
+        view["respondent_id"] = ("r" + view["respondent_id"].astype(str)).astype(id_dtype)
+    lazy = run(dd.from_pandas(view, npartitions=3), npartitions=2)
+    with dask.config.set(scheduler="sync"):
+        got = lazy.assigned.compute()
+    assert got.dtypes.equals(lazy.assigned._meta.dtypes)
+
+
 def test_same_seed_same_bytes_other_seed_other_labels():
     view = make_view(seed=2)
     a, b = run(view).released, run(view.sample(frac=1, random_state=5)).released

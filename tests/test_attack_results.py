@@ -44,7 +44,7 @@ def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
     policy = ReleasePolicy.from_toml(out / "policy.toml")
     expected = attack(Ledger(out / "ledger"), medical_history(2, 300, seed=0).history, policy, "dk")
     cols = ["release", "adversary_gain", "n_tuples"]
-    pd.testing.assert_frame_equal(pd.read_csv(path)[cols], expected[cols], check_dtype=False)
+    pd.testing.assert_frame_equal(pd.read_csv(path)[cols], expected[cols])
     assert expected["release"].tolist() == [1, 2]
 
     res = CliRunner().invoke(app, ["report", str(out / "ledger"), "--out", str(tmp_path / "r.html")])
