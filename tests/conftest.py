@@ -1,6 +1,10 @@
 """Shared fixtures: the real data folder, one in-process Dask cluster per test module, and
 the random views that several test modules build."""
 
+import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -86,3 +90,69 @@ def random_view(
 def make_view():
     """:func:`random_view` as a fixture (for tests that do not build views at import)."""
     return random_view
+
+
+# -- a real scheduler and workers (test_cluster, test_crash) ----------------------------------------
+BIN = Path(sys.executable).parent
+
+
+def start_cluster(tmp: Path, n_workers: int, nthreads: int):
+    """A `dask scheduler` and ``n_workers`` `dask worker` processes (no nanny) on 127.0.0.1;
+    returns (address, scheduler process, worker processes). Stop them with :func:`stop_cluster`."""
+    sched_file = tmp / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    sched = subprocess.Popen(
+        [BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+         "--scheduler-file", sched_file],
+        **quiet,
+    )  # fmt: skip
+    workers = []
+    try:
+        for _ in range(600):
+            if sched_file.exists() and sched_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        for _ in range(n_workers):
+            workers.append(
+                subprocess.Popen(
+                    [
+                        BIN / "dask",
+                        "worker",
+                        address,
+                        "--nthreads",
+                        str(nthreads),
+                        "--no-nanny",
+                        "--host",
+                        "127.0.0.1",
+                        "--dashboard-address",
+                        ":0",
+                    ],
+                    **quiet,
+                )  # fmt: skip
+            )
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(n_workers, timeout=120)
+    except BaseException:
+        stop_cluster([sched, *workers])
+        raise
+    return address, sched, workers
+
+
+def stop_cluster(procs) -> None:
+    """Stop our own scheduler (SIGTERM) and workers (SIGKILL: a worker without nanny can take
+    many seconds to close politely)."""
+    sched, workers = procs[0], procs[1:]
+    for p in workers:
+        if p.poll() is None:
+            p.kill()
+    if sched.poll() is None:
+        sched.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

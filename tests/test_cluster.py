@@ -3,10 +3,10 @@
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from conftest import start_cluster, stop_cluster
 
 from dpriv.datasets import medical_history, write_history
 
@@ -15,64 +15,9 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture
 def cluster(tmp_path):
-    sched_file = tmp_path / "scheduler.json"
-    procs = [
-        subprocess.Popen(
-            [
-                BIN / "dask",
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--dashboard-address",
-                ":0",
-                "--scheduler-file",
-                sched_file,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
-    try:
-        for _ in range(200):
-            if sched_file.exists() and sched_file.stat().st_size:
-                break
-            time.sleep(0.1)
-        import json
-
-        address = json.loads(sched_file.read_text())["address"]
-        for _ in range(2):
-            procs.append(
-                subprocess.Popen(
-                    [
-                        BIN / "dask",
-                        "worker",
-                        address,
-                        "--nthreads",
-                        "1",
-                        "--host",
-                        "127.0.0.1",
-                        "--dashboard-address",
-                        ":0",
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        from distributed import Client
-
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield address
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    address, sched, workers = start_cluster(tmp_path, 2, 1)
+    yield address
+    stop_cluster([sched, *workers])
 
 
 def test_release_on_a_multiprocess_cluster_matches_local_cluster(cluster, tmp_path):

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import start_cluster, stop_cluster
 
 from dpriv.datasets import medical_history, write_history
 from dpriv.io import read_table
@@ -38,71 +39,11 @@ FLAGS = ["--t", "0.5", "--j", "0.8"]
 
 
 # -- a real scheduler and workers ----------------------------------------------------------------
-def _start_cluster(tmp: Path, n_workers: int, nthreads: int):
-    sched_file = tmp / "scheduler.json"
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    sched = subprocess.Popen(
-        [BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
-         "--scheduler-file", sched_file],
-        **quiet,
-    )  # fmt: skip
-    workers = []
-    try:
-        for _ in range(600):
-            if sched_file.exists() and sched_file.stat().st_size:
-                break
-            time.sleep(0.1)
-        address = json.loads(sched_file.read_text())["address"]
-        for _ in range(n_workers):
-            workers.append(
-                subprocess.Popen(
-                    [
-                        BIN / "dask",
-                        "worker",
-                        address,
-                        "--nthreads",
-                        str(nthreads),
-                        "--no-nanny",
-                        "--host",
-                        "127.0.0.1",
-                        "--dashboard-address",
-                        ":0",
-                    ],
-                    **quiet,
-                )  # fmt: skip
-            )
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(n_workers, timeout=120)
-    except BaseException:
-        _stop([sched, *workers])
-        raise
-    return address, sched, workers
-
-
-def _stop(procs) -> None:
-    """Stop our own scheduler (SIGTERM) and workers (SIGKILL: a worker without nanny can take
-    many seconds to close politely)."""
-    sched, workers = procs[0], procs[1:]
-    for p in workers:
-        if p.poll() is None:
-            p.kill()
-    if sched.poll() is None:
-        sched.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
 @pytest.fixture(scope="module")
 def scheduler(tmp_path_factory):
-    address, sched, workers = _start_cluster(tmp_path_factory.mktemp("cluster"), 1, 2)
+    address, sched, workers = start_cluster(tmp_path_factory.mktemp("cluster"), 1, 2)
     yield address
-    _stop([sched, *workers])
+    stop_cluster([sched, *workers])
 
 
 # -- the history and an uninterrupted reference ledger --------------------------------------------
@@ -321,7 +262,7 @@ def test_resume_leaves_no_temp_file_of_the_killed_run(setting, tmp_path):
 def test_worker_killed_mid_release_completes_identically(setting, tmp_path):
     history, policy, ref_dir = setting
     reference = snapshot(ref_dir)
-    address, sched, workers = _start_cluster(tmp_path, 2, 1)
+    address, sched, workers = start_cluster(tmp_path, 2, 1)
     try:
         from distributed import Client
 
@@ -352,6 +293,6 @@ def test_worker_killed_mid_release_completes_identically(setting, tmp_path):
             assert proc.returncode == 0, err.decode()
             assert len(client.scheduler_info()["workers"]) == 1
     finally:
-        _stop([sched, *workers])
+        stop_cluster([sched, *workers])
     assert at_release <= N_VIEWS
     assert snapshot(ledger) == reference

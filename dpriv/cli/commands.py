@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -135,7 +136,7 @@ def _before_cluster(frame, pol: ReleasePolicy, source: str) -> None:
         _say(note)
 
 
-def _release_table_row(index: int, m: dict) -> str:
+def _release_table_row(index: int, m: Mapping[str, Any]) -> str:
     f = lambda v, p=4: "-" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))  # noqa: E731
     secs = sum(m["seconds"].values()) if isinstance(m.get("seconds"), dict) else m.get("seconds")
     return (
@@ -191,7 +192,7 @@ def _run_release(
     steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
     released: list[int] = []
 
-    def on_release(i: int, m: dict) -> None:
+    def on_release(i: int, m: Mapping[str, Any]) -> None:
         released.append(i)
         typer.echo(_release_table_row(i, m))
         if m.get("small_view") == "suppressed":

@@ -7,6 +7,7 @@ import functools
 import logging
 import traceback
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -298,7 +299,7 @@ def write_frame(frame: pd.DataFrame, out: Path, *, force: bool = False) -> None:
         atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
 
 
-def print_summary(metrics: dict) -> None:
+def print_summary(metrics: Mapping[str, Any]) -> None:
     keys = [
         "n_original",
         "n_groups",
