@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, to_pandas
-from dpriv._random import row_hashes
+from dpriv.digests import content_digest, input_fingerprint
 from dpriv.errors import InputError, PolicyError
 from dpriv.hierarchy import hierarchy_domains
 from dpriv.inputs import duplicate_columns, type_problems
@@ -41,33 +41,6 @@ class ViewSummary:
     s_counts: np.ndarray
     content: int = 0
     input_sha: str = ""
-
-
-def content_digest(part: pd.DataFrame, policy: ReleasePolicy) -> int:
-    """Sum modulo 2**64 of a mixed hash of every row's id, QIs and sensitive value.
-
-    Order-free (partition by partition), the same for pandas and Dask dtypes of the same
-    values. It keys the released row order and the QI-group labels (with the seed): they
-    cannot be predicted from ids and the seed without every row's sensitive value.
-    """
-    cols = [
-        part[policy.id].to_numpy(),
-        *(
-            part[q].to_numpy(dtype=np.float64)
-            if policy.kind(q) == "numeric"
-            else codes(part[q], policy.domains[q])
-            for q in policy.qi
-        ),
-        codes(part[policy.sensitive], policy.sensitive_domain),
-    ]
-    return int(row_hashes(cols).sum(dtype=np.uint64))
-
-
-def input_fingerprint(part: pd.DataFrame, policy: ReleasePolicy) -> int:
-    """Order-free fingerprint of the policy columns as text (the ledger's ``input_sha``: a
-    re-run must bring the same input); sum over partitions modulo 2**64."""
-    cols = [policy.id, *policy.qi, policy.sensitive]
-    return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum())
 
 
 def missing_columns(columns, policy: ReleasePolicy) -> None:

@@ -479,7 +479,7 @@ def test_mondrian_release_with_a_hierarchy_is_verified(city_file):
 def test_cli_release_resume_verify_and_attack_with_a_hierarchy(history_setting, tmp_path, cli):
     import json
 
-    from dpriv.policy import toml_dumps
+    from dpriv.toml_writer import toml_dumps
 
     mh, pol = history_setting
     hist = tmp_path / "history.parquet"

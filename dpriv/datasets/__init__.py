@@ -29,7 +29,7 @@ from dpriv.datasets.pbc import (
     pbc_history,
     pbc_policy,
 )
-from dpriv.policy import toml_dumps
+from dpriv.toml_writer import toml_dumps
 
 __all__ = [
     "PBC_COLUMNS",

@@ -19,7 +19,7 @@ from dpriv.datasets.model import (
 )
 from dpriv.datasets.pbc import PBC_PRIVACY, pbc_history
 from dpriv.errors import InputError
-from dpriv.policy import toml_dumps
+from dpriv.toml_writer import toml_dumps
 
 if TYPE_CHECKING:
     pass
