@@ -55,6 +55,7 @@ from dpriv.state import (
     empty_state,
     group_posteriors,
     nullable_state,
+    rbk_state,
     with_revised_priors,
 )
 from dpriv.steps import Steps
@@ -212,7 +213,9 @@ def release_view(
     if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
         joined = view.map_partitions(_join_state, state, policy.id)
     else:
-        joined = view.merge(state, on=policy.id, how="left", npartitions=npartitions, broadcast=False)
+        joined = view.merge(
+            rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False
+        )
         joined = joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
     meta = with_revised_priors(joined._meta, tables, policy, window)
     (frame,) = steps.run("rbk", joined.map_partitions(with_revised_priors, tables, policy, window, meta=meta))

@@ -63,7 +63,7 @@ def with_revised_priors(
     hist = np.nan_to_num(part[pk].to_numpy(dtype=float).reshape(len(part), window, m), nan=1.0 / m)
     cls = tables.classes.classify(part)
     rbk = revise(hist, lengths, cls, tables, tables.tables[0][cls, 0])
-    out = part.drop(columns=[*STATE, *pk, *[c for c in policy.prior_columns if c in part.columns]])
+    out = part.drop(columns=[c for c in (*STATE, *pk, *policy.prior_columns) if c in part.columns])
     return out.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
 
 
@@ -133,6 +133,14 @@ def update_state(
     """Shift each kept respondent's window and append her posterior at release ``index``."""
     post = posterior_table(assigned[policy.id].to_numpy(), assigned[LABEL].to_numpy(), posteriors, policy)
     return advance_state(nullable_state(state).merge(post, on=policy.id, how="outer"), policy, window, index)
+
+
+def rbk_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
+    """The state columns that RBK reads (id, ``n_post`` as nullable Int64, the ``pk``
+    columns), ready for the view's left join. Without ``last_group``: a first-timer's
+    missing 63-bit label would turn that column into float64 in some partitions and not
+    others, and the Arrow concat of the following shuffle then fails on labels > 2**53."""
+    return state.drop(columns=["last_release", "last_group"]).astype({"n_post": "Int64"})
 
 
 def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:

@@ -150,3 +150,31 @@ def test_a_refused_first_release_records_no_policy_and_knowledge_is_pinned(setti
     flat.save(own)  # same path, another model
     with pytest.raises(LedgerError, match=r"\['knowledge_sha256'\]"):
         release_history(mh.history, policy, tmp_path / "led")
+
+
+def test_state_join_keeps_one_dtype_per_column_across_partitions(setting):
+    """The view's left join with the state: a partition of returning respondents and one of
+    first-timers must give every column the meta's dtype. With ``last_group`` (63-bit QI-group
+    labels) in the join, the first-timers' partition held float64 where the other held int64,
+    and the following P2P shuffle failed on labels > 2**53 (seen on CI, dask 2025.5)."""
+    import dask.dataframe as dd
+
+    from dpriv.state import rbk_state
+
+    mh, policy = setting
+    tables = mh.knowledge
+    view = mh.history[mh.history.view == 1].head(8).reset_index(drop=True)
+    post = np.full((4, len(policy.sensitive_domain)), 1.0 / len(policy.sensitive_domain))
+    assigned = pd.DataFrame({policy.id: view[policy.id][:4], "_label": [2**62 + 1] * 4})
+    state = update_state(empty_state(policy, tables.order), assigned, post, policy, tables.order, index=1)
+    returning, new = dd.from_pandas(view[:4], npartitions=1), dd.from_pandas(view[4:], npartitions=1)
+    for part in (returning, new):
+        joined = part.merge(dd.from_pandas(rbk_state(state), npartitions=1), on=policy.id, how="left")
+        got = joined.compute()
+        assert got.dtypes.to_dict() == joined._meta.dtypes.to_dict()
+        assert "last_group" not in got.columns
+    # and the revision reads n_post through the nullable dtype: returning respondents differ
+    rbk = revised_priors(view, state, tables, policy, tables.order)
+    first = tables.tables[0][tables.classes.classify(view), 0]
+    np.testing.assert_allclose(rbk[4:], first[4:])
+    assert not np.allclose(rbk[:4], first[:4])
