@@ -655,11 +655,22 @@ def test_anonymize_anatomy_writes_the_qi_table_and_the_sensitive_table(cli, tmp_
     # the exact QIs, as a multiset, are the input's kept tuples
     src_rows = set(map(tuple, view(90)[["age", "gender", "weight"]].to_numpy().tolist()))
     assert set(map(tuple, qi[["age", "gender", "weight"]].to_numpy().tolist())) <= src_rows
-    # a second run would overwrite a sensitive table it did not create in that run: refused
+    # a second run would overwrite files it did not create in that run: refused, also when
+    # only the sensitive table is left
     before = tree(tmp_path)
     res = cli("anonymize", src, "--out", out, *QI, *LOOSE, "--release-format", "anatomy")
-    assert_refused(res, r"released\.sensitive\.parquet exists", "choose another --out")
+    assert_refused(res, r"released\.parquet\.metrics\.json exist already", "--force")
     assert tree(tmp_path) == before
+    out.unlink()
+    out.with_name(out.name + ".metrics.json").unlink()
+    before = tree(tmp_path)
+    res = cli("anonymize", src, "--out", out, *QI, *LOOSE, "--release-format", "anatomy")
+    assert_refused(res, r"released\.sensitive\.parquet exists", "choose another --out", "--force")
+    assert tree(tmp_path) == before
+    # --force replaces the sensitive table (the same bytes: same input, policy and seed)
+    res = cli("anonymize", src, "--out", out, *QI, *LOOSE, "--release-format", "anatomy", "--force")
+    assert res.exit_code == 0, res.output
+    assert pd.read_parquet(tmp_path / "released.sensitive.parquet").equals(table)
 
 
 def test_release_anatomy_with_a_mondrian_method_is_refused(cli, tmp_path):

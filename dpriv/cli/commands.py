@@ -91,10 +91,11 @@ def anonymize(
         release_format=release_format,
     )
     table_out = sensitive_out(out)
-    if eff.policy.release_format == "anatomy" and table_out.exists():
+    if eff.policy.release_format == "anatomy" and table_out.exists() and not force:
         raise InputError(
             f"{table_out} exists: an Anatomy release writes its sensitive table there and dpriv "
-            "never overwrites a file it did not create; move it away or choose another --out"
+            "never overwrites a file it did not create; nothing was written: move it away, "
+            "choose another --out, or pass --force to replace it"
         )
     view = read_table(input, add_row_id=add_row_id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
@@ -110,7 +111,7 @@ def anonymize(
     check_out(out, input, force=force, companions=(METRICS_SUFFIX,))  # created meanwhile?
     write_frame(result.released, out, force=True)
     if result.sensitive is not None:
-        write_frame(result.sensitive, table_out)
+        write_frame(result.sensitive, table_out, force=force)
         typer.echo(f"sensitive table written to {table_out}")
     write_record(out.with_name(out.name + METRICS_SUFFIX), result.metrics, mode=None)
     print_summary(result.metrics)
