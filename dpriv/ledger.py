@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -35,6 +35,7 @@ import pandas as pd
 from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import LedgerError
 from dpriv.io import atomic_write
+from dpriv.metrics.record import ReleaseRecord, read_record, write_record
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -135,7 +136,7 @@ class Ledger:
         self,
         index: int,
         view: pd.DataFrame | dd.DataFrame,
-        metrics: dict[str, Any],
+        metrics: Mapping[str, Any],
         state: pd.DataFrame | dd.DataFrame,
         entry: dict[str, Any],
         *,
@@ -149,8 +150,10 @@ class Ledger:
         and streamed to its file (:func:`write_parquet`), never gathered whole on the client.
         With ``drop_private`` the view's ``_``-prefixed helper columns (``_order``, ``_label``,
         ...) are not written: they link tuples to internal groups or orders and are not part
-        of V*_i. The state is written as given. ``metrics.json`` comes last, with the seconds
-        of this write under ``seconds.write`` when ``metrics["seconds"]`` is a dict. A failure
+        of V*_i. The state is written as given. ``metrics.json`` (a
+        :class:`~dpriv.metrics.record.ReleaseRecord`, or any mapping of its keys) comes last,
+        with the seconds of this write under ``seconds.write`` when ``metrics["seconds"]`` is
+        a dict (:func:`~dpriv.metrics.record.write_record`). A failure
         before the manifest is rewritten leaves the ledger at release ``index - 1``.
         An Anatomy release (docs/released-format.md) passes its QI table as ``view`` and its
         ``sensitive`` table, written to ``releases/<i>/sensitive.parquet``.
@@ -171,7 +174,7 @@ class Ledger:
         if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
             seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
             metrics = {**metrics, "seconds": seconds}
-        atomic_write(rdir / "metrics.json", json.dumps(metrics, indent=2, default=_json_default).encode())
+        write_record(rdir / "metrics.json", metrics)
         pending = getattr(self, "_pending_policy", None)
         if pending is not None and not (self.root / POLICY).exists():
             atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
@@ -206,8 +209,9 @@ class Ledger:
         path = self.release_dir(index) / SENSITIVE
         return pd.read_parquet(path) if path.exists() else None
 
-    def read_metrics(self, index: int) -> dict[str, Any]:
-        return json.loads((self.release_dir(index) / "metrics.json").read_text())
+    def read_metrics(self, index: int) -> ReleaseRecord:
+        """``releases/<index>/metrics.json`` (:func:`~dpriv.metrics.record.read_record`)."""
+        return read_record(self.release_dir(index) / "metrics.json")
 
 
 def _is_temp(path: Path) -> bool:
@@ -304,11 +308,3 @@ def _parts(frame: pd.DataFrame | dd.DataFrame) -> Iterator[pd.DataFrame]:
         return
     for part in frame.to_delayed():
         yield part.compute()
-
-
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "item"):
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return str(obj)

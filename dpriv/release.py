@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import dask
@@ -44,6 +44,7 @@ from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
+from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.policy import ReleasePolicy
 from dpriv.release_check import PartCheck, check_anatomy_groups, check_qi_groups, verify_parts  # noqa: F401
@@ -90,7 +91,7 @@ def release_history(
     *,
     npartitions: int | None = None,
     until: int | None = None,
-    on_release: Callable[[int, dict], None] | None = None,
+    on_release: Callable[[int, ReleaseRecord], None] | None = None,
     method: str = "jsreduce",
 ) -> Ledger:
     """Release every view of ``history`` not yet committed in the ledger, in order.
@@ -105,7 +106,8 @@ def release_history(
     policy : the release policy; a ledger refuses a policy other than its first one.
     npartitions : Hilbert ranges per view (Dask partitions); default policy.npartitions or 2.
     until : release at most up to this index.
-    on_release : called with (index, metrics) after each commit (progress output).
+    on_release : called with (index, metrics: :class:`ReleaseRecord`) after each commit
+        (progress output).
     method : "jsreduce" (Algorithm 1) or a Mondrian baseline of :mod:`dpriv.baselines`
         ("mondrian-l", "mondrian-t", "mondrian-bt"; these run on the client); the
         defender's PK/RBK cycle and the ledger are the same for all, so ``dpriv attack``
@@ -195,13 +197,13 @@ def release_view(
     index: int,
     npartitions: int,
     method: str = "jsreduce",
-) -> tuple[dict, dd.DataFrame, dd.DataFrame]:
+) -> tuple[ReleaseRecord, dd.DataFrame, dd.DataFrame, pd.DataFrame | None]:
     """One step of Algorithm 1 (lines 6-10) on Dask; nothing is written here.
 
     RBK per partition of the view joined with the state on the id -> Generalize -> the
     release and its membership regrouped by QI-group (hash shuffle), verified part by part
     (a failing release raises) -> Ω posteriors per part -> the new state (outer join on
-    the id, per partition). Returns the metrics (with ``seconds`` per step), the released
+    the id, per partition). Returns the metrics (:class:`ReleaseRecord`, ``seconds`` per step), the released
     view (persisted, rows in ``_order`` order, the private ``_order`` column still on) and
     the new state (persisted), and the sensitive table of an Anatomy release (pandas, else
     None). Only per-part reports, metrics and that table reach the client.
@@ -235,8 +237,8 @@ def release_view(
     del assigned
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
-        report["ok"] = False
-        report["problems"].append(f"a view of {summary.n_rows} < k tuples released a QI-group")
+        problem = f"a view of {summary.n_rows} < k tuples released a QI-group"
+        report = replace(report, ok=False, problems=[*report.problems, problem])
     require(
         report,
         policy if not small else policy.with_overrides(max_suppression=1.0),
@@ -256,18 +258,20 @@ def release_view(
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
     tail = asg_g.map_partitions(tail_part, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
-    checked = {
-        **report.to_dict(),
-        **release_metrics(
-            released, view, policy, summary.n_rows, result.n_suppressed,
-            sensitive=sensitive, view_counts=summary.s_counts,
-        ).to_dict(),
-        **combine_tail(tail.compute()),
-    }
+    measured = release_metrics(
+        released, view, policy, summary.n_rows, result.n_suppressed,
+        sensitive=sensitive, view_counts=summary.s_counts,
+    )
+    defender_tail = combine_tail(tail.compute())
     steps.lap("metrics")
-    metrics = {"release": index, **checked, "seconds": steps.seconds}
-    if small:
-        metrics["small_view"] = "suppressed"
+    metrics = ReleaseRecord.of(
+        report,
+        measured,
+        seconds=steps.seconds,
+        release=index,
+        tail=defender_tail,
+        small_view="suppressed" if small else None,
+    )
     return metrics, released, new_state, sensitive
 
 
@@ -278,7 +282,7 @@ class Anonymized:
 
     released: pd.DataFrame
     assigned: pd.DataFrame
-    metrics: dict
+    metrics: ReleaseRecord
     policy: ReleasePolicy
     notes: list[str] = field(default_factory=list)
     sensitive: pd.DataFrame | None = None
@@ -313,7 +317,7 @@ def anonymize(
     metrics = checked_metrics(
         released, assigned, original, policy, summary, result.n_suppressed, sensitive=result.sensitive
     )
-    metrics["seconds"] = round(time.perf_counter() - start, 3)
+    metrics = replace(metrics, seconds=round(time.perf_counter() - start, 3))
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
     released = released_dates(public(released).reset_index(drop=True), policy)
     return Anonymized(released, assigned, metrics, policy, notes, result.sensitive)

@@ -69,8 +69,7 @@ def snapshot(ledger: Path) -> dict:
     out = {"manifest": led.manifest(), "policy": json.loads(policy.read_text()) if policy.exists() else None}
     for r in led.committed():
         i = r["index"]
-        metrics = led.read_metrics(i)
-        metrics.pop("seconds")
+        metrics = {k: v for k, v in led.read_metrics(i).items() if k != "seconds"}
         out[i] = (
             (led.release_dir(i) / "view.parquet").read_bytes(),
             metrics,

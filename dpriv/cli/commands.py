@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,7 +75,7 @@ def anonymize(
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j (with
     --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
     from dpriv.errors import InputError
-    from dpriv.io import ROW_ID, atomic_write, read_table
+    from dpriv.io import ROW_ID, read_table
 
     check_out(out, input, force=force, companions=(METRICS_SUFFIX,))
     eff, _ = load_effective(
@@ -102,6 +101,7 @@ def anonymize(
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
     _before_cluster(view, pol, input)  # before the heavy imports and the cluster
     from dpriv.cluster import dask_client
+    from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
 
     with dask_client(scheduler, say=_say):
@@ -113,8 +113,7 @@ def anonymize(
     if result.sensitive is not None:
         write_frame(result.sensitive, table_out, force=force)
         typer.echo(f"sensitive table written to {table_out}")
-    metrics = json.dumps(result.metrics, indent=2, default=str).encode()
-    atomic_write(out.with_name(out.name + METRICS_SUFFIX), metrics, mode=None)
+    write_record(out.with_name(out.name + METRICS_SUFFIX), result.metrics, mode=None)
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.adversary.tail import CONFIDENT, tail_risk
+from dpriv.metrics.record import DefenderTail
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
 from dpriv.state import group_posteriors
@@ -24,8 +25,6 @@ from dpriv.state import group_posteriors
 #: Per-partition counts (int64 but ``max_posterior``, float64; NaN for an empty partition).
 PART_COLUMNS = ("n_tuples", "n_confident", "n_right", "max_posterior")
 
-#: Keys :func:`combine_tail` adds to the release metrics.
-TAIL_KEYS = ("confident_share", "confident_precision", "n_confident", "max_posterior")
 
 
 def tail_part(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
@@ -59,16 +58,17 @@ def tail_meta() -> pd.DataFrame:
     )
 
 
-def combine_tail(parts: pd.DataFrame) -> dict:
-    """The release's :data:`TAIL_KEYS` from the per-partition rows; ``None`` for an undefined
-    value (no kept tuple, no confident claim), so that ``metrics.json`` stays valid JSON."""
+def combine_tail(parts: pd.DataFrame) -> DefenderTail:
+    """The release's tail (:data:`dpriv.metrics.record.TAIL_KEYS` in ``metrics.json``) from
+    the per-partition rows; ``None`` for an undefined value (no kept tuple, no confident
+    claim), so that ``metrics.json`` stays valid JSON."""
     n = int(parts["n_tuples"].sum())
     n_conf = int(parts["n_confident"].sum())
     n_right = int(parts["n_right"].sum())
     top = parts["max_posterior"].max() if n else None
-    return {
-        "confident_share": n_right / n if n else None,
-        "confident_precision": n_right / n_conf if n_conf else None,
-        "n_confident": n_conf,
-        "max_posterior": None if top is None or pd.isna(top) else float(top),
-    }
+    return DefenderTail(
+        confident_share=n_right / n if n else None,
+        confident_precision=n_right / n_conf if n_conf else None,
+        n_confident=n_conf,
+        max_posterior=None if top is None or pd.isna(top) else float(top),
+    )

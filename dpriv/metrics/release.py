@@ -1,4 +1,5 @@
-"""Metrics of one release (``metrics.json``) and the refusal to publish a failing one.
+"""Metrics of one release (``metrics.json``, :mod:`dpriv.metrics.record`) and the refusal to
+publish a failing one.
 
 Utility (E11, E24-E26) and the KPR of the release (E21) next to the sizes; pandas or Dask
 frames. :func:`require` refuses a release whose verification failed or whose suppression
@@ -23,6 +24,7 @@ from dpriv.metrics.anatomy import (
     view_association_loss,
 )
 from dpriv.metrics.microdata import release_kpr
+from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
 from dpriv.released import public
@@ -105,14 +107,14 @@ def checked_metrics(
     promised: ReleasePolicy | None = None,
     where: str = "the release",
     sensitive: pd.DataFrame | None = None,
-) -> dict:
+) -> ReleaseRecord:
     """Verify a release independently and measure it; nothing is written here.
 
     ``promised`` is the policy whose constraints the method guarantees (default ``policy``).
     Raises VerificationError when the check fails and PolicyError when the suppression
-    exceeds ``policy.max_suppression``. Returns the metrics of ``metrics.json``: achieved
-    k/l/t/j, utility (E11, E24-E26), KPR of the release (E21), sizes. An Anatomy release
-    gives its QI table as ``released`` and its ``sensitive`` table
+    exceeds ``policy.max_suppression``. Returns the :class:`ReleaseRecord` of ``metrics.json``
+    (achieved k/l/t/j, utility E11, E24-E26, KPR of the release E21, sizes; no seconds yet).
+    An Anatomy release gives its QI table as ``released`` and its ``sensitive`` table
     (:func:`dpriv.anonymity.verify_anatomy.verify_anatomy` checks them).
     """
     if sensitive is not None:
@@ -128,7 +130,7 @@ def checked_metrics(
         released, original, policy, summary.n_rows, n_suppressed,
         sensitive=sensitive, view_counts=summary.s_counts,
     )
-    return {**report.to_dict(), **measured.to_dict()}
+    return ReleaseRecord.of(report, measured)
 
 
 def utility_domains(policy: ReleasePolicy) -> dict:
