@@ -132,14 +132,19 @@ def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
 
 
 def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
-    """The pandas orchestration: the same kernels in-process over the same Hilbert ranges."""
-    frame = add_keys(view, policy).sort_values([HKEY, TIE], kind="stable")
+    """The pandas orchestration: the same kernels in-process over the same Hilbert ranges,
+    timed under the Dask path's step names (keys, shuffle = the sort, grouping, repair, qig)."""
+    frame = add_keys(view, policy)
+    steps.lap("keys")
+    frame = frame.sort_values([HKEY, TIE], kind="stable")
     divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
+    steps.lap("shuffle")
     parts, carry, kernel = [], None, range_kernel(policy)
     for i, part in enumerate(ranges := split_ranges(frame, divisions)):
         done, carry = kernel(part, carry, policy, counts, i == len(ranges) - 1)
         parts.append(done)
     grouped = pd.concat(parts, ignore_index=True)
+    steps.lap("grouping")
     stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)

@@ -32,7 +32,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, meta_of
+from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
 from dpriv.anonymity.verify import VerificationReport, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.baselines import METHODS, baseline_view
@@ -55,7 +55,7 @@ from dpriv.state import (
     attach_priors,
     empty_state,
     group_posteriors,
-    nullable_state,
+    next_state,
     rbk_state,
     with_revised_priors,
 )
@@ -156,7 +156,9 @@ def release_history(
                     "release cannot change: start a new ledger or restore the input"
                 )
             continue
-        if not is_dask(view):
+        if in_process(summaries[i].n_rows, state):
+            view = to_pandas(view).reset_index(drop=True)
+        elif not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
         metrics, released, state, sensitive = release_view(
             view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
@@ -166,6 +168,25 @@ def release_history(
         if on_release:
             on_release(i, metrics)
     return ledger
+
+
+#: Views of at most this many tuples are released in process (pandas, the same kernels, no
+#: persist/wait round trip per step; :func:`release_view`), larger ones on Dask. Measured on
+#: 2 cores (``benchmarks/bench_small_views.py``, docs/architecture.md "Small views"): the
+#: in-process path is faster at every size up to 50,000 tuples (see there), so the threshold
+#: sits where a view still fits one process comfortably; the bytes are the same either way.
+SMALL_VIEW_ROWS = 50_000
+#: ... provided the respondent state has at most this many rows (it is collected on the
+#: client for the in-process path).
+SMALL_STATE_ROWS = 500_000
+
+
+def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame) -> bool:
+    """Whether a view of ``n_rows`` tuples with respondent state ``state`` is released in
+    process (:data:`SMALL_VIEW_ROWS`, :data:`SMALL_STATE_ROWS`); counts a Dask state's rows."""
+    if n_rows > SMALL_VIEW_ROWS:
+        return False
+    return len(state) <= SMALL_STATE_ROWS  # a Dask state: one cheap count
 
 
 def check_format(policy: ReleasePolicy, method: str) -> None:
@@ -179,6 +200,24 @@ def check_format(policy: ReleasePolicy, method: str) -> None:
         )
 
 
+def _with_state(
+    view: pd.DataFrame | dd.DataFrame, state: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, npartitions: int
+) -> pd.DataFrame | dd.DataFrame:
+    """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
+
+    In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
+    rows sorted by id, so that each respondent's RBK is computed in the same batch whether
+    the state came from memory or the ledger (a first release joins the empty state per
+    partition). Row order does not matter downstream: Generalize sorts by (Hilbert key,
+    seeded id hash)."""
+    if not is_dask(view):
+        return view.merge(rbk_state(to_pandas(state)), on=policy.id, how="left")
+    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
+        return view.map_partitions(_join_state, rbk_state(state), policy.id)
+    joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
+    return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
+
+
 def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
     return part.merge(state, on=column, how="left")
 
@@ -187,8 +226,14 @@ def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
     return part.sort_values(column, kind="stable")
 
 
+def _by_group(assigned: pd.DataFrame | dd.DataFrame, npartitions: int) -> pd.DataFrame | dd.DataFrame:
+    """The membership with whole QI-groups per part: a hash shuffle on the label on Dask;
+    in process the one frame already is."""
+    return assigned.shuffle(LABEL, npartitions=max(npartitions, 1)) if is_dask(assigned) else assigned
+
+
 def release_view(
-    view: dd.DataFrame,
+    view: pd.DataFrame | dd.DataFrame,
     summary: ViewSummary,
     policy: ReleasePolicy,
     state: pd.DataFrame | dd.DataFrame,
@@ -197,43 +242,42 @@ def release_view(
     index: int,
     npartitions: int,
     method: str = "jsreduce",
-) -> tuple[ReleaseRecord, dd.DataFrame, dd.DataFrame, pd.DataFrame | None]:
-    """One step of Algorithm 1 (lines 6-10) on Dask; nothing is written here.
+) -> tuple[ReleaseRecord, pd.DataFrame | dd.DataFrame, pd.DataFrame | dd.DataFrame, pd.DataFrame | None]:
+    """One step of Algorithm 1 (lines 6-10); nothing is written here.
 
     RBK per partition of the view joined with the state on the id -> Generalize -> the
     release and its membership regrouped by QI-group (hash shuffle), verified part by part
-    (a failing release raises) -> Ω posteriors per part -> the new state (outer join on
-    the id, per partition). Returns the metrics (:class:`ReleaseRecord`, ``seconds`` per step), the released
-    view (persisted, rows in ``_order`` order, the private ``_order`` column still on) and
-    the new state (persisted), and the sensitive table of an Anatomy release (pandas, else
-    None). Only per-part reports, metrics and that table reach the client.
+    (a failing release raises) -> Ω posteriors per part -> the new state
+    (:func:`dpriv.state.next_state`). Returns the metrics (:class:`ReleaseRecord`, ``seconds``
+    per step), the released view (rows in ``_order`` order, the private ``_order`` column
+    still on), the new state and the sensitive table of an Anatomy release (pandas, else None).
+
+    A Dask ``view`` runs every step as a persisted Dask step (only per-part reports, metrics
+    and that table reach the client); a pandas ``view`` runs the same kernels in process,
+    one part, no persist/wait round trip (:data:`SMALL_VIEW_ROWS`), and returns pandas
+    frames (a Dask ``state`` is then collected). Both give the same bytes in the ledger.
     """
     steps = Steps()
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
-    # hash join into a fixed number of partitions, rows sorted by id: each respondent's RBK
-    # is computed in the same batch whether the state came from memory or the ledger
-    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
-        joined = view.map_partitions(_join_state, state, policy.id)
-    else:
-        joined = view.merge(
-            rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False
-        )
-        joined = joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
-    meta = with_revised_priors(joined._meta, tables, policy, window)
-    (frame,) = steps.run("rbk", joined.map_partitions(with_revised_priors, tables, policy, window, meta=meta))
+    joined = _with_state(view, state, policy, npartitions)
+    meta = with_revised_priors(meta_of(joined), tables, policy, window)
+    (frame,) = steps.run("rbk", map_frame(with_revised_priors, joined, tables, policy, window, meta=meta))
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned, table = result.released, result.assigned, result.table
         sensitive = result.sensitive
     else:  # the Mondrian baselines are in-memory (client) algorithms
-        result = baseline_view(frame.compute().reset_index(drop=True), secret_policy(policy, summary), method)
+        result = baseline_view(to_pandas(frame).reset_index(drop=True), secret_policy(policy, summary), method)
         table = qig_table(result.assigned, policy)
-        released = dd.from_pandas(result.released, npartitions=1, sort=False)
-        assigned = dd.from_pandas(result.assigned, npartitions=1, sort=False)
+        released, assigned = result.released, result.assigned
+        if is_dask(view):
+            released = dd.from_pandas(released, npartitions=1, sort=False)
+            assigned = dd.from_pandas(assigned, npartitions=1, sort=False)
         steps.lap("grouping")
         sensitive = None
     del frame
-    (asg_g,) = steps.run("regroup", assigned.shuffle(LABEL, npartitions=max(released.npartitions, 1)))
+    nparts = released.npartitions if is_dask(released) else 1
+    (asg_g,) = steps.run("regroup", _by_group(assigned, nparts))
     del assigned
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
@@ -247,22 +291,18 @@ def release_view(
         f"release {index}",
     )
     steps.lap("verify")
-    posts = asg_g.map_partitions(group_posteriors, policy, meta=group_posteriors(asg_g._meta, policy))
-    # a hash join into a fixed number of partitions: the state's bytes do not depend on
-    # whether the previous state came from memory or from the ledger (resume)
-    if not is_dask(state):
-        state = dd.from_pandas(state, npartitions=1, sort=False)
-    merged = nullable_state(state).merge(posts, on=policy.id, how="outer", npartitions=npartitions)
-    meta = empty_state(policy, window, state._meta[policy.id].dtype)
-    new_state = merged.map_partitions(advance_state, policy, window, index, meta=meta)
+    posts = map_frame(group_posteriors, asg_g, policy, meta=group_posteriors(meta_of(asg_g), policy))
+    if not is_dask(view):
+        state = to_pandas(state)
+    new_state = next_state(state, posts, policy, window, index, npartitions)
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
-    tail = asg_g.map_partitions(tail_part, policy, meta=tail_meta())
+    tail = map_frame(tail_part, asg_g, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
     measured = release_metrics(
         released, view, policy, summary.n_rows, result.n_suppressed,
         sensitive=sensitive, view_counts=summary.s_counts,
     )
-    defender_tail = combine_tail(tail.compute())
+    defender_tail = combine_tail(to_pandas(tail))
     steps.lap("metrics")
     metrics = ReleaseRecord.of(
         report,

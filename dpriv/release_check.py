@@ -17,11 +17,12 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask
 from dpriv.anatomy import COUNT, apply_anatomy, sensitive_table
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.policy import ReleasePolicy
-from dpriv.released import apply_qig, public, rows_digest
+from dpriv.released import LABEL, apply_qig, public, rows_digest
 from dpriv.validate import ViewSummary, codes
 
 
@@ -44,7 +45,10 @@ def check_qi_groups(
     view_counts: np.ndarray,
 ) -> PartCheck:
     """Independent verification of a part of a release that holds whole QI-groups: their
-    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership."""
+    released rows (CreateQIG of ``assigned`` by ``table``) against their private membership.
+    The rows are put in a canonical order first (label, id), so that a group's sums (its mean
+    prior for j) have the same last bits however the groups were cut into parts."""
+    assigned = canonical_rows(assigned, policy)
     released = public(apply_qig(assigned, table, policy))
     report = verify_release(released, policy, view_counts=view_counts, assigned=assigned, method=method)
     counts = np.bincount(
@@ -61,6 +65,7 @@ def check_anatomy_groups(
     table, built from ``assigned`` (whole QI-groups), verified by
     :func:`dpriv.anonymity.verify_anatomy.verify_anatomy`; the digest covers the QI rows and
     the sensitive table's rows (each tagged, so a table cannot stand in for the other)."""
+    assigned = canonical_rows(assigned, policy)
     qi_rows, table = public(apply_anatomy(assigned, policy)), sensitive_table(assigned, policy)
     report = verify_anatomy(qi_rows, table, policy, view_counts=view_counts, assigned=assigned, method=method)
     counts = np.bincount(
@@ -72,14 +77,20 @@ def check_anatomy_groups(
     return PartCheck(replace(report, groups=report.groups.iloc[:0]), counts, digest)
 
 
+def canonical_rows(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """``assigned`` sorted by (QI-group label, respondent id): an order that does not depend
+    on the partitioning (nor on the path, in process or Dask)."""
+    return assigned.sort_values([LABEL, policy.id], kind="stable")
+
+
 def anatomy_table_digest(table: pd.DataFrame) -> int:
     """Order-free digest of a sensitive table's rows, distinct from any QI rows' digest."""
     return rows_digest(table.assign(sensitive_table_row=1))
 
 
 def verify_parts(
-    released: dd.DataFrame,
-    by_group: dd.DataFrame,
+    released: pd.DataFrame | dd.DataFrame,
+    by_group: pd.DataFrame | dd.DataFrame,
     table: pd.DataFrame | None,
     policy: ReleasePolicy,
     method: str,
@@ -87,22 +98,19 @@ def verify_parts(
     sensitive: pd.DataFrame | None = None,
 ) -> VerificationReport:
     """Verify a release part by part (``by_group``: its membership hash-partitioned by
-    QI-group) and check that ``released`` (and an Anatomy release's ``sensitive`` table)
+    QI-group on Dask; a pandas frame is one part, checked in process) and check that ``released`` (and an Anatomy release's ``sensitive`` table)
     holds exactly the verified rows (digest).
     Returns the combined report (:func:`dpriv.anonymity.verify.combine_reports`)."""
+    lazy = is_dask(by_group)
+    run = dask.delayed if lazy else (lambda fn: fn)  # in process: the kernels themselves, one part
+    parts_in = by_group.to_delayed() if lazy else [by_group]
     if sensitive is not None:
-        checks = [
-            dask.delayed(check_anatomy_groups)(part, policy, method, summary.s_counts)
-            for part in by_group.to_delayed()
-        ]
+        checks = [run(check_anatomy_groups)(part, policy, method, summary.s_counts) for part in parts_in]
     else:
-        table_node = dask.delayed(table)
-        checks = [
-            dask.delayed(check_qi_groups)(part, table_node, policy, method, summary.s_counts)
-            for part in by_group.to_delayed()
-        ]
-    written = [dask.delayed(rows_digest)(part) for part in released.to_delayed()]
-    parts, written = dask.compute(checks, written)
+        table_node = dask.delayed(table) if lazy else table
+        checks = [run(check_qi_groups)(part, table_node, policy, method, summary.s_counts) for part in parts_in]
+    written = [run(rows_digest)(part) for part in (released.to_delayed() if is_dask(released) else [released])]
+    parts, written = dask.compute(checks, written) if lazy else (checks, written)
     report = combine_reports(
         [p.report for p in parts], sum(p.s_counts for p in parts), summary.s_counts, policy.sensitive_domain
     )

@@ -135,6 +135,72 @@ def update_state(
     return advance_state(nullable_state(state).merge(post, on=policy.id, how="outer"), policy, window, index)
 
 
+#: Private column of a state row's bucket (:func:`state_buckets`) while the state is re-cut.
+BUCKET = "_bucket"
+
+
+def state_buckets(ids: pd.Series | np.ndarray, nbuckets: int) -> np.ndarray:
+    """The bucket (int64 in ``0..nbuckets-1``) of each respondent id: a seed-free hash of the
+    id (:func:`dpriv._random.stable_hash`, the same for any dtype of the same values) modulo
+    ``nbuckets``. The state is written bucket after bucket, each sorted by id, on both
+    release paths (:func:`next_state`), so its bytes do not depend on the path taken."""
+    from dpriv._random import stable_hash
+
+    return (stable_hash(ids) % np.uint64(max(int(nbuckets), 1))).astype(np.int64)
+
+
+def _with_bucket(part: pd.DataFrame, column: str, nbuckets: int) -> pd.DataFrame:
+    return part.assign(**{BUCKET: state_buckets(part[column], nbuckets)})
+
+
+def _merge_advance(
+    state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int
+) -> pd.DataFrame:
+    """One bucket: its state rows outer-joined with its posteriors -> :func:`advance_state`."""
+    state, posts = (f.reset_index(drop=True) for f in (state, posts))
+    return advance_state(state.merge(posts, on=policy.id, how="outer"), policy, window, index)
+
+
+def next_state(
+    state: pd.DataFrame | dd.DataFrame,
+    posts: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    window: int,
+    index: int,
+    nbuckets: int,
+) -> pd.DataFrame | dd.DataFrame:
+    """The state after release ``index``: ``state`` (:func:`empty_state` columns) joined with
+    the posteriors of the release (:func:`group_posteriors`) and advanced (:func:`advance_state`).
+
+    Rows come bucket after bucket (:func:`state_buckets` of the id, ``nbuckets`` buckets),
+    sorted by id inside a bucket. Pandas in -> pandas out (in process); Dask in -> a Dask
+    frame with one partition per bucket (both sides range-partitioned on the bucket with
+    fixed divisions, then joined partition by partition): the same rows in the same order.
+    """
+    n = max(int(nbuckets), 1)
+    meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
+    if not (is_dask(state) or is_dask(posts)):
+        new = _merge_advance(nullable_state(state), posts, policy, window, index)
+        order = np.lexsort((np.arange(len(new)), state_buckets(new[policy.id], n)))
+        return new.take(order).reset_index(drop=True)
+    divisions = (*range(n), n - 1)
+
+    def cut(frame: dd.DataFrame) -> dd.DataFrame:
+        keyed = frame.map_partitions(
+            _with_bucket, policy.id, n, meta=_with_bucket(frame._meta, policy.id, n)
+        )
+        return keyed.set_index(BUCKET, divisions=divisions)
+
+    if not is_dask(state):
+        state = dd.from_pandas(state, npartitions=1, sort=False)
+    if not is_dask(posts):
+        posts = dd.from_pandas(posts, npartitions=1, sort=False)
+    return dd.map_partitions(
+        _merge_advance, cut(nullable_state(state)), cut(posts), policy, window, index,
+        meta=meta, clear_divisions=True,
+    )
+
+
 def rbk_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
     """The state columns that RBK reads (id, ``n_post`` as nullable Int64, the ``pk``
     columns), ready for the view's left join. Without ``last_group``: a first-timer's

@@ -55,6 +55,7 @@ def test_no_step_gathers_a_whole_view_on_the_client(client, history, tmp_path, m
         return result
 
     monkeypatch.setattr(Client, "gather", spy)
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", -1)  # the Dask path (small views run in process)
     hist = dd.read_parquet(out / "history.parquet").repartition(npartitions=8)
     led = release_history(hist, policy, tmp_path / "led", npartitions=8)
     n_view = int((mh.history.view == 2).sum())

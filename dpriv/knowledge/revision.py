@@ -95,13 +95,28 @@ def _dense_block(post: list[np.ndarray], cls: np.ndarray, table: np.ndarray, fea
     joint = np.ones((b, 1))
     for p in post:  # oldest first -> base-M code oldest first, matches C-order reshape
         joint = (joint[:, :, None] * p[:, None, :]).reshape(b, -1)
-    num = np.empty((b, table.shape[2]))
-    weight = np.empty(b)
-    for c in np.unique(cls):
-        rows = cls == c
-        jc = joint[rows]
-        num[rows] = jc @ table[c]
-        weight[rows] = jc @ feas[c]
+    return _dense_kernel(joint, np.asarray(cls, dtype=np.int64), table, feas)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_kernel(joint, cls, table, feas):  # pragma: no cover - compiled
+    """``joint[i] @ table[cls[i]]`` and ``joint[i] @ feas[cls[i]]`` row by row, contexts in
+    order: each row's sums are the same bits whatever rows share its batch (a BLAS product
+    blocks by the batch's shape, so the last bits of a respondent's RBK depended on which
+    respondents were revised with her: a Dask partition or the whole view in process).
+    A zero weight adds nothing, so it is skipped."""
+    b, n_ctx = joint.shape
+    m = table.shape[2]
+    num = np.zeros((b, m))
+    weight = np.zeros(b)
+    for i in range(b):
+        c = cls[i]
+        for k in range(n_ctx):
+            v = joint[i, k]
+            if v != 0.0:
+                weight[i] += v * feas[c, k]
+                for s in range(m):
+                    num[i, s] += v * table[c, k, s]
     return num, weight
 
 

@@ -1,0 +1,143 @@
+"""Small views in process (issue 13, item 5) and incremental IE knowledge (item 3).
+
+A view of at most ``SMALL_VIEW_ROWS`` tuples is released in process (pandas, the same
+kernels, no persist/wait per step); a larger one on Dask. The ledger must not tell them
+apart: the same history released with the threshold forced both ways (and switching path
+half way, as a resumed ledger does) gives the same files, byte for byte, but the timings.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpriv.release as release_mod
+from dpriv.datasets import medical_history, write_history
+from dpriv.knowledge.revision import revise
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+
+ALWAYS, NEVER = 10**12, -1  # SMALL_VIEW_ROWS forcing the in-process / the Dask path
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hist")
+    mh = medical_history(n_views=4, view_size=300, seed=1)
+    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, max_suppression=1.0)
+    return mh, policy
+
+
+def ledger_files(root) -> dict[str, bytes]:
+    """Every file of a ledger, metrics.json without its timings (``seconds``)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            if p.name == "metrics.json":
+                record = json.loads(data)
+                assert set(record["seconds"]) >= {"rbk", "grouping", "verify", "pk", "write"}
+                record.pop("seconds")
+                data = json.dumps(record, sort_keys=True).encode()
+            out[str(p.relative_to(root))] = data
+    return out
+
+
+def run(history, policy, root, threshold, monkeypatch, **kw):
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", threshold)
+    return release_history(history, policy, root, npartitions=3, **kw)
+
+
+@pytest.mark.parametrize("release_format", ["generalized", "anatomy"])
+def test_in_process_and_dask_paths_write_the_same_ledger(setting, tmp_path, monkeypatch, release_format):
+    mh, policy = setting
+    policy = policy.with_overrides(release_format=release_format)
+    calls = []
+    real = release_mod.release_view
+
+    def spy(view, *args, **kwargs):
+        calls.append(type(view).__module__.split(".")[0])
+        return real(view, *args, **kwargs)
+
+    monkeypatch.setattr(release_mod, "release_view", spy)
+    a = run(mh.history, policy, tmp_path / "a", ALWAYS, monkeypatch)
+    b = run(mh.history, policy, tmp_path / "b", NEVER, monkeypatch)
+    assert calls == ["pandas"] * 4 + ["dask"] * 4  # each path really ran
+    fa, fb = ledger_files(a.root), ledger_files(b.root)
+    assert len(fa) >= 4 * 3 + 2 and list(fa) == list(fb)
+    for name in fa:
+        assert fa[name] == fb[name], name
+    # something was released and revised (not four empty views)
+    assert a.read_metrics(4)["n_original"] - a.read_metrics(4)["n_suppressed"] > 100
+    assert a.read_state(4)["n_post"].max() >= 3
+
+
+def test_a_ledger_switching_path_on_resume_equals_an_uninterrupted_one(setting, tmp_path, monkeypatch):
+    mh, policy = setting
+    ref = run(mh.history, policy, tmp_path / "ref", ALWAYS, monkeypatch)
+    # two releases in process, then resumed on Dask (the state read back from the ledger)
+    run(mh.history, policy, tmp_path / "mix", ALWAYS, monkeypatch, until=2)
+    mixed = run(mh.history, policy, tmp_path / "mix", NEVER, monkeypatch, until=3)
+    # and back in process for the last one
+    mixed = run(mh.history, policy, tmp_path / "mix", ALWAYS, monkeypatch)
+    assert ledger_files(mixed.root) == ledger_files(ref.root)
+
+
+def test_string_ids_give_the_same_state_on_both_paths(setting, tmp_path, monkeypatch):
+    mh, policy = setting
+    history = mh.history.assign(respondent_id="r" + mh.history.respondent_id.astype(str))
+    history = history[history.view <= 2]
+    a = run(history, policy, tmp_path / "a", ALWAYS, monkeypatch)
+    b = run(history, policy, tmp_path / "b", NEVER, monkeypatch)
+    assert ledger_files(a.root) == ledger_files(b.root)
+    ids = a.read_state(2)["respondent_id"]
+    assert ids.str.startswith("r").all() and ids.is_unique
+
+
+def test_the_state_comes_bucket_after_bucket_sorted_by_id(setting, tmp_path, monkeypatch):
+    from dpriv._random import stable_hash
+
+    mh, policy = setting
+    led = run(mh.history[mh.history.view <= 2], policy, tmp_path / "a", ALWAYS, monkeypatch)
+    ids = led.read_state(2)["respondent_id"].to_numpy()
+    bucket = (pd.util.hash_array(ids, categorize=False) % 3).astype(int)
+    assert np.array_equal(bucket, (stable_hash(ids) % np.uint64(3)).astype(int))
+    assert (np.diff(bucket) >= 0).all() and len(np.unique(bucket)) == 3
+    for b in range(3):
+        assert (np.diff(ids[bucket == b]) > 0).all()
+
+
+def test_the_revised_prior_of_a_respondent_does_not_depend_on_her_batch(setting):
+    """RBK (E7) of each row alone equals its RBK in a batch, to the last bit (the dense
+    contraction is per row; a BLAS product blocked by the batch's shape did not)."""
+    mh, _ = setting
+    tables = mh.knowledge
+    rng = np.random.default_rng(3)
+    n, w, m = 40, tables.order, len(mh.values)
+    hist = rng.random((n, w, m)) * (rng.random((n, w, m)) < 0.8)  # dense enough for the dense path
+    hist /= hist.sum(axis=2, keepdims=True)
+    lengths = np.full(n, w)
+    cls = rng.integers(0, tables.tables[0].shape[0], n)
+    fallback = tables.tables[0][cls, 0]
+    batch = revise(hist, lengths, cls, tables, fallback, method="dense")
+    for i in range(n):
+        alone = revise(hist[i : i + 1], lengths[i : i + 1], cls[i : i + 1], tables, fallback[i : i + 1], method="dense")
+        assert np.array_equal(alone[0], batch[i]), i
+    # and it is the (E7) contraction: the order-w table weighted by the joint of the window
+    joint = np.einsum("a,b,c->abc", *hist[0]).reshape(-1)
+    num = joint @ tables.tables[w][cls[0]]
+    if num.sum() > 0:
+        np.testing.assert_allclose(batch[0], num / num.sum(), rtol=1e-12, atol=1e-15)
+
+
+def test_the_threshold_picks_the_path(setting, monkeypatch):
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 100)
+    monkeypatch.setattr(release_mod, "SMALL_STATE_ROWS", 10)
+    state = pd.DataFrame({"id": range(10)})
+    assert release_mod.in_process(100, state) and not release_mod.in_process(101, state)
+    assert not release_mod.in_process(5, pd.DataFrame({"id": range(11)}))
+    import dask.dataframe as dd
+
+    assert release_mod.in_process(5, dd.from_pandas(state, npartitions=2))
+
