@@ -51,7 +51,6 @@ from dpriv.release_check import PartCheck, check_anatomy_groups, check_qi_groups
 from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.sources import defender_knowledge
 from dpriv.state import (
-    advance_state,
     attach_priors,
     empty_state,
     group_posteriors,
@@ -146,6 +145,9 @@ def release_history(
     id_dtype = meta_of(history)[policy.id].dtype
     state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
+    todo = [i for i in indices if i not in committed]
+    # IE counts of the views before the first release to make, once; then view by view
+    tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
     for i in indices:
         view = _view(history, policy, i)
         digest = summaries[i].input_sha
@@ -161,8 +163,9 @@ def release_history(
         elif not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
         metrics, released, state, sensitive = release_view(
-            view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
+            view, summaries[i], policy, state, tracker.tables(), window, i, nparts, method
         )
+        tracker.add(view)
         released = released_dates(released, policy)
         ledger.commit(i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive)
         if on_release:
@@ -201,7 +204,10 @@ def check_format(policy: ReleasePolicy, method: str) -> None:
 
 
 def _with_state(
-    view: pd.DataFrame | dd.DataFrame, state: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, npartitions: int
+    view: pd.DataFrame | dd.DataFrame,
+    state: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    npartitions: int,
 ) -> pd.DataFrame | dd.DataFrame:
     """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
 
@@ -267,7 +273,8 @@ def release_view(
         released, assigned, table = result.released, result.assigned, result.table
         sensitive = result.sensitive
     else:  # the Mondrian baselines are in-memory (client) algorithms
-        result = baseline_view(to_pandas(frame).reset_index(drop=True), secret_policy(policy, summary), method)
+        rows = to_pandas(frame).reset_index(drop=True)
+        result = baseline_view(rows, secret_policy(policy, summary), method)
         table = qig_table(result.assigned, policy)
         released, assigned = result.released, result.assigned
         if is_dask(view):

@@ -98,7 +98,8 @@ def verify_parts(
     sensitive: pd.DataFrame | None = None,
 ) -> VerificationReport:
     """Verify a release part by part (``by_group``: its membership hash-partitioned by
-    QI-group on Dask; a pandas frame is one part, checked in process) and check that ``released`` (and an Anatomy release's ``sensitive`` table)
+    QI-group on Dask; a pandas frame is one part, checked in process) and check that
+    ``released`` (and an Anatomy release's ``sensitive`` table)
     holds exactly the verified rows (digest).
     Returns the combined report (:func:`dpriv.anonymity.verify.combine_reports`)."""
     lazy = is_dask(by_group)
@@ -108,8 +109,11 @@ def verify_parts(
         checks = [run(check_anatomy_groups)(part, policy, method, summary.s_counts) for part in parts_in]
     else:
         table_node = dask.delayed(table) if lazy else table
-        checks = [run(check_qi_groups)(part, table_node, policy, method, summary.s_counts) for part in parts_in]
-    written = [run(rows_digest)(part) for part in (released.to_delayed() if is_dask(released) else [released])]
+        checks = [
+            run(check_qi_groups)(part, table_node, policy, method, summary.s_counts) for part in parts_in
+        ]
+    released_parts = released.to_delayed() if is_dask(released) else [released]
+    written = [run(rows_digest)(part) for part in released_parts]
     parts, written = dask.compute(checks, written) if lazy else (checks, written)
     report = combine_reports(
         [p.report for p in parts], sum(p.s_counts for p in parts), summary.s_counts, policy.sensitive_domain

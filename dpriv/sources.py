@@ -18,7 +18,7 @@ import pandas as pd
 from dpriv._dispatch import to_pandas
 from dpriv.errors import InputError, PolicyError
 from dpriv.io import read_table
-from dpriv.knowledge.sequential import mine_sequences
+from dpriv.knowledge.sequential import IEMiner, mine_sequences
 from dpriv.knowledge.tables import MarkovTables, single_class_map
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import codes
@@ -44,10 +44,66 @@ class DefenderKnowledge:
         past = history.loc[history[policy.time] < before, [policy.id, policy.time, policy.sensitive]]
         past = to_pandas(past)
         if past.empty:  # nothing mined yet: uniform BK^sv and no sequential knowledge
-            m = len(policy.sensitive_domain)
-            tabs = [np.full((1, 1, m), 1.0 / m)] + [np.zeros((1, m**L, m)) for L in range(1, self.order + 1)]
-            return MarkovTables(tuple(str(v) for v in policy.sensitive_domain), single_class_map(), tabs)
+            return unmined_tables(policy, self.order)
         return mine_views(past, policy, self.order)
+
+    def tracker(
+        self, history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, before: int
+    ) -> KnowledgeTracker:
+        """A :class:`KnowledgeTracker` holding the tables to revise with before release
+        ``before``; for IE, the views < ``before`` are counted here, once (a resumed release
+        loop recomputes its counts from the history, in one pass over those views)."""
+        tracker = KnowledgeTracker(self, policy)
+        if self.tables is None:
+            past = to_pandas(
+                history.loc[history[policy.time] < before, [policy.id, policy.time, policy.sensitive]]
+            )
+            for _, view in past.groupby(policy.time, sort=True):
+                tracker.add(view)
+        return tracker
+
+
+def unmined_tables(policy: ReleasePolicy, order: int) -> MarkovTables:
+    """IE before any view is mined: uniform BK^sv and no sequential knowledge (all-zero
+    tables, so RBK falls back to BK^sv)."""
+    m = len(policy.sensitive_domain)
+    tabs = [np.full((1, 1, m), 1.0 / m)] + [np.zeros((1, m**L, m)) for L in range(1, order + 1)]
+    return MarkovTables(tuple(str(v) for v in policy.sensitive_domain), single_class_map(), tabs)
+
+
+class KnowledgeTracker:
+    """The defender's tables along the release loop (issue 13, item 3): fixed tables, or
+    IE-BK^seq (Algorithm 3) counted incrementally, one original view at a time
+    (:class:`~dpriv.knowledge.sequential.IEMiner`), so that release ``i`` costs O(|V_i|)
+    instead of re-mining views 1..i-1 (quadratic in the history). :meth:`tables` equals
+    :meth:`DefenderKnowledge.at` of the next release: the counts are the same integers.
+    """
+
+    def __init__(self, knowledge: DefenderKnowledge, policy: ReleasePolicy) -> None:
+        self.knowledge, self.policy = knowledge, policy
+        self.miner = None
+        if knowledge.tables is None:
+            self.miner = IEMiner(
+                [str(v) for v in policy.sensitive_domain], order=knowledge.order,
+                id_col=policy.id, time_col=policy.time, s_col="_s",
+            )
+
+    def tables(self) -> MarkovTables:
+        """The tables to revise with before the next release."""
+        if self.miner is None:
+            return self.knowledge.tables
+        if self.miner.n_views == 0:
+            return unmined_tables(self.policy, self.knowledge.order)
+        return self.miner.tables()
+
+    def add(self, view: pd.DataFrame | dd.DataFrame) -> None:
+        """Count original view ``view`` (the policy's id, time and sensitive columns; views
+        in time order). A no-op for fixed tables."""
+        if self.miner is None:
+            return
+        p = self.policy
+        rows = to_pandas(view[[p.id, p.time, p.sensitive]])
+        self.miner.update(rows.assign(_s=codes(rows[p.sensitive], p.sensitive_domain)))
 
 
 def mine_views(

@@ -13,6 +13,7 @@ import pytest
 from distributed import Client
 from typer.testing import CliRunner
 
+import dpriv.release as release_mod
 from dpriv import steps
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
@@ -93,6 +94,7 @@ def test_state_is_one_row_per_respondent_in_id_sorted_hash_partitions(client, hi
 def test_progress_bars_go_to_stderr_and_the_table_to_stdout(client, history, tmp_path, monkeypatch):
     out, mh, policy = history
     monkeypatch.setattr(steps, "SHOW_PROGRESS", False)  # the CLI sets it; restored after
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", -1)  # progress bars are the Dask path's
     runner = CliRunner()
     args = ["release", str(out / "history.parquet"), "--ledger", str(tmp_path / "led")]
     args += ["--policy", str(out / "policy.toml"), "--scheduler", client.scheduler.address, "--progress"]
@@ -106,15 +108,19 @@ def test_progress_bars_go_to_stderr_and_the_table_to_stdout(client, history, tmp
     assert rows[1][1] == str(metrics["n_groups"])
 
 
-def test_a_released_row_that_differs_from_the_verified_ones_is_never_written(history, tmp_path, monkeypatch):
-    import dpriv.release as release_mod
+@pytest.mark.parametrize("small_view_rows", [-1, 10**12], ids=["dask", "in-process"])
+def test_a_released_row_that_differs_from_the_verified_ones_is_never_written(
+    history, tmp_path, monkeypatch, small_view_rows
+):
+    from dpriv._dispatch import map_frame, meta_of
 
     out, mh, policy = history
     real = release_mod.generalize_view
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", small_view_rows)
 
     def tampered(*args, **kwargs):  # one released sensitive value changed after CreateQIG
         res = real(*args, **kwargs)
-        meta = res.released._meta
+        meta = meta_of(res.released)
 
         def flip(part):
             if len(part):
@@ -125,7 +131,7 @@ def test_a_released_row_that_differs_from_the_verified_ones_is_never_written(his
                 )
             return part
 
-        res.released = res.released.map_partitions(flip, meta=meta)
+        res.released = map_frame(flip, res.released, meta=meta)
         return res
 
     monkeypatch.setattr(release_mod, "generalize_view", tampered)

@@ -122,7 +122,8 @@ def test_the_revised_prior_of_a_respondent_does_not_depend_on_her_batch(setting)
     fallback = tables.tables[0][cls, 0]
     batch = revise(hist, lengths, cls, tables, fallback, method="dense")
     for i in range(n):
-        alone = revise(hist[i : i + 1], lengths[i : i + 1], cls[i : i + 1], tables, fallback[i : i + 1], method="dense")
+        one = slice(i, i + 1)
+        alone = revise(hist[one], lengths[one], cls[one], tables, fallback[one], method="dense")
         assert np.array_equal(alone[0], batch[i]), i
     # and it is the (E7) contraction: the order-w table weighted by the joint of the window
     joint = np.einsum("a,b,c->abc", *hist[0]).reshape(-1)
@@ -141,3 +142,53 @@ def test_the_threshold_picks_the_path(setting, monkeypatch):
 
     assert release_mod.in_process(5, dd.from_pandas(state, npartitions=2))
 
+
+
+# --------------------------------------------------------------------- incremental IE knowledge
+
+
+def test_ie_tables_counted_view_by_view_equal_the_full_re_mine_at_every_release(setting):
+    from dpriv.sources import defender_knowledge
+
+    mh, policy = setting
+    policy = policy.with_overrides(knowledge={"defender": "ie"})
+    knowledge = defender_knowledge(policy)
+    assert knowledge.tables is None and knowledge.order == 3
+    for start in (1, 3):  # a fresh loop, and a loop resumed before release 3
+        tracker = knowledge.tracker(mh.history, policy, start)
+        for i in range(start, 6):  # view 5 does not exist: the tables after the last view
+            full = knowledge.at(mh.history, policy, i)
+            got = tracker.tables()
+            assert len(got.tables) == len(full.tables) == 4
+            for a, b in zip(got.tables, full.tables):
+                assert a.shape == b.shape and np.array_equal(a, b)
+            if i < 5:
+                tracker.add(mh.history[mh.history.view == i])
+    # an independent count: the order-1 table of release 5 from the transitions themselves
+    h = mh.history.sort_values(["respondent_id", "view"])
+    prev = h.groupby("respondent_id").exam_result.shift()
+    pairs = pd.crosstab(prev[prev.notna()], h.exam_result[prev.notna()])
+    values = [str(v) for v in policy.sensitive_domain]
+    a, b = values.index(pairs.index[0]), values.index(pairs.columns[pairs.iloc[0].argmax()])
+    row = got.tables[1][0, a]
+    assert row[b] == pytest.approx(pairs.iloc[0].max() / pairs.iloc[0].sum())
+    # before any view: uniform BK^sv, no sequential knowledge
+    first = knowledge.tracker(mh.history, policy, 1).tables()
+    assert np.allclose(first.tables[0], 1 / len(values)) and not first.tables[3].any()
+
+
+def test_ie_release_resumed_equals_uninterrupted_and_never_re_mines(setting, tmp_path, monkeypatch):
+    from dpriv.sources import DefenderKnowledge
+
+    mh, policy = setting
+    policy = policy.with_overrides(knowledge={"defender": "ie"})
+    ref = run(mh.history, policy, tmp_path / "ref", ALWAYS, monkeypatch)
+    mined = []
+    real = DefenderKnowledge.at
+    monkeypatch.setattr(DefenderKnowledge, "at", lambda *a, **k: mined.append(1) or real(*a, **k))
+    run(mh.history, policy, tmp_path / "r", ALWAYS, monkeypatch, until=2)
+    resumed = run(mh.history, policy, tmp_path / "r", NEVER, monkeypatch)
+    assert mined == []  # the release loop counts view by view; it never re-mines the past
+    assert ledger_files(resumed.root) == ledger_files(ref.root)
+    # IE knowledge did revise: returning respondents' priors are not BK^sv
+    assert ref.read_state(4)["n_post"].max() >= 3
