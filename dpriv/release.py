@@ -266,7 +266,7 @@ def release_view(
     steps = Steps()
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
     joined = _with_state(view, state, policy, npartitions)
-    meta = with_revised_priors(meta_of(joined), tables, policy, window)
+    meta = with_revised_priors(joined._meta, tables, policy, window) if is_dask(joined) else None
     (frame,) = steps.run("rbk", map_frame(with_revised_priors, joined, tables, policy, window, meta=meta))
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
@@ -298,7 +298,8 @@ def release_view(
         f"release {index}",
     )
     steps.lap("verify")
-    posts = map_frame(group_posteriors, asg_g, policy, meta=group_posteriors(meta_of(asg_g), policy))
+    meta = group_posteriors(asg_g._meta, policy) if is_dask(asg_g) else None
+    posts = map_frame(group_posteriors, asg_g, policy, meta=meta)
     if not is_dask(view):
         state = to_pandas(state)
     new_state = next_state(state, posts, policy, window, index, npartitions)

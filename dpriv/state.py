@@ -84,8 +84,8 @@ def posterior_table(
 ) -> pd.DataFrame:
     """Respondent id, ``_label`` (int64) and posterior ``post__<value>`` (float64) columns."""
     # nullable: an outer join with the state must not turn the 63-bit labels into float64
-    out = pd.DataFrame({policy.id: ids, LABEL: pd.array(np.asarray(labels, dtype=np.int64), dtype="Int64")})
-    return out.assign(**{c: posteriors[:, i] for i, c in enumerate(_post_columns(policy))})
+    cols = {policy.id: ids, LABEL: pd.array(np.asarray(labels, dtype=np.int64), dtype="Int64")}
+    return pd.DataFrame({**cols, **{c: posteriors[:, i] for i, c in enumerate(_post_columns(policy))}})
 
 
 def group_posteriors(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
@@ -111,15 +111,19 @@ def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, inde
     def ints(col: str) -> np.ndarray:  # nullable Int64 in (see nullable_state), int64 out
         return merged[col].fillna(0).to_numpy(dtype=np.int64)
 
-    out = pd.DataFrame({policy.id: merged[policy.id].array})
-    out["n_post"] = ints("n_post") + has
-    out["last_release"] = np.where(has, index, ints("last_release"))
-    out["last_group"] = np.where(has, ints(LABEL), ints("last_group"))
-    for w in range(window):
+    out = {
+        policy.id: merged[policy.id].array,
+        "n_post": ints("n_post") + has,
+        "last_release": np.where(has, index, ints("last_release")),
+        "last_group": np.where(has, ints(LABEL), ints("last_group")),
+    }
+    for w in range(window):  # one frame built at once (a column at a time cost ~1 ms each)
         nxt = cols[w + 1] if w + 1 < window else _post_columns(policy)
-        for old, new in zip(cols[w], nxt):
-            out[old] = np.where(has, merged[new].to_numpy(dtype=float), merged[old].to_numpy(dtype=float))
-    return out.sort_values(policy.id, kind="stable").reset_index(drop=True)
+        was = merged[cols[w]].to_numpy(dtype=float)
+        shifted = np.where(has[:, None], merged[nxt].to_numpy(dtype=float), was)
+        out.update({old: shifted[:, i] for i, old in enumerate(cols[w])})
+    frame = pd.DataFrame(out)
+    return frame.sort_values(policy.id, kind="stable").reset_index(drop=True)
 
 
 def update_state(
