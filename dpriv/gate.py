@@ -9,8 +9,9 @@ membership known (§1.1 (ii)), the exact deductions of :mod:`dpriv.adversary.ded
 as masks and, with ``policy.retro_attendance``, absences as evidence, reads releases
 ``1 .. i`` as of ``i`` and scores each with (E10). The gate holds
 when every one of those mean gains is at most the bound; :func:`dpriv.release.release_history`
-then commits, else it regroups release ``i`` with ``j`` halved (up to ``retro_retries`` times)
-and finally refuses it: nothing is written and the ledger stays at ``i - 1``.
+then commits, else it regroups release ``i`` with ``retro_lever`` tightened (``j`` or ``t``
+halved, ``k`` doubled; up to ``retro_retries`` times) and finally refuses it: nothing is
+written and the ledger stays at ``i - 1``.
 
 What the gate reads is what the adversary of ``dpriv attack --adversary retrospective`` reads
 from the ledger (:mod:`dpriv.attack_input`: the state's ``last_group`` membership, the released
@@ -55,8 +56,10 @@ class GateCheck:
         >= 0.9 (:data:`dpriv.adversary.tail.CONFIDENT`), in [0, 1].
     bound : float
         ``policy.retro_max_gain``.
-    j : float
-        The JS threshold the checked release was grouped with.
+    used : dict
+        The ``k``, ``t`` and ``j`` the checked release was grouped with.
+    regroupings : int
+        How many times it was regrouped (0: grouped with the policy's own parameters).
     seconds : float
         Time of the check (deductions, forward-backward, Ω).
     """
@@ -65,7 +68,8 @@ class GateCheck:
     gains: dict[int, float]
     confident_share: float
     bound: float
-    j: float
+    used: dict
+    regroupings: int
     seconds: float
 
     @property
@@ -90,7 +94,10 @@ class GateCheck:
             "max_gain": round(gain, 6),
             "worst_release": release,
             "confident_share": round(self.confident_share, 6),
-            "j_used": self.j,
+            "k_used": self.used["k"],
+            "t_used": self.used["t"],
+            "j_used": self.used["j"],
+            "regroupings": self.regroupings,
             "seconds": round(self.seconds, 3),
         }
 
@@ -134,9 +141,13 @@ class RetroGate:
         values = released if sensitive is None else expand_sensitive(sensitive, self.policy)
         return ReadRelease(index, view, *members_of(state, index, view, values, self.policy), released)
 
-    def check(self, candidate: ReadRelease, tables: MarkovTables, j: float) -> GateCheck:
+    def check(
+        self, candidate: ReadRelease, tables: MarkovTables, grouped: ReleasePolicy, regroupings: int = 0
+    ) -> GateCheck:
         """The retrospective adversary's gains of the committed releases and ``candidate`` as
-        of ``candidate``, with the model ``tables`` (the defender's at that release)."""
+        of ``candidate``, with the model ``tables`` (the defender's at that release);
+        ``grouped``: the policy the candidate was grouped with after ``regroupings``
+        tightenings of the gate's own."""
         tick = time.perf_counter()
         observed = observed_releases([*self.reads, candidate], self.policy, tables.classes)
         q = self.policy.retro_attendance
@@ -155,21 +166,47 @@ class RetroGate:
             if np.isfinite(risk.confident_share):
                 confident = max(confident, risk.confident_share)
         bound = float(self.policy.retro_max_gain)
-        return GateCheck(candidate.index, gains, confident, bound, j, time.perf_counter() - tick)
+        params, seconds = used(grouped), time.perf_counter() - tick
+        return GateCheck(candidate.index, gains, confident, bound, params, regroupings, seconds)
 
     def accept(self, candidate: ReadRelease) -> None:
         """Record ``candidate`` as committed (the next checks read it)."""
         self.reads.append(candidate)
 
 
-def refusal(check: GateCheck, retries: int) -> str:
+#: What one regrouping does to the lever's parameter (``policy.retro_lever``).
+TIGHTEN = {"j": lambda v: v / 2, "t": lambda v: v / 2, "k": lambda v: v * 2}
+
+
+def tightened(policy: ReleasePolicy) -> ReleasePolicy:
+    """``policy`` with its ``retro_lever`` tightened once (j or t halved, k doubled)."""
+    lever = policy.retro_lever
+    return policy.with_overrides(**{lever: TIGHTEN[lever](getattr(policy, lever))})
+
+
+def used(grouped: ReleasePolicy) -> dict:
+    """The ``k``, ``t``, ``j`` of ``grouped`` (the policy a candidate was grouped with)."""
+    return {"k": grouped.k, "t": grouped.t, "j": grouped.j}
+
+
+def _params(values: dict) -> str:
+    return ", ".join(f"{k} = {v:g}" for k, v in values.items())
+
+
+def regrouped_with(grouped: ReleasePolicy) -> str:
+    """The words naming a regrouping's parameters (when it broke another requirement)."""
+    return f"regrouped with {_params(used(grouped))}"
+
+
+def refusal(check: GateCheck) -> str:
     """The message of a release the gate refuses."""
     release, gain = check.worst
-    tried = f" (regrouped {retries} time(s), j down to {check.j:g})" if retries else ""
+    n = check.regroupings
+    tried = f" (regrouped {n} time(s), {_params(check.used)})" if n else ""
     return (
         f"release {check.as_of} refused by the release gate{tried}: the retrospective adversary "
         f"(the defender's model, exact deductions) would gain {gain:.4f} on release {release} as "
         f"of release {check.as_of}, above retro_max_gain = {check.bound:g}; nothing was written "
         "and the ledger stays at the last committed release: lower j or t, raise k, raise "
-        "retro_retries or retro_max_gain (docs/policy.md)"
+        "retro_retries, retro_lever or retro_max_gain (docs/policy.md#release-gate)"
     )

@@ -56,9 +56,12 @@ class ReleasePolicy(BaseModel):
     retro_max_gain : the release gate (:mod:`dpriv.gate`; issue 12, direction 6): before
         release ``i`` is written, the retrospective adversary (the defender's model, exact
         deductions) attacks releases ``1 .. i`` as of ``i``; when its mean gain (E10) on any
-        of them would exceed this bound, the release is regrouped with ``j`` halved, up to
-        ``retro_retries`` times, then refused (nothing written). ``None`` (default): no gate
-    retro_retries : how many times the gate halves ``j`` before it refuses (0 = refuse at once)
+        of them would exceed this bound, the release is regrouped with ``retro_lever``
+        tightened, up to ``retro_retries`` times, then refused (nothing written). ``None``
+        (default): no gate
+    retro_retries : how many times the gate regroups before it refuses (0 = refuse at once)
+    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled or
+        ``"t"`` halved
     retro_attendance : the weekly exam probability the gate's adversary assumes (absences
         become evidence, and 1.0 opens the presence channel of the deductions); ``None``
         (default): absences carry no information
@@ -115,6 +118,7 @@ class ReleasePolicy(BaseModel):
     retro_max_gain: float | None = Field(default=None, gt=0.0, le=1.0)
     retro_retries: int = Field(default=2, ge=0, le=8)
     retro_attendance: float | None = Field(default=None, gt=0.0, le=1.0)
+    retro_lever: Literal["j", "k", "t"] = "j"
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
@@ -311,7 +315,7 @@ class ReleasePolicy(BaseModel):
         if self.release_format == "generalized":
             exclude.add("release_format")
         if self.retro_max_gain is None:
-            exclude |= {"retro_max_gain", "retro_retries", "retro_attendance"}
+            exclude |= {"retro_max_gain", "retro_retries", "retro_attendance", "retro_lever"}
         return self.model_dump(exclude=exclude)
 
 

@@ -184,31 +184,30 @@ def release_history(
 def _gated_release(
     gate: RetroGate, original: pd.DataFrame, view, summary, policy, state, tables, window, index, *rest
 ):
-    """:func:`release_view` under the release gate (:mod:`dpriv.gate`): regrouped with ``j``
-    halved while the retrospective adversary's gains as of this release exceed
-    ``policy.retro_max_gain``, at most ``policy.retro_retries`` times; then PolicyError
-    (nothing written). ``original``: the view on pandas (the true values)."""
-    from dpriv.gate import refusal
+    """:func:`release_view` under the release gate (:mod:`dpriv.gate`): regrouped with
+    ``policy.retro_lever`` tightened while the retrospective adversary's gains as of this
+    release exceed ``policy.retro_max_gain``, at most ``policy.retro_retries`` times; then
+    PolicyError (nothing written). ``original``: the view on pandas (the true values)."""
+    from dpriv.gate import refusal, regrouped_with, tightened
 
-    j, check = policy.j, None
+    pol, check = policy, None
     for attempt in range(policy.retro_retries + 1):
-        pol = policy if attempt == 0 else policy.with_overrides(j=j)
         try:
             out = release_view(view, summary, pol, state, tables, window, index, *rest)
         except PolicyError as exc:  # a regrouping that breaks another requirement (suppression)
             if check is None:
                 raise
-            raise PolicyError(f"{refusal(check, attempt - 1)}; regrouped with j = {j:g}: {exc}") from None
+            raise PolicyError(f"{refusal(check)}; {regrouped_with(pol)}: {exc}") from None
         metrics, released, new_state, sensitive = out
         # an Anatomy release's values are in its sensitive table (``sensitive``)
         values = released[[GROUP] if sensitive is not None else [GROUP, policy.sensitive]].compute()
         candidate = gate.candidate(index, original, new_state.compute(), values, sensitive)
-        check = gate.check(candidate, tables, j)
+        check = gate.check(candidate, tables, pol, attempt)
         if check.ok:
             gate.accept(candidate)
             return replace(metrics, gate=check.as_record()), released, new_state, sensitive
-        j /= 2
-    raise PolicyError(refusal(check, policy.retro_retries))
+        pol = tightened(pol)
+    raise PolicyError(refusal(check))
 
 
 def check_format(policy: ReleasePolicy, method: str) -> None:

@@ -45,8 +45,8 @@ def test_gate_reads_the_release_as_the_retrospective_attack_reads_the_ledger(
     seen = {}
     real_check = gate_mod.RetroGate.check
 
-    def spy(self, candidate, tables, j):
-        out = real_check(self, candidate, tables, j)
+    def spy(self, *args):
+        out = real_check(self, *args)
         seen[out.as_of] = out.gains
         return out
 
@@ -68,7 +68,8 @@ def test_gate_record_in_metrics_and_no_gate_keeps_old_fingerprints(setting, open
     mh, policy = setting
     led_dir, gates = open_gate
     for i, g in gates.items():
-        assert g["retro_max_gain"] == 1.0 and g["j_used"] == policy.j
+        assert g["retro_max_gain"] == 1.0 and g["regroupings"] == 0
+        assert (g["k_used"], g["t_used"], g["j_used"]) == (policy.k, policy.t, policy.j)
         assert g["worst_release"] in range(1, i + 1)
         assert -1.0 <= g["max_gain"] <= 1.0 and 0.0 <= g["confident_share"] <= 1.0
     # the gain of release 1 as of 1 is the paper adversary's gain of release 1 (with masks)
@@ -118,11 +119,12 @@ def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, tm
         gated = policy.with_overrides(retro_max_gain=bound, retro_retries=3)
         release_history(mh.history, gated, led, until=2)
     except PolicyError as exc:
-        assert "regrouped 3 time(s), j down to 0.1" in str(exc)
+        assert "regrouped 3 time(s), k = 5, t = 0.5, j = 0.1" in str(exc)
         assert [r["index"] for r in Ledger(led).committed()] == [1]
         return
     g = json.loads((led / "releases" / "2" / "metrics.json").read_text())
-    assert g["gate"]["j_used"] in (0.4, 0.2, 0.1) and g["gate"]["max_gain"] <= bound
+    assert g["gate"]["j_used"] == 0.8 / 2 ** g["gate"]["regroupings"] and g["gate"]["regroupings"] >= 1
+    assert g["gate"]["max_gain"] <= bound
     assert g["ok"] and g["gate"]["max_gain"] < g2  # release 2 regrouped: less gained than at j 0.8
 
 
@@ -138,7 +140,7 @@ def test_cli_release_gate_refuses_with_exit_2_and_writes_nothing(setting, open_g
     assert res.exit_code == 2, res.output
     # the policy file's max_suppression (0.05) stops the regrouping first: both are named
     assert "release 1 refused by the release gate" in res.output
-    assert "regrouped with j = " in res.output and "exceeds max_suppression" in res.output
+    assert "regrouped with k = 5, t = 0.5, j = " in res.output and "exceeds max_suppression" in res.output
     assert "retro_max_gain" in res.output  # the effective policy lists it with its source
     assert not (led / "releases").exists() or not any((led / "releases").iterdir())
     res = cli("release", hist / "history.parquet", "--ledger", led, "--policy", path, "--retro-max-gain", 0)
@@ -172,3 +174,13 @@ def test_gate_on_an_anatomy_release_reads_its_sensitive_table(setting, tmp_path,
     as_of_2 = rows[rows["as_of"] == 2]
     assert gate["max_gain"] == pytest.approx(float(as_of_2["adversary_gain"].max()), abs=1e-6)
     assert gate["worst_release"] == int(as_of_2.loc[as_of_2["adversary_gain"].idxmax(), "release"])
+
+
+@pytest.mark.parametrize(("lever", "expected"), [("j", {"j": 0.2}), ("t", {"t": 0.125}), ("k", {"k": 20})])
+def test_each_lever_tightens_its_parameter(setting, lever, expected):
+    _, policy = setting
+    p = policy.with_overrides(retro_max_gain=0.1, retro_lever=lever)
+    twice = gate_mod.tightened(gate_mod.tightened(p))
+    assert {k: getattr(twice, k) for k in expected} == expected
+    others = {"k", "t", "j"} - set(expected)
+    assert all(getattr(twice, k) == getattr(policy, k) for k in others)

@@ -36,6 +36,7 @@ _GROUPS = {
         "retro_max_gain",
         "retro_retries",
         "retro_attendance",
+        "retro_lever",
     ),
     "release": (
         "seed",
