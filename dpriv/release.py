@@ -12,7 +12,11 @@ of :class:`dpriv.steps.Steps`):
 * ``pk``: PK^sv per QI-group (Ω-estimate, E14) and the new state (outer join on the id);
 * ``metrics`` and, in the ledger, ``write``: streamed partition by partition; manifest last.
 
-The respondent state is a Dask DataFrame keyed (hash-partitioned) by id holding, per
+A view of at most :data:`SMALL_VIEW_ROWS` tuples runs the same steps in process on pandas
+(no graph, no persist/wait per step) and writes the same bytes (docs/architecture.md "Small
+views"). IE knowledge is counted view by view (:class:`dpriv.sources.KnowledgeTracker`).
+
+The respondent state is a Dask DataFrame in buckets of a hash of the id holding, per
 respondent, the last ``W`` posteriors (W = the order of BK^seq), their count and the release
 and QI-group of the last one. A respondent who skips releases keeps her own state and is
 revised when she reappears (§1.4 "Timing"); a suppressed respondent gets no posterior for
@@ -105,7 +109,8 @@ def release_history(
         QIs and sensitive column; at most one tuple per respondent per view. A Dask history
         (e.g. ``dd.read_parquet``) is never collected on the client: each view is a filter
         of it (pushed down to the Parquet reader), the respondent state is a Dask DataFrame
-        keyed by id, and the release is verified, measured and written partition by partition.
+        keyed by id, and the release is verified, measured and written partition by partition;
+        except a view of at most :data:`SMALL_VIEW_ROWS` tuples, released in process.
     policy : the release policy; a ledger refuses a policy other than its first one.
     npartitions : Hilbert ranges per view (Dask partitions); default policy.npartitions or 2.
     until : release at most up to this index.
