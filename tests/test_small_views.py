@@ -49,7 +49,7 @@ def run(history, policy, root, threshold, monkeypatch, **kw):
     return release_history(history, policy, root, npartitions=3, **kw)
 
 
-@pytest.mark.parametrize("release_format", ["generalized", "anatomy"])
+@pytest.mark.parametrize("release_format", ["generalized", pytest.param("anatomy", marks=pytest.mark.slow)])
 def test_in_process_and_dask_paths_write_the_same_ledger(setting, tmp_path, monkeypatch, release_format):
     mh, policy = setting
     policy = policy.with_overrides(release_format=release_format)
