@@ -55,6 +55,14 @@ def _processes_of(folder: Path) -> dict[int, str]:
     return found
 
 
+def _kill(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
 class LocalSlurm:
     """A running one-node SLURM: its folder and the environment its clients need."""
 
@@ -75,13 +83,15 @@ def local_slurm():
     # tmp_path, whose 0700 parents munged refuses for its socket
     folder = Path(tempfile.gettempdir()) / f"dpriv-slurm-test-{uuid.uuid4().hex[:12]}"
     started = subprocess.run(["bash", SCRIPT, "start", folder], capture_output=True, text=True, timeout=180)
+    if started.returncode == 2:  # usage, or a folder it did not make (then not ours to remove)
+        pytest.fail(f"local-cluster.sh refused its arguments: {started.stderr}")
     if started.returncode != 0:
-        left = _processes_of(folder)
-        for pid in left:  # a half-started cluster: what the script could not stop
-            os.kill(pid, 9)
-        if started.returncode == 2:
-            pytest.fail(f"local-cluster.sh refused its arguments: {started.stderr}")
-        reason = " | ".join(ln for ln in started.stderr.strip().splitlines()[-4:] if ln.strip())
+        _kill(_processes_of(folder))  # a half-started cluster: what the script could not stop
+        shutil.rmtree(folder, ignore_errors=True)  # made by that `start`, if it got so far
+        lines = started.stderr.strip().splitlines()
+        ours = [ln for ln in lines if ln.startswith("local-cluster:")]
+        logged = [ln for ln in lines if re.search(r"\b(error|fatal)\b", ln, re.I)][-1:]
+        reason = " | ".join(ours + logged) or started.stderr.strip()
         pytest.skip(f"SLURM cannot start here (local-cluster.sh exit {started.returncode}): {reason}")
     try:
         yield LocalSlurm(folder)
@@ -90,11 +100,7 @@ def local_slurm():
             ["bash", SCRIPT, "stop", folder], capture_output=True, text=True, timeout=180
         )
         left = _processes_of(folder)
-        for pid in left:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        _kill(left)
         shutil.rmtree(folder, ignore_errors=True)  # made by our `start` above
         assert stopped.returncode == 0, stopped.stderr
         assert not left, f"processes of the local SLURM outlived `local-cluster.sh stop`: {left}"

@@ -43,8 +43,9 @@ pid_of() {  # pid_of NAME: the pid in DIR/run/NAME.pid when that process runs wi
 }
 
 log_tail() {  # log_tail NAME: the last lines of a daemon's log, for the error message
-    echo "--- $DIR/log/$1.log (last lines):" >&2
-    tail -n 8 "$DIR/log/$1.log" >&2 2>/dev/null || echo "(no log written)" >&2
+    echo "--- $DIR/log/$1.log (last lines; the MPI/PMIx plugin errors, harmless here, left out):" >&2
+    [ -f "$DIR/log/$1.log" ] || { echo "(no log written)" >&2; return 0; }
+    grep -v -E 'pmix|PMIx|MPI: Cannot create context' "$DIR/log/$1.log" | tail -n 8 >&2
 }
 
 free_port() {
@@ -103,15 +104,28 @@ EOF
     mv "$CONF.tmp" "$CONF"
 }
 
-wait_for() {  # wait_for SECONDS COMMAND...: poll COMMAND every 0.5 s
-    local end=$((SECONDS + $1)); shift
-    until "$@" >/dev/null 2>&1; do
-        [ "$SECONDS" -lt "$end" ] || return 1
+wait_for() {  # wait_for SECONDS COMMAND...: poll COMMAND every 0.5 s until it exits 0; give up
+    # after SECONDS, or at once when it exits 2
+    local end=$((SECONDS + $1)) rc; shift
+    while true; do
+        "$@" >/dev/null 2>&1
+        rc=$?
+        [ "$rc" = 0 ] && return 0
+        [ "$rc" = 2 ] || [ "$SECONDS" -ge "$end" ] && return 1
         sleep 0.5
     done
 }
 
-node_up() { sinfo -h -N -n localhost -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; }
+ctld_up() { scontrol ping >/dev/null 2>&1; }
+node_state() { sinfo -h -N -n localhost -o %T 2>/dev/null; }
+# 0 once the node takes jobs, 1 while it registers, 2 refused (invalid or drained: no use waiting)
+node_up() {
+    case "$(node_state)" in
+        idle* | mixed* | allocated*) return 0 ;;
+        inval* | drain*) return 2 ;;
+        *) return 1 ;;
+    esac
+}
 
 start() {
     if [ -e "$DIR" ] && [ ! -f "$DIR/$MARKER" ]; then
@@ -135,7 +149,7 @@ start() {
         started+=(munged)
     fi
     if ! pid_of slurmctld >/dev/null; then
-        if ! slurmctld -f "$CONF" -i 2>>"$DIR/log/slurmctld.log" || ! wait_for 30 pid_of slurmctld || ! wait_for 30 scontrol ping; then
+        if ! slurmctld -f "$CONF" -i 2>>"$DIR/log/slurmctld.log" || ! wait_for 30 pid_of slurmctld || ! wait_for 30 ctld_up; then
             echo "local-cluster: slurmctld did not start" >&2; log_tail slurmctld
             stop_daemons "${started[@]}"; exit 1
         fi
