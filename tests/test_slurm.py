@@ -1,4 +1,5 @@
-"""A real SLURM: deploy/slurm/launch.py releases a history with its Dask workers as SLURM jobs.
+"""A real SLURM: deploy/slurm/launch.py, and release.sbatch submitted with sbatch, release a
+history with their Dask workers as SLURM jobs; the ledger equals a LocalCluster run's.
 
 The module fixture starts a one-node SLURM on localhost with deploy/slurm/local-cluster.sh
 (munged + slurmctld + slurmd, everything under a fresh folder in the temp dir) and stops it
@@ -168,28 +169,64 @@ def _wait(predicate, seconds: float):
     return ok
 
 
-def test_release_on_slurm_workers_matches_local_cluster(local_slurm, tmp_path):
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    """medical_history(3 views x 300), its policy with 3 Hilbert ranges per view (npartitions,
+    which release.sbatch cannot pass as a flag); the ``dpriv release`` arguments but --ledger."""
+    folder = tmp_path_factory.mktemp("history")
     mh = medical_history(n_views=3, view_size=300, seed=5)
-    policy = write_history(
-        tmp_path / "h", mh, policy_extra={"privacy": {"t": 0.5, "j": 0.8, "max_suppression": 1.0}}
-    )
-    history = tmp_path / "h" / "history.parquet"
-    release_args = [str(history), "--policy", str(policy), "--npartitions", "3"]
+    extra = {"privacy": {"t": 0.5, "j": 0.8, "max_suppression": 1.0}, "release": {"npartitions": 3}}
+    policy = write_history(folder, mh, policy_extra=extra)
+    return [str(folder / "history.parquet"), "--policy", str(policy)]
 
+
+@pytest.fixture(scope="module")
+def local_ledger(history, tmp_path_factory):
+    """The ledger files of the same release on dpriv's default LocalCluster."""
+    ledger = tmp_path_factory.mktemp("local") / "ledger"
+    tick = time.monotonic()
+    local = subprocess.run(
+        [BIN / "dpriv", "release", *history, "--ledger", ledger], capture_output=True, text=True, timeout=900
+    )
+    assert local.returncode == 0, local.stderr
+    print(f"seconds: LocalCluster {time.monotonic() - tick:.1f}", file=sys.stderr)
+    files = _ledger_files(ledger)
+    assert {f"releases/{i}/view.parquet" for i in (1, 2, 3)} <= set(files)
+    assert {f"state/{i}/state.parquet" for i in (1, 2, 3)} <= set(files)
+    return files
+
+
+def _assert_same_ledger(ledger: Path, expected: dict[str, bytes]) -> None:
+    got = _ledger_files(ledger)
+    assert sorted(got) == sorted(expected)
+    different = [name for name in got if got[name] != expected[name]]
+    assert not different, f"the SLURM and LocalCluster ledgers differ in {different}"
+
+
+def _finished_jobs(slurm: LocalSlurm) -> dict[str, str]:
+    """job id -> final state, from the cluster's jobcomp/filetxt record."""
+    jobcomp = slurm.folder / "log" / "jobcomp.txt"
+    text = jobcomp.read_text() if jobcomp.exists() else ""
+    return {m.group(1): m.group(2) for m in re.finditer(r"JobId=(\d+) .*?JobState=(\S+)", text)}
+
+
+def test_launcher_releases_on_slurm_workers_as_on_a_local_cluster(
+    local_slurm, history, local_ledger, tmp_path
+):
     tick = time.monotonic()
     poller = SqueuePoller(local_slurm)
     poller.start()
     try:
         launched = subprocess.run(
             [sys.executable, LAUNCHER, "--config", _jobqueue_config(tmp_path), "--jobs", "2",
-             "--timeout", "300", "--", *release_args, "--ledger", tmp_path / "slurm"],
+             "--timeout", "300", "--", *history, "--ledger", tmp_path / "slurm"],
             env=local_slurm.env, capture_output=True, text=True, timeout=1200, cwd=tmp_path,
         )  # fmt: skip
     finally:
         poller.stopping.set()
         poller.join()
     assert launched.returncode == 0, launched.stdout + launched.stderr
-    seconds = {"launcher on SLURM": time.monotonic() - tick}
+    print(f"seconds: launcher on SLURM {time.monotonic() - tick:.1f}", file=sys.stderr)
     address = re.search(r"SLURM Dask cluster (tcp://\S+);", launched.stdout).group(1)
 
     # the two worker jobs ran on the node, served the launcher's scheduler, and were cancelled
@@ -203,26 +240,42 @@ def test_release_on_slurm_workers_matches_local_cluster(local_slurm, tmp_path):
         log = (tmp_path / f"dpriv-worker-{job}.out").read_text()
         assert re.search(rf"Registered to:\s+{re.escape(address)}\s", log), log
     assert _wait(lambda: not local_slurm.run("squeue", "-h", "-o", "%i").strip(), 60), "jobs left in squeue"
-    jobcomp = local_slurm.folder / "log" / "jobcomp.txt"
+    assert _wait(lambda: running <= set(_finished_jobs(local_slurm)), 30)
+    assert {_finished_jobs(local_slurm)[job] for job in running} <= {"CANCELLED", "COMPLETED"}
+    _assert_same_ledger(tmp_path / "slurm", local_ledger)
 
-    def finished():
-        text = jobcomp.read_text() if jobcomp.exists() else ""
-        return {m.group(1): m.group(2) for m in re.finditer(r"JobId=(\d+) .*?JobState=(\S+)", text)}
 
-    assert _wait(lambda: running <= set(finished()), 30), jobcomp
-    assert {finished()[job] for job in running} <= {"CANCELLED", "COMPLETED"}
-
+def test_release_sbatch_job_releases_as_on_a_local_cluster(local_slurm, history, local_ledger, tmp_path):
+    """deploy/slurm/release.sbatch as documented (sbatch --export=ALL,HISTORY=...), resized on the
+    command line to fit two CPUs: the release job (1 CPU) and one worker job (1 CPU)."""
+    home = tmp_path / "dpriv-home"  # DPRIV_HOME: a checkout with its virtualenv in .venv
+    home.mkdir()
+    (home / ".venv").symlink_to(Path(sys.prefix))
+    (home / "deploy").symlink_to(ROOT / "deploy")
+    assert (home / ".venv" / "bin" / "activate").is_file(), "release.sbatch sources the venv's activate"
+    ledger = tmp_path / "sbatch"
+    exports = {
+        "HISTORY": history[0],
+        "POLICY": history[2],
+        "LEDGER": str(ledger),
+        "DPRIV_HOME": str(home),
+        "DPRIV_JOBQUEUE": str(_jobqueue_config(tmp_path)),
+        "DPRIV_JOBS": "1",
+    }
     tick = time.monotonic()
-    local = subprocess.run(
-        [BIN / "dpriv", "release", *release_args, "--ledger", tmp_path / "local"],
-        capture_output=True, text=True, timeout=900,
+    done = subprocess.run(
+        ["sbatch", "--wait", "--parsable", "--cpus-per-task=1", "--mem=1G",
+         "--export=ALL," + ",".join(f"{k}={v}" for k, v in exports.items()),
+         ROOT / "deploy" / "slurm" / "release.sbatch"],
+        env=local_slurm.env, capture_output=True, text=True, timeout=1200, cwd=tmp_path,
     )  # fmt: skip
-    assert local.returncode == 0, local.stderr
-    seconds["LocalCluster"] = time.monotonic() - tick
-    print("seconds:", ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()), file=sys.stderr)
-    on_slurm, on_local = _ledger_files(tmp_path / "slurm"), _ledger_files(tmp_path / "local")
-    assert sorted(on_slurm) == sorted(on_local)
-    assert {f"releases/{i}/view.parquet" for i in (1, 2, 3)} <= set(on_slurm)
-    assert {f"state/{i}/state.parquet" for i in (1, 2, 3)} <= set(on_slurm)
-    different = [name for name in on_slurm if on_slurm[name] != on_local[name]]
-    assert not different, f"the SLURM and LocalCluster ledgers differ in {different}"
+    job = done.stdout.strip().split(";")[0]
+    out = tmp_path / f"dpriv-release-{job}.out"
+    assert done.returncode == 0, (done.stderr, out.read_text() if out.exists() else "no job output")
+    print(f"seconds: release.sbatch on SLURM {time.monotonic() - tick:.1f}", file=sys.stderr)
+    assert "SLURM Dask cluster tcp://" in out.read_text()
+    assert _wait(lambda: job in _finished_jobs(local_slurm), 30)
+    assert _finished_jobs(local_slurm)[job] == "COMPLETED"
+    workers = [p for p in tmp_path.glob("dpriv-worker-*.out")]
+    assert len(workers) == 1 and "Registered to:" in workers[0].read_text()
+    _assert_same_ledger(ledger, local_ledger)
