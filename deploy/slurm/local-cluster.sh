@@ -34,11 +34,11 @@ export SLURM_CONF=$CONF
 
 die() { echo "local-cluster: $2" >&2; exit "$1"; }
 
-pid_of() {  # pid_of NAME: the pid in DIR/run/NAME.pid when that process runs with DIR in its command line
+pid_of() {  # pid_of NAME: the pid in DIR/run/NAME.pid when that process runs with DIR/ in its command line
     local pid
     pid=$(cat "$DIR/run/$1.pid" 2>/dev/null) || return 1
     [[ $pid =~ ^[0-9]+$ ]] || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$DIR" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$DIR/" || return 1
     echo "$pid"
 }
 
@@ -144,7 +144,8 @@ start() {
             --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" \
             --seed-file="$DIR/key/munged.seed" --num-threads=2 2>/dev/null \
             || ! wait_for 10 pid_of munged || ! wait_for 10 test -S "$DIR/munge/munge.socket"; then
-            echo "local-cluster: munged did not start" >&2; log_tail munged; exit 1
+            echo "local-cluster: munged did not start" >&2; log_tail munged
+            stop_daemons munged; exit 1
         fi
         started+=(munged)
     fi
@@ -185,8 +186,12 @@ stop_daemons() {  # stop_daemons NAME...: SIGTERM our daemons, SIGKILL after 15 
 stop() {
     [ -f "$DIR/$MARKER" ] || { echo "no local SLURM in $DIR: nothing to stop"; return 0; }
     if pid_of slurmctld >/dev/null; then
-        # every job of this cluster (workers included), then wait until slurmd has reaped them
-        scancel --full --quiet --user="$(id -un)" 2>/dev/null
+        # every job of this cluster, whoever submitted it (Dask workers included), then wait
+        # until slurmd has reaped them
+        local jobs
+        jobs=$(squeue -h -o %i 2>/dev/null)
+        # shellcheck disable=SC2086
+        [ -z "$jobs" ] || scancel --full --quiet $jobs 2>/dev/null
         wait_for 30 bash -c '[ -z "$(squeue -h -o %i 2>/dev/null)" ]' \
             || echo "local-cluster: jobs still listed after 30 s: $(squeue -h -o '%i %T' | tr '\n' ' ')" >&2
     fi
