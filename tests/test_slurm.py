@@ -31,7 +31,7 @@ from dpriv.datasets import medical_history, write_history
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("dask_jobqueue")
 
-# slow too (80-270 s on 2 shared cores): out of the default run; `.ci/slurm` runs `-m slurm`
+# slow too (166-335 s on 2 shared cores): out of the default run; `.ci/slurm` runs `-m slurm`
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
