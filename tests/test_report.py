@@ -357,6 +357,21 @@ def test_reference_kpr_by_hand():
     assert reference_kpr(frame.iloc[:0], policy) is None
 
 
+@pytest.mark.shared_data
+def test_wbcd_original_against_itself(shared_data):
+    """The figure the KPR reference line exists for: WBCD against itself is far from 0 %."""
+    orig = pd.read_csv(shared_data / "avatar_paper" / "WBCD" / "breast_cancer_wisconsin.csv")
+    known = ["Clump_Thickness", "Uniformity_of_Cell_Size", "Uniformity_of_Cell_Shape"]
+    with warnings.catch_warnings():  # integer scores 1-10: the <= 10 levels hint
+        warnings.simplefilter("ignore")
+        r = kpr(orig, orig, known)
+        four = kpr(orig, orig, [*known, "Bare_Nuclei"])
+    # the scores' bins are narrower than 1, so every unique original matches itself: S = U
+    assert r.n == 683 and r.n_matched == r.n_unique_original == 129
+    assert r.kpr == pytest.approx(100 * (1 - 129 / 683)) and round(r.kpr, 1) == 81.1
+    assert four.n_matched == four.n_unique_original == 210 and round(four.kpr, 1) == 69.3
+
+
 def test_every_adversary_knowledge_and_the_gain_are_explained(built):
     page = built[5]
     keys = re.findall(r'<tr data-knowledge="([^"]+)">', page)

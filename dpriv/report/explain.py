@@ -63,7 +63,8 @@ KPR_TEXT = (
     "out). Even the original view matched against itself does not reach 0 %: respondents who "
     "share their QI profile, or whose profile falls in a bin (E22) with another one, cannot be "
     "singled out either. That value is the dashed reference line; read a release's KPR against "
-    "it, not against 0 -- the protection the release adds is the distance above the line."
+    "it, not against 0: what the release adds is its distance above the line (below it, the drawn "
+    "microdata single out more respondents than the original itself would)."
 )
 
 TAIL_TEXT = (

@@ -149,8 +149,8 @@ def kpr_section(releases: pd.DataFrame) -> str:
         parts.append(
             f'<p class="note" id="kpr-reference">Reference (the original view against itself): '
             f"{e(fmt(float(known['kpr_reference'].min()), 2))} % to "
-            f"{e(fmt(float(known['kpr_reference'].max()), 2))} %; the releases lie "
-            f"{e(fmt(float(gaps.min()), 2))} to {e(fmt(float(gaps.max()), 2))} points above it.</p>"
+            f"{e(fmt(float(known['kpr_reference'].max()), 2))} %; a release's KPR minus its "
+            f"reference: {float(gaps.min()):+.2f} to {float(gaps.max()):+.2f} points.</p>"
         )
     return "".join(parts)
 
