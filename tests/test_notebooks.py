@@ -156,6 +156,7 @@ def test_real_cohort(run, shared_data, tmp_path, monkeypatch):
     assert (out / "data" / "sex_hierarchy.csv").read_text() == "female;*\nmale;*\n"
     recorded = json.loads((out / "ledger" / "policy.json").read_text())
     assert set(recorded["hierarchies"]) == {"sex"} and set(recorded["hierarchy_sha256"]) == {"sex"}
+    assert "<th>hierarchy of sex</th><td>sex_hierarchy.csv (released as a group" in page
     views = pd.concat(
         [pd.read_parquet(out / "ledger" / "releases" / str(i) / "view.parquet") for i in (1, 2, 3)]
     )

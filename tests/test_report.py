@@ -327,6 +327,8 @@ def test_kpr_section_reference_line_is_the_original_against_itself(built, tmp_pa
             want = kpr(view, view, list(policy.qi)).kpr  # independently: the view against itself
         assert float(row[keys.index("kpr_reference")][1]) == want
     assert 'id="kpr-reference"' in page and "the original view against itself" in page
+    assert "the original history was read for the KPR reference line only" in page
+    assert "history was read" not in built[5]
     assert "can NOT single out" in page
     # the same values from attack/kpr.csv's optional column, without the history
     copy = _copy(built, tmp_path)

@@ -146,7 +146,9 @@ def render_report(
         f'<p class="note">{n} committed release(s); generated {e(_dt.date.today().isoformat())} by '
         "<code>dpriv report</code> from the public files of the ledger (manifest.json, policy.json, "
         "releases/&lt;i&gt;/metrics.json, attack/). The sensitive <code>state/</code> folder is not "
-        "read.</p>",
+        "read"
+        + ("; the original history was read for the KPR reference line only" if history is not None else "")
+        + ".</p>",
         '<h2 id="policy">Policy</h2>',
         '<table class="policy">'
         + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in policy_summary(led))

@@ -111,6 +111,10 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
         dom = p.get("domains", {}).get(qi)
         if dom is not None:
             rows.append((f"domain of {qi}", _short_list(dom)))
+        tree = (p.get("hierarchies") or {}).get(qi)
+        if tree is not None:  # released as the group's lowest common node of this hierarchy
+            text = f"{Path(str(tree)).name} (released as a group's lowest common node)"
+            rows.append((f"hierarchy of {qi}", text))
     knowledge = p.get("knowledge") or {}
     if knowledge:
         shown = []
