@@ -448,7 +448,7 @@ def test_renders_in_headless_chromium(built, tmp_path):
         "--hide-scrollbars",
         f"--user-data-dir={tmp_path / 'profile'}",
         f"--screenshot={shot}",
-        "--window-size=1200,2400",
+        "--window-size=1200,4800",
         out.resolve().as_uri(),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -456,12 +456,17 @@ def test_renders_in_headless_chromium(built, tmp_path):
     import matplotlib.image
 
     img = matplotlib.image.imread(shot)[..., :3].astype(float)  # floats in [0, 1]
-    assert img.shape[:2] == (2400, 1200)
+    assert img.shape[:2] == (4800, 1200)
     assert img.std() > 0.05  # not blank
     non_white = (img.min(axis=2) < 0.9).mean()
     assert non_white > 0.03
     # Plot regions: saturated (coloured) pixels. Without its images the same page has ~4,500
-    # of them (blue headings) on ~90 rows; with the three plots ~34,000 on ~490 rows.
+    # of them (blue headings) on ~90 rows; with its five plots (privacy, utility, KPR, gain,
+    # tail) ~39,800 on ~680 rows, and the page runs to ~3,700 px.
     colored = (img.max(axis=2) - img.min(axis=2)) > 0.3
-    assert colored.sum() > 15_000
-    assert (colored.sum(axis=1) >= 5).sum() > 250
+    assert colored.sum() > 20_000
+    rows = colored.sum(axis=1) >= 5
+    assert rows.sum() > 450
+    content = np.flatnonzero((img.min(axis=2) < 0.9).any(axis=1))
+    assert content.max() > 3000  # the sections below the fold rendered too
+    assert rows[2400:].sum() > 120  # KPR, adversary gain and tail-risk plots
