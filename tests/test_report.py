@@ -307,6 +307,11 @@ def test_verdicts_by_hand():
     assert [v.within for v in got] == [True, False, False, True]
     assert got[1].beyond == ["k", "suppression"] and got[2].beyond == ["t"]
     assert [c.within for c in got[3].checks] == [None] * 4  # an empty release is not judged
+    gains = frame.assign(retro_gain=[0.09, 0.1, 0.1 + 1e-6, None])
+    gated = verdicts(gains, {**policy, "retro_max_gain": 0.1})
+    within = [[c.within for c in v.checks if c.name == "retro_gain"] for v in gated]
+    assert within == [[True], [True], [False], [None]]
+    assert "retro_gain" in gated[2].beyond
     mondrian = verdicts(frame.iloc[:1].assign(l=[2]), {**policy, "method": "mondrian-l", "l": 3})
     assert mondrian[0].beyond == ["l"]
     assert {c.name: c.enforced for c in mondrian[0].checks} == {

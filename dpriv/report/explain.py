@@ -137,7 +137,8 @@ def percent(rate: Any, digits: int = 2) -> str:
 class Check:
     """One threshold of the policy against one release's achieved value.
 
-    ``name``: ``"k"``, ``"l"``, ``"t"``, ``"j"`` or ``"suppression"``; ``achieved``: the value
+    ``name``: ``"k"``, ``"l"``, ``"t"``, ``"j"``, ``"retro_gain"`` (the release gate's bound
+    ``retro_max_gain``) or ``"suppression"``; ``achieved``: the value
     from ``metrics.json`` (suppression as a share in [0, 1]; None when undefined, e.g. an
     empty release); ``threshold``: the policy's; ``within``: None when ``achieved`` is
     undefined; ``enforced``: whether the release method guarantees it.
@@ -206,6 +207,11 @@ def verdicts(releases: pd.DataFrame, policy: dict[str, Any]) -> list[Verdict]:
             got = _num(row.get(name))
             within = None if got is None else not breaks(name, got, thr)
             checks.append(Check(name, got, float(thr), within, name in enforced))
+        bound = policy.get("retro_max_gain")  # the release gate (dpriv/gate.py)
+        if bound is not None:
+            got = _num(row.get("retro_gain"))
+            within = None if got is None else got <= float(bound) + 1e-12
+            checks.append(Check("retro_gain", got, float(bound), within, True))
         limit = policy.get("max_suppression")
         if limit is not None:
             got = _num(row.get("suppression"))

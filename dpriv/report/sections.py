@@ -64,6 +64,8 @@ def img(fig, alt: str) -> str:
 def _threshold(name: str, threshold: float) -> str:
     if name == "suppression":
         return f"suppression &le; {e(percent(threshold, 2))}"
+    if name == "retro_gain":
+        return f"retrospective gain &le; {e(f'{threshold:g}')}"
     sign = "&ge;" if name in ("k", "l") else "&le;"
     return f"{e(name)} {sign} {e(f'{threshold:g}')}"
 
@@ -91,7 +93,7 @@ def verdict_section(verdicts: list[Verdict], method: str) -> str:
             shown = (
                 percent(c.achieved)
                 if c.name == "suppression"
-                else fmt(c.achieved, 4 if c.name in "tj" else 0)
+                else fmt(c.achieved, 4 if c.name in ("t", "j", "retro_gain") else 0)
             )
             attrs = "" if c.within is None else f' data-within="{str(c.within).lower()}"'
             cells.append(

@@ -34,6 +34,7 @@ RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("gcp", "gcp", "GCP"),
     ("kpr", "kpr", "KPR (%)"),
     ("kpr_reference", "kpr_reference", "KPR of the original itself (%)"),
+    ("retro_gain", "gate", "retrospective gain as of the release (gate)"),
     ("seconds", "seconds", "seconds"),
 )
 
@@ -181,7 +182,9 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
         One row per committed release, the columns of :data:`RELEASE_COLUMNS` (``release``,
         ``respondents`` (the view's tuples ``n_original``: one per respondent), ``groups``,
         ``released``, ``suppressed``, ``suppression`` (a share in [0, 1]), ``k``, ``l``,
-        ``t``, ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``kpr_reference``, ``seconds``);
+        ``t``, ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``kpr_reference``, ``retro_gain`` (the
+        release gate's largest retrospective gain as of the release, None without a gate),
+        ``seconds``);
         values exactly as stored (``seconds`` summed over the steps). ``kpr`` and
         ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in
         ``attack/kpr.csv`` nor passed); other missing values are None.
@@ -195,6 +198,8 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
         m = led.read_metrics(i)
         row = {col: m.get(key) for col, key, _ in RELEASE_COLUMNS}
         row["release"] = i
+        # the release gate's record (dpriv/gate.py): its largest gain over releases 1..i as of i
+        row["retro_gain"] = row["retro_gain"].get("max_gain") if isinstance(row["retro_gain"], dict) else None
         if isinstance(row["seconds"], dict):
             row["seconds"] = float(sum(row["seconds"].values()))
         if row["kpr"] is None:
