@@ -182,12 +182,12 @@ def next_state(
     fixed divisions, then joined partition by partition): the same rows in the same order.
     """
     n = max(int(nbuckets), 1)
-    meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
     if not (is_dask(state) or is_dask(posts)):
         new = _merge_advance(nullable_state(state), posts, policy, window, index)
         order = np.lexsort((np.arange(len(new)), state_buckets(new[policy.id], n)))
         return new.take(order).reset_index(drop=True)
     divisions = (*range(n), n - 1)
+    meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
 
     def cut(frame: dd.DataFrame) -> dd.DataFrame:
         keyed = frame.map_partitions(
