@@ -33,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
@@ -54,6 +53,7 @@ from dpriv.metrics.kpr_binning import (
     bin_index,
 )
 from dpriv.metrics.kpr_counting import _Distinct, _distinct_chunk, _distinct_merge, _encode_raw, _key_names
+from dpriv.metrics.kpr_kernel import Counts, pandas_counts
 from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
 
 __all__ = [
@@ -161,40 +161,13 @@ class _Setup:
         return [k for k, nm in zip(self.known, self.numeric, strict=True) if nm]
 
 
-@dataclass(frozen=True)
-class _Counts:
-    """What both paths count: n, |avatars|, |U|, the bin grids, |B1|, |S| and the distinct
-    values of each numeric known variable (up to the low-cardinality limit)."""
-
-    n: int
-    n_synthetic: int
-    n_unique: int
-    specs: _Specs
-    n_b1: int
-    n_matched: int
-    distinct: list[np.ndarray]
-
-
-def _pandas_path(original: pd.DataFrame, synthetic: pd.DataFrame, setup: _Setup) -> _Counts:
-    known, numeric = setup.known, setup.numeric
-    enc_o = _encode_raw(original, known, numeric)
-    enc_s = _encode_raw(synthetic, known, numeric)
-    keys = _key_names(len(known))
-    u = enc_o[~enc_o.duplicated(keys, keep=False)]
-    num_names = setup.num_names
-    specs = _finalize_specs([_stats_chunk(u, numeric)], num_names, setup.tolerance, setup.padding, setup.ddof)
-    both = pd.concat(
-        [_bin_frame(u, numeric, specs, 0), _bin_frame(enc_s, numeric, specs, 1)],
-        ignore_index=True,
+def _pandas_path(original: pd.DataFrame, synthetic: pd.DataFrame, setup: _Setup) -> Counts:
+    return pandas_counts(
+        original, synthetic, setup.known, setup.numeric, setup.tolerance, setup.padding, setup.ddof
     )
-    agg = both.groupby(_binned_key_names(numeric), sort=False)[["_o", "_a"]].sum()
-    b1 = agg["_a"].to_numpy() == 1
-    n_s = int(agg["_o"].to_numpy()[b1].sum())
-    distinct = _distinct_chunk(original, num_names).values if num_names else []
-    return _Counts(len(original), len(synthetic), len(u), specs, int(b1.sum()), n_s, distinct)
 
 
-def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> _Counts:
+def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> Counts:
     import dask
     import dask.dataframe as dd
 
@@ -256,7 +229,8 @@ def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> _Counts:
     else:
         distinct = _Distinct([])
     n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v = dask.compute(n, n_syn, n_u, specs, n_b1, n_s, distinct)
-    return _Counts(int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), distinct_v.values)
+    n_distinct = tuple(len(v) for v in distinct_v.values)
+    return Counts(int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), n_distinct)
 
 
 def kpr(
@@ -349,16 +323,15 @@ def kpr(
     path = _dask_path if is_dask(original) or is_dask(synthetic) else _pandas_path
     res = path(original, synthetic, setup)
     n, n_syn, n_u, specs, n_b1, n_s = res.n, res.n_synthetic, res.n_unique, res.specs, res.n_b1, res.n_matched
-    distinct = res.distinct
     if n == 0:
         raise InputError("kpr: the original table has no rows; KPR needs n > 0 records")
     if specs.errors:
         raise InputError("kpr: " + "; ".join(specs.errors))
     num_names = setup.num_names
-    for name, vals in zip(num_names, distinct, strict=True):
-        if len(vals) <= _LOW_CARDINALITY:
+    for name, n_values in zip(num_names, res.n_distinct, strict=True):
+        if n_values <= _LOW_CARDINALITY:
             warnings.warn(
-                f"kpr: numeric known variable {name!r} has only {len(vals)} distinct "
+                f"kpr: numeric known variable {name!r} has only {n_values} distinct "
                 "value(s) in the original table; if it is a coded category, cast it to "
                 "'category' in both tables (it is binned as numeric here)",
                 KPRWarning,

@@ -231,6 +231,24 @@ def bin_index(y: np.ndarray, lo: float, hi: float, step: float, n_bins: float) -
     return out
 
 
+def bin_values(raw: np.ndarray, miss: np.ndarray, grid: _Grid | None) -> np.ndarray:
+    """(E22) bin of each value of one numeric variable: float64 of shape (k,).
+
+    ``raw``: int64/uint64/float64 values, shape (k,) (the value under a missing flag is
+    ignored); ``miss``: bool, shape (k,). Regular bins ``0..n_bins-1``, :data:`BELOW`,
+    :data:`ABOVE`, :data:`MISSING`, and :data:`NO_BINS` for every non-missing value when
+    the variable has no grid (no non-missing value in ``U``).
+    """
+    if grid is None:
+        b = np.full(len(raw), NO_BINS)
+    elif grid.exact is not None:
+        b = exact_bins(raw, grid.exact)  # exact (E22), issue 15
+    else:
+        b = bin_index(raw.astype(np.float64), grid.lo, grid.hi, grid.step, grid.n_bins)
+    b[miss] = MISSING
+    return b
+
+
 def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int) -> pd.DataFrame:
     """Binned profile of encoded records (output of :func:`_encode_raw`).
 
@@ -244,16 +262,7 @@ def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origi
         if num:
             grid = specs.grids[j]
             j += 1
-            raw = keys[f"k{i}"].to_numpy()
-            miss = keys[f"m{i}"].to_numpy(dtype=bool)
-            if grid is None:
-                b = np.full(len(raw), NO_BINS)
-            elif grid.exact is not None:
-                b = exact_bins(raw, grid.exact)  # exact (E22), issue 15
-            else:
-                b = bin_index(raw.astype(np.float64), grid.lo, grid.hi, grid.step, grid.n_bins)
-            b[miss] = MISSING
-            cols[f"k{i}"] = b
+            cols[f"k{i}"] = bin_values(keys[f"k{i}"].to_numpy(), keys[f"m{i}"].to_numpy(dtype=bool), grid)
         else:
             cols[f"k{i}"] = keys[f"k{i}"].array
             cols[f"m{i}"] = keys[f"m{i}"].to_numpy(dtype=bool)
@@ -272,45 +281,47 @@ def _binned_key_names(numeric: Sequence[bool]) -> list[str]:
     return names
 
 
+def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
+    """Partial statistics of one numeric variable over its non-missing values ``raw``
+    (int64/uint64 or float64, shape (k,)). ``binary=False`` skips the binary-exact sums
+    of a float column whose values are all short decimals (their decimal sums are used);
+    only a caller that merges nothing else may skip them (the pandas path)."""
+    if raw.dtype.kind in "iu":  # exact integers (also beyond 2**53)
+        if len(raw) == 0:
+            return _VarStats()
+        s1, s2, lo, hi = int_sums(raw)
+        return _VarStats(len(raw), 0, vmin=float(lo), vmax=float(hi), dec=(s1, s2, lo, hi))
+    y = raw.astype(np.float64, copy=False)
+    inf = np.isinf(y)
+    n_inf = int(inf.sum())
+    if n_inf:
+        y = y[~inf]
+    if len(y) == 0:
+        return _VarStats(n_inf=n_inf)
+    d = decimal_scale(y)
+    dec = None
+    if d is not None:
+        x1, x2, xlo, xhi = int_sums(np.rint(y * 10.0**d).astype(np.int64))
+        p = 10**d
+        dec = (Fraction(x1, p), Fraction(x2, p * p), Fraction(xlo, p), Fraction(xhi, p))
+    exact_binary = binary or dec is None
+    return _VarStats(
+        count=len(y),
+        n_inf=n_inf,
+        total=_exact_sum(y) if exact_binary else (0, 0),
+        total_sq=_exact_sum_of_squares(y) if exact_binary else (0, 0),
+        vmin=float(y.min()),
+        vmax=float(y.max()),
+        dec=dec,
+    )
+
+
 def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
     """Partial statistics of the numeric variables over a partition of ``U``."""
     out = []
     for i, num in enumerate(numeric):
-        if not num:
-            continue
-        raw = u[f"k{i}"].to_numpy()[~u[f"m{i}"].to_numpy(dtype=bool)]
-        if raw.dtype.kind in "iu":  # exact integers (also beyond 2**53)
-            if len(raw) == 0:
-                out.append(_VarStats())
-                continue
-            s1, s2, lo, hi = int_sums(raw)
-            out.append(_VarStats(len(raw), 0, vmin=float(lo), vmax=float(hi), dec=(s1, s2, lo, hi)))
-            continue
-        y = raw.astype(np.float64)
-        inf = np.isinf(y)
-        n_inf = int(inf.sum())
-        if n_inf:
-            y = y[~inf]
-        if len(y) == 0:
-            out.append(_VarStats(n_inf=n_inf))
-            continue
-        d = decimal_scale(y)
-        dec = None
-        if d is not None:
-            x1, x2, xlo, xhi = int_sums(np.rint(y * 10.0**d).astype(np.int64))
-            p = 10**d
-            dec = (Fraction(x1, p), Fraction(x2, p * p), Fraction(xlo, p), Fraction(xhi, p))
-        out.append(
-            _VarStats(
-                count=len(y),
-                n_inf=n_inf,
-                total=_exact_sum(y),
-                total_sq=_exact_sum_of_squares(y),
-                vmin=float(y.min()),
-                vmax=float(y.max()),
-                dec=dec,
-            )
-        )
+        if num:
+            out.append(var_stats(u[f"k{i}"].to_numpy()[~u[f"m{i}"].to_numpy(dtype=bool)]))
     return _Partial(out)
 
 
