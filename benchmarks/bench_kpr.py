@@ -179,7 +179,11 @@ def main() -> None:
         if not args.no_memory:
             peak = {impl: peak_bytes(impl, n, args.npartitions, args.scheduler) for impl in IMPLS}
         for impl in IMPLS:
-            mem = f"{peak[impl] / 2**20:9.1f} {peak[impl] / peak['peer']:7.2f}" if peak else f"{'-':>9s} {'-':>7s}"
+            mem = (
+                f"{peak[impl] / 2**20:9.1f} {peak[impl] / peak['peer']:7.2f}"
+                if peak
+                else f"{'-':>9s} {'-':>7s}"
+            )
             r = result[impl]
             print(
                 f"{n:9d}  {impl:13s} {best[impl]:8.3f} {best[impl] / best['peer']:7.2f} {mem}  "

@@ -33,7 +33,9 @@ def peer_kpr(
     n = len(original)
     o = original[known]
     u = o[~o.duplicated(keep=False)]
-    numeric = [c for c in known if pd.api.types.is_numeric_dtype(o[c]) and not pd.api.types.is_bool_dtype(o[c])]
+    numeric = [
+        c for c in known if pd.api.types.is_numeric_dtype(o[c]) and not pd.api.types.is_bool_dtype(o[c])
+    ]
     grids = {}
     for c in numeric:
         x = u[c].astype("float64")

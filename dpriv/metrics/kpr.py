@@ -43,16 +43,9 @@ from dpriv.metrics.kpr_binning import (
     MISSING,
     NO_BINS,
     BinSpec,
-    _bin_frame,
-    _binned_key_names,
-    _finalize_specs,
-    _Grid,
-    _merge_partials,
-    _Specs,
-    _stats_chunk,
     bin_index,
 )
-from dpriv.metrics.kpr_counting import _Distinct, _distinct_chunk, _distinct_merge, _encode_raw, _key_names
+from dpriv.metrics.kpr_dask import dask_counts
 from dpriv.metrics.kpr_kernel import Counts, pandas_counts
 from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
 
@@ -168,69 +161,9 @@ def _pandas_path(original: pd.DataFrame, synthetic: pd.DataFrame, setup: _Setup)
 
 
 def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> Counts:
-    import dask
-    import dask.dataframe as dd
-
-    known, numeric = setup.known, setup.numeric
-
-    if not is_dask(original):
-        original = dd.from_pandas(original, npartitions=1)
-    if not is_dask(synthetic):
-        synthetic = dd.from_pandas(synthetic, npartitions=1)
-    orig_k = original[list(known)]
-    syn_k = synthetic[list(known)]
-    meta_raw = _encode_raw(orig_k._meta, known, numeric)
-    enc_o = orig_k.map_partitions(_encode_raw, known, numeric, meta=meta_raw)
-    enc_s = syn_k.map_partitions(_encode_raw, known, numeric, meta=_encode_raw(syn_k._meta, known, numeric))
-    keys = _key_names(len(known))
-    split_o = max(1, original.npartitions)
-    # step 3: U = raw profiles of size 1 (partitioned result, never gathered)
-    sizes = enc_o.groupby(keys, sort=False).size(split_out=split_o)
-    sizes = sizes.to_frame("_n").reset_index()
-    u = sizes[sizes["_n"] == 1][keys]
-    num_names = setup.num_names
-    # step 4: one exact tree reduction -> bin grids (a Dask Scalar, used by the binning)
-    specs = u.reduction(
-        _stats_chunk,
-        aggregate=_finalize_specs,
-        combine=_merge_partials,
-        meta=object,
-        chunk_kwargs={"numeric": numeric},
-        aggregate_kwargs={
-            "names": num_names,
-            "tolerance": setup.tolerance,
-            "padding": setup.padding,
-            "ddof": setup.ddof,
-        },
+    return dask_counts(
+        original, synthetic, setup.known, setup.numeric, setup.tolerance, setup.padding, setup.ddof
     )
-    # steps 5-8: binned U (origin 0) + binned avatars (origin 1), one groupby -> per binned
-    # profile the number of U records (_o) and of avatars (_a); B1 = {_a == 1}
-    dummy = _Specs(tuple(_Grid(0.0, 1.0, 1.0, 1.0) for _ in num_names), (), ())
-    meta_bin = _bin_frame(meta_raw, numeric, dummy, 0)
-    bu = u.map_partitions(_bin_frame, numeric, specs, 0, meta=meta_bin)
-    bs = enc_s.map_partitions(_bin_frame, numeric, specs, 1, meta=meta_bin)
-    both = dd.concat([bu, bs], ignore_unknown_divisions=True)
-    split_b = max(1, bu.npartitions + bs.npartitions)
-    agg = both.groupby(_binned_key_names(numeric), sort=False)[["_o", "_a"]].sum(split_out=split_b)
-    b1 = agg["_a"] == 1
-    n_b1 = b1.sum()
-    n_s = agg["_o"].where(b1, 0).sum()
-    n = enc_o.shape[0]
-    n_syn = enc_s.shape[0]
-    n_u = u.shape[0]
-    if num_names:
-        distinct = original[num_names].reduction(
-            _distinct_chunk,
-            aggregate=_distinct_merge,
-            combine=_distinct_merge,
-            meta=object,
-            chunk_kwargs={"names": num_names},
-        )
-    else:
-        distinct = _Distinct([])
-    n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v = dask.compute(n, n_syn, n_u, specs, n_b1, n_s, distinct)
-    n_distinct = tuple(len(v) for v in distinct_v.values)
-    return Counts(int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), n_distinct)
 
 
 def kpr(

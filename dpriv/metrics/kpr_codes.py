@@ -90,10 +90,11 @@ def to_domain(codes: np.ndarray, labels: np.ndarray, domain: np.ndarray) -> np.n
     """Local codes (``-1`` missing) onto ``domain``: int64 of shape (n,), 0 missing, 1 + the
     position of the label in ``domain`` otherwise (every label must be in it)."""
     pos = pd.Index(domain).get_indexer(labels) if len(labels) else np.zeros(0, dtype=np.int64)
-    if (pos < 0).any():
+    lut = np.append(np.where(pos < 0, -1, pos + 1).astype(np.int64), 0)  # code -1 -> last entry: 0
+    out = lut[codes]
+    if len(out) and out.min() < 0:
         raise AssertionError("kpr: a label outside the shared domain")  # internal invariant
-    lut = np.append(pos.astype(np.int64) + 1, 0)  # a local code of -1 takes the last entry: 0
-    return lut[codes]
+    return out
 
 
 def categorical_codes(so: pd.Series, ss: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:

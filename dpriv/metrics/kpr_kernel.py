@@ -151,4 +151,3 @@ def pandas_counts(
         key_u, key_s = key[:n_u], key[n_u:]
     n_b1, n_s = match_counts(key_u, key_s, card)
     return Counts(n, n_syn, len(u_idx), specs, n_b1, n_s, tuple(n_distinct))
-
