@@ -8,7 +8,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -247,38 +246,6 @@ def bin_values(raw: np.ndarray, miss: np.ndarray, grid: _Grid | None) -> np.ndar
         b = bin_index(raw.astype(np.float64), grid.lo, grid.hi, grid.step, grid.n_bins)
     b[miss] = MISSING
     return b
-
-
-def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int) -> pd.DataFrame:
-    """Binned profile of encoded records (output of :func:`_encode_raw`).
-
-    Numeric ``k{i}`` become float64 bin indices (sentinels for below/above/missing, no
-    ``m{i}``); categorical ``k{i}``/``m{i}`` are kept. Adds ``_o`` = ``origin == 0`` and
-    ``_a`` = ``origin == 1`` (int64) to count originals of U and avatars per profile.
-    """
-    cols: dict[str, Any] = {}
-    j = 0
-    for i, num in enumerate(numeric):
-        if num:
-            grid = specs.grids[j]
-            j += 1
-            cols[f"k{i}"] = bin_values(keys[f"k{i}"].to_numpy(), keys[f"m{i}"].to_numpy(dtype=bool), grid)
-        else:
-            cols[f"k{i}"] = keys[f"k{i}"].array
-            cols[f"m{i}"] = keys[f"m{i}"].to_numpy(dtype=bool)
-    n = len(keys)
-    cols["_o"] = np.full(n, 1 if origin == 0 else 0, dtype=np.int64)
-    cols["_a"] = np.full(n, 1 if origin == 1 else 0, dtype=np.int64)
-    return pd.DataFrame(cols, index=pd.RangeIndex(n))
-
-
-def _binned_key_names(numeric: Sequence[bool]) -> list[str]:
-    names: list[str] = []
-    for i, num in enumerate(numeric):
-        names.append(f"k{i}")
-        if not num:
-            names.append(f"m{i}")
-    return names
 
 
 def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:

@@ -40,8 +40,8 @@ from dpriv.metrics.kpr_binning import (
     bin_values,
 )
 from dpriv.metrics.kpr_codes import local_codes, numeric_values, shared_domain, to_domain
-from dpriv.metrics.kpr_counting import _Distinct, _distinct_chunk, _distinct_merge
 from dpriv.metrics.kpr_kernel import Counts
+from dpriv.metrics.kpr_validation import _LOW_CARDINALITY
 
 #: Input partitions per output partition of the profile tables (``split_out``).
 PARTITIONS_PER_SPLIT = 16
@@ -52,6 +52,32 @@ class _LabelSets:
     """Distinct labels of each categorical variable seen so far (tree-reduction state)."""
 
     sets: list[set[str]]
+
+
+@dataclass
+class _Distinct:
+    """Up to 11 distinct non-missing values per numeric column (float64 arrays)."""
+
+    values: list[np.ndarray]
+
+
+def _distinct_chunk(part: pd.DataFrame, names: Sequence[str]) -> _Distinct:
+    """Bounded low-cardinality probe of one partition (§5.2 step 2 warning)."""
+    out = []
+    for name in names:
+        v = pd.unique(part[name].to_numpy(dtype=np.float64, na_value=np.nan))
+        v = v[~np.isnan(v)]
+        out.append(v[: _LOW_CARDINALITY + 1])
+    return _Distinct(out)
+
+
+def _distinct_merge(parts: pd.Series | Sequence[_Distinct]) -> _Distinct:
+    parts = list(parts)
+    out = []
+    for j in range(len(parts[0].values)):
+        u = np.unique(np.concatenate([p.values[j] for p in parts]))
+        out.append(u[: _LOW_CARDINALITY + 1])
+    return _Distinct(out)
 
 
 def _labels_chunk(part: pd.DataFrame, names: Sequence[str]) -> _LabelSets:
