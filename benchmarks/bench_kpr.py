@@ -7,7 +7,9 @@ one perturbed (age +/- 2 years, weight x N(1, 0.03), 5 % of regions redrawn).
 
 Three implementations on the same tables: ``peer`` (``kpr_peer.peer_kpr``, plain pandas,
 the yardstick), dpriv on pandas input, dpriv on Dask input (``--npartitions``). For each
-size it prints the best wall time of ``--repeat`` runs and the peak memory of one run,
+size it prints the best wall time and the best process CPU time (all threads; on a shared
+machine the less noisy of the two) of ``--repeat`` interleaved runs and the peak memory of
+one run,
 each also as a ratio to the peer (target of issue 13: time ratio <= 1, memory ratio
 <= 1.5 for dpriv on pandas input), and checks that the KPR, ``|U|``, ``|B1|`` and ``|S|``
 are the same to the last bit.
@@ -162,19 +164,24 @@ def main() -> None:
         f"scheduler={args.scheduler}; best of {args.repeat} runs; memory = peak RSS above the "
         "inputs, one run per implementation in a fresh process"
     )
-    print(f"{'n':>9s}  {'impl':13s} {'seconds':>8s} {'x peer':>7s} {'peak MiB':>9s} {'x peer':>7s}  KPR")
+    print(
+        f"{'n':>9s}  {'impl':13s} {'wall s':>8s} {'x peer':>7s} {'CPU s':>8s} {'x peer':>7s} "
+        f"{'peak MiB':>9s} {'x peer':>7s}  KPR"
+    )
     ok = True
     for n in sizes:
         orig, syn = make_tables(n)
         runs = {impl: runner(impl, orig, syn, args.npartitions) for impl in IMPLS}
         best = dict.fromkeys(IMPLS, float("inf"))
+        cpu = dict.fromkeys(IMPLS, float("inf"))
         result = {}
         for _ in range(args.repeat):  # interleaved: a shared machine slows all alike
             for impl, run in runs.items():
                 gc.collect()
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 result[impl] = run()
                 best[impl] = min(best[impl], time.perf_counter() - t0)
+                cpu[impl] = min(cpu[impl], time.process_time() - c0)
         peak = {}
         if not args.no_memory:
             peak = {impl: peak_bytes(impl, n, args.npartitions, args.scheduler) for impl in IMPLS}
@@ -186,7 +193,8 @@ def main() -> None:
             )
             r = result[impl]
             print(
-                f"{n:9d}  {impl:13s} {best[impl]:8.3f} {best[impl] / best['peer']:7.2f} {mem}  "
+                f"{n:9d}  {impl:13s} {best[impl]:8.3f} {best[impl] / best['peer']:7.2f} "
+                f"{cpu[impl]:8.3f} {cpu[impl] / cpu['peer']:7.2f} {mem}  "
                 f"{r[0]!r} (|U| {r[1]}, |B1| {r[2]}, |S| {r[3]})"
             )
         same = all(result[impl] == result["peer"] for impl in IMPLS)

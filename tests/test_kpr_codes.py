@@ -163,6 +163,13 @@ def test_raw_numeric_codes_values_and_missing() -> None:
     assert codes[0] == codes[1] != codes[3] == codes[4] and codes[2] == 0 and (card, nd) == (3, 2)
     codes, card, nd = raw_numeric_codes(pd.Series(pd.array([3, None, 3, 4], dtype="Int64")))
     assert codes[1] == 0 and codes[0] == codes[2] != codes[3] and nd == 2
+    # integer columns of a small range: the offset from the minimum, without wrap-around
+    codes, card, nd = raw_numeric_codes(pd.Series(np.array([127, 3, 127, -128], dtype=np.int8)))
+    assert codes.tolist() == [256, 132, 256, 1] and (card, nd) == (257, 3)
+    codes, card, nd = raw_numeric_codes(pd.Series(np.array([2**64 - 1, 2**64 - 3], dtype=np.uint64)))
+    assert codes.tolist() == [3, 1] and (card, nd) == (4, 2)
+    codes, card, nd = raw_numeric_codes(pd.Series(np.array([-(2**63), 2**63 - 1, -(2**63)])))
+    assert codes[0] == codes[2] != codes[1] and nd == 2  # a huge range: hashed
 
 
 @pytest.mark.parametrize("card", [7, 10**7, 2**40])

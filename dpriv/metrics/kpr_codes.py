@@ -132,6 +132,15 @@ def raw_numeric_codes(s: pd.Series) -> tuple[np.ndarray, int, int]:
     """Codes of the raw values of a numeric column: ``(codes, cardinality, n_distinct)``;
     codes int64 of shape (n,), 0 missing, ``1 + i`` the ``i``-th distinct value
     (``-0.0`` and ``0.0`` are one value); ``n_distinct`` counts the non-missing values."""
+    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "iu" and len(s):
+        v = s.to_numpy()
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo <= 2 * len(v) + (1 << 16):  # a small range: the offset is the code, no hashing
+            wide = np.uint64 if v.dtype.kind == "u" else np.int64  # no wrap-around in int8/16/32
+            off = (v.astype(wide) - wide(lo)).astype(np.int64)
+            n_distinct = int(np.count_nonzero(np.bincount(off, minlength=hi - lo + 1)))
+            off += 1
+            return off, hi - lo + 2, n_distinct
     codes, uniques = pd.factorize(s if not isinstance(s.dtype, np.dtype) else s.to_numpy())
     codes = np.asarray(codes, dtype=np.int64) + 1
     return codes, len(uniques) + 1, len(uniques)
