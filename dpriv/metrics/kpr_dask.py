@@ -35,9 +35,10 @@ from dpriv.metrics.kpr_binning import (
     _finalize_specs,
     _Grid,
     _merge_partials,
+    _Partial,
     _Specs,
-    _stats_chunk,
     bin_values,
+    var_stats,
 )
 from dpriv.metrics.kpr_codes import local_codes, numeric_values, shared_domain, to_domain
 from dpriv.metrics.kpr_kernel import Counts
@@ -123,22 +124,46 @@ def _domains(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
 def _raw_part(
     part: pd.DataFrame, known: Sequence[str], numeric: Sequence[bool], domains: Sequence[np.ndarray]
 ) -> pd.DataFrame:
-    """Raw profile of each original: numeric ``k{i}`` (value, missing set to 0, ``-0.0`` to
-    ``0.0``) and ``m{i}`` (missing flag); categorical ``k{i}`` (int64 code on the shared
-    domain, 0 = missing). Shape (n, n_numeric * 2 + n_categorical)."""
+    """Raw profile of each original, one column ``k{i}`` per variable: NumPy integers as
+    they are; floats as float64 with NaN for missing (a level of its own: the groupby keeps
+    NaN keys) and ``-0.0`` as ``0.0``; nullable integers as int64 with missing set to 0
+    plus a flag ``m{i}``; categorical: the int64 code on the shared domain (0 = missing)."""
     cols: dict[str, Any] = {}
     j = 0
     for i, (name, num) in enumerate(zip(known, numeric, strict=True)):
         if num:
-            vals, miss = numeric_values(part[name])
+            s = part[name]
+            vals, miss = numeric_values(s)
             if vals.dtype.kind == "f":
-                vals = np.where(miss, 0.0, vals) + 0.0
-            cols[f"k{i}"] = vals
-            cols[f"m{i}"] = miss
+                cols[f"k{i}"] = vals + 0.0
+            else:
+                cols[f"k{i}"] = vals
+                if not (isinstance(s.dtype, np.dtype) and s.dtype.kind in "iu"):
+                    cols[f"m{i}"] = miss
         else:
             cols[f"k{i}"] = to_domain(*local_codes(part[name]), domains[j])
             j += 1
     return pd.DataFrame(cols, index=pd.RangeIndex(len(part)))
+
+
+def _num_of(part: pd.DataFrame, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values and missing mask of numeric variable ``i`` in a raw profile table."""
+    vals = part[f"k{i}"].to_numpy()
+    if f"m{i}" in part.columns:
+        return vals, part[f"m{i}"].to_numpy(dtype=bool)
+    if vals.dtype.kind == "f":
+        return vals, np.isnan(vals)
+    return vals, np.zeros(len(vals), dtype=bool)
+
+
+def _u_stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
+    """Partial statistics of the numeric variables over a partition of ``U`` (step 4)."""
+    out = []
+    for i, num in enumerate(numeric):
+        if num:
+            vals, miss = _num_of(u, i)
+            out.append(var_stats(vals[~miss]))
+    return _Partial(out)
 
 
 def _binned_part(
@@ -154,9 +179,7 @@ def _binned_part(
     j = 0
     for i, num in enumerate(numeric):
         if num:
-            cols[f"b{i}"] = bin_values(
-                part[f"k{i}"].to_numpy(), part[f"m{i}"].to_numpy(dtype=bool), specs.grids[j]
-            )
+            cols[f"b{i}"] = bin_values(*_num_of(part, i), specs.grids[j])
             j += 1
         else:
             cols[f"b{i}"] = part[f"k{i}"].to_numpy(dtype=np.int64)
@@ -195,11 +218,11 @@ def dask_counts(
     keys = list(meta_raw.columns)
     split = -(-max(original.npartitions, synthetic.npartitions) // PARTITIONS_PER_SPLIT)
     # step 3: U = raw profiles of size 1 (partitioned result, never gathered)
-    sizes = enc_o.groupby(keys, sort=False).size(split_out=split).to_frame("_n").reset_index()
+    sizes = enc_o.groupby(keys, sort=False, dropna=False).size(split_out=split).to_frame("_n").reset_index()
     u = sizes[sizes["_n"] == 1][keys]
     # step 4: one exact tree reduction -> bin grids (a Dask Scalar, used by the binning)
     specs = u.reduction(
-        _stats_chunk,
+        _u_stats_chunk,
         aggregate=_finalize_specs,
         combine=_merge_partials,
         meta=object,
