@@ -70,8 +70,16 @@ def _members(
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
     """Group members of release ``index`` (sorted by group), their true codes, the
     released codes aligned on them (same multiset per group) and the released counts."""
+    return members_of(ledger.read_state(index), index, view, released, policy)
+
+
+def members_of(
+    state: pd.DataFrame, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_members` from the respondent state after release ``index`` (the ledger's, or
+    the one a release is about to commit: :mod:`dpriv.gate`). InputError/LedgerError when
+    the state, the released view and the view disagree."""
     m = len(policy.sensitive_domain)
-    state = ledger.read_state(index)
     missing = [c for c in (policy.id, "last_release", "last_group") if c not in state.columns]
     if missing:
         raise LedgerError(f"state of release {index} lacks column(s) {missing}: not a dpriv ledger state")

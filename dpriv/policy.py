@@ -53,6 +53,18 @@ class ReleasePolicy(BaseModel):
         A single view (``anonymize``) always refuses.
     allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
         value is disclosed for everyone) with a warning instead of refusing it
+    retro_max_gain : the release gate (:mod:`dpriv.gate`; issue 12, direction 6): before
+        release ``i`` is written, the retrospective adversary (the defender's model, exact
+        deductions) attacks releases ``1 .. i`` as of ``i``; when its mean gain (E10) on any
+        of them would exceed this bound, the release is regrouped with ``retro_lever``
+        tightened, up to ``retro_retries`` times, then refused (nothing written). ``None``
+        (default): no gate
+    retro_retries : how many times the gate regroups before it refuses (0 = refuse at once)
+    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled or
+        ``"t"`` halved
+    retro_attendance : the weekly exam probability the gate's adversary assumes (absences
+        become evidence, and 1.0 opens the presence channel of the deductions); ``None``
+        (default): absences carry no information
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
@@ -103,6 +115,10 @@ class ReleasePolicy(BaseModel):
     max_suppression: float = Field(default=DEFAULT_MAX_SUPPRESSION, ge=0.0, le=1.0)
     small_view: Literal["refuse", "suppress", "merge"] = "refuse"
     allow_single_sensitive: bool = False
+    retro_max_gain: float | None = Field(default=None, gt=0.0, le=1.0)
+    retro_retries: int = Field(default=2, ge=0, le=8)
+    retro_attendance: float | None = Field(default=None, gt=0.0, le=1.0)
+    retro_lever: Literal["j", "k", "t"] = "j"
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
@@ -298,6 +314,8 @@ class ReleasePolicy(BaseModel):
             exclude.add("hierarchies")
         if self.release_format == "generalized":
             exclude.add("release_format")
+        if self.retro_max_gain is None:
+            exclude |= {"retro_max_gain", "retro_retries", "retro_attendance", "retro_lever"}
         return self.model_dump(exclude=exclude)
 
 

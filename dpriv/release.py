@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dask
 import dask.dataframe as dd
@@ -48,7 +49,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.policy import ReleasePolicy
 from dpriv.release_check import PartCheck, check_anatomy_groups, check_qi_groups, verify_parts  # noqa: F401
-from dpriv.released import LABEL, public, qig_table, secret_policy
+from dpriv.released import GROUP, LABEL, public, qig_table, secret_policy
 from dpriv.sources import defender_knowledge
 from dpriv.state import (
     advance_state,
@@ -67,6 +68,9 @@ from dpriv.validate import (
     resolve_policy,
     validate_view,
 )
+
+if TYPE_CHECKING:  # the gate's adversary kernels are imported only when the gate is on
+    from dpriv.gate import RetroGate
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -146,6 +150,12 @@ def release_history(
     id_dtype = meta_of(history)[policy.id].dtype
     state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
+    gate = hist_pd = None
+    if policy.retro_max_gain is not None:  # the gate reads the history on the client
+        from dpriv.gate import RetroGate  # the adversary's kernels only when the gate is on
+
+        hist_pd = history.compute() if is_dask(history) else history
+        gate = RetroGate.from_ledger(ledger, hist_pd, policy)
     for i in indices:
         view = _view(history, policy, i)
         digest = summaries[i].input_sha
@@ -158,14 +168,46 @@ def release_history(
             continue
         if not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
-        metrics, released, state, sensitive = release_view(
-            view, summaries[i], policy, state, knowledge.at(history, policy, i), window, i, nparts, method
-        )
+        tables = knowledge.at(history, policy, i)
+        args = (view, summaries[i], policy, state, tables, window, i, nparts, method)
+        if gate is None:
+            metrics, released, state, sensitive = release_view(*args)
+        else:
+            metrics, released, state, sensitive = _gated_release(gate, _view(hist_pd, policy, i), *args)
         released = released_dates(released, policy)
         ledger.commit(i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive)
         if on_release:
             on_release(i, metrics)
     return ledger
+
+
+def _gated_release(
+    gate: RetroGate, original: pd.DataFrame, view, summary, policy, state, tables, window, index, *rest
+):
+    """:func:`release_view` under the release gate (:mod:`dpriv.gate`): regrouped with
+    ``policy.retro_lever`` tightened while the retrospective adversary's gains as of this
+    release exceed ``policy.retro_max_gain``, at most ``policy.retro_retries`` times; then
+    PolicyError (nothing written). ``original``: the view on pandas (the true values)."""
+    from dpriv.gate import refusal, regrouped_with, tightened
+
+    pol, check = policy, None
+    for attempt in range(policy.retro_retries + 1):
+        try:
+            out = release_view(view, summary, pol, state, tables, window, index, *rest)
+        except PolicyError as exc:  # a regrouping that breaks another requirement (suppression)
+            if check is None:
+                raise
+            raise PolicyError(f"{refusal(check)}; {regrouped_with(pol)}: {exc}") from None
+        metrics, released, new_state, sensitive = out
+        # an Anatomy release's values are in its sensitive table (``sensitive``)
+        values = released[[GROUP] if sensitive is not None else [GROUP, policy.sensitive]].compute()
+        candidate = gate.candidate(index, original, new_state.compute(), values, sensitive)
+        check = gate.check(candidate, tables, pol, attempt)
+        if check.ok:
+            gate.accept(candidate)
+            return replace(metrics, gate=check.as_record()), released, new_state, sensitive
+        pol = tightened(pol)
+    raise PolicyError(refusal(check))
 
 
 def check_format(policy: ReleasePolicy, method: str) -> None:

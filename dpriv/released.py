@@ -274,22 +274,33 @@ def _py(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
+def column_problems(
+    cols: list, expected: list[str], policy: ReleasePolicy, fmt: str = "released format", what: str = ""
+) -> list[str]:
+    """Problems of a published table's columns against the ``expected`` ones of the format
+    ``fmt``: the respondent id or a private ``_...`` column released, an extra or a missing
+    column. ``what`` (e.g. "the sensitive table: ") prefixes each message."""
+    problems = []
+    if policy.id in cols:
+        problems.append(f"{what}column {policy.id!r}: the respondent id must never be released")
+    private = [c for c in cols if str(c).startswith("_")]
+    if private:
+        problems.append(f"{what}columns {private}: private columns (starting with '_') must not be released")
+    extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
+    if extra:
+        problems.append(f"{what}columns {extra} are not part of the {fmt} {expected}")
+    missing = [c for c in expected if c not in cols]
+    if missing:
+        problems.append(f"{what}columns {missing} of the {fmt} are missing")
+    return problems
+
+
 def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[str], list[str]]:
     """Problems of the released columns and values; also the usable generalized QI columns."""
     problems: list[str] = []
     expected = released_columns(policy)
     cols = list(released.columns)
-    if policy.id in cols:
-        problems.append(f"column {policy.id!r}: the respondent id must never be released")
-    private = [c for c in cols if str(c).startswith("_")]
-    if private:
-        problems.append(f"columns {private}: private columns (starting with '_') must not be released")
-    extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
-    if extra:
-        problems.append(f"columns {extra} are not part of the released format {expected}")
-    missing = [c for c in expected if c not in cols]
-    if missing:
-        problems.append(f"columns {missing} of the released format are missing")
+    problems += column_problems(cols, expected, policy)
     usable: list[str] = []
     has_group = GROUP in cols
     for q in policy.qi:

@@ -101,3 +101,22 @@ def test_mondrian_cuts_only_where_both_halves_meet_k():
     for k, sizes in ((5, [5, 5]), (6, [10]), (2, [2, 2, 3, 3])):
         labels = mondrian_groups(grid, s, np.array([10]), k=k, model="k")
         assert sorted(np.bincount(labels).tolist()) == sizes, k
+
+
+def test_an_upper_bound_criterion_holds_at_its_threshold_and_breaks_only_beyond_tolerance():
+    """The generic upper-bound path (a criterion bounding its statistic from above, as a new
+    one would, without overriding ``holds``): inclusive at the threshold; ``breaks`` tolerates
+    1e-9 above it (the float values of metrics.json), not more."""
+    from dataclasses import dataclass
+
+    from dpriv.criteria import Criterion
+
+    @dataclass(frozen=True)
+    class MaxSize(Criterion, name="max_size", needs="size", monotone=False, lower_bound=False, column="size"):
+        threshold: float
+
+    g = groups()  # sizes 2, 3, 3, 2
+    assert MaxSize(3).holds(g).tolist() == [True, True, True, True]
+    assert MaxSize(2).holds(g).tolist() == [True, False, False, True]
+    assert MaxSize(3).achieved(g) == 3
+    assert not MaxSize(0.3).breaks(0.3 + 1e-9) and MaxSize(0.3).breaks(0.3 + 2e-9)

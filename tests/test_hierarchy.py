@@ -275,6 +275,14 @@ def test_the_verifier_rejects_a_tampered_node(city_file):
     rep = _tampered(out, h, alien)
     assert not rep.ok and any("'Atlantis'" in p and "not nodes of its hierarchy" in p for p in rep.problems)
 
+    def previous(nodes, h):  # shown as the leaf just before its city in tree order: one past its end
+        leaves = list(h.leaves)
+        g, n = next((g, n) for g, n in leaf_groups if leaves.index(n) > 0)
+        return g, leaves[leaves.index(n) - 1]
+
+    rep = _tampered(out, h, previous)
+    assert not rep.ok and any("outside their group's hierarchy node" in p for p in rep.problems)
+
 
 def _nodes(out) -> pd.Series:
     return out.released.drop_duplicates("qi_group").set_index("qi_group")["city"]

@@ -243,6 +243,11 @@ def test_tuple_outside_its_interval_or_value_set_is_caught():
     a2 = a.copy()
     a2.loc[0, "age"] = 45  # group 10 is [30, 38]
     assert any("outside the interval" in p and "10" in p for p in _problems(assigned=a2))
+    for age in (29, 39):  # one year beyond either bound
+        a4 = a.copy()
+        a4.loc[0, "age"] = age
+        problems = _problems(assigned=a4)
+        assert any("1 kept tuples lie outside the interval" in p and "10" in p for p in problems)
     a3 = a.copy()
     a3.loc[4, "sex"] = "F"  # group 20 is {M}
     assert any("outside their group's value set" in p and "20" in p for p in _problems(assigned=a3))
@@ -252,6 +257,9 @@ def test_interval_not_tight_is_caught():
     r, _, _ = hand_release()
     r.loc[r["qi_group"] == 10, "age_min"] = 25
     assert any("not the true min/max" in p and "10" in p for p in _problems(r))
+    r, _, _ = hand_release()
+    r.loc[r["qi_group"] == 20, "age_max"] = 62  # one above the true max 61
+    assert any("not the true min/max" in p and "20" in p for p in _problems(r))
 
 
 def test_unknown_sensitive_value_is_caught():
@@ -538,3 +546,30 @@ def test_release_metrics_flatten_in_the_order_of_metrics_json():
     assert list(m.to_dict().items()) == [
         ("gcp", 0.25), ("n_groups", 4), ("kpr", 81.5), ("n_original", 100), ("n_suppressed", 3)
     ]
+
+
+def test_a_counterfeit_released_tuple_is_caught_by_the_membership_check():
+    """One released row more than the group's kept members (a duplicated or counterfeit tuple):
+    the published size exceeds the private one, which only the membership check can see (the
+    view's counts still cover it: d is 3 in the view, 3 released)."""
+    released, assigned, original = hand_release()
+    extra = released[released["qi_group"] == 20].iloc[[0]]
+    extra = extra.assign(s="d")
+    problems = _problems(pd.concat([released, extra], ignore_index=True), assigned)
+    assert any("QI-group 20: 5 released tuples but 4 kept tuples assigned to it" in p for p in problems)
+    assert not any("QI-group 10:" in p for p in problems)
+
+
+def test_prior_rows_that_are_not_distributions_are_caught():
+    """The JS check needs each member's prior to be a distribution: a row summing to 0.95, a
+    negative entry or a NaN are each named (one row each), a row within 1e-6 of 1 is not."""
+    _, a, _ = hand_release()
+    cols = [f"p__{v}" for v in DOM]
+    for row in ([0.5, 0.25, 0.2, 0.0], [1.1, -0.1, 0.0, 0.0], [np.nan, 0.5, 0.5, 0.0]):
+        bad = a.copy()
+        bad.loc[0, cols] = row
+        problems = _problems(assigned=bad)
+        assert any("assigned: 1 prior rows" in p and "are not distributions" in p for p in problems)
+    near = a.copy()
+    near.loc[0, cols] = np.array(near.loc[0, cols], dtype=float) * (1 + 1e-8)
+    assert not any("not distributions" in p for p in _problems(assigned=near))

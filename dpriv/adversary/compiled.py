@@ -53,3 +53,9 @@ class CompiledTables:
         self.st_len = np.where(valid, length, -1).astype(np.int64)
         self.st_ctx = ctx
         self.n_codes = n_codes
+
+    @property
+    def kernel_args(self) -> tuple:
+        """``(flat, alive, off, mpow, st_len, st_ctx, order)``: the tables as the compiled
+        kernels take them (positional, in that order)."""
+        return self.flat, self.alive, self.off, self.mpow, self.st_len, self.st_ctx, self.order

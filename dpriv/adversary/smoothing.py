@@ -62,6 +62,15 @@ def _next(x, v, m1, n_codes, order):  # pragma: no cover - compiled
     return (x * m1) % n_codes + v + 1
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add(t, y, seen, act, nact):  # pragma: no cover - compiled
+    """Make state ``y`` active at step ``t`` (once): the sparse set of reached states."""
+    if not seen[t, y]:
+        seen[t, y] = True
+        act[t, nact[t]] = y
+        nact[t] += 1
+
+
 @numba.njit(cache=True, nogil=True)
 def _fb_kernel(
     rows,
@@ -125,28 +134,19 @@ def _fb_kernel(
                         e = emis[st, v]
                         if p > 0.0 and (w > 0.0 or e > 0.0):
                             y = _next(x, v, m1, n_codes, order)
-                            if not seen[t, y]:
-                                seen[t, y] = True
-                                act[t, nact[t]] = y
-                                nact[t] += 1
+                            _add(t, y, seen, act, nact)
                             alpha[t, y] += w * p * e
                 else:
                     stay = w if not alive[row] else w * (1.0 - q)
                     if not alive[row] or q < 1.0:
-                        if not seen[t, x]:
-                            seen[t, x] = True
-                            act[t, nact[t]] = x
-                            nact[t] += 1
+                        _add(t, x, seen, act, nact)
                         alpha[t, x] += stay
                     if alive[row] and qs > 0.0:
                         for v in range(m):
                             p = flat[row, v]
                             if p > 0.0:
                                 y = _next(x, v, m1, n_codes, order)
-                                if not seen[t, y]:
-                                    seen[t, y] = True
-                                    act[t, nact[t]] = y
-                                    nact[t] += 1
+                                _add(t, y, seen, act, nact)
                                 alpha[t, y] += w * qs * p
             tot = 0.0
             for a in range(nact[t]):
@@ -162,10 +162,7 @@ def _fb_kernel(
                         p = flat[off[0] + c * mpow[0], v]
                         if p > 0.0:
                             y = _next(0, v, m1, n_codes, order)
-                            if not seen[t, y]:
-                                seen[t, y] = True
-                                act[t, nact[t]] = y
-                                nact[t] += 1
+                            _add(t, y, seen, act, nact)
                             alpha[t, y] += p * emis[st, v]
                 else:  # an absence the model cannot explain: ignore it
                     ignored[t] = True
@@ -355,13 +352,7 @@ def forward_backward(
         np.ascontiguousarray(emission, dtype=np.float64),
         np.ascontiguousarray(sigma, dtype=np.float64),
         np.ascontiguousarray(cls, dtype=np.int64),
-        compiled.flat,
-        compiled.alive,
-        compiled.off,
-        compiled.mpow,
-        compiled.st_len,
-        compiled.st_ctx,
-        compiled.order,
+        *compiled.kernel_args,
         q,
         backward,
         out,

@@ -22,25 +22,8 @@ from dpriv.anonymity.membership import exact_numbers
 from dpriv.anonymity.verify import VerificationReport, _as_pandas, _view_counts, check_groups
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP, LABEL, _names
+from dpriv.released import GROUP, LABEL, _names, column_problems
 from dpriv.validate import codes
-
-
-def _columns(frame: pd.DataFrame, expected: list[str], what: str, policy: ReleasePolicy) -> list[str]:
-    problems = []
-    cols = [str(c) for c in frame.columns]
-    if policy.id in cols:
-        problems.append(f"{what}: column {policy.id!r}: the respondent id must never be released")
-    private = [c for c in cols if c.startswith("_")]
-    if private:
-        problems.append(f"{what}: columns {private}: private columns ('_...') must not be released")
-    extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
-    if extra:
-        problems.append(f"{what}: columns {extra} are not part of the Anatomy format {expected}")
-    missing = [c for c in expected if c not in cols]
-    if missing:
-        problems.append(f"{what}: columns {missing} of the Anatomy format are missing")
-    return problems
 
 
 def _qi_values(qi_table: pd.DataFrame, policy: ReleasePolicy) -> list[str]:
@@ -167,8 +150,10 @@ def verify_anatomy(
     vc, problems = _view_counts(view_counts, original, policy)
     if vc.shape != (len(policy.sensitive_domain),):
         raise InputError(f"view_counts has shape {vc.shape}; expected ({len(policy.sensitive_domain)},)")
-    problems += _columns(qi_table, qi_columns(policy), "QI table", policy)
-    problems += _columns(sensitive, sensitive_columns(policy), "sensitive table", policy)
+    for frame, expected, what in ((qi_table, qi_columns(policy), "QI table"),
+                                  (sensitive, sensitive_columns(policy), "sensitive table")):  # fmt: skip
+        cols = [str(c) for c in frame.columns]
+        problems += column_problems(cols, expected, policy, "Anatomy format", f"{what}: ")
     problems += _qi_values(qi_table, policy)
     problems += _counts(sensitive, policy)
     for name, frame in (("QI table", qi_table), ("sensitive table", sensitive)):

@@ -245,6 +245,16 @@ def release(
         ),
     ] = None,
     release_format: ReleaseFormat = None,
+    retro_max_gain: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Release gate: before each release is written, the retrospective adversary "
+            "attacks releases 1..i; above this mean gain the release is regrouped with j halved, "
+            "then refused (docs/policy.md#release-gate).",
+        ),
+    ] = None,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     progress: Annotated[
@@ -270,6 +280,7 @@ def release(
         j=j,
         small_view=small_view,
         release_format=release_format,
+        retro_max_gain=retro_max_gain,
     )
     method = method or recorded_method or "jsreduce"
     _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date)

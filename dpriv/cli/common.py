@@ -317,3 +317,21 @@ def print_summary(metrics: Mapping[str, Any]) -> None:
         if key in metrics:
             val = metrics[key]
             typer.echo(f"{key:>22}: {val:.4f}" if isinstance(val, float) else f"{key:>22}: {val}")
+
+
+def ledger_view(ledger: Path, released: str | None, view: int | None, verb: str):
+    """The :class:`~dpriv.ledger.Ledger` at ``--ledger`` whose release ``--view`` a command
+    reads (``verb``: "check", "export"). InputError when RELEASED is given too or ``view`` is
+    not a committed release (the message lists them); LedgerError when it is not a ledger."""
+    from dpriv.errors import InputError, LedgerError
+    from dpriv.ledger import Ledger
+
+    if released is not None:
+        raise InputError("give RELEASED or --ledger L --view I, not both")
+    if not (ledger / "manifest.json").is_file():
+        raise LedgerError(f"--ledger {ledger} is not a ledger (no manifest.json)")
+    led = Ledger(ledger)
+    indices = [r["index"] for r in led.committed()]
+    if view not in indices:
+        raise InputError(f"--ledger needs --view I, the release to {verb}; {ledger} holds releases {indices}")
+    return led

@@ -33,6 +33,10 @@ _GROUPS = {
         "l",
         "bt_b",
         "bt_t",
+        "retro_max_gain",
+        "retro_retries",
+        "retro_attendance",
+        "retro_lever",
     ),
     "release": (
         "seed",

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, PolicyFile, _say, app, check_out, command, load_policy
-from dpriv.errors import InputError, LedgerError
+from dpriv.cli.common import Debug, PolicyFile, _say, app, check_out, command, ledger_view, load_policy
+from dpriv.errors import InputError
 
 #: ``--sep`` choices: the delimiter as typed -> the character written.
 SEPARATORS = {",": ",", ";": ";", "tab": "\t", "\t": "\t"}
@@ -52,18 +52,7 @@ def export(
             "(the released view itself is the Parquet file)"
         )
     if ledger is not None:
-        if released is not None:
-            raise InputError("give RELEASED or --ledger L --view I, not both")
-        from dpriv.ledger import Ledger
-
-        if not (ledger / "manifest.json").is_file():
-            raise LedgerError(f"--ledger {ledger} is not a ledger (no manifest.json)")
-        led = Ledger(ledger)
-        indices = [r["index"] for r in led.committed()]
-        if view not in indices:
-            raise InputError(
-                f"--ledger needs --view I, the release to export; {ledger} holds releases {indices}"
-            )
+        led = ledger_view(ledger, released, view, "export")
         source = str(led.release_dir(view) / "view.parquet")
         pol = led.policy() if policy is None else load_policy(policy)
         metrics = metrics or led.release_dir(view) / "metrics.json"

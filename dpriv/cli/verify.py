@@ -18,13 +18,13 @@ from dpriv.cli.common import (
     T,
     app,
     command,
+    ledger_view,
     load_effective,
     sensitive_out,
     show_policy,
     with_categorical,
     with_hierarchies,
 )
-from dpriv.errors import LedgerError
 
 
 @app.command()
@@ -63,7 +63,6 @@ def verify(
     """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
-    from dpriv.ledger import Ledger
     from dpriv.release import verify_view
 
     if original is not None and history is not None and original != history:
@@ -72,16 +71,7 @@ def verify(
     if original is None:
         raise InputError("give the original it was made from: --original FILE (--history H with --ledger)")
     if ledger is not None:
-        if released is not None:
-            raise InputError("give RELEASED or --ledger L --view I, not both")
-        if not (ledger / "manifest.json").is_file():
-            raise LedgerError(f"--ledger {ledger} is not a ledger (no manifest.json)")
-        led = Ledger(ledger)
-        indices = [r["index"] for r in led.committed()]
-        if view not in indices:
-            raise InputError(
-                f"--ledger needs --view I, the release to check; {ledger} holds releases {indices}"
-            )
+        led = ledger_view(ledger, released, view, "check")
     elif released is None:
         raise InputError("give the RELEASED view to check, or --ledger L --view I")
     eff, _ = load_effective(

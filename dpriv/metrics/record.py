@@ -55,7 +55,8 @@ class ReleaseRecord(Mapping[str, Any]):
     ``group_qi_span``; both release formats), ``kpr`` (percent); None where undefined.
     ``seconds``: per step (dict, release loop) or in total (float, anonymize).
     Present only where set: ``release`` (the ledger's index, first key), ``tail`` (its four
-    keys flattened, :data:`TAIL_KEYS`), ``small_view`` (``"suppressed"``). ``extra``: keys
+    keys flattened, :data:`TAIL_KEYS`), ``small_view`` (``"suppressed"``), ``gate`` (the release gate's check,
+    :meth:`dpriv.gate.GateCheck.as_record`, with ``policy.retro_max_gain``). ``extra``: keys
     of another writer (an older ledger, a test), kept as read, written last.
     """
 
@@ -87,6 +88,7 @@ class ReleaseRecord(Mapping[str, Any]):
     release: int | None = None
     tail: DefenderTail | None = None
     small_view: str | None = None
+    gate: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -125,13 +127,15 @@ class ReleaseRecord(Mapping[str, Any]):
         """The JSON object, keys in the order of ``metrics.json``."""
         out: dict[str, Any] = {} if self.release is None else {"release": self.release}
         for f in fields(self):
-            if f.name not in ("seconds", "release", "tail", "small_view", "extra"):
+            if f.name not in ("seconds", "release", "tail", "small_view", "gate", "extra"):
                 out[f.name] = getattr(self, f.name)
         if self.tail is not None:
             out.update({k: getattr(self.tail, k) for k in TAIL_KEYS})
         out["seconds"] = self.seconds
         if self.small_view is not None:
             out["small_view"] = self.small_view
+        if self.gate is not None:
+            out["gate"] = self.gate
         return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
 
     def __getitem__(self, key: str) -> Any:

@@ -1,0 +1,212 @@
+"""The release gate against the retrospective adversary (issue 12, direction 6).
+
+A release's gain as printed when it goes out is not its gain for good: every later release
+raises it (docs/algorithms.md §1.1; :mod:`dpriv.adversary.retrospective`). With
+``policy.retro_max_gain`` set, before release ``i`` is written the defender attacks its own
+history as the strongest adversary dpriv builds would: the retrospective adversary with the
+defender's model (``[knowledge]``, the tables release ``i`` is revised with), QI-group
+membership known (§1.1 (ii)), the exact deductions of :mod:`dpriv.adversary.deductions`
+as masks and, with ``policy.retro_attendance``, absences as evidence, reads releases
+``1 .. i`` as of ``i`` and scores each with (E10). The gate holds
+when every one of those mean gains is at most the bound; :func:`dpriv.release.release_history`
+then commits, else it regroups release ``i`` with ``retro_lever`` tightened (``j`` or ``t``
+halved, ``k`` doubled; up to ``retro_retries`` times) and finally refuses it: nothing is
+written and the ledger stays at ``i - 1``.
+
+What the gate reads is what the adversary of ``dpriv attack --adversary retrospective`` reads
+from the ledger (:mod:`dpriv.attack_input`: the state's ``last_group`` membership, the released
+group counts, the true values of the history), built the same way from the release about to
+be committed, so its figures equal that attack's ``as_of = i`` rows (a test checks it).
+It runs on the client: the members and true values of every release so far (int64/float64
+arrays, O(tuples released)); the forward-backward is the compiled kernel of the attack.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpriv.adversary.masks import deductions_available
+from dpriv.adversary.retrospective import retrospective_posteriors
+from dpriv.adversary.tail import tail_risk
+from dpriv.anatomy import expand_sensitive
+from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
+from dpriv.knowledge.tables import MarkovTables
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """The retrospective adversary's reading of releases ``1 .. as_of`` after ``as_of``.
+
+    Attributes
+    ----------
+    as_of : int
+        The release about to be committed.
+    gains : dict of int -> float
+        Mean gain (E10) of each release ``<= as_of`` as of ``as_of``, in [-1, 1] (NaN for a
+        release that kept no tuple).
+    confident_share : float
+        Largest share, over those releases, of tuples whose posterior on the true value is
+        >= 0.9 (:data:`dpriv.adversary.tail.CONFIDENT`), in [0, 1].
+    bound : float
+        ``policy.retro_max_gain``.
+    used : dict
+        The ``k``, ``t`` and ``j`` the checked release was grouped with.
+    regroupings : int
+        How many times it was regrouped (0: grouped with the policy's own parameters).
+    seconds : float
+        Time of the check (deductions, forward-backward, Ω).
+    """
+
+    as_of: int
+    gains: dict[int, float]
+    confident_share: float
+    bound: float
+    used: dict
+    regroupings: int
+    seconds: float
+
+    @property
+    def worst(self) -> tuple[int, float]:
+        """(release, gain) of the largest gain (the earliest release on ties)."""
+        finite = {i: g for i, g in self.gains.items() if np.isfinite(g)}
+        if not finite:
+            return self.as_of, float("nan")
+        i = max(finite, key=lambda r: (finite[r], -r))
+        return i, finite[i]
+
+    @property
+    def ok(self) -> bool:
+        gain = self.worst[1]
+        return not np.isfinite(gain) or gain <= self.bound
+
+    def as_record(self) -> dict:
+        """The ``gate`` entry of the release's metrics.json."""
+        release, gain = self.worst
+        return {
+            "retro_max_gain": self.bound,
+            "max_gain": round(gain, 6),
+            "worst_release": release,
+            "confident_share": round(self.confident_share, 6),
+            "k_used": self.used["k"],
+            "t_used": self.used["t"],
+            "j_used": self.used["j"],
+            "regroupings": self.regroupings,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class RetroGate:
+    """The committed releases as the retrospective adversary reads them, and the check of a
+    candidate release against ``policy.retro_max_gain``.
+
+    Parameters
+    ----------
+    policy : ReleasePolicy
+        Resolved; ``retro_max_gain`` is the bound.
+    reads : list of ReadRelease
+        The committed releases (:func:`dpriv.attack_input.read_releases`), in order.
+    """
+
+    def __init__(self, policy: ReleasePolicy, reads: list[ReadRelease] | None = None) -> None:
+        if policy.retro_max_gain is None:
+            raise ValueError("RetroGate needs policy.retro_max_gain")
+        self.policy = policy
+        self.reads: list[ReadRelease] = list(reads or [])
+
+    @classmethod
+    def from_ledger(cls, ledger: Ledger, history: pd.DataFrame, policy: ReleasePolicy) -> RetroGate:
+        """The gate over the releases ``ledger`` has committed (``history``: pandas, the
+        released history, normalised as the release read it)."""
+        committed = [r["index"] for r in ledger.committed()]
+        return cls(policy, read_releases(ledger, committed, history, policy) if committed else [])
+
+    def candidate(
+        self,
+        index: int,
+        view: pd.DataFrame,
+        state: pd.DataFrame,
+        released: pd.DataFrame,
+        sensitive: pd.DataFrame | None = None,
+    ) -> ReadRelease:
+        """Release ``index`` about to be committed, read as the attack reads the ledger: the
+        original view (pandas), the new respondent state (its ``last_release == index`` rows
+        are the kept members), the released view and, for Anatomy, the sensitive table."""
+        values = released if sensitive is None else expand_sensitive(sensitive, self.policy)
+        return ReadRelease(index, view, *members_of(state, index, view, values, self.policy), released)
+
+    def check(
+        self, candidate: ReadRelease, tables: MarkovTables, grouped: ReleasePolicy, regroupings: int = 0
+    ) -> GateCheck:
+        """The retrospective adversary's gains of the committed releases and ``candidate`` as
+        of ``candidate``, with the model ``tables`` (the defender's at that release);
+        ``grouped``: the policy the candidate was grouped with after ``regroupings``
+        tightenings of the gate's own."""
+        tick = time.perf_counter()
+        observed = observed_releases([*self.reads, candidate], self.policy, tables.classes)
+        q = self.policy.retro_attendance
+        masks = None
+        if deductions_available():
+            from dpriv.adversary.deductions import deduce
+
+            masks = deduce(observed, tables, attendance=q).allowed
+        # the as-of snapshots come in order; the gate reads the last (as of the candidate)
+        snapshots = retrospective_posteriors(observed, tables, allowed=masks, attendance=q)
+        last = collections.deque(snapshots, maxlen=1)[0]
+        gains, confident = {}, 0.0
+        for k, (o, post) in enumerate(zip(observed, last.posteriors)):
+            risk = tail_risk(post, o.truth, o.frequencies(), None if masks is None else masks[k])
+            gains[o.index] = risk.adversary_gain
+            if np.isfinite(risk.confident_share):
+                confident = max(confident, risk.confident_share)
+        bound = float(self.policy.retro_max_gain)
+        params, seconds = used(grouped), time.perf_counter() - tick
+        return GateCheck(candidate.index, gains, confident, bound, params, regroupings, seconds)
+
+    def accept(self, candidate: ReadRelease) -> None:
+        """Record ``candidate`` as committed (the next checks read it)."""
+        self.reads.append(candidate)
+
+
+#: What one regrouping does to the lever's parameter (``policy.retro_lever``).
+TIGHTEN = {"j": lambda v: v / 2, "t": lambda v: v / 2, "k": lambda v: v * 2}
+
+
+def tightened(policy: ReleasePolicy) -> ReleasePolicy:
+    """``policy`` with its ``retro_lever`` tightened once (j or t halved, k doubled)."""
+    lever = policy.retro_lever
+    return policy.with_overrides(**{lever: TIGHTEN[lever](getattr(policy, lever))})
+
+
+def used(grouped: ReleasePolicy) -> dict:
+    """The ``k``, ``t``, ``j`` of ``grouped`` (the policy a candidate was grouped with)."""
+    return {"k": grouped.k, "t": grouped.t, "j": grouped.j}
+
+
+def _params(values: dict) -> str:
+    return ", ".join(f"{k} = {v:g}" for k, v in values.items())
+
+
+def regrouped_with(grouped: ReleasePolicy) -> str:
+    """The words naming a regrouping's parameters (when it broke another requirement)."""
+    return f"regrouped with {_params(used(grouped))}"
+
+
+def refusal(check: GateCheck) -> str:
+    """The message of a release the gate refuses."""
+    release, gain = check.worst
+    n = check.regroupings
+    tried = f" (regrouped {n} time(s), {_params(check.used)})" if n else ""
+    return (
+        f"release {check.as_of} refused by the release gate{tried}: the retrospective adversary "
+        f"(the defender's model, exact deductions) would gain {gain:.4f} on release {release} as "
+        f"of release {check.as_of}, above retro_max_gain = {check.bound:g}; nothing was written "
+        "and the ledger stays at the last committed release: lower j or t, raise k, raise "
+        "retro_retries, retro_lever or retro_max_gain (docs/policy.md#release-gate)"
+    )

@@ -1,0 +1,186 @@
+"""The release gate against the retrospective adversary (dpriv/gate.py; issue 12, direction 6)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import dpriv.gate as gate_mod
+from dpriv.attack import attack
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import PolicyError
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gate")
+    mh = medical_history(n_views=3, view_size=300, seed=2)
+    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, npartitions=2, max_suppression=1.0)
+    return mh, policy
+
+
+@pytest.fixture(scope="module")
+def open_gate(setting, tmp_path_factory):
+    """A history released under a gate that always holds (bound 1): its measured gains."""
+    mh, policy = setting
+    led_dir = tmp_path_factory.mktemp("open") / "led"
+    release_history(mh.history, policy.with_overrides(retro_max_gain=1.0), led_dir)
+    metrics = {i: json.loads((led_dir / "releases" / str(i) / "metrics.json").read_text()) for i in (1, 2, 3)}
+    gates = {i: m["gate"] for i, m in metrics.items()}
+    return led_dir, gates
+
+
+@pytest.mark.parametrize("attendance", [None, 0.5])
+def test_gate_reads_the_release_as_the_retrospective_attack_reads_the_ledger(
+    setting, tmp_path, monkeypatch, attendance
+):
+    """Without deductions the gate's gains as of each release equal `dpriv attack --adversary
+    retrospective` on the committed ledger (its as_of rows): the release about to be committed
+    is read as the attack reads it from the ledger."""
+    mh, policy = setting
+    monkeypatch.setattr(gate_mod, "deductions_available", lambda: False)
+    seen = {}
+    real_check = gate_mod.RetroGate.check
+
+    def spy(self, *args):
+        out = real_check(self, *args)
+        seen[out.as_of] = out.gains
+        return out
+
+    monkeypatch.setattr(gate_mod.RetroGate, "check", spy)
+    led = tmp_path / "led"
+    release_history(mh.history, policy.with_overrides(retro_max_gain=1.0, retro_attendance=attendance), led)
+    rows = attack(
+        led, mh.history, policy, "dk", adversary="retrospective", deductions=False, attendance=attendance
+    )
+    assert sorted(seen) == [1, 2, 3]
+    for a, gains in seen.items():
+        expected = rows[rows["as_of"] == a].set_index("release")["adversary_gain"]
+        assert sorted(gains) == sorted(expected.index.tolist())
+        got = [gains[i] for i in expected.index]
+        np.testing.assert_allclose(got, expected.to_numpy(), rtol=0, atol=1e-12)
+
+
+def test_gate_record_in_metrics_and_no_gate_keeps_old_fingerprints(setting, open_gate, tmp_path):
+    mh, policy = setting
+    led_dir, gates = open_gate
+    for i, g in gates.items():
+        assert g["retro_max_gain"] == 1.0 and g["regroupings"] == 0
+        assert (g["k_used"], g["t_used"], g["j_used"]) == (policy.k, policy.t, policy.j)
+        assert g["worst_release"] in range(1, i + 1)
+        assert -1.0 <= g["max_gain"] <= 1.0 and 0.0 <= g["confident_share"] <= 1.0
+    # the gain of release 1 as of 1 is the paper adversary's gain of release 1 (with masks)
+    paper = attack(led_dir, mh.history, policy, "dk")
+    first = float(paper.loc[paper.release == 1, "adversary_gain"].iloc[0])
+    assert gates[1]["max_gain"] == pytest.approx(first, abs=1e-6)
+    # no gate: no "gate" key and the fingerprint has no retro_* keys (older ledgers match)
+    assert "retro_max_gain" not in policy.fingerprint() and "retro_retries" not in policy.fingerprint()
+    assert "retro_max_gain" in policy.with_overrides(retro_max_gain=0.1).fingerprint()
+    plain = tmp_path / "plain"
+    release_history(mh.history, policy, plain, until=1)
+    assert "gate" not in json.loads((plain / "releases" / "1" / "metrics.json").read_text())
+    # the gate changes nothing of what is published when it holds
+    view = ("releases", "1", "view.parquet")
+    assert plain.joinpath(*view).read_bytes() == led_dir.joinpath(*view).read_bytes()
+
+
+def test_a_release_above_the_bound_is_refused_and_nothing_is_written(setting, open_gate, tmp_path):
+    mh, policy = setting
+    _, gates = open_gate
+    g1, g2 = gates[1]["max_gain"], gates[2]["max_gain"]
+    if not g2 > g1:
+        pytest.skip(f"release 2 did not raise the retrospective gain ({g1} -> {g2}) on this history")
+    bound = round((g1 + g2) / 2, 6)
+    led = tmp_path / "led"
+    strict = policy.with_overrides(retro_max_gain=bound, retro_retries=0)
+    with pytest.raises(PolicyError) as err:
+        release_history(mh.history, strict, led)
+    msg = str(err.value)
+    assert "release 2 refused by the release gate" in msg and f"retro_max_gain = {bound:g}" in msg
+    assert "nothing was written" in msg
+    assert [r["index"] for r in Ledger(led).committed()] == [1]
+    assert not (led / "releases" / "2").exists() and not (led / "state" / "2").exists()
+
+
+def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, tmp_path):
+    """With retries the gate regroups release 2 with j halved: committed only with a smaller j
+    and a gain within the bound, else refused naming the retries."""
+    mh, policy = setting
+    _, gates = open_gate
+    g1, g2 = gates[1]["max_gain"], gates[2]["max_gain"]
+    if not g2 > g1:
+        pytest.skip(f"release 2 did not raise the retrospective gain ({g1} -> {g2}) on this history")
+    bound = round((g1 + g2) / 2, 6)
+    led = tmp_path / "led"
+    try:
+        gated = policy.with_overrides(retro_max_gain=bound, retro_retries=3)
+        release_history(mh.history, gated, led, until=2)
+    except PolicyError as exc:
+        assert "regrouped 3 time(s), k = 5, t = 0.5, j = 0.1" in str(exc)
+        assert [r["index"] for r in Ledger(led).committed()] == [1]
+        return
+    g = json.loads((led / "releases" / "2" / "metrics.json").read_text())
+    assert g["gate"]["j_used"] == 0.8 / 2 ** g["gate"]["regroupings"] and g["gate"]["regroupings"] >= 1
+    assert g["gate"]["max_gain"] <= bound
+    assert g["ok"] and g["gate"]["max_gain"] < g2  # release 2 regrouped: less gained than at j 0.8
+
+
+def test_cli_release_gate_refuses_with_exit_2_and_writes_nothing(setting, open_gate, cli, tmp_path):
+    mh, policy = setting
+    _, gates = open_gate
+    hist = tmp_path / "h"
+    path = write_history(hist, mh)
+    bound = gates[1]["max_gain"] / 4  # release 1 itself is above it, even regrouped twice
+    led = tmp_path / "led"
+    res = cli("release", hist / "history.parquet", "--ledger", led, "--policy", path,
+              "--t", "0.5", "--j", "0.8", "--retro-max-gain", bound)  # fmt: skip
+    assert res.exit_code == 2, res.output
+    # the policy file's max_suppression (0.05) stops the regrouping first: both are named
+    assert "release 1 refused by the release gate" in res.output
+    assert "regrouped with k = 5, t = 0.5, j = " in res.output and "exceeds max_suppression" in res.output
+    assert "retro_max_gain" in res.output  # the effective policy lists it with its source
+    assert not (led / "releases").exists() or not any((led / "releases").iterdir())
+    res = cli("release", hist / "history.parquet", "--ledger", led, "--policy", path, "--retro-max-gain", 0)
+    assert res.exit_code == 2 and "retro_max_gain" in res.output, res.output
+
+
+def test_a_resumed_gated_history_equals_an_uninterrupted_one(setting, open_gate, tmp_path):
+    """On resume the gate reads the committed releases back from the ledger (RetroGate.from_ledger):
+    release 3's check and bytes equal those of the uninterrupted run."""
+    mh, policy = setting
+    led_dir, gates = open_gate
+    led = tmp_path / "led"
+    gated = policy.with_overrides(retro_max_gain=1.0)
+    release_history(mh.history, gated, led, until=2)
+    release_history(mh.history, gated, led)
+    got = json.loads((led / "releases" / "3" / "metrics.json").read_text())["gate"]
+    drop = lambda g: {k: v for k, v in g.items() if k != "seconds"}  # noqa: E731
+    assert drop(got) == drop(gates[3])
+    view = ("releases", "3", "view.parquet")
+    assert led.joinpath(*view).read_bytes() == led_dir.joinpath(*view).read_bytes()
+
+
+def test_gate_on_an_anatomy_release_reads_its_sensitive_table(setting, tmp_path, monkeypatch):
+    mh, policy = setting
+    monkeypatch.setattr(gate_mod, "deductions_available", lambda: False)
+    anatomy = policy.with_overrides(release_format="anatomy")
+    led = tmp_path / "led"
+    release_history(mh.history, anatomy.with_overrides(retro_max_gain=1.0), led, until=2)
+    gate = json.loads((led / "releases" / "2" / "metrics.json").read_text())["gate"]
+    rows = attack(led, mh.history, anatomy, "dk", adversary="retrospective", deductions=False)
+    as_of_2 = rows[rows["as_of"] == 2]
+    assert gate["max_gain"] == pytest.approx(float(as_of_2["adversary_gain"].max()), abs=1e-6)
+    assert gate["worst_release"] == int(as_of_2.loc[as_of_2["adversary_gain"].idxmax(), "release"])
+
+
+@pytest.mark.parametrize(("lever", "expected"), [("j", {"j": 0.2}), ("t", {"t": 0.125}), ("k", {"k": 20})])
+def test_each_lever_tightens_its_parameter(setting, lever, expected):
+    _, policy = setting
+    p = policy.with_overrides(retro_max_gain=0.1, retro_lever=lever)
+    twice = gate_mod.tightened(gate_mod.tightened(p))
+    assert {k: getattr(twice, k) for k in expected} == expected
+    others = {"k", "t", "j"} - set(expected)
+    assert all(getattr(twice, k) == getattr(policy, k) for k in others)
