@@ -15,7 +15,15 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from dpriv.metrics.kpr_binning import MISSING, NO_BINS, _finalize_specs, _Specs, _stats_chunk, bin_index
+from dpriv.metrics.kpr_binning import (
+    MISSING,
+    NO_BINS,
+    _finalize_specs,
+    _Partial,
+    _Specs,
+    bin_index,
+    var_stats,
+)
 from dpriv.metrics.kpr_exact import exact_bins
 
 
@@ -86,6 +94,14 @@ def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origi
     cols["_o"] = np.full(n, 1 if origin == 0 else 0, dtype=np.int64)
     cols["_a"] = np.full(n, 1 if origin == 1 else 0, dtype=np.int64)
     return pd.DataFrame(cols, index=pd.RangeIndex(n))
+
+
+def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
+    out = []
+    for i, num in enumerate(numeric):
+        if num:
+            out.append(var_stats(u[f"k{i}"].to_numpy()[~u[f"m{i}"].to_numpy(dtype=bool)]))
+    return _Partial(out)
 
 
 def reference_counts(

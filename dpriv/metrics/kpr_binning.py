@@ -283,15 +283,6 @@ def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
     )
 
 
-def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
-    """Partial statistics of the numeric variables over a partition of ``U``."""
-    out = []
-    for i, num in enumerate(numeric):
-        if num:
-            out.append(var_stats(u[f"k{i}"].to_numpy()[~u[f"m{i}"].to_numpy(dtype=bool)]))
-    return _Partial(out)
-
-
 def _merge_partials(parts: pd.Series | Sequence[_Partial]) -> _Partial:
     it = iter(list(parts))
     acc = next(it)

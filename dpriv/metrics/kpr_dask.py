@@ -13,7 +13,7 @@ scalars at the end:
    ``split_out = ceil(npartitions / 16)`` partitions (a partition of the profile table
    holds the distinct profiles of ~16 input partitions; more output partitions only add
    shuffle tasks);
-4. bin grids: one exact tree reduction (:func:`dpriv.metrics.kpr_binning._stats_chunk`);
+4. bin grids: one exact tree reduction (:func:`dpriv.metrics.kpr_binning.var_stats`);
 5-8. binned profiles of ``U`` and of the avatars (one ``map_partitions`` each), one
    ``groupby(...).sum()`` counting per binned profile the records of ``U`` and the avatars.
 
