@@ -14,11 +14,13 @@ Numeric variables are binned by (E22) with ``step = tolerance * |mean|`` over
 values of ``U``; categorical variables are compared by value label. Every edge case of
 docs/algorithms.md §5.3 is handled as decided there (see :func:`kpr`).
 
-Both pandas and Dask DataFrames are accepted. The Dask path never brings a table to the
-client: the uniqueness counts and the semi-join are ``groupby(...).size()`` /
-``groupby(...).sum()`` with ``split_out`` (the profile tables stay partitioned), the bin
-statistics are one tree reduction, and a single ``dask.compute`` fetches the handful of
-scalars at the end.
+Both pandas and Dask DataFrames are accepted. Labels are compared as integer codes on a
+domain shared by the two tables and profiles as int64 keys (:mod:`dpriv.metrics.kpr_codes`).
+The pandas path (:mod:`dpriv.metrics.kpr_kernel`) counts with ``np.bincount``; the Dask
+path (:mod:`dpriv.metrics.kpr_dask`) never brings a table to the client: the uniqueness
+counts and the semi-join are ``groupby(...).size()`` / ``groupby(...).sum()`` with
+``split_out`` (the profile tables stay partitioned), the bin statistics are one tree
+reduction, and a single ``dask.compute`` fetches the handful of scalars at the end.
 
 The bin statistics are computed with *exact* (rational) sums, so the mean and the variance
 are the correctly rounded values of the exact ones, independent of the partitioning: the
