@@ -2,7 +2,7 @@
 shared domain, profiles as one int64 key per record (mixed radix), uniqueness by
 ``np.bincount``. The kernel of the pandas path and of every partition of the Dask path.
 
-Codes (0 always means *missing*, a level of its own, §5.3):
+Codes (missing is a level of its own, §5.3):
 
 * categorical: ``1 + i`` for the ``i``-th label of a domain shared by the two tables; the
   label of a value is ``str(value)`` (category dtype: the label of the category, never its
@@ -13,9 +13,10 @@ Codes (0 always means *missing*, a level of its own, §5.3):
   ``0.0``/``-0.0``), where every value is.
 * numeric, raw (uniqueness of the original profiles, §5.2 step 3): ``1 + i`` for the
   ``i``-th distinct value (``pd.factorize``: ``-0.0 == 0.0``, NaN missing).
-* numeric, binned (E22): ``bin - MISSING_SENTINEL`` with the float sentinels of
-  :mod:`dpriv.metrics.kpr_binning` (below, above, missing, no bins), so the code of a
-  regular bin ``b`` is ``b + 4``.
+* categorical and raw numeric: 0 is missing;
+* numeric, binned (E22): ``bin + 4`` with the float sentinels of
+  :mod:`dpriv.metrics.kpr_binning`: no bins (-4) -> 0, missing (-3) -> 1, above (-2) -> 2,
+  below (-1) -> 3, regular bin ``b`` -> ``b + 4``.
 
 A profile key is ``sum_i code_i * prod_{j > i} card_j``; when the product of the
 cardinalities would pass 2**62 the running key is renumbered (``pd.factorize``) first, so
@@ -33,7 +34,7 @@ from pandas.api import types as ptypes
 #: Largest product of cardinalities kept in one int64 key before renumbering.
 _MAX_CARD = 1 << 62
 
-#: Offset of the binned codes: the smallest sentinel (NO_BINS = -4) becomes 0... see module doc.
+#: Offset of the binned codes: the smallest sentinel (NO_BINS = -4) becomes 0 (module doc).
 BIN_OFFSET = 4
 
 #: Rows per chunk of the binning (bounded temporaries: memory O(chunk), not O(n)).
