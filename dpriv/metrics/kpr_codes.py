@@ -65,7 +65,7 @@ def local_codes(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         values = s.to_numpy(dtype=object)
         mask = s.isna().to_numpy(dtype=bool)
         codes, uniques = pd.factorize(values)
-        if (codes < 0).any() != mask.any() or not np.array_equal(codes < 0, mask):
+        if not np.array_equal(codes < 0, mask):
             codes = np.where(mask, -1, codes)  # a missing value factorize did not see as one
         non_str = {type(u) for u in uniques.tolist() if not isinstance(u, str)}
         if non_str and not (len(non_str) == 1 and non_str <= {int, bool}):
