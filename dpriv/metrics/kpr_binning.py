@@ -82,7 +82,7 @@ def _exact_sum(values: np.ndarray, extra_exp: np.ndarray | int = 0) -> _ExactSum
     mant, exp = np.frexp(values)
     m = (mant * 9007199254740992.0).astype(np.int64)  # * 2**53, exact
     e = exp.astype(np.int64) + extra - 53
-    order = np.argsort(e, kind="stable")
+    order = np.argsort(e.astype(np.int16), kind="stable")  # |e| < 2**12: int16 radix sort
     es = e[order]
     ms = m[order]
     high = ms >> 26  # arithmetic shift: ms = high * 2**26 + low, 0 <= low < 2**26

@@ -37,12 +37,16 @@ def decimal_scale(y: np.ndarray) -> int | None:
     the double nearest to an integer ``X`` over ``10**D`` with ``|X| < 10**15``; ``None``
     when there is none (not all values are short decimals). Empty ``y`` gives 0."""
     y = np.asarray(y, dtype=np.float64)
-    for d in range(MAX_DIGITS + 1):
+
+    def fits(v: np.ndarray, d: int) -> bool:
         p = 10.0**d
         with np.errstate(over="ignore", invalid="ignore"):
-            x = np.rint(y * p)
-            ok = (np.abs(x) < 1e15) & (x / p == y)
-        if ok.all():
+            x = np.rint(v * p)
+            return bool(((np.abs(x) < 1e15) & (x / p == v)).all())
+
+    head = y[:1024]  # a scale failing on the first values fails on all: skip the full pass
+    for d in range(MAX_DIGITS + 1):
+        if fits(head, d) and fits(y, d):
             return d
     return None
 
