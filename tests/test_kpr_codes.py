@@ -205,3 +205,12 @@ def test_fast_path_warns_like_before_for_low_cardinality() -> None:
         kpr(o, o, ["code", "x"])
     msgs = [str(w.message) for w in rec]
     assert any("'code' has only 2 distinct" in m for m in msgs) and not any("'x'" in m for m in msgs)
+    # 'x' alone tells every original apart (U is everything, no profile key is built); the
+    # warning for the later 'code' is still given, and the counts are the reference's
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        kpr(o, o, ["x", "code"])
+    assert [str(w.message).split("'")[1] for w in rec] == ["code"]
+    big = pd.DataFrame({"x": np.arange(5000) / 7.0, "y": np.arange(5000) % 13 * 1.5, "c": ["a", "b"] * 2500})
+    _check(big, big.sample(frac=1.0, random_state=0).iloc[:4000], ["x", "y", "c"])
+    _check(big, big.iloc[:10], ["c", "y", "x"])

@@ -56,6 +56,12 @@ def binned_card(grid: _Grid | None) -> int | None:
     return card if card < _MAX_CARD else None
 
 
+def _few_distinct(s: pd.Series) -> int:
+    """Distinct non-missing values among the first 4096 of a column (a lower bound of its
+    number of distinct values: enough to know it passes the low-cardinality limit)."""
+    return int(pd.Series(s.iloc[:4096]).nunique())
+
+
 def _chunked_key(n: int, codes_of: Callable[[int, slice], np.ndarray], cards: Sequence[int]) -> np.ndarray:
     """Mixed-radix key (product of ``cards`` < 2**62) of ``n`` records, ``CHUNK`` rows at a
     time; ``codes_of(i, rows)`` gives the codes of variable ``i`` on a slice of rows."""
@@ -88,20 +94,28 @@ def pandas_counts(
     n, n_syn = len(original), len(synthetic)
     codes: list[np.ndarray] = []
     cards: list[int] = []
+    cat_codes: dict[int, np.ndarray] = {}
     syn_cat: dict[int, np.ndarray] = {}
     n_distinct: list[int] = []
     cat_card: dict[int, int] = {}
+    separated = False  # a numeric variable alone tells every original apart: U = all of them
     for i, (name, num) in enumerate(zip(known, numeric, strict=True)):
         if num:
+            if separated and _few_distinct(original[name]) > _LOW_CARDINALITY:
+                n_distinct.append(_LOW_CARDINALITY + 1)  # its raw codes are not needed
+                continue
             c, card, nd = raw_numeric_codes(original[name])
             n_distinct.append(min(nd, _LOW_CARDINALITY + 1))
+            separated |= nd == n
         else:
             c, syn_cat[i], card = categorical_codes(original[name], synthetic[name])
             cat_card[i] = card
+            cat_codes[i] = c
         codes.append(c)
         cards.append(card)
-    u_idx = np.flatnonzero(unique_rows(codes, cards))
-    u_cat = {i: codes[i][u_idx] for i in syn_cat}
+    u_idx = np.arange(n) if separated else np.flatnonzero(unique_rows(codes, cards))
+    u_cat = {i: c[u_idx] for i, c in cat_codes.items()}
+    del cat_codes
     del codes
     u_num: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     stats = []
