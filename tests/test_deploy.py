@@ -11,6 +11,7 @@ import copy
 import importlib.util
 import re
 import shlex
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -274,3 +275,36 @@ def test_systemd_timer_is_weekly():
     assert timer["Unit"] == "dpriv-release.service"
     assert timer.get("Persistent") == "true"
     assert unit["Install"]["WantedBy"] == "timers.target"
+
+
+def test_slurm_launcher_runs_the_dpriv_of_its_environment():
+    pytest.importorskip("dask_jobqueue")
+    import sys
+
+    beside = Path(sys.executable).with_name("dpriv")
+    assert _launcher().dpriv_command() == (str(beside) if beside.is_file() else "dpriv")
+
+
+# -- deploy/slurm/local-cluster.sh (the real cluster is started in tests/test_slurm.py) -------------
+LOCAL_SLURM = DEPLOY / "slurm" / "local-cluster.sh"
+
+
+def _local_slurm(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", LOCAL_SLURM, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_local_slurm_refuses_a_folder_it_did_not_make(tmp_path):
+    (tmp_path / "data.csv").write_text("a\n1\n")
+    done = _local_slurm("start", tmp_path)
+    assert done.returncode == 2
+    assert f"{tmp_path} exists and was not made by local-cluster.sh" in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["data.csv"], "nothing may be written there"
+
+
+def test_local_slurm_stop_and_usage_on_a_folder_without_a_cluster(tmp_path):
+    folder = tmp_path / "never-started"
+    done = _local_slurm("stop", folder)
+    assert (done.returncode, done.stdout.strip()) == (0, f"no local SLURM in {folder}: nothing to stop")
+    assert not folder.exists()
+    done = _local_slurm("restart", folder)
+    assert done.returncode == 2 and "usage:" in done.stderr and not folder.exists()

@@ -184,3 +184,15 @@ def test_each_lever_tightens_its_parameter(setting, lever, expected):
     assert {k: getattr(twice, k) for k in expected} == expected
     others = {"k", "t", "j"} - set(expected)
     assert all(getattr(twice, k) == getattr(policy, k) for k in others)
+
+
+def test_the_report_shows_the_gate_and_its_verdict(open_gate):
+    from dpriv.report import release_frame
+    from dpriv.report.explain import verdicts
+
+    led_dir, gates = open_gate
+    frame = release_frame(led_dir)
+    assert frame["retro_gain"].tolist() == [gates[i]["max_gain"] for i in (1, 2, 3)]
+    policy = json.loads((led_dir / "policy.json").read_text())
+    checks = [[c for c in v.checks if c.name == "retro_gain"] for v in verdicts(frame, policy)]
+    assert [(c[0].threshold, c[0].within) for c in checks] == [(1.0, True)] * 3

@@ -8,9 +8,13 @@ notebook writes its files. Any cell error fails the test.
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is in the test extra: pip install -e '.[test]'")
@@ -72,6 +76,24 @@ def test_notebooks_have_a_parameters_cell_and_no_outputs():
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{name} has outputs"
 
 
+def _html(nb) -> list[str]:
+    """The text/html outputs of an executed notebook (display updates applied), in order."""
+    return [
+        out["data"]["text/html"]
+        for c in nb.cells
+        for out in c.get("outputs", [])
+        if "text/html" in out.get("data", {})
+    ]
+
+
+def _srcdoc(outputs: list[str]) -> str:
+    """The page inlined by ``show_report`` (the unescaped srcdoc of its one iframe)."""
+    frames = [re.search(r'<iframe srcdoc="([^"]*)"', h) for h in outputs]
+    frames = [f for f in frames if f]
+    assert len(frames) == 1
+    return html.unescape(frames[0].group(1))
+
+
 def test_quickstart(run, tmp_path):
     nb, _ = run("quickstart.ipynb")
     text = _outputs(nb)
@@ -87,6 +109,28 @@ def test_quickstart(run, tmp_path):
     ]
     page = (out / "report.html").read_text()
     assert "KPR (%)" in page and "Adversary gain" in page
+    outputs = _html(nb)
+    # the dashboard as a clickable link (dpriv's and the Client's own repr)
+    link = re.search(r"dashboard: (http\S+/status)", text).group(1)
+    assert sum(f'<a href="{link}" target="_blank">' in h for h in outputs) >= 2
+    # the progress bar, updated in place to 3 of 3, one row per release with its step seconds
+    bars = [h for h in outputs if "<progress" in h]
+    assert len(bars) == 1 and '<progress value="3" max="3"' in bars[0]
+    assert re.findall(r'<tr data-release="(\d)">', bars[0]) == ["1", "2", "3"]
+    for i in (1, 2, 3):
+        m = json.loads((out / "ledger" / "releases" / str(i) / "metrics.json").read_text())
+        row = re.search(rf'<tr data-release="{i}">(.*?)</tr>', bars[0]).group(1)
+        assert f"<td>{m['n_groups']}</td><td>{100 * m['suppression_rate']:.2f} %</td>" in row
+        shown = dict(re.findall(r'<span title="([a-z_]+): ([0-9.]+) s"', row))  # one segment per step
+        assert len(shown) >= 8 and set(shown) <= set(m["seconds"])
+        for step, sec in shown.items():
+            assert float(sec) == pytest.approx(m["seconds"][step], abs=0.006)
+        slowest = re.search(r"slowest: ([a-z_]+)", row).group(1)
+        assert float(shown[slowest]) == max(float(v) for v in shown.values())
+    # the report inline: exactly the written page, with its KPR reference line (history given)
+    inline = _srcdoc(outputs)
+    assert inline == page
+    assert 'id="kpr-reference"' in page and "<h1>exam_result by age, gender, weight" in page
 
 
 def test_paper_reproduction(run, tmp_path):
@@ -105,7 +149,27 @@ def test_real_cohort(run, shared_data, tmp_path, monkeypatch):
     text = _outputs(nb)
     assert "SKIPPED" not in text
     assert "3 yearly views released" in text
-    assert (tmp_path / "pbc-out" / "report.html").is_file()
+    out = tmp_path / "pbc-out"
+    page = (out / "report.html").read_text()
+    assert _srcdoc(_html(nb)) == page and "<h1>stage by age, sex: JS-reduce release" in page
+    # sex is released as nodes of the hierarchy written by the notebook, not as value sets
+    assert (out / "data" / "sex_hierarchy.csv").read_text() == "female;*\nmale;*\n"
+    recorded = json.loads((out / "ledger" / "policy.json").read_text())
+    assert set(recorded["hierarchies"]) == {"sex"} and set(recorded["hierarchy_sha256"]) == {"sex"}
+    assert "<th>hierarchy of sex</th><td>sex_hierarchy.csv (released as a group" in page
+    views = pd.concat(
+        [pd.read_parquet(out / "ledger" / "releases" / str(i) / "view.parquet") for i in (1, 2, 3)]
+    )
+    counts = views["sex"].value_counts()
+    assert set(counts.index) <= {"female", "male", "*"} and "*" in counts.index
+    shown = re.search(r"sex released as hierarchy nodes: (.*)", text).group(1)
+    assert shown == ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+    # every released tuple is there, one per kept patient (the notebook verified each view)
+    n_released = [
+        json.loads((out / "ledger" / "releases" / str(i) / "metrics.json").read_text())["n_released"]
+        for i in (1, 2, 3)
+    ]
+    assert len(views) == sum(n_released) > 0
 
 
 def test_real_cohort_skips_without_data(run, tmp_path, monkeypatch):

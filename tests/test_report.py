@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -25,12 +26,23 @@ from dpriv.attack import attack
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
+from dpriv.metrics.kpr import kpr
+from dpriv.metrics.microdata import reference_kpr
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
-from dpriv.report import gain_curves, release_frame, render_report, write_report
+from dpriv.report import (
+    defender_tail,
+    describe_knowledge,
+    gain_curves,
+    release_frame,
+    render_report,
+    verdicts,
+    write_report,
+)
+from dpriv.report.explain import KNOWLEDGE_TEXT
 
 CHROMIUM = Path("/usr/bin/chromium")
-HEADINGS = ["Policy", "Releases", "Privacy", "Utility", "Adversary gain"]
+HEADINGS = ["Policy", "Verdict", "Releases", "Privacy", "Utility", "KPR", "Adversary gain"]
 ID_OFFSET = 7_300_000_000
 
 
@@ -115,20 +127,24 @@ def test_release_table_equals_metrics_json(built):
     for row in rows:
         cells = dict(zip(keys, row, strict=True))
         m = json.loads((led.root / "releases" / cells["release"][1] / "metrics.json").read_text())
-        for key in ("n_groups", "n_released", "n_suppressed", "k_achieved", "l_achieved"):
+        for key in ("n_original", "n_groups", "n_released", "n_suppressed", "k_achieved", "l_achieved"):
             assert cells[key][0] == str(m[key]) and int(cells[key][1]) == m[key], key
         assert cells["kpr"][0] == f"{m['kpr']:.4f}"
-        for key in ("suppression_rate", "t_achieved", "j_achieved", "average_semiperimeter", "gcp"):
+        for key in ("t_achieved", "j_achieved", "average_semiperimeter", "gcp"):
             assert float(cells[key][1]) == m[key], key  # exact value kept in data-value
             assert cells[key][0] == f"{m[key]:.4f}", key  # shown with 4 decimals
+        # suppression in the report's one unit: percent of the view's tuples
+        assert float(cells["suppression_rate"][1]) == 100 * m["suppression_rate"]
+        assert cells["suppression_rate"][0] == f"{100 * m['suppression_rate']:.2f} %"
+        assert m["n_suppressed"] == round(m["suppression_rate"] * m["n_original"])
         assert float(cells["seconds"][1]) == pytest.approx(sum(m["seconds"].values()))
 
 
 def test_images_are_embedded_and_nothing_external(built):
     page = built[5]
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', page)
-    # privacy, utility, adversary gain; tail risk (attack/gain_snapshot.csv has its columns)
-    assert len(srcs) == 4
+    # privacy, utility, KPR, adversary gain; tail risk (attack/gain_snapshot.csv has its columns)
+    assert len(srcs) == 5
     for src in srcs:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -204,6 +220,222 @@ def test_cli_report(built, tmp_path):
     assert not (tmp_path / "x.html").exists()
 
 
+def _copy(built, tmp_path, **policy_changes) -> Path:
+    """A copy of the fixture's ledger (without its state) whose policy.json has ``policy_changes``."""
+    copy = tmp_path / "ledger"
+    shutil.copytree(built[0].root, copy, ignore=shutil.ignore_patterns("state"))
+    path = copy / "policy.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **policy_changes}))
+    return copy
+
+
+def _metrics(led) -> list[dict]:
+    return [json.loads((led.root / "releases" / str(i) / "metrics.json").read_text()) for i in (1, 2, 3)]
+
+
+def test_title_comes_from_the_policy_not_the_folder(built, tmp_path):
+    page = built[5]
+    title = "exam_result by age, gender, weight: JS-reduce release (k = 5, t = 0.5, j = 0.8)"
+    assert f"<h1>{title}</h1>" in page and f"<title>{title}</title>" in page
+    assert "ledger" not in re.findall(r"<h1>(.*?)</h1>", page)[0]
+    copy = _copy(built, tmp_path, title="Weekly exams <2024>")
+    assert "<h1>Weekly exams &lt;2024&gt;</h1>" in render_report(copy)
+    assert "<h1>Chosen</h1>" in render_report(copy, title="Chosen")
+
+
+def test_verdict_table_is_within_the_fixture_policy(built):
+    led, page = built[0], built[5]
+    keys, rows = _table(page, "verdict")
+    assert keys == ["release", "respondents", "released", "k", "t", "j", "suppression", "verdict"]
+    head = re.findall(r'<table id="verdict">.*?</thead>', page, re.S)[0]
+    assert "k &ge; 5" in head and "t &le; 0.5" in head and "j &le; 0.8" in head
+    assert "suppression &le; 100.00 %" in head  # max_suppression 1.0, in percent
+    for row, m in zip(rows, _metrics(led), strict=True):
+        cells = dict(zip(keys, row, strict=True))
+        assert int(cells["respondents"][1]) == m["n_original"] == 300
+        assert int(cells["released"][1]) == m["n_released"]
+        assert cells["k"][0] == f"{m['k_achieved']} (within)"
+        assert cells["suppression"][0] == f"{100 * m['suppression_rate']:.2f} % (within)"
+        assert cells["verdict"][0] == "within the policy"
+
+
+def test_verdict_flips_when_a_threshold_is_crossed(built, tmp_path):
+    ms = _metrics(built[0])
+    t2 = ms[1]["t_achieved"]  # release 2's largest EMD
+    k_min = min(m["k_achieved"] for m in ms)
+    supp = max(m["suppression_rate"] for m in ms)
+    assert supp > 0  # the fixture suppresses in some release (hand-checked: 72 of 300 in release 3)
+    # t just below release 2's: every release with a larger max EMD is beyond on t, only those
+    copy = _copy(built, tmp_path / "t", t=t2 - 1e-6, k=k_min + 1, max_suppression=supp - 1e-6)
+    keys, rows = _table(render_report(copy), "verdict")
+    for row, m in zip(rows, ms, strict=True):
+        cells = dict(zip(keys, row, strict=True))
+        beyond = [
+            name
+            for name, crossed in (
+                ("k", m["k_achieved"] < k_min + 1),
+                ("t", m["t_achieved"] > t2 - 1e-6),
+                ("j", False),
+                ("suppression", m["suppression_rate"] > supp - 1e-6),
+            )
+            if crossed
+        ]
+        want = "within the policy" if not beyond else "beyond the policy: " + ", ".join(beyond)
+        assert cells["verdict"][0] == want
+        assert cells["t"][0].endswith("(beyond)" if "t" in beyond else "(within)")
+    assert "beyond the policy: " in rows[1][-1][0] and "t" in rows[1][-1][0]  # release 2 itself
+    # exactly at the threshold is within (t <= threshold, k >= threshold, suppression <= limit)
+    copy = _copy(built, tmp_path / "eq", t=max(m["t_achieved"] for m in ms), k=k_min, max_suppression=supp)
+    _, rows = _table(render_report(copy), "verdict")
+    assert [r[-1][0] for r in rows] == ["within the policy"] * 3
+
+
+def test_verdicts_by_hand():
+    frame = pd.DataFrame(
+        {
+            "release": [1, 2, 3, 4],
+            "respondents": [10, 10, 10, 0],
+            "released": [10, 9, 10, 0],
+            "k": [5, 4, 5, None],
+            "t": [0.3, 0.3, 0.3 + 2e-9, None],
+            "j": [0.1, 0.05, 0.1, None],
+            "suppression": [0.0, 0.1, 0.0, None],
+        }
+    )
+    policy = {"k": 5, "t": 0.3, "j": 0.1, "max_suppression": 0.05, "method": "jsreduce"}
+    got = verdicts(frame, policy)
+    assert [v.within for v in got] == [True, False, False, True]
+    assert got[1].beyond == ["k", "suppression"] and got[2].beyond == ["t"]
+    assert [c.within for c in got[3].checks] == [None] * 4  # an empty release is not judged
+    gains = frame.assign(retro_gain=[0.09, 0.1, 0.1 + 1e-6, None])
+    gated = verdicts(gains, {**policy, "retro_max_gain": 0.1})
+    within = [[c.within for c in v.checks if c.name == "retro_gain"] for v in gated]
+    assert within == [[True], [True], [False], [None]]
+    assert "retro_gain" in gated[2].beyond
+    mondrian = verdicts(frame.iloc[:1].assign(l=[2]), {**policy, "method": "mondrian-l", "l": 3})
+    assert mondrian[0].beyond == ["l"]
+    assert {c.name: c.enforced for c in mondrian[0].checks} == {
+        "k": True, "t": False, "j": False, "l": True, "suppression": True,
+    }  # fmt: skip
+
+
+def test_kpr_section_reference_line_is_the_original_against_itself(built, tmp_path):
+    led, history, policy = built[0], built[1], built[2]
+    assert 'id="kpr-reference-missing"' in built[5]  # the fixture's report had no history
+    page = render_report(led, history=history)
+    keys, rows = _table(page, "releases")
+    assert "kpr_reference" in keys
+    for i, row in enumerate(rows, start=1):
+        view = history[history["view"] == i][list(policy.qi)].astype("float64")
+        with warnings.catch_warnings():  # gender 1/2 is binned as numeric, as release_kpr does
+            warnings.simplefilter("ignore")
+            want = kpr(view, view, list(policy.qi)).kpr  # independently: the view against itself
+        assert float(row[keys.index("kpr_reference")][1]) == want
+    assert 'id="kpr-reference"' in page and "the original view against itself" in page
+    assert "the original history was read for the KPR reference line only" in page
+    assert "history was read" not in built[5]
+    assert "can NOT single out" in page
+    # the same values from attack/kpr.csv's optional column, without the history
+    copy = _copy(built, tmp_path)
+    refs = [float(r[keys.index("kpr_reference")][1]) for r in rows]
+    pd.DataFrame({"release": [1, 2, 3], "kpr": [1.0, 2.0, 3.0], "kpr_reference": refs}).to_csv(
+        copy / "attack" / "kpr.csv", index=False
+    )
+    assert release_frame(copy)["kpr_reference"].tolist() == refs
+    bad = history.drop(columns="weight")
+    with pytest.raises(InputError, match=r"lacks column\(s\) \['weight'\]"):
+        render_report(led, history=bad)
+
+
+def test_reference_kpr_by_hand():
+    # categorical QIs only: no binning, so the original against itself matches exactly its
+    # unique profiles: KPR = 100 * (1 - |U| / n)
+    frame = pd.DataFrame({"sex": ["f", "f", "m", "m", "x"], "zip": ["1", "1", "2", "2", "2"]})
+    policy = ReleasePolicy.from_dict(
+        {
+            "id": "id",
+            "qi": ["sex", "zip"],
+            "sensitive": "s",
+            "kinds": {"sex": "categorical", "zip": "categorical"},
+        }
+    )
+    assert reference_kpr(frame, policy) == pytest.approx(80.0)  # ("x", "2") is the one unique
+    assert reference_kpr(frame.iloc[[0, 2, 4]], policy) == 0.0  # every profile unique
+    assert reference_kpr(frame.iloc[:0], policy) is None
+
+
+@pytest.mark.shared_data
+def test_wbcd_original_against_itself(shared_data):
+    """The figure the KPR reference line exists for: WBCD against itself is far from 0 %."""
+    orig = pd.read_csv(shared_data / "avatar_paper" / "WBCD" / "breast_cancer_wisconsin.csv")
+    known = ["Clump_Thickness", "Uniformity_of_Cell_Size", "Uniformity_of_Cell_Shape"]
+    with warnings.catch_warnings():  # integer scores 1-10: the <= 10 levels hint
+        warnings.simplefilter("ignore")
+        r = kpr(orig, orig, known)
+        four = kpr(orig, orig, [*known, "Bare_Nuclei"])
+    # the scores' bins are narrower than 1, so every unique original matches itself: S = U
+    assert r.n == 683 and r.n_matched == r.n_unique_original == 129
+    assert r.kpr == pytest.approx(100 * (1 - 129 / 683)) and round(r.kpr, 1) == 81.1
+    assert four.n_matched == four.n_unique_original == 210 and round(four.kpr, 1) == 69.3
+
+
+def test_every_adversary_knowledge_and_the_gain_are_explained(built):
+    page = built[5]
+    keys = re.findall(r'<tr data-knowledge="([^"]+)">', page)
+    assert keys == ["snapshot", "dk", "dk-n", "spm", "ie"]
+    table = re.findall(r'<table id="knowledge".*?</table>', page, re.S)[0]
+    for key, text in KNOWLEDGE_TEXT.items():
+        assert html.escape(text[0].upper() + text[1:]) in table, key
+    row = dict(re.findall(r'<tr data-knowledge="([^"]+)">.*?<td>[^<]*</td><td>([^<]*)</td>', table))
+    assert row == {"snapshot": "snapshot", "dk": "dk", "dk-n": "not attacked", "spm": "not attacked",
+                   "ie": "not attacked"}  # fmt: skip
+    assert "Adversary gain (E10): the mean, over the released tuples" in page
+    assert describe_knowledge("dk-2").startswith(
+        "The dk-2 adversary"
+    ) and "last 2 value(s)" in describe_knowledge("dk-2")
+    assert describe_knowledge("spm:corpus.csv").startswith("The spm:corpus.csv adversary mines")
+    assert describe_knowledge("zz") == ""
+
+
+def test_tail_risk_section_is_present_and_explained(built, tmp_path):
+    page = built[5]
+    assert '<h3 id="tail-risk">' in page and "at least 0.9" in page
+    assert 'id="tail-missing"' not in page  # gain files with confident_share are there
+    copy = _copy(built, tmp_path)
+    shutil.rmtree(copy / "attack")
+    bare = render_report(copy)
+    assert '<h3 id="tail-risk">' in bare and 'id="tail-missing"' in bare
+    # the defender's own tail (metrics.json) is still drawn
+    shares = [m["confident_share"] for m in _metrics(built[0])]
+    assert defender_tail(copy)["confident_share"].tolist() == shares
+    tail = bare.split('<h3 id="tail-risk">')[1]
+    assert tail.count("<img ") == 1
+
+
+def test_cli_report_with_history_and_a_bad_history(built, tmp_path):
+    runner = CliRunner()
+    hist = tmp_path / "history.parquet"
+    built[1].to_parquet(hist)
+    out = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", str(built[0].root), "--out", str(out), "--history", str(hist)])
+    assert res.exit_code == 0, res.output
+    assert 'id="kpr-reference"' in out.read_text()
+    built[1].drop(columns="age").to_parquet(tmp_path / "bad.parquet")
+    res = runner.invoke(
+        app,
+        [
+            "report",
+            str(built[0].root),
+            "--out",
+            str(tmp_path / "b.html"),
+            "--history",
+            str(tmp_path / "bad.parquet"),
+        ],
+    )
+    assert res.exit_code == 2 and "age" in res.output
+    assert not (tmp_path / "b.html").exists()
+
+
 def test_renders_in_headless_chromium(built, tmp_path):
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is absent: install it (apt-get install -y chromium), as .ci/run does")
@@ -221,7 +453,7 @@ def test_renders_in_headless_chromium(built, tmp_path):
         "--hide-scrollbars",
         f"--user-data-dir={tmp_path / 'profile'}",
         f"--screenshot={shot}",
-        "--window-size=1200,2400",
+        "--window-size=1200,4800",
         out.resolve().as_uri(),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -229,12 +461,17 @@ def test_renders_in_headless_chromium(built, tmp_path):
     import matplotlib.image
 
     img = matplotlib.image.imread(shot)[..., :3].astype(float)  # floats in [0, 1]
-    assert img.shape[:2] == (2400, 1200)
+    assert img.shape[:2] == (4800, 1200)
     assert img.std() > 0.05  # not blank
     non_white = (img.min(axis=2) < 0.9).mean()
     assert non_white > 0.03
     # Plot regions: saturated (coloured) pixels. Without its images the same page has ~4,500
-    # of them (blue headings) on ~90 rows; with the three plots ~34,000 on ~490 rows.
+    # of them (blue headings) on ~90 rows; with its five plots (privacy, utility, KPR, gain,
+    # tail) ~39,800 on ~680 rows, and the page runs to ~3,700 px.
     colored = (img.max(axis=2) - img.min(axis=2)) > 0.3
-    assert colored.sum() > 15_000
-    assert (colored.sum(axis=1) >= 5).sum() > 250
+    assert colored.sum() > 20_000
+    rows = colored.sum(axis=1) >= 5
+    assert rows.sum() > 450
+    content = np.flatnonzero((img.min(axis=2) < 0.9).any(axis=1))
+    assert content.max() > 3000  # the sections below the fold rendered too
+    assert rows[2400:].sum() > 120  # KPR, adversary gain and tail-risk plots

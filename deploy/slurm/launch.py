@@ -3,11 +3,13 @@
     python deploy/slurm/launch.py [--config deploy/slurm/jobqueue.yaml] [--jobs 2] \
         [--wait-workers 16] [--timeout 1800] -- HISTORY --ledger DIR [--policy F ...]
 
-Everything after ``--`` is passed to ``dpriv release`` with ``--scheduler <address>`` of
-the cluster appended. The release loop (client) runs in this process's job: it reads the
-history and writes the ledger, so only this job needs the data and ledger paths; the
-workers receive the views from the client. Exit status: that of ``dpriv release``
-(0 also when the ledger already holds every view: re-runs are no-ops).
+Everything after ``--`` is passed to ``dpriv release`` (the ``dpriv`` beside this
+interpreter, else the one on PATH) with ``--scheduler <address>`` of the cluster appended.
+The release loop (client) runs in this process's job and writes the ledger; the workers read
+the history and the previous respondent state (``ledger/state/``) themselves, so the history
+and the ledger must be at the same path on every node (a shared filesystem). Exit status:
+that of ``dpriv release`` (0 also when the ledger already holds every view: re-runs are
+no-ops). deploy/slurm/local-cluster.sh starts a one-node SLURM to try it on (deploy/README.md).
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def build_cluster(config: str | Path = HERE / "jobqueue.yaml", **overrides):
     return SLURMCluster(**{**load_config(config), **overrides})
 
 
+def dpriv_command() -> str:
+    """The ``dpriv`` script of this interpreter's environment (the launcher's virtualenv, the
+    one the workers run), else the first ``dpriv`` on PATH."""
+    beside = Path(sys.executable).with_name("dpriv")
+    return str(beside) if beside.is_file() else "dpriv"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ours, release_args = (
@@ -70,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             cmd = ["dpriv", "release", *release_args, "--scheduler", cluster.scheduler_address]
+            cmd[0] = dpriv_command()
             return subprocess.run(cmd, check=False).returncode
 
 

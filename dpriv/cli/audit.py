@@ -115,10 +115,22 @@ def report(
     ledger: Ledger,
     out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
     force: Annotated[bool, typer.Option(help="Replace an existing --out page.")] = False,
+    history: Annotated[
+        str | None,
+        typer.Option(
+            help="The original history (CSV/Parquet): the KPR section then draws each view's KPR "
+            "against itself as the reference line (the report reads no original data otherwise)."
+        ),
+    ] = None,
+    title: Annotated[
+        str | None,
+        typer.Option(help="Page title (default: from the policy: sensitive attribute, QIs, method)."),
+    ] = None,
     debug: Debug = False,
 ) -> None:
-    """One self-contained HTML page: policy, per-release metrics, privacy and utility plots, and
-    the adversary gains found in LEDGER/attack/gain_<knowledge>.csv (where dpriv attack writes)."""
+    """One self-contained HTML page: policy, a verdict per release against its thresholds,
+    per-release metrics, privacy, utility and KPR plots, and the adversary gains and tail risk
+    found in LEDGER/attack/ (where dpriv attack writes), with what each of them means."""
     from dpriv.errors import InputError
     from dpriv.ledger import Ledger
     from dpriv.report import gain_curves, write_report
@@ -129,7 +141,7 @@ def report(
             "pass --force to replace it"
         )
     led = Ledger(ledger)
-    path = write_report(led, out)
+    path = write_report(led, out, title=title, history=history)
     curves = gain_curves(led)
     typer.echo(
         f"report of {len(led.committed())} release(s) written to {path}"

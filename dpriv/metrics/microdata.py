@@ -50,6 +50,30 @@ def draw_microdata(released: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
     return pd.DataFrame(out, index=released.index)
 
 
+def _known(original: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame | dd.DataFrame:
+    """The known variables of the original view: its QIs, numeric ones as float64 (e.g. category)."""
+    return original[list(policy.qi)].astype(dict.fromkeys(policy.numeric_qi, "float64"))
+
+
+def reference_kpr(original: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> float | None:
+    """KPR (percent, E21) of the original view against itself, known variables = the QIs:
+    the value a release's KPR is read against (the report's reference line).
+
+    An attacker who matches the original tuples themselves still fails on every respondent
+    whose QI profile is shared (not unique, U of E21) or whose binned profile (E22) is shared
+    with another one, so this is usually well above 0 (81.1 % on WBCD with three cytology
+    scores known); a release's KPR between it and 100 is what the generalization adds. Same
+    known-variable frame as
+    :func:`release_kpr`; pandas or Dask. Returns None for an empty view.
+    """
+    with warnings.catch_warnings():  # integer-coded QIs, as in release_kpr
+        warnings.simplefilter("ignore")
+        known = _known(original, policy)
+        if not is_dask(known) and len(known) == 0:
+            return None
+        return kpr(known, known, list(policy.qi)).kpr
+
+
 def release_kpr(
     released: pd.DataFrame | dd.DataFrame, original: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
 ) -> float | None:
@@ -57,7 +81,7 @@ def release_kpr(
     known variables = the QIs; None for an empty release. Pandas or Dask (per partition)."""
     with warnings.catch_warnings():  # integer-coded QIs (gender 1/2) trigger the <= 10 levels hint
         warnings.simplefilter("ignore")
-        known = original[list(policy.qi)].astype(dict.fromkeys(policy.numeric_qi, "float64"))  # e.g. category
+        known = _known(original, policy)
         if is_dask(released):
             meta = draw_microdata(released._meta, policy)
             micro = released.map_partitions(draw_microdata, policy, meta=meta)

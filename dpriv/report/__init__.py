@@ -1,18 +1,29 @@
 """An HTML release report of a ledger: one self-contained page a data owner reads before publishing.
 
-The page (:func:`write_report`) has five sections:
+The page (:func:`write_report`) is titled from the policy (its ``title``, else the sensitive
+attribute, QIs, method and k, t, j; :func:`~dpriv.report.explain.report_title`), not from the
+folder name, and has seven sections (:data:`HEADINGS`):
 
 * **Policy** -- the ledger's policy (``policy.json``): columns, k, t (with its EMD ground),
-  j (with its unit, from ``log_base``), the other release parameters and the knowledge
-  sources;
+  j (with its unit, from ``log_base``), the suppression limit (percent of the view's tuples),
+  the other release parameters and the knowledge sources;
+* **Verdict** -- one row per release: respondents, released tuples, each threshold (k, t, j,
+  suppression; l for Mondrian-l) with the achieved value and *within* / *beyond*, and the
+  release's verdict (:func:`~dpriv.report.explain.verdicts`);
 * **Releases** -- one row per committed release from ``releases/<i>/metrics.json``:
-  QI-groups, released and suppressed tuples, suppression rate, achieved k, l, t and j,
-  average semiperimeter (E11), GCP (E24), KPR (E21) when known, seconds;
+  respondents, QI-groups, released and suppressed tuples, suppression (percent of the view),
+  achieved k, l, t and j, average semiperimeter (E11), GCP (E24), KPR (E21) and its
+  reference when known, seconds;
 * **Privacy** -- achieved t (max EMD) and j (max JS) per release against their thresholds;
-* **Utility** -- suppression rate and average semiperimeter per release;
-* **Adversary gain** -- the gain (E10) per release of every adversary whose results exist;
-  with tail columns or retrospective results, mean gain and confident share per release,
-  paper vs retrospective adversary.
+* **Utility** -- suppression (percent) and average semiperimeter per release;
+* **KPR** -- KPR per release, what it means, and the original view's KPR against itself as
+  the reference line (:mod:`dpriv.report.reference`; needs the history);
+* **Adversary gain** -- what each adversary knowledge means (snapshot, dk, dk-n, spm, ie) and
+  what the gain is, the gain (E10) per release of every adversary whose results exist, and
+  the tail risk (share of tuples at posterior >= 0.9 on the true value: paper and
+  retrospective adversaries, the defender's own posteriors).
+
+Suppression has one unit everywhere on the page: percent of the view's tuples.
 
 Plots are PNG images from matplotlib embedded as base64 ``data:`` URIs; the page loads no
 external resource (no script, stylesheet, font or image from elsewhere). Every text taken
@@ -31,7 +42,9 @@ Where results that are not in ``metrics.json`` come from (the convention)::
                                          retrospective): release, as_of, adversary_gain,
                                          confident_share, ... (:mod:`dpriv.report.tail`)
     ledger/attack/kpr.csv                columns release, kpr (percent, E21): the KPR of
-                                         synthetic data drawn from release ``release``
+                                         synthetic data drawn from release ``release``;
+                                         optional kpr_reference: the original view's KPR
+                                         against itself (else computed from ``history=``)
 
 ``<knowledge>`` is the adversary's knowledge as given to ``dpriv attack`` (``dk``,
 ``snapshot``, ``dk-1``, ``ie``...); a ``:`` (``spm:PATH``) is not allowed in a file name,
@@ -40,11 +53,14 @@ file of the same knowledge name. A KPR value in ``metrics.json`` (key ``kpr``) w
 ``attack/kpr.csv``.
 """
 
-from dpriv.report.page import render_report, write_report
-from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
+from dpriv.report.explain import Check, Verdict, describe_knowledge, report_title, verdicts
+from dpriv.report.page import HEADINGS, render_report, write_report
+from dpriv.report.plots import plot_gains, plot_kpr, plot_privacy, plot_utility
+from dpriv.report.reference import reference_kprs
 from dpriv.report.tables import (
     ATTACK_DIR,
     RELEASE_COLUMNS,
+    defender_tail,
     gain_curves,
     kpr_values,
     policy_summary,
@@ -54,16 +70,25 @@ from dpriv.report.tail import plot_tail, tail_curves
 
 __all__ = [
     "ATTACK_DIR",
+    "HEADINGS",
     "RELEASE_COLUMNS",
+    "Check",
+    "Verdict",
+    "defender_tail",
+    "describe_knowledge",
     "gain_curves",
     "kpr_values",
     "plot_gains",
+    "plot_kpr",
     "plot_privacy",
     "plot_utility",
     "policy_summary",
     "plot_tail",
+    "reference_kprs",
     "release_frame",
     "render_report",
+    "report_title",
     "tail_curves",
+    "verdicts",
     "write_report",
 ]

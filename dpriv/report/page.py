@@ -1,47 +1,47 @@
-"""The report page: HTML of the policy, releases, privacy, utility and gain sections,
-written atomically (see :mod:`dpriv.report`)."""
+"""The report page: HTML of the policy, verdict, releases, privacy, utility, KPR and gain
+sections, written atomically (see :mod:`dpriv.report`)."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
-import math
-import numbers
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import dask.dataframe as dd
 import pandas as pd
 
 from dpriv.criteria import GUARANTEES, breaks
 from dpriv.io import atomic_write
 from dpriv.ledger import Ledger
-from dpriv.report.plots import _png_uri, plot_gains, plot_privacy, plot_utility
+from dpriv.report.explain import percent, report_title, verdicts
+from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
+from dpriv.report.reference import reference_kprs
+from dpriv.report.sections import (
+    cell,
+    gains_table,
+    img,
+    knowledge_section,
+    kpr_section,
+    tail_section,
+    verdict_section,
+)
 from dpriv.report.tables import (
     ATTACK_DIR,
     RELEASE_COLUMNS,
     _j_unit,
     _ledger,
     _stored_policy,
+    defender_tail,
     gain_curves,
     policy_summary,
     release_frame,
 )
-from dpriv.report.tail import plot_tail, tail_curves
+from dpriv.report.tail import tail_curves
 
-# --------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------
-# Plots (matplotlib Figure objects, no pyplot: the caller's backend is left alone)
-# --------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------
-# HTML
-# --------------------------------------------------------------------------------------
+#: The page's sections (``<h2>``), in order.
+HEADINGS = ("Policy", "Verdict", "Releases", "Privacy", "Utility", "KPR", "Adversary gain")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:2em auto;max-width:1150px;
@@ -58,31 +58,6 @@ p.note{color:#555;font-size:.9em}
 """
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
-    """Display text of a table cell: integers as is, floats with ``digits`` decimals."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        return f"{float(value):.{digits}f}"
-    return str(value)
-
-
-def _cell(value: Any, *, digits: int = 4, cls: str = "") -> str:
-    e = html.escape
-    if value is None or isinstance(value, bool | numbers.Integral):
-        raw = "" if value is None else str(value)
-    elif isinstance(value, numbers.Real):
-        raw = repr(float(value))
-    else:
-        raw = str(value)
-    klass = f' class="{e(cls)}"' if cls else ""
-    return f'<td{klass} data-value="{e(raw)}">{e(_fmt(value, digits))}</td>'
-
-
 def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
     """Whether an achieved value breaks the policy threshold that its method guarantees
     (:data:`dpriv.criteria.GUARANTEES`; a red cell in the table)."""
@@ -93,24 +68,35 @@ def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
 
 def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
     e = html.escape
-    cols = [c for c in RELEASE_COLUMNS if not (c[0] == "kpr" and releases["kpr"].isna().all())]
+    skip = {c for c in ("kpr", "kpr_reference") if releases[c].isna().all()}
+    cols = [c for c in RELEASE_COLUMNS if c[0] not in skip]
     head = "".join(f'<th data-key="{e(key)}">{e(text)}</th>' for _, key, text in cols)
     body = []
     for row in releases.to_dict("records"):
         cells = []
         for col, _key, _ in cols:
             val = row[col]
-            if isinstance(val, float) and val.is_integer() and col in ("groups", "released", "suppressed"):
+            counts = ("respondents", "groups", "released", "suppressed")
+            if isinstance(val, float) and val.is_integer() and col in counts:
                 val = int(val)
             fail = _breaks(col, val, policy)
+            if col == "suppression":  # one unit everywhere: percent of the view's tuples
+                pct = None if val is None else 100 * float(val)
+                over = val is not None and policy.get("max_suppression") is not None and (
+                    float(val) > float(policy["max_suppression"]) + 1e-12
+                )
+                cells.append(cell(pct, text=percent(val), cls="fail" if over else ""))
+                continue
             digits = 2 if col == "seconds" else 4
-            cells.append(_cell(val, digits=digits, cls="fail" if fail else ""))
+            cells.append(cell(val, digits=digits, cls="fail" if fail else ""))
         body.append(f'<tr data-release="{int(row["release"])}">' + "".join(cells) + "</tr>")
     return f'<table id="releases"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _img(fig, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="{_png_uri(fig)}">'
+def _history_reference(
+    led: Ledger, history: pd.DataFrame | dd.DataFrame | str | Path | None
+) -> dict[int, float] | None:
+    return None if history is None else reference_kprs(led, history)
 
 
 def render_report(
@@ -118,6 +104,7 @@ def render_report(
     *,
     gains: Mapping[str, pd.DataFrame] | None = None,
     title: str | None = None,
+    history: pd.DataFrame | dd.DataFrame | str | Path | None = None,
 ) -> str:
     """The report page of :func:`write_report` as a string (nothing written).
 
@@ -128,20 +115,25 @@ def render_report(
     gains : mapping knowledge name -> DataFrame, optional
         Adversary gains (see :func:`gain_curves`).
     title : str, optional
-        Page title; default "dpriv release report: <ledger folder name>".
+        Page title; default from the policy (:func:`dpriv.report.explain.report_title`: its
+        ``title``, else the sensitive attribute, the QIs, the method and k, t, j).
+    history : pandas or Dask DataFrame or path, optional
+        The original history: the KPR reference line (each view against itself,
+        :func:`dpriv.report.reference.reference_kprs`) is computed from it.
 
     Returns
     -------
     str
-        A complete HTML5 document.
+        A complete HTML5 document with the sections of :data:`HEADINGS`.
     """
     e = html.escape
     led = _ledger(ledger)
     policy = _stored_policy(led)
-    releases = release_frame(led)
+    releases = release_frame(led, _history_reference(led, history))
     curves = gain_curves(led, gains)
-    title = title or f"dpriv release report: {led.root.resolve().name}"
+    title = title or report_title(policy)
     j_unit = _j_unit(float(policy.get("log_base", 2.0)))
+    method = str(policy.get("method", "jsreduce"))
     n = len(releases)
     parts = [
         "<!DOCTYPE html>",
@@ -154,11 +146,15 @@ def render_report(
         f'<p class="note">{n} committed release(s); generated {e(_dt.date.today().isoformat())} by '
         "<code>dpriv report</code> from the public files of the ledger (manifest.json, policy.json, "
         "releases/&lt;i&gt;/metrics.json, attack/). The sensitive <code>state/</code> folder is not "
-        "read.</p>",
+        "read"
+        + ("; the original history was read for the KPR reference line only" if history is not None else "")
+        + ".</p>",
         '<h2 id="policy">Policy</h2>',
         '<table class="policy">'
         + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in policy_summary(led))
         + "</table>",
+        '<h2 id="verdict-heading">Verdict</h2>',
+        verdict_section(verdicts(releases, policy), method),
         '<h2 id="releases-heading">Releases</h2>',
     ]
     if n == 0:
@@ -166,7 +162,8 @@ def render_report(
     else:
         parts += [
             f'<div style="overflow-x:auto">{_release_table(releases, policy)}</div>',
-            '<p class="note">Released and suppressed tuples; suppression: suppressed share of the view. '
+            '<p class="note">Respondents: tuples of the view (one per respondent); released and '
+            "suppressed tuples; suppression: suppressed tuples in percent of the view's tuples. "
             "Achieved values: k, l: smallest QI-group size and smallest number of distinct sensitive "
             f"values in a group; t: largest EMD between a group and the view; j: largest JS divergence "
             f"({e(j_unit)}) within a group's revised background knowledge; average semiperimeter (E11): "
@@ -176,20 +173,21 @@ def render_report(
             + (
                 ""
                 if releases["kpr"].isna().all()
-                else "; KPR (E21): knowledge protection rate of synthetic data drawn from the release"
+                else "; KPR (E21): knowledge protection rate of synthetic data drawn from the release "
+                "(see KPR below)"
             )
-            + ". A red cell breaks a threshold the method guarantees.</p>",
+            + ". A red cell breaks a threshold the method guarantees (or the suppression limit).</p>",
         ]
     parts.append('<h2 id="privacy">Privacy</h2>')
     if n:
         parts.append(
-            _img(
+            img(
                 plot_privacy(
                     releases,
                     t=policy.get("t"),
                     j=policy.get("j"),
                     j_unit=j_unit,
-                    enforced=GUARANTEES.get(policy.get("method", "jsreduce"), ()),
+                    enforced=GUARANTEES.get(method, ()),
                 ),
                 "achieved t and j per release against their thresholds",
             )
@@ -197,50 +195,23 @@ def render_report(
     parts.append('<h2 id="utility">Utility</h2>')
     if n:
         parts.append(
-            _img(
+            img(
                 plot_utility(releases, m=len(policy.get("qi", [])) or None),
-                "suppression rate and average semiperimeter per release",
+                "suppression (percent of the view) and average semiperimeter per release",
             )
         )
-    parts.append('<h2 id="adversary-gain">Adversary gain</h2>')
+    parts += ['<h2 id="kpr">KPR</h2>', kpr_section(releases)]
+    parts += ['<h2 id="adversary-gain">Adversary gain</h2>', knowledge_section(curves)]
     if curves:
-        parts.append(_img(plot_gains(curves), "adversary gain per release for each adversary knowledge"))
-        rows = []
-        for name, frame in curves.items():
-            g = frame["adversary_gain"]
-            worst = frame.loc[g.idxmax()] if g.notna().any() else None
-            rows.append(
-                f"<tr><th>{e(name)}</th>{_cell(None if worst is None else float(worst['adversary_gain']))}"
-                f"{_cell(None if worst is None else int(worst['release']))}"
-                f"{_cell(float(g.mean()) if g.notna().any() else None)}</tr>"
-            )
-        parts.append(
-            '<table id="gains"><thead><tr><th>knowledge</th><th>largest gain</th><th>at release</th>'
-            f"<th>mean gain</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            '<p class="note">Adversary gain (E10): mean over the released tuples of the posterior on the '
-            "true sensitive value minus its frequency in the QI-group. Read it next to the suppression: "
-            "suppressed tuples do not enter it.</p>"
-        )
+        parts.append(img(plot_gains(curves), "adversary gain per release for each adversary knowledge"))
+        parts.append(gains_table(curves))
     else:
         parts.append(
             '<p class="note">No attack results. Run <code>dpriv attack LEDGER --history HISTORY '
             "--knowledge dk --out LEDGER/attack/gain_dk.csv</code> (one file per knowledge) and "
             "re-run <code>dpriv report</code>.</p>"
         )
-    tails = tail_curves(led.root / ATTACK_DIR)
-    if tails:
-        parts.append('<h3 id="tail-risk">Paper vs retrospective adversary, tail risk</h3>')
-        parts.append(
-            _img(plot_tail(tails), "mean gain and confident share per release, paper vs retrospective")
-        )
-        parts.append(
-            '<p class="note">Solid: the paper adversary, each release attacked when it comes out '
-            "(<code>attack/gain_&lt;knowledge&gt;.csv</code>); dashed: the retrospective adversary, "
-            "each release attacked again after the last one (<code>dpriv attack --adversary "
-            "retrospective --out LEDGER/attack/retro_&lt;knowledge&gt;.csv</code>). Right: share of "
-            "the released tuples whose posterior on the true value is at least 0.9 (the mean hides "
-            "them); the CSV files give the precision of those claims and the certain deductions.</p>"
-        )
+    parts.append(tail_section(tail_curves(led.root / ATTACK_DIR), defender_tail(led)))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -250,6 +221,8 @@ def write_report(
     out_html: str | Path,
     *,
     gains: dict[str, pd.DataFrame] | None = None,
+    title: str | None = None,
+    history: pd.DataFrame | dd.DataFrame | str | Path | None = None,
 ) -> Path:
     """Write the self-contained HTML report of a ledger (see the module doc).
 
@@ -263,6 +236,10 @@ def write_report(
         Adversary gains per release (columns ``release``, ``adversary_gain``, e.g. the
         frames returned by :func:`dpriv.attack.attack`); merged with the
         ``attack/gain_<knowledge>.csv`` files of the ledger (passed frames win).
+    title : str, optional
+        Page title (default from the policy, see :func:`render_report`).
+    history : pandas or Dask DataFrame or path, optional
+        The original history, for the KPR reference line (see :func:`render_report`).
 
     Returns
     -------
@@ -274,9 +251,10 @@ def write_report(
     LedgerError
         ``ledger`` is not a ledger.
     InputError
-        The ledger has no policy yet, or a gain / KPR table lacks its columns.
+        The ledger has no policy yet, a gain / KPR table lacks its columns, or the history
+        lacks the policy's time column or a QI.
     """
-    page = render_report(ledger, gains=gains)
+    page = render_report(ledger, gains=gains, title=title, history=history)
     out = Path(out_html)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, page.encode("utf-8"), mode=None)

@@ -121,6 +121,35 @@ def plot_gains(curves: Mapping[str, pd.DataFrame]):
     return fig
 
 
+def plot_kpr(releases: pd.DataFrame):
+    """KPR (E21, percent) per release, with the original view's KPR against itself as the
+    dashed reference line (drawn where ``kpr_reference`` is known).
+
+    Parameters
+    ----------
+    releases : pandas.DataFrame
+        :func:`release_frame` (columns ``release``, ``kpr``, ``kpr_reference``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, (ax,) = _figure(1, height=3.4)
+    fig.set_size_inches(8, 3.4)
+    x = releases["release"].to_numpy()
+    kpr, ref = _series(releases, "kpr"), _series(releases, "kpr_reference")
+    ax.plot(x, kpr, marker="o", color="#4f81bd", label="KPR of microdata drawn from the release")
+    if ref.notna().any():
+        label = "reference: the original view against itself"
+        ax.plot(x, ref, ls="--", marker="_", color="#c0504d", label=label)
+    ax.set(xlabel="release", ylabel="KPR (%)", title="Knowledge Protection Rate per release")
+    ax.set_ylim(0, 105)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
 def _png_uri(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)

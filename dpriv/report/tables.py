@@ -21,10 +21,11 @@ _GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 #: Columns of :func:`release_frame`: (column, metrics.json key, header text of the report).
 RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("release", "release", "release"),
+    ("respondents", "n_original", "respondents"),
     ("groups", "n_groups", "QI-groups"),
     ("released", "n_released", "released"),
     ("suppressed", "n_suppressed", "suppressed"),
-    ("suppression", "suppression_rate", "suppression"),
+    ("suppression", "suppression_rate", "suppression (% of the view)"),
     ("k", "k_achieved", "k"),
     ("l", "l_achieved", "l"),
     ("t", "t_achieved", "t (max EMD)"),
@@ -32,6 +33,8 @@ RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("semiperimeter", "average_semiperimeter", "avg semi-perimeter"),
     ("gcp", "gcp", "GCP"),
     ("kpr", "kpr", "KPR (%)"),
+    ("kpr_reference", "kpr_reference", "KPR of the original itself (%)"),
+    ("retro_gain", "gate", "retrospective gain as of the release (gate)"),
     ("seconds", "seconds", "seconds"),
 )
 
@@ -98,7 +101,7 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
             "j (Jensen-Shannon threshold)",
             f"{p.get('j')} {_j_unit(log_base)} -- JS divergence over the revised background knowledge",
         ),
-        ("max_suppression", str(p.get("max_suppression"))),
+        ("max_suppression", _max_suppression(p.get("max_suppression"))),
         ("seed", str(p.get("seed"))),
     ]
     if p.get("method", "jsreduce") == "mondrian-l":
@@ -109,6 +112,10 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
         dom = p.get("domains", {}).get(qi)
         if dom is not None:
             rows.append((f"domain of {qi}", _short_list(dom)))
+        tree = (p.get("hierarchies") or {}).get(qi)
+        if tree is not None:  # released as the group's lowest common node of this hierarchy
+            text = f"{Path(str(tree)).name} (released as a group's lowest common node)"
+            rows.append((f"hierarchy of {qi}", text))
     knowledge = p.get("knowledge") or {}
     if knowledge:
         shown = []
@@ -121,16 +128,25 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
     return rows
 
 
+def _max_suppression(limit: Any) -> str:
+    """The suppression limit in the report's one unit: percent of the view's tuples."""
+    if limit is None:
+        return "None"
+    return f"{100 * float(limit):g} % of the view's tuples per release"
+
+
 def _short_list(values: list[Any]) -> str:
     text = [str(v) for v in values]
     return "[" + ", ".join(text if len(text) <= 8 else [*text[:4], "...", *text[-2:]]) + "]"
 
 
-def kpr_values(ledger: Ledger | str | Path) -> dict[int, float]:
-    """KPR (percent) per release from ``attack/kpr.csv`` (columns ``release``, ``kpr``).
+def kpr_values(ledger: Ledger | str | Path, column: str = "kpr") -> dict[int, float]:
+    """KPR (percent) per release from ``attack/kpr.csv`` (columns ``release``, ``kpr``, and
+    optionally ``kpr_reference``: the KPR of the original view against itself).
 
-    Returns an empty dict when the file is absent; raises :class:`InputError` when it
-    lacks a column.
+    ``column`` is ``"kpr"`` or ``"kpr_reference"``. Returns an empty dict when the file (or
+    the optional ``kpr_reference`` column) is absent; raises :class:`InputError` when it
+    lacks ``release`` or ``kpr``.
     """
     led = _ledger(ledger)
     path = led.root / ATTACK_DIR / "kpr.csv"
@@ -139,43 +155,81 @@ def kpr_values(ledger: Ledger | str | Path) -> dict[int, float]:
     frame = pd.read_csv(path)
     missing = [c for c in ("release", "kpr") if c not in frame.columns]
     if missing:
-        raise InputError(f"{ATTACK_DIR}/kpr.csv lacks column(s) {missing}; expected release, kpr (percent)")
-    return {int(r): float(v) for r, v in zip(frame["release"], frame["kpr"], strict=True)}
+        raise InputError(
+            f"{ATTACK_DIR}/kpr.csv lacks column(s) {missing}; expected release, kpr (percent) "
+            "and optionally kpr_reference (percent)"
+        )
+    if column not in frame.columns:
+        return {}
+    values = pd.to_numeric(frame[column], errors="coerce")
+    return {int(r): float(v) for r, v in zip(frame["release"], values, strict=True)}
 
 
-def release_frame(ledger: Ledger | str | Path) -> pd.DataFrame:
+def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | None = None) -> pd.DataFrame:
     """Per-release metrics of a ledger as read from ``releases/<i>/metrics.json``.
 
     Parameters
     ----------
     ledger : Ledger, str or Path
         A release ledger (or its folder).
+    reference : mapping release -> float, optional
+        KPR (percent) of each original view against itself
+        (:func:`dpriv.report.reference.reference_kprs`); wins over ``attack/kpr.csv``.
 
     Returns
     -------
     pandas.DataFrame
         One row per committed release, the columns of :data:`RELEASE_COLUMNS` (``release``,
-        ``groups``, ``released``, ``suppressed``, ``suppression``, ``k``, ``l``, ``t``,
-        ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``seconds``); values exactly as stored
-        (``seconds`` summed over the steps). ``kpr`` is NaN where unknown (neither in
-        ``metrics.json`` nor in ``attack/kpr.csv``); other missing values are None.
+        ``respondents`` (the view's tuples ``n_original``: one per respondent), ``groups``,
+        ``released``, ``suppressed``, ``suppression`` (a share in [0, 1]), ``k``, ``l``,
+        ``t``, ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``kpr_reference``, ``retro_gain`` (the
+        release gate's largest retrospective gain as of the release, None without a gate),
+        ``seconds``);
+        values exactly as stored (``seconds`` summed over the steps). ``kpr`` and
+        ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in
+        ``attack/kpr.csv`` nor passed); other missing values are None.
     """
     led = _ledger(ledger)
     kprs = kpr_values(led)
+    refs = {**kpr_values(led, "kpr_reference"), **(reference or {})}
     rows = []
     for entry in led.committed():
         i = int(entry["index"])
         m = led.read_metrics(i)
         row = {col: m.get(key) for col, key, _ in RELEASE_COLUMNS}
         row["release"] = i
+        # the release gate's record (dpriv/gate.py): its largest gain over releases 1..i as of i
+        row["retro_gain"] = row["retro_gain"].get("max_gain") if isinstance(row["retro_gain"], dict) else None
         if isinstance(row["seconds"], dict):
             row["seconds"] = float(sum(row["seconds"].values()))
         if row["kpr"] is None:
             row["kpr"] = kprs.get(i, math.nan)
         elif isinstance(row["kpr"], dict):  # a KPRResult.as_dict()
             row["kpr"] = row["kpr"].get("kpr", math.nan)
+        if i in refs:
+            row["kpr_reference"] = refs[i]
+        elif row["kpr_reference"] is None:
+            row["kpr_reference"] = math.nan
         rows.append(row)
     return pd.DataFrame(rows, columns=[c for c, _, _ in RELEASE_COLUMNS])
+
+
+def defender_tail(ledger: Ledger | str | Path) -> pd.DataFrame:
+    """The defender's own tail per release from ``metrics.json`` (``confident_share``:
+    share of the kept tuples whose defender posterior on the true value is >= 0.9).
+
+    Returns a frame with columns ``release`` (int64) and ``confident_share`` (float64, NaN
+    where undefined or not recorded), one row per committed release.
+    """
+    led = _ledger(ledger)
+    rows = []
+    for entry in led.committed():
+        i = int(entry["index"])
+        share = led.read_metrics(i).get("confident_share")
+        rows.append((i, math.nan if share is None else float(share)))
+    return pd.DataFrame(rows, columns=["release", "confident_share"]).astype(
+        {"release": "int64", "confident_share": "float64"}
+    )
 
 
 def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:

@@ -86,7 +86,7 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     return out
 
 
-def plot_tail(curves: Mapping[str, pd.DataFrame]):
+def plot_tail(curves: Mapping[str, pd.DataFrame], defender: pd.DataFrame | None = None):
     """Two panels: mean gain (E10) and confident share (posterior on the truth >= 0.9) per
     release; solid = paper adversary, dashed = retrospective as of the last release.
 
@@ -94,6 +94,9 @@ def plot_tail(curves: Mapping[str, pd.DataFrame]):
     ----------
     curves : mapping knowledge name -> DataFrame
         :func:`tail_curves`.
+    defender : pandas.DataFrame, optional
+        ``release``, ``confident_share`` of the defender's own posteriors
+        (:func:`dpriv.report.tables.defender_tail`), drawn in black in the right panel.
 
     Returns
     -------
@@ -111,6 +114,12 @@ def plot_tail(curves: Mapping[str, pd.DataFrame]):
                 if np.isfinite(y).any():
                     label = f"{name} {'paper' if who == 'paper' else 'retrospective'}"
                     ax.plot(f["release"], y, ls=ls, marker="o", ms=3, color=color, label=label)
+    if defender is not None and defender["confident_share"].notna().any():
+        a2.plot(
+            defender["release"], defender["confident_share"], color="black", marker="s", ms=3,
+            label="defender's own posteriors",
+        )  # fmt: skip
+        a2.legend(fontsize=7)
     a1.axhline(0, color="grey", lw=0.8)
     a1.set(xlabel="release", ylabel="adversary gain (E10)", title="Mean gain per release")
     a2.set(xlabel="release", ylabel="share of tuples", title="Posterior on the true value >= 0.9")
@@ -118,5 +127,6 @@ def plot_tail(curves: Mapping[str, pd.DataFrame]):
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
     a2.set_ylim(bottom=0)
-    a1.legend(fontsize=7)
+    if a1.get_legend_handles_labels()[0]:
+        a1.legend(fontsize=7)
     return fig

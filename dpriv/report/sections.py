@@ -1,0 +1,221 @@
+"""HTML pieces of the report page: table cells, images, and the sections that explain the
+numbers (verdict per release, KPR with its reference line, the adversary knowledges, the tail).
+
+Every text from data is escaped here; a cell keeps the exact value in ``data-value`` and shows
+a rounded one. Suppression is shown in percent of the view's tuples everywhere.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from dpriv.report.explain import (
+    GAIN_TEXT,
+    KNOWLEDGE_TEXT,
+    KPR_TEXT,
+    TAIL_TEXT,
+    Verdict,
+    describe_knowledge,
+    knowledge_key,
+    percent,
+)
+from dpriv.report.plots import _png_uri, plot_kpr
+from dpriv.report.tail import plot_tail
+
+e = html.escape
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Display text of a table cell: integers as is, floats with ``digits`` decimals."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.{digits}f}"
+    return str(value)
+
+
+def cell(value: Any, *, digits: int = 4, cls: str = "", text: str | None = None, attrs: str = "") -> str:
+    """A ``<td>`` with the exact value in ``data-value`` and ``text`` (default: :func:`fmt`)."""
+    if value is None or isinstance(value, bool | numbers.Integral):
+        raw = "" if value is None else str(value)
+    elif isinstance(value, numbers.Real):
+        raw = "" if math.isnan(float(value)) else repr(float(value))
+    else:
+        raw = str(value)
+    klass = f' class="{e(cls)}"' if cls else ""
+    shown = fmt(value, digits) if text is None else text
+    return f'<td{klass}{attrs} data-value="{e(raw)}">{e(shown)}</td>'
+
+
+def img(fig, alt: str) -> str:
+    return f'<img alt="{e(alt)}" src="{_png_uri(fig)}">'
+
+
+def _threshold(name: str, threshold: float) -> str:
+    if name == "suppression":
+        return f"suppression &le; {e(percent(threshold, 2))}"
+    if name == "retro_gain":
+        return f"retrospective gain &le; {e(f'{threshold:g}')}"
+    sign = "&ge;" if name in ("k", "l") else "&le;"
+    return f"{e(name)} {sign} {e(f'{threshold:g}')}"
+
+
+def verdict_section(verdicts: list[Verdict], method: str) -> str:
+    """The ``verdict`` table: one row per release, one column per threshold, then the verdict."""
+    if not verdicts:
+        return '<p class="note">No release to judge yet.</p>'
+    first = verdicts[0].checks
+    head = (
+        '<th data-key="release">release</th><th data-key="respondents">respondents</th>'
+        '<th data-key="released">released tuples</th>'
+        + "".join(
+            f'<th data-key="{e(c.name)}">{_threshold(c.name, c.threshold)}'
+            f"{'' if c.enforced else ' (not enforced)'}</th>"
+            for c in first
+        )
+        + '<th data-key="verdict">verdict</th>'
+    )
+    rows = []
+    for v in verdicts:
+        cells = [cell(v.release), cell(v.respondents), cell(v.released)]
+        for c in v.checks:
+            word = "-" if c.within is None else ("within" if c.within else "beyond")
+            shown = (
+                percent(c.achieved)
+                if c.name == "suppression"
+                else fmt(c.achieved, 4 if c.name in ("t", "j", "retro_gain") else 0)
+            )
+            attrs = "" if c.within is None else f' data-within="{str(c.within).lower()}"'
+            cells.append(
+                cell(
+                    c.achieved,
+                    cls="" if c.within is not False else "fail",
+                    text=f"{shown} ({word})",
+                    attrs=attrs,
+                )
+            )
+        verdict = "within the policy" if v.within else "beyond the policy: " + ", ".join(v.beyond)
+        cells.append(cell(verdict, cls="" if v.within else "fail"))
+        rows.append(f'<tr data-release="{v.release}">' + "".join(cells) + "</tr>")
+    loose = [c.name for c in first if not c.enforced]
+    note = (
+        '<p class="note">Each achieved value against the policy\'s threshold: k and l are the '
+        "smallest QI-group size and number of distinct sensitive values, t the largest EMD between "
+        "a group and the view, j the largest JS divergence within a group's revised knowledge, "
+        "suppression the share of the view's tuples left out (percent of the view). Respondents: "
+        "tuples of the view, one per respondent."
+        + (
+            f" The {e(method)} method does not guarantee {e(', '.join(loose))}: the policy states "
+            "it, so a release beyond it is reported, not refused."
+            if loose
+            else ""
+        )
+        + "</p>"
+    )
+    return (
+        f'<div style="overflow-x:auto"><table id="verdict"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{note}"
+    )
+
+
+def kpr_section(releases: pd.DataFrame) -> str:
+    """The KPR plot with its reference line and what KPR means (a note when unknown)."""
+    if releases.empty or releases["kpr"].isna().all():
+        return (
+            f'<p class="note">{e(KPR_TEXT)}</p><p class="note">No KPR is recorded for these '
+            "releases (ledgers written by dpriv record it in metrics.json; or put release, kpr "
+            "in attack/kpr.csv).</p>"
+        )
+    parts = [img(plot_kpr(releases), "KPR per release with the original view's KPR against itself")]
+    parts.append(f'<p class="note">{e(KPR_TEXT)}</p>')
+    ref = releases["kpr_reference"]
+    if ref.isna().all():
+        parts.append(
+            '<p class="note" id="kpr-reference-missing">The reference line needs the original '
+            "history, which the report does not read by itself: run <code>dpriv report LEDGER "
+            "--history HISTORY</code> (or put a kpr_reference column in attack/kpr.csv).</p>"
+        )
+    else:
+        known = releases[ref.notna()]
+        gaps = known["kpr"] - known["kpr_reference"]
+        parts.append(
+            f'<p class="note" id="kpr-reference">Reference (the original view against itself): '
+            f"{e(fmt(float(known['kpr_reference'].min()), 2))} % to "
+            f"{e(fmt(float(known['kpr_reference'].max()), 2))} %; a release's KPR minus its "
+            f"reference: {float(gaps.min()):+.2f} to {float(gaps.max()):+.2f} points.</p>"
+        )
+    return "".join(parts)
+
+
+def knowledge_section(curves: Mapping[str, pd.DataFrame]) -> str:
+    """The ``knowledge`` table (every adversary knowledge of ``dpriv attack``, one sentence
+    each, and which ones have results here) and what the gain is."""
+    present = {knowledge_key(n) for n in curves}
+    rows = []
+    for key, text in KNOWLEDGE_TEXT.items():
+        names = ", ".join(n for n in curves if knowledge_key(n) == key)
+        shown = "dk-1, dk-2, dk-3" if key == "dk-n" else ("spm:PATH" if key == "spm" else key)
+        rows.append(
+            f'<tr data-knowledge="{e(key)}"><th>{e(shown)}</th><td>{e(text[0].upper() + text[1:])}.</td>'
+            f"<td>{e(names) if key in present else 'not attacked'}</td></tr>"
+        )
+    extra = [n for n in curves if not knowledge_key(n)]
+    for name in extra:
+        rows.append(
+            f"<tr><th>{e(name)}</th><td>(not a knowledge of dpriv attack)</td><td>{e(name)}</td></tr>"
+        )
+    return (
+        '<table id="knowledge" class="policy"><thead><tr><th>knowledge</th><th>the adversary...</th>'
+        f"<th>results here</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f'<p class="note">{e(GAIN_TEXT)}</p>'
+    )
+
+
+def gains_table(curves: Mapping[str, pd.DataFrame]) -> str:
+    """Largest gain, its release and the mean gain per knowledge (``gains`` table)."""
+    rows = []
+    for name, frame in curves.items():
+        g = frame["adversary_gain"]
+        worst = frame.loc[g.idxmax()] if g.notna().any() else None
+        rows.append(
+            f'<tr title="{e(describe_knowledge(name))}"><th>{e(name)}</th>'
+            f"{cell(None if worst is None else float(worst['adversary_gain']))}"
+            f"{cell(None if worst is None else int(worst['release']))}"
+            f"{cell(float(g.mean()) if g.notna().any() else None)}</tr>"
+        )
+    return (
+        '<table id="gains"><thead><tr><th>knowledge</th><th>largest gain</th><th>at release</th>'
+        f"<th>mean gain</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def tail_section(tails: Mapping[str, pd.DataFrame], defender: pd.DataFrame) -> str:
+    """The tail-risk plot (paper / retrospective adversaries, the defender's own posteriors)
+    and what it shows; a note on how to get the attack results when there are none."""
+    parts = ['<h3 id="tail-risk">Tail risk: respondents named with 90 % confidence</h3>']
+    has_defender = bool(defender["confident_share"].notna().any())
+    if tails or has_defender:
+        parts.append(
+            img(
+                plot_tail(tails, defender if has_defender else None),
+                "mean gain and share of tuples at posterior >= 0.9 per release",
+            )
+        )
+    parts.append(f'<p class="note">{e(TAIL_TEXT)}</p>')
+    if not tails:
+        parts.append(
+            '<p class="note" id="tail-missing">No adversary tail yet: <code>dpriv attack LEDGER '
+            "--history HISTORY --knowledge dk</code> writes confident_share into "
+            "attack/gain_dk.csv; re-run <code>dpriv report</code>.</p>"
+        )
+    return "".join(parts)
