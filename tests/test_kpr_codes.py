@@ -214,3 +214,35 @@ def test_fast_path_warns_like_before_for_low_cardinality() -> None:
     big = pd.DataFrame({"x": np.arange(5000) / 7.0, "y": np.arange(5000) % 13 * 1.5, "c": ["a", "b"] * 2500})
     _check(big, big.sample(frac=1.0, random_state=0).iloc[:4000], ["x", "y", "c"])
     _check(big, big.iloc[:10], ["c", "y", "x"])
+
+
+def test_exact_statistics_by_chunks_are_the_whole_sums() -> None:
+    from fractions import Fraction
+
+    from dpriv.metrics.kpr_binning import (
+        STATS_CHUNK,
+        _exact_sum,
+        _exact_sum_of_squares,
+        _to_fraction,
+        var_stats,
+    )
+
+    rng = np.random.default_rng(11)
+    n = 2 * STATS_CHUNK + 1234  # three chunks
+    ints = rng.integers(-(10**12), 10**12, n)
+    st = var_stats(ints)
+    assert st.dec[:2] == (sum(ints.tolist()), sum(x * x for x in ints.tolist()))
+    assert st.dec[2:] == (int(ints.min()), int(ints.max()))
+    one_decimal = np.round(rng.normal(70, 15, n), 1)
+    st = var_stats(one_decimal, binary=False)
+    tenths = [round(v * 10) for v in one_decimal.tolist()]
+    assert st.dec[:2] == (Fraction(sum(tenths), 10), Fraction(sum(t * t for t in tenths), 100))
+    y = rng.normal(0, 1, n) / 3.0  # not short decimals: binary-exact sums
+    st = var_stats(y)
+    assert st.dec is None
+    assert _to_fraction(st.total) == _to_fraction(_exact_sum(y))
+    assert _to_fraction(st.total_sq) == _to_fraction(_exact_sum_of_squares(y))
+    # a decimal scale is chosen for the whole column, not per chunk: integers near 1e14 in
+    # the first chunk and quarters in the last need 10**2 * 1e14 > 1e15 -> not decimal
+    mixed = np.concatenate([1e14 + np.arange(STATS_CHUNK, dtype=float), np.full(10, 0.25)])
+    assert var_stats(mixed).dec is None

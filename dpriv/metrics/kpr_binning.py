@@ -248,6 +248,32 @@ def bin_values(raw: np.ndarray, miss: np.ndarray, grid: _Grid | None) -> np.ndar
     return b
 
 
+#: Values per chunk of the exact sums (bounded temporaries; exact sums add up exactly).
+STATS_CHUNK = 1 << 18
+
+
+def _chunked(fn, y: np.ndarray) -> _ExactSum:
+    total: _ExactSum = (0, 0)
+    for k in range(0, len(y), STATS_CHUNK):
+        total = _add_exact(total, fn(y[k : k + STATS_CHUNK]))
+    return total
+
+
+def _chunked_int_sums(v: np.ndarray, scale: float | None = None) -> tuple[int, int, int, int]:
+    """:func:`int_sums` of ``v`` (non-empty), or of ``rint(v * scale)`` as int64, by chunks."""
+    s1 = s2 = 0
+    lo = hi = None
+    for k in range(0, len(v), STATS_CHUNK):
+        c = v[k : k + STATS_CHUNK]
+        if scale is not None:
+            c = np.rint(c * scale).astype(np.int64)
+        a, b, clo, chi = int_sums(c)
+        s1, s2 = s1 + a, s2 + b
+        lo = clo if lo is None else min(lo, clo)
+        hi = chi if hi is None else max(hi, chi)
+    return s1, s2, lo, hi  # type: ignore[return-value]
+
+
 def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
     """Partial statistics of one numeric variable over its non-missing values ``raw``
     (int64/uint64 or float64, shape (k,)). ``binary=False`` skips the binary-exact sums
@@ -256,7 +282,7 @@ def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
     if raw.dtype.kind in "iu":  # exact integers (also beyond 2**53)
         if len(raw) == 0:
             return _VarStats()
-        s1, s2, lo, hi = int_sums(raw)
+        s1, s2, lo, hi = _chunked_int_sums(raw)
         return _VarStats(len(raw), 0, vmin=float(lo), vmax=float(hi), dec=(s1, s2, lo, hi))
     y = raw.astype(np.float64, copy=False)
     inf = np.isinf(y)
@@ -268,15 +294,15 @@ def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
     d = decimal_scale(y)
     dec = None
     if d is not None:
-        x1, x2, xlo, xhi = int_sums(np.rint(y * 10.0**d).astype(np.int64))
+        x1, x2, xlo, xhi = _chunked_int_sums(y, 10.0**d)
         p = 10**d
         dec = (Fraction(x1, p), Fraction(x2, p * p), Fraction(xlo, p), Fraction(xhi, p))
     exact_binary = binary or dec is None
     return _VarStats(
         count=len(y),
         n_inf=n_inf,
-        total=_exact_sum(y) if exact_binary else (0, 0),
-        total_sq=_exact_sum_of_squares(y) if exact_binary else (0, 0),
+        total=_chunked(_exact_sum, y) if exact_binary else (0, 0),
+        total_sq=_chunked(_exact_sum_of_squares, y) if exact_binary else (0, 0),
         vmin=float(y.min()),
         vmax=float(y.max()),
         dec=dec,

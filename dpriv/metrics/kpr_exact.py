@@ -40,9 +40,13 @@ def decimal_scale(y: np.ndarray) -> int | None:
 
     def fits(v: np.ndarray, d: int) -> bool:
         p = 10.0**d
-        with np.errstate(over="ignore", invalid="ignore"):
-            x = np.rint(v * p)
-            return bool(((np.abs(x) < 1e15) & (x / p == v)).all())
+        for k in range(0, len(v), 1 << 18):  # by chunks: bounded temporaries
+            c = v[k : k + (1 << 18)]
+            with np.errstate(over="ignore", invalid="ignore"):
+                x = np.rint(c * p)
+                if not ((np.abs(x) < 1e15) & (x / p == c)).all():
+                    return False
+        return True
 
     head = y[:1024]  # a scale failing on the first values fails on all: skip the full pass
     for d in range(MAX_DIGITS + 1):
