@@ -1,18 +1,28 @@
-"""Benchmark of dpriv.metrics.kpr: pandas path vs Dask path, in the same process.
+"""Benchmark of dpriv.metrics.kpr against a plain pandas implementation of the formula.
 
 KPR (docs/algorithms.md §5, E21/E22) of ``n`` original records against ``n`` synthetic ones,
 with 2 numeric known variables (age: integer years, weight: kg with one decimal) and 1
 categorical one (region, 8 levels, category dtype). The synthetic table is the original
 one perturbed (age +/- 2 years, weight x N(1, 0.03), 5 % of regions redrawn).
 
-Prints wall times, the Dask/pandas ratio, the KPR figures (they must be identical) and the
-peak traced memory of each path (``tracemalloc``: NumPy/pandas buffers are traced; a
-second, traced run so that the timings are not slowed down), plus the process max RSS.
-Times are the best of ``--repeat`` runs.
+Three implementations on the same tables: ``peer`` (``kpr_peer.peer_kpr``, plain pandas,
+the yardstick), dpriv on pandas input, dpriv on Dask input (``--npartitions``). For each
+size it prints the best wall time and the best process CPU time (all threads; on a shared
+machine the less noisy of the two) of ``--repeat`` interleaved runs and the peak memory of
+one run,
+each also as a ratio to the peer (target of issue 13: time ratio <= 1, memory ratio
+<= 1.5 for dpriv on pandas input), and checks that the KPR, ``|U|``, ``|B1|`` and ``|S|``
+are the same to the last bit.
+
+Memory: each implementation runs in a fresh subprocess (same method for all three): the
+tables are built, one warm-up call on a small table loads the code paths, the peak RSS
+is reset (``/proc/self/clear_refs``) and the figure is the peak RSS during the call minus
+the RSS before it (input tables excluded, every allocation counted: NumPy, pandas, Arrow,
+Python objects, Dask threads).
 
 Usage::
 
-    python benchmarks/bench_kpr.py [--n 1000000] [--npartitions 8] [--repeat 3]
+    python benchmarks/bench_kpr.py [--sizes 100000,1000000] [--npartitions 8] [--repeat 3]
                                    [--scheduler threads|distributed] [--no-memory]
 """
 
@@ -20,19 +30,24 @@ from __future__ import annotations
 
 import argparse
 import gc
-import resource
+import json
+import os
+import subprocess
+import sys
 import time
-import tracemalloc
 import warnings
 
-import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv.metrics.kpr import KPRResult, KPRWarning, kpr
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kpr_peer import peer_kpr  # noqa: E402
+
+from dpriv.metrics.kpr import KPRWarning, kpr  # noqa: E402
 
 KNOWN = ["age", "weight", "region"]
+IMPLS = ("peer", "dpriv-pandas", "dpriv-dask")
 
 
 def make_tables(n: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -60,92 +75,135 @@ def make_tables(n: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     return orig, syn
 
 
-def timed(fn):
+def runner(impl: str, orig: pd.DataFrame, syn: pd.DataFrame, npartitions: int):
+    """A no-argument callable computing (kpr, |U|, |B1|, |S|) with ``impl``."""
+    if impl == "peer":
+
+        def run():
+            r = peer_kpr(orig, syn, KNOWN)
+            return (r["kpr"], r["U"], r["B1"], r["S"])
+
+        return run
+    if impl == "dpriv-pandas":
+        a, b = orig, syn
+    else:
+        import dask.dataframe as dd
+
+        a = dd.from_pandas(orig, npartitions=npartitions)
+        b = dd.from_pandas(syn, npartitions=npartitions)
+
+    def run():
+        r = kpr(a, b, KNOWN)
+        return (r.kpr, r.n_unique_original, r.n_unique_synthetic_profiles, r.n_matched)
+
+    return run
+
+
+def _status() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, val = line.partition(":")
+            if key in ("VmHWM", "VmRSS"):
+                out[key] = int(val.split()[0]) * 1024
+    return out
+
+
+def child(impl: str, n: int, npartitions: int, scheduler: str) -> None:
+    """Peak RSS (bytes) of one call of ``impl`` above the RSS before it; JSON on stdout."""
+    warnings.simplefilter("ignore", KPRWarning)
+    client = _client(scheduler)
+    runner(impl, *make_tables(2000, seed=1), npartitions)()  # warm-up: imports, caches
+    orig, syn = make_tables(n)
+    run = runner(impl, orig, syn, npartitions)
     gc.collect()
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current RSS
+    before = _status()["VmRSS"]
+    run()
+    print(json.dumps({"peak": _status()["VmHWM"] - before}))
+    if client is not None:
+        client.close()
 
 
-def traced_peak(fn) -> float:
-    gc.collect()
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
+def _client(scheduler: str):
+    import dask
+
+    if scheduler == "distributed":
+        from dask.distributed import Client, LocalCluster
+
+        return Client(LocalCluster(processes=False, dashboard_address=None))
+    dask.config.set(scheduler="threads")
+    return None
 
 
-def show(label: str, r: KPRResult, seconds: float) -> None:
-    print(
-        f"{label:7s} {seconds:8.2f} s   KPR = {r.kpr:.4f} %   |U| = {r.n_unique_original}"
-        f"   |B1| = {r.n_unique_synthetic_profiles}   |S| = {r.n_matched}"
-    )
+def peak_bytes(impl: str, n: int, npartitions: int, scheduler: str) -> float:
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", impl, "--sizes", str(n)]
+    cmd += ["--npartitions", str(npartitions), "--scheduler", scheduler]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return float(json.loads(out.strip().splitlines()[-1])["peak"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=10**6)
+    ap.add_argument("--sizes", default="100000,1000000", help="comma-separated table sizes")
     ap.add_argument("--npartitions", type=int, default=8)
     ap.add_argument("--scheduler", choices=["threads", "distributed"], default="threads")
-    ap.add_argument("--repeat", type=int, default=3, help="timed runs per path (min kept)")
-    ap.add_argument("--no-memory", action="store_true", help="skip the traced runs")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per implementation (min kept)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the subprocess memory runs")
+    ap.add_argument("--child", choices=IMPLS, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.child:
+        child(args.child, sizes[0], args.npartitions, args.scheduler)
+        return
     warnings.simplefilter("ignore", KPRWarning)
-
-    orig, syn = make_tables(args.n)
+    client = _client(args.scheduler)
     print(
-        f"KPR benchmark: {args.n:,} original x {len(syn):,} synthetic records, "
-        f"known = {KNOWN}; Dask: {args.npartitions} partitions, scheduler={args.scheduler}"
+        f"KPR benchmark: known = {KNOWN}; Dask input: {args.npartitions} partitions, "
+        f"scheduler={args.scheduler}; best of {args.repeat} runs; memory = peak RSS above the "
+        "inputs, one run per implementation in a fresh process"
     )
-    client = None
-    if args.scheduler == "distributed":
-        from dask.distributed import Client, LocalCluster
-
-        client = Client(LocalCluster(processes=False, dashboard_address=None))
-    dorig = dd.from_pandas(orig, npartitions=args.npartitions)
-    dsyn = dd.from_pandas(syn, npartitions=args.npartitions)
-
-    def run_pandas() -> KPRResult:
-        return kpr(orig, syn, KNOWN)
-
-    def run_dask() -> KPRResult:
-        if client is not None:
-            return kpr(dorig, dsyn, KNOWN)
-        with dask.config.set(scheduler="threads"):
-            return kpr(dorig, dsyn, KNOWN)
-
-    rp, tp = timed(run_pandas)
-    rd, td = timed(run_dask)
-    for _ in range(args.repeat - 1):  # best of `repeat` (the machine may be shared)
-        tp = min(tp, timed(run_pandas)[1])
-        td = min(td, timed(run_dask)[1])
-    show("pandas", rp, tp)
-    show("dask", rd, td)
-    same = (rp.kpr, rp.n_unique_original, rp.n_unique_synthetic_profiles, rp.n_matched) == (
-        rd.kpr,
-        rd.n_unique_original,
-        rd.n_unique_synthetic_profiles,
-        rd.n_matched,
-    ) and rp.bins == rd.bins
-    print(f"ratio dask / pandas time: {td / tp:.2f}   identical results: {same}")
-    for name, b in rp.bins.items():
-        print(f"  bins {name}: lo={b.lo:.6g} hi={b.hi:.6g} step={b.step:.6g} n_bins={b.n_bins}")
-    if not args.no_memory:
-        mp = traced_peak(run_pandas)
-        md = traced_peak(run_dask)
-        print(
-            f"peak traced memory: pandas {mp:.0f} MiB, dask {md:.0f} MiB "
-            f"(input tables: {orig.memory_usage(deep=True).sum() / 2**20:.0f} MiB + "
-            f"{syn.memory_usage(deep=True).sum() / 2**20:.0f} MiB)"
-        )
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"process max RSS: {rss:.0f} MiB")
+    print(
+        f"{'n':>9s}  {'impl':13s} {'wall s':>8s} {'x peer':>7s} {'CPU s':>8s} {'x peer':>7s} "
+        f"{'peak MiB':>9s} {'x peer':>7s}  KPR"
+    )
+    ok = True
+    for n in sizes:
+        orig, syn = make_tables(n)
+        runs = {impl: runner(impl, orig, syn, args.npartitions) for impl in IMPLS}
+        best = dict.fromkeys(IMPLS, float("inf"))
+        cpu = dict.fromkeys(IMPLS, float("inf"))
+        result = {}
+        for _ in range(args.repeat):  # interleaved: a shared machine slows all alike
+            for impl, run in runs.items():
+                gc.collect()
+                c0, t0 = time.process_time(), time.perf_counter()
+                result[impl] = run()
+                best[impl] = min(best[impl], time.perf_counter() - t0)
+                cpu[impl] = min(cpu[impl], time.process_time() - c0)
+        peak = {}
+        if not args.no_memory:
+            peak = {impl: peak_bytes(impl, n, args.npartitions, args.scheduler) for impl in IMPLS}
+        for impl in IMPLS:
+            mem = (
+                f"{peak[impl] / 2**20:9.1f} {peak[impl] / peak['peer']:7.2f}"
+                if peak
+                else f"{'-':>9s} {'-':>7s}"
+            )
+            r = result[impl]
+            print(
+                f"{n:9d}  {impl:13s} {best[impl]:8.3f} {best[impl] / best['peer']:7.2f} "
+                f"{cpu[impl]:8.3f} {cpu[impl] / cpu['peer']:7.2f} {mem}  "
+                f"{r[0]!r} (|U| {r[1]}, |B1| {r[2]}, |S| {r[3]})"
+            )
+        same = all(result[impl] == result["peer"] for impl in IMPLS)
+        ok &= same
+        print(f"{'':9s}  same KPR, |U|, |B1|, |S| to the last bit in all three: {same}")
     if client is not None:
         client.close()
-    if not same:
-        raise SystemExit("pandas and Dask paths disagree")
+    if not ok:
+        raise SystemExit("the implementations disagree")
 
 
 if __name__ == "__main__":

@@ -14,11 +14,13 @@ Numeric variables are binned by (E22) with ``step = tolerance * |mean|`` over
 values of ``U``; categorical variables are compared by value label. Every edge case of
 docs/algorithms.md §5.3 is handled as decided there (see :func:`kpr`).
 
-Both pandas and Dask DataFrames are accepted. The Dask path never brings a table to the
-client: the uniqueness counts and the semi-join are ``groupby(...).size()`` /
-``groupby(...).sum()`` with ``split_out`` (the profile tables stay partitioned), the bin
-statistics are one tree reduction, and a single ``dask.compute`` fetches the handful of
-scalars at the end.
+Both pandas and Dask DataFrames are accepted. Labels are compared as integer codes on a
+domain shared by the two tables and profiles as int64 keys (:mod:`dpriv.metrics.kpr_codes`).
+The pandas path (:mod:`dpriv.metrics.kpr_kernel`) counts with ``np.bincount``; the Dask
+path (:mod:`dpriv.metrics.kpr_dask`) never brings a table to the client: the uniqueness
+counts and the semi-join are ``groupby(...).size()`` / ``groupby(...).sum()`` with
+``split_out`` (the profile tables stay partitioned), the bin statistics are one tree
+reduction, and a single ``dask.compute`` fetches the handful of scalars at the end.
 
 The bin statistics are computed with *exact* (rational) sums, so the mean and the variance
 are the correctly rounded values of the exact ones, independent of the partitioning: the
@@ -33,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
@@ -44,16 +45,10 @@ from dpriv.metrics.kpr_binning import (
     MISSING,
     NO_BINS,
     BinSpec,
-    _bin_frame,
-    _binned_key_names,
-    _finalize_specs,
-    _Grid,
-    _merge_partials,
-    _Specs,
-    _stats_chunk,
     bin_index,
 )
-from dpriv.metrics.kpr_counting import _Distinct, _distinct_chunk, _distinct_merge, _encode_raw, _key_names
+from dpriv.metrics.kpr_dask import dask_counts
+from dpriv.metrics.kpr_kernel import Counts, pandas_counts
 from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
 
 __all__ = [
@@ -161,102 +156,16 @@ class _Setup:
         return [k for k, nm in zip(self.known, self.numeric, strict=True) if nm]
 
 
-@dataclass(frozen=True)
-class _Counts:
-    """What both paths count: n, |avatars|, |U|, the bin grids, |B1|, |S| and the distinct
-    values of each numeric known variable (up to the low-cardinality limit)."""
-
-    n: int
-    n_synthetic: int
-    n_unique: int
-    specs: _Specs
-    n_b1: int
-    n_matched: int
-    distinct: list[np.ndarray]
-
-
-def _pandas_path(original: pd.DataFrame, synthetic: pd.DataFrame, setup: _Setup) -> _Counts:
-    known, numeric = setup.known, setup.numeric
-    enc_o = _encode_raw(original, known, numeric)
-    enc_s = _encode_raw(synthetic, known, numeric)
-    keys = _key_names(len(known))
-    u = enc_o[~enc_o.duplicated(keys, keep=False)]
-    num_names = setup.num_names
-    specs = _finalize_specs([_stats_chunk(u, numeric)], num_names, setup.tolerance, setup.padding, setup.ddof)
-    both = pd.concat(
-        [_bin_frame(u, numeric, specs, 0), _bin_frame(enc_s, numeric, specs, 1)],
-        ignore_index=True,
+def _pandas_path(original: pd.DataFrame, synthetic: pd.DataFrame, setup: _Setup) -> Counts:
+    return pandas_counts(
+        original, synthetic, setup.known, setup.numeric, setup.tolerance, setup.padding, setup.ddof
     )
-    agg = both.groupby(_binned_key_names(numeric), sort=False)[["_o", "_a"]].sum()
-    b1 = agg["_a"].to_numpy() == 1
-    n_s = int(agg["_o"].to_numpy()[b1].sum())
-    distinct = _distinct_chunk(original, num_names).values if num_names else []
-    return _Counts(len(original), len(synthetic), len(u), specs, int(b1.sum()), n_s, distinct)
 
 
-def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> _Counts:
-    import dask
-    import dask.dataframe as dd
-
-    known, numeric = setup.known, setup.numeric
-
-    if not is_dask(original):
-        original = dd.from_pandas(original, npartitions=1)
-    if not is_dask(synthetic):
-        synthetic = dd.from_pandas(synthetic, npartitions=1)
-    orig_k = original[list(known)]
-    syn_k = synthetic[list(known)]
-    meta_raw = _encode_raw(orig_k._meta, known, numeric)
-    enc_o = orig_k.map_partitions(_encode_raw, known, numeric, meta=meta_raw)
-    enc_s = syn_k.map_partitions(_encode_raw, known, numeric, meta=_encode_raw(syn_k._meta, known, numeric))
-    keys = _key_names(len(known))
-    split_o = max(1, original.npartitions)
-    # step 3: U = raw profiles of size 1 (partitioned result, never gathered)
-    sizes = enc_o.groupby(keys, sort=False).size(split_out=split_o)
-    sizes = sizes.to_frame("_n").reset_index()
-    u = sizes[sizes["_n"] == 1][keys]
-    num_names = setup.num_names
-    # step 4: one exact tree reduction -> bin grids (a Dask Scalar, used by the binning)
-    specs = u.reduction(
-        _stats_chunk,
-        aggregate=_finalize_specs,
-        combine=_merge_partials,
-        meta=object,
-        chunk_kwargs={"numeric": numeric},
-        aggregate_kwargs={
-            "names": num_names,
-            "tolerance": setup.tolerance,
-            "padding": setup.padding,
-            "ddof": setup.ddof,
-        },
+def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> Counts:
+    return dask_counts(
+        original, synthetic, setup.known, setup.numeric, setup.tolerance, setup.padding, setup.ddof
     )
-    # steps 5-8: binned U (origin 0) + binned avatars (origin 1), one groupby -> per binned
-    # profile the number of U records (_o) and of avatars (_a); B1 = {_a == 1}
-    dummy = _Specs(tuple(_Grid(0.0, 1.0, 1.0, 1.0) for _ in num_names), (), ())
-    meta_bin = _bin_frame(meta_raw, numeric, dummy, 0)
-    bu = u.map_partitions(_bin_frame, numeric, specs, 0, meta=meta_bin)
-    bs = enc_s.map_partitions(_bin_frame, numeric, specs, 1, meta=meta_bin)
-    both = dd.concat([bu, bs], ignore_unknown_divisions=True)
-    split_b = max(1, bu.npartitions + bs.npartitions)
-    agg = both.groupby(_binned_key_names(numeric), sort=False)[["_o", "_a"]].sum(split_out=split_b)
-    b1 = agg["_a"] == 1
-    n_b1 = b1.sum()
-    n_s = agg["_o"].where(b1, 0).sum()
-    n = enc_o.shape[0]
-    n_syn = enc_s.shape[0]
-    n_u = u.shape[0]
-    if num_names:
-        distinct = original[num_names].reduction(
-            _distinct_chunk,
-            aggregate=_distinct_merge,
-            combine=_distinct_merge,
-            meta=object,
-            chunk_kwargs={"names": num_names},
-        )
-    else:
-        distinct = _Distinct([])
-    n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v = dask.compute(n, n_syn, n_u, specs, n_b1, n_s, distinct)
-    return _Counts(int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), distinct_v.values)
 
 
 def kpr(
@@ -349,16 +258,15 @@ def kpr(
     path = _dask_path if is_dask(original) or is_dask(synthetic) else _pandas_path
     res = path(original, synthetic, setup)
     n, n_syn, n_u, specs, n_b1, n_s = res.n, res.n_synthetic, res.n_unique, res.specs, res.n_b1, res.n_matched
-    distinct = res.distinct
     if n == 0:
         raise InputError("kpr: the original table has no rows; KPR needs n > 0 records")
     if specs.errors:
         raise InputError("kpr: " + "; ".join(specs.errors))
     num_names = setup.num_names
-    for name, vals in zip(num_names, distinct, strict=True):
-        if len(vals) <= _LOW_CARDINALITY:
+    for name, n_values in zip(num_names, res.n_distinct, strict=True):
+        if n_values <= _LOW_CARDINALITY:
             warnings.warn(
-                f"kpr: numeric known variable {name!r} has only {len(vals)} distinct "
+                f"kpr: numeric known variable {name!r} has only {n_values} distinct "
                 "value(s) in the original table; if it is a coded category, cast it to "
                 "'category' in both tables (it is binned as numeric here)",
                 KPRWarning,

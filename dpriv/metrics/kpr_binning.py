@@ -8,7 +8,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,7 +82,7 @@ def _exact_sum(values: np.ndarray, extra_exp: np.ndarray | int = 0) -> _ExactSum
     mant, exp = np.frexp(values)
     m = (mant * 9007199254740992.0).astype(np.int64)  # * 2**53, exact
     e = exp.astype(np.int64) + extra - 53
-    order = np.argsort(e, kind="stable")
+    order = np.argsort(e.astype(np.int16), kind="stable")  # |e| < 2**12: int16 radix sort
     es = e[order]
     ms = m[order]
     high = ms >> 26  # arithmetic shift: ms = high * 2**26 + low, 0 <= low < 2**26
@@ -231,87 +230,83 @@ def bin_index(y: np.ndarray, lo: float, hi: float, step: float, n_bins: float) -
     return out
 
 
-def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int) -> pd.DataFrame:
-    """Binned profile of encoded records (output of :func:`_encode_raw`).
+def bin_values(raw: np.ndarray, miss: np.ndarray, grid: _Grid | None) -> np.ndarray:
+    """(E22) bin of each value of one numeric variable: float64 of shape (k,).
 
-    Numeric ``k{i}`` become float64 bin indices (sentinels for below/above/missing, no
-    ``m{i}``); categorical ``k{i}``/``m{i}`` are kept. Adds ``_o`` = ``origin == 0`` and
-    ``_a`` = ``origin == 1`` (int64) to count originals of U and avatars per profile.
+    ``raw``: int64/uint64/float64 values, shape (k,) (the value under a missing flag is
+    ignored); ``miss``: bool, shape (k,). Regular bins ``0..n_bins-1``, :data:`BELOW`,
+    :data:`ABOVE`, :data:`MISSING`, and :data:`NO_BINS` for every non-missing value when
+    the variable has no grid (no non-missing value in ``U``).
     """
-    cols: dict[str, Any] = {}
-    j = 0
-    for i, num in enumerate(numeric):
-        if num:
-            grid = specs.grids[j]
-            j += 1
-            raw = keys[f"k{i}"].to_numpy()
-            miss = keys[f"m{i}"].to_numpy(dtype=bool)
-            if grid is None:
-                b = np.full(len(raw), NO_BINS)
-            elif grid.exact is not None:
-                b = exact_bins(raw, grid.exact)  # exact (E22), issue 15
-            else:
-                b = bin_index(raw.astype(np.float64), grid.lo, grid.hi, grid.step, grid.n_bins)
-            b[miss] = MISSING
-            cols[f"k{i}"] = b
-        else:
-            cols[f"k{i}"] = keys[f"k{i}"].array
-            cols[f"m{i}"] = keys[f"m{i}"].to_numpy(dtype=bool)
-    n = len(keys)
-    cols["_o"] = np.full(n, 1 if origin == 0 else 0, dtype=np.int64)
-    cols["_a"] = np.full(n, 1 if origin == 1 else 0, dtype=np.int64)
-    return pd.DataFrame(cols, index=pd.RangeIndex(n))
+    if grid is None:
+        b = np.full(len(raw), NO_BINS)
+    elif grid.exact is not None:
+        b = exact_bins(raw, grid.exact)  # exact (E22), issue 15
+    else:
+        b = bin_index(raw.astype(np.float64), grid.lo, grid.hi, grid.step, grid.n_bins)
+    b[miss] = MISSING
+    return b
 
 
-def _binned_key_names(numeric: Sequence[bool]) -> list[str]:
-    names: list[str] = []
-    for i, num in enumerate(numeric):
-        names.append(f"k{i}")
-        if not num:
-            names.append(f"m{i}")
-    return names
+#: Values per chunk of the exact sums (bounded temporaries; exact sums add up exactly).
+STATS_CHUNK = 1 << 18
 
 
-def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
-    """Partial statistics of the numeric variables over a partition of ``U``."""
-    out = []
-    for i, num in enumerate(numeric):
-        if not num:
-            continue
-        raw = u[f"k{i}"].to_numpy()[~u[f"m{i}"].to_numpy(dtype=bool)]
-        if raw.dtype.kind in "iu":  # exact integers (also beyond 2**53)
-            if len(raw) == 0:
-                out.append(_VarStats())
-                continue
-            s1, s2, lo, hi = int_sums(raw)
-            out.append(_VarStats(len(raw), 0, vmin=float(lo), vmax=float(hi), dec=(s1, s2, lo, hi)))
-            continue
-        y = raw.astype(np.float64)
-        inf = np.isinf(y)
-        n_inf = int(inf.sum())
-        if n_inf:
-            y = y[~inf]
-        if len(y) == 0:
-            out.append(_VarStats(n_inf=n_inf))
-            continue
-        d = decimal_scale(y)
-        dec = None
-        if d is not None:
-            x1, x2, xlo, xhi = int_sums(np.rint(y * 10.0**d).astype(np.int64))
-            p = 10**d
-            dec = (Fraction(x1, p), Fraction(x2, p * p), Fraction(xlo, p), Fraction(xhi, p))
-        out.append(
-            _VarStats(
-                count=len(y),
-                n_inf=n_inf,
-                total=_exact_sum(y),
-                total_sq=_exact_sum_of_squares(y),
-                vmin=float(y.min()),
-                vmax=float(y.max()),
-                dec=dec,
-            )
-        )
-    return _Partial(out)
+def _chunked(fn, y: np.ndarray) -> _ExactSum:
+    total: _ExactSum = (0, 0)
+    for k in range(0, len(y), STATS_CHUNK):
+        total = _add_exact(total, fn(y[k : k + STATS_CHUNK]))
+    return total
+
+
+def _chunked_int_sums(v: np.ndarray, scale: float | None = None) -> tuple[int, int, int, int]:
+    """:func:`int_sums` of ``v`` (non-empty), or of ``rint(v * scale)`` as int64, by chunks."""
+    s1 = s2 = 0
+    lo = hi = None
+    for k in range(0, len(v), STATS_CHUNK):
+        c = v[k : k + STATS_CHUNK]
+        if scale is not None:
+            c = np.rint(c * scale).astype(np.int64)
+        a, b, clo, chi = int_sums(c)
+        s1, s2 = s1 + a, s2 + b
+        lo = clo if lo is None else min(lo, clo)
+        hi = chi if hi is None else max(hi, chi)
+    return s1, s2, lo, hi  # type: ignore[return-value]
+
+
+def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
+    """Partial statistics of one numeric variable over its non-missing values ``raw``
+    (int64/uint64 or float64, shape (k,)). ``binary=False`` skips the binary-exact sums
+    of a float column whose values are all short decimals (their decimal sums are used);
+    only a caller that merges nothing else may skip them (the pandas path)."""
+    if raw.dtype.kind in "iu":  # exact integers (also beyond 2**53)
+        if len(raw) == 0:
+            return _VarStats()
+        s1, s2, lo, hi = _chunked_int_sums(raw)
+        return _VarStats(len(raw), 0, vmin=float(lo), vmax=float(hi), dec=(s1, s2, lo, hi))
+    y = raw.astype(np.float64, copy=False)
+    inf = np.isinf(y)
+    n_inf = int(inf.sum())
+    if n_inf:
+        y = y[~inf]
+    if len(y) == 0:
+        return _VarStats(n_inf=n_inf)
+    d = decimal_scale(y)
+    dec = None
+    if d is not None:
+        x1, x2, xlo, xhi = _chunked_int_sums(y, 10.0**d)
+        p = 10**d
+        dec = (Fraction(x1, p), Fraction(x2, p * p), Fraction(xlo, p), Fraction(xhi, p))
+    exact_binary = binary or dec is None
+    return _VarStats(
+        count=len(y),
+        n_inf=n_inf,
+        total=_chunked(_exact_sum, y) if exact_binary else (0, 0),
+        total_sq=_chunked(_exact_sum_of_squares, y) if exact_binary else (0, 0),
+        vmin=float(y.min()),
+        vmax=float(y.max()),
+        dec=dec,
+    )
 
 
 def _merge_partials(parts: pd.Series | Sequence[_Partial]) -> _Partial:

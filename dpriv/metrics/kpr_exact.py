@@ -37,12 +37,20 @@ def decimal_scale(y: np.ndarray) -> int | None:
     the double nearest to an integer ``X`` over ``10**D`` with ``|X| < 10**15``; ``None``
     when there is none (not all values are short decimals). Empty ``y`` gives 0."""
     y = np.asarray(y, dtype=np.float64)
-    for d in range(MAX_DIGITS + 1):
+
+    def fits(v: np.ndarray, d: int) -> bool:
         p = 10.0**d
-        with np.errstate(over="ignore", invalid="ignore"):
-            x = np.rint(y * p)
-            ok = (np.abs(x) < 1e15) & (x / p == y)
-        if ok.all():
+        for k in range(0, len(v), 1 << 18):  # by chunks: bounded temporaries
+            c = v[k : k + (1 << 18)]
+            with np.errstate(over="ignore", invalid="ignore"):
+                x = np.rint(c * p)
+                if not ((np.abs(x) < 1e15) & (x / p == c)).all():
+                    return False
+        return True
+
+    head = y[:1024]  # a scale failing on the first values fails on all: skip the full pass
+    for d in range(MAX_DIGITS + 1):
+        if fits(head, d) and fits(y, d):
             return d
     return None
 
@@ -161,17 +169,38 @@ def exact_bins(y: np.ndarray, grid: ExactGrid) -> np.ndarray:
         vmin, vmax, step = float(grid.vmin), float(grid.vmax), float(grid.step)
         c = math.sqrt(float(grid.w))
         with np.errstate(invalid="ignore", over="ignore"):
-            r = (yf - vmin) / step + c
-            u = (yf - vmax) / step - c
-            scale = (np.abs(yf) + abs(vmin) + abs(vmax)) / step + np.abs(r) + c + 1.0
-            tol = scale * _TOL
+            # in place, same operations in the same order as the formulas in the comments
+            r = yf - vmin  # r = (yf - vmin) / step + c
+            r /= step
+            r += c
+            u = yf - vmax  # u = (yf - vmax) / step - c
+            u /= step
+            u -= c
+            tol = np.abs(yf)  # tol = ((|yf| + |vmin| + |vmax|) / step + |r| + c + 1) * _TOL
+            tol += abs(vmin)
+            tol += abs(vmax)
+            tol /= step
+            tol += np.abs(r)
+            tol += c
+            tol += 1.0
+            tol *= _TOL
             f = np.floor(r)
-            amb = (r - f <= tol) | (f + 1.0 - r <= tol) | (np.abs(u) <= tol) | (np.abs(r) >= _BIG)
-        amb &= np.isfinite(yf)
-        idx = np.minimum(f, float(grid.n_bins - 1))
-        out[:] = np.where(r < 0, BELOW, np.where(u > 0, ABOVE, idx))
-        out[np.isposinf(yf)] = ABOVE
-        out[np.isneginf(yf)] = BELOW
+            d = r - f  # ambiguous: within tol of an edge, or of hi, or too large
+            amb = d <= tol
+            np.subtract(f + 1.0, r, out=d)
+            amb |= d <= tol
+            np.abs(u, out=d)
+            amb |= d <= tol
+            np.abs(r, out=d)
+            amb |= d >= _BIG
+        fin = np.isfinite(yf)
+        amb &= fin
+        np.minimum(f, float(grid.n_bins - 1), out=out)
+        out[u > 0] = ABOVE
+        out[r < 0] = BELOW
+        if not fin.all():
+            out[np.isposinf(yf)] = ABOVE
+            out[np.isneginf(yf)] = BELOW
     if amb.any():
         pos = np.flatnonzero(amb)
         vals = np.asarray(y)[pos]
