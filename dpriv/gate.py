@@ -25,19 +25,23 @@ from __future__ import annotations
 
 import collections
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import to_pandas
 from dpriv.adversary.masks import deductions_available
 from dpriv.adversary.retrospective import retrospective_posteriors
 from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
+from dpriv.errors import PolicyError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
+from dpriv.released import GROUP
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,35 @@ class RetroGate:
     def accept(self, candidate: ReadRelease) -> None:
         """Record ``candidate`` as committed (the next checks read it)."""
         self.reads.append(candidate)
+
+    def release(
+        self, run: Callable[[ReleasePolicy], tuple], original: pd.DataFrame, index: int, tables: MarkovTables
+    ) -> tuple:
+        """Release ``index`` under the gate: ``run(policy)`` (one step of the release loop,
+        :func:`dpriv.release.release_view` bound to its view and state, returning the record,
+        the released view, the new state and an Anatomy sensitive table or None) with the
+        gate's policy, then regrouped with ``retro_lever`` tightened while the check fails,
+        at most ``retro_retries`` times; then PolicyError (nothing is written here).
+        ``original``: the view on pandas (the true values); ``tables``: the defender's at
+        ``index``. Returns ``run``'s tuple with the record's ``gate`` set."""
+        pol, check = self.policy, None
+        for attempt in range(self.policy.retro_retries + 1):
+            try:
+                metrics, released, new_state, sensitive = run(pol)
+            except PolicyError as exc:  # a regrouping that breaks another requirement (suppression)
+                if check is None:
+                    raise
+                raise PolicyError(f"{refusal(check)}; {regrouped_with(pol)}: {exc}") from None
+            # an Anatomy release's values are in its sensitive table (``sensitive``)
+            cols = [GROUP] if sensitive is not None else [GROUP, self.policy.sensitive]
+            values = to_pandas(released[cols])
+            candidate = self.candidate(index, original, to_pandas(new_state), values, sensitive)
+            check = self.check(candidate, tables, pol, attempt)
+            if check.ok:
+                self.accept(candidate)
+                return replace(metrics, gate=check.as_record()), released, new_state, sensitive
+            pol = tightened(pol)
+        raise PolicyError(refusal(check))
 
 
 #: What one regrouping does to the lever's parameter (``policy.retro_lever``).

@@ -26,22 +26,19 @@ the repair's leftovers and group statistics, metrics.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import dask
 import dask.dataframe as dd
-import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
-from dpriv.anonymity.verify import VerificationReport, verify_release
-from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.baselines import METHODS, baseline_view
-from dpriv.dates import released_dates, released_days
+from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
@@ -52,8 +49,14 @@ from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.policy import ReleasePolicy
-from dpriv.release_check import PartCheck, check_anatomy_groups, check_qi_groups, verify_parts  # noqa: F401
-from dpriv.released import GROUP, LABEL, public, qig_table, secret_policy
+from dpriv.release_check import (  # noqa: F401
+    PartCheck,
+    check_anatomy_groups,
+    check_qi_groups,
+    verify_parts,
+    verify_view,  # noqa: F401 - public here (dpriv verify)
+)
+from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.sources import defender_knowledge
 from dpriv.state import (
     attach_priors,
@@ -67,13 +70,9 @@ from dpriv.steps import Steps
 from dpriv.validate import (
     ViewSummary,
     check_history,
-    codes,
     resolve_policy,
     validate_view,
 )
-
-if TYPE_CHECKING:  # the gate's adversary kernels are imported only when the gate is on
-    from dpriv.gate import RetroGate
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -177,11 +176,15 @@ def release_history(
             view = to_pandas(view).reset_index(drop=True)
         elif not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
-        args = (view, summaries[i], policy, state, tracker.tables(), window, i, nparts, method)
+        tables = tracker.tables()
+        run = functools.partial(
+            release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
+            npartitions=nparts, method=method,
+        )  # fmt: skip
         if gate is None:
-            metrics, released, state, sensitive = release_view(*args)
+            metrics, released, state, sensitive = run(policy)
         else:
-            metrics, released, state, sensitive = _gated_release(gate, _view(hist_pd, policy, i), *args)
+            metrics, released, state, sensitive = gate.release(run, _view(hist_pd, policy, i), i, tables)
         tracker.add(view)
         released = released_dates(released, policy)
         ledger.commit(i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive)
@@ -207,35 +210,6 @@ def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame) -> bool:
     if n_rows > SMALL_VIEW_ROWS:
         return False
     return len(state) <= SMALL_STATE_ROWS  # a Dask state: one cheap count
-
-
-def _gated_release(
-    gate: RetroGate, original: pd.DataFrame, view, summary, policy, state, tables, window, index, *rest
-):
-    """:func:`release_view` under the release gate (:mod:`dpriv.gate`): regrouped with
-    ``policy.retro_lever`` tightened while the retrospective adversary's gains as of this
-    release exceed ``policy.retro_max_gain``, at most ``policy.retro_retries`` times; then
-    PolicyError (nothing written). ``original``: the view on pandas (the true values)."""
-    from dpriv.gate import refusal, regrouped_with, tightened
-
-    pol, check = policy, None
-    for attempt in range(policy.retro_retries + 1):
-        try:
-            out = release_view(view, summary, pol, state, tables, window, index, *rest)
-        except PolicyError as exc:  # a regrouping that breaks another requirement (suppression)
-            if check is None:
-                raise
-            raise PolicyError(f"{refusal(check)}; {regrouped_with(pol)}: {exc}") from None
-        metrics, released, new_state, sensitive = out
-        # an Anatomy release's values are in its sensitive table (``sensitive``)
-        values = to_pandas(released[[GROUP] if sensitive is not None else [GROUP, policy.sensitive]])
-        candidate = gate.candidate(index, original, to_pandas(new_state), values, sensitive)
-        check = gate.check(candidate, tables, pol, attempt)
-        if check.ok:
-            gate.accept(candidate)
-            return replace(metrics, gate=check.as_record()), released, new_state, sensitive
-        pol = tightened(pol)
-    raise PolicyError(refusal(check))
 
 
 def check_format(policy: ReleasePolicy, method: str) -> None:
@@ -415,40 +389,3 @@ def anonymize(
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
     released = released_dates(public(released).reset_index(drop=True), policy)
     return Anonymized(released, assigned, metrics, policy, notes, result.sensitive)
-
-
-def verify_view(
-    released: pd.DataFrame,
-    original: pd.DataFrame,
-    policy: ReleasePolicy,
-    *,
-    view: int | None = None,
-    sensitive: pd.DataFrame | None = None,
-) -> VerificationReport:
-    """Verify a released view against the original view it was made from (``dpriv verify``).
-
-    ``original`` may be a history (the policy's time column): ``view`` then picks the view
-    (required when it holds several). The policy's domains are resolved from that view; t is
-    checked against its sensitive distribution. An Anatomy release gives its QI table as
-    ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Raises InputError /
-    PolicyError.
-    """
-    original, policy = prepared(original, policy)
-    released = released_days(released, policy)
-    if policy.time and policy.time in original.columns:
-        times = sorted(original[policy.time].unique().tolist())
-        if view is None and len(times) > 1:
-            raise InputError(
-                f"--original holds {len(times)} views ({policy.time} = {times[0]}..{times[-1]}); t is "
-                f"checked against the view a release was made from: pass --view <index>"
-            )
-        if view is not None:
-            original = original[original[policy.time] == view]
-            if original.empty:
-                raise InputError(f"--original has no rows with {policy.time} = {view}; it holds {times[:10]}")
-    policy, _ = resolve_policy(original, policy)
-    c = codes(original[policy.sensitive], policy.sensitive_domain)
-    counts = np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
-    if sensitive is not None:
-        return verify_anatomy(released, sensitive, policy, view_counts=counts)
-    return verify_release(released, policy, view_counts=counts)

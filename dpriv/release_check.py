@@ -21,9 +21,12 @@ from dpriv._dispatch import is_dask
 from dpriv.anatomy import COUNT, apply_anatomy, sensitive_table
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
+from dpriv.dates import released_days
+from dpriv.errors import InputError
+from dpriv.inputs import prepared
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, rows_digest
-from dpriv.validate import ViewSummary, codes
+from dpriv.validate import ViewSummary, codes, resolve_policy
 
 
 @dataclass
@@ -123,3 +126,40 @@ def verify_parts(
         problem = "the released rows are not the verified rows (digest differs)"
         report = replace(report, ok=False, problems=[*report.problems, problem])
     return report
+
+
+def verify_view(
+    released: pd.DataFrame,
+    original: pd.DataFrame,
+    policy: ReleasePolicy,
+    *,
+    view: int | None = None,
+    sensitive: pd.DataFrame | None = None,
+) -> VerificationReport:
+    """Verify a released view against the original view it was made from (``dpriv verify``).
+
+    ``original`` may be a history (the policy's time column): ``view`` then picks the view
+    (required when it holds several). The policy's domains are resolved from that view; t is
+    checked against its sensitive distribution. An Anatomy release gives its QI table as
+    ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Raises InputError /
+    PolicyError.
+    """
+    original, policy = prepared(original, policy)
+    released = released_days(released, policy)
+    if policy.time and policy.time in original.columns:
+        times = sorted(original[policy.time].unique().tolist())
+        if view is None and len(times) > 1:
+            raise InputError(
+                f"--original holds {len(times)} views ({policy.time} = {times[0]}..{times[-1]}); t is "
+                f"checked against the view a release was made from: pass --view <index>"
+            )
+        if view is not None:
+            original = original[original[policy.time] == view]
+            if original.empty:
+                raise InputError(f"--original has no rows with {policy.time} = {view}; it holds {times[:10]}")
+    policy, _ = resolve_policy(original, policy)
+    c = codes(original[policy.sensitive], policy.sensitive_domain)
+    counts = np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
+    if sensitive is not None:
+        return verify_anatomy(released, sensitive, policy, view_counts=counts)
+    return verify_release(released, policy, view_counts=counts)
