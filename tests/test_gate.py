@@ -87,14 +87,19 @@ def test_gate_record_in_metrics_and_no_gate_keeps_old_fingerprints(setting, open
     assert plain.joinpath(*view).read_bytes() == led_dir.joinpath(*view).read_bytes()
 
 
-def test_a_release_above_the_bound_is_refused_and_nothing_is_written(setting, open_gate, tmp_path):
-    mh, policy = setting
+@pytest.fixture(scope="module")
+def midway(open_gate) -> float:
+    """A bound between the largest gain as of release 1 and as of release 2."""
     _, gates = open_gate
     g1, g2 = gates[1]["max_gain"], gates[2]["max_gain"]
     if not g2 > g1:
         pytest.skip(f"release 2 did not raise the retrospective gain ({g1} -> {g2}) on this history")
-    bound = round((g1 + g2) / 2, 6)
-    led = tmp_path / "led"
+    return round((g1 + g2) / 2, 6)
+
+
+def test_a_release_above_the_bound_is_refused_and_nothing_is_written(setting, midway, tmp_path):
+    mh, policy = setting
+    bound, led = midway, tmp_path / "led"
     strict = policy.with_overrides(retro_max_gain=bound, retro_retries=0)
     with pytest.raises(PolicyError) as err:
         release_history(mh.history, strict, led)
@@ -105,16 +110,12 @@ def test_a_release_above_the_bound_is_refused_and_nothing_is_written(setting, op
     assert not (led / "releases" / "2").exists() and not (led / "state" / "2").exists()
 
 
-def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, tmp_path):
+def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, midway, tmp_path):
     """With retries the gate regroups release 2 with j halved: committed only with a smaller j
     and a gain within the bound, else refused naming the retries."""
     mh, policy = setting
-    _, gates = open_gate
-    g1, g2 = gates[1]["max_gain"], gates[2]["max_gain"]
-    if not g2 > g1:
-        pytest.skip(f"release 2 did not raise the retrospective gain ({g1} -> {g2}) on this history")
-    bound = round((g1 + g2) / 2, 6)
-    led = tmp_path / "led"
+    bound, led = midway, tmp_path / "led"
+    g2 = open_gate[1][2]["max_gain"]
     try:
         gated = policy.with_overrides(retro_max_gain=bound, retro_retries=3)
         release_history(mh.history, gated, led, until=2)
