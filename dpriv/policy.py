@@ -9,6 +9,7 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 from __future__ import annotations
 
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -137,6 +138,24 @@ class ReleasePolicy(BaseModel):
     knowledge: dict[str, str] = Field(default_factory=dict)
     hierarchies: dict[str, str] = Field(default_factory=dict)
     base_dir: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_coercion(cls, data: Any) -> Any:
+        """A number given as true/false or text, or a flag given as anything but true/false, is
+        refused (pydantic would read ``k = true`` as k = 1 and ``prior_key = "no"`` as False)."""
+        if not isinstance(data, dict):
+            return data
+        for name, value in data.items():
+            field = cls.model_fields.get(name)
+            if field is None or value is None:
+                continue
+            kinds = set(typing.get_args(field.annotation)) | {field.annotation}
+            if bool in kinds and not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, got {value!r}")
+            if kinds & {int, float} and isinstance(value, bool | str):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+        return data
 
     @model_validator(mode="before")
     @classmethod

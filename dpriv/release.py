@@ -213,13 +213,22 @@ def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame) -> bool:
 
 
 def check_format(policy: ReleasePolicy, method: str) -> None:
-    """PolicyError unless ``policy.release_format`` suits ``method``: Anatomy groups by the
-    members' knowledge, which only JS-reduce's grouping does (the Mondrian baselines cut QI
-    boxes for a generalized release)."""
+    """PolicyError unless ``policy.release_format`` suits ``method`` (Anatomy groups by the
+    members' knowledge, which only JS-reduce's grouping does; the Mondrian baselines cut QI
+    boxes for a generalized release) and the release gate's ``retro_lever`` is a parameter
+    ``method`` uses (j: JS-reduce only; t: JS-reduce and mondrian-t; k: all)."""
     if policy.release_format == "anatomy" and method != "jsreduce":
         raise PolicyError(
             f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
             'generalized view: use --method jsreduce or release_format = "generalized"'
+        )
+    # the gate regroups with its lever: a parameter the method must use
+    uses = {"jsreduce": "ktj", "mondrian-t": "kt"}.get(method, "k")
+    if policy.retro_max_gain is not None and policy.retro_lever not in uses:
+        raise PolicyError(
+            f"retro_lever = {policy.retro_lever!r}: method {method!r} does not use "
+            f"{policy.retro_lever}, so the release gate could not regroup with it; use "
+            f"retro_lever = \"k\" (or one of {list(uses)})"
         )
 
 

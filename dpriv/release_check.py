@@ -22,11 +22,12 @@ from dpriv.anatomy import COUNT, apply_anatomy, sensitive_table
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
-from dpriv.errors import InputError
+from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import prepared
+from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, rows_digest
-from dpriv.validate import ViewSummary, codes, resolve_policy
+from dpriv.validate import ViewSummary, codes, resolve_policy, validate_view
 
 
 @dataclass
@@ -163,3 +164,31 @@ def verify_view(
     if sensitive is not None:
         return verify_anatomy(released, sensitive, policy, view_counts=counts)
     return verify_release(released, policy, view_counts=counts)
+
+
+def check_released_history(
+    ledger: Ledger, history: pd.DataFrame, policy: ReleasePolicy, views: list[int] | None = None
+) -> None:
+    """InputError unless the views ``views`` (default: every committed release) of ``history``
+    are the ones the ledger released: the ``input_sha`` the ledger recorded for each (the
+    digest of the view's policy columns, :mod:`dpriv.digests`). ``policy``: the ledger's own
+    (resolved) policy. A report's KPR reference or a verification against another history
+    would measure the wrong data without a word."""
+    history, policy = prepared(history, policy)
+    recorded = {int(r["index"]): r.get("input_sha") for r in ledger.committed()}
+    for i in recorded if views is None else views:
+        if recorded.get(i) is None:
+            continue
+        view = history[history[policy.time] == i]
+        try:
+            digest = validate_view(view, policy, allow_small=True).input_sha
+        except (InputError, PolicyError) as exc:
+            raise InputError(
+                f"the history's view {i} cannot be the one released ({exc}); give the history "
+                "that was released"
+            ) from None
+        if digest != recorded[i]:
+            raise InputError(
+                f"the history's view {i} is not the one released into {ledger.root} (its rows differ "
+                "from the digest the ledger recorded): give the history that was released"
+            )

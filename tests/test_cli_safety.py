@@ -244,6 +244,8 @@ def test_verify_a_ledger_release_under_its_own_policy(cli, generated, tmp_path):
         assert f"ledger {led / 'policy.json'}" in res.output and "k=5 [ledger]" in res.output
     res = cli("verify", "--ledger", led, "--history", out / "history.parquet")
     assert_refused(res, r"--view I", r"holds releases \[1, 2, 3\]")
+    res = cli("verify", "--ledger", led, "--view", "4", "--history", out / "history.parquet")
+    assert_refused(res, r"--view 4: .* holds no release 4; it holds releases \[1, 2, 3\]")
     res = cli("verify", "--ledger", led, "--view", "2")
     assert_refused(res, "--original FILE")
     # a released view and a history without --view: refused, not measured against all views
@@ -521,3 +523,46 @@ def test_mtime_helper_sees_a_rewrite(tmp_path):
     before = snapshot(tmp_path)
     os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))
     assert snapshot(tmp_path) != before
+
+
+def test_force_never_writes_into_a_ledger_or_over_the_report_history(cli, generated, tmp_path):
+    """--force replaces a file dpriv made, never the ledger's own record (manifest, policy,
+    metrics, views) nor the history the command reads; LEDGER/attack/ stays writable."""
+    out, mh = generated
+    led = tmp_path / "led"
+    release_history(mh.history, ReleasePolicy.from_toml(out / "policy.toml"), led, until=1)
+    history = tmp_path / "h.parquet"
+    mh.history.to_parquet(history)
+    before = snapshot(led) | snapshot(history)
+    for target in (led / "manifest.json", led / "policy.json", led / "releases" / "1" / "metrics.json"):
+        res = cli("report", led, "--out", target, "--force")
+        assert_refused(res, "lies inside the release ledger", "choose a path outside the ledger")
+    res = cli("report", led, "--history", history, "--out", history, "--force")
+    assert_refused(res, "is the input file", "never overwrites its input")
+    res = cli("attack", led, "--history", history, "--knowledge", "dk", "--policy", out / "policy.toml",
+              "--out", led / "releases" / "1" / "view.parquet", "--force")  # fmt: skip
+    assert_refused(res, "lies inside the release ledger")
+    res = cli("export", "--ledger", led, "--view", "1", "--out", led / "releases" / "1" / "x.csv")
+    assert_refused(res, "lies inside the release ledger")
+    assert snapshot(led) | snapshot(history) == before
+    res = cli("report", led, "--out", led / "attack" / "report.html")  # attack/ takes results
+    assert res.exit_code == 0, res.output
+
+
+def test_a_history_that_was_not_released_is_refused_by_report_and_verify(cli, generated, tmp_path):
+    """The ledger records each view's digest (input_sha): another history would draw a wrong KPR
+    reference line or make a valid release look broken, so both commands refuse it by name."""
+    out, mh = generated
+    led = tmp_path / "led"
+    release_history(mh.history, ReleasePolicy.from_toml(out / "policy.toml"), led, until=2)
+    other = tmp_path / "other.parquet"
+    medical_history(n_views=3, view_size=100, seed=7).history.to_parquet(other)
+    res = cli("report", led, "--history", other, "--out", tmp_path / "r.html")
+    assert_refused(res, "view 1 is not the one released", "give the history that was released")
+    assert not (tmp_path / "r.html").exists()
+    res = cli("verify", "--ledger", led, "--view", "2", "--history", other)
+    assert_refused(res, "view 2 is not the one released")
+    res = cli("verify", "--ledger", led, "--view", "2", "--history", out / "history.parquet")
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output
+    res = cli("report", led, "--history", out / "history.parquet", "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output

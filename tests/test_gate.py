@@ -197,3 +197,27 @@ def test_the_report_shows_the_gate_and_its_verdict(open_gate):
     policy = json.loads((led_dir / "policy.json").read_text())
     checks = [[c for c in v.checks if c.name == "retro_gain"] for v in verdicts(frame, policy)]
     assert [(c[0].threshold, c[0].within) for c in checks] == [(1.0, True)] * 3
+
+
+def test_a_lever_the_method_does_not_use_is_refused_before_anything_is_written(setting, tmp_path):
+    mh, policy = setting
+    gated = policy.with_overrides(retro_max_gain=0.1)  # retro_lever "j" by default
+    with pytest.raises(PolicyError, match="method 'mondrian-l' does not use j"):
+        release_history(mh.history, gated, tmp_path / "a", method="mondrian-l")
+    with pytest.raises(PolicyError, match=r"retro_lever = \"k\" \(or one of \['k', 't'\]\)"):
+        release_history(mh.history, gated, tmp_path / "b", method="mondrian-t")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_refusal_says_what_can_help():
+    """An earlier, published release read again cannot be lowered by regrouping the new one:
+    the message says so instead of advising a smaller j."""
+    used = {"k": 5, "t": 0.5, "j": 0.2}
+    earlier = gate_mod.GateCheck(3, {1: 0.05, 2: 0.2, 3: 0.1}, 0.0, 0.15, used, 2, 0.1)
+    msg = gate_mod.refusal(earlier)
+    assert "gain 0.2000 on release 2 as of release 3" in msg
+    assert "regrouped 2 time(s), k = 5, t = 0.5, j = 0.2" in msg
+    assert "release 2 is published already" in msg and "new ledger" in msg
+    own = gate_mod.GateCheck(3, {1: 0.05, 2: 0.1, 3: 0.2}, 0.0, 0.15, {**used, "j": 0.8}, 0, 0.1)
+    msg = gate_mod.refusal(own)
+    assert "published already" not in msg and "more retro_retries" in msg and "regrouped" not in msg

@@ -1,3 +1,5 @@
+import re
+
 import pandas as pd
 import pytest
 
@@ -79,3 +81,17 @@ def test_resolve_infers_kinds_and_domains():
     assert p.domains == {"age": [30, 50], "sex": ["F", "M"], "s": ["x", "y"]}
     assert p.kind("age") == "numeric" and p.kind("sex") == "categorical"
     assert len(notes) == 3 and "age" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [("k", "true", "k must be a number, got True"), ("max_suppression", "true", "must be a number"),
+     ("retro_max_gain", '"0.2"', "retro_max_gain must be a number, got '0.2'"),
+     ("retro_retries", "true", "must be a number"), ("prior_key", '"no"', "prior_key must be true or false")],
+)  # fmt: skip
+def test_values_of_the_wrong_type_are_refused_not_coerced(tmp_path, key, value, words):
+    """pydantic alone reads k = true as k = 1 (no anonymity) and "0.2" as 0.2."""
+    path = tmp_path / "p.toml"
+    path.write_text(f'[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\n{key} = {value}\n')
+    with pytest.raises(PolicyError, match=re.escape(words)):
+        ReleasePolicy.from_toml(path)

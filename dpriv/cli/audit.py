@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, Ledger, PolicyFile, app, check_out, command, load_policy, write_frame
+from dpriv.cli.common import (
+    Debug,
+    Ledger,
+    PolicyFile,
+    app,
+    check_not_input,
+    check_out,
+    command,
+    load_policy,
+    write_frame,
+)
 from dpriv.errors import PolicyError
 
 
@@ -135,6 +145,7 @@ def report(
     from dpriv.ledger import Ledger
     from dpriv.report import gain_curves, write_report
 
+    check_not_input(out, *([history] if history else []))
     if out.exists() and not force:
         raise InputError(
             f"--out {out} exists already; nothing was written: choose another output file, or "

@@ -248,11 +248,10 @@ def release(
     retro_max_gain: Annotated[
         float | None,
         typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Release gate: before each release is written, the retrospective adversary "
-            "attacks releases 1..i; above this mean gain the release is regrouped with j halved, "
-            "then refused (docs/policy.md#release-gate).",
+            help="Release gate, a mean gain in (0, 1]: before each release i is written, the "
+            "retrospective adversary attacks releases 1..i; above this bound release i is regrouped "
+            "(retro_lever of the policy: j halved by default, at most retro_retries times), then "
+            "refused (docs/policy.md#release-gate).",
         ),
     ] = None,
     npartitions: Partitions = None,

@@ -243,6 +243,44 @@ def sensitive_out(out: Path) -> Path:
 TABLE_SUFFIXES = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV"}
 
 
+def ledger_of(path: Path) -> Path | None:
+    """The release ledger folder ``path`` lies in (a parent holding ``manifest.json`` and
+    ``releases/``, ``state/`` or ``policy.json``), or None."""
+    for parent in path.resolve().parents:
+        if (parent / "manifest.json").is_file() and any(
+            (parent / name).exists() for name in ("releases", "state", "policy.json")
+        ):
+            return parent
+    return None
+
+
+def check_not_input(out: Path, *inputs: str) -> None:
+    """Refuse (InputError, even with ``--force``) an output that is one of the ``inputs`` (the
+    same file under any spelling: relative, ``..``, symlink) or a file of a release ledger
+    other than its ``attack/`` folder (where ``dpriv attack`` writes): dpriv never overwrites
+    its input or the ledger's record of what was released."""
+    from dpriv.errors import InputError
+
+    target = out.resolve()
+    for given in inputs:
+        if "://" in given:
+            continue
+        src = Path(given)
+        same = src.resolve() == target or (src.exists() and out.exists() and src.samefile(out))
+        if same:
+            raise InputError(
+                f"--out {out} is the input file {given}: dpriv never overwrites its input; "
+                "choose another output file"
+            )
+    ledger = ledger_of(out)
+    if ledger is not None and not target.is_relative_to(ledger / "attack"):
+        raise InputError(
+            f"--out {out} lies inside the release ledger {ledger}, whose files are the record of "
+            "what was released (only its attack/ folder takes results): nothing was written; "
+            "choose a path outside the ledger"
+        )
+
+
 def check_out(out: Path, *inputs: str, force: bool = False, companions: tuple[str, ...] = ()) -> None:
     """Refuse (InputError, before any work) an output path with an unknown suffix, one that is
     one of the ``inputs`` (the same file under any spelling: relative, ``..``, symlink, even
@@ -258,17 +296,7 @@ def check_out(out: Path, *inputs: str, force: bool = False, companions: tuple[st
         )
     if out.is_dir():
         raise InputError(f"--out {out} is a folder: give a file name ending in .csv or .parquet")
-    target = out.resolve()
-    for given in inputs:
-        if "://" in given:
-            continue
-        src = Path(given)
-        same = src.resolve() == target or (src.exists() and out.exists() and src.samefile(out))
-        if same:
-            raise InputError(
-                f"--out {out} is the input file {given}: dpriv never overwrites its input; "
-                "choose another output file"
-            )
+    check_not_input(out, *inputs)
     if force:
         return
     existing = [
@@ -332,6 +360,8 @@ def ledger_view(ledger: Path, released: str | None, view: int | None, verb: str)
         raise LedgerError(f"--ledger {ledger} is not a ledger (no manifest.json)")
     led = Ledger(ledger)
     indices = [r["index"] for r in led.committed()]
-    if view not in indices:
+    if view is None:
         raise InputError(f"--ledger needs --view I, the release to {verb}; {ledger} holds releases {indices}")
+    if view not in indices:
+        raise InputError(f"--view {view}: {ledger} holds no release {view}; it holds releases {indices}")
     return led

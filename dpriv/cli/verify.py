@@ -96,7 +96,11 @@ def verify(
     rel = led.read_view(view) if ledger is not None else read_table(released).compute()
     table = None  # an Anatomy release's sensitive table (docs/released-format.md)
     if ledger is not None:
+        from dpriv.release_check import check_released_history
+
         table = led.read_sensitive(view)
+        # the history must hold the view that was released (else a valid release looks broken)
+        check_released_history(led, orig, with_categorical(pol, None, date), [view])
     elif pol.release_format == "anatomy":
         path = sensitive_out(Path(released))
         if not path.exists():

@@ -23,6 +23,7 @@ from dpriv.errors import InputError
 from dpriv.ledger import POLICY, Ledger
 from dpriv.metrics.microdata import reference_kpr
 from dpriv.policy import ReleasePolicy
+from dpriv.release_check import check_released_history
 
 _NOT_POLICY = ("method", "knowledge_sha256", "hierarchy_sha256", "title")
 
@@ -61,7 +62,8 @@ def reference_kprs(
     Raises
     ------
     InputError
-        The history lacks the time column or a QI (named), or a path cannot be read.
+        The history lacks the time column or a QI (named), a path cannot be read, or a view is
+        not the one released (its digest differs from the ledger's ``input_sha``).
     """
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     policy = ledger_release_policy(led)
@@ -75,6 +77,7 @@ def reference_kprs(
             f"the history lacks column(s) {missing} of the ledger's policy (time {policy.time!r}, "
             f"QIs {list(policy.qi)}): pass the history that was released"
         )
+    check_released_history(led, history, policy)  # another history would draw a wrong line
     out = {}
     for entry in led.committed():
         i = int(entry["index"])
