@@ -52,6 +52,14 @@ ATTACK_DIR = "attack"
 ROW_GROUP = 1_048_576
 
 
+def _short(values: dict[str, Any], key: str) -> str:
+    """A policy field's value for a message ("not set" when absent), at most 60 characters."""
+    if key not in values:
+        return "not set"
+    text = json.dumps(values[key])
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 class Ledger:
     """A release ledger on the local file system (see module doc)."""
 
@@ -108,11 +116,15 @@ class Ledger:
             self._pending_policy = fingerprint
             return
         stored = json.loads(path.read_text())
-        if stored != json.loads(json.dumps(fingerprint, sort_keys=True)):
-            diff = sorted(k for k in set(stored) | set(fingerprint) if stored.get(k) != fingerprint.get(k))
+        given = json.loads(json.dumps(fingerprint, sort_keys=True))
+        if stored != given:
+            diff = sorted(k for k in set(stored) | set(given) if stored.get(k) != given.get(k))
+            shown = "; ".join(
+                f"{k}: {_short(stored, k)} recorded, {_short(given, k)} given" for k in diff[:6]
+            )
             raise LedgerError(
-                f"the policy differs from the one this ledger was started with (fields {diff}); "
-                "a ledger keeps one policy: start a new ledger for a new policy"
+                f"the policy differs from the one this ledger was started with (fields {diff}: "
+                f"{shown}); a ledger keeps one policy: start a new ledger for a new policy"
             )
 
     def policy(self):

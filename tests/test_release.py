@@ -56,8 +56,11 @@ def test_changed_input_or_policy_is_refused(setting, tmp_path):
     changed.loc[changed.view == 1, "age"] = 45
     with pytest.raises(InputError, match="view 1 differs"):
         release_history(changed, policy, tmp_path / "led")
-    with pytest.raises(LedgerError, match=r"policy differs.*\['k'\]"):
+    with pytest.raises(LedgerError, match=r"policy differs.*\['k'\]: k: 5 recorded, 6 given\)"):
         release_history(mh.history, policy.with_overrides(k=6), tmp_path / "led")
+    # a gate added to an ungated ledger: the keys it brings are named as not set before
+    with pytest.raises(LedgerError, match=r"retro_max_gain: not set recorded, 0\.1 given"):
+        release_history(mh.history, policy.with_overrides(retro_max_gain=0.1), tmp_path / "led")
 
 
 def test_not_a_ledger_and_history_with_a_gap(setting, tmp_path):
