@@ -22,7 +22,9 @@ known as of ``i``, where the attack masks each release's evidence with those kno
 release came out (the evidence of a release as read when it came out): the two then differ
 slightly (0.1009 for the gate vs 0.1004 for the attack on one 3 x 300 history).
 It runs on the client: the members and true values of every release so far (int64/float64
-arrays, O(tuples released)); the forward-backward is the compiled kernel of the attack.
+arrays, O(tuples released)); the forward-backward is the compiled kernel of the attack, run
+over the whole history at every release (all as-of steps, the last one kept: a cost that
+grows with the history; docs/policy.md#release-gate).
 """
 
 from __future__ import annotations
@@ -202,7 +204,9 @@ class RetroGate:
             # an Anatomy release's values are in its sensitive table (``sensitive``)
             cols = [GROUP] if sensitive is not None else [GROUP, self.policy.sensitive]
             values = to_pandas(released[cols])
-            candidate = self.candidate(index, original, to_pandas(new_state), values, sensitive)
+            # only this release's members reach the client, not the whole state
+            members = to_pandas(new_state[new_state["last_release"] == index])
+            candidate = self.candidate(index, original, members, values, sensitive)
             check = self.check(candidate, tables, pol, attempt)
             if check.ok:
                 self.accept(candidate)
