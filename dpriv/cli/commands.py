@@ -15,6 +15,7 @@ from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify
 from dpriv.cli.common import (
     QI,
     Categorical,
+    Cluster,
     Dates,
     Debug,
     Hierarchies,
@@ -171,6 +172,7 @@ def _run_release(
     categorical: str | None = None,
     hierarchy: list[str] | None = None,
     dates: str | None = None,
+    cluster: bool | None = None,
 ) -> None:
     from dpriv.inputs import unused_note
     from dpriv.io import read_table
@@ -186,8 +188,13 @@ def _run_release(
         _say(unused)
     _before_cluster(frame, pol, history_path)  # before the heavy imports and the cluster
     from dpriv import steps
-    from dpriv.cluster import dask_client
+    from dpriv.cluster import ledger_state_rows, release_frame, release_place
     from dpriv.release import release_history
+
+    # a cluster only when asked for or when a view is too large to release in process
+    place, size = release_place(
+        frame, pol, scheduler=scheduler, cluster=cluster, state_rows=ledger_state_rows(ledger)
+    )
 
     steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
     released: list[int] = []
@@ -203,8 +210,8 @@ def _run_release(
         elif m.get("n_groups") == 0:
             _say(f"warning: release {i} suppressed every tuple (nothing published): relax k, t or j")
 
-    with dask_client(scheduler, say=_say):
-        history = frame.persist()  # on the workers: each view is a filter of it, never collected
+    # on a cluster: persisted on the workers, each view a filter of it, never collected
+    with release_frame(frame, place, size, scheduler=scheduler, say=_say) as history:
         typer.echo(RELEASE_HEADER)
         led = release_history(
             history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method
@@ -256,6 +263,7 @@ def release(
     ] = None,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
+    cluster: Cluster = None,
     progress: Annotated[
         bool | None,
         typer.Option(
@@ -282,7 +290,9 @@ def release(
         retro_max_gain=retro_max_gain,
     )
     method = method or recorded_method or "jsreduce"
-    _run_release(history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date)
+    _run_release(
+        history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster
+    )
 
 
 @app.command()
@@ -292,6 +302,7 @@ def demo(
     views: Views = 24,
     view_size: ViewSize = 5000,
     scheduler: Scheduler = None,
+    cluster: Cluster = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -301,7 +312,8 @@ def demo(
     ] = False,
     debug: Debug = False,
 ) -> None:
-    """Generate the paper-setting history and release it with JS-reduce on a local cluster."""
+    """Generate the paper-setting history and release it with JS-reduce (in this process, or on a
+    local cluster with --cluster or for views over 50,000 tuples)."""
 
     from dpriv.datasets import medical_history, write_history
     from dpriv.datasets.files import refuse_existing
@@ -325,7 +337,7 @@ def demo(
     policy_path = write_history(out, mh, policy_extra=DEMO_PRIVACY, overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
     eff, _ = load_effective(policy_path)
-    _run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None)
+    _run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None, cluster=cluster)
     policy = eff.policy
     from dpriv.attack import attack as run_attack
     from dpriv.attack import save_gain

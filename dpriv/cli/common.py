@@ -59,6 +59,17 @@ J = Annotated[float | None, typer.Option(min=0.0, help="JS threshold (bits, >= 0
 Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
 
 
+Cluster = Annotated[
+    bool | None,
+    typer.Option(
+        "--cluster/--no-cluster",
+        help="Start a local Dask cluster (--cluster) or release in this process (--no-cluster); "
+        "default: a cluster only when a view has over 50,000 tuples, the history over 500,000 "
+        "respondents or over 2,000,000 tuples (same bytes either way). --scheduler uses that scheduler.",
+    ),
+]
+
+
 Views = Annotated[int, typer.Option(help="Number of weekly views.")]
 
 
