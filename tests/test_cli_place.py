@@ -70,7 +70,7 @@ def test_flags_win_over_the_size():
 @pytest.fixture(scope="module")
 def medical(tmp_path_factory):
     out = tmp_path_factory.mktemp("med")
-    mh = medical_history(n_views=3, view_size=300, seed=2)
+    mh = medical_history(n_views=2, view_size=300, seed=2)
     policy = write_history(out, mh, policy_extra={"privacy": {"t": 0.5, "j": 0.8, "max_suppression": 1.0}})
     return out / "history.parquet", policy
 
@@ -116,22 +116,22 @@ def test_a_small_history_is_released_without_a_cluster_with_the_cluster_bytes(
         res = release(history, policy, tmp_path / "here")
         assert res.exit_code == 0, res.output
         assert "no Dask cluster started" in res.output and started == []
-        assert [c.split(".")[0] for c in calls] == ["pandas"] * 3
+        assert [c.split(".")[0] for c in calls] == ["pandas"] * 2
     # the same history on a cluster, every view forced onto the Dask path (partitions, shuffles)
     monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", -1)
     res = release(history, policy, tmp_path / "there", "--scheduler", scheduler)
     assert res.exit_code == 0, res.output
     assert "no Dask cluster started" not in res.output
     here, there = ledger_files(tmp_path / "here"), ledger_files(tmp_path / "there")
-    assert len(here) >= 3 * 3 + 2 and list(here) == list(there)
+    assert len(here) >= 2 * 3 + 2 and list(here) == list(there)
     for name in here:
         assert here[name] == there[name], name
     # resuming on the cluster's ledger without a cluster: the recorded releases are a no-op
     monkeypatch.undo()
     res = release(history, policy, tmp_path / "there")
     assert res.exit_code == 0, res.output
-    assert "already holds releases 1..3" in res.output
-    assert ledger_state_rows(tmp_path / "there") == len(Ledger(tmp_path / "there").read_state(3)) > 300
+    assert "already holds releases 1..2" in res.output
+    assert ledger_state_rows(tmp_path / "there") == len(Ledger(tmp_path / "there").read_state(2)) >= 300
 
 
 def test_cluster_flag_starts_the_local_cluster_for_a_small_history(medical, tmp_path, monkeypatch, scheduler):
