@@ -84,6 +84,10 @@ class ReleasePolicy(BaseModel):
         key's leading ``level * d`` bits; 0 = the whole view, one root)
     topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
         members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
+    persistent_groups : group a respondent with the same respondents at every release she
+        attends (m-invariance's idea, :mod:`dpriv.anonymity.persistent`): the present members
+        of a persistent group stay one QI-group when it keeps (E9), else they are merged with
+        the next units in Hilbert order; newcomers are grouped by ``grouping``. Off by default
     release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group,
         docs/released-format.md) or ``"anatomy"`` (bucketization, Xiao & Tao 2006: a QI table
         of exact QIs and a sensitive table of each group's value counts; the groups are formed
@@ -128,6 +132,7 @@ class ReleasePolicy(BaseModel):
     grouping: Literal["scan", "topdown"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
     topdown_pc: bool = False
+    persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
     seed: int = Field(default=0, ge=0)
@@ -333,6 +338,8 @@ class ReleasePolicy(BaseModel):
             exclude.add("hierarchies")
         if self.release_format == "generalized":
             exclude.add("release_format")
+        if not self.persistent_groups:
+            exclude.add("persistent_groups")
         if self.retro_max_gain is None:
             exclude |= {"retro_max_gain", "retro_retries", "retro_attendance", "retro_lever"}
         return self.model_dump(exclude=exclude)
