@@ -156,7 +156,7 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     kept = [grouped[grouped[LABEL] >= 0], *([fixed] if plan else [])]
     assigned = pd.concat([*kept, placed], ignore_index=True)
     if plan is not None:
-        assigned = with_next(assigned, plan.next_of)
+        assigned = with_next(assigned, plan)
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, released = None, apply_anatomy(assigned, policy)
     else:
@@ -192,7 +192,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     kept = kept if fixed is None else dd.concat([kept, fixed])
     assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
     if plan is not None:
-        assigned = map_frame(with_next, assigned, plan.next_of, meta=with_next(assigned._meta, plan.next_of))
+        assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, rmeta = None, apply_anatomy(assigned._meta, policy)
         released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import dpriv.release as release_mod
 from dpriv._random import keyed
-from dpriv.anonymity.persistent import PGROUP, PNEXT, apply_plan, plan_units, unit_stats, with_next
+from dpriv.anonymity.persistent import PGROUP, PNEXT, UnitPlan, apply_plan, plan_units, unit_stats, with_next
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import LedgerError, PolicyError
 from dpriv.hilbert.keys import HKEY, TIE
@@ -120,10 +120,24 @@ def test_a_last_unit_breaking_k_joins_the_previous_group_when_k_t_j_still_hold()
     assert apply_plan(frame, plan.units)[LABEL].tolist() == [label_of([7, 8, 9, 10])] * 4 + [-1]
 
 
-def test_next_persistent_group_is_the_anchor_units_for_unit_groups_else_the_release_label():
-    assigned = pd.DataFrame({LABEL: np.array([2**62 + 1, 2**62 + 1, 17, 2**61 + 3], dtype=np.int64)})
-    nxt = with_next(assigned, pd.Series({2**62 + 1: 2**60 + 5}, dtype=np.int64))[PNEXT].tolist()
-    assert nxt == [2**60 + 5, 2**60 + 5, 17, 2**61 + 3]  # exact 63-bit ids (no float round trip)
+def test_next_persistent_group_own_for_kept_units_anchor_for_placed_rows_else_the_label():
+    big = 2**62 + 1  # a unit group's release label: units 2**60 + 5 (its anchor) and 2**59 + 9
+    plan = UnitPlan(
+        units=pd.DataFrame(
+            {PGROUP: np.array([2**60 + 5, 2**59 + 9, 2**58 + 1]), LABEL: np.array([big, big, -1])}
+        ),
+        stats=pd.DataFrame(),
+        next_of=pd.Series({big: 2**60 + 5}, dtype=np.int64),
+    )
+    assigned = pd.DataFrame(
+        {
+            LABEL: np.array([big, big, big, 17, 2**61 + 3], dtype=np.int64),
+            PGROUP: pd.array([2**60 + 5, 2**59 + 9, None, 2**58 + 1, None], dtype="Int64"),
+        }
+    )
+    # kept members keep their own (exact 63-bit ids); a row placed into the unit group joins
+    # its anchor; a member of a dissolved unit and a newcomer in scan groups start new ones
+    assert with_next(assigned, plan)[PNEXT].tolist() == [2**60 + 5, 2**59 + 9, 2**60 + 5, 17, 2**61 + 3]
 
 
 def test_the_state_keeps_the_persistent_group_of_absent_and_suppressed_respondents():

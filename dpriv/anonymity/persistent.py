@@ -21,8 +21,10 @@ One view:
 3. Respondents seen for the first time (and members of dissolved units) are grouped as
    without the option (the policy's scan or top-down kernel over Hilbert ranges); the repair
    then places every leftover into any group, persistent ones included, keeping (E9).
-4. Each kept respondent's next persistent group (:data:`PNEXT`): that of the anchor unit of
-   her group for a unit group, the release label of her group otherwise (a new group starts).
+4. Each kept respondent's next persistent group (:data:`PNEXT`): her own when her unit was
+   kept (alone or merged: merges are re-done at every release, along the anchor order, which
+   is stable while the QIs are, so absent members are never split off), the anchor unit's when
+   the repair placed her into a unit group, else the release label of her group (a new group).
 
 The published box is the present members' box (the CreateQIG of every QI-group). Unit
 statistics are sums over each unit's rows in Hilbert order (the Dask path first hashes the
@@ -177,11 +179,19 @@ def apply_plan(part: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
     return part.assign(**{LABEL: np.where((ids >= 0) & (at >= 0), found, -1)})
 
 
-def with_next(assigned: pd.DataFrame, next_of: pd.Series) -> pd.DataFrame:
+def with_next(assigned: pd.DataFrame, plan: UnitPlan) -> pd.DataFrame:
     """``assigned`` plus :data:`PNEXT` (int64): the persistent group of each kept row after
-    this release (its unit group's anchor unit, else its own release label). Row-wise."""
+    this release. A member of a unit kept in a unit group keeps her own (a merge is re-done at
+    every release from the stable anchor order, so absent members are not split off); a row
+    placed into a unit group by the repair joins its anchor unit's; any other row starts a new
+    persistent group, its release label. Row-wise, runs per Dask partition."""
     labels = assigned[LABEL].to_numpy(np.int64)
-    at = pd.Index(next_of.index.to_numpy(np.int64)).get_indexer(labels)
+    own = persistent_ids(assigned)
+    at = pd.Index(plan.units[PGROUP].to_numpy(np.int64)).get_indexer(own)
+    unit_label = plan.units[LABEL].to_numpy(np.int64)
+    stays = (own >= 0) & (at >= 0)
+    stays[stays] = unit_label[at[stays]] == labels[stays]
+    anchor = pd.Index(plan.next_of.index.to_numpy(np.int64)).get_indexer(labels)
     nxt = labels.copy()
-    nxt[at >= 0] = next_of.to_numpy(np.int64)[at[at >= 0]]
-    return assigned.assign(**{PNEXT: nxt})
+    nxt[anchor >= 0] = plan.next_of.to_numpy(np.int64)[anchor[anchor >= 0]]
+    return assigned.assign(**{PNEXT: np.where(stays, own, nxt)})
