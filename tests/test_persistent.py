@@ -105,6 +105,17 @@ def test_units_too_unlike_are_dissolved_and_a_unit_need_not_be_contiguous():
     assert plan.next_of.to_dict() == {label_of([7]): 8}
 
 
+def test_what_is_left_of_an_open_union_after_dissolving_may_close_at_once():
+    # unit 1 = row 0 (prior A, s a) alone breaks k; with unit 2 = rows 1,2 (prior B, s a,b) the
+    # union has JS 0.918 bit > j: unit 1 is dissolved, and unit 2 alone now holds (EMD to the
+    # view's (2/3, 1/3) = 1/6 <= t = 0.2, JS 0): it is one group at once, not left open
+    policy = POLICY.with_overrides(t=0.2)
+    frame = rows([1, 2, 2], [0, 0, 1], [A, B, B])
+    plan = plan_units(unit_stats(frame, policy), policy, np.array([2, 1]))
+    assert apply_plan(frame, plan.units)[LABEL].tolist() == [-1] + [label_of([8, 9])] * 2
+    assert plan.next_of.to_dict() == {label_of([8, 9]): 2}
+
+
 def test_a_last_unit_breaking_k_joins_the_previous_group_when_k_t_j_still_hold():
     # a view of 10 tuples, half a (the other 5 are newcomers, not shown). Unit 4 = rows 0..3
     # (s a,b,a,b): EMD 0, kept; unit 5 = row 4 (s a) alone breaks k, nothing follows; the

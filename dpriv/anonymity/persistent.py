@@ -124,6 +124,10 @@ def plan_units(units: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarr
             continue
         while len(buf) > 1 and js(acc) > policy.j:  # too unlike: the oldest units are dissolved
             acc = tuple(a - b for a, b in zip(acc, row(buf.pop(0))))
+            if holds(*acc):  # what is left may hold now
+                groups.append(buf)
+                buf = []
+                break
     if buf and groups:  # the last open union: into the previous group if (E9) still holds
         prev = groups[-1]
         total = [st.counts[prev + buf].sum(0), int(st.sizes[prev + buf].sum())]
