@@ -16,8 +16,8 @@ One view:
    members' RBK ``<= j`` from the sums, (E8)) is a QI-group as it is; one that does not is
    merged with the following units in anchor order until the union satisfies (E9); while the
    open union's JS exceeds j its oldest units are *dissolved* (their members are grouped with
-   the newcomers). A last open union joins the previous group if that keeps (E9), else it is
-   dissolved.
+   the newcomers; what is left closes at once when it satisfies (E9)). A last open union
+   joins the previous group if that keeps (E9), else it is dissolved.
 3. Respondents seen for the first time (and members of dissolved units) are grouped as
    without the option (the policy's scan or top-down kernel over Hilbert ranges); the repair
    then places every leftover into any group, persistent ones included, keeping (E9).
