@@ -43,6 +43,8 @@ ANATOMY = {"release_format": "anatomy", "grouping": "topdown", "topdown_pc": Tru
 GRID: dict[str, list[dict]] = {
     "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)]
     + [{"t": 0.5, "j": 0.8, "defender": d} for d in ("dk", "dk-1", "ie")]
+    # the recommended defense (dpriv.datasets.files.RECOMMENDED_DEFENSE) and a stricter j
+    + [{"t": 0.5, "j": j, "grouping": "topdown"} for j in (0.8, 0.4)]
     + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],
