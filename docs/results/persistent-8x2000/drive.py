@@ -16,6 +16,7 @@ ENTRIES = {
     "td-j8-off": {"t": 0.5, "j": 0.8, "grouping": "topdown"},
     "scan-j4-off": {"t": 0.5, "j": 0.4, "grouping": "scan"},
     "scan-j8-off": {"t": 0.5, "j": 0.8, "grouping": "scan"},
+    "td-j4-off": {"t": 0.5, "j": 0.4, "grouping": "topdown"},
     "an-t3-off": {**ANATOMY, "t": 0.3, "j": 0.8},
 }
 key = sys.argv[1]
