@@ -236,3 +236,56 @@ def test_guard_exits_without_exit_values_returns_the_same_frame():
     policy = ReleasePolicy(qi=["a"], sensitive="s", domains={"a": [0, 1], "s": ["x", "y"]})
     res = guard_exits(frame, policy, np.array([1, 1]))
     assert res.assigned is frame and (res.n_suppressed, res.n_merged, res.n_one_kind) == (0, 0, 0)
+
+
+def _with_everyone_back(led, history, policy):
+    """The releases of ``led`` as the adversary observes them, plus the defender's worst future: a
+    release in which every respondent who did not exit comes back (each in a group of her own,
+    at her last true value), and the model's tables."""
+    from dpriv.adversary.observed import ObservedRelease
+    from dpriv.attack_input import last_tables, observed_releases, prepare, read_releases
+    from dpriv.inputs import attack_history
+
+    history, policy = attack_history(history, policy)
+    led, releases, policy, adv = prepare(led, history, policy, "dk", None)
+    reads = read_releases(led, releases, history, policy)
+    tables = last_tables(reads, history, policy, adv)
+    obs = observed_releases(reads, policy, tables.classes)
+    dom = policy.sensitive_domain
+    last = history.sort_values("view").groupby("respondent_id").tail(1)
+    seen = np.unique(np.concatenate([o.respondent for o in obs]))
+    back = last[last["respondent_id"].isin(seen) & ~last["exam_result"].isin(EXITS)]
+    s = np.array([dom.index(v) for v in back["exam_result"]], dtype=np.int64)
+    counts = np.zeros((len(back), len(dom)), dtype=np.int64)
+    counts[np.arange(len(back)), s] = 1
+    future = ObservedRelease(
+        index=obs[-1].index + 1,
+        respondent=back["respondent_id"].to_numpy(),
+        group=np.arange(len(back), dtype=np.int64),
+        counts=counts,
+        cls=tables.classes.classify(back),
+        truth=s,
+        n_suppressed=0,
+    )
+    return [*obs, future], tables
+
+
+def test_in_the_worst_future_the_deductions_pin_every_one_kind_exit_and_none_under_the_guard(medical, tmp_path):
+    # the real deduction code as the oracle: once everyone who did not exit is back, today's
+    # ledger has each terminal tuple of a one-kind group pinned (n_exit_worst is attained); the
+    # guarded one has none pinned (its one-kind count is 0 by construction)
+    from dpriv.adversary.deductions import deduce
+
+    mh, policy = medical
+    for guarded in (False, True):
+        pol = policy if guarded else policy.with_overrides(exit_values=[])
+        led = release_history(mh.history, pol, tmp_path / str(guarded))
+        obs, tables = _with_everyone_back(led, mh.history, pol)
+        d = deduce(obs, tables, attendance=None)
+        worst = exit_deductions(led, mh.history, pol).query("as_of == release")["n_exit_worst"].to_numpy()
+        n_exit = d.n_exit[:-1]
+        if guarded:
+            assert (worst == 0).all() and (n_exit == 0).all()
+        else:
+            assert worst.sum() > 0
+            assert (n_exit >= worst).all()
