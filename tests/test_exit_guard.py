@@ -270,7 +270,7 @@ def _with_everyone_back(led, history, policy):
     return [*obs, future], tables
 
 
-def test_in_the_worst_future_the_deductions_pin_every_one_kind_exit_and_none_under_the_guard(medical, tmp_path):
+def test_worst_future_pins_every_one_kind_exit_and_none_under_the_guard(medical, tmp_path):
     # the real deduction code as the oracle: once everyone who did not exit is back, today's
     # ledger has each terminal tuple of a one-kind group pinned (n_exit_worst is attained); the
     # guarded one has none pinned (its one-kind count is 0 by construction)
