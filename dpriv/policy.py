@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tomllib
 import typing
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,8 @@ Kind = Literal["numeric", "categorical", "date"]
 #: the demo's own parameters stay well under (t 0.5, j 0.8 suppress at most ~3 %). Raise
 #: it explicitly (``[privacy] max_suppression``) to accept more.
 DEFAULT_MAX_SUPPRESSION = 0.05
+#: The release gate's keys that only act with ``retro_max_gain`` set (dpriv/gate.py).
+GATE_KEYS = ("retro_retries", "retro_attendance", "retro_lever")
 
 
 class ReleasePolicy(BaseModel):
@@ -91,10 +94,8 @@ class ReleasePolicy(BaseModel):
     mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
         §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
         the Mondrian paper's relaxed variant and anonypy do)
-    exit_values : the sensitive values that end a history (``["deceased", "discharged"]``);
-        non-empty turns on the exit guard (:mod:`dpriv.exit_guard`; issue 12, direction 5):
-        every QI-group holding one of them holds at least two distinct ones, so that the
-        members never seen again cannot be pinned to one. Empty (default): off, no byte changes
+    exit_values : the values that end a history; set: every QI-group holding one holds two
+        distinct ones (the exit guard, :mod:`dpriv.exit_guard`). Empty (default): off
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
@@ -195,9 +196,8 @@ class ReleasePolicy(BaseModel):
                 )
         if self.exit_values and len(set(self.exit_values)) < 2:
             raise ValueError(
-                f"exit_values = {self.exit_values}: the exit guard needs at least two distinct terminal "
-                "values (one kind of exit is pinned on the members never seen again); list them all or "
-                "leave it empty"
+                f"exit_values = {self.exit_values}: the exit guard needs at least two "
+                "distinct terminal values; list them all or leave it empty"
             )
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
@@ -209,6 +209,21 @@ class ReleasePolicy(BaseModel):
                     )
             elif len(set(map(str, dom))) != len(dom) or not dom:
                 raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")
+        return self
+
+    @model_validator(mode="after")
+    def _gate_keys_need_the_bound(self) -> ReleasePolicy:
+        """The gate's other keys do nothing without ``retro_max_gain``: say so (a warning,
+        so that a stored policy still loads)."""
+        if self.retro_max_gain is None:
+            idle = [n for n in GATE_KEYS if getattr(self, n) != type(self).model_fields[n].default]
+            if idle:
+                warnings.warn(
+                    f"{', '.join(idle)} set but the release gate is off: set retro_max_gain "
+                    "(e.g. 0.1) to turn it on, or drop them (docs/policy.md#release-gate)",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return self
 
     # -- construction -------------------------------------------------------------------
@@ -345,7 +360,7 @@ class ReleasePolicy(BaseModel):
         if self.release_format == "generalized":
             exclude.add("release_format")
         if self.retro_max_gain is None:
-            exclude |= {"retro_max_gain", "retro_retries", "retro_attendance", "retro_lever"}
+            exclude |= {"retro_max_gain", *GATE_KEYS}
         if not self.exit_values:
             exclude.add("exit_values")
         return self.model_dump(exclude=exclude)
