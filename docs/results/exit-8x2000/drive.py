@@ -16,7 +16,8 @@ seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 out = Path(sys.argv[4] if len(sys.argv) > 4 else f"exit-runs/seed{seed}")
 EXTRA = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
 ENTRIES = {
-    "js": ("jsreduce", {"t": 0.5, "j": 0.8}),
+    # grouping explicit: the policy that `dpriv generate medical` writes now groups top-down
+    "js": ("jsreduce", {"t": 0.5, "j": 0.8, "grouping": "scan"}),
     "td": ("jsreduce", {"t": 0.5, "j": 0.8, "grouping": "topdown"}),
     "an": ("jsreduce", {**ANATOMY, "t": 0.3, "j": 0.8}),
     "bt": ("mondrian-bt", {"bt_t": 0.15}),
