@@ -197,17 +197,20 @@ def guard_exits(
     has = counts[:, exits] > 0  # (G, E)
     # candidates of each one-kind group, from the exact statistics before any merge
     cand: dict[int, np.ndarray] = {}
+    near: dict[int, np.ndarray] = {}
     for g in np.flatnonzero(bad):
         other = np.flatnonzero((has & ~has[g]).any(axis=1))
         cost = _box_cost(lo, hi, g, other, span)
         cand[g] = other[np.lexsort((labels[other], cost))][:REACH]
+        every = np.delete(np.arange(len(labels)), g)  # for the rest of a group that loses its exits
+        near[g] = every[np.lexsort((labels[every], _box_cost(lo, hi, g, every, span)))][:REACH]
     crit = criteria_for(policy, method, view_counts)
     js = next((c for c in crit if isinstance(c, JSBound)), None)
     from dpriv.exit_plan import Plan, Rows  # the decisions (one module per job)
 
     rows = None
     if js is not None or allowable is not None:
-        involved = np.unique(np.concatenate([np.flatnonzero(bad), *cand.values()]))
+        involved = np.unique(np.concatenate([np.flatnonzero(bad), *cand.values(), *near.values()]))
         rows = Rows.fetch(assigned, policy, labels, involved, exits)
     plan = Plan(labels, counts, exits, rows, crit, js, float(policy.log_base), allowable)
     for g in np.flatnonzero(bad):
@@ -221,10 +224,15 @@ def guard_exits(
             continue
         rest_ok = plan.rest_ok(g)
         # 2. its terminal tuples join a complementary group; 3. they change places with as
-        # many tuples of that group (the closest priors); 4. they are suppressed; 5. all of it
+        # many tuples of that group (the closest priors); 4. they are suppressed, the rest kept
+        # or (5.) merged into a nearby group; 6. the group is suppressed
         if rest_ok and any(plan.try_move(g, r) for r in roots):
             continue
         if any(plan.try_swap(g, r) for r in roots):
             continue
+        if not rest_ok:  # 5. the rest joins a nearby group, the terminal tuples suppressed
+            nearby = [r for r in dict.fromkeys(plan.root(int(h)) for h in near[g]) if r != g]
+            if any(plan.try_rest_merge(g, r) for r in nearby if r not in plan.dropped):
+                continue
         plan.drop(g, whole=not rest_ok)
     return plan.apply(assigned, policy.id)

@@ -181,10 +181,32 @@ class Plan:
         self.n_swapped += 1
         return True
 
+    def try_rest_merge(self, g: int, r: int) -> bool:
+        """Suppress the terminal tuples of ``g`` and merge the rest into ``r`` (any group; its
+        terminal values do not change)."""
+        rest = self.cur[g].copy()
+        rest[self.exits] = 0
+        if not self._mixed(self.cur[r]) and self.cur[r][self.exits].any():
+            return False  # an unsettled one-kind group may still be suppressed
+        merged = rest + self.cur[r]
+        idx = self._idx(g, r)
+        if idx is not None:
+            idx = idx[~(self.rows.term[idx] & (self.at[idx] == g))]
+        if rest.sum() == 0 or not self.ok(merged, idx):
+            return False
+        self.drop(g, whole=False)
+        self.parent[g], self.cur[r], self.cur[g] = r, merged, 0
+        if self.at is not None:
+            self.at[self.at == g] = r
+        self.n_merged += 1
+        return True
+
     def drop(self, g: int, whole: bool) -> None:
         """Suppress the terminal tuples of ``g`` (or all of it): no later step may use them."""
         (self.drop_all if whole else self.drop_exit).append(g)
         self.n_sup += int(self.cur[g].sum() if whole else self.cur[g][self.exits].sum())
+        if self.at is not None:  # the suppressed rows count nowhere any more
+            self.at[(self.at == g) & (True if whole else self.rows.term)] = -1
         if whole:
             self.cur[g] = 0
         else:
@@ -195,7 +217,7 @@ class Plan:
         remap = {int(lab[g]): int(lab[self.root(g)]) for g in range(len(lab)) if self.root(g) != g}
         moved = {}
         if self.rows is not None:
-            for i in np.flatnonzero(self.at != self.rows.group):  # moved, exchanged or merged rows
+            for i in np.flatnonzero((self.at != self.rows.group) & (self.at >= 0)):  # moved/merged rows
                 moved[self.rows.ids[i]] = int(lab[self.root(int(self.at[i]))])
         gone_exit = {int(lab[g]) for g in self.drop_exit}
         gone_all = {int(lab[g]) for g in self.drop_all}

@@ -162,10 +162,13 @@ def test_merge_when_j_allows_else_the_exit_tuples_go(hand):
     res = guard_exits(frame, policy.with_overrides(j=0.48), counts)
     assert (res.n_merged, res.n_moved, res.n_swapped, res.n_suppressed) == (0, 0, 1, 0)
     assert res.assigned[LABEL].tolist() == [20, 10, 10, 20, 10, 20, 30, 30]
-    # with k 3 what is left (two tuples) breaks k: both groups go whole
+    # with k 3 what is left (two tuples) breaks k: 10 loses its deceased tuple and {2, 3} (A)
+    # joins the nearest group that keeps the criteria, 30 ({2, 3, 7, 8}: JS 0); {5, 6} (B) would
+    # break j there, so 20 is suppressed whole: 1 + 3 tuples
     res = guard_exits(_assigned(policy, b), policy.with_overrides(k=3), counts)
-    assert (res.n_merged, res.n_suppressed) == (0, 6)
-    assert res.assigned["respondent_id"].tolist() == [7, 8]
+    assert (res.n_merged, res.n_suppressed) == (1, 4)
+    assert res.assigned["respondent_id"].tolist() == [2, 3, 7, 8]
+    assert res.assigned[LABEL].tolist() == [30, 30, 30, 30]
 
 
 def test_guard_on_a_view_without_terminal_values_changes_no_byte(medical):
