@@ -20,8 +20,10 @@ How (after the grouping, before CreateQIG; :func:`guard_exits`): the groups hold
 terminal value ("one-kind groups") are taken in label order; each is (1) merged into a group
 holding a terminal value of another kind, among the ``REACH`` such groups with the smallest
 union QI box, when the union keeps the method's criteria; else (2) its terminal tuples join such
-a group, when both that group and the rest keep them; else (3) its terminal tuples are
-suppressed, when the rest keeps them; else (4) it is suppressed whole. The criteria are checked
+a group, when both that group and the rest keep them; else (3) they change places with as many
+non-terminal tuples of such a group (the closest priors); else (4) they are suppressed, when the
+rest keeps the criteria, or (5) suppressed with the rest merged into one of the ``REACH`` nearest
+groups whose terminal values are settled; else (6) it is suppressed whole. The criteria are checked
 exactly: k, l and t on the integer counts, j on the members' priors summed in id order, and
 mondrian-bt's (B,t)-privacy on the rows. The decisions read integer statistics and the priors of
 the groups involved only, so they do not depend on the partitions:
