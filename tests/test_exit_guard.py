@@ -292,3 +292,34 @@ def test_worst_future_pins_every_one_kind_exit_and_none_under_the_guard(medical,
         else:
             assert worst.sum() > 0
             assert (n_exit >= worst).all()
+
+
+@pytest.mark.parametrize("method", ["mondrian-bt", "mondrian-l"])
+def test_mondrian_with_the_guard_keeps_its_model_and_leaves_no_one_kind_group(medical, method):
+    from dpriv.baselines import baseline_view, bt_allowable
+
+    mh, policy = medical
+    view = mh.history[mh.history["view"] == 3].drop(columns="view").reset_index(drop=True)
+    policy, _ = policy.resolve(view)
+    plain = baseline_view(view, policy.with_overrides(exit_values=[]), method)
+    out = baseline_view(view, policy, method)
+    dom = policy.sensitive_domain
+    exits = exit_codes(policy)
+
+    def counts(assigned):
+        g = assigned.groupby(LABEL)["_s"].apply(lambda s: np.bincount(s, minlength=len(dom)))
+        return np.stack(g.to_list())
+
+    assert one_kind_groups(counts(plain.assigned), exits).any()  # something to fix
+    c = counts(out.assigned)
+    assert not one_kind_groups(c, exits).any()
+    assert (c.sum(axis=1) >= policy.k).all() and len(out.released) + out.n_suppressed == len(view)
+    if method == "mondrian-l":
+        assert ((c > 0).sum(axis=1) >= policy.l).all()
+    else:  # every merged group still (B,t)-private, checked on its rows
+        ok = bt_allowable(view, policy)
+        for _, rows in out.assigned.groupby(LABEL).groups.items():
+            assert ok(np.sort(np.asarray(rows)))
+    # the released view is the assignment's: same groups, same sizes
+    sizes = out.released.groupby("qi_group").size().sort_index()
+    assert sizes.tolist() == out.assigned.groupby(LABEL).size().sort_index().tolist()
