@@ -21,6 +21,7 @@ from dpriv.anatomy import apply_anatomy, sensitive_table
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
 from dpriv.anonymity.persistent import PGROUP, UnitPlan, apply_plan, plan_units, unit_stats, with_next
 from dpriv.anonymity.topdown import topdown_range
+from dpriv.exit_guard import guard_exits
 from dpriv.hilbert.keys import (
     HKEY,
     TIE,
@@ -132,6 +133,12 @@ def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
     return placed[placed[LABEL] >= 0], n_suppressed
 
 
+def _guarded(assigned, policy: ReleasePolicy, counts: np.ndarray, n_suppressed: int):
+    """The exit guard (:mod:`dpriv.exit_guard`; nothing changes without ``exit_values``)."""
+    guard = guard_exits(assigned, policy, counts)
+    return guard.assigned, n_suppressed + guard.n_suppressed
+
+
 def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     """The pandas orchestration: the same kernels in-process over the same Hilbert ranges,
     timed under the Dask path's step names (keys, shuffle = the sort, grouping, repair, qig)."""
@@ -155,7 +162,8 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     kept = [grouped[grouped[LABEL] >= 0], *([fixed] if plan else [])]
     assigned = pd.concat([*kept, placed], ignore_index=True)
-    if plan is not None:
+    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
+    if plan is not None:  # after the exit guard: the final labels
         assigned = with_next(assigned, plan)
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, released = None, apply_anatomy(assigned, policy)
@@ -191,7 +199,8 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     kept = grouped[grouped[LABEL] >= 0]
     kept = kept if fixed is None else dd.concat([kept, fixed])
     assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
-    if plan is not None:
+    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
+    if plan is not None:  # after the exit guard: the final labels
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, rmeta = None, apply_anatomy(assigned._meta, policy)

@@ -87,12 +87,9 @@ class ReleasePolicy(BaseModel):
         key's leading ``level * d`` bits; 0 = the whole view, one root)
     topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
         members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
-    persistent_groups : group a respondent with the same respondents at every release she
-        attends (m-invariance's idea, :mod:`dpriv.anonymity.persistent`): the present members
-        of a persistent group stay one QI-group when it keeps (E9), else they are merged with
-        the next units in Hilbert order; newcomers are grouped by ``grouping``. Off by default:
-        on 8 x 2,000 at attendance 0.5 it did not lower the mean gain
-        (docs/results/persistent-8x2000)
+    persistent_groups : keep each respondent with the same co-members at every release she
+        attends (:mod:`dpriv.anonymity.persistent`, docs/policy.md "Persistent groups"). Off by
+        default: it did not lower the mean gain (docs/results/persistent-8x2000)
     release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group,
         docs/released-format.md) or ``"anatomy"`` (bucketization, Xiao & Tao 2006: a QI table
         of exact QIs and a sensitive table of each group's value counts; the groups are formed
@@ -100,6 +97,8 @@ class ReleasePolicy(BaseModel):
     mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
         §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
         the Mondrian paper's relaxed variant and anonypy do)
+    exit_values : the values that end a history; set: every QI-group holding one holds two
+        distinct ones (the exit guard, :mod:`dpriv.exit_guard`). Empty (default): off
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
@@ -140,6 +139,7 @@ class ReleasePolicy(BaseModel):
     persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
+    exit_values: list[str] = Field(default_factory=list)
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
@@ -198,6 +198,11 @@ class ReleasePolicy(BaseModel):
                     f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
                     "generalizes a categorical QI; drop one of them"
                 )
+        if self.exit_values and len(set(self.exit_values)) < 2:
+            raise ValueError(
+                f"exit_values = {self.exit_values}: the exit guard needs at least two "
+                "distinct terminal values; list them all or leave it empty"
+            )
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
                 raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
@@ -362,6 +367,8 @@ class ReleasePolicy(BaseModel):
             exclude.add("persistent_groups")
         if self.retro_max_gain is None:
             exclude |= {"retro_max_gain", *GATE_KEYS}
+        if not self.exit_values:
+            exclude.add("exit_values")
         return self.model_dump(exclude=exclude)
 
 
