@@ -49,37 +49,25 @@ class ReleasePolicy(BaseModel):
     j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
     max_suppression : float in [0, 1]; a release suppressing a larger share of the view's
         tuples is refused (exit 2, nothing written); default :data:`DEFAULT_MAX_SUPPRESSION`
-    small_view : what a history does with a view of fewer than k tuples: "refuse" (default:
-        nothing is released, the message names this option), "suppress" (that release is
-        committed fully suppressed, marked ``"small_view": "suppressed"`` in its metrics, and
-        the history goes on; ``max_suppression`` does not apply to it) or "merge" (refused
-        with the reason, :data:`dpriv.release.MERGE_REFUSED`: two times in one release).
-        A single view (``anonymize``) always refuses.
+    small_view : a view of a history with fewer than k tuples: "refuse" (default), "suppress"
+        (committed fully suppressed, the history goes on) or "merge" (refused with the reason,
+        :data:`dpriv.release.MERGE_REFUSED`); docs/policy.md. ``anonymize`` always refuses.
     allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
         value is disclosed for everyone) with a warning instead of refusing it
-    retro_max_gain : the release gate (:mod:`dpriv.gate`; issue 12, direction 6): before
-        release ``i`` is written, the retrospective adversary (the defender's model, exact
-        deductions) attacks releases ``1 .. i`` as of ``i``; when its mean gain (E10) on any
-        of them would exceed this bound, the release is regrouped with ``retro_lever``
-        tightened, up to ``retro_retries`` times, then refused (nothing written). ``None``
-        (default): no gate
+    retro_max_gain : the release gate's bound (:mod:`dpriv.gate`): the largest mean gain (E10)
+        of the retrospective adversary on releases ``1 .. i`` as of ``i``; above it release
+        ``i`` is regrouped (``retro_lever``, ``retro_retries``), then refused. ``None``: no gate
     retro_retries : how many times the gate regroups before it refuses (0 = refuse at once)
-    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled or
-        ``"t"`` halved
-    retro_attendance : the weekly exam probability the gate's adversary assumes (absences
-        become evidence, and 1.0 opens the presence channel of the deductions); ``None``
-        (default): absences carry no information
+    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled, ``"t"`` halved
+    retro_attendance : the exam probability the gate's adversary assumes (absences become
+        evidence); ``None`` (default): absences carry no information
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
-    defer_wait : steps a tuple that would worsen the open group may wait for another group;
-        0 = no deferral (default)
+    defer_wait : steps a tuple that would worsen the open group may wait (0 = no deferral)
     attach_reach : groups, nearest first in Hilbert order, a leftover may join (0 = none)
     prior_key : add the expected rank of S under each tuple's prior as one more Hilbert
-        dimension, so that respondents with similar revised knowledge are scanned together
-        (docs/findings.md "ordering on the QIs AND a low-dimensional summary of RBK"). Off by
-        default: on 24 x 5,000 (t 0.5, j 0.8) it cut the semiperimeter at release 8 from 1.39
-        to 0.85 at the same gain, but on 4 x 400 (t 1, j 0.6) it suppressed releases 3-4 whole
+        dimension (respondents with similar revised knowledge scanned together; docs/policy.md)
     grouping : JS-reduce's grouping: ``"scan"`` (Algorithm 2's greedy Hilbert scan with its
         repairs, default) or ``"topdown"`` (a Mondrian-style split that only cuts where both
         halves keep k, t and j, :mod:`dpriv.anonymity.topdown`; issue 12, direction 1)
@@ -90,22 +78,18 @@ class ReleasePolicy(BaseModel):
     persistent_groups : keep each respondent with the same co-members at every release she
         attends (:mod:`dpriv.anonymity.persistent`, docs/policy.md "Persistent groups"). Off by
         default: it did not lower the mean gain (docs/results/persistent-8x2000)
-    release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group,
-        docs/released-format.md) or ``"anatomy"`` (bucketization, Xiao & Tao 2006: a QI table
-        of exact QIs and a sensitive table of each group's value counts; the groups are formed
-        in the order of the members' revised knowledge, not of their QIs; issue 12, direction 3)
-    mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
-        §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
-        the Mondrian paper's relaxed variant and anonypy do)
+    release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group) or
+        ``"anatomy"`` (bucketization, Xiao & Tao 2006; groups formed in knowledge space), both
+        in docs/released-format.md
+    mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap, default) or
+        ``"relaxed"`` (ties at the median divided between the halves, as anonypy does)
     exit_values : the values that end a history; set: every QI-group holding one holds two
         distinct ones (the exit guard, :mod:`dpriv.exit_guard`). Empty (default): off
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
     hierarchies : categorical QI -> path of its ARX-format generalization hierarchy
-        (:mod:`dpriv.hierarchy`; relative to the file). Such a QI is categorical, its levels
-        are the hierarchy's leaves in tree order, and it is released as the lowest common node
-        of its group instead of a value set.
+        (:mod:`dpriv.hierarchy`; relative to the file), released as the group's lowest common node
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
