@@ -8,13 +8,15 @@ the released ``qi_group``). The true values and the QIs (for the knowledge class
 the membership-from-QIs linkage) come from the original history.
 
 :func:`prepare` checks the arguments, :func:`read_releases` reads and cross-checks every
-committed release (:class:`ReadRelease`), :func:`observed_releases` turns those into the
+committed release (:class:`ReadRelease`; both at once: :func:`read_attack`),
+:func:`observed_releases` turns those into the
 :class:`dpriv.adversary.observed.ObservedRelease` the kernels take, and
 :func:`linkage_rows` runs :func:`dpriv.adversary.linkage.qi_linkage` on each release.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -147,6 +149,33 @@ def prepare(
     if absent:
         raise InputError(f"the ledger has releases {absent} that the history has no view for")
     return ledger, releases, policy, adv
+
+
+@dataclass(frozen=True)
+class AttackInput:
+    """What an adversary reads: every committed release (:func:`read_releases`), the history
+    (normalised by :func:`dpriv.inputs.attack_history`), the resolved policy and its knowledge."""
+
+    reads: list[ReadRelease]
+    history: pd.DataFrame
+    policy: ReleasePolicy
+    adv: AdversaryKnowledge
+
+
+def read_attack(
+    ledger: Ledger | str | Path,
+    history: pd.DataFrame,
+    policy: ReleasePolicy,
+    knowledge: str | AdversaryKnowledge,
+    corpus: pd.DataFrame | None,
+) -> AttackInput | None:
+    """:func:`prepare` then :func:`read_releases`: the checked input of an attack, None for a
+    ledger without committed releases (errors as both say)."""
+    run = prepare(ledger, history, policy, knowledge, corpus)
+    if run is None:
+        return None
+    led, releases, policy, adv = run
+    return AttackInput(read_releases(led, releases, history, policy), history, policy, adv)
 
 
 def read_releases(
