@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tomllib
 import typing
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,8 @@ Kind = Literal["numeric", "categorical", "date"]
 #: the demo's own parameters stay well under (t 0.5, j 0.8 suppress at most ~3 %). Raise
 #: it explicitly (``[privacy] max_suppression``) to accept more.
 DEFAULT_MAX_SUPPRESSION = 0.05
+#: The release gate's keys that only act with ``retro_max_gain`` set (dpriv/gate.py).
+GATE_KEYS = ("retro_retries", "retro_attendance", "retro_lever")
 
 
 class ReleasePolicy(BaseModel):
@@ -200,6 +203,21 @@ class ReleasePolicy(BaseModel):
                 raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")
         return self
 
+    @model_validator(mode="after")
+    def _gate_keys_need_the_bound(self) -> ReleasePolicy:
+        """The gate's other keys do nothing without ``retro_max_gain``: say so (a warning,
+        so that a stored policy still loads)."""
+        if self.retro_max_gain is None:
+            idle = [n for n in GATE_KEYS if getattr(self, n) != type(self).model_fields[n].default]
+            if idle:
+                warnings.warn(
+                    f"{', '.join(idle)} set but the release gate is off: set retro_max_gain "
+                    "(e.g. 0.1) to turn it on, or drop them (docs/policy.md#release-gate)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        return self
+
     # -- construction -------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReleasePolicy:
@@ -334,7 +352,7 @@ class ReleasePolicy(BaseModel):
         if self.release_format == "generalized":
             exclude.add("release_format")
         if self.retro_max_gain is None:
-            exclude |= {"retro_max_gain", "retro_retries", "retro_attendance", "retro_lever"}
+            exclude |= {"retro_max_gain", *GATE_KEYS}
         return self.model_dump(exclude=exclude)
 
 
