@@ -43,8 +43,10 @@ ANATOMY = {"release_format": "anatomy", "grouping": "topdown", "topdown_pc": Tru
 GRID: dict[str, list[dict]] = {
     "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)]
     + [{"t": 0.5, "j": 0.8, "defender": d} for d in ("dk", "dk-1", "ie")]
-    # the recommended defense (dpriv.datasets.files.RECOMMENDED_DEFENSE) and a stricter j
+    # the recommended defense (dpriv.datasets.files.RECOMMENDED_DEFENSE), a stricter j, and
+    # the exit guard on top (docs/results/exit-8x2000)
     + [{"t": 0.5, "j": j, "grouping": "topdown"} for j in (0.8, 0.4)]
+    + [{"t": 0.5, "j": 0.8, "grouping": "topdown", "exit_values": ["deceased", "discharged"]}]
     + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],
@@ -56,7 +58,10 @@ _RETRO_KEEP = ("release", "as_of", "adversary_gain", "confident_share", "confide
 
 
 def _name(method: str, params: dict) -> str:
-    return method + "".join(f"_{k}{v}" for k, v in params.items())
+    """The ledger folder of a setting: ``jsreduce_t0.5_j0.8``; a list joins with ``+``."""
+    return method + "".join(
+        f"_{k}{'+'.join(map(str, v)) if isinstance(v, list | tuple) else v}" for k, v in params.items()
+    )
 
 
 def _policy(base: ReleasePolicy, params: dict) -> ReleasePolicy:

@@ -20,6 +20,7 @@ from dpriv._dispatch import is_dask, map_frame
 from dpriv.anatomy import apply_anatomy, sensitive_table
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
 from dpriv.anonymity.topdown import topdown_range
+from dpriv.exit_guard import guard_exits
 from dpriv.hilbert.keys import (
     HKEY,
     TIE,
@@ -131,6 +132,12 @@ def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
     return placed[placed[LABEL] >= 0], n_suppressed
 
 
+def _guarded(assigned, policy: ReleasePolicy, counts: np.ndarray, n_suppressed: int):
+    """The exit guard (:mod:`dpriv.exit_guard`; nothing changes without ``exit_values``)."""
+    guard = guard_exits(assigned, policy, counts)
+    return guard.assigned, n_suppressed + guard.n_suppressed
+
+
 def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     """The pandas orchestration: the same kernels in-process over the same Hilbert ranges,
     timed under the Dask path's step names (keys, shuffle = the sort, grouping, repair, qig)."""
@@ -148,6 +155,7 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
+    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, released = None, apply_anatomy(assigned, policy)
     else:
@@ -177,6 +185,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     kept = grouped[grouped[LABEL] >= 0]
     assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
+    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, rmeta = None, apply_anatomy(assigned._meta, policy)
         released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)

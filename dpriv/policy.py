@@ -94,6 +94,8 @@ class ReleasePolicy(BaseModel):
     mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
         §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
         the Mondrian paper's relaxed variant and anonypy do)
+    exit_values : the values that end a history; set: every QI-group holding one holds two
+        distinct ones (the exit guard, :mod:`dpriv.exit_guard`). Empty (default): off
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
@@ -133,6 +135,7 @@ class ReleasePolicy(BaseModel):
     topdown_pc: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
+    exit_values: list[str] = Field(default_factory=list)
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
@@ -191,6 +194,11 @@ class ReleasePolicy(BaseModel):
                     f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
                     "generalizes a categorical QI; drop one of them"
                 )
+        if self.exit_values and len(set(self.exit_values)) < 2:
+            raise ValueError(
+                f"exit_values = {self.exit_values}: the exit guard needs at least two "
+                "distinct terminal values; list them all or leave it empty"
+            )
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
                 raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
@@ -353,6 +361,8 @@ class ReleasePolicy(BaseModel):
             exclude.add("release_format")
         if self.retro_max_gain is None:
             exclude |= {"retro_max_gain", *GATE_KEYS}
+        if not self.exit_values:
+            exclude.add("exit_values")
         return self.model_dump(exclude=exclude)
 
 
