@@ -26,7 +26,7 @@ import pandas as pd
 
 from dpriv.adversary.masks import deductions_available
 from dpriv.attack import attack
-from dpriv.attack_input import linkage_rows, prepare, read_releases
+from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
@@ -176,10 +176,10 @@ def run_experiment(
 def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[int, float]:
     """Per release: the share of released tuples that everyone's QIs, the published boxes and
     the group sizes alone pin to one QI-group (membership from QIs, issue 11 item 4)."""
-    run = prepare(led, history, policy, "snapshot", None)
-    if run is None:
+    inp = read_attack(led, history, policy, "snapshot", None)
+    if inp is None:
         return {}
-    rows = linkage_rows(read_releases(run[0], run[1], history, run[2]), run[2])
+    rows = linkage_rows(inp.reads, inp.policy)
     return {r["release"]: r["share_pinned"] for r in rows}
 
 

@@ -246,13 +246,13 @@ def _with_everyone_back(led, history, policy):
     release in which every respondent who did not exit comes back (each in a group of her own,
     at her last true value), and the model's tables."""
     from dpriv.adversary.observed import ObservedRelease
-    from dpriv.attack_input import last_tables, observed_releases, prepare, read_releases
+    from dpriv.attack_input import last_tables, observed_releases, read_attack
     from dpriv.inputs import attack_history
 
     history, policy = attack_history(history, policy)
-    led, releases, policy, adv = prepare(led, history, policy, "dk", None)
-    reads = read_releases(led, releases, history, policy)
-    tables = last_tables(reads, history, policy, adv)
+    inp = read_attack(led, history, policy, "dk", None)
+    reads, policy = inp.reads, inp.policy
+    tables = last_tables(reads, history, policy, inp.adv)
     obs = observed_releases(reads, policy, tables.classes)
     dom = policy.sensitive_domain
     last = history.sort_values("view").groupby("respondent_id").tail(1)

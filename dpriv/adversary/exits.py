@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.adversary.deductions import chain_support, deduce
-from dpriv.attack_input import last_tables, observed_releases, prepare, read_releases
+from dpriv.attack_input import last_tables, observed_releases, read_attack
 from dpriv.exit_guard import one_kind_groups
 from dpriv.inputs import attack_history
 from dpriv.ledger import Ledger
@@ -72,12 +72,11 @@ def exit_deductions(
     As :func:`dpriv.attack.attack` (InputError, PolicyError, LedgerError).
     """
     history, policy = attack_history(history, policy)
-    run = prepare(ledger, history, policy, knowledge, None)
-    if run is None:
+    inp = read_attack(ledger, history, policy, knowledge, None)
+    if inp is None:
         return pd.DataFrame(columns=list(EXIT_COLUMNS), dtype="int64")
-    led, releases, policy, adv = run
-    reads = read_releases(led, releases, history, policy)
-    tables = last_tables(reads, history, policy, adv)
+    reads, policy = inp.reads, inp.policy
+    tables = last_tables(reads, history, policy, inp.adv)
     obs = observed_releases(reads, policy, tables.classes)
     sup = chain_support(tables)
     exits = np.flatnonzero(sup.exit_value)
