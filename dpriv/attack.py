@@ -59,12 +59,12 @@ from dpriv.adversary.retrospective import retrospective_attack
 from dpriv.adversary.tail import TAIL_COLUMNS, tail_risk
 from dpriv.attack_files import gain_path, save_gain  # noqa: F401  (public here)
 from dpriv.attack_input import (
+    AttackInput,
     ReadRelease,
     last_tables,
     linkage_rows,
     observed_releases,
-    prepare,
-    read_releases,
+    read_attack,
 )
 from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import attack_history
@@ -156,18 +156,21 @@ def attack_steps(
     if revision not in REVISIONS:
         raise PolicyError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
     history, policy = attack_history(history, policy)
-    run = prepare(ledger, history, policy, knowledge, corpus)
-    if run is None:
-        return iter(())
-    led, releases, policy, adv = run
-    reads = read_releases(led, releases, history, policy)
-    masks = _masks(reads, history, policy, adv, attendance) if deductions else None
-    return _steps(reads, history, policy, adv, masks, revision, attendance)
+    inp = read_attack(ledger, history, policy, knowledge, corpus)
+    return iter(()) if inp is None else _paper_steps(inp, deductions, attendance, revision)
 
 
-def _masks(reads, history, policy, adv, attendance) -> MasksAsOf:
-    tables = last_tables(reads, history, policy, adv)
-    return MasksAsOf(observed_releases(reads, policy, tables.classes), tables, attendance)
+def _paper_steps(
+    inp: AttackInput, deductions: bool, attendance: float | None, revision: str
+) -> Iterator[AttackStep]:
+    """The deduction masks (now, so that their errors are raised at the call), then the steps."""
+    masks = _masks(inp, attendance) if deductions else None
+    return _steps(inp.reads, inp.history, inp.policy, inp.adv, masks, revision, attendance)
+
+
+def _masks(inp: AttackInput, attendance: float | None) -> MasksAsOf:
+    tables = last_tables(inp.reads, inp.history, inp.policy, inp.adv)
+    return MasksAsOf(observed_releases(inp.reads, inp.policy, tables.classes), tables, attendance)
 
 
 def _steps(
@@ -223,30 +226,19 @@ def _steps(
         )
 
 
-def retrospective(
-    ledger: Ledger | str | Path,
-    history: pd.DataFrame,
-    policy: ReleasePolicy,
-    knowledge: str | AdversaryKnowledge,
-    *,
-    corpus: pd.DataFrame | None = None,
-    deductions: bool = True,
-    attendance: float | None = None,
-    partitions: int | None = None,
+def _retrospective(
+    inp: AttackInput | None, deductions: bool, attendance: float | None, partitions: int | None
 ) -> pd.DataFrame:
     """The retrospective adversary over every committed release (:data:`RETRO_COLUMNS`).
 
-    Same parameters and errors as :func:`attack`; the tables are the adversary's at the last
-    release (IE: mined before it; snapshot: BK^sv only, so no release informs another).
-    ``partitions``: run the forward-backward on Dask over that many partitions of respondents
+    The tables are the adversary's at the last release (IE: mined before it; snapshot: BK^sv
+    only, so no release informs another). ``partitions``: run the forward-backward on Dask
+    over that many partitions of respondents
     (:func:`dpriv.adversary.retrospective.retrospective_attack`; the same rows).
     """
-    history, policy = attack_history(history, policy)
-    run = prepare(ledger, history, policy, knowledge, corpus)
-    if run is None:
+    if inp is None:
         return _retro_frame([])
-    led, releases, policy, adv = run
-    reads = read_releases(led, releases, history, policy)
+    reads, history, policy, adv = inp.reads, inp.history, inp.policy, inp.adv
     tables = last_tables(reads, history, policy, adv)
     if not adv.revise:
         tables = MarkovTables(tables.values, tables.classes, tables.tables[:1])
@@ -303,7 +295,7 @@ def attack(
     adversary : {"paper", "retrospective"}
         ``"paper"``: each release attacked when it comes out (the PK/RBK cycle);
         ``"retrospective"``: every release attacked again after each later one
-        (:func:`retrospective`).
+        (:mod:`dpriv.adversary.retrospective`).
     deductions : bool, default True
         Mask priors and posteriors with the exact deductions known at the time of the attack
         (:mod:`dpriv.adversary.deductions`; PolicyError if it is not installed). On by default,
@@ -366,17 +358,12 @@ def attack(
         )
     partitions = history.npartitions if is_dask(history) else None
     history, policy = attack_history(history, policy)  # the types release gave it (dpriv/inputs.py)
+    inp = read_attack(ledger, history, policy, knowledge, corpus)
     if adversary == "retrospective":
-        out = retrospective(
-            ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance,
-            partitions=partitions,
-        )
-        return _with_linkage(out, ledger, history, policy, knowledge, corpus, membership)
+        return _with_linkage(_retrospective(inp, deductions, attendance, partitions), inp, membership)
+    steps = () if inp is None else _paper_steps(inp, deductions, attendance, revision or "window")
     rows = []
-    for step in attack_steps(
-        ledger, history, policy, knowledge, corpus=corpus, deductions=deductions, attendance=attendance,
-        revision=revision or "window",
-    ):
+    for step in steps:
         row = step.row()
         rows.append(row)
         if on_release:
@@ -385,15 +372,14 @@ def attack(
     out = out.astype(
         {"release": "int64", "adversary_gain": "float64", "n_tuples": "int64", "n_certain": "Int64"}
     )
-    return _with_linkage(out, ledger, history, policy, knowledge, corpus, membership)
+    return _with_linkage(out, inp, membership)
 
 
-def _with_linkage(out, ledger, history, policy, knowledge, corpus, membership) -> pd.DataFrame:
+def _with_linkage(out: pd.DataFrame, inp: AttackInput | None, membership: str) -> pd.DataFrame:
     """``out`` with :data:`LINKAGE_COLUMNS` merged on ``release`` when ``membership == "qi"``."""
     if membership != "qi":
         return out
-    run = prepare(ledger, history, policy, knowledge, corpus)
-    rows = [] if run is None else linkage_rows(read_releases(run[0], run[1], history, run[2]), run[2])
+    rows = [] if inp is None else linkage_rows(inp.reads, inp.policy)
     link = pd.DataFrame(rows, columns=["release", *LINKAGE_COLUMNS])
     link = link.astype({"release": "int64", "n_pinned": "int64", "share_pinned": "float64"})
     return out.merge(link, on="release", how="left", validate="many_to_one")

@@ -7,14 +7,16 @@ membership the adversary of ALGORITHMS.md §1.1 (ii) is assumed to know, the pri
 the released ``qi_group``). The true values and the QIs (for the knowledge classes and for
 the membership-from-QIs linkage) come from the original history.
 
-:func:`prepare` checks the arguments, :func:`read_releases` reads and cross-checks every
-committed release (:class:`ReadRelease`), :func:`observed_releases` turns those into the
+:func:`read_attack` checks the arguments and reads every committed release with
+:func:`read_releases`, which cross-checks each (:class:`ReadRelease`);
+:func:`observed_releases` turns those into the
 :class:`dpriv.adversary.observed.ObservedRelease` the kernels take, and
 :func:`linkage_rows` runs :func:`dpriv.adversary.linkage.qi_linkage` on each release.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -117,14 +119,27 @@ def members_of(
     return mem, s_true, r_s, r_counts
 
 
-def prepare(
+@dataclass(frozen=True)
+class AttackInput:
+    """What an adversary reads: every committed release (:func:`read_releases`), the history
+    (normalised by :func:`dpriv.inputs.attack_history`), the resolved policy and its knowledge."""
+
+    reads: list[ReadRelease]
+    history: pd.DataFrame
+    policy: ReleasePolicy
+    adv: AdversaryKnowledge
+
+
+def read_attack(
     ledger: Ledger | str | Path,
     history: pd.DataFrame,
     policy: ReleasePolicy,
     knowledge: str | AdversaryKnowledge,
     corpus: pd.DataFrame | None,
-) -> tuple[Ledger, list[int], ReleasePolicy, AdversaryKnowledge] | None:
-    """Checked (ledger, committed releases, resolved policy, knowledge); None without releases.
+) -> AttackInput | None:
+    """The checked input of an attack: the arguments checked, the policy resolved, the
+    knowledge built, then every committed release read (:func:`read_releases`); None for a
+    ledger without committed releases.
 
     Raises PolicyError (unknown knowledge), InputError (a release the history has no view
     for, a bad history) and LedgerError (not a ledger), as :func:`dpriv.attack.attack` says.
@@ -146,7 +161,7 @@ def prepare(
     absent = [i for i in releases if i not in indices]
     if absent:
         raise InputError(f"the ledger has releases {absent} that the history has no view for")
-    return ledger, releases, policy, adv
+    return AttackInput(read_releases(ledger, releases, history, policy), history, policy, adv)
 
 
 def read_releases(

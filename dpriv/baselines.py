@@ -17,10 +17,12 @@ import pandas as pd
 from dpriv.anonymity.mondrian import MondrianRelease, mondrian_view
 from dpriv.divergence import js_rows
 from dpriv.errors import PolicyError
+from dpriv.exit_guard import guard_exits
 from dpriv.hilbert import unit_coords
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import kernel_prior
 from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL, ORDER, SCODE, create_qig
 from dpriv.validate import codes
 
 METHODS = ("jsreduce", "mondrian-l", "mondrian-t", "mondrian-bt")
@@ -39,12 +41,28 @@ def bt_allowable(view: pd.DataFrame, policy: ReleasePolicy) -> Callable[[np.ndar
 
 
 def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> MondrianRelease:
-    """Release ``view`` with the Mondrian baseline ``method`` (one of :data:`METHODS`)."""
+    """Release ``view`` with the Mondrian baseline ``method`` (one of :data:`METHODS`); with
+    ``policy.exit_values`` the exit guard (:mod:`dpriv.exit_guard`) then merges its one-kind
+    groups (a merged group keeps the method's criteria, and (B,t)-privacy for mondrian-bt)."""
     strict = policy.mondrian_cut == "strict"
+    allowable = None
     if method == "mondrian-l":
-        return mondrian_view(view, policy, model="l", l=policy.l, strict=strict)
-    if method == "mondrian-t":
-        return mondrian_view(view, policy, model="t", strict=strict)
-    if method == "mondrian-bt":
-        return mondrian_view(view, policy, model="bt", allowable=bt_allowable(view, policy), strict=strict)
-    raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+        out = mondrian_view(view, policy, model="l", l=policy.l, strict=strict)
+    elif method == "mondrian-t":
+        out = mondrian_view(view, policy, model="t", strict=strict)
+    elif method == "mondrian-bt":
+        allowable = bt_allowable(view.reset_index(drop=True), policy)
+        out = mondrian_view(view, policy, model="bt", allowable=allowable, strict=strict)
+    else:
+        raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    if not policy.exit_values:
+        return out
+    s = out.assigned[SCODE].to_numpy(np.int64)
+    counts = np.bincount(s, minlength=len(policy.sensitive_domain)).astype(np.int64)
+    guard = guard_exits(out.assigned, policy, counts, method, allowable=allowable)
+    if guard.n_merged == 0 and guard.n_suppressed == 0:
+        return out
+    released = create_qig(guard.assigned, policy)
+    released = released.sort_values(ORDER, kind="stable").drop(columns=ORDER).reset_index(drop=True)
+    n_groups = int(guard.assigned[LABEL].nunique())
+    return MondrianRelease(released, guard.assigned, n_groups, guard.n_suppressed)

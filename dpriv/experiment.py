@@ -26,7 +26,7 @@ import pandas as pd
 
 from dpriv.adversary.masks import deductions_available
 from dpriv.attack import attack
-from dpriv.attack_input import linkage_rows, prepare, read_releases
+from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
@@ -43,6 +43,10 @@ ANATOMY = {"release_format": "anatomy", "grouping": "topdown", "topdown_pc": Tru
 GRID: dict[str, list[dict]] = {
     "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)]
     + [{"t": 0.5, "j": 0.8, "defender": d} for d in ("dk", "dk-1", "ie")]
+    # the recommended defense (dpriv.datasets.files.RECOMMENDED_DEFENSE), a stricter j, and
+    # the exit guard on top (docs/results/exit-8x2000)
+    + [{"t": 0.5, "j": j, "grouping": "topdown"} for j in (0.8, 0.4)]
+    + [{"t": 0.5, "j": 0.8, "grouping": "topdown", "exit_values": ["deceased", "discharged"]}]
     + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],
@@ -54,7 +58,10 @@ _RETRO_KEEP = ("release", "as_of", "adversary_gain", "confident_share", "confide
 
 
 def _name(method: str, params: dict) -> str:
-    return method + "".join(f"_{k}{v}" for k, v in params.items())
+    """The ledger folder of a setting: ``jsreduce_t0.5_j0.8``; a list joins with ``+``."""
+    return method + "".join(
+        f"_{k}{'+'.join(map(str, v)) if isinstance(v, list | tuple) else v}" for k, v in params.items()
+    )
 
 
 def _policy(base: ReleasePolicy, params: dict) -> ReleasePolicy:
@@ -169,10 +176,10 @@ def run_experiment(
 def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[int, float]:
     """Per release: the share of released tuples that everyone's QIs, the published boxes and
     the group sizes alone pin to one QI-group (membership from QIs, issue 11 item 4)."""
-    run = prepare(led, history, policy, "snapshot", None)
-    if run is None:
+    inp = read_attack(led, history, policy, "snapshot", None)
+    if inp is None:
         return {}
-    rows = linkage_rows(read_releases(run[0], run[1], history, run[2]), run[2])
+    rows = linkage_rows(inp.reads, inp.policy)
     return {r["release"]: r["share_pinned"] for r in rows}
 
 
@@ -226,25 +233,46 @@ def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
     fig.savefig(out / "fig3_semiperimeter.png", dpi=120)
     plt.close(fig)
     for method, g in gains.groupby("method"):
-        fig, ax = plt.subplots(figsize=(7, 4))
-        for (params, kind), h in g.groupby(["params", "knowledge"]):
+        # many settings x knowledge: the legend goes beside the axes, the layout makes room
+        lines = g.groupby(["params", "knowledge"])
+        ncol = 1 if lines.ngroups <= 24 else 2
+        height = max(4.0, 1.5 + 0.12 * lines.ngroups / ncol)
+        fig, ax = plt.subplots(figsize=(7 + 4 * ncol, height), layout="constrained")
+        for (params, kind), h in lines:
             ax.plot(h["release"], h["adversary_gain"], label=f"{params} {kind}")
         ax.set(xlabel="release", ylabel="adversary gain (E10)", title=f"{method}: adversary gain")
-        ax.legend(fontsize=6)
-        fig.tight_layout()
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol)
         fig.savefig(out / f"gain_{method}.png", dpi=120)
         plt.close(fig)
-    col = "max_gain_dk" if "max_gain_dk" in front else [c for c in front if c.startswith("max_gain_")][0]
-    fig, ax = plt.subplots(figsize=(7, 5))
+    _frontier(front, out, plt)
+
+
+#: The goals of issue 12 drawn on the frontier (dotted): the largest gain against each
+#: adversary and the mean average semiperimeter.
+GOALS = {"paper": 0.05, "retrospective": 0.08, "semi": 0.3}
+
+
+def _frontier(front: pd.DataFrame, out: Path, plt) -> None:
+    """frontier.png: semiperimeter against the largest gain, one panel per adversary (the
+    paper's with full DK, and the retrospective one when it ran); marker area ~ suppression."""
+    paper = "max_gain_dk" if "max_gain_dk" in front else [c for c in front if c.startswith("max_gain_")][0]
+    panels = [(paper, "paper adversary", GOALS["paper"])]
+    if "max_retro_gain" in front and front["max_retro_gain"].notna().any():
+        panels.append(("max_retro_gain", "retrospective adversary (+ deductions)", GOALS["retrospective"]))
     kinds = front.assign(kind=[_kind(m, p) for m, p in zip(front["method"], front["params"])])
-    for kind, g in kinds.groupby("kind"):
-        ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=kind, alpha=0.7)
-    ax.set(
-        xlabel="mean average semiperimeter (lower = more useful)",
-        ylabel=f"{col} (lower = safer)",
-        title="Frontier (marker area ~ mean suppression)",
-    )
-    ax.legend()
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 5), squeeze=False)
+    for ax, (col, who, goal) in zip(axes[0], panels):
+        for kind, g in kinds.groupby("kind"):
+            ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=kind, alpha=0.7)
+        ax.axhline(goal, color="grey", linestyle=":", linewidth=1)
+        ax.axvline(GOALS["semi"], color="grey", linestyle=":", linewidth=1)
+        ax.set(
+            xlabel="mean average semiperimeter (lower = more useful)",
+            ylabel=f"{col}: largest mean gain (lower = safer)",
+            title=who,
+        )
+        ax.legend(fontsize=8)
+    fig.suptitle("Frontier (marker area ~ mean suppression; dotted: the goals of issue 12)")
     fig.tight_layout()
     fig.savefig(out / "frontier.png", dpi=120)
     plt.close(fig)

@@ -19,7 +19,9 @@ import pandas as pd
 from dpriv._dispatch import is_dask, map_frame
 from dpriv.anatomy import apply_anatomy, sensitive_table
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
+from dpriv.anonymity.persistent import PGROUP, UnitPlan, apply_plan, plan_units, unit_stats, with_next
 from dpriv.anonymity.topdown import topdown_range
+from dpriv.exit_guard import guard_exits
 from dpriv.hilbert.keys import (
     HKEY,
     TIE,
@@ -131,6 +133,12 @@ def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
     return placed[placed[LABEL] >= 0], n_suppressed
 
 
+def _guarded(assigned, policy: ReleasePolicy, counts: np.ndarray, n_suppressed: int):
+    """The exit guard (:mod:`dpriv.exit_guard`; nothing changes without ``exit_values``)."""
+    guard = guard_exits(assigned, policy, counts)
+    return guard.assigned, n_suppressed + guard.n_suppressed
+
+
 def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     """The pandas orchestration: the same kernels in-process over the same Hilbert ranges,
     timed under the Dask path's step names (keys, shuffle = the sort, grouping, repair, qig)."""
@@ -139,15 +147,24 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     frame = frame.sort_values([HKEY, TIE], kind="stable")
     divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
     steps.lap("shuffle")
+    plan = fixed = None
+    if policy.persistent_groups:  # units of persistent groups first (dpriv.anonymity.persistent)
+        plan = plan_units(unit_stats(frame, policy), policy, counts)
+        frame = apply_plan(frame, plan.units)
+        fixed, frame = frame[frame[LABEL] >= 0], frame[frame[LABEL] < 0].drop(columns=LABEL)
     parts, carry, kernel = [], None, range_kernel(policy)
     for i, part in enumerate(ranges := split_ranges(frame, divisions)):
         done, carry = kernel(part, carry, policy, counts, i == len(ranges) - 1)
         parts.append(done)
     grouped = pd.concat(parts, ignore_index=True)
     steps.lap("grouping")
-    stats, leftovers = range_stats(grouped, policy), grouped[grouped[LABEL] < 0]
+    stats, leftovers = _with_units(range_stats(grouped, policy), plan), grouped[grouped[LABEL] < 0]
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
-    assigned = pd.concat([grouped[grouped[LABEL] >= 0], placed], ignore_index=True)
+    kept = [grouped[grouped[LABEL] >= 0], *([fixed] if plan else [])]
+    assigned = pd.concat([*kept, placed], ignore_index=True)
+    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
+    if plan is not None:  # after the exit guard: the final labels
+        assigned = with_next(assigned, plan)
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, released = None, apply_anatomy(assigned, policy)
     else:
@@ -167,16 +184,24 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
         divisions = balanced_divisions(histogram, npartitions or view.npartitions)
     (ranges,) = steps.run("shuffle", keyed_view.set_index(HKEY, sort=True, divisions=divisions))
     del keyed_view
-    (grouped,) = steps.run("grouping", chained_scan(ranges, view._meta, policy, counts))
+    plan, rest, fixed = None, ranges, None
+    if policy.persistent_groups:  # units of persistent groups first (dpriv.anonymity.persistent)
+        plan, rest, fixed = _persistent_dask(ranges, policy, counts)
+    (grouped,) = steps.run("grouping", chained_scan(rest, view._meta, policy, counts))
     stats_meta = range_stats(grouped._meta, policy)
     stats, leftovers = dask.compute(
         map_frame(range_stats, grouped, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
     )
+    stats = _with_units(stats, plan)
     divisions = ranges.divisions
     del ranges
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     kept = grouped[grouped[LABEL] >= 0]
+    kept = kept if fixed is None else dd.concat([kept, fixed])
     assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
+    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
+    if plan is not None:  # after the exit guard: the final labels
+        assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         table, rmeta = None, apply_anatomy(assigned._meta, policy)
         released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)
@@ -196,3 +221,23 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     released = released.reset_index()[list(rmeta.columns)].astype(rmeta.dtypes.to_dict())
     released, assigned = steps.run("qig", released, assigned)
     return assigned, released, n_suppressed, divisions, table
+
+
+def _with_units(stats: pd.DataFrame, plan: UnitPlan | None) -> pd.DataFrame:
+    """The repair's group statistics: the persistent unit groups' first, then the rest."""
+    return stats if plan is None or not plan.n_groups else pd.concat([plan.stats, stats], ignore_index=True)
+
+
+def _persistent_dask(ranges: dd.DataFrame, policy: ReleasePolicy, counts: np.ndarray):
+    """The persistent units on Dask: rows hashed by persistent group (each unit whole in one
+    part, its sums in Hilbert order, as in process), one small compute of the unit statistics,
+    the plan on the client; returns (plan, the rows left to the scan indexed by the key, the
+    unit groups' rows with their labels)."""
+    rows = ranges.reset_index()
+    persisting = rows[rows[PGROUP].fillna(-1) >= 0].shuffle(PGROUP, npartitions=ranges.npartitions)
+    units = map_frame(unit_stats, persisting, policy, meta=unit_stats(rows._meta, policy)).compute()
+    plan = plan_units(units, policy, counts)
+    labelled = map_frame(apply_plan, ranges, plan.units, meta=apply_plan(ranges._meta, plan.units))
+    rest = labelled[labelled[LABEL] < 0].drop(columns=LABEL)
+    fixed = labelled[labelled[LABEL] >= 0].reset_index()
+    return plan, rest, fixed

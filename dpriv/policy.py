@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tomllib
 import typing
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,8 @@ Kind = Literal["numeric", "categorical", "date"]
 #: the demo's own parameters stay well under (t 0.5, j 0.8 suppress at most ~3 %). Raise
 #: it explicitly (``[privacy] max_suppression``) to accept more.
 DEFAULT_MAX_SUPPRESSION = 0.05
+#: The release gate's keys that only act with ``retro_max_gain`` set (dpriv/gate.py).
+GATE_KEYS = ("retro_retries", "retro_attendance", "retro_lever")
 
 
 class ReleasePolicy(BaseModel):
@@ -46,37 +49,25 @@ class ReleasePolicy(BaseModel):
     j : float >= 0, JS threshold in units of ``log_base`` (bits by default) (E9, E8)
     max_suppression : float in [0, 1]; a release suppressing a larger share of the view's
         tuples is refused (exit 2, nothing written); default :data:`DEFAULT_MAX_SUPPRESSION`
-    small_view : what a history does with a view of fewer than k tuples: "refuse" (default:
-        nothing is released, the message names this option), "suppress" (that release is
-        committed fully suppressed, marked ``"small_view": "suppressed"`` in its metrics, and
-        the history goes on; ``max_suppression`` does not apply to it) or "merge" (refused
-        with the reason, :data:`dpriv.release.MERGE_REFUSED`: two times in one release).
-        A single view (``anonymize``) always refuses.
+    small_view : a view of a history with fewer than k tuples: "refuse" (default), "suppress"
+        (committed fully suppressed, the history goes on) or "merge" (refused with the reason,
+        :data:`dpriv.release.MERGE_REFUSED`); docs/policy.md. ``anonymize`` always refuses.
     allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
         value is disclosed for everyone) with a warning instead of refusing it
-    retro_max_gain : the release gate (:mod:`dpriv.gate`; issue 12, direction 6): before
-        release ``i`` is written, the retrospective adversary (the defender's model, exact
-        deductions) attacks releases ``1 .. i`` as of ``i``; when its mean gain (E10) on any
-        of them would exceed this bound, the release is regrouped with ``retro_lever``
-        tightened, up to ``retro_retries`` times, then refused (nothing written). ``None``
-        (default): no gate
+    retro_max_gain : the release gate's bound (:mod:`dpriv.gate`): the largest mean gain (E10)
+        of the retrospective adversary on releases ``1 .. i`` as of ``i``; above it release
+        ``i`` is regrouped (``retro_lever``, ``retro_retries``), then refused. ``None``: no gate
     retro_retries : how many times the gate regroups before it refuses (0 = refuse at once)
-    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled or
-        ``"t"`` halved
-    retro_attendance : the weekly exam probability the gate's adversary assumes (absences
-        become evidence, and 1.0 opens the presence channel of the deductions); ``None``
-        (default): absences carry no information
+    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled, ``"t"`` halved
+    retro_attendance : the exam probability the gate's adversary assumes (absences become
+        evidence); ``None`` (default): absences carry no information
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default
     group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
         0 = max(8k, 64)
-    defer_wait : steps a tuple that would worsen the open group may wait for another group;
-        0 = no deferral (default)
+    defer_wait : steps a tuple that would worsen the open group may wait (0 = no deferral)
     attach_reach : groups, nearest first in Hilbert order, a leftover may join (0 = none)
     prior_key : add the expected rank of S under each tuple's prior as one more Hilbert
-        dimension, so that respondents with similar revised knowledge are scanned together
-        (docs/findings.md "ordering on the QIs AND a low-dimensional summary of RBK"). Off by
-        default: on 24 x 5,000 (t 0.5, j 0.8) it cut the semiperimeter at release 8 from 1.39
-        to 0.85 at the same gain, but on 4 x 400 (t 1, j 0.6) it suppressed releases 3-4 whole
+        dimension (respondents with similar revised knowledge scanned together; docs/policy.md)
     grouping : JS-reduce's grouping: ``"scan"`` (Algorithm 2's greedy Hilbert scan with its
         repairs, default) or ``"topdown"`` (a Mondrian-style split that only cuts where both
         halves keep k, t and j, :mod:`dpriv.anonymity.topdown`; issue 12, direction 1)
@@ -84,20 +75,21 @@ class ReleasePolicy(BaseModel):
         key's leading ``level * d`` bits; 0 = the whole view, one root)
     topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
         members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
-    release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group,
-        docs/released-format.md) or ``"anatomy"`` (bucketization, Xiao & Tao 2006: a QI table
-        of exact QIs and a sensitive table of each group's value counts; the groups are formed
-        in the order of the members' revised knowledge, not of their QIs; issue 12, direction 3)
-    mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap; ALGORITHMS.md
-        §4.4, default) or ``"relaxed"`` (ties at the median divided between the halves, as
-        the Mondrian paper's relaxed variant and anonypy do)
+    persistent_groups : keep each respondent with the same co-members at every release she
+        attends (:mod:`dpriv.anonymity.persistent`, docs/policy.md "Persistent groups"). Off by
+        default: it did not lower the mean gain (docs/results/persistent-8x2000)
+    release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group) or
+        ``"anatomy"`` (bucketization, Xiao & Tao 2006; groups formed in knowledge space), both
+        in docs/released-format.md
+    mondrian_cut : the Mondrian baselines' median cut: ``"strict"`` (no overlap, default) or
+        ``"relaxed"`` (ties at the median divided between the halves, as anonypy does)
+    exit_values : the values that end a history; set: every QI-group holding one holds two
+        distinct ones (the exit guard, :mod:`dpriv.exit_guard`). Empty (default): off
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
     hierarchies : categorical QI -> path of its ARX-format generalization hierarchy
-        (:mod:`dpriv.hierarchy`; relative to the file). Such a QI is categorical, its levels
-        are the hierarchy's leaves in tree order, and it is released as the lowest common node
-        of its group instead of a value set.
+        (:mod:`dpriv.hierarchy`; relative to the file), released as the group's lowest common node
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -128,8 +120,10 @@ class ReleasePolicy(BaseModel):
     grouping: Literal["scan", "topdown"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
     topdown_pc: bool = False
+    persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
+    exit_values: list[str] = Field(default_factory=list)
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
@@ -188,6 +182,11 @@ class ReleasePolicy(BaseModel):
                     f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
                     "generalizes a categorical QI; drop one of them"
                 )
+        if self.exit_values and len(set(self.exit_values)) < 2:
+            raise ValueError(
+                f"exit_values = {self.exit_values}: the exit guard needs at least two "
+                "distinct terminal values; list them all or leave it empty"
+            )
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
                 raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
@@ -198,6 +197,21 @@ class ReleasePolicy(BaseModel):
                     )
             elif len(set(map(str, dom))) != len(dom) or not dom:
                 raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")
+        return self
+
+    @model_validator(mode="after")
+    def _gate_keys_need_the_bound(self) -> ReleasePolicy:
+        """The gate's other keys do nothing without ``retro_max_gain``: say so (a warning,
+        so that a stored policy still loads)."""
+        if self.retro_max_gain is None:
+            idle = [n for n in GATE_KEYS if getattr(self, n) != type(self).model_fields[n].default]
+            if idle:
+                warnings.warn(
+                    f"{', '.join(idle)} set but the release gate is off: set retro_max_gain "
+                    "(e.g. 0.1) to turn it on, or drop them (docs/policy.md#release-gate)",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return self
 
     # -- construction -------------------------------------------------------------------
@@ -333,8 +347,12 @@ class ReleasePolicy(BaseModel):
             exclude.add("hierarchies")
         if self.release_format == "generalized":
             exclude.add("release_format")
+        if not self.persistent_groups:
+            exclude.add("persistent_groups")
         if self.retro_max_gain is None:
-            exclude |= {"retro_max_gain", "retro_retries", "retro_attendance", "retro_lever"}
+            exclude |= {"retro_max_gain", *GATE_KEYS}
+        if not self.exit_values:
+            exclude.add("exit_values")
         return self.model_dump(exclude=exclude)
 
 

@@ -67,12 +67,7 @@ from dpriv.state import (
     with_revised_priors,
 )
 from dpriv.steps import Steps
-from dpriv.validate import (
-    ViewSummary,
-    check_history,
-    resolve_policy,
-    validate_view,
-)
+from dpriv.validate import ViewSummary, check_history, resolve_policy, validate_view
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -222,6 +217,9 @@ def check_format(policy: ReleasePolicy, method: str) -> None:
             f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
             'generalized view: use --method jsreduce or release_format = "generalized"'
         )
+    if policy.persistent_groups and method != "jsreduce":  # dpriv.anonymity.persistent
+        raise PolicyError(f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
+                          "does not keep groups: use --method jsreduce or persistent_groups = false")
     # the gate regroups with its lever: a parameter the method must use
     uses = {"jsreduce": "ktj", "mondrian-t": "kt"}.get(method, "k")
     if policy.retro_max_gain is not None and policy.retro_lever not in uses:

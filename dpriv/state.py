@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, map_frame, meta_of
+from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.errors import PolicyError
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import class_counts, prior_from_counts
@@ -46,6 +47,8 @@ def empty_state(policy: ReleasePolicy, window: int, id_dtype="int64") -> pd.Data
     ``window`` posteriors ``pk<w>__<value>`` (float64, oldest first, NaN before the
     first), no rows."""
     cols = {policy.id: pd.Series(dtype=id_dtype), **{c: pd.Series(dtype="int64") for c in STATE}}
+    if policy.persistent_groups:  # the persistent group (dpriv.anonymity.persistent), -1 = none
+        cols[PGROUP] = pd.Series(dtype="int64")
     for names in _pk_columns(window, policy):
         cols.update({c: pd.Series(dtype="float64") for c in names})
     return pd.DataFrame(cols)
@@ -98,7 +101,10 @@ def group_posteriors(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFr
         assigned[policy.prior_columns].to_numpy(dtype=float),
     )
     # .array keeps the id's dtype (string ids stay string[pyarrow], as in the state's meta)
-    return posterior_table(assigned[policy.id].array, assigned[LABEL].to_numpy(), post, policy)
+    table = posterior_table(assigned[policy.id].array, assigned[LABEL].to_numpy(), post, policy)
+    if PNEXT in assigned.columns:  # persistent groups: each one's group after this release
+        table[PNEXT] = pd.array(assigned[PNEXT].to_numpy(np.int64), dtype="Int64")
+    return table
 
 
 def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, index: int) -> pd.DataFrame:
@@ -117,6 +123,10 @@ def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, inde
         "last_release": np.where(has, index, ints("last_release")),
         "last_group": np.where(has, ints(LABEL), ints("last_group")),
     }
+    if PGROUP in merged.columns:  # persistent groups: the new one, else kept (-1 = none)
+        old = merged[PGROUP].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+        new = merged[PNEXT].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) if PNEXT in merged else old
+        out[PGROUP] = np.where(has, new, old)
     for w in range(window):  # one frame built at once (a column at a time cost ~1 ms each)
         nxt = cols[w + 1] if w + 1 < window else _post_columns(policy)
         was = merged[cols[w]].to_numpy(dtype=float)
@@ -210,12 +220,13 @@ def rbk_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame
     columns), ready for the view's left join. Without ``last_group``: a first-timer's
     missing 63-bit label would turn that column into float64 in some partitions and not
     others, and the Arrow concat of the following shuffle then fails on labels > 2**53."""
-    return state.drop(columns=["last_release", "last_group"]).astype({"n_post": "Int64"})
+    nullable = {"n_post": "Int64", **({PGROUP: "Int64"} if PGROUP in state.columns else {})}
+    return state.drop(columns=["last_release", "last_group"]).astype(nullable)
 
 
 def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
     """The state with nullable Int64 counters and labels, ready for an outer join."""
-    return state.astype(dict.fromkeys(STATE, "Int64"))
+    return state.astype(dict.fromkeys((*STATE, *([PGROUP] if PGROUP in state.columns else [])), "Int64"))
 
 
 PRIORS = ("class", "uniform")

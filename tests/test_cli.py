@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
+from dpriv.policy import ReleasePolicy
 
 QI = ["--qi", "age,gender,weight", "--sensitive", "exam_result", "--id", "respondent_id"]
 LOOSE = ["--k", "3", "--t", "0.9", "--j", "5"]
@@ -402,6 +403,13 @@ def test_generate_medical(cli, tmp_path):
     h = pd.read_parquet(tmp_path / "g" / "history.parquet")
     assert {"respondent_id", "view", "age", "gender", "weight", "exam_result"} <= set(h.columns)
     assert sorted(h["view"].unique()) == [1, 2]
+    # the file carries the recommended defense (top-down, t 0.5, j 0.8) and releases as is
+    pol = ReleasePolicy.from_toml(tmp_path / "g" / "policy.toml")
+    assert (pol.grouping, pol.k, pol.t, pol.j) == ("topdown", 5, 0.5, 0.8)
+    g, led = tmp_path / "g", tmp_path / "g" / "led"
+    res = cli("release", g / "history.parquet", "--ledger", led, "--policy", g / "policy.toml")
+    assert res.exit_code == 0, res.output
+    assert json.loads((led / "policy.json").read_text())["grouping"] == "topdown"
 
 
 def test_release_then_rerun_is_a_noop(cli, history, tmp_path):

@@ -1,6 +1,7 @@
 """The release gate against the retrospective adversary (dpriv/gate.py; issue 12, direction 6)."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -121,6 +122,16 @@ def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, mi
     assert g["gate"]["regroupings"] >= 1 and g["gate"]["j_used"] == 0.8 / 2 ** g["gate"]["regroupings"]
     assert g["gate"]["max_gain"] <= bound < g2
     assert g["ok"]
+    # the report names the regroupings (and shows the gate's columns only for a gated ledger)
+    from dpriv.report import release_frame, write_report
+
+    frame = release_frame(led)
+    assert frame["regroupings"].tolist() == [0, g["gate"]["regroupings"]]
+    page = write_report(led, tmp_path / "r.html").read_text()
+    assert 'data-key="gate.regroupings"' in page and 'data-key="gate.max_gain"' in page
+    plain = tmp_path / "plain"
+    release_history(mh.history, policy, plain, until=1)
+    assert "gate." not in write_report(plain, tmp_path / "p.html").read_text()
 
 
 def test_cli_release_gate_refuses_with_exit_2_and_writes_nothing(setting, open_gate, cli, tmp_path):
@@ -188,9 +199,20 @@ def test_the_report_shows_the_gate_and_its_verdict(open_gate):
     led_dir, gates = open_gate
     frame = release_frame(led_dir)
     assert frame["retro_gain"].tolist() == [gates[i]["max_gain"] for i in (1, 2, 3)]
+    assert frame["regroupings"].tolist() == [gates[i]["regroupings"] for i in (1, 2, 3)]
     policy = json.loads((led_dir / "policy.json").read_text())
     checks = [[c for c in v.checks if c.name == "retro_gain"] for v in verdicts(frame, policy)]
     assert [(c[0].threshold, c[0].within) for c in checks] == [(1.0, True)] * 3
+
+
+def test_gate_keys_without_the_bound_are_named_in_a_warning(setting):
+    _, policy = setting
+    with pytest.warns(UserWarning, match=r"^retro_attendance, retro_lever set but the release gate is off"):
+        policy.with_overrides(retro_lever="k", retro_attendance=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        policy.with_overrides(retro_lever="k", retro_max_gain=0.1)  # the gate is on: silent
+        policy.with_overrides(retro_retries=2)  # the default: nothing set
 
 
 def test_a_lever_the_method_does_not_use_is_refused_before_anything_is_written(setting, tmp_path):

@@ -310,3 +310,36 @@ def test_default_bits_errors():
         default_bits([2.5])
     with pytest.raises(PolicyError, match="at most 64"):
         default_bits([2] * 65)
+
+
+def test_curve_import_stays_light(tmp_path):
+    # the curve alone (bench_hilbert, a key kernel in a worker) does not pay for pandas/Dask:
+    # dpriv.hilbert loads its keys module (pandas, the policy) only when one of its names is used
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import dpriv
+
+    code = (
+        "import sys; from dpriv.hilbert import hilbert_index; "
+        "print(sorted(m for m in ('pandas', 'dask', 'dpriv.hilbert.keys') if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(dpriv.__file__).parents[1])}  # this dpriv
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path, env=env
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_public_name_is_its_module_object():
+    import dpriv.hilbert as h
+    import dpriv.hilbert.curve as curve
+    import dpriv.hilbert.keys as keys
+
+    for name in h.__all__:
+        home = curve if name in vars(curve) else keys
+        assert getattr(h, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no attribute 'hilbert_key'"):
+        h.hilbert_key  # noqa: B018

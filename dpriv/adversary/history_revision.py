@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from dpriv.adversary.compiled import CompiledTables
-from dpriv.adversary.smoothing import ABS, OBS, _next
+from dpriv.adversary.smoothing import ABS, OBS, _next, attendance_q
 from dpriv.errors import InputError
 
 
@@ -214,14 +214,7 @@ def revise_history(
     n_classes = int(compiled.off[1] if compiled.order else compiled.flat.shape[0])
     if cls.size and (cls.min() < 0 or cls.max() >= n_classes):
         raise InputError(f"knowledge classes must lie in 0..{n_classes - 1}")
-    if attendance is None:
-        if (kind == ABS).any():
-            raise InputError("missing weeks (ABS steps) need the attendance q of the model")
-        q = 1.0
-    else:
-        q = float(attendance)
-        if not 0.0 < q <= 1.0:
-            raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    q = attendance_q(attendance, kind)
     out = np.zeros((start.size, m))
     if start.size:
         _history_kernel(

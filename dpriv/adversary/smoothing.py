@@ -55,6 +55,27 @@ ABS = 1
 MAX_SCRATCH = 60_000_000
 
 
+def attendance_q(attendance: float | None, kind: np.ndarray) -> float:
+    """The weekly exam probability q the kernels use: ``attendance``, or 1 when the model's
+    attendance is not given (then every step must be an :data:`OBS`).
+
+    ``kind`` : array-like of int8, shape (n_steps,), :data:`OBS` or :data:`ABS`.
+
+    Raises InputError: ABS steps (absences, missing weeks) without ``attendance``, or an
+    attendance outside (0, 1].
+    """
+    if attendance is None:
+        if (np.asarray(kind) == ABS).any():
+            raise InputError(
+                "absences (ABS steps: missing weeks) need the attendance q of the model: pass attendance"
+            )
+        return 1.0
+    q = float(attendance)
+    if not 0.0 < q <= 1.0:
+        raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    return q
+
+
 @numba.njit(cache=True, nogil=True)
 def _next(x, v, m1, n_codes, order):  # pragma: no cover - compiled
     if order == 0:
@@ -330,14 +351,7 @@ def forward_backward(
     live = np.zeros(len(start))
     if rows.size == 0:
         return live
-    if attendance is None:
-        if (np.asarray(kind) == ABS).any():
-            raise InputError("absences (ABS steps) need the attendance q of the model")
-        q = 1.0
-    else:
-        q = float(attendance)
-        if not 0.0 < q <= 1.0:
-            raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
+    q = attendance_q(attendance, kind)
     tmax = int((end[rows] - start[rows]).max())
     if compiled.n_codes * (tmax + 1) > MAX_SCRATCH:
         raise PolicyError(

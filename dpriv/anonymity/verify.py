@@ -98,6 +98,9 @@ def _as_pandas(frame):
 
 
 def _view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[np.ndarray, list[str]]:
+    """The int64 (M,) counts of S over the original view (``view_counts``, else counted in
+    ``original``) and the problems found comparing both. Raises InputError: neither given,
+    or ``view_counts`` not of shape (M,)."""
     domain = policy.sensitive_domain
     problems: list[str] = []
     from_original = None
@@ -118,6 +121,8 @@ def _view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[np.ndarr
             )
         return from_original, problems
     vc = np.asarray(view_counts, dtype=np.int64)
+    if vc.shape != (len(domain),):
+        raise InputError(f"view_counts has shape {vc.shape}; expected ({len(domain)},)")
     if from_original is not None and not np.array_equal(vc, from_original):
         problems.append(
             f"view_counts {vc.tolist()} differ from the counts of the original view {from_original.tolist()}"
@@ -175,10 +180,7 @@ def verify_release(
         raise PolicyError(f"no domain for the sensitive column {policy.sensitive!r}; resolve the policy")
     released = _as_pandas(released)
     assigned = None if assigned is None else _as_pandas(assigned)
-    domain = policy.sensitive_domain
     vc, problems = _view_counts(view_counts, original, policy)
-    if vc.shape != (len(domain),):
-        raise InputError(f"view_counts has shape {vc.shape}; expected ({len(domain)},)")
     fmt, usable = format_problems(released, policy)
     problems += fmt
     return check_groups(released, policy, vc, problems, usable, assigned, method)

@@ -91,6 +91,11 @@ QI = Annotated[str | None, typer.Option(help="QI columns, comma-separated.")]
 Sensitive = Annotated[str | None, typer.Option(help="Sensitive column.")]
 
 
+Released = Annotated[
+    str | None, typer.Argument(help="Released view (Parquet or CSV); or --ledger L --view I.")
+]
+
+
 Attendance = Annotated[float, typer.Option(help="Probability of an exam in a given week (q).")]
 
 

@@ -37,6 +37,7 @@ _GROUPS = {
         "retro_retries",
         "retro_attendance",
         "retro_lever",
+        "exit_values",
     ),
     "release": (
         "seed",

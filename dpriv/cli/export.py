@@ -9,7 +9,17 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Debug, PolicyFile, _say, app, check_out, command, ledger_view, load_policy
+from dpriv.cli.common import (
+    Debug,
+    PolicyFile,
+    Released,
+    _say,
+    app,
+    check_out,
+    command,
+    ledger_view,
+    load_policy,
+)
 from dpriv.errors import InputError
 
 #: ``--sep`` choices: the delimiter as typed -> the character written.
@@ -19,9 +29,7 @@ SEPARATORS = {",": ",", ";": ";", "tab": "\t", "\t": "\t"}
 @app.command()
 @command
 def export(
-    released: Annotated[
-        str | None, typer.Argument(help="Released view (Parquet or CSV); or --ledger L --view I.")
-    ] = None,
+    released: Released = None,
     out: Annotated[
         Path, typer.Option(help="The export: a .csv file (refused if it exists, unless --force).")
     ] = ...,

@@ -39,6 +39,7 @@ def generate_medical(
 ) -> None:
     """The paper-setting history (docs/algorithms.md §2.5) with its exact knowledge files."""
     from dpriv.datasets import medical_history, write_history
+    from dpriv.datasets.files import RECOMMENDED_DEFENSE
 
     if partitions is not None:
         _generate_medical_partitioned(out, views, view_size, attendance, seed, partitions, scheduler, force)
@@ -52,7 +53,7 @@ def generate_medical(
 
         refuse_existing(out, "--force")  # before the (long) generation
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
-    policy_path = write_history(out, mh, overwrite=force)
+    policy_path = write_history(out, mh, policy_extra=RECOMMENDED_DEFENSE, overwrite=force)
     typer.echo(
         f"{len(mh.history)} tuples of {mh.n_respondents} respondents over {views} views; "
         f"policy: {policy_path}"
@@ -72,6 +73,7 @@ def _generate_medical_partitioned(
     """``generate medical --partitions N``: one view built and written by Dask workers."""
     from dpriv.cluster import dask_client
     from dpriv.datasets import write_medical_view
+    from dpriv.datasets.files import RECOMMENDED_DEFENSE
     from dpriv.errors import InputError
 
     if not force:
@@ -85,7 +87,13 @@ def _generate_medical_partitioned(
         )
     with dask_client(scheduler, say=_say):
         policy_path = write_medical_view(
-            out, view_size, npartitions=partitions, seed=seed, attendance=attendance, overwrite=force
+            out,
+            view_size,
+            npartitions=partitions,
+            seed=seed,
+            attendance=attendance,
+            overwrite=force,
+            policy_extra=RECOMMENDED_DEFENSE,
         )
     n_files = len(list((out / "history.parquet").glob("*.parquet")))
     typer.echo(

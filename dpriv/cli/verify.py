@@ -9,12 +9,15 @@ from typing import Annotated
 import typer
 
 from dpriv.cli.common import (
+    QI,
     Dates,
     Debug,
     Hierarchies,
     K,
     PolicyFile,
+    Released,
     ReleaseFormat,
+    Sensitive,
     T,
     app,
     command,
@@ -30,9 +33,7 @@ from dpriv.cli.common import (
 @app.command()
 @command
 def verify(
-    released: Annotated[
-        str | None, typer.Argument(help="Released view (Parquet or CSV); or --ledger L --view I.")
-    ] = None,
+    released: Released = None,
     original: Annotated[
         str | None, typer.Option(help="The original view (or history, with --view) it was made from.")
     ] = None,
@@ -48,8 +49,8 @@ def verify(
         bool, typer.Option(help="The release was made with --add-row-id: number the original's rows.")
     ] = False,
     time: Annotated[str | None, typer.Option("--time", help="Release-index column of a history.")] = None,
-    qi: Annotated[str | None, typer.Option(help="QI columns, comma-separated.")] = None,
-    sensitive: Annotated[str | None, typer.Option(help="Sensitive column.")] = None,
+    qi: QI = None,
+    sensitive: Sensitive = None,
     hierarchy: Hierarchies = None,
     date: Dates = None,
     k: K = None,

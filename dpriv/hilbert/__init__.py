@@ -8,19 +8,34 @@ from dpriv.hilbert.curve import (
     grid_coords,
     hilbert_index,
 )
-from dpriv.hilbert.keys import (
-    HKEY,
-    TIE,
-    add_keys,
-    balanced_divisions,
-    even_divisions,
-    grid_bits,
-    hilbert_keys,
-    keyed_meta,
-    pandas_divisions,
-    split_ranges,
-    unit_coords,
+
+#: Names of :mod:`dpriv.hilbert.keys` (the key of a row of a view: pandas, the policy), loaded
+#: on first use so that importing the curve alone stays light (NumPy + numba, no pandas).
+_KEYS = frozenset(
+    {
+        "HKEY",
+        "TIE",
+        "add_keys",
+        "balanced_divisions",
+        "even_divisions",
+        "grid_bits",
+        "hilbert_keys",
+        "keyed_meta",
+        "pandas_divisions",
+        "split_ranges",
+        "unit_coords",
+    }
 )
+
+
+def __getattr__(name: str):
+    if name in _KEYS:
+        from dpriv.hilbert import keys
+
+        value = globals()[name] = getattr(keys, name)
+        return value
+    raise AttributeError(f"module 'dpriv.hilbert' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_BITS_CAP",

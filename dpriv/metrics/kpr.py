@@ -35,8 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from dpriv._dispatch import is_dask
 from dpriv.errors import InputError
 from dpriv.metrics.kpr_binning import (
@@ -48,7 +46,7 @@ from dpriv.metrics.kpr_binning import (
     bin_index,
 )
 from dpriv.metrics.kpr_dask import dask_counts
-from dpriv.metrics.kpr_kernel import Counts, pandas_counts
+from dpriv.metrics.kpr_kernel import Setup, pandas_counts
 from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
 
 __all__ = [
@@ -119,53 +117,6 @@ class KPRResult:
             "bins": {k: vars(v) for k, v in self.bins.items()},
             "note": self.note,
         }
-
-
-# --------------------------------------------------------------------------------------
-# exact sums (partition independent statistics)
-# --------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------
-# kernels (one pandas partition in, one out): shared by the pandas and the Dask paths
-# --------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------
-# validation
-# --------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------
-# the two execution paths
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """The checked inputs of one KPR computation (see :func:`kpr`)."""
-
-    known: tuple[str, ...]
-    numeric: tuple[bool, ...]
-    tolerance: float
-    padding: float
-    ddof: int
-
-    @property
-    def num_names(self) -> list[str]:
-        return [k for k, nm in zip(self.known, self.numeric, strict=True) if nm]
-
-
-def _pandas_path(original: pd.DataFrame, synthetic: pd.DataFrame, setup: _Setup) -> Counts:
-    return pandas_counts(
-        original, synthetic, setup.known, setup.numeric, setup.tolerance, setup.padding, setup.ddof
-    )
-
-
-def _dask_path(original: Any, synthetic: Any, setup: _Setup) -> Counts:
-    return dask_counts(
-        original, synthetic, setup.known, setup.numeric, setup.tolerance, setup.padding, setup.ddof
-    )
 
 
 def kpr(
@@ -254,9 +205,9 @@ def kpr(
     50.0
     """
     known_t, numeric = _validate(original, synthetic, known, tolerance, padding, ddof)
-    setup = _Setup(known_t, numeric, float(tolerance), float(padding), int(ddof))
-    path = _dask_path if is_dask(original) or is_dask(synthetic) else _pandas_path
-    res = path(original, synthetic, setup)
+    setup = Setup(known_t, numeric, float(tolerance), float(padding), int(ddof))
+    counts = dask_counts if is_dask(original) or is_dask(synthetic) else pandas_counts
+    res = counts(original, synthetic, setup)
     n, n_syn, n_u, specs, n_b1, n_s = res.n, res.n_synthetic, res.n_unique, res.specs, res.n_b1, res.n_matched
     if n == 0:
         raise InputError("kpr: the original table has no rows; KPR needs n > 0 records")

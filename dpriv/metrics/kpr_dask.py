@@ -41,7 +41,7 @@ from dpriv.metrics.kpr_binning import (
     var_stats,
 )
 from dpriv.metrics.kpr_codes import local_codes, numeric_values, shared_domain, to_domain
-from dpriv.metrics.kpr_kernel import Counts
+from dpriv.metrics.kpr_kernel import Counts, Setup
 from dpriv.metrics.kpr_validation import _LOW_CARDINALITY
 
 #: Input partitions per output partition of the profile tables (``split_out``).
@@ -189,17 +189,10 @@ def _binned_part(
     return pd.DataFrame(cols, index=pd.RangeIndex(n))
 
 
-def dask_counts(
-    original: Any,
-    synthetic: Any,
-    known: Sequence[str],
-    numeric: Sequence[bool],
-    tolerance: float,
-    padding: float,
-    ddof: int,
-) -> Counts:
+def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     """The counts of (E21) when either table is a Dask DataFrame (a pandas one is wrapped in
-    one partition); one ``dask.compute`` of scalars, no table on the client."""
+    one partition); one ``dask.compute`` of scalars, no table on the client. ``setup`` as
+    for :func:`dpriv.metrics.kpr_kernel.pandas_counts`."""
     import dask
     import dask.dataframe as dd
 
@@ -207,9 +200,8 @@ def dask_counts(
         original = dd.from_pandas(original, npartitions=1)
     if not is_dask(synthetic):
         synthetic = dd.from_pandas(synthetic, npartitions=1)
-    known = list(known)
+    known, numeric, num_names = list(setup.known), setup.numeric, setup.num_names
     cat_names = [k for k, nm in zip(known, numeric, strict=True) if not nm]
-    num_names = [k for k, nm in zip(known, numeric, strict=True) if nm]
     domains = _domains(original, synthetic, cat_names) if cat_names else []
     orig_k, syn_k = original[known], synthetic[known]
     empty = [np.array([], dtype=object) for _ in cat_names]
@@ -227,7 +219,12 @@ def dask_counts(
         combine=_merge_partials,
         meta=object,
         chunk_kwargs={"numeric": numeric},
-        aggregate_kwargs={"names": num_names, "tolerance": tolerance, "padding": padding, "ddof": ddof},
+        aggregate_kwargs={
+            "names": num_names,
+            "tolerance": setup.tolerance,
+            "padding": setup.padding,
+            "ddof": setup.ddof,
+        },
     )
     # steps 5-8: per binned profile the number of U records (_o) and of avatars (_a)
     dummy = _Specs(tuple(_Grid(0.0, 1.0, 1.0, 1.0) for _ in num_names), (), ())

@@ -34,6 +34,24 @@ from dpriv.metrics.kpr_validation import _LOW_CARDINALITY
 
 
 @dataclass(frozen=True)
+class Setup:
+    """The checked inputs of one KPR computation (:func:`dpriv.metrics.kpr.kpr`), as both
+    paths take them: the ``known`` variables, whether each is numeric (binned), and the
+    binning's ``tolerance``, ``padding`` and ``ddof``."""
+
+    known: tuple[str, ...]
+    numeric: tuple[bool, ...]
+    tolerance: float
+    padding: float
+    ddof: int
+
+    @property
+    def num_names(self) -> list[str]:
+        """The numeric (binned) known variables, in ``known`` order."""
+        return [k for k, nm in zip(self.known, self.numeric, strict=True) if nm]
+
+
+@dataclass(frozen=True)
 class Counts:
     """What both paths count: n, |avatars|, |U|, the bin grids, |B1|, |S| and the number
     of distinct non-missing values of each numeric known variable in the original table
@@ -75,22 +93,15 @@ def _chunked_key(n: int, codes_of: Callable[[int, slice], np.ndarray], cards: Se
     return key
 
 
-def pandas_counts(
-    original: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    known: Sequence[str],
-    numeric: Sequence[bool],
-    tolerance: float,
-    padding: float,
-    ddof: int,
-) -> Counts:
-    """The counts of (E21) on two pandas tables (the ``known`` columns are read).
+def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup) -> Counts:
+    """The counts of (E21) on two pandas tables (the ``setup.known`` columns are read).
 
-    ``numeric[i]`` tells whether ``known[i]`` is binned (validated by
+    ``setup.numeric[i]`` tells whether ``setup.known[i]`` is binned (validated by
     :func:`dpriv.metrics.kpr_validation._validate`). Bin grids with errors (infinite or
     too large values) are returned in ``specs.errors`` with ``|B1| = |S| = 0``; the caller
     raises.
     """
+    known, numeric = setup.known, setup.numeric
     n, n_syn = len(original), len(synthetic)
     codes: list[np.ndarray] = []
     cards: list[int] = []
@@ -124,8 +135,7 @@ def pandas_counts(
             vals, miss = numeric_values(original[name].iloc[u_idx])
             u_num[i] = (vals, miss)
             stats.append(var_stats(vals[~miss], binary=False))
-    num_names = [k for k, nm in zip(known, numeric, strict=True) if nm]
-    specs = _finalize_specs([_Partial(stats)], num_names, tolerance, padding, ddof)
+    specs = _finalize_specs([_Partial(stats)], setup.num_names, setup.tolerance, setup.padding, setup.ddof)
     if specs.errors:
         return Counts(n, n_syn, len(u_idx), specs, 0, 0, tuple(n_distinct))
     grids: dict[int, _Grid | None] = dict(zip(u_num, specs.grids, strict=True))

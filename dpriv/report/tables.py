@@ -34,9 +34,20 @@ RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("gcp", "gcp", "GCP"),
     ("kpr", "kpr", "KPR (%)"),
     ("kpr_reference", "kpr_reference", "KPR of the original itself (%)"),
-    ("retro_gain", "gate", "retrospective gain as of the release (gate)"),
+    ("retro_gain", "gate.max_gain", "retrospective gain as of the release (gate)"),
+    ("regroupings", "gate.regroupings", "regroupings by the gate"),
     ("seconds", "seconds", "seconds"),
 )
+
+
+def _entry(metrics: dict[str, Any], key: str) -> Any:
+    """``metrics[key]``; ``"gate.max_gain"`` reads a nested record (the release gate's,
+    dpriv/gate.py: its largest gain over releases 1..i as of i). None when absent."""
+    outer, _, inner = key.partition(".")
+    value = metrics.get(outer)
+    if inner:
+        return value.get(inner) if isinstance(value, dict) else None
+    return value
 
 
 def _ledger(ledger: Ledger | str | Path) -> Ledger:
@@ -184,7 +195,8 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
         ``released``, ``suppressed``, ``suppression`` (a share in [0, 1]), ``k``, ``l``,
         ``t``, ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``kpr_reference``, ``retro_gain`` (the
         release gate's largest retrospective gain as of the release, None without a gate),
-        ``seconds``);
+        ``regroupings`` (how many times the gate regrouped the release: int, None without a
+        gate), ``seconds``);
         values exactly as stored (``seconds`` summed over the steps). ``kpr`` and
         ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in
         ``attack/kpr.csv`` nor passed); other missing values are None.
@@ -196,10 +208,8 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
     for entry in led.committed():
         i = int(entry["index"])
         m = led.read_metrics(i)
-        row = {col: m.get(key) for col, key, _ in RELEASE_COLUMNS}
+        row = {col: _entry(m, key) for col, key, _ in RELEASE_COLUMNS}
         row["release"] = i
-        # the release gate's record (dpriv/gate.py): its largest gain over releases 1..i as of i
-        row["retro_gain"] = row["retro_gain"].get("max_gain") if isinstance(row["retro_gain"], dict) else None
         if isinstance(row["seconds"], dict):
             row["seconds"] = float(sum(row["seconds"].values()))
         if row["kpr"] is None:

@@ -1,0 +1,240 @@
+"""The exit guard: no QI-group holds a single kind of terminal value (issue 12, direction 5).
+
+The exit channel (docs/algorithms.md §1.1 "Exact deductions"): a terminal value (``deceased``,
+``discharged``) ends a respondent's history, so a member of a QI-group who is *seen in a later
+release* certainly does not hold one. Once every other member of a group has come back, the
+group's terminal values fall on the members never seen again; if those values are all of one
+kind (one ``deceased`` and no ``discharged``, say), each of those members is pinned to it with
+certainty (:func:`dpriv.adversary.deductions.deduce`, ``n_exit``). The defender cannot keep the
+other members away from later releases, so the guard assumes the worst future (every member who
+did not exit comes back) and makes sure that even then the value stays open:
+
+    every QI-group that holds a terminal value holds at least two distinct terminal values
+    (policy ``exit_values``: the values that end a history, at least two of them).
+
+Then the members never seen again can be given any of the group's terminal values (in the
+generator's model every stage can lead to each of them), so none is certain. The fact *that*
+they left is not hidden (docs/results/exit-8x2000/ reports it as ``n_exited``).
+
+How (after the grouping, before CreateQIG; :func:`guard_exits`): the groups holding one kind of
+terminal value ("one-kind groups") are taken in label order; each is (1) merged into a group
+holding a terminal value of another kind, among the ``REACH`` such groups with the smallest
+union QI box, when the union keeps the method's criteria; else (2) its terminal tuples join such
+a group, when both that group and the rest keep them; else (3) they change places with as many
+non-terminal tuples of such a group (the closest priors); else (4) they are suppressed, when the
+rest keeps the criteria, or (5) suppressed with the rest merged into one of the ``REACH`` nearest
+groups whose terminal values are settled; else (6) it is suppressed whole. The criteria are checked
+exactly: k, l and t on the integer counts, j on the members' priors summed in id order, and
+mondrian-bt's (B,t)-privacy on the rows. The decisions read integer statistics and the priors of
+the groups involved only, so they do not depend on the partitions:
+the same bytes for any number of partitions. Only group statistics and the rows of the groups
+involved reach the client. A policy without ``exit_values`` leaves every byte as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpriv._dispatch import is_dask, map_frame
+from dpriv.criteria import JSBound, criteria_for
+from dpriv.errors import PolicyError
+from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL
+
+__all__ = ["REACH", "ExitGuard", "exit_codes", "guard_exits", "one_kind_groups"]
+
+#: Complementary groups (smallest union QI box first) a one-kind group may be merged into.
+REACH = 8
+_S = "_s"
+
+
+@dataclass(frozen=True)
+class ExitGuard:
+    """Result of :func:`guard_exits`.
+
+    Attributes
+    ----------
+    assigned : pandas or Dask DataFrame
+        The membership with merged groups relabelled and guarded tuples removed (same columns).
+    n_suppressed : int
+        Tuples the guard removed (terminal tuples of unmergeable groups, or whole groups).
+    n_merged : int
+        One-kind groups merged into another group.
+    n_one_kind : int
+        One-kind groups before the guard.
+    n_moved : int
+        One-kind groups whose terminal tuples joined a complementary group.
+    n_swapped : int
+        One-kind groups whose terminal tuples changed places with tuples of a complementary group.
+    """
+
+    assigned: pd.DataFrame
+    n_suppressed: int
+    n_merged: int
+    n_one_kind: int
+    n_moved: int = 0
+    n_swapped: int = 0
+
+
+def exit_codes(policy: ReleasePolicy) -> np.ndarray:
+    """Codes (positions in the sensitive domain) of ``policy.exit_values``, int64 (E,).
+
+    Raises
+    ------
+    PolicyError
+        A value not in the sensitive domain, or fewer than two distinct values (one terminal
+        value cannot be hidden among others of its kind).
+    """
+    dom = [str(v) for v in policy.sensitive_domain]
+    vals = list(dict.fromkeys(str(v) for v in policy.exit_values))
+    missing = [v for v in vals if v not in dom]
+    if missing:
+        raise PolicyError(
+            f"exit_values {missing} are not values of the sensitive column {policy.sensitive!r} "
+            f"(its domain: {dom[:8]}{' ...' if len(dom) > 8 else ''}); list its terminal values"
+        )
+    if len(vals) < 2:
+        raise PolicyError(
+            f"exit_values = {vals}: the exit guard needs at least two distinct terminal values (a "
+            "group's single kind of exit is pinned on the members never seen again); list them all "
+            "or leave exit_values empty"
+        )
+    return np.array([dom.index(v) for v in vals], dtype=np.int64)
+
+
+def one_kind_groups(counts: np.ndarray, exits: np.ndarray) -> np.ndarray:
+    """bool (G,): groups whose terminal tuples (``counts[:, exits]``) are all of one kind."""
+    return (np.asarray(counts)[:, exits] > 0).sum(axis=1) == 1
+
+
+def _partial_stats(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Per label of one part: size, counts ``c<s>`` per sensitive code, numeric QI min/max."""
+    m = len(policy.sensitive_domain)
+    lab = part[LABEL].to_numpy(np.int64)
+    uniq, inv = np.unique(lab, return_inverse=True)
+    out = {LABEL: uniq, "size": np.bincount(inv, minlength=len(uniq)).astype(np.int64)}
+    cnt = np.zeros((len(uniq), m), dtype=np.int64)
+    np.add.at(cnt, (inv, part[_S].to_numpy(np.int64)), 1)
+    for s in range(m):
+        out[f"c{s}"] = cnt[:, s]
+    for q in policy.numeric_qi:
+        v = part[q].to_numpy(np.float64)
+        lo = np.full(len(uniq), np.inf)
+        hi = np.full(len(uniq), -np.inf)
+        np.minimum.at(lo, inv, v)
+        np.maximum.at(hi, inv, v)
+        out[f"lo_{q}"], out[f"hi_{q}"] = lo, hi
+    return pd.DataFrame(out)
+
+
+def _stats(assigned, policy: ReleasePolicy) -> pd.DataFrame:
+    """Per-group statistics (sorted by label), combined over the parts: exact (ints, min/max)."""
+    meta = _partial_stats(assigned._meta, policy) if is_dask(assigned) else None
+    parts = map_frame(_partial_stats, assigned, policy, meta=meta)
+    parts = parts.compute() if is_dask(parts) else parts
+    agg = {
+        c: ("min" if c.startswith("lo_") else "max" if c.startswith("hi_") else "sum")
+        for c in parts
+        if c != LABEL
+    }
+    return parts.groupby(LABEL, sort=True).agg(agg).reset_index()
+
+
+def _box_cost(lo: np.ndarray, hi: np.ndarray, g: int, h: np.ndarray, span: np.ndarray) -> np.ndarray:
+    """Semiperimeter (normalised by the domains) of the union of box ``g`` with each of ``h``."""
+    if lo.shape[1] == 0:
+        return np.zeros(len(h))
+    return ((np.maximum(hi[g], hi[h]) - np.minimum(lo[g], lo[h])) / span).sum(axis=1)
+
+
+def guard_exits(
+    assigned, policy: ReleasePolicy, view_counts: np.ndarray, method: str = "jsreduce", allowable=None
+) -> ExitGuard:
+    """Apply the exit guard (module doc) to the membership ``assigned`` of one release.
+
+    Parameters
+    ----------
+    assigned : pandas or Dask DataFrame
+        Kept tuples: the policy's id, QIs, ``_s`` (int64 sensitive code), ``_label`` (int64
+        QI-group label) and, for JS-reduce, the ``p__<value>`` prior columns.
+    policy : ReleasePolicy
+        Resolved (domains known); ``exit_values`` lists the terminal values.
+    view_counts : int64 array (M,)
+        Sensitive counts of the whole view (the reference of t).
+    method : str
+        The release method whose criteria (:data:`dpriv.criteria.GUARANTEES`) a merged or
+        thinned group must keep.
+    allowable : callable, optional
+        ``allowable(rows) -> bool`` on sorted row positions of a pandas ``assigned`` (its
+        index): a further check of a merged group (mondrian-bt's (B,t)-privacy,
+        :func:`dpriv.baselines.bt_allowable`).
+
+    Returns
+    -------
+    ExitGuard
+        ``assigned`` unchanged (the same object) when ``exit_values`` is empty.
+
+    Raises
+    ------
+    PolicyError
+        ``exit_values`` not in the sensitive domain, or fewer than two of them.
+    """
+    if not policy.exit_values:
+        return ExitGuard(assigned, 0, 0, 0)
+    exits = exit_codes(policy)
+    stats = _stats(assigned, policy)
+    m = len(policy.sensitive_domain)
+    labels = stats[LABEL].to_numpy(np.int64)
+    counts = stats[[f"c{s}" for s in range(m)]].to_numpy(np.int64)
+    bad = one_kind_groups(counts, exits)
+    if not bad.any():
+        return ExitGuard(assigned, 0, 0, 0)
+    nq = policy.numeric_qi
+    lo = stats[[f"lo_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
+    hi = stats[[f"hi_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
+    span = np.array([max(float(policy.domains[q][1]) - float(policy.domains[q][0]), 1.0) for q in nq])
+    has = counts[:, exits] > 0  # (G, E)
+    # candidates of each one-kind group, from the exact statistics before any merge
+    cand: dict[int, np.ndarray] = {}
+    near: dict[int, np.ndarray] = {}
+    for g in np.flatnonzero(bad):
+        other = np.flatnonzero((has & ~has[g]).any(axis=1))
+        cost = _box_cost(lo, hi, g, other, span)
+        cand[g] = other[np.lexsort((labels[other], cost))][:REACH]
+        every = np.delete(np.arange(len(labels)), g)  # for the rest of a group that loses its exits
+        near[g] = every[np.lexsort((labels[every], _box_cost(lo, hi, g, every, span)))][:REACH]
+    crit = criteria_for(policy, method, view_counts)
+    js = next((c for c in crit if isinstance(c, JSBound)), None)
+    from dpriv.exit_plan import Plan, Rows  # the decisions (one module per job)
+
+    rows = None
+    if js is not None or allowable is not None:
+        involved = np.unique(np.concatenate([np.flatnonzero(bad), *cand.values(), *near.values()]))
+        rows = Rows.fetch(assigned, policy, labels, involved, exits)
+    plan = Plan(labels, counts, exits, rows, crit, js, float(policy.log_base), allowable)
+    for g in np.flatnonzero(bad):
+        if plan.root(g) != g or not one_kind_groups(plan.cur[g : g + 1], exits)[0]:
+            continue  # already merged into, or fixed by, an earlier step
+        roots = [
+            r for r in dict.fromkeys(plan.root(int(h)) for h in cand[g]) if r != g and r not in plan.dropped
+        ]
+        # 1. merge the whole group into a complementary one
+        if any(plan.try_merge(g, r) for r in roots):
+            continue
+        rest_ok = plan.rest_ok(g)
+        # 2. its terminal tuples join a complementary group; 3. they change places with as
+        # many tuples of that group (the closest priors); 4. they are suppressed, the rest kept
+        # or (5.) merged into a nearby group; 6. the group is suppressed
+        if rest_ok and any(plan.try_move(g, r) for r in roots):
+            continue
+        if any(plan.try_swap(g, r) for r in roots):
+            continue
+        if not rest_ok:  # 5. the rest joins a nearby group, the terminal tuples suppressed
+            nearby = [r for r in dict.fromkeys(plan.root(int(h)) for h in near[g]) if r != g]
+            if any(plan.try_rest_merge(g, r) for r in nearby if r not in plan.dropped):
+                continue
+        plan.drop(g, whole=not rest_ok)
+    return plan.apply(assigned, policy.id)
