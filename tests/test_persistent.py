@@ -232,7 +232,8 @@ def test_returners_of_one_persistent_group_share_a_qi_group_while_it_persists(hi
     mh, policy = history
     led = release_history(mh.history, policy.with_overrides(persistent_groups=True), tmp_path / "l")
     before, after = (led.read_state(i).set_index("respondent_id") for i in (1, 2))
-    back = after[after["last_release"] == 2].join(before[[PGROUP]], rsuffix="_1", how="inner")
+    returned = after[after["last_release"] == 2]
+    back = returned.join(before[[PGROUP]].add_suffix("_1"), how="inner")
     stayed = back[back[PGROUP] == back[f"{PGROUP}_1"]]
     assert len(stayed) >= 50  # 70 returners of this small history stay in their group
     # one persistent group before and after -> one QI-group at release 2
