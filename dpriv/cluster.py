@@ -39,7 +39,7 @@ def dask_client(
     LocalCluster (one single-threaded worker process per core, 2 here) that is closed after.
     """
     if scheduler:
-        with Client(scheduler) as client:
+        with _connect(scheduler) as client:
             say(f"connected to {scheduler}; dashboard: {client.dashboard_link}")
             yield client
         return
@@ -51,6 +51,23 @@ def dask_client(
     ):
         say(f"local Dask cluster with {len(cluster.workers)} workers; dashboard: {client.dashboard_link}")
         yield client
+
+
+def _connect(scheduler: str) -> Client:
+    """A Client of the scheduler at ``scheduler``; InputError (exit 2) when it cannot be reached."""
+    before = dask.config.get("scheduler", None)
+    try:
+        return Client(scheduler, timeout="20s")
+    except (OSError, ValueError, TypeError) as exc:
+        # a Client that failed to connect has already made itself the default scheduler
+        if before is None:
+            dask.config.config.pop("scheduler", None)
+        else:
+            dask.config.set(scheduler=before)
+        raise InputError(
+            f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc}); give the address "
+            "a running scheduler prints (tcp://host:8786), or drop --scheduler to use this machine"
+        ) from None
 
 
 #: A history of at most this many tuples may be collected in the ``dpriv release`` process

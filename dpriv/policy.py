@@ -62,19 +62,15 @@ class ReleasePolicy(BaseModel):
     retro_attendance : the exam probability the gate's adversary assumes (absences become
         evidence); ``None`` (default): absences carry no information
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default
-    group_cap : an open QI-group larger than this sets aside the member that hurts (E9) most;
-        0 = max(8k, 64)
+    group_cap : an open QI-group above this sets aside the member that hurts (E9) most (0: max(8k, 64))
     defer_wait : steps a tuple that would worsen the open group may wait (0 = no deferral)
     attach_reach : groups, nearest first in Hilbert order, a leftover may join (0 = none)
     prior_key : add the expected rank of S under each tuple's prior as one more Hilbert
         dimension (respondents with similar revised knowledge scanned together; docs/policy.md)
-    grouping : JS-reduce's grouping: ``"scan"`` (Algorithm 2's greedy Hilbert scan with its
-        repairs, default) or ``"topdown"`` (a Mondrian-style split that only cuts where both
-        halves keep k, t and j, :mod:`dpriv.anonymity.topdown`; issue 12, direction 1)
-    topdown_level : the top-down split's roots are the Hilbert sub-cubes of this level (the
-        key's leading ``level * d`` bits; 0 = the whole view, one root)
-    topdown_pc : a box that breaks (E9) may also be cut along the first principal axis of its
-        members' priors (Hellinger coordinates): groups of similar RBK, boxes may overlap
+    grouping : ``"scan"`` (Algorithm 2's greedy Hilbert scan, default) or ``"topdown"``
+        (Mondrian-style splits that keep k, t and j, :mod:`dpriv.anonymity.topdown`)
+    topdown_level : the top-down split's roots: the Hilbert sub-cubes of this level (0 = one root)
+    topdown_pc : a box may also be cut along the first principal axis of its members' priors
     persistent_groups : keep each respondent with the same co-members at every release she
         attends (:mod:`dpriv.anonymity.persistent`, docs/policy.md "Persistent groups"). Off by
         default: it did not lower the mean gain (docs/results/persistent-8x2000)
@@ -187,6 +183,9 @@ class ReleasePolicy(BaseModel):
                 f"exit_values = {self.exit_values}: the exit guard needs at least two "
                 "distinct terminal values; list them all or leave it empty"
             )
+        dom_s = self.domains.get(self.sensitive, self.exit_values)
+        if unknown := [v for v in self.exit_values if v not in dom_s]:
+            raise ValueError(f"exit_values {unknown} are not values of {self.sensitive!r}; fix the spelling")
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
                 raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
@@ -232,6 +231,8 @@ class ReleasePolicy(BaseModel):
             doc = tomllib.loads(path.read_text())
         except FileNotFoundError:
             raise PolicyError(f"policy file {path} does not exist") from None
+        except (IsADirectoryError, PermissionError) as exc:
+            raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
         except tomllib.TOMLDecodeError as exc:
             raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
         flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}

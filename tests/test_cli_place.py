@@ -4,6 +4,7 @@ command's own process, no cluster started; a large one (or ``--cluster``) on a L
 
 import contextlib
 
+import dask
 import dask.dataframe as dd
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ import dpriv.release as release_mod
 from dpriv.cli import app
 from dpriv.cluster import HistorySize, history_size, ledger_state_rows, release_place
 from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 
@@ -161,3 +163,12 @@ def test_ledger_state_rows_of_a_new_or_missing_ledger_is_zero(tmp_path):
     assert ledger_state_rows(tmp_path / "nothing") == 0
     Ledger(tmp_path / "new", create=True)
     assert ledger_state_rows(tmp_path / "new") == 0
+
+
+@pytest.mark.parametrize("address", ["notanaddress", "tcp://127.0.0.1:1"])
+def test_an_unreachable_scheduler_is_a_clear_input_error(address):
+    before = dask.config.get("scheduler", None)
+    with pytest.raises(InputError, match=f"--scheduler {address}: cannot reach a Dask scheduler there"):
+        with cluster_mod.dask_client(address, say=lambda _: None):
+            pass
+    assert dask.config.get("scheduler", None) == before  # the failed Client left no default behind

@@ -363,6 +363,8 @@ def test_anonymize_prints_the_effective_policy_before_it_starts(cli, tmp_path):
         "id=respondent_id [default]",
         "small_view=refuse [default]",
         "seed=0 [default]",
+        "grouping=scan [default]",
+        "persistent_groups=False [default]",
     ):
         assert item in text, item
     assert text.index("effective policy") < text.index("released view written")

@@ -73,6 +73,17 @@ def test_bad_numeric_domain_and_unknown_table(tmp_path):
         ReleasePolicy.from_toml(f)
     with pytest.raises(PolicyError, match="does not exist"):
         ReleasePolicy.from_toml(tmp_path / "none.toml")
+    with pytest.raises(PolicyError, match=r"policy file .* cannot be read \(Is a directory\)"):
+        ReleasePolicy.from_toml(tmp_path)  # a folder given for the file
+
+
+def test_exit_values_outside_the_declared_domain_are_named():
+    base = {"qi": ["a"], "sensitive": "s", "domains": {"s": ["x", "dead", "gone"]}}
+    with pytest.raises(PolicyError, match=r"exit_values \['gnoe'\] are not values of 's'"):
+        ReleasePolicy.from_dict({**base, "exit_values": ["dead", "gnoe"]})
+    assert ReleasePolicy.from_dict({**base, "exit_values": ["dead", "gone"]}).exit_values == ["dead", "gone"]
+    # no declared domain yet (inferred from the data later): nothing to check against here
+    assert ReleasePolicy.from_dict({"qi": ["a"], "sensitive": "s", "exit_values": ["p", "q"]}).exit_values
 
 
 def test_resolve_infers_kinds_and_domains():
