@@ -183,9 +183,9 @@ class ReleasePolicy(BaseModel):
                 f"exit_values = {self.exit_values}: the exit guard needs at least two "
                 "distinct terminal values; list them all or leave it empty"
             )
-        dom_s = self.domains.get(self.sensitive, self.exit_values)
+        dom_s, s = self.domains.get(self.sensitive, self.exit_values), self.sensitive
         if unknown := [v for v in self.exit_values if v not in dom_s]:
-            raise ValueError(f"exit_values {unknown} are not values of {self.sensitive!r}; fix the spelling")
+            raise ValueError(f"exit_values {unknown} are not values of the sensitive column {s!r}")
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):
                 raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
