@@ -183,8 +183,8 @@ class ReleasePolicy(BaseModel):
                 f"exit_values = {self.exit_values}: the exit guard needs at least two "
                 "distinct terminal values; list them all or leave it empty"
             )
-        dom_s, s = self.domains.get(self.sensitive, self.exit_values), self.sensitive
-        if unknown := [v for v in self.exit_values if v not in dom_s]:
+        dom_s, s = {str(v) for v in self.domains.get(self.sensitive, self.exit_values)}, self.sensitive
+        if unknown := [v for v in self.exit_values if str(v) not in dom_s]:
             raise ValueError(f"exit_values {unknown} are not values of the sensitive column {s!r}")
         for name, dom in self.domains.items():
             if name not in (*self.qi, self.sensitive):

@@ -82,6 +82,9 @@ def test_exit_values_outside_the_declared_domain_are_named():
     with pytest.raises(PolicyError, match=r"\['gnoe'\] are not values of the sensitive column 's'"):
         ReleasePolicy.from_dict({**base, "exit_values": ["dead", "gnoe"]})
     assert ReleasePolicy.from_dict({**base, "exit_values": ["dead", "gone"]}).exit_values == ["dead", "gone"]
+    # a sensitive domain of numbers, the exit values as text (how the guard compares them)
+    coded = {"qi": ["a"], "sensitive": "s", "domains": {"s": [0, 1, 2]}, "exit_values": ["1", "2"]}
+    assert ReleasePolicy.from_dict(coded).exit_values == ["1", "2"]
     # no declared domain yet (inferred from the data later): nothing to check against here
     assert ReleasePolicy.from_dict({"qi": ["a"], "sensitive": "s", "exit_values": ["p", "q"]}).exit_values
 
