@@ -3,7 +3,9 @@
 One pandas kernel (:func:`partition_problems`) finds the problems of a frame; on Dask it
 runs per partition and the results are gathered with the view's size, its sensitive
 counts and its duplicate ids in ONE compute. The first problem found raises one
-:class:`~dpriv.errors.InputError` naming the column, the first offending rows and the fix.
+:class:`~dpriv.errors.InputError` naming the column, the offending rows (the first
+:data:`~dpriv.rows.MAX_ROWS_SHOWN` over all partitions and views, by their line in the input
+file where :func:`dpriv.rows.rows_of` names it) and the fix.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from dpriv.hierarchy import hierarchy_domains
 from dpriv.inputs import duplicate_columns, type_problems
 from dpriv.policy import ReleasePolicy, codes
 from dpriv.released import GROUP
+from dpriv.rows import MAX_ROWS_SHOWN, BadRow, bad_rows, describe, input_file, place, views_prefix
 
-MAX_ROWS_SHOWN = 5
 _PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
 #: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
@@ -102,11 +104,54 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
     return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
-def first_problem(problems: pd.DataFrame) -> str:
-    """One message for the first problem found, with its row count over all partitions."""
+def first_problem(problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool = False) -> str:
+    """One message for the first problem found: its rows over all partitions (and all views of
+    a history), the first :data:`MAX_ROWS_SHOWN` named, by their line in the input file when
+    ``whole`` (the frame checked is that file, whole and in order: :func:`dpriv.rows.describe`)."""
     first = problems.sort_values("order", kind="stable").iloc[0]
     same = problems[(problems["column"] == first["column"]) & (problems["message"] == first["message"])]
-    return f"{first['message']} ({int(same['count'].sum())} rows; first: {first['rows']})"
+    rows = sorted((r for found in same["rows"] for r in found), key=lambda r: r.position)
+    count = int(same["count"].sum())
+    where = describe(rows, count, policy.id, policy.time, whole=whole)
+    return f"{views_prefix(rows[:MAX_ROWS_SHOWN], count, policy.time)}{first['message']} ({where})"
+
+
+def _located(part: pd.DataFrame, kernel, *args, partition_info=None) -> pd.DataFrame:
+    """``kernel(part, *args)`` (a problems frame) with the partition's number in column ``part``."""
+    out = kernel(part, *args)
+    out["part"] = np.int64((partition_info or {}).get("number", 0))
+    return out
+
+
+def _problems(view: pd.DataFrame | dd.DataFrame, kernel, *args) -> pd.DataFrame:
+    """``kernel`` over every partition of ``view`` (or over ``view`` itself), its rows placed
+    in the whole frame (:func:`dpriv.rows.place`; the partitions' lengths are counted only when
+    a problem was found)."""
+    if not is_dask(view):
+        return kernel(view, *args)
+    meta = pd.DataFrame(
+        {
+            c: pd.Series(dtype=t)
+            for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
+        }
+    ).assign(part=pd.Series(dtype="int64"))
+    problems = view.map_partitions(_located, kernel, *args, meta=meta).compute()
+    if len(problems):
+        lengths = view.map_partitions(len).compute().to_numpy()
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        problems["rows"] = [place(r, int(offsets[p])) for r, p in zip(problems["rows"], problems["part"])]
+    return problems.drop(columns="part").reset_index(drop=True)
+
+
+def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
+    """The row checks of :func:`validate_view` (missing values, text in a numeric QI, values
+    outside the domains) over the whole ``view`` (every view of a history at once), so that
+    one message names the bad rows of all views by their line in the input file (first
+    :data:`MAX_ROWS_SHOWN`, then how many more). Raises InputError."""
+    problems = _problems(view, partition_problems, policy)
+    if len(problems):
+        message = first_problem(problems, policy, whole=True)
+        raise InputError(message if input_file() or policy.time else f"{source}: {message}")
 
 
 def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
@@ -137,25 +182,16 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
-        meta = pd.DataFrame(
-            {
-                c: pd.Series(dtype=t)
-                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
-            }
-        )
-        problems = view.map_partitions(_raw_all, policy, columns, meta=meta).compute()
-    else:
-        if len(view) == 0:
-            raise InputError(f"{source} has a header but no rows: there is nothing to release")
-        problems = _raw_all(view, policy, columns)
+    elif len(view) == 0:
+        raise InputError(f"{source} has a header but no rows: there is nothing to release")
+    problems = _problems(view, _raw_all, policy, columns)
     if len(problems):
-        raise InputError(f"{source}: {first_problem(problems)}")
+        raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")
 
 
-def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> str:
-    sub = part.loc[mask].head(MAX_ROWS_SHOWN)
-    ids = sub[policy.id].tolist() if policy.id in sub else []
-    return ", ".join(f"row {i} ({policy.id}={r!r})" for i, r in zip(sub.index.tolist(), ids))
+def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> list[BadRow]:
+    """The first offending rows of ``part`` (:func:`dpriv.rows.bad_rows`)."""
+    return bad_rows(part, mask, policy.id, policy.time)
 
 
 def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
@@ -300,7 +336,7 @@ def validate_view(
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
         content, fingerprint = _safe_digests(view, policy)
     if len(problems):
-        raise InputError(first_problem(problems))
+        raise InputError(first_problem(problems, policy))
     if len(dups):
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
@@ -340,20 +376,22 @@ def resolve_policy(
     """Fill the domains the policy does not declare from the data (computes those columns).
 
     Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
-    view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text.
+    view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text; the row
+    checks of the resolved policy last, over the whole frame (:func:`check_rows`).
     """
     check_raw(view, policy)
     policy, notes = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
-    if policy.is_resolved():
-        return policy, notes
-    cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
-    sample = to_pandas(view[cols])
-    policy, inferred = policy.resolve(sample)
-    return policy, notes + inferred
+    if not policy.is_resolved():
+        cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
+        policy, inferred = policy.resolve(to_pandas(view[cols]))
+        notes = notes + inferred
+    check_rows(view, policy)  # every view of a history at once: all bad rows by their lines
+    return policy, notes
 
 
 def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
-    """The release indices 1..n of a history; refuses gaps and a missing time column."""
+    """The release indices 1..n of a history; refuses a history without rows (header only), gaps
+    and a missing time column."""
     if not policy.time:
         raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
     missing_columns(history.columns, policy)
@@ -362,9 +400,15 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
     t = history[policy.time]
     bad_type = not pd.api.types.is_integer_dtype(t.dtype)
     if is_dask(t):
-        has_nan, idx = dask.compute(t.isna().any(), t.drop_duplicates())
+        has_nan, idx, n = dask.compute(t.isna().any(), t.drop_duplicates(), t.shape[0])
     else:
-        has_nan, idx = t.isna().any(), t.drop_duplicates()
+        has_nan, idx, n = t.isna().any(), t.drop_duplicates(), len(t)
+    if n == 0:  # a header-only file reads as text columns: not a time column problem
+        raise InputError(
+            f"{input_file().path if input_file() else 'the history'} has a header but no rows "
+            f"(columns {list(history.columns)}): there is nothing to release; give the file that "
+            "holds the views' tuples"
+        )
     if has_nan or bad_type:
         raise InputError(
             f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN)"
