@@ -26,9 +26,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask
+
+#: The columns of a problems frame (one row per problem found in a partition): its order (the
+#: first problem is reported), column, message, :class:`BadRow` list and row count.
+PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
 #: Bad rows named in one message, the rest counted ("and N more").
 MAX_ROWS_SHOWN = 5
 #: Bytes of a CSV file read to count lines exactly (quoted newlines); beyond, one line a row.
@@ -177,3 +183,44 @@ def _limited(fh) -> Iterator[str]:
         if read > LINE_SCAN_BYTES:
             return
         yield line
+
+
+def located(part: pd.DataFrame, kernel, *args, partition_info=None) -> pd.DataFrame:
+    """``kernel(part, *args)`` (a problems frame) with the partition's number in column ``part``."""
+    out = kernel(part, *args)
+    out["part"] = np.int64((partition_info or {}).get("number", 0))
+    return out
+
+
+#: The problems frame of a partition, with the partition's number (:func:`located`).
+LOCATED_META = pd.DataFrame(
+    {
+        c: pd.Series(dtype=t)
+        for c, t in zip([*PROBLEM_COLUMNS, "part"], ["int64", *["object"] * 3, "int64", "int64"])
+    }
+)
+
+
+def lazy_problems(view: dd.DataFrame, kernel, *args) -> dd.DataFrame:
+    """``kernel`` over every partition of ``view``, each result with its partition's number."""
+    return view.map_partitions(located, kernel, *args, meta=LOCATED_META)
+
+
+def placed(view: pd.DataFrame | dd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
+    """``problems`` (computed from :func:`lazy_problems`) with their rows placed in the whole
+    frame (:func:`place`); the partitions' lengths are counted only when a problem
+    was found."""
+    if "part" not in problems.columns:
+        return problems
+    if len(problems):
+        lengths = view.map_partitions(len).compute().to_numpy()
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        problems["rows"] = [place(r, int(offsets[p])) for r, p in zip(problems["rows"], problems["part"])]
+    return problems.drop(columns="part").reset_index(drop=True)
+
+
+def problems_of(view: pd.DataFrame | dd.DataFrame, kernel, *args) -> pd.DataFrame:
+    """``kernel`` over ``view`` (every partition of a Dask frame), rows placed in the whole frame."""
+    if not is_dask(view):
+        return kernel(view, *args)
+    return placed(view, lazy_problems(view, kernel, *args).compute())

@@ -25,9 +25,20 @@ from dpriv.hierarchy import hierarchy_domains
 from dpriv.inputs import duplicate_columns, type_problems
 from dpriv.policy import ReleasePolicy, codes
 from dpriv.released import GROUP
-from dpriv.rows import MAX_ROWS_SHOWN, BadRow, bad_rows, describe, input_file, place, views_prefix
+from dpriv.rows import (
+    MAX_ROWS_SHOWN,
+    PROBLEM_COLUMNS,
+    BadRow,
+    bad_rows,
+    describe,
+    input_file,
+    views_prefix,
+)
+from dpriv.rows import lazy_problems as _lazy_problems
+from dpriv.rows import placed as _placed
+from dpriv.rows import problems_of as _problems
 
-_PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
+_PROBLEM_COLUMNS = PROBLEM_COLUMNS
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
 #: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
 GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
@@ -114,33 +125,6 @@ def first_problem(problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool 
     count = int(same["count"].sum())
     where = describe(rows, count, policy.id, policy.time, whole=whole)
     return f"{views_prefix(rows[:MAX_ROWS_SHOWN], count, policy.time)}{first['message']} ({where})"
-
-
-def _located(part: pd.DataFrame, kernel, *args, partition_info=None) -> pd.DataFrame:
-    """``kernel(part, *args)`` (a problems frame) with the partition's number in column ``part``."""
-    out = kernel(part, *args)
-    out["part"] = np.int64((partition_info or {}).get("number", 0))
-    return out
-
-
-def _problems(view: pd.DataFrame | dd.DataFrame, kernel, *args) -> pd.DataFrame:
-    """``kernel`` over every partition of ``view`` (or over ``view`` itself), its rows placed
-    in the whole frame (:func:`dpriv.rows.place`; the partitions' lengths are counted only when
-    a problem was found)."""
-    if not is_dask(view):
-        return kernel(view, *args)
-    meta = pd.DataFrame(
-        {
-            c: pd.Series(dtype=t)
-            for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
-        }
-    ).assign(part=pd.Series(dtype="int64"))
-    problems = view.map_partitions(_located, kernel, *args, meta=meta).compute()
-    if len(problems):
-        lengths = view.map_partitions(len).compute().to_numpy()
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        problems["rows"] = [place(r, int(offsets[p])) for r, p in zip(problems["rows"], problems["part"])]
-    return problems.drop(columns="part").reset_index(drop=True)
 
 
 def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
@@ -305,13 +289,7 @@ def validate_view(
         absent = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains]
         raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
     if is_dask(view):
-        meta = pd.DataFrame(
-            {
-                c: pd.Series(dtype=t)
-                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
-            }
-        )
-        problems = view.map_partitions(partition_problems, policy, meta=meta)
+        problems = _lazy_problems(view, partition_problems, policy)
         counts = view.map_partitions(
             _counts_and_digest,
             policy,
@@ -335,8 +313,8 @@ def validate_view(
         vc = view[policy.id].value_counts()
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
         content, fingerprint = _safe_digests(view, policy)
-    if len(problems):
-        raise InputError(first_problem(problems, policy))
+    if len(problems):  # lines of the input file only for a view that is the whole file
+        raise InputError(first_problem(_placed(view, problems), policy, whole=policy.time is None))
     if len(dups):
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
@@ -377,7 +355,8 @@ def resolve_policy(
 
     Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
     view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text; the row
-    checks of the resolved policy last, over the whole frame (:func:`check_rows`).
+    checks of the resolved policy last over a whole history (:func:`check_rows`), so that the
+    bad rows of every view are named at once.
     """
     check_raw(view, policy)
     policy, notes = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
@@ -385,7 +364,8 @@ def resolve_policy(
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         policy, inferred = policy.resolve(to_pandas(view[cols]))
         notes = notes + inferred
-    check_rows(view, policy)  # every view of a history at once: all bad rows by their lines
+    if policy.time:  # every view of a history at once (one view is checked whole by validate_view)
+        check_rows(view, policy)
     return policy, notes
 
 
