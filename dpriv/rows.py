@@ -12,8 +12,8 @@ checked is that file read whole and in order (``dpriv anonymize INPUT``, ``dpriv
 HISTORY``); elsewhere (a DataFrame given in Python, one view of a history) a row is named by its
 label, as before. In a CSV file a line is counted as the reader counts it (a quoted newline
 inside a value makes a row span two lines; blank lines are skipped by the reader and counted
-here); in a Parquet file a row is the 1-based row of the file (of the files of a folder, in
-name order).
+here; over the first :data:`LINE_SCAN_LINES` lines, then one line per row); in a Parquet file
+a row is the 1-based row of the file (of the files of a folder, in name order).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from dpriv._dispatch import is_dask
 PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
 #: Bad rows named in one message, the rest counted ("and N more").
 MAX_ROWS_SHOWN = 5
-#: Bytes of a CSV file read to count lines exactly (quoted newlines); beyond, one line a row.
-LINE_SCAN_BYTES = 256 * 2**20
+#: Lines of a CSV file read to count lines exactly (quoted newlines; on a failure only, about
+#: 5 s per million lines on a loaded 2-core machine); beyond, one line per row.
+LINE_SCAN_LINES = 1_000_000
 
 
 class BadRow(NamedTuple):
@@ -149,18 +150,16 @@ def _where(source: InputFile, positions: list[int]) -> list[str]:
 def csv_lines(path: str, positions: list[int]) -> list[int]:
     """The line (1-based; the header is line 1) where each data row ``positions`` (0-based, as
     the reader counts rows: blank lines skipped) starts in the CSV file ``path``. Counted with
-    :mod:`csv` over the first :data:`LINE_SCAN_BYTES` (a quoted newline spans lines); beyond
-    them, or if the file cannot be read again, one line per row is assumed."""
-    import fsspec
-
+    :mod:`csv` over the first :data:`LINE_SCAN_LINES` lines (a quoted newline spans lines);
+    beyond them, or if the file cannot be read again, one line per row is assumed."""
     from dpriv.io import sniff_delimiter
 
-    wanted = sorted(set(positions))
+    wanted = set(positions)
     found: dict[int, int] = {}
     try:
         sep = sniff_delimiter(path)
-        with fsspec.open(path, "rt", encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(_limited(fh), delimiter=sep)
+        with _open_text(path) as fh:
+            reader = csv.reader(fh, delimiter=sep)
             start, row = 1, -1  # the header is row -1
             for record in reader:
                 if record:  # the reader skips blank lines
@@ -170,19 +169,22 @@ def csv_lines(path: str, positions: list[int]) -> list[int]:
                             break
                     row += 1
                 start = reader.line_num + 1
+                if start > LINE_SCAN_LINES:
+                    break
     except (OSError, ValueError, csv.Error):
         found = {}
     last = max(found.items(), default=(-1, 1))  # beyond the scan: one line per row from there
     return [found.get(p, last[1] + (p - last[0])) for p in positions]
 
 
-def _limited(fh) -> Iterator[str]:
-    read = 0
-    for line in fh:
-        read += len(line)
-        if read > LINE_SCAN_BYTES:
-            return
-        yield line
+def _open_text(path: str):
+    """``path`` as UTF-8 text for :mod:`csv` (a BOM dropped): the builtin reader for a local
+    file (4x faster than fsspec's text wrapper), fsspec for a URL."""
+    if "://" not in path:
+        return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed by the caller
+    import fsspec
+
+    return fsspec.open(path, "rt", encoding="utf-8-sig", newline="")
 
 
 def located(part: pd.DataFrame, kernel, *args, partition_info=None) -> pd.DataFrame:

@@ -191,6 +191,16 @@ def test_csv_lines_count_quoted_newlines_and_skip_blank_lines(tmp_path):
     assert csv_lines(str(path), [2, 0]) == [6, 2]
 
 
+def test_csv_lines_beyond_the_scan_assume_one_line_per_row(tmp_path, monkeypatch):
+    from dpriv import rows
+
+    path = tmp_path / "h.csv"
+    path.write_text('id,city,s\n1,Metz,a\n2,Lyon,b\n3,"Saint-\nEtienne",c\n4,Nice,a\n')
+    assert csv_lines(str(path), [0, 1, 2, 3]) == [2, 3, 4, 6]  # row 2 spans lines 4-5
+    monkeypatch.setattr(rows, "LINE_SCAN_LINES", 2)  # the scan stops after row 0 (line 2)
+    assert csv_lines(str(path), [0, 1, 2, 3]) == [2, 3, 4, 5]  # documented: one line per row
+
+
 def _bad_history(released: Path, tmp_path: Path, *, note: bool = False) -> tuple[Path, np.ndarray]:
     """The generated history with weight missing in 7 rows of views 2 and 3; returns the CSV
     and the bad rows' 0-based positions. ``note``: an unused column whose first value spans two
