@@ -236,6 +236,36 @@ def test_release_names_the_bad_rows_of_every_view_by_their_line(note, cli, relea
     assert not (tmp_path / "led").exists()
 
 
+@pytest.mark.parametrize("npartitions", [1, 3, 7])
+def test_the_message_is_the_same_for_any_number_of_partitions(npartitions, released, tmp_path):
+    """Rows found in several Dask partitions are placed in the whole file (partition lengths):
+    the message equals the pandas one, for a history (check_rows) and a single view
+    (validate_view)."""
+    import dask.dataframe as dd
+
+    from dpriv.rows import rows_of
+    from dpriv.validate import check_rows, validate_view
+
+    path, bad = _bad_history(released, tmp_path)
+    h = pd.read_csv(path)
+    policy = ReleasePolicy.from_toml(released / "policy.toml")
+    view = h.drop(columns="view")  # one view: the whole file
+    single = ReleasePolicy.from_dict({**policy.model_dump(), "time": None})
+    messages = []
+    with rows_of(str(path)):
+        checks = ((h, lambda f: check_rows(f, policy)), (view, lambda f: validate_view(f, single)))
+        for frame, check in checks:
+            got = []
+            for data in (frame, dd.from_pandas(frame, npartitions=npartitions, sort=False)):
+                with pytest.raises(InputError) as err:
+                    check(data)
+                got.append(str(err.value))
+            assert got[0] == got[1]
+            messages.append(got[0])
+    lines = [f"line {b + 2} (respondent_id={h['respondent_id'][b]}" for b in bad[:5]]
+    assert all(all(line in m for line in lines) and "and 2 more of" in m for m in messages), messages
+
+
 def test_parquet_rows_are_counted_from_1(cli, released, tmp_path):
     path, bad = _bad_history(released, tmp_path)
     pq_path = tmp_path / "bad.parquet"
