@@ -128,7 +128,7 @@ def attack(
         if policy is not None:
             raise
         raise PolicyError(f"{exc}; pass --policy FILE (knowledge paths are relative to it)") from None
-    write_frame(gain, out, kind="attack", force=force, checked=own)
+    write_frame(gain, out, kind="attack", force=force, own=own)
     typer.echo(gain.to_string(index=False))
     what = "per (release, as_of)" if adversary == "retrospective" else "per release"
     typer.echo(f"adversary gain and tail risk {what} written to {out}")

@@ -199,6 +199,8 @@ def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = 
         why = f"was written by dpriv {owner}, not by dpriv {kind}"
     elif entry is not None:
         why = f"has changed since dpriv {entry.kind} wrote it (its bytes differ from the record in {RECORD})"
+    elif ledger_of(path) is not None:  # LEDGER/attack/: the ledger's own results, not recorded
+        why = f"is a result file of the release ledger {ledger_of(path)} (its attack/ folder)"
     else:
         why = f"was not written by dpriv (no record of it in {path.absolute().parent / RECORD})"
     raise InputError(
@@ -236,20 +238,28 @@ def check_out(
 
 
 def write_frame(
-    frame: pd.DataFrame, out: Path, *, kind: str, force: bool = False, checked: bool = False
+    frame: pd.DataFrame,
+    out: Path,
+    *,
+    kind: str,
+    force: bool = False,
+    checked: bool = False,
+    own: bool = False,
 ) -> None:
     """Write Parquet (``.parquet``/``.pq``) or CSV (``.csv``) atomically
     (:func:`dpriv.io.atomic_write`), with the permissions of an ordinary new file (a released
     view is public), and record it as written by ``kind``. ``out`` is checked first
-    (:func:`check_out`) unless ``checked``: the caller checked it already (before its work),
-    or it is the ledger's own ``attack/`` file, which ``dpriv attack`` writes and re-writes."""
+    (:func:`check_out`) unless ``checked`` (the caller checked it before its work). ``own``: the
+    ledger's own ``attack/`` file (``dpriv attack`` without ``--out``), written and re-written
+    whatever it holds and not recorded (no record file inside a ledger)."""
     from dpriv.io import atomic_write
 
-    if not checked:
+    if not (checked or own):
         check_out(out, kind=kind, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() in (".parquet", ".pq"):
         atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
     else:
         atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
-    record_output(out, kind)
+    if not own:
+        record_output(out, kind)
