@@ -129,13 +129,46 @@ def first_problem(problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool 
 
 def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
     """The row checks of :func:`validate_view` (missing values, text in a numeric QI, values
-    outside the domains) over the whole ``view`` (every view of a history at once), so that
+    outside the domains; then a respondent twice in one view of a history) over the whole
+    ``view`` (every view of a history at once), so that
     one message names the bad rows of all views by their line in the input file (first
     :data:`MAX_ROWS_SHOWN`, then how many more). Raises InputError."""
     problems = _problems(view, partition_problems, policy)
+    if not len(problems) and policy.time and policy.time in view.columns:
+        problems = _duplicates(view, policy)
     if len(problems):
         message = first_problem(problems, policy, whole=True)
         raise InputError(message if input_file() or policy.time else f"{source}: {message}")
+
+
+DUPLICATE = (
+    "duplicate {id!r} within one view: a view holds at most one tuple per respondent: keep one "
+    "row per respondent (e.g. the latest exam)"
+)
+
+
+def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.MultiIndex | None) -> pd.DataFrame:
+    """The rows of ``part`` whose (time, id) is in ``keys`` (None: duplicated within ``part``)."""
+    cols = [policy.time, policy.id]
+    if keys is None:
+        mask = part.duplicated(cols, keep=False).to_numpy()
+    else:
+        mask = pd.MultiIndex.from_frame(part[cols]).isin(keys)
+    found = [(4, policy.id, DUPLICATE.format(id=policy.id), _rows(part, mask, policy), int(mask.sum()))]
+    out = pd.DataFrame(found if mask.any() else [], columns=_PROBLEM_COLUMNS)
+    return out.astype({"order": "int64", "count": "int64"})
+
+
+def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Rows of a history whose respondent has two tuples in one view, over every view (on Dask:
+    one count per (time, id), then, only if some count is above 1, their rows)."""
+    if not is_dask(view):
+        return _duplicate_part(view, policy, None)
+    sizes = view.groupby([policy.time, policy.id]).size()
+    dup = sizes[sizes > 1].compute()
+    if not len(dup):
+        return pd.DataFrame([], columns=_PROBLEM_COLUMNS)
+    return _placed(view, _lazy_problems(view, _duplicate_part, policy, dup.index).compute())
 
 
 def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:

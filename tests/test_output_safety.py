@@ -267,6 +267,38 @@ def test_the_message_is_the_same_for_any_number_of_partitions(npartitions, relea
     assert all(all(line in m for line in lines) and "and 2 more of" in m for m in messages), messages
 
 
+def test_a_respondent_twice_in_one_view_is_named_in_every_view(cli, released, tmp_path):
+    """Duplicates in views 1 and 3 (rows 10 = 11 and 250 = 260): all four rows by their line;
+    the Dask path (3 partitions) gives the same message."""
+    import dask.dataframe as dd
+
+    from dpriv.rows import rows_of
+    from dpriv.validate import check_rows
+
+    h = pd.read_parquet(released / "history.parquet").sort_values("view", kind="stable")
+    h = h.reset_index(drop=True)
+    assert h["view"][[10, 11, 250, 260]].tolist() == [1, 1, 3, 3]
+    h.loc[11, "respondent_id"] = h.loc[10, "respondent_id"]
+    h.loc[260, "respondent_id"] = h.loc[250, "respondent_id"]
+    path = tmp_path / "dup.csv"
+    h.to_csv(path, index=False)
+    res = cli("release", path, "--ledger", tmp_path / "led", "--policy", released / "policy.toml")
+    rid = h["respondent_id"]
+    rows = ", ".join(
+        f"line {i + 2} (respondent_id={rid[i]}, view={h['view'][i]})" for i in (10, 11, 250, 260)
+    )
+    text = assert_refused(
+        res, r"view = 1, 3: duplicate 'respondent_id' within one view", re.escape(f"(4 rows: {rows} of")
+    )
+    assert not (tmp_path / "led").exists()
+    policy = ReleasePolicy.from_toml(released / "policy.toml")
+    with rows_of(str(path)):
+        for frame in (h, dd.from_pandas(h, npartitions=3, sort=False)):
+            with pytest.raises(InputError) as err:
+                check_rows(frame, policy)
+            assert str(err.value) in text
+
+
 def test_parquet_rows_are_counted_from_1(cli, released, tmp_path):
     path, bad = _bad_history(released, tmp_path)
     pq_path = tmp_path / "bad.parquet"
