@@ -46,12 +46,12 @@ def _attack(out: Path, *extra):
 @pytest.mark.parametrize(
     "command, name, writes",
     [
-        ("report", "x.csv", r"dpriv report writes HTML \(\.html\)"),
+        ("report", "x.csv", r"dpriv report writes HTML \(\.html, \.htm\)"),
         ("report", "x", r"unknown file type '\(no suffix\)'; dpriv report writes HTML"),
         ("export", "x.html", r"dpriv export writes CSV \(\.csv\)"),
         ("export", "x.parquet", r"dpriv export writes CSV \(\.csv\)"),
-        ("attack", "g.html", r"dpriv attack writes Parquet \(\.parquet\) or CSV \(\.csv\)"),
-        ("anonymize", "v.html", r"dpriv anonymize writes Parquet \(\.parquet\) or CSV \(\.csv\)"),
+        ("attack", "g.html", r"dpriv attack writes Parquet \(\.parquet, \.pq\) or CSV \(\.csv\)"),
+        ("anonymize", "v.html", r"dpriv anonymize writes Parquet \(\.parquet, \.pq\) or CSV \(\.csv\)"),
     ],
 )
 def test_an_out_of_another_type_is_refused(command, name, writes, cli, released, tmp_path):

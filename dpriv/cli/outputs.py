@@ -43,11 +43,11 @@ class OutputKind:
     suffixes: dict[str, str]
 
     def names(self) -> str:
-        """``"Parquet (.parquet) or CSV (.csv)"``: the formats and suffixes a message offers."""
-        seen: dict[str, str] = {}
+        """``"Parquet (.parquet, .pq) or CSV (.csv)"``: the formats and suffixes a message offers."""
+        seen: dict[str, list[str]] = {}
         for suffix, fmt in self.suffixes.items():
-            seen.setdefault(fmt, suffix)
-        parts = [f"{f} ({s})" for f, s in seen.items()]
+            seen.setdefault(fmt, []).append(suffix)
+        parts = [f"{f} ({', '.join(s)})" for f, s in seen.items()]
         return " or ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
