@@ -180,6 +180,15 @@ def test_force_never_replaces_another_commands_file_in_the_ledgers_attack_folder
     res = cli("report", out / "led", "--out", out / "led" / "policy.html", "--force")
     assert_refused(res, "lies inside the release ledger")
     assert snapshot(out / "led") == before
+    # a page written into attack/ is not recorded there: --force never replaces it
+    page = out / "led" / "attack" / "r.html"
+    assert cli("report", out / "led", "--out", page).exit_code == 0
+    assert not (page.parent / RECORD).exists()
+    before = snapshot(out / "led")
+    res = cli("report", out / "led", "--out", page, "--force")
+    assert_refused(res, r"r\.html is a result file of the release ledger")
+    assert snapshot(out / "led") == before
+    page.unlink()
 
 
 # -- 3. bad rows: their line in the user's file, over all views ----------------------------------

@@ -9,7 +9,10 @@ recorded in the hidden file ``.dpriv-outputs`` of its folder: a JSON object
 existing ``--out`` is replaced, and only with ``--force``, when that record says the same
 command wrote exactly these bytes (size and SHA-256 of the content): never a command's input,
 never a file of a release ledger other than its ``attack/`` folder, never a file another
-command wrote, a file without a record, a file changed since, or a symbolic link. A record is
+command wrote, a file without a record, a file changed since, or a symbolic link. (``dpriv
+attack`` without ``--out`` writes the ledger's own ``attack/gain_<knowledge>.csv`` or
+``attack/retro_<knowledge>.csv`` and re-writes it whatever it holds; nothing is recorded inside
+a ledger, so ``--force`` never replaces a file there.) A record is
 a cache of what dpriv wrote: losing it (a copied folder, two commands writing into one folder
 at once) only makes ``--force`` refuse, never replace.
 """
@@ -107,13 +110,14 @@ def written_by(path: Path) -> str | None:
 def record_output(path: Path, kind: str) -> None:
     """Record that the command ``kind`` has just written ``path`` (in ``.dpriv-outputs`` of its
     folder, written atomically). A ``.dpriv-outputs`` that is not a dpriv record is left as it
-    is (the file then cannot be replaced with ``--force`` later)."""
+    is, and nothing is recorded inside a release ledger (its ``attack/`` folder): such a file
+    cannot be replaced with ``--force`` later."""
     from dpriv.io import atomic_write
 
     path = Path(path)
     folder = path.absolute().parent
     entries = _read_record(folder)
-    if entries is None:
+    if entries is None or ledger_of(path) is not None:  # no record file inside a ledger
         return
     entries[path.name] = Written(kind, path.stat().st_size, _digest(path))
     files = {name: vars(w) for name, w in sorted(entries.items()) if (folder / name).is_file()}
