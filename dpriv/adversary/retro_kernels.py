@@ -1,0 +1,405 @@
+"""Compiled steps of the forward-backward of :mod:`dpriv.adversary.smoothing`, with the
+forward messages kept between calls (the release gate's path, :mod:`dpriv.adversary.retro_last`).
+
+:func:`dpriv.adversary.smoothing._fb_kernel` runs a respondent's whole window from her first
+step at every call: the retrospective adversary calls it once per as-of release, so a reading
+of ``T`` releases costs O(T^2) steps per respondent. Here the filtered message of every step
+(α_t over the sparse set of reached context states, in the order the states were reached,
+with the step's restart / ignored flags) is stored in a :class:`Trellis` once computed, and
+
+* :func:`forward_steps` extends each respondent's stored steps up to a given end (one step per
+  new release, not the whole window again);
+* :func:`predict_steps` gives the forward prediction of a step from the stored message before
+  it (the emission set to 1, nothing stored);
+* :func:`backward_steps` runs the backward messages over a window from the stored α and
+  writes every OBS step's cavity.
+
+Each computes exactly what ``_fb_kernel`` computes for the same step, with the same floating
+point operations in the same order (the loops are copied from it; the sparse state lists keep
+the order of the dense kernel's ``act`` lists), so the results are the same bytes
+(tests/test_gate_incremental.py checks it against the whole-window kernel).
+
+Storage (:class:`Trellis`): for every global step ``s`` (the step arrays of
+:class:`dpriv.adversary.retro_parts.Steps`), ``n[s]`` states at ``off[s]`` in the flat arrays
+``code`` (int64, state codes) and ``alpha`` (float64, normalised α); ``restart[s]`` and
+``ignored[s]`` as in ``_fb_kernel``. ``done[r]``: how many of respondent ``r``'s steps are
+stored (her steps ``start[r] .. start[r] + done[r] - 1``). Before her first step her message
+is the empty context (code 0) with weight 1.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from dpriv.adversary.compiled import CompiledTables
+from dpriv.adversary.smoothing import _add, _next
+
+
+@numba.njit(cache=True, nogil=True)
+def _step(pc, pa, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act):  # pragma: no cover
+    """One forward step of ``_fb_kernel`` from the message (codes ``pc``, weights ``pa``):
+    α of the step in ``cur`` on the states ``act[0, :nact]``; returns (nact, restart, ignored)."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    nact = np.zeros(1, np.int64)
+    restart = False
+    ignored = False
+    qs = q * sg
+    for a in range(pc.shape[0]):
+        x = pc[a]
+        w = pa[a]
+        L = st_len[x]
+        row = off[L] + c * mpow[L] + st_ctx[x]
+        if kd == 0:
+            if not alive[row]:
+                continue
+            for v in range(m):
+                p = flat[row, v]
+                e = erow[v]
+                if p > 0.0 and (w > 0.0 or e > 0.0):
+                    y = _next(x, v, m1, n_codes, order)
+                    _add(0, y, seen, act, nact)
+                    cur[y] += w * p * e
+        else:
+            stay = w if not alive[row] else w * (1.0 - q)
+            if not alive[row] or q < 1.0:
+                _add(0, x, seen, act, nact)
+                cur[x] += stay
+            if alive[row] and qs > 0.0:
+                for v in range(m):
+                    p = flat[row, v]
+                    if p > 0.0:
+                        y = _next(x, v, m1, n_codes, order)
+                        _add(0, y, seen, act, nact)
+                        cur[y] += w * qs * p
+    n = nact[0]
+    tot = 0.0
+    for a in range(n):
+        tot += cur[act[0, a]]
+    if not (tot > 0.0) or not np.isfinite(tot):
+        for a in range(n):
+            cur[act[0, a]] = 0.0
+            seen[0, act[0, a]] = False
+        nact[0] = 0
+        if kd == 0:  # restart from BK^sv (a first appearance)
+            restart = True
+            for v in range(m):
+                p = flat[off[0] + c * mpow[0], v]
+                if p > 0.0:
+                    y = _next(0, v, m1, n_codes, order)
+                    _add(0, y, seen, act, nact)
+                    cur[y] += p * erow[v]
+        else:  # an absence the model cannot explain: ignore it
+            ignored = True
+            for a in range(pc.shape[0]):
+                x = pc[a]
+                seen[0, x] = True
+                act[0, a] = x
+                cur[x] = pa[a]
+            nact[0] = pc.shape[0]
+        n = nact[0]
+        tot = 0.0
+        for a in range(n):
+            tot += cur[act[0, a]]
+    if tot > 0.0:
+        for a in range(n):
+            cur[act[0, a]] /= tot
+    return n, restart, ignored
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward(
+    rows, start, upto, done, kind, emis, sigma, cls, flat, alive, off, mpow, st_len, st_ctx, order, q,
+    s_off, s_n, s_code, s_alpha, s_restart, s_ignored, fill, cur, seen, act, init_c, init_a,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Store the steps ``start[r] + done[r] .. upto[r] - 1`` of every ``r`` in ``rows``
+    from ``fill[0]`` on in the flat arrays; False when they are full (``done`` and ``fill``
+    tell where to resume)."""
+    cap = s_code.shape[0]
+    used = fill[0]
+    for r in rows:
+        c = cls[r]
+        for st in range(start[r] + done[r], upto[r]):
+            if st == start[r]:
+                pc, pa = init_c, init_a
+            else:
+                o, n = s_off[st - 1], s_n[st - 1]
+                pc, pa = s_code[o : o + n], s_alpha[o : o + n]
+            n, rs, ig = _step(
+                pc, pa, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx, order, q,
+                cur, seen, act,
+            )  # fmt: skip
+            if used + n > cap:
+                for a in range(n):
+                    cur[act[0, a]] = 0.0
+                    seen[0, act[0, a]] = False
+                return False
+            for a in range(n):
+                y = act[0, a]
+                s_code[used + a] = y
+                s_alpha[used + a] = cur[y]
+                cur[y] = 0.0
+                seen[0, y] = False
+            s_off[st], s_n[st] = used, n
+            s_restart[st], s_ignored[st] = rs, ig
+            used += n
+            fill[0] = used
+            done[r] += 1
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha, out):  # pragma: no cover
+    """Alive mass of the stored message at step ``upto[r] - 1`` (``_fb_kernel``'s ``live``)."""
+    for r in rows:
+        c = cls[r]
+        st = upto[r] - 1
+        lm = 0.0
+        if st >= start[r]:
+            o = s_off[st]
+            for a in range(s_n[st]):
+                x = s_code[o + a]
+                L = st_len[x]
+                if alive[off[L] + c * mpow[L] + st_ctx[x]]:
+                    lm += s_alpha[o + a]
+        out[r] = lm
+
+
+@numba.njit(cache=True, nogil=True)
+def _predict(
+    rows, steps, start, cls, sigma, flat, alive, off, mpow, st_len, st_ctx, order,
+    s_off, s_n, s_code, s_alpha, cur, seen, act, init_c, init_a, out,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Forward prediction of the OBS step ``steps[k]`` of respondent ``rows[k]`` (the step
+    before it stored) into ``out[k]``: ``_fb_kernel`` with the emission of that step set to 1
+    and the window ending there (β = 1 on the step's states)."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    ones = np.ones(m)
+    cav = np.zeros(m)
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        st = steps[k]
+        c = cls[r]
+        if st == start[r]:
+            pc, pa = init_c, init_a
+        else:
+            o, n = s_off[st - 1], s_n[st - 1]
+            pc, pa = s_code[o : o + n], s_alpha[o : o + n]
+        n, rs, ig = _step(pc, pa, 0, ones, sigma[st], c, flat, alive, off, mpow, st_len, st_ctx, order, 1.0,
+                          cur, seen, act)  # fmt: skip
+        for a in range(n):  # β of the last step is 1 on all its states
+            cur[act[0, a]] = 0.0
+            seen[0, act[0, a]] = False
+        for v in range(m):
+            cav[v] = 0.0
+        if rs:
+            row = off[0] + c * mpow[0]
+            for v in range(m):
+                p = flat[row, v]
+                if p > 0.0:
+                    cav[v] += p * 1.0
+        else:
+            for a in range(pc.shape[0]):
+                x = pc[a]
+                L = st_len[x]
+                row = off[L] + c * mpow[L] + st_ctx[x]
+                if not alive[row]:
+                    continue
+                w = pa[a]
+                for v in range(m):
+                    p = flat[row, v]
+                    if p > 0.0:
+                        cav[v] += w * p * 1.0
+        tot = 0.0
+        for v in range(m):
+            tot += cav[v]
+        if tot > 0.0 and np.isfinite(tot):
+            for v in range(m):
+                out[k, v] = cav[v] / tot
+        else:
+            for v in range(m):
+                out[k, v] = flat[off[0] + c * mpow[0], v]
+
+
+@numba.njit(cache=True, nogil=True)
+def _backward(
+    rows, start, end, kind, emis, sigma, cls, flat, alive, off, mpow, st_len, st_ctx, order, q,
+    s_off, s_n, s_code, s_alpha, s_restart, s_ignored, init_c, init_a, bcur, bprev, out,
+):  # pragma: no cover - compiled  # fmt: skip
+    """The backward pass of ``_fb_kernel`` over the stored window ``start[r] .. end[r] - 1``:
+    the cavity of every OBS step into ``out``."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    cav = np.zeros(m)
+    for r in rows:
+        s0 = start[r]
+        T = end[r] - s0
+        c = cls[r]
+        o = s_off[s0 + T - 1]
+        for a in range(s_n[s0 + T - 1]):
+            bcur[s_code[o + a]] = 1.0
+        for t in range(T, 0, -1):
+            st = s0 + t - 1
+            if t == 1:
+                pc, pa = init_c, init_a
+            else:
+                o, n = s_off[st - 1], s_n[st - 1]
+                pc, pa = s_code[o : o + n], s_alpha[o : o + n]
+            if kind[st] == 0:
+                for v in range(m):
+                    cav[v] = 0.0
+                if s_restart[st]:
+                    row = off[0] + c * mpow[0]
+                    for v in range(m):
+                        p = flat[row, v]
+                        if p > 0.0:
+                            cav[v] += p * bcur[_next(0, v, m1, n_codes, order)]
+                else:
+                    for a in range(pc.shape[0]):
+                        x = pc[a]
+                        L = st_len[x]
+                        row = off[L] + c * mpow[L] + st_ctx[x]
+                        if not alive[row]:
+                            continue
+                        w = pa[a]
+                        for v in range(m):
+                            p = flat[row, v]
+                            if p > 0.0:
+                                cav[v] += w * p * bcur[_next(x, v, m1, n_codes, order)]
+                tot = 0.0
+                for v in range(m):
+                    tot += cav[v]
+                if tot > 0.0 and np.isfinite(tot):
+                    for v in range(m):
+                        out[st, v] = cav[v] / tot
+                else:
+                    for v in range(m):
+                        out[st, v] = flat[off[0] + c * mpow[0], v]
+            if t == 1:
+                break
+            # beta of step t - 1 on the states of its message
+            bt = 0.0
+            for a in range(pc.shape[0]):
+                x = pc[a]
+                if s_restart[st]:
+                    b = 1.0
+                elif s_ignored[st]:
+                    b = bcur[x]
+                else:
+                    L = st_len[x]
+                    row = off[L] + c * mpow[L] + st_ctx[x]
+                    b = 0.0
+                    if kind[st] == 0:
+                        if alive[row]:
+                            for v in range(m):
+                                p = flat[row, v] * emis[st, v]
+                                if p > 0.0:
+                                    b += p * bcur[_next(x, v, m1, n_codes, order)]
+                    else:
+                        if not alive[row]:
+                            b = bcur[x]
+                        else:
+                            b = (1.0 - q) * bcur[x] if q < 1.0 else 0.0
+                            qs = q * sigma[st]
+                            if qs > 0.0:
+                                for v in range(m):
+                                    p = flat[row, v]
+                                    if p > 0.0:
+                                        b += qs * p * bcur[_next(x, v, m1, n_codes, order)]
+                bprev[x] = b
+                if b > bt:
+                    bt = b
+            if bt > 0.0:
+                for a in range(pc.shape[0]):
+                    bprev[pc[a]] /= bt
+            o = s_off[st]
+            for a in range(s_n[st]):
+                bcur[s_code[o + a]] = 0.0
+            tmp = bcur
+            bcur = bprev
+            bprev = tmp
+        o = s_off[s0]
+        for a in range(s_n[s0]):
+            bcur[s_code[o + a]] = 0.0
+
+
+class Trellis:
+    """Stored forward messages of every step (module doc) and the calls that use them.
+
+    Parameters
+    ----------
+    compiled : CompiledTables
+    start : ndarray of int64, shape (n_respondents,)
+        First step of each respondent.
+    kind, emission, sigma, cls
+        As :func:`dpriv.adversary.smoothing.forward_backward` (the arrays are read at each
+        call, so emissions set between calls are used).
+    q : float
+        Exam probability (1.0 without absences).
+    """
+
+    def __init__(self, compiled: CompiledTables, start, kind, emission, sigma, cls, q: float) -> None:
+        self.compiled, self.q = compiled, float(q)
+        self.start = np.ascontiguousarray(start, dtype=np.int64)
+        self.kind = np.ascontiguousarray(kind, dtype=np.int8)
+        self.emission, self.sigma = emission, np.ascontiguousarray(sigma, dtype=np.float64)
+        self.cls = np.ascontiguousarray(cls, dtype=np.int64)
+        n_steps = self.kind.size
+        self.done = np.zeros(self.start.size, dtype=np.int64)
+        self.off = np.zeros(n_steps, dtype=np.int64)
+        self.n = np.zeros(n_steps, dtype=np.int64)
+        self.restart = np.zeros(n_steps, dtype=np.bool_)
+        self.ignored = np.zeros(n_steps, dtype=np.bool_)
+        cap = max(1024, 64 * n_steps)  # measured: 80-120 states per step (medical, order 3)
+        self.code, self.alpha, self.fill = np.zeros(cap, np.int64), np.zeros(cap), np.zeros(1, np.int64)
+        n_codes = compiled.n_codes
+        self._cur, self._seen = np.zeros(n_codes), np.zeros((1, n_codes), np.bool_)
+        self._act = np.zeros((1, n_codes), np.int64)
+        self._init = (np.zeros(1, np.int64), np.ones(1))
+
+    def _tables(self) -> tuple:
+        t = self.compiled
+        return t.flat, t.alive, t.off, t.mpow, t.st_len, t.st_ctx, t.order
+
+    def forward(self, rows: np.ndarray, upto: np.ndarray) -> None:
+        """Store the steps of respondents ``rows`` (int64) up to ``upto[r]`` (exclusive
+        global step, shape (n_respondents,)); steps stored already are kept."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        while not _forward(
+            rows, self.start, upto, self.done, self.kind, self.emission, self.sigma, self.cls,
+            *self._tables(), self.q, self.off, self.n, self.code, self.alpha, self.restart,
+            self.ignored, self.fill, self._cur, self._seen, self._act, *self._init,
+        ):  # fmt: skip
+            self.code = np.concatenate([self.code, np.zeros_like(self.code)])
+            self.alpha = np.concatenate([self.alpha, np.zeros_like(self.alpha)])
+
+    def live(self, rows: np.ndarray, upto: np.ndarray, out: np.ndarray) -> None:
+        """Alive mass after step ``upto[r] - 1`` into ``out[r]`` for ``r`` in ``rows``."""
+        t = self.compiled
+        _live(np.ascontiguousarray(rows, dtype=np.int64), self.start, upto, self.cls, t.alive, t.off, t.mpow,
+              t.st_len, t.st_ctx, self.off, self.n, self.code, self.alpha, out)  # fmt: skip
+
+    def predict(self, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Forward prediction (len(rows), M) of OBS step ``steps[k]`` of ``rows[k]``."""
+        out = np.zeros((len(rows), self.compiled.m))
+        _predict(
+            np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(steps, dtype=np.int64),
+            self.start, self.cls, self.sigma, *self._tables(), self.off, self.n, self.code, self.alpha,
+            self._cur, self._seen, self._act, *self._init, out,
+        )  # fmt: skip
+        return out
+
+    def backward(self, rows: np.ndarray, end: np.ndarray, out: np.ndarray) -> None:
+        """Cavities of the OBS steps of ``rows`` over the windows ending at ``end[r]``
+        (exclusive, every step stored) into ``out`` (n_steps, M)."""
+        n_codes = self.compiled.n_codes
+        _backward(
+            np.ascontiguousarray(rows, dtype=np.int64), self.start, end, self.kind, self.emission,
+            self.sigma, self.cls, *self._tables(), self.q, self.off, self.n, self.code, self.alpha,
+            self.restart, self.ignored, *self._init, np.zeros(n_codes), np.zeros(n_codes), out,
+        )  # fmt: skip
