@@ -35,9 +35,14 @@ import numpy as np
 from dpriv.adversary.compiled import CompiledTables
 from dpriv.adversary.smoothing import _add, _next
 
+#: First size of the flat arrays: this many states per step (measured 80-120 on the medical
+#: model of order 3, 19 values), at least MIN_CAPACITY; they double when full.
+STATES_PER_STEP = 64
+MIN_CAPACITY = 1024
+
 
 @numba.njit(cache=True, nogil=True)
-def _step(pc, pa, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act):  # pragma: no cover
+def _step(pc, pa, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act):  # noqa: E501  # pragma: no cover
     """One forward step of ``_fb_kernel`` from the message (codes ``pc``, weights ``pa``):
     α of the step in ``cur`` on the states ``act[0, :nact]``; returns (nact, restart, ignored)."""
     m = flat.shape[1]
@@ -151,7 +156,7 @@ def _forward(
 
 
 @numba.njit(cache=True, nogil=True)
-def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha, out):  # pragma: no cover
+def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha, out):  # noqa: E501  # pragma: no cover
     """Alive mass of the stored message at step ``upto[r] - 1`` (``_fb_kernel``'s ``live``)."""
     for r in rows:
         c = cls[r]
@@ -176,8 +181,6 @@ def _predict(
     before it stored) into ``out[k]``: ``_fb_kernel`` with the emission of that step set to 1
     and the window ending there (β = 1 on the step's states)."""
     m = flat.shape[1]
-    m1 = m + 1
-    n_codes = st_len.shape[0]
     ones = np.ones(m)
     cav = np.zeros(m)
     for k in range(rows.shape[0]):
@@ -355,8 +358,9 @@ class Trellis:
         self.n = np.zeros(n_steps, dtype=np.int64)
         self.restart = np.zeros(n_steps, dtype=np.bool_)
         self.ignored = np.zeros(n_steps, dtype=np.bool_)
-        cap = max(1024, 64 * n_steps)  # measured: 80-120 states per step (medical, order 3)
+        cap = max(MIN_CAPACITY, STATES_PER_STEP * n_steps)
         self.code, self.alpha, self.fill = np.zeros(cap, np.int64), np.zeros(cap), np.zeros(1, np.int64)
+        self.grown = 0  # times the flat arrays were full
         n_codes = compiled.n_codes
         self._cur, self._seen = np.zeros(n_codes), np.zeros((1, n_codes), np.bool_)
         self._act = np.zeros((1, n_codes), np.int64)
@@ -375,6 +379,7 @@ class Trellis:
             *self._tables(), self.q, self.off, self.n, self.code, self.alpha, self.restart,
             self.ignored, self.fill, self._cur, self._seen, self._act, *self._init,
         ):  # fmt: skip
+            self.grown += 1
             self.code = np.concatenate([self.code, np.zeros_like(self.code)])
             self.alpha = np.concatenate([self.alpha, np.zeros_like(self.alpha)])
 

@@ -121,7 +121,9 @@ def _snapshot(sw: Sweep, observed, masks, with_masks: bool) -> AsOf:
     cavity = np.zeros_like(sw.emission)
     rows = np.flatnonzero(sw.last_end > s.start)
     sw.trellis.backward(rows, sw.last_end, cavity)
-    posts = [group_posterior(o.group, o.counts, cavity[s.tuple_step[i]], masks[i]) for i, o in enumerate(observed)]
+    posts = [
+        group_posterior(o.group, o.counts, cavity[s.tuple_step[i]], masks[i]) for i, o in enumerate(observed)
+    ]
     used = tuple(masks) if with_masks else None
     return AsOf(observed[-1].index, tuple(o.index for o in observed), tuple(posts), used)
 
@@ -180,6 +182,11 @@ class Reading:
         self._masks: list[np.ndarray | None] = []
         self._sweep: Sweep | None = None
         self.reused = 0  # as-of steps taken over from the previous reading (for tests, benchmarks)
+
+    @property
+    def capacity_grown(self) -> int:
+        """Times the stored messages' flat arrays were full and doubled (this reading)."""
+        return 0 if self._sweep is None else self._sweep.trellis.grown
 
     def read(
         self,
@@ -253,7 +260,7 @@ def _carry(old: Sweep, new: Sweep) -> None:
     new.emission[s_map] = old.emission
     nt.off[s_map], nt.n[s_map] = ot.off, ot.n
     nt.restart[s_map], nt.ignored[s_map] = ot.restart, ot.ignored
-    nt.code, nt.alpha, nt.fill = ot.code, ot.alpha, ot.fill
+    nt.code, nt.alpha, nt.fill, nt.grown = ot.code, ot.alpha, ot.fill, ot.grown
     nt.done[r_map] = ot.done
     new.live[r_map] = old.live
     new.last_end[r_map] = sn.start[r_map] + (old.last_end - so.start)
