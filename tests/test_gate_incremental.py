@@ -108,14 +108,26 @@ def test_the_world_has_exits_returns_and_late_entries():
 
 
 @pytest.mark.parametrize("attendance", [None, 0.6])
-def test_a_reading_continues_with_the_next_release_and_starts_over_when_the_past_changes(attendance):
+def test_a_reading_continues_with_the_next_release_and_starts_over_when_the_past_changes(
+    attendance, monkeypatch
+):
     tables, rels = _world(11, n_rel=7)
     masks = _masks(rels, 5)
     reading = Reading(tables, attendance)
+    backward_rows = []
+    real = rk.Trellis.backward
+
+    def spy(self, rows, end, out):
+        backward_rows.append(len(rows))
+        return real(self, rows, end, out)
+
+    monkeypatch.setattr(rk.Trellis, "backward", spy)
     for n in range(1, len(rels) + 1):  # one release more each time, earlier masks unchanged
         got = reading.read(rels[:n], masks[:n])
         _same(got, read_whole_windows(rels[:n], tables, masks[:n], attendance))
     assert reading.reused == sum(range(1, len(rels)))  # every earlier as-of step taken over
+    if attendance is None:  # only the new release's members get a new backward pass
+        assert backward_rows == [o.respondent.size for o in rels]
     # a mask of an earlier release tightened (a later deduction): the reading starts over
     tighter = [m.copy() for m in masks]
     o = rels[1]

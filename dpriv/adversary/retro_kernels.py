@@ -36,7 +36,8 @@ from dpriv.adversary.compiled import CompiledTables
 from dpriv.adversary.smoothing import _add, _next
 
 #: First size of the flat arrays: this many states per step (measured 80-120 on the medical
-#: model of order 3, 19 values), at least MIN_CAPACITY; they double when full.
+#: model of order 3, 19 values) unless the caller knows better, at least MIN_CAPACITY; they
+#: double when full.
 STATES_PER_STEP = 64
 MIN_CAPACITY = 1024
 
@@ -174,14 +175,15 @@ def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, 
 
 @numba.njit(cache=True, nogil=True)
 def _predict(
-    rows, steps, start, cls, sigma, flat, alive, off, mpow, st_len, st_ctx, order,
-    s_off, s_n, s_code, s_alpha, cur, seen, act, init_c, init_a, out,
+    rows, steps, start, cls, flat, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha,
+    init_c, init_a, out,
 ):  # pragma: no cover - compiled  # fmt: skip
     """Forward prediction of the OBS step ``steps[k]`` of respondent ``rows[k]`` (the step
     before it stored) into ``out[k]``: ``_fb_kernel`` with the emission of that step set to 1
-    and the window ending there (β = 1 on the step's states)."""
+    and the window ending there. β is then 1 on every state of the step, so the cavity is
+    Σ_x α(x) T(x, s) over the alive states x; the step restarts from BK^sv exactly when
+    that sum is 0 (its α is the same products w·p·1, all non-negative and finite)."""
     m = flat.shape[1]
-    ones = np.ones(m)
     cav = np.zeros(m)
     for k in range(rows.shape[0]):
         r = rows[k]
@@ -192,34 +194,32 @@ def _predict(
         else:
             o, n = s_off[st - 1], s_n[st - 1]
             pc, pa = s_code[o : o + n], s_alpha[o : o + n]
-        n, rs, ig = _step(pc, pa, 0, ones, sigma[st], c, flat, alive, off, mpow, st_len, st_ctx, order, 1.0,
-                          cur, seen, act)  # fmt: skip
-        for a in range(n):  # β of the last step is 1 on all its states
-            cur[act[0, a]] = 0.0
-            seen[0, act[0, a]] = False
         for v in range(m):
             cav[v] = 0.0
-        if rs:
-            row = off[0] + c * mpow[0]
+        for a in range(pc.shape[0]):
+            x = pc[a]
+            L = st_len[x]
+            row = off[L] + c * mpow[L] + st_ctx[x]
+            if not alive[row]:
+                continue
+            w = pa[a]
             for v in range(m):
                 p = flat[row, v]
                 if p > 0.0:
-                    cav[v] += p * 1.0
-        else:
-            for a in range(pc.shape[0]):
-                x = pc[a]
-                L = st_len[x]
-                row = off[L] + c * mpow[L] + st_ctx[x]
-                if not alive[row]:
-                    continue
-                w = pa[a]
-                for v in range(m):
-                    p = flat[row, v]
-                    if p > 0.0:
-                        cav[v] += w * p * 1.0
+                    cav[v] += w * p * 1.0
         tot = 0.0
         for v in range(m):
             tot += cav[v]
+        if not (tot > 0.0):  # restart from BK^sv
+            row = off[0] + c * mpow[0]
+            for v in range(m):
+                cav[v] = 0.0
+                p = flat[row, v]
+                if p > 0.0:
+                    cav[v] += p * 1.0
+            tot = 0.0
+            for v in range(m):
+                tot += cav[v]
         if tot > 0.0 and np.isfinite(tot):
             for v in range(m):
                 out[k, v] = cav[v] / tot
@@ -344,9 +344,14 @@ class Trellis:
         call, so emissions set between calls are used).
     q : float
         Exam probability (1.0 without absences).
+    per_step : float
+        Expected states per step (e.g. measured on a previous reading), to size the flat
+        arrays; 0: :data:`STATES_PER_STEP`.
     """
 
-    def __init__(self, compiled: CompiledTables, start, kind, emission, sigma, cls, q: float) -> None:
+    def __init__(
+        self, compiled: CompiledTables, start, kind, emission, sigma, cls, q: float, per_step: float = 0.0
+    ) -> None:
         self.compiled, self.q = compiled, float(q)
         self.start = np.ascontiguousarray(start, dtype=np.int64)
         self.kind = np.ascontiguousarray(kind, dtype=np.int8)
@@ -358,13 +363,15 @@ class Trellis:
         self.n = np.zeros(n_steps, dtype=np.int64)
         self.restart = np.zeros(n_steps, dtype=np.bool_)
         self.ignored = np.zeros(n_steps, dtype=np.bool_)
-        cap = max(MIN_CAPACITY, STATES_PER_STEP * n_steps)
-        self.code, self.alpha, self.fill = np.zeros(cap, np.int64), np.zeros(cap), np.zeros(1, np.int64)
+        cap = max(MIN_CAPACITY, int((per_step or STATES_PER_STEP) * n_steps))
+        # empty, not zeros: the kernel writes every entry before it is read (no page touched
+        # before it is needed); codes as int32 (a state code is < n_codes < 2**31)
+        self.code, self.alpha, self.fill = np.empty(cap, np.int32), np.empty(cap), np.zeros(1, np.int64)
         self.grown = 0  # times the flat arrays were full
         n_codes = compiled.n_codes
         self._cur, self._seen = np.zeros(n_codes), np.zeros((1, n_codes), np.bool_)
         self._act = np.zeros((1, n_codes), np.int64)
-        self._init = (np.zeros(1, np.int64), np.ones(1))
+        self._init = (np.zeros(1, np.int32), np.ones(1))
 
     def _tables(self) -> tuple:
         t = self.compiled
@@ -380,8 +387,10 @@ class Trellis:
             self.ignored, self.fill, self._cur, self._seen, self._act, *self._init,
         ):  # fmt: skip
             self.grown += 1
-            self.code = np.concatenate([self.code, np.zeros_like(self.code)])
-            self.alpha = np.concatenate([self.alpha, np.zeros_like(self.alpha)])
+            used = int(self.fill[0])
+            code, alpha = np.empty(2 * self.code.size, np.int32), np.empty(2 * self.code.size)
+            code[:used], alpha[:used] = self.code[:used], self.alpha[:used]
+            self.code, self.alpha = code, alpha
 
     def live(self, rows: np.ndarray, upto: np.ndarray, out: np.ndarray) -> None:
         """Alive mass after step ``upto[r] - 1`` into ``out[r]`` for ``r`` in ``rows``."""
@@ -392,10 +401,11 @@ class Trellis:
     def predict(self, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Forward prediction (len(rows), M) of OBS step ``steps[k]`` of ``rows[k]``."""
         out = np.zeros((len(rows), self.compiled.m))
+        t = self.compiled
         _predict(
             np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(steps, dtype=np.int64),
-            self.start, self.cls, self.sigma, *self._tables(), self.off, self.n, self.code, self.alpha,
-            self._cur, self._seen, self._act, *self._init, out,
+            self.start, self.cls, t.flat, t.alive, t.off, t.mpow, t.st_len, t.st_ctx, self.off, self.n,
+            self.code, self.alpha, *self._init, out,
         )  # fmt: skip
         return out
 

@@ -70,6 +70,10 @@ class Sweep:
         Alive mass after each respondent's last processed window (1 before any).
     last_end : ndarray of int64, shape (n_respondents,)
         Exclusive end of each respondent's last processed window (her start before any).
+    cavity : ndarray of float64, shape (n_steps, M)
+        The cavity of every OBS step after the last backward pass.
+    touched : ndarray of bool, shape (n_respondents,)
+        Respondents whose window changed since the last backward pass.
     a_done : int
         As-of steps taken.
     """
@@ -79,17 +83,21 @@ class Sweep:
     trellis: Trellis
     live: np.ndarray
     last_end: np.ndarray
+    cavity: np.ndarray
+    touched: np.ndarray
     a_done: int = 0
 
 
-def _sweep(observed, compiled: CompiledTables, attendance) -> Sweep:
+def _sweep(observed, compiled: CompiledTables, attendance, per_step: float = 0.0) -> Sweep:
     steps = Steps(observed, absences=attendance is not None)
     n_steps, m = steps.resp.size, compiled.m
     sigma = _sigma(observed)[steps.pos] if n_steps else np.zeros(0)
     emission = np.zeros((n_steps, m))
     q = attendance_q(attendance, steps.kind)
-    trellis = Trellis(compiled, steps.start, steps.kind, emission, sigma, steps.cls, q)
-    return Sweep(steps, emission, trellis, np.ones(steps.ids.size), steps.start.copy())
+    trellis = Trellis(compiled, steps.start, steps.kind, emission, sigma, steps.cls, q, per_step)
+    n_r = steps.ids.size
+    live, last_end, touched = np.ones(n_r), steps.start.copy(), np.zeros(n_r, bool)
+    return Sweep(steps, emission, trellis, live, last_end, np.zeros_like(emission), touched)
 
 
 def _advance(sw: Sweep, observed, masks, a: int) -> None:
@@ -112,18 +120,19 @@ def _advance(sw: Sweep, observed, masks, a: int) -> None:
     tr.forward(rows, end)
     tr.live(rows, end, sw.live)
     sw.last_end[rows] = end[rows]
+    sw.touched[rows] = True
     sw.a_done = a + 1
 
 
 def _snapshot(sw: Sweep, observed, masks, with_masks: bool) -> AsOf:
-    """One backward pass per respondent over her last processed window, one Ω per group."""
+    """One backward pass per respondent over her last processed window (only those whose
+    window changed since the last pass: the others' cavities stand), one Ω per group."""
     s = sw.steps
-    cavity = np.zeros_like(sw.emission)
-    rows = np.flatnonzero(sw.last_end > s.start)
-    sw.trellis.backward(rows, sw.last_end, cavity)
-    posts = [
-        group_posterior(o.group, o.counts, cavity[s.tuple_step[i]], masks[i]) for i, o in enumerate(observed)
-    ]
+    rows = np.flatnonzero(sw.touched & (sw.last_end > s.start))
+    sw.trellis.backward(rows, sw.last_end, sw.cavity)
+    sw.touched[:] = False
+    cav, steps = sw.cavity, s.tuple_step
+    posts = [group_posterior(o.group, o.counts, cav[steps[i]], masks[i]) for i, o in enumerate(observed)]
     used = tuple(masks) if with_masks else None
     return AsOf(observed[-1].index, tuple(o.index for o in observed), tuple(posts), used)
 
@@ -205,8 +214,6 @@ class Reading:
             raise InputError("retrospective_last needs at least one release")
         masks = static if static is not None else [None] * len(observed)
         keep = self._kept(observed, masks)
-        if keep == 0:
-            self._sweep = None
         sw = self._extend(observed, keep)
         for a in range(sw.a_done, len(observed)):
             _advance(sw, observed, masks, a)
@@ -228,10 +235,14 @@ class Reading:
 
     def _extend(self, observed, keep: int) -> Sweep:
         """The sweep of ``observed`` with the first ``keep`` as-of steps of the previous one."""
-        if keep == 0:
-            return _sweep(observed, self.compiled, self.attendance)
         old = self._sweep
-        new = _sweep(observed, self.compiled, self.attendance)
+        per_step = 0.0  # states per stored step in the last reading: sizes the next one
+        if old is not None and old.trellis.done.sum():
+            per_step = 1.2 * float(old.trellis.fill[0]) / float(old.trellis.done.sum())
+        if keep == 0:
+            self._sweep = old = None  # its messages go before the new ones are stored
+            return _sweep(observed, self.compiled, self.attendance, per_step)
+        new = _sweep(observed, self.compiled, self.attendance, 1.0)  # its arrays are the old ones
         _carry(old, new)
         self.reused += keep
         new.a_done = keep
@@ -258,6 +269,7 @@ def _carry(old: Sweep, new: Sweep) -> None:
     s_map = np.searchsorted(sn.key, r_map[so.resp] * sn.p_count + so.pos)
     ot, nt = old.trellis, new.trellis
     new.emission[s_map] = old.emission
+    new.cavity[s_map] = old.cavity
     nt.off[s_map], nt.n[s_map] = ot.off, ot.n
     nt.restart[s_map], nt.ignored[s_map] = ot.restart, ot.ignored
     nt.code, nt.alpha, nt.fill, nt.grown = ot.code, ot.alpha, ot.fill, ot.grown

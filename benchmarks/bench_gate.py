@@ -1,0 +1,169 @@
+"""The release gate's check: stored forward messages (dpriv.adversary.retro_last) vs the
+whole-window path it replaced, on the same inputs in the same process.
+
+Run: python benchmarks/bench_gate.py [--views 24] [--view-size 2000] [--seed 0]
+     [--attendance 0.5 | --attendance none] [--no-deductions] [--out FILE.json]
+
+A synthetic medical history (``medical_history``, generator attendance 0.5, as ``dpriv
+experiment paper``) is released with JS-reduce (t 0.5, j 0.8, max_suppression 1.0) under the
+gate (``retro_max_gain`` 1.0: every check runs, none refuses; ``retro_attendance`` as given).
+At every check the gate's reading (:meth:`dpriv.gate.RetroGate.read`, the new path) is timed,
+then the whole-window path (:func:`dpriv.gate.read_whole_windows`, the old one) on the same
+observed releases and masks; the two must give the same bytes (checked, else the run stops).
+Printed per check: the deductions' time (the masks, the same for both paths), the new read
+with its forward and backward kernel times, the old read, and new / old; then totals and the
+last check vs the first. The kernels are compiled on a small world before anything is timed.
+
+Measured: see the table in docs/policy.md#release-gate (and this module's docstring below the
+run, filled in by hand from the printed JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import dpriv.adversary.retro_kernels as rk
+import dpriv.gate as gate_mod
+from dpriv.datasets import medical_history, write_history
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+
+
+class _Clock:
+    """Seconds spent in the Trellis' forward (incl. prediction) and backward calls."""
+
+    def __init__(self) -> None:
+        self.forward = self.backward = 0.0
+        self._orig = {n: getattr(rk.Trellis, n) for n in ("forward", "predict", "live", "backward")}
+        for name, fn in self._orig.items():
+            setattr(rk.Trellis, name, self._timed(name, fn))
+
+    def _timed(self, name, fn):
+        clock = self
+
+        def wrapper(*args, **kwargs):
+            tick = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                dt = time.perf_counter() - tick
+                if name == "backward":
+                    clock.backward += dt
+                else:
+                    clock.forward += dt
+
+        return wrapper
+
+    def take(self) -> tuple[float, float]:
+        out = (self.forward, self.backward)
+        self.forward = self.backward = 0.0
+        return out
+
+
+def _warm_up() -> None:
+    """Compile the kernels of both paths on a small world (3 releases)."""
+    from tests.test_gate_incremental import _world
+
+    tables, rels = _world(0, n_rel=3)
+    for q in (None, 0.5):
+        gate_mod.read_whole_windows(rels, tables, None, q)
+        gate_mod.Reading(tables, q).read(rels)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--views", type=int, default=24)
+    ap.add_argument("--view-size", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--attendance", default="0.5")
+    ap.add_argument("--no-deductions", action="store_true")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    attendance = None if args.attendance == "none" else float(args.attendance)
+    if args.no_deductions:
+        gate_mod.deductions_available = lambda: False
+    _warm_up()
+    work = Path(tempfile.mkdtemp(prefix="bench_gate_"))
+    mh = medical_history(args.views, args.view_size, attendance=0.5, seed=args.seed)
+    policy = ReleasePolicy.from_toml(write_history(work / "h", mh), t=0.5, j=0.8, max_suppression=1.0)
+    gated = policy.with_overrides(retro_max_gain=1.0, retro_attendance=attendance)
+    clock = _Clock()
+    rows = []
+    real_read, real_evidence = gate_mod.RetroGate.read, gate_mod.RetroGate.evidence
+    spent = {}
+
+    def evidence(self, candidate, tables):
+        tick = time.perf_counter()
+        out = real_evidence(self, candidate, tables)
+        spent["deductions"] = time.perf_counter() - tick
+        return out
+
+    def read(self, observed, tables, masks):
+        clock.take()
+        tick = time.perf_counter()
+        new = real_read(self, observed, tables, masks)
+        t_new = time.perf_counter() - tick
+        fwd, bwd = clock.take()
+        tick = time.perf_counter()
+        old = gate_mod.read_whole_windows(observed, tables, masks, attendance)
+        t_old = time.perf_counter() - tick
+        clock.take()
+        for a, b in zip(new.posteriors, old.posteriors):
+            if not np.array_equal(a, b):
+                raise AssertionError(f"check {new.as_of}: the two paths differ")
+        row = {
+            "check": new.as_of,
+            "tuples": int(sum(o.respondent.size for o in observed)),
+            "deductions_s": round(spent.get("deductions", 0.0), 3),
+            "new_s": round(t_new, 3),
+            "new_forward_s": round(fwd, 3),
+            "new_backward_s": round(bwd, 3),
+            "old_s": round(t_old, 3),
+            "new/old": round(t_new / t_old, 3) if t_old else None,
+            "reused_as_of_steps": self.reading.reused,
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        return new
+
+    gate_mod.RetroGate.evidence, gate_mod.RetroGate.read = evidence, read
+    tick = time.perf_counter()
+    release_history(mh.history, gated, work / "led")
+    wall = time.perf_counter() - tick
+    new_total = sum(r["new_s"] for r in rows)
+    old_total = sum(r["old_s"] for r in rows)
+    ded_total = sum(r["deductions_s"] for r in rows)
+    summary = {
+        "views": args.views,
+        "view_size": args.view_size,
+        "attendance": attendance,
+        "deductions": not args.no_deductions,
+        "release_wall_s (incl. both paths)": round(wall, 1),
+        "deductions_total_s": round(ded_total, 2),
+        "new_total_s": round(new_total, 2),
+        "old_total_s": round(old_total, 2),
+        "new/old total": round(new_total / old_total, 3),
+        "gate_total_new_s (deductions + new)": round(ded_total + new_total, 2),
+        "gate_total_old_s (deductions + old)": round(ded_total + old_total, 2),
+        "first_check": rows[0],
+        "last_check": rows[-1],
+        "last/first new": round(rows[-1]["new_s"] / max(rows[0]["new_s"], 1e-9), 1),
+        "last/first old": round(rows[-1]["old_s"] / max(rows[0]["old_s"], 1e-9), 1),
+        "backward share of new (all checks)": round(
+            sum(r["new_backward_s"] for r in rows) / max(new_total, 1e-9), 3
+        ),
+    }
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps({"summary": summary, "checks": rows}, indent=1))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
