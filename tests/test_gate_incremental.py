@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpriv.adversary.retro_kernels as rk
+import dpriv.adversary.retro_trellis as rt
 import dpriv.gate as gate_mod
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retro_last import Reading, retrospective_last
@@ -115,13 +116,13 @@ def test_a_reading_continues_with_the_next_release_and_starts_over_when_the_past
     masks = _masks(rels, 5)
     reading = Reading(tables, attendance)
     backward_rows = []
-    real = rk.Trellis.backward
+    real = rt.Trellis.backward
 
     def spy(self, rows, end, out):
         backward_rows.append(len(rows))
         return real(self, rows, end, out)
 
-    monkeypatch.setattr(rk.Trellis, "backward", spy)
+    monkeypatch.setattr(rt.Trellis, "backward", spy)
     for n in range(1, len(rels) + 1):  # one release more each time, earlier masks unchanged
         got = reading.read(rels[:n], masks[:n])
         _same(got, read_whole_windows(rels[:n], tables, masks[:n], attendance))

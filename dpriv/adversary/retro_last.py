@@ -38,8 +38,8 @@ import numpy as np
 from dpriv.adversary.compiled import CompiledTables
 from dpriv.adversary.groups import group_posterior
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.adversary.retro_kernels import Trellis
 from dpriv.adversary.retro_parts import Steps
+from dpriv.adversary.retro_trellis import Trellis
 from dpriv.adversary.retrospective import AsOf, _checked
 from dpriv.adversary.smoothing import attendance_q
 from dpriv.errors import InputError
