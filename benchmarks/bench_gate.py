@@ -14,8 +14,34 @@ Printed per check: the deductions' time (the masks, the same for both paths), th
 with its forward and backward kernel times, the old read, and new / old; then totals and the
 last check vs the first. The kernels are compiled on a small world before anything is timed.
 
-Measured: see the table in docs/policy.md#release-gate (and this module's docstring below the
-run, filled in by hand from the printed JSON).
+Measured 2026-12-01 (branch gate; 24 views x 2,000, seed 0; the 2-core machine shared, load
+5-10, so read the ratios within one run, both paths timed back to back on the same inputs;
+every check gave the same bytes on both paths). Seconds summed over the 24 checks:
+
+| gate setting | deductions | old read | new read | new/old | last check old -> new | new: fwd / bwd |
+|---|---|---|---|---|---|---|
+| retro_attendance 0.5 | on (default) | 428 s | 80 s | 0.19 | 50.6 s -> 6.3 s (0.125) | 55 s / 20 s |
+| retro_attendance unset | on (default) | 141 s | 45 s | 0.32 | 9.2 s -> 1.8 s (0.20) | 26 s / 13 s |
+| retro_attendance 0.5 | off | 525 s | 30 s | 0.058 | 122 s -> 6.1 s (0.05) | 9 s / 19 s |
+
+With deductions the whole gate (deductions + read) took 101 s instead of 450 s (attendance
+0.5) and 74 s instead of 170 s (unset); the deductions themselves are 21 s and 29 s of that
+(about 1.2 s per check at release 24, O(T) per check as well). The new read grows linearly
+with the history (last / first check: 24x at attendance 0.5, the old one 168x).
+With deductions the masks of every earlier release change at every release (a later release
+excludes values of earlier tuples: 47-854 rows per earlier release at check 8 on 8 x 2,000),
+and through Ω each changed mask changes the evidence of its whole group and then every later
+prediction of its members: 94 % of the respondents are affected by check 8, from release 2.3
+on average. So every check reads the history again from release 1 (``reused_as_of_steps``
+stays 0): one forward step per respondent and release, not one as-of window per release.
+Without deductions each check continues the last one (``reused``: 276 of the 300 as-of steps
+of the 24 checks) and the forward part stays flat (0.1-0.3 s per check at releases 10-24);
+the backward pass is then most of the check (64 %): it is O(T) per respondent whose window
+grew (with absences as evidence: every respondent who may still be in the data), and it is
+needed, since the bound is on the gains of all releases 1..i as of i (the backward messages of
+every earlier step change with the new release). The last checks (19-24) of that run shared the
+machine with the unset-attendance run. Stored messages: 3.5 M states (42 MB, 12 bytes each) at
+release 8 with attendance 0.5; 4.8 M states (58 MB) at release 24 without.
 """
 
 from __future__ import annotations
@@ -127,6 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
             "old_s": round(t_old, 3),
             "new/old": round(t_new / t_old, 3) if t_old else None,
             "reused_as_of_steps": self.reading.reused,
+            "stored_states": int(self.reading.stored_states),
         }
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -193,6 +193,11 @@ class Reading:
         self.reused = 0  # as-of steps taken over from the previous reading (for tests, benchmarks)
 
     @property
+    def stored_states(self) -> int:
+        """States stored over all steps (12 bytes each: int32 code, float64 α)."""
+        return 0 if self._sweep is None else int(self._sweep.trellis.fill[0])
+
+    @property
     def capacity_grown(self) -> int:
         """Times the stored messages' flat arrays were full and doubled (this reading)."""
         return 0 if self._sweep is None else self._sweep.trellis.grown
