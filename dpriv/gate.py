@@ -26,9 +26,11 @@ arrays, O(tuples released)). The forward-backward reads the as-of steps of the w
 at every release but keeps each step's forward message once computed and runs one backward
 pass at the end (:func:`dpriv.adversary.retro_last.retrospective_last`: the same bytes as the
 last snapshot of the attack's kernel, O(T) steps per respondent at release T instead of
-O(T^2)); when nothing read before has changed (no deductions: the masks of earlier releases
-change with every release, and through Ω every later evidence) it continues the previous
-check's reading (:class:`dpriv.adversary.retro_last.Reading`); docs/policy.md#release-gate.
+O(T^2)). When the releases and masks the previous check read are unchanged it continues that
+reading (:class:`dpriv.adversary.retro_last.Reading`: one as-of step per new release); in
+practice only without deductions, since with them the masks of earlier releases change at
+every release and, through Ω, the evidence of every later release
+(benchmarks/bench_gate.py has the figures; docs/policy.md#release-gate).
 """
 
 from __future__ import annotations

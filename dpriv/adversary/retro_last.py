@@ -9,23 +9,27 @@ per as-of release, O(T^2) per reading of ``T`` releases. The gate keeps only the
 evidence of release ``a`` needs the forward predictions given releases ``< a``), but
 
 * the forward message of every step is computed once and stored
-  (:class:`dpriv.adversary.retro_kernels.Trellis`): an as-of step costs one forward step per
+  (:class:`dpriv.adversary.retro_trellis.Trellis`): an as-of step costs one forward step per
   respondent it touches, not her whole window;
 * the backward pass and the Ω steps of the as-of snapshots the gate does not read are skipped:
   one backward pass per respondent, over the window of her last forward-backward in the
   whole-window path (a respondent whose chance of still being in the data fell to 0 is not
   processed again while absent, exactly as there), then one Ω per group of every release.
+  The backward pass stays O(T) per respondent whose window grew: the bound is on every
+  release as of the last, and a new step changes the backward messages of all earlier ones.
 
 The result is the same bytes as the last snapshot of ``retrospective_posteriors`` (the steps
 are the same floating-point operations in the same order; tests/test_gate_incremental.py
 compares both on seeded histories with exits, returns and masks).
 
-:class:`Reading` keeps the messages of one reading to extend it with the next release
-(:meth:`Reading.extend`) when nothing it read has changed: the same tables and attendance,
-the releases and the masks of the earlier releases unchanged. With exact deductions the masks
-of earlier releases do change at almost every release (later releases exclude values of
-earlier tuples), and the evidence of every release depends on the masks through Ω, so the
-gate then reads the history again (still O(T) per check, not O(T^2)).
+:class:`Reading` keeps the messages (and the cavities) of one reading to extend it with the
+next release when nothing it read has changed: the same tables object and attendance, the
+earlier releases and their masks unchanged; a respondent whose window did not grow keeps her
+cavities (no backward pass). With exact deductions the masks of earlier releases change at
+almost every release (later releases exclude values of earlier tuples), and the evidence of
+every release depends on the masks through Ω, so the gate then reads the history again
+(still O(T) per check, not O(T^2)). A reading with fewer or as many releases as the last one
+(the gate regrouping a candidate) also starts over.
 """
 
 from __future__ import annotations
