@@ -20,8 +20,10 @@ The respondent state is a Dask DataFrame in buckets of a hash of the id holding,
 respondent, the last ``W`` posteriors (W = the order of BK^seq), their count and the release
 and QI-group of the last one. A respondent who skips releases keeps her own state and is
 revised when she reappears (§1.4 "Timing"); a suppressed respondent gets no posterior for
-that release (Algorithm 1, note b). Only small things reach the client: per-part reports,
-the repair's leftovers and group statistics, metrics.
+that release (Algorithm 1, note b). Only small things reach the client: the key histogram
+(bounded by the QI grid), the number of suppressed tuples (the repair runs as a worker task),
+per-part reports and metrics (``tests/test_client_bytes.py``: <= 1 % of the view's bytes
+outside the metrics); the BK^seq tables are scattered to the workers once per release.
 """
 
 from __future__ import annotations
