@@ -23,10 +23,9 @@ import dask.dataframe as dd
 import pandas as pd
 import pyarrow.parquet as pq
 from distributed import Client, LocalCluster
-from distributed.diagnostics.plugin import WorkerPlugin
 
 from dpriv.errors import InputError
-from dpriv.numba_cache import CompileListener, CompileNotice
+from dpriv.numba_cache import CompileNotice
 from dpriv.policy import ReleasePolicy
 
 
@@ -42,7 +41,7 @@ def dask_client(
 
     ``scheduler``: address of an existing scheduler (``tcp://host:8786``); ``None`` starts a
     LocalCluster (one single-threaded worker process per core, 2 here) that is closed after.
-    ``notice``: told when a worker compiles a dpriv kernel (:class:`WorkerCompileNotice`).
+    ``notice``: told when a worker compiles a dpriv kernel (:class:`dpriv.worker_notice.WorkerCompileNotice`).
     """
     if scheduler:
         with _connect(scheduler) as client, _compile_reports(client, notice):
@@ -60,36 +59,6 @@ def dask_client(
         yield client
 
 
-#: The Dask event topic the workers report their first compile of a dpriv kernel on.
-COMPILE_TOPIC = "dpriv-numba-compile"
-
-
-class WorkerCompileNotice(WorkerPlugin):
-    """Each worker reports its first compile of a dpriv kernel on :data:`COMPILE_TOPIC`
-    (``Worker.log_event``), which the client's :class:`dpriv.numba_cache.CompileNotice` turns
-    into one line for the whole command (distributed's structured events)."""
-
-    name = "dpriv-numba-compile-notice"
-
-    def setup(self, worker) -> None:
-        from numba.core import event
-
-        sent: list[str | None] = []
-
-        def found(where: str | None) -> None:
-            if not sent:
-                sent.append(where)
-                worker.log_event(COMPILE_TOPIC, {"where": where})
-
-        self._listener = CompileListener(found)
-        event.register("numba:compile", self._listener)
-
-    def teardown(self, worker) -> None:
-        from numba.core import event
-
-        event.unregister("numba:compile", self._listener)
-
-
 @contextlib.contextmanager
 def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[None]:
     """The workers of ``client`` report compiles to ``notice`` for the duration (the plugin is
@@ -97,6 +66,8 @@ def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[N
     if notice is None:
         yield
         return
+    from dpriv.worker_notice import COMPILE_TOPIC, WorkerCompileNotice
+
     client.subscribe_topic(COMPILE_TOPIC, notice.on_worker_event)
     client.register_plugin(WorkerCompileNotice())
     try:
