@@ -210,11 +210,6 @@ class Placement:
     size: HistorySize | None
     frame: pd.DataFrame | dd.DataFrame
 
-    @property
-    def read_here(self) -> bool:
-        """The input was read into this process (pandas): released from memory."""
-        return isinstance(self.frame, pd.DataFrame)
-
 
 def release_place(
     frame: pd.DataFrame | dd.DataFrame,
@@ -270,7 +265,7 @@ def _read_if_small(frame: pd.DataFrame | dd.DataFrame, source: str | None) -> pd
         with dask.config.set(scheduler="threads"):
             small = len(frame) <= SMALL_HISTORY_ROWS  # the Parquet footers: no data read
     else:
-        small = fs.size(paths[0]) <= SMALL_CSV_BYTES
+        small = sum(fs.size(path) for path in paths) <= SMALL_CSV_BYTES  # every file of a glob
     if not small:
         return frame
     with dask.config.set(scheduler="threads"):
@@ -299,7 +294,7 @@ def release_frame(
     """The input to release, for the duration of the release, at ``placement.place``
     (:func:`release_place`): persisted on the workers of the scheduler or of a LocalCluster
     (each view is a filter of it, never collected), or in this process on the threaded
-    scheduler: the frame read here (:attr:`Placement.read_here`), else left lazy. numba's first
+    scheduler: the frame read here (pandas), else left lazy. numba's first
     compile of a dpriv kernel, here or on a worker, is said once (:class:`CompileNotice`)."""
     notice = CompileNotice(say)
     if placement.place != "process":
