@@ -35,6 +35,7 @@ from dpriv.cli.common import (
     command,
     load_effective,
     print_summary,
+    record_output,
     sensitive_out,
     show_policy,
     with_categorical,
@@ -75,10 +76,9 @@ def anonymize(
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j (with
     --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
-    from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
 
-    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))
+    check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -92,12 +92,8 @@ def anonymize(
         release_format=release_format,
     )
     table_out = sensitive_out(out)
-    if eff.policy.release_format == "anatomy" and table_out.exists() and not force:
-        raise InputError(
-            f"{table_out} exists: an Anatomy release writes its sensitive table there and dpriv "
-            "never overwrites a file it did not create; nothing was written: move it away, "
-            "choose another --out, or pass --force to replace it"
-        )
+    if eff.policy.release_format == "anatomy":  # its sensitive table is written there too
+        check_out(out, input, kind="anonymize", force=force, also=(table_out,))
     view = read_table(input, add_row_id=add_row_id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
     from dpriv.cluster import release_frame, release_place
@@ -111,12 +107,15 @@ def anonymize(
         result = run(frame, pol, prior=prior)
     for note in result.notes:
         _say(note)
-    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))  # created meanwhile?
-    write_frame(result.released, out, force=True)
+    also = (table_out,) if result.sensitive is not None else ()
+    # created meanwhile?
+    check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,), also=also)
+    write_frame(result.released, out, kind="anonymize", checked=True)
     if result.sensitive is not None:
-        write_frame(result.sensitive, table_out, force=force)
+        write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
         typer.echo(f"sensitive table written to {table_out}")
     write_record(out.with_name(out.name + METRICS_SUFFIX), result.metrics, mode=None)
+    record_output(out.with_name(out.name + METRICS_SUFFIX), "anonymize")
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 
