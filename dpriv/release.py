@@ -44,6 +44,7 @@ from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
+from dpriv.input_checks import check_history, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -69,7 +70,7 @@ from dpriv.state import (
     with_state,
 )
 from dpriv.steps import Steps
-from dpriv.validate import ViewSummary, check_history, resolve_policy, validate_view
+from dpriv.validate import ViewSummary, validate_view
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -220,15 +221,17 @@ def check_format(policy: ReleasePolicy, method: str) -> None:
             'generalized view: use --method jsreduce or release_format = "generalized"'
         )
     if policy.persistent_groups and method != "jsreduce":  # dpriv.anonymity.persistent
-        raise PolicyError(f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
-                          "does not keep groups: use --method jsreduce or persistent_groups = false")
+        raise PolicyError(
+            f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
+            "does not keep groups: use --method jsreduce or persistent_groups = false"
+        )
     # the gate regroups with its lever: a parameter the method must use
     uses = {"jsreduce": "ktj", "mondrian-t": "kt"}.get(method, "k")
     if policy.retro_max_gain is not None and policy.retro_lever not in uses:
         raise PolicyError(
             f"retro_lever = {policy.retro_lever!r}: method {method!r} does not use "
             f"{policy.retro_lever}, so the release gate could not regroup with it; use "
-            f"retro_lever = \"k\" (or one of {list(uses)})"
+            f'retro_lever = "k" (or one of {list(uses)})'
         )
 
 
@@ -309,8 +312,13 @@ def release_view(
     tail = map_frame(tail_part, asg_g, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
     measured = release_metrics(
-        released, view, policy, summary.n_rows, result.n_suppressed,
-        sensitive=sensitive, view_counts=summary.s_counts,
+        released,
+        view,
+        policy,
+        summary.n_rows,
+        result.n_suppressed,
+        sensitive=sensitive,
+        view_counts=summary.s_counts,
     )
     defender_tail = combine_tail(to_pandas(tail))
     steps.lap("metrics")

@@ -23,11 +23,12 @@ from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_r
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
 from dpriv.errors import InputError, PolicyError
+from dpriv.input_checks import resolve_policy
 from dpriv.inputs import prepared
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
-from dpriv.validate import ViewSummary, codes, resolve_policy, validate_view
+from dpriv.validate import ViewSummary, codes, validate_view
 
 
 @dataclass
