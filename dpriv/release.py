@@ -142,9 +142,9 @@ def release_history(
             raise type(exc)(f"{policy.time} = {i}: {exc}") from None
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
-    ledger = Ledger(ledger_dir, create=True)
-    knowledge = defender_knowledge(policy)
+    knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
+    ledger = Ledger(ledger_dir, create=True)
     ledger.check_policy({**policy.fingerprint(), **pinned})
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}

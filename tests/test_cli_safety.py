@@ -83,6 +83,81 @@ def test_generate_medical_refuses_to_overwrite_and_force_replaces(cli, tmp_path)
     assert sorted(pd.read_parquet(out / "history.parquet")["view"].unique()) == [1, 2, 3]
 
 
+def test_generate_force_keeps_an_edited_policy_and_unrecorded_files(cli, tmp_path):
+    out = tmp_path / "gf"
+    assert cli("generate", "medical", "--views", "2", "--view-size", "40", "--out", out).exit_code == 0
+    policy = out / "policy.toml"
+    policy.write_text(policy.read_text().replace("k = 5", "k = 7"))  # the user's edit
+    before = snapshot(out)
+    res = cli("generate", "medical", "--views", "3", "--view-size", "40", "--out", out, "--force")
+    assert_refused(res, r"gf holds \['policy\.toml'\], changed since dpriv wrote it", "move it away", "--out")
+    assert snapshot(out) == before and "k = 7" in policy.read_text()
+    # a knowledge file dpriv never recorded (a copied folder): refused too, named with its folder
+    (out / "knowledge" / ".dpriv-outputs").unlink()
+    before = snapshot(out)
+    res = cli("generate", "medical", "--views", "3", "--view-size", "40", "--out", out, "--force")
+    assert_refused(res, r"'policy\.toml', 'knowledge/dk\.npz', 'knowledge/dk-1\.npz'")
+    assert snapshot(out) == before
+
+
+def test_demo_force_keeps_an_edited_policy_and_the_ledger_in_place(cli, scheduler, tmp_path):
+    args = ("demo", "--out", tmp_path, "--views", "2", "--view-size", "60", "--scheduler", scheduler)
+    assert cli(*args).exit_code == 0
+    with open(tmp_path / "policy.toml", "a") as fh:
+        fh.write("# my note\n")
+    before = snapshot(tmp_path)
+    res = cli(*args, "--force")
+    assert_refused(res, r"holds \['policy\.toml'\]", "move it away")
+    assert "moved" not in res.output  # the check comes before the ledger is moved aside
+    assert snapshot(tmp_path) == before and not (tmp_path / "ledger.1").exists()
+
+
+def test_generate_force_replaces_its_own_unchanged_files_and_partitioned_dataset(tmp_path):
+    import dask
+
+    from dpriv.datasets import write_medical_view
+
+    out = tmp_path / "p"
+    with dask.config.set(scheduler="sync"):
+        write_medical_view(out, 200, npartitions=2, seed=1)  # one 65,536-row block: one file
+        part = out / "history.parquet" / "part.0.parquet"
+        original = part.read_bytes()
+        part.write_bytes(original[:-1] + b"x")  # changed since, same size
+        with pytest.raises(InputError, match=r"holds \['history\.parquet'\].*overwrite=True"):
+            write_medical_view(out, 200, npartitions=2, seed=1, overwrite=True)
+        assert part.read_bytes() == original[:-1] + b"x"
+        part.write_bytes(original)
+        (out / "history.parquet" / "notes.txt").write_text("mine")  # a file added: refused too
+        with pytest.raises(InputError, match=r"history\.parquet"):
+            write_medical_view(out, 200, npartitions=2, seed=1, overwrite=True)
+        assert (out / "history.parquet" / "notes.txt").read_text() == "mine"
+        (out / "history.parquet" / "notes.txt").unlink()
+        write_medical_view(out, 200, npartitions=2, seed=2, overwrite=True)  # unchanged: replaced
+        assert part.read_bytes() != original  # another seed, other rows
+        write_history(out, medical_history(n_views=2, view_size=30, seed=5), overwrite=True)
+    assert (out / "history.parquet").is_file()  # the recorded dataset folder replaced by a file
+    assert len(pd.read_parquet(out / "history.parquet")) == 60
+
+
+def test_release_refused_for_a_missing_knowledge_file_creates_no_ledger(cli, tmp_path, generated):
+    gen, _ = generated
+    policy = tmp_path / "p.toml"
+    policy.write_text((gen / "policy.toml").read_text().replace('"knowledge/dk.npz"', f'"{gen}/missing.npz"'))
+    policy.write_text(policy.read_text().replace('"knowledge/', f'"{gen}/knowledge/'))
+    res = cli("release", gen / "history.parquet", "--ledger", tmp_path / "L4", "--policy", policy)
+    assert_refused(res, r"\[knowledge\] 'dk' must name an existing \.npz", r"missing\.npz")
+    assert not (tmp_path / "L4").exists()
+    # an existing ledger: every byte and mtime as it was
+    good = tmp_path / "good.toml"
+    good.write_text((gen / "policy.toml").read_text().replace('"knowledge/', f'"{gen}/knowledge/'))
+    led = tmp_path / "L5"
+    assert cli("release", gen / "history.parquet", "--ledger", led, "--policy", good).exit_code == 0
+    before = snapshot(led)
+    res = cli("release", gen / "history.parquet", "--ledger", led, "--policy", policy)
+    assert_refused(res, r"missing\.npz")
+    assert snapshot(led) == before
+
+
 def test_write_history_refuses_existing_files_unless_overwrite(tmp_path, generated):
     _, mh = generated
     write_history(tmp_path, mh)

@@ -297,7 +297,8 @@ def demo(
         bool,
         typer.Option(
             help="Re-use a folder of an earlier demo: its ledger is moved aside to ledger.<n> "
-            "(kept, never deleted) and the generated files are replaced."
+            "(kept, never deleted) and the generated files an earlier demo or generate wrote are "
+            "replaced (refused if changed since)."
         ),
     ] = False,
     debug: Debug = False,
@@ -306,17 +307,16 @@ def demo(
     local cluster with --cluster or for views over 50,000 tuples)."""
 
     from dpriv.datasets import medical_history, write_history
-    from dpriv.datasets.files import refuse_existing
+    from dpriv.datasets.files import check_generated
 
     led = out / "ledger"
-    if not force:
-        if led.exists():
-            raise LedgerError(
-                f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; "
-                f"choose another --out, or pass --force to move it aside to {led}.<n> (kept) "
-                "and run the demo again"
-            )
-        refuse_existing(out, "--force")
+    if not force and led.exists():
+        raise LedgerError(
+            f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; "
+            f"choose another --out, or pass --force to move it aside to {led}.<n> (kept) "
+            "and run the demo again"
+        )
+    check_generated(out, overwrite=force, flag="--force")  # an edited policy.toml is kept
     mh = medical_history(views, view_size, seed=0)
     if led.exists() or led.is_symlink():
         n = 1

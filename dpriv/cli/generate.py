@@ -33,7 +33,12 @@ def generate_medical(
         str | None, typer.Option(help="With --partitions: address of an existing Dask scheduler.")
     ] = None,
     force: Annotated[
-        bool, typer.Option(help="Replace history.parquet, policy.toml and knowledge/ files already in --out.")
+        bool,
+        typer.Option(
+            help="Replace history.parquet, policy.toml and knowledge/ files an earlier "
+            "dpriv generate or demo wrote into --out, if unchanged since (an edited or foreign "
+            "file is refused)."
+        ),
     ] = False,
     debug: Debug = False,
 ) -> None:
@@ -48,10 +53,9 @@ def generate_medical(
         from dpriv.errors import InputError
 
         raise InputError("--scheduler goes with --partitions (the default build runs in this process)")
-    if not force:
-        from dpriv.datasets.files import refuse_existing
+    from dpriv.datasets.files import check_generated
 
-        refuse_existing(out, "--force")  # before the (long) generation
+    check_generated(out, overwrite=force, flag="--force")  # before the (long) generation
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
     policy_path = write_history(out, mh, policy_extra=RECOMMENDED_DEFENSE, overwrite=force)
     typer.echo(
@@ -76,10 +80,9 @@ def _generate_medical_partitioned(
     from dpriv.datasets.files import RECOMMENDED_DEFENSE
     from dpriv.errors import InputError
 
-    if not force:
-        from dpriv.datasets.files import refuse_existing
+    from dpriv.datasets.files import check_generated
 
-        refuse_existing(out, "--force")
+    check_generated(out, overwrite=force, flag="--force")
     if views != 1:
         raise InputError(
             f"--partitions builds one view (a first release): use --views 1, not {views}; "

@@ -5,7 +5,10 @@ dpriv never overwrites a file it did not create. Every file a command writes wit
 (and its companions: ``OUT.metrics.json``, an Anatomy release's ``OUT.sensitive.<ext>``) is
 recorded in the hidden file ``.dpriv-outputs`` of its folder: a JSON object
 ``{"format": "dpriv-outputs/1", "files": {name: {"kind", "size", "sha256"}}}``, where
-``kind`` is the command that wrote it (``anonymize``, ``attack``, ``export``, ``report``). An
+``kind`` is the command that wrote it (``anonymize``, ``attack``, ``export``, ``report``;
+``generate`` for the files of ``dpriv generate medical``, ``dpriv demo`` and
+:func:`dpriv.datasets.write_history`: ``history.parquet``, ``policy.toml``,
+``knowledge/*.npz``, see :func:`dpriv.datasets.files.check_generated`). An
 existing ``--out`` is replaced, and only with ``--force``, when that record says the same
 command wrote exactly these bytes (size and SHA-256 of the content): never a command's input,
 never a file of a release ledger other than its ``attack/`` folder, never a file another
@@ -73,11 +76,24 @@ class Written:
 
 
 def _digest(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes; of a folder (a Parquet dataset ``history.parquet/``):
+    of its files' relative names and digests, in name order."""
     h = hashlib.sha256()
+    if path.is_dir():
+        for f in sorted(p for p in path.rglob("*") if p.is_file() or p.is_symlink()):
+            h.update(f"{f.relative_to(path).as_posix()}\0{_digest(f)}\n".encode())
+        return h.hexdigest()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _size(path: Path) -> int:
+    """Bytes of a file, or of all files under a folder."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
 
 
 def _read_record(folder: Path) -> dict[str, Written] | None:
@@ -97,12 +113,16 @@ def _read_record(folder: Path) -> dict[str, Written] | None:
 
 def written_by(path: Path) -> str | None:
     """The command that wrote ``path`` as it is now (its record entry matches the file's size
-    and SHA-256), else None (no record, another content, a symbolic link, not a file)."""
+    and SHA-256), else None (no record, another content, a symbolic link, not a file). A folder
+    (the Parquet dataset ``dpriv generate medical --partitions`` writes) is compared by the
+    names and bytes of all its files."""
     path = Path(path)
-    if path.is_symlink() or not path.is_file():
+    if path.is_symlink() or not (path.is_file() or path.is_dir()):
+        return None
+    if path.is_dir() and any(p.is_symlink() for p in path.rglob("*")):
         return None
     entry = (_read_record(path.absolute().parent) or {}).get(path.name)
-    if entry is None or entry.size != path.stat().st_size:
+    if entry is None or entry.size != _size(path):
         return None
     return entry.kind if entry.sha256 == _digest(path) else None
 
@@ -119,8 +139,12 @@ def record_output(path: Path, kind: str) -> None:
     entries = _read_record(folder)
     if entries is None or ledger_of(path) is not None:  # no record file inside a ledger
         return
-    entries[path.name] = Written(kind, path.stat().st_size, _digest(path))
-    files = {name: vars(w) for name, w in sorted(entries.items()) if (folder / name).is_file()}
+    entries[path.name] = Written(kind, _size(path), _digest(path))
+    files = {
+        name: vars(w)
+        for name, w in sorted(entries.items())
+        if (folder / name).is_file() or (folder / name).is_dir()
+    }
     body = json.dumps({"format": RECORD_FORMAT, "files": files}, indent=1) + "\n"
     atomic_write(folder / RECORD, body.encode("utf-8"), mode=None)
 

@@ -84,7 +84,10 @@ def write_history(
 
     Files (created; replaced only with ``overwrite=True``, else an existing one is refused
     with :class:`~dpriv.errors.InputError` before anything is written: a ledger next to them
-    pins ``policy.toml``'s knowledge files by SHA-256 and its releases by the history)::
+    pins ``policy.toml``'s knowledge files by SHA-256 and its releases by the history; even
+    with ``overwrite=True`` a file dpriv did not write, or one changed since, e.g. an edited
+    ``policy.toml``, is refused: :func:`check_generated`). They are recorded in
+    ``.dpriv-outputs`` of their folders (dpriv/cli/outputs.py)::
 
         out_dir/history.parquet          mh.history
         out_dir/knowledge/dk.npz         exact order-3 DK (full DK-BK^seq)
@@ -102,10 +105,12 @@ def write_history(
         The path of ``policy.toml``.
     """
     out = Path(out_dir)
-    if not overwrite:
-        refuse_existing(out)
+    check_generated(out, overwrite=overwrite)
     (out / "knowledge").mkdir(parents=True, exist_ok=True)
-    mh.history.to_parquet(out / "history.parquet", index=False)
+    target = out / "history.parquet"
+    if target.is_dir():  # a Parquet dataset of generate --partitions, checked unchanged above
+        _remove_dataset(target)
+    mh.history.to_parquet(target, index=False)
     return _write_knowledge_and_policy(out, mh, policy_extra)
 
 
@@ -133,6 +138,51 @@ def refuse_existing(out: Path, flag: str = "overwrite=True (CLI: --force)") -> N
         )
 
 
+def check_generated(out: Path, *, overwrite: bool, flag: str = "overwrite=True (CLI: --force)") -> None:
+    """Refuse (InputError, before anything is written or generated) the generated files of
+    ``out`` that exist: all of them without ``overwrite`` (:func:`refuse_existing`); with it,
+    those dpriv did not write or that changed since (a user's edit of ``policy.toml``): only
+    a file recorded in ``.dpriv-outputs`` of its folder as written by ``generate`` with these
+    very bytes may be replaced (dpriv/cli/outputs.py)."""
+    from dpriv.cli.outputs import RECORD, written_by
+
+    if not overwrite:
+        refuse_existing(out, flag)
+        return
+    kept = [
+        name
+        for name in GENERATED_FILES
+        if ((out / name).exists() or (out / name).is_symlink()) and written_by(out / name) != "generate"
+    ]
+    if kept:
+        force = "--force" if flag == "--force" else "overwrite=True"
+        it = "them" if len(kept) > 1 else "it"
+        raise InputError(
+            f"{out} holds {kept}, changed since dpriv wrote {it} or not written by dpriv (no "
+            f"matching entry in {RECORD} of {'their' if len(kept) > 1 else 'its'} folder): {force} "
+            f"replaces only generated files unchanged since; nothing was written: move {it} away, "
+            "or choose another folder (--out)"
+        )
+
+
+def _remove_dataset(folder: Path) -> None:
+    """Delete a Parquet dataset folder :func:`check_generated` found unchanged since dpriv wrote
+    it (every file under it is one dpriv recorded; empty subfolders go too)."""
+    for f in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        f.rmdir() if f.is_dir() and not f.is_symlink() else f.unlink()
+    folder.rmdir()
+
+
+def _record_generated(out: Path) -> None:
+    """Record the generated files in ``.dpriv-outputs`` (kind ``generate``): a later
+    ``--force`` / ``overwrite=True`` may replace them while they are unchanged."""
+    from dpriv.cli.outputs import record_output
+
+    for name in GENERATED_FILES:
+        if (out / name).exists():
+            record_output(out / name, "generate")
+
+
 def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> Path:
     """``knowledge/dk.npz``, ``knowledge/dk-{1,2,3}.npz`` and ``policy.toml`` of ``mh``
     (uses ``mh.knowledge``, ``mh.config``, ``mh.values``; not ``mh.history``)."""
@@ -145,6 +195,7 @@ def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, policy_extra: dic
         policy = _deep_merge(policy, policy_extra)
     path = out / "policy.toml"
     path.write_text(toml_dumps(policy), encoding="utf-8")
+    _record_generated(out)
     return path
 
 
@@ -196,13 +247,14 @@ def write_medical_view(
     # the history lives in the Dask frame; the container only carries the model and config
     mh = MedicalHistory(frame._meta, knowledge, VALUES, CLASS_MAP, config)
     out = Path(out_dir)
-    if not overwrite:
-        refuse_existing(out)
+    check_generated(out, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
     target = out / "history.parquet"
-    if target.is_file() or target.is_symlink():
+    if target.is_file():  # checked unchanged since dpriv wrote it
         target.unlink()
-    frame.to_parquet(target, write_index=False, overwrite=True)
+    elif target.is_dir():
+        _remove_dataset(target)
+    frame.to_parquet(target, write_index=False)
     return _write_knowledge_and_policy(out, mh, policy_extra)
 
 
