@@ -77,10 +77,8 @@ def _generate_medical_partitioned(
     """``generate medical --partitions N``: one view built and written by Dask workers."""
     from dpriv.cluster import dask_client
     from dpriv.datasets import write_medical_view
-    from dpriv.datasets.files import RECOMMENDED_DEFENSE
+    from dpriv.datasets.files import RECOMMENDED_DEFENSE, check_generated
     from dpriv.errors import InputError
-
-    from dpriv.datasets.files import check_generated
 
     check_generated(out, overwrite=force, flag="--force")
     if views != 1:
