@@ -22,13 +22,14 @@ the file's bytes depend only on the rows and their order, not on how they were p
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import pandas as pd
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
 MANIFEST, POLICY = "manifest.json", "policy.json"
+F = TypeVar("F", bound="Callable[..., Any]")
 #: The sensitive table of an Anatomy release (dpriv.anatomy.SENSITIVE_FILE).
 SENSITIVE = "sensitive.parquet"
 #: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
@@ -224,6 +226,45 @@ class Ledger:
     def read_metrics(self, index: int) -> ReleaseRecord:
         """``releases/<index>/metrics.json`` (:func:`~dpriv.metrics.record.read_record`)."""
         return read_record(self.release_dir(index) / "metrics.json")
+
+
+def discard_new_ledger(fn: F) -> F:
+    """Decorate a function whose third argument (or ``ledger_dir=``) is a ledger folder: when
+    the folder did not exist before the call and the call raises before its first commit (a
+    release refused for its suppression, an interrupt), the folder is removed again. Only a
+    folder holding nothing but ``manifest.json`` with no release, empty folders and temp files
+    (all written by this call) is removed; anything else is left as it is."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        root = Path(kwargs["ledger_dir"] if "ledger_dir" in kwargs else args[2])
+        created = not (root.exists() or root.is_symlink())
+        try:
+            return fn(*args, **kwargs)
+        except BaseException:
+            if created:
+                _remove_if_unused(root)
+            raise
+
+    return wrapped  # type: ignore[return-value]
+
+
+def _remove_if_unused(root: Path) -> None:
+    """Remove ``root`` if it holds only an empty manifest, empty folders and temp files."""
+    if root.is_symlink() or not root.is_dir():
+        return
+    items = sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True)
+    files = [p for p in items if not p.is_dir() or p.is_symlink()]
+    if any(p != root / MANIFEST and not _is_temp(p) for p in files):
+        return
+    try:
+        if (root / MANIFEST).exists() and json.loads((root / MANIFEST).read_text()) != {"releases": []}:
+            return
+    except (OSError, ValueError):
+        return
+    for p in items:
+        p.unlink() if p in files else p.rmdir()
+    root.rmdir()
 
 
 def _is_temp(path: Path) -> bool:

@@ -47,7 +47,7 @@ from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checks import check_history, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
-from dpriv.ledger import Ledger
+from dpriv.ledger import Ledger, discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
@@ -88,6 +88,7 @@ MERGE_REFUSED = (
 )
 
 
+@discard_new_ledger  # a refused first release leaves no ledger folder behind
 def release_history(
     history: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy,

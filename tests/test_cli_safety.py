@@ -4,6 +4,7 @@ column flags as anonymize, the effective policy is printed, views smaller than k
 ``small_view``, and the small CLI gaps (--version, a header-only KPR table, a path given to the
 Python API) are closed. Refusals: exit 2, the message, and every byte and mtime unchanged."""
 
+import json
 import os
 import re
 from pathlib import Path
@@ -156,6 +157,20 @@ def test_release_refused_for_a_missing_knowledge_file_creates_no_ledger(cli, tmp
     res = cli("release", gen / "history.parquet", "--ledger", led, "--policy", policy)
     assert_refused(res, r"missing\.npz")
     assert snapshot(led) == before
+
+
+def test_a_refused_first_release_leaves_no_new_ledger_folder(tmp_path, generated):
+    gen, mh = generated
+    # t and j this strict suppress far more than max_suppression allows: release 1 is refused
+    policy = ReleasePolicy.from_toml(gen / "policy.toml", t=0.01, j=0.01, max_suppression=0.01)
+    with pytest.raises(PolicyError, match="suppress"):
+        release_history(mh.history, policy, tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    mine = tmp_path / "mine"  # a folder the user made: kept (empty manifest and all)
+    mine.mkdir()
+    with pytest.raises(PolicyError, match="suppress"):
+        release_history(mh.history, policy, ledger_dir=mine)
+    assert json.loads((mine / "manifest.json").read_text()) == {"releases": []}
 
 
 def test_write_history_refuses_existing_files_unless_overwrite(tmp_path, generated):
