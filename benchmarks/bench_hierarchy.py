@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 
 from dpriv.baselines import baseline_view
+from dpriv.input_checks import resolve_policy
 from dpriv.metrics.release import utility_domains
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize
-from dpriv.validate import resolve_policy, validate_view
+from dpriv.validate import validate_view
 
 QI = ["age", "sex", "race", "marital-status", "education"]
 

@@ -41,3 +41,19 @@ def to_pandas(obj: Any) -> Any:
     """``obj.compute()`` for a Dask collection, ``obj`` itself otherwise (for the places that
     collect a small result on the client anyway)."""
     return obj.compute() if is_dask(obj) else obj
+
+
+def shared(obj: Any, frame: Any) -> Any:
+    """``obj`` as an argument of tasks over ``frame``: under a distributed client and for a
+    Dask ``frame``, a future of ``obj`` scattered once to every worker (the graph then holds
+    its key, not its bytes: BK^seq tables of order 3 are ~19 MB, which Dask would embed and
+    warn about as a large graph); ``obj`` itself otherwise (pandas, or no distributed client)."""
+    if not is_dask(frame):
+        return obj
+    try:
+        from distributed import get_client
+
+        client = get_client()
+    except (ImportError, ValueError):
+        return obj
+    return client.scatter(obj, broadcast=True, hash=True)

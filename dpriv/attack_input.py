@@ -28,12 +28,13 @@ from dpriv.adversary.observed import ObservedRelease
 from dpriv.anatomy import expand_sensitive
 from dpriv.dates import released_days
 from dpriv.errors import InputError, LedgerError
+from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
-from dpriv.validate import check_history, codes, resolve_policy
+from dpriv.validate import codes
 
 
 class ReadRelease(NamedTuple):

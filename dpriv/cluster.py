@@ -1,18 +1,20 @@
 """Where the Dask work runs: a LocalCluster, an existing scheduler, or this process.
 
-``dpriv release`` (and ``dpriv demo``) start a LocalCluster only when the history needs one
-(:func:`release_place`): a history whose every view is released in process anyway
-(:data:`dpriv.release.SMALL_VIEW_ROWS`, :data:`dpriv.release.SMALL_STATE_ROWS`) is collected
-once and released here, on Dask's threaded scheduler, with the same bytes in the ledger
-(docs/architecture.md "Small views"); the worker processes of a cluster would only cost
-their start-up and the round trips.
+``dpriv release``, ``dpriv demo`` and ``dpriv anonymize`` start a LocalCluster only when the
+input needs one (:func:`release_place`, the one decision): an input whose every view is
+released in process anyway (:data:`dpriv.release.SMALL_VIEW_ROWS`,
+:data:`dpriv.release.SMALL_STATE_ROWS`) is read once into this process and released here, on
+Dask's threaded scheduler, with the same bytes (docs/architecture.md "Small views"); the
+worker processes of a cluster would only cost their start-up and the round trips.
+``--scheduler ADDR`` implies a cluster (that one): ``--cluster`` with it is redundant,
+``--no-cluster`` with it an error.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +25,7 @@ import pyarrow.parquet as pq
 from distributed import Client, LocalCluster
 
 from dpriv.errors import InputError
+from dpriv.numba_cache import CompileNotice
 from dpriv.policy import ReleasePolicy
 
 
@@ -32,14 +35,16 @@ def dask_client(
     *,
     n_workers: int | None = None,
     say: Callable[[str], None] = print,
+    notice: CompileNotice | None = None,
 ) -> Iterator[Client]:
     """A distributed Client for the duration of a command; prints the dashboard link.
 
     ``scheduler``: address of an existing scheduler (``tcp://host:8786``); ``None`` starts a
     LocalCluster (one single-threaded worker process per core, 2 here) that is closed after.
+    ``notice``: told when a worker compiles a dpriv kernel (:class:`dpriv.worker_notice.WorkerCompileNotice`).
     """
     if scheduler:
-        with _connect(scheduler) as client:
+        with _connect(scheduler) as client, _compile_reports(client, notice):
             say(f"connected to {scheduler}; dashboard: {client.dashboard_link}")
             yield client
         return
@@ -48,9 +53,29 @@ def dask_client(
             n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
+        _compile_reports(client, notice),
     ):
         say(f"local Dask cluster with {len(cluster.workers)} workers; dashboard: {client.dashboard_link}")
         yield client
+
+
+@contextlib.contextmanager
+def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[None]:
+    """The workers of ``client`` report compiles to ``notice`` for the duration (the plugin is
+    removed after, so that a user's scheduler keeps nothing of dpriv)."""
+    if notice is None:
+        yield
+        return
+    from dpriv.worker_notice import COMPILE_TOPIC, WorkerCompileNotice
+
+    client.subscribe_topic(COMPILE_TOPIC, notice.on_worker_event)
+    client.register_plugin(WorkerCompileNotice())
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # the cluster may be going down already
+            client.unregister_worker_plugin(WorkerCompileNotice.name)
+        client.unsubscribe_topic(COMPILE_TOPIC)
 
 
 def _connect(scheduler: str) -> Client:
@@ -70,19 +95,25 @@ def _connect(scheduler: str) -> Client:
         ) from None
 
 
-#: A history of at most this many tuples may be collected in the ``dpriv release`` process
+#: A history of at most this many tuples may be read into the ``dpriv release`` process
 #: (about 50 bytes a tuple for the paper's six columns: ~100 MB); a larger one always runs on
 #: a cluster unless ``--no-cluster`` is given.
 SMALL_HISTORY_ROWS = 2_000_000
+#: A CSV input (its rows are only known by reading it) of at most this many bytes is read into
+#: the process once, then measured there (~2,000,000 rows of the paper's columns); a larger one,
+#: or a Parquet input whose footers count more than :data:`SMALL_HISTORY_ROWS`, is measured on
+#: Dask (id and time columns only) and read again where it is released.
+SMALL_CSV_BYTES = 100_000_000
 
 
 @dataclass(frozen=True)
 class HistorySize:
     """What decides where a history is released (:func:`history_size`).
 
-    ``rows``: tuples of the history; ``largest_view``: tuples of its largest view and
-    ``respondents``: distinct ids plus the rows of the ledger's last state (both None when
-    ``rows`` alone exceeds :data:`SMALL_HISTORY_ROWS`: not counted)."""
+    ``rows``: tuples of the history; ``largest_view``: tuples of its largest view still to
+    release and ``respondents``: distinct ids of the ledger's last state and of the views still
+    to release, the most any release of the run starts from (both None when ``rows`` alone
+    exceeds :data:`SMALL_HISTORY_ROWS`: not counted)."""
 
     rows: int
     largest_view: int | None
@@ -109,28 +140,75 @@ class HistorySize:
         )
 
 
-def history_size(
-    frame: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, state_rows: int = 0
-) -> HistorySize:
-    """Count a history's tuples, largest view and respondents on the threaded scheduler.
+@dataclass(frozen=True, eq=False)
+class LedgerStart:
+    """What a resumed release starts from: ``committed``, the indices of the releases in the
+    ledger, and ``ids``, the respondent ids of its last state (empty for a new ledger);
+    ``unread``: state rows whose ids could not be read (a ledger of another id column, which
+    the release refuses later), counted as respondents of their own."""
 
-    ``frame``: the history as read (id and time columns present, :func:`dpriv.preflight.preflight`);
-    ``state_rows``: rows of the ledger's last committed state (0 for a new ledger), added to
-    the distinct ids (a resumed history may omit committed views). The views and ids are
-    only scanned when the row count (Parquet metadata where Dask can use it) is at most
+    committed: frozenset[int] = frozenset()
+    ids: pd.Index = field(default_factory=lambda: pd.Index([]))
+    unread: int = 0
+
+
+def ledger_start(ledger: str | Path, id_column: str) -> LedgerStart:
+    """The :class:`LedgerStart` of the ledger at ``ledger`` (the manifest, and one column of
+    the last state's Parquet); an empty one when it holds no release or does not exist."""
+    from dpriv.ledger import MANIFEST, Ledger
+
+    if not (Path(ledger) / MANIFEST).is_file():
+        return LedgerStart()
+    led = Ledger(ledger)
+    committed = frozenset(int(r["index"]) for r in led.committed())
+    if not committed:
+        return LedgerStart()
+    state = pq.ParquetFile(led.state_path(led.last_index()))
+    if id_column not in state.schema_arrow.names:
+        return LedgerStart(committed, unread=state.metadata.num_rows)
+    return LedgerStart(committed, pd.Index(state.read(columns=[id_column]).column(0).to_pandas()))
+
+
+def history_size(
+    frame: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, start: LedgerStart | None = None
+) -> HistorySize:
+    """Count a history's tuples, its largest view still to release and the respondents of the
+    run (:class:`HistorySize`) on the threaded scheduler.
+
+    ``frame``: the history as read (id and time columns present, :func:`dpriv.preflight.preflight`;
+    no time column: one view); ``start``: the ledger's committed releases and last state
+    (:func:`ledger_start`; None: a new ledger). A committed view is not released again, so its
+    tuples count in ``rows`` only; its respondents are in the state. The views and ids are only
+    scanned when the row count (Parquet metadata where Dask can use it) is at most
     :data:`SMALL_HISTORY_ROWS`.
     """
+    start = start or LedgerStart()
     with dask.config.set(scheduler="threads"):
         rows = len(frame)
         if rows > SMALL_HISTORY_ROWS:
             return HistorySize(rows, None, None)
-        by_view = frame[policy.time].value_counts() if policy.time else frame[policy.id].count()
-        largest, ids = dask.compute(by_view, frame[policy.id].nunique())
-    largest = int(largest.max()) if isinstance(largest, pd.Series) and len(largest) else int(rows)
-    return HistorySize(int(rows), largest, int(ids) + state_rows)
+        todo = frame
+        if policy.time and start.committed:
+            todo = frame[~frame[policy.time].isin(sorted(start.committed))]
+        by_view = todo[policy.time].value_counts() if policy.time else None
+        by_view, ids = dask.compute(by_view, todo[policy.id].drop_duplicates())
+    largest = rows if by_view is None else (int(by_view.max()) if len(by_view) else 0)
+    respondents = (len(pd.Index(ids).union(start.ids)) if len(start.ids) else len(ids)) + start.unread
+    return HistorySize(int(rows), largest, respondents)
 
 
 Place = Literal["scheduler", "cluster", "process"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a command releases (:func:`release_place`) and what: ``place``, ``size`` (None
+    when a flag decided) and ``frame``, the input to release: the pandas frame read once into
+    this process when it is small and released here, else the input as given (lazy)."""
+
+    place: Place
+    size: HistorySize | None
+    frame: pd.DataFrame | dd.DataFrame
 
 
 def release_place(
@@ -139,27 +217,59 @@ def release_place(
     *,
     scheduler: str | None,
     cluster: bool | None,
-    state_rows: int = 0,
-) -> tuple[Place, HistorySize | None]:
-    """Where ``dpriv release`` runs: ``"scheduler"`` (``--scheduler ADDR``, always),
-    ``"cluster"`` (a LocalCluster: ``--cluster``, or by default a history that is not
-    :attr:`HistorySize.small`) or ``"process"`` (``--no-cluster``, or by default a small
-    history). The size is measured unless ``--scheduler`` or ``--cluster`` is given (else
-    None); ``--no-cluster`` collects a small history too.
+    start: LedgerStart | None = None,
+    source: str | None = None,
+) -> Placement:
+    """Where ``dpriv release``/``anonymize`` run, checked before any cluster starts: the input
+    is refused at once when bad (:func:`dpriv.preflight.preflight`), then placed at
+    ``"scheduler"`` (``--scheduler ADDR``, always: it implies a cluster), ``"cluster"`` (a
+    LocalCluster: ``--cluster``, or by default an input that is not :attr:`HistorySize.small`)
+    or ``"process"`` (``--no-cluster``, or by default a small input).
 
-    Raises InputError for ``--scheduler`` with ``--no-cluster`` (they contradict).
+    The size is measured unless ``--scheduler`` or ``--cluster`` is given. To measure it, an
+    input known to be small without reading it (``source``: a Parquet input whose footers count
+    at most :data:`SMALL_HISTORY_ROWS` rows, any other of at most :data:`SMALL_CSV_BYTES`
+    bytes) is read once into this process and measured there; a small one is then released
+    from that frame (never read again), as is any input read here with ``--no-cluster``; one
+    placed on a cluster is read again by the workers.
+
+    Raises InputError for ``--scheduler`` with ``--no-cluster`` (they contradict), or for a bad
+    input (:func:`dpriv.preflight.preflight`, which names the column and the fix).
     """
-    if scheduler:
-        if cluster is False:
-            raise InputError(
-                "--scheduler and --no-cluster contradict each other: drop --no-cluster to run on "
-                f"{scheduler}, or drop --scheduler to release in this process"
-            )
-        return "scheduler", None
-    if cluster:
-        return "cluster", None
-    size = history_size(frame, policy, state_rows)
-    return ("process" if cluster is False or size.small else "cluster"), size
+    from dpriv.preflight import preflight
+
+    if scheduler and cluster is False:
+        raise InputError(
+            "--scheduler and --no-cluster contradict each other: drop --no-cluster to run on "
+            f"{scheduler}, or drop --scheduler to release in this process"
+        )
+    if scheduler or cluster:
+        preflight(frame, policy, source or "the input")
+        return Placement("scheduler" if scheduler else "cluster", None, frame)
+    local = _read_if_small(frame, source)
+    preflight(local, policy, source or "the input")  # a pandas frame: nothing read again
+    size = history_size(local, policy, start)
+    place: Place = "process" if cluster is False or size.small else "cluster"
+    return Placement(place, size, local if place == "process" else frame)
+
+
+def _read_if_small(frame: pd.DataFrame | dd.DataFrame, source: str | None) -> pd.DataFrame | dd.DataFrame:
+    """``frame`` read into this process (pandas, one read on the threaded scheduler) when
+    ``source`` is known to be small without reading it (:func:`release_place`), else as it is."""
+    if not isinstance(frame, dd.DataFrame) or source is None:
+        return frame
+    import fsspec
+
+    fs, _, paths = fsspec.get_fs_token_paths(source)
+    if source.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]):  # as dpriv.io.read_table
+        with dask.config.set(scheduler="threads"):
+            small = len(frame) <= SMALL_HISTORY_ROWS  # the Parquet footers: no data read
+    else:
+        small = sum(fs.size(path) for path in paths) <= SMALL_CSV_BYTES  # every file of a glob
+    if not small:
+        return frame
+    with dask.config.set(scheduler="threads"):
+        return frame.compute()
 
 
 def ledger_state_rows(ledger: str | Path) -> int:
@@ -176,28 +286,28 @@ def ledger_state_rows(ledger: str | Path) -> int:
 
 @contextlib.contextmanager
 def release_frame(
-    frame: dd.DataFrame,
-    place: Place,
-    size: HistorySize | None,
+    placement: Placement,
     *,
     scheduler: str | None = None,
     say: Callable[[str], None] = print,
 ) -> Iterator[pd.DataFrame | dd.DataFrame]:
-    """The history to release, for the duration of the release, at ``place``
+    """The input to release, for the duration of the release, at ``placement.place``
     (:func:`release_place`): persisted on the workers of the scheduler or of a LocalCluster
     (each view is a filter of it, never collected), or in this process on the threaded
-    scheduler: collected as one pandas frame when ``size`` says it is small, else left lazy."""
-    if place != "process":
-        with dask_client(scheduler if place == "scheduler" else None, say=say):
-            yield frame.persist()
+    scheduler: the frame read here (pandas), else left lazy. numba's first
+    compile of a dpriv kernel, here or on a worker, is said once (:class:`CompileNotice`)."""
+    notice = CompileNotice(say)
+    if placement.place != "process":
+        address = scheduler if placement.place == "scheduler" else None
+        with dask_client(address, say=say, notice=notice), notice.listening():
+            yield placement.frame.persist()
         return
-    with dask.config.set(scheduler="threads"):
-        if size is not None and size.small:
+    with dask.config.set(scheduler="threads"), notice.listening():
+        if placement.size is not None and placement.size.small:
             say(
-                f"{size.describe()}: every view is released in this process, no Dask cluster "
+                f"{placement.size.describe()}: released in this process, no Dask cluster "
                 "started (--cluster starts one, --scheduler ADDR uses yours)"
             )
-            yield frame.compute()
         else:
             say("--no-cluster: released in this process on Dask's threaded scheduler")
-            yield frame
+        yield placement.frame

@@ -22,9 +22,15 @@ known as of ``i``, where the attack masks each release's evidence with those kno
 release came out (the evidence of a release as read when it came out): the two then differ
 slightly (0.1009 for the gate vs 0.1004 for the attack on one 3 x 300 history).
 It runs on the client: the members and true values of every release so far (int64/float64
-arrays, O(tuples released)); the forward-backward is the compiled kernel of the attack, run
-over the whole history at every release (all as-of steps, the last one kept: a cost that
-grows with the history; docs/policy.md#release-gate).
+arrays, O(tuples released)). The forward-backward reads the as-of steps of the whole history
+at every release but keeps each step's forward message once computed and runs one backward
+pass at the end (:func:`dpriv.adversary.retro_last.retrospective_last`: the same bytes as the
+last snapshot of the attack's kernel, O(T) steps per respondent at release T instead of
+O(T^2)). When the releases and masks the previous check read are unchanged it continues that
+reading (:class:`dpriv.adversary.retro_last.Reading`: one as-of step per new release); in
+practice only without deductions, since with them the masks of earlier releases change at
+every release and, through Ω, the evidence of every later release
+(benchmarks/bench_gate.py has the figures; docs/policy.md#release-gate).
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ import pandas as pd
 
 from dpriv._dispatch import to_pandas
 from dpriv.adversary.masks import deductions_available
-from dpriv.adversary.retrospective import retrospective_posteriors
+from dpriv.adversary.observed import ObservedRelease
+from dpriv.adversary.retro_last import Reading
+from dpriv.adversary.retrospective import AsOf, retrospective_posteriors
 from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
@@ -129,6 +137,7 @@ class RetroGate:
             raise ValueError("RetroGate needs policy.retro_max_gain")
         self.policy = policy
         self.reads: list[ReadRelease] = list(reads or [])
+        self.reading: Reading | None = None  # the last check's reading, continued by the next
 
     @classmethod
     def from_ledger(cls, ledger: Ledger, history: pd.DataFrame, policy: ReleasePolicy) -> RetroGate:
@@ -159,16 +168,8 @@ class RetroGate:
         ``grouped``: the policy the candidate was grouped with after ``regroupings``
         tightenings of the gate's own."""
         tick = time.perf_counter()
-        observed = observed_releases([*self.reads, candidate], self.policy, tables.classes)
-        q = self.policy.retro_attendance
-        masks = None
-        if deductions_available():
-            from dpriv.adversary.deductions import deduce
-
-            masks = deduce(observed, tables, attendance=q).allowed
-        # the as-of snapshots come in order; the gate reads the last (as of the candidate)
-        snapshots = retrospective_posteriors(observed, tables, allowed=masks, attendance=q)
-        last = collections.deque(snapshots, maxlen=1)[0]
+        observed, masks = self.evidence(candidate, tables)
+        last = self.read(observed, tables, masks)
         gains, confident = {}, 0.0
         for k, (o, post) in enumerate(zip(observed, last.posteriors)):
             risk = tail_risk(post, o.truth, o.frequencies(), None if masks is None else masks[k])
@@ -178,6 +179,26 @@ class RetroGate:
         bound = float(self.policy.retro_max_gain)
         params, seconds = used(grouped), time.perf_counter() - tick
         return GateCheck(candidate.index, gains, confident, bound, params, regroupings, seconds)
+
+    def evidence(
+        self, candidate: ReadRelease, tables: MarkovTables
+    ) -> tuple[list[ObservedRelease], list[np.ndarray] | None]:
+        """The committed releases and ``candidate`` as the adversary observes them, and the
+        exact-deduction masks (bool (n_i, M) per release) known as of ``candidate`` (None
+        without the deductions module)."""
+        observed = observed_releases([*self.reads, candidate], self.policy, tables.classes)
+        if not deductions_available():
+            return observed, None
+        from dpriv.adversary.deductions import deduce
+
+        return observed, deduce(observed, tables, attendance=self.policy.retro_attendance).allowed
+
+    def read(self, observed: list[ObservedRelease], tables: MarkovTables, masks) -> AsOf:
+        """Posteriors of every release as of the last of ``observed`` (the retrospective
+        adversary's last snapshot), continuing the previous check's reading when it can."""
+        if self.reading is None:
+            self.reading = Reading(tables, self.policy.retro_attendance)
+        return self.reading.read(observed, masks, tables)
 
     def accept(self, candidate: ReadRelease) -> None:
         """Record ``candidate`` as committed (the next checks read it)."""
@@ -213,6 +234,16 @@ class RetroGate:
                 return replace(metrics, gate=check.as_record()), released, new_state, sensitive
             pol = tightened(pol)
         raise PolicyError(refusal(check))
+
+
+def read_whole_windows(
+    observed: list[ObservedRelease], tables: MarkovTables, masks, attendance: float | None
+) -> AsOf:
+    """The gate's reading as it was first built (every as-of snapshot of
+    :func:`retrospective_posteriors`, each respondent's whole window at every as-of step, the
+    last kept): the oracle of :meth:`RetroGate.read` in tests and benchmarks."""
+    snapshots = retrospective_posteriors(observed, tables, allowed=masks, attendance=attendance)
+    return collections.deque(snapshots, maxlen=1)[0]
 
 
 #: What one regrouping does to the lever's parameter (``policy.retro_lever``).

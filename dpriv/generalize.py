@@ -2,9 +2,11 @@
 
 keys (map_partitions) -> set_index on the Hilbert key (partitions = contiguous Hilbert
 ranges, divisions from quantiles) -> greedy QI-groups per range (map_partitions) ->
-stitch the leftovers of all ranges in Hilbert order (client, small) -> CreateQIG ->
-seeded shuffle of the rows. A pandas view runs the same kernels in-process over the
-same Hilbert ranges, so both paths give the same release for the same divisions.
+stitch the leftovers of all ranges in Hilbert order (one task on a worker: only the number
+of suppressed tuples reaches the client) -> hash shuffle on the QI-group label -> CreateQIG
+per partition (no table on the client or in the graph) -> seeded shuffle of the rows.
+A pandas view runs the same kernels in-process over the same Hilbert ranges, so both paths
+give the same release for the same divisions.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.dataframe.core import _concat  # how a compute joins a frame's parts
 
 from dpriv._dispatch import is_dask, map_frame
 from dpriv.anatomy import apply_anatomy, sensitive_table
@@ -34,7 +37,7 @@ from dpriv.hilbert.keys import (
     split_ranges,
 )
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, ORDER, apply_qig, qig_table, released_meta, secret_policy
+from dpriv.released import LABEL, ORDER, apply_qig, create_qig, qig_table, released_meta, secret_policy
 from dpriv.steps import Steps
 from dpriv.validate import ViewSummary
 
@@ -47,7 +50,9 @@ class Generalized:
     ``_label`` int64 QI-group label, prior columns); ``released``: the public view V*
     (docs/released-format.md); ``n_suppressed``: tuples left out; ``divisions``: the
     Hilbert ranges used (pass them back to reproduce the release on another path);
-    ``table``: the CreateQIG table (:func:`qig_table`, pandas, one row per QI-group).
+    ``table``: the CreateQIG table (:func:`qig_table`, pandas, one row per QI-group) of the
+    pandas path; None on Dask, where each partition of ``assigned`` holds whole QI-groups
+    (``by_group``) and CreateQIG runs per partition on the workers (issue 13, item 1).
     Both frames are pandas for a pandas input and Dask for a Dask input.
     With ``release_format = "anatomy"`` (:mod:`dpriv.anatomy`) ``released`` is the QI table
     (exact QIs), ``sensitive`` the sensitive table (pandas, one row per (group, value)) and
@@ -60,6 +65,7 @@ class Generalized:
     divisions: tuple | None
     table: pd.DataFrame | None = None
     sensitive: pd.DataFrame | None = None
+    by_group: bool = False  # Dask: ``assigned`` holds whole QI-groups per partition
 
 
 def range_kernel(policy: ReleasePolicy):
@@ -120,7 +126,7 @@ def generalize_view(
     known = divisions is not None and None not in divisions
     divisions = tuple(int(d) for d in divisions) if known else None
     sensitive = sensitive_table(assigned, policy) if is_anatomy(policy) else None
-    return Generalized(assigned, released, n_suppressed, divisions, table, sensitive)
+    return Generalized(assigned, released, n_suppressed, divisions, table, sensitive, is_dask(assigned))
 
 
 def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
@@ -177,7 +183,7 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
 
 def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     """The Dask orchestration: keys, shuffle into Hilbert ranges, chained scan (each step
-    persisted), one compute of the range statistics and leftovers, repair, CreateQIG."""
+    persisted), the repair as one worker task, whole QI-groups per part, CreateQIG per part."""
     (keyed_view,) = steps.run("keys", map_frame(add_keys, view, policy, meta=keyed_meta(view._meta, policy)))
     if not divisions:
         histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
@@ -188,31 +194,28 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     if policy.persistent_groups:  # units of persistent groups first (dpriv.anonymity.persistent)
         plan, rest, fixed = _persistent_dask(ranges, policy, counts)
     (grouped,) = steps.run("grouping", chained_scan(rest, view._meta, policy, counts))
-    stats_meta = range_stats(grouped._meta, policy)
-    stats, leftovers = dask.compute(
-        map_frame(range_stats, grouped, policy, meta=stats_meta), grouped[grouped[LABEL] < 0]
-    )
-    stats = _with_units(stats, plan)
     divisions = ranges.divisions
     del ranges
-    placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     kept = grouped[grouped[LABEL] >= 0]
     kept = kept if fixed is None else dd.concat([kept, fixed])
-    assigned = dd.concat([kept, dd.from_pandas(placed.astype(kept._meta.dtypes.to_dict()), npartitions=1)])
+    placed, n_suppressed = _repair_on_worker(grouped, plan, policy, counts, kept._meta, steps)
+    assigned = dd.concat([kept, placed])
     assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
+    # whole QI-groups per part (a hash shuffle on the label): CreateQIG per part on the
+    # workers, no table on the client nor in the graph; the release loop verifies these parts
+    assigned = assigned.shuffle(LABEL, npartitions=max(len(divisions) - 1, 1))
+    table = None
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
-        table, rmeta = None, apply_anatomy(assigned._meta, policy)
+        rmeta = apply_anatomy(assigned._meta, policy)
         released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)
     else:
-        table = qig_table(assigned, policy)
         # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
         rmeta = released_meta(
             policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
         )
-        # one graph node for the table, not a copy per task
-        released = map_frame(apply_qig, assigned, dask.delayed(table), policy, meta=rmeta)
+        released = map_frame(create_qig, assigned, policy, meta=rmeta)
     # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
     # quantile pass would run inside the scheduler's graph materialisation and hang)
     released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))
@@ -221,6 +224,32 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     released = released.reset_index()[list(rmeta.columns)].astype(rmeta.dtypes.to_dict())
     released, assigned = steps.run("qig", released, assigned)
     return assigned, released, n_suppressed, divisions, table
+
+
+def _repair_on_worker(grouped: dd.DataFrame, plan: UnitPlan | None, policy: ReleasePolicy,
+                      counts: np.ndarray, meta: pd.DataFrame, steps: Steps) -> tuple[dd.DataFrame, int]:
+    """The global repair (:func:`repair_leftovers`) as one task on a worker: the range
+    statistics (one row per QI-group) and the leftovers of all ranges are concatenated there,
+    in range order as a compute would, and only the number of suppressed tuples comes back
+    to the client; the placed leftovers stay on the worker (a one-partition Dask frame of
+    ``meta``'s dtypes). Persisted and timed as the ``repair`` step."""
+    stats = map_frame(range_stats, grouped, policy, meta=range_stats(grouped._meta, policy))
+    task = dask.delayed(_repair_task, nout=2, pure=True)
+    placed, n_suppressed = task(stats.to_delayed(), grouped[grouped[LABEL] < 0].to_delayed(),
+                                plan, policy, counts, meta.dtypes.to_dict())
+    placed, n_suppressed = dask.persist(placed, n_suppressed)
+    n_suppressed = int(n_suppressed.compute())
+    steps.lap("repair")
+    return dd.from_delayed([placed], meta=meta, verify_meta=False), n_suppressed
+
+
+def _repair_task(stats: list[pd.DataFrame], leftovers: list[pd.DataFrame], plan: UnitPlan | None,
+                 policy: ReleasePolicy, counts: np.ndarray, dtypes: dict) -> tuple[pd.DataFrame, int]:
+    """The worker side of :func:`_repair_on_worker`: (placed leftovers, number suppressed)."""
+    stats, leftovers = _concat(stats), _concat(leftovers)
+    placed = repair_leftovers(_with_units(stats, plan), leftovers, policy, counts)
+    n_suppressed = int((placed[LABEL] < 0).sum())
+    return placed[placed[LABEL] >= 0].astype(dtypes), n_suppressed
 
 
 def _with_units(stats: pd.DataFrame, plan: UnitPlan | None) -> pd.DataFrame:

@@ -196,11 +196,11 @@ def _is_nested(v) -> bool:
 def type_problems(
     part: pd.DataFrame,
     policy: ReleasePolicy,
-    rows: Callable[[pd.DataFrame, np.ndarray, ReleasePolicy], str],
+    rows: Callable[[pd.DataFrame, np.ndarray, ReleasePolicy], list],
 ) -> list[tuple]:
     """Problems (order, column, message, rows, count) of the QI and sensitive columns' values.
 
-    ``rows`` names the first offending rows (:func:`dpriv.validate._rows`).
+    ``rows`` lists the first offending rows (:func:`dpriv.validate._rows`: :class:`dpriv.rows.BadRow`).
     """
     found: list[tuple] = []
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import tomllib
 import typing
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from dpriv.errors import PolicyError
+from dpriv.policy_gate import GATE_KEYS, touches_gate, warn_idle_gate_keys
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -28,8 +28,6 @@ Kind = Literal["numeric", "categorical", "date"]
 #: the demo's own parameters stay well under (t 0.5, j 0.8 suppress at most ~3 %). Raise
 #: it explicitly (``[privacy] max_suppression``) to accept more.
 DEFAULT_MAX_SUPPRESSION = 0.05
-#: The release gate's keys that only act with ``retro_max_gain`` set (dpriv/gate.py).
-GATE_KEYS = ("retro_retries", "retro_attendance", "retro_lever")
 
 
 class ReleasePolicy(BaseModel):
@@ -199,26 +197,19 @@ class ReleasePolicy(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _gate_keys_need_the_bound(self) -> ReleasePolicy:
-        """The gate's other keys do nothing without ``retro_max_gain``: say so (a warning,
-        so that a stored policy still loads)."""
-        if self.retro_max_gain is None:
-            idle = [n for n in GATE_KEYS if getattr(self, n) != type(self).model_fields[n].default]
-            if idle:
-                warnings.warn(
-                    f"{', '.join(idle)} set but the release gate is off: set retro_max_gain "
-                    "(e.g. 0.1) to turn it on, or drop them (docs/policy.md#release-gate)",
-                    UserWarning,
-                    stacklevel=2,
-                )
+    def _gate_keys_need_the_bound(self, info: ValidationInfo) -> ReleasePolicy:
+        """Idle gate keys: one warning per policy read, none for its copies (dpriv/policy_gate.py)."""
+        if not (info.context or {}).get("copy"):
+            warn_idle_gate_keys(self)
         return self
 
     # -- construction -------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ReleasePolicy:
-        """Build from a flat dict; pydantic errors become one :class:`PolicyError`."""
+    def from_dict(cls, data: dict[str, Any], *, copy: bool = False) -> ReleasePolicy:
+        """Build from a flat dict; pydantic errors become one :class:`PolicyError`. ``copy``: a
+        copy of a policy already built (its idle gate keys were warned about then)."""
         try:
-            return cls(**data)
+            return cls.model_validate(data, context={"copy": copy})
         except ValidationError as exc:
             lines = [f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}" for e in exc.errors()]
             raise PolicyError("invalid policy:\n" + "\n".join(lines)) from None
@@ -250,7 +241,7 @@ class ReleasePolicy(BaseModel):
     def with_overrides(self, **overrides: Any) -> ReleasePolicy:
         data = self.model_dump()
         data.update({k: v for k, v in overrides.items() if v is not None})
-        return self.from_dict(data)
+        return self.from_dict(data, copy=not touches_gate(overrides))
 
     # -- accessors ------------------------------------------------------------------------
     def kind(self, name: str) -> Kind:

@@ -20,8 +20,10 @@ The respondent state is a Dask DataFrame in buckets of a hash of the id holding,
 respondent, the last ``W`` posteriors (W = the order of BK^seq), their count and the release
 and QI-group of the last one. A respondent who skips releases keeps her own state and is
 revised when she reappears (§1.4 "Timing"); a suppressed respondent gets no posterior for
-that release (Algorithm 1, note b). Only small things reach the client: per-part reports,
-the repair's leftovers and group statistics, metrics.
+that release (Algorithm 1, note b). Only small things reach the client: the key histogram
+(bounded by the QI grid), the number of suppressed tuples (the repair runs as a worker task),
+per-part reports and metrics (``tests/test_client_bytes.py``: <= 1 % of the view's bytes
+outside the metrics); the BK^seq tables are scattered to the workers once per release.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ import dask
 import dask.dataframe as dd
 import pandas as pd
 
-from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
+from dpriv._dispatch import is_dask, map_frame, meta_of, shared, to_pandas
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
+from dpriv.input_checks import check_history, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -63,11 +66,11 @@ from dpriv.state import (
     empty_state,
     group_posteriors,
     next_state,
-    rbk_state,
     with_revised_priors,
+    with_state,
 )
 from dpriv.steps import Steps
-from dpriv.validate import ViewSummary, check_history, resolve_policy, validate_view
+from dpriv.validate import ViewSummary, validate_view
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -218,51 +221,25 @@ def check_format(policy: ReleasePolicy, method: str) -> None:
             'generalized view: use --method jsreduce or release_format = "generalized"'
         )
     if policy.persistent_groups and method != "jsreduce":  # dpriv.anonymity.persistent
-        raise PolicyError(f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
-                          "does not keep groups: use --method jsreduce or persistent_groups = false")
+        raise PolicyError(
+            f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
+            "does not keep groups: use --method jsreduce or persistent_groups = false"
+        )
     # the gate regroups with its lever: a parameter the method must use
     uses = {"jsreduce": "ktj", "mondrian-t": "kt"}.get(method, "k")
     if policy.retro_max_gain is not None and policy.retro_lever not in uses:
         raise PolicyError(
             f"retro_lever = {policy.retro_lever!r}: method {method!r} does not use "
             f"{policy.retro_lever}, so the release gate could not regroup with it; use "
-            f"retro_lever = \"k\" (or one of {list(uses)})"
+            f'retro_lever = "k" (or one of {list(uses)})'
         )
 
 
-def _with_state(
-    view: pd.DataFrame | dd.DataFrame,
-    state: pd.DataFrame | dd.DataFrame,
-    policy: ReleasePolicy,
-    npartitions: int,
-) -> pd.DataFrame | dd.DataFrame:
-    """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
-
-    In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
-    rows sorted by id, so that each respondent's RBK is computed in the same batch whether
-    the state came from memory or the ledger (a first release joins the empty state per
-    partition). Row order does not matter downstream: Generalize sorts by (Hilbert key,
-    seeded id hash)."""
-    if not is_dask(view):
-        return view.merge(rbk_state(to_pandas(state)), on=policy.id, how="left")
-    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
-        return view.map_partitions(_join_state, rbk_state(state), policy.id)
-    joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
-    return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
-
-
-def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
-    return part.merge(state, on=column, how="left")
-
-
-def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
-    return part.sort_values(column, kind="stable")
-
-
-def _by_group(assigned: pd.DataFrame | dd.DataFrame, npartitions: int) -> pd.DataFrame | dd.DataFrame:
-    """The membership with whole QI-groups per part: a hash shuffle on the label on Dask;
-    in process the one frame already is."""
-    return assigned.shuffle(LABEL, npartitions=max(npartitions, 1)) if is_dask(assigned) else assigned
+def _by_group(assigned: pd.DataFrame | dd.DataFrame, npartitions: int, done: bool):
+    """The membership with whole QI-groups per part: a hash shuffle on the label on Dask
+    unless ``done`` (Generalize already cut it so); in process the one frame already is."""
+    cut = is_dask(assigned) and not done
+    return assigned.shuffle(LABEL, npartitions=max(npartitions, 1)) if cut else assigned
 
 
 def release_view(
@@ -292,9 +269,10 @@ def release_view(
     """
     steps = Steps()
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
-    joined = _with_state(view, state, policy, npartitions)
+    joined = with_state(view, state, policy, npartitions)
     meta = with_revised_priors(joined._meta, tables, policy, window) if is_dask(joined) else None
-    (frame,) = steps.run("rbk", map_frame(with_revised_priors, joined, tables, policy, window, meta=meta))
+    rbk = map_frame(with_revised_priors, joined, shared(tables, joined), policy, window, meta=meta)
+    (frame,) = steps.run("rbk", rbk)
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned, table = result.released, result.assigned, result.table
@@ -311,7 +289,7 @@ def release_view(
         sensitive = None
     del frame
     nparts = released.npartitions if is_dask(released) else 1
-    (asg_g,) = steps.run("regroup", _by_group(assigned, nparts))
+    (asg_g,) = steps.run("regroup", _by_group(assigned, nparts, getattr(result, "by_group", False)))
     del assigned
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
@@ -334,8 +312,13 @@ def release_view(
     tail = map_frame(tail_part, asg_g, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
     measured = release_metrics(
-        released, view, policy, summary.n_rows, result.n_suppressed,
-        sensitive=sensitive, view_counts=summary.s_counts,
+        released,
+        view,
+        policy,
+        summary.n_rows,
+        result.n_suppressed,
+        sensitive=sensitive,
+        view_counts=summary.s_counts,
     )
     defender_tail = combine_tail(to_pandas(tail))
     steps.lap("metrics")

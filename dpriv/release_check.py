@@ -23,11 +23,12 @@ from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_r
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
 from dpriv.errors import InputError, PolicyError
+from dpriv.input_checks import resolve_policy
 from dpriv.inputs import prepared
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, apply_qig, public, rows_digest
-from dpriv.validate import ViewSummary, codes, resolve_policy, validate_view
+from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
+from dpriv.validate import ViewSummary, codes, validate_view
 
 
 @dataclass
@@ -43,7 +44,7 @@ class PartCheck:
 
 def check_qi_groups(
     assigned: pd.DataFrame,
-    table: pd.DataFrame,
+    table: pd.DataFrame | None,
     policy: ReleasePolicy,
     method: str,
     view_counts: np.ndarray,
@@ -51,8 +52,11 @@ def check_qi_groups(
     """Independent verification of a part of a release that holds whole QI-groups: their
     released rows (CreateQIG of ``assigned`` by ``table``) against their private membership.
     The rows are put in a canonical order first (label, id), so that a group's sums (its mean
-    prior for j) have the same last bits however the groups were cut into parts."""
+    prior for j) have the same last bits however the groups were cut into parts. ``table``
+    None: the part's own CreateQIG table (:func:`qig_table` of its whole groups; a release
+    made on Dask keeps no global table)."""
     assigned = canonical_rows(assigned, policy)
+    table = qig_table(assigned, policy) if table is None else table
     released = public(apply_qig(assigned, table, policy))
     report = verify_release(released, policy, view_counts=view_counts, assigned=assigned, method=method)
     counts = np.bincount(
@@ -112,7 +116,7 @@ def verify_parts(
     if sensitive is not None:
         checks = [run(check_anatomy_groups)(part, policy, method, summary.s_counts) for part in parts_in]
     else:
-        table_node = dask.delayed(table) if lazy else table
+        table_node = dask.delayed(table) if lazy and table is not None else table
         checks = [
             run(check_qi_groups)(part, table_node, policy, method, summary.s_counts) for part in parts_in
         ]

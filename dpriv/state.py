@@ -19,7 +19,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, map_frame, meta_of
+from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
 from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.errors import PolicyError
 from dpriv.knowledge.posterior import omega_posterior
@@ -222,6 +222,37 @@ def rbk_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame
     others, and the Arrow concat of the following shuffle then fails on labels > 2**53."""
     nullable = {"n_post": "Int64", **({PGROUP: "Int64"} if PGROUP in state.columns else {})}
     return state.drop(columns=["last_release", "last_group"]).astype(nullable)
+
+
+def with_state(
+    view: pd.DataFrame | dd.DataFrame,
+    state: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    npartitions: int,
+) -> pd.DataFrame | dd.DataFrame:
+    """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
+
+    In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
+    rows sorted by id, so that each respondent's RBK is computed in the same batch whether
+    the state came from memory or the ledger (a first release joins the empty state per
+    partition). Row order does not matter downstream: Generalize sorts by (Hilbert key,
+    seeded id hash)."""
+    if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
+        state = to_pandas(state)
+        state = state[state[policy.id].isin(view[policy.id])]
+        return view.merge(rbk_state(state), on=policy.id, how="left")
+    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
+        return view.map_partitions(_join_state, rbk_state(state), policy.id)
+    joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
+    return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
+
+
+def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
+    return part.merge(state, on=column, how="left")
+
+
+def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
+    return part.sort_values(column, kind="stable")
 
 
 def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:

@@ -3,7 +3,9 @@
 One pandas kernel (:func:`partition_problems`) finds the problems of a frame; on Dask it
 runs per partition and the results are gathered with the view's size, its sensitive
 counts and its duplicate ids in ONE compute. The first problem found raises one
-:class:`~dpriv.errors.InputError` naming the column, the first offending rows and the fix.
+:class:`~dpriv.errors.InputError` naming the column, the offending rows (the first
+:data:`~dpriv.rows.MAX_ROWS_SHOWN` over all partitions and views, by their line in the input
+file where :func:`dpriv.rows.rows_of` names it) and the fix.
 """
 
 from __future__ import annotations
@@ -16,16 +18,26 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, to_pandas
+from dpriv._dispatch import is_dask
 from dpriv.digests import content_digest, input_fingerprint
 from dpriv.errors import InputError, PolicyError
-from dpriv.hierarchy import hierarchy_domains
 from dpriv.inputs import duplicate_columns, type_problems
 from dpriv.policy import ReleasePolicy, codes
 from dpriv.released import GROUP
+from dpriv.rows import (
+    MAX_ROWS_SHOWN,
+    PROBLEM_COLUMNS,
+    BadRow,
+    bad_rows,
+    describe,
+    input_file,
+    views_prefix,
+)
+from dpriv.rows import lazy_problems as _lazy_problems
+from dpriv.rows import placed as _placed
+from dpriv.rows import problems_of as _problems
 
-MAX_ROWS_SHOWN = 5
-_PROBLEM_COLUMNS = ["order", "column", "message", "rows", "count"]
+_PROBLEM_COLUMNS = PROBLEM_COLUMNS
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
 #: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
 GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
@@ -102,11 +114,60 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
     return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
-def first_problem(problems: pd.DataFrame) -> str:
-    """One message for the first problem found, with its row count over all partitions."""
+def first_problem(problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool = False) -> str:
+    """One message for the first problem found: its rows over all partitions (and all views of
+    a history), the first :data:`MAX_ROWS_SHOWN` named, by their line in the input file when
+    ``whole`` (the frame checked is that file, whole and in order: :func:`dpriv.rows.describe`)."""
     first = problems.sort_values("order", kind="stable").iloc[0]
     same = problems[(problems["column"] == first["column"]) & (problems["message"] == first["message"])]
-    return f"{first['message']} ({int(same['count'].sum())} rows; first: {first['rows']})"
+    rows = sorted((r for found in same["rows"] for r in found), key=lambda r: r.position)
+    count = int(same["count"].sum())
+    where = describe(rows, count, policy.id, policy.time, whole=whole)
+    return f"{views_prefix(rows[:MAX_ROWS_SHOWN], count, policy.time)}{first['message']} ({where})"
+
+
+def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
+    """The row checks of :func:`validate_view` (missing values, text in a numeric QI, values
+    outside the domains; then a respondent twice in one view of a history) over the whole
+    ``view`` (every view of a history at once), so that
+    one message names the bad rows of all views by their line in the input file (first
+    :data:`MAX_ROWS_SHOWN`, then how many more). Raises InputError."""
+    problems = _problems(view, partition_problems, policy)
+    if not len(problems) and policy.time and policy.time in view.columns:
+        problems = _duplicates(view, policy)
+    if len(problems):
+        message = first_problem(problems, policy, whole=True)
+        raise InputError(message if input_file() or policy.time else f"{source}: {message}")
+
+
+DUPLICATE = (
+    "duplicate {id!r} within one view: a view holds at most one tuple per respondent: keep one "
+    "row per respondent (e.g. the latest exam)"
+)
+
+
+def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.MultiIndex | None) -> pd.DataFrame:
+    """The rows of ``part`` whose (time, id) is in ``keys`` (None: duplicated within ``part``)."""
+    cols = [policy.time, policy.id]
+    if keys is None:
+        mask = part.duplicated(cols, keep=False).to_numpy()
+    else:
+        mask = pd.MultiIndex.from_frame(part[cols]).isin(keys)
+    found = [(4, policy.id, DUPLICATE.format(id=policy.id), _rows(part, mask, policy), int(mask.sum()))]
+    out = pd.DataFrame(found if mask.any() else [], columns=_PROBLEM_COLUMNS)
+    return out.astype({"order": "int64", "count": "int64"})
+
+
+def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """Rows of a history whose respondent has two tuples in one view, over every view (on Dask:
+    one count per (time, id), then, only if some count is above 1, their rows)."""
+    if not is_dask(view):
+        return _duplicate_part(view, policy, None)
+    sizes = view.groupby([policy.time, policy.id]).size()
+    dup = sizes[sizes > 1].compute()
+    if not len(dup):
+        return pd.DataFrame([], columns=_PROBLEM_COLUMNS)
+    return _placed(view, _lazy_problems(view, _duplicate_part, policy, dup.index).compute())
 
 
 def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
@@ -137,25 +198,16 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
-        meta = pd.DataFrame(
-            {
-                c: pd.Series(dtype=t)
-                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
-            }
-        )
-        problems = view.map_partitions(_raw_all, policy, columns, meta=meta).compute()
-    else:
-        if len(view) == 0:
-            raise InputError(f"{source} has a header but no rows: there is nothing to release")
-        problems = _raw_all(view, policy, columns)
+    elif len(view) == 0:
+        raise InputError(f"{source} has a header but no rows: there is nothing to release")
+    problems = _problems(view, _raw_all, policy, columns)
     if len(problems):
-        raise InputError(f"{source}: {first_problem(problems)}")
+        raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")
 
 
-def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> str:
-    sub = part.loc[mask].head(MAX_ROWS_SHOWN)
-    ids = sub[policy.id].tolist() if policy.id in sub else []
-    return ", ".join(f"row {i} ({policy.id}={r!r})" for i, r in zip(sub.index.tolist(), ids))
+def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> list[BadRow]:
+    """The first offending rows of ``part`` (:func:`dpriv.rows.bad_rows`)."""
+    return bad_rows(part, mask, policy.id, policy.time)
 
 
 def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
@@ -269,13 +321,7 @@ def validate_view(
         absent = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains]
         raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
     if is_dask(view):
-        meta = pd.DataFrame(
-            {
-                c: pd.Series(dtype=t)
-                for c, t in zip(_PROBLEM_COLUMNS, ["int64", "object", "object", "object", "int64"])
-            }
-        )
-        problems = view.map_partitions(partition_problems, policy, meta=meta)
+        problems = _lazy_problems(view, partition_problems, policy)
         counts = view.map_partitions(
             _counts_and_digest,
             policy,
@@ -299,8 +345,8 @@ def validate_view(
         vc = view[policy.id].value_counts()
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
         content, fingerprint = _safe_digests(view, policy)
-    if len(problems):
-        raise InputError(first_problem(problems))
+    if len(problems):  # lines of the input file only for a view that is the whole file
+        raise InputError(first_problem(_placed(view, problems), policy, whole=policy.time is None))
     if len(dups):
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
@@ -332,47 +378,3 @@ def _safe_digests(part: pd.DataFrame, policy: ReleasePolicy) -> tuple[int, int]:
         return content_digest(part, policy), input_fingerprint(part, policy)
     except (TypeError, ValueError):  # bad rows: validation refuses the view anyway
         return 0, 0
-
-
-def resolve_policy(
-    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
-) -> tuple[ReleasePolicy, list[str]]:
-    """Fill the domains the policy does not declare from the data (computes those columns).
-
-    Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
-    view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text.
-    """
-    check_raw(view, policy)
-    policy, notes = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
-    if policy.is_resolved():
-        return policy, notes
-    cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
-    sample = to_pandas(view[cols])
-    policy, inferred = policy.resolve(sample)
-    return policy, notes + inferred
-
-
-def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
-    """The release indices 1..n of a history; refuses gaps and a missing time column."""
-    if not policy.time:
-        raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
-    missing_columns(history.columns, policy)
-    if policy.time not in history.columns:
-        raise InputError(f"missing time column {policy.time!r}; the input has {list(history.columns)}")
-    t = history[policy.time]
-    bad_type = not pd.api.types.is_integer_dtype(t.dtype)
-    if is_dask(t):
-        has_nan, idx = dask.compute(t.isna().any(), t.drop_duplicates())
-    else:
-        has_nan, idx = t.isna().any(), t.drop_duplicates()
-    if has_nan or bad_type:
-        raise InputError(
-            f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN)"
-        )
-    idx = sorted(int(i) for i in idx)
-    if idx != list(range(1, len(idx) + 1)):
-        raise InputError(
-            f"time column {policy.time!r} must hold consecutive release indices 1..n; "
-            f"found {idx[:10]}: renumber the views"
-        )
-    return idx

@@ -1,6 +1,7 @@
-"""Where ``dpriv release`` runs (issue 13): a history of small views is released in the
-command's own process, no cluster started; a large one (or ``--cluster``) on a LocalCluster;
-``--scheduler`` always on that scheduler. The ledger holds the same bytes either way."""
+"""Where ``dpriv release`` and ``dpriv anonymize`` run (issue 13): a history of small views is
+released in the command's own process, read once, no cluster started; a large one (or
+``--cluster``) on a LocalCluster; ``--scheduler`` always on that scheduler (with
+``--no-cluster`` an error). The ledger (or the released view) holds the same bytes either way."""
 
 import contextlib
 
@@ -14,7 +15,15 @@ from typer.testing import CliRunner
 import dpriv.cluster as cluster_mod
 import dpriv.release as release_mod
 from dpriv.cli import app
-from dpriv.cluster import HistorySize, history_size, ledger_state_rows, release_place
+from dpriv.cluster import (
+    HistorySize,
+    LedgerStart,
+    Placement,
+    history_size,
+    ledger_start,
+    ledger_state_rows,
+    release_place,
+)
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.ledger import Ledger
@@ -35,38 +44,73 @@ def small_history() -> pd.DataFrame:
     )
 
 
+def place(frame, **kw) -> tuple:
+    got = release_place(frame, POLICY, **{"scheduler": None, "cluster": None, **kw})
+    assert isinstance(got, Placement)
+    return got.place, got.size
+
+
 @pytest.mark.parametrize("npartitions", [0, 1, 2])
 def test_history_size_counts_tuples_largest_view_and_respondents(npartitions):
     frame = small_history()
     if npartitions:
         frame = dd.from_pandas(frame, npartitions=npartitions, sort=False)
     assert history_size(frame, POLICY) == HistorySize(rows=6, largest_view=3, respondents=4)
-    # a resumed ledger's state rows count as respondents too
-    assert history_size(frame, POLICY, state_rows=10).respondents == 14
+
+
+@pytest.mark.parametrize("npartitions", [0, 2])
+def test_a_resumed_history_counts_the_views_still_to_release(npartitions):
+    """Issue 13 item 5 follow-up: view 1 (ids 1, 2, 3) is committed, its respondents are the
+    state's; views 2 and 3 (ids 1, 7 and 2) are to release. The run's states hold at most
+    {1, 2, 3} | {1, 7, 2} = 4 respondents (the old count, 4 history ids + 3 state rows = 7,
+    counted the committed view's respondents twice); the largest view to release has 2 tuples."""
+    frame = small_history()
+    if npartitions:
+        frame = dd.from_pandas(frame, npartitions=npartitions, sort=False)
+    start = LedgerStart(frozenset({1}), pd.Index([1, 2, 3]))
+    assert history_size(frame, POLICY, start) == HistorySize(rows=6, largest_view=2, respondents=4)
+    # the same ledger resumed with a history that leaves the committed view out
+    assert history_size(small_history()[lambda d: d.view > 1], POLICY, start) == HistorySize(3, 2, 4)
+    # a state with respondents the history no longer has: they are counted (5, 6 and 9)
+    start = LedgerStart(frozenset({1, 2}), pd.Index([1, 2, 3, 5, 6, 7, 9]))
+    assert history_size(frame, POLICY, start) == HistorySize(rows=6, largest_view=1, respondents=7)
+    # state rows whose ids could not be read count as respondents of their own
+    unread = LedgerStart(frozenset({1}), unread=3)
+    assert history_size(frame, POLICY, unread).respondents == 3 + 3  # ids 1, 7, 2 of views 2-3
 
 
 def test_the_thresholds_decide_between_process_and_cluster(monkeypatch):
     frame = small_history()
-    assert release_place(frame, POLICY, scheduler=None, cluster=None)[0] == "process"
+    assert place(frame)[0] == "process"
     monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 2)  # the view of 3 is now large
-    place, size = release_place(frame, POLICY, scheduler=None, cluster=None)
-    assert (place, size.small) == ("cluster", False)
+    where, size = place(frame)
+    assert (where, size.small) == ("cluster", False)
     monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 3)
-    monkeypatch.setattr(release_mod, "SMALL_STATE_ROWS", 9)  # 4 ids + 6 state rows > 9
-    assert release_place(frame, POLICY, scheduler=None, cluster=None, state_rows=6)[0] == "cluster"
-    assert release_place(frame, POLICY, scheduler=None, cluster=None, state_rows=5)[0] == "process"
+    monkeypatch.setattr(release_mod, "SMALL_STATE_ROWS", 6)
+    state = LedgerStart(frozenset({9}), pd.Index([1, 2, 3, 4, 5, 6]))  # 1, 2, 3 are in the history
+    assert place(frame, start=state)[0] == "cluster"  # {1, 2, 3, 7} | {1..6} = 7 respondents
+    state = LedgerStart(frozenset({9}), pd.Index([1, 2, 3, 4, 5]))
+    assert place(frame, start=state)[0] == "process"  # 6 respondents
     monkeypatch.setattr(cluster_mod, "SMALL_HISTORY_ROWS", 5)  # six tuples: not even counted
     assert history_size(frame, POLICY) == HistorySize(6, None, None)
-    assert release_place(frame, POLICY, scheduler=None, cluster=None)[0] == "cluster"
+    assert place(frame)[0] == "cluster"
 
 
 def test_flags_win_over_the_size():
     frame = small_history()
-    assert release_place(frame, POLICY, scheduler="tcp://h:8786", cluster=None) == ("scheduler", None)
-    assert release_place(frame, POLICY, scheduler="tcp://h:8786", cluster=True) == ("scheduler", None)
-    assert release_place(frame, POLICY, scheduler=None, cluster=True) == ("cluster", None)
-    place, size = release_place(frame, POLICY, scheduler=None, cluster=False)
-    assert place == "process" and size.small
+    assert place(frame, scheduler="tcp://h:8786") == ("scheduler", None)
+    assert place(frame, scheduler="tcp://h:8786", cluster=True) == ("scheduler", None)
+    assert place(frame, cluster=True) == ("cluster", None)
+    where, size = place(frame, cluster=False)
+    assert where == "process" and size.small
+
+
+def test_scheduler_implies_a_cluster_and_contradicts_no_cluster():
+    """Item 2: --scheduler ADDR implies a cluster (that one): --cluster with it is redundant and
+    accepted, --no-cluster with it is the one contradiction, refused naming both flags."""
+    frame = small_history()
+    with pytest.raises(InputError, match=r"--scheduler and --no-cluster contradict each other"):
+        place(frame, scheduler="tcp://h:8786", cluster=False)
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +218,110 @@ def test_an_unreachable_scheduler_is_a_clear_input_error():
         with cluster_mod.dask_client(address, say=lambda _: None):
             pass
     assert dask.config.get("scheduler", None) == before  # the failed Client left no default behind
+
+
+# -- dpriv anonymize: the same decision, the same bytes ----------------------------------------
+@pytest.fixture(scope="module")
+def one_view(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one")
+    mh = medical_history(n_views=1, view_size=300, seed=3)
+    mh.history.drop(columns=["view"]).to_csv(out / "view.csv", index=False)
+    return out / "view.csv"
+
+
+def anonymize(view, out, *extra):
+    args = ["anonymize", str(view), "--out", str(out), "--id", "respondent_id", "--qi", "age,gender,weight"]
+    args += ["--sensitive", "exam_result", "--k", "4", "--t", "0.6", "--j", "0.9", "--npartitions", "3"]
+    return CliRunner().invoke(app, [*args, *extra])
+
+
+def test_a_small_view_is_anonymized_without_a_cluster_with_the_cluster_bytes(
+    one_view, tmp_path, monkeypatch, scheduler
+):
+    @contextlib.contextmanager
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started for a small view")
+        yield
+
+    calls = []
+    real = release_mod.generalize_view
+    with monkeypatch.context() as m:
+        m.setattr(cluster_mod, "dask_client", no_cluster)
+        spy = lambda v, *a, **k: calls.append(type(v)) or real(v, *a, **k)  # noqa: E731
+        m.setattr(release_mod, "generalize_view", spy)
+        res = anonymize(one_view, tmp_path / "here.parquet")
+    assert res.exit_code == 0, res.output
+    assert "300 tuples" in res.output and "no Dask cluster started" in res.output
+    assert calls == [pd.DataFrame]  # the kernels on one pandas frame, no task graph
+    res = anonymize(one_view, tmp_path / "there.parquet", "--scheduler", scheduler)
+    assert res.exit_code == 0, res.output
+    assert "no Dask cluster started" not in res.output
+    assert (tmp_path / "here.parquet").read_bytes() == (tmp_path / "there.parquet").read_bytes()
+
+
+@pytest.mark.slow
+def test_anonymize_on_a_local_cluster_writes_the_in_process_bytes(one_view, tmp_path):
+    """--cluster: two worker processes (~20 s to start here), the Dask path over 3 ranges."""
+    assert anonymize(one_view, tmp_path / "here.parquet", "--no-cluster").exit_code == 0
+    res = anonymize(one_view, tmp_path / "there.parquet", "--cluster")
+    assert res.exit_code == 0, res.output
+    assert "local Dask cluster with" in res.output
+    assert (tmp_path / "here.parquet").read_bytes() == (tmp_path / "there.parquet").read_bytes()
+
+
+def test_anonymize_flags_scheduler_and_cluster_like_release(one_view, tmp_path, monkeypatch, scheduler):
+    res = anonymize(one_view, tmp_path / "o.parquet", "--scheduler", "tcp://127.0.0.1:1", "--no-cluster")
+    assert res.exit_code == 2
+    assert "--scheduler and --no-cluster contradict each other" in res.output
+    assert not (tmp_path / "o.parquet").exists()
+    asked = []
+    real = cluster_mod.dask_client
+
+    def spy(address=None, **kwargs):
+        asked.append(address)
+        return real(address, **kwargs)
+
+    monkeypatch.setattr(cluster_mod, "dask_client", spy)
+    # --scheduler implies a cluster, that one: --cluster with it changes nothing
+    res = anonymize(one_view, tmp_path / "o.parquet", "--scheduler", scheduler, "--cluster")
+    assert res.exit_code == 0, res.output
+    assert asked == [scheduler] and f"connected to {scheduler}" in res.output
+
+
+def test_a_small_history_is_read_once(medical, tmp_path, monkeypatch):
+    """Item 3: sized, checked and released from one read of each part of the input (before,
+    each part was read three times: counted, scanned for its views and ids, collected; and the
+    first part once more by the preflight when a text column had no declared domain)."""
+    history, policy = medical
+    frame = pd.read_parquet(history)
+    parts = [frame.iloc[: len(frame) // 2], frame.iloc[len(frame) // 2 :]]
+    csv = tmp_path / "history.csv"
+    frame.to_csv(csv, index=False)
+    reads = []
+
+    def reader(i):
+        reads.append(i)
+        return parts[i].reset_index(drop=True)
+
+    def read_table(path, **kwargs):
+        assert path == str(csv)
+        return dd.from_map(reader, [0, 1], meta=frame.iloc[:0], divisions=[None] * 3)
+
+    monkeypatch.setattr("dpriv.io.read_table", read_table)
+    res = release(csv, policy, tmp_path / "l")
+    assert res.exit_code == 0, res.output
+    assert "no Dask cluster started" in res.output
+    assert sorted(reads) == [0, 1]
+    assert Ledger(tmp_path / "l").last_index() == 2
+
+
+def test_a_resumed_ledger_starts_from_its_state(medical, tmp_path):
+    history, policy = medical
+    assert release(history, policy, tmp_path / "l", "--no-cluster").exit_code == 0
+    start = ledger_start(tmp_path / "l", "respondent_id")
+    state = Ledger(tmp_path / "l").read_state(2)
+    assert start.committed == {1, 2} and sorted(start.ids) == sorted(state["respondent_id"])
+    other = ledger_start(tmp_path / "l", "other_id")  # not a column of the state
+    assert (other.committed, len(other.ids), other.unread) == ({1, 2}, 0, len(state))
+    none = ledger_start(tmp_path / "none", "respondent_id")
+    assert (none.committed, len(none.ids), none.unread) == (frozenset(), 0, 0)

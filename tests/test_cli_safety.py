@@ -143,10 +143,19 @@ def test_anonymize_refuses_an_existing_output_unless_force(cli, tmp_path):
     res = cli("anonymize", src, "--out", fresh, *QI, *LOOSE)
     assert_refused(res, r"fresh\.csv\.metrics\.json exists already", "--force")
     assert snapshot(tmp_path) == before and not fresh.exists()
+    # --force replaces only what an earlier dpriv anonymize wrote, never the user's own file
+    before = snapshot(tmp_path)
     res = cli("anonymize", src, "--out", mine, *QI, *LOOSE, "--force")
+    assert_refused(res, rf"{re.escape(str(mine))} was not written by dpriv", "nothing was written")
+    assert snapshot(tmp_path) == before and not metrics.exists()
+    rel, rel_metrics = tmp_path / "rel.parquet", tmp_path / "rel.parquet.metrics.json"
+    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE, "--k", "5").exit_code == 0
+    first = snapshot(rel)
+    res = cli("anonymize", src, "--out", rel, *QI, *LOOSE, "--force")
     assert res.exit_code == 0, res.output
-    assert len(pd.read_parquet(mine)) + int(re.search(r"n_suppressed: (\d+)", res.output)[1]) == 60
-    assert '"n_original": 60' in metrics.read_text()
+    assert snapshot(rel) != first  # k 3 instead of 5: another release, replaced
+    assert len(pd.read_parquet(rel)) + int(re.search(r"n_suppressed: (\d+)", res.output)[1]) == 60
+    assert '"n_original": 60' in rel_metrics.read_text() and '"k_achieved": 3' in rel_metrics.read_text()
     # --force never makes the input an output
     res = cli("anonymize", src, "--out", src, *QI, *LOOSE, "--force")
     assert_refused(res, "is the input file")
@@ -179,11 +188,20 @@ def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated
     res = cli("report", led, "--out", page)
     assert_refused(res, r"r\.html exists already", "--force")
     assert snapshot(tmp_path) == before
+    # --force never replaces a file dpriv did not write...
     res = cli(*args, "--out", gain, "--force")
-    assert res.exit_code == 0, res.output
-    assert pd.read_csv(gain)["release"].tolist() == [1, 2, 3]
+    assert_refused(res, r"gain\.csv was not written by dpriv", "only a file an earlier dpriv attack wrote")
     res = cli("report", led, "--out", page, "--force")
-    assert res.exit_code == 0 and "<p>mine</p>" not in page.read_text(), res.output
+    assert_refused(res, r"r\.html was not written by dpriv", "an earlier dpriv report wrote")
+    assert snapshot(tmp_path) == before
+    # ... and replaces the command's own earlier output
+    gain2, page2 = tmp_path / "gain2.csv", tmp_path / "r2.html"
+    assert cli(*args, "--out", gain2).exit_code == 0 and cli("report", led, "--out", page2).exit_code == 0
+    res = cli(*args, "--out", gain2, "--force")
+    assert res.exit_code == 0, res.output
+    assert pd.read_csv(gain2)["release"].tolist() == [1, 2, 3]
+    res = cli("report", led, "--out", page2, "--force")
+    assert res.exit_code == 0 and "report of 3 release(s)" in res.output, res.output
 
 
 def test_a_release_above_max_suppression_is_refused_with_the_measured_share(cli, tmp_path):

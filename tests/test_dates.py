@@ -151,7 +151,7 @@ def test_cli_parquet_and_csv_dates_release_and_verify(cli, tmp_path):
     (tmp_path / "bad.csv").write_text((tmp_path / "in.csv").read_text().replace("2020-03-01", "1st of March"))
     res = cli("anonymize", tmp_path / "bad.csv", "--out", tmp_path / "b.parquet", *flags, "--date", "adm")
     refused(res, tmp_path / "b.parquet", "date QI 'adm' holds values that are not dates: ['1st of March']",
-            "YYYY-MM-DD", "row 3 (rid=3)")  # fmt: skip
+            "YYYY-MM-DD", "line 5 (rid=3) of")  # fmt: skip
     res = cli("anonymize", tmp_path / "in.csv", "--out", tmp_path / "b.parquet", *flags, "--date", "when")
     refused(res, tmp_path / "b.parquet", "--date names ['when'], which are not QIs")
 

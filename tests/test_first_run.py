@@ -1,10 +1,6 @@
 """First run (issue 16 item 7): a bad input is refused before any Dask cluster starts, and
-numba's on-disk cache is used and announced (dpriv.numba_cache)."""
+numba's on-disk cache is used and announced (dpriv.numba_cache, tests/test_notices.py)."""
 
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -77,34 +73,4 @@ def test_preflight_keeps_what_needs_every_row():
         preflight(pd.DataFrame({"id": [1], "z": ["x"], "s": ["a"]}), policy.with_overrides(time="view"))
 
 
-_PROBE = """
-import json, sys
-import numpy as np
-from dpriv import divergence
-from dpriv.numba_cache import first_compile_note, kernels, uncached_kernels
-before = uncached_kernels()
-note = first_compile_note()
-if sys.argv[1] == "compile":
-    divergence.entropy(np.array([0.5, 0.5]), 2.0)
-print(json.dumps({"n": len(kernels()), "before": before, "after": uncached_kernels(), "note": note}))
-"""
-
-
-def _probe(cache: Path, what: str) -> dict:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE, what], env=env, capture_output=True, text=True, check=True, timeout=300
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def test_numba_cache_is_on_disk_and_announced(tmp_path):
-    cache = tmp_path / "numba-cache"
-    first = _probe(cache, "compile")
-    assert first["n"] >= 10 and len(first["before"]) == first["n"]  # an empty cache: all pending
-    assert first["note"].startswith("first run: numba compiles") and str(cache) in first["note"]
-    assert "dpriv.divergence.entropy" in first["before"]
-    assert "dpriv.divergence.entropy" not in first["after"] and len(first["after"]) == first["n"] - 1
-    # a new process finds the compiled kernel on disk (not compiled again)
-    second = _probe(cache, "look")
-    assert second["before"] == first["after"] and second["note"] is not None
+# numba's on-disk cache and the compile note: tests/test_notices.py

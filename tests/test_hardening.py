@@ -31,6 +31,7 @@ from dpriv.divergence import emd, group_js, js_divergence
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hilbert import HKEY, TIE, add_keys, hilbert_keys, keyed_meta, unit_coords
+from dpriv.input_checks import resolve_policy
 from dpriv.io import read_table
 from dpriv.knowledge.revision import revise
 from dpriv.ledger import Ledger
@@ -41,7 +42,7 @@ from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, release_history
 from dpriv.released import LABEL, apply_qig, public, qig_table, secret_policy
 from dpriv.state import attach_priors
-from dpriv.validate import resolve_policy, validate_view
+from dpriv.validate import validate_view
 
 HIDDEN = {"respondent_id", HKEY, TIE, LABEL, "_s", "_order"}
 
@@ -61,8 +62,6 @@ def small_view(n: int = 60, seed: int = 0, sensitive=None) -> pd.DataFrame:
 
 
 LOOSE = ReleasePolicy(id="rid", qi=["age", "weight", "gender"], sensitive="s", k=3, t=0.9, j=5.0)
-
-
 
 
 def tree(root: Path) -> set[str]:

@@ -65,7 +65,8 @@ def test_numeric_qi_with_stray_text_is_refused_unless_declared_categorical(cli, 
     v.loc[4, "age"], v.loc[9, "age"], v.loc[11, "age"] = "unknown", "45+", "thirty"
     res, out = anonymize_csv(cli, tmp_path, csv_of(v))
     refused(res, out, "QI 'age' holds numbers and text", "'unknown'", "'45+'", "'thirty'",
-            "3 rows", "row 4 (rid=4)", "row 9 (rid=9)", "--categorical age")  # fmt: skip
+            "3 rows: line 6 (rid=4), line 11 (rid=9), line 13 (rid=11) of", "(the header is line 1)",
+            "--categorical age")  # fmt: skip
     with pytest.raises(InputError, match=r"'age' holds numbers and text: \['unknown', '45\+', 'thirty'\]"):
         anonymize(v, ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3, t=1, j=10))
     res, out = anonymize_csv(cli, tmp_path, csv_of(v), "--categorical", "age")
@@ -137,9 +138,9 @@ def test_non_finite_numeric_qi_is_refused_naming_row_and_value(cli, tmp_path, va
     v.loc[7, "weight"] = value
     res, out = anonymize_csv(cli, tmp_path, csv_of(v))
     if value == "nan":
-        refused(res, out, "column 'weight' has missing values", "row 7 (rid=7)")
+        refused(res, out, "column 'weight' has missing values", "1 rows: line 9 (rid=7) of")
     else:
-        refused(res, out, f"QI 'weight' holds {float(value)!r}", "finite", "row 7 (rid=7)")
+        refused(res, out, f"QI 'weight' holds {float(value)!r}", "finite", "1 rows: line 9 (rid=7) of")
     with pytest.raises(InputError, match="row 7"):
         policy = ReleasePolicy(id="rid", qi=["weight"], sensitive="s", k=3, domains={"weight": [0, 100]})
         anonymize(v.astype({"weight": float}), policy)

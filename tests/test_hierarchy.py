@@ -111,7 +111,7 @@ def test_arx_loss_of_each_node_by_hand(city_file):
 
 
 def test_the_qi_levels_and_hilbert_codes_follow_the_tree(city_file):
-    from dpriv.validate import resolve_policy
+    from dpriv.input_checks import resolve_policy
 
     pol, notes = resolve_policy(city_view(), city_policy(city_file))
     assert f"levels of 'city' from its hierarchy {city_file}: 6 leaves in tree order" in notes
@@ -471,7 +471,8 @@ def test_mondrian_cuts_between_children_not_at_the_median(city_file):
 
 def test_mondrian_release_with_a_hierarchy_is_verified(city_file):
     from dpriv.anonymity.mondrian import mondrian_view
-    from dpriv.validate import resolve_policy, validate_view
+    from dpriv.input_checks import resolve_policy
+    from dpriv.validate import validate_view
 
     view = city_view()
     pol, _ = resolve_policy(view, city_policy(city_file))

@@ -281,10 +281,14 @@ def test_cli_export_refuses_without_writing(cli, anonymized):
     r = cli("export", d / "bare.csv", "--out", d / "x.csv")
     assert r.exit_code == 2 and "--suppressed omit" in r.output and not (d / "x.csv").exists()
     assert cli("export", d / "bare.csv", "--out", d / "x.csv", "--suppressed", "omit").exit_code == 0
-    # --force replaces a file the user names
+    # --force never replaces a file dpriv did not write (the user's keep.csv), only an earlier export
     r = cli("export", d / "rel.parquet", "--out", d / "keep.csv", "--force")
-    assert r.exit_code == 0
-    assert (d / "keep.csv").read_text().startswith("qi_group,age,gender,weight,exam_result\n")
+    assert r.exit_code == 2 and "keep.csv was not written by dpriv" in r.output, r.output
+    assert (d / "keep.csv").read_text() == "mine\n"
+    assert os.stat(d / "keep.csv").st_mtime_ns == before.st_mtime_ns
+    r = cli("export", d / "rel.parquet", "--out", d / "x.csv", "--force")
+    assert r.exit_code == 0, r.output
+    assert (d / "x.csv").read_text().startswith("qi_group,age,gender,weight,exam_result\n")
 
 
 def test_a_fully_suppressed_release_exports_only_marks():

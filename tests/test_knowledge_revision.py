@@ -190,3 +190,21 @@ def test_long_histories_read_only_the_last_order_posteriors():
     np.testing.assert_allclose(
         revise(hist, np.full(5, 9), cls, kn, fb), revise(hist, np.full(5, 2), cls, kn, fb)
     )
+
+
+@pytest.mark.parametrize("kmax", [3, 19])
+def test_sparse_and_auto_have_the_dense_bits(kmax):
+    # auto always enumerates (issue 13, item 3): it must give the dense kernel's bits, not
+    # only close values, or the releases made before the change could not be reproduced;
+    # kmax = 19 is the fully dense case, 20 % of the table rows infeasible
+    rng = np.random.default_rng(11)
+    m, order, n = 19, 3, 200
+    kn = _random_model(rng, m, order, n_classes=2, p_zero=0.2)
+    hist = _sparse_posteriors(rng, (n, 3), m, kmax=kmax)
+    lengths = rng.integers(0, 5, size=n)
+    cls = rng.integers(0, 2, size=n)
+    fb = rng.dirichlet(np.ones(m), size=n)
+    dense = revise(hist, lengths, cls, kn, fb, method="dense")
+    assert not np.array_equal(dense, fb)  # revised, not the fallback everywhere
+    for method in ("sparse", "auto"):
+        assert np.array_equal(revise(hist, lengths, cls, kn, fb, method=method), dense), method

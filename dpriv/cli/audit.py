@@ -13,13 +13,25 @@ from dpriv.cli.common import (
     Ledger,
     PolicyFile,
     app,
-    check_not_input,
     check_out,
     command,
     load_policy,
+    record_output,
     write_frame,
 )
 from dpriv.errors import PolicyError
+
+
+def default_out(ledger: Path, knowledge: str, adversary: str) -> Path:
+    """Where ``dpriv attack`` writes without ``--out``: ``LEDGER/attack/gain_<knowledge>.csv``
+    for the paper adversary, ``LEDGER/attack/retro_<knowledge>.csv`` for the retrospective one
+    (where ``dpriv report`` finds each). PolicyError for an unknown knowledge or adversary."""
+    from dpriv.attack import ADVERSARIES, gain_path
+
+    if adversary not in ADVERSARIES:
+        raise PolicyError(f"unknown adversary {adversary!r}; valid: {', '.join(ADVERSARIES)}")
+    path = gain_path(ledger, knowledge)
+    return path if adversary == "paper" else path.with_name("retro_" + path.name.removeprefix("gain_"))
 
 
 @app.command()
@@ -33,8 +45,10 @@ def attack(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="CSV (default with the paper adversary: LEDGER/attack/gain_<knowledge>.csv, where "
-            "dpriv report finds it). paper: release, adversary_gain, n_tuples and the tail risk "
+            help="CSV (or .parquet); default LEDGER/attack/gain_<knowledge>.csv for the paper "
+            "adversary and LEDGER/attack/retro_<knowledge>.csv for the retrospective one, where "
+            "dpriv report finds them (these two are the ledger's own files, replaced by a later "
+            "attack). paper: release, adversary_gain, n_tuples and the tail risk "
             "(confident_share, confident_precision, n_confident, max_posterior, n_certain); "
             "retrospective: one row per (release, as_of) with the same measures."
         ),
@@ -80,22 +94,23 @@ def attack(
     policy: PolicyFile = None,
     force: Annotated[
         bool,
-        typer.Option(help="Replace an existing --out file (the default LEDGER/attack/ file is replaced)."),
+        typer.Option(
+            help="Replace an existing --out file that an earlier dpriv attack wrote (never another "
+            "file; the default LEDGER/attack/ file is replaced)."
+        ),
     ] = False,
     debug: Debug = False,
 ) -> None:
     """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
     from dpriv.attack import attack as run
-    from dpriv.attack import gain_path
     from dpriv.io import read_table
     from dpriv.ledger import Ledger
 
-    if out is None and adversary != "paper":
-        raise PolicyError(f"--adversary {adversary} writes one row per (release, as_of): pass --out FILE")
-    if out is not None:  # before the attack: an unknown suffix, the history itself, an existing file
-        check_out(out, history, force=force)
-    else:  # the ledger's own attack/ file, which dpriv attack writes and re-writes
-        out, force = gain_path(ledger, knowledge), True
+    own = out is None  # the ledger's own attack/ file, which dpriv attack writes and re-writes
+    if own:
+        out = default_out(ledger, knowledge, adversary)
+    else:  # before the attack: an unknown suffix, the history itself, an existing file
+        check_out(out, history, kind="attack", force=force)
     pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
     try:
         gain = run(
@@ -113,7 +128,7 @@ def attack(
         if policy is not None:
             raise
         raise PolicyError(f"{exc}; pass --policy FILE (knowledge paths are relative to it)") from None
-    write_frame(gain, out, force=force)
+    write_frame(gain, out, kind="attack", force=force, own=own)
     typer.echo(gain.to_string(index=False))
     what = "per (release, as_of)" if adversary == "retrospective" else "per release"
     typer.echo(f"adversary gain and tail risk {what} written to {out}")
@@ -123,8 +138,15 @@ def attack(
 @command
 def report(
     ledger: Ledger,
-    out: Annotated[Path, typer.Option(help="The HTML page to write (self-contained).")] = Path("report.html"),
-    force: Annotated[bool, typer.Option(help="Replace an existing --out page.")] = False,
+    out: Annotated[
+        Path, typer.Option(help="The HTML page to write (self-contained): a .html or .htm file.")
+    ] = Path("report.html"),
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Replace an existing --out page that an earlier dpriv report wrote (never another file)."
+        ),
+    ] = False,
     history: Annotated[
         str | None,
         typer.Option(
@@ -141,18 +163,13 @@ def report(
     """One self-contained HTML page: policy, a verdict per release against its thresholds,
     per-release metrics, privacy, utility and KPR plots, and the adversary gains and tail risk
     found in LEDGER/attack/ (where dpriv attack writes), with what each of them means."""
-    from dpriv.errors import InputError
     from dpriv.ledger import Ledger
     from dpriv.report import gain_curves, write_report
 
-    check_not_input(out, *([history] if history else []))
-    if out.exists() and not force:
-        raise InputError(
-            f"--out {out} exists already; nothing was written: choose another output file, or "
-            "pass --force to replace it"
-        )
+    check_out(out, *([history] if history else []), kind="report", force=force)
     led = Ledger(ledger)
     path = write_report(led, out, title=title, history=history)
+    record_output(path, "report")
     curves = gain_curves(led)
     typer.echo(
         f"report of {len(led.committed())} release(s) written to {path}"

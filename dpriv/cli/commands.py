@@ -35,6 +35,7 @@ from dpriv.cli.common import (
     command,
     load_effective,
     print_summary,
+    record_output,
     sensitive_out,
     show_policy,
     with_categorical,
@@ -44,7 +45,6 @@ from dpriv.cli.common import (
 from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError
-from dpriv.policy import ReleasePolicy
 
 
 @app.command()
@@ -67,6 +67,7 @@ def anonymize(
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
+    cluster: Cluster = None,
     release_format: ReleaseFormat = None,
     force: Annotated[
         bool, typer.Option(help="Replace an existing --out file (and its OUT.metrics.json).")
@@ -75,10 +76,9 @@ def anonymize(
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j (with
     --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
-    from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
 
-    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))
+    check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -92,29 +92,30 @@ def anonymize(
         release_format=release_format,
     )
     table_out = sensitive_out(out)
-    if eff.policy.release_format == "anatomy" and table_out.exists() and not force:
-        raise InputError(
-            f"{table_out} exists: an Anatomy release writes its sensitive table there and dpriv "
-            "never overwrites a file it did not create; nothing was written: move it away, "
-            "choose another --out, or pass --force to replace it"
-        )
+    if eff.policy.release_format == "anatomy":  # its sensitive table is written there too
+        check_out(out, input, kind="anonymize", force=force, also=(table_out,))
     view = read_table(input, add_row_id=add_row_id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
-    _before_cluster(view, pol, input)  # before the heavy imports and the cluster
-    from dpriv.cluster import dask_client
+    from dpriv.cluster import release_frame, release_place
+
+    # checked, then read once into this process when small (no cluster), as in `dpriv release`
+    placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input)
     from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
 
-    with dask_client(scheduler, say=_say):
-        result = run(view, pol, prior=prior)
+    with release_frame(placement, scheduler=scheduler, say=_say) as frame:
+        result = run(frame, pol, prior=prior)
     for note in result.notes:
         _say(note)
-    check_out(out, input, force=force, companions=(METRICS_SUFFIX,))  # created meanwhile?
-    write_frame(result.released, out, force=True)
+    also = (table_out,) if result.sensitive is not None else ()
+    # created meanwhile?
+    check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,), also=also)
+    write_frame(result.released, out, kind="anonymize", checked=True)
     if result.sensitive is not None:
-        write_frame(result.sensitive, table_out, force=force)
+        write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
         typer.echo(f"sensitive table written to {table_out}")
     write_record(out.with_name(out.name + METRICS_SUFFIX), result.metrics, mode=None)
+    record_output(out.with_name(out.name + METRICS_SUFFIX), "anonymize")
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 
@@ -123,18 +124,6 @@ def anonymize(
 METRICS_SUFFIX = ".metrics.json"
 
 app.add_typer(generate_app, name="generate")
-
-
-def _before_cluster(frame, pol: ReleasePolicy, source: str) -> None:
-    """Refuse a bad input before a cluster starts, and say when numba will compile first."""
-    from dpriv.preflight import preflight
-
-    preflight(frame, pol, source)
-    from dpriv.numba_cache import first_compile_note
-
-    note = first_compile_note()
-    if note:
-        _say(note)
 
 
 def _release_table_row(index: int, m: Mapping[str, Any]) -> str:
@@ -186,15 +175,16 @@ def _run_release(
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
-    _before_cluster(frame, pol, history_path)  # before the heavy imports and the cluster
-    from dpriv import steps
-    from dpriv.cluster import ledger_state_rows, release_frame, release_place
-    from dpriv.release import release_history
+    from dpriv.cluster import ledger_start, release_frame, release_place
 
-    # a cluster only when asked for or when a view is too large to release in process
-    place, size = release_place(
-        frame, pol, scheduler=scheduler, cluster=cluster, state_rows=ledger_state_rows(ledger)
+    # checked before any cluster; a cluster only when asked for or when a view is too large to
+    # release in process (a small history is read once, here)
+    start = ledger_start(ledger, pol.id) if ledger.is_dir() else None
+    placement = release_place(
+        frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=history_path
     )
+    from dpriv import steps
+    from dpriv.release import release_history
 
     steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
     released: list[int] = []
@@ -211,7 +201,7 @@ def _run_release(
             _say(f"warning: release {i} suppressed every tuple (nothing published): relax k, t or j")
 
     # on a cluster: persisted on the workers, each view a filter of it, never collected
-    with release_frame(frame, place, size, scheduler=scheduler, say=_say) as history:
+    with release_frame(placement, scheduler=scheduler, say=_say) as history:
         typer.echo(RELEASE_HEADER)
         led = release_history(
             history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method

@@ -14,8 +14,18 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
+from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
+    TABLE_SUFFIXES,
+    check_not_input,
+    check_out,
+    check_suffix,
+    ledger_of,
+    record_output,
+    write_frame,
+)
 from dpriv.errors import DprivError, PolicyError
 from dpriv.policy import ReleasePolicy
+from dpriv.rows import rows_of
 
 app = typer.Typer(
     add_completion=False,
@@ -114,6 +124,16 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker", "distributed.core")
 
 
+#: The argument holding the file a command checks whole and in order: its bad rows are named by
+#: their line in that file (:func:`dpriv.rows.rows_of`).
+LINE_SOURCES = {"anonymize": "input", "release": "history"}
+
+
+def _input_file(name: str, kwargs: Mapping[str, Any]) -> str | None:
+    path = kwargs.get(LINE_SOURCES.get(name, ""))
+    return None if path is None else str(path)
+
+
 def command(fn):
     """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
     only with --debug; warnings print as one "warning: ..." line."""
@@ -125,7 +145,7 @@ def command(fn):
             for name in QUIET_LOGGERS:
                 logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), rows_of(_input_file(fn.__name__, kwargs)):
                 warnings.showwarning = _show_warning
                 if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
                     warnings.filterwarnings("ignore", message="Sending large graph")
@@ -253,94 +273,6 @@ ReleaseFormat = Annotated[
 def sensitive_out(out: Path) -> Path:
     """Where ``anonymize`` writes an Anatomy release's sensitive table: ``OUT.sensitive.<ext>``."""
     return out.with_name(f"{out.stem}.sensitive{out.suffix}")
-
-
-#: Output suffixes of a table (released view, gains): Parquet or CSV.
-TABLE_SUFFIXES = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV"}
-
-
-def ledger_of(path: Path) -> Path | None:
-    """The release ledger folder ``path`` lies in (a parent holding ``manifest.json`` and
-    ``releases/``, ``state/`` or ``policy.json``), or None."""
-    for parent in path.resolve().parents:
-        if (parent / "manifest.json").is_file() and any(
-            (parent / name).exists() for name in ("releases", "state", "policy.json")
-        ):
-            return parent
-    return None
-
-
-def check_not_input(out: Path, *inputs: str) -> None:
-    """Refuse (InputError, even with ``--force``) an output that is one of the ``inputs`` (the
-    same file under any spelling: relative, ``..``, symlink) or a file of a release ledger
-    other than its ``attack/`` folder (where ``dpriv attack`` writes): dpriv never overwrites
-    its input or the ledger's record of what was released."""
-    from dpriv.errors import InputError
-
-    target = out.resolve()
-    for given in inputs:
-        if "://" in given:
-            continue
-        src = Path(given)
-        same = src.resolve() == target or (src.exists() and out.exists() and src.samefile(out))
-        if same:
-            raise InputError(
-                f"--out {out} is the input file {given}: dpriv never overwrites its input; "
-                "choose another output file"
-            )
-    ledger = ledger_of(out)
-    if ledger is not None and not target.is_relative_to(ledger / "attack"):
-        raise InputError(
-            f"--out {out} lies inside the release ledger {ledger}, whose files are the record of "
-            "what was released (only its attack/ folder takes results): nothing was written; "
-            "choose a path outside the ledger"
-        )
-
-
-def check_out(out: Path, *inputs: str, force: bool = False, companions: tuple[str, ...] = ()) -> None:
-    """Refuse (InputError, before any work) an output path with an unknown suffix, one that is
-    one of the ``inputs`` (the same file under any spelling: relative, ``..``, symlink, even
-    with ``force``), or, unless ``force``, one that exists already (``out`` or a companion
-    file ``out`` + suffix in ``companions``, e.g. ``.metrics.json``): dpriv never overwrites
-    a file it did not create in the same command."""
-    from dpriv.errors import InputError
-
-    if out.suffix.lower() not in TABLE_SUFFIXES:
-        raise InputError(
-            f"--out {out}: unknown file type {out.suffix or '(no suffix)'!r}; dpriv writes .csv "
-            "(CSV) or .parquet (Parquet): name the output file with one of these suffixes"
-        )
-    if out.is_dir():
-        raise InputError(f"--out {out} is a folder: give a file name ending in .csv or .parquet")
-    check_not_input(out, *inputs)
-    if force:
-        return
-    existing = [
-        p for p in (out, *(out.with_name(out.name + c) for c in companions)) if p.exists() or p.is_symlink()
-    ]
-    if existing:
-        names = ", ".join(map(str, existing))
-        what = f"--out {out}" if existing == [out] else f"--out {out}: {names}"
-        what += " exists" if len(existing) == 1 else " exist"
-        raise InputError(
-            f"{what} already; nothing was written: choose another output file, or pass --force to "
-            "replace it"
-        )
-
-
-def write_frame(frame: pd.DataFrame, out: Path, *, force: bool = False) -> None:
-    """Write Parquet (``.parquet``/``.pq``) or CSV (``.csv``) atomically
-    (:func:`dpriv.io.atomic_write`), with the permissions of an ordinary new file (a released
-    view is public). Any other suffix, and an existing ``out`` unless ``force``, is refused
-    (:func:`check_out`)."""
-    from dpriv.io import atomic_write
-
-    check_out(out, force=force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() in (".parquet", ".pq"):
-        atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
-    else:
-        atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
 
 
 def print_summary(metrics: Mapping[str, Any]) -> None:

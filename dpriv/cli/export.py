@@ -16,9 +16,11 @@ from dpriv.cli.common import (
     _say,
     app,
     check_out,
+    check_suffix,
     command,
     ledger_view,
     load_policy,
+    record_output,
 )
 from dpriv.errors import InputError
 
@@ -31,7 +33,11 @@ SEPARATORS = {",": ",", ";": ";", "tab": "\t", "\t": "\t"}
 def export(
     released: Released = None,
     out: Annotated[
-        Path, typer.Option(help="The export: a .csv file (refused if it exists, unless --force).")
+        Path,
+        typer.Option(
+            help="The export: a .csv file (refused if it exists, unless --force and an earlier "
+            "dpriv export wrote it)."
+        ),
     ] = ...,
     ledger: Annotated[Path | None, typer.Option(help="Export release --view I of this ledger.")] = None,
     view: Annotated[int | None, typer.Option(help="With --ledger: the release index.")] = None,
@@ -44,7 +50,9 @@ def export(
         str, typer.Option(help="mark: one row of '*' per suppressed tuple (ARX); omit: leave them out.")
     ] = "mark",
     sep: Annotated[str, typer.Option(help="Field delimiter: ',' (default), ';' or 'tab'.")] = ",",
-    force: Annotated[bool, typer.Option(help="Replace an existing --out file.")] = False,
+    force: Annotated[
+        bool, typer.Option(help="Replace an existing --out file that an earlier dpriv export wrote.")
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Write a released view as ARX and pyCANON read it: [lo-hi] and {a,b} in the QI columns,
@@ -54,11 +62,7 @@ def export(
 
     if sep not in SEPARATORS:
         raise InputError(f"--sep {sep!r}: choose ',', ';' or 'tab'")
-    if out.suffix.lower() != ".csv":
-        raise InputError(
-            f"--out {out}: dpriv export writes CSV (the file ARX and pyCANON read); name it with .csv "
-            "(the released view itself is the Parquet file)"
-        )
+    check_suffix(out, "export")  # CSV, the file ARX and pyCANON read (the release is the Parquet file)
     if ledger is not None:
         led = ledger_view(ledger, released, view, "export")
         source = str(led.release_dir(view) / "view.parquet")
@@ -73,7 +77,7 @@ def export(
         pol = load_policy(policy) if policy is not None else None
         if metrics is None and "://" not in released and Path(released + ".metrics.json").is_file():
             metrics = Path(released + ".metrics.json")
-    check_out(out, source, force=force)
+    check_out(out, source, kind="export", force=force)
     n_suppressed = None
     if suppressed == "mark" and metrics is not None:
         try:
@@ -104,4 +108,5 @@ def export(
     out.parent.mkdir(parents=True, exist_ok=True)
     delim = SEPARATORS[sep]
     atomic_write(out, lambda fh: result.table.to_csv(fh, index=False, sep=delim), mode=None)
+    record_output(out, "export")
     typer.echo(f"export written to {out}")

@@ -1,0 +1,331 @@
+"""Compiled steps of the forward-backward of :mod:`dpriv.adversary.smoothing`, with the
+forward messages kept between calls (the release gate's path, :mod:`dpriv.adversary.retro_last`).
+
+:func:`dpriv.adversary.smoothing._fb_kernel` runs a respondent's whole window from her first
+step at every call: the retrospective adversary calls it once per as-of release, so a reading
+of ``T`` releases costs O(T^2) steps per respondent. Here the filtered message of every step
+(α_t over the sparse set of reached context states, in the order the states were reached,
+with the step's restart / ignored flags) is stored once computed
+(:class:`dpriv.adversary.retro_trellis.Trellis` holds the arrays and calls these), and
+
+* ``_forward`` extends each respondent's stored steps up to a given end (one step per new
+  release, not the whole window again); ``_live`` reads her alive mass after a step;
+* ``_predict`` gives the forward prediction of a step from the stored message before it (the
+  emission set to 1, nothing stored);
+* ``_backward`` runs the backward messages over a window from the stored α and writes every
+  OBS step's cavity.
+
+Each computes exactly what ``_fb_kernel`` computes for the same step, with the same floating
+point operations in the same order (the loops are copied from it; the sparse state lists keep
+the order of the dense kernel's ``act`` lists), so the results are the same bytes
+(tests/test_gate_incremental.py checks it against the whole-window kernel).
+
+Storage: for every global step ``s`` (the step arrays of
+:class:`dpriv.adversary.retro_parts.Steps`), ``n[s]`` states at ``off[s]`` in the flat arrays
+``code`` (int32, state codes) and ``alpha`` (float64, normalised α); ``restart[s]`` and
+``ignored[s]`` as in ``_fb_kernel``. ``done[r]``: how many of respondent ``r``'s steps are
+stored (her steps ``start[r] .. start[r] + done[r] - 1``). Before her first step her message
+is the empty context (code 0) with weight 1.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from dpriv.adversary.smoothing import _add, _next
+
+#: First size of the flat arrays: this many states per step (measured 80-120 on the medical
+#: model of order 3, 19 values) unless the caller knows better, at least MIN_CAPACITY; they
+#: double when full.
+STATES_PER_STEP = 64
+MIN_CAPACITY = 1024
+
+
+@numba.njit(cache=True, nogil=True)
+def _step(pc, pa, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act):  # noqa: E501  # pragma: no cover
+    """One forward step of ``_fb_kernel`` from the message (codes ``pc``, weights ``pa``):
+    α of the step in ``cur`` on the states ``act[0, :nact]``; returns (nact, restart, ignored)."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    nact = np.zeros(1, np.int64)
+    restart = False
+    ignored = False
+    qs = q * sg
+    for a in range(pc.shape[0]):
+        x = pc[a]
+        w = pa[a]
+        L = st_len[x]
+        row = off[L] + c * mpow[L] + st_ctx[x]
+        if kd == 0:
+            if not alive[row]:
+                continue
+            for v in range(m):
+                p = flat[row, v]
+                e = erow[v]
+                if p > 0.0 and (w > 0.0 or e > 0.0):
+                    y = _next(x, v, m1, n_codes, order)
+                    _add(0, y, seen, act, nact)
+                    cur[y] += w * p * e
+        else:
+            stay = w if not alive[row] else w * (1.0 - q)
+            if not alive[row] or q < 1.0:
+                _add(0, x, seen, act, nact)
+                cur[x] += stay
+            if alive[row] and qs > 0.0:
+                for v in range(m):
+                    p = flat[row, v]
+                    if p > 0.0:
+                        y = _next(x, v, m1, n_codes, order)
+                        _add(0, y, seen, act, nact)
+                        cur[y] += w * qs * p
+    n = nact[0]
+    tot = 0.0
+    for a in range(n):
+        tot += cur[act[0, a]]
+    if not (tot > 0.0) or not np.isfinite(tot):
+        for a in range(n):
+            cur[act[0, a]] = 0.0
+            seen[0, act[0, a]] = False
+        nact[0] = 0
+        if kd == 0:  # restart from BK^sv (a first appearance)
+            restart = True
+            for v in range(m):
+                p = flat[off[0] + c * mpow[0], v]
+                if p > 0.0:
+                    y = _next(0, v, m1, n_codes, order)
+                    _add(0, y, seen, act, nact)
+                    cur[y] += p * erow[v]
+        else:  # an absence the model cannot explain: ignore it
+            ignored = True
+            for a in range(pc.shape[0]):
+                x = pc[a]
+                seen[0, x] = True
+                act[0, a] = x
+                cur[x] = pa[a]
+            nact[0] = pc.shape[0]
+        n = nact[0]
+        tot = 0.0
+        for a in range(n):
+            tot += cur[act[0, a]]
+    if tot > 0.0:
+        for a in range(n):
+            cur[act[0, a]] /= tot
+    return n, restart, ignored
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward(
+    rows, start, upto, done, kind, emis, sigma, cls, flat, alive, off, mpow, st_len, st_ctx, order, q,
+    s_off, s_n, s_code, s_alpha, s_restart, s_ignored, fill, cur, seen, act, init_c, init_a,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Store the steps ``start[r] + done[r] .. upto[r] - 1`` of every ``r`` in ``rows``
+    from ``fill[0]`` on in the flat arrays; False when they are full (``done`` and ``fill``
+    tell where to resume)."""
+    cap = s_code.shape[0]
+    used = fill[0]
+    for r in rows:
+        c = cls[r]
+        for st in range(start[r] + done[r], upto[r]):
+            if st == start[r]:
+                pc, pa = init_c, init_a
+            else:
+                o, n = s_off[st - 1], s_n[st - 1]
+                pc, pa = s_code[o : o + n], s_alpha[o : o + n]
+            n, rs, ig = _step(
+                pc, pa, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx, order, q,
+                cur, seen, act,
+            )  # fmt: skip
+            if used + n > cap:
+                for a in range(n):
+                    cur[act[0, a]] = 0.0
+                    seen[0, act[0, a]] = False
+                return False
+            for a in range(n):
+                y = act[0, a]
+                s_code[used + a] = y
+                s_alpha[used + a] = cur[y]
+                cur[y] = 0.0
+                seen[0, y] = False
+            s_off[st], s_n[st] = used, n
+            s_restart[st], s_ignored[st] = rs, ig
+            used += n
+            fill[0] = used
+            done[r] += 1
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha, out):  # noqa: E501  # pragma: no cover
+    """Alive mass of the stored message at step ``upto[r] - 1`` (``_fb_kernel``'s ``live``)."""
+    for r in rows:
+        c = cls[r]
+        st = upto[r] - 1
+        lm = 0.0
+        if st >= start[r]:
+            o = s_off[st]
+            for a in range(s_n[st]):
+                x = s_code[o + a]
+                L = st_len[x]
+                if alive[off[L] + c * mpow[L] + st_ctx[x]]:
+                    lm += s_alpha[o + a]
+        out[r] = lm
+
+
+@numba.njit(cache=True, nogil=True)
+def _predict(
+    rows, steps, start, cls, flat, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha,
+    init_c, init_a, out,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Forward prediction of the OBS step ``steps[k]`` of respondent ``rows[k]`` (the step
+    before it stored) into ``out[k]``: ``_fb_kernel`` with the emission of that step set to 1
+    and the window ending there. β is then 1 on every state of the step, so the cavity is
+    Σ_x α(x) T(x, s) over the alive states x; the step restarts from BK^sv exactly when
+    that sum is 0 (its α is the same products w·p·1, all non-negative and finite)."""
+    m = flat.shape[1]
+    cav = np.zeros(m)
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        st = steps[k]
+        c = cls[r]
+        if st == start[r]:
+            pc, pa = init_c, init_a
+        else:
+            o, n = s_off[st - 1], s_n[st - 1]
+            pc, pa = s_code[o : o + n], s_alpha[o : o + n]
+        for v in range(m):
+            cav[v] = 0.0
+        for a in range(pc.shape[0]):
+            x = pc[a]
+            L = st_len[x]
+            row = off[L] + c * mpow[L] + st_ctx[x]
+            if not alive[row]:
+                continue
+            w = pa[a]
+            for v in range(m):
+                p = flat[row, v]
+                if p > 0.0:
+                    cav[v] += w * p * 1.0
+        tot = 0.0
+        for v in range(m):
+            tot += cav[v]
+        if not (tot > 0.0):  # restart from BK^sv
+            row = off[0] + c * mpow[0]
+            for v in range(m):
+                cav[v] = 0.0
+                p = flat[row, v]
+                if p > 0.0:
+                    cav[v] += p * 1.0
+            tot = 0.0
+            for v in range(m):
+                tot += cav[v]
+        if tot > 0.0 and np.isfinite(tot):
+            for v in range(m):
+                out[k, v] = cav[v] / tot
+        else:
+            for v in range(m):
+                out[k, v] = flat[off[0] + c * mpow[0], v]
+
+
+@numba.njit(cache=True, nogil=True)
+def _backward(
+    rows, start, end, kind, emis, sigma, cls, flat, alive, off, mpow, st_len, st_ctx, order, q,
+    s_off, s_n, s_code, s_alpha, s_restart, s_ignored, init_c, init_a, bcur, bprev, out,
+):  # pragma: no cover - compiled  # fmt: skip
+    """The backward pass of ``_fb_kernel`` over the stored window ``start[r] .. end[r] - 1``:
+    the cavity of every OBS step into ``out``."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    cav = np.zeros(m)
+    for r in rows:
+        s0 = start[r]
+        T = end[r] - s0
+        c = cls[r]
+        o = s_off[s0 + T - 1]
+        for a in range(s_n[s0 + T - 1]):
+            bcur[s_code[o + a]] = 1.0
+        for t in range(T, 0, -1):
+            st = s0 + t - 1
+            if t == 1:
+                pc, pa = init_c, init_a
+            else:
+                o, n = s_off[st - 1], s_n[st - 1]
+                pc, pa = s_code[o : o + n], s_alpha[o : o + n]
+            if kind[st] == 0:
+                for v in range(m):
+                    cav[v] = 0.0
+                if s_restart[st]:
+                    row = off[0] + c * mpow[0]
+                    for v in range(m):
+                        p = flat[row, v]
+                        if p > 0.0:
+                            cav[v] += p * bcur[_next(0, v, m1, n_codes, order)]
+                else:
+                    for a in range(pc.shape[0]):
+                        x = pc[a]
+                        L = st_len[x]
+                        row = off[L] + c * mpow[L] + st_ctx[x]
+                        if not alive[row]:
+                            continue
+                        w = pa[a]
+                        for v in range(m):
+                            p = flat[row, v]
+                            if p > 0.0:
+                                cav[v] += w * p * bcur[_next(x, v, m1, n_codes, order)]
+                tot = 0.0
+                for v in range(m):
+                    tot += cav[v]
+                if tot > 0.0 and np.isfinite(tot):
+                    for v in range(m):
+                        out[st, v] = cav[v] / tot
+                else:
+                    for v in range(m):
+                        out[st, v] = flat[off[0] + c * mpow[0], v]
+            if t == 1:
+                break
+            # beta of step t - 1 on the states of its message
+            bt = 0.0
+            for a in range(pc.shape[0]):
+                x = pc[a]
+                if s_restart[st]:
+                    b = 1.0
+                elif s_ignored[st]:
+                    b = bcur[x]
+                else:
+                    L = st_len[x]
+                    row = off[L] + c * mpow[L] + st_ctx[x]
+                    b = 0.0
+                    if kind[st] == 0:
+                        if alive[row]:
+                            for v in range(m):
+                                p = flat[row, v] * emis[st, v]
+                                if p > 0.0:
+                                    b += p * bcur[_next(x, v, m1, n_codes, order)]
+                    else:
+                        if not alive[row]:
+                            b = bcur[x]
+                        else:
+                            b = (1.0 - q) * bcur[x] if q < 1.0 else 0.0
+                            qs = q * sigma[st]
+                            if qs > 0.0:
+                                for v in range(m):
+                                    p = flat[row, v]
+                                    if p > 0.0:
+                                        b += qs * p * bcur[_next(x, v, m1, n_codes, order)]
+                bprev[x] = b
+                if b > bt:
+                    bt = b
+            if bt > 0.0:
+                for a in range(pc.shape[0]):
+                    bprev[pc[a]] /= bt
+            o = s_off[st]
+            for a in range(s_n[st]):
+                bcur[s_code[o + a]] = 0.0
+            tmp = bcur
+            bcur = bprev
+            bprev = tmp
+        o = s_off[s0]
+        for a in range(s_n[s0]):
+            bcur[s_code[o + a]] = 0.0

@@ -1,0 +1,269 @@
+"""The output files of the ``dpriv`` commands (one helper for every ``--out FILE``): the suffix
+each command writes, what ``--force`` may replace, and the record of the files dpriv wrote.
+
+dpriv never overwrites a file it did not create. Every file a command writes with ``--out``
+(and its companions: ``OUT.metrics.json``, an Anatomy release's ``OUT.sensitive.<ext>``) is
+recorded in the hidden file ``.dpriv-outputs`` of its folder: a JSON object
+``{"format": "dpriv-outputs/1", "files": {name: {"kind", "size", "sha256"}}}``, where
+``kind`` is the command that wrote it (``anonymize``, ``attack``, ``export``, ``report``). An
+existing ``--out`` is replaced, and only with ``--force``, when that record says the same
+command wrote exactly these bytes (size and SHA-256 of the content): never a command's input,
+never a file of a release ledger other than its ``attack/`` folder, never a file another
+command wrote, a file without a record, a file changed since, or a symbolic link. (``dpriv
+attack`` without ``--out`` writes the ledger's own ``attack/gain_<knowledge>.csv`` or
+``attack/retro_<knowledge>.csv`` and re-writes it whatever it holds; nothing is recorded inside
+a ledger, so ``--force`` never replaces a file there.) A record is
+a cache of what dpriv wrote: losing it (a copied folder, two commands writing into one folder
+at once) only makes ``--force`` refuse, never replace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dpriv.errors import InputError
+
+#: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
+#: temp files, ``.<name>.<random>``, leaves it alone).
+RECORD = ".dpriv-outputs"
+RECORD_FORMAT = "dpriv-outputs/1"
+
+#: Output suffixes of a table (released view, gains): Parquet or CSV.
+TABLE_SUFFIXES = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV"}
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """What one command writes with ``--out FILE``: ``command`` (its name, also the ``kind``
+    in the record) and ``suffixes`` (suffix -> format, lower case)."""
+
+    command: str
+    suffixes: dict[str, str]
+
+    def names(self) -> str:
+        """``"Parquet (.parquet, .pq) or CSV (.csv)"``: the formats and suffixes a message offers."""
+        seen: dict[str, list[str]] = {}
+        for suffix, fmt in self.suffixes.items():
+            seen.setdefault(fmt, []).append(suffix)
+        parts = [f"{f} ({', '.join(s)})" for f, s in seen.items()]
+        return " or ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+KINDS = {
+    "anonymize": OutputKind("anonymize", TABLE_SUFFIXES),
+    "attack": OutputKind("attack", TABLE_SUFFIXES),
+    "export": OutputKind("export", {".csv": "CSV"}),
+    "report": OutputKind("report", {".html": "HTML", ".htm": "HTML"}),
+}
+
+
+@dataclass(frozen=True)
+class Written:
+    """One entry of a folder's record: the command that wrote the file, its size and the
+    SHA-256 (hex) of its content."""
+
+    kind: str
+    size: int
+    sha256: str
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read_record(folder: Path) -> dict[str, Written] | None:
+    """The entries of ``folder/.dpriv-outputs``; ``{}`` when there is none, None when a file of
+    that name exists but is not a dpriv record (dpriv then leaves it alone)."""
+    path = folder / RECORD
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != RECORD_FORMAT:
+            return None
+        return {name: Written(**entry) for name, entry in data["files"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def written_by(path: Path) -> str | None:
+    """The command that wrote ``path`` as it is now (its record entry matches the file's size
+    and SHA-256), else None (no record, another content, a symbolic link, not a file)."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        return None
+    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    if entry is None or entry.size != path.stat().st_size:
+        return None
+    return entry.kind if entry.sha256 == _digest(path) else None
+
+
+def record_output(path: Path, kind: str) -> None:
+    """Record that the command ``kind`` has just written ``path`` (in ``.dpriv-outputs`` of its
+    folder, written atomically). A ``.dpriv-outputs`` that is not a dpriv record is left as it
+    is, and nothing is recorded inside a release ledger (its ``attack/`` folder): such a file
+    cannot be replaced with ``--force`` later."""
+    from dpriv.io import atomic_write
+
+    path = Path(path)
+    folder = path.absolute().parent
+    entries = _read_record(folder)
+    if entries is None or ledger_of(path) is not None:  # no record file inside a ledger
+        return
+    entries[path.name] = Written(kind, path.stat().st_size, _digest(path))
+    files = {name: vars(w) for name, w in sorted(entries.items()) if (folder / name).is_file()}
+    body = json.dumps({"format": RECORD_FORMAT, "files": files}, indent=1) + "\n"
+    atomic_write(folder / RECORD, body.encode("utf-8"), mode=None)
+
+
+def ledger_of(path: Path) -> Path | None:
+    """The release ledger folder ``path`` lies in (a parent holding ``manifest.json`` and
+    ``releases/``, ``state/`` or ``policy.json``), or None."""
+    for parent in path.resolve().parents:
+        if (parent / "manifest.json").is_file() and any(
+            (parent / name).exists() for name in ("releases", "state", "policy.json")
+        ):
+            return parent
+    return None
+
+
+def check_not_input(out: Path, *inputs: str) -> None:
+    """Refuse (InputError, even with ``--force``) an output that is one of the ``inputs`` (the
+    same file under any spelling: relative, ``..``, symlink) or a file of a release ledger
+    other than its ``attack/`` folder (where ``dpriv attack`` writes): dpriv never overwrites
+    its input or the ledger's record of what was released."""
+    target = out.resolve()
+    for given in inputs:
+        if "://" in given:
+            continue
+        src = Path(given)
+        same = src.resolve() == target or (src.exists() and out.exists() and src.samefile(out))
+        if same:
+            raise InputError(
+                f"--out {out} is the input file {given}: dpriv never overwrites its input; "
+                "choose another output file"
+            )
+    ledger = ledger_of(out)
+    if ledger is not None and not target.is_relative_to(ledger / "attack"):
+        raise InputError(
+            f"--out {out} lies inside the release ledger {ledger}, whose files are the record of "
+            "what was released (only its attack/ folder takes results): nothing was written; "
+            "choose a path outside the ledger"
+        )
+
+
+def check_suffix(out: Path, kind: str) -> None:
+    """Refuse (InputError) an ``--out`` whose suffix is not one the command ``kind`` writes
+    (``dpriv report --out x.csv`` would put HTML into a .csv file), or a folder."""
+    spec = KINDS[kind]
+    if out.suffix.lower() not in spec.suffixes:
+        raise InputError(
+            f"--out {out}: unknown file type {out.suffix or '(no suffix)'!r}; dpriv {kind} writes "
+            f"{spec.names()}: name the output file with one of these suffixes"
+        )
+    if out.is_dir():
+        raise InputError(f"--out {out} is a folder: give a file name ending in {spec.names()}")
+
+
+def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = None) -> None:
+    """Refuse (InputError) to write ``path`` when it exists, unless ``force`` and
+    :func:`written_by` says the command ``kind`` wrote it as it is now. ``out`` (the ``--out``
+    that ``path`` belongs to, e.g. for ``OUT.metrics.json``) only words the message."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    what = f"--out {path}" if out is None or out == path else f"--out {out}: {path}"
+    if not force:
+        other = (
+            "choose another output file" if what == f"--out {path}" else "move it away, choose another --out"
+        )
+        raise InputError(
+            f"{what} exists already; nothing was written: {other}, or pass --force to replace it "
+            f"(--force replaces only a file an earlier dpriv {kind} wrote)"
+        )
+    if path.is_symlink() or not path.is_file():
+        why = "a symbolic link" if path.is_symlink() else "not a regular file"
+        raise InputError(
+            f"{what} is {why}; --force replaces only a file an earlier dpriv {kind} wrote: "
+            "nothing was written; choose another output file"
+        )
+    owner = written_by(path)
+    if owner == kind:
+        return
+    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    if owner is not None:
+        why = f"was written by dpriv {owner}, not by dpriv {kind}"
+    elif entry is not None:
+        why = f"has changed since dpriv {entry.kind} wrote it (its bytes differ from the record in {RECORD})"
+    elif ledger_of(path) is not None:  # LEDGER/attack/: the ledger's own results, not recorded
+        why = f"is a result file of the release ledger {ledger_of(path)} (its attack/ folder)"
+    else:
+        why = f"was not written by dpriv (no record of it in {path.absolute().parent / RECORD})"
+    raise InputError(
+        f"{what} {why}: --force replaces only a file an earlier dpriv {kind} wrote, never "
+        "another file; nothing was written: choose another output file, or move it away first"
+    )
+
+
+def check_out(
+    out: Path,
+    *inputs: str,
+    kind: str,
+    force: bool = False,
+    companions: tuple[str, ...] = (),
+    also: tuple[Path, ...] = (),
+) -> None:
+    """Refuse (InputError, before any work) an ``--out`` the command ``kind`` must not write:
+    one of the ``inputs`` or a ledger's file (:func:`check_not_input`, even with ``force``); a
+    suffix it does not write or a folder (:func:`check_suffix`); an existing ``out``,
+    companion ``out`` + suffix in ``companions`` (e.g. ``.metrics.json``) or path in ``also``,
+    unless ``force`` and dpriv ``kind`` wrote it as it is (:func:`check_replaceable`)."""
+    check_not_input(out, *inputs)  # first: the gravest (an input, the ledger's record)
+    check_suffix(out, kind)
+    paths = [out, *(out.with_name(out.name + c) for c in companions), *also]
+    existing = [p for p in paths if p.exists() or p.is_symlink()]
+    if not force and len(existing) > 1:
+        names = ", ".join(map(str, existing))
+        raise InputError(
+            f"--out {out}: {names} exist already; nothing was written: choose another output "
+            f"file, or pass --force to replace them (--force replaces only files an earlier dpriv "
+            f"{kind} wrote)"
+        )
+    for p in existing:
+        check_replaceable(p, kind, force=force, out=out)
+
+
+def write_frame(
+    frame: pd.DataFrame,
+    out: Path,
+    *,
+    kind: str,
+    force: bool = False,
+    checked: bool = False,
+    own: bool = False,
+) -> None:
+    """Write Parquet (``.parquet``/``.pq``) or CSV (``.csv``) atomically
+    (:func:`dpriv.io.atomic_write`), with the permissions of an ordinary new file (a released
+    view is public), and record it as written by ``kind``. ``out`` is checked first
+    (:func:`check_out`) unless ``checked`` (the caller checked it before its work). ``own``: the
+    ledger's own ``attack/`` file (``dpriv attack`` without ``--out``), written and re-written
+    whatever it holds and not recorded (no record file inside a ledger)."""
+    from dpriv.io import atomic_write
+
+    if not (checked or own):
+        check_out(out, kind=kind, force=force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() in (".parquet", ".pq"):
+        atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
+    else:
+        atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
+    if not own:
+        record_output(out, kind)
