@@ -137,7 +137,7 @@ BAD_VIEWS = {
         lambda: _set(view(), "weight", 9, 200),
         "csv",
         ["policy"],
-        [r"'weight' has values outside its declared domain \[60, 89\]"],
+        [r"'weight' has values \[200\] outside its declared domain \[60, 89\]"],
     ),
     "duplicate id": (
         lambda: _set(view(), "respondent_id", 9, 0),

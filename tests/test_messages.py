@@ -66,3 +66,75 @@ def test_attack_without_policy_uses_the_recorded_folder(cli, generated, tmp_path
     (other / "L9" / BASE_FILE).unlink()
     res = cli("attack", other / "L9", "--history", moved, "--knowledge", "dk")
     assert_refused(res, r"pass --policy FILE \(knowledge paths are relative to it\)")
+
+
+# -- 2. a refusal whose fix is a policy change, on a ledger that holds releases ---------------
+def test_suppression_refusal_says_a_changed_policy_needs_a_new_ledger():
+    from dpriv.errors import PolicyError
+    from dpriv.metrics.release import require
+    from dpriv.policy import ReleasePolicy
+
+    ok = type("Report", (), {"ok": True, "problems": []})()
+    pol = ReleasePolicy(qi=["age"], sensitive="s", max_suppression=0.1)
+    with pytest.raises(PolicyError) as err:
+        require(ok, pol, 40, 8, "release 4", committed=3)
+    msg = str(err.value)
+    assert "suppression 20.00% exceeds max_suppression 10.00% (8 of 40 tuples)" in msg
+    assert "[privacy] max_suppression in the policy (releases 1..3 are committed" in msg
+    assert "needs a new ledger" in msg and "--ledger NEW" in msg
+    with pytest.raises(PolicyError) as err:  # a first release: the same ledger takes the change
+        require(ok, pol, 40, 8, "release 1", committed=0)
+    assert "--ledger NEW" not in str(err.value)
+    require(ok, pol, 40, 4, "release 4", committed=3)  # 10% is within the bound
+
+
+# -- 3. text in a numeric QI; every problem kind of a file ---------------------------------
+def _anonymize_with_policy(cli, tmp_path, frame):
+    from test_cli import POLICY
+
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    (tmp_path / "policy.toml").write_text(POLICY)
+    out = tmp_path / "out" / "released.parquet"
+    res = cli("anonymize", src, "--out", out, "--policy", tmp_path / "policy.toml")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    return res
+
+
+def _with(frame, col, row, value):
+    frame = frame.astype({col: object})
+    frame.loc[row, col] = value
+    return frame
+
+
+def test_a_typo_in_a_numeric_qi_is_not_called_generalized(cli, tmp_path):
+    from conftest import random_view
+
+    res = _anonymize_with_policy(cli, tmp_path, _with(random_view(), "weight", 3, "heavy"))
+    out = assert_refused(
+        res, r"numeric QI 'weight' holds text that is not a number: 'heavy'", r"line 5 \(respondent_id=3\)"
+    )
+    assert "already generalized" not in out.split("error:")[1]
+
+
+def test_an_interval_in_a_numeric_qi_is_still_called_generalized(cli, tmp_path):
+    from conftest import random_view
+
+    res = _anonymize_with_policy(cli, tmp_path, _with(random_view(), "weight", 3, "[60-70]"))
+    out = assert_refused(res, r"'weight' holds text such as '\[60-70\]'; an already generalized file")
+    assert "not a number" not in out.split("error:")[1]
+
+
+def test_every_problem_kind_of_a_file_is_reported(cli, tmp_path):
+    from conftest import random_view
+
+    frame = _with(_with(random_view(), "weight", 3, "72kg"), "weight", 10, None)
+    frame = _with(frame, "age", 20, 99)  # outside [45, 74]
+    res = _anonymize_with_policy(cli, tmp_path, frame)
+    out = assert_refused(
+        res,
+        r"column 'weight' has missing values .*line 12 \(respondent_id=10\)",
+        r"also: .*numeric QI 'weight' holds text that is not a number: '72kg';.*line 5 \(respondent_id=3\)",
+        r"QI 'age' has values \[99\] outside its declared domain \[45, 74\].*line 22 \(respondent_id=20\)",
+    )
+    assert out.count("also:") == 1

@@ -46,6 +46,7 @@ from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError, PolicyError
 from dpriv.policy_base import record_base, with_hint
+from dpriv.policy_fix import policy_change
 
 
 @app.command()
@@ -201,7 +202,10 @@ def _run_release(
                 'released fully suppressed (small_view = "suppress")'
             )
         elif m.get("n_groups") == 0:
-            _say(f"warning: release {i} suppressed every tuple (nothing published): relax k, t or j")
+            _say(
+                f"warning: release {i} suppressed every tuple (nothing published): "
+                + policy_change("relax k, t or j", i)
+            )
 
     # on a cluster: persisted on the workers, each view a filter of it, never collected
     with release_frame(placement, scheduler=scheduler, say=_say) as history:
