@@ -138,3 +138,47 @@ def test_every_problem_kind_of_a_file_is_reported(cli, tmp_path):
         r"QI 'age' has values \[99\] outside its declared domain \[45, 74\].*line 22 \(respondent_id=20\)",
     )
     assert out.count("also:") == 1
+
+
+# -- 4. ISO dates in a QI without --date ---------------------------------------------------
+def _dated_view(tmp_path):
+    from conftest import random_view
+
+    frame = random_view(60, qi=("age", "gender"))
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(frame["respondent_id"] % 9 * 17, unit="D")
+    frame["adm"] = days.dt.strftime("%Y-%m-%d")
+    src = tmp_path / "vd.csv"
+    frame.to_csv(src, index=False)
+    return src
+
+
+def _stderr(res):
+    try:
+        return res.stderr
+    except ValueError:  # stderr mixed into output
+        return res.output
+
+
+def test_dates_in_a_categorical_qi_get_a_hint_not_a_refusal(cli, tmp_path):
+    src = _dated_view(tmp_path)
+    args = ["--sensitive", "exam_result", "--id", "respondent_id", "--k", "3", "--t", "0.9", "--j", "5"]
+    res = cli("anonymize", src, "--out", tmp_path / "o.csv", "--qi", "age,adm,gender", *args)
+    assert res.exit_code == 0, res.output
+    err = _stderr(res)
+    assert "'adm' looks like dates: pass --date adm to release it as date intervals" in err
+    assert "'gender' looks like" not in err and "'age' looks like" not in err
+    res = cli("anonymize", src, "--out", tmp_path / "d.csv", "--qi", "age,adm", "--date", "adm", *args)
+    assert res.exit_code == 0, res.output
+    assert "looks like dates" not in _stderr(res)
+
+
+def test_date_hint_only_for_all_iso_dates():
+    from dpriv.input_checks import date_hints
+    from dpriv.policy import ReleasePolicy
+
+    given = ReleasePolicy(qi=["a", "b", "c"], sensitive="s")
+    data = pd.DataFrame(
+        {"a": ["2024-01-02", "2023-12-31"], "b": ["2024-01-02", "soon"], "c": ["2024-13-45", "2024-01-01"]}
+    )
+    resolved = given.with_overrides(kinds=dict.fromkeys("abc", "categorical"))
+    assert [h.split("'")[1] for h in date_hints(data, given, resolved)] == ["a"]
