@@ -33,12 +33,33 @@ def resolve_policy(
     if not policy.is_resolved():
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         data = to_pandas(view[cols])
+        check_inferred_exit_values(data, policy)
         resolved, inferred = policy.resolve(data)
         notes = notes + inferred + date_hints(data, policy, resolved)
         policy = resolved
     if policy.time:  # every view of a history at once (one view is checked whole by validate_view)
         check_rows(view, policy)
     return policy, notes
+
+
+def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> None:
+    """PolicyError when the sensitive domain is to be inferred from ``data`` and some of
+    ``policy.exit_values`` do not occur there: the message says the domain was inferred from
+    this input and that declaring ``[domains] <sensitive>`` fixes it."""
+    s = policy.sensitive
+    if not policy.exit_values or s in policy.domains or s not in data.columns:
+        return
+    seen = sorted({str(v) for v in data[s].dropna().unique()})
+    unknown = [v for v in policy.exit_values if str(v) not in seen]
+    if unknown:
+        full = seen + [str(v) for v in unknown]
+        raise PolicyError(
+            f"exit_values {unknown} are not values of the sensitive column {s!r}: no domain of "
+            f"{s!r} is declared, so it was inferred from this input ({seen[:8]}"
+            f"{'...' if len(seen) > 8 else ''}), where they do not occur; declare the full domain "
+            f"in the policy, [domains] {s} = {full[:8]}{'...' if len(full) > 8 else ''}, or drop "
+            "them from exit_values"
+        )
 
 
 #: An ISO 8601 calendar date, optionally with a time (``2024-03-01``, ``2024-03-01T08:30``).

@@ -182,3 +182,29 @@ def test_date_hint_only_for_all_iso_dates():
     )
     resolved = given.with_overrides(kinds=dict.fromkeys("abc", "categorical"))
     assert [h.split("'")[1] for h in date_hints(data, given, resolved)] == ["a"]
+
+
+# -- 5. exit_values with an inferred sensitive domain ----------------------------------------
+def test_exit_values_missing_from_an_inferred_domain_say_declare_it(cli, tmp_path):
+    from conftest import random_view
+
+    src = tmp_path / "v.csv"
+    random_view().to_csv(src, index=False)  # exam_result in a, b, c
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "respondent_id"\nqi = ["age", "weight"]\nsensitive = "exam_result"\n'
+        '[privacy]\nk = 3\nt = 0.9\nj = 5\nmax_suppression = 1.0\nexit_values = ["a", "dead"]\n'
+    )
+    out = tmp_path / "o.csv"
+    res = cli("anonymize", src, "--out", out, "--policy", policy)
+    assert_refused(
+        res,
+        r"exit_values \['dead'\] are not values of the sensitive column 'exam_result'",
+        r"inferred from this input \(\['a', 'b', 'c'\]\), where they do not occur",
+        r"\[domains\] exam_result = \['a', 'b', 'c', 'dead'\]",
+    )
+    assert not out.exists()
+    # the fix the message names works
+    policy.write_text(policy.read_text() + "[domains]\nexam_result = ['a', 'b', 'c', 'dead']\n")
+    res = cli("anonymize", src, "--out", out, "--policy", policy)
+    assert res.exit_code == 0, res.output
