@@ -141,6 +141,13 @@ DUPLICATE = (
 )
 
 
+#: anonymize given a whole history: its repeated ids are the respondents' later views.
+_HISTORY_HINT = (
+    "; or, if this file is a whole history (one view per time), release it with dpriv release "
+    "FILE --ledger LEDGER and its time column ([columns] time, e.g. --time view)"
+)
+
+
 def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.MultiIndex | None) -> pd.DataFrame:
     """The rows of ``part`` whose (time, id) is in ``keys`` (None: duplicated within ``part``)."""
     cols = [policy.time, policy.id]
@@ -365,6 +372,7 @@ def validate_view(
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
             "most one tuple per respondent: keep one row per respondent (e.g. the latest exam)"
+            + (_HISTORY_HINT if not policy.time else "")
         )
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")

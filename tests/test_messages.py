@@ -208,3 +208,47 @@ def test_exit_values_missing_from_an_inferred_domain_say_declare_it(cli, tmp_pat
     policy.write_text(policy.read_text() + "[domains]\nexam_result = ['a', 'b', 'c', 'dead']\n")
     res = cli("anonymize", src, "--out", out, "--policy", policy)
     assert res.exit_code == 0, res.output
+
+
+# -- 6. small ones ----------------------------------------------------------------------------
+def test_unknown_policy_key_names_table_and_closest_key(cli, tmp_path):
+    from conftest import random_view
+
+    src = tmp_path / "v.csv"
+    random_view().to_csv(src, index=False)
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "respondent_id"\nqi = ["age", "weight"]\nsensitive = "exam_result"\n'
+        "[privacy]\nkk = 3\nt = 0.9\nj = 5\n[release]\nsed = 4\nzzzzzzzz = 1\n"
+    )
+    res = cli("anonymize", src, "--out", tmp_path / "o.csv", "--policy", policy)
+    out = assert_refused(
+        res,
+        r"unknown key 'kk' in \[privacy\]; did you mean 'k'\?",
+        r"unknown key 'sed' in \[release\]; did you mean 'seed'\?",
+        r"unknown key 'zzzzzzzz' in \[release\]; the keys are listed in docs/policy\.md",
+    )
+    assert "Extra inputs" not in out and not (tmp_path / "o.csv").exists()
+
+
+def test_unknown_key_of_a_dict_policy_suggests_the_closest():
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    with pytest.raises(PolicyError, match=r"unknown key 'max_supression'; did you mean 'max_suppression'\?"):
+        ReleasePolicy.from_dict({"qi": ["a"], "sensitive": "s", "max_supression": 0.1})
+
+
+def test_anonymize_of_a_history_hints_dpriv_release(cli, tmp_path):
+    from conftest import random_view
+
+    one, two = random_view(30, seed=1), random_view(30, seed=2)
+    src = tmp_path / "hist.csv"
+    pd.concat([one.assign(view=1), two.assign(view=2)]).to_csv(src, index=False)
+    args = ["--qi", "age,weight", "--sensitive", "exam_result", "--id", "respondent_id", "--k", "3"]
+    res = cli("anonymize", src, "--out", tmp_path / "o.csv", *args)
+    assert_refused(
+        res,
+        r"duplicate 'respondent_id' within one view: \{0: 2, 1: 2",
+        r"if this file is a whole history .*dpriv release FILE --ledger LEDGER .*--time view",
+    )
