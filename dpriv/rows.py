@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+import re
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -228,6 +229,8 @@ def problems_of(view: pd.DataFrame | dd.DataFrame, kernel, *args) -> pd.DataFram
     return placed(view, lazy_problems(view, kernel, *args).compute())
 
 
+#: The example values a problem message quotes (they differ between partitions).
+_EXAMPLES = re.compile(r"\[[^\]]*\]|'[^']*'|\{[^}]*\}")
 #: Other problems named after the first one in a message (the rest counted).
 MAX_OTHER_PROBLEMS = 3
 
@@ -237,10 +240,13 @@ def problems_message(problems: pd.DataFrame, id_col: str, time_col: str | None, 
     all partitions, :func:`placed`): the first (smallest order, then first found) in full, then
     ``"; also: "`` up to :data:`MAX_OTHER_PROBLEMS` other problems with their rows, then
     ``"; and N other problem(s)"``, so that fixing the first does not hide the next one.
-    Each problem is a (column, message) pair, its rows over all partitions (the first
+    Each problem is a column and a message (its quoted example values aside: each partition
+    names its own), its rows over all partitions (the first
     :data:`MAX_ROWS_SHOWN` named, :func:`describe`)."""
     texts = []
-    for seen, (_, same) in enumerate(problems.groupby(["column", "message"], sort=False)):
+    # one problem over all partitions: its message up to the example values each partition names
+    kind = problems["message"].map(lambda m: _EXAMPLES.sub("…", m))
+    for seen, (_, same) in enumerate(problems.groupby([problems["column"], kind], sort=False)):
         rows = sorted((r for found in same["rows"] for r in found), key=lambda r: r.position)
         count = int(same["count"].sum())
         key = (int(same["order"].min()), seen)  # as before: the smallest order, first found

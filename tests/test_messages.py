@@ -252,3 +252,27 @@ def test_anonymize_of_a_history_hints_dpriv_release(cli, tmp_path):
         r"duplicate 'respondent_id' within one view: \{0: 2, 1: 2",
         r"if this file is a whole history .*dpriv release FILE --ledger LEDGER .*--time view",
     )
+
+
+def test_problems_message_merges_partitions_and_counts_the_rest():
+    from dpriv.rows import PROBLEM_COLUMNS, BadRow, problems_message
+
+    def row(p):
+        return [BadRow(p, p, p, None)]
+
+    dom = "outside its declared domain [60, 89]: widen [domains] or correct the data"
+    found = [  # partition 1 then partition 2: the same problem names other example values
+        (3, "weight", f"QI 'weight' has values [200] {dom}", row(40), 1),
+        (1, "age", "column 'age' has missing values", row(7), 1),
+        (3, "weight", f"QI 'weight' has values [5] {dom}", row(90), 1),
+        (2, "w2", "numeric QI 'w2' holds text that is not a number: 'x'", row(3), 1),
+        (2, "w3", "numeric QI 'w3' holds text that is not a number: 'y'", row(4), 1),
+        (4, "s", "sensitive column 's' has values ['q'] not in its declared domain", row(6), 1),
+    ]
+    msg = problems_message(pd.DataFrame(found, columns=PROBLEM_COLUMNS), "id", None, whole=False)
+    assert msg.startswith("column 'age' has missing values (1 rows: row 7 (id=7)); also: ")
+    # by order: the two text problems, then weight once with both rows; the last one counted
+    assert msg.index("'w2'") < msg.index("'w3'") < msg.index("'weight'")
+    assert "has values [200]" in msg and "has values [5]" not in msg
+    assert "(2 rows: row 40 (id=40), row 90 (id=90))" in msg
+    assert "'s'" not in msg and msg.endswith("; and 1 other problem(s)")
