@@ -28,6 +28,7 @@ from dpriv.adversary.masks import deductions_available
 from dpriv.attack import attack
 from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.datasets import medical_history, write_history
+from dpriv.datasets.model import TERMINAL
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
@@ -39,14 +40,20 @@ ANATOMY_SETTINGS = ((0.3, 0.8), (0.5, 0.6), (0.5, 0.8), (1.0, 0.4))
 #: of the priors, cuts also along their first principal axis); the greedy scan along the
 #: knowledge key suppressed 90 % of release 2 of 8 x 2,000 at t 1, j 0.2 (top-down: 15 %).
 ANATOMY = {"release_format": "anatomy", "grouping": "topdown", "topdown_pc": True}
+#: The medical generator's terminal values (the exit guard's ``exit_values``).
+EXITS = list(TERMINAL)
+#: (t, j) of the top-down + exit-guard settings of the grid, from small boxes to low gain.
+EXIT_FAMILY = ((0.35, 1.0), (0.45, 1.0), (0.45, 1.5), (0.6, 1.5), (0.9, 5.0))
 #: (method, parameter overrides) explored by default; each method's own parameter varies.
 GRID: dict[str, list[dict]] = {
     "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)]
     + [{"t": 0.5, "j": 0.8, "defender": d} for d in ("dk", "dk-1", "ie")]
-    # the recommended defense (dpriv.datasets.files.RECOMMENDED_DEFENSE), a stricter j, and
-    # the exit guard on top (docs/results/exit-8x2000)
+    # top-down without the exit guard (the previous recommendation, and a stricter j)
     + [{"t": 0.5, "j": j, "grouping": "topdown"} for j in (0.8, 0.4)]
-    + [{"t": 0.5, "j": 0.8, "grouping": "topdown", "exit_values": ["deceased", "discharged"]}]
+    # top-down with the exit guard along t: the family that dominates most baseline points
+    # (docs/results/exit-frontier-8x2000, exit-frontier-24x5000); t 0.45, j 1.5 is the
+    # recommended defense (dpriv.datasets.files.RECOMMENDED_DEFENSE)
+    + [{"t": t, "j": j, "grouping": "topdown", "exit_values": EXITS} for t, j in EXIT_FAMILY]
     + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],

@@ -404,13 +404,16 @@ def test_generate_medical(cli, tmp_path):
     h = pd.read_parquet(tmp_path / "g" / "history.parquet")
     assert {"respondent_id", "view", "age", "gender", "weight", "exam_result"} <= set(h.columns)
     assert sorted(h["view"].unique()) == [1, 2]
-    # the file carries the recommended defense (top-down, t 0.5, j 0.8) and releases as is
+    # the file carries the recommended defense (top-down, t 0.45, j 1.5, the exit guard on the
+    # two terminal values) and releases as is
     pol = ReleasePolicy.from_toml(tmp_path / "g" / "policy.toml")
-    assert (pol.grouping, pol.k, pol.t, pol.j) == ("topdown", 5, 0.5, 0.8)
+    assert (pol.grouping, pol.k, pol.t, pol.j) == ("topdown", 5, 0.45, 1.5)
+    assert sorted(pol.exit_values) == ["deceased", "discharged"]
     g, led = tmp_path / "g", tmp_path / "g" / "led"
     res = cli("release", g / "history.parquet", "--ledger", led, "--policy", g / "policy.toml")
     assert res.exit_code == 0, res.output
-    assert json.loads((led / "policy.json").read_text())["grouping"] == "topdown"
+    pinned = json.loads((led / "policy.json").read_text())
+    assert pinned["grouping"] == "topdown" and sorted(pinned["exit_values"]) == ["deceased", "discharged"]
 
 
 def test_release_then_rerun_is_a_noop(cli, history, tmp_path):

@@ -13,6 +13,7 @@ from dpriv.datasets.model import (
     AGE_RANGE,
     CLASS_MAP,
     GENDER_RANGE,
+    TERMINAL,
     VALUES,
     WEIGHT_RANGE,
     medical_knowledge,
@@ -61,15 +62,17 @@ def policy_dict(mh: MedicalHistory) -> dict[str, Any]:
 
 
 #: The defense `dpriv generate medical` writes into policy.toml and `dpriv demo` releases with:
-#: JS-reduce's top-down grouping at t 0.5, j 0.8 (issue 12). On 8 views x 2,000 (attendance
-#: 0.5, seeds 0-2) it beat the scan at the same t and j on every axis: mean suppression
-#: 0.2-0.8 % vs 0.7-3.3 %, semiperimeter 0.52-0.71 vs 0.92-1.18, max gain 0.105-0.115 vs
-#: 0.106-0.115 (paper adversary) and 0.174-0.181 vs 0.180-0.190 (retrospective). It does not
-#: dominate the baselines (docs/results/topdown-8x2000). The library's placeholders (k 5,
-#: t 0.3, j 0.1, the paper's, unrecovered) suppress most tuples of these views.
+#: JS-reduce's top-down grouping at t 0.45, j 1.5 with the exit guard on the generator's two
+#: terminal values (issue 12). On the paper's 24 views x 5,000 (attendance 0.5, seed 0) it
+#: suppresses nothing, has a mean semiperimeter of 0.26 and a max gain of 0.109 (paper
+#: adversary) / 0.246 (retrospective), where the previous recommendation (top-down, t 0.5,
+#: j 0.8, no guard) had 1.05, 0.099 / 0.252 and 1.1 % suppressed; it dominates mondrian-bt
+#: bt_t 0.15 and mondrian-t t 0.5 (docs/results/exit-frontier-24x5000). j 1 binds on long
+#: histories (semiperimeter 0.70 at t 0.45). The library's placeholders (k 5, t 0.3, j 0.1, the
+#: paper's, unrecovered) suppress most tuples of these views.
 RECOMMENDED_DEFENSE: dict[str, dict[str, Any]] = {
-    "privacy": {"k": 5, "t": 0.5, "j": 0.8},
-    "release": {"grouping": "topdown"},
+    "privacy": {"k": 5, "t": 0.45, "j": 1.5},
+    "release": {"grouping": "topdown", "exit_values": list(TERMINAL)},
 }
 
 

@@ -1,0 +1,76 @@
+"""The top-down + exit-guard family against the baselines (issue 12), one folder of seeds.
+
+Reads FOLDER/seed<S>/frontier.csv (from `dpriv.experiment.run_experiment`): the family's rows
+(method jsreduce) and the baselines' rows (the other methods), the latter also from BASELINES
+(a frontier.csv with a `seed` column, e.g. ../frontier-8x2000/frontier.csv: the same histories,
+the generator is seeded); writes FOLDER/frontier.csv (every row, a `seed` column),
+FOLDER/frontier-seed<S>.png (the experiment's own figure) and prints the two Markdown tables of
+FOLDER/README.md.
+
+    PYTHONPATH=. python docs/results/exit_frontier.py FOLDER [BASELINES]
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dpriv.experiment import _frontier  # noqa: E402
+
+here = Path(sys.argv[1])
+seeds = sorted(int(d.name.removeprefix("seed")) for d in here.glob("seed*") if d.is_dir())
+runs = pd.concat([pd.read_csv(here / f"seed{s}" / "frontier.csv").assign(seed=s) for s in seeds])
+extra = [pd.read_csv(a).query("method != 'jsreduce'") for a in sys.argv[2:]]
+allf = pd.concat([runs, *extra], ignore_index=True).drop_duplicates(["method", "params", "seed"])
+allf = allf[allf["seed"].isin(seeds)]
+ours, base = allf[allf["method"] == "jsreduce"], allf[allf["method"] != "jsreduce"]
+allf.to_csv(here / "frontier.csv", index=False)
+for s, g in allf.groupby("seed"):
+    (here / "tmp").mkdir(exist_ok=True)
+    _frontier(g, here / "tmp", plt)
+    (here / "tmp" / "frontier.png").rename(here / f"frontier-seed{s}.png")
+    (here / "tmp").rmdir()
+
+
+def setting(params: str) -> str:
+    p = json.loads(params)
+    return f"t {p['t']}, j {p['j']}" + ("" if "exit_values" in p else ", no guard")
+
+
+def span(s: pd.Series, fmt: str, scale: float = 1.0) -> str:
+    lo, hi = f"{s.min() * scale:{fmt}}", f"{s.max() * scale:{fmt}}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+print("| top-down + exit guard | max gain paper | max gain retrospective | max confident share % paper"
+      " | mean / max suppression % | mean semiperimeter |\n|---|---|---|---|---|---|")
+for params, g in ours.groupby("params", sort=False):
+    print(f"| {setting(params)} | {span(g['max_gain_dk'], '.3f')} | {span(g['max_retro_gain'], '.3f')} | "
+          f"{span(g['max_share_dk'], '.1f', 100)} | {span(g['suppression'], '.1f', 100)} / "
+          f"{span(g['max_suppression'], '.1f', 100)} | {span(g['semi'], '.2f')} |")
+
+# dominance: semiperimeter <=, both max gains <, mean suppression <= 1 %
+ok = ours[ours["suppression"] <= 0.01]
+
+
+def dominating(b: pd.Series) -> set[str]:
+    o = ok[(ok["seed"] == b["seed"]) & (ok["semi"] <= b["semi"]) & (ok["max_gain_dk"] < b["max_gain_dk"])
+           & (ok["max_retro_gain"] < b["max_retro_gain"])]
+    return {setting(p) for p in o["params"]}
+
+
+print(f"\n| baseline | {' | '.join(f'seed {s}' for s in seeds)} | one setting on every seed |")
+print("|---" * (len(seeds) + 2) + "|")
+n = won = 0
+for (method, params), g in base.groupby(["method", "params"], sort=False):
+    found = {int(b["seed"]): dominating(b) for _, b in g.iterrows()}
+    n, won = n + len(found), won + sum(map(bool, found.values()))
+    common = set.intersection(*found.values()) if len(found) == len(seeds) else set()
+    cells = ["; ".join(sorted(found[s])) or "-" if s in found else "not run" for s in seeds]
+    print(f"| {method} {params} | {' | '.join(cells)} | {'; '.join(sorted(common)) or '-'} |")
+print(f"\n{won} of {n} (baseline point, seed) pairs dominated")
