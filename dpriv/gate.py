@@ -55,6 +55,7 @@ from dpriv.errors import PolicyError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_fix import policy_change
 from dpriv.released import GROUP
 
 
@@ -278,14 +279,15 @@ def refusal(check: GateCheck) -> str:
     if release < check.as_of:  # an earlier, published release read again
         fix = (
             f"release {release} is published already and regrouping release {check.as_of} did not "
-            "bring its gain under the bound: raise retro_max_gain, or release the history into a "
-            "new ledger with a stricter policy (smaller t or j, larger k)"
+            "bring its gain under the bound: raise retro_max_gain, or a stricter policy (smaller "
+            "t or j, larger k)"
         )
     else:
         fix = (
             "a stricter policy (smaller t or j, larger k), more retro_retries, another retro_lever "
             "or a higher retro_max_gain"
         )
+    fix = policy_change(fix, check.as_of - 1)
     return (
         f"release {check.as_of} refused by the release gate{tried}: the retrospective adversary "
         f"(the defender's model, exact deductions) would gain {gain:.4f} on release {release} as "

@@ -4,6 +4,8 @@ not declare, filled from the data (:func:`resolve_policy`), and a history's rele
 
 from __future__ import annotations
 
+import re
+
 import dask
 import dask.dataframe as dd
 import pandas as pd
@@ -30,11 +32,63 @@ def resolve_policy(
     policy, notes = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
     if not policy.is_resolved():
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
-        policy, inferred = policy.resolve(to_pandas(view[cols]))
-        notes = notes + inferred
+        data = to_pandas(view[cols])
+        check_inferred_exit_values(data, policy)
+        resolved, inferred = policy.resolve(data)
+        notes = notes + inferred + date_hints(data, policy, resolved)
+        policy = resolved
     if policy.time:  # every view of a history at once (one view is checked whole by validate_view)
         check_rows(view, policy)
     return policy, notes
+
+
+def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> None:
+    """PolicyError when the sensitive domain is to be inferred from ``data`` and some of
+    ``policy.exit_values`` do not occur there: the message says the domain was inferred from
+    this input and that declaring ``[domains] <sensitive>`` fixes it."""
+    s = policy.sensitive
+    if not policy.exit_values or s in policy.domains or s not in data.columns:
+        return
+    seen = sorted({str(v) for v in data[s].dropna().unique()})
+    unknown = [v for v in policy.exit_values if str(v) not in seen]
+    if unknown:
+        full = seen + [str(v) for v in unknown]
+        raise PolicyError(
+            f"exit_values {unknown} are not values of the sensitive column {s!r}: no domain of "
+            f"{s!r} is declared, so it was inferred from this input ({seen[:8]}"
+            f"{'...' if len(seen) > 8 else ''}), where they do not occur; declare the full domain "
+            f"in the policy, [domains] {s} = {full[:8]}{'...' if len(full) > 8 else ''}, or drop "
+            "them from exit_values"
+        )
+
+
+#: An ISO 8601 calendar date, optionally with a time (``2024-03-01``, ``2024-03-01T08:30``).
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ][\d:.+\-Z]*)?$")
+
+
+def date_hints(data: pd.DataFrame, given: ReleasePolicy, resolved: ReleasePolicy) -> list[str]:
+    """A hint per QI inferred categorical (no kind, domain or hierarchy given) whose values are
+    all ISO dates: ``"'adm' looks like dates: pass --date adm to release it as date
+    intervals"`` (a warning: the release goes on with sets of exact dates)."""
+    hints = []
+    for name in given.qi:
+        if name in given.kinds or name in given.domains or name in given.hierarchies:
+            continue
+        if resolved.kinds.get(name) != "categorical" or name not in data.columns:
+            continue
+        col = data[name].dropna()
+        if col.empty or pd.api.types.is_numeric_dtype(col.dtype):
+            continue
+        text = col.astype(str).str.strip()
+        if not text.str.match(_ISO_DATE).all():
+            continue
+        if pd.to_datetime(text, format="ISO8601", errors="coerce").isna().any():
+            continue  # 2024-13-45 matches the pattern but is no date
+        hints.append(
+            f"warning: {name!r} looks like dates: pass --date {name} to release it as date "
+            f'intervals (or [kinds] {name} = "date" in the policy)'
+        )
+    return hints
 
 
 def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from dpriv.errors import PolicyError
 from dpriv.policy_gate import GATE_KEYS, touches_gate, warn_idle_gate_keys
+from dpriv.policy_keys import check_keys, unknown_key
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -211,7 +212,12 @@ class ReleasePolicy(BaseModel):
         try:
             return cls.model_validate(data, context={"copy": copy})
         except ValidationError as exc:
-            lines = [f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}" for e in exc.errors()]
+            lines = [
+                f"  {unknown_key(str(e['loc'][0]), cls.model_fields)}"
+                if e["type"] == "extra_forbidden" and e["loc"]
+                else f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}"
+                for e in exc.errors()
+            ]
             raise PolicyError("invalid policy:\n" + "\n".join(lines)) from None
 
     @classmethod
@@ -226,6 +232,7 @@ class ReleasePolicy(BaseModel):
             raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
         except tomllib.TOMLDecodeError as exc:
             raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+        check_keys(path, doc, cls.model_fields)
         flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
         known = {"columns", "privacy", "domains", "kinds", "release", "knowledge", "hierarchies"}
         for table, body in doc.items():

@@ -302,6 +302,7 @@ def release_view(
         summary.n_rows,
         result.n_suppressed,
         f"release {index}",
+        committed=index - 1,
     )
     steps.lap("verify")
     meta = group_posteriors(asg_g._meta, policy) if is_dask(asg_g) else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+import re
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -226,3 +227,37 @@ def problems_of(view: pd.DataFrame | dd.DataFrame, kernel, *args) -> pd.DataFram
     if not is_dask(view):
         return kernel(view, *args)
     return placed(view, lazy_problems(view, kernel, *args).compute())
+
+
+#: The example values a problem message quotes (they differ between partitions).
+_EXAMPLES = re.compile(r"\[[^\]]*\]|'[^']*'|\{[^}]*\}")
+#: Other problems named after the first one in a message (the rest counted).
+MAX_OTHER_PROBLEMS = 3
+
+
+def problems_message(problems: pd.DataFrame, id_col: str, time_col: str | None, *, whole: bool) -> str:
+    """One message for every problem of a problems frame (:data:`PROBLEM_COLUMNS`, the rows of
+    all partitions, :func:`placed`): the first (smallest order, then first found) in full, then
+    ``"; also: "`` up to :data:`MAX_OTHER_PROBLEMS` other problems with their rows, then
+    ``"; and N other problem(s)"``, so that fixing the first does not hide the next one.
+    Each problem is a column and a message (its quoted example values aside: each partition
+    names its own), its rows over all partitions (the first
+    :data:`MAX_ROWS_SHOWN` named, :func:`describe`)."""
+    texts = []
+    # one problem over all partitions: its message up to the example values each partition names
+    kind = problems["message"].map(lambda m: _EXAMPLES.sub("…", m))
+    for seen, (_, same) in enumerate(problems.groupby([problems["column"], kind], sort=False)):
+        rows = sorted((r for found in same["rows"] for r in found), key=lambda r: r.position)
+        count = int(same["count"].sum())
+        key = (int(same["order"].min()), seen)  # as before: the smallest order, first found
+        where = describe(rows, count, id_col, time_col, whole=whole)
+        prefix = views_prefix(rows[:MAX_ROWS_SHOWN], count, time_col)
+        texts.append((key, f"{prefix}{same['message'].iloc[0]} ({where})"))
+    texts = [t for _, t in sorted(texts, key=lambda kt: kt[0])]
+    out = texts[0]
+    others = texts[1 : 1 + MAX_OTHER_PROBLEMS]
+    if others:
+        out += "; also: " + "; ".join(others)
+    if len(texts) > 1 + MAX_OTHER_PROBLEMS:
+        out += f"; and {len(texts) - 1 - MAX_OTHER_PROBLEMS} other problem(s)"
+    return out

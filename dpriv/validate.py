@@ -29,9 +29,8 @@ from dpriv.rows import (
     PROBLEM_COLUMNS,
     BadRow,
     bad_rows,
-    describe,
     input_file,
-    views_prefix,
+    problems_message,
 )
 from dpriv.rows import lazy_problems as _lazy_problems
 from dpriv.rows import placed as _placed
@@ -115,15 +114,11 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
 
 
 def first_problem(problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool = False) -> str:
-    """One message for the first problem found: its rows over all partitions (and all views of
-    a history), the first :data:`MAX_ROWS_SHOWN` named, by their line in the input file when
+    """One message for the problems found, the first in full and the others after it
+    (:func:`dpriv.rows.problems_message`): rows over all partitions (and all views of a
+    history), the first :data:`MAX_ROWS_SHOWN` named, by their line in the input file when
     ``whole`` (the frame checked is that file, whole and in order: :func:`dpriv.rows.describe`)."""
-    first = problems.sort_values("order", kind="stable").iloc[0]
-    same = problems[(problems["column"] == first["column"]) & (problems["message"] == first["message"])]
-    rows = sorted((r for found in same["rows"] for r in found), key=lambda r: r.position)
-    count = int(same["count"].sum())
-    where = describe(rows, count, policy.id, policy.time, whole=whole)
-    return f"{views_prefix(rows[:MAX_ROWS_SHOWN], count, policy.time)}{first['message']} ({where})"
+    return problems_message(problems, policy.id, policy.time, whole=whole)
 
 
 def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
@@ -143,6 +138,13 @@ def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source:
 DUPLICATE = (
     "duplicate {id!r} within one view: a view holds at most one tuple per respondent: keep one "
     "row per respondent (e.g. the latest exam)"
+)
+
+
+#: anonymize given a whole history: its repeated ids are the respondents' later views.
+_HISTORY_HINT = (
+    "; or, if this file is a whole history (one view per time), release it with dpriv release "
+    "FILE --ledger LEDGER and its time column ([columns] time, e.g. --time view)"
 )
 
 
@@ -234,22 +236,17 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
                 num = pd.to_numeric(part[name].astype(object), errors="coerce")
                 text = (num.isna() & part[name].notna()).to_numpy()
                 if text.any():
-                    add(
-                        2,
-                        name,
-                        text,
-                        f"numeric QI {name!r} holds text such as {part[name][text].iloc[0]!r}; an already "
-                        "generalized file (intervals like '[45-52]' or '*') cannot be released again: "
-                        "feed the original data, or declare the QI categorical in [kinds]",
-                    )
+                    _add_text(add, part[name], text, name)
                     continue
             lo, hi = policy.domains[name]
+            out = ((num < lo) | (num > hi)).to_numpy()
+            shown = pd.unique(np.asarray(num)[out])[:5].tolist() if out.any() else []
             add(
                 3,
                 name,
-                ((num < lo) | (num > hi)).to_numpy(),
-                f"QI {name!r} has values outside its declared domain [{lo}, {hi}]: widen [domains] "
-                "or correct the data",
+                out,
+                f"QI {name!r} has values {shown} outside its declared domain [{lo}, {hi}]: widen "
+                "[domains] or correct the data",
             )
         else:
             text = part[name].astype(str)
@@ -268,6 +265,30 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
     sensitive = f"sensitive column {policy.sensitive!r}"
     _add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain")
     return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
+
+
+def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
+    """Problems for text in numeric QI ``name`` (``text``: the rows): generalized-looking
+    values (:data:`GENERALIZED`) and other text are two problems, each with its own fix."""
+    gen = text & col.astype(str).str.match(GENERALIZED).to_numpy()
+    if gen.any():
+        add(
+            2,
+            name,
+            gen,
+            f"numeric QI {name!r} holds text such as {col[gen].iloc[0]!r}; an already generalized "
+            "file (intervals like '[45-52]' or '*') cannot be released again: feed the original "
+            "data, or declare the QI categorical in [kinds]",
+        )
+    other = text & ~gen
+    if other.any():
+        add(
+            2,
+            name,
+            other,
+            f"numeric QI {name!r} holds text that is not a number: {col[other].iloc[0]!r}; correct "
+            "it to a number (e.g. 72 for '72kg'), drop the row, or declare the QI categorical in [kinds]",
+        )
 
 
 def _add_unknown(
@@ -351,6 +372,7 @@ def validate_view(
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
             "most one tuple per respondent: keep one row per respondent (e.g. the latest exam)"
+            + (_HISTORY_HINT if not policy.time else "")
         )
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")

@@ -106,6 +106,9 @@ def test_a_release_above_the_bound_is_refused_and_nothing_is_written(setting, mi
     msg = str(err.value)
     assert "release 2 refused by the release gate" in msg and f"retro_max_gain = {bound:g}" in msg
     assert "nothing was written" in msg
+    # release 1 is committed: raising retro_max_gain on this ledger would be refused as a new policy
+    assert "(release 1 is committed: a ledger keeps the policy it was started with" in msg
+    assert "--ledger NEW" in msg
     assert [r["index"] for r in Ledger(led).committed()] == [1]
     assert not (led / "releases" / "2").exists() and not (led / "state" / "2").exists()
 
@@ -147,6 +150,7 @@ def test_cli_release_gate_refuses_with_exit_2_and_writes_nothing(setting, open_g
     # the policy file's max_suppression (0.05) stops the regrouping first: both are named
     assert "release 1 refused by the release gate" in res.output
     assert "regrouped with k = 5, t = 0.5, j = " in res.output and "exceeds max_suppression" in res.output
+    assert "--ledger NEW" not in res.output  # nothing committed: the same ledger takes a new policy
     assert "retro_max_gain" in res.output  # the effective policy lists it with its source
     assert not (led / "releases").exists() or not any((led / "releases").iterdir())
     res = cli("release", hist / "history.parquet", "--ledger", led, "--policy", path, "--retro-max-gain", 0)
@@ -234,6 +238,7 @@ def test_refusal_says_what_can_help():
     assert "gain 0.2000 on release 2 as of release 3" in msg
     assert "regrouped 2 time(s), k = 5, t = 0.5, j = 0.2" in msg
     assert "release 2 is published already" in msg and "new ledger" in msg
+    assert "(releases 1..2 are committed: a ledger keeps the policy" in msg and "--ledger NEW" in msg
     own = gate_mod.GateCheck(3, {1: 0.05, 2: 0.1, 3: 0.2}, 0.0, 0.15, {**used, "j": 0.8}, 0, 0.1)
     msg = gate_mod.refusal(own)
     assert "published already" not in msg and "more retro_retries" in msg and "regrouped" not in msg

@@ -20,6 +20,7 @@ from dpriv.cli.common import (
     write_frame,
 )
 from dpriv.errors import PolicyError
+from dpriv.policy_base import with_hint
 
 
 def default_out(ledger: Path, knowledge: str, adversary: str) -> Path:
@@ -111,7 +112,15 @@ def attack(
         out = default_out(ledger, knowledge, adversary)
     else:  # before the attack: an unknown suffix, the history itself, an existing file
         check_out(out, history, kind="attack", force=force)
-    pol = load_policy(policy) if policy is not None else Ledger(ledger).policy()
+    if policy is not None:
+        pol = load_policy(policy)
+    else:  # the recorded policy; its relative paths from the folder the ledger recorded
+        from dpriv.policy_base import recorded_base
+
+        pol = Ledger(ledger).policy()
+        near = [Path(history).parent] if "://" not in str(history) else []
+        base = recorded_base(ledger, pol.knowledge, pol.hierarchies, near + [ledger.parent], strict=False)
+        pol = pol.with_overrides(base_dir=base)
     try:
         gain = run(
             ledger,
@@ -127,7 +136,7 @@ def attack(
     except PolicyError as exc:
         if policy is not None:
             raise
-        raise PolicyError(f"{exc}; pass --policy FILE (knowledge paths are relative to it)") from None
+        raise with_hint(exc) from None
     write_frame(gain, out, kind="attack", force=force, own=own)
     typer.echo(gain.to_string(index=False))
     what = "per (release, as_of)" if adversary == "retrospective" else "per release"

@@ -44,7 +44,9 @@ from dpriv.cli.common import (
 )
 from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
-from dpriv.errors import LedgerError
+from dpriv.errors import LedgerError, PolicyError
+from dpriv.policy_base import record_base, with_hint
+from dpriv.policy_fix import policy_change
 
 
 @app.command()
@@ -191,6 +193,8 @@ def _run_release(
 
     def on_release(i: int, m: Mapping[str, Any]) -> None:
         released.append(i)
+        if eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it
+            record_base(ledger, pol.base_dir)
         typer.echo(_release_table_row(i, m))
         if m.get("small_view") == "suppressed":
             _say(
@@ -198,14 +202,22 @@ def _run_release(
                 'released fully suppressed (small_view = "suppress")'
             )
         elif m.get("n_groups") == 0:
-            _say(f"warning: release {i} suppressed every tuple (nothing published): relax k, t or j")
+            _say(
+                f"warning: release {i} suppressed every tuple (nothing published): "
+                + policy_change("relax k, t or j", i)
+            )
 
     # on a cluster: persisted on the workers, each view a filter of it, never collected
     with release_frame(placement, scheduler=scheduler, say=_say) as history:
         typer.echo(RELEASE_HEADER)
-        led = release_history(
-            history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method
-        )
+        try:
+            led = release_history(
+                history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method
+            )
+        except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
+            if eff.origin.startswith("ledger") and "knowledge" in str(exc):
+                raise with_hint(exc) from None
+            raise
     if not released:
         typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
     typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")

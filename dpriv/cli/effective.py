@@ -16,6 +16,7 @@ from typing import Any
 
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_base import recorded_base
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
 _WHOLE_TABLES = ("domains", "kinds", "knowledge", "hierarchies")
@@ -117,16 +118,6 @@ def ledger_policy(ledger: Path) -> tuple[dict[str, Any], str] | None:
     return stored, str(stored.pop("method", "jsreduce"))
 
 
-def knowledge_base(knowledge: dict[str, str], candidates: list[Path]) -> str | None:
-    """The first folder in which every relative knowledge (and hierarchy) path of a recorded
-    policy exists."""
-    rel = [p for p in knowledge.values() if not Path(p).is_absolute()]
-    for base in candidates:
-        if all((base / p).exists() for p in rel):
-            return str(base.resolve())
-    return None
-
-
 def effective_policy(
     policy_file: Path | None,
     *,
@@ -138,7 +129,8 @@ def effective_policy(
     over the defaults; returns it with the sources and the ledger's recorded method (or None).
 
     ``--qi`` may be a comma-separated string. Knowledge paths of a recorded policy are relative
-    to the policy file it came from: they are looked up in ``knowledge_dirs`` (e.g. the folder
+    to the policy file it came from: they are looked up in the folder the ledger recorded
+    (:mod:`dpriv.policy_base`), then in ``knowledge_dirs`` (e.g. the folder
     of the history and the ledger's parent). Raises PolicyError without a file, a ledger or
     ``--qi``/``--sensitive``.
     """
@@ -153,8 +145,9 @@ def effective_policy(
         return EffectivePolicy(pol, sources, f"file {policy_file}"), None
     if recorded is not None:
         data, method = recorded
-        files = {**data.get("knowledge", {}), **{f"h:{q}": p for q, p in data.get("hierarchies", {}).items()}}
-        base = knowledge_base(files, list(knowledge_dirs or []) + [ledger.parent])
+        folders = list(knowledge_dirs or []) + [ledger.parent]
+        knowledge, hierarchies = data.get("knowledge", {}), data.get("hierarchies", {})
+        base = recorded_base(ledger, knowledge, hierarchies, folders, strict=False)
         pol = ReleasePolicy.from_dict({**data, **given, "base_dir": base})
         sources = {**dict.fromkeys(data, "ledger"), **sources}
         return EffectivePolicy(pol, sources, f"ledger {ledger / 'policy.json'}"), method

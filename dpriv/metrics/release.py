@@ -27,6 +27,7 @@ from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_fix import policy_change
 from dpriv.released import public
 from dpriv.validate import ViewSummary
 
@@ -53,10 +54,16 @@ class ReleaseMetrics:
 
 
 def require(
-    report: VerificationReport, policy: ReleasePolicy, n_original: int, n_suppressed: int, where: str
+    report: VerificationReport,
+    policy: ReleasePolicy,
+    n_original: int,
+    n_suppressed: int,
+    where: str,
+    committed: int = 0,
 ) -> None:
     """Refuse a release: VerificationError when ``report`` is not ok, PolicyError when the
-    suppression exceeds ``policy.max_suppression``."""
+    suppression exceeds ``policy.max_suppression`` (``committed``: releases already in the
+    ledger, whose policy cannot change: the message then says a new ledger is needed)."""
     if not report.ok:
         raise VerificationError(
             f"{where} failed verification, nothing written:\n  " + "\n  ".join(report.problems[:10])
@@ -66,7 +73,10 @@ def require(
         raise PolicyError(
             f"{where}: suppression {suppression:.2%} exceeds max_suppression "
             f"{policy.max_suppression:.2%} ({n_suppressed} of {n_original} tuples), nothing written: "
-            "relax k, t or j, or allow more suppression with [privacy] max_suppression in the policy"
+            + policy_change(
+                "relax k, t or j, or allow more suppression with [privacy] max_suppression in the policy",
+                committed,
+            )
         )
 
 

@@ -1,0 +1,96 @@
+"""Where the relative file paths of a ledger's recorded policy resolve from.
+
+A policy file's ``[knowledge]`` and ``[hierarchies]`` paths are relative to the policy file
+(docs/policy.md). A ledger records the policy (``policy.json``) without that folder, so a
+later ``dpriv release --ledger L`` or ``dpriv attack L`` without ``--policy`` needs it back:
+the first command that commits into the ledger with ``--policy FILE`` records the folder of
+FILE in ``LEDGER/policy_base.json`` (``{"base_dir": "/abs/folder"}``, written once, never
+replaced). Older ledgers have no such file: the paths are then looked up in the caller's
+fallback folders (the folder of the history, the ledger's parent), as before.
+
+Both commands go through :func:`recorded_base`; a path that still cannot be found is refused
+with :data:`PASS_POLICY`, the fix ``dpriv attack`` has always printed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dpriv.errors import PolicyError
+
+#: Name of the file recording the folder of the policy file a ledger was started with.
+BASE_FILE = "policy_base.json"
+#: The fix when a recorded relative path cannot be found.
+PASS_POLICY = "pass --policy FILE (knowledge paths are relative to it)"
+#: Knowledge entries that are not file paths (``defender = "dk"`` names another entry).
+_NOT_PATHS = ("defender",)
+
+
+def record_base(ledger: Path, base_dir: str | None) -> Path | None:
+    """Write ``LEDGER/policy_base.json`` with ``base_dir`` when the ledger has committed its
+    policy (``policy.json`` exists), ``base_dir`` is known and no such file exists yet; returns
+    the path written, else None (an existing file is never replaced)."""
+    path = ledger / BASE_FILE
+    if base_dir is None or path.exists() or not (ledger / "policy.json").is_file():
+        return None
+    path.write_text(json.dumps({"base_dir": str(Path(base_dir).resolve())}) + "\n")
+    return path
+
+
+def _recorded_dir(ledger: Path) -> Path | None:
+    path = ledger / BASE_FILE
+    if not path.is_file():
+        return None
+    try:
+        base = json.loads(path.read_text()).get("base_dir")
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return Path(base) if isinstance(base, str) else None
+
+
+def relative_files(knowledge: dict[str, str], hierarchies: dict[str, str]) -> dict[str, str]:
+    """The relative file paths of a recorded policy, ``"[knowledge] dk"`` -> ``"knowledge/dk.npz"``
+    (``defender`` and ``ie``-like names that are not paths are left out)."""
+    files = {f"[knowledge] {k}": v for k, v in knowledge.items() if k not in _NOT_PATHS}
+    files |= {f"[hierarchies] {q}": v for q, v in hierarchies.items()}
+    return {k: v for k, v in files.items() if not Path(v).is_absolute()}
+
+
+def recorded_base(
+    ledger: Path,
+    knowledge: dict[str, str],
+    hierarchies: dict[str, str],
+    fallback: list[Path],
+    *,
+    strict: bool = True,
+) -> str | None:
+    """The folder the relative paths of ``ledger``'s recorded policy resolve from.
+
+    Tries the recorded folder (:data:`BASE_FILE`), then ``fallback`` in order; the first in
+    which every relative path exists wins (absolute str). None when there is no relative path,
+    or (``strict=False``) when no folder holds them all. With ``strict`` raises PolicyError
+    naming the first missing path, the folders tried and :data:`PASS_POLICY`.
+    """
+    rel = relative_files(knowledge, hierarchies)
+    if not rel:
+        return None
+    recorded = _recorded_dir(ledger)
+    candidates = ([recorded] if recorded is not None else []) + list(fallback)
+    for base in candidates:
+        if all((base / p).exists() for p in rel.values()):
+            return str(base.resolve())
+    if not strict:
+        return None
+    lost = [(n, p) for n, p in rel.items() if not any((b / p).exists() for b in candidates)]
+    missing = (lost or list(rel.items()))[0]
+    tried = ", ".join(str(b) for b in candidates) or "no folder"
+    raise PolicyError(
+        f"{missing[0]} = {missing[1]!r} of the policy recorded in {ledger / 'policy.json'} was not "
+        f"found relative to {tried}: {PASS_POLICY}"
+    )
+
+
+def with_hint(exc: PolicyError) -> PolicyError:
+    """``exc`` with :data:`PASS_POLICY` appended (for a recorded policy's knowledge error)."""
+    return PolicyError(f"{exc}; {PASS_POLICY}")

@@ -1,0 +1,278 @@
+"""Messages that lead to the fix (fresh-user findings): each refusal exits 2 and its message
+names the column/row/value and the working fix; each hint is printed without refusing."""
+
+import shutil
+
+import pandas as pd
+import pytest
+from test_cli import assert_refused
+
+from dpriv.datasets import medical_history, write_history
+from dpriv.policy_base import BASE_FILE
+
+LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    write_history(out, medical_history(n_views=2, view_size=80, seed=3), policy_extra=LOOSE)
+    return out
+
+
+# -- 1. a recorded policy's knowledge paths, run from another folder ---------------------------
+def _first_release(cli, generated, tmp_path):
+    """View 1 released with --policy into tmp/other/L9; the history copied next to it."""
+    other = tmp_path / "other"
+    other.mkdir()
+    hist = pd.read_parquet(generated / "history.parquet")
+    hist.to_parquet(other / "h.parquet", index=False)
+    hist[hist["view"] == 1].to_parquet(other / "h1.parquet", index=False)
+    pol = generated / "policy.toml"
+    res = cli("release", other / "h1.parquet", "--ledger", other / "L9", "--policy", pol)
+    assert res.exit_code == 0, res.output
+    return other
+
+
+def test_release_without_policy_finds_knowledge_of_the_recorded_policy(cli, generated, tmp_path, monkeypatch):
+    other = _first_release(cli, generated, tmp_path)
+    assert (other / "L9" / BASE_FILE).is_file()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    res = cli("release", other / "h.parquet", "--ledger", other / "L9")
+    assert res.exit_code == 0, res.output
+    assert "ledger" in res.output and (other / "L9" / "releases" / "2").is_dir()
+
+
+def test_older_ledger_without_recorded_folder_says_pass_policy(cli, generated, tmp_path, monkeypatch):
+    other = _first_release(cli, generated, tmp_path)
+    (other / "L9" / BASE_FILE).unlink()  # a ledger written before the folder was recorded
+    monkeypatch.chdir(tmp_path)
+    res = cli("release", other / "h.parquet", "--ledger", other / "L9")
+    assert_refused(res, r"knowledge/dk\.npz", r"pass --policy FILE \(knowledge paths are relative to it\)")
+    assert not (other / "L9" / "releases" / "2").exists()
+    # the fix the message names works
+    res = cli("release", other / "h.parquet", "--ledger", other / "L9", "--policy", generated / "policy.toml")
+    assert res.exit_code == 0, res.output
+
+
+def test_attack_without_policy_uses_the_recorded_folder(cli, generated, tmp_path):
+    other = _first_release(cli, generated, tmp_path)
+    moved = tmp_path / "moved.parquet"
+    shutil.copy(other / "h1.parquet", moved)
+    res = cli("attack", other / "L9", "--history", moved, "--knowledge", "dk")
+    assert res.exit_code == 0, res.output
+    (other / "L9" / BASE_FILE).unlink()
+    res = cli("attack", other / "L9", "--history", moved, "--knowledge", "dk")
+    assert_refused(res, r"pass --policy FILE \(knowledge paths are relative to it\)")
+
+
+# -- 2. a refusal whose fix is a policy change, on a ledger that holds releases ---------------
+def test_suppression_refusal_says_a_changed_policy_needs_a_new_ledger():
+    from dpriv.errors import PolicyError
+    from dpriv.metrics.release import require
+    from dpriv.policy import ReleasePolicy
+
+    ok = type("Report", (), {"ok": True, "problems": []})()
+    pol = ReleasePolicy(qi=["age"], sensitive="s", max_suppression=0.1)
+    with pytest.raises(PolicyError) as err:
+        require(ok, pol, 40, 8, "release 4", committed=3)
+    msg = str(err.value)
+    assert "suppression 20.00% exceeds max_suppression 10.00% (8 of 40 tuples)" in msg
+    assert "[privacy] max_suppression in the policy (releases 1..3 are committed" in msg
+    assert "needs a new ledger" in msg and "--ledger NEW" in msg
+    with pytest.raises(PolicyError) as err:  # a first release: the same ledger takes the change
+        require(ok, pol, 40, 8, "release 1", committed=0)
+    assert "--ledger NEW" not in str(err.value)
+    require(ok, pol, 40, 4, "release 4", committed=3)  # 10% is within the bound
+
+
+# -- 3. text in a numeric QI; every problem kind of a file ---------------------------------
+def _anonymize_with_policy(cli, tmp_path, frame):
+    from test_cli import POLICY
+
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    (tmp_path / "policy.toml").write_text(POLICY)
+    out = tmp_path / "out" / "released.parquet"
+    res = cli("anonymize", src, "--out", out, "--policy", tmp_path / "policy.toml")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    return res
+
+
+def _with(frame, col, row, value):
+    frame = frame.astype({col: object})
+    frame.loc[row, col] = value
+    return frame
+
+
+def test_a_typo_in_a_numeric_qi_is_not_called_generalized(cli, tmp_path):
+    from conftest import random_view
+
+    res = _anonymize_with_policy(cli, tmp_path, _with(random_view(), "weight", 3, "heavy"))
+    out = assert_refused(
+        res, r"numeric QI 'weight' holds text that is not a number: 'heavy'", r"line 5 \(respondent_id=3\)"
+    )
+    assert "already generalized" not in out.split("error:")[1]
+
+
+def test_an_interval_in_a_numeric_qi_is_still_called_generalized(cli, tmp_path):
+    from conftest import random_view
+
+    res = _anonymize_with_policy(cli, tmp_path, _with(random_view(), "weight", 3, "[60-70]"))
+    out = assert_refused(res, r"'weight' holds text such as '\[60-70\]'; an already generalized file")
+    assert "not a number" not in out.split("error:")[1]
+
+
+def test_every_problem_kind_of_a_file_is_reported(cli, tmp_path):
+    from conftest import random_view
+
+    frame = _with(_with(random_view(), "weight", 3, "72kg"), "weight", 10, None)
+    frame = _with(frame, "age", 20, 99)  # outside [45, 74]
+    res = _anonymize_with_policy(cli, tmp_path, frame)
+    out = assert_refused(
+        res,
+        r"column 'weight' has missing values .*line 12 \(respondent_id=10\)",
+        r"also: .*numeric QI 'weight' holds text that is not a number: '72kg';.*line 5 \(respondent_id=3\)",
+        r"QI 'age' has values \[99\] outside its declared domain \[45, 74\].*line 22 \(respondent_id=20\)",
+    )
+    assert out.count("also:") == 1
+
+
+# -- 4. ISO dates in a QI without --date ---------------------------------------------------
+def _dated_view(tmp_path):
+    from conftest import random_view
+
+    frame = random_view(60, qi=("age", "gender"))
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(frame["respondent_id"] % 9 * 17, unit="D")
+    frame["adm"] = days.dt.strftime("%Y-%m-%d")
+    src = tmp_path / "vd.csv"
+    frame.to_csv(src, index=False)
+    return src
+
+
+def _stderr(res):
+    try:
+        return res.stderr
+    except ValueError:  # stderr mixed into output
+        return res.output
+
+
+def test_dates_in_a_categorical_qi_get_a_hint_not_a_refusal(cli, tmp_path):
+    src = _dated_view(tmp_path)
+    args = ["--sensitive", "exam_result", "--id", "respondent_id", "--k", "3", "--t", "0.9", "--j", "5"]
+    res = cli("anonymize", src, "--out", tmp_path / "o.csv", "--qi", "age,adm,gender", *args)
+    assert res.exit_code == 0, res.output
+    err = _stderr(res)
+    assert "'adm' looks like dates: pass --date adm to release it as date intervals" in err
+    assert "'gender' looks like" not in err and "'age' looks like" not in err
+    res = cli("anonymize", src, "--out", tmp_path / "d.csv", "--qi", "age,adm", "--date", "adm", *args)
+    assert res.exit_code == 0, res.output
+    assert "looks like dates" not in _stderr(res)
+
+
+def test_date_hint_only_for_all_iso_dates():
+    from dpriv.input_checks import date_hints
+    from dpriv.policy import ReleasePolicy
+
+    given = ReleasePolicy(qi=["a", "b", "c"], sensitive="s")
+    data = pd.DataFrame(
+        {"a": ["2024-01-02", "2023-12-31"], "b": ["2024-01-02", "soon"], "c": ["2024-13-45", "2024-01-01"]}
+    )
+    resolved = given.with_overrides(kinds=dict.fromkeys("abc", "categorical"))
+    assert [h.split("'")[1] for h in date_hints(data, given, resolved)] == ["a"]
+
+
+# -- 5. exit_values with an inferred sensitive domain ----------------------------------------
+def test_exit_values_missing_from_an_inferred_domain_say_declare_it(cli, tmp_path):
+    from conftest import random_view
+
+    src = tmp_path / "v.csv"
+    random_view().to_csv(src, index=False)  # exam_result in a, b, c
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "respondent_id"\nqi = ["age", "weight"]\nsensitive = "exam_result"\n'
+        '[privacy]\nk = 3\nt = 0.9\nj = 5\nmax_suppression = 1.0\nexit_values = ["a", "dead"]\n'
+    )
+    out = tmp_path / "o.csv"
+    res = cli("anonymize", src, "--out", out, "--policy", policy)
+    assert_refused(
+        res,
+        r"exit_values \['dead'\] are not values of the sensitive column 'exam_result'",
+        r"inferred from this input \(\['a', 'b', 'c'\]\), where they do not occur",
+        r"\[domains\] exam_result = \['a', 'b', 'c', 'dead'\]",
+    )
+    assert not out.exists()
+    # the fix the message names works
+    policy.write_text(policy.read_text() + "[domains]\nexam_result = ['a', 'b', 'c', 'dead']\n")
+    res = cli("anonymize", src, "--out", out, "--policy", policy)
+    assert res.exit_code == 0, res.output
+
+
+# -- 6. small ones ----------------------------------------------------------------------------
+def test_unknown_policy_key_names_table_and_closest_key(cli, tmp_path):
+    from conftest import random_view
+
+    src = tmp_path / "v.csv"
+    random_view().to_csv(src, index=False)
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "respondent_id"\nqi = ["age", "weight"]\nsensitive = "exam_result"\n'
+        "[privacy]\nkk = 3\nt = 0.9\nj = 5\n[release]\nsed = 4\nzzzzzzzz = 1\n"
+    )
+    res = cli("anonymize", src, "--out", tmp_path / "o.csv", "--policy", policy)
+    out = assert_refused(
+        res,
+        r"unknown key 'kk' in \[privacy\]; did you mean 'k'\?",
+        r"unknown key 'sed' in \[release\]; did you mean 'seed'\?",
+        r"unknown key 'zzzzzzzz' in \[release\]; the keys are listed in docs/policy\.md",
+    )
+    assert "Extra inputs" not in out and not (tmp_path / "o.csv").exists()
+
+
+def test_unknown_key_of_a_dict_policy_suggests_the_closest():
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    with pytest.raises(PolicyError, match=r"unknown key 'max_supression'; did you mean 'max_suppression'\?"):
+        ReleasePolicy.from_dict({"qi": ["a"], "sensitive": "s", "max_supression": 0.1})
+
+
+def test_anonymize_of_a_history_hints_dpriv_release(cli, tmp_path):
+    from conftest import random_view
+
+    one, two = random_view(30, seed=1), random_view(30, seed=2)
+    src = tmp_path / "hist.csv"
+    pd.concat([one.assign(view=1), two.assign(view=2)]).to_csv(src, index=False)
+    args = ["--qi", "age,weight", "--sensitive", "exam_result", "--id", "respondent_id", "--k", "3"]
+    res = cli("anonymize", src, "--out", tmp_path / "o.csv", *args)
+    assert_refused(
+        res,
+        r"duplicate 'respondent_id' within one view: \{0: 2, 1: 2",
+        r"if this file is a whole history .*dpriv release FILE --ledger LEDGER .*--time view",
+    )
+
+
+def test_problems_message_merges_partitions_and_counts_the_rest():
+    from dpriv.rows import PROBLEM_COLUMNS, BadRow, problems_message
+
+    def row(p):
+        return [BadRow(p, p, p, None)]
+
+    dom = "outside its declared domain [60, 89]: widen [domains] or correct the data"
+    found = [  # partition 1 then partition 2: the same problem names other example values
+        (3, "weight", f"QI 'weight' has values [200] {dom}", row(40), 1),
+        (1, "age", "column 'age' has missing values", row(7), 1),
+        (3, "weight", f"QI 'weight' has values [5] {dom}", row(90), 1),
+        (2, "w2", "numeric QI 'w2' holds text that is not a number: 'x'", row(3), 1),
+        (2, "w3", "numeric QI 'w3' holds text that is not a number: 'y'", row(4), 1),
+        (4, "s", "sensitive column 's' has values ['q'] not in its declared domain", row(6), 1),
+    ]
+    msg = problems_message(pd.DataFrame(found, columns=PROBLEM_COLUMNS), "id", None, whole=False)
+    assert msg.startswith("column 'age' has missing values (1 rows: row 7 (id=7)); also: ")
+    # by order: the two text problems, then weight once with both rows; the last one counted
+    assert msg.index("'w2'") < msg.index("'w3'") < msg.index("'weight'")
+    assert "has values [200]" in msg and "has values [5]" not in msg
+    assert "(2 rows: row 40 (id=40), row 90 (id=90))" in msg
+    assert "'s'" not in msg and msg.endswith("; and 1 other problem(s)")
