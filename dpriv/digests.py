@@ -35,3 +35,12 @@ def input_fingerprint(part: pd.DataFrame, policy: ReleasePolicy) -> int:
     re-run must bring the same input); sum over partitions modulo 2**64."""
     cols = [policy.id, *policy.qi, policy.sensitive]
     return int(pd.util.hash_pandas_object(part[cols].astype(str), index=False).sum())
+
+
+def view_digests(view: pd.DataFrame, policy: ReleasePolicy) -> tuple[int, int]:
+    """(:func:`content_digest`, :func:`input_fingerprint`) of a view; (0, 0) when its values
+    cannot be hashed (bad rows: validation refuses the view anyway)."""
+    try:
+        return content_digest(view, policy), input_fingerprint(view, policy)
+    except (TypeError, ValueError):
+        return 0, 0

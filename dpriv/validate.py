@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
-from dpriv.digests import content_digest, input_fingerprint
+from dpriv.digests import view_digests
 from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import duplicate_columns, type_problems
 from dpriv.policy import ReleasePolicy, codes
@@ -30,13 +30,12 @@ from dpriv.rows import (
     BadRow,
     bad_rows,
     input_file,
+    lazy_problems,
+    placed,
     problems_message,
+    problems_of,
 )
-from dpriv.rows import lazy_problems as _lazy_problems
-from dpriv.rows import placed as _placed
-from dpriv.rows import problems_of as _problems
 
-_PROBLEM_COLUMNS = PROBLEM_COLUMNS
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
 #: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
 GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
@@ -45,8 +44,8 @@ GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
 @dataclass(frozen=True)
 class ViewSummary:
     """What validation learned about a view: its size, its sensitive counts (M,) int64,
-    ``content``, a 64-bit digest of all its rows (:func:`content_digest`; private) and
-    ``input_sha``, its public fingerprint (:func:`input_fingerprint`, 16 hex digits)."""
+    ``content``, a 64-bit digest of all its rows (:func:`dpriv.digests.content_digest`; private) and
+    ``input_sha``, its public fingerprint (:func:`dpriv.digests.input_fingerprint`, 16 hex digits)."""
 
     n_rows: int
     s_counts: np.ndarray
@@ -110,7 +109,7 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
                         int(vals.notna().sum()),
                     )
                 )
-    return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
+    return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
 def first_problem(problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool = False) -> str:
@@ -127,7 +126,7 @@ def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source:
     ``view`` (every view of a history at once), so that
     one message names the bad rows of all views by their line in the input file (first
     :data:`MAX_ROWS_SHOWN`, then how many more). Raises InputError."""
-    problems = _problems(view, partition_problems, policy)
+    problems = problems_of(view, partition_problems, policy)
     if not len(problems) and policy.time and policy.time in view.columns:
         problems = _duplicates(view, policy)
     if len(problems):
@@ -156,7 +155,7 @@ def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.MultiInd
     else:
         mask = pd.MultiIndex.from_frame(part[cols]).isin(keys)
     found = [(4, policy.id, DUPLICATE.format(id=policy.id), _rows(part, mask, policy), int(mask.sum()))]
-    out = pd.DataFrame(found if mask.any() else [], columns=_PROBLEM_COLUMNS)
+    out = pd.DataFrame(found if mask.any() else [], columns=PROBLEM_COLUMNS)
     return out.astype({"order": "int64", "count": "int64"})
 
 
@@ -168,14 +167,14 @@ def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.
     sizes = view.groupby([policy.time, policy.id]).size()
     dup = sizes[sizes > 1].compute()
     if not len(dup):
-        return pd.DataFrame([], columns=_PROBLEM_COLUMNS)
-    return _placed(view, _lazy_problems(view, _duplicate_part, policy, dup.index).compute())
+        return pd.DataFrame([], columns=PROBLEM_COLUMNS)
+    return placed(view, lazy_problems(view, _duplicate_part, policy, dup.index).compute())
 
 
 def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
     """Type problems of every policy column (:func:`dpriv.inputs.type_problems`) and the raw
-    problems of the text columns without a declared domain (:func:`_raw_problems`)."""
-    typed = pd.DataFrame(type_problems(part, policy, _rows), columns=_PROBLEM_COLUMNS)
+    problems of the text columns without a declared domain (:func:`raw_problems`)."""
+    typed = pd.DataFrame(type_problems(part, policy, _rows), columns=PROBLEM_COLUMNS)
     # a generalized value ('[45-52]', '*': order 1) is named before a mix of numbers and text (2)
     unusable = set(typed.loc[typed["order"] == 0, "column"])
     raw = raw_problems(part, policy, [c for c in columns if c not in unusable])
@@ -202,7 +201,7 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
             raise InputError(f"{source} has a header but no rows: there is nothing to release")
     elif len(view) == 0:
         raise InputError(f"{source} has a header but no rows: there is nothing to release")
-    problems = _problems(view, _raw_all, policy, columns)
+    problems = problems_of(view, _raw_all, policy, columns)
     if len(problems):
         raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")
 
@@ -264,7 +263,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
             _add_unknown(add, part, name, policy.domains[name], f"categorical QI {name!r}", "levels", fix)
     sensitive = f"sensitive column {policy.sensitive!r}"
     _add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain")
-    return pd.DataFrame(found, columns=_PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
+    return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
 def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
@@ -342,7 +341,7 @@ def validate_view(
         absent = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains]
         raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
     if is_dask(view):
-        problems = _lazy_problems(view, partition_problems, policy)
+        problems = lazy_problems(view, partition_problems, policy)
         counts = view.map_partitions(
             _counts_and_digest,
             policy,
@@ -365,9 +364,9 @@ def validate_view(
         problems = partition_problems(view, policy)
         vc = view[policy.id].value_counts()
         dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
-        content, fingerprint = _safe_digests(view, policy)
+        content, fingerprint = view_digests(view, policy)
     if len(problems):  # lines of the input file only for a view that is the whole file
-        raise InputError(first_problem(_placed(view, problems), policy, whole=policy.time is None))
+        raise InputError(first_problem(placed(view, problems), policy, whole=policy.time is None))
     if len(dups):
         raise InputError(
             f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
@@ -389,14 +388,7 @@ def validate_view(
 
 def _counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     out = pd.DataFrame([_s_counts(part, policy)])
-    content, fingerprint = _safe_digests(part, policy)
+    content, fingerprint = view_digests(part, policy)
     out["digest"] = pd.Series([content], dtype=object)
     out["input"] = pd.Series([fingerprint], dtype=object)
     return out
-
-
-def _safe_digests(part: pd.DataFrame, policy: ReleasePolicy) -> tuple[int, int]:
-    try:
-        return content_digest(part, policy), input_fingerprint(part, policy)
-    except (TypeError, ValueError):  # bad rows: validation refuses the view anyway
-        return 0, 0
