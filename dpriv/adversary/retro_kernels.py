@@ -33,86 +33,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from dpriv.adversary.smoothing import _add, _next
+from dpriv.adversary.fb_steps import beta_before, cavity_sum, forward_step, write_cavity
 
 #: First size of the flat arrays: this many states per step (measured 80-120 on the medical
 #: model of order 3, 19 values) unless the caller knows better, at least MIN_CAPACITY; they
 #: double when full.
 STATES_PER_STEP = 64
 MIN_CAPACITY = 1024
-
-
-@numba.njit(cache=True, nogil=True)
-def _step(pc, pa, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act):  # noqa: E501  # pragma: no cover
-    """One forward step of ``_fb_kernel`` from the message (codes ``pc``, weights ``pa``):
-    α of the step in ``cur`` on the states ``act[0, :nact]``; returns (nact, restart, ignored)."""
-    m = flat.shape[1]
-    m1 = m + 1
-    n_codes = st_len.shape[0]
-    nact = np.zeros(1, np.int64)
-    restart = False
-    ignored = False
-    qs = q * sg
-    for a in range(pc.shape[0]):
-        x = pc[a]
-        w = pa[a]
-        L = st_len[x]
-        row = off[L] + c * mpow[L] + st_ctx[x]
-        if kd == 0:
-            if not alive[row]:
-                continue
-            for v in range(m):
-                p = flat[row, v]
-                e = erow[v]
-                if p > 0.0 and (w > 0.0 or e > 0.0):
-                    y = _next(x, v, m1, n_codes, order)
-                    _add(0, y, seen, act, nact)
-                    cur[y] += w * p * e
-        else:
-            stay = w if not alive[row] else w * (1.0 - q)
-            if not alive[row] or q < 1.0:
-                _add(0, x, seen, act, nact)
-                cur[x] += stay
-            if alive[row] and qs > 0.0:
-                for v in range(m):
-                    p = flat[row, v]
-                    if p > 0.0:
-                        y = _next(x, v, m1, n_codes, order)
-                        _add(0, y, seen, act, nact)
-                        cur[y] += w * qs * p
-    n = nact[0]
-    tot = 0.0
-    for a in range(n):
-        tot += cur[act[0, a]]
-    if not (tot > 0.0) or not np.isfinite(tot):
-        for a in range(n):
-            cur[act[0, a]] = 0.0
-            seen[0, act[0, a]] = False
-        nact[0] = 0
-        if kd == 0:  # restart from BK^sv (a first appearance)
-            restart = True
-            for v in range(m):
-                p = flat[off[0] + c * mpow[0], v]
-                if p > 0.0:
-                    y = _next(0, v, m1, n_codes, order)
-                    _add(0, y, seen, act, nact)
-                    cur[y] += p * erow[v]
-        else:  # an absence the model cannot explain: ignore it
-            ignored = True
-            for a in range(pc.shape[0]):
-                x = pc[a]
-                seen[0, x] = True
-                act[0, a] = x
-                cur[x] = pa[a]
-            nact[0] = pc.shape[0]
-        n = nact[0]
-        tot = 0.0
-        for a in range(n):
-            tot += cur[act[0, a]]
-    if tot > 0.0:
-        for a in range(n):
-            cur[act[0, a]] /= tot
-    return n, restart, ignored
 
 
 @numba.njit(cache=True, nogil=True)
@@ -125,6 +52,7 @@ def _forward(
     tell where to resume)."""
     cap = s_code.shape[0]
     used = fill[0]
+    nact = np.zeros(1, np.int64)
     for r in rows:
         c = cls[r]
         for st in range(start[r] + done[r], upto[r]):
@@ -133,9 +61,9 @@ def _forward(
             else:
                 o, n = s_off[st - 1], s_n[st - 1]
                 pc, pa = s_code[o : o + n], s_alpha[o : o + n]
-            n, rs, ig = _step(
+            n, rs, ig = forward_step(
                 pc, pa, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx, order, q,
-                cur, seen, act,
+                cur, seen, act, nact,
             )  # fmt: skip
             if used + n > cap:
                 for a in range(n):
@@ -175,7 +103,7 @@ def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, 
 
 @numba.njit(cache=True, nogil=True)
 def _predict(
-    rows, steps, start, cls, flat, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha,
+    rows, steps, start, cls, flat, alive, off, mpow, st_len, st_ctx, order, s_off, s_n, s_code, s_alpha,
     init_c, init_a, out,
 ):  # pragma: no cover - compiled  # fmt: skip
     """Forward prediction of the OBS step ``steps[k]`` of respondent ``rows[k]`` (the step
@@ -185,6 +113,7 @@ def _predict(
     that sum is 0 (its α is the same products w·p·1, all non-negative and finite)."""
     m = flat.shape[1]
     cav = np.zeros(m)
+    ones = np.ones(st_len.shape[0])
     for k in range(rows.shape[0]):
         r = rows[k]
         st = steps[k]
@@ -194,38 +123,10 @@ def _predict(
         else:
             o, n = s_off[st - 1], s_n[st - 1]
             pc, pa = s_code[o : o + n], s_alpha[o : o + n]
-        for v in range(m):
-            cav[v] = 0.0
-        for a in range(pc.shape[0]):
-            x = pc[a]
-            L = st_len[x]
-            row = off[L] + c * mpow[L] + st_ctx[x]
-            if not alive[row]:
-                continue
-            w = pa[a]
-            for v in range(m):
-                p = flat[row, v]
-                if p > 0.0:
-                    cav[v] += w * p * 1.0
-        tot = 0.0
-        for v in range(m):
-            tot += cav[v]
+        tot = cavity_sum(pc, pa, False, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
         if not (tot > 0.0):  # restart from BK^sv
-            row = off[0] + c * mpow[0]
-            for v in range(m):
-                cav[v] = 0.0
-                p = flat[row, v]
-                if p > 0.0:
-                    cav[v] += p * 1.0
-            tot = 0.0
-            for v in range(m):
-                tot += cav[v]
-        if tot > 0.0 and np.isfinite(tot):
-            for v in range(m):
-                out[k, v] = cav[v] / tot
-        else:
-            for v in range(m):
-                out[k, v] = flat[off[0] + c * mpow[0], v]
+            tot = cavity_sum(pc, pa, True, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
+        write_cavity(cav, tot, c, flat, off, mpow, out[k])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -236,8 +137,6 @@ def _backward(
     """The backward pass of ``_fb_kernel`` over the stored window ``start[r] .. end[r] - 1``:
     the cavity of every OBS step into ``out``."""
     m = flat.shape[1]
-    m1 = m + 1
-    n_codes = st_len.shape[0]
     cav = np.zeros(m)
     for r in rows:
         s0 = start[r]
@@ -254,72 +153,17 @@ def _backward(
                 o, n = s_off[st - 1], s_n[st - 1]
                 pc, pa = s_code[o : o + n], s_alpha[o : o + n]
             if kind[st] == 0:
-                for v in range(m):
-                    cav[v] = 0.0
-                if s_restart[st]:
-                    row = off[0] + c * mpow[0]
-                    for v in range(m):
-                        p = flat[row, v]
-                        if p > 0.0:
-                            cav[v] += p * bcur[_next(0, v, m1, n_codes, order)]
-                else:
-                    for a in range(pc.shape[0]):
-                        x = pc[a]
-                        L = st_len[x]
-                        row = off[L] + c * mpow[L] + st_ctx[x]
-                        if not alive[row]:
-                            continue
-                        w = pa[a]
-                        for v in range(m):
-                            p = flat[row, v]
-                            if p > 0.0:
-                                cav[v] += w * p * bcur[_next(x, v, m1, n_codes, order)]
-                tot = 0.0
-                for v in range(m):
-                    tot += cav[v]
-                if tot > 0.0 and np.isfinite(tot):
-                    for v in range(m):
-                        out[st, v] = cav[v] / tot
-                else:
-                    for v in range(m):
-                        out[st, v] = flat[off[0] + c * mpow[0], v]
+                tot = cavity_sum(
+                    pc, pa, s_restart[st], c, flat, alive, off, mpow, st_len, st_ctx, order, bcur, cav
+                )
+                write_cavity(cav, tot, c, flat, off, mpow, out[st])
             if t == 1:
                 break
             # beta of step t - 1 on the states of its message
-            bt = 0.0
-            for a in range(pc.shape[0]):
-                x = pc[a]
-                if s_restart[st]:
-                    b = 1.0
-                elif s_ignored[st]:
-                    b = bcur[x]
-                else:
-                    L = st_len[x]
-                    row = off[L] + c * mpow[L] + st_ctx[x]
-                    b = 0.0
-                    if kind[st] == 0:
-                        if alive[row]:
-                            for v in range(m):
-                                p = flat[row, v] * emis[st, v]
-                                if p > 0.0:
-                                    b += p * bcur[_next(x, v, m1, n_codes, order)]
-                    else:
-                        if not alive[row]:
-                            b = bcur[x]
-                        else:
-                            b = (1.0 - q) * bcur[x] if q < 1.0 else 0.0
-                            qs = q * sigma[st]
-                            if qs > 0.0:
-                                for v in range(m):
-                                    p = flat[row, v]
-                                    if p > 0.0:
-                                        b += qs * p * bcur[_next(x, v, m1, n_codes, order)]
-                bprev[x] = b
-                if b > bt:
-                    bt = b
-            if bt > 0.0:
-                for a in range(pc.shape[0]):
-                    bprev[pc[a]] /= bt
+            beta_before(
+                pc, s_restart[st], s_ignored[st], kind[st], emis[st], sigma[st], c, flat, alive, off, mpow,
+                st_len, st_ctx, order, q, bcur, bprev,
+            )  # fmt: skip
             o = s_off[st]
             for a in range(s_n[st]):
                 bcur[s_code[o + a]] = 0.0

@@ -83,8 +83,8 @@ class Trellis:
         t = self.compiled
         rk._predict(
             np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(steps, dtype=np.int64),
-            self.start, self.cls, t.flat, t.alive, t.off, t.mpow, t.st_len, t.st_ctx, self.off, self.n,
-            self.code, self.alpha, *self._init, out,
+            self.start, self.cls, t.flat, t.alive, t.off, t.mpow, t.st_len, t.st_ctx, t.order, self.off,
+            self.n, self.code, self.alpha, *self._init, out,
         )  # fmt: skip
         return out
 

@@ -46,6 +46,7 @@ import numba
 import numpy as np
 
 from dpriv.adversary.compiled import CompiledTables
+from dpriv.adversary.fb_steps import _next, beta_before, cavity_sum, forward_step, write_cavity  # noqa: F401 (_next: public here)
 from dpriv.errors import InputError, PolicyError
 
 OBS = 0
@@ -77,22 +78,6 @@ def attendance_q(attendance: float | None, kind: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def _next(x, v, m1, n_codes, order):  # pragma: no cover - compiled
-    if order == 0:
-        return 0
-    return (x * m1) % n_codes + v + 1
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _add(t, y, seen, act, nact):  # pragma: no cover - compiled
-    """Make state ``y`` active at step ``t`` (once): the sparse set of reached states."""
-    if not seen[t, y]:
-        seen[t, y] = True
-        act[t, nact[t]] = y
-        nact[t] += 1
-
-
-@numba.njit(cache=True, nogil=True)
 def _fb_kernel(
     rows,
     start,
@@ -113,16 +98,19 @@ def _fb_kernel(
     out,
     live,
 ):  # pragma: no cover - compiled
+    """Each respondent's whole window from her first step: the steps of
+    :mod:`dpriv.adversary.fb_steps` (α of step ``t`` by position in ``apos[t]`` on the states
+    ``act[t]``, β dense by code)."""
     m = flat.shape[1]
-    m1 = m + 1
     n_codes = st_len.shape[0]
     tmax = 0
     for r in rows:
         if end[r] - start[r] > tmax:
             tmax = end[r] - start[r]
-    alpha = np.zeros((tmax + 1, n_codes))
+    apos = np.zeros((tmax + 1, n_codes))
     beta = np.zeros((tmax + 1, n_codes))
-    seen = np.zeros((tmax + 1, n_codes), np.bool_)
+    cur = np.zeros(n_codes)
+    seen = np.zeros((1, n_codes), np.bool_)
     act = np.zeros((tmax + 1, n_codes), np.int64)
     nact = np.zeros(tmax + 1, np.int64)
     restart = np.zeros(tmax + 1, np.bool_)
@@ -132,80 +120,27 @@ def _fb_kernel(
         s0 = start[r]
         T = end[r] - s0
         c = cls[r]
-        alpha[0, 0] = 1.0
-        seen[0, 0] = True
+        apos[0, 0] = 1.0
         act[0, 0] = 0
         nact[0] = 1
         for t in range(1, T + 1):
             st = s0 + t - 1
-            restart[t] = False
-            ignored[t] = False
-            nact[t] = 0
-            qs = q * sigma[st]
-            for a in range(nact[t - 1]):
-                x = act[t - 1, a]
-                w = alpha[t - 1, x]  # 0: a state reached by ignoring one emission
-                L = st_len[x]
-                row = off[L] + c * mpow[L] + st_ctx[x]
-                if kind[st] == 0:
-                    if not alive[row]:
-                        continue
-                    for v in range(m):
-                        p = flat[row, v]
-                        e = emis[st, v]
-                        if p > 0.0 and (w > 0.0 or e > 0.0):
-                            y = _next(x, v, m1, n_codes, order)
-                            _add(t, y, seen, act, nact)
-                            alpha[t, y] += w * p * e
-                else:
-                    stay = w if not alive[row] else w * (1.0 - q)
-                    if not alive[row] or q < 1.0:
-                        _add(t, x, seen, act, nact)
-                        alpha[t, x] += stay
-                    if alive[row] and qs > 0.0:
-                        for v in range(m):
-                            p = flat[row, v]
-                            if p > 0.0:
-                                y = _next(x, v, m1, n_codes, order)
-                                _add(t, y, seen, act, nact)
-                                alpha[t, y] += w * qs * p
-            tot = 0.0
-            for a in range(nact[t]):
-                tot += alpha[t, act[t, a]]
-            if not (tot > 0.0) or not np.isfinite(tot):
-                for a in range(nact[t]):
-                    alpha[t, act[t, a]] = 0.0
-                    seen[t, act[t, a]] = False
-                nact[t] = 0
-                if kind[st] == 0:  # restart from BK^sv (a first appearance)
-                    restart[t] = True
-                    for v in range(m):
-                        p = flat[off[0] + c * mpow[0], v]
-                        if p > 0.0:
-                            y = _next(0, v, m1, n_codes, order)
-                            _add(t, y, seen, act, nact)
-                            alpha[t, y] += p * emis[st, v]
-                else:  # an absence the model cannot explain: ignore it
-                    ignored[t] = True
-                    for a in range(nact[t - 1]):
-                        x = act[t - 1, a]
-                        seen[t, x] = True
-                        act[t, a] = x
-                        alpha[t, x] = alpha[t - 1, x]
-                    nact[t] = nact[t - 1]
-                tot = 0.0
-                for a in range(nact[t]):
-                    tot += alpha[t, act[t, a]]
-            if tot > 0.0:
-                for a in range(nact[t]):
-                    alpha[t, act[t, a]] /= tot
+            n, restart[t], ignored[t] = forward_step(
+                act[t - 1, : nact[t - 1]], apos[t - 1, : nact[t - 1]], kind[st], emis[st], sigma[st], c,
+                flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act[t : t + 1], nact[t : t + 1],
+            )  # fmt: skip
+            for a in range(n):
+                y = act[t, a]
+                apos[t, a] = cur[y]
+                cur[y] = 0.0
+                seen[0, y] = False
         # alive mass after the last step
         lm = 0.0
         for a in range(nact[T]):
             x = act[T, a]
             L = st_len[x]
             if alive[off[L] + c * mpow[L] + st_ctx[x]]:
-                lm += alpha[T, x]
+                lm += apos[T, a]
         live[r] = lm
         # backward messages and cavities
         for a in range(nact[T]):
@@ -213,80 +148,22 @@ def _fb_kernel(
         t_lo = 1 if backward else T
         for t in range(T, t_lo - 1, -1):
             st = s0 + t - 1
+            pc, pa = act[t - 1, : nact[t - 1]], apos[t - 1, : nact[t - 1]]
             if kind[st] == 0:
-                for v in range(m):
-                    cav[v] = 0.0
-                if restart[t]:
-                    row = off[0] + c * mpow[0]
-                    for v in range(m):
-                        p = flat[row, v]
-                        if p > 0.0:
-                            cav[v] += p * beta[t, _next(0, v, m1, n_codes, order)]
-                else:
-                    for a in range(nact[t - 1]):
-                        x = act[t - 1, a]
-                        L = st_len[x]
-                        row = off[L] + c * mpow[L] + st_ctx[x]
-                        if not alive[row]:
-                            continue
-                        w = alpha[t - 1, x]
-                        for v in range(m):
-                            p = flat[row, v]
-                            if p > 0.0:
-                                cav[v] += w * p * beta[t, _next(x, v, m1, n_codes, order)]
-                tot = 0.0
-                for v in range(m):
-                    tot += cav[v]
-                if tot > 0.0 and np.isfinite(tot):
-                    for v in range(m):
-                        out[st, v] = cav[v] / tot
-                else:
-                    for v in range(m):
-                        out[st, v] = flat[off[0] + c * mpow[0], v]
+                tot = cavity_sum(
+                    pc, pa, restart[t], c, flat, alive, off, mpow, st_len, st_ctx, order, beta[t], cav
+                )
+                write_cavity(cav, tot, c, flat, off, mpow, out[st])
             if t == t_lo:
                 break
-            # beta[t-1] on the states of alpha[t-1]
-            bt = 0.0
-            for a in range(nact[t - 1]):
-                x = act[t - 1, a]
-                if restart[t]:
-                    b = 1.0
-                elif ignored[t]:
-                    b = beta[t, x]
-                else:
-                    L = st_len[x]
-                    row = off[L] + c * mpow[L] + st_ctx[x]
-                    b = 0.0
-                    if kind[st] == 0:
-                        if alive[row]:
-                            for v in range(m):
-                                p = flat[row, v] * emis[st, v]
-                                if p > 0.0:
-                                    b += p * beta[t, _next(x, v, m1, n_codes, order)]
-                    else:
-                        if not alive[row]:
-                            b = beta[t, x]
-                        else:
-                            b = (1.0 - q) * beta[t, x] if q < 1.0 else 0.0
-                            qs = q * sigma[st]
-                            if qs > 0.0:
-                                for v in range(m):
-                                    p = flat[row, v]
-                                    if p > 0.0:
-                                        b += qs * p * beta[t, _next(x, v, m1, n_codes, order)]
-                beta[t - 1, x] = b
-                if b > bt:
-                    bt = b
-            if bt > 0.0:
-                for a in range(nact[t - 1]):
-                    beta[t - 1, act[t - 1, a]] /= bt
+            beta_before(
+                pc, restart[t], ignored[t], kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len,
+                st_ctx, order, q, beta[t], beta[t - 1],
+            )  # fmt: skip
         # reset the scratch
         for t in range(T + 1):
             for a in range(nact[t]):
-                x = act[t, a]
-                alpha[t, x] = 0.0
-                beta[t, x] = 0.0
-                seen[t, x] = False
+                beta[t, act[t, a]] = 0.0
             nact[t] = 0
 
 

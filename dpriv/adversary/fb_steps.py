@@ -1,0 +1,216 @@
+"""The steps of the forward-backward of :mod:`dpriv.adversary.smoothing` (one home for both
+kernels that run it: the whole-window ``_fb_kernel`` and the stored-message kernels of
+:mod:`dpriv.adversary.retro_kernels`).
+
+A *message* of a step is the sparse list of reached context states ``pc`` (int codes, in the
+order they were reached) with their normalised forward weights ``pa`` (float64, by position:
+``pa[a]`` belongs to ``pc[a]``); before a respondent's first step it is the empty context
+(code 0) with weight 1. β messages are dense by state code (float64, shape (n_codes,)).
+
+* :func:`forward_step`: α of the next step from a message (the emission of an OBS step, or an
+  absence), with the restart from BK^sv / ignored absence of the module doc of
+  :mod:`dpriv.adversary.smoothing`;
+* :func:`cavity_sum` / :func:`write_cavity`: the cavity of an OBS step (E14's prior),
+  Σ_x α_{t-1}(x) T(x, s) β_t(x ⊕ s), then normalised into a row of the output;
+* :func:`beta_before`: β of step t - 1 on the states of its message, from β of step t.
+
+Both kernels call exactly these, so their floating point operations run in the same order and
+their results are the same bytes (tests/test_gate_incremental.py checks it).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def _next(x, v, m1, n_codes, order):  # pragma: no cover - compiled
+    """The context state after state ``x`` draws value ``v`` (codes base ``m1``)."""
+    if order == 0:
+        return 0
+    return (x * m1) % n_codes + v + 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add(t, y, seen, act, nact):  # pragma: no cover - compiled
+    """Make state ``y`` active at step ``t`` (once): the sparse set of reached states."""
+    if not seen[t, y]:
+        seen[t, y] = True
+        act[t, nact[t]] = y
+        nact[t] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def forward_step(
+    pc, pa, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act, nact
+):  # pragma: no cover - compiled
+    """One forward step from the message (``pc``, ``pa``) of class ``c``: OBS (``kd`` 0, emission
+    ``erow``, float64 (M,)) or ABS (``kd`` 1, suppression share ``sg``, attendance ``q``).
+
+    Writes the normalised α of the step into ``cur`` (float64 (n_codes,), zero on entry; dense
+    by code) on the states ``act[0, :n]`` (int64 (1, n_codes)); ``seen`` (bool (1, n_codes),
+    False on entry) marks them; ``nact`` (int64 (1,)) gets ``n``. The caller reads and clears
+    ``cur`` and ``seen`` on those states. Returns (n, restart, ignored): the step restarted from
+    BK^sv (an OBS nothing explains), or ignored (an ABS nothing explains)."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    nact[0] = 0
+    restart = False
+    ignored = False
+    qs = q * sg
+    for a in range(pc.shape[0]):
+        x = pc[a]
+        w = pa[a]  # 0: a state reached by ignoring one emission
+        L = st_len[x]
+        row = off[L] + c * mpow[L] + st_ctx[x]
+        if kd == 0:
+            if not alive[row]:
+                continue
+            for v in range(m):
+                p = flat[row, v]
+                e = erow[v]
+                if p > 0.0 and (w > 0.0 or e > 0.0):
+                    y = _next(x, v, m1, n_codes, order)
+                    _add(0, y, seen, act, nact)
+                    cur[y] += w * p * e
+        else:
+            stay = w if not alive[row] else w * (1.0 - q)
+            if not alive[row] or q < 1.0:
+                _add(0, x, seen, act, nact)
+                cur[x] += stay
+            if alive[row] and qs > 0.0:
+                for v in range(m):
+                    p = flat[row, v]
+                    if p > 0.0:
+                        y = _next(x, v, m1, n_codes, order)
+                        _add(0, y, seen, act, nact)
+                        cur[y] += w * qs * p
+    n = nact[0]
+    tot = 0.0
+    for a in range(n):
+        tot += cur[act[0, a]]
+    if not (tot > 0.0) or not np.isfinite(tot):
+        for a in range(n):
+            cur[act[0, a]] = 0.0
+            seen[0, act[0, a]] = False
+        nact[0] = 0
+        if kd == 0:  # restart from BK^sv (a first appearance)
+            restart = True
+            for v in range(m):
+                p = flat[off[0] + c * mpow[0], v]
+                if p > 0.0:
+                    y = _next(0, v, m1, n_codes, order)
+                    _add(0, y, seen, act, nact)
+                    cur[y] += p * erow[v]
+        else:  # an absence the model cannot explain: ignore it
+            ignored = True
+            for a in range(pc.shape[0]):
+                x = pc[a]
+                seen[0, x] = True
+                act[0, a] = x
+                cur[x] = pa[a]
+            nact[0] = pc.shape[0]
+        n = nact[0]
+        tot = 0.0
+        for a in range(n):
+            tot += cur[act[0, a]]
+    if tot > 0.0:
+        for a in range(n):
+            cur[act[0, a]] /= tot
+    return n, restart, ignored
+
+
+@numba.njit(cache=True, nogil=True)
+def cavity_sum(pc, pa, restart, c, flat, alive, off, mpow, st_len, st_ctx, order, beta, cav):  # noqa: E501  # pragma: no cover
+    """Unnormalised cavity of an OBS step into ``cav`` (float64 (M,)) from the message before
+    it (``pc``, ``pa``) and β of the step (``beta``, dense by code); from BK^sv when the step
+    ``restart``-ed. Returns its sum."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    for v in range(m):
+        cav[v] = 0.0
+    if restart:
+        row = off[0] + c * mpow[0]
+        for v in range(m):
+            p = flat[row, v]
+            if p > 0.0:
+                cav[v] += p * beta[_next(0, v, m1, n_codes, order)]
+    else:
+        for a in range(pc.shape[0]):
+            x = pc[a]
+            L = st_len[x]
+            row = off[L] + c * mpow[L] + st_ctx[x]
+            if not alive[row]:
+                continue
+            w = pa[a]
+            for v in range(m):
+                p = flat[row, v]
+                if p > 0.0:
+                    cav[v] += w * p * beta[_next(x, v, m1, n_codes, order)]
+    tot = 0.0
+    for v in range(m):
+        tot += cav[v]
+    return tot
+
+
+@numba.njit(cache=True, nogil=True)
+def write_cavity(cav, tot, c, flat, off, mpow, out_row):  # pragma: no cover - compiled
+    """``out_row`` (float64 (M,)) = ``cav / tot``; BK^sv of class ``c`` when ``tot`` is not a
+    positive finite number."""
+    m = flat.shape[1]
+    if tot > 0.0 and np.isfinite(tot):
+        for v in range(m):
+            out_row[v] = cav[v] / tot
+    else:
+        for v in range(m):
+            out_row[v] = flat[off[0] + c * mpow[0], v]
+
+
+@numba.njit(cache=True, nogil=True)
+def beta_before(
+    pc, restart, ignored, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, bnext, bprev
+):  # pragma: no cover - compiled
+    """β of the step before a step (on its message's states ``pc``) into ``bprev`` (dense by
+    code), from β of the step (``bnext``, dense by code) and the step's kind ``kd``, emission
+    ``erow``, suppression share ``sg`` and restart / ignored flags; normalised by its largest
+    value (when positive)."""
+    m = flat.shape[1]
+    m1 = m + 1
+    n_codes = st_len.shape[0]
+    bt = 0.0
+    for a in range(pc.shape[0]):
+        x = pc[a]
+        if restart:
+            b = 1.0
+        elif ignored:
+            b = bnext[x]
+        else:
+            L = st_len[x]
+            row = off[L] + c * mpow[L] + st_ctx[x]
+            b = 0.0
+            if kd == 0:
+                if alive[row]:
+                    for v in range(m):
+                        p = flat[row, v] * erow[v]
+                        if p > 0.0:
+                            b += p * bnext[_next(x, v, m1, n_codes, order)]
+            else:
+                if not alive[row]:
+                    b = bnext[x]
+                else:
+                    b = (1.0 - q) * bnext[x] if q < 1.0 else 0.0
+                    qs = q * sg
+                    if qs > 0.0:
+                        for v in range(m):
+                            p = flat[row, v]
+                            if p > 0.0:
+                                b += qs * p * bnext[_next(x, v, m1, n_codes, order)]
+        bprev[x] = b
+        if b > bt:
+            bt = b
+    if bt > 0.0:
+        for a in range(pc.shape[0]):
+            bprev[pc[a]] /= bt
