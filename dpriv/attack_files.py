@@ -25,13 +25,36 @@ def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
     return root / ATTACK_DIR / f"gain_{name}.csv"
 
 
+def check_result_file(path: Path) -> None:
+    """Refuse (InputError) to replace ``path`` in a ledger's ``attack/`` folder unless it is
+    absent or a result an attack wrote there: a regular file (no symbolic link) whose CSV
+    header names ``release`` and ``adversary_gain``. Nothing is recorded inside a ledger
+    (dpriv/cli/outputs.py), so the header is what marks an attack's own result; a file
+    someone else put there under that name is never overwritten."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    header = ""
+    if path.is_file() and not path.is_symlink():
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            header = fh.readline()
+    names = {c.strip() for c in header.strip().split(",")}
+    if not {"release", "adversary_gain"} <= names:
+        raise InputError(
+            f"{path} exists and is not an attack result (no CSV header with release and "
+            "adversary_gain): dpriv replaces only its own attack/ results, never another file; "
+            "nothing was written: move it away first"
+        )
+
+
 def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:
     """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
     that ``dpriv report LEDGER`` draws it; returns the path. The file is the ledger's own
-    derived result: a later attack with the same knowledge replaces it.
+    derived result: a later attack with the same knowledge replaces it (only a result an
+    attack wrote: :func:`check_result_file`).
 
-    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``,
-    LedgerError when ``ledger`` is not a ledger folder."""
+    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, or
+    the file exists and is not an attack result; LedgerError when ``ledger`` is not a ledger
+    folder."""
     from dpriv.io import atomic_write
 
     missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
@@ -40,6 +63,7 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     path = gain_path(ledger, knowledge)
     if not path.parent.parent.is_dir():
         raise LedgerError(f"{path.parent.parent} is not a ledger folder (release into it first)")
+    check_result_file(path)
     path.parent.mkdir(exist_ok=True)
     atomic_write(path, gain.to_csv(index=False).encode(), mode=None)
     return path

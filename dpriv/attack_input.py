@@ -23,16 +23,18 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary.linkage import exact_qi_linkage, qi_linkage
+from dpriv.adversary.linkage import _cell_values, exact_qi_linkage, qi_linkage
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.anatomy import expand_sensitive
 from dpriv.dates import released_days
+from dpriv.digests import input_fingerprint
 from dpriv.errors import InputError, LedgerError
 from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP
+from dpriv.released import GROUP, _py
+from dpriv.rows import csv_lines, input_file
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
 from dpriv.validate import codes
 
@@ -171,6 +173,7 @@ def read_releases(
     """One :class:`ReadRelease` per committed release, in order (InputError/LedgerError as
     :func:`_members` and for a respondent with two tuples in one view)."""
     times = history[policy.time].to_numpy()
+    recorded = {int(r["index"]): r.get("input_sha") for r in ledger.committed()}
     out = []
     for i in releases:
         view = history[times == i]
@@ -180,8 +183,92 @@ def read_releases(
         released = released_days(ledger.read_view(i), policy)  # date bounds as days, like the history
         table = ledger.read_sensitive(i)  # an Anatomy release: the group counts are there
         values = released if table is None else expand_sensitive(table, policy)
-        out.append(ReadRelease(i, view, *_members(ledger, i, view, values, policy), released))
+        read = ReadRelease(i, view, *_members(ledger, i, view, values, policy), released)
+        check_released_view(read, recorded.get(i), np.flatnonzero(times == i), policy, ledger)
+        out.append(read)
     return out
+
+
+def check_released_view(
+    read: ReadRelease, recorded: str | None, where: np.ndarray, policy: ReleasePolicy, ledger: Ledger
+) -> None:
+    """InputError unless view ``read.index`` of the history is the one the ledger released: the
+    fingerprint of its ids, QIs and sensitive values (:func:`dpriv.digests.input_fingerprint`)
+    against the ``input_sha`` the ledger recorded (None: an old ledger, not checked). The
+    message names the first kept tuple whose QIs lie outside her released group (by its line
+    in the history file under :func:`dpriv.rows.rows_of`, else its row label; ``where``: the
+    positions of the view's rows in the history), when there is one.
+    """
+    if recorded is None or format(input_fingerprint(read.view, policy) % 2**64, "016x") == recorded:
+        return
+    i = read.index
+    text = (
+        f"view {i} of the history is not the one released into {ledger.root} (its ids, QIs or "
+        "sensitive values differ from the digest the ledger recorded)"
+    )
+    found = None if is_qi_table(read.released, policy) else _first_outside(read, policy)
+    if found is None:
+        raise InputError(
+            f"{text}; every released tuple lies within its published group, so the changed row "
+            "cannot be named (a QI changed within its group's bounds, a suppressed tuple, or a "
+            "row added or dropped): give the history that was released"
+        )
+    k, q, box = found
+    row = read.members.iloc[k]
+    at = int(pd.Index(read.view[policy.id]).get_indexer([row[policy.id]])[0])  # ids are unique
+    name = _row_name(int(where[at]), _py(read.view.index[at]))
+    rid, value = _py(row[policy.id]), _py(row[q])
+    raise InputError(
+        f"{text}: {name} ({policy.id}={rid!r}) has {q} = {value!r}, outside {box} "
+        f"published for her group in release {i}; give the history that was released"
+    )
+
+
+def _first_outside(read: ReadRelease, policy: ReleasePolicy) -> tuple[int, str, str] | None:
+    """(row of ``read.members``, QI, the published bound as text) of the first member, in the
+    history's order, whose QI lies outside her released group; None when every one fits."""
+    mem, rel = read.members, read.released
+    boxes = rel.drop_duplicates(GROUP).set_index(GROUP).reindex(mem["last_group"].to_numpy())
+    bad = np.zeros(len(mem), dtype=bool)
+    what = np.full(len(mem), "", dtype=object)
+    leaves = node_leaves(policy) or {}
+    for q in policy.qi:
+        if f"{q}_min" in rel.columns:
+            lo, hi = (boxes[f"{q}_{e}"].to_numpy(dtype=float) for e in ("min", "max"))
+            x = mem[q].to_numpy(dtype=float)
+            out = ~((lo <= x) & (x <= hi))
+            shown = [f"[{a:g}, {b:g}]" for a, b in zip(lo, hi)]
+        elif q in rel.columns:
+            cells, values = boxes[q].astype(str).to_numpy(), mem[q].astype(str).to_numpy()
+            pairs = pd.DataFrame({"cell": cells, "v": values})
+            fits = {
+                (c, v): v in _cell_values(c, leaves.get(q))
+                for c, v in pairs.drop_duplicates().itertuples(index=False)
+            }
+            out = ~np.array([fits[(c, v)] for c, v in pairs.itertuples(index=False)], dtype=bool)
+            shown = list(pairs["cell"])
+        else:
+            continue
+        new = out & ~bad
+        what[new] = [f"the {q} {b}" for b in np.asarray(shown, dtype=object)[new]]
+        bad |= out
+    if not bad.any():
+        return None
+    order = pd.Index(read.view[policy.id]).get_indexer(mem[policy.id])  # the history's order
+    k = int(np.flatnonzero(bad)[np.argmin(order[bad])])
+    q = what[k].split(" ")[1]
+    return k, q, what[k]
+
+
+def _row_name(position: int, label) -> str:
+    """``line 7 of h.csv`` (the history file under :func:`dpriv.rows.rows_of`; the header is
+    line 1), ``row 7 of h.parquet``, or ``row <label>`` of a DataFrame given in Python."""
+    src = input_file()
+    if src is None:
+        return f"row {label!r}"
+    if src.csv:
+        return f"line {csv_lines(src.path, [position])[0]} of {src.path}"
+    return f"row {position + 1} of {src.path}"
 
 
 def observed_releases(reads: list[ReadRelease], policy: ReleasePolicy, classes) -> list[ObservedRelease]:

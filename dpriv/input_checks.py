@@ -66,15 +66,17 @@ def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> Non
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ][\d:.+\-Z]*)?$")
 
 
-def date_hints(data: pd.DataFrame, given: ReleasePolicy, resolved: ReleasePolicy) -> list[str]:
+def date_hints(data: pd.DataFrame, given: ReleasePolicy, resolved: ReleasePolicy | None) -> list[str]:
     """A hint per QI inferred categorical (no kind, domain or hierarchy given) whose values are
     all ISO dates: ``"'adm' looks like dates: pass --date adm to release it as date
-    intervals"`` (a warning: the release goes on with sets of exact dates)."""
+    intervals"`` (a warning: the release goes on with sets of exact dates). ``resolved``:
+    ``given`` resolved on ``data``, or None (not resolved yet: a text column is inferred
+    categorical, :func:`date_hints_of`)."""
     hints = []
     for name in given.qi:
         if name in given.kinds or name in given.domains or name in given.hierarchies:
             continue
-        if resolved.kinds.get(name) != "categorical" or name not in data.columns:
+        if name not in data.columns or (resolved is not None and resolved.kinds.get(name) != "categorical"):
             continue
         col = data[name].dropna()
         if col.empty or pd.api.types.is_numeric_dtype(col.dtype):
@@ -89,6 +91,23 @@ def date_hints(data: pd.DataFrame, given: ReleasePolicy, resolved: ReleasePolicy
             f'intervals (or [kinds] {name} = "date" in the policy)'
         )
     return hints
+
+
+def date_hints_of(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[str]:
+    """:func:`date_hints` for a view or history before its policy is resolved (``dpriv
+    release`` says them as ``dpriv anonymize`` does): reads only the QIs a hint may concern,
+    those with no kind, domain or hierarchy given (none with a ledger's recorded policy)."""
+    cols = [
+        q
+        for q in policy.qi
+        if q in view.columns
+        and q not in policy.kinds
+        and q not in policy.domains
+        and q not in policy.hierarchies
+    ]
+    if not cols:
+        return []
+    return date_hints(to_pandas(view[cols]), policy, None)
 
 
 def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from dpriv.errors import PolicyError
 from dpriv.policy_gate import GATE_KEYS, touches_gate, warn_idle_gate_keys
-from dpriv.policy_keys import check_keys, unknown_key
+from dpriv.policy_keys import bound_message, check_keys, unknown_key
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -215,7 +215,7 @@ class ReleasePolicy(BaseModel):
             lines = [
                 f"  {unknown_key(str(e['loc'][0]), cls.model_fields)}"
                 if e["type"] == "extra_forbidden" and e["loc"]
-                else f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}"
+                else f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {bound_message(cls.model_fields, e)}"
                 for e in exc.errors()
             ]
             raise PolicyError("invalid policy:\n" + "\n".join(lines)) from None

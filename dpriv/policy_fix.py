@@ -8,6 +8,8 @@ changed policy needs a new ledger, into which the history is released from its f
 
 from __future__ import annotations
 
+from dpriv.errors import PolicyError
+
 #: What a policy change needs once a ledger holds committed releases.
 NEW_LEDGER = (
     "a ledger keeps the policy it was started with, so a changed policy needs a new ledger: "
@@ -22,3 +24,18 @@ def policy_change(fix: str, committed: int) -> str:
         return fix
     held = "release 1 is" if committed == 1 else f"releases 1..{committed} are"
     return f"{fix} ({held} committed: {NEW_LEDGER})"
+
+
+#: The words of the refusal of a view smaller than k (:func:`dpriv.validate.validate_view`),
+#: whose fixes ("lower k", ``small_view = "suppress"``) are policy changes.
+K_LARGER_THAN_VIEW = "is larger than the view"
+
+
+def with_new_ledger(exc: PolicyError, committed: int) -> PolicyError:
+    """``exc`` with :func:`policy_change`'s words when it is the refusal of a view smaller than
+    k (:data:`K_LARGER_THAN_VIEW`) and ``committed`` > 0 releases are in the ledger; else
+    ``exc`` itself (other refusals word their own fix, e.g. :mod:`dpriv.gate`)."""
+    text = str(exc)
+    if committed <= 0 or K_LARGER_THAN_VIEW not in text or NEW_LEDGER in text:
+        return exc
+    return type(exc)(policy_change(text, committed))

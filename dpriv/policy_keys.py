@@ -1,4 +1,5 @@
-"""Unknown keys of a policy, named with their table and the closest known key.
+"""Unknown keys of a policy, named with their table and the closest known key; numbers outside
+their field's bounds, named with the whole interval (:func:`bound_message`).
 
 ``kk = 3`` under ``[privacy]`` is refused as "unknown key 'kk' in [privacy]; did you mean 'k'?"
 (:func:`difflib.get_close_matches` over the policy's fields) instead of pydantic's "Extra
@@ -41,3 +42,28 @@ def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
     ]
     if bad:
         raise PolicyError(f"policy file {path}: " + "; ".join(bad))
+
+
+#: pydantic's error types of a numeric bound (Field gt/ge/lt/le).
+_BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+
+
+def bound_message(fields: dict[str, Any], error: Any) -> str:
+    """The message of one pydantic error (``fields``: the model's ``model_fields``); for a
+    number outside its field's bounds (NaN included, which fails every bound) the whole
+    interval, ``must be a number in (0, 1], got nan``, rather than pydantic's one failed side
+    ("should be less than or equal to 1")."""
+    field = fields.get(str(error["loc"][0])) if error["loc"] else None
+    if error["type"] not in _BOUND_ERRORS or field is None:
+        return error["msg"]
+    lo, hi = "(-inf", "inf)"
+    for m in field.metadata:
+        if getattr(m, "gt", None) is not None:
+            lo = f"({m.gt:g}"
+        elif getattr(m, "ge", None) is not None:
+            lo = f"[{m.ge:g}"
+        elif getattr(m, "lt", None) is not None:
+            hi = f"{m.lt:g})"
+        elif getattr(m, "le", None) is not None:
+            hi = f"{m.le:g}]"
+    return f"must be a number in {lo}, {hi}, got {error.get('input')!r}"

@@ -16,7 +16,6 @@ from dpriv.cli.common import (
     check_out,
     command,
     load_policy,
-    record_output,
     write_frame,
 )
 from dpriv.errors import PolicyError
@@ -109,7 +108,10 @@ def attack(
 
     own = out is None  # the ledger's own attack/ file, which dpriv attack writes and re-writes
     if own:
+        from dpriv.attack_files import check_result_file
+
         out = default_out(ledger, knowledge, adversary)
+        check_result_file(out)  # an attack's earlier result only, never a file put there
     else:  # before the attack: an unknown suffix, the history itself, an existing file
         check_out(out, history, kind="attack", force=force)
     if policy is not None:
@@ -121,18 +123,21 @@ def attack(
         near = [Path(history).parent] if "://" not in str(history) else []
         base = recorded_base(ledger, pol.knowledge, pol.hierarchies, near + [ledger.parent], strict=False)
         pol = pol.with_overrides(base_dir=base)
+    from dpriv.rows import rows_of
+
     try:
-        gain = run(
-            ledger,
-            read_table(history).compute(),
-            pol,
-            knowledge,
-            adversary=adversary,
-            deductions=deductions,
-            attendance=attendance,
-            membership=membership,
-            revision=revision,
-        )
+        with rows_of(history):  # a row of the history is named by its line in the file
+            gain = run(
+                ledger,
+                read_table(history).compute(),
+                pol,
+                knowledge,
+                adversary=adversary,
+                deductions=deductions,
+                attendance=attendance,
+                membership=membership,
+                revision=revision,
+            )
     except PolicyError as exc:
         if policy is not None:
             raise
@@ -177,8 +182,7 @@ def report(
 
     check_out(out, *([history] if history else []), kind="report", force=force)
     led = Ledger(ledger)
-    path = write_report(led, out, title=title, history=history)
-    record_output(path, "report")
+    path = write_report(led, out, title=title, history=history)  # records it in .dpriv-outputs
     curves = gain_curves(led)
     typer.echo(
         f"report of {len(led.committed())} release(s) written to {path}"

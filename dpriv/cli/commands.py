@@ -46,7 +46,7 @@ from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError, PolicyError
 from dpriv.policy_base import record_base, with_hint
-from dpriv.policy_fix import policy_change
+from dpriv.policy_fix import policy_change, with_new_ledger
 
 
 @app.command()
@@ -177,6 +177,10 @@ def _run_release(
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
+    from dpriv.input_checks import date_hints_of
+
+    for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
+        _say(hint)
     from dpriv.cluster import ledger_start, release_frame, release_place
 
     # checked before any cluster; a cluster only when asked for or when a view is too large to
@@ -192,6 +196,8 @@ def _run_release(
     released: list[int] = []
 
     def on_release(i: int, m: Mapping[str, Any]) -> None:
+        if not released:  # the table's header with its first row: nothing on stdout before
+            typer.echo(RELEASE_HEADER)  # the checks of every view have passed
         released.append(i)
         if eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it
             record_base(ledger, pol.base_dir)
@@ -209,7 +215,6 @@ def _run_release(
 
     # on a cluster: persisted on the workers, each view a filter of it, never collected
     with release_frame(placement, scheduler=scheduler, say=_say) as history:
-        typer.echo(RELEASE_HEADER)
         try:
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method
@@ -217,7 +222,7 @@ def _run_release(
         except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
                 raise with_hint(exc) from None
-            raise
+            raise with_new_ledger(exc, max(start.committed, default=0) if start else 0) from None
     if not released:
         typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
     typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")

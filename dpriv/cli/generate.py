@@ -43,9 +43,11 @@ def generate_medical(
     debug: Debug = False,
 ) -> None:
     """The paper-setting history (docs/algorithms.md §2.5) with its exact knowledge files."""
+    from dpriv.cli.outputs import check_folder
     from dpriv.datasets import medical_history, write_history
     from dpriv.datasets.files import RECOMMENDED_DEFENSE
 
+    check_folder(out)
     if partitions is not None:
         _generate_medical_partitioned(out, views, view_size, attendance, seed, partitions, scheduler, force)
         return
@@ -133,10 +135,21 @@ def generate_pbc(
     drop_missing: Annotated[
         bool, typer.Option(help="Drop visits without a stage (default: refuse).")
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Replace history.parquet and policy.toml that an earlier dpriv generate pbc wrote "
+            "into --out, if unchanged since (an edited or foreign file is refused)."
+        ),
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """The Mayo Clinic PBC cohort as yearly views (visit year -> view), ready for release."""
+    from dpriv.cli.outputs import check_folder
     from dpriv.datasets import write_pbc
+    from dpriv.datasets.files import PBC_FILES, check_generated
 
-    policy_path = write_pbc(out, path, keep=keep, drop_missing=drop_missing)
+    check_folder(out)
+    check_generated(out, overwrite=force, flag="--force", files=PBC_FILES)  # before reading the cohort
+    policy_path = write_pbc(out, path, keep=keep, drop_missing=drop_missing, overwrite=force)
     typer.echo(f"history and policy written: {policy_path}")

@@ -198,6 +198,17 @@ def check_suffix(out: Path, kind: str) -> None:
         raise InputError(f"--out {out} is a folder: give a file name ending in {spec.names()}")
 
 
+def check_folder(out: Path, flag: str = "--out") -> None:
+    """Refuse (InputError) an output whose folder does not exist: dpriv creates no folder a
+    user did not ask for (``--out nodir/x.csv`` with a mistyped ``nodir``)."""
+    folder = Path(out).parent
+    if not folder.is_dir():
+        raise InputError(
+            f"{flag} {out}: folder {folder} does not exist; create it first (mkdir -p {folder}) "
+            "or choose an existing folder: nothing was written"
+        )
+
+
 def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = None) -> None:
     """Refuse (InputError) to write ``path`` when it exists, unless ``force`` and
     :func:`written_by` says the command ``kind`` wrote it as it is now. ``out`` (the ``--out``
@@ -249,9 +260,11 @@ def check_out(
     one of the ``inputs`` or a ledger's file (:func:`check_not_input`, even with ``force``); a
     suffix it does not write or a folder (:func:`check_suffix`); an existing ``out``,
     companion ``out`` + suffix in ``companions`` (e.g. ``.metrics.json``) or path in ``also``,
-    unless ``force`` and dpriv ``kind`` wrote it as it is (:func:`check_replaceable`)."""
+    unless ``force`` and dpriv ``kind`` wrote it as it is (:func:`check_replaceable`); a folder
+    that does not exist (:func:`check_folder`)."""
     check_not_input(out, *inputs)  # first: the gravest (an input, the ledger's record)
     check_suffix(out, kind)
+    check_folder(out)
     paths = [out, *(out.with_name(out.name + c) for c in companions), *also]
     existing = [p for p in paths if p.exists() or p.is_symlink()]
     if not force and len(existing) > 1:

@@ -128,11 +128,17 @@ GENERATED_FILES = (
 )
 
 
-def refuse_existing(out: Path, flag: str = "overwrite=True (CLI: --force)") -> None:
-    """Raise InputError naming the generated files that already exist in ``out``."""
+#: What :func:`write_pbc` writes, relative to ``out_dir``.
+PBC_FILES = ("history.parquet", "policy.toml")
+
+
+def refuse_existing(
+    out: Path, flag: str = "overwrite=True (CLI: --force)", files: tuple[str, ...] = GENERATED_FILES
+) -> None:
+    """Raise InputError naming the generated ``files`` that already exist in ``out``."""
     from dpriv.errors import InputError
 
-    present = [name for name in GENERATED_FILES if (out / name).exists() or (out / name).is_symlink()]
+    present = [name for name in files if (out / name).exists() or (out / name).is_symlink()]
     if present:
         ledger = " next to a ledger that may pin them by SHA-256" if (out / "ledger").exists() else ""
         raise InputError(
@@ -141,20 +147,27 @@ def refuse_existing(out: Path, flag: str = "overwrite=True (CLI: --force)") -> N
         )
 
 
-def check_generated(out: Path, *, overwrite: bool, flag: str = "overwrite=True (CLI: --force)") -> None:
-    """Refuse (InputError, before anything is written or generated) the generated files of
-    ``out`` that exist: all of them without ``overwrite`` (:func:`refuse_existing`); with it,
+def check_generated(
+    out: Path,
+    *,
+    overwrite: bool,
+    flag: str = "overwrite=True (CLI: --force)",
+    files: tuple[str, ...] = GENERATED_FILES,
+) -> None:
+    """Refuse (InputError, before anything is written or generated) the generated ``files`` of
+    ``out`` (default :data:`GENERATED_FILES`; :data:`PBC_FILES` for :func:`write_pbc`) that
+    exist: all of them without ``overwrite`` (:func:`refuse_existing`); with it,
     those dpriv did not write or that changed since (a user's edit of ``policy.toml``): only
     a file recorded in ``.dpriv-outputs`` of its folder as written by ``generate`` with these
     very bytes may be replaced (dpriv/cli/outputs.py)."""
     from dpriv.cli.outputs import RECORD, written_by
 
     if not overwrite:
-        refuse_existing(out, flag)
+        refuse_existing(out, flag, files)
         return
     kept = [
         name
-        for name in GENERATED_FILES
+        for name in files
         if ((out / name).exists() or (out / name).is_symlink()) and written_by(out / name) != "generate"
     ]
     if kept:
@@ -176,12 +189,12 @@ def _remove_dataset(folder: Path) -> None:
     folder.rmdir()
 
 
-def _record_generated(out: Path) -> None:
-    """Record the generated files in ``.dpriv-outputs`` (kind ``generate``): a later
+def _record_generated(out: Path, files: tuple[str, ...] = GENERATED_FILES) -> None:
+    """Record the generated ``files`` in ``.dpriv-outputs`` (kind ``generate``): a later
     ``--force`` / ``overwrite=True`` may replace them while they are unchanged."""
     from dpriv.cli.outputs import record_output
 
-    for name in GENERATED_FILES:
+    for name in files:
         if (out / name).exists():
             record_output(out / name, "generate")
 
@@ -270,10 +283,13 @@ def write_pbc(
     drop_missing: bool = False,
     privacy: dict[str, Any] | None = None,
     min_view_size: int | None = None,
+    overwrite: bool = False,
 ) -> Path:
-    """Write the PBC history and its policy into ``out_dir`` (created if needed).
+    """Write the PBC history and its policy into ``out_dir`` (created if needed; its parent
+    must exist).
 
-    Files (overwritten)::
+    Files (created; replaced only with ``overwrite=True`` and only while unchanged since dpriv
+    generate wrote them, :func:`check_generated`; recorded in ``.dpriv-outputs``)::
 
         out_dir/history.parquet   respondent_id, view, age, sex, stage (SENSITIVE: has ids)
         out_dir/policy.toml       the policy of :func:`pbc_history`
@@ -286,6 +302,8 @@ def write_pbc(
         As in :func:`pbc_history`.
     privacy : dict, optional
         ``k``, ``t`` and/or ``j`` overriding :data:`PBC_PRIVACY`.
+    overwrite : bool
+        Replace files an earlier ``write_pbc`` wrote (unchanged since); others are refused.
 
     Returns
     -------
@@ -297,6 +315,13 @@ def write_pbc(
     unknown = sorted(set(params) - set(PBC_PRIVACY))
     if unknown:
         raise InputError(f"privacy accepts only k, t and j, got {unknown}")
+    out = Path(out_dir)
+    if not out.absolute().parent.is_dir():
+        raise InputError(
+            f"folder {out.absolute().parent} does not exist; create it first, or choose an existing "
+            "folder for out_dir: nothing was written"
+        )
+    check_generated(out, overwrite=overwrite, files=PBC_FILES)  # before reading the cohort
     history, policy = pbc_history(
         path,
         keep=keep,
@@ -307,11 +332,11 @@ def write_pbc(
         j=float(params["j"]),
         min_view_size=min_view_size,
     )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)
     frame = history.copy()
     frame.attrs = {}
     frame.to_parquet(out / "history.parquet", index=False)
     policy_path = out / "policy.toml"
     policy_path.write_text(toml_dumps(policy), encoding="utf-8")
+    _record_generated(out, PBC_FILES)
     return policy_path

@@ -232,7 +232,9 @@ def write_report(
     ledger : Ledger, str or Path
         A release ledger (or its folder).
     out_html : str or Path
-        The page to write (its folder is created); overwritten atomically.
+        The page to write (its folder is created), atomically, and recorded in the folder's
+        ``.dpriv-outputs`` (dpriv/cli/outputs.py). An existing file is replaced only when an
+        earlier report wrote it and it is unchanged since (``dpriv report --force``'s rule).
     gains : dict knowledge name -> DataFrame, optional
         Adversary gains per release (columns ``release``, ``adversary_gain``, e.g. the
         frames returned by :func:`dpriv.attack.attack`); merged with the
@@ -253,10 +255,15 @@ def write_report(
         ``ledger`` is not a ledger.
     InputError
         The ledger has no policy yet, a gain / KPR table lacks its columns, or the history
-        lacks the policy's time column or a QI.
+        lacks the policy's time column or a QI; ``out_html`` exists and is not a page an
+        earlier report wrote (or has changed since): nothing is written.
     """
-    page = render_report(ledger, gains=gains, title=title, history=history)
+    from dpriv.cli.outputs import check_replaceable, record_output
+
     out = Path(out_html)
+    check_replaceable(out, "report", force=True)  # before any work: never another file
+    page = render_report(ledger, gains=gains, title=title, history=history)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, page.encode("utf-8"), mode=None)
+    record_output(out, "report")
     return out

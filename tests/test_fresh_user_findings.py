@@ -1,0 +1,283 @@
+"""Findings of a fresh-user run: each refusal exits 2 with a message naming the value and the
+fix, and writes nothing (every byte and mtime of the files around unchanged).
+
+1. ``dpriv attack`` refuses a history with one QI changed in a released view (the digest the
+   ledger recorded), naming the view and the first row outside its group by its line;
+2. ``--out nodir/x.csv`` is refused, ``nodir`` is not created;
+3. ``dpriv release`` prints nothing to stdout before its checks pass;
+4. a policy number outside its bounds (NaN) names the whole interval;
+5. ``write_report``, ``save_gain`` and ``write_pbc`` never overwrite a file they did not write;
+6. ``dpriv release`` says the date hint as ``dpriv anonymize`` does;
+7. k larger than a view of a ledger that holds releases says a new ledger is needed.
+"""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_cli import assert_refused
+from test_cli_safety import snapshot
+from test_pbc import ROWS, quiet, visits_csv
+from typer.testing import CliRunner
+
+from dpriv.attack import attack, gain_path, save_gain
+from dpriv.cli import app
+from dpriv.datasets import medical_history, write_history, write_pbc
+from dpriv.errors import InputError, PolicyError
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.policy_fix import NEW_LEDGER
+from dpriv.release import release_history
+from dpriv.report import write_report
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """A generated history (2 views x 60, also as CSV), a ledger of both and its dk attack."""
+    out = tmp_path_factory.mktemp("gen")
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    privacy = {"privacy": {"k": 4, "t": 0.6, "j": 0.9, "max_suppression": 1.0}}
+    write_history(out, mh, policy_extra=privacy)
+    mh.history.to_csv(out / "history.csv", index=False)
+    policy = ReleasePolicy.from_toml(out / "policy.toml")
+    release_history(mh.history, policy, out / "led")
+    res = run("attack", out / "led", "--history", out / "history.csv", "--knowledge", "dk")
+    assert res.exit_code == 0, res.output
+    return out, mh.history, policy
+
+
+def _member(out: Path, history: pd.DataFrame, policy: ReleasePolicy, inside: bool):
+    """(row position in the history, new age) for a kept tuple of release 1 whose age box has
+    room: a new age inside her group's box (``inside``) or just outside it (within the domain)."""
+    led = Ledger(out / "led")
+    state, view = led.read_state(1), led.read_view(1)
+    kept = state[state["last_release"] == 1]
+    boxes = view.drop_duplicates("qi_group").set_index("qi_group")
+    lo_dom, hi_dom = policy.domains["age"][0], policy.domains["age"][-1]
+    v1 = history[history["view"] == 1]
+    for rid, group in zip(kept[policy.id], kept["last_group"]):
+        lo, hi = boxes.loc[group, "age_min"], boxes.loc[group, "age_max"]
+        pos = int(np.flatnonzero((history["view"] == 1) & (history[policy.id] == rid))[0])
+        age = v1.loc[v1[policy.id] == rid, "age"].iloc[0]
+        if inside and lo < hi:
+            return pos, int(lo if age != lo else hi)
+        if not inside and (hi + 1 <= hi_dom or lo - 1 >= lo_dom):
+            return pos, int(hi + 1 if hi + 1 <= hi_dom else lo - 1)
+    pytest.skip("no kept tuple with room in its box")  # pragma: no cover - the fixture has them
+
+
+# -- 1. a history with a changed QI -----------------------------------------------------------
+def test_attack_refuses_a_qi_changed_outside_its_group_naming_the_line(released, tmp_path):
+    out, history, policy = released
+    pos, age = _member(out, history, policy, inside=False)
+    changed = history.copy()
+    changed.loc[changed.index[pos], "age"] = age
+    bad = tmp_path / "h.csv"
+    changed.to_csv(bad, index=False)
+    before = snapshot(out / "led")
+    res = run("attack", out / "led", "--history", bad, "--knowledge", "dk")
+    rid = history.iloc[pos][policy.id].item()
+    assert_refused(
+        res,
+        r"view 1 of the history is not the one released into",
+        rf"line {pos + 2} of {bad}",  # the header is line 1
+        rf"respondent_id={rid!r}\) has age = {age}, outside the age \[",
+        "give the history that was released",
+    )
+    assert snapshot(out / "led") == before  # gain_dk.csv not rewritten
+
+
+def test_attack_refuses_a_qi_changed_within_its_group_naming_the_view(released, tmp_path):
+    out, history, policy = released
+    pos, age = _member(out, history, policy, inside=True)
+    changed = history.copy()
+    changed.loc[changed.index[pos], "age"] = age
+    before = snapshot(out / "led")
+    with pytest.raises(InputError, match="view 1 of the history is not the one released.*cannot be named"):
+        attack(out / "led", changed, policy, "dk")
+    bad = tmp_path / "h.csv"
+    changed.to_csv(bad, index=False)
+    res = run("attack", out / "led", "--history", bad, "--knowledge", "dk")
+    assert_refused(res, "view 1 of the history is not the one released", "cannot be named")
+    assert snapshot(out / "led") == before
+
+
+def test_attack_names_a_row_by_its_label_in_python(released):
+    out, history, policy = released
+    pos, age = _member(out, history, policy, inside=False)
+    changed = history.copy()
+    label = changed.index[pos]
+    changed.loc[label, "age"] = age
+    with pytest.raises(InputError, match=rf"view 1 .*: row {int(label)!r} \("):
+        attack(out / "led", changed, policy, "dk")
+
+
+# -- 2. --out into a folder that does not exist ---------------------------------------------------
+@pytest.mark.parametrize("command", ["attack", "report", "export"])
+def test_an_out_in_a_missing_folder_is_refused(command, released, tmp_path):
+    out, _, _ = released
+    target = tmp_path / "nodir" / {"attack": "g.csv", "report": "r.html", "export": "e.csv"}[command]
+    args = {
+        "attack": ("attack", out / "led", "--history", out / "history.csv", "--knowledge", "dk"),
+        "report": ("report", out / "led"),
+        "export": ("export", "--ledger", out / "led", "--view", "1"),
+    }[command]
+    before = snapshot(out)
+    res = run(*args, "--out", target)
+    assert_refused(res, rf"folder {tmp_path / 'nodir'} does not exist; create it first")
+    assert not (tmp_path / "nodir").exists()
+    assert snapshot(out) == before
+
+
+def test_generate_into_a_missing_parent_folder_is_refused(tmp_path):
+    res = run("generate", "medical", "--views", "1", "--view-size", "10", "--out", tmp_path / "a" / "b")
+    assert_refused(res, rf"folder {tmp_path / 'a'} does not exist; create it first")
+    assert not (tmp_path / "a").exists()
+
+
+# -- 3 and 7. release: nothing on stdout before the checks; the new-ledger wording ----------------
+@pytest.fixture
+def small(tmp_path):
+    """A ledger of views 1-2 of a 12-respondent history, and that history with a view 3 of one
+    tuple (fewer than k = 2)."""
+    rows = [
+        {"rid": r, "view": v, "age": 20 + 3 * r + v, "gender": "FM"[r % 2], "s": "abc"[(r + v) % 3]}
+        for v in (1, 2)
+        for r in range(12)
+    ]
+    h12 = pd.DataFrame(rows)
+    h12.to_csv(tmp_path / "h12.csv", index=False)
+    more = pd.DataFrame([{"rid": 0, "view": 3, "age": 30, "gender": "F", "s": "a"}])
+    pd.concat([h12, more]).to_csv(tmp_path / "h123.csv", index=False)
+    (tmp_path / "pol.toml").write_text(
+        '[columns]\nid = "rid"\ntime = "view"\nqi = ["age", "gender"]\nsensitive = "s"\n'
+        "[privacy]\nk = 2\nt = 1.0\nj = 1.0\n"
+    )
+    res = run(
+        "release", tmp_path / "h12.csv", "--ledger", tmp_path / "led", "--policy", tmp_path / "pol.toml"
+    )
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[0].split()[:2] == ["release", "groups"]  # the table when released
+    return tmp_path
+
+
+def test_k_larger_than_a_view_of_a_ledger_with_releases_says_new_ledger(small):
+    before = snapshot(small / "led")
+    res = run("release", small / "h123.csv", "--ledger", small / "led")
+    assert_refused(
+        res,
+        r"view = 3: k = 2 is larger than the view \(1 rows\): lower k or add data",
+        r"\(releases 1\.\.2 are committed: " + NEW_LEDGER.replace("(", r"\(").replace(")", r"\)"),
+    )
+    assert res.stdout == ""  # not even the table's header
+    assert snapshot(small / "led") == before
+
+
+def test_k_larger_than_the_first_view_keeps_its_words(small):
+    res = run("release", small / "h123.csv", "--ledger", small / "new", "--policy", small / "pol.toml")
+    out = assert_refused(res, r"k = 2 is larger than the view \(1 rows\)")
+    assert "committed" not in out and res.stdout == ""
+    assert not (small / "new").exists()
+
+
+# -- 4. a number outside its bounds ------------------------------------------------------------------
+@pytest.mark.parametrize("value, shown", [("nan", "nan"), ("1.5", "1.5"), ("0", "0")])
+def test_retro_max_gain_outside_its_bounds_names_the_interval(value, shown, small):
+    text = (small / "pol.toml").read_text() + f"retro_max_gain = {value}\n"
+    (small / "bad.toml").write_text(text)
+    with pytest.raises(PolicyError, match=rf"retro_max_gain: must be a number in \(0, 1\], got {shown}"):
+        ReleasePolicy.from_toml(small / "bad.toml")
+    res = run("release", small / "h12.csv", "--ledger", small / "led2", "--policy", small / "bad.toml")
+    assert_refused(res, r"must be a number in \(0, 1\]")
+    assert res.stdout == "" and not (small / "led2").exists()
+
+
+def test_an_int_bound_names_its_interval():
+    with pytest.raises(PolicyError, match=r"k: must be a number in \[1, inf\), got 0"):
+        ReleasePolicy.from_dict({"id": "r", "qi": ["a"], "sensitive": "s", "k": 0})
+
+
+# -- 5. the Python writers never overwrite a file they did not write ------------------------------
+def test_write_report_replaces_only_its_own_page(released, tmp_path):
+    out, _, _ = released
+    page = tmp_path / "r.html"
+    page.write_text("mine")
+    with pytest.raises(InputError, match="was not written by dpriv"):
+        write_report(out / "led", page)
+    assert page.read_text() == "mine"
+    page.unlink()
+    write_report(out / "led", page)
+    write_report(out / "led", page)  # its own page, unchanged: replaced
+    page.write_text(page.read_text() + "<!-- edited -->")
+    edited = snapshot(page)
+    with pytest.raises(InputError, match="has changed since dpriv report wrote it"):
+        write_report(out / "led", page)
+    assert snapshot(page) == edited
+
+
+def test_save_gain_and_the_cli_replace_only_an_attack_result(released, tmp_path):
+    out, _, _ = released
+    gain = pd.DataFrame({"release": [1, 2], "adversary_gain": [0.1, 0.2]})
+    path = save_gain(gain, out / "led", "ie")
+    assert path == gain_path(out / "led", "ie")
+    save_gain(gain.assign(adversary_gain=[0.3, 0.4]), out / "led", "ie")  # its own result
+    assert pd.read_csv(path)["adversary_gain"].tolist() == [0.3, 0.4]
+    foreign = gain_path(out / "led", "dk-1")
+    foreign.write_text("my notes\n")
+    with pytest.raises(InputError, match="is not an attack result"):
+        save_gain(gain, out / "led", "dk-1")
+    res = run("attack", out / "led", "--history", out / "history.csv", "--knowledge", "dk-1")
+    assert_refused(res, "is not an attack result", "move it away first")
+    assert foreign.read_text() == "my notes\n"
+    foreign.unlink()
+
+
+@quiet
+def test_write_pbc_and_generate_pbc_replace_only_their_own_files(tmp_path):
+    path = visits_csv(tmp_path, ROWS)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "policy.toml").write_text("# mine\n")
+    with pytest.raises(InputError, match=r"already holds \['policy.toml'\]"):
+        write_pbc(out, path, min_view_size=1)
+    res = run("generate", "pbc", "--path", path, "--out", out, "--force")
+    assert_refused(res, r"holds \['policy.toml'\], changed since dpriv wrote it or not written by dpriv")
+    assert (out / "policy.toml").read_text() == "# mine\n" and not (out / "history.parquet").exists()
+    (out / "policy.toml").unlink()
+    write_pbc(out, path, min_view_size=1)
+    with pytest.raises(InputError, match="already holds"):
+        write_pbc(out, path, min_view_size=1)
+    write_pbc(out, path, min_view_size=1, overwrite=True)  # its own files, unchanged
+    with pytest.raises(InputError, match=r"folder .*nope does not exist; create it first"):
+        write_pbc(tmp_path / "nope" / "out", path, min_view_size=1)
+    assert not (tmp_path / "nope").exists()
+
+
+# -- 6. the date hint in release ---------------------------------------------------------------------
+def test_release_says_the_date_hint_as_anonymize_does(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 16
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 300, 2 * n), unit="D")
+    h = pd.DataFrame(
+        {
+            "rid": np.tile(np.arange(n), 2),
+            "view": np.repeat([1, 2], n),
+            "age": rng.integers(20, 60, 2 * n),
+            "adm": days.strftime("%Y-%m-%d"),
+            "s": rng.choice(["a", "b", "c"], 2 * n),
+        }
+    )
+    h.to_csv(tmp_path / "h.csv", index=False)
+    flags = ["--id", "rid", "--time", "view", "--qi", "age,adm", "--sensitive", "s", "--k", "2"]
+    hint = r"'adm' looks like dates: pass --date adm to release it as date intervals"
+    res = run("release", tmp_path / "h.csv", "--ledger", tmp_path / "led", *flags, "--t", "1", "--j", "1")
+    assert res.exit_code in (0, 2), res.output
+    assert len(re.findall(hint, res.stderr)) == 1, res.stderr
+    res = run("release", tmp_path / "h.csv", "--ledger", tmp_path / "led2", *flags, "--date", "adm")
+    assert "looks like dates" not in res.output
