@@ -3,9 +3,11 @@ kernels that run it: the whole-window ``_fb_kernel`` and the stored-message kern
 :mod:`dpriv.adversary.retro_kernels`).
 
 A *message* of a step is the sparse list of reached context states ``pc`` (int codes, in the
-order they were reached) with their normalised forward weights ``pa`` (float64, by position:
-``pa[a]`` belongs to ``pc[a]``); before a respondent's first step it is the empty context
-(code 0) with weight 1. β messages are dense by state code (float64, shape (n_codes,)).
+order they were reached) with their normalised forward weights ``pa`` (float64): by position
+(``pa[a]`` belongs to ``pc[a]``, the stored messages of :mod:`dpriv.adversary.retro_kernels`)
+or, with ``by_code``, dense by state code (``pa[pc[a]]``, the whole-window kernel's α rows);
+before a respondent's first step it is the empty context (code 0) with weight 1. β messages
+are dense by state code (float64, shape (n_codes,)).
 
 * :func:`forward_step`: α of the next step from a message (the emission of an OBS step, or an
   absence), with the restart from BK^sv / ignored absence of the module doc of
@@ -24,7 +26,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _next(x, v, m1, n_codes, order):  # pragma: no cover - compiled
     """The context state after state ``x`` draws value ``v`` (codes base ``m1``)."""
     if order == 0:
@@ -41,28 +43,47 @@ def _add(t, y, seen, act, nact):  # pragma: no cover - compiled
         nact[t] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def forward_step(
-    pc, pa, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act, nact
+    pc,
+    pa,
+    by_code,
+    kd,
+    erow,
+    sg,
+    c,
+    flat,
+    alive,
+    off,
+    mpow,
+    st_len,
+    st_ctx,
+    order,
+    q,
+    cur,
+    seen,
+    act,
+    nact,
+    t,
 ):  # pragma: no cover - compiled
-    """One forward step from the message (``pc``, ``pa``) of class ``c``: OBS (``kd`` 0, emission
+    """One forward step from the message (``pc``, ``pa``, ``by_code``) of class ``c``: OBS (``kd`` 0, emission
     ``erow``, float64 (M,)) or ABS (``kd`` 1, suppression share ``sg``, attendance ``q``).
 
     Writes the normalised α of the step into ``cur`` (float64 (n_codes,), zero on entry; dense
-    by code) on the states ``act[0, :n]`` (int64 (1, n_codes)); ``seen`` (bool (1, n_codes),
-    False on entry) marks them; ``nact`` (int64 (1,)) gets ``n``. The caller reads and clears
+    by code) on the states ``act[t, :n]`` (int64 (>t, n_codes)); ``seen[t]`` (bool (>t,
+    n_codes), False on entry) marks them; ``nact[t]`` (int64 (>t,)) gets ``n``. The caller reads and clears
     ``cur`` and ``seen`` on those states. Returns (n, restart, ignored): the step restarted from
     BK^sv (an OBS nothing explains), or ignored (an ABS nothing explains)."""
     m = flat.shape[1]
     m1 = m + 1
     n_codes = st_len.shape[0]
-    nact[0] = 0
+    nact[t] = 0
     restart = False
     ignored = False
     qs = q * sg
     for a in range(pc.shape[0]):
         x = pc[a]
-        w = pa[a]  # 0: a state reached by ignoring one emission
+        w = pa[x] if by_code else pa[a]  # 0: a state reached by ignoring one emission
         L = st_len[x]
         row = off[L] + c * mpow[L] + st_ctx[x]
         if kd == 0:
@@ -73,59 +94,59 @@ def forward_step(
                 e = erow[v]
                 if p > 0.0 and (w > 0.0 or e > 0.0):
                     y = _next(x, v, m1, n_codes, order)
-                    _add(0, y, seen, act, nact)
+                    _add(t, y, seen, act, nact)
                     cur[y] += w * p * e
         else:
             stay = w if not alive[row] else w * (1.0 - q)
             if not alive[row] or q < 1.0:
-                _add(0, x, seen, act, nact)
+                _add(t, x, seen, act, nact)
                 cur[x] += stay
             if alive[row] and qs > 0.0:
                 for v in range(m):
                     p = flat[row, v]
                     if p > 0.0:
                         y = _next(x, v, m1, n_codes, order)
-                        _add(0, y, seen, act, nact)
+                        _add(t, y, seen, act, nact)
                         cur[y] += w * qs * p
-    n = nact[0]
+    n = nact[t]
     tot = 0.0
     for a in range(n):
-        tot += cur[act[0, a]]
+        tot += cur[act[t, a]]
     if not (tot > 0.0) or not np.isfinite(tot):
         for a in range(n):
-            cur[act[0, a]] = 0.0
-            seen[0, act[0, a]] = False
-        nact[0] = 0
+            cur[act[t, a]] = 0.0
+            seen[t, act[t, a]] = False
+        nact[t] = 0
         if kd == 0:  # restart from BK^sv (a first appearance)
             restart = True
             for v in range(m):
                 p = flat[off[0] + c * mpow[0], v]
                 if p > 0.0:
                     y = _next(0, v, m1, n_codes, order)
-                    _add(0, y, seen, act, nact)
+                    _add(t, y, seen, act, nact)
                     cur[y] += p * erow[v]
         else:  # an absence the model cannot explain: ignore it
             ignored = True
             for a in range(pc.shape[0]):
                 x = pc[a]
-                seen[0, x] = True
-                act[0, a] = x
-                cur[x] = pa[a]
-            nact[0] = pc.shape[0]
-        n = nact[0]
+                seen[t, x] = True
+                act[t, a] = x
+                cur[x] = pa[x] if by_code else pa[a]
+            nact[t] = pc.shape[0]
+        n = nact[t]
         tot = 0.0
         for a in range(n):
-            tot += cur[act[0, a]]
+            tot += cur[act[t, a]]
     if tot > 0.0:
         for a in range(n):
-            cur[act[0, a]] /= tot
+            cur[act[t, a]] /= tot
     return n, restart, ignored
 
 
-@numba.njit(cache=True, nogil=True)
-def cavity_sum(pc, pa, restart, c, flat, alive, off, mpow, st_len, st_ctx, order, beta, cav):  # noqa: E501  # pragma: no cover
+@numba.njit(cache=True, nogil=True, inline="always")
+def cavity_sum(pc, pa, by_code, restart, c, flat, alive, off, mpow, st_len, st_ctx, order, beta, cav):  # noqa: E501  # pragma: no cover
     """Unnormalised cavity of an OBS step into ``cav`` (float64 (M,)) from the message before
-    it (``pc``, ``pa``) and β of the step (``beta``, dense by code); from BK^sv when the step
+    it (``pc``, ``pa``, ``by_code``) and β of the step (``beta``, dense by code); from BK^sv when the step
     ``restart``-ed. Returns its sum."""
     m = flat.shape[1]
     m1 = m + 1
@@ -145,7 +166,7 @@ def cavity_sum(pc, pa, restart, c, flat, alive, off, mpow, st_len, st_ctx, order
             row = off[L] + c * mpow[L] + st_ctx[x]
             if not alive[row]:
                 continue
-            w = pa[a]
+            w = pa[x] if by_code else pa[a]
             for v in range(m):
                 p = flat[row, v]
                 if p > 0.0:
@@ -156,7 +177,7 @@ def cavity_sum(pc, pa, restart, c, flat, alive, off, mpow, st_len, st_ctx, order
     return tot
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def write_cavity(cav, tot, c, flat, off, mpow, out_row):  # pragma: no cover - compiled
     """``out_row`` (float64 (M,)) = ``cav / tot``; BK^sv of class ``c`` when ``tot`` is not a
     positive finite number."""
@@ -169,7 +190,7 @@ def write_cavity(cav, tot, c, flat, off, mpow, out_row):  # pragma: no cover - c
             out_row[v] = flat[off[0] + c * mpow[0], v]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def beta_before(
     pc, restart, ignored, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, bnext, bprev
 ):  # pragma: no cover - compiled

@@ -62,8 +62,8 @@ def _forward(
                 o, n = s_off[st - 1], s_n[st - 1]
                 pc, pa = s_code[o : o + n], s_alpha[o : o + n]
             n, rs, ig = forward_step(
-                pc, pa, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx, order, q,
-                cur, seen, act, nact,
+                pc, pa, False, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx,
+                order, q, cur, seen, act, nact, 0,
             )  # fmt: skip
             if used + n > cap:
                 for a in range(n):
@@ -123,9 +123,9 @@ def _predict(
         else:
             o, n = s_off[st - 1], s_n[st - 1]
             pc, pa = s_code[o : o + n], s_alpha[o : o + n]
-        tot = cavity_sum(pc, pa, False, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
+        tot = cavity_sum(pc, pa, False, False, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
         if not (tot > 0.0):  # restart from BK^sv
-            tot = cavity_sum(pc, pa, True, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
+            tot = cavity_sum(pc, pa, False, True, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
         write_cavity(cav, tot, c, flat, off, mpow, out[k])
 
 
@@ -154,7 +154,7 @@ def _backward(
                 pc, pa = s_code[o : o + n], s_alpha[o : o + n]
             if kind[st] == 0:
                 tot = cavity_sum(
-                    pc, pa, s_restart[st], c, flat, alive, off, mpow, st_len, st_ctx, order, bcur, cav
+                    pc, pa, False, s_restart[st], c, flat, alive, off, mpow, st_len, st_ctx, order, bcur, cav
                 )
                 write_cavity(cav, tot, c, flat, off, mpow, out[st])
             if t == 1:

@@ -99,18 +99,17 @@ def _fb_kernel(
     live,
 ):  # pragma: no cover - compiled
     """Each respondent's whole window from her first step: the steps of
-    :mod:`dpriv.adversary.fb_steps` (α of step ``t`` by position in ``apos[t]`` on the states
-    ``act[t]``, β dense by code)."""
+    :mod:`dpriv.adversary.fb_steps` on dense rows (α and β of step ``t`` by state code in
+    ``alpha[t]``, ``beta[t]``; its states ``act[t, :nact[t]]``)."""
     m = flat.shape[1]
     n_codes = st_len.shape[0]
     tmax = 0
     for r in rows:
         if end[r] - start[r] > tmax:
             tmax = end[r] - start[r]
-    apos = np.zeros((tmax + 1, n_codes))
+    alpha = np.zeros((tmax + 1, n_codes))
     beta = np.zeros((tmax + 1, n_codes))
-    cur = np.zeros(n_codes)
-    seen = np.zeros((1, n_codes), np.bool_)
+    seen = np.zeros((tmax + 1, n_codes), np.bool_)
     act = np.zeros((tmax + 1, n_codes), np.int64)
     nact = np.zeros(tmax + 1, np.int64)
     restart = np.zeros(tmax + 1, np.bool_)
@@ -120,27 +119,23 @@ def _fb_kernel(
         s0 = start[r]
         T = end[r] - s0
         c = cls[r]
-        apos[0, 0] = 1.0
+        alpha[0, 0] = 1.0
+        seen[0, 0] = True
         act[0, 0] = 0
         nact[0] = 1
         for t in range(1, T + 1):
             st = s0 + t - 1
-            n, restart[t], ignored[t] = forward_step(
-                act[t - 1, : nact[t - 1]], apos[t - 1, : nact[t - 1]], kind[st], emis[st], sigma[st], c,
-                flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act[t : t + 1], nact[t : t + 1],
+            _, restart[t], ignored[t] = forward_step(
+                act[t - 1, : nact[t - 1]], alpha[t - 1], True, kind[st], emis[st], sigma[st], c, flat,
+                alive, off, mpow, st_len, st_ctx, order, q, alpha[t], seen, act, nact, t,
             )  # fmt: skip
-            for a in range(n):
-                y = act[t, a]
-                apos[t, a] = cur[y]
-                cur[y] = 0.0
-                seen[0, y] = False
         # alive mass after the last step
         lm = 0.0
         for a in range(nact[T]):
             x = act[T, a]
             L = st_len[x]
             if alive[off[L] + c * mpow[L] + st_ctx[x]]:
-                lm += apos[T, a]
+                lm += alpha[T, x]
         live[r] = lm
         # backward messages and cavities
         for a in range(nact[T]):
@@ -148,11 +143,12 @@ def _fb_kernel(
         t_lo = 1 if backward else T
         for t in range(T, t_lo - 1, -1):
             st = s0 + t - 1
-            pc, pa = act[t - 1, : nact[t - 1]], apos[t - 1, : nact[t - 1]]
+            pc = act[t - 1, : nact[t - 1]]
             if kind[st] == 0:
                 tot = cavity_sum(
-                    pc, pa, restart[t], c, flat, alive, off, mpow, st_len, st_ctx, order, beta[t], cav
-                )
+                    pc, alpha[t - 1], True, restart[t], c, flat, alive, off, mpow, st_len, st_ctx, order,
+                    beta[t], cav,
+                )  # fmt: skip
                 write_cavity(cav, tot, c, flat, off, mpow, out[st])
             if t == t_lo:
                 break
@@ -163,7 +159,10 @@ def _fb_kernel(
         # reset the scratch
         for t in range(T + 1):
             for a in range(nact[t]):
-                beta[t, act[t, a]] = 0.0
+                x = act[t, a]
+                alpha[t, x] = 0.0
+                beta[t, x] = 0.0
+                seen[t, x] = False
             nact[t] = 0
 
 
