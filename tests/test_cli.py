@@ -179,6 +179,7 @@ def test_anonymize_refuses_bad_input(kind, cli, tmp_path):
     else:
         args = [*QI, *LOOSE, *extra]
     out = tmp_path / "out" / "released.parquet"
+    out.parent.mkdir()  # an existing folder: the input is what is refused
     assert_refused(cli("anonymize", src, "--out", out, *args), *patterns)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 

@@ -96,6 +96,7 @@ def _anonymize_with_policy(cli, tmp_path, frame):
     frame.to_csv(src, index=False)
     (tmp_path / "policy.toml").write_text(POLICY)
     out = tmp_path / "out" / "released.parquet"
+    out.parent.mkdir()  # an existing folder: the input is what is refused
     res = cli("anonymize", src, "--out", out, "--policy", tmp_path / "policy.toml")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     return res

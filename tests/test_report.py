@@ -210,6 +210,7 @@ def test_bad_gain_file_is_refused_by_name(built, tmp_path):
 def test_cli_report(built, tmp_path):
     runner = CliRunner()
     out = tmp_path / "cli" / "report.html"
+    out.parent.mkdir()
     res = runner.invoke(app, ["report", str(built[0].root), "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "3 release(s)" in res.output and "adversary gains: snapshot" in res.output

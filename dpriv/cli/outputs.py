@@ -200,8 +200,12 @@ def check_suffix(out: Path, kind: str) -> None:
 
 def check_folder(out: Path, flag: str = "--out") -> None:
     """Refuse (InputError) an output whose folder does not exist: dpriv creates no folder a
-    user did not ask for (``--out nodir/x.csv`` with a mistyped ``nodir``)."""
+    user did not ask for (``--out nodir/x.csv`` with a mistyped ``nodir``), but a ledger's
+    ``attack/`` folder (where results go, made on first use)."""
     folder = Path(out).parent
+    ledger = ledger_of(Path(out))
+    if ledger is not None and folder.resolve() == (ledger / "attack").resolve():
+        return  # a ledger's attack/ folder: part of the ledger's layout, made on first use
     if not folder.is_dir():
         raise InputError(
             f"{flag} {out}: folder {folder} does not exist; create it first (mkdir -p {folder}) "
