@@ -33,7 +33,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from dpriv.adversary.fb_steps import beta_before, cavity_sum, forward_step, write_cavity
+from dpriv.adversary.fb_steps import (
+    beta_at,
+    beta_before,
+    beta_one,
+    by_position,
+    cavity_sum,
+    forward_step,
+    write_cavity,
+)
 
 #: First size of the flat arrays: this many states per step (measured 80-120 on the medical
 #: model of order 3, 19 values) unless the caller knows better, at least MIN_CAPACITY; they
@@ -62,7 +70,7 @@ def _forward(
                 o, n = s_off[st - 1], s_n[st - 1]
                 pc, pa = s_code[o : o + n], s_alpha[o : o + n]
             n, rs, ig = forward_step(
-                pc, pa, False, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx,
+                pc, pa, by_position, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx,
                 order, q, cur, seen, act, nact, 0,
             )  # fmt: skip
             if used + n > cap:
@@ -113,7 +121,6 @@ def _predict(
     that sum is 0 (its α is the same products w·p·1, all non-negative and finite)."""
     m = flat.shape[1]
     cav = np.zeros(m)
-    ones = np.ones(st_len.shape[0])
     for k in range(rows.shape[0]):
         r = rows[k]
         st = steps[k]
@@ -123,9 +130,14 @@ def _predict(
         else:
             o, n = s_off[st - 1], s_n[st - 1]
             pc, pa = s_code[o : o + n], s_alpha[o : o + n]
-        tot = cavity_sum(pc, pa, False, False, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
+        tot = cavity_sum(
+            pc, pa, by_position, False, c, flat, alive, off, mpow, st_len, st_ctx, order, cav, beta_one, cav
+        )  # fmt: skip
         if not (tot > 0.0):  # restart from BK^sv
-            tot = cavity_sum(pc, pa, False, True, c, flat, alive, off, mpow, st_len, st_ctx, order, ones, cav)
+            tot = cavity_sum(
+                pc, pa, by_position, True, c, flat, alive, off, mpow, st_len, st_ctx, order, cav, beta_one,
+                cav,
+            )  # fmt: skip
         write_cavity(cav, tot, c, flat, off, mpow, out[k])
 
 
@@ -154,8 +166,9 @@ def _backward(
                 pc, pa = s_code[o : o + n], s_alpha[o : o + n]
             if kind[st] == 0:
                 tot = cavity_sum(
-                    pc, pa, False, s_restart[st], c, flat, alive, off, mpow, st_len, st_ctx, order, bcur, cav
-                )
+                    pc, pa, by_position, s_restart[st], c, flat, alive, off, mpow, st_len, st_ctx, order,
+                    bcur, beta_at, cav,
+                )  # fmt: skip
                 write_cavity(cav, tot, c, flat, off, mpow, out[st])
             if t == 1:
                 break

@@ -46,7 +46,15 @@ import numba
 import numpy as np
 
 from dpriv.adversary.compiled import CompiledTables
-from dpriv.adversary.fb_steps import _next, beta_before, cavity_sum, forward_step, write_cavity  # noqa: F401 (_next: public here)
+from dpriv.adversary.fb_steps import (  # noqa: F401 (_next: public here)
+    _next,
+    beta_at,
+    beta_before,
+    by_code,
+    cavity_sum,
+    forward_step,
+    write_cavity,
+)
 from dpriv.errors import InputError, PolicyError
 
 OBS = 0
@@ -126,7 +134,7 @@ def _fb_kernel(
         for t in range(1, T + 1):
             st = s0 + t - 1
             _, restart[t], ignored[t] = forward_step(
-                act[t - 1, : nact[t - 1]], alpha[t - 1], True, kind[st], emis[st], sigma[st], c, flat,
+                act[t - 1, : nact[t - 1]], alpha[t - 1], by_code, kind[st], emis[st], sigma[st], c, flat,
                 alive, off, mpow, st_len, st_ctx, order, q, alpha[t], seen, act, nact, t,
             )  # fmt: skip
         # alive mass after the last step
@@ -146,8 +154,8 @@ def _fb_kernel(
             pc = act[t - 1, : nact[t - 1]]
             if kind[st] == 0:
                 tot = cavity_sum(
-                    pc, alpha[t - 1], True, restart[t], c, flat, alive, off, mpow, st_len, st_ctx, order,
-                    beta[t], cav,
+                    pc, alpha[t - 1], by_code, restart[t], c, flat, alive, off, mpow, st_len, st_ctx, order,
+                    beta[t], beta_at, cav,
                 )  # fmt: skip
                 write_cavity(cav, tot, c, flat, off, mpow, out[st])
             if t == t_lo:
