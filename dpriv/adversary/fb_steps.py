@@ -72,35 +72,18 @@ def beta_one(beta, y):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def forward_step(
-    pc,
-    pa,
-    weight,
-    kd,
-    erow,
-    sg,
-    c,
-    flat,
-    alive,
-    off,
-    mpow,
-    st_len,
-    st_ctx,
-    order,
-    q,
-    cur,
-    seen,
-    act,
-    nact,
-    t,
-):  # pragma: no cover - compiled
-    """One forward step from the message (``pc``, ``pa``, ``weight``) of class ``c``: OBS (``kd`` 0, emission
-    ``erow``, float64 (M,)) or ABS (``kd`` 1, suppression share ``sg``, attendance ``q``).
+    pc, pa, weight, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act,
+    nact, t,
+):  # pragma: no cover - compiled  # fmt: skip
+    """One forward step from the message (``pc``, ``pa``, ``weight``) of class ``c``: OBS
+    (``kd`` 0, emission ``erow``, float64 (M,)) or ABS (``kd`` 1, suppression share ``sg``,
+    attendance ``q``).
 
     Writes the normalised α of the step into ``cur`` (float64 (n_codes,), zero on entry; dense
     by code) on the states ``act[t, :n]`` (int64 (>t, n_codes)); ``seen[t]`` (bool (>t,
-    n_codes), False on entry) marks them; ``nact[t]`` (int64 (>t,)) gets ``n``. The caller reads and clears
-    ``cur`` and ``seen`` on those states. Returns (n, restart, ignored): the step restarted from
-    BK^sv (an OBS nothing explains), or ignored (an ABS nothing explains)."""
+    n_codes), False on entry) marks them; ``nact[t]`` (int64 (>t,)) gets ``n``. The caller
+    reads and clears ``cur`` and ``seen`` on those states. Returns (n, restart, ignored): the
+    step restarted from BK^sv (an OBS nothing explains), or ignored (an ABS nothing explains)."""
     m = flat.shape[1]
     m1 = m + 1
     n_codes = st_len.shape[0]

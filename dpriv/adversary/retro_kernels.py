@@ -16,9 +16,9 @@ with the step's restart / ignored flags) is stored once computed
   OBS step's cavity.
 
 Each computes exactly what ``_fb_kernel`` computes for the same step, with the same floating
-point operations in the same order (the loops are copied from it; the sparse state lists keep
-the order of the dense kernel's ``act`` lists), so the results are the same bytes
-(tests/test_gate_incremental.py checks it against the whole-window kernel).
+point operations in the same order (both run the steps of :mod:`dpriv.adversary.fb_steps`; the
+sparse state lists keep the order of the dense kernel's ``act`` lists), so the results are the
+same bytes (tests/test_gate_incremental.py checks it against the whole-window kernel).
 
 Storage: for every global step ``s`` (the step arrays of
 :class:`dpriv.adversary.retro_parts.Steps`), ``n[s]`` states at ``off[s]`` in the flat arrays
