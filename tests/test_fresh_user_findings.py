@@ -254,8 +254,8 @@ def test_write_pbc_and_generate_pbc_replace_only_their_own_files(tmp_path):
     with pytest.raises(InputError, match="already holds"):
         write_pbc(out, path, min_view_size=1)
     write_pbc(out, path, min_view_size=1, overwrite=True)  # its own files, unchanged
-    with pytest.raises(InputError, match=r"folder .*nope does not exist; create it first"):
-        write_pbc(tmp_path / "nope" / "out", path, min_view_size=1)
+    res = run("generate", "pbc", "--path", path, "--out", tmp_path / "nope" / "out")
+    assert_refused(res, rf"folder {tmp_path / 'nope'} does not exist; create it first")
     assert not (tmp_path / "nope").exists()
 
 

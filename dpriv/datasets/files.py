@@ -285,8 +285,8 @@ def write_pbc(
     min_view_size: int | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write the PBC history and its policy into ``out_dir`` (created if needed; its parent
-    must exist).
+    """Write the PBC history and its policy into ``out_dir`` (created if needed; ``dpriv
+    generate pbc --out`` wants its parent to exist).
 
     Files (created; replaced only with ``overwrite=True`` and only while unchanged since dpriv
     generate wrote them, :func:`check_generated`; recorded in ``.dpriv-outputs``)::
@@ -316,11 +316,6 @@ def write_pbc(
     if unknown:
         raise InputError(f"privacy accepts only k, t and j, got {unknown}")
     out = Path(out_dir)
-    if not out.absolute().parent.is_dir():
-        raise InputError(
-            f"folder {out.absolute().parent} does not exist; create it first, or choose an existing "
-            "folder for out_dir: nothing was written"
-        )
     check_generated(out, overwrite=overwrite, files=PBC_FILES)  # before reading the cohort
     history, policy = pbc_history(
         path,
@@ -332,7 +327,7 @@ def write_pbc(
         j=float(params["j"]),
         min_view_size=min_view_size,
     )
-    out.mkdir(exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     frame = history.copy()
     frame.attrs = {}
     frame.to_parquet(out / "history.parquet", index=False)
