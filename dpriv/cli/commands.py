@@ -165,6 +165,7 @@ def _run_release(
     dates: str | None = None,
     cluster: bool | None = None,
 ) -> None:
+    from dpriv.input_checks import date_hints_of
     from dpriv.inputs import unused_note
     from dpriv.io import read_table
 
@@ -177,8 +178,6 @@ def _run_release(
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
-    from dpriv.input_checks import date_hints_of
-
     for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
         _say(hint)
     from dpriv.cluster import ledger_start, release_frame, release_place
@@ -196,8 +195,8 @@ def _run_release(
     released: list[int] = []
 
     def on_release(i: int, m: Mapping[str, Any]) -> None:
-        if not released:  # the table's header with its first row: nothing on stdout before
-            typer.echo(RELEASE_HEADER)  # the checks of every view have passed
+        if not released:  # the header with the first row: nothing on stdout before the checks pass
+            typer.echo(RELEASE_HEADER)
         released.append(i)
         if eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it
             record_base(ledger, pol.base_dir)
