@@ -72,15 +72,15 @@ def beta_one(beta, y):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def forward_step(
-    pc, pa, weight, kd, erow, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, seen, act,
-    nact, t,
+    pc, pa, weight, kd, emis, st, sg, c, flat, alive, off, mpow, st_len, st_ctx, order, q, cur, crow, seen,
+    act, nact, t,
 ):  # pragma: no cover - compiled  # fmt: skip
     """One forward step from the message (``pc``, ``pa``, ``weight``) of class ``c``: OBS
-    (``kd`` 0, emission ``erow``, float64 (M,)) or ABS (``kd`` 1, suppression share ``sg``,
+    (``kd`` 0, emission ``emis[st]``, float64 (M,)) or ABS (``kd`` 1, suppression share ``sg``,
     attendance ``q``).
 
-    Writes the normalised α of the step into ``cur`` (float64 (n_codes,), zero on entry; dense
-    by code) on the states ``act[t, :n]`` (int64 (>t, n_codes)); ``seen[t]`` (bool (>t,
+    Writes the normalised α of the step into ``cur[crow]`` (float64 (n_codes,), zero on entry;
+    dense by code) on the states ``act[t, :n]`` (int64 (>t, n_codes)); ``seen[t]`` (bool (>t,
     n_codes), False on entry) marks them; ``nact[t]`` (int64 (>t,)) gets ``n``. The caller
     reads and clears ``cur`` and ``seen`` on those states. Returns (n, restart, ignored): the
     step restarted from BK^sv (an OBS nothing explains), or ignored (an ABS nothing explains)."""
@@ -101,30 +101,30 @@ def forward_step(
                 continue
             for v in range(m):
                 p = flat[row, v]
-                e = erow[v]
+                e = emis[st, v]
                 if p > 0.0 and (w > 0.0 or e > 0.0):
                     y = _next(x, v, m1, n_codes, order)
                     _add(t, y, seen, act, nact)
-                    cur[y] += w * p * e
+                    cur[crow, y] += w * p * e
         else:
             stay = w if not alive[row] else w * (1.0 - q)
             if not alive[row] or q < 1.0:
                 _add(t, x, seen, act, nact)
-                cur[x] += stay
+                cur[crow, x] += stay
             if alive[row] and qs > 0.0:
                 for v in range(m):
                     p = flat[row, v]
                     if p > 0.0:
                         y = _next(x, v, m1, n_codes, order)
                         _add(t, y, seen, act, nact)
-                        cur[y] += w * qs * p
+                        cur[crow, y] += w * qs * p
     n = nact[t]
     tot = 0.0
     for a in range(n):
-        tot += cur[act[t, a]]
+        tot += cur[crow, act[t, a]]
     if not (tot > 0.0) or not np.isfinite(tot):
         for a in range(n):
-            cur[act[t, a]] = 0.0
+            cur[crow, act[t, a]] = 0.0
             seen[t, act[t, a]] = False
         nact[t] = 0
         if kd == 0:  # restart from BK^sv (a first appearance)
@@ -134,22 +134,22 @@ def forward_step(
                 if p > 0.0:
                     y = _next(0, v, m1, n_codes, order)
                     _add(t, y, seen, act, nact)
-                    cur[y] += p * erow[v]
+                    cur[crow, y] += p * emis[st, v]
         else:  # an absence the model cannot explain: ignore it
             ignored = True
             for a in range(pc.shape[0]):
                 x = pc[a]
                 seen[t, x] = True
                 act[t, a] = x
-                cur[x] = weight(pa, a, x)
+                cur[crow, x] = weight(pa, a, x)
             nact[t] = pc.shape[0]
         n = nact[t]
         tot = 0.0
         for a in range(n):
-            tot += cur[act[t, a]]
+            tot += cur[crow, act[t, a]]
     if tot > 0.0:
         for a in range(n):
-            cur[act[t, a]] /= tot
+            cur[crow, act[t, a]] /= tot
     return n, restart, ignored
 
 

@@ -61,6 +61,7 @@ def _forward(
     cap = s_code.shape[0]
     used = fill[0]
     nact = np.zeros(1, np.int64)
+    cur2 = cur.reshape((1, cur.shape[0]))  # the same memory, as forward_step writes it
     for r in rows:
         c = cls[r]
         for st in range(start[r] + done[r], upto[r]):
@@ -70,8 +71,8 @@ def _forward(
                 o, n = s_off[st - 1], s_n[st - 1]
                 pc, pa = s_code[o : o + n], s_alpha[o : o + n]
             n, rs, ig = forward_step(
-                pc, pa, by_position, kind[st], emis[st], sigma[st], c, flat, alive, off, mpow, st_len, st_ctx,
-                order, q, cur, seen, act, nact, 0,
+                pc, pa, by_position, kind[st], emis, st, sigma[st], c, flat, alive, off, mpow, st_len, st_ctx,
+                order, q, cur2, 0, seen, act, nact, 0,
             )  # fmt: skip
             if used + n > cap:
                 for a in range(n):

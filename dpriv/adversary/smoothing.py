@@ -134,8 +134,8 @@ def _fb_kernel(
         for t in range(1, T + 1):
             st = s0 + t - 1
             _, restart[t], ignored[t] = forward_step(
-                act[t - 1, : nact[t - 1]], alpha[t - 1], by_code, kind[st], emis[st], sigma[st], c, flat,
-                alive, off, mpow, st_len, st_ctx, order, q, alpha[t], seen, act, nact, t,
+                act[t - 1, : nact[t - 1]], alpha[t - 1], by_code, kind[st], emis, st, sigma[st], c, flat,
+                alive, off, mpow, st_len, st_ctx, order, q, alpha, t, seen, act, nact, t,
             )  # fmt: skip
         # alive mass after the last step
         lm = 0.0
