@@ -232,9 +232,10 @@ def next_state(
     the posteriors of the release (:func:`group_posteriors`) and advanced (:func:`advance_state`).
 
     Rows come bucket after bucket (:func:`state_buckets` of the id, ``nbuckets`` buckets),
-    sorted by id inside a bucket. Pandas in -> pandas out (in process); Dask in -> a Dask
-    frame with one partition per bucket (both sides range-partitioned on the bucket with
-    fixed divisions, then joined partition by partition): the same rows in the same order.
+    sorted by id inside a bucket. Pandas in -> pandas out (in process: only the view's
+    respondents are joined, :func:`_next_state_pandas`); Dask in -> a Dask frame with one
+    partition per bucket (both sides range-partitioned on the bucket with fixed divisions,
+    then joined partition by partition): the same rows in the same order.
     """
     n = max(int(nbuckets), 1)
     if not (is_dask(state) or is_dask(posts)):
