@@ -123,3 +123,17 @@ def test_a_small_update_by_hand():
     assert got.loc[5, ["n_post", "last_release", "last_group", "pk1__c"]].tolist() == [1, 3, 40, 1.0]
     assert np.isnan(got.loc[5, "pk0__a"])
     assert got.dtypes[["n_post", "last_release", "last_group"]].tolist() == [np.dtype("int64")] * 3
+
+
+@pytest.mark.parametrize("case", ["object ids", "nullable counters"])
+def test_states_the_row_copy_cannot_take_go_through_the_merge(case):
+    # ids of another dtype than the posteriors', or counters that are not int64: the join's
+    # dtypes are then the merge's, so the update merges (the same result as the full join)
+    rng = np.random.default_rng(5)
+    state, posts = random_case(rng, POLICY, 80, 40, string_ids=True)
+    if case == "object ids":
+        state[POLICY.id] = state[POLICY.id].astype(object)
+    else:
+        state = state.astype({"n_post": "Int64"})
+    expected = oracle(state, posts, POLICY, 4, 3)
+    pd.testing.assert_frame_equal(next_state(state, posts, POLICY, WINDOW, 4, 3), expected, check_exact=True)

@@ -9,8 +9,8 @@ import pytest
 
 import dpriv.priors as priors
 from dpriv.policy import ReleasePolicy
-from dpriv.release import anonymize
 from dpriv.priors import DENSE_CLASSES, attach_priors, prior_classes
+from dpriv.release import anonymize
 
 LEVELS = ["a", "b", "c", "d"]
 
