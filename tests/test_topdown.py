@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from dpriv.anonymity.topdown import block_ids, topdown_groups
 from dpriv.baselines import baseline_view
 from dpriv.criteria import TCloseness, js_per_group
 from dpriv.divergence import EQUAL, ORDERED
+from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
 from tests.test_properties import check_release, views_and_policies
 
@@ -124,8 +126,18 @@ def split_cases(draw):
 @settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(split_cases())
 def test_every_group_keeps_k_t_j_and_boxes_do_not_overlap(case):
+    _check_split(case, "median")
+
+
+@settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(split_cases())
+def test_the_slack_cut_keeps_k_t_j_and_boxes_do_not_overlap(case):
+    _check_split(case, "slack")
+
+
+def _check_split(case, cut):
     x, s, priors, vc, k, t, j, ground, pc = case
-    g = topdown_groups(x, s, priors, vc, k=k, t=t, j=j, ground=ground, pc=pc)
+    g = topdown_groups(x, s, priors, vc, k=k, t=t, j=j, ground=ground, pc=pc, cut=cut)
     kept = g >= 0
     crit = TCloseness(t, "ordered" if ground == ORDERED else "equal", tuple(int(c) for c in vc))
     for label in np.unique(g[kept]):
@@ -157,6 +169,59 @@ def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartit
         grouping="topdown", topdown_level=level, prior_key=prior_key, topdown_pc=pc
     )
     check_release(view, topdown, npartitions)
+
+
+@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(views_and_policies(), st.integers(1, 4), st.sampled_from([0, 1, 2]), st.booleans(), st.booleans())
+def test_slack_cut_releases_pass_the_verifier_and_are_partition_free(case, npartitions, level, prior_key, pc):
+    view, policy = case
+    topdown = policy.with_overrides(
+        grouping="topdown", topdown_level=level, prior_key=prior_key, topdown_pc=pc, topdown_cut="slack"
+    )
+    check_release(view, topdown, npartitions)
+
+
+def test_the_slack_cut_leaves_the_median_for_the_halves_with_the_most_slack():
+    # 6 tuples on one QI, one sensitive value (EMD 0 everywhere), priors A, A, B, B, B, B; k 2,
+    # j 1 bit. The root (JS of 2A + 4B = H(1/3) = 0.918 bits) is valid; the valid boundaries
+    # leave 2, 3 or 4 tuples on the left. Size-weighted JS loads (|L| JS(L) + |R| JS(R)) / j:
+    # 2 | 4: 2 * 0 + 4 * 0 = 0; 3 | 3: 3 * 0.918 + 0 = 2.75; 4 | 2: 4 * 1 + 0 = 4 (JS({A,A,B,B})
+    # = 1 bit, still <= j).
+    x = np.arange(6.0)[:, None]
+    s = np.zeros(6, dtype=np.int64)
+    priors = np.array([A, A, B, B, B, B])
+    vc = np.array([6, 0])
+    # median: 3 | 3; neither half has 2k = 4 tuples: two groups of three, one of them at JS 0.918
+    median = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0)
+    np.testing.assert_array_equal(median, [0, 0, 0, 1, 1, 1])
+    # slack: 2 | 4 (load 0), then {B, B, B, B} at its median: three groups of JS 0, smaller boxes
+    slack = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0, cut="slack")
+    np.testing.assert_array_equal(slack, [0, 0, 1, 1, 2, 2])
+    assert (js_per_group(priors, slack, 2.0).to_numpy() == 0).all()
+
+
+def test_the_slack_cut_weighs_emd_against_t():
+    # one QI, priors all equal (JS 0), s = 0,0,1,1,1,1 against the view's 3:3, k 2, t 0.5:
+    # EMD (equal ground) of a set = |share of 0 - 1/2|. 2 | 4: L {0,0} EMD 1/2 (at the bound,
+    # load 1), R {1,1,1,1} 1/2 (load 1): 2 + 4 = 6; 3 | 3: {0,0,1} 1/6, {1,1,1} 1/2: 3/3 + 3 = 4;
+    # 4 | 2: {0,0,1,1} 0, {1,1} 1/2: 0 + 2 = 2 -> the slack cut is 4 | 2 where the median is 3 | 3.
+    x = np.arange(6.0)[:, None]
+    s = np.array([0, 0, 1, 1, 1, 1])
+    priors = np.array([A] * 6)
+    vc = np.array([3, 3])
+    median = topdown_groups(x, s, priors, vc, k=2, t=0.5, j=0.1)
+    np.testing.assert_array_equal(median, [0, 0, 0, 1, 1, 1])
+    slack = topdown_groups(x, s, priors, vc, k=2, t=0.5, j=0.1, cut="slack")
+    # {0,0,1,1} is then cut 2 | 2 into {0,0} and {1,1} (EMD 1/2 each, the only boundary)
+    np.testing.assert_array_equal(slack, [0, 0, 1, 1, 2, 2])
+
+
+def test_policy_topdown_cut_is_validated_and_kept_out_of_old_fingerprints():
+    policy = ReleasePolicy(qi=["a"], sensitive="s")
+    assert policy.topdown_cut == "median" and "topdown_cut" not in policy.fingerprint()
+    assert policy.with_overrides(topdown_cut="slack").fingerprint()["topdown_cut"] == "slack"
+    with pytest.raises(PolicyError, match=r"topdown_cut: Input should be 'median' or 'slack'"):
+        policy.with_overrides(topdown_cut="widest")
 
 
 def test_relaxed_mondrian_divides_the_ties_at_the_median():

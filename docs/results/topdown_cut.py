@@ -1,0 +1,110 @@
+"""Knowledge-aware cut choice inside the top-down split (issue 12, direction 2), 8 x 2,000.
+
+Run:   PYTHONPATH=. python docs/results/topdown_cut.py run OUT SEED VARIANT [VARIANT ...]
+       (one `dpriv.experiment.run_experiment` per variant into OUT/seedS/VARIANT/: views 8,
+       view size 2,000, attendance 0.5, knowledge ("dk",), every setting of SETTINGS)
+Table: PYTHONPATH=. python docs/results/topdown_cut.py table OUT
+       (reads OUT/seed*/*/frontier.csv, writes OUT/frontier.csv with `seed` and `variant`
+       columns and prints the Markdown tables of OUT/README.md)
+
+Every setting is JS-reduce, `grouping = "topdown"`, k 5, the exit guard on
+(`exit_values = dpriv.experiment.EXITS`); a variant adds the policy fields of VARIANTS.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from dpriv.experiment import EXITS, run_experiment
+
+#: (t, j) measured for every variant.
+SETTINGS = [(t, j) for j in (1.5, 1.0) for t in (0.35, 0.45, 0.6)]
+#: variant -> the policy fields it adds to the top-down + exit-guard setting.
+VARIANTS = {
+    "median": {},
+    "slack": {"topdown_cut": "slack"},
+    "slack-pc": {"topdown_cut": "slack", "topdown_pc": True},
+    "median-pk": {"prior_key": True},
+    "slack-pk": {"topdown_cut": "slack", "prior_key": True},
+}
+
+
+def grid(variant: str, settings=SETTINGS) -> dict[str, list[dict]]:
+    extra = VARIANTS[variant]
+    return {
+        "jsreduce": [
+            {"t": t, "j": j, "grouping": "topdown", "exit_values": EXITS, **extra} for t, j in settings
+        ]
+    }
+
+
+def run(out: Path, seed: int, variants: list[str], settings=SETTINGS) -> None:
+    for v in variants:
+        run_experiment(
+            out / f"seed{seed}" / v,
+            views=8,
+            view_size=2000,
+            attendance=0.5,
+            seed=seed,
+            grid=grid(v, settings),
+            knowledge=("dk",),
+            say=lambda msg, v=v: print(f"seed {seed} {v}: {msg}", flush=True),
+        )
+
+
+def table(out: Path) -> pd.DataFrame:
+    rows = []
+    for f in sorted(out.glob("seed*/*/frontier.csv")):
+        fr = pd.read_csv(f)
+        fr["seed"] = int(f.parent.parent.name[4:])
+        fr["variant"] = f.parent.name
+        p = fr["params"].map(json.loads)
+        fr["t"], fr["j"] = p.map(lambda d: d["t"]), p.map(lambda d: d["j"])
+        rows.append(fr)
+    front = pd.concat(rows, ignore_index=True)
+    front.to_csv(out / "frontier.csv", index=False)
+    return front
+
+
+def span(v: pd.Series, fmt: str, scale: float = 1.0) -> str:
+    lo, hi = format(v.min() * scale, fmt), format(v.max() * scale, fmt)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def show(front: pd.DataFrame) -> None:
+    order = list(VARIANTS)
+    print("| t | j | cut | seeds | max gain paper | max gain retrospective | mean / max suppression % "
+          "| mean semiperimeter |\n|---|---|---|---|---|---|---|---|")
+    for (j, t), g in front.groupby(["j", "t"], sort=False):
+        for v in sorted(g["variant"].unique(), key=order.index):
+            h = g[g["variant"] == v]
+            seeds = ",".join(map(str, sorted(h["seed"])))
+            print(f"| {t} | {j} | {v} | {seeds} | {span(h['max_gain_dk'], '.3f')} | "
+                  f"{span(h['max_retro_gain'], '.3f')} | {span(h['suppression'], '.1f', 100)} / "
+                  f"{span(h['max_suppression'], '.1f', 100)} | {span(h['semi'], '.3f')} |")
+    # per seed against the median cut at the same (t, j): semiperimeter and gains
+    base = front[front["variant"] == "median"].set_index(["seed", "t", "j"])
+    print("\n| cut | t | j | seed | semi (median -> cut) | paper gain | retrospective gain | wins |\n"
+          "|---|---|---|---|---|---|---|---|")
+    for _, r in front[front["variant"] != "median"].sort_values(["variant", "j", "t", "seed"]).iterrows():
+        key = (r["seed"], r["t"], r["j"])
+        if key not in base.index:
+            continue
+        b = base.loc[key]
+        win = (r["semi"] < b["semi"]) and (r["max_gain_dk"] <= b["max_gain_dk"]) and (
+            r["max_retro_gain"] <= b["max_retro_gain"]) and r["suppression"] <= max(b["suppression"], 0.01)
+        print(f"| {r['variant']} | {r['t']} | {r['j']} | {r['seed']} | {b['semi']:.3f} -> {r['semi']:.3f} | "
+              f"{b['max_gain_dk']:.3f} -> {r['max_gain_dk']:.3f} | {b['max_retro_gain']:.3f} -> "
+              f"{r['max_retro_gain']:.3f} | {'yes' if win else 'no'} |")
+
+
+if __name__ == "__main__":
+    cmd, out = sys.argv[1], Path(sys.argv[2])
+    if cmd == "run":
+        run(out, int(sys.argv[3]), sys.argv[4:])
+    else:
+        show(table(out))
