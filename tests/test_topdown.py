@@ -130,9 +130,9 @@ def test_every_group_keeps_k_t_j_and_boxes_do_not_overlap(case):
 
 
 @settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(split_cases())
-def test_the_slack_cut_keeps_k_t_j_and_boxes_do_not_overlap(case):
-    _check_split(case, "slack")
+@given(split_cases(), st.sampled_from(["slack", "box"]))
+def test_the_slack_and_box_cuts_keep_k_t_j_and_boxes_do_not_overlap(case, cut):
+    _check_split(case, cut)
 
 
 def _check_split(case, cut):
@@ -172,11 +172,20 @@ def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartit
 
 
 @settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(views_and_policies(), st.integers(1, 4), st.sampled_from([0, 1, 2]), st.booleans(), st.booleans())
-def test_slack_cut_releases_pass_the_verifier_and_are_partition_free(case, npartitions, level, prior_key, pc):
+@given(
+    views_and_policies(),
+    st.integers(1, 4),
+    st.sampled_from([0, 1, 2]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(["slack", "box"]),
+)
+def test_slack_and_box_releases_pass_the_verifier_and_are_partition_free(
+    case, npartitions, level, prior_key, pc, cut
+):
     view, policy = case
     topdown = policy.with_overrides(
-        grouping="topdown", topdown_level=level, prior_key=prior_key, topdown_pc=pc, topdown_cut="slack"
+        grouping="topdown", topdown_level=level, prior_key=prior_key, topdown_pc=pc, topdown_cut=cut
     )
     check_release(view, topdown, npartitions)
 
@@ -216,11 +225,23 @@ def test_the_slack_cut_weighs_emd_against_t():
     np.testing.assert_array_equal(slack, [0, 0, 1, 1, 2, 2])
 
 
+def test_the_box_cut_trims_an_outlier_where_the_median_halves():
+    # one QI at 0, 1, 2, 3, 4, 10, nothing binds (t 1, j 1, equal priors), k 2. Size-weighted
+    # spans |L| span(L) + |R| span(R): 2 | 4: 2 * 1 + 4 * 8 = 34; 3 | 3: 3 * 2 + 3 * 9 = 33;
+    # 4 | 2: 4 * 3 + 2 * 6 = 24 -> the box cut is 4 | 2 (then {0..3} at 2 | 2), the median 3 | 3.
+    x = np.array([0.0, 1, 2, 3, 4, 10])[:, None] / 10
+    s, priors, vc = np.zeros(6, dtype=np.int64), np.array([A] * 6), np.array([6, 0])
+    median = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0)
+    np.testing.assert_array_equal(median, [0, 0, 0, 1, 1, 1])
+    box = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0, cut="box")
+    np.testing.assert_array_equal(box, [0, 0, 1, 1, 2, 2])
+
+
 def test_policy_topdown_cut_is_validated_and_kept_out_of_old_fingerprints():
     policy = ReleasePolicy(qi=["a"], sensitive="s")
     assert policy.topdown_cut == "median" and "topdown_cut" not in policy.fingerprint()
     assert policy.with_overrides(topdown_cut="slack").fingerprint()["topdown_cut"] == "slack"
-    with pytest.raises(PolicyError, match=r"topdown_cut: Input should be 'median' or 'slack'"):
+    with pytest.raises(PolicyError, match=r"topdown_cut: Input should be 'median', 'slack' or 'box'"):
         policy.with_overrides(topdown_cut="widest")
 
 

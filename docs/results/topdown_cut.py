@@ -30,6 +30,7 @@ VARIANTS = {
     "slack-pc": {"topdown_cut": "slack", "topdown_pc": True},
     "median-pk": {"prior_key": True},
     "slack-pk": {"topdown_cut": "slack", "prior_key": True},
+    "box": {"topdown_cut": "box"},
 }
 
 

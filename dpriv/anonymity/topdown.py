@@ -19,8 +19,10 @@ A node (a set of tuples, a box)
   the most slack under (E9): the smallest size-weighted load ``(|L| l(L) + |R| l(R)) / |Q|``,
   ``l = max(JS / j, EMD / t)`` (a threshold of 0 counts 0; ties: closest to the median, then
   the widest dimension), so that the halves can be cut further (issue 12, direction 2; with
-  ``pc`` the principal knowledge axis is a candidate too); with no such cut it becomes one
-  QI-group;
+  ``pc`` the principal knowledge axis is a candidate too); with ``cut = "box"``, among the same
+  cuts, at the one with the smallest size-weighted box of the halves ``|L| s(L) + |R| s(R)``,
+  ``s`` the summed span of the split coordinates (ties as for ``"slack"``: a greedy step on
+  the semiperimeter (E11) itself); with no such cut it becomes one QI-group;
 * that breaks (E9) (JS is not monotone under merge, so a large box usually does) must be cut:
   among all boundaries of all dimensions leaving ``>= k`` tuples on each side, the one with the
   smallest size-weighted violation ``|L| v(L) + |R| v(R)``, ``v = max(0, JS - j) +
@@ -68,7 +70,7 @@ class _Split:
         self.pv = self.vc / max(self.n_view, 1)
         self.m = len(self.vc)
         self.k, self.t, self.j, self.ground, self.log_base = k, t, j, ground, log_base
-        self.pc, self.slack = pc, cut == "slack"
+        self.pc, self.cut, self.slack = pc, cut, cut == "slack"
         self.onehot = (
             np.eye(self.m, dtype=np.int64)[self.s] if len(self.s) else np.zeros((0, self.m), np.int64)
         )
@@ -147,10 +149,13 @@ class _Split:
             vl = self._violation(cc, cp, ch, bl)
             vr = self._violation(counts - cc, sum_p - cp, sum_h - ch, br)
             off = np.abs(b - u / 2)
-            if valid and self.slack:
+            if valid and self.cut != "median":
                 ok = np.flatnonzero((vl == 0) & (vr == 0))
-                load = bl * self._load(cc, cp, ch, bl)
-                load += br * self._load(counts - cc, sum_p - cp, sum_h - ch, br)
+                if self.slack:
+                    load = bl * self._load(cc, cp, ch, bl)
+                    load += br * self._load(counts - cc, sum_p - cp, sum_h - ch, br)
+                else:
+                    load = bl * _spans(sub[o], b) + br * _spans(sub[o][::-1], u - b)
                 for c in ok[np.lexsort((off[ok], load[ok]))]:  # the best of this dimension
                     bb = int(b[c])
                     if best_key is not None and (load[c], off[c]) >= best_key:
@@ -221,6 +226,11 @@ class _Split:
         return idx[:0]
 
 
+def _spans(xs: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Summed span over the dimensions of the first ``b`` rows of ``xs`` (n, d), per ``b``."""
+    return (np.maximum.accumulate(xs, axis=0) - np.minimum.accumulate(xs, axis=0))[b - 1].sum(axis=1)
+
+
 def topdown_groups(
     x: np.ndarray,
     s: np.ndarray,
@@ -250,7 +260,8 @@ def topdown_groups(
     pc : a node that breaks (E9) may also be cut along the first principal axis of its
         priors in Hellinger coordinates (a knowledge cut; the halves' boxes may overlap); with
         ``cut = "slack"`` a node that satisfies (E9) may be cut along it too.
-    cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian) or ``"slack"`` (module doc).
+    cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian), ``"slack"`` or ``"box"``
+        (module doc).
 
     Returns
     -------
