@@ -70,7 +70,8 @@ class ReleasePolicy(BaseModel):
         (Mondrian-style splits that keep k, t and j, :mod:`dpriv.anonymity.topdown`)
     topdown_level : the top-down split's roots: the Hilbert sub-cubes of this level (0 = one root)
     topdown_pc : a box may also be cut along the first principal axis of its members' priors
-    topdown_cut : how a box that keeps (E9) is cut: ``"median"`` (Mondrian, default), ``"slack"``, ``"box"``
+    topdown_cut : how a box that keeps (E9) is cut: ``"median"`` (Mondrian, default), ``"slack"``,
+        ``"box"`` or ``"slack-widest"`` (:mod:`dpriv.anonymity.topdown`; docs/policy.md)
     persistent_groups : keep each respondent with the same co-members at every release she
         attends (:mod:`dpriv.anonymity.persistent`, docs/policy.md "Persistent groups"). Off by
         default: it did not lower the mean gain (docs/results/persistent-8x2000)
@@ -116,7 +117,7 @@ class ReleasePolicy(BaseModel):
     grouping: Literal["scan", "topdown"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
     topdown_pc: bool = False
-    topdown_cut: Literal["median", "slack", "box"] = "median"
+    topdown_cut: Literal["median", "slack", "box", "slack-widest"] = "median"
     persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"

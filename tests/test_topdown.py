@@ -130,7 +130,7 @@ def test_every_group_keeps_k_t_j_and_boxes_do_not_overlap(case):
 
 
 @settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(split_cases(), st.sampled_from(["slack", "box"]))
+@given(split_cases(), st.sampled_from(["slack", "box", "slack-widest"]))
 def test_the_slack_and_box_cuts_keep_k_t_j_and_boxes_do_not_overlap(case, cut):
     _check_split(case, cut)
 
@@ -178,7 +178,7 @@ def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartit
     st.sampled_from([0, 1, 2]),
     st.booleans(),
     st.booleans(),
-    st.sampled_from(["slack", "box"]),
+    st.sampled_from(["slack", "box", "slack-widest"]),
 )
 def test_slack_and_box_releases_pass_the_verifier_and_are_partition_free(
     case, npartitions, level, prior_key, pc, cut
@@ -223,6 +223,9 @@ def test_the_slack_cut_weighs_emd_against_t():
     slack = topdown_groups(x, s, priors, vc, k=2, t=0.5, j=0.1, cut="slack")
     # {0,0,1,1} is then cut 2 | 2 into {0,0} and {1,1} (EMD 1/2 each, the only boundary)
     np.testing.assert_array_equal(slack, [0, 0, 1, 1, 2, 2])
+    # one dimension, and all three boundaries leave >= 6 / 4 tuples per side: slack-widest agrees
+    widest = topdown_groups(x, s, priors, vc, k=2, t=0.5, j=0.1, cut="slack-widest")
+    np.testing.assert_array_equal(widest, [0, 0, 1, 1, 2, 2])
 
 
 def test_the_box_cut_trims_an_outlier_where_the_median_halves():
@@ -241,7 +244,8 @@ def test_policy_topdown_cut_is_validated_and_kept_out_of_old_fingerprints():
     policy = ReleasePolicy(qi=["a"], sensitive="s")
     assert policy.topdown_cut == "median" and "topdown_cut" not in policy.fingerprint()
     assert policy.with_overrides(topdown_cut="slack").fingerprint()["topdown_cut"] == "slack"
-    with pytest.raises(PolicyError, match=r"topdown_cut: Input should be 'median', 'slack' or 'box'"):
+    allowed = "'median', 'slack', 'box' or 'slack-widest'"
+    with pytest.raises(PolicyError, match=f"topdown_cut: Input should be {allowed}"):
         policy.with_overrides(topdown_cut="widest")
 
 

@@ -31,6 +31,7 @@ VARIANTS = {
     "median-pk": {"prior_key": True},
     "slack-pk": {"topdown_cut": "slack", "prior_key": True},
     "box": {"topdown_cut": "box"},
+    "slack-widest": {"topdown_cut": "slack-widest"},
 }
 
 

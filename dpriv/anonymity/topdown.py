@@ -22,7 +22,10 @@ A node (a set of tuples, a box)
   ``pc`` the principal knowledge axis is a candidate too); with ``cut = "box"``, among the same
   cuts, at the one with the smallest size-weighted box of the halves ``|L| s(L) + |R| s(R)``,
   ``s`` the summed span of the split coordinates (ties as for ``"slack"``: a greedy step on
-  the semiperimeter (E11) itself); with no such cut it becomes one QI-group;
+  the semiperimeter (E11) itself); with ``cut = "slack-widest"``, in Mondrian's dimension (the
+  widest with a valid cut), at the position with the most slack among those leaving at least a
+  quarter of the node on each side (any position if none does); with no such cut it becomes one
+  QI-group;
 * that breaks (E9) (JS is not monotone under merge, so a large box usually does) must be cut:
   among all boundaries of all dimensions leaving ``>= k`` tuples on each side, the one with the
   smallest size-weighted violation ``|L| v(L) + |R| v(R)``, ``v = max(0, JS - j) +
@@ -151,7 +154,10 @@ class _Split:
             off = np.abs(b - u / 2)
             if valid and self.cut != "median":
                 ok = np.flatnonzero((vl == 0) & (vr == 0))
-                if self.slack:
+                if self.cut == "slack-widest":  # the middle half, if it has a valid cut
+                    mid = ok[np.minimum(b[ok], u - b[ok]) >= u / 4]
+                    ok = mid if len(mid) else ok
+                if self.cut != "box":
                     load = bl * self._load(cc, cp, ch, bl)
                     load += br * self._load(counts - cc, sum_p - cp, sum_h - ch, br)
                 else:
@@ -165,6 +171,8 @@ class _Split:
                     ):
                         best_key, best = (load[c], off[c]), (np.sort(idx[o[:bb]]), np.sort(idx[o[bb:]]))
                         break
+                if best is not None and self.cut == "slack-widest":
+                    return best  # Mondrian's dimension: the widest with a valid cut
                 continue
             if valid:
                 for c in np.flatnonzero((vl == 0) & (vr == 0))[
@@ -260,8 +268,8 @@ def topdown_groups(
     pc : a node that breaks (E9) may also be cut along the first principal axis of its
         priors in Hellinger coordinates (a knowledge cut; the halves' boxes may overlap); with
         ``cut = "slack"`` a node that satisfies (E9) may be cut along it too.
-    cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian), ``"slack"`` or ``"box"``
-        (module doc).
+    cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian), ``"slack"``, ``"box"`` or
+        ``"slack-widest"`` (module doc).
 
     Returns
     -------
