@@ -228,6 +228,20 @@ def test_the_slack_cut_weighs_emd_against_t():
     np.testing.assert_array_equal(widest, [0, 0, 1, 1, 2, 2])
 
 
+def test_slack_may_leave_the_widest_dimension_slack_widest_does_not():
+    # QI 1 (span 1) at 0..5 with priors A, B, A, B, A, B; QI 2 (span 0.1) separates them: 0 for A,
+    # 0.1 for B. k 2, j 1.01 bits (the root, 3 A + 3 B, has JS 1), nothing else binds. Along QI 2
+    # the cut A A A | B B B has load 0; every cut along QI 1 mixes A and B (load > 0): slack
+    # takes QI 2. slack-widest stays on QI 1: 3 | 3 (JS 0.918 per half: 5.51 / j) against
+    # 2 | 4 and 4 | 2 (JS 1 per half: 6 / j).
+    x = np.column_stack([np.arange(6.0) / 5, [0, 0.1] * 3])
+    s, priors, vc = np.zeros(6, dtype=np.int64), np.array([A, B] * 3), np.array([6, 0])
+    slack = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.01, cut="slack")
+    np.testing.assert_array_equal(slack, [0, 1, 0, 1, 0, 1])
+    widest = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.01, cut="slack-widest")
+    np.testing.assert_array_equal(widest, [0, 0, 0, 1, 1, 1])
+
+
 def test_the_box_cut_trims_an_outlier_where_the_median_halves():
     # one QI at 0, 1, 2, 3, 4, 10, nothing binds (t 1, j 1, equal priors), k 2. Size-weighted
     # spans |L| span(L) + |R| span(R): 2 | 4: 2 * 1 + 4 * 8 = 34; 3 | 3: 3 * 2 + 3 * 9 = 33;

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from dpriv.experiment import EXITS, run_experiment
@@ -104,9 +105,30 @@ def show(front: pd.DataFrame) -> None:
               f"{r['max_retro_gain']:.3f} | {'yes' if win else 'no'} |")
 
 
+def at_same_semi(front: pd.DataFrame) -> None:
+    """Each variant's point against the median cut's curve of the same seed and j: the median's
+    gains interpolated (linearly, in semiperimeter, between its t points) at the variant's
+    semiperimeter; below both = a better frontier at that point (outside the median's range: -)."""
+    print("\n| cut | t | j | seed | semi | paper gain (median's at that semi) | "
+          "retrospective gain (median's at that semi) | below the median's curve |")
+    print("|---" * 8 + "|")
+    med = front[front["variant"] == "median"]
+    for _, r in front[front["variant"] != "median"].sort_values(["variant", "j", "t", "seed"]).iterrows():
+        m = med[(med["seed"] == r["seed"]) & (med["j"] == r["j"])].sort_values("semi")
+        inside = len(m) > 1 and m["semi"].min() <= r["semi"] <= m["semi"].max()
+        gp = np.interp(r["semi"], m["semi"], m["max_gain_dk"]) if inside else np.nan
+        gr = np.interp(r["semi"], m["semi"], m["max_retro_gain"]) if inside else np.nan
+        below = "-" if not inside else ("yes" if r["max_gain_dk"] < gp and r["max_retro_gain"] < gr else "no")
+        gp, gr = ("-" if np.isnan(v) else format(v, ".3f") for v in (gp, gr))
+        print(f"| {r['variant']} | {r['t']} | {r['j']} | {r['seed']} | {r['semi']:.3f} | "
+              f"{r['max_gain_dk']:.3f} ({gp}) | {r['max_retro_gain']:.3f} ({gr}) | {below} |")
+
+
 if __name__ == "__main__":
     cmd, out = sys.argv[1], Path(sys.argv[2])
     if cmd == "run":
         run(out, int(sys.argv[3]), sys.argv[4:])
     else:
-        show(table(out))
+        front = table(out)
+        show(front)
+        at_same_semi(front)
