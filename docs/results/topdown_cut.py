@@ -124,6 +124,35 @@ def at_same_semi(front: pd.DataFrame) -> None:
               f"{r['max_gain_dk']:.3f} ({gp}) | {r['max_retro_gain']:.3f} ({gr}) | {below} |")
 
 
+def plot(front: pd.DataFrame, out: Path) -> None:
+    """frontier-cut.png: semiperimeter against the largest gain per adversary, one line per
+    (cut, seed, j) along t; the issue's goals dotted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpriv.experiment import GOALS
+
+    panels = [("max_gain_dk", "paper adversary", GOALS["paper"]),
+              ("max_retro_gain", "retrospective adversary", GOALS["retrospective"])]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    colors = dict(zip(VARIANTS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for ax, (col, who, goal) in zip(axes, panels):
+        for (v, seed, j), g in front.groupby(["variant", "seed", "j"]):
+            g = g.sort_values("t")
+            ax.plot(g["semi"], g[col], marker="o" if j == 1.5 else "s", color=colors[v], alpha=0.7,
+                    label=f"{v} j {j}" if seed == front["seed"].min() else None)
+        ax.axhline(goal, color="grey", linestyle=":", linewidth=1)
+        ax.axvline(GOALS["semi"], color="grey", linestyle=":", linewidth=1)
+        ax.set(xlabel="mean average semiperimeter", ylabel=f"{col} (max over releases)", title=who)
+        ax.legend(fontsize=7)
+    fig.suptitle("Top-down cut rules, t 0.35 / 0.45 / 0.6, seeds 0-2 (one line per cut, seed and j)")
+    fig.tight_layout()
+    fig.savefig(out / "frontier-cut.png", dpi=110)
+    plt.close(fig)
+
+
 if __name__ == "__main__":
     cmd, out = sys.argv[1], Path(sys.argv[2])
     if cmd == "run":
@@ -132,3 +161,4 @@ if __name__ == "__main__":
         front = table(out)
         show(front)
         at_same_semi(front)
+        plot(front, out)
