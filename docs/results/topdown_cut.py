@@ -1,11 +1,13 @@
 """Knowledge-aware cut choice inside the top-down split (issue 12, direction 2), 8 x 2,000.
 
-Run:   PYTHONPATH=. python docs/results/topdown_cut.py run OUT SEED VARIANT [VARIANT ...]
+Run:   PYTHONPATH=. python docs/results/topdown_cut.py run OUT SEED VARIANT [VARIANT ...] [T:J,T:J]
        (one `dpriv.experiment.run_experiment` per variant into OUT/seedS/VARIANT/: views 8,
        view size 2,000, attendance 0.5, knowledge ("dk",), every setting of SETTINGS)
-Table: PYTHONPATH=. python docs/results/topdown_cut.py table OUT
+Table: PYTHONPATH=. python docs/results/topdown_cut.py table OUT [BASELINES]
        (reads OUT/seed*/*/frontier.csv, writes OUT/frontier.csv with `seed` and `variant`
-       columns and prints the Markdown tables of OUT/README.md)
+       columns, frontier-cut.png, and prints the Markdown tables of OUT/README.md; with
+       BASELINES, e.g. docs/results/frontier-8x2000/frontier.csv, also which baseline points
+       each cut rule dominates)
 
 Every setting is JS-reduce, `grouping = "topdown"`, k 5, the exit guard on
 (`exit_values = dpriv.experiment.EXITS`); a variant adds the policy fields of VARIANTS.
@@ -124,6 +126,28 @@ def at_same_semi(front: pd.DataFrame) -> None:
               f"{r['max_gain_dk']:.3f} ({gp}) | {r['max_retro_gain']:.3f} ({gr}) | {below} |")
 
 
+def dominance(front: pd.DataFrame, baselines: Path) -> None:
+    """Per cut rule: the (baseline point, seed) pairs of ``baselines`` (a frontier.csv with a
+    ``seed`` column) that one of its settings dominates on that seed: mean suppression <= 1 %,
+    a mean semiperimeter no larger, a lower max gain against both adversaries (as in
+    docs/results/exit_frontier.py)."""
+    base = pd.read_csv(baselines)
+    base = base[(base["method"] != "jsreduce") & base["seed"].isin(front["seed"].unique())]
+    order = list(VARIANTS)
+    print("\n| cut | (baseline, seed) pairs dominated | which |\n|---|---|---|")
+    for v in sorted(front["variant"].unique(), key=order.index):
+        ok = front[(front["variant"] == v) & (front["suppression"] <= 0.01)]
+        seeds = set(front.loc[front["variant"] == v, "seed"])
+        hits, n = [], 0
+        for _, b in base[base["seed"].isin(seeds)].iterrows():
+            n += 1
+            o = ok[(ok["seed"] == b["seed"]) & (ok["semi"] <= b["semi"])]
+            o = o[(o["max_gain_dk"] < b["max_gain_dk"]) & (o["max_retro_gain"] < b["max_retro_gain"])]
+            if len(o):
+                hits.append(f"{b['method']} {b['params']} seed {b['seed']}")
+        print(f"| {v} | {len(hits)} of {n} | {'; '.join(hits)} |")
+
+
 def plot(front: pd.DataFrame, out: Path) -> None:
     """frontier-cut.png: semiperimeter against the largest gain per adversary, one line per
     (cut, seed, j) along t; the issue's goals dotted."""
@@ -155,10 +179,16 @@ def plot(front: pd.DataFrame, out: Path) -> None:
 
 if __name__ == "__main__":
     cmd, out = sys.argv[1], Path(sys.argv[2])
-    if cmd == "run":
-        run(out, int(sys.argv[3]), sys.argv[4:])
+    if cmd == "run":  # a last argument "t:j,t:j" replaces SETTINGS
+        args = sys.argv[4:]
+        tjs = SETTINGS
+        if ":" in args[-1]:
+            tjs = [tuple(map(float, x.split(":"))) for x in args.pop().split(",")]
+        run(out, int(sys.argv[3]), args, tjs)
     else:
         front = table(out)
         show(front)
         at_same_semi(front)
+        if len(sys.argv) > 3:  # the baselines' frontier.csv (with a seed column)
+            dominance(front, Path(sys.argv[3]))
         plot(front, out)
