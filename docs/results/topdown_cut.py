@@ -4,7 +4,7 @@ Run:   PYTHONPATH=. python docs/results/topdown_cut.py run OUT SEED VARIANT [VAR
        (one `dpriv.experiment.run_experiment` per variant into OUT/seedS/VARIANT/: views 8,
        view size 2,000, attendance 0.5, knowledge ("dk",), every setting of SETTINGS)
 Table: PYTHONPATH=. python docs/results/topdown_cut.py table OUT [BASELINES]
-       (reads OUT/seed*/*/frontier.csv, writes OUT/frontier.csv with `seed` and `variant`
+       (reads OUT/**/seed*/*/frontier.csv, writes OUT/frontier.csv with `seed` and `variant`
        columns, frontier-cut.png, and prints the Markdown tables of OUT/README.md; with
        BASELINES, e.g. docs/results/frontier-8x2000/frontier.csv, also which baseline points
        each cut rule dominates)
@@ -63,7 +63,7 @@ def run(out: Path, seed: int, variants: list[str], settings=SETTINGS) -> None:
 
 def table(out: Path) -> pd.DataFrame:
     rows = []
-    for f in sorted(out.glob("seed*/*/frontier.csv")):
+    for f in sorted(out.glob("**/seed*/*/frontier.csv")):
         fr = pd.read_csv(f)
         fr["seed"] = int(f.parent.parent.name[4:])
         fr["variant"] = f.parent.name
@@ -93,8 +93,7 @@ def show(front: pd.DataFrame) -> None:
                   f"{span(h['max_suppression'], '.1f', 100)} | {span(h['semi'], '.3f')} |")
     # per seed against the median cut at the same (t, j): semiperimeter and gains
     base = front[front["variant"] == "median"].set_index(["seed", "t", "j"])
-    print("\n| cut | t | j | seed | semi (median -> cut) | paper gain | retrospective gain | wins |\n"
-          "|---|---|---|---|---|---|---|---|")
+    rows, wins = [], {}
     for _, r in front[front["variant"] != "median"].sort_values(["variant", "j", "t", "seed"]).iterrows():
         key = (r["seed"], r["t"], r["j"])
         if key not in base.index:
@@ -102,9 +101,20 @@ def show(front: pd.DataFrame) -> None:
         b = base.loc[key]
         win = (r["semi"] < b["semi"]) and (r["max_gain_dk"] <= b["max_gain_dk"]) and (
             r["max_retro_gain"] <= b["max_retro_gain"]) and r["suppression"] <= max(b["suppression"], 0.01)
-        print(f"| {r['variant']} | {r['t']} | {r['j']} | {r['seed']} | {b['semi']:.3f} -> {r['semi']:.3f} | "
-              f"{b['max_gain_dk']:.3f} -> {r['max_gain_dk']:.3f} | {b['max_retro_gain']:.3f} -> "
-              f"{r['max_retro_gain']:.3f} | {'yes' if win else 'no'} |")
+        wins.setdefault(r["variant"], []).append((r["t"], r["j"], r["seed"], win))
+        rows.append(f"| {r['variant']} | {r['t']} | {r['j']} | {r['seed']} | "
+                    f"{b['semi']:.3f} -> {r['semi']:.3f} | {b['max_gain_dk']:.3f} -> "
+                    f"{r['max_gain_dk']:.3f} | {b['max_retro_gain']:.3f} -> "
+                    f"{r['max_retro_gain']:.3f} | {'yes' if win else 'no'} |")
+    print("\n| cut | (setting, seed) pairs won against the median cut | settings won on every seed run |\n"
+          "|---|---|---|")
+    for v, w in wins.items():
+        by = pd.DataFrame(w, columns=["t", "j", "seed", "win"]).groupby(["t", "j"])["win"].all()
+        every = "; ".join(f"t {t}, j {j}" for (t, j), ok in by.items() if ok) or "-"
+        print(f"| {v} | {sum(x[3] for x in w)} of {len(w)} | {every} |")
+    print("\n| cut | t | j | seed | semi (median -> cut) | paper gain | retrospective gain | wins |\n"
+          "|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
 
 
 def at_same_semi(front: pd.DataFrame) -> None:
