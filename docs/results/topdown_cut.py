@@ -181,7 +181,7 @@ def plot(front: pd.DataFrame, out: Path) -> None:
         ax.axvline(GOALS["semi"], color="grey", linestyle=":", linewidth=1)
         ax.set(xlabel="mean average semiperimeter", ylabel=f"{col} (max over releases)", title=who)
         ax.legend(fontsize=7)
-    fig.suptitle("Top-down cut rules, t 0.35 / 0.45 / 0.6, seeds 0-2 (one line per cut, seed and j)")
+    fig.suptitle("Top-down cut rules along t (0.35-0.6), seeds 0-2: one line per cut, seed and j")
     fig.tight_layout()
     fig.savefig(out / "frontier-cut.png", dpi=110)
     plt.close(fig)
