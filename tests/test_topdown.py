@@ -242,6 +242,15 @@ def test_slack_may_leave_the_widest_dimension_slack_widest_does_not():
     np.testing.assert_array_equal(widest, [0, 0, 0, 1, 1, 1])
 
 
+def test_zero_thresholds_count_zero_in_the_load():
+    # t 0 and j 0 (no division by zero): s = 0,1,0,1 against the view's 2:2, equal priors; the
+    # only boundary with two per side (2 | 2) keeps EMD 0 and JS 0 on both sides: two pairs
+    x, s = np.arange(4.0)[:, None], np.array([0, 1, 0, 1])
+    for cut in ("slack", "slack-widest", "box"):
+        got = topdown_groups(x, s, np.array([A] * 4), np.array([2, 2]), k=2, t=0.0, j=0.0, cut=cut)
+        np.testing.assert_array_equal(got, [0, 0, 1, 1])
+
+
 def test_the_box_cut_trims_an_outlier_where_the_median_halves():
     # one QI at 0, 1, 2, 3, 4, 10, nothing binds (t 1, j 1, equal priors), k 2. Size-weighted
     # spans |L| span(L) + |R| span(R): 2 | 4: 2 * 1 + 4 * 8 = 34; 3 | 3: 3 * 2 + 3 * 9 = 33;
