@@ -3,6 +3,8 @@
 Run:   PYTHONPATH=. python docs/results/topdown_cut.py run OUT SEED VARIANT [VARIANT ...] [T:J,T:J]
        (one `dpriv.experiment.run_experiment` per variant into OUT/seedS/VARIANT/: views 8,
        view size 2,000, attendance 0.5, knowledge ("dk",), every setting of SETTINGS)
+Big:   PYTHONPATH=. python docs/results/topdown_cut.py big OUT T J VARIANT
+       (24 views of 5,000, seed 0, one setting, into OUT/VARIANT_tT_jJ/)
 Table: PYTHONPATH=. python docs/results/topdown_cut.py table OUT [BASELINES]
        (reads OUT/**/seed*/*/frontier.csv, writes OUT/frontier.csv with `seed` and `variant`
        columns, frontier-cut.png, and prints the Markdown tables of OUT/README.md; with
@@ -189,7 +191,11 @@ def plot(front: pd.DataFrame, out: Path) -> None:
 
 if __name__ == "__main__":
     cmd, out = sys.argv[1], Path(sys.argv[2])
-    if cmd == "run":  # a last argument "t:j,t:j" replaces SETTINGS
+    if cmd == "big":  # big OUT T J VARIANT: the paper's size, seed 0, one setting
+        t, j, v = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+        run_experiment(out / f"{v}_t{t}_j{j}", views=24, view_size=5000, attendance=0.5, seed=0,
+                       grid=grid(v, [(t, j)]), knowledge=("dk",))
+    elif cmd == "run":  # a last argument "t:j,t:j" replaces SETTINGS
         args = sys.argv[4:]
         tjs = SETTINGS
         if ":" in args[-1]:
