@@ -70,6 +70,8 @@ class ReleasePolicy(BaseModel):
         (Mondrian-style splits that keep k, t and j, :mod:`dpriv.anonymity.topdown`)
     topdown_level : the top-down split's roots: the Hilbert sub-cubes of this level (0 = one root)
     topdown_pc : a box may also be cut along the first principal axis of its members' priors
+    topdown_cut : how a box that keeps (E9) is cut: ``"median"`` (Mondrian, default), ``"slack"``,
+        ``"box"`` or ``"slack-widest"`` (:mod:`dpriv.anonymity.topdown`; docs/policy.md)
     persistent_groups : keep each respondent with the same co-members at every release she
         attends (:mod:`dpriv.anonymity.persistent`, docs/policy.md "Persistent groups"). Off by
         default: it did not lower the mean gain (docs/results/persistent-8x2000)
@@ -115,6 +117,7 @@ class ReleasePolicy(BaseModel):
     grouping: Literal["scan", "topdown"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
     topdown_pc: bool = False
+    topdown_cut: Literal["median", "slack", "box", "slack-widest"] = "median"
     persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
@@ -336,23 +339,18 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger (``small_view``,
-        ``allow_single_sensitive`` and ``release_format`` only when not the default, so that
-        ledgers recorded before they existed still match)."""
-        exclude = {"base_dir", "npartitions"} | ({"small_view"} if self.small_view == "refuse" else set())
-        if not self.allow_single_sensitive:
-            exclude.add("allow_single_sensitive")
-        if not self.hierarchies:
-            exclude.add("hierarchies")
-        if self.release_format == "generalized":
-            exclude.add("release_format")
-        if not self.persistent_groups:
-            exclude.add("persistent_groups")
+        """The fields that must not change between releases of one ledger (those of
+        :data:`_NEWER` only when not at their default, so that ledgers recorded before they
+        existed still match)."""
+        exclude = {"base_dir", "npartitions"} | {f for f, off in _NEWER.items() if getattr(self, f) == off}
         if self.retro_max_gain is None:
             exclude |= {"retro_max_gain", *GATE_KEYS}
-        if not self.exit_values:
-            exclude.add("exit_values")
         return self.model_dump(exclude=exclude)
+
+
+#: Fields added after ledgers were recorded, with the default that keeps them out of the fingerprint.
+_NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
+_NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median")
 
 
 def _dates(days: list) -> str:

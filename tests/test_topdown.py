@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from dpriv.anonymity.topdown import block_ids, topdown_groups
 from dpriv.baselines import baseline_view
 from dpriv.criteria import TCloseness, js_per_group
 from dpriv.divergence import EQUAL, ORDERED
+from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
 from tests.test_properties import check_release, views_and_policies
 
@@ -124,8 +126,18 @@ def split_cases(draw):
 @settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(split_cases())
 def test_every_group_keeps_k_t_j_and_boxes_do_not_overlap(case):
+    _check_split(case, "median")
+
+
+@settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(split_cases(), st.sampled_from(["slack", "box", "slack-widest"]))
+def test_the_slack_and_box_cuts_keep_k_t_j_and_boxes_do_not_overlap(case, cut):
+    _check_split(case, cut)
+
+
+def _check_split(case, cut):
     x, s, priors, vc, k, t, j, ground, pc = case
-    g = topdown_groups(x, s, priors, vc, k=k, t=t, j=j, ground=ground, pc=pc)
+    g = topdown_groups(x, s, priors, vc, k=k, t=t, j=j, ground=ground, pc=pc, cut=cut)
     kept = g >= 0
     crit = TCloseness(t, "ordered" if ground == ORDERED else "equal", tuple(int(c) for c in vc))
     for label in np.unique(g[kept]):
@@ -157,6 +169,107 @@ def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartit
         grouping="topdown", topdown_level=level, prior_key=prior_key, topdown_pc=pc
     )
     check_release(view, topdown, npartitions)
+
+
+@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    views_and_policies(),
+    st.integers(1, 4),
+    st.sampled_from([0, 1, 2]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(["slack", "box", "slack-widest"]),
+)
+def test_slack_and_box_releases_pass_the_verifier_and_are_partition_free(
+    case, npartitions, level, prior_key, pc, cut
+):
+    view, policy = case
+    topdown = policy.with_overrides(
+        grouping="topdown", topdown_level=level, prior_key=prior_key, topdown_pc=pc, topdown_cut=cut
+    )
+    check_release(view, topdown, npartitions)
+
+
+def test_the_slack_cut_leaves_the_median_for_the_halves_with_the_most_slack():
+    # 6 tuples on one QI, one sensitive value (EMD 0 everywhere), priors A, A, B, B, B, B; k 2,
+    # j 1 bit. The root (JS of 2A + 4B = H(1/3) = 0.918 bits) is valid; the valid boundaries
+    # leave 2, 3 or 4 tuples on the left. Size-weighted JS loads (|L| JS(L) + |R| JS(R)) / j:
+    # 2 | 4: 2 * 0 + 4 * 0 = 0; 3 | 3: 3 * 0.918 + 0 = 2.75; 4 | 2: 4 * 1 + 0 = 4 (JS({A,A,B,B})
+    # = 1 bit, still <= j).
+    x = np.arange(6.0)[:, None]
+    s = np.zeros(6, dtype=np.int64)
+    priors = np.array([A, A, B, B, B, B])
+    vc = np.array([6, 0])
+    # median: 3 | 3; neither half has 2k = 4 tuples: two groups of three, one of them at JS 0.918
+    median = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0)
+    np.testing.assert_array_equal(median, [0, 0, 0, 1, 1, 1])
+    # slack: 2 | 4 (load 0), then {B, B, B, B} at its median: three groups of JS 0, smaller boxes
+    slack = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0, cut="slack")
+    np.testing.assert_array_equal(slack, [0, 0, 1, 1, 2, 2])
+    assert (js_per_group(priors, slack, 2.0).to_numpy() == 0).all()
+
+
+def test_the_slack_cut_weighs_emd_against_t():
+    # one QI, priors all equal (JS 0), s = 0,0,1,1,1,1 against the view's 3:3, k 2, t 0.5:
+    # EMD (equal ground) of a set = |share of 0 - 1/2|. 2 | 4: L {0,0} EMD 1/2 (at the bound,
+    # load 1), R {1,1,1,1} 1/2 (load 1): 2 + 4 = 6; 3 | 3: {0,0,1} 1/6, {1,1,1} 1/2: 3/3 + 3 = 4;
+    # 4 | 2: {0,0,1,1} 0, {1,1} 1/2: 0 + 2 = 2 -> the slack cut is 4 | 2 where the median is 3 | 3.
+    x = np.arange(6.0)[:, None]
+    s = np.array([0, 0, 1, 1, 1, 1])
+    priors = np.array([A] * 6)
+    vc = np.array([3, 3])
+    median = topdown_groups(x, s, priors, vc, k=2, t=0.5, j=0.1)
+    np.testing.assert_array_equal(median, [0, 0, 0, 1, 1, 1])
+    slack = topdown_groups(x, s, priors, vc, k=2, t=0.5, j=0.1, cut="slack")
+    # {0,0,1,1} is then cut 2 | 2 into {0,0} and {1,1} (EMD 1/2 each, the only boundary)
+    np.testing.assert_array_equal(slack, [0, 0, 1, 1, 2, 2])
+    # one dimension, and all three boundaries leave >= 6 / 4 tuples per side: slack-widest agrees
+    widest = topdown_groups(x, s, priors, vc, k=2, t=0.5, j=0.1, cut="slack-widest")
+    np.testing.assert_array_equal(widest, [0, 0, 1, 1, 2, 2])
+
+
+def test_slack_may_leave_the_widest_dimension_slack_widest_does_not():
+    # QI 1 (span 1) at 0..5 with priors A, B, A, B, A, B; QI 2 (span 0.1) separates them: 0 for A,
+    # 0.1 for B. k 2, j 1.01 bits (the root, 3 A + 3 B, has JS 1), nothing else binds. Along QI 2
+    # the cut A A A | B B B has load 0; every cut along QI 1 mixes A and B (load > 0): slack
+    # takes QI 2. slack-widest stays on QI 1: 3 | 3 (JS 0.918 per half: 5.51 / j) against
+    # 2 | 4 and 4 | 2 (JS 1 per half: 6 / j).
+    x = np.column_stack([np.arange(6.0) / 5, [0, 0.1] * 3])
+    s, priors, vc = np.zeros(6, dtype=np.int64), np.array([A, B] * 3), np.array([6, 0])
+    slack = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.01, cut="slack")
+    np.testing.assert_array_equal(slack, [0, 1, 0, 1, 0, 1])
+    widest = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.01, cut="slack-widest")
+    np.testing.assert_array_equal(widest, [0, 0, 0, 1, 1, 1])
+
+
+def test_zero_thresholds_count_zero_in_the_load():
+    # t 0 and j 0 (no division by zero): s = 0,1,0,1 against the view's 2:2, equal priors; the
+    # only boundary with two per side (2 | 2) keeps EMD 0 and JS 0 on both sides: two pairs
+    x, s = np.arange(4.0)[:, None], np.array([0, 1, 0, 1])
+    for cut in ("slack", "slack-widest", "box"):
+        got = topdown_groups(x, s, np.array([A] * 4), np.array([2, 2]), k=2, t=0.0, j=0.0, cut=cut)
+        np.testing.assert_array_equal(got, [0, 0, 1, 1])
+
+
+def test_the_box_cut_trims_an_outlier_where_the_median_halves():
+    # one QI at 0, 1, 2, 3, 4, 10, nothing binds (t 1, j 1, equal priors), k 2. Size-weighted
+    # spans |L| span(L) + |R| span(R): 2 | 4: 2 * 1 + 4 * 8 = 34; 3 | 3: 3 * 2 + 3 * 9 = 33;
+    # 4 | 2: 4 * 3 + 2 * 6 = 24 -> the box cut is 4 | 2 (then {0..3} at 2 | 2), the median 3 | 3.
+    x = np.array([0.0, 1, 2, 3, 4, 10])[:, None] / 10
+    s, priors, vc = np.zeros(6, dtype=np.int64), np.array([A] * 6), np.array([6, 0])
+    median = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0)
+    np.testing.assert_array_equal(median, [0, 0, 0, 1, 1, 1])
+    box = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0, cut="box")
+    np.testing.assert_array_equal(box, [0, 0, 1, 1, 2, 2])
+
+
+def test_policy_topdown_cut_is_validated_and_kept_out_of_old_fingerprints():
+    policy = ReleasePolicy(qi=["a"], sensitive="s")
+    assert policy.topdown_cut == "median" and "topdown_cut" not in policy.fingerprint()
+    assert policy.with_overrides(topdown_cut="slack").fingerprint()["topdown_cut"] == "slack"
+    allowed = "'median', 'slack', 'box' or 'slack-widest'"
+    with pytest.raises(PolicyError, match=f"topdown_cut: Input should be {allowed}"):
+        policy.with_overrides(topdown_cut="widest")
 
 
 def test_relaxed_mondrian_divides_the_ties_at_the_median():

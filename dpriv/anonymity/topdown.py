@@ -12,9 +12,20 @@ integer counts (:meth:`~dpriv.criteria.TCloseness.holds_counts`), JS with
 
 A node (a set of tuples, a box)
 
-* that satisfies (E9) is cut at the boundary between distinct values closest to the median
-  of its widest dimension (normalised span; the next widest if none works) whose two halves
-  both satisfy (E9); with no such cut it becomes one QI-group;
+* that satisfies (E9) is cut, with ``cut = "median"`` (Mondrian, the default), at the boundary
+  between distinct values closest to the median of its widest dimension (normalised span; the
+  next widest if none works) whose two halves both satisfy (E9); with ``cut = "slack"``, among
+  all boundaries of all dimensions whose two halves satisfy (E9), at the one whose halves have
+  the most slack under (E9): the smallest size-weighted load ``(|L| l(L) + |R| l(R)) / |Q|``,
+  ``l = max(JS / j, EMD / t)`` (a threshold of 0 counts 0; ties: closest to the median, then
+  the widest dimension), so that the halves can be cut further (issue 12, direction 2; with
+  ``pc`` the principal knowledge axis is a candidate too); with ``cut = "box"``, among the same
+  cuts, at the one with the smallest size-weighted box of the halves ``|L| s(L) + |R| s(R)``,
+  ``s`` the summed span of the split coordinates (ties as for ``"slack"``: a greedy step on
+  the semiperimeter (E11) itself); with ``cut = "slack-widest"``, in Mondrian's dimension (the
+  widest with a valid cut), at the position with the most slack among those leaving at least a
+  quarter of the node on each side (any position if none does); with no such cut it becomes one
+  QI-group;
 * that breaks (E9) (JS is not monotone under merge, so a large box usually does) must be cut:
   among all boundaries of all dimensions leaving ``>= k`` tuples on each side, the one with the
   smallest size-weighted violation ``|L| v(L) + |R| v(R)``, ``v = max(0, JS - j) +
@@ -52,7 +63,7 @@ _PEEL_MAX = 8  # an uncut node breaking (E9) sheds members only up to this many 
 class _Split:
     """The data of one root (block) and the (E9) thresholds; :meth:`groups` runs the split."""
 
-    def __init__(self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False):
+    def __init__(self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False, cut="median"):
         self.x = np.ascontiguousarray(x, dtype=np.float64)
         self.s = np.ascontiguousarray(s, dtype=np.int64)
         self.p = np.ascontiguousarray(priors, dtype=np.float64)
@@ -62,7 +73,7 @@ class _Split:
         self.pv = self.vc / max(self.n_view, 1)
         self.m = len(self.vc)
         self.k, self.t, self.j, self.ground, self.log_base = k, t, j, ground, log_base
-        self.pc = pc
+        self.pc, self.cut, self.slack = pc, cut, cut == "slack"
         self.onehot = (
             np.eye(self.m, dtype=np.int64)[self.s] if len(self.s) else np.zeros((0, self.m), np.int64)
         )
@@ -86,6 +97,11 @@ class _Split:
         return np.maximum(self._js(sum_p, sum_h, u) - self.j, 0.0) + np.maximum(
             self._emd(counts, u) - self.t, 0.0
         )
+
+    def _load(self, counts, sum_p, sum_h, u):
+        """``max(JS / j, EMD / t)`` of sets (a threshold of 0 counts 0): 1 at the (E9) bound."""
+        js = self._js(sum_p, sum_h, u) / self.j if self.j > 0 else np.zeros(len(u))
+        return np.maximum(js, self._emd(counts, u) / self.t if self.t > 0 else 0.0)
 
     def _holds(self, counts: np.ndarray, sum_p: np.ndarray, sum_h: float, u: int) -> bool:
         """(E9) exactly as the scan decides it: k, EMD on integers, JS <= j."""
@@ -119,7 +135,7 @@ class _Split:
         sub = self.x[idx]
         span = sub.max(axis=0) - sub.min(axis=0)
         dims = [sub[:, d] for d in np.argsort(-span, kind="stable") if span[d] > 0]
-        if self.pc and not valid:
+        if self.pc and (self.slack or not valid):
             dims.append(self._principal(idx))
         best, best_key = None, None
         for col in dims:
@@ -136,6 +152,28 @@ class _Split:
             vl = self._violation(cc, cp, ch, bl)
             vr = self._violation(counts - cc, sum_p - cp, sum_h - ch, br)
             off = np.abs(b - u / 2)
+            if valid and self.cut != "median":
+                ok = np.flatnonzero((vl == 0) & (vr == 0))
+                if self.cut == "slack-widest":  # the middle half, if it has a valid cut
+                    mid = ok[np.minimum(b[ok], u - b[ok]) >= u / 4]
+                    ok = mid if len(mid) else ok
+                if self.cut != "box":
+                    load = bl * self._load(cc, cp, ch, bl)
+                    load += br * self._load(counts - cc, sum_p - cp, sum_h - ch, br)
+                else:
+                    load = bl * _spans(sub[o], b) + br * _spans(sub[o][::-1], u - b)
+                for c in ok[np.lexsort((off[ok], load[ok]))]:  # the best of this dimension
+                    bb = int(b[c])
+                    if best_key is not None and (load[c], off[c]) >= best_key:
+                        break  # an earlier (wider) dimension has a cut with as much slack
+                    if self._holds(cc[c], cp[c], float(ch[c]), bb) and self._holds(
+                        counts - cc[c], sum_p - cp[c], sum_h - float(ch[c]), u - bb
+                    ):
+                        best_key, best = (load[c], off[c]), (np.sort(idx[o[:bb]]), np.sort(idx[o[bb:]]))
+                        break
+                if best is not None and self.cut == "slack-widest":
+                    return best  # Mondrian's dimension: the widest with a valid cut
+                continue
             if valid:
                 for c in np.flatnonzero((vl == 0) & (vr == 0))[
                     np.argsort(off[(vl == 0) & (vr == 0)], kind="stable")
@@ -196,6 +234,11 @@ class _Split:
         return idx[:0]
 
 
+def _spans(xs: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Summed span over the dimensions of the first ``b`` rows of ``xs`` (n, d), per ``b``."""
+    return (np.maximum.accumulate(xs, axis=0) - np.minimum.accumulate(xs, axis=0))[b - 1].sum(axis=1)
+
+
 def topdown_groups(
     x: np.ndarray,
     s: np.ndarray,
@@ -209,6 +252,7 @@ def topdown_groups(
     log_base: float = 2.0,
     blocks: np.ndarray | None = None,
     pc: bool = False,
+    cut: str = "median",
 ) -> np.ndarray:
     """Top-down QI-groups of ``n`` tuples (module doc).
 
@@ -222,7 +266,10 @@ def topdown_groups(
     blocks : int (n,), the root each tuple belongs to (default: one root); groups never
         cross blocks.
     pc : a node that breaks (E9) may also be cut along the first principal axis of its
-        priors in Hellinger coordinates (a knowledge cut; the halves' boxes may overlap).
+        priors in Hellinger coordinates (a knowledge cut; the halves' boxes may overlap); with
+        ``cut = "slack"`` a node that satisfies (E9) may be cut along it too.
+    cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian), ``"slack"``, ``"box"`` or
+        ``"slack-widest"`` (module doc).
 
     Returns
     -------
@@ -249,6 +296,7 @@ def topdown_groups(
             ground=ground,
             log_base=log_base,
             pc=pc,
+            cut=cut,
         )
         local = sub.groups()
         kept = local >= 0
@@ -306,6 +354,7 @@ def topdown_range(
         log_base=policy.log_base,
         blocks=blocks[~carried],
         pc=policy.topdown_pc,
+        cut=policy.topdown_cut,
     )
     done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
     return done.reset_index(drop=True), part[carried].reset_index(drop=True)

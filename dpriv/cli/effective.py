@@ -51,6 +51,7 @@ _GROUPS = {
         "grouping",
         "topdown_level",
         "topdown_pc",
+        "topdown_cut",
         "persistent_groups",
         "mondrian_cut",
         "release_format",
