@@ -37,7 +37,7 @@ from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import LedgerError
 from dpriv.io import atomic_write
 from dpriv.metrics.record import ReleaseRecord, read_record, write_record
-from dpriv.state_parts import commit_state, read_state_files, state_files
+from dpriv.state_parts import read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -188,7 +188,8 @@ class Ledger:
         An Anatomy release (docs/released-format.md) passes its QI table as ``view`` and its
         ``sensitive`` table, written to ``releases/<i>/sensitive.parquet``.
         ``state_split`` = (id column, number of buckets) writes the state as one Parquet part
-        per bucket, by the workers for a Dask state (:func:`dpriv.state_parts.commit_state`);
+        per bucket, by the workers for a Dask state while the client writes the view
+        (:func:`dpriv.state_parts.staged_state`);
         default: one bucket, ``state/<i>/state.parquet``.
         """
         if index != self.last_index() + 1:
@@ -196,11 +197,11 @@ class Ledger:
         tick = time.perf_counter()
         rdir = self.release_dir(index)
         rdir.mkdir(parents=True, exist_ok=True)
-        write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
-        if sensitive is not None:
-            write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
         id_col, nbuckets = state_split or (None, 1)
-        commit_state(self.state_dir(index), state, id_col, nbuckets)
+        with staged_state(self.state_dir(index), state, id_col, nbuckets):  # workers write parts
+            write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
+            if sensitive is not None:
+                write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
         if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
             seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
             metrics = {**metrics, "seconds": seconds}

@@ -48,9 +48,10 @@ from dpriv.input_checks import check_history, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger, discard_new_ledger
-from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
+from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
+from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
@@ -64,7 +65,6 @@ from dpriv.sources import defender_knowledge
 from dpriv.state import (
     attach_priors,
     empty_state,
-    group_posteriors,
     next_state,
     with_revised_priors,
     with_state,
@@ -314,15 +314,17 @@ def release_view(
         committed=index - 1,
     )
     steps.lap("verify")
-    meta = group_posteriors(asg_g._meta, policy) if is_dask(asg_g) else None
-    posts = map_frame(group_posteriors, asg_g, policy, meta=meta)
+    # Ω once per part (dpriv.pk_step): the same table feeds the state and the tail risk
+    meta = posteriors_with_truth(asg_g._meta, policy) if is_dask(asg_g) else None
+    posts_s = map_frame(posteriors_with_truth, asg_g, policy, meta=meta)
+    posts = map_frame(without_truth, posts_s, meta=without_truth(meta) if meta is not None else None)
     if not is_dask(view):
         state = to_pandas(state)
     if nbuckets is None:
         nbuckets = state_nbuckets(len(state) + summary.n_rows)
     new_state = next_state(state, posts, policy, window, index, nbuckets)
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
-    tail = map_frame(tail_part, asg_g, policy, meta=tail_meta())
+    tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
     measured = release_metrics(
         released,

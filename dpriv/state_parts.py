@@ -26,10 +26,13 @@ ledger of any dpriv version (a single ``state.parquet``) reads the same way.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,6 +109,63 @@ def write_partition(part: pd.DataFrame, folder: str, id_col: str, nbuckets: int)
     return [write_bucket(folder, rows, b, nbuckets) for b, rows in _split(part, id_col, nbuckets)]
 
 
+def _check(written: list[PartWritten], state: pd.DataFrame | dd.DataFrame, folder: Path, nbuckets: int):
+    seen: set[int] = set()
+    for w in written:
+        if w.bucket in seen:
+            raise ValueError(
+                f"bucket {w.bucket} of the state lies in more than one partition; cut the state "
+                "by bucket first (dpriv.state.next_state does)"
+            )
+        seen.add(w.bucket)
+    if not written:  # no rows: one empty part with the state's columns
+        written = [write_bucket(str(folder), meta_of(state), 0, nbuckets)]
+    return sorted(written, key=lambda w: w.bucket)
+
+
+def _start(folder: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None, nbuckets: int):
+    """Start writing the parts; return a function that waits for them and returns them.
+
+    A Dask state of several buckets: one task per partition, persisted (under a distributed
+    client the workers start at once and the client goes on); otherwise the parts are
+    written when the returned function is called."""
+    from dpriv.ledger import write_parquet
+
+    if nbuckets <= 1:
+
+        def single() -> list[PartWritten]:
+            rows = write_parquet(folder / SINGLE, state, mode=0o600, use_dictionary=USE_DICTIONARY)
+            return [PartWritten(0, rows, SINGLE)]
+
+        return single
+    if not is_dask(state):
+        return lambda: _check(write_partition(state, str(folder), id_col, nbuckets), state, folder, nbuckets)
+    import dask
+
+    tasks = [dask.delayed(write_partition)(p, str(folder), id_col, nbuckets) for p in state.to_delayed()]
+    running = dask.persist(*tasks)
+
+    def gather() -> list[PartWritten]:
+        try:
+            done = dask.compute(*running)
+        except BaseException:
+            _settle(running)
+            raise
+        return _check([w for ws in done for w in ws], state, folder, nbuckets)
+
+    return gather
+
+
+def _settle(running) -> None:
+    """Wait until every part task has ended (a failed one does not stop the others), so that
+    none writes into the temp folder after its removal (distributed futures; a local
+    scheduler's tasks have ended when persist returned)."""
+    with contextlib.suppress(Exception):
+        from distributed import futures_of, wait
+
+        wait(futures_of(running))
+
+
 def write_state(
     folder: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None, nbuckets: int
 ) -> list[PartWritten]:
@@ -118,49 +178,41 @@ def write_state(
     ``state.parquet`` as every ledger file is (:func:`dpriv.ledger.write_parquet`). A state
     with no rows gives one empty ``part_name(0)`` with the frame's columns.
     """
-    from dpriv.ledger import write_parquet
-
-    if nbuckets <= 1:
-        rows = write_parquet(folder / SINGLE, state, mode=0o600, use_dictionary=USE_DICTIONARY)
-        return [PartWritten(0, rows, SINGLE)]
-    if is_dask(state):
-        import dask
-
-        tasks = [dask.delayed(write_partition)(p, str(folder), id_col, nbuckets) for p in state.to_delayed()]
-        written = [w for ws in dask.compute(*tasks) for w in ws]
-    else:
-        written = write_partition(state, str(folder), id_col, nbuckets)
-    seen: dict[int, int] = {}
-    for w in written:
-        if w.bucket in seen:
-            raise ValueError(
-                f"bucket {w.bucket} of the state lies in more than one partition; cut the state "
-                "by bucket first (dpriv.state.next_state does)"
-            )
-        seen[w.bucket] = w.rows
-    if not written:  # no rows: one empty part with the state's columns
-        written = [write_bucket(str(folder), meta_of(state), 0, nbuckets)]
-    return sorted(written, key=lambda w: w.bucket)
+    return _start(folder, state, id_col, nbuckets)()
 
 
-def commit_state(
+@contextlib.contextmanager
+def staged_state(
     target: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None, nbuckets: int
-) -> list[PartWritten]:
-    """Write the state into a temp folder beside ``target`` (``.<name>.<random>``, 0700) and
-    rename it to ``target`` (an uncommitted ``target`` of an earlier attempt is replaced);
-    on any failure the temp folder is removed and ``target`` is left as it was."""
+) -> Iterator[None]:
+    """Write the state into a temp folder beside ``target`` (``.<name>.<random>``, 0700) while
+    the body runs (the workers write their parts while the client writes the view), then
+    rename it to ``target`` (an uncommitted ``target`` of an earlier attempt is replaced).
+    On any failure, of a part or of the body, the running writes are waited for, the temp
+    folder is removed and ``target`` is left as it was."""
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(target.parent, 0o700)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    finish = None
     try:
-        written = write_state(tmp, state, id_col, nbuckets)
+        finish = _start(tmp, state, id_col, nbuckets)
+        yield
+        finish, wait = None, finish
+        wait()
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
+    except BaseException:
+        if finish is not None and is_dask(state):  # let running tasks end before the removal
+            with contextlib.suppress(Exception):
+                finish()
+        raise
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    return written
+        for _ in range(5):  # a thread of a local scheduler may still be closing a part
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not tmp.exists():
+                break
+            time.sleep(0.05)
 
 
 def state_files(folder: Path) -> list[Path]:
