@@ -96,6 +96,8 @@ def _split(part: pd.DataFrame, id_col: str, nbuckets: int) -> list[tuple[int, pd
 
     if len(part) == 0:
         return []
+    if nbuckets <= 1:
+        return [(0, part)]
     buckets = state_buckets(part[id_col], nbuckets)
     first = np.unique(buckets, return_index=True)[1]
     order = buckets[np.sort(first)]
@@ -131,7 +133,7 @@ def _start(folder: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None,
     written when the returned function is called."""
     from dpriv.ledger import write_parquet
 
-    if nbuckets <= 1:
+    if nbuckets <= 1 and not (is_dask(state) and state.npartitions == 1):
 
         def single() -> list[PartWritten]:
             rows = write_parquet(folder / SINGLE, state, mode=0o600, use_dictionary=USE_DICTIONARY)
@@ -172,10 +174,12 @@ def write_state(
     """Write ``state`` (pandas or Dask, the columns of :func:`dpriv.state.empty_state`) as the
     parts of ``folder`` (an existing, empty, private folder); return the parts, by bucket.
 
-    A Dask state of more than one bucket is written by its workers, one task per partition;
+    A Dask state of more than one bucket, or of one partition, is written by its workers, one
+    task per partition (a one-partition state by one task: it never reaches the client);
     each bucket must lie in one partition (ValueError naming the bucket otherwise: a bucket
     split over partitions would be written twice). A one-bucket state is streamed to
-    ``state.parquet`` as every ledger file is (:func:`dpriv.ledger.write_parquet`). A state
+    ``state.parquet`` as every ledger file is (:func:`dpriv.ledger.write_parquet`), streamed
+    through the client if it is a Dask frame of several partitions. A state
     with no rows gives one empty ``part_name(0)`` with the frame's columns.
     """
     return _start(folder, state, id_col, nbuckets)()

@@ -177,3 +177,48 @@ def test_a_ledger_with_one_state_file_resumes_to_the_same_bytes(setting, tmp_pat
         gain = attack(resumed, mh.history, policy, "dk", deductions=False)
         pd.testing.assert_frame_equal(gain, attack(ref, mh.history, policy, "dk", deductions=False))
         assert gain["adversary_gain"].notna().all() and len(gain) == 4
+
+
+def test_the_workers_write_the_parts_and_nothing_of_the_state_reaches_the_client(setting, tmp_path):
+    """Under a distributed client the parts are written by the tasks holding them: the client
+    gathers only the list of parts (bucket, rows, name), a tiny fraction of the state."""
+    from dask.sizeof import sizeof
+    from distributed import Client, LocalCluster
+
+    from dpriv.state import empty_state
+    from dpriv.state_parts import staged_state
+
+    _, policy = setting
+    n, nb = 20_000, 4
+    rng = np.random.default_rng(2)
+    state = empty_state(policy, 3).reindex(range(n))
+    state["respondent_id"] = rng.permutation(10 * n)[:n]
+    for c in state.columns[1:]:
+        state[c] = rng.random(n) if state[c].dtype == float else rng.integers(0, 9, n)
+    bucket = stable_hash(state["respondent_id"]) % np.uint64(nb)
+    state = state.iloc[np.lexsort((state["respondent_id"].to_numpy(), bucket))].reset_index(drop=True)
+    state = state.astype(empty_state(policy, 3).dtypes.to_dict())
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc:
+        with Client(lc) as client:
+            frame = client.persist(_cut(state, nb, empty_too=False))
+            gathered = []
+            real = Client.gather
+
+            def spy(self, futures, *a, **k):
+                out = real(self, futures, *a, **k)
+                if not k.get("asynchronous") and not getattr(self, "asynchronous", False):
+                    gathered.append(sizeof(out))
+                return out
+
+            Client.gather = spy
+            try:
+                with staged_state(tmp_path / "state" / "1", frame, "respondent_id", nb):
+                    pass
+            finally:
+                Client.gather = real
+    files = sorted((tmp_path / "state" / "1").iterdir())
+    assert [f.name for f in files] == [part_name(b, nb) for b in range(nb)]
+    back = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    pd.testing.assert_frame_equal(back, state)
+    assert sum(gathered) < 0.01 * state.memory_usage(deep=True).sum(), gathered
+    assert [p.name for p in (tmp_path / "state").iterdir()] == ["1"]  # no temp folder left
