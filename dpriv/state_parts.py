@@ -82,7 +82,7 @@ class PartWritten:
 
 def write_bucket(folder: str, part: pd.DataFrame, bucket: int, nbuckets: int) -> PartWritten:
     """Write the rows of one bucket (pandas, in order) as ``folder/part_name(bucket)``, mode 0600,
-    atomically (:func:`dpriv.ledger.write_parquet`, plain encoding)."""
+    atomically (:func:`dpriv.ledger.write_parquet`; dictionary pages: :data:`USE_DICTIONARY`)."""
     from dpriv.ledger import write_parquet
 
     name = part_name(bucket, nbuckets)
@@ -155,6 +155,7 @@ def _start(folder: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None,
             raise
         return _check([w for ws in done for w in ws], state, folder, nbuckets)
 
+    gather.settle = lambda: _settle(running)  # type: ignore[attr-defined]
     return gather
 
 
@@ -207,9 +208,9 @@ def staged_state(
             shutil.rmtree(target)
         os.replace(tmp, target)
     except BaseException:
-        if finish is not None and is_dask(state):  # let running tasks end before the removal
-            with contextlib.suppress(Exception):
-                finish()
+        settle = getattr(finish, "settle", None)  # tasks started: let them end before the removal
+        if settle is not None:
+            settle()
         raise
     finally:
         for _ in range(5):  # a thread of a local scheduler may still be closing a part

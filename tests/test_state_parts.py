@@ -147,6 +147,29 @@ def test_a_failing_part_write_leaves_the_last_commit(setting, tmp_path, monkeypa
     assert ledger_files(resumed.root) == ledger_files(clean.root)
 
 
+def test_a_failing_view_write_while_the_parts_are_written_leaves_no_state(setting, tmp_path, monkeypatch):
+    import dpriv.ledger as ledger_mod
+
+    mh, policy = setting
+    root = tmp_path / "led"
+    run(mh.history, policy, root, NEVER, monkeypatch, until=1)
+    manifest = (root / "manifest.json").read_bytes()
+    real, parts = ledger_mod.write_parquet, []
+
+    def failing(path, frame, **kw):
+        if path.name == "view.parquet":
+            raise OSError("disk full")
+        parts.append(path.name)
+        return real(path, frame, **kw)
+
+    monkeypatch.setattr(ledger_mod, "write_parquet", failing)
+    with pytest.raises(OSError, match="disk full"):
+        run(mh.history, policy, root, NEVER, monkeypatch, until=2)
+    assert parts and all(p.startswith("part-") for p in parts)  # the parts were being written
+    assert Ledger(root).last_index() == 1 and (root / "manifest.json").read_bytes() == manifest
+    assert sorted(p.name for p in (root / "state").iterdir()) == ["1"]
+
+
 @pytest.mark.parametrize("threshold", [ALWAYS, NEVER])
 def test_a_ledger_with_one_state_file_resumes_to_the_same_bytes(setting, tmp_path, monkeypatch, threshold):
     """An earlier dpriv wrote ``state/<i>/state.parquet`` (dictionary pages, the rows in its own
