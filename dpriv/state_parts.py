@@ -45,11 +45,11 @@ from dpriv._dispatch import is_dask, meta_of
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-#: Respondents per bucket of the state (about 128 MB in memory with the paper's 61 numbers a
+#: Respondents per bucket of the state (about 64 MB in memory with the paper's 61 numbers a
 #: row): a state of ``n`` rows is cut into ``ceil(n / STATE_PART_ROWS)`` buckets, one Parquet
 #: part each. It bounds the memory of one pk task and of one part write; the parts are
 #: written in parallel by the workers.
-STATE_PART_ROWS = 262_144
+STATE_PART_ROWS = 131_072
 #: The single-part name (every state of at most :data:`STATE_PART_ROWS` rows; older ledgers).
 SINGLE = "state.parquet"
 #: Parquet encoding of the state: dictionary pages (pyarrow's default). Plain pages were

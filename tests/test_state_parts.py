@@ -57,7 +57,7 @@ def run(history, policy, root, threshold, monkeypatch, **kw):
 
 
 def test_the_number_of_buckets_follows_the_respondents_not_the_partitions():
-    assert [state_nbuckets(n) for n in (0, 1, 262_144, 262_145, 10**6)] == [1, 1, 1, 2, 4]
+    assert [state_nbuckets(n) for n in (0, 1, 131_072, 131_073, 10**6)] == [1, 1, 1, 2, 8]
     assert part_name(0, 1) == "state.parquet" and part_name(12, 40) == "part-00012.parquet"
 
 
