@@ -18,7 +18,11 @@ K^3 M products for K nonzero values per posterior; 1 posterior, K M, at release 
 no longer grows; what still grows after release 4 is the respondent state (every respondent
 seen so far: 5,000 rows after release 1, 16,434 after release 24).
 
+With ``--attack``: ``dpriv attack --knowledge ie`` over that ledger, its IE tables counted
+once along the releases against the former re-mine before each release (:func:`attack_seconds`).
+
     python benchmarks/bench_ie_history.py [--repeat 5] [--views 24] [--view-size 5000] [--isolated-only]
+    python benchmarks/bench_ie_history.py --attack [--repeat 3]
 """
 
 from __future__ import annotations
@@ -121,6 +125,51 @@ def isolated(n_views: int, view_size: int, defender: str, releases: tuple[int, .
         shutil.rmtree(work, ignore_errors=True)
 
 
+def attack_seconds(n_views: int, view_size: int, repeat: int) -> dict[str, tuple[float, float]]:
+    """``dpriv attack --knowledge ie`` (paper adversary, no deductions) over the ledger of the
+    history: CPU seconds of the whole attack and of its IE tables (``tables_before``), best of
+    ``repeat``, with the incremental counter (:class:`dpriv.sources.IECounter`) and with the
+    former re-mine of views 1..i-1 before each release i (:meth:`DefenderKnowledge.at`)."""
+    from dpriv.attack import attack
+    from dpriv.sources import AdversaryKnowledge
+
+    work = Path(tempfile.mkdtemp())
+    counted = AdversaryKnowledge.tables_before
+    spent: list[float] = []
+
+    def timed(f):
+        def call(*args):
+            tick = time.process_time()
+            try:
+                return f(*args)
+            finally:
+                spent.append(time.process_time() - tick)
+        return call
+
+    ways = {"counted": counted, "re-mined": lambda self, h, p, i: self.source.at(h, p, i)}
+    best = {k: (float("inf"), float("inf")) for k in ways}
+    try:
+        mh = medical_history(n_views, view_size, seed=0)
+        policy = ReleasePolicy.from_toml(write_history(work, mh), t=0.5, j=0.8, max_suppression=1.0)
+        policy = policy.with_overrides(knowledge={"defender": "ie"})
+        with dask.config.set(scheduler="threads"):
+            ledger = release_history(mh.history, policy, work / "ledger")
+        for _ in range(repeat):
+            for name, way in ways.items():
+                AdversaryKnowledge.tables_before = timed(way)
+                spent.clear()
+                tick = time.process_time()
+                try:
+                    attack(ledger, mh.history, policy, "ie", deductions=False)
+                finally:
+                    AdversaryKnowledge.tables_before = counted
+                total = time.process_time() - tick
+                best[name] = (min(best[name][0], total), min(best[name][1], sum(spent)))
+        return best
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -128,8 +177,16 @@ def main() -> None:
     ap.add_argument("--view-size", type=int, default=5000)
     ap.add_argument("--defender", default="ie", help='"ie" or a table entry of the policy ("dk")')
     ap.add_argument("--isolated-only", action="store_true", help="only the releases alone")
+    ap.add_argument("--attack", action="store_true", help="only the IE adversary: counted vs re-mined")
     args = ap.parse_args()
     one_history(2, 200, args.defender)  # warm-up: numba caches loaded, imports done
+    if args.attack:
+        best = attack_seconds(args.views, args.view_size, args.repeat)
+        print(f"attack --knowledge ie over {args.views} x {args.view_size}, CPU s, best of {args.repeat}")
+        print(f"{'IE tables':<10} {'attack':>8} {'tables':>8}")
+        for name, (total, tables) in best.items():
+            print(f"{name:<10} {total:8.3f} {tables:8.3f}")
+        return
     picked = (2, 4, args.views)
     best = isolated(args.views, args.view_size, args.defender, picked, args.repeat)
     print("release alone (release_view + the two Parquet writes), CPU s, best of "

@@ -8,7 +8,7 @@ far) and the adversary's specifications (``dk``, ``dk-<n>``, ``ie``, ``spm:PATH`
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dask.dataframe as dd
@@ -166,6 +166,7 @@ class AdversaryKnowledge:
     name: str
     source: DefenderKnowledge
     revise: bool = True
+    _counter: IECounter | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def window(self) -> int:
@@ -173,8 +174,48 @@ class AdversaryKnowledge:
         return self.source.order if self.revise else 0
 
     def tables_before(self, history: pd.DataFrame, policy: ReleasePolicy, index: int) -> MarkovTables:
-        """The tables the adversary uses for release ``index``."""
-        return self.source.at(history, policy, index)
+        """The tables the adversary uses for release ``index``: fixed tables, or IE-BK^seq
+        of the original views < ``index``, counted incrementally along increasing indices
+        (:class:`IECounter`: one pass over the history for the whole attack, the same
+        tables as the re-mine :meth:`DefenderKnowledge.at`)."""
+        if self.source.tables is not None:
+            return self.source.tables
+        if self._counter is None or not self._counter.serves(history, policy, index):
+            self._counter = IECounter(self.source, history, policy)
+        return self._counter.before(index)
+
+
+class IECounter:
+    """IE-BK^seq of a history before release ``index``, for increasing indices: the views
+    are split once by time (one pass), then each call counts only the views not yet counted
+    (:class:`KnowledgeTracker`). A smaller index than the last one's views is not served
+    (:meth:`serves` is False: the caller starts a new counter, one more pass)."""
+
+    def __init__(self, knowledge: DefenderKnowledge, history: pd.DataFrame, policy: ReleasePolicy) -> None:
+        self.history, self.policy = history, policy
+        self.tracker = KnowledgeTracker(knowledge, policy)
+        rows = to_pandas(history[[policy.id, policy.time, policy.sensitive]])
+        self.views = [view for _, view in rows.groupby(policy.time, sort=True)]
+        self.times = np.array([v[policy.time].iloc[0] for v in self.views])
+        self.counted = 0  # views counted so far: self.views[:counted]
+
+    def _needed(self, index: int) -> int:
+        return int(np.searchsorted(self.times, index, side="left"))  # the views with time < index
+
+    def serves(self, history: pd.DataFrame, policy: ReleasePolicy, index: int) -> bool:
+        """Whether :meth:`before` can answer for ``index`` without recounting."""
+        same = history is self.history and (policy is self.policy or policy == self.policy)
+        return same and self._needed(index) >= self.counted
+
+    def before(self, index: int) -> MarkovTables:
+        """The tables of the views with time < ``index`` (uniform BK^sv before any view)."""
+        needed = self._needed(index)
+        if needed < self.counted:
+            raise ValueError(f"views up to {self.counted} already counted; {index} needs {needed}")
+        for view in self.views[self.counted : needed]:
+            self.tracker.add(view)
+        self.counted = needed
+        return self.tracker.tables()
 
 
 def _load_corpus(path: str) -> pd.DataFrame:

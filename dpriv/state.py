@@ -1,34 +1,26 @@
 """Per-respondent knowledge state (docs/algorithms.md §1.2, Algorithm 1 lines 6-10).
 
-The defender's knowledge sources (BK^sv, BK^seq tables or IE mining), the one-shot priors
-attached to a single view, the respondent state between releases (the last ``W``
-posteriors, their count, the release and QI-group of the last one), RBK^sv from it (E7),
-PK^sv per QI-group (Ω-estimate, E14) and the state update. Pandas kernels that run per
+The respondent state between releases (the last ``W`` posteriors, their count, the release
+and QI-group of the last one), RBK^sv from it (E7), PK^sv per QI-group (Ω-estimate, E14) and
+the state update. Pandas kernels that run per
 Dask partition; the release loop (:mod:`dpriv.release`) and the adversary
-(:mod:`dpriv.attack`) share them.
+(:mod:`dpriv.attack`) share them. The one-shot priors of a single view are in
+:mod:`dpriv.priors` (re-exported here).
 """
 
 from __future__ import annotations
 
-import math
-import warnings
-from dataclasses import dataclass
-
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
+from dpriv._dispatch import is_dask, meta_of, to_pandas
 from dpriv.anonymity.persistent import PGROUP, PNEXT
-from dpriv.errors import PolicyError
 from dpriv.knowledge.posterior import omega_posterior
-from dpriv.knowledge.prior import class_counts, prior_from_counts
 from dpriv.knowledge.revision import revise
-from dpriv.knowledge.tables import ClassMap, MarkovTables
+from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
-from dpriv.validate import codes
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -175,6 +167,59 @@ def _merge_advance(
     return advance_state(state.merge(posts, on=policy.id, how="outer"), policy, window, index)
 
 
+def _joined_rows(
+    state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy
+) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """The rows of the outer join of ``nullable_state(state)`` with ``posts`` that hold a
+    posterior (posts' columns, then the state's: nullable Int64 counters, NaN for a
+    first-timer), built from the state's positions of the posts' ids, and those positions
+    (-1: a first-timer); None when the join's dtypes could differ (ids of another dtype,
+    non-unique, or state columns other than int64/float64): the caller merges then."""
+    ints = {*STATE, PGROUP}
+    others = state.columns.drop(policy.id)
+    plain = all(state[c].dtype == np.dtype("int64" if c in ints else "float64") for c in others)
+    index = pd.Index(state[policy.id])
+    if not plain or state[policy.id].dtype != posts[policy.id].dtype or not index.is_unique:
+        return None
+    pos = index.get_indexer(posts[policy.id])
+    new, src = pos < 0, np.maximum(pos, 0)
+    cols = {c: posts[c].array for c in posts.columns}
+    for c in others:
+        v = state[c].to_numpy()[src] if len(state) else np.zeros(len(src), state[c].dtype)
+        cols[c] = pd.arrays.IntegerArray(np.where(new, 0, v), new) if c in ints else np.where(new, np.nan, v)
+    return pd.DataFrame(cols), pos
+
+
+def _next_state_pandas(
+    state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int, n: int
+) -> pd.DataFrame:
+    """:func:`next_state` in process, the join in O(|posts|): only the respondents with a
+    posterior are joined with their state rows (:func:`_joined_rows`) and advanced; the
+    other rows are those :func:`advance_state` would rewrite unchanged (no posterior:
+    counters, release, group and window kept), so they are copied column by column, in the
+    advanced rows' dtypes (those of the full outer join). Ids are unique, so putting all the
+    rows in (bucket, id) order gives the rows and order of the full join
+    (``tests/test_next_state.py`` checks both against it)."""
+    joined = _joined_rows(state, posts, policy)
+    if joined is None:
+        touched = state[policy.id].isin(posts[policy.id]).to_numpy()
+        moved = _merge_advance(nullable_state(state[touched]), posts, policy, window, index)
+    else:
+        moved = advance_state(joined[0], policy, window, index)
+        touched = np.zeros(len(state), dtype=bool)
+        touched[joined[1][joined[1] >= 0]] = True
+    kept = np.flatnonzero(~touched)
+    ids = pd.concat([state[policy.id].iloc[kept], moved[policy.id]], ignore_index=True)
+    ids = ids.astype(moved[policy.id].dtype)
+    by_id = ids.sort_values(kind="stable").index.to_numpy()
+    order = by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
+    out = {policy.id: ids.array.take(order)}
+    for col in [c for c in moved.columns if c != policy.id]:  # advance_state: int64, float64
+        both = np.concatenate([state[col].to_numpy(dtype=moved[col].dtype)[kept], moved[col].to_numpy()])
+        out[col] = both[order]
+    return pd.DataFrame(out)
+
+
 def next_state(
     state: pd.DataFrame | dd.DataFrame,
     posts: pd.DataFrame | dd.DataFrame,
@@ -187,15 +232,14 @@ def next_state(
     the posteriors of the release (:func:`group_posteriors`) and advanced (:func:`advance_state`).
 
     Rows come bucket after bucket (:func:`state_buckets` of the id, ``nbuckets`` buckets),
-    sorted by id inside a bucket. Pandas in -> pandas out (in process); Dask in -> a Dask
-    frame with one partition per bucket (both sides range-partitioned on the bucket with
-    fixed divisions, then joined partition by partition): the same rows in the same order.
+    sorted by id inside a bucket. Pandas in -> pandas out (in process: only the view's
+    respondents are joined, :func:`_next_state_pandas`); Dask in -> a Dask frame with one
+    partition per bucket (both sides range-partitioned on the bucket with fixed divisions,
+    then joined partition by partition): the same rows in the same order.
     """
     n = max(int(nbuckets), 1)
     if not (is_dask(state) or is_dask(posts)):
-        new = _merge_advance(nullable_state(state), posts, policy, window, index)
-        order = np.lexsort((np.arange(len(new)), state_buckets(new[policy.id], n)))
-        return new.take(order).reset_index(drop=True)
+        return _next_state_pandas(state, posts, policy, window, index, n)
     divisions = (*range(n), n - 1)
     meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
 
@@ -260,135 +304,13 @@ def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.Data
     return state.astype(dict.fromkeys((*STATE, *([PGROUP] if PGROUP in state.columns else [])), "Int64"))
 
 
-PRIORS = ("class", "uniform")
-
-#: The class prior is *sparse* when its table would have fewer than
-#: ``MIN_ROWS_PER_CLASS`` rows of the view per class on average: most classes are then
-#: empty or hold one or two tuples, whose own S values become their prior (12 QIs in thirds
-#: suppressed 100 % of a view, 8 QIs 61 %, 40 QIs overflowed int64 class indices). A sparse
-#: table is never built: the prior falls back to classes on the longest prefix of the QIs
-#: (policy order) with at most ``max(n_rows // MIN_ROWS_PER_CLASS, DENSE_CLASSES)`` classes,
-#: down to no QI (the distribution of S over the view). Tables of at most
-#: ``DENSE_CLASSES`` classes are always allowed (a few KB; the paper's 18 classes).
-MIN_ROWS_PER_CLASS = 10
-DENSE_CLASSES = 64
-
-
-@dataclass(frozen=True)
-class PriorClasses:
-    """Knowledge classes of the one-shot class prior (see :data:`DENSE_CLASSES`).
-
-    Attributes
-    ----------
-    classmap : ClassMap
-        The classes used (on ``classmap.qi``, a prefix of the policy's QIs).
-    n_classes_full : int
-        Classes on all the policy's QIs (a Python int: may exceed int64).
-    n_rows : int
-        Rows of the view the prior is estimated on.
-    fallback : str or None
-        The warning naming the fallback, ``None`` when all the QIs are used.
-    """
-
-    classmap: ClassMap
-    n_classes_full: int
-    n_rows: int
-    fallback: str | None
-
-
-def class_map(policy: ReleasePolicy, bins: int = 3, qi: list[str] | None = None) -> ClassMap:
-    """QI classes of the empirical prior: numeric QIs in ``bins`` equal-width bins of their
-    policy domain (the paper's thirds, §2.5), categorical QIs by level; on ``qi`` (a subset
-    of the policy's QIs, default all)."""
-    names = list(policy.qi) if qi is None else list(qi)
-    cuts = []
-    for q in names:
-        dom = policy.domains[q]
-        if policy.kind(q) == "numeric":
-            lo, hi = dom
-            cuts.append(tuple(lo + (hi - lo) * np.arange(1, bins) / bins))
-        else:
-            cuts.append(tuple(dom))
-    return ClassMap(tuple(names), tuple(cuts), tuple(policy.kind(q) == "numeric" for q in names))
-
-
-def prior_classes(policy: ReleasePolicy, n_rows: int, bins: int = 3) -> PriorClasses:
-    """The classes of the one-shot class prior for a view of ``n_rows`` rows: all the QIs,
-    or the longest prefix of them with at most ``max(n_rows // MIN_ROWS_PER_CLASS,
-    DENSE_CLASSES)`` classes when
-    the full table is sparse (:data:`DENSE_CLASSES`). Class counts are exact Python ints."""
-    sizes = [bins if policy.kind(q) == "numeric" else len(policy.domains[q]) for q in policy.qi]
-    full = math.prod(sizes)
-    limit = max(int(n_rows) // MIN_ROWS_PER_CLASS, DENSE_CLASSES)
-    if full <= limit:
-        return PriorClasses(class_map(policy, bins), full, int(n_rows), None)
-    used, prod = 0, 1
-    while used < len(sizes) and prod * sizes[used] <= limit:
-        prod *= sizes[used]
-        used += 1
-    kept = list(policy.qi[:used])
-    target = f"the first {used} QI(s) {kept} ({prod} classes)" if used else "no QI (S over the whole view)"
-    note = (
-        f"prior: {len(sizes)} QIs make {full:.3g} knowledge classes for {n_rows} rows (sparse: "
-        f"fewer than {MIN_ROWS_PER_CLASS} rows per class); falling back to classes on {target}"
-    )
-    return PriorClasses(class_map(policy, bins, kept), full, int(n_rows), note)
-
-
-def _class_counts(part: pd.DataFrame, cmap: ClassMap, policy: ReleasePolicy) -> np.ndarray:
-    s = codes(part[policy.sensitive], policy.sensitive_domain)
-    return class_counts(part, cmap, s, len(policy.sensitive_domain))
-
-
-def _with_priors(
-    part: pd.DataFrame, table: np.ndarray, cmap: ClassMap | None, policy: ReleasePolicy
-) -> pd.DataFrame:
-    rows = (
-        table[cmap.classify(part)]
-        if cmap is not None
-        else np.broadcast_to(table[0], (len(part), table.shape[1]))
-    )
-    return part.assign(**{c: rows[:, i] for i, c in enumerate(policy.prior_columns)})
-
-
-def attach_priors(
-    view: pd.DataFrame | dd.DataFrame,
-    policy: ReleasePolicy,
-    prior: str = "class",
-    bins: int = 3,
-    *,
-    n_rows: int | None = None,
-    notes: list[str] | None = None,
-) -> pd.DataFrame | dd.DataFrame:
-    """Add the ``p__<value>`` prior columns (float64, rows sum to 1).
-
-    ``"class"``: the empirical distribution of S in the respondent's QI class (see
-    :func:`prior_classes`: on fewer QIs when the full class table would be sparse; the
-    fallback is appended to ``notes``, or warned (UserWarning) when ``notes`` is None);
-    ``"uniform"``: 1/M everywhere (JS is then 0, j never binds). ``n_rows`` is the view's
-    row count when known (else counted).
-    """
-    m = len(policy.sensitive_domain)
-    if prior == "uniform":
-        table, cmap = np.full((1, m), 1.0 / m), None
-    elif prior == "class":
-        if n_rows is None:
-            n_rows = int(view.shape[0].compute()) if is_dask(view) else len(view)
-        classes = prior_classes(policy, n_rows, bins)
-        if classes.fallback is not None:
-            if notes is None:
-                warnings.warn(classes.fallback, UserWarning, stacklevel=2)
-            else:
-                notes.append(classes.fallback)
-        cmap = classes.classmap
-        if is_dask(view):
-            counts = sum(
-                dask.compute(*[dask.delayed(_class_counts)(p, cmap, policy) for p in view.to_delayed()])
-            )
-        else:
-            counts = _class_counts(view, cmap, policy)
-        table = prior_from_counts(counts)  # BK^sv per class (knowledge/prior.py, §2.5)
-    else:
-        raise PolicyError(f"prior must be one of {PRIORS}, got {prior!r}")
-    meta = _with_priors(meta_of(view), table, cmap, policy) if is_dask(view) else None
-    return map_frame(_with_priors, view, table, cmap, policy, meta=meta)
+# the one-shot priors lived here: their names stay importable from dpriv.state
+from dpriv.priors import (  # noqa: E402, F401
+    DENSE_CLASSES,
+    MIN_ROWS_PER_CLASS,
+    PRIORS,
+    PriorClasses,
+    attach_priors,
+    class_map,
+    prior_classes,
+)

@@ -208,3 +208,38 @@ def test_sparse_and_auto_have_the_dense_bits(kmax):
     assert not np.array_equal(dense, fb)  # revised, not the fallback everywhere
     for method in ("sparse", "auto"):
         assert np.array_equal(revise(hist, lengths, cls, kn, fb, method=method), dense), method
+
+
+def test_sparse_table_rows_keep_the_dense_bits():
+    # mined IE rows hold ~6 nonzeros of 19: the enumeration (its last level a plain loop over
+    # the nonzero entries of the last posterior) must still give every bit of the dense sums
+    rng = np.random.default_rng(12)
+    m, order, n = 19, 3, 200
+    kn = _random_model(rng, m, order, n_classes=2, p_zero=0.2)
+    tabs = [kn.tables[0]]
+    for t in kn.tables[1:]:
+        t = t * (rng.random(t.shape) < 0.3)  # ~70 % of each row's entries zero
+        rows = t.sum(axis=2, keepdims=True)
+        tabs.append(np.divide(t, rows, out=np.zeros_like(t), where=rows > 0))
+    kn = MarkovTables(kn.values, kn.classes, tabs)
+    assert 0.5 < np.mean(kn.tables[3] == 0) < 0.9
+    hist = _sparse_posteriors(rng, (n, 3), m, kmax=8)
+    lengths = rng.integers(0, 5, size=n)
+    cls = rng.integers(0, 2, size=n)
+    fb = rng.dirichlet(np.ones(m), size=n)
+    dense = revise(hist, lengths, cls, kn, fb, method="dense")
+    assert (~np.isclose(dense, fb).all(axis=1)).sum() > n // 2  # most rows revised
+    for method in ("sparse", "auto"):
+        assert np.array_equal(revise(hist, lengths, cls, kn, fb, method=method), dense), method
+
+
+def test_order_zero_tables_give_their_class_row():
+    # an order-0 model (no BK^seq): a respondent with posteriors is revised over the empty
+    # context only, i.e. to her class's row of tables[0], not to the fallback
+    t0 = np.array([[[0.5, 0.25, 0.25]], [[0.0, 0.0, 1.0]]])
+    kn = MarkovTables(("a", "b", "c"), ClassMap(("c",), ((0, 1),), (False,)), [t0])
+    hist = np.full((3, 1, 3), 1 / 3)
+    fb = np.full((3, 3), 1 / 3)
+    for method in ("dense", "sparse"):
+        got = revise(hist, np.array([2, 1, 0]), np.array([1, 0, 1]), kn, fb, method=method)
+        np.testing.assert_array_equal(got, [[0.0, 0.0, 1.0], [0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3]])

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import dpriv.state as state
+import dpriv.priors as priors
 from dpriv.policy import ReleasePolicy
+from dpriv.priors import DENSE_CLASSES, attach_priors, prior_classes
 from dpriv.release import anonymize
-from dpriv.state import DENSE_CLASSES, attach_priors, prior_classes
 
 LEVELS = ["a", "b", "c", "d"]
 
@@ -80,18 +80,18 @@ def test_first_qi_alone_too_large_falls_back_to_the_global_distribution():
 def test_attach_priors_40_qis_table_shape_and_warning():
     view, policy = many_qi_view(40)
     seen = {}
-    real = state.prior_from_counts
+    real = priors.prior_from_counts
 
     def spy(counts, alpha=0.0):
         seen["shape"] = counts.shape
         return real(counts, alpha)
 
-    state.prior_from_counts = spy
+    priors.prior_from_counts = spy
     try:
         with pytest.warns(UserWarning, match="falling back to classes on the first 3 QI"):
             out = attach_priors(view, policy)
     finally:
-        state.prior_from_counts = real
+        priors.prior_from_counts = real
     assert seen["shape"] == (27, 3)  # never 3^30 * 4^10 rows
     p = out[["p__x", "p__y", "p__z"]].to_numpy()
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
@@ -123,5 +123,5 @@ def test_anonymize_many_qis_reports_the_fallback_and_suppresses_less(n_qi):
 def test_without_the_fallback_12_qis_suppress_everything(monkeypatch):
     """The failure the fallback fixes: one tuple per class, each its own point-mass prior."""
     view, policy = many_qi_view(12)
-    monkeypatch.setattr(state, "DENSE_CLASSES", 10**9)
+    monkeypatch.setattr(priors, "DENSE_CLASSES", 10**9)
     assert anonymize(view, policy).metrics["suppression_rate"] == 1.0

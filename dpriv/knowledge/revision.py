@@ -130,7 +130,8 @@ def _sparse_kernel(post, cls, table2d, feas, n_ctx):  # pragma: no cover - compi
     row). The weight of a context is the product ``((1 * p_1) * p_2) * ...`` in that order and
     each sum runs over the contexts in that order, so the result has the same bits as
     :func:`_dense_kernel`; the products of the leading posteriors are kept per level and only
-    the levels the odometer moved are recomputed."""
+    the levels the odometer moved are recomputed, and the last level is a plain loop over
+    its nonzero entries (the odometer's per-context bookkeeping was most of the time)."""
     b, L, m = post.shape
     num = np.zeros((b, m))
     weight = np.zeros(b)
@@ -157,19 +158,32 @@ def _sparse_kernel(post, cls, table2d, feas, n_ctx):  # pragma: no cover - compi
         base = cls[r] * n_ctx
         acc[:] = 0.0
         wsum = 0.0
+        if L == 0:  # one context, the empty one
+            if feas[base]:
+                wsum = 1.0
+                for j in range(m):
+                    acc[j] += table2d[base, j]
+            weight[r] = wsum
+            for j in range(m):
+                num[r, j] = acc[j]
+            continue
+        last = L - 1  # the odometer runs over the leading levels, a plain loop over the last
         start = 0
         while True:
-            for lv in range(start, L):
+            for lv in range(start, last):
                 v = idx[lv, pos[lv]]
                 cpre[lv + 1] = cpre[lv] * m + v
                 wpre[lv + 1] = wpre[lv] * post[r, lv, v]
-            row = base + cpre[L]
-            if feas[row]:
-                w = wpre[L]
-                wsum += w
-                for j in range(m):
-                    acc[j] += w * table2d[row, j]
-            lv = L - 1
+            head, wl = base + cpre[last] * m, wpre[last]
+            for q in range(cnt[last]):
+                v = idx[last, q]
+                row = head + v
+                if feas[row]:
+                    w = wl * post[r, last, v]
+                    wsum += w
+                    for j in range(m):
+                        acc[j] += w * table2d[row, j]
+            lv = last - 1
             while lv >= 0:
                 pos[lv] += 1
                 if pos[lv] < cnt[lv]:

@@ -1,0 +1,139 @@
+"""The state update of a release (:func:`dpriv.state.next_state`, issue 13 item 3).
+
+In process, only the state rows of the respondents with a posterior are joined and advanced;
+the oracle is the full outer join of every state row with the posteriors
+(:func:`advance_state` over all of them), put bucket after bucket, sorted by id: the rows
+that the new path leaves out of the join must come out with the same values, dtypes and order.
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.anonymity.persistent import PGROUP, PNEXT
+from dpriv.ledger import write_parquet
+from dpriv.policy import ReleasePolicy
+from dpriv.state import advance_state, empty_state, next_state, nullable_state, posterior_table, state_buckets
+
+POLICY = ReleasePolicy(
+    id="rid", qi=["age"], sensitive="s", domains={"age": [0, 9], "s": ["a", "b", "c"]}, k=2, t=0.0, j=0.1,
+)  # fmt: skip
+WINDOW = 2
+
+
+def oracle(
+    state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, index: int, n: int
+) -> pd.DataFrame:
+    """Every state row outer-joined with the posteriors and advanced, bucket after bucket by id."""
+    new = advance_state(nullable_state(state).merge(posts, on=policy.id, how="outer"), policy, WINDOW, index)
+    order = np.lexsort((np.arange(len(new)), state_buckets(new[policy.id], n)))
+    return new.take(order).reset_index(drop=True)
+
+
+def random_case(rng, policy: ReleasePolicy, n_state: int, n_posts: int, string_ids: bool):
+    """A state of ``n_state`` respondents (after a few releases: some with NaN padding) and the
+    posteriors of ``n_posts`` respondents, about half of them already in the state."""
+    m = len(policy.sensitive_domain)
+    ids = rng.choice(10 * (n_state + n_posts) + 1, size=n_state + n_posts, replace=False)
+    old, fresh = ids[:n_state], ids[n_state:]
+    n_post = rng.integers(1, 4, size=n_state)
+    state = empty_state(policy, WINDOW)
+    cols = {policy.id: old, "n_post": n_post, "last_release": rng.integers(1, 4, size=n_state),
+            "last_group": rng.integers(0, 2**62, size=n_state)}  # fmt: skip
+    if PGROUP in state.columns:
+        cols[PGROUP] = np.where(rng.random(n_state) < 0.3, -1, rng.integers(0, 2**62, size=n_state))
+    for w in range(WINDOW):
+        p = rng.dirichlet(np.ones(m), size=n_state)
+        p[n_post < WINDOW - w] = np.nan  # a respondent with one posterior: the oldest slot empty
+        cols.update({f"pk{w}__{v}": p[:, i] for i, v in enumerate(policy.sensitive_domain)})
+    state = pd.DataFrame(cols)[list(state.columns)]
+    again = rng.choice(old, size=min(n_posts // 2, n_state), replace=False) if n_state else old[:0]
+    who = np.concatenate([again, fresh[: n_posts - len(again)]])
+    rng.shuffle(who)
+    posts = posterior_table(
+        who, rng.integers(0, 2**62, size=len(who)), rng.dirichlet(np.ones(m), size=len(who)), policy
+    )
+    if PGROUP in state.columns:
+        posts[PNEXT] = pd.array(
+            np.where(rng.random(len(who)) < 0.2, -1, rng.integers(0, 2**62, size=len(who))), dtype="Int64"
+        )
+    if string_ids:
+        state[policy.id] = state[policy.id].map(lambda v: f"r{v:05d}").astype("string[pyarrow]")
+        posts[policy.id] = pd.array([f"r{v:05d}" for v in who], dtype="string[pyarrow]")
+    state = oracle(state, posts.iloc[:0], policy, 3, 4)  # in (bucket, id) order, as written
+    return state, posts
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("string_ids", [False, True])
+@pytest.mark.parametrize("n_state,n_posts", [(0, 30), (40, 0), (200, 60), (60, 200)])
+@pytest.mark.parametrize("nbuckets", [1, 3])
+def test_in_process_update_equals_the_full_join(persistent, string_ids, n_state, n_posts, nbuckets, tmp_path):
+    policy = POLICY.with_overrides(persistent_groups=persistent)
+    rng = np.random.default_rng(n_state * 7 + n_posts + 11 * persistent + 3 * string_ids)
+    state, posts = random_case(rng, policy, n_state, n_posts, string_ids)
+    expected = oracle(state, posts, policy, 4, nbuckets)
+    got = next_state(state, posts, policy, WINDOW, 4, nbuckets)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    write_parquet(tmp_path / "a.parquet", got)
+    write_parquet(tmp_path / "b.parquet", expected)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    if nbuckets == 1:
+        return
+    # the Dask path (both sides cut into the buckets, joined bucket by bucket): the same rows
+    lazy = next_state(
+        dd.from_pandas(state, npartitions=2),
+        dd.from_pandas(posts, npartitions=3),
+        policy,
+        WINDOW,
+        4,
+        nbuckets,
+    )
+    pd.testing.assert_frame_equal(
+        lazy.compute(scheduler="sync").reset_index(drop=True), expected, check_exact=True
+    )
+
+
+def test_a_small_update_by_hand():
+    # 1 and 2 in the state; 2 gets a posterior, 1 is away, 5 is new
+    state = pd.DataFrame(
+        {"rid": [1, 2], "n_post": [1, 2], "last_release": [1, 2], "last_group": [7, 8],
+         "pk0__a": [np.nan, 0.5], "pk0__b": [np.nan, 0.5], "pk0__c": [np.nan, 0.0],
+         "pk1__a": [1.0, 0.0], "pk1__b": [0.0, 1.0], "pk1__c": [0.0, 0.0]}
+    )  # fmt: skip
+    posts = posterior_table(
+        np.array([5, 2]), np.array([40, 41]), np.array([[0.0, 0.0, 1.0], [0.25, 0.75, 0.0]]), POLICY
+    )
+    got = next_state(state, posts, POLICY, WINDOW, 3, 1).set_index("rid")
+    assert got.index.tolist() == [1, 2, 5]  # one bucket: by id
+    # 1, away, keeps her row
+    assert got.loc[1, ["n_post", "last_release", "last_group", "pk1__a", "pk1__b"]].tolist() == [
+        1,
+        1,
+        7,
+        1.0,
+        0.0,
+    ]
+    assert got.loc[1, ["pk0__a", "pk0__b", "pk0__c"]].isna().all()
+    assert got.loc[2, ["n_post", "last_release", "last_group"]].tolist() == [3, 3, 41]
+    assert got.loc[2, ["pk0__a", "pk0__b", "pk1__a", "pk1__b"]].tolist() == [0.0, 1.0, 0.25, 0.75]
+    assert got.loc[5, ["n_post", "last_release", "last_group", "pk1__c"]].tolist() == [1, 3, 40, 1.0]
+    assert np.isnan(got.loc[5, "pk0__a"])
+    assert got.dtypes[["n_post", "last_release", "last_group"]].tolist() == [np.dtype("int64")] * 3
+
+
+@pytest.mark.parametrize("case", ["object ids", "nullable counters"])
+def test_states_the_row_copy_cannot_take_go_through_the_merge(case):
+    # ids of another dtype than the posteriors', or counters that are not int64: the join's
+    # dtypes are then the merge's, so the update merges (the same result as the full join)
+    rng = np.random.default_rng(5)
+    state, posts = random_case(rng, POLICY, 80, 40, string_ids=True)
+    if case == "object ids":
+        state[POLICY.id] = state[POLICY.id].astype(object)
+    else:
+        state = state.astype({"n_post": "Int64"})
+    expected = oracle(state, posts, POLICY, 4, 3)
+    pd.testing.assert_frame_equal(next_state(state, posts, POLICY, WINDOW, 4, 3), expected, check_exact=True)
