@@ -47,7 +47,8 @@ from dpriv.release import release_history
 
 #: Steps whose work is done on the client, serially, whatever the number of workers
 #: (docs/scaling.md): the global repair of the leftovers and the per-release metrics
-#: (computed from gathered group statistics), the ledger write (streamed through the client).
+#: (computed from gathered group statistics), the ledger write (the view streamed through the
+#: client; the state's parts are written by the workers, dpriv.state_parts, meanwhile).
 CLIENT_STEPS = ("repair", "metrics", "write")
 MIB = 2**20
 

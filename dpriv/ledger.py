@@ -7,7 +7,8 @@ ledger/
   releases/<i>/view.parquet   V*_i (public; no ``_``-prefixed helper column); Anatomy: the QI table
   releases/<i>/sensitive.parquet  Anatomy only: qi_group, S, count per group and value (public)
   releases/<i>/metrics.json   achieved k, l, t, j, suppression, utility, timings (public)
-  state/<i>/state.parquet     per-respondent posteriors and QI-group labels (SENSITIVE)
+  state/<i>/                  per-respondent posteriors and QI-group labels (SENSITIVE): one
+                              state.parquet, or part-<b>.parquet per bucket (dpriv.state_parts)
 ```
 ``state/`` links respondents to posteriors over their sensitive values: it is created
 readable by its owner only (0700 folders, 0600 files) and must never be published.
@@ -24,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -37,6 +37,7 @@ from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import LedgerError
 from dpriv.io import atomic_write
 from dpriv.metrics.record import ReleaseRecord, read_record, write_record
+from dpriv.state_parts import read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -85,7 +86,9 @@ class Ledger:
         """Remove what a killed writer left: temp files and releases after the last commit."""
         last = self.last_index()
         for p in sorted(self.root.rglob(".*"), reverse=True):
-            if _is_temp(p) and p.is_file():
+            if _is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
+                shutil.rmtree(p)
+            elif _is_temp(p) and p.exists() and p.is_file():
                 p.unlink()
         for sub in ("releases", "state"):
             for d in (self.root / sub).glob("*"):
@@ -144,7 +147,19 @@ class Ledger:
         return self.root / "releases" / str(index)
 
     def state_path(self, index: int) -> Path:
-        return self.root / "state" / str(index) / "state.parquet"
+        """``state/<index>/state.parquet``: the file of a one-part state (:meth:`state_files`)."""
+        return self.state_dir(index) / "state.parquet"
+
+    def state_dir(self, index: int) -> Path:
+        return self.root / "state" / str(index)
+
+    def state_files(self, index: int) -> list[Path]:
+        """The Parquet parts of the state after release ``index``, in order
+        (:func:`dpriv.state_parts.state_files`); LedgerError when there is none."""
+        files = state_files(self.state_dir(index))
+        if not files:
+            raise LedgerError(f"{self.state_dir(index)} holds no state (no .parquet file)")
+        return files
 
     def commit(
         self,
@@ -156,6 +171,7 @@ class Ledger:
         *,
         drop_private: bool = True,
         sensitive: pd.DataFrame | None = None,
+        state_split: tuple[str, int] | None = None,
     ) -> None:
         """Write release ``index`` then list it in the manifest (the commit point).
 
@@ -171,20 +187,21 @@ class Ledger:
         before the manifest is rewritten leaves the ledger at release ``index - 1``.
         An Anatomy release (docs/released-format.md) passes its QI table as ``view`` and its
         ``sensitive`` table, written to ``releases/<i>/sensitive.parquet``.
+        ``state_split`` = (id column, number of buckets) writes the state as one Parquet part
+        per bucket, by the workers for a Dask state while the client writes the view
+        (:func:`dpriv.state_parts.staged_state`);
+        default: one bucket, ``state/<i>/state.parquet``.
         """
         if index != self.last_index() + 1:
             raise LedgerError(f"release {index} cannot follow release {self.last_index()}")
         tick = time.perf_counter()
         rdir = self.release_dir(index)
         rdir.mkdir(parents=True, exist_ok=True)
-        write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
-        if sensitive is not None:
-            write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
-        sdir = self.state_path(index).parent
-        for d in (sdir.parent, sdir):
-            d.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(d, 0o700)
-        write_parquet(self.state_path(index), state, mode=0o600)
+        id_col, nbuckets = state_split or (None, 1)
+        with staged_state(self.state_dir(index), state, id_col, nbuckets):  # workers write parts
+            write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
+            if sensitive is not None:
+                write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
         if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
             seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
             metrics = {**metrics, "seconds": seconds}
@@ -198,7 +215,7 @@ class Ledger:
 
     def read_state(self, index: int) -> pd.DataFrame:
         """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""
-        return pd.read_parquet(self.state_path(index))
+        return read_state_files(self.state_files(index))
 
     def read_state_dask(self, index: int, row_groups: int = 1) -> dd.DataFrame:
         """The state after release ``index`` as a Dask DataFrame, ``row_groups`` Parquet row
@@ -212,7 +229,8 @@ class Ledger:
 
         if row_groups < 1:
             raise ValueError(f"row_groups must be a positive integer, not {row_groups!r}")
-        return dd.read_parquet(str(self.state_path(index)), split_row_groups=row_groups, index=False)
+        files = [str(f) for f in self.state_files(index)]
+        return dd.read_parquet(files, split_row_groups=row_groups, index=False)
 
     def read_view(self, index: int) -> pd.DataFrame:
         return pd.read_parquet(self.release_dir(index) / "view.parquet")
@@ -279,6 +297,7 @@ def write_parquet(
     mode: int = 0o644,
     row_group_size: int = ROW_GROUP,
     drop_private: bool = False,
+    use_dictionary: bool = True,
 ) -> int:
     """Write ``frame`` to ONE Parquet file at ``path`` atomically; return the number of rows.
 
@@ -291,7 +310,8 @@ def write_parquet(
     one schema, ``pa.Table.from_pandas(part, preserve_index=False)`` of the first non-empty part
     (of the Dask meta if all are empty); later parts are converted to it. The index is never
     written: reading the file back gives a RangeIndex frame. ``drop_private`` leaves out the
-    columns whose name starts with ``_`` (private helper columns).
+    columns whose name starts with ``_`` (private helper columns). ``use_dictionary=False``
+    writes plain pages (pyarrow's ``use_dictionary``), faster for columns of distinct floats.
 
     The file is written through :func:`atomic_write` (temp file ``.<name>.<random>`` in the
     same folder, fsync, ``mode``, rename): if a partition fails to compute or the disk fills up,
@@ -317,7 +337,7 @@ def write_parquet(
         def emit(table: pa.Table) -> None:  # one row group, encoded from contiguous arrays
             nonlocal writer
             if writer is None:
-                writer = pq.ParquetWriter(fh, schema)
+                writer = pq.ParquetWriter(fh, schema, use_dictionary=use_dictionary)
             writer.write_table(table.combine_chunks(), row_group_size=row_group_size)
 
         try:

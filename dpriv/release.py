@@ -48,9 +48,10 @@ from dpriv.input_checks import check_history, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger, discard_new_ledger
-from dpriv.metrics.defender_tail import combine_tail, tail_meta, tail_part
+from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
+from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
@@ -64,11 +65,11 @@ from dpriv.sources import defender_knowledge
 from dpriv.state import (
     attach_priors,
     empty_state,
-    group_posteriors,
     next_state,
     with_revised_priors,
     with_state,
 )
+from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
 from dpriv.validate import ViewSummary, validate_view
 
@@ -176,9 +177,10 @@ def release_history(
         elif not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
         tables = tracker.tables()
+        nbuckets = state_nbuckets(len(state) + summaries[i].n_rows)  # data-determined parts
         run = functools.partial(
             release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
-            npartitions=nparts, method=method,
+            npartitions=nparts, method=method, nbuckets=nbuckets,
         )  # fmt: skip
         if gate is None:
             metrics, released, state, sensitive = run(policy)
@@ -186,7 +188,10 @@ def release_history(
             metrics, released, state, sensitive = gate.release(run, _view(hist_pd, policy, i), i, tables)
         tracker.add(view)
         released = released_dates(released, policy)
-        ledger.commit(i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive)
+        ledger.commit(
+            i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive,
+            state_split=(policy.id, nbuckets),
+        )  # fmt: skip
         if on_release:
             on_release(i, metrics)
     return ledger
@@ -253,6 +258,7 @@ def release_view(
     index: int,
     npartitions: int,
     method: str = "jsreduce",
+    nbuckets: int | None = None,
 ) -> tuple[ReleaseRecord, pd.DataFrame | dd.DataFrame, pd.DataFrame | dd.DataFrame, pd.DataFrame | None]:
     """One step of Algorithm 1 (lines 6-10); nothing is written here.
 
@@ -267,6 +273,9 @@ def release_view(
     and that table reach the client); a pandas ``view`` runs the same kernels in process,
     one part, no persist/wait round trip (:data:`SMALL_VIEW_ROWS`), and returns pandas
     frames (a Dask ``state`` is then collected). Both give the same bytes in the ledger.
+    The new state comes in ``nbuckets`` buckets of the id (default
+    :func:`dpriv.state_parts.state_nbuckets` of the state's and the view's rows), one Dask
+    partition each, the ledger's parts.
     """
     steps = Steps()
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
@@ -305,13 +314,17 @@ def release_view(
         committed=index - 1,
     )
     steps.lap("verify")
-    meta = group_posteriors(asg_g._meta, policy) if is_dask(asg_g) else None
-    posts = map_frame(group_posteriors, asg_g, policy, meta=meta)
+    # Ω once per part (dpriv.pk_step): the same table feeds the state and the tail risk
+    meta = posteriors_with_truth(asg_g._meta, policy) if is_dask(asg_g) else None
+    posts_s = map_frame(posteriors_with_truth, asg_g, policy, meta=meta)
+    posts = map_frame(without_truth, posts_s, meta=without_truth(meta) if meta is not None else None)
     if not is_dask(view):
         state = to_pandas(state)
-    new_state = next_state(state, posts, policy, window, index, npartitions)
+    if nbuckets is None:
+        nbuckets = state_nbuckets(len(state) + summary.n_rows)
+    new_state = next_state(state, posts, policy, window, index, nbuckets)
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
-    tail = map_frame(tail_part, asg_g, policy, meta=tail_meta())
+    tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
     measured = release_metrics(
         released,

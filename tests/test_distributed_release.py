@@ -81,13 +81,21 @@ def test_metrics_record_every_step(client, history, tmp_path):
     assert seconds["grouping"] > 0 and seconds["write"] > 0
 
 
-def test_state_is_one_row_per_respondent_in_id_sorted_hash_partitions(client, history, tmp_path):
+def test_state_is_one_row_per_respondent_in_id_sorted_hash_partitions(client, history, tmp_path, monkeypatch):
+    import dpriv.state_parts as parts_mod
+
     out, mh, policy = history
+    n_view = int((mh.history.view == 2).sum())
+    monkeypatch.setattr(parts_mod, "STATE_PART_ROWS", n_view // 2 + 1)  # 3 or 4 buckets at release 2
     led = release_history(mh.history, policy, tmp_path / "led", npartitions=3)
     ids = led.read_state(2)["respondent_id"].to_numpy()
     assert len(ids) == len(np.unique(ids)) == mh.history.respondent_id[mh.history.view <= 2].nunique()
-    # written partition after partition, each sorted by id: at most 2 descents for 3 parts
-    assert 1 <= int((np.diff(ids) < 0).sum()) <= 2
+    # written part after part (one per hash bucket of the id), each sorted by id
+    parts = led.state_files(2)
+    assert len(parts) in (3, 4)
+    assert 1 <= int((np.diff(ids) < 0).sum()) <= len(parts) - 1
+    for f in parts:
+        assert (np.diff(pd.read_parquet(f)["respondent_id"].to_numpy()) > 0).all()
     assert len(led.read_state_dask(2).compute()) == len(ids)
 
 

@@ -96,12 +96,21 @@ def test_string_ids_give_the_same_state_on_both_paths(setting, tmp_path, monkeyp
 
 
 def test_the_state_comes_bucket_after_bucket_sorted_by_id(setting, tmp_path, monkeypatch):
+    import dpriv.state_parts as parts_mod
     from dpriv._random import stable_hash
 
     mh, policy = setting
+    # 3 buckets before release 2: at most 300 + 300 respondents, 200 a part
+    monkeypatch.setattr(parts_mod, "STATE_PART_ROWS", 200)
     led = run(mh.history[mh.history.view <= 2], policy, tmp_path / "a", ALWAYS, monkeypatch)
+    names = [f.name for f in led.state_files(2)]
+    assert names == [f"part-0000{b}.parquet" for b in range(3)]
     ids = led.read_state(2)["respondent_id"].to_numpy()
     bucket = (pd.util.hash_array(ids, categorize=False) % 3).astype(int)
+    # each part holds one bucket, in order
+    assert [set(led.read_state(2).loc[bucket == b, "respondent_id"]) for b in range(3)] == [
+        set(pd.read_parquet(f)["respondent_id"]) for f in led.state_files(2)
+    ]
     assert np.array_equal(bucket, (stable_hash(ids) % np.uint64(3)).astype(int))
     assert (np.diff(bucket) >= 0).all() and len(np.unique(bucket)) == 3
     for b in range(3):
