@@ -714,3 +714,21 @@ def test_verify_an_anatomy_release_and_a_tampered_count(cli, tmp_path):
     table.to_parquet(table_path, index=False)
     res = cli("verify", rel, *check)
     assert res.exit_code == 2 and "QI rows and sensitive counts differ" in res.output
+
+
+def test_python_dash_m_runs_the_same_command_line(tmp_path):
+    """``python -m dpriv`` is the ``dpriv`` script: its usage line and a bad input's exit 2."""
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-m", "dpriv", "--help"], capture_output=True, text=True)
+    assert ok.returncode == 0
+    assert "Usage: dpriv" in ok.stdout and "release" in ok.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "dpriv", "release", str(tmp_path / "missing.parquet")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 2
+    assert list(tmp_path.iterdir()) == []
