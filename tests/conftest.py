@@ -156,3 +156,32 @@ def stop_cluster(procs) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+@pytest.fixture(scope="module")
+def hist_4x300(tmp_path_factory):
+    """A generated history of 4 views x 300 tuples (seed 1) and its policy at t 0.5, j 0.8,
+    nothing refused for suppression: (MedicalHistory, ReleasePolicy)."""
+    from dpriv.datasets import medical_history, write_history
+    from dpriv.policy import ReleasePolicy
+
+    out = tmp_path_factory.mktemp("hist")
+    mh = medical_history(n_views=4, view_size=300, seed=1)
+    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, max_suppression=1.0)
+    return mh, policy
+
+
+def ledger_files(root: Path) -> dict[str, bytes]:
+    """Every file of a ledger by its path under ``root``, metrics.json without its timings
+    (``seconds``, which must name the release's steps)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            if p.name == "metrics.json":
+                record = json.loads(data)
+                assert set(record["seconds"]) >= {"rbk", "grouping", "verify", "pk", "write"}
+                record.pop("seconds")
+                data = json.dumps(record, sort_keys=True).encode()
+            out[p.relative_to(root).as_posix()] = data
+    return out

@@ -6,42 +6,16 @@ apart: the same history released with the threshold forced both ways (and switch
 half way, as a resumed ledger does) gives the same files, byte for byte, but the timings.
 """
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ledger_files
 
 import dpriv.release as release_mod
-from dpriv.datasets import medical_history, write_history
 from dpriv.knowledge.revision import revise
-from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
 ALWAYS, NEVER = 10**12, -1  # SMALL_VIEW_ROWS forcing the in-process / the Dask path
-
-
-@pytest.fixture(scope="module")
-def setting(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hist")
-    mh = medical_history(n_views=4, view_size=300, seed=1)
-    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, max_suppression=1.0)
-    return mh, policy
-
-
-def ledger_files(root) -> dict[str, bytes]:
-    """Every file of a ledger, metrics.json without its timings (``seconds``)."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            data = p.read_bytes()
-            if p.name == "metrics.json":
-                record = json.loads(data)
-                assert set(record["seconds"]) >= {"rbk", "grouping", "verify", "pk", "write"}
-                record.pop("seconds")
-                data = json.dumps(record, sort_keys=True).encode()
-            out[str(p.relative_to(root))] = data
-    return out
 
 
 def run(history, policy, root, threshold, monkeypatch, **kw):
@@ -50,8 +24,8 @@ def run(history, policy, root, threshold, monkeypatch, **kw):
 
 
 @pytest.mark.parametrize("release_format", ["generalized", pytest.param("anatomy", marks=pytest.mark.slow)])
-def test_in_process_and_dask_paths_write_the_same_ledger(setting, tmp_path, monkeypatch, release_format):
-    mh, policy = setting
+def test_in_process_and_dask_paths_write_the_same_ledger(hist_4x300, tmp_path, monkeypatch, release_format):
+    mh, policy = hist_4x300
     policy = policy.with_overrides(release_format=release_format)
     calls = []
     real = release_mod.release_view
@@ -73,8 +47,8 @@ def test_in_process_and_dask_paths_write_the_same_ledger(setting, tmp_path, monk
     assert a.read_state(4)["n_post"].max() >= 3
 
 
-def test_a_ledger_switching_path_on_resume_equals_an_uninterrupted_one(setting, tmp_path, monkeypatch):
-    mh, policy = setting
+def test_a_ledger_switching_path_on_resume_equals_an_uninterrupted_one(hist_4x300, tmp_path, monkeypatch):
+    mh, policy = hist_4x300
     ref = run(mh.history, policy, tmp_path / "ref", ALWAYS, monkeypatch)
     # two releases in process, then resumed on Dask (the state read back from the ledger)
     run(mh.history, policy, tmp_path / "mix", ALWAYS, monkeypatch, until=2)
@@ -84,8 +58,8 @@ def test_a_ledger_switching_path_on_resume_equals_an_uninterrupted_one(setting, 
     assert ledger_files(mixed.root) == ledger_files(ref.root)
 
 
-def test_string_ids_give_the_same_state_on_both_paths(setting, tmp_path, monkeypatch):
-    mh, policy = setting
+def test_string_ids_give_the_same_state_on_both_paths(hist_4x300, tmp_path, monkeypatch):
+    mh, policy = hist_4x300
     history = mh.history.assign(respondent_id="r" + mh.history.respondent_id.astype(str))
     history = history[history.view <= 2]
     a = run(history, policy, tmp_path / "a", ALWAYS, monkeypatch)
@@ -95,11 +69,11 @@ def test_string_ids_give_the_same_state_on_both_paths(setting, tmp_path, monkeyp
     assert ids.str.startswith("r").all() and ids.is_unique
 
 
-def test_the_state_comes_bucket_after_bucket_sorted_by_id(setting, tmp_path, monkeypatch):
+def test_the_state_comes_bucket_after_bucket_sorted_by_id(hist_4x300, tmp_path, monkeypatch):
     import dpriv.state_parts as parts_mod
     from dpriv._random import stable_hash
 
-    mh, policy = setting
+    mh, policy = hist_4x300
     # 3 buckets before release 2: at most 300 + 300 respondents, 200 a part
     monkeypatch.setattr(parts_mod, "STATE_PART_ROWS", 200)
     led = run(mh.history[mh.history.view <= 2], policy, tmp_path / "a", ALWAYS, monkeypatch)
@@ -117,10 +91,10 @@ def test_the_state_comes_bucket_after_bucket_sorted_by_id(setting, tmp_path, mon
         assert (np.diff(ids[bucket == b]) > 0).all()
 
 
-def test_the_revised_prior_of_a_respondent_does_not_depend_on_her_batch(setting):
+def test_the_revised_prior_of_a_respondent_does_not_depend_on_her_batch(hist_4x300):
     """RBK (E7) of each row alone equals its RBK in a batch, to the last bit (the dense
     contraction is per row; a BLAS product blocked by the batch's shape did not)."""
-    mh, _ = setting
+    mh, _ = hist_4x300
     tables = mh.knowledge
     rng = np.random.default_rng(3)
     n, w, m = 40, tables.order, len(mh.values)
@@ -141,7 +115,7 @@ def test_the_revised_prior_of_a_respondent_does_not_depend_on_her_batch(setting)
         np.testing.assert_allclose(batch[0], num / num.sum(), rtol=1e-12, atol=1e-15)
 
 
-def test_the_threshold_picks_the_path(setting, monkeypatch):
+def test_the_threshold_picks_the_path(hist_4x300, monkeypatch):
     monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 100)
     monkeypatch.setattr(release_mod, "SMALL_STATE_ROWS", 10)
     state = pd.DataFrame({"id": range(10)})
@@ -156,10 +130,10 @@ def test_the_threshold_picks_the_path(setting, monkeypatch):
 # --------------------------------------------------------------------- incremental IE knowledge
 
 
-def test_ie_tables_counted_view_by_view_equal_the_full_re_mine_at_every_release(setting):
+def test_ie_tables_counted_view_by_view_equal_the_full_re_mine_at_every_release(hist_4x300):
     from dpriv.sources import defender_knowledge
 
-    mh, policy = setting
+    mh, policy = hist_4x300
     policy = policy.with_overrides(knowledge={"defender": "ie"})
     knowledge = defender_knowledge(policy)
     assert knowledge.tables is None and knowledge.order == 3
@@ -186,10 +160,10 @@ def test_ie_tables_counted_view_by_view_equal_the_full_re_mine_at_every_release(
     assert np.allclose(first.tables[0], 1 / len(values)) and not first.tables[3].any()
 
 
-def test_ie_release_resumed_equals_uninterrupted_and_never_re_mines(setting, tmp_path, monkeypatch):
+def test_ie_release_resumed_equals_uninterrupted_and_never_re_mines(hist_4x300, tmp_path, monkeypatch):
     from dpriv.sources import DefenderKnowledge
 
-    mh, policy = setting
+    mh, policy = hist_4x300
     policy = policy.with_overrides(knowledge={"defender": "ie"})
     ref = run(mh.history, policy, tmp_path / "ref", ALWAYS, monkeypatch)
     mined = []

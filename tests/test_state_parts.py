@@ -7,47 +7,22 @@ leaves the ledger at its last commit), and a ledger of an earlier version (one
 ``state.parquet``) still resumes to the same bytes.
 """
 
-import json
-
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ledger_files
 
 import dpriv.release as release_mod
 import dpriv.state_parts as parts_mod
 from dpriv._random import stable_hash
 from dpriv.attack import attack
-from dpriv.datasets import medical_history, write_history
 from dpriv.ledger import Ledger
-from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from dpriv.state_parts import part_name, state_nbuckets, write_state
 
 ALWAYS, NEVER = 10**12, -1  # SMALL_VIEW_ROWS forcing the in-process / the Dask path
 PART = 150  # STATE_PART_ROWS of these tests: 2 to 4 buckets for views of 300 tuples
-
-
-@pytest.fixture(scope="module")
-def setting(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hist")
-    mh = medical_history(n_views=4, view_size=300, seed=1)
-    policy = ReleasePolicy.from_toml(write_history(out, mh), t=0.5, j=0.8, max_suppression=1.0)
-    return mh, policy
-
-
-def ledger_files(root) -> dict[str, bytes]:
-    """Every file of a ledger, metrics.json without its timings."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            data = p.read_bytes()
-            if p.name == "metrics.json":
-                record = json.loads(data)
-                record.pop("seconds")
-                data = json.dumps(record, sort_keys=True).encode()
-            out[p.relative_to(root).as_posix()] = data
-    return out
 
 
 def run(history, policy, root, threshold, monkeypatch, **kw):
@@ -61,8 +36,8 @@ def test_the_number_of_buckets_follows_the_respondents_not_the_partitions():
     assert part_name(0, 1) == "state.parquet" and part_name(12, 40) == "part-00012.parquet"
 
 
-def test_both_paths_write_the_same_parts(setting, tmp_path, monkeypatch):
-    mh, policy = setting
+def test_both_paths_write_the_same_parts(hist_4x300, tmp_path, monkeypatch):
+    mh, policy = hist_4x300
     a = run(mh.history, policy, tmp_path / "a", ALWAYS, monkeypatch)
     b = run(mh.history, policy, tmp_path / "b", NEVER, monkeypatch)
     fa, fb = ledger_files(a.root), ledger_files(b.root)
@@ -91,8 +66,8 @@ def _cut(state: pd.DataFrame, nbuckets: int, empty_too: bool = True) -> dd.DataF
     return dd.concat([dd.from_pandas(p, npartitions=1, sort=False) for p in pieces])
 
 
-def test_the_parts_do_not_depend_on_the_partitions(setting, tmp_path, monkeypatch):
-    mh, policy = setting
+def test_the_parts_do_not_depend_on_the_partitions(hist_4x300, tmp_path, monkeypatch):
+    mh, policy = hist_4x300
     led = run(mh.history[mh.history.view <= 2], policy, tmp_path / "led", ALWAYS, monkeypatch)
     state = led.read_state(2)
     nb = len(led.state_files(2))
@@ -117,8 +92,8 @@ def test_the_parts_do_not_depend_on_the_partitions(setting, tmp_path, monkeypatc
         write_state(tmp_path / "split", dd.from_pandas(state, npartitions=5, sort=False), "respondent_id", nb)
 
 
-def test_a_failing_part_write_leaves_the_last_commit(setting, tmp_path, monkeypatch):
-    mh, policy = setting
+def test_a_failing_part_write_leaves_the_last_commit(hist_4x300, tmp_path, monkeypatch):
+    mh, policy = hist_4x300
     clean = run(mh.history, policy, tmp_path / "clean", NEVER, monkeypatch)
     root = tmp_path / "led"
     run(mh.history, policy, root, NEVER, monkeypatch, until=1)
@@ -147,10 +122,10 @@ def test_a_failing_part_write_leaves_the_last_commit(setting, tmp_path, monkeypa
     assert ledger_files(resumed.root) == ledger_files(clean.root)
 
 
-def test_a_failing_view_write_while_the_parts_are_written_leaves_no_state(setting, tmp_path, monkeypatch):
+def test_a_failing_view_write_while_the_parts_are_written_leaves_no_state(hist_4x300, tmp_path, monkeypatch):
     import dpriv.ledger as ledger_mod
 
-    mh, policy = setting
+    mh, policy = hist_4x300
     root = tmp_path / "led"
     run(mh.history, policy, root, NEVER, monkeypatch, until=1)
     manifest = (root / "manifest.json").read_bytes()
@@ -171,10 +146,10 @@ def test_a_failing_view_write_while_the_parts_are_written_leaves_no_state(settin
 
 
 @pytest.mark.parametrize("threshold", [ALWAYS, NEVER])
-def test_a_ledger_with_one_state_file_resumes_to_the_same_bytes(setting, tmp_path, monkeypatch, threshold):
+def test_a_ledger_with_one_state_file_resumes_to_the_same_bytes(hist_4x300, tmp_path, monkeypatch, threshold):
     """An earlier dpriv wrote ``state/<i>/state.parquet`` (dictionary pages, the rows in its own
     bucket order); resuming from it gives the files of an uninterrupted ledger."""
-    mh, policy = setting
+    mh, policy = hist_4x300
     ref = run(mh.history, policy, tmp_path / "ref", ALWAYS, monkeypatch)
     root = tmp_path / "old"
     run(mh.history, policy, root, ALWAYS, monkeypatch, until=2)
@@ -202,7 +177,7 @@ def test_a_ledger_with_one_state_file_resumes_to_the_same_bytes(setting, tmp_pat
         assert gain["adversary_gain"].notna().all() and len(gain) == 4
 
 
-def test_the_workers_write_the_parts_and_nothing_of_the_state_reaches_the_client(setting, tmp_path):
+def test_the_workers_write_the_parts_and_nothing_of_the_state_reaches_the_client(hist_4x300, tmp_path):
     """Under a distributed client the parts are written by the tasks holding them: the client
     gathers only the list of parts (bucket, rows, name), a tiny fraction of the state."""
     from dask.sizeof import sizeof
@@ -211,7 +186,7 @@ def test_the_workers_write_the_parts_and_nothing_of_the_state_reaches_the_client
     from dpriv.state import empty_state
     from dpriv.state_parts import staged_state
 
-    _, policy = setting
+    _, policy = hist_4x300
     n, nb = 20_000, 4
     rng = np.random.default_rng(2)
     state = empty_state(policy, 3).reindex(range(n))
