@@ -163,10 +163,11 @@ def ledger_start(ledger: str | Path, id_column: str) -> LedgerStart:
     committed = frozenset(int(r["index"]) for r in led.committed())
     if not committed:
         return LedgerStart()
-    state = pq.ParquetFile(led.state_path(led.last_index()))
-    if id_column not in state.schema_arrow.names:
-        return LedgerStart(committed, unread=state.metadata.num_rows)
-    return LedgerStart(committed, pd.Index(state.read(columns=[id_column]).column(0).to_pandas()))
+    parts = [pq.ParquetFile(f) for f in led.state_files(led.last_index())]  # LedgerError: none
+    if id_column not in parts[0].schema_arrow.names:
+        return LedgerStart(committed, unread=sum(p.metadata.num_rows for p in parts))
+    ids = [p.read(columns=[id_column]).column(0).to_pandas() for p in parts]
+    return LedgerStart(committed, pd.Index(pd.concat(ids, ignore_index=True)))
 
 
 def history_size(

@@ -75,7 +75,8 @@ def unused_note(columns, policy: ReleasePolicy) -> str | None:
         return None
     return (
         f"not released: column(s) {extra} (not named by the policy as id, time, QI or sensitive); "
-        "add them to qi (--qi) to release them generalized"
+        "a quasi-identifier among them belongs in qi (--qi) to be released generalized "
+        "(never an identifier)"
     )
 
 

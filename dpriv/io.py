@@ -123,6 +123,8 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
                 sample_rows=CSV_SAMPLE // 2,  # dask's default infers the types from 10 rows
                 skipinitialspace=True,
             )
+    except InputError:  # a footer's own message (an InputError is a ValueError too)
+        raise
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid, pandas' ParserError are ValueErrors
         raise InputError(
             f"cannot read {path}: {_reason(exc)}. Is it a complete CSV (UTF-8) or Parquet file?"

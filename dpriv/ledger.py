@@ -158,7 +158,11 @@ class Ledger:
         (:func:`dpriv.state_parts.state_files`); LedgerError when there is none."""
         files = state_files(self.state_dir(index))
         if not files:
-            raise LedgerError(f"{self.state_dir(index)} holds no state (no .parquet file)")
+            raise LedgerError(
+                f"{self.state_dir(index)} holds no state (no .parquet file): the ledger is damaged "
+                f"(release {index} is committed in its manifest); restore the folder from a backup, "
+                "or start a new ledger"
+            )
         return files
 
     def commit(

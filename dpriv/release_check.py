@@ -140,14 +140,18 @@ def verify_view(
     *,
     view: int | None = None,
     sensitive: pd.DataFrame | None = None,
+    recorded: int | None = None,
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
 
     ``original`` may be a history (the policy's time column): ``view`` then picks the view
     (required when it holds several). The policy's domains are resolved from that view; t is
     checked against its sensitive distribution. An Anatomy release gives its QI table as
-    ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Raises InputError /
-    PolicyError.
+    ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Besides the groups'
+    checks, the release must hold the view's tuples but at most ``max_suppression`` of them
+    (a truncated file is not a valid release), and exactly ``recorded`` tuples when the ledger
+    recorded that many (``n_released`` of its metrics.json): :func:`count_problems`. Raises
+    InputError / PolicyError.
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
@@ -166,8 +170,33 @@ def verify_view(
     c = codes(original[policy.sensitive], policy.sensitive_domain)
     counts = np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
     if sensitive is not None:
-        return verify_anatomy(released, sensitive, policy, view_counts=counts)
-    return verify_release(released, policy, view_counts=counts)
+        report = verify_anatomy(released, sensitive, policy, view_counts=counts)
+    else:
+        report = verify_release(released, policy, view_counts=counts)
+    extra = count_problems(len(original), report.n_rows, policy, recorded)
+    return replace(report, ok=False, problems=report.problems + extra) if extra else report
+
+
+def count_problems(n_view: int, n_released: int, policy: ReleasePolicy, recorded: int | None) -> list[str]:
+    """Problems of a release's tuple count: ``n_released`` of the ``n_view`` tuples of its
+    original view; more suppressed than ``policy.max_suppression`` allows (a view below k
+    released empty under ``small_view`` "suppress"/"merge" excepted); a count other than the
+    ledger's ``recorded`` one. The groups' checks cannot see a whole group cut from a file."""
+    problems = []
+    if recorded is not None and n_released != recorded:
+        problems.append(
+            f"the release holds {n_released} tuples where the ledger recorded {recorded} "
+            "(n_released of its metrics.json): the released file was changed after the release"
+        )
+    missing = n_view - n_released
+    small = n_released == 0 and n_view < policy.k and policy.small_view != "refuse"
+    if n_view and missing / n_view > policy.max_suppression + 1e-12 and not small:
+        problems.append(
+            f"{missing} of the view's {n_view} tuples ({missing / n_view:.1%}) are missing from "
+            f"the release, above max_suppression {policy.max_suppression:g}: the file was truncated "
+            "or was not made from this view"
+        )
+    return problems
 
 
 def check_released_history(

@@ -276,6 +276,7 @@ def test_truncated_parquet_file(cli, tmp_path):
     res = cli("anonymize", tmp_path / "v.parquet", "--out", tmp_path / "o.parquet", *QI, *LOOSE)
     assert_refused(res, r"cannot read .*v\.parquet", "complete")
     assert "\n" not in res.output.strip()  # one paragraph
+    assert res.output.count("cannot read") == 1 and res.output.count("Is it a complete") == 1
 
 
 def test_missing_input_path(cli, tmp_path):
@@ -366,6 +367,59 @@ def test_verify_good_and_tampered_release(cli, tmp_path):
     bad.to_parquet(tmp_path / "tampered.parquet", index=False)
     res = cli("verify", tmp_path / "tampered.parquet", *check)
     assert res.exit_code == 2 and "FAIL" in res.output and "Traceback" not in res.output
+
+
+def test_verify_refuses_a_release_with_a_whole_group_cut(cli, tmp_path):
+    """Groups cut from the file leave every other group valid: only the count of the
+    released tuples against the view's (and max_suppression) can tell."""
+    src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
+    view(90).to_csv(src, index=False)
+    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE).exit_code == 0
+    check = ["--original", src, *QI[:4], "--k", "3", "--t", "0.9"]
+    full = pd.read_parquet(rel)
+    assert len(full) == 90  # nothing suppressed: the cut below is the only difference
+    largest = full["qi_group"].value_counts().index[:4]  # >= 12 tuples: above the default 5 %
+    cut = full[~full["qi_group"].isin(largest)]
+    cut.to_parquet(tmp_path / "cut.parquet", index=False)
+    res = cli("verify", tmp_path / "cut.parquet", *check)
+    assert res.exit_code == 2, res.output
+    missing = 90 - len(cut)
+    assert f"{missing} of the view's 90 tuples ({missing / 90:.1%}) are missing" in res.output
+    # within max_suppression the same count is a valid suppression
+    res = cli("verify", tmp_path / "cut.parquet", *check, "--policy", policy_file(tmp_path, 0.5))
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output
+
+
+def policy_file(tmp_path, max_suppression: float):
+    path = tmp_path / f"policy-{max_suppression}.toml"
+    path.write_text(POLICY.replace("j = 5\n", f"j = 5\nmax_suppression = {max_suppression}\n"))
+    return path
+
+
+def test_verify_of_a_ledger_release_whose_file_lost_a_group(tmp_path):
+    """The ledger recorded how many tuples it released; a file with fewer is refused even
+    where max_suppression (1 here) would allow the loss."""
+    from dpriv.ledger import Ledger
+    from dpriv.policy import ReleasePolicy
+    from dpriv.release import release_history
+
+    mh = medical_history(n_views=2, view_size=400, seed=4)
+    policy_path = write_history(tmp_path, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
+    policy = ReleasePolicy.from_toml(policy_path, t=0.5, j=0.8, max_suppression=1.0)
+    release_history(mh.history, policy, tmp_path / "led")
+    hist = str(tmp_path / "history.parquet")
+    args = ["verify", "--ledger", str(tmp_path / "led"), "--view", "2", "--history", hist]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    path = tmp_path / "led" / "releases" / "2" / "view.parquet"
+    kept = pd.read_parquet(path)
+    recorded = Ledger(tmp_path / "led").read_metrics(2).n_released
+    assert recorded == len(kept)
+    last = kept["qi_group"].iloc[-1]
+    kept[kept["qi_group"] != last].to_parquet(path, index=False)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2
+    n = int((kept["qi_group"] != last).sum())
+    assert f"the release holds {n} tuples where the ledger recorded {recorded}" in res.output
 
 
 def test_kpr_spec_test_vector(cli, tmp_path):
@@ -732,3 +786,11 @@ def test_python_dash_m_runs_the_same_command_line(tmp_path):
     )
     assert bad.returncode == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_help_keeps_bracketed_text():
+    """Help texts name policy tables and released intervals in brackets; none is lost as markup."""
+    wide = {"COLUMNS": "250"}
+    assert "[lo-hi] and {a,b}" in CliRunner().invoke(app, ["export", "--help"], env=wide).output
+    release = CliRunner().invoke(app, ["release", "--help"], env=wide).output
+    assert "wins over [hierarchies] in the policy" in release

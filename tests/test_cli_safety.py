@@ -676,3 +676,64 @@ def test_a_history_that_was_not_released_is_refused_by_report_and_verify(cli, ge
     assert res.exit_code == 0 and "ok: True" in res.output, res.output
     res = cli("report", led, "--history", out / "history.parquet", "--out", tmp_path / "r.html")
     assert res.exit_code == 0, res.output
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A folder this process cannot create files in: mode 0o500, or ``chattr +i`` for root
+    (whom the mode does not stop); skipped where neither works."""
+    import subprocess
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        yield folder
+        folder.chmod(0o700)
+        return
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("root, and chattr +i is not available here: no read-only folder to test with")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_a_folder_that_cannot_be_written_is_refused_before_any_work(cli, generated, read_only, tmp_path):
+    src = tmp_path / "v.csv"
+    random_view(60).to_csv(src, index=False)
+    res = cli("anonymize", src, "--out", read_only / "x.parquet", *QI, *LOOSE)
+    assert_refused(res, rf"--out: dpriv cannot write in folder {re.escape(str(read_only))}")
+    out, _ = generated
+    hist, pol = out / "history.parquet", out / "policy.toml"
+    res = cli("release", hist, "--ledger", read_only / "led", "--policy", pol)
+    assert_refused(res, r"--ledger: dpriv cannot write in folder")
+    assert list(read_only.iterdir()) == []
+    # a file where a folder should be is named as such (not "create it first")
+    (tmp_path / "afile").write_text("x")
+    res = cli("anonymize", src, "--out", tmp_path / "afile" / "x.parquet", *QI, *LOOSE)
+    assert_refused(res, r"afile is a file, not a folder")
+
+
+def test_add_row_id_and_an_id_column_together_are_refused(cli, tmp_path):
+    src = tmp_path / "v.csv"
+    random_view(60).to_csv(src, index=False)
+    out = tmp_path / "x.parquet"
+    qi = ["--qi", "age,gender,weight", "--sensitive", "exam_result"]
+    res = cli("anonymize", src, "--out", out, *qi, "--id", "respondent_id", "--add-row-id", *LOOSE)
+    assert_refused(res, r"--add-row-id numbers the rows as the id: give it or --id C, not both")
+    assert not out.exists()
+
+
+def test_a_ledger_whose_last_state_is_gone_is_named_damaged(cli, generated, tmp_path):
+    out, _ = generated
+    led = tmp_path / "led"
+    hist, pol = out / "history.parquet", out / "policy.toml"
+    assert cli("release", hist, "--ledger", led, "--policy", pol).exit_code == 0
+    last = max(int(p.name) for p in (led / "state").iterdir())
+    for f in (led / "state" / str(last)).iterdir():
+        f.unlink()
+    before = tree(led)
+    res = cli("release", hist, "--ledger", led)
+    assert_refused(res, rf"state/{last} holds no state .*the ledger is damaged \(release {last} is committed")
+    assert tree(led) == before

@@ -55,6 +55,12 @@ def test_both_paths_write_the_same_parts(hist_4x300, tmp_path, monkeypatch):
         assert (stable_hash(ids) % np.uint64(len(parts)) == i).all() and (np.diff(ids) > 0).all()
     assert sum(len(pd.read_parquet(f)) for f in a.state_files(4)) == len(a.read_state(4))
     assert len(b.read_state_dask(4).compute()) == len(a.read_state(4))
+    # what a resumed CLI release starts from: every part's ids, not one file's
+    from dpriv.cluster import ledger_start
+
+    start = ledger_start(a.root, "respondent_id")
+    assert start.committed == frozenset({1, 2, 3, 4})
+    assert sorted(start.ids) == sorted(a.read_state(4)["respondent_id"])
 
 
 def _cut(state: pd.DataFrame, nbuckets: int, empty_too: bool = True) -> dd.DataFrame:

@@ -32,6 +32,7 @@ from dpriv.cli.common import (
     _say,
     app,
     check_out,
+    check_writable,
     command,
     load_effective,
     print_summary,
@@ -80,6 +81,8 @@ def anonymize(
     --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
     from dpriv.io import ROW_ID, read_table
 
+    if add_row_id and id is not None:
+        raise PolicyError("--add-row-id numbers the rows as the id: give it or --id C, not both")
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
     eff, _ = load_effective(
         policy,
@@ -171,6 +174,7 @@ def _run_release(
 
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
+    check_writable(ledger if ledger.is_dir() else ledger.absolute().parent, "--ledger")  # before any work
     frame = read_table(history_path)
     pol = show_policy(eff)
     _say(f"  method: {method}")

@@ -19,6 +19,7 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     check_not_input,
     check_out,
     check_suffix,
+    check_writable,
     ledger_of,
     record_output,
     write_frame,
@@ -30,6 +31,7 @@ from dpriv.rows import rows_of
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode=None,  # help texts hold [lo-hi], [hierarchies]: text, not markup
     help="Privacy-preserving sequential data release (JS-reduce) on Dask. Docs: docs/README.md.",
 )
 
@@ -158,6 +160,14 @@ def command(fn):
             raise typer.Exit(2) from None
         except typer.Exit:
             raise
+        except PermissionError as exc:  # a folder made read-only after the checks, a ledger's
+            if debug:
+                traceback.print_exc()
+            _say(
+                f"error: permission denied writing {exc.filename or 'a file'}; choose a folder you "
+                "can write to (a ledger keeps its last committed release)"
+            )
+            raise typer.Exit(2) from None
         except Exception as exc:  # noqa: BLE001 - the CLI's last resort
             if debug:
                 traceback.print_exc()

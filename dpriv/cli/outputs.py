@@ -206,11 +206,32 @@ def check_folder(out: Path, flag: str = "--out") -> None:
     ledger = ledger_of(Path(out))
     if ledger is not None and folder.resolve() == (ledger / "attack").resolve():
         return  # a ledger's attack/ folder: part of the ledger's layout, made on first use
+    if folder.exists() and not folder.is_dir():
+        raise InputError(
+            f"{flag} {out}: {folder} is a file, not a folder; choose another {flag}: nothing was written"
+        )
     if not folder.is_dir():
         raise InputError(
             f"{flag} {out}: folder {folder} does not exist; create it first (mkdir -p {folder}) "
             "or choose an existing folder: nothing was written"
         )
+    check_writable(folder, flag)
+
+
+def check_writable(folder: Path, flag: str = "--out") -> None:
+    """Refuse (InputError) a folder this process cannot create a file in, before any work: a
+    probe file is created and removed (permission bits alone do not tell: root, read-only
+    mounts, immutable folders)."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".dpriv-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(
+            f"{flag}: dpriv cannot write in folder {folder} ({exc.strerror or exc}); choose a "
+            "folder you can write to: nothing was written"
+        ) from None
 
 
 def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = None) -> None:

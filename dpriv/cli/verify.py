@@ -111,7 +111,10 @@ def verify(
             )
         table = read_table(str(path)).compute()
     show_policy(eff)
-    report = verify_view(rel, orig, with_categorical(pol, None, date), view=view, sensitive=table)
+    recorded = led.read_metrics(view).n_released if ledger is not None else None
+    report = verify_view(
+        rel, orig, with_categorical(pol, None, date), view=view, sensitive=table, recorded=recorded
+    )
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}")
