@@ -274,15 +274,15 @@ def _read_if_small(frame: pd.DataFrame | dd.DataFrame, source: str | None) -> pd
 
 
 def ledger_state_rows(ledger: str | Path) -> int:
-    """Rows of the last committed state of the ledger at ``ledger`` (from the Parquet
-    footer), 0 when it holds no release yet or does not exist."""
+    """Rows of the last committed state of the ledger at ``ledger`` (from its parts' Parquet
+    footers), 0 when it holds no release yet or does not exist."""
     from dpriv.ledger import MANIFEST, Ledger
 
     if not (Path(ledger) / MANIFEST).is_file():
         return 0
     led = Ledger(ledger)
     last = led.last_index()
-    return pq.ParquetFile(led.state_path(last)).metadata.num_rows if last else 0
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in led.state_files(last)) if last else 0
 
 
 @contextlib.contextmanager
