@@ -737,3 +737,14 @@ def test_a_ledger_whose_last_state_is_gone_is_named_damaged(cli, generated, tmp_
     res = cli("release", hist, "--ledger", led)
     assert_refused(res, rf"state/{last} holds no state .*the ledger is damaged \(release {last} is committed")
     assert tree(led) == before
+
+
+def test_an_interrupted_first_release_asks_for_the_policy_by_name(cli, generated, tmp_path):
+    """A ledger folder holding only the manifest of a first release that never committed."""
+    out, _ = generated
+    led = tmp_path / "led"
+    led.mkdir()
+    (led / "manifest.json").write_text(json.dumps({"releases": []}))
+    res = cli("release", out / "history.parquet", "--ledger", led)
+    assert_refused(res, r"holds no committed release, so no policy: a first release was interrupted")
+    assert sorted(p.name for p in led.iterdir()) == ["manifest.json"]

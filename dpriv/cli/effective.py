@@ -155,5 +155,10 @@ def effective_policy(
     missing = [f"--{k}" for k in ("qi", "sensitive") if not given.get(k)]
     if missing:
         where = " (or an existing --ledger)" if ledger is not None else ""
+        if ledger is not None and ledger.is_dir() and any(ledger.iterdir()):
+            where = (
+                f" (--ledger {ledger} holds no committed release, so no policy: a first release "
+                "was interrupted)"
+            )
         raise PolicyError(f"no policy file: give --policy FILE{where} or at least {' and '.join(missing)}")
     return EffectivePolicy(ReleasePolicy.from_dict(given), sources), None

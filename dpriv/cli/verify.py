@@ -61,7 +61,9 @@ def verify(
     release_format: ReleaseFormat = None,
     debug: Debug = False,
 ) -> None:
-    """Check a released view: k, distinct l and t per QI-group (exit 2 when one fails)."""
+    """Check a released view: k, distinct l and t per QI-group, and its tuple count against the
+    view's (exit 2 when one fails). j needs the private membership: the release checks it
+    before writing (metrics.json), so j_achieved is None here."""
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
