@@ -134,8 +134,11 @@ class HistorySize:
         )
 
     def describe(self) -> str:
+        """For the status line; the views counted are those still to release."""
+        if not self.largest_view:
+            return f"{self.rows} tuples, no view left to release"
         return (
-            f"{self.rows} tuples, views of at most {self.largest_view} tuples, "
+            f"{self.rows} tuples, views still to release of at most {self.largest_view} tuples, "
             f"at most {self.respondents} respondents"
         )
 

@@ -132,7 +132,8 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         )
     if has_nan or bad_type:
         raise InputError(
-            f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN)"
+            f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN); "
+            f"it holds {_not_indices(idx)}: renumber the views"
         )
     idx = sorted(int(i) for i in idx)
     if idx != list(range(1, len(idx) + 1)):
@@ -141,3 +142,20 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             f"found {idx[:10]}: renumber the views"
         )
     return idx
+
+
+def _not_indices(values: pd.Series) -> str:
+    """The first (up to 5) distinct values of a time column that are not whole numbers, as text
+    for a message (missing values named as such)."""
+    bad = []
+    for v in values.tolist():
+        if pd.isna(v):
+            bad.append("a missing value")
+            continue
+        try:
+            whole = float(v).is_integer()
+        except (TypeError, ValueError):
+            whole = False
+        if not whole:
+            bad.append(repr(v))
+    return ", ".join(sorted(set(bad))[:5]) or "whole numbers of a non-integer type"

@@ -531,7 +531,11 @@ BAD_HISTORIES = {
     "starts at 0": (lambda h: h.assign(view=h["view"] - 1), [r"consecutive release indices", r"\[0, 1, 2\]"]),
     "NaN time": (
         lambda h: h.assign(view=h["view"].where(h.index != 5)),
-        [r"'view' must hold release indices"],
+        [r"'view' must hold release indices .*it holds a missing value"],
+    ),
+    "fractional time": (
+        lambda h: h.assign(view=h["view"].astype(float).where(h.index != 5, 2.5)),
+        [r"'view' must hold release indices .*it holds 2\.5: renumber"],
     ),
     "duplicate id in view 2": (_dup_in_view_2, [r"view = 2: duplicate 'respondent_id'"]),
     "sensitive outside domain in view 3": (

@@ -77,6 +77,12 @@ def test_a_resumed_history_counts_the_views_still_to_release(npartitions):
     # state rows whose ids could not be read count as respondents of their own
     unread = LedgerStart(frozenset({1}), unread=3)
     assert history_size(frame, POLICY, unread).respondents == 3 + 3  # ids 1, 7, 2 of views 2-3
+    # the status line names what is still to release, and says so when nothing is
+    assert HistorySize(6, 2, 4).describe() == (
+        "6 tuples, views still to release of at most 2 tuples, at most 4 respondents"
+    )
+    done = history_size(frame, POLICY, LedgerStart(frozenset({1, 2, 3}), pd.Index([1, 2, 3, 7])))
+    assert done.describe() == "6 tuples, no view left to release"
 
 
 def test_the_thresholds_decide_between_process_and_cluster(monkeypatch):
