@@ -148,6 +148,7 @@ def release_history(
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True)
     ledger.check_policy({**policy.fingerprint(), **pinned})
+    ledger.check_last()
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = meta_of(history)[policy.id].dtype

@@ -748,3 +748,22 @@ def test_an_interrupted_first_release_asks_for_the_policy_by_name(cli, generated
     res = cli("release", out / "history.parquet", "--ledger", led)
     assert_refused(res, r"holds no committed release, so no policy: a first release was interrupted")
     assert sorted(p.name for p in led.iterdir()) == ["manifest.json"]
+
+
+def test_a_ledger_whose_last_view_lost_rows_is_not_resumed(cli, generated, tmp_path):
+    """The last release's view holds fewer tuples than its metrics.json recorded: the next
+    release refuses (exit 2) and names the file, the ledger unchanged."""
+    out, _ = generated
+    led = tmp_path / "led"
+    hist, pol = out / "history.parquet", out / "policy.toml"
+    first_two = tmp_path / "h12.parquet"
+    h = pd.read_parquet(hist)
+    h[h["view"] <= 2].to_parquet(first_two, index=False)
+    assert cli("release", first_two, "--ledger", led, "--policy", pol).exit_code == 0
+    path = led / "releases" / "2" / "view.parquet"
+    view = pd.read_parquet(path)
+    view.iloc[:-3].to_parquet(path, index=False)
+    before = tree(led)
+    res = cli("release", hist, "--ledger", led)
+    assert_refused(res, rf"holds {len(view) - 3} tuples where release 2 recorded {len(view)}")
+    assert tree(led) == before
