@@ -284,6 +284,8 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
+    if ledger is None:  # required; older typer releases pass None for a missing option
+        raise LedgerError("give the ledger folder: --ledger DIR (created if new)")
     eff, recorded_method = load_effective(
         policy,
         ledger=ledger if ledger.is_dir() else None,
