@@ -112,29 +112,6 @@ class Ledger:
         releases = self.committed()
         return releases[-1]["index"] if releases else 0
 
-    def check_last(self) -> None:
-        """LedgerError unless the last committed release's files are whole: its view holds the
-        ``n_released`` tuples its metrics.json recorded (Parquet footer; a generalized view)
-        and its state has at least one part. A release resumed from a damaged ledger would
-        build on files that no longer say what was published."""
-        import pyarrow.parquet as pq
-
-        last = self.last_index()
-        if not last:
-            return
-        self.state_files(last)  # LedgerError naming the folder
-        record = self.read_metrics(last)
-        view = self.release_dir(last) / "view.parquet"
-        if not view.is_file():
-            raise LedgerError(f"{view} is missing: the ledger is damaged; restore it from a backup")
-        rows = pq.ParquetFile(view).metadata.num_rows
-        anatomy = (self.release_dir(last) / SENSITIVE).exists()
-        if not anatomy and record.n_released not in (None, rows):
-            raise LedgerError(
-                f"{view} holds {rows} tuples where release {last} recorded {record.n_released} "
-                "(metrics.json): the ledger is damaged; restore it from a backup"
-            )
-
     # -- policy -------------------------------------------------------------------------
     def check_policy(self, fingerprint: dict[str, Any]) -> None:
         """Refuse a policy other than the recorded one; a new ledger records it with its

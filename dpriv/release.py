@@ -56,6 +56,7 @@ from dpriv.policy import ReleasePolicy
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
     check_anatomy_groups,
+    check_ledger_last,
     check_qi_groups,
     verify_parts,
     verify_view,  # noqa: F401 - public here (dpriv verify)
@@ -148,7 +149,7 @@ def release_history(
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True)
     ledger.check_policy({**policy.fingerprint(), **pinned})
-    ledger.check_last()
+    check_ledger_last(ledger)
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = meta_of(history)[policy.id].dtype

@@ -22,10 +22,10 @@ from dpriv.anatomy import COUNT, apply_anatomy, sensitive_table
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
-from dpriv.errors import InputError, PolicyError
+from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.input_checks import resolve_policy
 from dpriv.inputs import prepared
-from dpriv.ledger import Ledger
+from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
 from dpriv.validate import ViewSummary, codes, validate_view
@@ -225,3 +225,27 @@ def check_released_history(
                 f"the history's view {i} is not the one released into {ledger.root} (its rows differ "
                 "from the digest the ledger recorded): give the history that was released"
             )
+
+
+def check_ledger_last(ledger: Ledger) -> None:
+    """LedgerError unless the last committed release's files are whole: its view holds the
+    ``n_released`` tuples its metrics.json recorded (Parquet footer; a generalized view)
+    and its state has at least one part. A release resumed from a damaged ledger would
+    build on files that no longer say what was published."""
+    import pyarrow.parquet as pq
+
+    last = ledger.last_index()
+    if not last:
+        return
+    ledger.state_files(last)  # LedgerError naming the folder
+    record = ledger.read_metrics(last)
+    view = ledger.release_dir(last) / "view.parquet"
+    if not view.is_file():
+        raise LedgerError(f"{view} is missing: the ledger is damaged; restore it from a backup")
+    rows = pq.ParquetFile(view).metadata.num_rows
+    anatomy = (ledger.release_dir(last) / SENSITIVE).exists()
+    if not anatomy and record.n_released not in (None, rows):
+        raise LedgerError(
+            f"{view} holds {rows} tuples where release {last} recorded {record.n_released} "
+            "(metrics.json): the ledger is damaged; restore it from a backup"
+        )

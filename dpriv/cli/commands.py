@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,8 +32,8 @@ from dpriv.cli.common import (
     ViewSize,
     _say,
     app,
+    check_ledger_folder,
     check_out,
-    check_writable,
     command,
     load_effective,
     print_summary,
@@ -172,9 +173,7 @@ def _run_release(
     from dpriv.inputs import unused_note
     from dpriv.io import read_table
 
-    if ledger.exists() and not ledger.is_dir():
-        raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
-    check_writable(ledger if ledger.is_dir() else ledger.absolute().parent, "--ledger")  # before any work
+    check_ledger_folder(ledger)  # before any work
     frame = read_table(history_path)
     pol = show_policy(eff)
     _say(f"  method: {method}")
@@ -284,8 +283,7 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
-    if ledger is None:  # required; older typer releases pass None for a missing option
-        raise LedgerError("give the ledger folder: --ledger DIR (created if new)")
+    check_ledger_folder(ledger)
     eff, recorded_method = load_effective(
         policy,
         ledger=ledger if ledger.is_dir() else None,
@@ -327,25 +325,21 @@ def demo(
 ) -> None:
     """Generate the paper-setting history and release it with JS-reduce (in this process, or on a
     local cluster with --cluster or for views over 50,000 tuples)."""
-
     from dpriv.datasets import medical_history, write_history
     from dpriv.datasets.files import check_generated
 
     led = out / "ledger"
     if not force and led.exists():
         raise LedgerError(
-            f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; "
-            f"choose another --out, or pass --force to move it aside to {led}.<n> (kept) "
-            "and run the demo again"
+            f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; choose another "
+            f"--out, or pass --force to move it aside to {led}.<n> (kept) and run the demo again"
         )
     check_generated(out, overwrite=force, flag="--force")  # an edited policy.toml is kept
     mh = medical_history(views, view_size, seed=0)
     if led.exists() or led.is_symlink():
-        n = 1
-        while led.with_name(f"ledger.{n}").exists():
-            n += 1
-        led.rename(led.with_name(f"ledger.{n}"))
-        _say(f"--force: the existing ledger was moved to {led.with_name(f'ledger.{n}')} (kept)")
+        aside = next(p for n in itertools.count(1) if not (p := led.with_name(f"ledger.{n}")).exists())
+        led.rename(aside)
+        _say(f"--force: the existing ledger was moved to {aside} (kept)")
     policy_path = write_history(out, mh, policy_extra=_demo_privacy(), overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
     eff, _ = load_effective(policy_path)

@@ -16,6 +16,7 @@ import typer
 
 from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
     TABLE_SUFFIXES,
+    check_ledger_folder,
     check_not_input,
     check_out,
     check_suffix,

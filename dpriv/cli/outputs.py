@@ -218,6 +218,19 @@ def check_folder(out: Path, flag: str = "--out") -> None:
     check_writable(folder, flag)
 
 
+def check_ledger_folder(ledger: Path | None) -> None:
+    """Refuse (LedgerError / InputError, before any work) a missing ``--ledger`` (older typer
+    releases pass None for a missing required option), a file, or a folder (or, for a new
+    ledger, its parent) dpriv cannot write in."""
+    from dpriv.errors import LedgerError
+
+    if ledger is None:
+        raise LedgerError("give the ledger folder: --ledger DIR (created if new)")
+    if ledger.exists() and not ledger.is_dir():
+        raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
+    check_writable(ledger if ledger.is_dir() else ledger.absolute().parent, "--ledger")
+
+
 def check_writable(folder: Path, flag: str = "--out") -> None:
     """Refuse (InputError) a folder this process cannot create a file in, before any work: a
     probe file is created and removed (permission bits alone do not tell: root, read-only
