@@ -64,7 +64,15 @@ GRID: dict[str, list[dict]] = {
 }
 KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
 _GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision")
-_RETRO_KEEP = ("release", "as_of", "adversary_gain", "confident_share", "confident_precision", "n_certain")
+_RETRO_KEEP = (
+    "release",
+    "as_of",
+    "adversary_gain",
+    "confident_share",
+    "confident_precision",
+    "n_certain",
+    "n_exit",
+)
 
 
 def _name(method: str, params: dict) -> str:
@@ -105,10 +113,13 @@ def run_experiment(
     association_loss, group_qi_span, share_pinned),
     ``gains`` (method, params, knowledge, release, adversary_gain, confident_share,
     confident_precision), ``retro`` (method, params, release, as_of, adversary_gain,
-    confident_share, confident_precision, n_certain; the retrospective adversary with the
-    exact DK, empty with ``retrospective=False``) and ``frontier`` (method, params, mean and
+    confident_share, confident_precision, n_certain, n_exit; the retrospective adversary with the
+    exact DK, empty with ``retrospective=False``; n_exit: terminal values revealed by the exit
+    channel, :func:`dpriv.adversary.exits.exit_deductions`) and ``frontier`` (method, params, mean and
     max suppression, mean semi, mean association_loss and group_qi_span, max_gain per
-    knowledge, max_share per knowledge, max_retro_gain and max_retro_share over every (release, as_of)).
+    knowledge, max_share per knowledge, max_retro_gain and max_retro_share over every (release, as_of),
+    rows_n_certain and rows_n_exit: how many (release, as_of) rows hold a certain value / a
+    revealed terminal value).
     """
     out = Path(out)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
@@ -165,6 +176,7 @@ def run_experiment(
                 deductions=use_deductions,
                 attendance=attendance,
             )
+            r = _with_exits(r, led, mh.history, policy, attendance, use_deductions)
             retro += [
                 {"method": method, "params": json.dumps(params), **row}
                 for row in r[list(_RETRO_KEEP)].to_dict("records")
@@ -181,6 +193,18 @@ def run_experiment(
         frame.to_csv(out / f"{key}.csv", index=False)
     plot(tables, out)
     return tables
+
+
+def _with_exits(r, led, history, policy, attendance, use_deductions) -> pd.DataFrame:
+    """The retrospective rows with ``n_exit``: tuples whose terminal value the exact deductions
+    as of ``as_of`` reveal (the exit channel, :func:`dpriv.adversary.exits.exit_deductions`);
+    ``n_certain`` counts every certain value, whatever channel fixed it. NA without deductions."""
+    if not use_deductions:
+        return r.assign(n_exit=pd.NA)
+    from dpriv.adversary.exits import exit_deductions  # needs the deductions' optional SciPy
+
+    ex = exit_deductions(led, history, policy, "dk", attendance=attendance)
+    return r.merge(ex[["release", "as_of", "n_exit"]], on=["release", "as_of"], how="left")
 
 
 def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[int, float]:
@@ -216,6 +240,10 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
             retro.groupby(key).agg(
                 max_retro_gain=("adversary_gain", "max"), max_retro_share=("confident_share", "max")
             )
+        )
+        certain = [c for c in ("n_certain", "n_exit") if c in retro]
+        out = out.join(  # how many (release, as_of) rows hold a certain value / a revealed exit
+            retro.groupby(key)[certain].agg(lambda c: int((c.fillna(0) > 0).sum())).add_prefix("rows_")
         )
     return out.reset_index()
 

@@ -29,6 +29,22 @@ def test_small_experiment_writes_tables_and_figures(tmp_path):
     assert front.loc[front.method == "mondrian-l", "max_share_dk"].item() == share
     assert ((gains["confident_share"] >= 0) & (gains["confident_share"] <= 1)).all()
     assert pd.read_csv(tmp_path / "retro.csv").shape == retro.shape
+    # the exit channel: per (release, as_of) what exit_deductions reads from the same ledger,
+    # a part of the certain values, counted in the frontier as rows holding any
+    from dpriv.adversary.exits import exit_deductions
+
+    led = tmp_path / "ledgers" / "mondrian-l_l2"
+    hist = pd.read_parquet(tmp_path / "data" / "history.parquet")
+    pol = tmp_path / "data" / "policy.toml"
+    from dpriv.policy import ReleasePolicy
+
+    ex = exit_deductions(led, hist, ReleasePolicy.from_toml(pol), "dk", attendance=0.5)
+    mon_retro = retro[retro.method == "mondrian-l"].reset_index(drop=True)
+    assert mon_retro["n_exit"].astype(int).tolist() == ex["n_exit"].tolist()
+    assert (retro["n_exit"].astype(int) <= retro["n_certain"].astype(int)).all()
+    for m, g in retro.groupby("method"):
+        for col in ("n_certain", "n_exit"):
+            assert front.loc[front.method == m, f"rows_{col}"].item() == int((g[col].astype(int) > 0).sum())
     assert json.loads(runs["params"][0]) == {"t": 1.0, "j": 0.8, "defender": "dk-1"}
     # membership from QIs: Mondrian's disjoint boxes (nothing suppressed) pin every tuple
     mon = runs[runs.method == "mondrian-l"]
