@@ -242,7 +242,6 @@ class Criterion:
 class KAnonymity(Criterion, name="k", needs="size", monotone=True, lower_bound=True, column="size"):
     """|Q| >= k (E9)."""
 
-
     def holds_size(self, n: int) -> bool:
         """Whether a group of ``n`` tuples is large enough (Mondrian's cut check)."""
         return n >= self.threshold
@@ -257,7 +256,6 @@ class KAnonymity(Criterion, name="k", needs="size", monotone=True, lower_bound=T
 @dataclass(frozen=True)
 class DistinctL(Criterion, name="l", needs="s_counts", monotone=True, lower_bound=True, column="l"):
     """At least l distinct sensitive values in every group (distinct l-diversity, §4.2)."""
-
 
     def holds_counts(self, counts: np.ndarray) -> bool:
         return int(np.count_nonzero(counts)) >= self.threshold

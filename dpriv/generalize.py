@@ -74,8 +74,9 @@ def range_kernel(policy: ReleasePolicy):
     return topdown_range if policy.grouping == "topdown" else scan_range
 
 
-def chained_scan(ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy,
-                 view_counts: np.ndarray) -> dd.DataFrame:
+def chained_scan(
+    ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray
+) -> dd.DataFrame:
     """The range kernel over the Hilbert ranges of ``ranges`` (indexed by the key, in key
     order), each link handing its open tail to the next: a chain of delayed tasks."""
     scan_range = range_kernel(policy)
@@ -129,8 +130,9 @@ def generalize_view(
     return Generalized(assigned, released, n_suppressed, divisions, table, sensitive, is_dask(assigned))
 
 
-def _repair(stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy,
-            counts: np.ndarray, steps: Steps) -> tuple[pd.DataFrame, int]:
+def _repair(
+    stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy, counts: np.ndarray, steps: Steps
+) -> tuple[pd.DataFrame, int]:
     """Global repair of the leftovers of all ranges (pandas, on the client): the placed
     leftovers (label >= 0) and the number of suppressed tuples."""
     placed = repair_leftovers(stats, leftovers, policy, counts)
@@ -226,8 +228,14 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     return assigned, released, n_suppressed, divisions, table
 
 
-def _repair_on_worker(grouped: dd.DataFrame, plan: UnitPlan | None, policy: ReleasePolicy,
-                      counts: np.ndarray, meta: pd.DataFrame, steps: Steps) -> tuple[dd.DataFrame, int]:
+def _repair_on_worker(
+    grouped: dd.DataFrame,
+    plan: UnitPlan | None,
+    policy: ReleasePolicy,
+    counts: np.ndarray,
+    meta: pd.DataFrame,
+    steps: Steps,
+) -> tuple[dd.DataFrame, int]:
     """The global repair (:func:`repair_leftovers`) as one task on a worker: the range
     statistics (one row per QI-group) and the leftovers of all ranges are concatenated there,
     in range order as a compute would, and only the number of suppressed tuples comes back
@@ -235,16 +243,28 @@ def _repair_on_worker(grouped: dd.DataFrame, plan: UnitPlan | None, policy: Rele
     ``meta``'s dtypes). Persisted and timed as the ``repair`` step."""
     stats = map_frame(range_stats, grouped, policy, meta=range_stats(grouped._meta, policy))
     task = dask.delayed(_repair_task, nout=2, pure=True)
-    placed, n_suppressed = task(stats.to_delayed(), grouped[grouped[LABEL] < 0].to_delayed(),
-                                plan, policy, counts, meta.dtypes.to_dict())
+    placed, n_suppressed = task(
+        stats.to_delayed(),
+        grouped[grouped[LABEL] < 0].to_delayed(),
+        plan,
+        policy,
+        counts,
+        meta.dtypes.to_dict(),
+    )
     placed, n_suppressed = dask.persist(placed, n_suppressed)
     n_suppressed = int(n_suppressed.compute())
     steps.lap("repair")
     return dd.from_delayed([placed], meta=meta, verify_meta=False), n_suppressed
 
 
-def _repair_task(stats: list[pd.DataFrame], leftovers: list[pd.DataFrame], plan: UnitPlan | None,
-                 policy: ReleasePolicy, counts: np.ndarray, dtypes: dict) -> tuple[pd.DataFrame, int]:
+def _repair_task(
+    stats: list[pd.DataFrame],
+    leftovers: list[pd.DataFrame],
+    plan: UnitPlan | None,
+    policy: ReleasePolicy,
+    counts: np.ndarray,
+    dtypes: dict,
+) -> tuple[pd.DataFrame, int]:
     """The worker side of :func:`_repair_on_worker`: (placed leftovers, number suppressed)."""
     stats, leftovers = _concat(stats), _concat(leftovers)
     placed = repair_leftovers(_with_units(stats, plan), leftovers, policy, counts)

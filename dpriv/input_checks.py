@@ -8,14 +8,16 @@ import re
 
 import dask
 import dask.dataframe as dd
+import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, to_pandas
+from dpriv.digests import view_digests
 from dpriv.errors import InputError, PolicyError
 from dpriv.hierarchy import hierarchy_domains
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import input_file
-from dpriv.validate import check_raw, check_rows, missing_columns
+from dpriv.validate import ViewSummary, check_raw, check_rows, check_size, missing_columns, sensitive_counts
 
 
 def resolve_policy(
@@ -159,3 +161,52 @@ def _not_indices(values: pd.Series) -> str:
         if not whole:
             bad.append(repr(v))
     return ", ".join(sorted(set(bad))[:5]) or "whole numbers of a non-integer type"
+
+
+def history_summaries(
+    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, indices: list[int], *, allow_small: bool
+) -> dict[int, ViewSummary]:
+    """The :class:`~dpriv.validate.ViewSummary` of views ``indices`` of a history whose rows
+    :func:`resolve_policy` has checked (:func:`dpriv.validate.check_rows`, every view at once):
+    the same sizes, sensitive counts and digests as :func:`dpriv.validate.validate_view` of each
+    view, in one pass over the history (one compute on Dask instead of one per view: the
+    per-view round trips were most of a small history's time on a cluster, issue 13).
+
+    Raises
+    ------
+    PolicyError
+        k larger than a view (unless ``allow_small``), naming the view (``view = 3: k = 5 ...``).
+    """
+    m = len(policy.sensitive_domain)
+    if is_dask(history):
+        meta = pd.DataFrame({"time": pd.Series(dtype="int64"), "n": pd.Series(dtype="int64")})
+        meta = meta.assign(**{f"s{c}": pd.Series(dtype="int64") for c in range(m)})
+        meta = meta.assign(digest=pd.Series(dtype=object), input=pd.Series(dtype=object))
+        stats = history.map_partitions(_view_stats, policy, meta=meta).compute()
+    else:
+        stats = _view_stats(history, policy)
+    out = {}
+    for i in indices:
+        rows = stats[stats["time"] == i]
+        n = int(rows["n"].sum())
+        try:
+            check_size(n, policy, allow_small)
+        except PolicyError as exc:
+            raise PolicyError(f"{policy.time} = {i}: {exc}") from None
+        counts = rows[[f"s{c}" for c in range(m)]].sum(axis=0).to_numpy(dtype=np.int64)
+        content, fingerprint = (sum(int(d) for d in rows[c]) for c in ("digest", "input"))
+        out[i] = ViewSummary(n, counts, content % 2**64, format(fingerprint % 2**64, "016x"))
+    return out
+
+
+def _view_stats(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """One row per view present in ``part``: time, n, the sensitive counts s0..s{M-1}, and the
+    view's digests over this part (Python ints: summed over parts modulo 2**64)."""
+    rows = []
+    for t, view in part.groupby(policy.time, sort=True):
+        content, fingerprint = view_digests(view, policy)
+        counts = {f"s{c}": int(v) for c, v in enumerate(sensitive_counts(view, policy))}
+        rows.append({"time": int(t), "n": len(view), **counts, "digest": content, "input": fingerprint})
+    cols = ["time", "n", *(f"s{c}" for c in range(len(policy.sensitive_domain))), "digest", "input"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.astype({c: "int64" for c in cols[:-2]}).astype({"digest": object, "input": object})

@@ -44,7 +44,7 @@ from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
-from dpriv.input_checks import check_history, resolve_policy
+from dpriv.input_checks import check_history, history_summaries, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger, discard_new_ledger
@@ -136,13 +136,8 @@ def release_history(
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
     indices = indices[: until or None]
-    summaries = {}
-    allow_small = policy.small_view == "suppress"
-    for i in indices:  # every view before the first commit: bad input writes nothing
-        try:
-            summaries[i] = validate_view(_view(history, policy, i), policy, allow_small=allow_small)
-        except (InputError, PolicyError) as exc:
-            raise type(exc)(f"{policy.time} = {i}: {exc}") from None
+    # every view before the first commit: bad input writes nothing
+    summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made

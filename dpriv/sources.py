@@ -84,8 +84,11 @@ class KnowledgeTracker:
         self.miner = None
         if knowledge.tables is None:
             self.miner = IEMiner(
-                [str(v) for v in policy.sensitive_domain], order=knowledge.order,
-                id_col=policy.id, time_col=policy.time, s_col="_s",
+                [str(v) for v in policy.sensitive_domain],
+                order=knowledge.order,
+                id_col=policy.id,
+                time_col=policy.time,
+                s_col="_s",
             )
 
     def tables(self) -> MarkovTables:

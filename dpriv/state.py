@@ -244,9 +244,7 @@ def next_state(
     meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
 
     def cut(frame: dd.DataFrame) -> dd.DataFrame:
-        keyed = frame.map_partitions(
-            _with_bucket, policy.id, n, meta=_with_bucket(frame._meta, policy.id, n)
-        )
+        keyed = frame.map_partitions(_with_bucket, policy.id, n, meta=_with_bucket(frame._meta, policy.id, n))
         return keyed.set_index(BUCKET, divisions=divisions)
 
     if not is_dask(state):
@@ -254,8 +252,14 @@ def next_state(
     if not is_dask(posts):
         posts = dd.from_pandas(posts, npartitions=1, sort=False)
     return dd.map_partitions(
-        _merge_advance, cut(nullable_state(state)), cut(posts), policy, window, index,
-        meta=meta, clear_divisions=True,
+        _merge_advance,
+        cut(nullable_state(state)),
+        cut(posts),
+        policy,
+        window,
+        index,
+        meta=meta,
+        clear_divisions=True,
     )
 
 

@@ -317,7 +317,8 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _s_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+def sensitive_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    """Count of each sensitive value of ``part`` in domain order, (M,) int64."""
     c = codes(part[policy.sensitive], policy.sensitive_domain)
     return np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain)).astype(np.int64)
 
@@ -363,7 +364,7 @@ def validate_view(
     else:
         problems = partition_problems(view, policy)
         vc = view[policy.id].value_counts()
-        dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), _s_counts(view, policy)
+        dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), sensitive_counts(view, policy)
         content, fingerprint = view_digests(view, policy)
     if len(problems):  # lines of the input file only for a view that is the whole file
         raise InputError(first_problem(placed(view, problems), policy, whole=policy.time is None))
@@ -375,19 +376,20 @@ def validate_view(
         )
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")
-    if policy.k > n and not allow_small:
-        hint = (
-            ', or set small_view = "suppress" in [privacy] (this view is then released fully '
-            "suppressed and the history goes on)"
-            if policy.time
-            else ""
-        )
-        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data{hint}")
+    check_size(int(n), policy, allow_small)
     return ViewSummary(int(n), s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))
 
 
+def check_size(n: int, policy: ReleasePolicy, allow_small: bool) -> None:
+    """PolicyError when k is larger than a view of ``n`` rows (unless ``allow_small``)."""
+    if policy.k > n and not allow_small:
+        hint = ', or set small_view = "suppress" in [privacy] (this view is then released fully '
+        hint = hint + "suppressed and the history goes on)" if policy.time else ""
+        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data{hint}")
+
+
 def _counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    out = pd.DataFrame([_s_counts(part, policy)])
+    out = pd.DataFrame([sensitive_counts(part, policy)])
     content, fingerprint = view_digests(part, policy)
     out["digest"] = pd.Series([content], dtype=object)
     out["input"] = pd.Series([fingerprint], dtype=object)

@@ -246,7 +246,6 @@ class _Cutter:
                 return lhs, rhs
         return None
 
-
     def _tree_cut(self, idx, v, starts, c_node) -> tuple[np.ndarray, np.ndarray] | None:
         """The allowable cut of ``idx`` at a child boundary (``v < b`` | ``v >= b``) whose
         sides are the most balanced, or None."""

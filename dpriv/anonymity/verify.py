@@ -268,8 +268,9 @@ def check_groups(
     )
 
 
-def combine_reports(parts: list[VerificationReport], released_counts: np.ndarray, view_counts: np.ndarray,
-                    domain: list) -> VerificationReport:
+def combine_reports(
+    parts: list[VerificationReport], released_counts: np.ndarray, view_counts: np.ndarray, domain: list
+) -> VerificationReport:
     """One report for a release verified in parts that each hold whole QI-groups (the
     release loop checks Dask partitions this way). Its ``groups`` table is empty: the
     per-group tables stay with the parts (only their summaries reach the client).

@@ -26,7 +26,6 @@ from dpriv.state import group_posteriors
 PART_COLUMNS = ("n_tuples", "n_confident", "n_right", "max_posterior")
 
 
-
 def tail_part(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """One row of :data:`PART_COLUMNS` for one partition of whole QI-groups.
 

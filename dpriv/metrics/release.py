@@ -137,8 +137,13 @@ def checked_metrics(
         )
     require(report, policy, summary.n_rows, n_suppressed, where)
     measured = release_metrics(
-        released, original, policy, summary.n_rows, n_suppressed,
-        sensitive=sensitive, view_counts=summary.s_counts,
+        released,
+        original,
+        policy,
+        summary.n_rows,
+        n_suppressed,
+        sensitive=sensitive,
+        view_counts=summary.s_counts,
     )
     return ReleaseRecord.of(report, measured)
 

@@ -83,8 +83,10 @@ def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
             fail = _breaks(col, val, policy)
             if col == "suppression":  # one unit everywhere: percent of the view's tuples
                 pct = None if val is None else 100 * float(val)
-                over = val is not None and policy.get("max_suppression") is not None and (
-                    float(val) > float(policy["max_suppression"]) + 1e-12
+                over = (
+                    val is not None
+                    and policy.get("max_suppression") is not None
+                    and (float(val) > float(policy["max_suppression"]) + 1e-12)
                 )
                 cells.append(cell(pct, text=percent(val), cls="fail" if over else ""))
                 continue
