@@ -19,6 +19,7 @@ def adult_release(shared_data):
     return view, anonymize(view, policy, prior="class")
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_adult_release_meets_k_t_and_the_readme_figures(adult_release):
     view, result = adult_release

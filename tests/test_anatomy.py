@@ -201,6 +201,7 @@ def test_exact_qi_linkage_by_hand():
         exact_qi_linkage(qi, orig.iloc[:3], ["age"])
 
 
+@pytest.mark.slow
 @settings(max_examples=max(EXAMPLES // 2, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(views_and_policies(), st.integers(1, 4), st.sampled_from(["scan", "topdown"]))
 def test_anatomy_groups_keep_k_t_j_and_are_partition_free(case, npartitions, grouping):
@@ -255,6 +256,7 @@ def _files(root):
     }
 
 
+@pytest.mark.slow
 def test_ledger_bytes_do_not_depend_on_the_partitions(history, tmp_path):
     mh, policy = history
     one = release_history(mh.history, policy, tmp_path / "one", npartitions=1)
@@ -311,6 +313,7 @@ def _as_generalized(anatomy: Ledger, history: pd.DataFrame, policy: ReleasePolic
     return led
 
 
+@pytest.mark.slow
 def test_attacks_on_anatomy_equal_attacks_on_the_same_groups_generalized(history, tmp_path):
     mh, policy = history
     anat = release_history(mh.history, policy, tmp_path / "anat")

@@ -93,6 +93,7 @@ def test_every_group_meets_k_t_j_and_holds_its_tuples():
         assert sorted(rel["exam"]) == sorted(g["exam"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("npartitions", [1, 2, 7])
 def test_dask_release_matches_pandas_on_same_ranges(npartitions):
     view = make_view(seed=1)

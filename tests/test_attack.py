@@ -231,6 +231,7 @@ def released(tmp_path_factory):
     return mh, runs
 
 
+@pytest.mark.slow
 def test_defender_knowledge_reproduces_the_defender_posteriors(released):
     mh, runs = released
     led, policy = runs["k"]
@@ -263,6 +264,7 @@ def test_snapshot_equals_full_dk_at_the_first_release(released):
         assert snap["n_tuples"].tolist() == full["n_tuples"].tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("knowledge", ["snapshot", "dk", "dk-1", "dk-2", "dk-3", "ie", "spm"])
 def test_gains_are_finite_and_bounded(released, knowledge):
     mh, runs = released

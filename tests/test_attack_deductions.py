@@ -23,6 +23,7 @@ def small(tmp_path_factory):
     return led, mh, policy
 
 
+@pytest.mark.slow
 def test_paper_adversary_masks_are_aligned_certain_and_respected(small):
     led, mh, policy = small
     steps = list(attack_steps(led, mh.history, policy, "dk", deductions=True, attendance=1.0))

@@ -44,6 +44,7 @@ def released(tmp_path_factory, client):
     return h, policy, led, out
 
 
+@pytest.mark.slow
 def test_text_ids_category_and_nfd_give_the_gains_of_the_plain_history(released):
     h, policy, led, _ = released
     assert unicodedata.normalize("NFD", "Fémme") != NFC[1]

@@ -21,6 +21,7 @@ def ledgers(tmp_path_factory):
     return led, mh, policy
 
 
+@pytest.mark.slow
 def test_qi_membership_mondrian_pins_every_released_tuple_jsreduce_fewer(ledgers):
     led, mh, policy = ledgers
     out = {}

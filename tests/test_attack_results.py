@@ -32,6 +32,7 @@ def test_save_gain_errors(tmp_path):
     assert not (tmp_path / "attack").exists()
 
 
+@pytest.mark.slow
 def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
     out = tmp_path / "demo"
     res = CliRunner().invoke(

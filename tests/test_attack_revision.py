@@ -24,6 +24,7 @@ def ledger(tmp_path_factory):
     return out, mh, policy, led
 
 
+@pytest.mark.slow
 def test_history_reading_equals_the_window_while_the_window_holds_every_posterior(ledger):
     """Order-3 DK: up to release 4 nobody has more than 3 posteriors, so (E5) over allowed
     histories and (E7) give the same priors (exact model: non-zero rows = reachable contexts;
@@ -68,6 +69,7 @@ def test_time_aware_gaps_change_only_respondents_with_a_gap(ledger):
     assert moved > 0
 
 
+@pytest.mark.slow
 def test_attack_revision_options(ledger):
     _, mh, policy, led = ledger
     window = attack(led, mh.history, policy, "dk", deductions=False)

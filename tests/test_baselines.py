@@ -19,6 +19,7 @@ def setting(tmp_path_factory):
     return mh, ReleasePolicy.from_toml(write_history(tmp_path_factory.mktemp("h"), mh), max_suppression=1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["mondrian-l", "mondrian-t", "mondrian-bt"])
 def test_each_baseline_releases_a_history_that_meets_its_model(setting, tmp_path, method):
     mh, policy = setting

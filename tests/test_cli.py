@@ -167,6 +167,7 @@ BAD_VIEWS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(BAD_VIEWS))
 def test_anonymize_refuses_bad_input(kind, cli, tmp_path):
     build, suffix, extra, patterns = BAD_VIEWS[kind]
@@ -314,6 +315,7 @@ def test_column_names_with_spaces_parentheses_and_accents_work(cli, tmp_path):
     assert {"âge (ans)_min", "âge (ans)_max", "poids kg_min", "gender", "résultat/examen"} <= set(rel.columns)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
 def test_anonymize_writes_the_released_format(suffix, cli, tmp_path):
     src = tmp_path / "v.csv"
@@ -340,6 +342,7 @@ def test_anonymize_writes_the_released_format(suffix, cli, tmp_path):
     assert metrics["n_original"] == 90 and metrics["k_achieved"] >= 3 and metrics["t_achieved"] <= 0.9
 
 
+@pytest.mark.slow
 def test_verify_good_and_tampered_release(cli, tmp_path):
     src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
     view(90).to_csv(src, index=False)
@@ -451,6 +454,7 @@ def history(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_generate_medical(cli, tmp_path):
     res = cli("generate", "medical", "--views", "2", "--view-size", "50", "--out", tmp_path / "g")
     assert res.exit_code == 0, res.output
@@ -471,6 +475,7 @@ def test_generate_medical(cli, tmp_path):
     assert pinned["grouping"] == "topdown" and sorted(pinned["exit_values"]) == ["deceased", "discharged"]
 
 
+@pytest.mark.slow
 def test_release_then_rerun_is_a_noop(cli, history, tmp_path):
     led = tmp_path / "ledger"
     res = cli("release", history / "history.parquet", "--ledger", led, "--policy", history / "policy.toml")
@@ -552,6 +557,7 @@ BAD_HISTORIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(BAD_HISTORIES))
 def test_release_refuses_bad_history_and_writes_nothing(kind, cli, history, tmp_path):
     change, patterns = BAD_HISTORIES[kind]
@@ -601,6 +607,7 @@ def test_release_missing_history_and_policy(cli, history, tmp_path):
     assert not (tmp_path / "l").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_attack_and_generate_pbc_commands(tmp_path, shared_data):
     from dpriv.datasets import medical_history, write_history
@@ -717,6 +724,7 @@ def test_version_is_the_package_version():
     assert res.exit_code == 0 and res.output.strip() == f"dpriv {meta['project']['version']}"
 
 
+@pytest.mark.slow
 def test_anonymize_anatomy_writes_the_qi_table_and_the_sensitive_table(cli, tmp_path):
     src = tmp_path / "v.csv"
     view(90).to_csv(src, index=False)
@@ -774,6 +782,7 @@ def test_verify_an_anatomy_release_and_a_tampered_count(cli, tmp_path):
     assert res.exit_code == 2 and "QI rows and sensitive counts differ" in res.output
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_same_command_line(tmp_path):
     """``python -m dpriv`` is the ``dpriv`` script: its usage line and a bad input's exit 2."""
     import subprocess

@@ -144,6 +144,7 @@ def release(history, policy, ledger, *extra):
     )
 
 
+@pytest.mark.slow
 def test_a_small_history_is_released_without_a_cluster_with_the_cluster_bytes(
     medical, tmp_path, monkeypatch, scheduler
 ):
@@ -241,6 +242,7 @@ def anonymize(view, out, *extra):
     return CliRunner().invoke(app, [*args, *extra])
 
 
+@pytest.mark.slow
 def test_a_small_view_is_anonymized_without_a_cluster_with_the_cluster_bytes(
     one_view, tmp_path, monkeypatch, scheduler
 ):
@@ -266,6 +268,7 @@ def test_a_small_view_is_anonymized_without_a_cluster_with_the_cluster_bytes(
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_anonymize_on_a_local_cluster_writes_the_in_process_bytes(one_view, tmp_path):
     """--cluster: two worker processes (~20 s to start here), the Dask path over 3 ranges."""
     assert anonymize(one_view, tmp_path / "here.parquet", "--no-cluster").exit_code == 0

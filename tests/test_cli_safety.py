@@ -44,6 +44,7 @@ def test_version(cli):
 
 
 # -- 1. data loss --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_demo_refuses_an_existing_ledger_and_force_moves_it_aside(cli, scheduler, tmp_path):
     led = tmp_path / "ledger"
     (led / "attack").mkdir(parents=True)
@@ -101,6 +102,7 @@ def test_generate_force_keeps_an_edited_policy_and_unrecorded_files(cli, tmp_pat
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_demo_force_keeps_an_edited_policy_and_the_ledger_in_place(cli, scheduler, tmp_path):
     args = ("demo", "--out", tmp_path, "--views", "2", "--view-size", "60", "--scheduler", scheduler)
     assert cli(*args).exit_code == 0
@@ -140,6 +142,7 @@ def test_generate_force_replaces_its_own_unchanged_files_and_partitioned_dataset
     assert len(pd.read_parquet(out / "history.parquet")) == 60
 
 
+@pytest.mark.slow
 def test_release_refused_for_a_missing_knowledge_file_creates_no_ledger(cli, tmp_path, generated):
     gen, _ = generated
     policy = tmp_path / "p.toml"
@@ -215,6 +218,7 @@ def test_anonymize_refuses_an_unknown_output_type(name, cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v.csv"]
 
 
+@pytest.mark.slow
 def test_anonymize_refuses_an_existing_output_unless_force(cli, tmp_path):
     """An existing --out (or its OUT.metrics.json) that is not the input: refused, every byte and
     mtime kept; --force replaces both (atomically)."""
@@ -251,6 +255,7 @@ def test_anonymize_refuses_an_existing_output_unless_force(cli, tmp_path):
     assert_refused(res, "is the input file")
 
 
+@pytest.mark.slow
 def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated, tmp_path):
     out, _ = generated
     led = tmp_path / "ledger"
@@ -294,6 +299,7 @@ def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated
     assert res.exit_code == 0 and "report of 3 release(s)" in res.output, res.output
 
 
+@pytest.mark.slow
 def test_a_release_above_max_suppression_is_refused_with_the_measured_share(cli, tmp_path):
     """The refusal's figures are those of the same release allowed (max_suppression = 1)."""
     src = tmp_path / "v.csv"
@@ -325,6 +331,7 @@ def test_verify_of_a_malformed_release_exits_2_naming_the_column(cli, tmp_path):
 
 
 # -- 2. verify -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_verify_a_release_made_with_add_row_id(cli, tmp_path):
     src, rel = tmp_path / "v.csv", tmp_path / "rel.parquet"
     random_view(90).drop(columns="respondent_id").to_csv(src, index=False)
@@ -341,6 +348,7 @@ def test_verify_a_release_made_with_add_row_id(cli, tmp_path):
     assert_refused(res, "respondent_id", "--id")
 
 
+@pytest.mark.slow
 def test_verify_a_ledger_release_under_its_own_policy(cli, generated, tmp_path):
     out, _ = generated
     led = tmp_path / "ledger"
@@ -373,6 +381,7 @@ def test_verify_a_ledger_release_under_its_own_policy(cli, generated, tmp_path):
 
 
 # -- 3. release with the ledger's policy and column flags --------------------------------------------
+@pytest.mark.slow
 def test_release_resumes_under_the_recorded_policy(cli, generated, tmp_path):
     out, mh = generated
     first = tmp_path / "first.parquet"
@@ -404,6 +413,7 @@ def test_release_resumes_under_the_recorded_policy(cli, generated, tmp_path):
     assert tree(led) == before
 
 
+@pytest.mark.slow
 def test_release_takes_the_column_flags(cli, generated, tmp_path):
     out, mh = generated
     renamed = tmp_path / "renamed.parquet"
@@ -556,6 +566,7 @@ def test_small_view_suppress_records_it_and_goes_on(client, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_small_view_in_the_cli(cli, tmp_path):
     h = tmp_path / "h.parquet"
     small_history(3, 3).to_parquet(h, index=False)
@@ -583,6 +594,7 @@ def test_small_view_in_the_cli(cli, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_small_view_in_a_69_week_history(client, tmp_path):
     """The issue's case: one 1-row week (k 3) among 69 no longer refuses the whole history."""
     h = small_history(69, 40)
@@ -593,6 +605,7 @@ def test_small_view_in_a_69_week_history(client, tmp_path):
 
 
 # -- 6. a path instead of a DataFrame ---------------------------------------------------------------
+@pytest.mark.slow
 def test_the_python_api_reads_a_path_and_names_a_wrong_type(client, tmp_path):
     frame = random_view(60)
     frame.to_csv(tmp_path / "v.csv", index=False)
@@ -635,6 +648,7 @@ def test_mtime_helper_sees_a_rewrite(tmp_path):
     assert snapshot(tmp_path) != before
 
 
+@pytest.mark.slow
 def test_force_never_writes_into_a_ledger_or_over_the_report_history(cli, generated, tmp_path):
     """--force replaces a file dpriv made, never the ledger's own record (manifest, policy,
     metrics, views) nor the history the command reads; LEDGER/attack/ stays writable."""
@@ -659,6 +673,7 @@ def test_force_never_writes_into_a_ledger_or_over_the_report_history(cli, genera
     assert res.exit_code == 0, res.output
 
 
+@pytest.mark.slow
 def test_a_history_that_was_not_released_is_refused_by_report_and_verify(cli, generated, tmp_path):
     """The ledger records each view's digest (input_sha): another history would draw a wrong KPR
     reference line or make a valid release look broken, so both commands refuse it by name."""
@@ -725,6 +740,7 @@ def test_add_row_id_and_an_id_column_together_are_refused(cli, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_ledger_whose_last_state_is_gone_is_named_damaged(cli, generated, tmp_path):
     out, _ = generated
     led = tmp_path / "led"
@@ -750,6 +766,7 @@ def test_an_interrupted_first_release_asks_for_the_policy_by_name(cli, generated
     assert sorted(p.name for p in led.iterdir()) == ["manifest.json"]
 
 
+@pytest.mark.slow
 def test_a_ledger_whose_last_view_lost_rows_is_not_resumed(cli, generated, tmp_path):
     """The last release's view holds fewer tuples than its metrics.json recorded: the next
     release refuses (exit 2) and names the file, the ledger unchanged."""

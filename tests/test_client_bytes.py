@@ -41,7 +41,8 @@ def _dpriv_stack() -> list[str]:
     return [f.name for f in traceback.extract_stack(frame) if "/dpriv/" in f.filename]
 
 
-@pytest.mark.parametrize("n", [100_000, pytest.param(1_000_000, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [100_000, pytest.param(1_000_000, marks=pytest.mark.heavy)])
 def test_a_dask_release_brings_back_o1_percent_of_the_view_and_sends_no_large_graph(
     client, tmp_path, monkeypatch, n
 ):

@@ -26,6 +26,7 @@ def cluster(tmp_path):
     stop_cluster([sched, *workers])
 
 
+@pytest.mark.slow
 def test_release_on_a_multiprocess_cluster_matches_local_cluster(cluster, tmp_path):
     mh = medical_history(n_views=2, view_size=600, seed=5)
     policy = write_history(
@@ -66,6 +67,7 @@ def cluster4(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_dask_path_on_four_worker_processes_matches_the_in_process_release(cluster4, tmp_path, monkeypatch):
     """Issue 13 item 6: the Dask path on four `dask worker` processes (as on a real cluster,
     each a process of its own) writes the ledger of the in-process release, byte for byte."""

@@ -166,6 +166,7 @@ FAST_POINTS = [
 ]
 
 
+@pytest.mark.slow
 def test_sigkill_at_chosen_points_then_resume_is_byte_identical(setting, scheduler, tmp_path):
     history, policy, ref_dir = setting
     reference = snapshot(ref_dir)
@@ -199,6 +200,7 @@ def _point(path: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_sigkill_after_every_file_the_release_creates(setting, scheduler, tmp_path):
     """Kill at the first file never seen before, again and again, until a run completes: every
     file creation of the whole history (temp files included) is a kill point once.
@@ -230,6 +232,7 @@ def test_sigkill_after_every_file_the_release_creates(setting, scheduler, tmp_pa
     resume_and_compare(history, policy, ledger, scheduler, reference)  # a no-op re-run
 
 
+@pytest.mark.slow
 def test_kill_while_creating_the_ledger_leaves_a_folder_that_can_be_resumed(setting, tmp_path):
     history, policy, ref_dir = setting
     ledger = tmp_path / "led"
@@ -261,6 +264,7 @@ def test_resume_leaves_no_temp_file_of_the_killed_run(setting, tmp_path):
 
 
 # -- item 3: a worker process dies in the middle of release_history -------------------------------
+@pytest.mark.slow
 def test_worker_killed_mid_release_completes_identically(setting, tmp_path):
     history, policy, ref_dir = setting
     reference = snapshot(ref_dir)

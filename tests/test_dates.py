@@ -113,6 +113,7 @@ def test_date_domain_in_the_policy_file(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_cli_parquet_and_csv_dates_release_and_verify(cli, tmp_path):
     v = frame(pd.to_datetime(STAMPS).tz_localize("Europe/Paris"))
     v.to_parquet(tmp_path / "in.parquet", index=False)

@@ -267,6 +267,7 @@ def assert_truth_kept(releases, d):
         assert (a[one].argmax(axis=1) == r.truth[one]).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
@@ -334,6 +335,7 @@ def dpriv_releases(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 def test_dpriv_releases_never_exclude_the_truth(dpriv_releases):
     total = 0
     for mh, attendance, releases in dpriv_releases:

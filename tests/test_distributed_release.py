@@ -45,6 +45,7 @@ def _rows(obj) -> int:
     return 0
 
 
+@pytest.mark.slow
 def test_no_step_gathers_a_whole_view_on_the_client(client, history, tmp_path, monkeypatch):
     out, mh, policy = history
     gathered: list[int] = []
@@ -99,6 +100,7 @@ def test_state_is_one_row_per_respondent_in_id_sorted_hash_partitions(client, hi
     assert len(led.read_state_dask(2).compute()) == len(ids)
 
 
+@pytest.mark.slow
 def test_progress_bars_go_to_stderr_and_the_table_to_stdout(client, history, tmp_path, monkeypatch):
     out, mh, policy = history
     monkeypatch.setattr(steps, "SHOW_PROGRESS", False)  # the CLI sets it; restored after
@@ -116,6 +118,7 @@ def test_progress_bars_go_to_stderr_and_the_table_to_stdout(client, history, tmp
     assert rows[1][1] == str(metrics["n_groups"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("small_view_rows", [-1, 10**12], ids=["dask", "in-process"])
 def test_a_released_row_that_differs_from_the_verified_ones_is_never_written(
     history, tmp_path, monkeypatch, small_view_rows

@@ -71,6 +71,7 @@ def hand(tmp_path_factory):
     return out, _hand_history(), policy
 
 
+@pytest.mark.slow
 def test_today_the_deductions_pin_both_exits_and_the_guard_leaves_them_open(hand):
     out, history, policy = hand
     plain = release_history(history, policy, out / "plain")
@@ -193,6 +194,7 @@ def medical(tmp_path_factory):
     return mh, policy.with_overrides(exit_values=EXITS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["generalized", "anatomy"])
 def test_guarded_ledger_bytes_do_not_depend_on_the_partitions(medical, tmp_path, fmt):
     mh, policy = medical
@@ -215,6 +217,7 @@ def test_guarded_ledger_bytes_do_not_depend_on_the_partitions(medical, tmp_path,
             assert (kinds == 2).all() and len(kinds) > 0
 
 
+@pytest.mark.slow
 def test_guarded_view_passes_the_verifier_and_the_dask_path(medical):
     mh, policy = medical
     view = mh.history[mh.history["view"] == 3].drop(columns="view").reset_index(drop=True)
@@ -273,6 +276,7 @@ def _with_everyone_back(led, history, policy):
     return [*obs, future], tables
 
 
+@pytest.mark.slow
 def test_worst_future_pins_every_one_kind_exit_and_none_under_the_guard(medical, tmp_path):
     # the real deduction code as the oracle: once everyone who did not exit is back, today's
     # ledger has each terminal tuple of a one-kind group pinned (n_exit_worst is attained); the

@@ -2,11 +2,13 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from matplotlib.image import imread
 
 from dpriv.experiment import run_experiment
 
 
+@pytest.mark.slow
 def test_small_experiment_writes_tables_and_figures(tmp_path):
     grid = {"jsreduce": [{"t": 1.0, "j": 0.8, "defender": "dk-1"}], "mondrian-l": [{"l": 2}]}
     tables = run_experiment(

@@ -73,6 +73,7 @@ def _member(out: Path, history: pd.DataFrame, policy: ReleasePolicy, inside: boo
 
 
 # -- 1. a history with a changed QI -----------------------------------------------------------
+@pytest.mark.slow
 def test_attack_refuses_a_qi_changed_outside_its_group_naming_the_line(released, tmp_path):
     out, history, policy = released
     pos, age = _member(out, history, policy, inside=False)
@@ -204,6 +205,7 @@ def test_an_int_bound_names_its_interval():
 
 
 # -- 5. the Python writers never overwrite a file they did not write ------------------------------
+@pytest.mark.slow
 def test_write_report_replaces_only_its_own_page(released, tmp_path):
     out, _, _ = released
     page = tmp_path / "r.html"

@@ -34,6 +34,7 @@ def open_gate(setting, tmp_path_factory):
     return led_dir, gates
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attendance", [None, 0.5])
 def test_gate_reads_the_release_as_the_retrospective_attack_reads_the_ledger(
     setting, tmp_path, monkeypatch, attendance
@@ -113,6 +114,7 @@ def test_a_release_above_the_bound_is_refused_and_nothing_is_written(setting, mi
     assert not (led / "releases" / "2").exists() and not (led / "state" / "2").exists()
 
 
+@pytest.mark.slow
 def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, midway, tmp_path):
     """With retries the gate regroups release 2 with j halved until its gains are within the
     bound (on this seeded history one or more halvings suffice): committed with a smaller j."""
@@ -137,6 +139,7 @@ def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, mi
     assert "gate." not in write_report(plain, tmp_path / "p.html").read_text()
 
 
+@pytest.mark.slow
 def test_cli_release_gate_refuses_with_exit_2_and_writes_nothing(setting, open_gate, cli, tmp_path):
     mh, policy = setting
     _, gates = open_gate

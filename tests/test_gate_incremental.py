@@ -182,6 +182,7 @@ def history(tmp_path_factory):
     return mh, policy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attendance", [None, 0.5])
 @pytest.mark.parametrize("deductions", [True, False])
 def test_every_check_of_the_gate_reads_as_the_whole_window_path(
@@ -211,6 +212,7 @@ def test_every_check_of_the_gate_reads_as_the_whole_window_path(
         assert [r for _, r in checked] == [0, 1, 3, 6]
 
 
+@pytest.mark.slow
 def test_a_resumed_gated_ledger_checks_as_an_uninterrupted_one(history, tmp_path):
     """The gate's reading is rebuilt from the ledger on resume: releases 3-4 after a stop at
     2 get the same gate figures as in one run."""

@@ -299,6 +299,7 @@ def with_unused_categories(frame: pd.DataFrame, columns: dict[str, list]) -> pd.
     return frame.astype({c: pd.CategoricalDtype(cats) for c, cats in columns.items()})
 
 
+@pytest.mark.slow
 def test_categorical_qi_with_unused_categories_same_release_as_object():
     rng = np.random.default_rng(4)
     n = 400
@@ -374,6 +375,7 @@ def test_numeric_qi_stored_as_category_is_released_like_plain_numbers(medical, t
 
 
 # == 1g. a respondent who leaves for several releases and comes back ===============================
+@pytest.mark.slow
 def test_returning_respondent_is_revised_from_her_own_last_posteriors(medical, tmp_path, monkeypatch):
     mh, policy = medical
     hist = mh.history
@@ -684,6 +686,7 @@ NAMES = {
 }
 
 
+@pytest.mark.slow
 def test_unusual_column_names_work_end_to_end_through_release_history(medical, tmp_path):
     mh, _ = medical
     hist = mh.history[mh.history.view <= 3]

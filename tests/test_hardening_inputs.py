@@ -60,6 +60,7 @@ def csv_of(frame: pd.DataFrame) -> str:
 
 
 # == 1. a numeric QI with stray text ============================================================
+@pytest.mark.slow
 def test_numeric_qi_with_stray_text_is_refused_unless_declared_categorical(cli, tmp_path):
     v = view().astype({"age": object})
     v.loc[4, "age"], v.loc[9, "age"], v.loc[11, "age"] = "unknown", "45+", "thirty"
@@ -91,6 +92,7 @@ def test_duplicate_header_is_refused_from_the_raw_header(cli, tmp_path):
 
 
 # == 3. a sensitive column with one value =========================================================
+@pytest.mark.slow
 def test_single_valued_sensitive_column_is_refused_or_released_with_a_warning(cli, tmp_path):
     v = view().assign(s="healthy")
     res, out = anonymize_csv(cli, tmp_path, csv_of(v))
@@ -118,6 +120,7 @@ def test_a_history_whose_sensitive_column_has_one_value_writes_no_ledger(tmp_pat
 
 
 # == 4. an extra column ===========================================================================
+@pytest.mark.slow
 def test_columns_the_policy_does_not_name_are_dropped_out_loud(cli, tmp_path):
     v = view().assign(zip=lambda f: 69000 + f["rid"], age_min=1)  # age_min: a released-looking name
     res, out = anonymize_csv(cli, tmp_path, csv_of(v))
@@ -195,6 +198,7 @@ def accounts(n: int = 40) -> pd.DataFrame:
     )
 
 
+@pytest.mark.slow
 def test_integer_qi_above_2_53_has_exact_bounds_and_exact_verification(cli, tmp_path):
     v = accounts()
     policy = ReleasePolicy(id="rid", qi=["acct"], sensitive="s", k=4, t=1.0, j=10.0)
@@ -232,6 +236,7 @@ def test_integer_qi_above_2_53_has_exact_bounds_and_exact_verification(cli, tmp_
 
 
 # == 9. category dtype QIs ========================================================================
+@pytest.mark.slow
 def test_category_dtype_qis_release_like_plain_values_and_verify():
     v = view(60)
     policy = ReleasePolicy(id="rid", qi=["age", "city"], sensitive="s", k=3, t=1, j=10)
@@ -250,6 +255,7 @@ def test_category_dtype_qis_release_like_plain_values_and_verify():
 
 
 # == 10. dates ====================================================================================
+@pytest.mark.slow
 @pytest.mark.parametrize("tz", [None, "Europe/Paris"])
 def test_date_qi_is_released_as_date_intervals(cli, tmp_path, tz):
     """Dates as QIs (hand-computed boxes: tests/test_dates.py): days 40..59 after 2020-01-01."""
@@ -284,6 +290,7 @@ def test_nfc_and_nfd_spellings_are_one_level():
 
 
 # == 12. no Dask merge warning over a multi-view release ===========================================
+@pytest.mark.slow
 def test_string_ids_release_without_dask_dtype_warnings(tmp_path, client):
     frames = []
     for i in (1, 2, 3):
@@ -303,6 +310,7 @@ def test_string_ids_release_without_dask_dtype_warnings(tmp_path, client):
 
 
 # == 13. values with commas, braces and backslashes: CSV in, release, verify ======================
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
 def test_category_values_with_commas_release_and_verify_end_to_end(cli, tmp_path, suffix):
     v = view(48)
@@ -328,6 +336,7 @@ def test_latin1_file_is_refused_with_the_line_and_the_fix(cli, tmp_path):
     refused(res, out, "cannot read", "it is not UTF-8 (byte 0xee", f"on line {line})", "iconv")
 
 
+@pytest.mark.slow
 def test_bom_and_crlf_give_the_same_release_as_a_plain_file(cli, tmp_path):
     plain = csv_of(view(45))
     outs = {}
@@ -344,6 +353,7 @@ def test_bom_and_crlf_give_the_same_release_as_a_plain_file(cli, tmp_path):
     assert not outs["crlf"]["s"].str.contains("\r").any()
 
 
+@pytest.mark.slow
 def test_quoted_newline_in_a_category_is_one_value(cli, tmp_path):
     v = view(30)
     v["city"] = np.where(v["rid"] % 2 == 0, "Saint-\nÉtienne", "Lyon")
@@ -370,6 +380,7 @@ def test_negative_zero_is_zero(cli, tmp_path):
     assert res.policy.domains["weight"] == [0.0, 0.0]
 
 
+@pytest.mark.slow
 def test_boolean_qi_is_categorical(cli, tmp_path):
     v = view(40).assign(smoker=lambda f: f["rid"] % 3 == 0)
     v.to_parquet(tmp_path / "b.parquet", index=False)

@@ -288,6 +288,7 @@ def _nodes(out) -> pd.Series:
     return out.released.drop_duplicates("qi_group").set_index("qi_group")["city"]
 
 
+@pytest.mark.slow
 def test_same_bytes_for_any_number_of_partitions(city_file):
     view, pol = city_view(n=400, seed=5), city_policy(city_file)
     one = anonymize(view, pol, npartitions=1).released
@@ -316,6 +317,7 @@ def test_policy_table_paths_are_relative_to_the_policy_file(tmp_path, city_file)
     assert pol.hierarchy_path("city") == tmp_path / "h" / "city.csv"
 
 
+@pytest.mark.slow
 def test_cli_hierarchy_flag(tmp_path, city_file, cli):
     data = tmp_path / "v.csv"
     city_view().to_csv(data, index=False)
@@ -385,6 +387,7 @@ def test_adult_subset_with_arx_hierarchies(shared_data):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_adult_with_arx_hierarchies(shared_data):
     view, pol = _adult(shared_data, "adult.csv")
     out = anonymize(view, pol)
@@ -413,6 +416,7 @@ def history_setting(tmp_path_factory):
     return mh, ReleasePolicy.from_dict({**pol.model_dump(), "domains": domains})
 
 
+@pytest.mark.slow
 def test_history_with_a_hierarchy_same_bytes_and_pinned(history_setting, tmp_path):
     import hashlib
     import json
@@ -485,6 +489,7 @@ def test_mondrian_release_with_a_hierarchy_is_verified(city_file):
     assert rep.ok, rep.problems
 
 
+@pytest.mark.slow
 def test_cli_release_resume_verify_and_attack_with_a_hierarchy(history_setting, tmp_path, cli):
     import json
 

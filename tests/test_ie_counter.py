@@ -31,6 +31,7 @@ def assert_same_tables(got, expected):
         assert a.shape == b.shape and np.array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_counted_tables_equal_the_re_mine_for_any_order_of_calls(setting):
     mh, policy, _ = setting
     adv = adversary_knowledge("ie", policy)

@@ -234,6 +234,7 @@ def anonymized(cli, tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_cli_export_writes_the_interchange_csv(cli, anonymized):
     d = anonymized
     r = cli("export", d / "rel.parquet", "--out", d / "e.csv")

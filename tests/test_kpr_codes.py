@@ -86,6 +86,7 @@ def _check(o: pd.DataFrame, a: pd.DataFrame, known: list[str], dask: bool = True
                 assert got == v or (math.isnan(got) and math.isnan(v)), (label, k, f)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("known", KNOWN_SETS, ids=["-".join(k)[:30] for k in KNOWN_SETS])
 def test_integer_codes_equal_the_previous_implementation(seed: int, known: list[str]) -> None:

@@ -165,6 +165,7 @@ def test_result_distribution_per_class_is_bk_sv(big: pd.DataFrame) -> None:
     assert stats.chisquare(per_class).pvalue > 1e-3
 
 
+@pytest.mark.slow
 def test_write_medical_view_matches_write_history(tmp_path) -> None:
     small = medical_history(1, 50, seed=3)
     write_history(tmp_path / "seq", small)

@@ -130,6 +130,7 @@ def released(tmp_path_factory):
     return mh, runs
 
 
+@pytest.mark.slow
 def test_mondrian_pins_every_released_respondent_jsreduce_fewer(released):
     mh, runs = released
     qi = ["age", "gender", "weight"]

@@ -34,6 +34,7 @@ def _first_release(cli, generated, tmp_path):
     return other
 
 
+@pytest.mark.slow
 def test_release_without_policy_finds_knowledge_of_the_recorded_policy(cli, generated, tmp_path, monkeypatch):
     other = _first_release(cli, generated, tmp_path)
     assert (other / "L9" / BASE_FILE).is_file()
@@ -45,6 +46,7 @@ def test_release_without_policy_finds_knowledge_of_the_recorded_policy(cli, gene
     assert "ledger" in res.output and (other / "L9" / "releases" / "2").is_dir()
 
 
+@pytest.mark.slow
 def test_older_ledger_without_recorded_folder_says_pass_policy(cli, generated, tmp_path, monkeypatch):
     other = _first_release(cli, generated, tmp_path)
     (other / "L9" / BASE_FILE).unlink()  # a ledger written before the folder was recorded
@@ -160,6 +162,7 @@ def _stderr(res):
         return res.output
 
 
+@pytest.mark.slow
 def test_dates_in_a_categorical_qi_get_a_hint_not_a_refusal(cli, tmp_path):
     src = _dated_view(tmp_path)
     args = ["--sensitive", "exam_result", "--id", "respondent_id", "--k", "3", "--t", "0.9", "--j", "5"]
@@ -186,6 +189,7 @@ def test_date_hint_only_for_all_iso_dates():
 
 
 # -- 5. exit_values with an inferred sensitive domain ----------------------------------------
+@pytest.mark.slow
 def test_exit_values_missing_from_an_inferred_domain_say_declare_it(cli, tmp_path):
     from conftest import random_view
 

@@ -67,6 +67,7 @@ def random_case(rng, policy: ReleasePolicy, n_state: int, n_posts: int, string_i
     return state, posts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("persistent", [False, True])
 @pytest.mark.parametrize("string_ids", [False, True])
 @pytest.mark.parametrize("n_state,n_posts", [(0, 30), (40, 0), (200, 60), (60, 200)])

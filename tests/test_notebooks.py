@@ -94,6 +94,7 @@ def _srcdoc(outputs: list[str]) -> str:
     return html.unescape(frames[0].group(1))
 
 
+@pytest.mark.slow
 def test_quickstart(run, tmp_path):
     nb, _ = run("quickstart.ipynb")
     text = _outputs(nb)
@@ -133,6 +134,7 @@ def test_quickstart(run, tmp_path):
     assert 'id="kpr-reference"' in page and "<h1>exam_result by age, gender, weight" in page
 
 
+@pytest.mark.slow
 def test_paper_reproduction(run, tmp_path):
     nb, _ = run("paper_reproduction.ipynb")
     out = tmp_path / "paper-out"
@@ -142,6 +144,7 @@ def test_paper_reproduction(run, tmp_path):
     assert _images(nb) >= 6  # fig. 3, one gain figure per method (4), frontier
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_real_cohort(run, shared_data, tmp_path, monkeypatch):
     monkeypatch.setenv("DPRIV_SHARED_DATA", str(shared_data))
@@ -172,6 +175,7 @@ def test_real_cohort(run, shared_data, tmp_path, monkeypatch):
     assert len(views) == sum(n_released) > 0
 
 
+@pytest.mark.slow
 def test_real_cohort_skips_without_data(run, tmp_path, monkeypatch):
     monkeypatch.setenv("DPRIV_SHARED_DATA", str(tmp_path / "absent"))
     nb, _ = run("real_cohort.ipynb")

@@ -74,6 +74,7 @@ def _probe(cache: Path, what: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_compile_note_is_said_once_and_only_when_a_kernel_is_compiled(tmp_path):
     cache = tmp_path / "numba-cache"
     first = _probe(cache, "compile")  # an empty cache: entropy compiles (once for both calls)

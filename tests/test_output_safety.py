@@ -43,6 +43,7 @@ def _attack(out: Path, *extra):
 
 
 # -- 1. the suffix of what the command writes ----------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command, name, writes",
     [

@@ -223,6 +223,7 @@ def files(root):
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @quiet
 def test_every_yearly_view_is_released_and_verified(released):

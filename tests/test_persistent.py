@@ -171,6 +171,7 @@ def test_the_state_keeps_the_persistent_group_of_absent_and_suppressed_responden
     assert new[PGROUP].dtype == np.int64
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(views_and_policies(), st.integers(1, 4), st.integers(0, 2**31), st.sampled_from(["scan", "topdown"]))
 def test_releases_with_persistent_groups_pass_the_verifier_and_are_partition_free(
@@ -205,6 +206,7 @@ def states(ledger, n):
     return [ledger.read_state(i).sort_values("respondent_id").reset_index(drop=True) for i in range(1, n + 1)]
 
 
+@pytest.mark.slow
 def test_persistent_histories_are_identical_for_any_partitions_and_path_and_resume(
     history, tmp_path, monkeypatch
 ):

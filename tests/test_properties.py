@@ -54,6 +54,7 @@ def views_and_policies(draw):
     return view, policy
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(views_and_policies(), st.integers(1, 4))
 def test_every_release_passes_the_verifier_and_is_partition_free(case, npartitions):
@@ -61,6 +62,7 @@ def test_every_release_passes_the_verifier_and_is_partition_free(case, npartitio
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(views_and_policies(), st.integers(1, 4))
 def test_thousand_releases_pass_the_verifier(case, npartitions):

@@ -3,9 +3,12 @@
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+@pytest.mark.slow
 def test_python_example_runs(tmp_path, monkeypatch, capsys):
     text = README.read_text()
     block = re.search(r"## Python\n```python\n(.*?)```", text, re.S).group(1)

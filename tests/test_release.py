@@ -74,6 +74,7 @@ def test_not_a_ledger_and_history_with_a_gap(setting, tmp_path):
         release_history(gap, policy, tmp_path / "led")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["verify", "view.parquet", "state.parquet", "manifest"])
 def test_failure_at_any_step_leaves_the_last_commit_and_resume_is_identical(
     setting, tmp_path, monkeypatch, step

@@ -105,6 +105,7 @@ def _text_only(page: str) -> str:
     return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
 
 
+@pytest.mark.slow
 def test_headings_in_order(built):
     page = built[5]
     found = re.findall(r"<h2[^>]*>(.*?)</h2>", page)
@@ -234,6 +235,7 @@ def _metrics(led) -> list[dict]:
     return [json.loads((led.root / "releases" / str(i) / "metrics.json").read_text()) for i in (1, 2, 3)]
 
 
+@pytest.mark.slow
 def test_title_comes_from_the_policy_not_the_folder(built, tmp_path):
     page = built[5]
     title = "exam_result by age, gender, weight: JS-reduce release (k = 5, t = 0.5, j = 0.8)"
@@ -260,6 +262,7 @@ def test_verdict_table_is_within_the_fixture_policy(built):
         assert cells["verdict"][0] == "within the policy"
 
 
+@pytest.mark.slow
 def test_verdict_flips_when_a_threshold_is_crossed(built, tmp_path):
     ms = _metrics(built[0])
     t2 = ms[1]["t_achieved"]  # release 2's largest EMD
@@ -413,6 +416,7 @@ def test_tail_risk_section_is_present_and_explained(built, tmp_path):
     assert tail.count("<img ") == 1
 
 
+@pytest.mark.slow
 def test_cli_report_with_history_and_a_bad_history(built, tmp_path):
     runner = CliRunner()
     hist = tmp_path / "history.parquet"
@@ -437,6 +441,7 @@ def test_cli_report_with_history_and_a_bad_history(built, tmp_path):
     assert not (tmp_path / "b.html").exists()
 
 
+@pytest.mark.slow
 def test_renders_in_headless_chromium(built, tmp_path):
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is absent: install it (apt-get install -y chromium), as .ci/run does")

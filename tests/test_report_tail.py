@@ -54,6 +54,7 @@ def small(tmp_path_factory):
     return led, mh, policy
 
 
+@pytest.mark.slow
 def test_attack_frames_and_the_report_section(small):
     led, mh, policy = small
     paper = attack(led, mh.history, policy, "dk", deductions=False)

@@ -18,6 +18,7 @@ def _frame(rows):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3, 7])
 @pytest.mark.parametrize("attendance", [None, 0.6])
 def test_partitions_give_the_same_rows(ledger_run, partitions, attendance):  # noqa: F811

@@ -23,6 +23,7 @@ def run(history, policy, root, threshold, monkeypatch, **kw):
     return release_history(history, policy, root, npartitions=3, **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("release_format", ["generalized", pytest.param("anatomy", marks=pytest.mark.slow)])
 def test_in_process_and_dask_paths_write_the_same_ledger(hist_4x300, tmp_path, monkeypatch, release_format):
     mh, policy = hist_4x300
@@ -47,6 +48,7 @@ def test_in_process_and_dask_paths_write_the_same_ledger(hist_4x300, tmp_path, m
     assert a.read_state(4)["n_post"].max() >= 3
 
 
+@pytest.mark.slow
 def test_a_ledger_switching_path_on_resume_equals_an_uninterrupted_one(hist_4x300, tmp_path, monkeypatch):
     mh, policy = hist_4x300
     ref = run(mh.history, policy, tmp_path / "ref", ALWAYS, monkeypatch)
@@ -58,6 +60,7 @@ def test_a_ledger_switching_path_on_resume_equals_an_uninterrupted_one(hist_4x30
     assert ledger_files(mixed.root) == ledger_files(ref.root)
 
 
+@pytest.mark.slow
 def test_string_ids_give_the_same_state_on_both_paths(hist_4x300, tmp_path, monkeypatch):
     mh, policy = hist_4x300
     history = mh.history.assign(respondent_id="r" + mh.history.respondent_id.astype(str))
@@ -160,6 +163,7 @@ def test_ie_tables_counted_view_by_view_equal_the_full_re_mine_at_every_release(
     assert np.allclose(first.tables[0], 1 / len(values)) and not first.tables[3].any()
 
 
+@pytest.mark.slow
 def test_ie_release_resumed_equals_uninterrupted_and_never_re_mines(hist_4x300, tmp_path, monkeypatch):
     from dpriv.sources import DefenderKnowledge
 

@@ -36,6 +36,7 @@ def test_the_number_of_buckets_follows_the_respondents_not_the_partitions():
     assert part_name(0, 1) == "state.parquet" and part_name(12, 40) == "part-00012.parquet"
 
 
+@pytest.mark.slow
 def test_both_paths_write_the_same_parts(hist_4x300, tmp_path, monkeypatch):
     mh, policy = hist_4x300
     a = run(mh.history, policy, tmp_path / "a", ALWAYS, monkeypatch)
@@ -98,6 +99,7 @@ def test_the_parts_do_not_depend_on_the_partitions(hist_4x300, tmp_path, monkeyp
         write_state(tmp_path / "split", dd.from_pandas(state, npartitions=5, sort=False), "respondent_id", nb)
 
 
+@pytest.mark.slow
 def test_a_failing_part_write_leaves_the_last_commit(hist_4x300, tmp_path, monkeypatch):
     mh, policy = hist_4x300
     clean = run(mh.history, policy, tmp_path / "clean", NEVER, monkeypatch)
@@ -128,6 +130,7 @@ def test_a_failing_part_write_leaves_the_last_commit(hist_4x300, tmp_path, monke
     assert ledger_files(resumed.root) == ledger_files(clean.root)
 
 
+@pytest.mark.slow
 def test_a_failing_view_write_while_the_parts_are_written_leaves_no_state(hist_4x300, tmp_path, monkeypatch):
     import dpriv.ledger as ledger_mod
 
@@ -151,6 +154,7 @@ def test_a_failing_view_write_while_the_parts_are_written_leaves_no_state(hist_4
     assert sorted(p.name for p in (root / "state").iterdir()) == ["1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [ALWAYS, NEVER])
 def test_a_ledger_with_one_state_file_resumes_to_the_same_bytes(hist_4x300, tmp_path, monkeypatch, threshold):
     """An earlier dpriv wrote ``state/<i>/state.parquet`` (dictionary pages, the rows in its own

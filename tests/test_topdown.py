@@ -161,6 +161,7 @@ def _check_split(case, cut):
         assert kept.all()
 
 
+@pytest.mark.slow
 @settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(views_and_policies(), st.integers(1, 4), st.sampled_from([0, 1, 2]), st.booleans(), st.booleans())
 def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartitions, level, prior_key, pc):
@@ -171,6 +172,7 @@ def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartit
     check_release(view, topdown, npartitions)
 
 
+@pytest.mark.slow
 @settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     views_and_policies(),
