@@ -13,8 +13,9 @@ of :class:`dpriv.steps.Steps`):
 * ``metrics`` and, in the ledger, ``write``: streamed partition by partition; manifest last.
 
 A view of at most :data:`SMALL_VIEW_ROWS` tuples runs the same steps in process on pandas
-(no graph, no persist/wait per step) and writes the same bytes (docs/architecture.md "Small
-views"). IE knowledge is counted view by view (:class:`dpriv.sources.KnowledgeTracker`).
+(no graph, no persist/wait per step; a Dask history of such views is read once: :func:`collected`)
+and writes the same bytes (docs/architecture.md "Small views"). IE knowledge is counted view by
+view (:class:`dpriv.sources.KnowledgeTracker`).
 
 The respondent state is a Dask DataFrame in buckets of a hash of the id holding, per
 respondent, the last ``W`` posteriors (W = the order of BK^seq), their count and the release
@@ -138,6 +139,7 @@ def release_history(
     indices = indices[: until or None]
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
+    history = collected(history, [s.n_rows for s in summaries.values()])
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
@@ -206,11 +208,17 @@ SMALL_STATE_ROWS = 500_000
 
 
 def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame) -> bool:
-    """Whether a view of ``n_rows`` tuples with respondent state ``state`` is released in
-    process (:data:`SMALL_VIEW_ROWS`, :data:`SMALL_STATE_ROWS`); counts a Dask state's rows."""
+    """Whether a view of ``n_rows`` tuples and state ``state`` is released in process."""
     if n_rows > SMALL_VIEW_ROWS:
         return False
     return len(state) <= SMALL_STATE_ROWS  # a Dask state: one cheap count
+
+
+def collected(history: pd.DataFrame | dd.DataFrame, sizes: list[int]) -> pd.DataFrame | dd.DataFrame:
+    """A Dask history whose every view releases in process (each view and the whole history
+    within the thresholds above) as one pandas frame: read once, not once per view (issue 13)."""
+    small = bool(sizes) and max(sizes) <= SMALL_VIEW_ROWS and sum(sizes) <= SMALL_STATE_ROWS
+    return to_pandas(history).reset_index(drop=True) if is_dask(history) and small else history
 
 
 def check_format(policy: ReleasePolicy, method: str) -> None:
@@ -335,13 +343,9 @@ def release_view(
     defender_tail = combine_tail(to_pandas(tail))
     steps.lap("metrics")
     metrics = ReleaseRecord.of(
-        report,
-        measured,
-        seconds=steps.seconds,
-        release=index,
-        tail=defender_tail,
+        report, measured, seconds=steps.seconds, release=index, tail=defender_tail,
         small_view="suppressed" if small else None,
-    )
+    )  # fmt: skip
     return metrics, released, new_state, sensitive
 
 

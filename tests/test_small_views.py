@@ -129,6 +129,34 @@ def test_the_threshold_picks_the_path(hist_4x300, monkeypatch):
     assert release_mod.in_process(5, dd.from_pandas(state, npartitions=2))
 
 
+def test_a_dask_history_of_small_views_is_read_once(hist_4x300, monkeypatch):
+    import dask.dataframe as dd
+
+    history = hist_4x300[0].history
+    lazy = dd.from_pandas(history, npartitions=3, sort=False)
+    sizes = history.groupby("view").size().tolist()  # 4 views of 300
+    got = release_mod.collected(lazy, sizes)
+    assert isinstance(got, pd.DataFrame)
+    pd.testing.assert_frame_equal(got, lazy.compute().reset_index(drop=True))  # read whole, in order
+    assert release_mod.collected(history, sizes) is history  # pandas passes through
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 299)  # one view too large: stays on Dask
+    assert release_mod.collected(lazy, sizes) is lazy
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 300)
+    monkeypatch.setattr(release_mod, "SMALL_STATE_ROWS", 1199)  # the history too large: likewise
+    assert release_mod.collected(lazy, sizes) is lazy
+    monkeypatch.setattr(release_mod, "SMALL_STATE_ROWS", 1200)
+    assert isinstance(release_mod.collected(lazy, sizes), pd.DataFrame)
+
+
+def test_a_dask_history_gives_the_ledger_of_the_pandas_one(hist_4x300, tmp_path):
+    import dask.dataframe as dd
+
+    mh, policy = hist_4x300
+    lazy = dd.from_pandas(mh.history, npartitions=3, sort=False)
+    release_history(lazy, policy, tmp_path / "dask", until=2)
+    release_history(mh.history, policy, tmp_path / "pandas", until=2)
+    assert ledger_files(tmp_path / "dask") == ledger_files(tmp_path / "pandas")
+
 
 # --------------------------------------------------------------------- incremental IE knowledge
 
