@@ -147,24 +147,30 @@ _HISTORY_HINT = (
 )
 
 
-def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.MultiIndex | None) -> pd.DataFrame:
-    """The rows of ``part`` whose (time, id) is in ``keys`` (None: duplicated within ``part``)."""
-    cols = [policy.time, policy.id]
+def _key(frame, policy: ReleasePolicy) -> list[str]:
+    """What a respondent may hold once: (time, id) in a history, the id in one view."""
+    return [policy.time, policy.id] if policy.time and policy.time in frame.columns else [policy.id]
+
+
+def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.Index | None) -> pd.DataFrame:
+    """The rows of ``part`` whose :func:`_key` is in ``keys`` (None: duplicated within ``part``)."""
+    cols = _key(part, policy)
     if keys is None:
         mask = part.duplicated(cols, keep=False).to_numpy()
     else:
-        mask = pd.MultiIndex.from_frame(part[cols]).isin(keys)
+        mask = pd.MultiIndex.from_frame(part[cols]).isin(keys) if len(cols) > 1 else part[cols[0]].isin(keys)
     found = [(4, policy.id, DUPLICATE.format(id=policy.id), _rows(part, mask, policy), int(mask.sum()))]
     out = pd.DataFrame(found if mask.any() else [], columns=PROBLEM_COLUMNS)
     return out.astype({"order": "int64", "count": "int64"})
 
 
 def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """Rows of a history whose respondent has two tuples in one view, over every view (on Dask:
-    one count per (time, id), then, only if some count is above 1, their rows)."""
+    """Rows of a history whose respondent has two tuples in one view, over every view, or of
+    one view (no time column) whose id occurs twice (on Dask: one count per key, then, only
+    if some count is above 1, their rows)."""
     if not is_dask(view):
         return _duplicate_part(view, policy, None)
-    sizes = view.groupby([policy.time, policy.id]).size()
+    sizes = view.groupby(_key(view, policy)).size()
     dup = sizes[sizes > 1].compute()
     if not len(dup):
         return pd.DataFrame([], columns=PROBLEM_COLUMNS)
@@ -368,12 +374,9 @@ def validate_view(
         content, fingerprint = view_digests(view, policy)
     if len(problems):  # lines of the input file only for a view that is the whole file
         raise InputError(first_problem(placed(view, problems), policy, whole=policy.time is None))
-    if len(dups):
-        raise InputError(
-            f"duplicate {policy.id!r} within one view: {dict(dups.items())} (id: count); a view holds at "
-            "most one tuple per respondent: keep one row per respondent (e.g. the latest exam)"
-            + (_HISTORY_HINT if not policy.time else "")
-        )
+    if len(dups):  # the rows, by their line in the input file
+        message = first_problem(_duplicates(view, policy), policy, whole=policy.time is None)
+        raise InputError(message + (_HISTORY_HINT if not policy.time else ""))
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")
     check_size(int(n), policy, allow_small)
