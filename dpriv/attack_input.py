@@ -113,10 +113,19 @@ def members_of(
             "(groups or sensitive values); give the history and policy that were released"
         )
     r_counts = group_counts(r_groups, r_s, labels, m)
-    if not np.array_equal(r_counts, group_counts(groups, s_true, labels, m)):
+    t_counts = group_counts(groups, s_true, labels, m)
+    if not np.array_equal(r_counts, t_counts):  # name the first group that differs and its members
+        g = int(np.flatnonzero((r_counts != t_counts).any(axis=1))[0])
+        diff = np.flatnonzero(r_counts[g] != t_counts[g])
+        shown, held = ({policy.sensitive_domain[c]: int(n[g, c]) for c in diff} for n in (r_counts, t_counts))
+        extra = np.flatnonzero(t_counts[g] > r_counts[g])  # values the history holds too often
+        ids = [_py(v) for v in mem.loc[(groups == labels[g]) & np.isin(s_true, extra), policy.id]]
         raise InputError(
-            f"release {index}: the true values of the history do not match the released groups; "
-            "give the history that was released"
+            f"release {index}: the true values of the history do not match the released groups: "
+            f"QI-group {int(labels[g])} published {policy.sensitive} counts {shown} where its "
+            f"members in view {index} of the history hold {held} (those holding "
+            f"{[policy.sensitive_domain[c] for c in extra]}: {policy.id} {ids[:10]}"
+            f"{' ...' if len(ids) > 10 else ''}); give the history that was released"
         )
     # both sorted by group with equal group sizes: the released values line up group by group
     return mem, s_true, r_s, r_counts

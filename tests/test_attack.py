@@ -1,3 +1,5 @@
+import ast
+import re
 from fractions import Fraction as F
 
 import numpy as np
@@ -182,8 +184,15 @@ def test_history_that_was_not_released_is_refused(tiny, tmp_path):
     led, hist, policy = tiny
     wrong = hist.copy()
     wrong.loc[(wrong.rid == 3) & (wrong.t == 1), "s"] = "a"
-    with pytest.raises(InputError, match="do not match the released groups"):
+    # the message names the group, the counts that differ and who holds the extra value
+    with pytest.raises(InputError, match="do not match the released groups") as err:
         attack(led, wrong, policy, "dk", deductions=False)
+    shown, held, who = re.search(
+        r"counts (\{.*?\}) where .* hold (\{.*?\}) \(those holding \['a'\]: rid \[(.*?)\]", str(err.value)
+    ).groups()
+    shown, held = ast.literal_eval(shown), ast.literal_eval(held)
+    assert held["a"] == shown["a"] + 1 and sum(held.values()) == sum(shown.values())
+    assert 3 in ast.literal_eval(f"[{who}]")
     with pytest.raises(InputError, match="respondent 5 is in release 2"):
         attack(led, hist[hist.rid != 5], policy, "dk", deductions=False)
     # the one duplicate check of every input names the respondent and the view of both rows
