@@ -55,6 +55,12 @@ ATTACK_DIR = "attack"
 ROW_GROUP = 1_048_576
 
 
+#: Policy values a running ledger may take up (never drop): ``small_view = "suppress"``
+#: releases a view smaller than k fully suppressed where the recorded "refuse" stopped the
+#: history (the advice of that refusal); no committed release depended on it.
+TAKE_UP = {"small_view": "suppress"}
+
+
 def _short(values: dict[str, Any], key: str) -> str:
     """A policy field's value for a message ("not set" when absent), at most 60 characters."""
     if key not in values:
@@ -122,6 +128,9 @@ class Ledger:
             return
         stored = json.loads(path.read_text())
         given = json.loads(json.dumps(fingerprint, sort_keys=True))
+        taken_up = {k: v for k, v in TAKE_UP.items() if given.get(k) == v and stored.get(k) != v}
+        if taken_up:  # recorded with the next commit
+            stored, self._pending_policy = stored | taken_up, given
         if stored != given:
             diff = sorted(k for k in set(stored) | set(given) if stored.get(k) != given.get(k))
             shown = "; ".join(
@@ -211,8 +220,9 @@ class Ledger:
             metrics = {**metrics, "seconds": seconds}
         write_record(rdir / "metrics.json", metrics)
         pending = getattr(self, "_pending_policy", None)
-        if pending is not None and not (self.root / POLICY).exists():
+        if pending is not None:  # a new ledger's policy, or one a running ledger took up
             atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
+            self._pending_policy = None
         manifest = self.manifest()
         manifest["releases"].append({"index": index, **entry})
         self._write_manifest(manifest)

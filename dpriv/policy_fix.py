@@ -4,6 +4,8 @@ A ledger keeps the policy it was started with (:meth:`dpriv.ledger.Ledger.check_
 refuses any other), so "raise retro_max_gain" or "allow more suppression with [privacy]
 max_suppression" cannot be followed on the same ledger once a release is committed: the
 changed policy needs a new ledger, into which the history is released from its first view.
+The one exception: ``small_view = "suppress"`` may be taken up by a running ledger
+(:data:`dpriv.ledger.TAKE_UP`), so the refusal of a view smaller than k says so.
 """
 
 from __future__ import annotations
@@ -22,8 +24,19 @@ def policy_change(fix: str, committed: int) -> str:
     are in the ledger, by :data:`NEW_LEDGER` naming how many."""
     if committed <= 0:
         return fix
-    held = "release 1 is" if committed == 1 else f"releases 1..{committed} are"
-    return f"{fix} ({held} committed: {NEW_LEDGER})"
+    return f"{fix} ({_held(committed)} committed: {NEW_LEDGER})"
+
+
+def _held(committed: int) -> str:
+    return "release 1 is" if committed == 1 else f"releases 1..{committed} are"
+
+
+#: What a ledger holding releases can take up without a new one (:data:`dpriv.ledger.TAKE_UP`).
+TAKE_UP_SMALL_VIEW = (
+    '--small-view suppress (small_view = "suppress" in the policy) applies to this ledger as it '
+    "is; a lower k needs a new ledger: release the history with it into --ledger NEW (from the "
+    "first view)"
+)
 
 
 #: The words of the refusal of a view smaller than k (:func:`dpriv.validate.validate_view`),
@@ -36,6 +49,6 @@ def with_new_ledger(exc: PolicyError, committed: int) -> PolicyError:
     k (:data:`K_LARGER_THAN_VIEW`) and ``committed`` > 0 releases are in the ledger; else
     ``exc`` itself (other refusals word their own fix, e.g. :mod:`dpriv.gate`)."""
     text = str(exc)
-    if committed <= 0 or K_LARGER_THAN_VIEW not in text or NEW_LEDGER in text:
+    if committed <= 0 or K_LARGER_THAN_VIEW not in text or TAKE_UP_SMALL_VIEW in text:
         return exc
-    return type(exc)(policy_change(text, committed))
+    return type(exc)(f"{text} ({_held(committed)} committed: {TAKE_UP_SMALL_VIEW})")

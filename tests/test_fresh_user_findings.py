@@ -25,10 +25,10 @@ from typer.testing import CliRunner
 from dpriv.attack import attack, gain_path, save_gain
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history, write_pbc
-from dpriv.errors import InputError, PolicyError
+from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_fix import NEW_LEDGER
+from dpriv.policy_fix import TAKE_UP_SMALL_VIEW
 from dpriv.release import release_history
 from dpriv.report import write_report
 
@@ -168,16 +168,35 @@ def small(tmp_path):
     return tmp_path
 
 
-def test_k_larger_than_a_view_of_a_ledger_with_releases_says_new_ledger(small):
+def test_k_larger_than_a_view_of_a_ledger_with_releases_says_how_to_go_on(small):
     before = snapshot(small / "led")
     res = run("release", small / "h123.csv", "--ledger", small / "led")
     assert_refused(
         res,
         r"view = 3: k = 2 is larger than the view \(1 rows\): lower k or add data",
-        r"\(releases 1\.\.2 are committed: " + NEW_LEDGER.replace("(", r"\(").replace(")", r"\)"),
+        r"\(releases 1\.\.2 are committed: " + re.escape(TAKE_UP_SMALL_VIEW),
     )
     assert res.stdout == ""  # not even the table's header
     assert snapshot(small / "led") == before
+    # the advice works on this ledger: view 3 is released fully suppressed, the policy records it
+    res = run("release", small / "h123.csv", "--ledger", small / "led", "--small-view", "suppress")
+    assert res.exit_code == 0, res.output
+    led = Ledger(small / "led")
+    assert led.last_index() == 3 and len(led.read_view(3)) == 0
+    assert led.read_metrics(3)["n_suppressed"] == 1
+    assert led.policy().small_view == "suppress"
+    kept = [k for k in before if re.search(r"/(releases|state)/[12]/", k)]  # releases 1, 2 untouched
+    assert len(kept) >= 4 and all(snapshot(small / "led")[k] == before[k] for k in kept)
+    for view in ("2", "3"):
+        res = run("verify", "--ledger", small / "led", "--view", view, "--history", small / "h123.csv")
+        assert res.exit_code == 0, res.output
+    # ... and is never dropped again: "refuse" would refuse the committed release 3
+    after = snapshot(small / "led")
+    res = run("release", small / "h123.csv", "--ledger", small / "led", "--small-view", "refuse")
+    assert_refused(res, r"view = 3: k = 2 is larger than the view")
+    assert snapshot(small / "led") == after
+    with pytest.raises(LedgerError, match=r"small_view: \"suppress\" recorded, \"refuse\" given"):
+        led.check_policy({**led.policy().fingerprint(), "small_view": "refuse"})
 
 
 def test_k_larger_than_the_first_view_keeps_its_words(small):
