@@ -86,7 +86,8 @@ class Ledger:
                 self._write_manifest({"releases": []})
             self._clean()
         elif not (self.root / MANIFEST).is_file():
-            raise LedgerError(f"{self.root} is not a ledger (no {MANIFEST})")
+            missing = "does not exist" if not self.root.exists() else f"is not a ledger (no {MANIFEST})"
+            raise LedgerError(f"{self.root} {missing}")
 
     def _clean(self) -> None:
         """Remove what a killed writer left: temp files and releases after the last commit."""

@@ -92,5 +92,9 @@ def recorded_base(
 
 
 def with_hint(exc: PolicyError) -> PolicyError:
-    """``exc`` with :data:`PASS_POLICY` appended (for a recorded policy's knowledge error)."""
-    return PolicyError(f"{exc}; {PASS_POLICY}")
+    """``exc`` with :data:`PASS_POLICY` appended when it is about a knowledge source (a path
+    the recorded policy names); any other error (an unknown option value) as it is."""
+    text = str(exc)
+    if "knowledge" not in text or PASS_POLICY in text:
+        return exc
+    return PolicyError(f"{text}; {PASS_POLICY}")

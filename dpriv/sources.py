@@ -140,6 +140,12 @@ def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
     source = policy.knowledge.get("defender", "dk" if "dk" in policy.knowledge else "ie")
     if source == "ie":
         return DefenderKnowledge("ie")
+    if source not in policy.knowledge:
+        entries = sorted(k for k in policy.knowledge if k != "defender")
+        raise PolicyError(
+            f'[knowledge] defender = {source!r} is neither an entry of [knowledge] ({entries}) nor "ie": '
+            "name one of them"
+        )
     path = policy.knowledge_path(source)
     if path is None or not path.is_file():
         raise PolicyError(f"[knowledge] {source!r} must name an existing .npz table file, got {path}")

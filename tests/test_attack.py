@@ -199,8 +199,11 @@ def test_history_that_was_not_released_is_refused(tiny, tmp_path):
     dup = r"duplicate 'rid' within one view.*row 1 \(rid=2, t=1\), row 8 \(rid=2, t=1\)"
     with pytest.raises(InputError, match=dup):
         attack(led, pd.concat([hist, hist.iloc[[1]]], ignore_index=True), policy, "dk", deductions=False)
-    with pytest.raises(LedgerError, match="not a ledger"):
+    with pytest.raises(LedgerError, match="nowhere does not exist"):
         attack(tmp_path / "nowhere", hist, policy, "dk", deductions=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LedgerError, match=r"empty is not a ledger \(no manifest.json\)"):
+        attack(tmp_path / "empty", hist, policy, "dk", deductions=False)
 
 
 def test_ledger_without_releases_gives_an_empty_frame(tiny, tmp_path):

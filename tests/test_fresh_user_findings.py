@@ -302,3 +302,35 @@ def test_release_says_the_date_hint_as_anonymize_does(tmp_path):
     assert len(re.findall(hint, res.stderr)) == 1, res.stderr
     res = run("release", tmp_path / "h.csv", "--ledger", tmp_path / "led2", *flags, "--date", "adm")
     assert "looks like dates" not in res.output
+
+
+# -- session 9's pass: option errors, an unknown defender, the writability probe -----------------------
+def test_an_unknown_option_value_gets_no_policy_advice(small):
+    args = ["--history", small / "h12.csv", "--knowledge", "snapshot", "--out", small / "g.csv"]
+    for option in ("--membership", "--revision"):
+        res = run("attack", small / "led", *args, option, "foo")
+        out = assert_refused(res, r"foo")
+        assert "pass --policy" not in out
+
+
+def test_an_unknown_defender_names_the_knowledge_entries(tmp_path):
+    from dpriv.sources import defender_knowledge
+
+    mh = medical_history(n_views=1, view_size=50, seed=0)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path, mh))
+    def named(source):
+        return policy.with_overrides(knowledge={**policy.knowledge, "defender": source})
+
+    with pytest.raises(PolicyError, match=r"defender = 'dkx' is neither an entry of \[knowledge\] \(\['dk'"):
+        defender_knowledge(named("dkx"))
+    assert defender_knowledge(named("dk-1")).tables is not None
+
+
+def test_a_refused_release_leaves_the_ledger_folder_time_as_it_was(small):
+    import os
+
+    os.utime(small / "led", ns=(10**18, 10**18))
+    before = snapshot(small / "led")
+    res = run("release", small / "h123.csv", "--ledger", small / "led")  # view 3: smaller than k
+    assert_refused(res, r"k = 2 is larger than the view")
+    assert (small / "led").stat().st_mtime_ns == 10**18 and snapshot(small / "led") == before

@@ -235,11 +235,14 @@ def check_writable(folder: Path, flag: str = "--out") -> None:
     """Refuse (InputError) a folder this process cannot create a file in, before any work: a
     probe file is created and removed (permission bits alone do not tell: root, read-only
     mounts, immutable folders)."""
+    import os
     import tempfile
 
     try:
+        before = os.stat(folder)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".dpriv-probe-"):
             pass
+        os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns))  # the folder as it was
     except OSError as exc:
         raise InputError(
             f"{flag}: dpriv cannot write in folder {folder} ({exc.strerror or exc}); choose a "
