@@ -110,7 +110,7 @@ def members_of(
     if (r_s < 0).any() or (s_true < 0).any() or not np.array_equal(labels, np.unique(groups)):
         raise InputError(
             f"release {index}: the released view, the ledger state and the history disagree "
-            "(groups or sensitive values); give the history and policy that were released"
+            f"(groups or sensitive values); give the history and policy that were released{_edited(index)}"
         )
     r_counts = group_counts(r_groups, r_s, labels, m)
     t_counts = group_counts(groups, s_true, labels, m)
@@ -125,10 +125,18 @@ def members_of(
             f"QI-group {int(labels[g])} published {policy.sensitive} counts {shown} where its "
             f"members in view {index} of the history hold {held} (those holding "
             f"{[policy.sensitive_domain[c] for c in extra]}: {policy.id} {ids[:10]}"
-            f"{' ...' if len(ids) > 10 else ''}); give the history that was released"
+            f"{' ...' if len(ids) > 10 else ''}); give the history that was released{_edited(index)}"
         )
     # both sorted by group with equal group sizes: the released values line up group by group
     return mem, s_true, r_s, r_counts
+
+
+def _edited(index: int) -> str:
+    """The other cause of a mismatch: the ledger's release edited after it was written."""
+    return (
+        f" (if it is, release {index} of the ledger may have been edited after it was written: "
+        f"dpriv verify --ledger LEDGER --view {index} --history HISTORY checks it)"
+    )
 
 
 @dataclass(frozen=True)

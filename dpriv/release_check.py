@@ -227,7 +227,7 @@ def check_released_history(
             )
 
 
-def check_ledger_last(ledger: Ledger) -> None:
+def check_ledger_last(ledger: Ledger, *, state: bool = True) -> None:
     """LedgerError unless the last committed release's files are whole: its view holds the
     ``n_released`` tuples its metrics.json recorded (Parquet footer; a generalized view)
     and its state has at least one part. A release resumed from a damaged ledger would
@@ -237,7 +237,8 @@ def check_ledger_last(ledger: Ledger) -> None:
     last = ledger.last_index()
     if not last:
         return
-    ledger.state_files(last)  # LedgerError naming the folder
+    if state:  # (a report reads no state)
+        ledger.state_files(last)  # LedgerError naming the folder
     record = ledger.read_metrics(last)
     view = ledger.release_dir(last) / "view.parquet"
     if not view.is_file():

@@ -222,6 +222,18 @@ def test_cli_report(built, tmp_path):
     assert not (tmp_path / "x.html").exists()
 
 
+def test_a_damaged_ledger_is_refused_by_name(built, tmp_path):
+    copy = tmp_path / "ledger"
+    shutil.copytree(built[0].root, copy, ignore=shutil.ignore_patterns("state"))
+    view = copy / "releases" / "3" / "view.parquet"
+    frame = pd.read_parquet(view)
+    frame.iloc[1:].to_parquet(view, index=False)  # one tuple cut from the last release
+    res = CliRunner().invoke(app, ["report", str(copy), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2, res.output
+    assert f"holds {len(frame) - 1} tuples where release 3 recorded {len(frame)}" in res.output
+    assert not (tmp_path / "r.html").exists()
+
+
 def _copy(built, tmp_path, **policy_changes) -> Path:
     """A copy of the fixture's ledger (without its state) whose policy.json has ``policy_changes``."""
     copy = tmp_path / "ledger"

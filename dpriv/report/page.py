@@ -129,8 +129,11 @@ def render_report(
     str
         A complete HTML5 document with the sections of :data:`HEADINGS`.
     """
+    from dpriv.release_check import check_ledger_last
+
     e = html.escape
     led = _ledger(ledger)
+    check_ledger_last(led, state=False)  # a damaged ledger (its last view truncated) is refused
     policy = _stored_policy(led)
     releases = release_frame(led, _history_reference(led, history))
     curves = gain_curves(led, gains)
@@ -254,7 +257,8 @@ def write_report(
     Raises
     ------
     LedgerError
-        ``ledger`` is not a ledger.
+        ``ledger`` is not a ledger, or its last release is damaged (its view holds another
+        count of tuples than its metrics.json records).
     InputError
         The ledger has no policy yet, a gain / KPR table lacks its columns, or the history
         lacks the policy's time column or a QI; ``out_html`` exists and is not a page an
