@@ -16,7 +16,7 @@ from dpriv.digests import view_digests
 from dpriv.errors import InputError, PolicyError
 from dpriv.hierarchy import hierarchy_domains
 from dpriv.policy import ReleasePolicy
-from dpriv.rows import input_file
+from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of
 from dpriv.validate import ViewSummary, check_raw, check_rows, check_size, missing_columns, sensitive_counts
 
 
@@ -133,9 +133,15 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             "holds the views' tuples"
         )
     if has_nan or bad_type:
+        problems = problems_of(history, _time_problems, policy)
+        header = policy.time in {str(v) for v in idx.tolist()}  # a file appended with its header
+        fix = "delete the header line(s) repeated inside the file" if header else "renumber the views"
+        rows = sorted((r for found in problems["rows"] for r in found), key=lambda r: r.position)
+        count = int(problems["count"].sum()) if rows else 0
+        where = f" ({describe(rows, count, policy.id, None, whole=True)})" if rows else ""
         raise InputError(
             f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN); "
-            f"it holds {_not_indices(idx)}: renumber the views"
+            f"it holds {_not_indices(idx)}{where}: {fix}"
         )
     idx = sorted(int(i) for i in idx)
     if idx != list(range(1, len(idx) + 1)):
@@ -144,6 +150,14 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             f"found {idx[:10]}: renumber the views"
         )
     return idx
+
+
+def _time_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """The rows of ``part`` whose time is not a whole number (missing, text, 1.5)."""
+    num = pd.to_numeric(part[policy.time].astype(object), errors="coerce")
+    bad = (num.isna() | (num % 1 != 0)).to_numpy()
+    found = [(0, policy.time, "release indices", bad_rows(part, bad, policy.id, None), int(bad.sum()))]
+    return pd.DataFrame(found if bad.any() else [], columns=PROBLEM_COLUMNS)
 
 
 def _not_indices(values: pd.Series) -> str:

@@ -537,11 +537,17 @@ BAD_HISTORIES = {
     "starts at 0": (lambda h: h.assign(view=h["view"] - 1), [r"consecutive release indices", r"\[0, 1, 2\]"]),
     "NaN time": (
         lambda h: h.assign(view=h["view"].where(h.index != 5)),
-        [r"'view' must hold release indices .*it holds a missing value"],
+        [
+            r"'view' must hold release indices .*it holds a missing value",
+            r"\(1 rows: row 6 \(respondent_id=\d+\) of",
+        ],
     ),
     "fractional time": (
         lambda h: h.assign(view=h["view"].astype(float).where(h.index != 5, 2.5)),
-        [r"'view' must hold release indices .*it holds 2\.5: renumber"],
+        [
+            r"'view' must hold release indices .*it holds 2\.5 \(1 rows: row 6",
+            r"\(respondent_id=\d+\) of .*\): renumber",
+        ],
     ),
     "duplicate id in view 2": (_dup_in_view_2, [r"view = 2: duplicate 'respondent_id'"]),
     "sensitive outside domain in view 3": (
@@ -566,6 +572,23 @@ def test_release_refuses_bad_history_and_writes_nothing(kind, cli, history, tmp_
     led = tmp_path / "ledger"
     assert_refused(cli("release", path, "--ledger", led, "--policy", history / "policy.toml"), *patterns)
     assert not led.exists()
+
+
+def test_a_header_line_inside_a_history_is_named(cli, history, tmp_path):
+    """A weekly file appended with its header: the line is named and the fix is not renumbering."""
+    h = pd.read_parquet(history / "history.parquet")
+    path = tmp_path / "h.csv"
+    h[h.view < 3].to_csv(path, index=False)
+    with open(path, "a") as f:
+        f.write(h[h.view == 3].to_csv(index=False))
+    line = int((h.view < 3).sum()) + 2
+    res = cli("release", path, "--ledger", tmp_path / "led", "--policy", history / "policy.toml")
+    assert_refused(
+        res,
+        rf"it holds 'view' \(1 rows: line {line} \(respondent_id='respondent_id'\) of .*h\.csv",
+        r": delete the header line\(s\) repeated inside the file",
+    )
+    assert not (tmp_path / "led").exists()
 
 
 def test_release_k_larger_than_a_view(cli, history, tmp_path):
