@@ -247,6 +247,7 @@ def test_kill_while_creating_the_ledger_leaves_a_folder_that_can_be_resumed(sett
     assert Ledger(ledger).last_index() == 1
 
 
+@pytest.mark.slow
 def test_resume_leaves_no_temp_file_of_the_killed_run(setting, tmp_path):
     history, policy, ref_dir = setting
     pol = ReleasePolicy.from_toml(policy, t=0.5, j=0.8, max_suppression=1.0)
