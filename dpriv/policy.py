@@ -246,6 +246,9 @@ class ReleasePolicy(BaseModel):
             else:
                 flat.update(body)
         flat.update({k: v for k, v in overrides.items() if v is not None})
+        if any(overrides.get(k) is not None for k in ("qi", "sensitive")):  # flags narrow the columns:
+            kept, tables = {*flat.get("qi", []), flat.get("sensitive")}, ("domains", "kinds", "hierarchies")
+            flat |= {t: {c: v for c, v in flat[t].items() if c in kept} for t in tables if t in flat}
         return cls.from_dict(flat)
 
     def with_overrides(self, **overrides: Any) -> ReleasePolicy:

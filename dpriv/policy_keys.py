@@ -54,8 +54,8 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
     interval, ``must be a number in (0, 1], got nan``, rather than pydantic's one failed side
     ("should be less than or equal to 1")."""
     field = fields.get(str(error["loc"][0])) if error["loc"] else None
-    if error["type"] not in _BOUND_ERRORS or field is None:
-        return error["msg"]
+    if error["type"] not in _BOUND_ERRORS or field is None:  # pydantic's "Value error, " prefix dropped
+        return error["msg"].removeprefix("Value error, ")
     lo, hi = "(-inf", "inf)"
     for m in field.metadata:
         if getattr(m, "gt", None) is not None:

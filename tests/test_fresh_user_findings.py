@@ -334,3 +334,21 @@ def test_a_refused_release_leaves_the_ledger_folder_time_as_it_was(small):
     res = run("release", small / "h123.csv", "--ledger", small / "led")  # view 3: smaller than k
     assert_refused(res, r"k = 2 is larger than the view")
     assert (small / "led").stat().st_mtime_ns == 10**18 and snapshot(small / "led") == before
+
+
+def test_a_qi_flag_narrows_the_policy_file_with_its_entries(tmp_path):
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    path = write_history(tmp_path, mh)
+    pol = ReleasePolicy.from_toml(path, qi=["age", "gender"])
+    assert pol.qi == ["age", "gender"] and "weight" not in pol.domains
+    assert pol.domains["age"] == ReleasePolicy.from_toml(path).domains["age"]  # the kept ones stay
+    # a typo is then named by the column check, not as a [domains] entry of the file
+    res = run("release", tmp_path / "history.parquet", "--ledger", tmp_path / "led", "--policy", path,
+              "--qi", "agee,gender")  # fmt: skip
+    out = assert_refused(res, r"missing column\(s\) \['agee'\]")
+    assert "Value error" not in out and not (tmp_path / "led").exists()
+    res = run("release", tmp_path / "history.parquet", "--ledger", tmp_path / "led", "--policy", path,
+              "--qi", "age,gender", "--t", "1", "--j", "10")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert set(Ledger(tmp_path / "led").read_view(1).columns) >= {"age_min", "gender_min"}
+    assert not any(c.startswith("weight") for c in Ledger(tmp_path / "led").read_view(1).columns)
