@@ -180,7 +180,10 @@ def read_attack(
     )
     absent = [i for i in releases if i not in indices]
     if absent:
-        raise InputError(f"the ledger has releases {absent} that the history has no view for")
+        raise InputError(
+            f"the ledger has releases {absent} that the history has no view for: give the whole "
+            f"history that was released (views 1..{max(releases)})"
+        )
     return AttackInput(read_releases(ledger, releases, history, policy), history, policy, adv)
 
 
