@@ -13,6 +13,11 @@ class PolicyError(DprivError, ValueError):
     """The policy is invalid, or cannot be met by the data (e.g. k larger than the view)."""
 
 
+class KnowledgeFileError(PolicyError):
+    """A knowledge table file the policy names does not exist (a relative path read from
+    another folder than the policy's: the CLI then advises ``--policy FILE``)."""
+
+
 class LedgerError(DprivError, RuntimeError):
     """The release ledger is missing, corrupt, or refuses the operation asked for."""
 

@@ -8,16 +8,23 @@ import re
 
 import dask
 import dask.dataframe as dd
-import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, to_pandas
-from dpriv.digests import view_digests
 from dpriv.errors import InputError, PolicyError
 from dpriv.hierarchy import hierarchy_domains
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of
-from dpriv.validate import ViewSummary, check_raw, check_rows, check_size, missing_columns, sensitive_counts
+from dpriv.validate import (
+    ViewSummary,
+    check_raw,
+    check_rows,
+    check_size,
+    counts_and_digest,
+    counts_meta,
+    missing_columns,
+    summary_of,
+)
 
 
 def resolve_policy(
@@ -191,11 +198,8 @@ def history_summaries(
     PolicyError
         k larger than a view (unless ``allow_small``), naming the view (``view = 3: k = 5 ...``).
     """
-    m = len(policy.sensitive_domain)
     if is_dask(history):
-        meta = pd.DataFrame({"time": pd.Series(dtype="int64"), "n": pd.Series(dtype="int64")})
-        meta = meta.assign(**{f"s{c}": pd.Series(dtype="int64") for c in range(m)})
-        meta = meta.assign(digest=pd.Series(dtype=object), input=pd.Series(dtype=object))
+        meta = counts_meta(policy).assign(time=pd.Series(dtype="int64"), n=pd.Series(dtype="int64"))
         stats = history.map_partitions(_view_stats, policy, meta=meta).compute()
     else:
         stats = _view_stats(history, policy)
@@ -207,20 +211,13 @@ def history_summaries(
             check_size(n, policy, allow_small)
         except PolicyError as exc:
             raise PolicyError(f"{policy.time} = {i}: {exc}") from None
-        counts = rows[[f"s{c}" for c in range(m)]].sum(axis=0).to_numpy(dtype=np.int64)
-        content, fingerprint = (sum(int(d) for d in rows[c]) for c in ("digest", "input"))
-        out[i] = ViewSummary(n, counts, content % 2**64, format(fingerprint % 2**64, "016x"))
+        out[i] = summary_of(rows.drop(columns=["time", "n"]), n)
     return out
 
 
 def _view_stats(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """One row per view present in ``part``: time, n, the sensitive counts s0..s{M-1}, and the
-    view's digests over this part (Python ints: summed over parts modulo 2**64)."""
-    rows = []
-    for t, view in part.groupby(policy.time, sort=True):
-        content, fingerprint = view_digests(view, policy)
-        counts = {f"s{c}": int(v) for c, v in enumerate(sensitive_counts(view, policy))}
-        rows.append({"time": int(t), "n": len(view), **counts, "digest": content, "input": fingerprint})
-    cols = ["time", "n", *(f"s{c}" for c in range(len(policy.sensitive_domain))), "digest", "input"]
-    out = pd.DataFrame(rows, columns=cols)
-    return out.astype({c: "int64" for c in cols[:-2]}).astype({"digest": object, "input": object})
+    """:func:`dpriv.validate.counts_and_digest` of each view present in ``part``, with its time
+    and its number of rows in ``part``."""
+    views = [counts_and_digest(v, policy).assign(time=int(t), n=len(v)) for t, v in part.groupby(policy.time)]
+    meta = counts_meta(policy).assign(time=pd.Series(dtype="int64"), n=pd.Series(dtype="int64"))
+    return pd.concat([meta, *views], ignore_index=True).astype(meta.dtypes.to_dict())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dpriv.errors import PolicyError
+from dpriv.errors import KnowledgeFileError, PolicyError
 
 #: Name of the file recording the folder of the policy file a ledger was started with.
 BASE_FILE = "policy_base.json"
@@ -92,9 +92,8 @@ def recorded_base(
 
 
 def with_hint(exc: PolicyError) -> PolicyError:
-    """``exc`` with :data:`PASS_POLICY` appended when it is about a knowledge source (a path
-    the recorded policy names); any other error (an unknown option value) as it is."""
-    text = str(exc)
-    if "knowledge" not in text or PASS_POLICY in text:
+    """``exc`` with :data:`PASS_POLICY` appended when a knowledge file the recorded policy names
+    was not found (:class:`~dpriv.errors.KnowledgeFileError`); any other error as it is."""
+    if not isinstance(exc, KnowledgeFileError) or PASS_POLICY in str(exc):
         return exc
-    return PolicyError(f"{text}; {PASS_POLICY}")
+    return KnowledgeFileError(f"{exc}; {PASS_POLICY}")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import to_pandas
-from dpriv.errors import InputError, PolicyError
+from dpriv.errors import InputError, KnowledgeFileError, PolicyError
 from dpriv.io import read_table
 from dpriv.knowledge.sequential import IEMiner, mine_sequences
 from dpriv.knowledge.tables import MarkovTables, single_class_map
@@ -148,7 +148,7 @@ def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
         )
     path = policy.knowledge_path(source)
     if path is None or not path.is_file():
-        raise PolicyError(f"[knowledge] {source!r} must name an existing .npz table file, got {path}")
+        raise KnowledgeFileError(f"[knowledge] {source!r} must name an existing .npz table file, got {path}")
     tables = check_tables(MarkovTables.load(path), policy, path)
     return DefenderKnowledge(source, tables, hashlib.sha256(path.read_bytes()).hexdigest())
 
@@ -316,7 +316,7 @@ def adversary_knowledge(
                 f'{sorted(policy.knowledge)}); add e.g. {spec} = "knowledge/{spec}.npz"'
             )
         if not Path(path).is_file():
-            raise PolicyError(f"[knowledge] {spec} = {path} does not exist")
+            raise KnowledgeFileError(f"[knowledge] {spec} = {path} does not exist")
         tables = check_tables(MarkovTables.load(path), policy, path)
         return AdversaryKnowledge(spec, DefenderKnowledge(spec, tables))
     if spec == "ie":

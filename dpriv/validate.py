@@ -349,29 +349,16 @@ def validate_view(
         raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
     if is_dask(view):
         problems = lazy_problems(view, partition_problems, policy)
-        counts = view.map_partitions(
-            _counts_and_digest,
-            policy,
-            meta=pd.DataFrame(
-                {
-                    **{i: pd.Series(dtype="int64") for i in range(len(policy.sensitive_domain))},
-                    "digest": pd.Series(dtype=object),
-                    "input": pd.Series(dtype=object),
-                }
-            ),
-        )
+        counts = view.map_partitions(counts_and_digest, policy, meta=counts_meta(policy))
         ids = view[policy.id].value_counts()
         dups = ids[ids > 1]
         problems, counts, dups, n = dask.compute(
             problems, counts, dups.head(MAX_ROWS_SHOWN, npartitions=-1), view.shape[0]
         )
-        s_counts = counts.drop(columns=["digest", "input"]).sum(axis=0).to_numpy(dtype=np.int64)
-        content, fingerprint = (sum(int(d) for d in counts[c]) for c in ("digest", "input"))
     else:
-        problems = partition_problems(view, policy)
+        problems, counts = partition_problems(view, policy), counts_and_digest(view, policy)
         vc = view[policy.id].value_counts()
-        dups, n, s_counts = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view), sensitive_counts(view, policy)
-        content, fingerprint = view_digests(view, policy)
+        dups, n = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view)
     if len(problems):  # lines of the input file only for a view that is the whole file
         raise InputError(first_problem(placed(view, problems), policy, whole=policy.time is None))
     if len(dups):  # the rows, by their line in the input file
@@ -380,7 +367,7 @@ def validate_view(
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")
     check_size(int(n), policy, allow_small)
-    return ViewSummary(int(n), s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))
+    return summary_of(counts, int(n))
 
 
 def check_size(n: int, policy: ReleasePolicy, allow_small: bool) -> None:
@@ -391,9 +378,22 @@ def check_size(n: int, policy: ReleasePolicy, allow_small: bool) -> None:
         raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data{hint}")
 
 
-def _counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+def counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """One row: the sensitive counts of ``part`` (columns 0..M-1) and its two digests (Python
+    ints, object columns): summed over the parts of a view by :func:`summary_of`."""
     out = pd.DataFrame([sensitive_counts(part, policy)])
     content, fingerprint = view_digests(part, policy)
-    out["digest"] = pd.Series([content], dtype=object)
-    out["input"] = pd.Series([fingerprint], dtype=object)
-    return out
+    return out.assign(digest=pd.Series([content], dtype=object), input=pd.Series([fingerprint], dtype=object))
+
+
+def counts_meta(policy: ReleasePolicy) -> pd.DataFrame:
+    """The empty frame of :func:`counts_and_digest` (a Dask meta)."""
+    return counts_and_digest(pd.DataFrame(columns=[policy.id, *policy.qi, policy.sensitive]), policy).iloc[:0]
+
+
+def summary_of(counts: pd.DataFrame, n: int) -> ViewSummary:
+    """The :class:`ViewSummary` of a view of ``n`` rows from the :func:`counts_and_digest` rows
+    of its parts."""
+    s_counts = counts.drop(columns=["digest", "input"]).sum(axis=0).to_numpy(dtype=np.int64)
+    content, fingerprint = (sum(int(d) for d in counts[c]) for c in ("digest", "input"))
+    return ViewSummary(n, s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))

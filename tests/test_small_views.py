@@ -129,7 +129,7 @@ def test_the_threshold_picks_the_path(hist_4x300, monkeypatch):
     assert release_mod.in_process(5, dd.from_pandas(state, npartitions=2))
 
 
-def test_a_dask_history_of_small_views_is_read_once(hist_4x300, monkeypatch):
+def test_collected_takes_a_small_dask_history_into_the_process(hist_4x300, monkeypatch):
     import dask.dataframe as dd
 
     history = hist_4x300[0].history
