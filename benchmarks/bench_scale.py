@@ -30,6 +30,7 @@ import pandas as pd
 import psutil
 from distributed import Client, LocalCluster
 
+import dpriv.release as release_mod
 from dpriv.datasets import write_medical_view
 from dpriv.hilbert import HKEY, balanced_divisions, hilbert_keys
 from dpriv.policy import ReleasePolicy
@@ -95,16 +96,26 @@ def balance(src: Path, policy: ReleasePolicy, npartitions: int) -> float:
     return round(float(sizes.max() / max(sizes.min(), 1)), 3)
 
 
+def warm_up(folder: Path, policy: ReleasePolicy) -> None:
+    """Release a 20,000-tuple view on the cluster, not timed, so that every worker has loaded
+    numba's kernels. Such a small view would be released in process (``SMALL_VIEW_ROWS``),
+    leaving the workers cold for the timed run: the Dask path is forced for the warm-up."""
+    write_medical_view(folder, 20_000, npartitions=2, seed=1)
+    small = release_mod.SMALL_VIEW_ROWS
+    release_mod.SMALL_VIEW_ROWS = 0
+    try:
+        release_history(dd.read_parquet(folder / "history.parquet"), policy, folder / "ledger", npartitions=2)
+    finally:
+        release_mod.SMALL_VIEW_ROWS = small
+
+
 def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args) -> dict:
     with (
         LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0") as lc,
         Client(lc) as client,
     ):
         src = work / "history.parquet"
-        # warm-up: numba kernels compiled on every process, not timed
-        tiny = work / f"warm{n_workers}"
-        write_medical_view(tiny, 20_000, npartitions=2, seed=1)
-        release_history(dd.read_parquet(tiny / "history.parquet"), policy, tiny / "ledger", npartitions=2)
+        warm_up(work / f"warm{n_workers}", policy)
         floor = floor_run(src, work / f"floor{n_workers}", policy, args.npartitions)
         sampler = Sampler(client)
         start = time.perf_counter()

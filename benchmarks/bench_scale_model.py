@@ -38,7 +38,7 @@ from pathlib import Path
 import dask.dataframe as dd
 import numpy as np
 import psutil
-from bench_scale import Sampler, floor_run
+from bench_scale import Sampler, floor_run, warm_up
 from distributed import Client, LocalCluster
 
 from dpriv.datasets import write_medical_view
@@ -95,9 +95,7 @@ def measure(rows: int, workers: int, npartitions: int, work: Path, k: int, t: fl
         generate = time.perf_counter() - start
         policy = ReleasePolicy.from_toml(src_dir / "policy.toml", k=k, t=t, j=j)
         src = src_dir / "history.parquet"
-        warm = work / f"warm{rows}"  # numba kernels compiled on every process, not timed
-        write_medical_view(warm, 20_000, npartitions=2, seed=1)
-        release_history(dd.read_parquet(warm / "history.parquet"), policy, warm / "ledger", npartitions=2)
+        warm_up(work / f"warm{rows}", policy)  # numba's kernels on every worker, not timed
         floor = floor_run(src, work / f"floor{rows}", policy, npartitions)
         before, cpu_before = _moved(client), _cpu(client)
         sampler = Sampler(client)

@@ -86,6 +86,23 @@ def js_from_sums(sum_p, sum_h, u, log_base):
     return js if js > 0.0 else 0.0
 
 
+@njit(cache=True)
+def js_from_sums_with(sum_p, sign, extra, sum_h, u, log_base):
+    """:func:`js_from_sums` of ``sum_p + sign * extra`` (``sign`` = 1.0 or -1.0), without
+    building that array: the kernels call it once per candidate tuple, where an allocation
+    costs more than the sum. Bit for bit the same value (``a + (-1.0) * b`` is ``a - b`` in
+    IEEE arithmetic, and the terms are added in the same order)."""
+    if u <= 1:
+        return 0.0
+    h = 0.0
+    for i in range(sum_p.shape[0]):
+        x = (sum_p[i] + sign * extra[i]) / u
+        if x > 0.0:
+            h -= x * np.log(x)
+    js = h / np.log(log_base) - sum_h / u
+    return js if js > 0.0 else 0.0
+
+
 def emd(p: np.ndarray, q: np.ndarray, ground: str = "equal") -> float:
     """EMD between two distributions of shape (M,) (float arithmetic; E18 / E19).
 

@@ -95,3 +95,20 @@ def test_whole_view_kernel_groups_every_tuple_when_possible():
     assert (g >= 0).all()
     sizes = np.bincount(g)
     assert sizes.min() >= 5
+
+
+def test_box_growth_kernel_equals_the_array_expression_bit_for_bit():
+    """_attach's per-candidate growth (E11), computed without temporaries, must equal the array
+    form it replaced to the last bit (ties between candidates decide the groups)."""
+    from dpriv.anonymity.generalize import _growth
+
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        m = int(rng.integers(1, 6))
+        a, b = rng.random((2, m)).round(int(rng.integers(1, 4)))  # rounded: ties and zero growth
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        c = rng.random(m).round(2)
+        expected = (np.maximum(hi, c) - np.minimum(lo, c) - (hi - lo)).sum()
+        assert _growth(lo, hi, c) == expected
+    assert _growth(np.array([0.2, 0.5]), np.array([0.4, 0.5]), np.array([0.3, 0.5])) == 0.0
+    assert _growth(np.array([0.25]), np.array([0.5]), np.array([1.0])) == 0.5

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpriv.divergence import emd_num_den, emd_within, entropy, js_from_sums
+from dpriv.divergence import emd_num_den, emd_within, entropy, js_from_sums, js_from_sums_with
 
 UNGROUPED = -1
 _TINY = np.finfo(np.float64).tiny
@@ -37,8 +37,20 @@ _PULL_SCAN = 32  # deferred tuples examined per step, most recent first
 
 @njit(cache=True)
 def _violation(counts, size, sum_p, sum_h, view_counts, view_size, t, j, ground, log_base):
-    num, den = emd_num_den(counts, size, view_counts, view_size, ground)
     js = js_from_sums(sum_p, sum_h, size, log_base)
+    return _violation_of(counts, size, js, view_counts, view_size, t, j, ground)
+
+
+@njit(cache=True)
+def _violation_with(counts, size, sum_p, sign, extra, sum_h, view_counts, view_size, t, j, ground, log_base):
+    """:func:`_violation` with the prior sums ``sum_p + sign * extra`` (no array built)."""
+    js = js_from_sums_with(sum_p, sign, extra, sum_h, size, log_base)
+    return _violation_of(counts, size, js, view_counts, view_size, t, j, ground)
+
+
+@njit(cache=True)
+def _violation_of(counts, size, js, view_counts, view_size, t, j, ground):
+    num, den = emd_num_den(counts, size, view_counts, view_size, ground)
     v = 0.0
     if not emd_within(num, den, t):  # > 0 even where num / den rounds to t
         v += max(num / den - t, _TINY)
@@ -58,7 +70,7 @@ def _worsens(counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size,
     num, den = emd_num_den(counts, u + 1, view_counts, view_size, ground)
     if not emd_within(num, den, t) and (counts[v] - 1) * view_size >= view_counts[v] * u:
         return True
-    js1 = js_from_sums(sum_p + priors[x], sum_h + ent[x], u + 1, log_base)
+    js1 = js_from_sums_with(sum_p, 1.0, priors[x], sum_h + ent[x], u + 1, log_base)
     return js1 > j and js1 > js_from_sums(sum_p, sum_h, u, log_base)
 
 
@@ -115,9 +127,10 @@ def _greedy(
             else np.inf
         )
         counts[s[x]] += 1
-        v1 = _violation(
-            counts, u + 1, sum_p + priors[x], sum_h + ent[x], view_counts, view_size, t, j, ground, log_base
-        )
+        v1 = _violation_with(
+            counts, u + 1, sum_p, 1.0, priors[x], sum_h + ent[x], view_counts, view_size, t, j, ground,
+            log_base,
+        )  # fmt: skip
         if (
             wait > 0
             and u > 0
@@ -142,10 +155,12 @@ def _greedy(
             if y >= 0:
                 scanned += 1
                 counts[s[y]] += 1
-                v1 = _violation(
+                v1 = _violation_with(
                     counts,
                     u + 1,
-                    sum_p + priors[y],
+                    sum_p,
+                    1.0,
+                    priors[y],
                     sum_h + ent[y],
                     view_counts,
                     view_size,
@@ -180,10 +195,12 @@ def _greedy(
             for a in range(u):
                 y = members[a]
                 counts[s[y]] -= 1
-                v = _violation(
+                v = _violation_with(
                     counts,
                     u - 1,
-                    sum_p - priors[y],
+                    sum_p,
+                    -1.0,
+                    priors[y],
                     sum_h - ent[y],
                     view_counts,
                     view_size,
@@ -258,24 +275,17 @@ def _attach(
             else:
                 g = by_pos[right]
                 right += 1
-            cost = (np.maximum(hi[g], coords[x]) - np.minimum(lo[g], coords[x]) - (hi[g] - lo[g])).sum()
+            cost = _growth(lo[g], hi[g], coords[x])
             if cost >= best_cost:
                 continue
             counts[g, s[x]] += 1
-            v = _violation(
-                counts[g],
-                sizes[g] + 1,
-                sum_p[g] + priors[x],
-                sum_h[g] + ent[x],
-                view_counts,
-                view_size,
-                t,
-                j,
-                ground,
-                log_base,
-            )
+            num, den = emd_num_den(counts[g], sizes[g] + 1, view_counts, view_size, ground)
             counts[g, s[x]] -= 1
-            if v == 0.0:
+            # (E9) holds iff t and j both hold: the integer EMD first, the logarithms only then
+            fits = emd_within(num, den, t) and (
+                js_from_sums_with(sum_p[g], 1.0, priors[x], sum_h[g] + ent[x], sizes[g] + 1, log_base) <= j
+            )
+            if fits:
                 best, best_cost = g, cost
                 if cost == 0.0:
                     break
@@ -287,6 +297,16 @@ def _attach(
             sum_h[best] += ent[x]
             lo[best] = np.minimum(lo[best], coords[x])
             hi[best] = np.maximum(hi[best], coords[x])
+
+
+@njit(cache=True)
+def _growth(lo, hi, c):
+    """How much the box ``[lo, hi]`` grows, summed over the QIs, to take in the point ``c``
+    (E11's increase; the terms in the order of the former array expression, so the same bits)."""
+    total = 0.0
+    for d in range(c.shape[0]):
+        total += max(hi[d], c[d]) - min(lo[d], c[d]) - (hi[d] - lo[d])
+    return total
 
 
 @njit(cache=True)
