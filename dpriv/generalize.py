@@ -39,7 +39,7 @@ from dpriv.hilbert.keys import (
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, ORDER, apply_qig, create_qig, qig_table, released_meta, secret_policy
 from dpriv.steps import Steps
-from dpriv.validate import ViewSummary
+from dpriv.view_summary import ViewSummary
 
 
 @dataclass

@@ -15,16 +15,8 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.hierarchy import hierarchy_domains
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of
-from dpriv.validate import (
-    ViewSummary,
-    check_raw,
-    check_rows,
-    check_size,
-    counts_and_digest,
-    counts_meta,
-    missing_columns,
-    summary_of,
-)
+from dpriv.validate import check_raw, check_rows, check_size, missing_columns
+from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 
 def resolve_policy(
@@ -187,7 +179,7 @@ def _not_indices(values: pd.Series) -> str:
 def history_summaries(
     history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, indices: list[int], *, allow_small: bool
 ) -> dict[int, ViewSummary]:
-    """The :class:`~dpriv.validate.ViewSummary` of views ``indices`` of a history whose rows
+    """The :class:`~dpriv.view_summary.ViewSummary` of views ``indices`` of a history whose rows
     :func:`resolve_policy` has checked (:func:`dpriv.validate.check_rows`, every view at once):
     the same sizes, sensitive counts and digests as :func:`dpriv.validate.validate_view` of each
     view, in one pass over the history (one compute on Dask instead of one per view: the
@@ -216,7 +208,7 @@ def history_summaries(
 
 
 def _view_stats(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """:func:`dpriv.validate.counts_and_digest` of each view present in ``part``, with its time
+    """:func:`dpriv.view_summary.counts_and_digest` of each view present in ``part``, with its time
     and its number of rows in ``part``."""
     views = [counts_and_digest(v, policy).assign(time=int(t), n=len(v)) for t, v in part.groupby(policy.time)]
     meta = counts_meta(policy).assign(time=pd.Series(dtype="int64"), n=pd.Series(dtype="int64"))

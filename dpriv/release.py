@@ -73,7 +73,8 @@ from dpriv.state import (
 )
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
-from dpriv.validate import ViewSummary, validate_view
+from dpriv.validate import validate_view
+from dpriv.view_summary import ViewSummary
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:

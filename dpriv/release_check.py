@@ -28,7 +28,8 @@ from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
-from dpriv.validate import ViewSummary, codes, validate_view
+from dpriv.validate import codes, validate_view
+from dpriv.view_summary import ViewSummary
 
 
 @dataclass

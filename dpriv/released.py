@@ -87,7 +87,7 @@ def split_value_sets(cells: pd.Series) -> pd.Series:
 
 
 class _Digested(Protocol):
-    content: int  # a digest of the whole view (``dpriv.validate.ViewSummary.content``)
+    content: int  # a digest of the whole view (``dpriv.view_summary.ViewSummary.content``)
 
 
 def secret_policy(policy: ReleasePolicy, summary: _Digested) -> ReleasePolicy:

@@ -11,7 +11,6 @@ file where :func:`dpriv.rows.rows_of` names it) and the fix.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import dask
 import dask.dataframe as dd
@@ -19,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
-from dpriv.digests import view_digests
 from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import duplicate_columns, type_problems
 from dpriv.policy import ReleasePolicy, codes
@@ -35,22 +33,11 @@ from dpriv.rows import (
     problems_message,
     problems_of,
 )
+from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
 #: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
 GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
-
-
-@dataclass(frozen=True)
-class ViewSummary:
-    """What validation learned about a view: its size, its sensitive counts (M,) int64,
-    ``content``, a 64-bit digest of all its rows (:func:`dpriv.digests.content_digest`; private) and
-    ``input_sha``, its public fingerprint (:func:`dpriv.digests.input_fingerprint`, 16 hex digits)."""
-
-    n_rows: int
-    s_counts: np.ndarray
-    content: int = 0
-    input_sha: str = ""
 
 
 def missing_columns(columns, policy: ReleasePolicy) -> None:
@@ -323,12 +310,6 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def sensitive_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
-    """Count of each sensitive value of ``part`` in domain order, (M,) int64."""
-    c = codes(part[policy.sensitive], policy.sensitive_domain)
-    return np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain)).astype(np.int64)
-
-
 def validate_view(
     view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, allow_small: bool = False
 ) -> ViewSummary:
@@ -376,24 +357,3 @@ def check_size(n: int, policy: ReleasePolicy, allow_small: bool) -> None:
         hint = ', or set small_view = "suppress" in [privacy] (this view is then released fully '
         hint = hint + "suppressed and the history goes on)" if policy.time else ""
         raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data{hint}")
-
-
-def counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """One row: the sensitive counts of ``part`` (columns 0..M-1) and its two digests (Python
-    ints, object columns): summed over the parts of a view by :func:`summary_of`."""
-    out = pd.DataFrame([sensitive_counts(part, policy)])
-    content, fingerprint = view_digests(part, policy)
-    return out.assign(digest=pd.Series([content], dtype=object), input=pd.Series([fingerprint], dtype=object))
-
-
-def counts_meta(policy: ReleasePolicy) -> pd.DataFrame:
-    """The empty frame of :func:`counts_and_digest` (a Dask meta)."""
-    return counts_and_digest(pd.DataFrame(columns=[policy.id, *policy.qi, policy.sensitive]), policy).iloc[:0]
-
-
-def summary_of(counts: pd.DataFrame, n: int) -> ViewSummary:
-    """The :class:`ViewSummary` of a view of ``n`` rows from the :func:`counts_and_digest` rows
-    of its parts."""
-    s_counts = counts.drop(columns=["digest", "input"]).sum(axis=0).to_numpy(dtype=np.int64)
-    content, fingerprint = (sum(int(d) for d in counts[c]) for c in ("digest", "input"))
-    return ViewSummary(n, s_counts, content % 2**64, format(fingerprint % 2**64, "016x"))

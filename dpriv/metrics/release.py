@@ -29,7 +29,7 @@ from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_fix import policy_change
 from dpriv.released import public
-from dpriv.validate import ViewSummary
+from dpriv.view_summary import ViewSummary
 
 
 @dataclass(frozen=True)
