@@ -18,17 +18,17 @@ import pandas as pd
 from dpriv.adversary.tail import CONFIDENT, tail_risk
 from dpriv.metrics.defender_tail import PART_COLUMNS
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, SCODE
-from dpriv.state import group_posteriors
+from dpriv.released import SCODE
+from dpriv.state import canonical_order, group_posteriors
 
 
 def posteriors_with_truth(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """:func:`dpriv.state.group_posteriors` of ``assigned`` (whole QI-groups, with ``_label``,
     ``_s`` and the RBK prior columns) plus ``_s`` (int64), the true sensitive code of each row
     in the same (label, id) order."""
-    posts = group_posteriors(assigned, policy)
-    truth = assigned[[LABEL, policy.id, SCODE]].sort_values([LABEL, policy.id], kind="stable")[SCODE]
-    return posts.assign(**{SCODE: truth.to_numpy(dtype=np.int64)})
+    order = canonical_order(assigned, policy)  # one sort for both
+    posts = group_posteriors(assigned, policy, order)
+    return posts.assign(**{SCODE: assigned[SCODE].to_numpy(dtype=np.int64)[order]})
 
 
 def without_truth(posts: pd.DataFrame) -> pd.DataFrame:

@@ -84,19 +84,27 @@ def posterior_table(
     return pd.DataFrame({**cols, **{c: posteriors[:, i] for i, c in enumerate(_post_columns(policy))}})
 
 
-def group_posteriors(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """PK^sv (Ω-estimate, E14) of the tuples of ``assigned``, which holds whole QI-groups."""
-    # a canonical row order: the group sums, hence the last bits, do not depend on the shuffle
-    assigned = assigned.sort_values([LABEL, policy.id], kind="stable")
-    post = omega_posterior(
-        assigned[LABEL].to_numpy(),
-        assigned[SCODE].to_numpy(),
-        assigned[policy.prior_columns].to_numpy(dtype=float),
-    )
+def canonical_order(assigned: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
+    """Positions (int64) of the rows of ``assigned`` in (QI-group label, id) order, stable: the
+    group sums of Ω, hence their last bits, do not depend on how a shuffle ordered the rows.
+    Only the two key columns are sorted (sorting the whole frame moved every column)."""
+    keys = assigned[[LABEL, policy.id]].reset_index(drop=True)
+    return keys.sort_values([LABEL, policy.id], kind="stable").index.to_numpy()
+
+
+def group_posteriors(
+    assigned: pd.DataFrame, policy: ReleasePolicy, order: np.ndarray | None = None
+) -> pd.DataFrame:
+    """PK^sv (Ω-estimate, E14) of the tuples of ``assigned``, which holds whole QI-groups, in
+    :func:`canonical_order` (``order``: that order, if the caller has it already)."""
+    order = canonical_order(assigned, policy) if order is None else order
+    labels = assigned[LABEL].to_numpy()[order]
+    priors = assigned[policy.prior_columns].to_numpy(dtype=float)[order]
+    post = omega_posterior(labels, assigned[SCODE].to_numpy()[order], priors)
     # .array keeps the id's dtype (string ids stay string[pyarrow], as in the state's meta)
-    table = posterior_table(assigned[policy.id].array, assigned[LABEL].to_numpy(), post, policy)
+    table = posterior_table(assigned[policy.id].array.take(order), labels, post, policy)
     if PNEXT in assigned.columns:  # persistent groups: each one's group after this release
-        table[PNEXT] = pd.array(assigned[PNEXT].to_numpy(np.int64), dtype="Int64")
+        table[PNEXT] = pd.array(assigned[PNEXT].to_numpy(np.int64)[order], dtype="Int64")
     return table
 
 
