@@ -8,9 +8,10 @@
     and utility metrics, streamed ledger writes. Seconds per step come from the release's
     own ``metrics.json``; peak RSS of the client and of the workers is sampled (psutil);
 (d) release / floor (goal <= 5), Hilbert-range balance (largest / smallest, goal <= 1.5);
-(e) ``--scaling``: the same on 1 and on 2 workers, speed-up of each (goal >= 1.6x).
+(e) ``--scaling``: the same on 1 and on 2 workers, speed-up of each (goal >= 1.6x);
+(f) ``--in-process``: the same release in this process (pandas, the in-process path forced).
 
-    python benchmarks/bench_scale.py [--rows 1000000] [--npartitions 8] [--scaling] [--json F]
+    python benchmarks/bench_scale.py [--rows 1000000] [--npartitions 8] [--scaling] [--in-process] [--json F]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -137,6 +139,40 @@ def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args) -> dict:
     }
 
 
+def run_in_process(work: Path, policy: ReleasePolicy, args) -> dict:
+    """The same release in this process (``--in-process``): the view read with pandas and
+    released on the in-process path, forced past its thresholds (``SMALL_VIEW_ROWS``,
+    ``SMALL_STATE_ROWS``: the same kernels without Dask), against the floor run on Dask's
+    threaded scheduler in this process. ``workers`` is 0 in the result."""
+    src = work / "history.parquet"
+    with dask.config.set(scheduler="threads"):
+        floor = floor_run(src, work / "floor-inproc", policy, args.npartitions)
+    limits = release_mod.SMALL_VIEW_ROWS, release_mod.SMALL_STATE_ROWS
+    release_mod.SMALL_VIEW_ROWS = release_mod.SMALL_STATE_ROWS = 2**62
+    try:
+        warm = work / "warm-inproc"  # numba's kernels loaded in this process, not timed
+        write_medical_view(warm, 20_000, npartitions=2, seed=1)
+        release_history(pd.read_parquet(warm / "history.parquet"), policy, warm / "ledger")
+        start = time.perf_counter()
+        led = release_history(pd.read_parquet(src), policy, work / "ledger-inproc")
+        wall = round(time.perf_counter() - start, 3)
+    finally:
+        release_mod.SMALL_VIEW_ROWS, release_mod.SMALL_STATE_ROWS = limits
+    metrics = led.read_metrics(1)
+    rss = psutil.Process(os.getpid()).memory_info().rss  # not a sampled peak: after the release
+    return {
+        "workers": 0,
+        "floor_s": floor,
+        "release_s": wall,
+        "release_over_floor": round(wall / floor, 2),
+        "steps_s": metrics["seconds"],
+        "n_groups": metrics["n_groups"],
+        "suppression": metrics["suppression_rate"],
+        "kpr": metrics["kpr"],
+        "peak_gib": {"client": round(rss / GIB, 2), "worker_max": 0.0, "workers_sum": 0.0},
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -146,6 +182,7 @@ def main() -> None:
     ap.add_argument("--j", type=float, default=0.8)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scaling", action="store_true", help="also run on 1 worker (strong scaling)")
+    ap.add_argument("--in-process", action="store_true", help="also release it in this process (pandas)")
     ap.add_argument("--work", default="", help="working folder (default: a temp folder, removed)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -161,17 +198,20 @@ def main() -> None:
     runs = [run_on(args.workers, work, policy, args)]
     if args.scaling:
         runs.insert(0, run_on(1, work, policy, args))
+    if args.in_process:
+        runs.append(run_in_process(work, policy, args))
     result["runs"] = runs
     for r in runs:
+        where = f"{r['workers']} worker(s)" if r["workers"] else "in process"
         print(
-            f"{args.rows} tuples, {r['workers']} worker(s): release {r['release_s']} s, floor "
+            f"{args.rows} tuples, {where}: release {r['release_s']} s, floor "
             f"{r['floor_s']} s, release/floor {r['release_over_floor']} (goal <= 5); peak RSS "
             f"client {r['peak_gib']['client']} GiB, worker max {r['peak_gib']['worker_max']} GiB"
         )
         print("  steps (s): " + ", ".join(f"{k} {v}" for k, v in r["steps_s"].items()))
     print(f"Hilbert-range balance (largest/smallest): {result['balance']} (goal <= 1.5)")
     if args.scaling:
-        one, two = runs
+        one, two = runs[:2]
         result["speedup_release"] = round(one["release_s"] / two["release_s"], 2)
         result["speedup_floor"] = round(one["floor_s"] / two["floor_s"], 2)
         print(
