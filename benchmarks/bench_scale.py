@@ -125,9 +125,14 @@ def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args) -> dict:
         led = release_history(dd.read_parquet(src), policy, ledger, npartitions=args.npartitions)
         wall = round(time.perf_counter() - start, 3)
         peak = sampler.close()
+    return run_row(n_workers, floor, wall, led, peak)
+
+
+def run_row(workers: int, floor: float, wall: float, led, peak: dict) -> dict:
+    """One run's result: seconds, their ratio, the release's steps and size figures, peak RSS."""
     metrics = led.read_metrics(1)
     return {
-        "workers": n_workers,
+        "workers": workers,
         "floor_s": floor,
         "release_s": wall,
         "release_over_floor": round(wall / floor, 2),
@@ -158,19 +163,9 @@ def run_in_process(work: Path, policy: ReleasePolicy, args) -> dict:
         wall = round(time.perf_counter() - start, 3)
     finally:
         release_mod.SMALL_VIEW_ROWS, release_mod.SMALL_STATE_ROWS = limits
-    metrics = led.read_metrics(1)
     rss = psutil.Process(os.getpid()).memory_info().rss  # not a sampled peak: after the release
-    return {
-        "workers": 0,
-        "floor_s": floor,
-        "release_s": wall,
-        "release_over_floor": round(wall / floor, 2),
-        "steps_s": metrics["seconds"],
-        "n_groups": metrics["n_groups"],
-        "suppression": metrics["suppression_rate"],
-        "kpr": metrics["kpr"],
-        "peak_gib": {"client": round(rss / GIB, 2), "worker_max": 0.0, "workers_sum": 0.0},
-    }
+    peak = {"client": round(rss / GIB, 2), "worker_max": 0.0, "workers_sum": 0.0}
+    return run_row(0, floor, wall, led, peak)
 
 
 def main() -> None:
