@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 import dask
 import dask.dataframe as dd
@@ -98,17 +99,22 @@ def balance(src: Path, policy: ReleasePolicy, npartitions: int) -> float:
     return round(float(sizes.max() / max(sizes.min(), 1)), 3)
 
 
-def warm_up(folder: Path, policy: ReleasePolicy) -> None:
-    """Release a 20,000-tuple view on the cluster, not timed, so that every worker has loaded
-    numba's kernels. Such a small view would be released in process (``SMALL_VIEW_ROWS``),
-    leaving the workers cold for the timed run: the Dask path is forced for the warm-up."""
+def forced_path(in_process: bool):
+    """A context in which every view is released in process (``True``: both thresholds of
+    :func:`dpriv.release.in_process` lifted) or on the Dask path (``False``)."""
+    big = 2**62
+    rows = (big, big) if in_process else (0, release_mod.SMALL_STATE_ROWS)
+    return mock.patch.multiple(release_mod, SMALL_VIEW_ROWS=rows[0], SMALL_STATE_ROWS=rows[1])
+
+
+def warm_up(folder: Path, policy: ReleasePolicy, in_process: bool = False) -> None:
+    """Release a 20,000-tuple view, not timed, so that numba's kernels are loaded where the
+    timed release runs: on every worker (the Dask path forced: a view that small would
+    otherwise be released in process, leaving the workers cold) or in this process."""
     write_medical_view(folder, 20_000, npartitions=2, seed=1)
-    small = release_mod.SMALL_VIEW_ROWS
-    release_mod.SMALL_VIEW_ROWS = 0
-    try:
-        release_history(dd.read_parquet(folder / "history.parquet"), policy, folder / "ledger", npartitions=2)
-    finally:
-        release_mod.SMALL_VIEW_ROWS = small
+    read = pd.read_parquet if in_process else dd.read_parquet
+    with forced_path(in_process):
+        release_history(read(folder / "history.parquet"), policy, folder / "ledger", npartitions=2)
 
 
 def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args) -> dict:
@@ -152,17 +158,11 @@ def run_in_process(work: Path, policy: ReleasePolicy, args) -> dict:
     src = work / "history.parquet"
     with dask.config.set(scheduler="threads"):
         floor = floor_run(src, work / "floor-inproc", policy, args.npartitions)
-    limits = release_mod.SMALL_VIEW_ROWS, release_mod.SMALL_STATE_ROWS
-    release_mod.SMALL_VIEW_ROWS = release_mod.SMALL_STATE_ROWS = 2**62
-    try:
-        warm = work / "warm-inproc"  # numba's kernels loaded in this process, not timed
-        write_medical_view(warm, 20_000, npartitions=2, seed=1)
-        release_history(pd.read_parquet(warm / "history.parquet"), policy, warm / "ledger")
+    warm_up(work / "warm-inproc", policy, in_process=True)
+    with forced_path(True):
         start = time.perf_counter()
         led = release_history(pd.read_parquet(src), policy, work / "ledger-inproc")
         wall = round(time.perf_counter() - start, 3)
-    finally:
-        release_mod.SMALL_VIEW_ROWS, release_mod.SMALL_STATE_ROWS = limits
     rss = psutil.Process(os.getpid()).memory_info().rss  # not a sampled peak: after the release
     peak = {"client": round(rss / GIB, 2), "worker_max": 0.0, "workers_sum": 0.0}
     return run_row(0, floor, wall, led, peak)

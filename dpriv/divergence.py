@@ -80,18 +80,16 @@ def js_from_sums(sum_p, sum_h, u, log_base):
     ``sum_p`` is the sum of the distributions (shape (M,)), ``sum_h`` the sum of their
     entropies (Section 1.5, incremental form of (E8)). Clipped at 0 against rounding.
     """
-    if u <= 1:
-        return 0.0
-    js = entropy(sum_p / u, log_base) - sum_h / u
-    return js if js > 0.0 else 0.0
+    return js_from_sums_with(sum_p, 0.0, sum_p, sum_h, u, log_base)  # + 0.0 * p: p itself
 
 
 @njit(cache=True)
 def js_from_sums_with(sum_p, sign, extra, sum_h, u, log_base):
-    """:func:`js_from_sums` of ``sum_p + sign * extra`` (``sign`` = 1.0 or -1.0), without
+    """:func:`js_from_sums` of ``sum_p + sign * extra`` (``sign`` = 1.0, -1.0 or 0.0), without
     building that array: the kernels call it once per candidate tuple, where an allocation
-    costs more than the sum. Bit for bit the same value (``a + (-1.0) * b`` is ``a - b`` in
-    IEEE arithmetic, and the terms are added in the same order)."""
+    costs more than the sum. Bit for bit the value of the array form (``a + (-1.0) * b`` is
+    ``a - b`` in IEEE arithmetic, ``a + 0.0 * b`` is ``a`` for the finite, non-negative sums
+    here, and the terms are added in :func:`entropy`'s order)."""
     if u <= 1:
         return 0.0
     h = 0.0

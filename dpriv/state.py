@@ -177,8 +177,13 @@ def _merge_advance(
     state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int
 ) -> pd.DataFrame:
     """One bucket: its state rows outer-joined with its posteriors -> :func:`advance_state`."""
+    return advance_state(_outer(state, posts, policy), policy, window, index)
+
+
+def _outer(state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """The outer join of state rows with posterior rows on the id (both re-indexed)."""
     state, posts = (f.reset_index(drop=True) for f in (state, posts))
-    return advance_state(state.merge(posts, on=policy.id, how="outer"), policy, window, index)
+    return state.merge(posts, on=policy.id, how="outer")
 
 
 def _joined_rows(
@@ -217,12 +222,12 @@ def _next_state_pandas(
     joined = _joined_rows(state, posts, policy)
     if joined is None:
         touched = state[policy.id].isin(posts[policy.id]).to_numpy()
-        frame = _merge_advance(nullable_state(state[touched]), posts, policy, window, index)
-        moved = {c: frame[c].array if c == policy.id else frame[c].to_numpy() for c in frame.columns}
-    else:  # the rows are put in order below: advance_state's own sort would be wasted
-        moved = _advanced(joined[0], policy, window, index)
+        merged = _outer(nullable_state(state[touched]), posts, policy)
+    else:
+        merged, pos = joined
         touched = np.zeros(len(state), dtype=bool)
-        touched[joined[1][joined[1] >= 0]] = True
+        touched[pos[pos >= 0]] = True
+    moved = _advanced(merged, policy, window, index)  # unsorted: all rows are ordered below
     kept = np.flatnonzero(~touched)
     moved_ids = pd.Series(moved[policy.id])
     ids = pd.concat([state[policy.id].iloc[kept], moved_ids], ignore_index=True).astype(moved_ids.dtype)
