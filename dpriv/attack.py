@@ -89,8 +89,12 @@ MEMBERSHIPS = ("known", "qi")
 #: Columns :func:`attack` appends with ``membership="qi"``.
 LINKAGE_COLUMNS = ("n_pinned", "share_pinned")
 
+#: What the paper adversary held before each release (its prior, RBK^sv): the mean gain (E10)
+#: with the prior in place of the posterior, and the share of tuples at >= 0.9 on the truth.
+PRIOR_COLUMNS = ("prior_gain", "prior_confident_share")
+
 #: Columns of the frame returned by :func:`attack` for the paper adversary.
-GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS)
+GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS, *PRIOR_COLUMNS)
 
 #: Columns of the frame returned by :func:`attack` for the retrospective adversary.
 RETRO_COLUMNS = ("release", "as_of", "adversary_gain", *TAIL_COLUMNS, "n_tuples")
@@ -131,9 +135,12 @@ class AttackStep:
         return float(self.gain.mean()) if self.gain.size else float("nan")
 
     def row(self) -> dict:
-        """The release's row of :data:`GAIN_COLUMNS` (gain, N and the tail risk)."""
+        """The release's row of :data:`GAIN_COLUMNS`: gain, N, the tail risk, and the gain and
+        confident share of the prior (:data:`PRIOR_COLUMNS`, what the adversary held before)."""
         risk = tail_risk(self.posteriors, self.s_true, self.frequencies, self.allowed)
-        return {**risk.as_row(), "release": self.release, "adversary_gain": self.adversary_gain}
+        before = tail_risk(self.priors, self.s_true, self.frequencies)
+        prior = {"prior_gain": before.adversary_gain, "prior_confident_share": before.confident_share}
+        return {**risk.as_row(), "release": self.release, "adversary_gain": self.adversary_gain, **prior}
 
 
 def attack_steps(
@@ -326,7 +333,10 @@ def attack(
         no tuple), ``n_tuples`` (int64, kept tuples N), then the tail risk
         (:class:`dpriv.adversary.tail.TailRisk`): ``confident_share``,
         ``confident_precision``, ``n_confident``, ``max_posterior``, ``n_certain`` (NA
-        without deductions). Retrospective: one row per (release, as_of), columns
+        without deductions), then ``prior_gain`` (float64, the same mean with the adversary's
+        prior RBK^sv, before this release's counts and deductions, in place of its posterior) and
+        ``prior_confident_share`` (float64, tuples whose prior on the true value is >= 0.9,
+        over N); NaN when N = 0. Retrospective: one row per (release, as_of), columns
         :data:`RETRO_COLUMNS`. Empty (same columns) for a ledger without releases.
 
     Raises

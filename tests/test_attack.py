@@ -134,6 +134,33 @@ def test_hand_computed_gain_two_releases(tiny):
         np.testing.assert_allclose(got[r], [float(v) for v in p], atol=1e-12)
 
 
+def test_hand_computed_prior_gain_is_what_the_adversary_held_before_each_release(tiny):
+    led, hist, policy = tiny
+    post1, _ = release1_by_hand()
+    # release 1: BK^sv on the truth minus the group frequency: r1 .8 - 1/2, r2 .7 - 1/2,
+    # r3 .2 - 1 (group 20 is all b), r4 .7 - 1 -> -0.6 / 4
+    prior1 = (F(3, 10) + F(2, 10) - F(8, 10) - F(3, 10)) / 4
+    # release 2: the RBK (E7) of the release-1 posteriors (r5: BK^sv), against release 2's groups
+    rbk = {1: revise_by_hand(post1[1]), 3: revise_by_hand(post1[3]), 2: revise_by_hand(post1[2]), 5: BKSV[0]}
+    prior2 = gain_by_hand(rbk, {5: [(1, "a"), (3, "b")], 6: [(2, "b"), (5, "a")]})
+    out = attack(led, hist, policy, "dk", deductions=False)
+    assert prior1 == F(-3, 20)
+    np.testing.assert_allclose(out["prior_gain"], [float(prior1), float(prior2)], rtol=0, atol=1e-12)
+    # no prior reaches 0.9 on the truth: the largest is r1's 173/235 at release 2
+    assert rbk[1][0] == F(173, 235)
+    assert out["prior_confident_share"].tolist() == [0.0, 0.0]
+
+
+def test_the_snapshot_prior_gain_is_bksv_against_the_groups(tiny):
+    """The snapshot adversary's release-2 priors are BK^sv: r1 and r3 (class 0, equal priors)
+    get the group frequencies as posteriors (gain 0) while their prior terms are .8 - 1/2 and
+    .2 - 1/2; group 6: r2 (class 1) .7 - 1/2 on b, r5 (class 0) .8 - 1/2 on a."""
+    led, hist, policy = tiny
+    out = attack(led, hist, policy, "snapshot", deductions=False)
+    prior2 = (F(8, 10) - HALF + F(2, 10) - HALF + F(7, 10) - HALF + F(8, 10) - HALF) / 4
+    np.testing.assert_allclose(out["prior_gain"].iloc[1], float(prior2), rtol=0, atol=1e-12)
+
+
 def test_hand_computed_snapshot_uses_bksv_at_every_release(tiny):
     led, hist, policy = tiny
     _, rho1 = release1_by_hand()

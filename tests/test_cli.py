@@ -671,6 +671,8 @@ def test_attack_and_generate_pbc_commands(tmp_path, shared_data):
         "n_confident",
         "max_posterior",
         "n_certain",
+        "prior_gain",
+        "prior_confident_share",
     ]
     assert gain["release"].tolist() == [1, 2]
     retro = tmp_path / "retro.csv"

@@ -29,19 +29,15 @@ def sources(ledger: str, history: str, policy_file: str) -> pd.DataFrame:
         n = step.s_true.size
         if n == 0:
             continue
-        post = step.posteriors[np.arange(n), step.s_true]
-        prior = step.priors[np.arange(n), step.s_true]
-        confident, before = post >= CONFIDENT, prior >= CONFIDENT
+        row = step.row()  # gain, confident share and their prior forms, as `dpriv attack` writes them
+        confident = step.posteriors[np.arange(n), step.s_true] >= CONFIDENT
+        before = step.priors[np.arange(n), step.s_true] >= CONFIDENT
         rows.append(
             {
-                "release": step.release,
-                "n_tuples": n,
-                "confident_share": confident.mean(),
-                "prior_confident_share": before.mean(),
+                **{c: row[c] for c in ("release", "n_tuples", "confident_share", "prior_confident_share")},
                 "confident_from_prior": (confident & before).mean(),
                 "confident_from_release": (confident & ~before).mean(),
-                "adversary_gain": step.gain.mean(),
-                "prior_gain": (prior - step.frequencies).mean(),
+                **{c: row[c] for c in ("adversary_gain", "prior_gain")},
             }
         )
     return pd.DataFrame(rows)
