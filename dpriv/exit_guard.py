@@ -127,6 +127,15 @@ def _stats(assigned, policy: ReleasePolicy) -> pd.DataFrame:
     return parts.groupby(LABEL, sort=True).agg(agg).reset_index()
 
 
+def _boxes(stats: pd.DataFrame, policy: ReleasePolicy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The groups' numeric QI boxes, lo and hi (G, d), and the domains' spans (d,) (at least 1)."""
+    nq = policy.numeric_qi
+    lo = stats[[f"lo_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
+    hi = stats[[f"hi_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
+    span = np.array([max(float(policy.domains[q][1]) - float(policy.domains[q][0]), 1.0) for q in nq])
+    return lo, hi, span
+
+
 def _box_cost(lo: np.ndarray, hi: np.ndarray, g: int, h: np.ndarray, span: np.ndarray) -> np.ndarray:
     """Semiperimeter (normalised by the domains) of the union of box ``g`` with each of ``h``."""
     if lo.shape[1] == 0:
@@ -176,10 +185,7 @@ def guard_exits(
     bad = one_kind_groups(counts, exits)
     if not bad.any():
         return ExitGuard(assigned, 0, 0, 0)
-    nq = policy.numeric_qi
-    lo = stats[[f"lo_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
-    hi = stats[[f"hi_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
-    span = np.array([max(float(policy.domains[q][1]) - float(policy.domains[q][0]), 1.0) for q in nq])
+    lo, hi, span = _boxes(stats, policy)
     has = counts[:, exits] > 0  # (G, E)
     # candidates of each one-kind group, from the exact statistics before any merge
     cand: dict[int, np.ndarray] = {}
@@ -198,7 +204,7 @@ def guard_exits(
     if js is not None or allowable is not None:
         involved = np.unique(np.concatenate([np.flatnonzero(bad), *cand.values(), *near.values()]))
         rows = Rows.fetch(assigned, policy, labels, involved, exits)
-    plan = Plan(labels, counts, exits, rows, crit, js, float(policy.log_base), allowable)
+    plan = Plan(labels, counts, exits, rows, crit, allowable)
     for g in np.flatnonzero(bad):
         if plan.root(g) != g or not one_kind_groups(plan.cur[g : g + 1], exits)[0]:
             continue  # already merged into, or fixed by, an earlier step

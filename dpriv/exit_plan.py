@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, map_frame
-from dpriv.criteria import DistinctL, KAnonymity, TCloseness
-from dpriv.divergence import js_from_sums
+from dpriv.criteria import keeps
 from dpriv.exit_guard import _S, ExitGuard, one_kind_groups
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL
@@ -67,11 +66,9 @@ class Plan:
     """The guard's decisions over the group table (positions ``0 .. G - 1``): merges (a
     union-find), moved or exchanged tuples, suppressions; :meth:`apply` carries them out."""
 
-    def __init__(
-        self, labels, counts, exits, rows: Rows | None, crit, js, log_base: float, allowable
-    ) -> None:
+    def __init__(self, labels, counts, exits, rows: Rows | None, crit, allowable) -> None:
         self.labels, self.exits, self.rows = labels, exits, rows
-        self.crit, self.js, self.log_base, self.allowable = crit, js, log_base, allowable
+        self.crit, self.allowable = crit, allowable
         self.cur = counts.copy()
         self.parent = np.arange(len(labels))
         self.at = rows.group.copy() if rows is not None else None  # current group of each row
@@ -94,16 +91,11 @@ class Plan:
 
     def ok(self, cnt: np.ndarray, idx: np.ndarray | None) -> bool:
         """Whether a group of counts ``cnt`` holding the fetched rows ``idx`` keeps the criteria."""
-        for c in self.crit:
-            if isinstance(c, KAnonymity | DistinctL | TCloseness) and not c.holds_counts(cnt):
-                return False
         if idx is None:
-            return True
+            return keeps(self.crit, cnt)
         idx = np.sort(idx)
-        if self.js is not None and cnt.sum() > 1:
-            sp, sh = self.rows.p[idx].sum(axis=0), float(self.rows.h[idx].sum())
-            if js_from_sums(sp, sh, int(cnt.sum()), self.log_base) > self.js.threshold:
-                return False
+        if not keeps(self.crit, cnt, self.rows.p[idx].sum(axis=0), float(self.rows.h[idx].sum())):
+            return False
         if self.allowable is not None:
             return bool(self.allowable(np.sort(self.rows.pos[idx])))
         return True

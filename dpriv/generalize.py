@@ -37,6 +37,7 @@ from dpriv.hilbert.keys import (
     split_ranges,
 )
 from dpriv.policy import ReleasePolicy
+from dpriv.posterior_guard import guard_posteriors
 from dpriv.released import LABEL, ORDER, apply_qig, create_qig, qig_table, released_meta, secret_policy
 from dpriv.steps import Steps
 from dpriv.view_summary import ViewSummary
@@ -142,9 +143,11 @@ def _repair(
 
 
 def _guarded(assigned, policy: ReleasePolicy, counts: np.ndarray, n_suppressed: int):
-    """The exit guard (:mod:`dpriv.exit_guard`; nothing changes without ``exit_values``)."""
+    """The exit guard, then the posterior bound (:mod:`dpriv.exit_guard`,
+    :mod:`dpriv.posterior_guard`; nothing changes without ``exit_values``/``posterior_bound``)."""
     guard = guard_exits(assigned, policy, counts)
-    return guard.assigned, n_suppressed + guard.n_suppressed
+    bound = guard_posteriors(guard.assigned, policy, counts)
+    return bound.assigned, n_suppressed + guard.n_suppressed + bound.n_suppressed
 
 
 def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):

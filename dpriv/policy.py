@@ -72,9 +72,8 @@ class ReleasePolicy(BaseModel):
     topdown_pc : a box may also be cut along the first principal axis of its members' priors
     topdown_cut : how a box that keeps (E9) is cut: ``"median"`` (Mondrian, default), ``"slack"``,
         ``"box"`` or ``"slack-widest"`` (:mod:`dpriv.anonymity.topdown`; docs/policy.md)
-    persistent_groups : keep each respondent with the same co-members at every release she
-        attends (:mod:`dpriv.anonymity.persistent`, docs/policy.md "Persistent groups"). Off by
-        default: it did not lower the mean gain (docs/results/persistent-8x2000)
+    persistent_groups : the same co-members at every release a respondent attends
+        (:mod:`dpriv.anonymity.persistent`); off by default (docs/results/persistent-8x2000)
     release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group) or
         ``"anatomy"`` (bucketization, Xiao & Tao 2006; groups formed in knowledge space), both
         in docs/released-format.md
@@ -82,6 +81,7 @@ class ReleasePolicy(BaseModel):
         ``"relaxed"`` (ties at the median divided between the halves, as anonypy does)
     exit_values : the values that end a history; set: every QI-group holding one holds two
         distinct ones (the exit guard, :mod:`dpriv.exit_guard`). Empty (default): off
+    posterior_bound : in (0, 1]: no kept tuple's Ω posterior reaches it (:mod:`dpriv.posterior_guard`)
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
@@ -122,6 +122,7 @@ class ReleasePolicy(BaseModel):
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
     exit_values: list[str] = Field(default_factory=list)
+    posterior_bound: float | None = Field(default=None, gt=0.0, le=1.0)
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
@@ -353,7 +354,7 @@ class ReleasePolicy(BaseModel):
 
 #: Fields added after ledgers were recorded, with the default that keeps them out of the fingerprint.
 _NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
-_NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median")
+_NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
 
 
 def _dates(days: list) -> str:

@@ -54,6 +54,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
+from dpriv.posterior_guard import check as check_posterior_bound
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
     check_anatomy_groups,
@@ -332,6 +333,7 @@ def release_view(
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
     tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
+    check_posterior_bound(posts, policy, f"release {index}", method)  # a Dask view was refused
     measured = release_metrics(
         released,
         view,

@@ -39,6 +39,7 @@ _GROUPS = {
         "retro_attendance",
         "retro_lever",
         "exit_values",
+        "posterior_bound",
     ),
     "release": (
         "seed",

@@ -1,0 +1,102 @@
+"""The posterior bound (dpriv.posterior_guard; issue 12): hand-computed Ω maxima, a merge and a
+suppression decided by hand, and whole releases attacked by the paper adversary (its own Ω
+code, dpriv.adversary.groups.masked_omega, the oracle) that never reach the bound."""
+
+from fractions import Fraction as F
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.attack import attack, attack_steps
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import PolicyError
+from dpriv.policy import ReleasePolicy
+from dpriv.posterior_guard import guard_posteriors, max_posteriors
+from dpriv.release import release_history
+from dpriv.released import LABEL
+
+
+def _policy(bound: float | None, k: int = 2) -> ReleasePolicy:
+    # t 1 and j 10: only k and the bound decide
+    return ReleasePolicy(
+        id="rid", qi=["x"], sensitive="s", kinds={"x": "numeric"},
+        domains={"x": [0, 100], "s": ["a", "b"]}, k=k, t=1.0, j=10.0, posterior_bound=bound,
+    )  # fmt: skip
+
+
+def _assigned(rows) -> pd.DataFrame:
+    """rows: (rid, x, value, label, prior of a)."""
+    f = pd.DataFrame(rows, columns=["rid", "x", "s", LABEL, "p__a"])
+    return f.assign(_s=(f["s"] == "b").astype(np.int64), p__b=1.0 - f["p__a"])
+
+
+def test_max_posteriors_by_hand():
+    # group 10 = {r1 (.8, .2): a, r2 (.3, .7): b}: PK(r1)_a = 36/47, PK(r2)_b = 77/104;
+    # group 20 = {r3, r4}: both b, so every posterior is 1 on b
+    labels = np.array([20, 10, 20, 10])
+    s = np.array([1, 0, 1, 1])
+    priors = np.array([[0.8, 0.2], [0.8, 0.2], [0.3, 0.7], [0.3, 0.7]])
+    assert F(36, 47) > F(77, 104)
+    np.testing.assert_allclose(max_posteriors(labels, s, priors), [36 / 47, 1.0], rtol=0, atol=1e-15)
+
+
+def test_a_group_over_the_bound_is_merged_into_the_nearest_that_fixes_it():
+    # equal priors: the posteriors are the group frequencies. {1, 2} all a and {3, 4} all b are
+    # at 1 (over 0.7); their union is at 1/2. {5, 6} is far away (box cost) and already at 1/2.
+    asg = _assigned(
+        [(1, 10, "a", 10, 0.5), (2, 11, "a", 10, 0.5), (3, 12, "b", 20, 0.5), (4, 13, "b", 20, 0.5),
+         (5, 90, "a", 30, 0.5), (6, 91, "b", 30, 0.5)]
+    )  # fmt: skip
+    out = guard_posteriors(asg, _policy(0.7), np.array([3, 3]))
+    assert (out.n_over, out.n_merged, out.n_suppressed) == (2, 1, 0)
+    assert dict(zip(out.assigned["rid"], out.assigned[LABEL])) == {1: 20, 2: 20, 3: 20, 4: 20, 5: 30, 6: 30}
+
+
+def test_a_lone_group_sheds_its_sharpest_member():
+    # {r1, r2, r3} at prior (.5, .5) with a, b, b and r4 at (.98, .02) with a: counts (2, 2),
+    # column sums (2.48, 1.52); PK(r4)_a = (2 .98 / 2.48) / (2 .98 / 2.48 + 2 .02 / 1.52) > 0.96.
+    # No other group: r4 is suppressed, the rest (equal priors) is at 2/3 < 0.9.
+    asg = _assigned([(1, 10, "a", 7, 0.5), (2, 11, "b", 7, 0.5), (3, 12, "b", 7, 0.5), (4, 13, "a", 7, 0.98)])
+    pk4 = (2 * 0.98 / 2.48) / (2 * 0.98 / 2.48 + 2 * 0.02 / 1.52)
+    assert max_posteriors(asg[LABEL].to_numpy(), asg["_s"].to_numpy(), asg[["p__a", "p__b"]].to_numpy())[
+        0
+    ] == pytest.approx(pk4, abs=1e-15)
+    out = guard_posteriors(asg, _policy(0.9), np.array([2, 2]))
+    assert (out.n_over, out.n_merged, out.n_suppressed) == (1, 0, 1)
+    assert out.assigned["rid"].tolist() == [1, 2, 3] and set(out.assigned[LABEL]) == {7}
+    # with k 3 the rest would be too small: the whole group goes
+    out = guard_posteriors(asg, _policy(0.9, k=4), np.array([2, 2]))
+    assert out.n_suppressed == 4 and out.assigned.empty
+
+
+def test_off_changes_nothing_and_is_not_in_the_fingerprint():
+    asg = _assigned([(1, 10, "a", 10, 0.5), (2, 11, "a", 10, 0.5)])
+    assert guard_posteriors(asg, _policy(None), np.array([2, 0])).assigned is asg
+    assert "posterior_bound" not in _policy(None).fingerprint()
+    assert _policy(0.9).fingerprint()["posterior_bound"] == 0.9
+    with pytest.raises(ValueError, match="posterior_bound"):
+        _policy(1.5)
+
+
+def test_a_dask_membership_is_refused_with_what_to_do():
+    asg = dd.from_pandas(_assigned([(1, 10, "a", 10, 0.5), (2, 11, "b", 10, 0.5)]), npartitions=1)
+    with pytest.raises(PolicyError, match="in-process releases only.*--no-cluster"):
+        guard_posteriors(asg, _policy(0.9), np.array([1, 1]))
+
+
+def test_no_released_tuple_reaches_the_bound_for_the_paper_adversary(tmp_path):
+    """The bound holds for the adversary's own Ω code (full DK, no deductions), and the same
+    history without it goes over: the test can fail."""
+    mh = medical_history(n_views=4, view_size=300, seed=1)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path, mh), t=0.45, j=1.5, max_suppression=1.0)
+    worst = {}
+    for bound in (None, 0.7):
+        p = policy.with_overrides(posterior_bound=bound)
+        led = release_history(mh.history, p, tmp_path / f"led-{bound}")
+        steps = list(attack_steps(led.root, mh.history, p, "dk", deductions=False))
+        worst[bound] = max(float(st.posteriors.max()) for st in steps if st.posteriors.size)
+        if bound is not None:
+            assert (attack(led, mh.history, p, "dk", deductions=False)["confident_share"] == 0).all()
+    assert worst[None] >= 0.7 > worst[0.7]
