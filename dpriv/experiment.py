@@ -57,6 +57,9 @@ GRID: dict[str, list[dict]] = {
     # the slack-widest cut where j binds: on 8 x 2,000 the one setting that also dominates
     # mondrian-bt bt_t 0.15 on seed 0 (docs/results/topdown-cut-8x2000)
     + [{"t": 0.5, "j": 1.0, "grouping": "topdown", "exit_values": EXITS, "topdown_cut": "slack-widest"}]
+    # the recommended defense with the posterior bound: no confident claim of the paper adversary
+    # (docs/results/posterior-bound-24x5000)
+    + [{"t": 0.45, "j": 1.5, "grouping": "topdown", "exit_values": EXITS, "posterior_bound": 0.9}]
     + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],

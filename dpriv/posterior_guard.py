@@ -47,7 +47,7 @@ from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL
 
-__all__ = ["CHAIN", "REACH", "PosteriorGuard", "check", "guard_posteriors", "max_posteriors"]
+__all__ = ["CHAIN", "REACH", "PosteriorGuard", "check", "guard_posteriors", "max_posteriors", "refuse_dask"]
 
 #: Nearest groups (smallest union QI box) a group over the bound may be merged with.
 REACH = 16
@@ -220,6 +220,20 @@ def guard_posteriors(
     label = pd.Series(label, index=rows.index).reindex(assigned.index).to_numpy()
     out = assigned.assign(**{LABEL: label})[label >= 0]
     return PosteriorGuard(out, len(over), plan.n_merged, int((label < 0).sum()))
+
+
+def refuse_dask(policy: ReleasePolicy, sizes: list[int], max_view: int, max_history: int) -> None:
+    """PolicyError, before anything is released, when ``posterior_bound`` is set and a view of
+    ``sizes`` (tuples per view) would go to Dask: a view above ``max_view`` tuples or a
+    history above ``max_history`` (the bound of the state's rows) is not released in process."""
+    if policy.posterior_bound is None or not sizes or (max(sizes) <= max_view and sum(sizes) <= max_history):
+        return
+    raise PolicyError(
+        f"posterior_bound = {policy.posterior_bound} is applied to in-process releases only "
+        f"(views of at most {max_view:,} tuples, histories of at most {max_history:,}); this "
+        f"history has {max(sizes):,} tuples in its largest view and {sum(sizes):,} in all: "
+        "remove posterior_bound from the policy or release smaller histories"
+    )
 
 
 def check(posteriors: pd.DataFrame, policy: ReleasePolicy, where: str, method: str = "jsreduce") -> None:

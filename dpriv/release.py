@@ -39,6 +39,7 @@ import dask
 import dask.dataframe as dd
 import pandas as pd
 
+import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, shared, to_pandas
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.dates import released_dates
@@ -54,7 +55,6 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
-from dpriv.posterior_guard import check as check_posterior_bound
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
     check_anatomy_groups,
@@ -141,7 +141,8 @@ def release_history(
     indices = indices[: until or None]
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
-    history = collected(history, [s.n_rows for s in summaries.values()])
+    history = collected(history, sizes := [s.n_rows for s in summaries.values()])
+    posterior_guard.refuse_dask(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)  # bound: in process only
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
@@ -204,8 +205,7 @@ def release_history(
 #: in-process path is faster at every size up to 50,000 tuples (see there), so the threshold
 #: sits where a view still fits one process comfortably; the bytes are the same either way.
 SMALL_VIEW_ROWS = 50_000
-#: ... provided the respondent state has at most this many rows (it is collected on the
-#: client for the in-process path).
+#: ... provided the respondent state has at most this many rows (collected on the client).
 SMALL_STATE_ROWS = 500_000
 
 
@@ -333,7 +333,7 @@ def release_view(
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
     tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
-    check_posterior_bound(posts, policy, f"release {index}", method)  # a Dask view was refused
+    posterior_guard.check(posts, policy, f"release {index}", method)  # a Dask view was refused
     measured = release_metrics(
         released,
         view,

@@ -100,3 +100,16 @@ def test_no_released_tuple_reaches_the_bound_for_the_paper_adversary(tmp_path):
         if bound is not None:
             assert (attack(led, mh.history, p, "dk", deductions=False)["confident_share"] == 0).all()
     assert worst[None] >= 0.7 > worst[0.7]
+
+
+def test_a_history_too_large_for_the_in_process_path_is_refused_before_anything_is_written(
+    tmp_path, monkeypatch
+):
+    import dpriv.release as release_mod
+
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path, mh), t=0.45, j=1.5, posterior_bound=0.9)
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 50)  # the 60-tuple views would go to Dask
+    with pytest.raises(PolicyError, match=r"in-process releases only \(views of at most 50 tuples.*60 tuples"):
+        release_history(mh.history, policy, tmp_path / "led")
+    assert not (tmp_path / "led").exists()
