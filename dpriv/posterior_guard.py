@@ -47,7 +47,15 @@ from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL
 
-__all__ = ["CHAIN", "REACH", "PosteriorGuard", "check", "guard_posteriors", "max_posteriors", "refuse_dask"]
+__all__ = [
+    "CHAIN",
+    "REACH",
+    "PosteriorGuard",
+    "check",
+    "guard_posteriors",
+    "max_posteriors",
+    "refuse_unsupported",
+]
 
 #: Nearest groups (smallest union QI box) a group over the bound may be merged with.
 REACH = 16
@@ -222,10 +230,16 @@ def guard_posteriors(
     return PosteriorGuard(out, len(over), plan.n_merged, int((label < 0).sum()))
 
 
-def refuse_dask(policy: ReleasePolicy, sizes: list[int], max_view: int, max_history: int) -> None:
-    """PolicyError, before anything is released, when ``posterior_bound`` is set and a view of
-    ``sizes`` (tuples per view) would go to Dask: a view above ``max_view`` tuples or a
-    history above ``max_history`` (the bound of the state's rows) is not released in process."""
+def refuse_unsupported(policy: ReleasePolicy, sizes: list[int], max_view: int, max_history: int) -> None:
+    """PolicyError, before anything is released, when ``posterior_bound`` is set with
+    ``persistent_groups`` (whose units the merges would break) or a view of ``sizes`` (tuples
+    per view) would go to Dask: a view above ``max_view`` tuples or a history above
+    ``max_history`` (the bound of the state's rows) is not released in process."""
+    if policy.posterior_bound is not None and policy.persistent_groups:
+        raise PolicyError(
+            "posterior_bound merges QI-groups, which would break persistent_groups' units: "
+            "set one of them only"
+        )
     if policy.posterior_bound is None or not sizes or (max(sizes) <= max_view and sum(sizes) <= max_history):
         return
     raise PolicyError(

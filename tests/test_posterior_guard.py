@@ -110,6 +110,10 @@ def test_a_history_too_large_for_the_in_process_path_is_refused_before_anything_
     mh = medical_history(n_views=2, view_size=60, seed=0)
     policy = ReleasePolicy.from_toml(write_history(tmp_path, mh), t=0.45, j=1.5, posterior_bound=0.9)
     monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 50)  # the 60-tuple views would go to Dask
-    with pytest.raises(PolicyError, match=r"in-process releases only \(views of at most 50 tuples.*60 tuples"):
+    with pytest.raises(PolicyError, match=r"in-process releases only \(views of at most 50 tuples.*60"):
         release_history(mh.history, policy, tmp_path / "led")
+    assert not (tmp_path / "led").exists()
+    monkeypatch.undo()
+    with pytest.raises(PolicyError, match="persistent_groups' units: set one of them only"):
+        release_history(mh.history, policy.with_overrides(persistent_groups=True), tmp_path / "led")
     assert not (tmp_path / "led").exists()
