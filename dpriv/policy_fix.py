@@ -27,6 +27,12 @@ def policy_change(fix: str, committed: int) -> str:
     return f"{fix} ({_held(committed)} committed: {NEW_LEDGER})"
 
 
+def relax_hint(policy) -> str:
+    """The criteria whose relaxing lowers the suppression of a JS-reduce release (``policy``: a
+    :class:`dpriv.policy.ReleasePolicy`): k, t or j, and ``posterior_bound`` when it is set."""
+    return "relax k, t or j" if policy.posterior_bound is None else "relax k, t, j or posterior_bound"
+
+
 def _held(committed: int) -> str:
     return "release 1 is" if committed == 1 else f"releases 1..{committed} are"
 

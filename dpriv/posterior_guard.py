@@ -27,8 +27,10 @@ bound taken in label order, each:
 4. else it is suppressed whole.
 
 The release loop checks the bound again on the posteriors of its pk step (:func:`check`): a
-release over it is never written. In-process releases only: a Dask view is refused with a
-PolicyError (the guard would need every group's members on the client).
+release over it is never written. JS-reduce releases on the pandas path only: a history that
+would go through Dask, a Mondrian baseline and ``persistent_groups`` are refused before anything
+is written (:func:`refuse_unsupported`; on Dask the guard would need every group's members on
+the client).
 """
 
 from __future__ import annotations
@@ -203,14 +205,15 @@ def guard_posteriors(
     Raises
     ------
     PolicyError
-        A Dask ``assigned`` (the bound is applied to in-process releases only).
+        A Dask ``assigned`` (the bound is applied on the pandas path only).
     """
     if policy.posterior_bound is None:
         return PosteriorGuard(assigned, 0, 0, 0)
     if is_dask(assigned):
         raise PolicyError(
-            f"posterior_bound = {policy.posterior_bound} is applied to in-process releases only; "
-            "release this history in process (--no-cluster) or remove posterior_bound from the policy"
+            f"posterior_bound = {policy.posterior_bound} is applied on the pandas path only and this "
+            "view went through Dask: for `dpriv anonymize` use --no-cluster, or remove "
+            "posterior_bound from the policy"
         )
     rows = assigned.sort_values([LABEL, policy.id], kind="stable")
     stats = _stats(rows, policy)
@@ -230,23 +233,33 @@ def guard_posteriors(
     return PosteriorGuard(out, len(over), plan.n_merged, int((label < 0).sum()))
 
 
-def refuse_unsupported(policy: ReleasePolicy, sizes: list[int], max_view: int, max_history: int) -> None:
-    """PolicyError, before anything is released, when ``posterior_bound`` is set with
-    ``persistent_groups`` (whose units the merges would break) or a view of ``sizes`` (tuples
-    per view) would go to Dask: a view above ``max_view`` tuples or a history above
-    ``max_history`` (the bound of the state's rows) is not released in process."""
-    if policy.posterior_bound is not None and policy.persistent_groups:
+def refuse_unsupported(
+    policy: ReleasePolicy, sizes: list[int], max_view: int, max_history: int, method: str = "jsreduce"
+) -> None:
+    """PolicyError, before anything is released, when ``posterior_bound`` is set and cannot be
+    applied: with a Mondrian baseline ``method`` (it is a JS-reduce guard), with
+    ``persistent_groups`` (whose units the merges would break), or when a view of ``sizes``
+    (tuples per view) would go through Dask: a view above ``max_view`` tuples or a history
+    above ``max_history`` (the bound of the state's rows) leaves the pandas path."""
+    if policy.posterior_bound is None:
+        return
+    if method != "jsreduce":
+        raise PolicyError(
+            f"posterior_bound is applied by JS-reduce's grouping; method {method!r} would ignore it: "
+            "use --method jsreduce or remove posterior_bound from the policy"
+        )
+    if policy.persistent_groups:
         raise PolicyError(
             "posterior_bound merges QI-groups, which would break persistent_groups' units: "
             "set one of them only"
         )
-    if policy.posterior_bound is None or not sizes or (max(sizes) <= max_view and sum(sizes) <= max_history):
+    if not sizes or (max(sizes) <= max_view and sum(sizes) <= max_history):
         return
     raise PolicyError(
-        f"posterior_bound = {policy.posterior_bound} is applied to in-process releases only "
-        f"(views of at most {max_view:,} tuples, histories of at most {max_history:,}); this "
-        f"history has {max(sizes):,} tuples in its largest view and {sum(sizes):,} in all: "
-        "remove posterior_bound from the policy or release smaller histories"
+        f"posterior_bound = {policy.posterior_bound} is applied on the pandas path only (views of "
+        f"at most {max_view:,} tuples, histories of at most {max_history:,}); this history has "
+        f"{max(sizes):,} tuples in its largest view and {sum(sizes):,} in all, released through "
+        "Dask even with --no-cluster: remove posterior_bound from the policy or release smaller histories"
     )
 
 
@@ -254,7 +267,7 @@ def check(posteriors: pd.DataFrame, policy: ReleasePolicy, where: str, method: s
     """Raise VerificationError when a posterior of the release's pk step (the ``post__<value>``
     columns of :func:`dpriv.state.posterior_table`, pandas) reaches ``posterior_bound``: the
     guard's decision seen again on the final groups, by the state's own Ω step. JS-reduce
-    releases only: the baselines ignore the bound, as they ignore j."""
+    releases only (:func:`refuse_unsupported` refuses the bound with a baseline)."""
     from dpriv.state import _post_columns
 
     if policy.posterior_bound is None or method != "jsreduce" or is_dask(posteriors) or not len(posteriors):

@@ -49,7 +49,8 @@ def attack(
             "adversary and LEDGER/attack/retro_<knowledge>.csv for the retrospective one, where "
             "dpriv report finds them (these two are the ledger's own files, replaced by a later "
             "attack). paper: release, adversary_gain, n_tuples and the tail risk "
-            "(confident_share, confident_precision, n_confident, max_posterior, n_certain); "
+            "(confident_share, confident_precision, n_confident, max_posterior, n_certain), then "
+            "prior_gain and prior_confident_share (the same with the adversary's prior); "
             "retrospective: one row per (release, as_of) with the same measures."
         ),
     ] = None,

@@ -48,7 +48,7 @@ from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import LedgerError, PolicyError
 from dpriv.policy_base import record_base, with_hint
-from dpriv.policy_fix import policy_change, with_new_ledger
+from dpriv.policy_fix import policy_change, relax_hint, with_new_ledger
 
 
 @app.command()
@@ -212,7 +212,7 @@ def _run_release(
         elif m.get("n_groups") == 0:
             _say(
                 f"warning: release {i} suppressed every tuple (nothing published): "
-                + policy_change("relax k, t or j", i)
+                + policy_change(relax_hint(pol), i)
             )
 
     # on a cluster: persisted on the workers, each view a filter of it, never collected

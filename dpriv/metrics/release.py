@@ -27,7 +27,7 @@ from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.utility import utility_metrics
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_fix import policy_change
+from dpriv.policy_fix import policy_change, relax_hint
 from dpriv.released import public
 from dpriv.view_summary import ViewSummary
 
@@ -74,7 +74,8 @@ def require(
             f"{where}: suppression {suppression:.2%} exceeds max_suppression "
             f"{policy.max_suppression:.2%} ({n_suppressed} of {n_original} tuples), nothing written: "
             + policy_change(
-                "relax k, t or j, or allow more suppression with [privacy] max_suppression in the policy",
+                f"{relax_hint(policy)}, or allow more suppression with [privacy] max_suppression "
+                "in the policy",
                 committed,
             )
         )
