@@ -356,10 +356,10 @@ def keeps(
     """Whether one candidate group keeps ``crit``: k, l and t on its integer sensitive counts
     (M,), j (E8) on the sums of its members' priors (M,) and of their entropies (members
     summed in id order, as the verifier does); j is skipped without ``sum_p`` or for one member."""
+    size = int(counts.sum())
     for c in crit:
         if isinstance(c, KAnonymity | DistinctL | TCloseness) and not c.holds_counts(counts):
             return False
-        size = int(counts.sum())
         if isinstance(c, JSBound) and sum_p is not None and size > 1:
             if js_from_sums(sum_p, float(sum_h), size, c.log_base) > c.threshold:
                 return False

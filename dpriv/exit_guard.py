@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, map_frame
 from dpriv.criteria import JSBound, criteria_for
+from dpriv.guard_stats import boxes, group_stats, union_cost
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL
 
@@ -47,7 +47,6 @@ __all__ = ["REACH", "ExitGuard", "exit_codes", "guard_exits", "one_kind_groups"]
 
 #: Complementary groups (smallest union QI box first) a one-kind group may be merged into.
 REACH = 8
-_S = "_s"
 
 
 @dataclass(frozen=True)
@@ -94,55 +93,6 @@ def one_kind_groups(counts: np.ndarray, exits: np.ndarray) -> np.ndarray:
     return (np.asarray(counts)[:, exits] > 0).sum(axis=1) == 1
 
 
-def _partial_stats(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """Per label of one part: size, counts ``c<s>`` per sensitive code, numeric QI min/max."""
-    m = len(policy.sensitive_domain)
-    lab = part[LABEL].to_numpy(np.int64)
-    uniq, inv = np.unique(lab, return_inverse=True)
-    out = {LABEL: uniq, "size": np.bincount(inv, minlength=len(uniq)).astype(np.int64)}
-    cnt = np.zeros((len(uniq), m), dtype=np.int64)
-    np.add.at(cnt, (inv, part[_S].to_numpy(np.int64)), 1)
-    for s in range(m):
-        out[f"c{s}"] = cnt[:, s]
-    for q in policy.numeric_qi:
-        v = part[q].to_numpy(np.float64)
-        lo = np.full(len(uniq), np.inf)
-        hi = np.full(len(uniq), -np.inf)
-        np.minimum.at(lo, inv, v)
-        np.maximum.at(hi, inv, v)
-        out[f"lo_{q}"], out[f"hi_{q}"] = lo, hi
-    return pd.DataFrame(out)
-
-
-def _stats(assigned, policy: ReleasePolicy) -> pd.DataFrame:
-    """Per-group statistics (sorted by label), combined over the parts: exact (ints, min/max)."""
-    meta = _partial_stats(assigned._meta, policy) if is_dask(assigned) else None
-    parts = map_frame(_partial_stats, assigned, policy, meta=meta)
-    parts = parts.compute() if is_dask(parts) else parts
-    agg = {
-        c: ("min" if c.startswith("lo_") else "max" if c.startswith("hi_") else "sum")
-        for c in parts
-        if c != LABEL
-    }
-    return parts.groupby(LABEL, sort=True).agg(agg).reset_index()
-
-
-def _boxes(stats: pd.DataFrame, policy: ReleasePolicy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The groups' numeric QI boxes, lo and hi (G, d), and the domains' spans (d,) (at least 1)."""
-    nq = policy.numeric_qi
-    lo = stats[[f"lo_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
-    hi = stats[[f"hi_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
-    span = np.array([max(float(policy.domains[q][1]) - float(policy.domains[q][0]), 1.0) for q in nq])
-    return lo, hi, span
-
-
-def _box_cost(lo: np.ndarray, hi: np.ndarray, g: int, h: np.ndarray, span: np.ndarray) -> np.ndarray:
-    """Semiperimeter (normalised by the domains) of the union of box ``g`` with each of ``h``."""
-    if lo.shape[1] == 0:
-        return np.zeros(len(h))
-    return ((np.maximum(hi[g], hi[h]) - np.minimum(lo[g], lo[h])) / span).sum(axis=1)
-
-
 def guard_exits(
     assigned, policy: ReleasePolicy, view_counts: np.ndarray, method: str = "jsreduce", allowable=None
 ) -> ExitGuard:
@@ -178,24 +128,24 @@ def guard_exits(
     if not policy.exit_values:
         return ExitGuard(assigned, 0, 0, 0)
     exits = exit_codes(policy)
-    stats = _stats(assigned, policy)
+    stats = group_stats(assigned, policy)
     m = len(policy.sensitive_domain)
     labels = stats[LABEL].to_numpy(np.int64)
     counts = stats[[f"c{s}" for s in range(m)]].to_numpy(np.int64)
     bad = one_kind_groups(counts, exits)
     if not bad.any():
         return ExitGuard(assigned, 0, 0, 0)
-    lo, hi, span = _boxes(stats, policy)
+    lo, hi, span = boxes(stats, policy)
     has = counts[:, exits] > 0  # (G, E)
     # candidates of each one-kind group, from the exact statistics before any merge
     cand: dict[int, np.ndarray] = {}
     near: dict[int, np.ndarray] = {}
     for g in np.flatnonzero(bad):
         other = np.flatnonzero((has & ~has[g]).any(axis=1))
-        cost = _box_cost(lo, hi, g, other, span)
+        cost = union_cost(lo, hi, g, other, span)
         cand[g] = other[np.lexsort((labels[other], cost))][:REACH]
         every = np.delete(np.arange(len(labels)), g)  # for the rest of a group that loses its exits
-        near[g] = every[np.lexsort((labels[every], _box_cost(lo, hi, g, every, span)))][:REACH]
+        near[g] = every[np.lexsort((labels[every], union_cost(lo, hi, g, every, span)))][:REACH]
     crit = criteria_for(policy, method, view_counts)
     js = next((c for c in crit if isinstance(c, JSBound)), None)
     from dpriv.exit_plan import Plan, Rows  # the decisions (one module per job)

@@ -17,9 +17,9 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask, map_frame
 from dpriv.criteria import keeps
-from dpriv.exit_guard import _S, ExitGuard, one_kind_groups
+from dpriv.exit_guard import ExitGuard, one_kind_groups
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL
+from dpriv.released import LABEL, SCODE
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Rows:
         cls, assigned, policy: ReleasePolicy, labels: np.ndarray, involved: np.ndarray, exits: np.ndarray
     ):
         want = labels[involved]
-        cols = [policy.id, LABEL, _S, *(c for c in policy.prior_columns if c in assigned.columns)]
+        cols = [policy.id, LABEL, SCODE, *(c for c in policy.prior_columns if c in assigned.columns)]
         sel = assigned[assigned[LABEL].isin(want.tolist())][cols]
         if not is_dask(assigned):
             sel = sel.assign(_pos=sel.index.to_numpy())
@@ -50,7 +50,7 @@ class Rows:
         p = sel[pc].to_numpy(np.float64) if pc else np.zeros((len(sel), 0))
         with np.errstate(divide="ignore", invalid="ignore"):
             h = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1) / np.log(float(policy.log_base))
-        s = sel[_S].to_numpy(np.int64)
+        s = sel[SCODE].to_numpy(np.int64)
         return cls(
             ids=sel[policy.id].to_numpy(),
             group=np.searchsorted(labels, sel[LABEL].to_numpy(np.int64)),
@@ -232,7 +232,7 @@ def apply_plan(
     """One part: drop the guarded tuples, relabel merged groups and moved tuples (rows keep
     their order)."""
     lab = part[LABEL].to_numpy(np.int64)
-    term = np.isin(part[_S].to_numpy(np.int64), exits)
+    term = np.isin(part[SCODE].to_numpy(np.int64), exits)
     drop = np.isin(lab, list(gone_all)) | (np.isin(lab, list(gone_exit)) & term)
     new = lab.copy()
     for a, b in remap.items():

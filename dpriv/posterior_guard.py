@@ -44,10 +44,10 @@ from dpriv._dispatch import is_dask
 from dpriv.anonymity.jsreduce import entropies
 from dpriv.criteria import criteria_for, keeps
 from dpriv.errors import PolicyError, VerificationError
-from dpriv.exit_guard import _S, _box_cost, _boxes, _stats
+from dpriv.guard_stats import boxes, group_stats, union_cost
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL
+from dpriv.released import LABEL, SCODE
 
 __all__ = [
     "CHAIN",
@@ -110,9 +110,9 @@ class _Plan:
         self.c, self.k, self.crit = float(policy.posterior_bound), policy.k, crit
         self.labels = stats[LABEL].to_numpy(np.int64)
         self.cur = stats[[f"c{v}" for v in range(m)]].to_numpy(np.int64, copy=True)
-        lo, hi, self.span = _boxes(stats, policy)
+        lo, hi, self.span = boxes(stats, policy)
         self.lo, self.hi = lo.copy(), hi.copy()  # widened by merges
-        self.s = rows[_S].to_numpy(np.int64)
+        self.s = rows[SCODE].to_numpy(np.int64)
         self.p = rows[[c for c in policy.prior_columns if c in rows.columns]].to_numpy(np.float64)
         self.h = entropies(self.p, float(policy.log_base))
         gid = np.searchsorted(self.labels, rows[LABEL].to_numpy(np.int64))  # rows in (label, id) order
@@ -135,7 +135,7 @@ class _Plan:
     def nearest(self, g: int) -> np.ndarray:
         other = np.flatnonzero(self.alive)
         other = other[other != g]
-        cost = _box_cost(self.lo, self.hi, g, other, self.span)
+        cost = union_cost(self.lo, self.hi, g, other, self.span)
         return other[np.lexsort((self.labels[other], cost))][:REACH]
 
     def merge(self, into: int, g: int) -> None:
@@ -216,7 +216,7 @@ def guard_posteriors(
             "posterior_bound from the policy"
         )
     rows = assigned.sort_values([LABEL, policy.id], kind="stable")
-    stats = _stats(rows, policy)
+    stats = group_stats(rows, policy)
     plan = _Plan(rows, stats, policy, criteria_for(policy, "jsreduce", view_counts))
     worst = max_posteriors(rows[LABEL].to_numpy(np.int64), plan.s, plan.p)
     over = np.flatnonzero(worst >= plan.c)

@@ -8,6 +8,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ledger_files
 
 from dpriv.attack import attack, attack_steps
 from dpriv.datasets import medical_history, write_history
@@ -88,18 +89,23 @@ def test_a_dask_membership_is_refused_with_what_to_do():
 
 def test_no_released_tuple_reaches_the_bound_for_the_paper_adversary(tmp_path):
     """The bound holds for the adversary's own Ω code (full DK, no deductions), and the same
-    history without it goes over: the test can fail."""
+    history without it goes over: the test can fail. The bounded ledger does not depend on the
+    number of Hilbert ranges."""
     mh = medical_history(n_views=4, view_size=300, seed=1)
     policy = ReleasePolicy.from_toml(write_history(tmp_path, mh), t=0.45, j=1.5, max_suppression=1.0)
     worst = {}
     for bound in (None, 0.7):
         p = policy.with_overrides(posterior_bound=bound)
-        led = release_history(mh.history, p, tmp_path / f"led-{bound}")
+        led = release_history(mh.history, p, tmp_path / f"led-{bound}", npartitions=3)
         steps = list(attack_steps(led.root, mh.history, p, "dk", deductions=False))
         worst[bound] = max(float(st.posteriors.max()) for st in steps if st.posteriors.size)
         if bound is not None:
             assert (attack(led, mh.history, p, "dk", deductions=False)["confident_share"] == 0).all()
     assert worst[None] >= 0.7 > worst[0.7]
+    one = release_history(
+        mh.history, policy.with_overrides(posterior_bound=0.7), tmp_path / "one", npartitions=1
+    )
+    assert ledger_files(one.root) == ledger_files(tmp_path / "led-0.7")
 
 
 def test_a_history_too_large_for_the_in_process_path_is_refused_before_anything_is_written(
