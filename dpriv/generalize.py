@@ -11,7 +11,7 @@ give the same release for the same divisions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dask
 import dask.dataframe as dd
@@ -57,7 +57,7 @@ class Generalized:
     Both frames are pandas for a pandas input and Dask for a Dask input.
     With ``release_format = "anatomy"`` (:mod:`dpriv.anatomy`) ``released`` is the QI table
     (exact QIs), ``sensitive`` the sensitive table (pandas, one row per (group, value)) and
-    ``table`` is None.
+    ``table`` is None. ``posterior_guard``: :meth:`dpriv.posterior_guard.PosteriorGuard.as_record`.
     """
 
     assigned: pd.DataFrame | dd.DataFrame
@@ -67,6 +67,7 @@ class Generalized:
     table: pd.DataFrame | None = None
     sensitive: pd.DataFrame | None = None
     by_group: bool = False  # Dask: ``assigned`` holds whole QI-groups per partition
+    posterior_guard: dict | None = None  # what the posterior bound did (metrics.json)
 
 
 def range_kernel(policy: ReleasePolicy):
@@ -122,13 +123,15 @@ def generalize_view(
     steps = steps or Steps()
     policy = secret_policy(policy, summary)
     run = _generalize_dask if is_dask(view) else _generalize_pandas
-    assigned, released, n_suppressed, divisions, table = run(
-        view, policy, summary.s_counts, npartitions, divisions, steps
+    result = run(view, policy, summary.s_counts, npartitions, divisions, steps)
+    known = result.divisions is not None and None not in result.divisions
+    sensitive = sensitive_table(result.assigned, policy) if is_anatomy(policy) else None
+    return replace(
+        result,
+        divisions=tuple(int(d) for d in result.divisions) if known else None,
+        sensitive=sensitive,
+        by_group=is_dask(result.assigned),
     )
-    known = divisions is not None and None not in divisions
-    divisions = tuple(int(d) for d in divisions) if known else None
-    sensitive = sensitive_table(assigned, policy) if is_anatomy(policy) else None
-    return Generalized(assigned, released, n_suppressed, divisions, table, sensitive, is_dask(assigned))
 
 
 def _repair(
@@ -144,10 +147,11 @@ def _repair(
 
 def _guarded(assigned, policy: ReleasePolicy, counts: np.ndarray, n_suppressed: int):
     """The exit guard, then the posterior bound (:mod:`dpriv.exit_guard`,
-    :mod:`dpriv.posterior_guard`; nothing changes without ``exit_values``/``posterior_bound``)."""
+    :mod:`dpriv.posterior_guard`; nothing changes without ``exit_values``/``posterior_bound``):
+    the membership, the tuples suppressed in all, and the bound's record."""
     guard = guard_exits(assigned, policy, counts)
     bound = guard_posteriors(guard.assigned, policy, counts)
-    return bound.assigned, n_suppressed + guard.n_suppressed + bound.n_suppressed
+    return bound.assigned, n_suppressed + guard.n_suppressed + bound.n_suppressed, bound.as_record(policy)
 
 
 def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
@@ -173,7 +177,7 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     kept = [grouped[grouped[LABEL] >= 0], *([fixed] if plan else [])]
     assigned = pd.concat([*kept, placed], ignore_index=True)
-    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
+    assigned, n_suppressed, record = _guarded(assigned, policy, counts, n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = with_next(assigned, plan)
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
@@ -183,7 +187,7 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
         released = apply_qig(assigned, table, policy)
     released = released.sort_values(ORDER, kind="stable").reset_index(drop=True)
     steps.lap("qig")
-    return assigned, released, n_suppressed, divisions, table
+    return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
 
 
 def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
@@ -205,7 +209,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     kept = kept if fixed is None else dd.concat([kept, fixed])
     placed, n_suppressed = _repair_on_worker(grouped, plan, policy, counts, kept._meta, steps)
     assigned = dd.concat([kept, placed])
-    assigned, n_suppressed = _guarded(assigned, policy, counts, n_suppressed)
+    assigned, n_suppressed, record = _guarded(assigned, policy, counts, n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
     # whole QI-groups per part (a hash shuffle on the label): CreateQIG per part on the
@@ -228,7 +232,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     # cast back to the meta's dtypes, so the Dask release equals the pandas one
     released = released.reset_index()[list(rmeta.columns)].astype(rmeta.dtypes.to_dict())
     released, assigned = steps.run("qig", released, assigned)
-    return assigned, released, n_suppressed, divisions, table
+    return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
 
 
 def _repair_on_worker(

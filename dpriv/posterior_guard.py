@@ -89,6 +89,14 @@ class PosteriorGuard:
     n_merged: int
     n_suppressed: int
 
+    def as_record(self, policy: ReleasePolicy) -> dict | None:
+        """``metrics.json``'s ``posterior_guard`` (docs/ledger.md): the bound and the three
+        counts; None without ``posterior_bound``."""
+        if policy.posterior_bound is None:
+            return None
+        counts = {"n_over": self.n_over, "n_merged": self.n_merged, "n_suppressed": self.n_suppressed}
+        return {"posterior_bound": policy.posterior_bound, **counts}
+
 
 def max_posteriors(labels: np.ndarray, s: np.ndarray, priors: np.ndarray) -> np.ndarray:
     """Largest Ω posterior (E14) of each group, over its members and values: float64 (G,),

@@ -200,10 +200,9 @@ def release_history(
 
 
 #: Views of at most this many tuples are released in process (pandas, the same kernels, no
-#: persist/wait round trip per step; :func:`release_view`), larger ones on Dask. Measured on
-#: 2 cores (``benchmarks/bench_small_views.py``, docs/architecture.md "Small views"): the
-#: in-process path is faster at every size up to 50,000 tuples (see there), so the threshold
-#: sits where a view still fits one process comfortably; the bytes are the same either way.
+#: persist/wait round trip per step; :func:`release_view`), larger ones on Dask. On 2 cores the
+#: in-process path is faster at every size up to 50,000 (``benchmarks/bench_small_views.py``,
+#: docs/architecture.md "Small views"); the bytes are the same either way.
 SMALL_VIEW_ROWS = 50_000
 #: ... provided the respondent state has at most this many rows (collected on the client).
 SMALL_STATE_ROWS = 500_000
@@ -347,7 +346,7 @@ def release_view(
     steps.lap("metrics")
     metrics = ReleaseRecord.of(
         report, measured, seconds=steps.seconds, release=index, tail=defender_tail,
-        small_view="suppressed" if small else None,
+        small_view="suppressed" if small else None, posterior_guard=getattr(result, "posterior_guard", None),
     )  # fmt: skip
     return metrics, released, new_state, sensitive
 
@@ -394,7 +393,8 @@ def anonymize(
     metrics = checked_metrics(
         released, assigned, original, policy, summary, result.n_suppressed, sensitive=result.sensitive
     )
-    metrics = replace(metrics, seconds=round(time.perf_counter() - start, 3))
+    seconds = round(time.perf_counter() - start, 3)
+    metrics = replace(metrics, seconds=seconds, posterior_guard=result.posterior_guard)
     assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
     released = released_dates(public(released).reset_index(drop=True), policy)
     return Anonymized(released, assigned, metrics, policy, notes, result.sensitive)

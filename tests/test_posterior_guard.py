@@ -13,6 +13,7 @@ from conftest import ledger_files
 from dpriv.attack import attack, attack_steps
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import PolicyError
+from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.posterior_guard import guard_posteriors, max_posteriors
 from dpriv.release import release_history
@@ -102,6 +103,15 @@ def test_no_released_tuple_reaches_the_bound_for_the_paper_adversary(tmp_path):
         if bound is not None:
             assert (attack(led, mh.history, p, "dk", deductions=False)["confident_share"] == 0).all()
     assert worst[None] >= 0.7 > worst[0.7]
+    # metrics.json: release 1 has the same priors (BK^sv) with and without the bound, so the
+    # same groups before the guard: what the guard suppressed is the whole difference
+    plain, bounded = Ledger(tmp_path / "led-None"), Ledger(tmp_path / "led-0.7")
+    assert "posterior_guard" not in plain.read_metrics(1)
+    guard = [bounded.read_metrics(i)["posterior_guard"] for i in (1, 2, 3, 4)]
+    assert {g["posterior_bound"] for g in guard} == {0.7} and sum(g["n_over"] for g in guard) > 0
+    gone = bounded.read_metrics(1)["n_suppressed"] - plain.read_metrics(1)["n_suppressed"]
+    assert guard[0]["n_suppressed"] == gone
+    assert all(g["n_suppressed"] <= bounded.read_metrics(i)["n_suppressed"] for i, g in enumerate(guard, 1))
     one = release_history(
         mh.history, policy.with_overrides(posterior_bound=0.7), tmp_path / "one", npartitions=1
     )
@@ -125,3 +135,16 @@ def test_a_history_too_large_for_the_in_process_path_is_refused_before_anything_
     with pytest.raises(PolicyError, match="method 'mondrian-t' would ignore it: use --method jsreduce"):
         release_history(mh.history, policy, tmp_path / "led", method="mondrian-t")
     assert not (tmp_path / "led").exists()
+
+
+def test_anonymize_records_the_guard_in_its_metrics(tmp_path):
+    from dpriv.release import anonymize
+
+    mh = medical_history(n_views=1, view_size=400, seed=3)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path, mh), t=0.45, j=1.5, max_suppression=1.0)
+    view = mh.history[mh.history["view"] == 1].drop(columns=["view"])
+    out = anonymize(view, policy.with_overrides(posterior_bound=0.6))
+    guard = out.metrics["posterior_guard"]
+    assert set(guard) == {"posterior_bound", "n_over", "n_merged", "n_suppressed"}
+    assert guard["posterior_bound"] == 0.6 and guard["n_suppressed"] <= out.metrics["n_suppressed"]
+    assert "posterior_guard" not in anonymize(view, policy).metrics

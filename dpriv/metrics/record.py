@@ -56,7 +56,8 @@ class ReleaseRecord(Mapping[str, Any]):
     ``seconds``: per step (dict, release loop) or in total (float, anonymize).
     Present only where set: ``release`` (the ledger's index, first key), ``tail`` (its four
     keys flattened, :data:`TAIL_KEYS`), ``small_view`` (``"suppressed"``), ``gate`` (the release gate's check,
-    :meth:`dpriv.gate.GateCheck.as_record`, with ``policy.retro_max_gain``). ``extra``: keys
+    :meth:`dpriv.gate.GateCheck.as_record`, with ``policy.retro_max_gain``), ``posterior_guard``
+    (:meth:`dpriv.posterior_guard.PosteriorGuard.as_record`, with ``policy.posterior_bound``). ``extra``: keys
     of another writer (an older ledger, a test), kept as read, written last.
     """
 
@@ -89,6 +90,7 @@ class ReleaseRecord(Mapping[str, Any]):
     tail: DefenderTail | None = None
     small_view: str | None = None
     gate: dict[str, Any] | None = None
+    posterior_guard: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -112,12 +114,14 @@ class ReleaseRecord(Mapping[str, Any]):
         release: int | None = None,
         tail: DefenderTail | None = None,
         small_view: str | None = None,
+        posterior_guard: dict[str, Any] | None = None,
     ) -> ReleaseRecord:
         """The record of a verified, measured release: ``report`` a
         :class:`~dpriv.anonymity.verify.VerificationReport`, ``measured`` a
         :class:`~dpriv.metrics.release.ReleaseMetrics` (its values win where both have a key)."""
         flat = {**report.to_dict(), **measured.to_dict(), "seconds": seconds, "release": release}
-        return cls.from_dict({**flat, "small_view": small_view}).with_tail(tail)
+        optional = {"small_view": small_view, "posterior_guard": posterior_guard}
+        return cls.from_dict({**flat, **optional}).with_tail(tail)
 
     def with_tail(self, tail: DefenderTail | None) -> ReleaseRecord:
         """This record with the defender's tail (None: as it is)."""
@@ -127,7 +131,7 @@ class ReleaseRecord(Mapping[str, Any]):
         """The JSON object, keys in the order of ``metrics.json``."""
         out: dict[str, Any] = {} if self.release is None else {"release": self.release}
         for f in fields(self):
-            if f.name not in ("seconds", "release", "tail", "small_view", "gate", "extra"):
+            if f.name not in ("seconds", "release", "tail", "small_view", "gate", "posterior_guard", "extra"):
                 out[f.name] = getattr(self, f.name)
         if self.tail is not None:
             out.update({k: getattr(self.tail, k) for k in TAIL_KEYS})
@@ -136,6 +140,8 @@ class ReleaseRecord(Mapping[str, Any]):
             out["small_view"] = self.small_view
         if self.gate is not None:
             out["gate"] = self.gate
+        if self.posterior_guard is not None:
+            out["posterior_guard"] = self.posterior_guard
         return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
 
     def __getitem__(self, key: str) -> Any:
