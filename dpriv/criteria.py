@@ -354,8 +354,9 @@ def keeps(
     crit: tuple[Criterion, ...], counts: np.ndarray, sum_p: np.ndarray | None = None, sum_h: float = 0.0
 ) -> bool:
     """Whether one candidate group keeps ``crit``: k, l and t on its integer sensitive counts
-    (M,), j (E8) on the sums of its members' priors (M,) and of their entropies (members
-    summed in id order, as the verifier does); j is skipped without ``sum_p`` or for one member."""
+    (M,), j (E8) on the sums of its members' priors (M,) and of their entropies (summed in an
+    order that does not depend on the partitions; the verifier's JS_TOLERANCE absorbs the last
+    bits of another order); j is skipped without ``sum_p`` or for one member."""
     size = int(counts.sum())
     for c in crit:
         if isinstance(c, KAnonymity | DistinctL | TCloseness) and not c.holds_counts(counts):

@@ -134,7 +134,8 @@ class _Plan:
         """Each member's largest Ω posterior in the group ``idx`` (row positions, sorted)."""
         return omega_posterior(np.zeros(len(idx), np.int64), self.s[idx], self.p[idx]).max(axis=1)
 
-    def keeps(self, idx: np.ndarray, cnt: np.ndarray, bound: bool = True) -> bool:
+    def holds(self, idx: np.ndarray, cnt: np.ndarray, bound: bool = True) -> bool:
+        """Whether a group of rows ``idx`` and counts ``cnt`` keeps the criteria (and the bound)."""
         idx = np.sort(idx)
         if not keeps(self.crit, cnt, self.p[idx].sum(axis=0), float(self.h[idx].sum())):
             return False
@@ -173,7 +174,7 @@ class _Plan:
     def _first(self, g: int, near: np.ndarray, bound: bool) -> int | None:
         """The first of ``near`` whose union with ``g`` keeps the criteria (and the bound)."""
         for r in near:
-            if self.keeps(np.r_[self.mem[g], self.mem[r]], self.cur[g] + self.cur[r], bound):
+            if self.holds(np.r_[self.mem[g], self.mem[r]], self.cur[g] + self.cur[r], bound):
                 return int(r)
         return None
 
@@ -183,7 +184,7 @@ class _Plan:
             out = int(np.argmax(self.worst(idx)))  # the first of the largest: rows in id order
             cnt[self.s[idx[out]]] -= 1
             idx = np.delete(idx, out)
-            if self.keeps(idx, cnt):
+            if self.holds(idx, cnt):
                 self.dropped.append(np.setdiff1d(self.mem[g], idx))
                 self.mem[g], self.cur[g] = idx, cnt
                 return
