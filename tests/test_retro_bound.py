@@ -3,6 +3,7 @@ member of release i whom the retrospective adversary reads at or above the bound
 tuples of releases 1..i, as of i, is withheld from release i."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from dpriv.datasets import medical_history, write_history
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
+from dpriv.report import release_frame
 
 #: Below the 0.9 of the product's tail metric: this small history (t 0.5, j 0.8) pins nobody
 #: at 0.9 but reads members at 0.64-0.72 without the bound.
@@ -105,6 +107,9 @@ def test_the_withheld_members_are_left_out_and_counted_as_suppressed(setting, tm
         assert m["n_suppressed"] == len(read.view) - len(read.members) >= len(ids)
         assert m["gate"]["retro_posterior_bound"] == BOUND and m["gate"]["retro_max_gain"] is None
     assert sum(len(ids) for ids in passed.values()) > 0
+    # dpriv report's column
+    frame = release_frame(led)
+    assert frame["withheld"].tolist() == [len(passed[r.index]) for r in inp.reads]
 
 
 def test_the_bound_is_in_the_fingerprint_and_off_keeps_old_ones(setting, ledgers, tmp_path):
@@ -137,3 +142,13 @@ def test_members_still_over_after_every_pass_refuse_the_release(setting, tmp_pat
     with pytest.raises(PolicyError, match=r"retro_posterior_bound = 0\.65.*nothing was written"):
         release_history(mh.history, bounded(policy), led)
     assert not led.exists()
+
+
+def test_the_gate_keys_are_not_idle_with_the_posterior_bound_alone(setting):
+    _, policy = setting
+    with pytest.warns(UserWarning, match="retro_attendance set but the release gate is off"):
+        ReleasePolicy.from_dict({**policy.model_dump(), "retro_attendance": ATTENDANCE})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        keys = {"retro_attendance": ATTENDANCE, "retro_posterior_bound": BOUND}
+        ReleasePolicy.from_dict({**policy.model_dump(), **keys})
