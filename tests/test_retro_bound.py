@@ -112,7 +112,7 @@ def test_the_withheld_members_are_left_out_and_counted_as_suppressed(setting, tm
     assert frame["withheld"].tolist() == [len(passed[r.index]) for r in inp.reads]
 
 
-def test_the_bound_is_in_the_fingerprint_and_off_keeps_old_ones(setting, ledgers, tmp_path):
+def test_the_bound_is_in_the_fingerprint_and_off_keeps_old_ones(setting):
     _, policy = setting
     assert "retro_posterior_bound" not in policy.fingerprint()
     assert "retro_attendance" not in policy.fingerprint()  # idle without a bound
