@@ -44,6 +44,8 @@ ANATOMY = {"release_format": "anatomy", "grouping": "topdown", "topdown_pc": Tru
 EXITS = list(TERMINAL)
 #: (t, j) of the top-down + exit-guard settings of the grid, from small boxes to low gain.
 EXIT_FAMILY = ((0.35, 1.0), (0.45, 1.0), (0.45, 1.5), (0.6, 1.5), (0.9, 5.0))
+#: Both posterior bounds at 0.9; the gate's adversary assumes the paper setting's attendance (0.5).
+RETRO_BOUND = {"posterior_bound": 0.9, "retro_posterior_bound": 0.9, "retro_attendance": 0.5}
 #: (method, parameter overrides) explored by default; each method's own parameter varies.
 GRID: dict[str, list[dict]] = {
     "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)]
@@ -60,6 +62,8 @@ GRID: dict[str, list[dict]] = {
     # the recommended defense with the posterior bound: no confident claim of the paper adversary
     # (docs/results/posterior-bound-24x5000)
     + [{"t": 0.45, "j": 1.5, "grouping": "topdown", "exit_values": EXITS, "posterior_bound": 0.9}]
+    # ... and the retrospective bound as well (docs/results/retro-bound-24x5000)
+    + [{"t": 0.45, "j": 1.5, "grouping": "topdown", "exit_values": EXITS, **RETRO_BOUND}]
     + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],

@@ -38,7 +38,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -56,6 +56,7 @@ from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_fix import policy_change
+from dpriv.policy_gate import gate_on
 from dpriv.released import GROUP
 
 
@@ -73,23 +74,32 @@ class GateCheck:
     confident_share : float
         Largest share, over those releases, of tuples whose posterior on the true value is
         >= 0.9 (:data:`dpriv.adversary.tail.CONFIDENT`), in [0, 1].
-    bound : float
-        ``policy.retro_max_gain``.
+    bound : float or None
+        ``policy.retro_max_gain`` (None: no bound on the gain, the check always holds).
     used : dict
         The ``k``, ``t`` and ``j`` the checked release was grouped with.
     regroupings : int
         How many times it was regrouped (0: grouped with the policy's own parameters).
     seconds : float
         Time of the check (deductions, forward-backward, Ω).
+    over : ndarray, shape (r,)
+        Respondents with a tuple of releases ``1 .. as_of`` whose posterior, as of ``as_of``,
+        is at least ``policy.retro_posterior_bound`` on some value (sorted, unique; empty
+        without that bound).
+    withheld : int
+        Members of release ``as_of`` held back by :meth:`RetroGate.release` (the bound above).
     """
 
     as_of: int
     gains: dict[int, float]
     confident_share: float
-    bound: float
+    bound: float | None
     used: dict
     regroupings: int
     seconds: float
+    over: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    withheld: int = 0
+    posterior_bound: float | None = None
 
     @property
     def worst(self) -> tuple[int, float]:
@@ -103,7 +113,7 @@ class GateCheck:
     @property
     def ok(self) -> bool:
         gain = self.worst[1]
-        return not np.isfinite(gain) or gain <= self.bound
+        return self.bound is None or not np.isfinite(gain) or gain <= self.bound
 
     def as_record(self) -> dict:
         """The ``gate`` entry of the release's metrics.json."""
@@ -117,6 +127,9 @@ class GateCheck:
             "t_used": self.used["t"],
             "j_used": self.used["j"],
             "regroupings": self.regroupings,
+            "retro_posterior_bound": self.posterior_bound,
+            "n_withheld": self.withheld,
+            "n_over": int(self.over.size),
             "seconds": round(self.seconds, 3),
         }
 
@@ -128,14 +141,15 @@ class RetroGate:
     Parameters
     ----------
     policy : ReleasePolicy
-        Resolved; ``retro_max_gain`` is the bound.
+        Resolved; ``retro_max_gain`` bounds the gains, ``retro_posterior_bound`` the posteriors
+        (at least one of them is set).
     reads : list of ReadRelease
         The committed releases (:func:`dpriv.attack_input.read_releases`), in order.
     """
 
     def __init__(self, policy: ReleasePolicy, reads: list[ReadRelease] | None = None) -> None:
-        if policy.retro_max_gain is None:
-            raise ValueError("RetroGate needs policy.retro_max_gain")
+        if not gate_on(policy):
+            raise ValueError("RetroGate needs policy.retro_max_gain or policy.retro_posterior_bound")
         self.policy = policy
         self.reads: list[ReadRelease] = list(reads or [])
         self.reading: Reading | None = None  # the last check's reading, continued by the next
@@ -171,15 +185,19 @@ class RetroGate:
         tick = time.perf_counter()
         observed, masks = self.evidence(candidate, tables)
         last = self.read(observed, tables, masks)
-        gains, confident = {}, 0.0
+        gains, confident, over = {}, 0.0, []
+        cap = self.policy.retro_posterior_bound
         for k, (o, post) in enumerate(zip(observed, last.posteriors)):
             risk = tail_risk(post, o.truth, o.frequencies(), None if masks is None else masks[k])
             gains[o.index] = risk.adversary_gain
             if np.isfinite(risk.confident_share):
                 confident = max(confident, risk.confident_share)
-        bound = float(self.policy.retro_max_gain)
+            if cap is not None and len(post):
+                over.append(o.respondent[post.max(axis=1) >= cap])
+        bound = self.policy.retro_max_gain
         params, seconds = used(grouped), time.perf_counter() - tick
-        return GateCheck(candidate.index, gains, confident, bound, params, regroupings, seconds)
+        ids = np.unique(np.concatenate(over)) if over else np.empty(0, dtype=np.int64)
+        return GateCheck(candidate.index, gains, confident, bound, params, regroupings, seconds, ids, 0, cap)
 
     def evidence(
         self, candidate: ReadRelease, tables: MarkovTables
@@ -206,35 +224,80 @@ class RetroGate:
         self.reads.append(candidate)
 
     def release(
-        self, run: Callable[[ReleasePolicy], tuple], original: pd.DataFrame, index: int, tables: MarkovTables
+        self, run: Callable[..., tuple], original: pd.DataFrame, index: int, tables: MarkovTables
     ) -> tuple:
-        """Release ``index`` under the gate: ``run(policy)`` (one step of the release loop,
-        :func:`dpriv.release.release_view` bound to its view and state, returning the record,
-        the released view, the new state and an Anatomy sensitive table or None) with the
-        gate's policy, then regrouped with ``retro_lever`` tightened while the check fails,
-        at most ``retro_retries`` times; then PolicyError (nothing is written here).
-        ``original``: the view on pandas (the true values); ``tables``: the defender's at
-        ``index``. Returns ``run``'s tuple with the record's ``gate`` set."""
+        """Release ``index`` under the gate: ``run(policy, withheld=ids)`` (one step of the
+        release loop, :func:`dpriv.release.release_view` bound to its view and state, returning
+        the record, the released view, the new state and an Anatomy sensitive table or None)
+        with the gate's policy. With ``retro_posterior_bound``, the members the check finds
+        over it are withheld and the release grouped again without them, until none is (at most
+        :data:`HOLD_PASSES` groupings, then PolicyError). With ``retro_max_gain``, a release
+        over it is regrouped with ``retro_lever`` tightened, at most ``retro_retries`` times,
+        then PolicyError (nothing is written here). ``original``: the view on pandas (the true
+        values); ``tables``: the defender's at ``index``. Returns ``run``'s tuple with the
+        record's ``gate`` set."""
         pol, check = self.policy, None
         for attempt in range(self.policy.retro_retries + 1):
             try:
-                metrics, released, new_state, sensitive = run(pol)
+                out, candidate, check = self.held_back(run, pol, original, index, tables, attempt)
             except PolicyError as exc:  # a regrouping that breaks another requirement (suppression)
                 if check is None:
                     raise
                 raise PolicyError(f"{refusal(check)}; {regrouped_with(pol)}: {exc}") from None
-            # an Anatomy release's values are in its sensitive table (``sensitive``)
-            cols = [GROUP] if sensitive is not None else [GROUP, self.policy.sensitive]
-            values = to_pandas(released[cols])
-            # only this release's members reach the client, not the whole state
-            members = to_pandas(new_state[new_state["last_release"] == index])
-            candidate = self.candidate(index, original, members, values, sensitive)
-            check = self.check(candidate, tables, pol, attempt)
             if check.ok:
                 self.accept(candidate)
-                return replace(metrics, gate=check.as_record()), released, new_state, sensitive
+                metrics, *rest = out
+                return replace(metrics, gate=check.as_record()), *rest
             pol = tightened(pol)
         raise PolicyError(refusal(check))
+
+    def held_back(
+        self, run: Callable[..., tuple], pol: ReleasePolicy, original: pd.DataFrame, index: int,
+        tables: MarkovTables, attempt: int,
+    ) -> tuple[tuple, ReadRelease, GateCheck]:  # fmt: skip
+        """``run``'s output, the candidate and its check after withholding every member of
+        release ``index`` the check finds over ``retro_posterior_bound`` (none without it)."""
+        withheld = np.empty(0, dtype=original[self.policy.id].dtype)
+        for _ in range(HOLD_PASSES):
+            out = run(pol, withheld=withheld)
+            candidate = self.candidate_of(out, original, index)
+            check = self.check(candidate, tables, pol, attempt)
+            more = np.setdiff1d(np.intersect1d(check.over, candidate.members[self.policy.id]), withheld)
+            if not more.size:
+                return out, candidate, replace(check, withheld=int(withheld.size))
+            withheld = np.union1d(withheld, more)
+        raise PolicyError(held_refusal(check, index, withheld.size))
+
+    def candidate_of(self, out: tuple, original: pd.DataFrame, index: int) -> ReadRelease:
+        """The candidate of ``run``'s output (record, released view, new state, sensitive)."""
+        _, released, new_state, sensitive = out
+        # an Anatomy release's values are in its sensitive table (``sensitive``)
+        cols = [GROUP] if sensitive is not None else [GROUP, self.policy.sensitive]
+        values = to_pandas(released[cols])
+        # only this release's members reach the client, not the whole state
+        members = to_pandas(new_state[new_state["last_release"] == index])
+        return self.candidate(index, original, members, values, sensitive)
+
+
+#: Groupings of one release the posterior hold-back may try (``retro_posterior_bound``): each
+#: withholds the members over the bound and groups the rest again, which can put a few others
+#: over it (24 x 5,000, docs/results/retro-bound-24x5000: at most 5 groupings were needed).
+HOLD_PASSES = 8
+
+
+def held_refusal(check: GateCheck, index: int, n_withheld: int) -> str:
+    """The message of a release whose members stay over ``retro_posterior_bound``."""
+    fix = policy_change(
+        "a stricter policy (smaller t or j, larger k), posterior_bound, or a higher retro_posterior_bound",
+        index - 1,
+    )
+    return (
+        f"release {index} refused by the release gate: after withholding {n_withheld} member(s) over "
+        f"retro_posterior_bound = {check.posterior_bound:g} and grouping {HOLD_PASSES} times, members "
+        "of the release are still read at or above it by the retrospective adversary; nothing was "
+        f"written and the ledger stays at the last committed release; what can help: {fix} "
+        "(docs/policy.md#release-gate)"
+    )
 
 
 def read_whole_windows(

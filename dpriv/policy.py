@@ -9,7 +9,6 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 from __future__ import annotations
 
 import tomllib
-import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,8 +17,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from dpriv.errors import PolicyError
-from dpriv.policy_gate import GATE_KEYS, touches_gate, warn_idle_gate_keys
-from dpriv.policy_keys import bound_message, check_keys, unknown_key
+from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
+from dpriv.policy_keys import bound_message, check_keys, refuse_coercion, unknown_key
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -60,6 +59,9 @@ class ReleasePolicy(BaseModel):
     retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled, ``"t"`` halved
     retro_attendance : the exam probability the gate's adversary assumes (absences become
         evidence); ``None`` (default): absences carry no information
+    retro_posterior_bound : in (0, 1]: no respondent of release ``i`` keeps a tuple of releases
+        ``1 .. i`` that the gate's adversary reads at or above it as of ``i``; such members are
+        withheld from release ``i`` (:mod:`dpriv.gate`). ``None`` (default): off
     hilbert_bits : bits per QI on the Hilbert grid; ``None`` = docs/algorithms.md §2.2 default
     group_cap : an open QI-group above this sets aside the member that hurts (E9) most (0: max(8k, 64))
     defer_wait : steps a tuple that would worsen the open group may wait (0 = no deferral)
@@ -109,6 +111,7 @@ class ReleasePolicy(BaseModel):
     retro_retries: int = Field(default=2, ge=0, le=8)
     retro_attendance: float | None = Field(default=None, gt=0.0, le=1.0)
     retro_lever: Literal["j", "k", "t"] = "j"
+    retro_posterior_bound: float | None = Field(default=None, gt=0.0, le=1.0)
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)
     defer_wait: int = Field(default=0, ge=0)
@@ -135,20 +138,7 @@ class ReleasePolicy(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_coercion(cls, data: Any) -> Any:
-        """A number given as true/false or text, or a flag given as anything but true/false, is
-        refused (pydantic would read ``k = true`` as k = 1 and ``prior_key = "no"`` as False)."""
-        if not isinstance(data, dict):
-            return data
-        for name, value in data.items():
-            field = cls.model_fields.get(name)
-            if field is None or value is None:
-                continue
-            kinds = set(typing.get_args(field.annotation)) | {field.annotation}
-            if bool in kinds and not isinstance(value, bool):
-                raise ValueError(f"{name} must be true or false, got {value!r}")
-            if kinds & {int, float} and isinstance(value, bool | str):
-                raise ValueError(f"{name} must be a number, got {value!r}")
-        return data
+        return refuse_coercion(cls.model_fields, data)
 
     @model_validator(mode="before")
     @classmethod
@@ -347,14 +337,15 @@ class ReleasePolicy(BaseModel):
         :data:`_NEWER` only when not at their default, so that ledgers recorded before they
         existed still match)."""
         exclude = {"base_dir", "npartitions"} | {f for f, off in _NEWER.items() if getattr(self, f) == off}
-        if self.retro_max_gain is None:
-            exclude |= {"retro_max_gain", *GATE_KEYS}
+        if not gate_on(self):
+            exclude |= {*BOUNDS, *GATE_KEYS}
         return self.model_dump(exclude=exclude)
 
 
 #: Fields added after ledgers were recorded, with the default that keeps them out of the fingerprint.
 _NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
 _NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
+_NEWER |= dict(retro_posterior_bound=None)
 
 
 def _dates(days: list) -> str:

@@ -29,8 +29,11 @@ def policy_change(fix: str, committed: int) -> str:
 
 def relax_hint(policy) -> str:
     """The criteria whose relaxing lowers the suppression of a JS-reduce release (``policy``: a
-    :class:`dpriv.policy.ReleasePolicy`): k, t or j, and ``posterior_bound`` when it is set."""
-    return "relax k, t or j" if policy.posterior_bound is None else "relax k, t, j or posterior_bound"
+    :class:`dpriv.policy.ReleasePolicy`): k, t or j, and ``posterior_bound`` and
+    ``retro_posterior_bound`` when they are set."""
+    bounds = ("posterior_bound", "retro_posterior_bound")
+    keys = ["k", "t", "j"] + [b for b in bounds if getattr(policy, b, None) is not None]
+    return f"relax {', '.join(keys[:-1])} or {keys[-1]}"
 
 
 def _held(committed: int) -> str:

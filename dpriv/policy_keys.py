@@ -10,6 +10,7 @@ share one set of keys (docs/policy.md), so a key of any of them is known in all 
 from __future__ import annotations
 
 import difflib
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,21 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
         elif getattr(m, "le", None) is not None:
             hi = f"{m.le:g}]"
     return f"must be a number in {lo}, {hi}, got {error.get('input')!r}"
+
+
+def refuse_coercion(fields: dict[str, Any], data: Any) -> Any:
+    """``data`` (a policy's flat dict) as it is, or ValueError for a number given as true/false
+    or text, or a flag given as anything but true/false (pydantic would read ``k = true`` as
+    k = 1 and ``prior_key = "no"`` as False). ``fields``: the model's ``model_fields``."""
+    if not isinstance(data, dict):
+        return data
+    for name, value in data.items():
+        field = fields.get(name)
+        if field is None or value is None:
+            continue
+        kinds = set(typing.get_args(field.annotation)) | {field.annotation}
+        if bool in kinds and not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        if kinds & {int, float} and isinstance(value, bool | str):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+    return data

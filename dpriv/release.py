@@ -11,7 +11,6 @@ of :class:`dpriv.steps.Steps`):
   verified part by part by the independent verifier (a failing release is never written);
 * ``pk``: PK^sv per QI-group (Ω-estimate, E14) and the new state (outer join on the id);
 * ``metrics`` and, in the ledger, ``write``: streamed partition by partition; manifest last.
-
 A view of at most :data:`SMALL_VIEW_ROWS` tuples runs the same steps in process on pandas
 (no graph, no persist/wait per step; a Dask history of such views is read once: :func:`collected`)
 and writes the same bytes (docs/architecture.md "Small views"). IE knowledge is counted view by
@@ -31,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -55,6 +54,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_gate import gate_on
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
     check_anatomy_groups,
@@ -65,13 +65,7 @@ from dpriv.release_check import (  # noqa: F401
 )
 from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.sources import defender_knowledge
-from dpriv.state import (
-    attach_priors,
-    empty_state,
-    next_state,
-    with_revised_priors,
-    with_state,
-)
+from dpriv.state import attach_priors, empty_state, next_state, with_revised_priors, with_state
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
 from dpriv.validate import validate_view
@@ -159,7 +153,7 @@ def release_history(
     # IE counts of the views before the first release to make, once; then view by view
     tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
     gate = hist_pd = None
-    if policy.retro_max_gain is not None:  # the gate reads the history on the client
+    if gate_on(policy):  # the gate reads the history on the client
         from dpriv.gate import RetroGate  # the adversary's kernels only when the gate is on
 
         hist_pd = history.compute() if is_dask(history) else history
@@ -265,6 +259,7 @@ def release_view(
     npartitions: int,
     method: str = "jsreduce",
     nbuckets: int | None = None,
+    withheld: Sequence | None = None,
 ) -> tuple[ReleaseRecord, pd.DataFrame | dd.DataFrame, pd.DataFrame | dd.DataFrame, pd.DataFrame | None]:
     """One step of Algorithm 1 (lines 6-10); nothing is written here.
 
@@ -281,9 +276,12 @@ def release_view(
     frames (a Dask ``state`` is then collected). Both give the same bytes in the ledger.
     The new state comes in ``nbuckets`` buckets of the id (default
     :func:`dpriv.state_parts.state_nbuckets` of the state's and the view's rows), one Dask
-    partition each, the ledger's parts.
+    partition each, the ledger's parts. ``withheld``: ids of respondents of the view the gate
+    holds back (:mod:`dpriv.gate`), suppressed before grouping.
     """
     steps = Steps()
+    if withheld is not None and len(withheld):
+        view = view[~view[policy.id].isin(withheld)]
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
     joined = with_state(view, state, policy, npartitions)
     meta = with_revised_priors(joined._meta, tables, policy, window) if is_dask(joined) else None
@@ -304,6 +302,8 @@ def release_view(
         steps.lap("grouping")
         sensitive = None
     del frame
+    if withheld is not None:
+        result = replace(result, n_suppressed=result.n_suppressed + len(withheld))
     nparts = released.npartitions if is_dask(released) else 1
     (asg_g,) = steps.run("regroup", _by_group(assigned, nparts, getattr(result, "by_group", False)))
     del assigned

@@ -38,6 +38,7 @@ _GROUPS = {
         "retro_retries",
         "retro_attendance",
         "retro_lever",
+        "retro_posterior_bound",
         "exit_values",
         "posterior_bound",
     ),

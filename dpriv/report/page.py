@@ -69,7 +69,8 @@ def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
 def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
     e = html.escape
     # KPR not computed, or no release gate: no empty columns
-    skip = {c for c in ("kpr", "kpr_reference", "retro_gain", "regroupings") if releases[c].isna().all()}
+    optional = ("kpr", "kpr_reference", "retro_gain", "regroupings", "withheld")
+    skip = {c for c in optional if releases[c].isna().all()}
     cols = [c for c in RELEASE_COLUMNS if c[0] not in skip]
     head = "".join(f'<th data-key="{e(key)}">{e(text)}</th>' for _, key, text in cols)
     body = []

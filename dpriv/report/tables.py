@@ -36,6 +36,7 @@ RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("kpr_reference", "kpr_reference", "KPR of the original itself (%)"),
     ("retro_gain", "gate.max_gain", "retrospective gain as of the release (gate)"),
     ("regroupings", "gate.regroupings", "regroupings by the gate"),
+    ("withheld", "gate.n_withheld", "members withheld by the gate (retro_posterior_bound)"),
     ("seconds", "seconds", "seconds"),
 )
 
@@ -196,7 +197,8 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
         ``t``, ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``kpr_reference``, ``retro_gain`` (the
         release gate's largest retrospective gain as of the release, None without a gate),
         ``regroupings`` (how many times the gate regrouped the release: int, None without a
-        gate), ``seconds``);
+        gate), ``withheld`` (members the gate withheld under ``retro_posterior_bound``: int,
+        None without a gate or in a ledger written before it existed), ``seconds``);
         values exactly as stored (``seconds`` summed over the steps). ``kpr`` and
         ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in
         ``attack/kpr.csv`` nor passed); other missing values are None.
