@@ -13,6 +13,13 @@ then commits, else it regroups release ``i`` with ``retro_lever`` tightened (``j
 halved, ``k`` doubled; up to ``retro_retries`` times) and finally refuses it: nothing is
 written and the ledger stays at ``i - 1``.
 
+With ``policy.retro_posterior_bound`` set, the same reading also bounds each respondent: a
+member of release ``i`` with a tuple of releases ``1 .. i`` that the adversary reads at or above
+the bound on some value, as of ``i``, is withheld from release ``i`` (suppressed) and the others
+are grouped again (:meth:`RetroGate.held_back`, at most :data:`HOLD_PASSES` groupings, then
+refused). Withholding her removes her evidence of release ``i``; what earlier releases
+published cannot be taken back (``n_over`` in the record counts who stays over).
+
 What the gate reads is what the adversary of ``dpriv attack --adversary retrospective`` reads
 from the ledger (:mod:`dpriv.attack_input`: the state's ``last_group`` membership, the released
 group counts, the true values of the history), built the same way from the release about to
@@ -281,7 +288,8 @@ class RetroGate:
 
 #: Groupings of one release the posterior hold-back may try (``retro_posterior_bound``): each
 #: withholds the members over the bound and groups the rest again, which can put a few others
-#: over it (24 x 5,000, docs/results/retro-bound-24x5000: at most 5 groupings were needed).
+#: over it (the three 24 x 5,000 histories of docs/results/retro-bound-24x5000 never needed
+#: more; at 4 one release of them was refused, after 5 groupings it held).
 HOLD_PASSES = 8
 
 
@@ -296,7 +304,7 @@ def held_refusal(check: GateCheck, index: int, n_withheld: int) -> str:
         f"retro_posterior_bound = {check.posterior_bound:g} and grouping {HOLD_PASSES} times, members "
         "of the release are still read at or above it by the retrospective adversary; nothing was "
         f"written and the ledger stays at the last committed release; what can help: {fix} "
-        "(docs/policy.md#release-gate)"
+        "(docs/policy.md#retro-posterior-bound)"
     )
 
 
