@@ -83,10 +83,10 @@ def release_kpr(
         warnings.simplefilter("ignore")
         known = _known(original, policy)
         if is_dask(released):
+            if len(released.index) == 0:  # row counts of the (persisted) release, not a draw
+                return None
             meta = draw_microdata(released._meta, policy)
             micro = released.map_partitions(draw_microdata, policy, meta=meta)
-            if len(micro.index) == 0:  # a cheap pass over the released row count
-                return None
         else:
             if len(released) == 0:
                 return None
