@@ -95,6 +95,11 @@ class GateCheck:
         without that bound).
     withheld : int
         Members of release ``as_of`` held back by :meth:`RetroGate.release` (the bound above).
+    posterior_bound : float or None
+        ``policy.retro_posterior_bound``.
+    groupings : int
+        Groupings of release ``as_of`` checked for the bound above (1 without it); ``seconds``
+        is then the time of all their checks.
     """
 
     as_of: int
@@ -107,6 +112,7 @@ class GateCheck:
     over: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     withheld: int = 0
     posterior_bound: float | None = None
+    groupings: int = 1
 
     @property
     def worst(self) -> tuple[int, float]:
@@ -127,7 +133,7 @@ class GateCheck:
         release, gain = self.worst
         return {
             "retro_max_gain": self.bound,
-            "max_gain": round(gain, 6),
+            "max_gain": round(gain, 6) if np.isfinite(gain) else None,  # JSON has no NaN
             "worst_release": release,
             "confident_share": round(self.confident_share, 6),
             "k_used": self.used["k"],
@@ -137,6 +143,7 @@ class GateCheck:
             "retro_posterior_bound": self.posterior_bound,
             "n_withheld": self.withheld,
             "n_over": int(self.over.size),
+            "groupings": self.groupings,
             "seconds": round(self.seconds, 3),
         }
 
@@ -265,13 +272,25 @@ class RetroGate:
         """``run``'s output, the candidate and its check after withholding every member of
         release ``index`` the check finds over ``retro_posterior_bound`` (none without it)."""
         withheld = np.empty(0, dtype=original[self.policy.id].dtype)
-        for _ in range(HOLD_PASSES):
-            out = run(pol, withheld=withheld)
+        seconds = 0.0
+        for n in range(1, HOLD_PASSES + 1):
+            try:
+                out = run(pol, withheld=withheld)
+            except PolicyError as exc:  # e.g. the suppression, once members are withheld
+                if not withheld.size:
+                    raise
+                bound = self.policy.retro_posterior_bound
+                raise PolicyError(
+                    f"release {index}: the release gate withheld {withheld.size} member(s) read at or "
+                    f"above retro_posterior_bound = {bound:g}, then: {exc}"
+                ) from None
             candidate = self.candidate_of(out, original, index)
             check = self.check(candidate, tables, pol, attempt)
+            seconds += check.seconds
             more = np.setdiff1d(np.intersect1d(check.over, candidate.members[self.policy.id]), withheld)
             if not more.size:
-                return out, candidate, replace(check, withheld=int(withheld.size))
+                held = replace(check, withheld=int(withheld.size), groupings=n, seconds=seconds)
+                return out, candidate, held
             withheld = np.union1d(withheld, more)
         raise PolicyError(held_refusal(check, index, withheld.size))
 

@@ -50,3 +50,32 @@ def touches_gate(overrides: dict[str, Any]) -> bool:
     """Whether ``overrides`` (of ``with_overrides``; None values are ignored) set a gate key
     or one of :data:`BOUNDS`: then the copy is checked (and warned about) anew."""
     return any(overrides.get(k) is not None for k in (*BOUNDS, *GATE_KEYS))
+
+
+def anonymize_note(policy: Any) -> str | None:
+    """The note of ``dpriv anonymize`` for a policy with a gate bound (one view, no history:
+    the gate does not run); None without one."""
+    set_ = [b for b in BOUNDS if getattr(policy, b) is not None]
+    if not set_:
+        return None
+    return (
+        f"{' and '.join(set_)} bound a history's releases (dpriv release) and do nothing for one "
+        "view: posterior_bound bounds this view's posteriors (docs/policy.md#posterior-bound)"
+    )
+
+
+def refuse_unreachable(policy: Any) -> None:
+    """PolicyError when a posterior bound cannot be met by any released tuple: a posterior over
+    the M values of the sensitive domain has a largest value of at least 1/M (``policy``:
+    resolved, its sensitive domain known)."""
+    from dpriv.errors import PolicyError
+
+    m = len(policy.sensitive_domain)
+    for name in ("posterior_bound", "retro_posterior_bound"):
+        bound = getattr(policy, name)
+        if bound is not None and bound <= 1.0 / m:
+            raise PolicyError(
+                f"{name} = {bound:g} cannot be met: with {m} sensitive values every posterior "
+                f"has a value of at least 1/{m} = {1.0 / m:.4g}, so every tuple would be "
+                f"suppressed; use a bound above {1.0 / m:.4g} (e.g. 0.9) or remove {name}"
+            )

@@ -41,6 +41,12 @@ def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
         for key in doc[table]
         if key not in fields or key == "base_dir"
     ]
+    # a policy key in [knowledge] would be read as a knowledge file's path
+    bad += [
+        f"{key!r} is a policy key, not a knowledge source: put it in [privacy] or [release]"
+        for key in (doc.get("knowledge") or {})
+        if key in fields and key not in ("base_dir", "knowledge")
+    ]
     if bad:
         raise PolicyError(f"policy file {path}: " + "; ".join(bad))
 

@@ -54,7 +54,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_gate import gate_on
+from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
     check_anatomy_groups,
@@ -137,6 +137,7 @@ def release_history(
     summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS, method)
+    refuse_unreachable(policy)
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
@@ -380,8 +381,7 @@ def anonymize(
     view = as_frame(view, "anonymize", "view")
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
-    unused = unused_note(view.columns, policy)
-    notes += [unused] if unused else []
+    notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)

@@ -152,3 +152,54 @@ def test_the_gate_keys_are_not_idle_with_the_posterior_bound_alone(setting):
         warnings.simplefilter("error")
         keys = {"retro_attendance": ATTENDANCE, "retro_posterior_bound": BOUND}
         ReleasePolicy.from_dict({**policy.model_dump(), **keys})
+
+
+def test_the_record_counts_the_groupings_and_has_no_nan(setting, ledgers):
+    _, held = ledgers
+    gates = [metrics(held, i)["gate"] for i in range(1, 5)]
+    assert all(g["groupings"] >= 1 for g in gates)
+    # a grouping with members withheld is followed by at least one more (the one that held)
+    assert all(g["groupings"] >= 2 for g in gates if g["n_withheld"])
+    empty = gate_mod.GateCheck(
+        2, {1: float("nan"), 2: float("nan")}, 0.0, None, {"k": 5, "t": 1, "j": 1}, 0, 0.1
+    )
+    assert empty.as_record()["max_gain"] is None  # metrics.json stays JSON (no bare NaN)
+
+
+def test_a_bound_no_posterior_can_meet_is_refused_before_anything_is_written(setting, tmp_path):
+    mh, policy = setting
+    m = len(mh.history[policy.sensitive].unique())
+    led = tmp_path / "led"
+    with pytest.raises(PolicyError, match=r"retro_posterior_bound = .* cannot be met: with \d+ sensitive"):
+        release_history(mh.history, policy.with_overrides(retro_posterior_bound=0.5 / m), led)
+    assert not led.exists()
+
+
+def test_a_suppression_refusal_says_the_gate_withheld_members(setting, tmp_path):
+    mh, policy = setting
+    led = tmp_path / "led"
+    tight = bounded(policy).with_overrides(retro_posterior_bound=0.3, max_suppression=0.05)
+    with pytest.raises(
+        PolicyError, match=r"the release gate withheld \d+ member\(s\).*exceeds max_suppression"
+    ):
+        release_history(mh.history, tight, led)
+    assert not led.exists()
+
+
+def test_a_policy_key_under_knowledge_is_refused(setting, tmp_path):
+    _, policy = setting
+    toml = tmp_path / "p.toml"
+    toml.write_text(
+        '[columns]\nid = "id"\nqi = ["age"]\nsensitive = "s"\n[knowledge]\nretro_posterior_bound = "0.9"\n'
+    )
+    with pytest.raises(PolicyError, match=r"'retro_posterior_bound' is a policy key.*\[privacy\]"):
+        ReleasePolicy.from_toml(toml)
+
+
+def test_anonymize_notes_that_the_gate_bounds_do_nothing_for_one_view(setting):
+    from dpriv.release import anonymize
+
+    mh, policy = setting
+    view = mh.history[mh.history[policy.time] == 1].drop(columns=policy.time)
+    out = anonymize(view, bounded(policy).with_overrides(posterior_bound=None, time=None))
+    assert any("retro_posterior_bound" in n and "do nothing for one view" in n for n in out.notes)
