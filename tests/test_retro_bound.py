@@ -203,3 +203,14 @@ def test_anonymize_notes_that_the_gate_bounds_do_nothing_for_one_view(setting):
     view = mh.history[mh.history[policy.time] == 1].drop(columns=policy.time)
     out = anonymize(view, bounded(policy).with_overrides(posterior_bound=None, time=None))
     assert any("retro_posterior_bound" in n and "do nothing for one view" in n for n in out.notes)
+
+
+def test_the_report_policy_names_the_bounds_when_set(ledgers):
+    from dpriv.report.tables import policy_summary
+
+    open_led, held = ledgers
+    rows = dict(policy_summary(held))
+    assert rows["release gate: retrospective posterior bound (members over it withheld)"] == str(BOUND)
+    assert rows["posterior bound (no kept tuple's Omega posterior reaches it)"] == str(BOUND)
+    assert rows["release gate: attendance its adversary assumes"] == str(ATTENDANCE)
+    assert not any("posterior bound" in label for label, _ in policy_summary(open_led))

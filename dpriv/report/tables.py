@@ -41,6 +41,25 @@ RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: The defenses beyond (k, t, j) a stored policy may set (docs/policy.md), shown when set.
+DEFENSE_KEYS = (
+    ("grouping", "grouping (scan: Algorithm 2; topdown: splits keeping k, t and j)"),
+    ("release_format", "released format"),
+    ("exit_values", "exit guard: terminal values"),
+    ("posterior_bound", "posterior bound (no kept tuple's Omega posterior reaches it)"),
+    ("retro_max_gain", "release gate: largest retrospective mean gain"),
+    ("retro_posterior_bound", "release gate: retrospective posterior bound (members over it withheld)"),
+    ("retro_attendance", "release gate: attendance its adversary assumes"),
+)
+#: Values of those keys that mean "off" (the library's defaults).
+_OFF = (None, [], "scan", "generalized")
+
+
+def _defense_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) of each :data:`DEFENSE_KEYS` entry set in stored policy ``p``."""
+    return [(label, str(p[key])) for key, label in DEFENSE_KEYS if p.get(key) not in _OFF]
+
+
 def _entry(metrics: dict[str, Any], key: str) -> Any:
     """``metrics[key]``; ``"gate.max_gain"`` reads a nested record (the release gate's,
     dpriv/gate.py: its largest gain over releases 1..i as of i). None when absent."""
@@ -116,6 +135,7 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
         ("max_suppression", _max_suppression(p.get("max_suppression"))),
         ("seed", str(p.get("seed"))),
     ]
+    rows += _defense_rows(p)
     if p.get("method", "jsreduce") == "mondrian-l":
         rows.append(("l (distinct l-diversity)", str(p.get("l"))))
     if p.get("method") == "mondrian-bt":
