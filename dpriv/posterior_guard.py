@@ -22,9 +22,13 @@ bound taken in label order, each:
    and the bound;
 2. else merged with the nearest group that keeps the criteria (the union may still be over
    the bound), and step 1 tried again from the union, at most :data:`CHAIN` times;
-3. else its members of largest posterior are suppressed one at a time until the rest keeps
+3. else its members of largest posterior are taken out one at a time until the rest keeps
    the criteria and the bound (at least k members left);
-4. else it is suppressed whole.
+4. else it is dissolved whole.
+
+Each member taken out (steps 3-4) joins, if it can, one of the :data:`REACH` groups whose QI
+box grows least by her QIs (by at most :data:`PLACE_GROWTH`), when the group with her keeps the
+criteria and the bound; a member no group takes is suppressed.
 
 The release loop checks the bound again on the posteriors of its pk step (:func:`check`): a
 release over it is never written. JS-reduce releases on the pandas path only: a history that
@@ -51,6 +55,7 @@ from dpriv.released import LABEL, SCODE
 
 __all__ = [
     "CHAIN",
+    "PLACE_GROWTH",
     "REACH",
     "PosteriorGuard",
     "check",
@@ -65,6 +70,12 @@ REACH = 16
 #: Measured on 24 x 5,000 (seed 0, t 0.45, j 1.5, top-down, exit guard): 0 merges -> 1.74 %
 #: mean suppression, 3 -> 1.08 % (docs/results/posterior-bound-24x5000/).
 CHAIN = 3
+#: How much a member taken out of a group may widen the box of the group she joins: the growth
+#: of its semiperimeter (E11, the sum over numeric QIs of width / domain span). Measured on
+#: 24 x 5,000 (seeds 0-1, docs/results/posterior-bound-24x5000): without a limit nobody was
+#: suppressed but the mean semiperimeter grew 0.05; at 0.1 the suppression halved (seed 0:
+#: 1.08 -> 0.50 %) for 0.003-0.028 more semiperimeter; at 0.2, 0.27 % for 0.015.
+PLACE_GROWTH = 0.1
 
 
 @dataclass(frozen=True)
@@ -81,20 +92,24 @@ class PosteriorGuard:
     n_merged : int
         Merges made (steps 1 and 2).
     n_suppressed : int
-        Tuples the guard suppressed (steps 3 and 4).
+        Tuples the guard suppressed (steps 3 and 4: members no group took).
+    n_moved : int
+        Members taken out of a group (steps 3 and 4) that joined another one.
     """
 
     assigned: pd.DataFrame
     n_over: int
     n_merged: int
     n_suppressed: int
+    n_moved: int = 0
 
     def as_record(self, policy: ReleasePolicy) -> dict | None:
-        """``metrics.json``'s ``posterior_guard`` (docs/ledger.md): the bound and the three
+        """``metrics.json``'s ``posterior_guard`` (docs/ledger.md): the bound and the four
         counts; None without ``posterior_bound``."""
         if policy.posterior_bound is None:
             return None
         counts = {"n_over": self.n_over, "n_merged": self.n_merged, "n_suppressed": self.n_suppressed}
+        counts["n_moved"] = self.n_moved
         return {"posterior_bound": policy.posterior_bound, **counts}
 
 
@@ -121,6 +136,7 @@ class _Plan:
         lo, hi, self.span = boxes(stats, policy)
         self.lo, self.hi = lo.copy(), hi.copy()  # widened by merges
         self.s = rows[SCODE].to_numpy(np.int64)
+        self.x = rows[policy.numeric_qi].to_numpy(np.float64).reshape(len(rows), -1)  # QI points
         self.p = rows[[c for c in policy.prior_columns if c in rows.columns]].to_numpy(np.float64)
         self.h = entropies(self.p, float(policy.log_base))
         gid = np.searchsorted(self.labels, rows[LABEL].to_numpy(np.int64))  # rows in (label, id) order
@@ -128,7 +144,7 @@ class _Plan:
         self.mem = [np.arange(starts[g], starts[g + 1]) for g in range(len(self.labels))]
         self.alive = np.ones(len(self.labels), dtype=bool)
         self.dropped: list[np.ndarray] = []
-        self.n_merged = 0
+        self.n_merged = self.n_moved = 0
 
     def worst(self, idx: np.ndarray) -> np.ndarray:
         """Each member's largest Ω posterior in the group ``idx`` (row positions, sorted)."""
@@ -179,17 +195,39 @@ class _Plan:
         return None
 
     def peel(self, g: int) -> None:
+        """Steps 3-4: members out of ``g`` until it holds (or all), each then :meth:`place`-d."""
         idx, cnt = np.sort(self.mem[g]), self.cur[g].copy()
+        out = self.mem[g]
         while len(idx) > self.k:
-            out = int(np.argmax(self.worst(idx)))  # the first of the largest: rows in id order
-            cnt[self.s[idx[out]]] -= 1
-            idx = np.delete(idx, out)
+            top = int(np.argmax(self.worst(idx)))  # the first of the largest: rows in id order
+            cnt[self.s[idx[top]]] -= 1
+            idx = np.delete(idx, top)
             if self.holds(idx, cnt):
-                self.dropped.append(np.setdiff1d(self.mem[g], idx))
+                out = np.setdiff1d(self.mem[g], idx)
                 self.mem[g], self.cur[g] = idx, cnt
-                return
-        self.dropped.append(self.mem[g])
-        self.alive[g], self.mem[g] = False, self.mem[g][:0]
+                break
+        else:
+            self.alive[g], self.mem[g] = False, self.mem[g][:0]
+        left = [r for r in out if not self.place(int(r))]
+        self.dropped.append(np.asarray(left, dtype=np.int64))
+
+    def place(self, r: int) -> bool:
+        """Row ``r`` into the first of the :data:`REACH` groups whose box her QIs widen least
+        (ties: smaller label; at most :data:`PLACE_GROWTH`) that keeps the criteria and the
+        bound with her."""
+        other = np.flatnonzero(self.alive)
+        grow = (np.maximum(self.hi[other], self.x[r]) - np.minimum(self.lo[other], self.x[r])) / self.span
+        cost = grow.sum(axis=1) - ((self.hi[other] - self.lo[other]) / self.span).sum(axis=1)
+        order = np.lexsort((self.labels[other], cost))
+        for h in other[order[cost[order] <= PLACE_GROWTH]][:REACH]:
+            cnt = self.cur[h].copy()
+            cnt[self.s[r]] += 1
+            if self.holds(np.r_[self.mem[h], r], cnt):
+                self.mem[h], self.cur[h] = np.r_[self.mem[h], r], cnt
+                self.lo[h], self.hi[h] = np.minimum(self.lo[h], self.x[r]), np.maximum(self.hi[h], self.x[r])
+                self.n_moved += 1
+                return True
+        return False
 
 
 def guard_posteriors(
@@ -239,7 +277,7 @@ def guard_posteriors(
         label[plan.mem[g]] = plan.labels[g]
     label = pd.Series(label, index=rows.index).reindex(assigned.index).to_numpy()
     out = assigned.assign(**{LABEL: label})[label >= 0]
-    return PosteriorGuard(out, len(over), plan.n_merged, int((label < 0).sum()))
+    return PosteriorGuard(out, len(over), plan.n_merged, int((label < 0).sum()), plan.n_moved)
 
 
 def refuse_unsupported(

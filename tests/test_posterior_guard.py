@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from conftest import ledger_files
 
+import dpriv.posterior_guard as posterior_guard
 from dpriv.attack import attack, attack_steps
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import PolicyError
@@ -72,6 +73,33 @@ def test_a_lone_group_sheds_its_sharpest_member():
     # with k 3 the rest would be too small: the whole group goes
     out = guard_posteriors(asg, _policy(0.9, k=4), np.array([2, 2]))
     assert out.n_suppressed == 4 and out.assigned.empty
+
+
+def test_a_shed_member_joins_a_group_where_her_value_is_under_represented(monkeypatch):
+    # group 7 as above (r4 at (.98, .02) pinned on a). Group 8, next to it: r5, r6 at (.97, .03)
+    # holding b and r7 at (.5, .5) holding a: its members' priors expect a, its counts say b.
+    # With r4 it counts (2, 2) against column sums (3.42, .58): PK(r4)_a = .98 (2/3.42) /
+    # (.98 (2/3.42) + .02 (2/.58)) < 0.9, and every other member stays under 0.9 too. The
+    # union of 7 and 8 is over the bound (PK(r4)_a .94); without the criteria-only merges
+    # (CHAIN 0) group 7 sheds r4, who then joins group 8 instead of being suppressed.
+    monkeypatch.setattr(posterior_guard, "CHAIN", 0)
+    rows = [(1, 10, "a", 7, 0.5), (2, 11, "b", 7, 0.5), (3, 12, "b", 7, 0.5), (4, 13, "a", 7, 0.98),
+            (5, 14, "b", 8, 0.97), (6, 15, "b", 8, 0.97), (7, 16, "a", 8, 0.5)]  # fmt: skip
+    asg = _assigned(rows)
+    pa, pb = 0.98 * 2 / 3.42, 0.02 * 2 / 0.58
+    assert pa / (pa + pb) < 0.9
+    out = guard_posteriors(asg, _policy(0.9), np.array([3, 4]))
+    assert (out.n_over, out.n_merged, out.n_suppressed, out.n_moved) == (1, 0, 0, 1)
+    assert dict(zip(out.assigned["rid"], out.assigned[LABEL])) == {1: 7, 2: 7, 3: 7, 4: 8, 5: 8, 6: 8, 7: 8}
+    got = out.assigned
+    top = max_posteriors(got[LABEL].to_numpy(), got["_s"].to_numpy(), got[["p__a", "p__b"]].to_numpy())
+    assert top.max() < 0.9 and top[1] == pytest.approx(pa / (pa + pb), abs=1e-12)
+    # group 8 farther away: r4 would widen its box by (52 - 13 - 2) / 100 = 0.37 of the domain,
+    # more than PLACE_GROWTH: she is suppressed instead
+    assert posterior_guard.PLACE_GROWTH < 0.37
+    far = asg.assign(x=asg["x"].where(asg[LABEL] == 7, asg["x"] + 36))
+    out = guard_posteriors(far, _policy(0.9), np.array([3, 4]))
+    assert (out.n_suppressed, out.n_moved) == (1, 0) and 4 not in set(out.assigned["rid"])
 
 
 def test_off_changes_nothing_and_is_not_in_the_fingerprint():
@@ -168,7 +196,7 @@ def test_anonymize_records_the_guard_in_its_metrics(tmp_path):
     view = mh.history[mh.history["view"] == 1].drop(columns=["view"])
     out = anonymize(view, policy.with_overrides(posterior_bound=0.6))
     guard = out.metrics["posterior_guard"]
-    assert set(guard) == {"posterior_bound", "n_over", "n_merged", "n_suppressed"}
+    assert set(guard) == {"posterior_bound", "n_over", "n_merged", "n_suppressed", "n_moved"}
     assert guard["posterior_bound"] == 0.6 and guard["n_suppressed"] <= out.metrics["n_suppressed"]
     assert guard["n_over"] > 0 and guard["n_merged"] > 0  # it acted on this view, and says so
     assert "posterior_guard" not in anonymize(view, policy).metrics
