@@ -287,7 +287,8 @@ class RetroGate:
             candidate = self.candidate_of(out, original, index)
             check = self.check(candidate, tables, pol, attempt)
             seconds += check.seconds
-            more = np.setdiff1d(np.intersect1d(check.over, candidate.members[self.policy.id]), withheld)
+            # the withheld are out of the view, so none of them is a member here
+            more = np.intersect1d(check.over, candidate.members[self.policy.id])
             if not more.size:
                 held = replace(check, withheld=int(withheld.size), groupings=n, seconds=seconds)
                 return out, candidate, held

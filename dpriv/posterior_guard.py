@@ -108,9 +108,13 @@ class PosteriorGuard:
         counts; None without ``posterior_bound``."""
         if policy.posterior_bound is None:
             return None
-        counts = {"n_over": self.n_over, "n_merged": self.n_merged, "n_suppressed": self.n_suppressed}
-        counts["n_moved"] = self.n_moved
-        return {"posterior_bound": policy.posterior_bound, **counts}
+        return {
+            "posterior_bound": policy.posterior_bound,
+            "n_over": self.n_over,
+            "n_merged": self.n_merged,
+            "n_suppressed": self.n_suppressed,
+            "n_moved": self.n_moved,
+        }
 
 
 def max_posteriors(labels: np.ndarray, s: np.ndarray, priors: np.ndarray) -> np.ndarray:
@@ -143,7 +147,6 @@ class _Plan:
         starts = np.searchsorted(gid, np.arange(len(self.labels) + 1))
         self.mem = [np.arange(starts[g], starts[g + 1]) for g in range(len(self.labels))]
         self.alive = np.ones(len(self.labels), dtype=bool)
-        self.dropped: list[np.ndarray] = []
         self.n_merged = self.n_moved = 0
 
     def worst(self, idx: np.ndarray) -> np.ndarray:
@@ -208,8 +211,8 @@ class _Plan:
                 break
         else:
             self.alive[g], self.mem[g] = False, self.mem[g][:0]
-        left = [r for r in out if not self.place(int(r))]
-        self.dropped.append(np.asarray(left, dtype=np.int64))
+        for r in out:  # a member no group takes stays out: suppressed (no label)
+            self.place(int(r))
 
     def place(self, r: int) -> bool:
         """Row ``r`` into the first of the :data:`REACH` groups whose box her QIs widen least

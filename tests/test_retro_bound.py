@@ -85,6 +85,7 @@ def test_no_member_is_read_over_the_bound_as_of_her_release(setting, ledgers):
     assert sum(withheld) > 0
 
 
+@pytest.mark.slow
 def test_the_withheld_members_are_left_out_and_counted_as_suppressed(setting, tmp_path, monkeypatch):
     """Every id the hold-back passes to the grouping is absent from the release's members in
     the ledger; metrics.json counts them (n_withheld) and in n_suppressed (view minus members)."""
@@ -127,6 +128,7 @@ def test_a_bad_bound_is_refused_naming_the_key(setting, value):
         policy.with_overrides(retro_posterior_bound=value)
 
 
+@pytest.mark.slow
 def test_members_still_over_after_every_pass_refuse_the_release(setting, tmp_path, monkeypatch):
     """A check that keeps finding new members over the bound: the release is refused after
     HOLD_PASSES groupings, with the bound in the message, and no ledger is left."""
@@ -157,7 +159,7 @@ def test_the_gate_keys_are_not_idle_with_the_posterior_bound_alone(setting):
 def test_the_record_counts_the_groupings_and_has_no_nan(setting, ledgers):
     _, held = ledgers
     gates = [metrics(held, i)["gate"] for i in range(1, 5)]
-    assert all(g["groupings"] >= 1 for g in gates)
+    assert all(g["groupings"] >= 1 for g in gates) and any(g["n_withheld"] for g in gates)
     # a grouping with members withheld is followed by at least one more (the one that held)
     assert all(g["groupings"] >= 2 for g in gates if g["n_withheld"])
     empty = gate_mod.GateCheck(
@@ -201,7 +203,7 @@ def test_anonymize_notes_that_the_gate_bounds_do_nothing_for_one_view(setting):
 
     mh, policy = setting
     view = mh.history[mh.history[policy.time] == 1].drop(columns=policy.time)
-    out = anonymize(view, bounded(policy).with_overrides(posterior_bound=None, time=None))
+    out = anonymize(view, bounded(policy))
     assert any("retro_posterior_bound" in n and "do nothing for one view" in n for n in out.notes)
 
 
