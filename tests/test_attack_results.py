@@ -55,6 +55,7 @@ def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
     assert "No attack results" not in page and "Adversary gain" in page
 
 
+@pytest.mark.slow  # a whole release or CLI run: the default run stays under 5 min of CPU
 def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     out = tmp_path / "demo"
     res = CliRunner().invoke(

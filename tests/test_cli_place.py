@@ -278,6 +278,7 @@ def test_anonymize_on_a_local_cluster_writes_the_in_process_bytes(one_view, tmp_
     assert (tmp_path / "here.parquet").read_bytes() == (tmp_path / "there.parquet").read_bytes()
 
 
+@pytest.mark.slow  # a whole release or CLI run: the default run stays under 5 min of CPU
 def test_anonymize_flags_scheduler_and_cluster_like_release(one_view, tmp_path, monkeypatch, scheduler):
     res = anonymize(one_view, tmp_path / "o.parquet", "--scheduler", "tcp://127.0.0.1:1", "--no-cluster")
     assert res.exit_code == 2

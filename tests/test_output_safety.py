@@ -139,6 +139,7 @@ def test_force_never_replaces_a_file_dpriv_did_not_write(cli, released, tmp_path
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.slow  # a whole release or CLI run: the default run stays under 5 min of CPU
 def test_force_replaces_the_commands_own_output_and_nothing_else(cli, released, tmp_path):
     out = released
     page, gain, exp = tmp_path / "r.html", tmp_path / "g.csv", tmp_path / "e.csv"
@@ -169,6 +170,7 @@ def test_force_replaces_the_commands_own_output_and_nothing_else(cli, released, 
     assert snapshot(page) == edited
 
 
+@pytest.mark.slow  # a whole release or CLI run: the default run stays under 5 min of CPU
 def test_force_never_replaces_another_commands_file_in_the_ledgers_attack_folder(cli, released):
     out = released
     assert cli(*_attack(out)).exit_code == 0  # the default: led/attack/gain_dk.csv

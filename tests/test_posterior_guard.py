@@ -132,6 +132,7 @@ def _omega_direct(s: np.ndarray, priors: np.ndarray) -> np.ndarray:
     return np.where(tot > 0, w / np.where(tot > 0, tot, 1.0), n / u)
 
 
+@pytest.mark.slow  # a whole release or CLI run: the default run stays under 5 min of CPU
 def test_no_released_tuple_reaches_the_bound_for_the_paper_adversary(tmp_path):
     """The adversary's view of each release (groups and priors as `dpriv attack` rebuilds them
     from the ledger, full DK, no deductions) gives, with (E14) written out per group, no

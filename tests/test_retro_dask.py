@@ -59,6 +59,7 @@ def test_split_puts_every_respondent_in_one_partition(ledger_run):  # noqa: F811
         split(observed, 0)
 
 
+@pytest.mark.slow  # a whole release or CLI run: the default run stays under 5 min of CPU
 def test_attack_with_a_dask_history(tmp_path, ledger_run):  # noqa: F811
     """attack() given a Dask history runs the retrospective adversary per partition."""
     from dpriv.datasets import medical_history, write_history
