@@ -174,10 +174,22 @@ def _joined_rows(
     pos = index.get_indexer(posts[policy.id])
     new, src = pos < 0, np.maximum(pos, 0)
     cols = {c: posts[c].array for c in posts.columns}
-    for c in others:
-        v = state[c].to_numpy()[src] if len(state) else np.zeros(len(src), state[c].dtype)
-        cols[c] = pd.arrays.IntegerArray(np.where(new, 0, v), new) if c in ints else np.where(new, np.nan, v)
-    return pd.DataFrame(cols), pos
+    floats = [c for c in others if c not in ints]
+    for c in others.drop(floats):
+        v = state[c].to_numpy()[src] if len(state) else np.zeros(len(src), np.int64)
+        cols[c] = pd.arrays.IntegerArray(np.where(new, 0, v), new)
+    window = np.full((len(floats), len(src)), np.nan)
+    if len(state):
+        for row, c in zip(window, floats):
+            np.take(state[c].to_numpy(), src, out=row)
+        window[:, new] = np.nan
+    return pd.concat([pd.DataFrame(cols), _block(window, floats)], axis=1), pos
+
+
+def _block(values: np.ndarray, columns: list[str]) -> pd.DataFrame:
+    """A frame of float64 columns held as one block, ``values`` (columns, rows) as it is: built
+    from many arrays, a frame copies them all into its block (~1 s at 10^6 x 57)."""
+    return pd.DataFrame(values.T, columns=columns, copy=False)
 
 
 def _next_state_pandas(
@@ -205,11 +217,17 @@ def _next_state_pandas(
     by_id = ids.sort_values(kind="stable").index.to_numpy()
     order = by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
     out = {policy.id: ids.array.take(order)}
-    for col in [c for c in moved if c != policy.id]:  # advance_state: int64, float64
+    columns = [c for c in moved if c != policy.id]  # advance_state: int64, then float64
+    floats = [c for c in columns if np.asarray(moved[c]).dtype == np.float64]
+    window = np.empty((len(floats), len(order)))
+    for col in columns:
         new = np.asarray(moved[col])
         both = np.concatenate([state[col].to_numpy(dtype=new.dtype)[kept], new])
-        out[col] = both[order]
-    return pd.DataFrame(out)
+        if col in floats:
+            np.take(both, order, out=window[floats.index(col)])
+        else:
+            out[col] = both[order]
+    return pd.concat([pd.DataFrame(out), _block(window, floats)], axis=1)
 
 
 def next_state(
