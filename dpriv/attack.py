@@ -7,7 +7,7 @@ differ from the defender's. For each committed release ``i`` it runs the same PK
 as the release loop (§1.2), with the same functions of :mod:`dpriv.state`:
 
 1. priors of the group members: RBK^sv (E7) from its own state and its own BK^seq
-   (:func:`dpriv.state.revised_priors`; BK^sv for first-timers), or BK^sv for every
+   (:func:`dpriv.rbk.revised_priors`; BK^sv for first-timers), or BK^sv for every
    member in a *snapshot* attack (no revision, §2.4);
 2. PK^sv of every member by the Ω-estimate (E14, :func:`omega_posterior`) from the group's
    released multiset of sensitive values and the members' priors;
@@ -71,9 +71,10 @@ from dpriv.inputs import attack_history
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
+from dpriv.rbk import revised_priors
 from dpriv.released import LABEL
 from dpriv.sources import AdversaryKnowledge
-from dpriv.state import empty_state, revised_priors, update_state
+from dpriv.state import empty_state, update_state
 
 #: Adversaries :func:`attack` simulates.
 ADVERSARIES = ("paper", "retrospective")

@@ -4,7 +4,7 @@ For view ``i``, on Dask (docs/architecture.md "Data flow"; every step a named, t
 of :class:`dpriv.steps.Steps`):
 
 * ``rbk``: the view joined with the respondent state on the id (hash join), RBK^sv per
-  partition (E7; first-timers get BK^sv) -- :func:`with_revised_priors`;
+  partition (E7; first-timers get BK^sv) -- :func:`dpriv.rbk.revised`;
 * ``keys``/``shuffle``/``grouping``/``repair``/``qig``: Generalize under (k, t, j) on Hilbert
   ranges (:func:`dpriv.generalize.generalize_view`);
 * ``regroup``/``verify``: the release and its membership hash-partitioned by QI-group and
@@ -39,7 +39,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
-from dpriv._dispatch import is_dask, map_frame, meta_of, shared, to_pandas
+from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
@@ -55,6 +55,7 @@ from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
+from dpriv.rbk import revised
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
     check_anatomy_groups,
@@ -65,7 +66,7 @@ from dpriv.release_check import (  # noqa: F401
 )
 from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.sources import defender_knowledge
-from dpriv.state import attach_priors, empty_state, next_state, with_revised_priors, with_state
+from dpriv.state import attach_priors, empty_state, next_state
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
 from dpriv.validate import validate_view
@@ -284,10 +285,7 @@ def release_view(
     if withheld is not None and len(withheld):
         view = view[~view[policy.id].isin(withheld)]
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
-    joined = with_state(view, state, policy, npartitions)
-    meta = with_revised_priors(joined._meta, tables, policy, window) if is_dask(joined) else None
-    rbk = map_frame(with_revised_priors, joined, shared(tables, joined), policy, window, meta=meta)
-    (frame,) = steps.run("rbk", rbk)
+    (frame,) = steps.run("rbk", revised(view, state, tables, policy, window, npartitions))
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned, table = result.released, result.assigned, result.table

@@ -1,11 +1,10 @@
 """Per-respondent knowledge state (docs/algorithms.md §1.2, Algorithm 1 lines 6-10).
 
 The respondent state between releases (the last ``W`` posteriors, their count, the release
-and QI-group of the last one), RBK^sv from it (E7), PK^sv per QI-group (Ω-estimate, E14) and
-the state update. Pandas kernels that run per
-Dask partition; the release loop (:mod:`dpriv.release`) and the adversary
-(:mod:`dpriv.attack`) share them. The one-shot priors of a single view are in
-:mod:`dpriv.priors` (re-exported here).
+and QI-group of the last one), PK^sv per QI-group (Ω-estimate, E14) and the state update
+(RBK^sv from it, E7, is :mod:`dpriv.rbk`). Pandas kernels that run per Dask partition; the
+release loop (:mod:`dpriv.release`) and the adversary (:mod:`dpriv.attack`) share them.
+The one-shot priors of a single view are in :mod:`dpriv.priors` (re-exported here).
 """
 
 from __future__ import annotations
@@ -14,11 +13,9 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, meta_of, to_pandas
+from dpriv._dispatch import is_dask, meta_of
 from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.knowledge.posterior import omega_posterior
-from dpriv.knowledge.revision import revise
-from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
 
@@ -44,32 +41,6 @@ def empty_state(policy: ReleasePolicy, window: int, id_dtype="int64") -> pd.Data
     for names in _pk_columns(window, policy):
         cols.update({c: pd.Series(dtype="float64") for c in names})
     return pd.DataFrame(cols)
-
-
-def with_revised_priors(
-    part: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
-) -> pd.DataFrame:
-    """View rows left-joined with their state rows -> the view rows with RBK^sv in the
-    ``p__<value>`` columns (E7; BK^sv for first-timers, whose state columns are NaN).
-    Row-wise, so it runs per Dask partition."""
-    pk = sum(_pk_columns(window, policy), [])
-    m = len(policy.sensitive_domain)
-    lengths = part["n_post"].fillna(0).to_numpy(dtype=np.int64)
-    hist = part[pk].to_numpy(dtype=float).reshape(len(part), window, m)
-    hist = np.where(np.isnan(hist), 1.0 / m, hist)  # not nan_to_num: 10x slower (it also maps inf)
-    cls = tables.classes.classify(part)
-    rbk = revise(hist, lengths, cls, tables, tables.tables[0][cls, 0])
-    out = part.drop(columns=[c for c in (*STATE, *pk, *policy.prior_columns) if c in part.columns])
-    return out.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
-
-
-def revised_priors(
-    view: pd.DataFrame, state: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
-) -> np.ndarray:
-    """RBK^sv (n, M) of the respondents of ``view``, in its row order (pandas)."""
-    joined = view.drop(columns=[c for c in view.columns if c in state.columns and c != policy.id])
-    joined = joined.merge(state, on=policy.id, how="left")
-    return with_revised_priors(joined, tables, policy, window)[policy.prior_columns].to_numpy()
 
 
 def posterior_table(
@@ -203,10 +174,22 @@ def _joined_rows(
     pos = index.get_indexer(posts[policy.id])
     new, src = pos < 0, np.maximum(pos, 0)
     cols = {c: posts[c].array for c in posts.columns}
-    for c in others:
-        v = state[c].to_numpy()[src] if len(state) else np.zeros(len(src), state[c].dtype)
-        cols[c] = pd.arrays.IntegerArray(np.where(new, 0, v), new) if c in ints else np.where(new, np.nan, v)
-    return pd.DataFrame(cols), pos
+    floats = [c for c in others if c not in ints]
+    for c in others.drop(floats):
+        v = state[c].to_numpy()[src] if len(state) else np.zeros(len(src), np.int64)
+        cols[c] = pd.arrays.IntegerArray(np.where(new, 0, v), new)
+    window = np.full((len(floats), len(src)), np.nan)
+    if len(state):
+        for row, c in zip(window, floats):
+            np.take(state[c].to_numpy(), src, out=row)
+        window[:, new] = np.nan
+    return pd.concat([pd.DataFrame(cols), _block(window, floats)], axis=1), pos
+
+
+def _block(values: np.ndarray, columns: list[str]) -> pd.DataFrame:
+    """A frame of float64 columns held as one block, ``values`` (columns, rows) as it is: built
+    from many arrays, a frame copies them all into its block (~1 s at 10^6 x 57)."""
+    return pd.DataFrame(values.T, columns=columns, copy=False)
 
 
 def _next_state_pandas(
@@ -234,11 +217,17 @@ def _next_state_pandas(
     by_id = ids.sort_values(kind="stable").index.to_numpy()
     order = by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
     out = {policy.id: ids.array.take(order)}
-    for col in [c for c in moved if c != policy.id]:  # advance_state: int64, float64
+    columns = [c for c in moved if c != policy.id]  # advance_state: int64, then float64
+    floats = [c for c in columns if np.asarray(moved[c]).dtype == np.float64]
+    window = np.empty((len(floats), len(order)))
+    for col in columns:
         new = np.asarray(moved[col])
         both = np.concatenate([state[col].to_numpy(dtype=new.dtype)[kept], new])
-        out[col] = both[order]
-    return pd.DataFrame(out)
+        if col in floats:
+            np.take(both, order, out=window[floats.index(col)])
+        else:
+            out[col] = both[order]
+    return pd.concat([pd.DataFrame(out), _block(window, floats)], axis=1)
 
 
 def next_state(
@@ -282,46 +271,6 @@ def next_state(
         meta=meta,
         clear_divisions=True,
     )
-
-
-def rbk_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
-    """The state columns that RBK reads (id, ``n_post`` as nullable Int64, the ``pk``
-    columns), ready for the view's left join. Without ``last_group``: a first-timer's
-    missing 63-bit label would turn that column into float64 in some partitions and not
-    others, and the Arrow concat of the following shuffle then fails on labels > 2**53."""
-    nullable = {"n_post": "Int64", **({PGROUP: "Int64"} if PGROUP in state.columns else {})}
-    return state.drop(columns=["last_release", "last_group"]).astype(nullable)
-
-
-def with_state(
-    view: pd.DataFrame | dd.DataFrame,
-    state: pd.DataFrame | dd.DataFrame,
-    policy: ReleasePolicy,
-    npartitions: int,
-) -> pd.DataFrame | dd.DataFrame:
-    """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
-
-    In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
-    rows sorted by id, so that each respondent's RBK is computed in the same batch whether
-    the state came from memory or the ledger (a first release joins the empty state per
-    partition). Row order does not matter downstream: Generalize sorts by (Hilbert key,
-    seeded id hash)."""
-    if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
-        state = to_pandas(state)
-        state = state[state[policy.id].isin(view[policy.id])]
-        return view.merge(rbk_state(state), on=policy.id, how="left")
-    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
-        return view.map_partitions(_join_state, rbk_state(state), policy.id)
-    joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
-    return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
-
-
-def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
-    return part.merge(state, on=column, how="left")
-
-
-def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
-    return part.sort_values(column, kind="stable")
 
 
 def nullable_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:

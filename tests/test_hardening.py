@@ -387,15 +387,15 @@ def test_returning_respondent_is_revised_from_her_own_last_posteriors(medical, t
     away = hist.view.isin([3, 4]) & (hist.respondent_id == her)
     built = hist[~away].reset_index(drop=True)
     parts: dict[int, list[pd.DataFrame]] = {}
-    real = release_mod.with_revised_priors
+    real = release_mod.revised
 
-    def spy(part, tables, pol, window):  # the per-partition RBK kernel
-        out = real(part, tables, pol, window)
+    def spy(view, state, tables, pol, window, npartitions):  # the rbk step (in process: pandas)
+        out = real(view, state, tables, pol, window, npartitions)
         if len(out):
             parts.setdefault(int(out[pol.time].iloc[0]), []).append(out.copy())
         return out
 
-    monkeypatch.setattr(release_mod, "with_revised_priors", spy)
+    monkeypatch.setattr(release_mod, "revised", spy)
     led = release_history(built, policy, tmp_path / "led")
     seen = {}
     for t, frames in parts.items():

@@ -14,9 +14,18 @@ import pandas as pd
 import pytest
 
 from dpriv.anonymity.persistent import PGROUP, PNEXT
+from dpriv.knowledge.tables import ClassMap, MarkovTables
 from dpriv.ledger import write_parquet
 from dpriv.policy import ReleasePolicy
-from dpriv.state import advance_state, empty_state, next_state, nullable_state, posterior_table, state_buckets
+from dpriv.rbk import _state_rows, revised_priors, revised_view, with_revised_priors, with_state  # noqa: PLC2701
+from dpriv.state import (
+    advance_state,
+    empty_state,
+    next_state,
+    nullable_state,
+    posterior_table,
+    state_buckets,
+)
 
 POLICY = ReleasePolicy(
     id="rid", qi=["age"], sensitive="s", domains={"age": [0, 9], "s": ["a", "b", "c"]}, k=2, t=0.0, j=0.1,
@@ -138,3 +147,47 @@ def test_states_the_row_copy_cannot_take_go_through_the_merge(case):
         state = state.astype({"n_post": "Int64"})
     expected = oracle(state, posts, POLICY, 4, 3)
     pd.testing.assert_frame_equal(next_state(state, posts, POLICY, WINDOW, 4, 3), expected, check_exact=True)
+
+
+def random_tables(rng, policy: ReleasePolicy) -> MarkovTables:
+    """BK^sv and BK^seq up to order WINDOW with two knowledge classes by age, zeros included."""
+    m = len(policy.sensitive_domain)
+    tabs = []
+    for order in range(WINDOW + 1):
+        t = rng.dirichlet(np.ones(m), size=(2, m**order))
+        if order:
+            t[rng.random((2, m**order)) < 0.3] = 0.0
+        tabs.append(t)
+    return MarkovTables(tuple(policy.sensitive_domain), ClassMap(("age",), ((5,),), (True,)), tabs)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("string_ids", [False, True])
+@pytest.mark.parametrize("n_state,n_view", [(0, 30), (200, 60), (60, 200)])
+def test_revised_view_equals_the_join_then_revision(persistent, string_ids, n_state, n_view):
+    """In process, RBK is read from the state rows of the view's respondents only
+    (:func:`revised_view`); the oracle is the left join of the view with the whole state
+    (:func:`with_state`) then :func:`with_revised_priors`: same columns, dtypes and bits,
+    including first-timers, respondents with one posterior of two and persistent groups."""
+    policy = POLICY.with_overrides(persistent_groups=persistent)
+    rng = np.random.default_rng(n_state + 13 * n_view + 5 * persistent + string_ids)
+    state, posts = random_case(rng, policy, n_state, n_view, string_ids)
+    view = pd.DataFrame(
+        {
+            policy.id: posts[policy.id].array,
+            "age": rng.integers(0, 10, n_view),
+            "s": rng.choice(list("abc"), n_view),
+        },
+    ).iloc[::-1]  # a non-default index, as after the gate's filter
+    tables = random_tables(rng, policy)
+    assert _state_rows(view, state, policy) is not None  # the row lookup, not the join's fallback
+    expected = with_revised_priors(with_state(view, state, policy, 1), tables, policy, WINDOW)
+    got = revised_view(view, state, tables, policy, WINDOW)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    rbk = got[policy.prior_columns].to_numpy()
+    first = ~view[policy.id].isin(state[policy.id]).to_numpy()
+    bk = tables.tables[0][(view["age"].to_numpy() >= 5).astype(int), 0]
+    np.testing.assert_array_equal(rbk[first], bk[first])  # first-timers: BK^sv as it is
+    if n_state and (~first).any():
+        assert not np.allclose(rbk[~first], bk[~first])  # the others: revised, so the test can fail
+    np.testing.assert_array_equal(revised_priors(view, state, tables, policy, WINDOW), rbk)

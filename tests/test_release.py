@@ -14,8 +14,9 @@ from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
+from dpriv.rbk import revised_priors
 from dpriv.release import release_history
-from dpriv.state import empty_state, revised_priors, update_state
+from dpriv.state import empty_state, update_state
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_state_join_keeps_one_dtype_per_column_across_partitions(setting):
     and the following P2P shuffle failed on labels > 2**53 (seen on CI, dask 2025.5)."""
     import dask.dataframe as dd
 
-    from dpriv.state import rbk_state
+    from dpriv.rbk import rbk_state
 
     mh, policy = setting
     tables = mh.knowledge

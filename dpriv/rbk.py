@@ -1,0 +1,174 @@
+"""RBK^sv of a view from the respondent state (E7; docs/algorithms.md §1.2, Algorithm 1 line 6).
+
+The ``rbk`` step of a release (:func:`revised`): each respondent of the view gets her revised
+prior from the last ``W`` posteriors of her state row (:mod:`dpriv.state`), a first-timer her
+BK^sv. On Dask the view is joined with the state on the id and revised per partition
+(:func:`with_state`, :func:`with_revised_priors`); in process only the state rows of the
+view's respondents are read (:func:`revised_view`). The adversary (:mod:`dpriv.attack`)
+revises with the same kernel (:func:`revised_priors`).
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv._dispatch import is_dask, map_frame, shared, to_pandas
+from dpriv.anonymity.persistent import PGROUP
+from dpriv.knowledge.revision import revise
+from dpriv.knowledge.tables import MarkovTables
+from dpriv.policy import ReleasePolicy
+from dpriv.state import STATE, _pk_columns
+
+
+def revised(
+    view: pd.DataFrame | dd.DataFrame,
+    state: pd.DataFrame | dd.DataFrame,
+    tables: MarkovTables,
+    policy: ReleasePolicy,
+    window: int,
+    npartitions: int,
+) -> pd.DataFrame | dd.DataFrame:
+    """The view (pandas or Dask) with RBK^sv in its ``p__<value>`` columns (float64, rows sum
+    to 1), lazy on Dask: the join on the id into ``npartitions`` partitions, then
+    :func:`with_revised_priors` per partition with the tables scattered once; in process,
+    :func:`revised_view` (a Dask ``state`` is collected first)."""
+    if not is_dask(view):
+        return revised_view(view, to_pandas(state), tables, policy, window)
+    joined = with_state(view, state, policy, npartitions)
+    meta = with_revised_priors(joined._meta, tables, policy, window)
+    return map_frame(with_revised_priors, joined, shared(tables, joined), policy, window, meta=meta)
+
+
+def with_revised_priors(
+    part: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
+) -> pd.DataFrame:
+    """View rows left-joined with their state rows -> the view rows with RBK^sv in the
+    ``p__<value>`` columns (E7; BK^sv for first-timers, whose state columns are NaN).
+    Row-wise, so it runs per Dask partition."""
+    pk = sum(_pk_columns(window, policy), [])
+    m = len(policy.sensitive_domain)
+    lengths = part["n_post"].fillna(0).to_numpy(dtype=np.int64)
+    hist = part[pk].to_numpy(dtype=float).reshape(len(part), window, m)
+    hist = np.where(np.isnan(hist), 1.0 / m, hist)  # not nan_to_num: 10x slower (it also maps inf)
+    cls = tables.classes.classify(part)
+    rbk = revise(hist, lengths, cls, tables, tables.tables[0][cls, 0])
+    out = part.drop(columns=[c for c in (*STATE, *pk, *policy.prior_columns) if c in part.columns])
+    return out.assign(**{c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
+
+
+def revised_priors(
+    view: pd.DataFrame, state: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
+) -> np.ndarray:
+    """RBK^sv (n, M) of the respondents of ``view``, in its row order (pandas)."""
+    pos = _state_rows(view, state, policy)
+    if pos is not None:
+        return _revised_at(view, state, pos, tables, policy, window)
+    joined = view.drop(columns=[c for c in view.columns if c in state.columns and c != policy.id])
+    joined = joined.merge(state, on=policy.id, how="left")
+    return with_revised_priors(joined, tables, policy, window)[policy.prior_columns].to_numpy()
+
+
+def revised_view(
+    view: pd.DataFrame, state: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy, window: int
+) -> pd.DataFrame:
+    """In process, :func:`with_state` then :func:`with_revised_priors` in one step: the view
+    (RangeIndex) with the persistent group of its state row, if the state has them, and RBK^sv
+    in the ``p__<value>`` columns (E7). The same frame, built from the state rows of the
+    view's respondents only: no state column is copied into the view (a first release no
+    longer fills 3 x M columns of NaN per tuple). Falls back to the join when the ids cannot
+    be looked up (:func:`_state_rows`) or the view holds a state column."""
+    pos = _state_rows(view, state, policy)
+    if pos is None or any(c in state.columns for c in view.columns.drop(policy.id)):
+        return with_revised_priors(with_state(view, state, policy, 1), tables, policy, window)
+    rbk = _revised_at(view, state, pos, tables, policy, window)
+    pk = sum(_pk_columns(window, policy), [])
+    out = view.drop(columns=[c for c in (*STATE, *pk, *policy.prior_columns) if c in view.columns])
+    cols = {}
+    if PGROUP in state.columns:  # persistent groups ride along, as the join gave them (Int64)
+        has = pos >= 0
+        values = np.where(has, state[PGROUP].to_numpy(np.int64)[np.maximum(pos, 0)], 0) if len(state) else pos
+        cols[PGROUP] = pd.arrays.IntegerArray(np.asarray(values, np.int64), ~has)
+    cols.update({c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
+    return out.reset_index(drop=True).assign(**cols)
+
+
+def _state_rows(view: pd.DataFrame, state: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray | None:
+    """Position (int64, -1 = none) of each view respondent's state row; None when the two
+    id columns differ in dtype or the state's ids are not unique (then only a join is safe)."""
+    ids = state[policy.id]
+    if ids.dtype != view[policy.id].dtype:
+        return None
+    index = pd.Index(ids)
+    return index.get_indexer(view[policy.id]) if index.is_unique else None
+
+
+def _revised_at(
+    view: pd.DataFrame,
+    state: pd.DataFrame,
+    pos: np.ndarray,
+    tables: MarkovTables,
+    policy: ReleasePolicy,
+    window: int,
+) -> np.ndarray:
+    """RBK^sv (n, M) from the state rows at ``pos``: BK^sv for a first-timer, (E7) over her
+    window for the others. :func:`dpriv.knowledge.revision.revise` returns the fallback
+    row of a respondent without posteriors as it is and revises each row on its own, so
+    revising only those with a window gives the bits of revising all."""
+    m = len(policy.sensitive_domain)
+    cls = tables.classes.classify(view)
+    bk = tables.tables[0][cls, 0]
+    at = np.flatnonzero(pos >= 0)
+    lengths = state["n_post"].to_numpy(np.int64)[pos[at]]
+    rows, src = at[lengths > 0], pos[at][lengths > 0]
+    if not rows.size:
+        return np.array(bk, dtype=float)
+    pk = sum(_pk_columns(window, policy), [])
+    hist = np.empty((rows.size, len(pk)))
+    for j, col in enumerate(pk):  # only the rows needed, a column at a time (no whole-state copy)
+        hist[:, j] = state[col].to_numpy(dtype=float)[src]
+    hist = np.where(np.isnan(hist), 1.0 / m, hist).reshape(rows.size, window, m)
+    out = np.array(bk, dtype=float)
+    out[rows] = revise(hist, lengths[lengths > 0], cls[rows], tables, bk[rows])
+    return out
+
+
+def rbk_state(state: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
+    """The state columns that RBK reads (id, ``n_post`` as nullable Int64, the ``pk``
+    columns), ready for the view's left join. Without ``last_group``: a first-timer's
+    missing 63-bit label would turn that column into float64 in some partitions and not
+    others, and the Arrow concat of the following shuffle then fails on labels > 2**53."""
+    nullable = {"n_post": "Int64", **({PGROUP: "Int64"} if PGROUP in state.columns else {})}
+    return state.drop(columns=["last_release", "last_group"]).astype(nullable)
+
+
+def with_state(
+    view: pd.DataFrame | dd.DataFrame,
+    state: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    npartitions: int,
+) -> pd.DataFrame | dd.DataFrame:
+    """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
+
+    In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
+    rows sorted by id, so that each respondent's RBK is computed in the same batch whether
+    the state came from memory or the ledger (a first release joins the empty state per
+    partition). Row order does not matter downstream: Generalize sorts by (Hilbert key,
+    seeded id hash)."""
+    if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
+        state = to_pandas(state)
+        state = state[state[policy.id].isin(view[policy.id])]
+        return view.merge(rbk_state(state), on=policy.id, how="left")
+    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
+        return view.map_partitions(_join_state, rbk_state(state), policy.id)
+    joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
+    return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
+
+
+def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
+    return part.merge(state, on=column, how="left")
+
+
+def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
+    return part.sort_values(column, kind="stable")
