@@ -36,6 +36,9 @@ def revised(
     :func:`revised_view` (a Dask ``state`` is collected first)."""
     if not is_dask(view):
         return revised_view(view, to_pandas(state), tables, policy, window)
+    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, partition by partition
+        meta = revised_view(view._meta, state, tables, policy, window)
+        return map_frame(revised_view, view, state, shared(tables, view), policy, window, meta=meta)
     joined = with_state(view, state, policy, npartitions)
     meta = with_revised_priors(joined._meta, tables, policy, window)
     return map_frame(with_revised_priors, joined, shared(tables, joined), policy, window, meta=meta)

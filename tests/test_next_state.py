@@ -17,7 +17,7 @@ from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.knowledge.tables import ClassMap, MarkovTables
 from dpriv.ledger import write_parquet
 from dpriv.policy import ReleasePolicy
-from dpriv.rbk import _state_rows, revised_priors, revised_view, with_revised_priors, with_state  # noqa: PLC2701
+from dpriv.rbk import _state_rows, revised, revised_priors, revised_view, with_revised_priors, with_state  # noqa: PLC2701
 from dpriv.state import (
     advance_state,
     empty_state,
@@ -191,3 +191,21 @@ def test_revised_view_equals_the_join_then_revision(persistent, string_ids, n_st
     if n_state and (~first).any():
         assert not np.allclose(rbk[~first], bk[~first])  # the others: revised, so the test can fail
     np.testing.assert_array_equal(revised_priors(view, state, tables, policy, WINDOW), rbk)
+
+
+@pytest.mark.parametrize("n_state", [0, 60])
+def test_the_rbk_step_on_dask_equals_the_one_in_process(n_state):
+    """:func:`revised` on a Dask view: partition by partition against an empty state (a first
+    release), the hash join otherwise; both give each respondent the RBK of the pandas step."""
+    rng = np.random.default_rng(n_state)
+    state, posts = random_case(rng, POLICY, n_state, 80, False)
+    s = rng.choice(list("abc"), 80)
+    view = pd.DataFrame({"rid": posts["rid"].array, "age": rng.integers(0, 10, 80), "s": s})
+    tables = random_tables(rng, POLICY)
+    expected = revised(view, state, tables, POLICY, WINDOW, 1)
+    lazy = revised(dd.from_pandas(view, npartitions=3), state, tables, POLICY, WINDOW, 2)
+    cols = ["rid", "age", *POLICY.prior_columns]  # (Dask turns the object strings of S into str)
+    got = lazy.compute(scheduler="sync").sort_values("rid").reset_index(drop=True)
+    assert list(got.columns) == list(expected.columns)
+    want = expected.sort_values("rid").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got[cols], want[cols], check_exact=True)

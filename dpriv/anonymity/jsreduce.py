@@ -268,24 +268,24 @@ def scan_range(
 def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """Per QI-group of ``rows`` (label >= 0): first (key, tie), then the arrays of
     :class:`GroupStats` flattened into columns; one row per group."""
-    rows = rows[rows[LABEL] >= 0].sort_values([HKEY, TIE], kind="stable")
-    labels, group = np.unique(rows[LABEL].to_numpy(), return_inverse=True)
-    priors = rows[policy.prior_columns].to_numpy(dtype=np.float64)
+    # the grouped rows in stable (key, tie) order, by position: only the columns read move
+    keep = np.flatnonzero(rows[LABEL].to_numpy() >= 0)
+    key, tie = rows[HKEY].to_numpy(), rows[TIE].to_numpy()
+    order = keep[np.lexsort((tie[keep], key[keep]))]
+    labels, group = np.unique(rows[LABEL].to_numpy()[order], return_inverse=True)
+    priors = rows[policy.prior_columns].to_numpy(dtype=np.float64)[order]
     st = GroupStats.of(
         group,
-        rows[SCODE].to_numpy(),
+        rows[SCODE].to_numpy()[order],
         priors,
         entropies(priors, policy.log_base),
-        grouping_coords(rows, policy),
-        np.arange(len(rows)),
+        grouping_coords(rows, policy)[order],
+        np.arange(len(order)),
         len(labels),
         len(policy.sensitive_domain),
     )
-    first = rows.iloc[st.pos] if len(rows) else rows
-    return pd.concat(
-        [pd.DataFrame({LABEL: labels, HKEY: first[HKEY].to_numpy(), TIE: first[TIE].to_numpy()}), _flat(st)],
-        axis=1,
-    )
+    first = order[st.pos]
+    return pd.concat([pd.DataFrame({LABEL: labels, HKEY: key[first], TIE: tie[first]}), _flat(st)], axis=1)
 
 
 _STAT_BLOCKS = ("counts", "sizes", "sum_p", "sum_h", "lo", "hi")
