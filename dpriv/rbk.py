@@ -19,7 +19,7 @@ from dpriv.anonymity.persistent import PGROUP
 from dpriv.knowledge.revision import revise
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
-from dpriv.state import STATE, _pk_columns
+from dpriv.state import STATE, pk_columns
 
 
 def revised(
@@ -50,7 +50,7 @@ def with_revised_priors(
     """View rows left-joined with their state rows -> the view rows with RBK^sv in the
     ``p__<value>`` columns (E7; BK^sv for first-timers, whose state columns are NaN).
     Row-wise, so it runs per Dask partition."""
-    pk = sum(_pk_columns(window, policy), [])
+    pk = sum(pk_columns(window, policy), [])
     m = len(policy.sensitive_domain)
     lengths = part["n_post"].fillna(0).to_numpy(dtype=np.int64)
     hist = part[pk].to_numpy(dtype=float).reshape(len(part), window, m)
@@ -86,7 +86,7 @@ def revised_view(
     if pos is None or any(c in state.columns for c in view.columns.drop(policy.id)):
         return with_revised_priors(with_state(view, state, policy, 1), tables, policy, window)
     rbk = _revised_at(view, state, pos, tables, policy, window)
-    pk = sum(_pk_columns(window, policy), [])
+    pk = sum(pk_columns(window, policy), [])
     out = view.drop(columns=[c for c in (*STATE, *pk, *policy.prior_columns) if c in view.columns])
     cols = {}
     if PGROUP in state.columns:  # persistent groups ride along, as the join gave them (Int64)
@@ -127,7 +127,7 @@ def _revised_at(
     rows, src = at[lengths > 0], pos[at][lengths > 0]
     if not rows.size:
         return np.array(bk, dtype=float)
-    pk = sum(_pk_columns(window, policy), [])
+    pk = sum(pk_columns(window, policy), [])
     hist = np.empty((rows.size, len(pk)))
     for j, col in enumerate(pk):  # only the rows needed, a column at a time (no whole-state copy)
         hist[:, j] = state[col].to_numpy(dtype=float)[src]

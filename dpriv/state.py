@@ -22,7 +22,8 @@ from dpriv.released import LABEL, SCODE
 STATE = ("n_post", "last_release", "last_group")
 
 
-def _pk_columns(window: int, policy: ReleasePolicy) -> list[list[str]]:
+def pk_columns(window: int, policy: ReleasePolicy) -> list[list[str]]:
+    """The state's window columns, ``pk<w>__<value>``, one list of M names per slot (oldest first)."""
     return [[f"pk{w}__{v}" for v in policy.sensitive_domain] for w in range(window)]
 
 
@@ -38,7 +39,7 @@ def empty_state(policy: ReleasePolicy, window: int, id_dtype="int64") -> pd.Data
     cols = {policy.id: pd.Series(dtype=id_dtype), **{c: pd.Series(dtype="int64") for c in STATE}}
     if policy.persistent_groups:  # the persistent group (dpriv.anonymity.persistent), -1 = none
         cols[PGROUP] = pd.Series(dtype="int64")
-    for names in _pk_columns(window, policy):
+    for names in pk_columns(window, policy):
         cols.update({c: pd.Series(dtype="float64") for c in names})
     return pd.DataFrame(cols)
 
@@ -90,7 +91,7 @@ def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, inde
 def _advanced(merged: pd.DataFrame, policy: ReleasePolicy, window: int, index: int) -> dict:
     """:func:`advance_state`'s columns (name -> array), in ``merged``'s row order."""
     has = merged[LABEL].notna().to_numpy()
-    cols = _pk_columns(window, policy)
+    cols = pk_columns(window, policy)
 
     def ints(col: str) -> np.ndarray:  # nullable Int64 in (see nullable_state), int64 out
         return merged[col].fillna(0).to_numpy(dtype=np.int64)
