@@ -31,9 +31,11 @@ def revised(
     npartitions: int,
 ) -> pd.DataFrame | dd.DataFrame:
     """The view (pandas or Dask) with RBK^sv in its ``p__<value>`` columns (float64, rows sum
-    to 1), lazy on Dask: the join on the id into ``npartitions`` partitions, then
-    :func:`with_revised_priors` per partition with the tables scattered once; in process,
-    :func:`revised_view` (a Dask ``state`` is collected first)."""
+    to 1). Lazy on Dask: the join on the id into ``npartitions`` partitions, then
+    :func:`with_revised_priors` per partition, the tables scattered once (a first release,
+    whose state is an empty pandas frame: :func:`revised_view` per partition, no join). In
+    process: :func:`revised_view` (a Dask ``state`` is collected first). Raises
+    :class:`~dpriv.errors.InputError` for a QI value outside the class map (``classify``)."""
     if not is_dask(view):
         return revised_view(view, to_pandas(state), tables, policy, window)
     if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, partition by partition
