@@ -308,9 +308,11 @@ def release_frame(
         return
     with dask.config.set(scheduler="threads"), notice.listening():
         if placement.size is not None and placement.size.small:
+            # said before the release starts (and before any refusal): what will happen, not what did
+            plan = "to be released in this process, " if placement.size.largest_view else ""
             say(
-                f"{placement.size.describe()}: released in this process, no Dask cluster "
-                "started (--cluster starts one, --scheduler ADDR uses yours)"
+                f"{placement.size.describe()}: {plan}no Dask cluster started "
+                "(--cluster starts one, --scheduler ADDR uses yours)"
             )
         else:
             say("--no-cluster: released in this process on Dask's threaded scheduler")

@@ -22,6 +22,7 @@ from dpriv.cluster import (
     history_size,
     ledger_start,
     ledger_state_rows,
+    release_frame,
     release_place,
 )
 from dpriv.datasets import medical_history, write_history
@@ -83,6 +84,20 @@ def test_a_resumed_history_counts_the_views_still_to_release(npartitions):
     )
     done = history_size(frame, POLICY, LedgerStart(frozenset({1, 2, 3}), pd.Index([1, 2, 3, 7])))
     assert done.describe() == "6 tuples, no view left to release"
+
+
+@pytest.mark.parametrize("largest_view", [2, 0])
+def test_the_status_line_says_what_will_happen_before_the_release(largest_view):
+    """Said before the release starts, so before any refusal: a future, and nothing about
+    releasing when no view is left (the line once read "released in this process" above an
+    error that released nothing)."""
+    said = []
+    size = HistorySize(6, largest_view, 4)
+    with release_frame(Placement("process", size, small_history()), say=said.append):
+        pass
+    (line,) = [s for s in said if "tuples" in s]
+    assert "no Dask cluster started" in line and ": released in this process" not in line
+    assert ("to be released in this process" in line) == bool(largest_view)
 
 
 def test_the_thresholds_decide_between_process_and_cluster(monkeypatch):
