@@ -4,7 +4,7 @@ The adversary of docs/algorithms.md §1.1: it knows the generalization, the resp
 QI-group of every release (a group is a bag of respondents and a bag of sensitive values),
 the whole released history, and its own background knowledge BK^sv / BK^seq, which may
 differ from the defender's. For each committed release ``i`` it runs the same PK/RBK cycle
-as the release loop (§1.2), with the same functions of :mod:`dpriv.state`:
+as the release loop (§1.2), with the same functions of :mod:`dpriv.state` and :mod:`dpriv.rbk`:
 
 1. priors of the group members: RBK^sv (E7) from its own state and its own BK^seq
    (:func:`dpriv.rbk.revised_priors`; BK^sv for first-timers), or BK^sv for every

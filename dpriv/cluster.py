@@ -315,5 +315,5 @@ def release_frame(
                 "(--cluster starts one, --scheduler ADDR uses yours)"
             )
         else:
-            say("--no-cluster: released in this process on Dask's threaded scheduler")
+            say("--no-cluster: to be released in this process on Dask's threaded scheduler")
         yield placement.frame

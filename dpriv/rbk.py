@@ -3,8 +3,9 @@
 The ``rbk`` step of a release (:func:`revised`): each respondent of the view gets her revised
 prior from the last ``W`` posteriors of her state row (:mod:`dpriv.state`), a first-timer her
 BK^sv. On Dask the view is joined with the state on the id and revised per partition
-(:func:`with_state`, :func:`with_revised_priors`); in process only the state rows of the
-view's respondents are read (:func:`revised_view`). The adversary (:mod:`dpriv.attack`)
+(:func:`with_state`, :func:`with_revised_priors`), except at a first release (empty state:
+:func:`revised_view` per partition); in process only the state rows of the view's
+respondents are read (:func:`revised_view`). The adversary (:mod:`dpriv.attack`)
 revises with the same kernel (:func:`revised_priors`).
 """
 
@@ -83,18 +84,19 @@ def revised_view(
     in the ``p__<value>`` columns (E7). The same frame, built from the state rows of the
     view's respondents only: no state column is copied into the view (a first release no
     longer fills 3 x M columns of NaN per tuple). Falls back to the join when the ids cannot
-    be looked up (:func:`_state_rows`) or the view holds a state column."""
+    be looked up (:func:`_state_rows`), the view holds a state column or the state holds
+    columns other than the id, the counters, the persistent group and this window's."""
     pos = _state_rows(view, state, policy)
-    if pos is None or any(c in state.columns for c in view.columns.drop(policy.id)):
+    pk = sum(pk_columns(window, policy), [])
+    known = {policy.id, *STATE, PGROUP, *pk}  # a state of other columns: the join carries them
+    shared_cols = any(c in state.columns for c in view.columns.drop(policy.id))
+    if pos is None or shared_cols or set(state.columns) - known:
         return with_revised_priors(with_state(view, state, policy, 1), tables, policy, window)
     rbk = _revised_at(view, state, pos, tables, policy, window)
-    pk = sum(pk_columns(window, policy), [])
     out = view.drop(columns=[c for c in (*STATE, *pk, *policy.prior_columns) if c in view.columns])
     cols = {}
     if PGROUP in state.columns:  # persistent groups ride along, as the join gave them (Int64)
-        has = pos >= 0
-        values = np.where(has, state[PGROUP].to_numpy(np.int64)[np.maximum(pos, 0)], 0) if len(state) else pos
-        cols[PGROUP] = pd.arrays.IntegerArray(np.asarray(values, np.int64), ~has)
+        cols[PGROUP] = pd.array(state[PGROUP], dtype="Int64").take(pos, allow_fill=True)
     cols.update({c: rbk[:, i] for i, c in enumerate(policy.prior_columns)})
     return out.reset_index(drop=True).assign(**cols)
 
@@ -125,7 +127,7 @@ def _revised_at(
     cls = tables.classes.classify(view)
     bk = tables.tables[0][cls, 0]
     at = np.flatnonzero(pos >= 0)
-    lengths = state["n_post"].to_numpy(np.int64)[pos[at]]
+    lengths = state["n_post"].iloc[pos[at]].fillna(0).to_numpy(np.int64)
     rows, src = at[lengths > 0], pos[at][lengths > 0]
     if not rows.size:
         return np.array(bk, dtype=float)

@@ -3,8 +3,8 @@
 For view ``i``, on Dask (docs/architecture.md "Data flow"; every step a named, timed, persisted step
 of :class:`dpriv.steps.Steps`):
 
-* ``rbk``: the view joined with the respondent state on the id (hash join), RBK^sv per
-  partition (E7; first-timers get BK^sv) -- :func:`dpriv.rbk.revised`;
+* ``rbk``: the view joined with the respondent state on the id (hash join; none at a first
+  release), RBK^sv per partition (E7; first-timers get BK^sv) -- :func:`dpriv.rbk.revised`;
 * ``keys``/``shuffle``/``grouping``/``repair``/``qig``: Generalize under (k, t, j) on Hilbert
   ranges (:func:`dpriv.generalize.generalize_view`);
 * ``regroup``/``verify``: the release and its membership hash-partitioned by QI-group and

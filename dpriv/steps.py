@@ -4,7 +4,8 @@ Each step persists its Dask collections (on the workers under a distributed clie
 waits for them, so the seconds recorded for a step are that step's own, as
 ``metrics.json`` reports them (keys, shuffle, grouping, PK, RBK, write, ...). The task
 names the dashboard shows are the dpriv functions' names (``add_keys``, ``scan_range``,
-``with_revised_priors``, ``check_qi_groups``, ``advance_state`` ...).
+``with_revised_priors`` (``revised_view`` at a first release), ``check_qi_groups``,
+``advance_state`` ...).
 """
 
 from __future__ import annotations

@@ -209,3 +209,27 @@ def test_the_rbk_step_on_dask_equals_the_one_in_process(n_state):
     assert list(got.columns) == list(expected.columns)
     want = expected.sort_values("rid").reset_index(drop=True)
     pd.testing.assert_frame_equal(got[cols], want[cols], check_exact=True)
+
+
+def test_revised_view_on_states_the_release_never_writes_equals_the_join():
+    """A state with a column of its own (the join carries it: the lookup falls back to it) and
+    a state with missing counters and persistent groups (nullable Int64, NA: read as none)."""
+    policy = POLICY.with_overrides(persistent_groups=True)
+    rng = np.random.default_rng(5)
+    state, posts = random_case(rng, policy, 60, 40, False)
+    view = pd.DataFrame(
+        {"rid": posts["rid"].array, "age": rng.integers(0, 10, 40), "s": rng.choice(list("abc"), 40)}
+    )
+    tables = random_tables(rng, policy)
+    extra = state.assign(note=np.arange(len(state)))
+    nullable = state.astype({"n_post": "Int64", PGROUP: "Int64"})
+    nullable.loc[::7, ["n_post", PGROUP]] = pd.NA
+    for odd in (extra, nullable):
+        expected = with_revised_priors(with_state(view, odd, policy, 1), tables, policy, WINDOW)
+        pd.testing.assert_frame_equal(
+            revised_view(view, odd, tables, policy, WINDOW), expected, check_exact=True
+        )
+        np.testing.assert_array_equal(
+            revised_priors(view, odd, tables, policy, WINDOW), expected[policy.prior_columns].to_numpy()
+        )
+    assert "note" in revised_view(view, extra, tables, policy, WINDOW).columns  # carried, as by the join
