@@ -160,21 +160,14 @@ def with_state(
 
     In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
     rows sorted by id, so that each respondent's RBK is computed in the same batch whether
-    the state came from memory or the ledger (a first release joins the empty state per
-    partition). Row order does not matter downstream: Generalize sorts by (Hilbert key,
-    seeded id hash)."""
+    the state came from memory or the ledger (a first release needs no join: :func:`revised`).
+    Row order does not matter downstream: Generalize sorts by (Hilbert key, seeded id hash)."""
     if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
         state = to_pandas(state)
         state = state[state[policy.id].isin(view[policy.id])]
         return view.merge(rbk_state(state), on=policy.id, how="left")
-    if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, row by row
-        return view.map_partitions(_join_state, rbk_state(state), policy.id)
     joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
     return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
-
-
-def _join_state(part: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
-    return part.merge(state, on=column, how="left")
 
 
 def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -179,11 +179,11 @@ def _joined_rows(
     for c in others.drop(floats):
         v = state[c].to_numpy()[src] if len(state) else np.zeros(len(src), np.int64)
         cols[c] = pd.arrays.IntegerArray(np.where(new, 0, v), new)
-    window = np.full((len(floats), len(src)), np.nan)
+    window = np.empty((len(floats), len(src)))
     if len(state):
         for row, c in zip(window, floats):
             np.take(state[c].to_numpy(), src, out=row)
-        window[:, new] = np.nan
+    window[:, new] = np.nan  # first-timers (all rows when the state is empty)
     return pd.concat([pd.DataFrame(cols), _block(window, floats)], axis=1), pos
 
 
@@ -218,14 +218,14 @@ def _next_state_pandas(
     by_id = ids.sort_values(kind="stable").index.to_numpy()
     order = by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
     out = {policy.id: ids.array.take(order)}
-    columns = [c for c in moved if c != policy.id]  # advance_state: int64, then float64
-    floats = [c for c in columns if np.asarray(moved[c]).dtype == np.float64]
+    new = {c: np.asarray(v) for c, v in moved.items() if c != policy.id}  # int64, then float64
+    floats = [c for c, v in new.items() if v.dtype == np.float64]
     window = np.empty((len(floats), len(order)))
-    for col in columns:
-        new = np.asarray(moved[col])
-        both = np.concatenate([state[col].to_numpy(dtype=new.dtype)[kept], new])
-        if col in floats:
-            np.take(both, order, out=window[floats.index(col)])
+    rows = iter(window)
+    for col, values in new.items():
+        both = np.concatenate([state[col].to_numpy(dtype=values.dtype)[kept], values])
+        if values.dtype == np.float64:
+            np.take(both, order, out=next(rows))
         else:
             out[col] = both[order]
     return pd.concat([pd.DataFrame(out), _block(window, floats)], axis=1)

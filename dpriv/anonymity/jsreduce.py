@@ -269,10 +269,10 @@ def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """Per QI-group of ``rows`` (label >= 0): first (key, tie), then the arrays of
     :class:`GroupStats` flattened into columns; one row per group."""
     # the grouped rows in stable (key, tie) order, by position: only the columns read move
-    keep = np.flatnonzero(rows[LABEL].to_numpy() >= 0)
-    key, tie = rows[HKEY].to_numpy(), rows[TIE].to_numpy()
+    label, key, tie = (rows[c].to_numpy() for c in (LABEL, HKEY, TIE))
+    keep = np.flatnonzero(label >= 0)
     order = keep[np.lexsort((tie[keep], key[keep]))]
-    labels, group = np.unique(rows[LABEL].to_numpy()[order], return_inverse=True)
+    labels, group = np.unique(label[order], return_inverse=True)
     priors = rows[policy.prior_columns].to_numpy(dtype=np.float64)[order]
     st = GroupStats.of(
         group,
