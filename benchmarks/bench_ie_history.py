@@ -39,7 +39,8 @@ import dask
 import dpriv.release as release_mod
 import dpriv.sources as sources
 from dpriv.datasets import medical_history, write_history
-from dpriv.ledger import Ledger, write_parquet
+from dpriv.io import write_parquet
+from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 

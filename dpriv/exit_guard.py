@@ -33,12 +33,10 @@ involved reach the client. A policy without ``exit_values`` leaves every byte as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import pandas as pd
 
 from dpriv.criteria import JSBound, criteria_for
+from dpriv.exit_plan import ExitGuard, Plan, Rows, one_kind_groups
 from dpriv.guard_stats import boxes, group_stats, union_cost
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL
@@ -47,34 +45,6 @@ __all__ = ["REACH", "ExitGuard", "exit_codes", "guard_exits", "one_kind_groups"]
 
 #: Complementary groups (smallest union QI box first) a one-kind group may be merged into.
 REACH = 8
-
-
-@dataclass(frozen=True)
-class ExitGuard:
-    """Result of :func:`guard_exits`.
-
-    Attributes
-    ----------
-    assigned : pandas or Dask DataFrame
-        The membership with merged groups relabelled and guarded tuples removed (same columns).
-    n_suppressed : int
-        Tuples the guard removed (terminal tuples of unmergeable groups, or whole groups).
-    n_merged : int
-        One-kind groups merged into another group.
-    n_one_kind : int
-        One-kind groups before the guard.
-    n_moved : int
-        One-kind groups whose terminal tuples joined a complementary group.
-    n_swapped : int
-        One-kind groups whose terminal tuples changed places with tuples of a complementary group.
-    """
-
-    assigned: pd.DataFrame
-    n_suppressed: int
-    n_merged: int
-    n_one_kind: int
-    n_moved: int = 0
-    n_swapped: int = 0
 
 
 def exit_codes(policy: ReleasePolicy) -> np.ndarray:
@@ -86,11 +56,6 @@ def exit_codes(policy: ReleasePolicy) -> np.ndarray:
     dom = [str(v) for v in policy.sensitive_domain]
     vals = list(dict.fromkeys(str(v) for v in policy.exit_values))
     return np.array([dom.index(v) for v in vals], dtype=np.int64)
-
-
-def one_kind_groups(counts: np.ndarray, exits: np.ndarray) -> np.ndarray:
-    """bool (G,): groups whose terminal tuples (``counts[:, exits]``) are all of one kind."""
-    return (np.asarray(counts)[:, exits] > 0).sum(axis=1) == 1
 
 
 def guard_exits(
@@ -148,8 +113,6 @@ def guard_exits(
         near[g] = every[np.lexsort((labels[every], union_cost(lo, hi, g, every, span)))][:REACH]
     crit = criteria_for(policy, method, view_counts)
     js = next((c for c in crit if isinstance(c, JSBound)), None)
-    from dpriv.exit_plan import Plan, Rows  # the decisions (one module per job)
-
     rows = None
     if js is not None or allowable is not None:
         involved = np.unique(np.concatenate([np.flatnonzero(bad), *cand.values(), *near.values()]))

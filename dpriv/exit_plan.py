@@ -1,5 +1,6 @@
 """The exit guard's decisions over one release's group table (:mod:`dpriv.exit_guard`).
 
+:class:`ExitGuard`: the guard's result; :func:`one_kind_groups`: the groups it acts on.
 :class:`Rows`: the rows of the groups involved (one-kind groups and their candidates), sorted
 by (label, id) so that every sum is taken in an order that does not depend on the partitions.
 :class:`Plan`: merges (a union-find over group positions), moved or exchanged tuples and
@@ -17,9 +18,41 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask, map_frame
 from dpriv.criteria import keeps
-from dpriv.exit_guard import ExitGuard, one_kind_groups
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
+
+
+@dataclass(frozen=True)
+class ExitGuard:
+    """Result of :func:`dpriv.exit_guard.guard_exits` (:meth:`Plan.apply`).
+
+    Attributes
+    ----------
+    assigned : pandas or Dask DataFrame
+        The membership with merged groups relabelled and guarded tuples removed (same columns).
+    n_suppressed : int
+        Tuples the guard removed (terminal tuples of unmergeable groups, or whole groups).
+    n_merged : int
+        One-kind groups merged into another group.
+    n_one_kind : int
+        One-kind groups before the guard.
+    n_moved : int
+        One-kind groups whose terminal tuples joined a complementary group.
+    n_swapped : int
+        One-kind groups whose terminal tuples changed places with tuples of a complementary group.
+    """
+
+    assigned: pd.DataFrame
+    n_suppressed: int
+    n_merged: int
+    n_one_kind: int
+    n_moved: int = 0
+    n_swapped: int = 0
+
+
+def one_kind_groups(counts: np.ndarray, exits: np.ndarray) -> np.ndarray:
+    """bool (G,): groups whose terminal tuples (``counts[:, exits]``) are all of one kind."""
+    return (np.asarray(counts)[:, exits] > 0).sum(axis=1) == 1
 
 
 @dataclass

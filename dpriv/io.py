@@ -1,18 +1,23 @@
-"""Reading views (CSV with a detected delimiter, or Parquet; local path or fsspec URL)."""
+"""Reading views (CSV with a detected delimiter, or Parquet; local path or fsspec URL) and
+writing files atomically (:func:`atomic_write`; one Parquet file streamed from a frame:
+:func:`write_parquet`)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import dask.dataframe as dd
 import fsspec
+import pandas as pd
 
+from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import InputError
 
 ROW_ID = "row_id"
@@ -143,7 +148,7 @@ def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int
     ledger's clean-up removes what a killed writer left), is fsync'ed, given ``mode`` (None:
     the permissions of an ordinary new file, ``0o666`` less the umask) and renamed over
     ``path``. ``data`` is the content, or a function that writes it to the open temp file (to
-    stream a file larger than memory, see :func:`dpriv.ledger.write_parquet`). If writing
+    stream a file larger than memory, see :func:`write_parquet`). If writing
     raises, the temp file is removed and ``path`` is left as it was.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -167,3 +172,101 @@ def public_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+#: Rows per Parquet row group of a ledger file (the last row group of a file is shorter).
+#: Fixed, not derived from the partitioning, so that a file's bytes do not depend on it.
+ROW_GROUP = 1_048_576
+
+
+def write_parquet(
+    path: str | Path,
+    frame: pd.DataFrame | dd.DataFrame,
+    *,
+    mode: int = 0o644,
+    row_group_size: int = ROW_GROUP,
+    drop_private: bool = False,
+    use_dictionary: bool = True,
+) -> int:
+    """Write ``frame`` to ONE Parquet file at ``path`` atomically; return the number of rows.
+
+    ``frame`` is a pandas DataFrame (one part) or a Dask DataFrame, whose partitions are
+    computed one at a time on the client: memory is about one partition plus fewer than
+    ``row_group_size`` buffered rows. The rows are re-cut into row groups of exactly
+    ``row_group_size`` rows (the last one shorter; one empty row group if there are no rows),
+    each encoded from contiguous arrays, so the same rows in the same order with the same dtypes
+    give the same bytes however they are partitioned (empty partitions included). The file has
+    one schema, ``pa.Table.from_pandas(part, preserve_index=False)`` of the first non-empty part
+    (of the Dask meta if all are empty); later parts are converted to it. The index is never
+    written: reading the file back gives a RangeIndex frame. ``drop_private`` leaves out the
+    columns whose name starts with ``_`` (private helper columns). ``use_dictionary=False``
+    writes plain pages (pyarrow's ``use_dictionary``), faster for columns of distinct floats.
+
+    The file is written through :func:`atomic_write` (temp file ``.<name>.<random>`` in the
+    same folder, fsync, ``mode``, rename): if a partition fails to compute or the disk fills up,
+    ``path`` is left as it was and no temp file remains.
+
+    Note: each Dask partition is computed separately, so work shared by all partitions (a
+    shuffle) is repeated per partition; persist such a frame first.
+    Limitation: a column of the first non-empty part with only missing values in an object
+    column gets Arrow type ``null``, which later parts with values cannot be converted to.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if row_group_size < 1:
+        raise ValueError(f"row_group_size must be a positive integer, not {row_group_size!r}")
+    columns = [c for c in frame.columns if not (drop_private and isinstance(c, str) and c.startswith("_"))]
+    rows = 0
+
+    def stream(fh: BinaryIO) -> None:
+        nonlocal rows
+        schema, writer, buffered, n_buffered = None, None, [], 0
+
+        def emit(table: pa.Table) -> None:  # one row group, encoded from contiguous arrays
+            nonlocal writer
+            if writer is None:
+                writer = pq.ParquetWriter(fh, schema, use_dictionary=use_dictionary)
+            writer.write_table(table.combine_chunks(), row_group_size=row_group_size)
+
+        try:
+            for part in _parts(frame):
+                if len(part) == 0:
+                    continue
+                if schema is None:
+                    schema = pa.Table.from_pandas(part, columns=columns, preserve_index=False).schema
+                table = pa.Table.from_pandas(part, schema=schema, preserve_index=False)
+                del part
+                buffered.append(table.replace_schema_metadata(schema.metadata))
+                n_buffered += len(table)
+                rows += len(table)
+                if n_buffered >= row_group_size:
+                    pending = pa.concat_tables(buffered)
+                    full = n_buffered - n_buffered % row_group_size
+                    for start in range(0, full, row_group_size):
+                        emit(pending.slice(start, row_group_size))
+                    buffered = [pending.slice(full)] if full < n_buffered else []
+                    n_buffered -= full
+            if schema is None:  # no rows at all: one empty row group with the frame's columns
+                schema = pa.Table.from_pandas(meta_of(frame), columns=columns, preserve_index=False).schema
+                emit(schema.empty_table())
+            elif n_buffered:
+                emit(pa.concat_tables(buffered))
+        except BaseException:
+            if writer is not None:  # the temp file is discarded: only release the writer
+                with contextlib.suppress(Exception):
+                    writer.close()
+            raise
+        writer.close()
+
+    atomic_write(Path(path), stream, mode)
+    return rows
+
+
+def _parts(frame: pd.DataFrame | dd.DataFrame) -> Iterator[pd.DataFrame]:
+    """The frame's partitions as pandas DataFrames, in order, each computed only when asked for."""
+    if not is_dask(frame):
+        yield frame
+        return
+    for part in frame.to_delayed():
+        yield part.compute()

@@ -15,27 +15,25 @@ readable by its owner only (0700 folders, 0600 files) and must never be publishe
 A release counts only once ``manifest.json`` lists it; files of a release that was not
 committed are overwritten by the next attempt, so a crash leaves the ledger as it was.
 
-Views and states may be pandas or Dask DataFrames: :func:`write_parquet` streams a Dask frame
+Views and states may be pandas or Dask DataFrames: :func:`dpriv.io.write_parquet` streams a Dask frame
 partition by partition into one Parquet file, so the client never holds the whole frame, and
 the file's bytes depend only on the rows and their order, not on how they were partitioned.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import LedgerError
-from dpriv.io import atomic_write
+from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
 from dpriv.metrics.record import ReleaseRecord, read_record, write_record
 from dpriv.state_parts import read_state_files, staged_state, state_files
 
@@ -49,11 +47,6 @@ SENSITIVE = "sensitive.parquet"
 #: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
 #: the report; :func:`dpriv.attack.save_gain` writes there.
 ATTACK_DIR = "attack"
-
-#: Rows per Parquet row group of a ledger file (the last row group of a file is shorter).
-#: Fixed, not derived from the partitioning, so that a file's bytes do not depend on it.
-ROW_GROUP = 1_048_576
-
 
 #: Policy values a running ledger may take up (never drop): ``small_view = "suppress"``
 #: releases a view smaller than k fully suppressed where the recorded "refuse" stopped the
@@ -191,7 +184,7 @@ class Ledger:
 
         ``view`` (the released tuples, n_i rows) and ``state`` (one row per respondent seen so
         far) are pandas or Dask DataFrames; a Dask frame is computed one partition at a time
-        and streamed to its file (:func:`write_parquet`), never gathered whole on the client.
+        and streamed to its file (:func:`dpriv.io.write_parquet`), never gathered whole on the client.
         With ``drop_private`` the view's ``_``-prefixed helper columns (``_order``, ``_label``,
         ...) are not written: they link tuples to internal groups or orders and are not part
         of V*_i. The state is written as given. ``metrics.json`` (a
@@ -303,96 +296,3 @@ def _remove_if_unused(root: Path) -> None:
 def _is_temp(path: Path) -> bool:
     """A temp file of :func:`atomic_write` (``.<name>.<random>``)."""
     return path.name.startswith(".") and path.name.count(".") >= 2
-
-
-def write_parquet(
-    path: str | Path,
-    frame: pd.DataFrame | dd.DataFrame,
-    *,
-    mode: int = 0o644,
-    row_group_size: int = ROW_GROUP,
-    drop_private: bool = False,
-    use_dictionary: bool = True,
-) -> int:
-    """Write ``frame`` to ONE Parquet file at ``path`` atomically; return the number of rows.
-
-    ``frame`` is a pandas DataFrame (one part) or a Dask DataFrame, whose partitions are
-    computed one at a time on the client: memory is about one partition plus fewer than
-    ``row_group_size`` buffered rows. The rows are re-cut into row groups of exactly
-    ``row_group_size`` rows (the last one shorter; one empty row group if there are no rows),
-    each encoded from contiguous arrays, so the same rows in the same order with the same dtypes
-    give the same bytes however they are partitioned (empty partitions included). The file has
-    one schema, ``pa.Table.from_pandas(part, preserve_index=False)`` of the first non-empty part
-    (of the Dask meta if all are empty); later parts are converted to it. The index is never
-    written: reading the file back gives a RangeIndex frame. ``drop_private`` leaves out the
-    columns whose name starts with ``_`` (private helper columns). ``use_dictionary=False``
-    writes plain pages (pyarrow's ``use_dictionary``), faster for columns of distinct floats.
-
-    The file is written through :func:`atomic_write` (temp file ``.<name>.<random>`` in the
-    same folder, fsync, ``mode``, rename): if a partition fails to compute or the disk fills up,
-    ``path`` is left as it was and no temp file remains.
-
-    Note: each Dask partition is computed separately, so work shared by all partitions (a
-    shuffle) is repeated per partition; persist such a frame first.
-    Limitation: a column of the first non-empty part with only missing values in an object
-    column gets Arrow type ``null``, which later parts with values cannot be converted to.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if row_group_size < 1:
-        raise ValueError(f"row_group_size must be a positive integer, not {row_group_size!r}")
-    columns = [c for c in frame.columns if not (drop_private and isinstance(c, str) and c.startswith("_"))]
-    rows = 0
-
-    def stream(fh: BinaryIO) -> None:
-        nonlocal rows
-        schema, writer, buffered, n_buffered = None, None, [], 0
-
-        def emit(table: pa.Table) -> None:  # one row group, encoded from contiguous arrays
-            nonlocal writer
-            if writer is None:
-                writer = pq.ParquetWriter(fh, schema, use_dictionary=use_dictionary)
-            writer.write_table(table.combine_chunks(), row_group_size=row_group_size)
-
-        try:
-            for part in _parts(frame):
-                if len(part) == 0:
-                    continue
-                if schema is None:
-                    schema = pa.Table.from_pandas(part, columns=columns, preserve_index=False).schema
-                table = pa.Table.from_pandas(part, schema=schema, preserve_index=False)
-                del part
-                buffered.append(table.replace_schema_metadata(schema.metadata))
-                n_buffered += len(table)
-                rows += len(table)
-                if n_buffered >= row_group_size:
-                    pending = pa.concat_tables(buffered)
-                    full = n_buffered - n_buffered % row_group_size
-                    for start in range(0, full, row_group_size):
-                        emit(pending.slice(start, row_group_size))
-                    buffered = [pending.slice(full)] if full < n_buffered else []
-                    n_buffered -= full
-            if schema is None:  # no rows at all: one empty row group with the frame's columns
-                schema = pa.Table.from_pandas(meta_of(frame), columns=columns, preserve_index=False).schema
-                emit(schema.empty_table())
-            elif n_buffered:
-                emit(pa.concat_tables(buffered))
-        except BaseException:
-            if writer is not None:  # the temp file is discarded: only release the writer
-                with contextlib.suppress(Exception):
-                    writer.close()
-            raise
-        writer.close()
-
-    atomic_write(Path(path), stream, mode)
-    return rows
-
-
-def _parts(frame: pd.DataFrame | dd.DataFrame) -> Iterator[pd.DataFrame]:
-    """The frame's partitions as pandas DataFrames, in order, each computed only when asked for."""
-    if not is_dask(frame):
-        yield frame
-        return
-    for part in frame.to_delayed():
-        yield part.compute()

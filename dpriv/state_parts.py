@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, meta_of
+from dpriv.io import write_parquet
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -82,9 +83,7 @@ class PartWritten:
 
 def write_bucket(folder: str, part: pd.DataFrame, bucket: int, nbuckets: int) -> PartWritten:
     """Write the rows of one bucket (pandas, in order) as ``folder/part_name(bucket)``, mode 0600,
-    atomically (:func:`dpriv.ledger.write_parquet`; dictionary pages: :data:`USE_DICTIONARY`)."""
-    from dpriv.ledger import write_parquet
-
+    atomically (:func:`dpriv.io.write_parquet`; dictionary pages: :data:`USE_DICTIONARY`)."""
     name = part_name(bucket, nbuckets)
     rows = write_parquet(Path(folder) / name, part, mode=0o600, use_dictionary=USE_DICTIONARY)
     return PartWritten(int(bucket), rows, name)
@@ -131,8 +130,6 @@ def _start(folder: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None,
     A Dask state of several buckets: one task per partition, persisted (under a distributed
     client the workers start at once and the client goes on); otherwise the parts are
     written when the returned function is called."""
-    from dpriv.ledger import write_parquet
-
     if nbuckets <= 1 and not (is_dask(state) and state.npartitions == 1):
 
         def single() -> list[PartWritten]:
@@ -179,7 +176,7 @@ def write_state(
     task per partition (a one-partition state by one task: it never reaches the client);
     each bucket must lie in one partition (ValueError naming the bucket otherwise: a bucket
     split over partitions would be written twice). A one-bucket state is streamed to
-    ``state.parquet`` as every ledger file is (:func:`dpriv.ledger.write_parquet`), streamed
+    ``state.parquet`` as every ledger file is (:func:`dpriv.io.write_parquet`), streamed
     through the client if it is a Dask frame of several partitions. A state
     with no rows gives one empty ``part_name(0)`` with the frame's columns.
     """

@@ -1,4 +1,4 @@
-"""Streaming Parquet writes of the ledger (:func:`dpriv.ledger.write_parquet`).
+"""Streaming Parquet writes of the ledger (:func:`dpriv.io.write_parquet`).
 
 A view or state may be a Dask DataFrame: it is written partition by partition into one
 Parquet file with fixed-size row groups, so its bytes depend only on the rows (and dtypes),
@@ -18,7 +18,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from dpriv.ledger import Ledger, write_parquet
+from dpriv.io import write_parquet
+from dpriv.ledger import Ledger
 
 R = 4  # a small row group size, so that a few dozen rows make several row groups
 N = 23  # 5 full row groups of R rows and a last one of 3

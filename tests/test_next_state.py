@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from dpriv.anonymity.persistent import PGROUP, PNEXT
+from dpriv.io import write_parquet
 from dpriv.knowledge.tables import ClassMap, MarkovTables
-from dpriv.ledger import write_parquet
 from dpriv.policy import ReleasePolicy
 from dpriv.rbk import _state_rows, revised, revised_priors, revised_view, with_revised_priors, with_state  # noqa: PLC2701
 from dpriv.state import (

@@ -12,23 +12,16 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from dpriv.metrics.kpr_exact import ExactGrid, decimal_scale, exact_bins, int_sums
-
-#: Sentinel bin of a numeric value below ``lo`` (E22). Regular bins are ``0, 1, 2, ...``.
-BELOW = -1.0
-
-
-#: Sentinel bin of a numeric value above ``hi`` (E22).
-ABOVE = -2.0
-
-
-#: Sentinel bin of a missing value (NaN / NA): missing is its own level (§5.3).
-MISSING = -3.0
-
-
-#: Sentinel bin of every non-missing value of a variable that has no non-missing value in
-#: ``U`` (so no bin grid exists); such values can never match an original of ``U``.
-NO_BINS = -4.0
+from dpriv.metrics.kpr_exact import (  # the sentinels are re-exported: the binning's vocabulary
+    ABOVE,
+    BELOW,
+    MISSING,
+    NO_BINS,
+    ExactGrid,
+    decimal_scale,
+    exact_bins,
+    int_sums,
+)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,22 @@ from fractions import Fraction
 
 import numpy as np
 
+#: Sentinel bin of a numeric value below ``lo`` (E22). Regular bins are ``0, 1, 2, ...``.
+BELOW = -1.0
+
+
+#: Sentinel bin of a numeric value above ``hi`` (E22).
+ABOVE = -2.0
+
+
+#: Sentinel bin of a missing value (NaN / NA): missing is its own level (§5.3).
+MISSING = -3.0
+
+
+#: Sentinel bin of every non-missing value of a variable that has no non-missing value in
+#: ``U`` (so no bin grid exists); such values can never match an original of ``U``.
+NO_BINS = -4.0
+
 #: Floats with at most this many significant decimal digits are decimals (DBL_DIG: two
 #: distinct such decimals are distinct doubles, so the decimal of a float is unique).
 MAX_DIGITS = 15
@@ -115,8 +131,6 @@ class ExactGrid:
 
     def index(self, y: Fraction) -> float:
         """Exact (E22) bin of one value: 0..n_bins-1 or BELOW / ABOVE (float)."""
-        from dpriv.metrics.kpr_binning import ABOVE, BELOW
-
         if self.step == 0:
             return BELOW if y < self.vmin else ABOVE if y > self.vmax else 0.0
         m = floor_add_sqrt((y - self.vmin) / self.step, self.w, 1)
@@ -157,8 +171,6 @@ def exact_bins(y: np.ndarray, grid: ExactGrid) -> np.ndarray:
     """(E22) bin index of every value of ``y`` (int or float64, shape (k,), no NaN), exact;
     float64 of shape (k,) with :data:`BELOW` / :data:`ABOVE` sentinels. Vectorised float
     estimate, exact recomputation of the unique values near an edge (module docstring)."""
-    from dpriv.metrics.kpr_binning import ABOVE, BELOW
-
     yf = np.asarray(y, dtype=np.float64)
     out = np.empty(len(yf), dtype=np.float64)
     if grid.step == 0:
