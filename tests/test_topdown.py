@@ -294,3 +294,26 @@ def test_policy_mondrian_cut_reaches_the_baselines():
     relaxed = baseline_view(view, policy.with_overrides(mondrian_cut="relaxed"), "mondrian-l")
     assert relaxed.n_groups == 2
     assert sorted(relaxed.released["a_max"].tolist()) == [1.0] * 3 + [2.0] * 3
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(n=st.integers(1, 400), m=st.integers(1, 19), seed=st.integers(0, 2**32 - 1))
+def test_node_sums_have_numpys_bits(n, m, seed):
+    # the split's sums are compiled loops; its cuts compare them with thresholds, so they
+    # must carry the bits of the NumPy expressions they replace (cumulative sums read at
+    # each boundary; a node's prior sums along axis 0), or a release's groups would change
+    from dpriv.anonymity.jsreduce import entropies
+    from dpriv.anonymity.topdown import _prefix_sums, _row_sum  # noqa: PLC2701
+
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(m, rng.uniform(0.05, 2.0)), size=2 * n)
+    s = rng.integers(0, m, size=2 * n)
+    ent = entropies(p)
+    rows = rng.permutation(2 * n)[:n]
+    b = np.flatnonzero(rng.random(n) < 0.3) + 1
+    cc, cp, ch = _prefix_sums(rows, s, p, ent, b)
+    onehot = np.eye(m, dtype=np.int64)[s[rows]]
+    np.testing.assert_array_equal(cc, np.cumsum(onehot, axis=0)[b - 1])
+    assert np.array_equal(cp, np.cumsum(p[rows], axis=0)[b - 1])
+    assert np.array_equal(ch, np.cumsum(ent[rows])[b - 1])
+    assert np.array_equal(_row_sum(p, rows), p[rows].sum(axis=0))
