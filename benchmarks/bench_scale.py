@@ -11,7 +11,13 @@
 (e) ``--scaling``: the same on 1 and on 2 workers, speed-up of each (goal >= 1.6x);
 (f) ``--in-process``: the same release in this process (pandas, the in-process path forced).
 
-    python benchmarks/bench_scale.py [--rows 1000000] [--npartitions 8] [--scaling] [--in-process] [--json F]
+The policy is the generated one with ``--k``, ``--t``, ``--j`` (the greedy scan, no exit
+guard); ``--recommended`` releases with the defense ``dpriv generate medical`` writes instead
+(:data:`dpriv.datasets.files.RECOMMENDED_DEFENSE`: top-down, k 5, t 0.45, j 1.5, the exit
+guard), what a user of the defaults runs.
+
+    python benchmarks/bench_scale.py [--rows 1000000] [--npartitions 8] [--scaling] [--in-process]
+        [--recommended] [--json F]
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from distributed import Client, LocalCluster
 
 import dpriv.release as release_mod
 from dpriv.datasets import write_medical_view
+from dpriv.datasets.files import RECOMMENDED_DEFENSE
 from dpriv.hilbert import HKEY, balanced_divisions, hilbert_keys
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
@@ -178,6 +185,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scaling", action="store_true", help="also run on 1 worker (strong scaling)")
     ap.add_argument("--in-process", action="store_true", help="also release it in this process (pandas)")
+    ap.add_argument("--recommended", action="store_true", help="the recommended defense, not --k/--t/--j")
     ap.add_argument("--work", default="", help="working folder (default: a temp folder, removed)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -186,9 +194,14 @@ def main() -> None:
         start = time.perf_counter()
         write_medical_view(work, args.rows, npartitions=args.npartitions, seed=0)
         generate = round(time.perf_counter() - start, 3)
-    policy = ReleasePolicy.from_toml(work / "policy.toml", k=args.k, t=args.t, j=args.j)
+    if args.recommended:
+        policy = ReleasePolicy.from_toml(work / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
+        policy = policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
+    else:
+        policy = ReleasePolicy.from_toml(work / "policy.toml", k=args.k, t=args.t, j=args.j)
     src = work / "history.parquet"
     result = {"rows": args.rows, "npartitions": args.npartitions, "generate_s": generate}
+    result["policy"] = "recommended" if args.recommended else {"k": args.k, "t": args.t, "j": args.j}
     result["balance"] = balance(src, policy, args.npartitions)
     runs = [run_on(args.workers, work, policy, args)]
     if args.scaling:
