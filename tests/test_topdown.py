@@ -317,3 +317,36 @@ def test_node_sums_have_numpys_bits(n, m, seed):
     assert np.array_equal(cp, np.cumsum(p[rows], axis=0)[b - 1])
     assert np.array_equal(ch, np.cumsum(ent[rows])[b - 1])
     assert np.array_equal(_row_sum(p, rows), p[rows].sum(axis=0))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(n=st.integers(0, 300), groups=st.integers(1, 12), seed=st.integers(0, 2**32 - 1))
+def test_group_statistics_have_the_bits_of_ufunc_at(n, groups, seed):
+    # the repair's group statistics (GroupStats.of) come from one compiled pass; the repair
+    # compares them with thresholds, so they must equal np.add.at / minimum.at / maximum.at
+    # (rows added in order), NaN coordinates included
+    from dpriv.anonymity.jsreduce import GroupStats, entropies
+
+    rng = np.random.default_rng(seed)
+    m, d = 19, 3
+    group = rng.integers(-1, groups, size=n)
+    s = rng.integers(0, m, size=n)
+    priors = rng.dirichlet(np.full(m, 0.3), size=n)
+    coords = rng.random((n, d))
+    coords[rng.random((n, d)) < 0.02] = np.nan
+    pos = rng.permutation(n)
+    st_ = GroupStats.of(group, s, priors, entropies(priors), coords, pos, groups, m)
+    g = group[group >= 0]
+    sum_p = np.zeros((groups, m))
+    np.add.at(sum_p, g, priors[group >= 0])
+    lo, hi = np.full((groups, d), np.inf), np.full((groups, d), -np.inf)
+    np.minimum.at(lo, g, coords[group >= 0])
+    np.maximum.at(hi, g, coords[group >= 0])
+    first = np.full(groups, np.iinfo(np.int64).max)
+    np.minimum.at(first, g, pos[group >= 0])
+    assert np.array_equal(st_.sum_p, sum_p)
+    assert np.array_equal(st_.lo, lo, equal_nan=True) and np.array_equal(st_.hi, hi, equal_nan=True)
+    assert np.array_equal(st_.pos, first)
+    np.testing.assert_array_equal(
+        st_.counts, np.bincount(g * m + s[group >= 0], minlength=groups * m).reshape(groups, m)
+    )
