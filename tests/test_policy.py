@@ -1,7 +1,10 @@
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpriv.errors import PolicyError
 from dpriv.hilbert import grid_bits
@@ -109,3 +112,21 @@ def test_values_of_the_wrong_type_are_refused_not_coerced(tmp_path, key, value, 
     path.write_text(f'[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\n{key} = {value}\n')
     with pytest.raises(PolicyError, match=re.escape(words)):
         ReleasePolicy.from_toml(path)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "é", "", " a", "nan"])), max_size=40),
+    domain=st.lists(st.sampled_from(["a", "b", "é", "", "nan", "zz"]), unique=True, max_size=6),
+    dtype=st.sampled_from(["string[pyarrow]", "string[python]", "str", "object"]),
+)
+def test_codes_of_arrow_strings_equal_the_index_lookup(values, domain, dtype):
+    # strings held by Arrow take Arrow's hash lookup: every code (absent and missing: -1) must
+    # be the one the Index lookup gives for the same values as Python objects
+    from dpriv.policy import codes
+
+    series = pd.Series(values, dtype=dtype)
+    expected = pd.Index(domain, dtype=object).get_indexer(pd.Index(values, dtype=object))
+    got = codes(series, domain)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
