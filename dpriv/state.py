@@ -203,6 +203,10 @@ def _next_state_pandas(
     advanced rows' dtypes (those of the full outer join). Ids are unique, so putting all the
     rows in (bucket, id) order gives the rows and order of the full join
     (``tests/test_next_state.py`` checks both against it)."""
+    # the posteriors in the state's (bucket, id) order first: every gather below (a state row
+    # per posterior, then all rows into that order) then reads its sources nearly in order
+    # (57 columns gathered at random positions were ~1 s of a 10^6-tuple release)
+    posts = posts.take(_state_order(posts[policy.id], n)).reset_index(drop=True)
     joined = _joined_rows(state, posts, policy)
     if joined is None:
         touched = state[policy.id].isin(posts[policy.id]).to_numpy()
@@ -215,20 +219,30 @@ def _next_state_pandas(
     kept = np.flatnonzero(~touched)
     moved_ids = pd.Series(moved[policy.id])
     ids = pd.concat([state[policy.id].iloc[kept], moved_ids], ignore_index=True).astype(moved_ids.dtype)
-    by_id = ids.sort_values(kind="stable").index.to_numpy()
-    order = by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
-    out = {policy.id: ids.array.take(order)}
+    order = _state_order(ids, n)
+    in_order = bool(np.array_equal(order, np.arange(len(order))))  # a first release: no gather
+    out = {policy.id: ids.array if in_order else ids.array.take(order)}
     new = {c: np.asarray(v) for c, v in moved.items() if c != policy.id}  # int64, then float64
     floats = [c for c, v in new.items() if v.dtype == np.float64]
     window = np.empty((len(floats), len(order)))
     rows = iter(window)
     for col, values in new.items():
-        both = np.concatenate([state[col].to_numpy(dtype=values.dtype)[kept], values])
-        if values.dtype == np.float64:
-            np.take(both, order, out=next(rows))
+        parts = [state[col].to_numpy(dtype=values.dtype)[kept], values]
+        if values.dtype == np.float64 and in_order:
+            np.concatenate(parts, out=next(rows))
+        elif values.dtype == np.float64:
+            np.take(np.concatenate(parts), order, out=next(rows))
         else:
-            out[col] = both[order]
+            both = np.concatenate(parts)
+            out[col] = both if in_order else both[order]
     return pd.concat([pd.DataFrame(out), _block(window, floats)], axis=1)
+
+
+def _state_order(ids: pd.Series, n: int) -> np.ndarray:
+    """Positions (int64) of ``ids`` (unique) in the state's row order: bucket
+    (:func:`state_buckets` of ``n``), then id."""
+    by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
+    return by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
 
 
 def next_state(
