@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import dpriv.io as io_mod
 import dpriv.ledger as ledger_mod
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError, LedgerError, PolicyError
@@ -96,7 +97,8 @@ def test_failure_at_any_step_leaves_the_last_commit_and_resume_is_identical(
                 raise OSError("disk full")
             real(path, data, mode)
 
-        monkeypatch.setattr(ledger_mod, "atomic_write", failing)
+        monkeypatch.setattr(ledger_mod, "atomic_write", failing)  # the manifest
+        monkeypatch.setattr(io_mod, "atomic_write", failing)  # every Parquet file (write_parquet)
     with pytest.raises((OSError, RuntimeError)):
         release_history(mh.history, policy, tmp_path / "led")
     assert Ledger(tmp_path / "led").last_index() == 1

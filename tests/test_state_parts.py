@@ -146,7 +146,8 @@ def test_a_failing_view_write_while_the_parts_are_written_leaves_no_state(hist_4
         parts.append(path.name)
         return real(path, frame, **kw)
 
-    monkeypatch.setattr(ledger_mod, "write_parquet", failing)
+    monkeypatch.setattr(ledger_mod, "write_parquet", failing)  # the view
+    monkeypatch.setattr(parts_mod, "write_parquet", failing)  # the state's parts
     with pytest.raises(OSError, match="disk full"):
         run(mh.history, policy, root, NEVER, monkeypatch, until=2)
     assert parts and all(p.startswith("part-") for p in parts)  # the parts were being written
