@@ -133,6 +133,28 @@ def test_same_bytes_with_arrow_strings_of_dasks_default(tmp_path):
         assert (tmp_path / f"dask{n}.parquet").read_bytes() == reference, f"{n} partitions"
 
 
+def test_dictionary_pages_only_for_columns_of_few_values(tmp_path):
+    """DICTIONARY_PAGE_LIMIT: a column of 2,000 distinct floats keeps its dictionary for all
+    its 50,000 rows; a column of distinct floats falls back to plain pages after the first
+    2,048 values (with pyarrow's 1 MiB default it would stay dictionary-encoded throughout,
+    larger and slower to write).
+    The values read back are the same either way."""
+    n = 50_000
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"few": rng.random(2_000)[rng.integers(0, 2_000, n)], "distinct": rng.random(n)})
+    write_parquet(tmp_path / "d.parquet", df)
+    meta = pq.ParquetFile(tmp_path / "d.parquet").metadata.row_group(0)
+    few, distinct = meta.column(0), meta.column(1)
+    # (pyarrow lists PLAIN for both: the dictionary page itself is plain; the sizes tell)
+    # few: a 16,000-byte dictionary + 11-bit indices (~69 KB) instead of 400 KB of values
+    assert few.dictionary_page_offset is not None
+    assert few.total_uncompressed_size < 16_000 + n * 11 // 8 + 2_048
+    # distinct: the values, 8 bytes each, after a dictionary of at most 2,048 of them (with
+    # pyarrow's default the whole column is indexed against a 400 KB dictionary: ~498 KB)
+    assert distinct.total_uncompressed_size < 8 * n + 16_384 + 4_096
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "d.parquet"), df)
+
+
 def test_the_row_group_size_changes_the_bytes(tmp_path):
     """The byte comparisons above can fail: the layout is in the bytes."""
     write_parquet(tmp_path / "a.parquet", frame(), row_group_size=R)
