@@ -158,12 +158,6 @@ def balanced_divisions(histogram: pd.Series, npartitions: int) -> tuple:
     return (int(keys[0]), *cuts, int(keys[-1]))
 
 
-def even_divisions(n: int) -> tuple:
-    """Divisions of ``n`` equal ranges of uint64 (the shuffle key is uniform on it)."""
-    inner = sorted({int(x) for x in np.linspace(0, 2**64 - 1, n + 1, dtype=np.float64)[1:-1]})
-    return (0, *[min(x, 2**64 - 2) for x in inner], 2**64 - 1)
-
-
 def grid_bits(policy: ReleasePolicy) -> int:
     """Bits per QI on the Hilbert grid of ``policy`` (docs/algorithms.md §2.2): ``hilbert_bits``
     when set, else ``ceil(log2)`` of the largest QI domain, capped at 16 and at
