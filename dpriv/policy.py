@@ -8,6 +8,7 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -186,6 +187,12 @@ class ReleasePolicy(BaseModel):
                 if len(dom) != 2 or not all(_is_number(v) for v in dom) or dom[0] > dom[1]:
                     raise ValueError(
                         f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+                    )
+                if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
+                    raise ValueError(
+                        f"numeric domain of {name!r} is {dom}: its width max - min is not a finite "
+                        "float64 number; rescale the column (other units) or drop the outlying "
+                        "values, or declare it categorical"
                     )
             elif len(set(map(str, dom))) != len(dom) or not dom:
                 raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")

@@ -255,8 +255,8 @@ def test_resume_leaves_no_temp_file_of_the_killed_run(setting, tmp_path):
     ledger = tmp_path / "led"
     release_history(frame, pol, ledger, until=1)
     (ledger / "releases" / "2").mkdir(parents=True)
-    (ledger / "releases" / "2" / ".view.parquet.a1b2c3").write_bytes(b"PAR1 half written")
-    (ledger / ".manifest.json.d4e5f6").write_bytes(b'{"releases": [')
+    (ledger / "releases" / "2" / ".view.parquet.a1b2c3d4").write_bytes(b"PAR1 half written")
+    (ledger / ".manifest.json.d4e5f6g7").write_bytes(b'{"releases": [')
     release_history(frame, pol, ledger, until=2)
     # the reference was released by the CLI with --policy, which also records the policy's folder
     # (policy_base.json); this ledger was released in Python

@@ -7,6 +7,8 @@ policy domains, optionally the expected rank of S under its prior), the QIs scal
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -169,8 +171,14 @@ def grid_bits(policy: ReleasePolicy) -> int:
     sizes = []
     for q in policy.qi:
         dom = policy.domains[q]
-        sizes.append(int(dom[1] - dom[0]) + 1 if policy.kind(q) == "numeric" else len(dom))
-    p = max(1, int(np.ceil(np.log2(max(max(sizes), 2)))))
+        if policy.kind(q) != "numeric":
+            sizes.append(len(dom))
+            continue
+        span = dom[1] - dom[0]  # Python numbers: a span beyond int64 or float64 (1e308 - -1e308) is fine
+        sizes.append(int(span) + 1 if math.isfinite(span) else math.inf)
+    largest = max(max(sizes), 2)
+    # math.log2 takes integers of any size (np.log2 fails beyond 2**64); an infinite span: the cap
+    p = max(1, math.ceil(math.log2(largest))) if math.isfinite(largest) else DEFAULT_BITS_CAP
     return min(p, DEFAULT_BITS_CAP, 64 // (len(policy.qi) + policy.prior_key))
 
 
