@@ -102,7 +102,7 @@ class ReleasePolicy(BaseModel):
     domains: dict[str, list[Any]] = Field(default_factory=dict)
     k: int = Field(default=5, ge=1)
     t: float = Field(default=0.3, ge=0.0, le=1.0)
-    j: float = Field(default=0.1, ge=0.0)
+    j: float = Field(default=0.1, ge=0.0, allow_inf_nan=False)
     emd_ground: Literal["equal", "ordered"] = "equal"
     log_base: float = Field(default=2.0, gt=1.0)
     max_suppression: float = Field(default=DEFAULT_MAX_SUPPRESSION, ge=0.0, le=1.0)
@@ -161,6 +161,17 @@ class ReleasePolicy(BaseModel):
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
             raise ValueError(f"columns {dup} are used twice (id, time, QI and sensitive must differ)")
+        # the released view names its columns qi_group, <qi>_min/<qi>_max, <qi>, <sensitive>: a
+        # QI or sensitive column under one of the generated names would make two columns one
+        bounds = {f"{q}_{side}": q for q in self.qi for side in ("min", "max")}
+        for c in (*self.qi, self.sensitive):
+            if c == "qi_group" or c in bounds:
+                made = "the QI-group label" if c == "qi_group" else f"a bound of the QI {bounds[c]!r}"
+                raise ValueError(
+                    f"column {c!r} has the name of a released column ({made}); rename the "
+                    "column in the input (and in the policy) so that the released view's columns "
+                    "stay distinct"
+                )
         for name in self.kinds:
             if name not in self.qi:
                 raise ValueError(f"[kinds] names {name!r}, which is not a QI ({self.qi})")

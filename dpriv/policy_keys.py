@@ -60,7 +60,13 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
     number outside its field's bounds (NaN included, which fails every bound) the whole
     interval, ``must be a number in (0, 1], got nan``, rather than pydantic's one failed side
     ("should be less than or equal to 1")."""
-    field = fields.get(str(error["loc"][0])) if error["loc"] else None
+    name = str(error["loc"][0]) if error["loc"] else ""
+    field = fields.get(name) if name else None
+    if error["type"] == "missing" and name:
+        table = " under [columns]" if name in ("id", "time", "qi", "sensitive") else ""
+        return f"missing: set {name}{table} in the policy file, or pass --{name.replace('_', '-')}"
+    if error["type"] == "list_type" and name:
+        return f'must be a list, e.g. {name} = ["a", "b"], got {error.get("input")!r}'
     if error["type"] not in _BOUND_ERRORS or field is None:  # pydantic's "Value error, " prefix dropped
         return error["msg"].removeprefix("Value error, ")
     lo, hi = "(-inf", "inf)"

@@ -173,3 +173,55 @@ def test_generate_and_demo_into_a_file_are_refused_with_exit_2(tmp_path, command
     assert res.exit_code == 2, res.output
     assert "is a file, not a folder" in res.output and target.read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["G"]
+
+
+def test_policy_messages_say_what_to_write():
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    with pytest.raises(
+        PolicyError, match=r"qi: missing: set qi under \[columns\] in the policy file, or pass --qi"
+    ):
+        ReleasePolicy.from_dict({"sensitive": "s"})
+    with pytest.raises(PolicyError, match=r"qi: must be a list, e.g. qi = \[\"a\", \"b\"\], got 'age'"):
+        ReleasePolicy.from_dict({"qi": "age", "sensitive": "s"})
+    for j in (float("inf"), float("nan"), -1.0):  # inf was accepted (and written as Infinity)
+        with pytest.raises(PolicyError, match=r"j: must be a number in \[0, inf\)"):
+            ReleasePolicy.from_dict({"qi": ["age"], "sensitive": "s", "j": j})
+
+
+def test_a_parquet_file_without_its_suffix_is_read_as_parquet(tmp_path):
+    from dpriv.io import read_table
+
+    frame = pd.DataFrame({"respondent_id": [1, 2], "age": [40, 50], "s": ["a", "b"]})
+    frame.to_parquet(tmp_path / "hist")
+    got = read_table(str(tmp_path / "hist")).compute()
+    assert got.to_dict("list") == frame.to_dict("list")
+    (tmp_path / "h.csv").write_text("respondent_id,age,s\n1,40,a\n")  # a CSV is still a CSV
+    assert read_table(str(tmp_path / "h.csv")).compute()["age"].tolist() == [40]
+
+
+@pytest.mark.parametrize(
+    "qi, sensitive, named",
+    [
+        (["age", "qi_group"], "s", "qi_group"),
+        (["weight_min", "weight"], "s", "weight_min"),
+        (["age"], "age_max", "age_max"),
+    ],
+)
+def test_a_column_named_like_a_released_column_is_refused(qi, sensitive, named):
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    with pytest.raises(PolicyError, match=rf"column '{named}' has the name of a released column"):
+        ReleasePolicy.from_dict({"qi": qi, "sensitive": sensitive})
+
+
+def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    res = CliRunner().invoke(app, ["demo", "--views", "1", "--view-size", "3", "--out", str(tmp_path / "D")])
+    assert res.exit_code == 2 and "--view-size 3 is smaller than the demo's k = 5" in res.output
+    assert not (tmp_path / "D").exists()
