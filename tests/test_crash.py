@@ -237,7 +237,7 @@ def test_kill_while_creating_the_ledger_leaves_a_folder_that_can_be_resumed(sett
     history, policy, ref_dir = setting
     ledger = tmp_path / "led"
     ledger.mkdir()
-    (ledger / ".manifest.json.k3x9q2").write_bytes(b'{\n  "rel')  # what SIGKILL leaves behind
+    (ledger / ".manifest.json.k3x9q2ab").write_bytes(b'{\n  "rel')  # what SIGKILL leaves behind
     release_history(
         read_table(str(history)).compute(),
         ReleasePolicy.from_toml(policy, t=0.5, j=0.8, max_suppression=1.0),
