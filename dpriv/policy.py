@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from dpriv.errors import PolicyError
 from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
-from dpriv.policy_keys import bound_message, check_keys, refuse_coercion, unknown_key
+from dpriv.policy_keys import bound_message, check_keys, refuse_coercion, released_name_clash, unknown_key
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -161,17 +161,8 @@ class ReleasePolicy(BaseModel):
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
             raise ValueError(f"columns {dup} are used twice (id, time, QI and sensitive must differ)")
-        # the released view names its columns qi_group, <qi>_min/<qi>_max, <qi>, <sensitive>: a
-        # QI or sensitive column under one of the generated names would make two columns one
-        bounds = {f"{q}_{side}": q for q in self.qi for side in ("min", "max")}
-        for c in (*self.qi, self.sensitive):
-            if c == "qi_group" or c in bounds:
-                made = "the QI-group label" if c == "qi_group" else f"a bound of the QI {bounds[c]!r}"
-                raise ValueError(
-                    f"column {c!r} has the name of a released column ({made}); rename the "
-                    "column in the input (and in the policy) so that the released view's columns "
-                    "stay distinct"
-                )
+        if clash := released_name_clash(self.qi, self.sensitive):
+            raise ValueError(clash)
         for name in self.kinds:
             if name not in self.qi:
                 raise ValueError(f"[kinds] names {name!r}, which is not a QI ({self.qi})")
