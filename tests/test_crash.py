@@ -195,8 +195,9 @@ def test_sigkill_at_chosen_points_then_resume_is_byte_identical(setting, schedul
 
 
 def _point(path: str) -> str:
-    """A kill point: the path with the random suffix of a temp file (mkstemp) removed."""
-    return re.sub(r"(^|/)(\.[^/]+)\.[A-Za-z0-9_]{8}$", r"\1\2.TMP", path)
+    """A kill point: the path with the random suffix of a temp file or folder (mkstemp,
+    mkdtemp: a state's parts are staged in ``state/.<i>.<random>/``) removed from each part."""
+    return "/".join(re.sub(r"^(\.[^/]+)\.[A-Za-z0-9_]{8}$", r"\1.TMP", part) for part in path.split("/"))
 
 
 @pytest.mark.slow
