@@ -22,7 +22,7 @@ from dpriv.hilbert import unit_coords
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import kernel_prior
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, ORDER, SCODE, create_qig
+from dpriv.released import LABEL, ORDER, SCODE, create_qig, in_release_order
 from dpriv.validate import codes
 
 METHODS = ("jsreduce", "mondrian-l", "mondrian-t", "mondrian-bt")
@@ -63,6 +63,6 @@ def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> Mon
     if guard.n_merged == 0 and guard.n_suppressed == 0:
         return out
     released = create_qig(guard.assigned, policy)
-    released = released.sort_values(ORDER, kind="stable").drop(columns=ORDER).reset_index(drop=True)
+    released = in_release_order(released).drop(columns=ORDER)
     n_groups = int(guard.assigned[LABEL].nunique())
     return MondrianRelease(released, guard.assigned, n_groups, guard.n_suppressed)

@@ -30,7 +30,6 @@ from dpriv.hilbert.keys import (
     TIE,
     add_keys,
     balanced_divisions,
-    even_divisions,
     is_anatomy,
     keyed_meta,
     pandas_divisions,
@@ -38,7 +37,16 @@ from dpriv.hilbert.keys import (
 )
 from dpriv.policy import ReleasePolicy
 from dpriv.posterior_guard import guard_posteriors
-from dpriv.released import LABEL, ORDER, apply_qig, create_qig, qig_table, released_meta, secret_policy
+from dpriv.released import (
+    LABEL,
+    apply_qig,
+    by_label_ranges,
+    create_qig,
+    in_release_order,
+    qig_table,
+    released_meta,
+    secret_policy,
+)
 from dpriv.steps import Steps
 from dpriv.view_summary import ViewSummary
 
@@ -185,7 +193,7 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     else:
         table = qig_table(assigned, policy)
         released = apply_qig(assigned, table, policy)
-    released = released.sort_values(ORDER, kind="stable").reset_index(drop=True)
+    released = in_release_order(released)
     steps.lap("qig")
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
 
@@ -212,27 +220,32 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     assigned, n_suppressed, record = _guarded(assigned, policy, counts, n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
-    # whole QI-groups per part (a hash shuffle on the label): CreateQIG per part on the
-    # workers, no table on the client nor in the graph; the release loop verifies these parts
-    assigned = assigned.shuffle(LABEL, npartitions=max(len(divisions) - 1, 1))
+    # whole QI-groups per part, parts in label order (one range shuffle on the label): CreateQIG
+    # per part on the workers, no table on the client nor in the graph, and each part sorted
+    # gives the released rows in their written order; the release loop verifies these parts
+    assigned = by_label_ranges(assigned, len(divisions) - 1)
     table = None
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         rmeta = apply_anatomy(assigned._meta, policy)
-        released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)
+        released = map_frame(_anatomy_rows, assigned, policy, meta=rmeta)
     else:
         # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
         rmeta = released_meta(
             policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
         )
-        released = map_frame(create_qig, assigned, policy, meta=rmeta)
-    # the shuffle key is uniform on uint64: fixed divisions, no quantile pass (a lazy
-    # quantile pass would run inside the scheduler's graph materialisation and hang)
-    released = released.set_index(ORDER, divisions=even_divisions(released.npartitions))
-    # the shuffle's Arrow round trip turns object strings into pandas 3's "str" (newer dask):
-    # cast back to the meta's dtypes, so the Dask release equals the pandas one
-    released = released.reset_index()[list(rmeta.columns)].astype(rmeta.dtypes.to_dict())
+        released = map_frame(_qig_rows, assigned, policy, meta=rmeta)
     released, assigned = steps.run("qig", released, assigned)
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
+
+
+def _qig_rows(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """CreateQIG of a part of whole QI-groups, rows in their written order."""
+    return in_release_order(create_qig(part, policy))
+
+
+def _anatomy_rows(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """The Anatomy QI-table rows of a part of whole QI-groups, in their written order."""
+    return in_release_order(apply_anatomy(part, policy))
 
 
 def _repair_on_worker(

@@ -146,7 +146,9 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
     if idx != list(range(1, len(idx) + 1)):
         raise InputError(
             f"time column {policy.time!r} must hold consecutive release indices 1..n; "
-            f"found {idx[:10]}: renumber the views"
+            f"found {idx[:10]}: a history holds every view from the first on (a ledger skips the "
+            "views it has already released), so add the missing views, or renumber the views if "
+            "they were numbered wrongly"
         )
     return idx
 

@@ -103,6 +103,12 @@ def _check_parquet_footers(fs, root: str) -> None:
             raise InputError(f"cannot read {f}: {exc}. Is it a complete Parquet file?") from None
 
 
+def _is_parquet(fs, path: str) -> bool:
+    """A Parquet file whatever its name: it starts with the magic bytes ``PAR1``."""
+    with fs.open(path, "rb") as fh:
+        return fh.read(4) == b"PAR1"
+
+
 def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB") -> dd.DataFrame:
     """A Dask DataFrame over ``path`` (``.parquet``/``.pq`` or a folder of Parquet, else CSV).
 
@@ -113,7 +119,7 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
     if not paths or not fs.exists(paths[0]):
         raise InputError(f"input {path} does not exist")
     try:
-        if path.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]):
+        if path.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]) or _is_parquet(fs, paths[0]):
             _check_parquet_footers(fs, paths[0])
             frame = dd.read_parquet(path)
         else:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -83,24 +84,49 @@ class Ledger:
             raise LedgerError(f"{self.root} {missing}")
 
     def _clean(self) -> None:
-        """Remove what a killed writer left: temp files and releases after the last commit."""
-        last = self.last_index()
+        """Remove what a killed writer left, and nothing else: temp files and temp state
+        folders (``.<name>.<8 random characters>``), then dpriv's own files in the folders of
+        the release after the last commit (``releases/<j>/``, ``state/<j>/``, ``j`` = last + 1:
+        commits are sequential, so no writer ever left a later one) and those folders if they
+        are then empty. Raises LedgerError, removing nothing more, when such a folder holds a
+        file dpriv does not write (the next commit would mix it into a release)."""
         for p in sorted(self.root.rglob(".*"), reverse=True):
             if _is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
                 shutil.rmtree(p)
             elif _is_temp(p) and p.exists() and p.is_file():
                 p.unlink()
-        for sub in ("releases", "state"):
-            for d in (self.root / sub).glob("*"):
-                if d.is_dir() and d.name.isdigit() and int(d.name) > last:
-                    shutil.rmtree(d)
+        nxt = self.last_index() + 1
+        self._refuse_foreign(nxt)
+        for d in (self.release_dir(nxt), self.state_dir(nxt)):
+            _remove_own(d)
+
+    def _refuse_foreign(self, index: int) -> None:
+        """LedgerError naming what ``releases/<index>/`` and ``state/<index>/`` hold that dpriv
+        does not write there (see :data:`OWN_FILES`)."""
+        foreign = [p for d in (self.release_dir(index), self.state_dir(index)) for p in _foreign(d)]
+        if foreign:
+            names = ", ".join(str(p.relative_to(self.root)) for p in foreign[:5])
+            more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+            raise LedgerError(
+                f"the ledger {self.root} holds {names}{more}, which dpriv did not write, where "
+                f"release {index} goes; nothing was written or removed: move these out of the "
+                "ledger folder (dpriv never deletes a file it did not create), then run the "
+                "command again"
+            )
 
     # -- manifest -----------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
         try:
-            return json.loads((self.root / MANIFEST).read_text())
+            manifest = json.loads((self.root / MANIFEST).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise LedgerError(f"cannot read {self.root / MANIFEST}: {exc}") from None
+        entries = manifest.get("releases") if isinstance(manifest, dict) else None
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and "index" in e for e in entries):
+            raise LedgerError(
+                f"{self.root / MANIFEST} is not a dpriv ledger's manifest (no list of releases); "
+                f"{self.root} is not a ledger: choose an empty or new folder for --ledger"
+            )
+        return manifest
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
         atomic_write(self.root / MANIFEST, json.dumps(manifest, indent=2).encode())
@@ -201,25 +227,33 @@ class Ledger:
         """
         if index != self.last_index() + 1:
             raise LedgerError(f"release {index} cannot follow release {self.last_index()}")
+        self._refuse_foreign(index)
         tick = time.perf_counter()
         rdir = self.release_dir(index)
+        made = not rdir.exists()
         rdir.mkdir(parents=True, exist_ok=True)
         id_col, nbuckets = state_split or (None, 1)
-        with staged_state(self.state_dir(index), state, id_col, nbuckets):  # workers write parts
-            write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
-            if sensitive is not None:
-                write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
-        if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
-            seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
-            metrics = {**metrics, "seconds": seconds}
-        write_record(rdir / "metrics.json", metrics)
-        pending = getattr(self, "_pending_policy", None)
-        if pending is not None:  # a new ledger's policy, or one a running ledger took up
-            atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
-            self._pending_policy = None
-        manifest = self.manifest()
-        manifest["releases"].append({"index": index, **entry})
-        self._write_manifest(manifest)
+        try:
+            with staged_state(self.state_dir(index), state, id_col, nbuckets):  # workers write parts
+                write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
+                if sensitive is not None:
+                    write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
+            if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
+                seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
+                metrics = {**metrics, "seconds": seconds}
+            write_record(rdir / "metrics.json", metrics)
+            pending = getattr(self, "_pending_policy", None)
+            if pending is not None:  # a new ledger's policy, or one a running ledger took up
+                atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
+                self._pending_policy = None
+            manifest = self.manifest()
+            manifest["releases"].append({"index": index, **entry})
+            self._write_manifest(manifest)
+        except BaseException:  # an interrupt or a failed write: release `index` was never committed
+            _remove_own(self.state_dir(index))
+            if made:
+                _remove_own(rdir)
+            raise
 
     def read_state(self, index: int) -> pd.DataFrame:
         """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""
@@ -293,6 +327,39 @@ def _remove_if_unused(root: Path) -> None:
     root.rmdir()
 
 
+#: Names dpriv writes in ``releases/<i>/`` and ``state/<i>/`` (docs/ledger.md): the only files
+#: the clean-up of an uncommitted release removes.
+OWN_FILES = re.compile(r"(view|sensitive|state)\.parquet|metrics\.json|part-\d{5}\.parquet")
+#: A temp file or folder of :func:`dpriv.io.atomic_write` or :func:`dpriv.state_parts.staged_state`:
+#: ``.<name>.`` and the 8 characters of :func:`tempfile.mkstemp`.
+_TEMP = re.compile(r"\..+\.[a-z0-9_]{8}")
+
+
 def _is_temp(path: Path) -> bool:
-    """A temp file of :func:`atomic_write` (``.<name>.<random>``)."""
-    return path.name.startswith(".") and path.name.count(".") >= 2
+    """A temp file or folder of dpriv's writers (``.<name>.<8 random characters>``)."""
+    return _TEMP.fullmatch(path.name) is not None
+
+
+def _foreign(folder: Path) -> list[Path]:
+    """What ``folder`` holds besides dpriv's own files (:data:`OWN_FILES`) and temp files."""
+    if folder.is_symlink():
+        return [folder]
+    if not folder.is_dir():
+        return [folder] if folder.exists() else []
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_symlink() or not p.is_file() or not (OWN_FILES.fullmatch(p.name) or _is_temp(p))
+    )
+
+
+def _remove_own(folder: Path) -> None:
+    """Remove dpriv's own files (and temp files) from ``folder``, then ``folder`` if it is then
+    empty; anything else stays where it is."""
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    for p in folder.iterdir():
+        if p.is_file() and not p.is_symlink() and (OWN_FILES.fullmatch(p.name) or _is_temp(p)):
+            p.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()

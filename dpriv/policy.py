@@ -8,6 +8,7 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from dpriv.errors import PolicyError
 from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
-from dpriv.policy_keys import bound_message, check_keys, refuse_coercion, unknown_key
+from dpriv.policy_keys import bound_message, check_keys, refuse_coercion, released_name_clash, unknown_key
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -101,7 +102,7 @@ class ReleasePolicy(BaseModel):
     domains: dict[str, list[Any]] = Field(default_factory=dict)
     k: int = Field(default=5, ge=1)
     t: float = Field(default=0.3, ge=0.0, le=1.0)
-    j: float = Field(default=0.1, ge=0.0)
+    j: float = Field(default=0.1, ge=0.0, allow_inf_nan=False)
     emd_ground: Literal["equal", "ordered"] = "equal"
     log_base: float = Field(default=2.0, gt=1.0)
     max_suppression: float = Field(default=DEFAULT_MAX_SUPPRESSION, ge=0.0, le=1.0)
@@ -160,6 +161,8 @@ class ReleasePolicy(BaseModel):
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
             raise ValueError(f"columns {dup} are used twice (id, time, QI and sensitive must differ)")
+        if clash := released_name_clash(self.qi, self.sensitive):
+            raise ValueError(clash)
         for name in self.kinds:
             if name not in self.qi:
                 raise ValueError(f"[kinds] names {name!r}, which is not a QI ({self.qi})")
@@ -186,6 +189,12 @@ class ReleasePolicy(BaseModel):
                 if len(dom) != 2 or not all(_is_number(v) for v in dom) or dom[0] > dom[1]:
                     raise ValueError(
                         f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+                    )
+                if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
+                    raise ValueError(
+                        f"numeric domain of {name!r} is {dom}: its width max - min is not a finite "
+                        "float64 number; rescale the column (other units) or drop the outlying "
+                        "values, or declare it categorical"
                     )
             elif len(set(map(str, dom))) != len(dom) or not dom:
                 raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")

@@ -1,5 +1,6 @@
 """Unknown keys of a policy, named with their table and the closest known key; numbers outside
-their field's bounds, named with the whole interval (:func:`bound_message`).
+their field's bounds, named with the whole interval (:func:`bound_message`); column names
+that clash with the released view's own (:func:`released_name_clash`).
 
 ``kk = 3`` under ``[privacy]`` is refused as "unknown key 'kk' in [privacy]; did you mean 'k'?"
 (:func:`difflib.get_close_matches` over the policy's fields) instead of pydantic's "Extra
@@ -60,7 +61,13 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
     number outside its field's bounds (NaN included, which fails every bound) the whole
     interval, ``must be a number in (0, 1], got nan``, rather than pydantic's one failed side
     ("should be less than or equal to 1")."""
-    field = fields.get(str(error["loc"][0])) if error["loc"] else None
+    name = str(error["loc"][0]) if error["loc"] else ""
+    field = fields.get(name) if name else None
+    if error["type"] == "missing" and name:
+        table = " under [columns]" if name in ("id", "time", "qi", "sensitive") else ""
+        return f"missing: set {name}{table} in the policy file, or pass --{name.replace('_', '-')}"
+    if error["type"] == "list_type" and name:
+        return f'must be a list, e.g. {name} = ["a", "b"], got {error.get("input")!r}'
     if error["type"] not in _BOUND_ERRORS or field is None:  # pydantic's "Value error, " prefix dropped
         return error["msg"].removeprefix("Value error, ")
     lo, hi = "(-inf", "inf)"
@@ -92,3 +99,18 @@ def refuse_coercion(fields: dict[str, Any], data: Any) -> Any:
         if kinds & {int, float} and isinstance(value, bool | str):
             raise ValueError(f"{name} must be a number, got {value!r}")
     return data
+
+
+def released_name_clash(qi: list[str], sensitive: str) -> str | None:
+    """The message for a QI or sensitive column named like a column the released view makes
+    (``qi_group``, ``<qi>_min``/``<qi>_max`` of a QI; docs/released-format.md), else None: two
+    released columns would share one name."""
+    bounds = {f"{q}_{side}": q for q in qi for side in ("min", "max")}
+    for c in (*qi, sensitive):
+        if c == "qi_group" or c in bounds:
+            made = "the QI-group label" if c == "qi_group" else f"a bound of the QI {bounds[c]!r}"
+            return (
+                f"column {c!r} has the name of a released column ({made}); rename the column in "
+                "the input (and in the policy) so that the released view's columns stay distinct"
+            )
+    return None

@@ -68,7 +68,8 @@ def class_map(policy: ReleasePolicy, bins: int = 3, qi: list[str] | None = None)
         dom = policy.domains[q]
         if policy.kind(q) == "numeric":
             lo, hi = dom
-            cuts.append(tuple(lo + (hi - lo) * np.arange(1, bins) / bins))
+            # in float64: the same numbers for any domain below 2**53, no overflow beyond int64
+            cuts.append(tuple(float(lo) + (float(hi) - float(lo)) * np.arange(1, bins) / bins))
         else:
             cuts.append(tuple(dom))
     return ClassMap(tuple(names), tuple(cuts), tuple(policy.kind(q) == "numeric" for q in names))

@@ -201,8 +201,11 @@ def staged_state(
         yield
         finish, wait = None, finish
         wait()
-        if target.exists():
-            shutil.rmtree(target)
+        if target.exists():  # an uncommitted attempt's parts only (the ledger refuses other files)
+            for f in target.iterdir():
+                if f.name == SINGLE or (f.name.startswith("part-") and f.suffix == ".parquet"):
+                    f.unlink()
+            target.rmdir()  # raises if anything else is left: nothing of the user's is removed
         os.replace(tmp, target)
     except BaseException:
         settle = getattr(finish, "settle", None)  # tasks started: let them end before the removal

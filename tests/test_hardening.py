@@ -520,10 +520,10 @@ def test_released_row_order_follows_neither_input_nor_hilbert_order():
     result = generalize_view(frame, policy, summary)
     released, assigned = public(result.released.compute()).reset_index(drop=True), result.assigned.compute()
     assert not HIDDEN & set(released.columns) and not {"rid"} & set(released.columns)
-    # match released rows to assigned tuples: the public rows of `assigned` in `_order` order
-    # are exactly the released view
+    # match released rows to assigned tuples: the public rows of `assigned` in (label, `_order`)
+    # order are exactly the released view
     rows = apply_qig(assigned, qig_table(assigned, policy), secret_policy(policy, summary))
-    order = np.argsort(rows["_order"].to_numpy(), kind="stable")
+    order = np.lexsort((rows["_order"].to_numpy(), rows["qi_group"].to_numpy()))
     pd.testing.assert_frame_equal(rows.drop(columns="_order").iloc[order].reset_index(drop=True), released)
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))  # released row position of each assigned tuple
@@ -539,11 +539,15 @@ def test_released_row_order_follows_neither_input_nor_hilbert_order():
     assert len(labels) >= 50
     assert not (np.diff(labels) > 0).all() and not (np.diff(labels) < 0).all()
     assert abs(_spearman(labels, np.arange(len(labels)))) < 0.3
-    # the shuffle is not a function of the released group either (rows of a group are spread)
+    # the groups come in label order: a group's rows are contiguous, the groups in no QI order
     first_row = (
-        pd.Series(np.arange(len(released))).groupby(released["qi_group"].to_numpy()).agg(["min", "max"])
+        pd.Series(np.arange(len(released)))
+        .groupby(released["qi_group"].to_numpy())
+        .agg(["min", "max", "size"])
     )
-    assert (first_row["max"] - first_row["min"]).median() > len(released) / 10
+    assert (first_row["max"] - first_row["min"] + 1 == first_row["size"]).all()
+    mean_age = assigned.groupby(LABEL)["age"].mean().loc[first_row.sort_values("min").index]
+    assert abs(_spearman(np.arange(len(mean_age)), mean_age.to_numpy())) < 0.1
 
 
 def test_ledger_files_hold_no_id_key_or_label_and_state_is_owner_only(medical, tmp_path):

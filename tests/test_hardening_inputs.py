@@ -25,8 +25,6 @@ QI = "age,weight,city"
 FLAGS = ("--id", "rid", "--qi", QI, "--sensitive", "s", "--k", "3", "--t", "1", "--j", "10")
 
 
-
-
 def view(n: int = 30, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame(
@@ -428,3 +426,39 @@ def test_semicolon_csv_with_decimal_commas_is_read_as_numbers(cli, tmp_path):
     assert res.exit_code == 0, res.output
     rel = pd.read_parquet(out)
     assert rel["weight_min"].dtype == np.float64 and (rel["weight_min"] % 1 == 0.5).all()
+
+
+# == 11. extreme numeric ranges (a fresh user's drill, 2026-12-03) ================================
+def test_grid_bits_of_domains_beyond_int64_and_float64():
+    from dpriv.hilbert import grid_bits
+
+    def bits(weight_domain):
+        p = ReleasePolicy(
+            id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10,
+            domains={"age": [40, 59], "weight": weight_domain, "s": ["a", "b", "c"]},
+        )  # fmt: skip
+        return grid_bits(p)
+
+    assert bits([60, 89]) == 5  # 30 values: ceil(log2 30)
+    assert bits([60, 60 + 32 - 1]) == 5 and bits([60, 60 + 33 - 1]) == 6  # 32 values fit in 5 bits
+    assert bits([0, 10**20]) == 16  # np.log2 failed on a Python int beyond 2**64: the cap
+    assert bits([-(2**63), 2**63 - 1]) == 16
+    assert bits([-1e300, 1e300]) == 16
+
+
+def test_a_domain_wider_than_float64_is_refused_naming_the_column():
+    with pytest.raises(
+        ValueError, match=r"numeric domain of 'weight' is \[-1e\+308, 1e\+308\].*not a finite"
+    ):
+        ReleasePolicy(
+            id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10,
+            domains={"weight": [-1e308, 1e308]},
+        )  # fmt: skip
+
+
+def test_int64_extremes_in_a_qi_release_and_verify():
+    v = view(60)
+    v.loc[0, "weight"], v.loc[1, "weight"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    res = anonymize(v, ReleasePolicy(id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10))
+    assert res.policy.domains["weight"] == [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
+    assert res.released["weight_max"].max() == np.iinfo(np.int64).max  # exact int64 bounds

@@ -74,6 +74,9 @@ def test_not_a_ledger_and_history_with_a_gap(setting, tmp_path):
     gap = mh.history[mh.history.view != 2]
     with pytest.raises(InputError, match="consecutive release indices"):
         release_history(gap, policy, tmp_path / "led")
+    later = mh.history[mh.history.view == 3]  # only a later view: the advice is to add views 1, 2
+    with pytest.raises(InputError, match=r"found \[3\]: a history holds every view from the first on"):
+        release_history(later, policy, tmp_path / "led")
 
 
 @pytest.mark.slow

@@ -37,7 +37,7 @@ from dpriv.criteria import GROUND_NAMES, BTPrivacy, DistinctL, KAnonymity, TClos
 from dpriv.divergence import EQUAL, GROUNDS
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, ORDER, SCODE, create_qig, group_labels
+from dpriv.released import LABEL, ORDER, SCODE, create_qig, group_labels, in_release_order
 from dpriv.validate import codes, validate_view
 
 Allowable = Callable[[np.ndarray], bool]
@@ -380,6 +380,6 @@ def mondrian_view(
     ties = keyed(stable_hash(view[policy.id]), policy.seed, "tie")
     assigned = view.assign(**{SCODE: s, LABEL: group_labels(ties, groups, policy.seed)})
     released = create_qig(assigned, policy)
-    released = released.sort_values(ORDER, kind="stable").drop(columns=ORDER).reset_index(drop=True)
+    released = in_release_order(released).drop(columns=ORDER)
     n_groups = int(groups.max()) + 1 if len(groups) else 0
     return MondrianRelease(released=released, assigned=assigned, n_groups=n_groups)

@@ -46,7 +46,7 @@ from dpriv.cli.common import (
 )
 from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.generate import experiment_app, generate_app
-from dpriv.errors import LedgerError, PolicyError
+from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_new_ledger
 
@@ -335,6 +335,12 @@ def demo(
             f"--out, or pass --force to move it aside to {led}.<n> (kept) and run the demo again"
         )
     check_generated(out, overwrite=force, flag="--force")  # an edited policy.toml is kept
+    k = _demo_privacy()["privacy"].get("k", 5)
+    if view_size < k:  # refused before anything is generated: every tuple would be suppressed
+        raise InputError(
+            f"--view-size {view_size} is smaller than the demo's k = {k}: no QI-group can form; "
+            f"choose --view-size {k} or more (nothing was written)"
+        )
     mh = medical_history(views, view_size, seed=0)
     if led.exists() or led.is_symlink():
         aside = next(p for n in itertools.count(1) if not (p := led.with_name(f"ledger.{n}")).exists())

@@ -137,6 +137,25 @@ def _input_file(name: str, kwargs: Mapping[str, Any]) -> str | None:
     return None if path is None else str(path)
 
 
+def _by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a KeyboardInterrupt was pending (its cause or context)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _interrupted(debug: bool):
+    """Ctrl-C: one line, exit 130 (128 + SIGINT, as a shell reports it)."""
+    if debug:
+        traceback.print_exc()
+    _say("interrupted (Ctrl-C): a ledger stays at its last committed release")
+    raise typer.Exit(130) from None
+
+
 def command(fn):
     """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
     only with --debug; warnings print as one "warning: ..." line."""
@@ -161,6 +180,8 @@ def command(fn):
             raise typer.Exit(2) from None
         except typer.Exit:
             raise
+        except KeyboardInterrupt:
+            _interrupted(debug)
         except PermissionError as exc:  # a folder made read-only after the checks, a ledger's
             if debug:
                 traceback.print_exc()
@@ -170,6 +191,8 @@ def command(fn):
             )
             raise typer.Exit(2) from None
         except Exception as exc:  # noqa: BLE001 - the CLI's last resort
+            if _by_interrupt(exc):  # Ctrl-C inside a compiled kernel surfaces as a SystemError
+                _interrupted(debug)
             if debug:
                 traceback.print_exc()
             _say(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")

@@ -162,6 +162,8 @@ def check_generated(
     very bytes may be replaced (dpriv/cli/outputs.py)."""
     from dpriv.cli.outputs import RECORD, written_by
 
+    if (out.exists() or out.is_symlink()) and not out.is_dir():
+        raise InputError(f"{out} is a file, not a folder; choose a folder for the generated files (--out)")
     if not overwrite:
         refuse_existing(out, flag, files)
         return

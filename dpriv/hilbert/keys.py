@@ -7,6 +7,8 @@ policy domains, optionally the expected rank of S under its prior), the QIs scal
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -158,12 +160,6 @@ def balanced_divisions(histogram: pd.Series, npartitions: int) -> tuple:
     return (int(keys[0]), *cuts, int(keys[-1]))
 
 
-def even_divisions(n: int) -> tuple:
-    """Divisions of ``n`` equal ranges of uint64 (the shuffle key is uniform on it)."""
-    inner = sorted({int(x) for x in np.linspace(0, 2**64 - 1, n + 1, dtype=np.float64)[1:-1]})
-    return (0, *[min(x, 2**64 - 2) for x in inner], 2**64 - 1)
-
-
 def grid_bits(policy: ReleasePolicy) -> int:
     """Bits per QI on the Hilbert grid of ``policy`` (docs/algorithms.md §2.2): ``hilbert_bits``
     when set, else ``ceil(log2)`` of the largest QI domain, capped at 16 and at
@@ -175,8 +171,14 @@ def grid_bits(policy: ReleasePolicy) -> int:
     sizes = []
     for q in policy.qi:
         dom = policy.domains[q]
-        sizes.append(int(dom[1] - dom[0]) + 1 if policy.kind(q) == "numeric" else len(dom))
-    p = max(1, int(np.ceil(np.log2(max(max(sizes), 2)))))
+        if policy.kind(q) != "numeric":
+            sizes.append(len(dom))
+            continue
+        span = dom[1] - dom[0]  # Python numbers: a span beyond int64 or float64 (1e308 - -1e308) is fine
+        sizes.append(int(span) + 1 if math.isfinite(span) else math.inf)
+    largest = max(max(sizes), 2)
+    # math.log2 takes integers of any size (np.log2 fails beyond 2**64); an infinite span: the cap
+    p = max(1, math.ceil(math.log2(largest))) if math.isfinite(largest) else DEFAULT_BITS_CAP
     return min(p, DEFAULT_BITS_CAP, 64 // (len(policy.qi) + policy.prior_key))
 
 

@@ -1,0 +1,227 @@
+"""The ledger's clean-up removes what dpriv's own writers left and nothing else.
+
+Opening a ledger for a release removes temp files (``.<name>.<8 random characters>``) and
+dpriv's own files of the one release that can be half written (the last committed index + 1);
+a file dpriv does not write, in that release's folders or in any later one, is never removed:
+the release is refused (LedgerError, exit 2 on the CLI) with the file named. A commit that
+fails or is interrupted removes what it wrote itself.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+
+import pandas as pd
+import pytest
+
+import dpriv.ledger as ledger_mod
+from dpriv.errors import LedgerError
+from dpriv.ledger import Ledger
+
+
+def snapshot(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def commit(led: Ledger, index: int) -> None:
+    view = pd.DataFrame({"qi_group": [1, 1], "age_min": [3, 3], "s": ["a", "b"]})
+    state = pd.DataFrame({"respondent_id": [index, index + 100], "n_post": [1, 1]})
+    led.commit(index, view, {"n_released": 2}, state, {"input_sha": f"sha{index}"})
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    led = Ledger(tmp_path / "led", create=True)
+    commit(led, 1)
+    return led
+
+
+def test_a_real_temp_name_is_recognised_and_a_users_dotfile_is_not(tmp_path):
+    fd, name = tempfile.mkstemp(dir=tmp_path, prefix=".view.parquet.")
+    assert ledger_mod._is_temp(tmp_path / name)
+    for user in (".notes.bak", ".view.parquet.orig", ".config", ".a.b.c.txt"):
+        assert not ledger_mod._is_temp(tmp_path / user), user
+
+
+def test_opening_removes_own_leftovers_of_the_next_release_only(ledger):
+    root = ledger.root
+    (root / "releases" / "2").mkdir()
+    (root / "releases" / "2" / "view.parquet").write_bytes(b"PAR1 from a killed run")
+    (root / "releases" / "2" / ".metrics.json.ab12cd34").write_bytes(b"{")
+    (root / "state" / "2").mkdir()
+    (root / "state" / "2" / "part-00003.parquet").write_bytes(b"PAR1")
+    (root / ".manifest.json.zz99yy88").write_bytes(b'{"releases": [')
+    (root / ".notes.bak").write_text("mine")  # a dotfile of the user's: not a temp file
+    Ledger(root, create=True)
+    assert not (root / "releases" / "2").exists() and not (root / "state" / "2").exists()
+    assert not (root / ".manifest.json.zz99yy88").exists()
+    assert (root / ".notes.bak").read_text() == "mine"
+    assert (root / "releases" / "1" / "view.parquet").exists()  # committed: untouched
+
+
+@pytest.mark.parametrize(
+    "where, named",
+    [
+        ("releases/2/notes.txt", "releases/2/notes.txt"),
+        ("state/2/keep.txt", "state/2/keep.txt"),
+        ("releases/2/sub/x.csv", "releases/2/sub"),  # a folder is named as a whole
+    ],
+)
+def test_a_users_file_where_the_next_release_goes_is_refused_and_nothing_removed(ledger, where, named):
+    root = ledger.root
+    (root / "releases" / "2").mkdir()
+    (root / "releases" / "2" / "view.parquet").write_bytes(b"PAR1 leftover")  # own: would go
+    (root / where).parent.mkdir(parents=True, exist_ok=True)
+    (root / where).write_text("mine")
+    before = snapshot(root)
+    with pytest.raises(LedgerError, match=rf"holds {named}.*did not write.*nothing was written or removed"):
+        Ledger(root, create=True)
+    assert snapshot(root) == before
+
+
+def test_later_folders_are_left_alone_and_refused_only_when_their_release_comes(ledger):
+    root = ledger.root
+    for sub, name in (("releases/7", "notes.txt"), ("state/9", "keep.txt"), ("releases/3", "view.parquet")):
+        (root / sub).mkdir(parents=True)
+        (root / sub / name).write_text("mine")
+    led = Ledger(root, create=True)  # opening touches none of them
+    assert (root / "releases" / "7" / "notes.txt").read_text() == "mine"
+    assert (root / "state" / "9" / "keep.txt").read_text() == "mine"
+    assert (root / "releases" / "3" / "view.parquet").read_text() == "mine"
+    commit(led, 2)
+    (root / "releases" / "3" / "extra.txt").write_text("mine too")
+    with pytest.raises(LedgerError, match="releases/3/extra.txt"):
+        commit(led, 3)
+    assert led.last_index() == 2 and (root / "releases" / "3" / "extra.txt").read_text() == "mine too"
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
+def test_a_commit_that_fails_leaves_nothing_of_its_release(ledger, monkeypatch, failure):
+    before = snapshot(ledger.root)
+
+    def fail(*args, **kwargs):
+        raise failure("stop")
+
+    monkeypatch.setattr(ledger_mod, "write_record", fail)  # after the view and the state
+    with pytest.raises(failure):
+        commit(ledger, 2)
+    assert snapshot(ledger.root) == before
+    assert not (ledger.root / "releases" / "2").exists() and not (ledger.root / "state" / "2").exists()
+    assert json.loads((ledger.root / "manifest.json").read_text())["releases"][-1]["index"] == 1
+
+
+def _raise_interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def _raise_like_a_kernel(*args, **kwargs):
+    """What Ctrl-C inside a numba kernel gives: a SystemError caused by the KeyboardInterrupt."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:
+        raise SystemError("CPUDispatcher(<function k>) returned a result with an exception set") from exc
+
+
+@pytest.mark.parametrize("raiser", [_raise_interrupt, _raise_like_a_kernel])
+def test_ctrl_c_exits_130_with_one_line_and_no_internal_error(tmp_path, monkeypatch, raiser):
+    from typer.testing import CliRunner
+
+    import dpriv.datasets
+    from dpriv.cli import app
+
+    monkeypatch.setattr(dpriv.datasets, "medical_history", raiser)
+    res = CliRunner().invoke(app, ["generate", "medical", "--out", str(tmp_path / "g"), "--views", "2"])
+    assert res.exit_code == 130, res.output
+    assert "interrupted (Ctrl-C)" in res.output and "internal error" not in res.output
+    assert "Traceback" not in res.output
+
+
+def test_a_system_error_of_its_own_is_still_an_internal_error(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import dpriv.datasets
+    from dpriv.cli import app
+
+    def broken(*args, **kwargs):
+        raise SystemError("a bug")
+
+    monkeypatch.setattr(dpriv.datasets, "medical_history", broken)
+    res = CliRunner().invoke(app, ["generate", "medical", "--out", str(tmp_path / "g"), "--views", "2"])
+    assert res.exit_code == 1 and "internal error: SystemError: a bug" in res.output
+
+
+@pytest.mark.parametrize("text", ['{"mine": 1}', "[1, 2]", '{"releases": [{"x": 1}]}', '{"releases": 3}'])
+def test_a_json_file_named_manifest_that_is_not_a_ledgers_is_refused_untouched(tmp_path, text):
+    root = tmp_path / "led"
+    root.mkdir()
+    (root / "manifest.json").write_text(text)
+    with pytest.raises(LedgerError, match="is not a dpriv ledger's manifest"):
+        Ledger(root, create=True)
+    assert (root / "manifest.json").read_text() == text and len(list(root.iterdir())) == 1
+
+
+@pytest.mark.parametrize("command", [["generate", "medical"], ["demo"]])
+def test_generate_and_demo_into_a_file_are_refused_with_exit_2(tmp_path, command):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    target = tmp_path / "G"
+    target.write_text("mine")
+    res = CliRunner().invoke(app, [*command, "--out", str(target), "--views", "2", "--view-size", "50"])
+    assert res.exit_code == 2, res.output
+    assert "is a file, not a folder" in res.output and target.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["G"]
+
+
+def test_policy_messages_say_what_to_write():
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    with pytest.raises(
+        PolicyError, match=r"qi: missing: set qi under \[columns\] in the policy file, or pass --qi"
+    ):
+        ReleasePolicy.from_dict({"sensitive": "s"})
+    with pytest.raises(PolicyError, match=r"qi: must be a list, e.g. qi = \[\"a\", \"b\"\], got 'age'"):
+        ReleasePolicy.from_dict({"qi": "age", "sensitive": "s"})
+    for j in (float("inf"), float("nan"), -1.0):  # inf was accepted (and written as Infinity)
+        with pytest.raises(PolicyError, match=r"j: must be a number in \[0, inf\)"):
+            ReleasePolicy.from_dict({"qi": ["age"], "sensitive": "s", "j": j})
+
+
+def test_a_parquet_file_without_its_suffix_is_read_as_parquet(tmp_path):
+    from dpriv.io import read_table
+
+    frame = pd.DataFrame({"respondent_id": [1, 2], "age": [40, 50], "s": ["a", "b"]})
+    frame.to_parquet(tmp_path / "hist")
+    got = read_table(str(tmp_path / "hist")).compute()
+    assert got.to_dict("list") == frame.to_dict("list")
+    (tmp_path / "h.csv").write_text("respondent_id,age,s\n1,40,a\n")  # a CSV is still a CSV
+    assert read_table(str(tmp_path / "h.csv")).compute()["age"].tolist() == [40]
+
+
+@pytest.mark.parametrize(
+    "qi, sensitive, named",
+    [
+        (["age", "qi_group"], "s", "qi_group"),
+        (["weight_min", "weight"], "s", "weight_min"),
+        (["age"], "age_max", "age_max"),
+    ],
+)
+def test_a_column_named_like_a_released_column_is_refused(qi, sensitive, named):
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    with pytest.raises(PolicyError, match=rf"column '{named}' has the name of a released column"):
+        ReleasePolicy.from_dict({"qi": qi, "sensitive": sensitive})
+
+
+def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    res = CliRunner().invoke(app, ["demo", "--views", "1", "--view-size", "3", "--out", str(tmp_path / "D")])
+    assert res.exit_code == 2 and "--view-size 3 is smaller than the demo's k = 5" in res.output
+    assert not (tmp_path / "D").exists()
