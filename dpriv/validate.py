@@ -274,12 +274,17 @@ def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
         )
     other = text & ~gen
     if other.any():
+        values = pd.unique(col[other].to_numpy())
+        shown = ", ".join(repr(v) for v in values[:5]) + (
+            f" and {len(values) - 5} more" if len(values) > 5 else ""
+        )
         add(
             2,
             name,
             other,
-            f"numeric QI {name!r} holds text that is not a number: {col[other].iloc[0]!r}; correct "
-            "it to a number (e.g. 72 for '72kg'), drop the row, or declare the QI categorical in [kinds]",
+            f"numeric QI {name!r} holds text that is not a number: {shown}; correct each to a number "
+            "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical ([kinds] in the "
+            "policy, or --categorical)",
         )
 
 

@@ -120,6 +120,22 @@ def test_a_typo_in_a_numeric_qi_is_not_called_generalized(cli, tmp_path):
     assert "already generalized" not in out.split("error:")[1]
 
 
+def test_every_distinct_typo_of_a_declared_numeric_qi_is_named(cli, tmp_path):
+    """A fresh user's drill: with a declared domain only the first bad value was named."""
+    from conftest import random_view
+
+    frame = random_view()
+    for row, value in ((3, "heavy"), (5, "72kg"), (7, "heavy"), (8, "unknown")):
+        frame = _with(frame, "weight", row, value)
+    res = _anonymize_with_policy(cli, tmp_path, frame)
+    assert_refused(
+        res,
+        r"numeric QI 'weight' holds text that is not a number: 'heavy', '72kg', 'unknown'; correct each",
+        r"or --categorical",
+        r"4 rows",
+    )
+
+
 def test_an_interval_in_a_numeric_qi_is_still_called_generalized(cli, tmp_path):
     from conftest import random_view
 
