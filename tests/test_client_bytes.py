@@ -65,8 +65,9 @@ def test_a_dask_release_brings_back_o1_percent_of_the_view_and_sends_no_large_gr
         return result
 
     monkeypatch.setattr(Client, "_gather", spy)
-    with warnings.catch_warnings(record=True) as caught, dask.config.set(
-        {"distributed.admin.large-graph-warning-threshold": "1MB"}
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}),
     ):
         warnings.simplefilter("always")
         metrics, released, new_state, _ = release_view(
