@@ -48,12 +48,16 @@ def shared(obj: Any, frame: Any) -> Any:
     Dask ``frame``, a future of ``obj`` scattered once to every worker (the graph then holds
     its key, not its bytes: BK^seq tables of order 3 are ~19 MB, which Dask would embed and
     warn about as a large graph); ``obj`` itself otherwise (pandas, or no distributed client)."""
-    if not is_dask(frame):
-        return obj
+    client = distributed_client() if is_dask(frame) else None
+    return obj if client is None else client.scatter(obj, broadcast=True, hash=True)
+
+
+def distributed_client() -> Any:
+    """The current ``distributed.Client``, or None (no distributed client: Dask's local
+    schedulers run the tasks in this process)."""
     try:
         from distributed import get_client
 
-        client = get_client()
+        return get_client()
     except (ImportError, ValueError):
-        return obj
-    return client.scatter(obj, broadcast=True, hash=True)
+        return None

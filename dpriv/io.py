@@ -17,7 +17,7 @@ import dask.dataframe as dd
 import fsspec
 import pandas as pd
 
-from dpriv._dispatch import is_dask, meta_of
+from dpriv._dispatch import distributed_client, is_dask, meta_of
 from dpriv.errors import InputError
 
 ROW_ID = "row_id"
@@ -208,13 +208,15 @@ def write_parquet(
     """Write ``frame`` to ONE Parquet file at ``path`` atomically; return the number of rows.
 
     ``frame`` is a pandas DataFrame (one part) or a Dask DataFrame, whose partitions are
-    computed one at a time on the client: memory is about one partition plus fewer than
-    ``row_group_size`` buffered rows. The rows are re-cut into row groups of exactly
-    ``row_group_size`` rows (the last one shorter; one empty row group if there are no rows),
-    each encoded from contiguous arrays, so the same rows in the same order with the same dtypes
-    give the same bytes however they are partitioned (empty partitions included). The file has
-    one schema, ``pa.Table.from_pandas(part, preserve_index=False)`` of the first non-empty part
-    (of the Dask meta if all are empty); later parts are converted to it. The index is never
+    computed one at a time: under a distributed client on a worker, fetched in pieces of
+    :data:`PIECE_ROWS` rows (the client's memory is about one piece plus fewer than
+    ``row_group_size`` buffered rows), else in this process (one partition at a time). The
+    rows are re-cut into row groups of exactly ``row_group_size`` rows (the last one shorter;
+    one empty row group if there are no rows), each encoded from contiguous arrays, so the
+    same rows in the same order with the same dtypes give the same bytes however they are
+    partitioned (empty partitions included). The file has one schema,
+    ``pa.Table.from_pandas(part, preserve_index=False)`` of the first non-empty part or piece
+    (of the Dask meta if all are empty); later ones are converted to it. The index is never
     written: reading the file back gives a RangeIndex frame. ``drop_private`` leaves out the
     columns whose name starts with ``_`` (private helper columns). ``use_dictionary=False``
     writes plain pages (pyarrow's ``use_dictionary``), faster for columns of distinct floats.
@@ -225,8 +227,8 @@ def write_parquet(
 
     Note: each Dask partition is computed separately, so work shared by all partitions (a
     shuffle) is repeated per partition; persist such a frame first.
-    Limitation: a column of the first non-empty part with only missing values in an object
-    column gets Arrow type ``null``, which later parts with values cannot be converted to.
+    Limitation: a column of the first non-empty part (piece) with only missing values in an
+    object column gets Arrow type ``null``, which later parts with values cannot be converted to.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -282,10 +284,31 @@ def write_parquet(
     return rows
 
 
+#: Rows fetched to the client at a time when a Dask frame is written (:func:`_parts`).
+PIECE_ROWS = 131_072
+
+
 def _parts(frame: pd.DataFrame | dd.DataFrame) -> Iterator[pd.DataFrame]:
-    """The frame's partitions as pandas DataFrames, in order, each computed only when asked for."""
+    """The frame's rows as pandas DataFrames, in order, each computed only when asked for.
+
+    Under a distributed client each partition is computed once on a worker and fetched in
+    pieces of :data:`PIECE_ROWS` rows: the client holds one piece, not one partition (a
+    partition of a 10^7-tuple view is ~10^6 rows, a visible share of the client's peak
+    memory). Without one, partition after partition in this process."""
     if not is_dask(frame):
         yield frame
         return
+    client = distributed_client()
     for part in frame.to_delayed():
-        yield part.compute()
+        if client is None:
+            yield part.compute()
+            continue
+        held = client.compute(part)  # stays on its worker while the pieces are fetched
+        n_rows = client.submit(len, held).result()
+        for start in range(0, n_rows, PIECE_ROWS):
+            yield client.submit(_rows, held, start, start + PIECE_ROWS).result()
+        held.release()
+
+
+def _rows(part: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
+    return part.iloc[start:stop]

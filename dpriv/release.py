@@ -340,6 +340,7 @@ def release_view(
         result.n_suppressed,
         sensitive=sensitive,
         view_counts=summary.s_counts,
+        by_group=getattr(result, "by_group", False),  # released parts hold whole QI-groups
     )
     defender_tail = combine_tail(to_pandas(tail))
     steps.lap("metrics")

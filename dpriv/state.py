@@ -148,8 +148,10 @@ def _with_bucket(part: pd.DataFrame, column: str, nbuckets: int) -> pd.DataFrame
 def _merge_advance(
     state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int
 ) -> pd.DataFrame:
-    """One bucket: its state rows outer-joined with its posteriors -> :func:`advance_state`."""
-    return advance_state(_outer(state, posts, policy), policy, window, index)
+    """One bucket: its state rows joined with its posteriors and advanced
+    (:func:`_next_state_pandas`, one bucket: rows in id order)."""
+    state, posts = (f.reset_index(drop=True) for f in (state, posts))
+    return _next_state_pandas(state, posts, policy, window, index, 1)
 
 
 def _outer(state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
@@ -158,33 +160,50 @@ def _outer(state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy) -> p
     return state.merge(posts, on=policy.id, how="outer")
 
 
-def _joined_rows(
-    state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy
-) -> tuple[pd.DataFrame, np.ndarray] | None:
-    """The rows of the outer join of ``nullable_state(state)`` with ``posts`` that hold a
-    posterior (posts' columns, then the state's: nullable Int64 counters, NaN for a
-    first-timer), built from the state's positions of the posts' ids, and those positions
-    (-1: a first-timer); None when the join's dtypes could differ (ids of another dtype,
-    non-unique, or state columns other than int64/float64): the caller merges then."""
+def _state_positions(state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray | None:
+    """The state row (int64, -1: a first-timer) of each posterior's respondent, or None when
+    the row copy of :func:`_next_state_pandas` could give other dtypes than the full outer
+    join (ids of another dtype or not unique, state columns other than int64/float64): the
+    caller merges then."""
     ints = {*STATE, PGROUP}
-    others = state.columns.drop(policy.id)
-    plain = all(state[c].dtype == np.dtype("int64" if c in ints else "float64") for c in others)
+    plain = all(
+        state[c].dtype == np.dtype("int64" if c in ints else "float64") for c in state.columns.drop(policy.id)
+    )
     index = pd.Index(state[policy.id])
     if not plain or state[policy.id].dtype != posts[policy.id].dtype or not index.is_unique:
         return None
-    pos = index.get_indexer(posts[policy.id])
+    return index.get_indexer(posts[policy.id])
+
+
+def _moved(
+    state: pd.DataFrame, posts: pd.DataFrame, pos: np.ndarray, policy: ReleasePolicy, window: int, index: int
+) -> dict:
+    """:func:`advance_state`'s columns for the respondents with a posterior (``posts``' rows;
+    ``pos``: their state rows, -1 for a first-timer), read from the state rows directly instead
+    of from an outer join: counters, release and group, then the window shifted by one slot
+    (a float column's value is an array, or the name of the state column one slot newer whose
+    rows ``pos`` it takes, NaN for a first-timer: :func:`_next_state_pandas` gathers it straight
+    into its output)."""
     new, src = pos < 0, np.maximum(pos, 0)
-    cols = {c: posts[c].array for c in posts.columns}
-    floats = [c for c in others if c not in ints]
-    for c in others.drop(floats):
-        v = state[c].to_numpy()[src] if len(state) else np.zeros(len(src), np.int64)
-        cols[c] = pd.arrays.IntegerArray(np.where(new, 0, v), new)
-    window = np.empty((len(floats), len(src)))
-    if len(state):
-        for row, c in zip(window, floats):
-            np.take(state[c].to_numpy(), src, out=row)
-    window[:, new] = np.nan  # first-timers (all rows when the state is empty)
-    return pd.concat([pd.DataFrame(cols), _block(window, floats)], axis=1), pos
+
+    def old(col: str, default: int) -> np.ndarray:
+        return np.where(new, default, state[col].to_numpy()[src] if len(state) else default)
+
+    out = {
+        policy.id: posts[policy.id].array,
+        "n_post": old("n_post", 0) + 1,
+        "last_release": np.full(len(posts), index, dtype=np.int64),
+        "last_group": posts[LABEL].to_numpy(dtype=np.int64),
+    }
+    if PGROUP in state.columns:  # persistent groups: the new one (-1 = none)
+        nxt = posts[PNEXT] if PNEXT in posts else pd.Series(old(PGROUP, -1))
+        out[PGROUP] = nxt.astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+    cols = pk_columns(window, policy)
+    for w in range(window):
+        newer = cols[w + 1] if w + 1 < window else None
+        for i, c in enumerate(cols[w]):
+            out[c] = newer[i] if newer else posts[f"post__{policy.sensitive_domain[i]}"].to_numpy(dtype=float)
+    return out
 
 
 def _block(values: np.ndarray, columns: list[str]) -> pd.DataFrame:
@@ -196,46 +215,56 @@ def _block(values: np.ndarray, columns: list[str]) -> pd.DataFrame:
 def _next_state_pandas(
     state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int, n: int
 ) -> pd.DataFrame:
-    """:func:`next_state` in process, the join in O(|posts|): only the respondents with a
-    posterior are joined with their state rows (:func:`_joined_rows`) and advanced; the
-    other rows are those :func:`advance_state` would rewrite unchanged (no posterior:
-    counters, release, group and window kept), so they are copied column by column, in the
-    advanced rows' dtypes (those of the full outer join). Ids are unique, so putting all the
-    rows in (bucket, id) order gives the rows and order of the full join
-    (``tests/test_next_state.py`` checks both against it)."""
-    # the posteriors in the state's (bucket, id) order first: every gather below (a state row
-    # per posterior, then all rows into that order) then reads its sources nearly in order
-    # (57 columns gathered at random positions were ~1 s of a 10^6-tuple release)
+    """:func:`next_state` in process, in O(|posts|) joins: only the respondents with a
+    posterior are advanced (:func:`_moved`, their state rows found by id); the other rows are
+    those :func:`advance_state` would rewrite unchanged (no posterior: counters, release,
+    group and window kept), so they are copied column by column, in the advanced rows' dtypes
+    (those of the full outer join). Ids are unique, so putting all the rows in (bucket, id)
+    order gives the rows and order of the full join (``tests/test_next_state.py`` checks both
+    against it). Each window column is written once, straight into the new state's float
+    block: the window is most of the state's bytes (W x M float64 per respondent), and every
+    extra pass over it was a visible share of a 10^6-tuple release."""
+    # the posteriors in the state's (bucket, id) order first: every gather below then reads
+    # its sources nearly in order (57 columns gathered at random positions were ~1 s at 10^6)
     posts = posts.take(_state_order(posts[policy.id], n)).reset_index(drop=True)
-    joined = _joined_rows(state, posts, policy)
-    if joined is None:
+    pos = _state_positions(state, posts, policy)
+    touched = np.zeros(len(state), dtype=bool)
+    if pos is None:  # dtypes the row copy cannot take: the outer join of the touched rows
         touched = state[policy.id].isin(posts[policy.id]).to_numpy()
         merged = _outer(nullable_state(state[touched]), posts, policy)
+        moved, new = _advanced(merged, policy, window, index), None
     else:
-        merged, pos = joined
-        touched = np.zeros(len(state), dtype=bool)
         touched[pos[pos >= 0]] = True
-    moved = _advanced(merged, policy, window, index)  # unsorted: all rows are ordered below
+        moved, new = _moved(state, posts, pos, policy, window, index), pos < 0
     kept = np.flatnonzero(~touched)
-    moved_ids = pd.Series(moved[policy.id])
+    moved_ids = pd.Series(moved.pop(policy.id))
     ids = pd.concat([state[policy.id].iloc[kept], moved_ids], ignore_index=True).astype(moved_ids.dtype)
     order = _state_order(ids, n)
-    in_order = bool(np.array_equal(order, np.arange(len(order))))  # a first release: no gather
+    # where each kept / moved row goes (a first release: every row where it is, no gather)
+    in_order = bool(np.array_equal(order, np.arange(len(order))))
+    to = np.empty_like(order)
+    to[order] = np.arange(len(order))
+    kept_to = slice(0, len(kept)) if in_order else to[: len(kept)]
+    moved_to = slice(len(kept), None) if in_order else to[len(kept) :]
     out = {policy.id: ids.array if in_order else ids.array.take(order)}
-    new = {c: np.asarray(v) for c, v in moved.items() if c != policy.id}  # int64, then float64
-    floats = [c for c, v in new.items() if v.dtype == np.float64]
-    window = np.empty((len(floats), len(order)))
-    rows = iter(window)
-    for col, values in new.items():
-        parts = [state[col].to_numpy(dtype=values.dtype)[kept], values]
-        if values.dtype == np.float64 and in_order:
-            np.concatenate(parts, out=next(rows))
-        elif values.dtype == np.float64:
-            np.take(np.concatenate(parts), order, out=next(rows))
+    floats = [c for c in moved if c not in (*STATE, PGROUP)]
+    for col in (c for c in moved if c not in floats):  # the int64 counters
+        both = np.concatenate([state[col].to_numpy(dtype=np.int64)[kept], moved[col]])
+        out[col] = both if in_order else both[order]
+    src = np.maximum(pos, 0) if pos is not None else None
+    firsts = to[len(kept) :][new] if new is not None else None  # first-timers' rows
+    block = np.empty((len(floats), len(order)))
+    for row, col in zip(block, floats):
+        row[kept_to] = state[col].to_numpy(dtype=float)[kept]
+        value = moved[col]
+        if not isinstance(value, str):
+            row[moved_to] = value
+        elif len(state):  # the state's column one slot newer; NaN for a first-timer
+            row[moved_to] = state[value].to_numpy()[src]
+            row[firsts] = np.nan
         else:
-            both = np.concatenate(parts)
-            out[col] = both if in_order else both[order]
-    return pd.concat([pd.DataFrame(out), _block(window, floats)], axis=1)
+            row[moved_to] = np.nan
+    return pd.concat([pd.DataFrame(out), _block(block, floats)], axis=1)
 
 
 def _state_order(ids: pd.Series, n: int) -> np.ndarray:
@@ -278,7 +307,7 @@ def next_state(
         posts = dd.from_pandas(posts, npartitions=1, sort=False)
     return dd.map_partitions(
         _merge_advance,
-        cut(nullable_state(state)),
+        cut(state),
         cut(posts),
         policy,
         window,

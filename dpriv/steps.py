@@ -16,20 +16,11 @@ import time
 
 import dask
 
-from dpriv._dispatch import is_dask
+from dpriv._dispatch import distributed_client, is_dask
 
 #: Show Dask's text progress bar (on stderr) for each persisted step; the CLI turns it on
 #: when stderr is a terminal (``--progress/--no-progress``).
 SHOW_PROGRESS = False
-
-
-def _client():
-    try:
-        from distributed import get_client
-
-        return get_client()
-    except (ImportError, ValueError):
-        return None
 
 
 class Steps:
@@ -58,7 +49,7 @@ class Steps:
         if lazy:
             done = iter(dask.persist(*lazy))
             collections = tuple(next(done) if is_dask(c) else c for c in collections)
-            client = _client()
+            client = distributed_client()
             if client is not None:
                 _wait(client, [c for c in collections if is_dask(c)], name)
         self.lap(name)

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,6 +22,13 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder {SHARED_DATA} is absent (CI always has it)")
     return SHARED_DATA
+
+
+@pytest.fixture
+def object_strings():
+    """Dask keeps object strings as object (by default it converts them to Arrow strings)."""
+    with dask.config.set({"dataframe.convert-string": False}):
+        yield
 
 
 @pytest.fixture(scope="module")

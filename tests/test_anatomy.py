@@ -47,8 +47,14 @@ def tiny():
     priors = np.array([A, B, A, B, A, B])
     view["p__x"], view["p__y"] = priors[:, 0], priors[:, 1]
     policy = ReleasePolicy(
-        id="rid", qi=["age"], sensitive="s", domains={"age": [20, 25], "s": ["x", "y"]},
-        k=3, t=0.2, j=0.1, release_format="anatomy",
+        id="rid",
+        qi=["age"],
+        sensitive="s",
+        domains={"age": [20, 25], "s": ["x", "y"]},
+        k=3,
+        t=0.2,
+        j=0.1,
+        release_format="anatomy",
     )
     return view, policy
 

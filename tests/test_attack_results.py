@@ -70,4 +70,3 @@ def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     assert list(written.columns[:3]) == ["release", "adversary_gain", "n_tuples"]
     names = sorted(p.name for p in (out / "ledger" / "attack").iterdir())
     assert names == ["gain_dk.csv", "gain_snapshot.csv"]
-

@@ -3,13 +3,14 @@
 A spy on the distributed client's gather records the bytes (``dask.sizeof``) of every result
 that comes back, with the dpriv functions on the main thread's stack at that moment, while
 :func:`dpriv.release.release_view` releases a 100,000-tuple view (10^6, marked slow) on the Dask path. The
-release's own steps (keys, shuffle, grouping, repair, CreateQIG, verify, PK and the state)
-must bring back at most 1 % of the view's bytes: the key histogram (bounded by the QI grid),
-per-part reports, the number of suppressed tuples, the defender's tail counts. Before this
-test the repair gathered every group's statistics and every leftover (56 % of the view's
-bytes) and CreateQIG its table (5 %). Not covered here: ``release_metrics`` (dpriv.metrics:
-the utility group table and the association loss still gather one row per QI-group, ~13 %
-of the view's bytes at this size) and the ledger write (streamed through the client).
+release's steps (keys, shuffle, grouping, repair, CreateQIG, verify, PK and the state, the
+metrics) must bring back at most 1 % of the view's bytes: the key histogram (bounded by the QI
+grid), per-part reports, the number of suppressed tuples, the defender's tail counts, one
+record of group sums per part and KPR's scalars. Before this test the repair gathered every
+group's statistics and every leftover (56 % of the view's bytes) and CreateQIG its table
+(5 %); until the metrics summed the groups per part, the utility group table and the
+association loss gathered one row per QI-group (~13 %). Not covered here: the ledger write
+(streamed through the client).
 
 No graph may exceed 1 MB (Dask's "Sending large graph" warning, its threshold lowered from
 10 MB): the BK^seq tables (19 MB for order 3) travel as one scattered future, the placed
@@ -64,8 +65,9 @@ def test_a_dask_release_brings_back_o1_percent_of_the_view_and_sends_no_large_gr
         return result
 
     monkeypatch.setattr(Client, "_gather", spy)
-    with warnings.catch_warnings(record=True) as caught, dask.config.set(
-        {"distributed.admin.large-graph-warning-threshold": "1MB"}
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}),
     ):
         warnings.simplefilter("always")
         metrics, released, new_state, _ = release_view(
@@ -75,9 +77,10 @@ def test_a_dask_release_brings_back_o1_percent_of_the_view_and_sends_no_large_gr
 
     large = [str(w.message).splitlines()[0] for w in caught if "large graph" in str(w.message)]
     assert large == []
-    steps = [(size, stack) for size, stack in gathered if "release_metrics" not in stack]
-    assert len(steps) >= 3  # the spy saw the steps' gathers (histogram, repair, verify, tail)
+    steps = gathered
+    assert len(steps) >= 4  # the spy saw the steps' gathers (histogram, repair, verify, tail, metrics)
     assert any("_repair_on_worker" in stack for _, stack in steps)
+    assert any("release_sums" in stack for _, stack in steps)
     total = sum(size for size, _ in steps)
     biggest = sorted(steps, key=lambda s: -s[0])[:3]
     assert total <= 0.01 * view_bytes, (total, view_bytes, biggest)

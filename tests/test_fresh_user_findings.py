@@ -318,6 +318,7 @@ def test_an_unknown_defender_names_the_knowledge_entries(tmp_path):
 
     mh = medical_history(n_views=1, view_size=50, seed=0)
     policy = ReleasePolicy.from_toml(write_history(tmp_path, mh))
+
     def named(source):
         return policy.with_overrides(knowledge={**policy.knowledge, "defender": source})
 

@@ -16,8 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpriv.errors import InputError
+from dpriv.metrics.exact_sums import exact_sum as _exact_sum
+from dpriv.metrics.exact_sums import to_fraction as _to_fraction
 from dpriv.metrics.kpr import ABOVE, BELOW, MISSING, KPRResult, KPRWarning, bin_index, kpr
-from dpriv.metrics.kpr_binning import _exact_sum, _exact_sum_of_squares, _to_fraction
+from dpriv.metrics.kpr_binning import _exact_sum_of_squares
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpriv.metrics.kpr.KPRWarning")
 

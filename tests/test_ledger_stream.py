@@ -81,13 +81,6 @@ def no_temp_files(folder) -> bool:
     return not [p for p in folder.rglob(".*")]
 
 
-@pytest.fixture
-def object_strings():
-    """Dask keeps object strings as object (by default it converts them to Arrow strings)."""
-    with dask.config.set({"dataframe.convert-string": False}):
-        yield
-
-
 # -- bytes independent of partitioning ----------------------------------------------------
 
 

@@ -528,12 +528,21 @@ def test_combine_reports_of_parts_is_one_typed_report():
     assert (both.k_achieved, both.l_achieved, both.t_achieved, both.j_achieved) == (3, 2, 0.2, None)
     assert (both.n_rows, both.n_groups) == (10, 3)
     assert list(both.to_dict()) == [
-        "ok", "k_achieved", "l_achieved", "t_achieved", "j_achieved", "n_rows", "n_groups", "problems"
+        "ok",
+        "k_achieved",
+        "l_achieved",
+        "t_achieved",
+        "j_achieved",
+        "n_rows",
+        "n_groups",
+        "problems",
     ]
     # a part's problem, and a value released more often than the view holds it, fail the whole
     bad = combine_reports(
         [part(3, 0.2, 6, 2, ok=False, problems=["QI-group 1: size 1 < k = 3"]), part(5, 0.1, 4, 1)],
-        np.array([6, 4]), vc, ["a", "b"],
+        np.array([6, 4]),
+        vc,
+        ["a", "b"],
     )
     assert not bad.ok and bad.problems[0] == "QI-group 1: size 1 < k = 3"
     assert "'a' (6 > 5)" in bad.problems[1]
@@ -544,7 +553,11 @@ def test_release_metrics_flatten_in_the_order_of_metrics_json():
 
     m = ReleaseMetrics({"gcp": 0.25, "n_groups": 4}, 81.5, 100, 3)
     assert list(m.to_dict().items()) == [
-        ("gcp", 0.25), ("n_groups", 4), ("kpr", 81.5), ("n_original", 100), ("n_suppressed", 3)
+        ("gcp", 0.25),
+        ("n_groups", 4),
+        ("kpr", 81.5),
+        ("n_original", 100),
+        ("n_suppressed", 3),
     ]
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 from dpriv._dispatch import to_pandas
 from dpriv.anatomy import COUNT
 from dpriv.metrics.kpr import kpr
-from dpriv.metrics.utility import average_class_size, discernibility, gcp, suppression_rate
+from dpriv.metrics.utility import GroupSums, average_class_size, discernibility, gcp, suppression_rate
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP
 
@@ -53,18 +53,26 @@ def view_association_loss(view_counts: np.ndarray) -> float | None:
     return None if n == 0 else float(1.0 - ((vc / n) ** 2).sum())
 
 
-def released_association_loss(released: Any, policy: ReleasePolicy) -> float | None:
-    """:func:`association_loss_table` of a generalized view (pandas or Dask) without gathering
-    its (group, value) counts: the per-value counts stay on the workers, only one row per group
-    (``n_g``, ``sum_s c_gs^2``) reaches the client."""
+def association_per_group(released: Any, policy: ReleasePolicy) -> np.ndarray:
+    """``sum_s c_gs^2 / n_g`` of each QI-group of a generalized view (float64, one per group,
+    in no particular order; pandas or Dask): the per-value counts stay on the workers, only
+    one row per group (``n_g``, ``sum_s c_gs^2``) is computed."""
     counts = released[[GROUP, policy.sensitive]].groupby([GROUP, policy.sensitive]).size()
     frame = counts.rename(COUNT).reset_index()
     frame = frame.assign(c2=frame[COUNT] * frame[COUNT])
     per_group = to_pandas(frame.groupby(GROUP).agg(n=(COUNT, "sum"), c2=("c2", "sum")))
-    n = per_group["n"].to_numpy(dtype=np.float64)
-    if n.sum() == 0:
-        return None
-    return float(1.0 - (per_group["c2"].to_numpy(dtype=np.float64) / n).sum() / n.sum())
+    return per_group["c2"].to_numpy(dtype=np.float64) / per_group["n"].to_numpy(dtype=np.float64)
+
+
+def released_association_loss(released: Any, policy: ReleasePolicy) -> float | None:
+    """:func:`association_loss_table` of a generalized view (pandas or Dask) without gathering
+    its (group, value) counts (:func:`association_per_group`); the sum exact, rounded once."""
+    n = len(released.index)
+    return (
+        GroupSums(n_released=int(n))
+        .with_association(association_per_group(released, policy))
+        .association_loss()
+    )
 
 
 def group_qi_span(qi_table: Any, policy: ReleasePolicy) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
+from dpriv.metrics.exact_sums import ExactSum, add_exact, exact_sum, to_fraction
 from dpriv.metrics.kpr_exact import (  # the sentinels are re-exported: the binning's vocabulary
     ABOVE,
     BELOW,
@@ -56,55 +57,7 @@ class BinSpec:
     count: int
 
 
-_ExactSum = tuple[int, int]  # (numerator, exponent): value = numerator * 2**exponent
-
-
-def _exact_sum(values: np.ndarray, extra_exp: np.ndarray | int = 0) -> _ExactSum:
-    """Exact sum of ``values * 2**extra_exp`` (finite float64, shape (k,)).
-
-    Every float64 is ``M * 2**E`` with an integer ``|M| < 2**53``; the mantissas are summed
-    in int64 per exponent (split in 26-bit halves so no overflow below 2**36 terms) and the
-    few per-exponent totals are combined as Python integers.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    extra = np.broadcast_to(np.asarray(extra_exp, dtype=np.int64), values.shape)
-    keep = values != 0.0
-    if not keep.any():
-        return (0, 0)
-    values, extra = values[keep], extra[keep]
-    mant, exp = np.frexp(values)
-    m = (mant * 9007199254740992.0).astype(np.int64)  # * 2**53, exact
-    e = exp.astype(np.int64) + extra - 53
-    order = np.argsort(e.astype(np.int16), kind="stable")  # |e| < 2**12: int16 radix sort
-    es = e[order]
-    ms = m[order]
-    high = ms >> 26  # arithmetic shift: ms = high * 2**26 + low, 0 <= low < 2**26
-    low = ms - (high << 26)
-    starts = np.flatnonzero(np.concatenate(([True], es[1:] != es[:-1])))
-    s_high = np.add.reduceat(high, starts)
-    s_low = np.add.reduceat(low, starts)
-    e0 = int(es[0])
-    total = 0
-    for sh, sl, eg in zip(s_high.tolist(), s_low.tolist(), es[starts].tolist(), strict=True):
-        total += ((sh << 26) + sl) << (eg - e0)
-    return (total, e0)
-
-
-def _add_exact(a: _ExactSum, b: _ExactSum) -> _ExactSum:
-    if a[0] == 0:
-        return b
-    if b[0] == 0:
-        return a
-    e = min(a[1], b[1])
-    return ((a[0] << (a[1] - e)) + (b[0] << (b[1] - e)), e)
-
-
-def _to_fraction(a: _ExactSum) -> Fraction:
-    num, e = a
-    return Fraction(num << e) if e >= 0 else Fraction(num, 1 << -e)
-
-
-def _exact_sum_of_squares(values: np.ndarray) -> _ExactSum:
+def _exact_sum_of_squares(values: np.ndarray) -> ExactSum:
     """Exact ``sum(values**2)`` of finite float64 values (error-free TwoProduct).
 
     Each value is scaled to its mantissa ``f`` in ``[0.5, 1)`` so that ``f*f`` neither
@@ -118,7 +71,7 @@ def _exact_sum_of_squares(values: np.ndarray) -> _ExactSum:
     p = f * f
     err = ((fh * fh - p) + 2.0 * fh * fl) + fl * fl
     e2 = 2 * exp.astype(np.int64)
-    return _add_exact(_exact_sum(p, e2), _exact_sum(err, e2))
+    return add_exact(exact_sum(p, e2), exact_sum(err, e2))
 
 
 _DecStats = tuple[Fraction, Fraction, Fraction | None, Fraction | None]  # sum, sum sq, min, max
@@ -143,8 +96,8 @@ class _VarStats:
 
     count: int = 0
     n_inf: int = 0
-    total: _ExactSum = (0, 0)
-    total_sq: _ExactSum = (0, 0)
+    total: ExactSum = (0, 0)
+    total_sq: ExactSum = (0, 0)
     vmin: float = math.inf
     vmax: float = -math.inf
     dec: _DecStats | None = (Fraction(0), Fraction(0), None, None)
@@ -153,8 +106,8 @@ class _VarStats:
         return _VarStats(
             self.count + other.count,
             self.n_inf + other.n_inf,
-            _add_exact(self.total, other.total),
-            _add_exact(self.total_sq, other.total_sq),
+            add_exact(self.total, other.total),
+            add_exact(self.total_sq, other.total_sq),
             min(self.vmin, other.vmin),
             max(self.vmax, other.vmax),
             _merge_dec(self.dec, other.dec),
@@ -245,10 +198,10 @@ def bin_values(raw: np.ndarray, miss: np.ndarray, grid: _Grid | None) -> np.ndar
 STATS_CHUNK = 1 << 18
 
 
-def _chunked(fn, y: np.ndarray) -> _ExactSum:
-    total: _ExactSum = (0, 0)
+def _chunked(fn, y: np.ndarray) -> ExactSum:
+    total: ExactSum = (0, 0)
     for k in range(0, len(y), STATS_CHUNK):
-        total = _add_exact(total, fn(y[k : k + STATS_CHUNK]))
+        total = add_exact(total, fn(y[k : k + STATS_CHUNK]))
     return total
 
 
@@ -294,7 +247,7 @@ def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
     return _VarStats(
         count=len(y),
         n_inf=n_inf,
-        total=_chunked(_exact_sum, y) if exact_binary else (0, 0),
+        total=_chunked(exact_sum, y) if exact_binary else (0, 0),
         total_sq=_chunked(_exact_sum_of_squares, y) if exact_binary else (0, 0),
         vmin=float(y.min()),
         vmax=float(y.max()),
@@ -337,7 +290,7 @@ def _finalize_specs(
         if st.dec is not None:  # integers / short decimals: exact decimal statistics
             s1, s2, qmin, qmax = (Fraction(v) for v in st.dec)  # type: ignore[arg-type]
         else:  # other floats: their exact binary values
-            s1, s2 = _to_fraction(st.total), _to_fraction(st.total_sq)
+            s1, s2 = to_fraction(st.total), to_fraction(st.total_sq)
             qmin, qmax = Fraction(st.vmin), Fraction(st.vmax)
         mean_q = s1 / n
         mean = float(mean_q)

@@ -8,24 +8,24 @@ exceeds the policy's limit.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import is_dask
 from dpriv.anonymity.verify import VerificationReport, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.errors import PolicyError, VerificationError
-from dpriv.metrics.anatomy import (
-    anatomy_utility,
-    released_association_loss,
-    view_association_loss,
-)
+from dpriv.metrics.anatomy import anatomy_utility, association_per_group, view_association_loss
+from dpriv.metrics.groups import group_table
 from dpriv.metrics.microdata import release_kpr
 from dpriv.metrics.record import ReleaseRecord
-from dpriv.metrics.utility import utility_metrics
+from dpriv.metrics.utility import GroupSums
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_fix import policy_change, relax_hint
 from dpriv.released import public
@@ -90,21 +90,49 @@ def release_metrics(
     *,
     sensitive: pd.DataFrame | None = None,
     view_counts: np.ndarray | None = None,
+    by_group: bool = False,
 ) -> ReleaseMetrics:
     """Utility (E11, E24-E26), KPR of the release (E21) and sizes; pandas or Dask frames.
 
     Both formats also get the QI-S association measures of :mod:`dpriv.metrics.anatomy`
     (``association_loss``, ``association_loss_view`` with ``view_counts``, the int64 (M,)
     counts of S over the view, and ``group_qi_span``). An Anatomy release passes its QI
-    table as ``released`` and its ``sensitive`` table."""
+    table as ``released`` and its ``sensitive`` table. ``by_group``: every Dask partition
+    of ``released`` holds whole QI-groups (the release's label ranges), so the group sums are
+    taken per partition on the workers (:func:`release_sums`)."""
     if sensitive is not None:
         util = anatomy_utility(released, sensitive, original, policy, n_original, view_counts)
         return ReleaseMetrics(util, util.pop("kpr"), n_original, n_suppressed)
-    util = utility_metrics(released, **utility_domains(policy), n_original=n_original, k=policy.k)
-    util["association_loss"] = released_association_loss(released, policy)
+    sums = release_sums(released, policy, by_group)
+    util = sums.utility(n_original, len(policy.qi), policy.k)
+    util["association_loss"] = sums.association_loss()
     util["association_loss_view"] = None if view_counts is None else view_association_loss(view_counts)
     util["group_qi_span"] = util["average_semiperimeter"]
     return ReleaseMetrics(util, release_kpr(released, original, policy), n_original, n_suppressed)
+
+
+def part_sums(part: pd.DataFrame, policy: ReleasePolicy) -> GroupSums:
+    """The :class:`~dpriv.metrics.utility.GroupSums` of a generalized view (or of a part of
+    it that holds whole QI-groups), with the association sums."""
+    sums = GroupSums.of(group_table(part, **utility_domains(policy)))
+    return sums.with_association(association_per_group(part, policy))
+
+
+def release_sums(released: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, by_group: bool) -> GroupSums:
+    """:func:`part_sums` of a whole generalized release. On Dask with whole QI-groups per
+    partition (``by_group``, or one partition) each partition is summed where it lives and
+    only one small record per partition reaches the client (one ``dask.compute``); else the
+    group tables are computed with a groupby (one row per group reaches the client). Exact
+    sums: the same figures for any partitioning, and as in process."""
+    if not is_dask(released):
+        return part_sums(released, policy)
+    if by_group or released.npartitions == 1:
+        task = dask.delayed(part_sums, pure=True)
+        return functools.reduce(
+            GroupSums.merge, dask.compute(*[task(p, policy) for p in released.to_delayed()])
+        )
+    sums = GroupSums.of(group_table(released, **utility_domains(policy)))
+    return sums.with_association(association_per_group(released, policy))
 
 
 def checked_metrics(

@@ -18,22 +18,31 @@ built with one ``groupby``), never with a loop over groups:
 
 A ratio whose denominator is 0 (e.g. no group, ``n_original == 0``, ``k`` not given) is
 ``None``, never 0.
+
+Every metric is a function of a few additive sums over the groups (:class:`GroupSums`), the
+float ones exact (:mod:`dpriv.metrics.exact_sums`) and each ratio rounded once: a release on
+Dask sums the groups of each part where the part lives (the parts hold whole QI-groups) and
+gets the same bits as one sum over the whole table in process.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, to_pandas
+from dpriv._dispatch import to_pandas
 from dpriv.errors import InputError
+from dpriv.metrics.exact_sums import ExactSum, add_exact, exact_sum, ratio, to_fraction
+from dpriv.metrics.groups import group_table
 from dpriv.released import GROUP, parse_value_set
 
 __all__ = [
+    "GroupSums",
     "average_class_size",
     "average_semiperimeter",
     "discernibility",
@@ -45,169 +54,114 @@ __all__ = [
 ]
 
 
-def _check_domains(
-    numeric_domains: Mapping[str, tuple[float, float]],
-    categorical_domains: Mapping[str, Sequence[str]],
-) -> None:
-    both = set(numeric_domains) & set(categorical_domains)
-    if both:
-        raise InputError(f"QI(s) {sorted(both)} declared both numeric and categorical; keep one")
-    for qi, dom in numeric_domains.items():
-        try:
-            lo, hi = (float(v) for v in dom)
-        except (TypeError, ValueError):
-            raise InputError(f"numeric domain of {qi!r} must be a pair (min, max), got {dom!r}") from None
-        if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
-            raise InputError(f"numeric domain of {qi!r} must be finite with min <= max, got {dom!r}")
-    for qi, dom in categorical_domains.items():
-        if isinstance(dom, str) or len(dom) == 0:
-            raise InputError(f"categorical domain of {qi!r} must be a non-empty list of values, got {dom!r}")
+@dataclass(frozen=True)
+class GroupSums:
+    """Additive sums over QI-groups, from which every utility metric follows.
 
-
-def group_table(
-    released: Any,
-    numeric_domains: Mapping[str, tuple[float, float]],
-    categorical_domains: Mapping[str, Sequence[str]],
-    *,
-    group_column: str = GROUP,
-    hierarchies: Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
-    """One row per QI-group: its size and its NCP per QI and in total (E11 / §6).
-
-    Parameters
-    ----------
-    released : pandas.DataFrame or dask.dataframe.DataFrame, shape (n_released, ...)
-        Released view in the format of docs/released-format.md. Dask: the groupby runs on the cluster and
-        only the per-group table (one row per group) is computed.
-    numeric_domains : mapping QI name -> (min, max)
-        Domain range of each numeric QI (finite, ``min <= max``).
-    categorical_domains : mapping QI name -> sequence of str
-        Domain of each categorical QI (non-empty).
-    group_column : str, default "qi_group"
-    hierarchies : mapping QI name -> :class:`dpriv.hierarchy.Hierarchy`, optional
-        Categorical QIs released as hierarchy nodes: their NCP is the node's ARX loss.
-
-    Returns
-    -------
-    pandas.DataFrame, shape (n_groups, 2 + m)
-        Index: the group labels. Columns: ``size`` (int64, >= 1), ``ncp__<qi>`` (float64
-        in [0, 1]) for every QI (numeric first, in mapping order), and ``ncp`` (float64 in
-        [0, m], the unit-weight sum = semiperimeter of the group).
-
-    Raises
-    ------
-    InputError
-        A missing column, a group whose generalized values differ between its rows, an
-        interval outside its domain or with ``min > max``, a value set with a value that
-        is not in the domain, an invalid domain.
+    ``n_groups``, ``n_released`` (sum of sizes), ``sum_sq_sizes`` (int); ``min_size`` /
+    ``max_size`` (None without groups); ``ncp`` and ``size_ncp``: the exact sums of the
+    groups' NCP and of ``|G| * NCP`` (:data:`~dpriv.metrics.exact_sums.ExactSum`);
+    ``association``: the exact sum over groups of ``sum_s c_gs^2 / n_g`` (None when not
+    measured; :func:`dpriv.metrics.anatomy.association_loss_table`). Merging the sums of
+    disjoint sets of groups (:meth:`merge`) gives the sums of their union, in any order.
     """
-    _check_domains(numeric_domains, categorical_domains)
-    needed = [group_column]
-    for qi in numeric_domains:
-        needed += [f"{qi}_min", f"{qi}_max"]
-    needed += list(categorical_domains)
-    missing = [c for c in needed if c not in released.columns]
-    if missing:
-        raise InputError(
-            f"released view lacks column(s) {missing} (has {list(map(str, released.columns))});"
-            " a released view needs qi_group, <qi>_min/<qi>_max per numeric QI and <qi> per"
-            " categorical QI"
+
+    n_groups: int = 0
+    n_released: int = 0
+    sum_sq_sizes: int = 0
+    min_size: int | None = None
+    max_size: int | None = None
+    ncp: ExactSum = (0, 0)
+    size_ncp: ExactSum = (0, 0)
+    association: ExactSum | None = None
+
+    @classmethod
+    def of(cls, groups: pd.DataFrame) -> GroupSums:
+        """The sums of a :func:`group_table` (``size`` and ``ncp`` columns)."""
+        sizes = groups["size"].to_numpy(dtype=np.int64)
+        ncp = groups["ncp"].to_numpy(dtype=np.float64)
+        some = len(sizes) > 0
+        return cls(
+            n_groups=len(sizes),
+            n_released=int(sizes.sum()),
+            sum_sq_sizes=int((sizes.astype(object) ** 2).sum()),
+            min_size=int(sizes.min()) if some else None,
+            max_size=int(sizes.max()) if some else None,
+            ncp=exact_sum(ncp),
+            size_ncp=exact_sum(sizes * ncp),
         )
-    agg: dict[str, tuple[str, str]] = {"size": (group_column, "size")}
-    for qi in numeric_domains:
-        for side in ("min", "max"):
-            col = f"{qi}_{side}"
-            agg[f"{col}__lo"] = (col, "min")
-            agg[f"{col}__hi"] = (col, "max")
-    for qi in categorical_domains:
-        agg[f"{qi}__lo"] = (qi, "min")
-        agg[f"{qi}__hi"] = (qi, "max")
-    frame = released[needed]
-    if is_dask(frame):
-        for qi in categorical_domains:
-            frame = frame.assign(**{qi: frame[qi].astype("str")})
-        g = frame.groupby(group_column, sort=False).agg(**agg).compute()
-    else:
-        frame = frame.assign(**{qi: frame[qi].astype("str") for qi in categorical_domains})
-        g = frame.groupby(group_column, sort=False).agg(**agg)
-    out = pd.DataFrame({"size": g["size"].to_numpy(dtype=np.int64)}, index=g.index)
-    ncp_cols = []
-    for qi, dom in numeric_domains.items():
-        lo_d, hi_d = (float(v) for v in dom)
-        for side in ("min", "max"):
-            col = f"{qi}_{side}"
-            a = g[f"{col}__lo"].to_numpy(dtype=np.float64, na_value=np.nan)
-            b = g[f"{col}__hi"].to_numpy(dtype=np.float64, na_value=np.nan)
-            bad = ~(a == b)
-            if bad.any():
-                raise InputError(
-                    f"released view: column {col!r} is not constant in QI-group "
-                    f"{g.index[bad][0]!r} (or is missing); every row of a group must carry the "
-                    "group's interval"
-                )
-        gmin = g[f"{qi}_min__lo"].to_numpy(dtype=np.float64)
-        gmax = g[f"{qi}_max__lo"].to_numpy(dtype=np.float64)
-        bad = (gmin > gmax) | (gmin < lo_d) | (gmax > hi_d)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
+
+    def merge(self, other: GroupSums) -> GroupSums:
+        """The sums of both sets of groups (disjoint)."""
+        sizes = [v for v in (self.min_size, self.max_size, other.min_size, other.max_size) if v is not None]
+        both = (self.association, other.association)
+        return GroupSums(
+            n_groups=self.n_groups + other.n_groups,
+            n_released=self.n_released + other.n_released,
+            sum_sq_sizes=self.sum_sq_sizes + other.sum_sq_sizes,
+            min_size=min(sizes) if sizes else None,
+            max_size=max(sizes) if sizes else None,
+            ncp=add_exact(self.ncp, other.ncp),
+            size_ncp=add_exact(self.size_ncp, other.size_ncp),
+            association=None if None in both else add_exact(*both),
+        )
+
+    def with_association(self, per_group: np.ndarray) -> GroupSums:
+        """These sums with ``association``: the exact sum of ``per_group`` (float64, one
+        ``sum_s c_gs^2 / n_g`` per group)."""
+        return replace(self, association=exact_sum(per_group))
+
+    def average_semiperimeter(self) -> float | None:
+        """The mean NCP over the groups (E11), rounded once; None without groups."""
+        return ratio(self.ncp, self.n_groups) if self.n_groups else None
+
+    def association_loss(self) -> float | None:
+        """``1 - sum_g sum_s c_gs^2 / n_g / N`` (in [0, 1 - 1/M]); None without tuples or
+        without ``association``."""
+        if self.association is None or self.n_released == 0:
+            return None
+        return ratio(self.n_released - to_fraction(self.association), self.n_released)
+
+    def utility(self, n_original: int, m: int, k: int | None) -> dict[str, Any]:
+        """:func:`utility_metrics`' figures (without ``min_distinct_sensitive``); InputError
+        for an ``n_original`` that is not an integer >= ``n_released``."""
+        if isinstance(n_original, bool) or not isinstance(n_original, int | np.integer):
+            raise InputError(f"n_original must be an integer, got {n_original!r}")
+        if n_original < 0:
+            raise InputError(f"n_original must be >= 0, got {n_original}")
+        n_original = int(n_original)
+        if self.n_released > n_original:
             raise InputError(
-                f"released view: interval [{gmin[i]}, {gmax[i]}] of {qi!r} in QI-group "
-                f"{g.index[i]!r} is empty or outside the declared domain [{lo_d}, {hi_d}];"
-                " fix the domain or the view"
+                f"released view has {self.n_released} rows but n_original is {n_original}; pass the "
+                "number of tuples of the original view (kept + suppressed)"
             )
-        width = hi_d - lo_d
-        ncp = (gmax - gmin) / width if width > 0 else np.zeros(len(g))
-        out[f"ncp__{qi}"] = ncp
-        ncp_cols.append(f"ncp__{qi}")
-    for qi, dom in categorical_domains.items():
-        a = g[f"{qi}__lo"].astype(object)
-        b = g[f"{qi}__hi"].astype(object)
-        bad = (a != b).to_numpy() | a.isna().to_numpy()
-        if bad.any():
-            raise InputError(
-                f"released view: column {qi!r} is not constant in QI-group "
-                f"{g.index[bad][0]!r} (or is missing); every row of a group must carry the "
-                "group's value set"
-            )
-        h = (hierarchies or {}).get(qi)
-        if h is not None:
-            codes, uniques = pd.factorize(a)
-            unknown = [str(u) for u in uniques if str(u) not in h.node_index]
-            if unknown:
-                raise InputError(
-                    f"released view: {unknown[:5]} of {qi!r} are not nodes of its hierarchy "
-                    f"{h.path}; fix the hierarchy or the view"
-                )
-            loss = np.asarray([h.loss(str(u)) for u in uniques], dtype=np.float64)
-            out[f"ncp__{qi}"] = loss[codes] if len(g) else np.zeros(0)
-            ncp_cols.append(f"ncp__{qi}")
-            continue
-        domain = {str(v) for v in dom}
-        # parse each distinct cell once (there are far fewer distinct sets than groups)
-        codes, uniques = pd.factorize(a)
-        sizes = np.empty(len(uniques), dtype=np.float64)
-        for j, text in enumerate(uniques):
-            values = parse_value_set(text)
-            unknown = [v for v in values if v not in domain]
-            if unknown:
-                raise InputError(
-                    f"released view: value(s) {unknown} of {qi!r} (cell {text!r}) are not in "
-                    f"its declared domain {sorted(domain)}; fix the domain or the view"
-                )
-            sizes[j] = len(values)
-        d = len(domain)
-        set_size = sizes[codes] if len(g) else np.zeros(0)
-        out[f"ncp__{qi}"] = (set_size - 1.0) / (d - 1) if d > 1 else np.zeros(len(g))
-        ncp_cols.append(f"ncp__{qi}")
-    out["ncp"] = out[ncp_cols].sum(axis=1) if ncp_cols else 0.0
-    return out
+        n_supp = n_original - self.n_released
+        return {
+            "n_original": n_original,
+            "n_released": self.n_released,
+            "n_suppressed": n_supp,
+            "n_groups": self.n_groups,
+            "m": m,
+            "suppression_rate": suppression_rate(self.n_released, n_original),
+            "min_group_size": self.min_size,
+            "largest_group": self.max_size,
+            "average_semiperimeter": self.average_semiperimeter(),
+            "gcp": _gcp(self.size_ncp, self.n_released, n_original, m, include_suppressed=True),
+            "gcp_kept": _gcp(self.size_ncp, self.n_released, n_original, m, include_suppressed=False),
+            "discernibility": self.sum_sq_sizes + n_supp * n_original,
+            "c_avg": _c_avg(self.n_released, self.n_groups, k),
+        }
 
 
 def average_semiperimeter(groups: pd.DataFrame) -> float | None:
     """Average semiperimeter over QI-groups, unweighted (E11); None without groups."""
-    if len(groups) == 0:
-        return None
-    return float(groups["ncp"].mean())
+    return GroupSums.of(groups).average_semiperimeter()
+
+
+def _gcp(size_ncp: ExactSum, kept: int, n_original: int, m: int, *, include_suppressed: bool) -> float | None:
+    num = to_fraction(size_ncp) + ((n_original - kept) * m if include_suppressed else 0)
+    den = m * (n_original if include_suppressed else kept)
+    return ratio(num, den) if den > 0 else None
 
 
 def gcp(groups: pd.DataFrame, n_original: int, m: int, *, include_suppressed: bool = True) -> float | None:
@@ -217,16 +171,8 @@ def gcp(groups: pd.DataFrame, n_original: int, m: int, *, include_suppressed: bo
     suppressed tuples add ``NCP = m`` each and the denominator is ``m N``; without, they
     are ignored and the denominator is ``m * sum |G|``. None when the denominator is 0.
     """
-    sizes = groups["size"].to_numpy(dtype=np.float64)
-    kept = float(sizes.sum())
-    num = float((sizes * groups["ncp"].to_numpy(dtype=np.float64)).sum())
-    if include_suppressed:
-        n_supp = n_original - kept
-        num += n_supp * m
-        den = m * float(n_original)
-    else:
-        den = m * kept
-    return num / den if den > 0 else None
+    sums = GroupSums.of(groups)
+    return _gcp(sums.size_ncp, sums.n_released, int(n_original), m, include_suppressed=include_suppressed)
 
 
 def discernibility(sizes: np.ndarray | pd.Series, n_original: int) -> int:
@@ -243,9 +189,11 @@ def average_class_size(sizes: np.ndarray | pd.Series, k: int | None) -> float | 
     without a positive ``k``.
     """
     s = np.asarray(sizes, dtype=np.int64)
-    if len(s) == 0 or k is None or k <= 0:
-        return None
-    return float(s.sum()) / len(s) / k
+    return _c_avg(int(s.sum()), len(s), k)
+
+
+def _c_avg(n_released: int, n_groups: int, k: float | None) -> float | None:
+    return ratio(n_released, Fraction(k) * n_groups) if n_groups and k is not None and k > 0 else None
 
 
 def suppression_rate(n_released: int, n_original: int) -> float | None:
@@ -304,39 +252,13 @@ def utility_metrics(
         See :func:`group_table`; also ``n_original < n_released``, a negative
         ``n_original`` or a missing sensitive column.
     """
-    if isinstance(n_original, bool) or not isinstance(n_original, int | np.integer):
-        raise InputError(f"n_original must be an integer, got {n_original!r}")
-    if n_original < 0:
-        raise InputError(f"n_original must be >= 0, got {n_original}")
     if sensitive is not None and sensitive not in released.columns:
         raise InputError(f"released view lacks the sensitive column {sensitive!r}")
     groups = group_table(
         released, numeric_domains, categorical_domains, group_column=group_column, hierarchies=hierarchies
     )
     m = len(numeric_domains) + len(categorical_domains)
-    sizes = groups["size"].to_numpy(dtype=np.int64)
-    n_released = int(sizes.sum())
-    if n_released > n_original:
-        raise InputError(
-            f"released view has {n_released} rows but n_original is {n_original}; pass the "
-            "number of tuples of the original view (kept + suppressed)"
-        )
-    n_groups = len(sizes)
-    out: dict[str, Any] = {
-        "n_original": int(n_original),
-        "n_released": n_released,
-        "n_suppressed": int(n_original) - n_released,
-        "n_groups": n_groups,
-        "m": m,
-        "suppression_rate": suppression_rate(n_released, int(n_original)),
-        "min_group_size": int(sizes.min()) if n_groups else None,
-        "largest_group": int(sizes.max()) if n_groups else None,
-        "average_semiperimeter": average_semiperimeter(groups),
-        "gcp": gcp(groups, int(n_original), m, include_suppressed=True),
-        "gcp_kept": gcp(groups, int(n_original), m, include_suppressed=False),
-        "discernibility": discernibility(sizes, int(n_original)),
-        "c_avg": average_class_size(sizes, k),
-    }
+    out = GroupSums.of(groups).utility(n_original, m, k)
     if sensitive is not None:
         nun = released.groupby(group_column, sort=False)[sensitive].nunique()
         nun = to_pandas(nun)

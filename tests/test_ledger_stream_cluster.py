@@ -1,0 +1,69 @@
+"""Streaming Parquet writes under a distributed client (:func:`dpriv.io.write_parquet`).
+
+Each partition of a Dask frame is computed once on a worker and fetched ``PIECE_ROWS`` rows
+at a time, so the client holds one piece, not one partition. A module of its own: the
+``client`` fixture stays current for the rest of a module, and the partition-order tests of
+tests/test_ledger_stream.py count the partitions computed in this process.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_ledger_stream import (  # noqa: F401
+    CUTS,
+    N,
+    R,
+    dask_frame,
+    failing_dask_frame,
+    frame,
+    no_temp_files,
+)
+
+from dpriv.io import write_parquet
+
+
+@pytest.mark.parametrize("piece", [1, 3, 4, 100])
+def test_on_a_cluster_pieces_give_the_same_bytes_and_the_client_holds_one_piece(
+    client, tmp_path, object_strings, monkeypatch, piece
+):
+    """Each partition is computed once on a worker and fetched ``PIECE_ROWS`` rows at a time:
+    the bytes are those of the pandas write, and no result that reaches the client is larger
+    than one piece."""
+    from distributed import Client
+
+    import dpriv.io as io_mod
+
+    df = frame()
+    write_parquet(tmp_path / "pandas.parquet", df, row_group_size=R)
+    monkeypatch.setattr(io_mod, "PIECE_ROWS", piece)
+    fetched: list[int] = []
+    real = Client._gather
+
+    async def spy(self, futures, *args, **kwargs):
+        result = await real(self, futures, *args, **kwargs)
+        fetched.extend(
+            len(r) for r in (result if isinstance(result, list) else [result]) if hasattr(r, "iloc")
+        )
+        return result
+
+    monkeypatch.setattr(Client, "_gather", spy)
+    for n, cuts in CUTS.items():
+        fetched.clear()
+        path = tmp_path / f"dask{n}.parquet"
+        assert write_parquet(path, dask_frame(df, cuts), row_group_size=R) == N
+        assert path.read_bytes() == (tmp_path / "pandas.parquet").read_bytes(), f"{n} partitions"
+        assert sum(fetched) == N and max(fetched) == min(piece, max(np.diff([0, *cuts, N])))
+
+
+def test_on_a_cluster_a_failing_partition_leaves_the_old_file(client, tmp_path, monkeypatch):
+    import dpriv.io as io_mod
+
+    monkeypatch.setattr(io_mod, "PIECE_ROWS", 2)
+    path = tmp_path / "x.parquet"
+    path.write_bytes(b"old")
+    ddf = failing_dask_frame(frame(), fail_at=2, computed=[])
+    with pytest.raises(RuntimeError, match="partition 2 failed"):
+        write_parquet(path, ddf, row_group_size=2)
+    assert path.read_bytes() == b"old"
+    assert no_temp_files(tmp_path)
