@@ -225,3 +225,40 @@ def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
     res = CliRunner().invoke(app, ["demo", "--views", "1", "--view-size", "3", "--out", str(tmp_path / "D")])
     assert res.exit_code == 2 and "--view-size 3 is smaller than the demo's k = 5" in res.output
     assert not (tmp_path / "D").exists()
+
+
+def test_a_run_with_nothing_to_release_leaves_a_users_file_where_the_next_release_goes(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+    from dpriv.datasets import medical_history, write_history
+
+    loose = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
+    write_history(tmp_path, medical_history(n_views=2, view_size=80, seed=3), policy_extra=loose)
+    hist = pd.read_parquet(tmp_path / "history.parquet")
+    hist[hist["view"] == 1].to_parquet(tmp_path / "h1.parquet", index=False)
+    root = tmp_path / "L"
+
+    def release(history):
+        args = [
+            "release",
+            str(tmp_path / history),
+            "--ledger",
+            str(root),
+            "--policy",
+            str(tmp_path / "policy.toml"),
+        ]
+        return CliRunner().invoke(app, args)
+
+    assert release("h1.parquet").exit_code == 0
+    (root / "releases" / "2").mkdir()
+    (root / "releases" / "2" / "notes.txt").write_text("mine")
+    before = snapshot(root)
+    res = release("h1.parquet")  # release 1 is committed: nothing to write, so nothing to refuse
+    assert res.exit_code == 0, res.output
+    assert "nothing to release: the ledger already holds releases 1..1" in res.output
+    assert snapshot(root) == before
+    res = release("history.parquet")  # release 2 would go there: refused, the file named, kept
+    assert res.exit_code == 2, res.output
+    assert "releases/2/notes.txt, which dpriv did not write" in res.output
+    assert snapshot(root) == before
