@@ -147,6 +147,51 @@ def test_non_finite_numeric_qi_is_refused_naming_row_and_value(cli, tmp_path, va
         anonymize(v.astype({"weight": float}), policy)
 
 
+# a float too large for the metrics (their squares overflow float64): refused at validation,
+# naming the value, instead of failing late inside KPR with a message headed "kpr:"
+HUGE = "QI 'weight' holds 1e+308, too large in magnitude: the numbers of a QI must lie within +-1e+150"
+
+
+@pytest.mark.parametrize("domain", [None, "[0, 1e308]"])
+def test_a_huge_number_in_a_numeric_qi_is_refused_before_anything_runs(cli, tmp_path, domain):
+    v = view().astype({"weight": float})
+    v.loc[7, "weight"] = 1e308
+    extra = ()
+    if domain:  # declared wide enough to hold the value: refused all the same
+        (tmp_path / "p.toml").write_text(f"[domains]\nweight = {domain}\n")
+        extra = ("--policy", tmp_path / "p.toml")
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v), *extra)
+    refused(res, out, HUGE, "rescale the column", "1 rows: line 9 (rid=7) of")
+    assert "kpr:" not in res.output
+
+
+def test_a_huge_number_is_refused_in_a_history_categorical_qi_and_numbers_as_text(tmp_path):
+    v = view().astype({"weight": float})
+    v.loc[7, "weight"] = 1e308
+    hist = pd.concat([v.assign(view=1), v.assign(view=2)], ignore_index=True)
+    policy = ReleasePolicy(id="rid", time="view", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10)
+    with pytest.raises(InputError, match=r"QI 'weight' holds 1e\+308, too large.*\(2 rows"):
+        release_history(hist, policy, tmp_path / "L")
+    assert not (tmp_path / "L").exists()
+    # KPR bins any float column, so a categorical QI coded as floats is refused too
+    cat = policy.with_overrides(time=None, kinds={"weight": "categorical"})
+    with pytest.raises(InputError, match=r"QI 'weight' holds 1e\+308, too large"):
+        anonymize(v, cat)
+    # numbers stored as text under a declared numeric domain (converted at validation)
+    text = v.astype({"weight": str})
+    wide = policy.with_overrides(time=None, domains={"weight": [0, 1e308]})
+    with pytest.raises(InputError, match=r"QI 'weight' holds 1e\+308, too large"):
+        anonymize(text, wide)
+
+
+def test_numbers_up_to_the_bound_are_released_and_measured():
+    v = view().astype({"weight": float})
+    v.loc[7, "weight"], v.loc[8, "weight"] = 1e150, -1e150
+    res = anonymize(v, ReleasePolicy(id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10))
+    assert res.metrics.n_suppressed == 0 and 0 <= res.metrics.kpr <= 100
+    assert res.released["weight_max"].max() == 1e150 and res.released["weight_min"].min() == -1e150
+
+
 # == 6. list-valued QI (Parquet) ==================================================================
 def test_list_valued_qi_is_refused(cli, tmp_path):
     v = view().assign(city=lambda f: [[c, "FR"] for c in f["city"]])
