@@ -10,6 +10,7 @@ fails or is interrupted removes what it wrote itself.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 
 import pandas as pd
@@ -215,6 +216,31 @@ def test_a_column_named_like_a_released_column_is_refused(qi, sensitive, named):
 
     with pytest.raises(PolicyError, match=rf"column '{named}' has the name of a released column"):
         ReleasePolicy.from_dict({"qi": qi, "sensitive": sensitive})
+
+
+def test_every_column_named_like_a_released_column_is_named_in_one_message(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    clashes = (
+        r"columns 'qi_group' \(the QI-group label\), 'weight_min' \(a bound of the QI 'weight'\), "
+        r"'age_max' \(a bound of the QI 'age'\) have the names of released columns; rename these "
+        r"columns in the input \(and in the policy\)"
+    )
+    with pytest.raises(PolicyError, match=clashes):
+        ReleasePolicy.from_dict({"qi": ["age", "qi_group", "weight_min", "weight"], "sensitive": "age_max"})
+    frame = pd.DataFrame(
+        {"rid": [1, 2], "age": [40, 50], "qi_group": [1, 2], "weight_min": [60, 70], "weight": [61, 71]}
+    )
+    frame.assign(age_max=["a", "b"]).to_csv(tmp_path / "in.csv", index=False)
+    args = ["anonymize", str(tmp_path / "in.csv"), "--out", str(tmp_path / "o.csv"), "--id", "rid"]
+    args += ["--qi", "age,qi_group,weight_min,weight", "--sensitive", "age_max"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and re.search(clashes, res.output), res.output
+    assert not (tmp_path / "o.csv").exists()
 
 
 def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
