@@ -9,7 +9,8 @@ Dask never warns about merging ``string`` with ``object``), and a date QI become
 (:mod:`dpriv.dates`; :func:`prepared` detects date and timestamp columns first).
 
 :func:`type_problems` finds the values no release can hold, with the rows that hold them:
-list/array cells (Parquet list columns), ``inf``/``-inf``, durations, a date as the
+list/array cells (Parquet list columns), ``inf``/``-inf``, a QI's float beyond
+:data:`MAX_MAGNITUDE` (``1e308``), durations, a date as the
 sensitive value, a date QI holding text that is not a date (or several time zones), and a
 numeric QI holding a few text values (``unknown``, ``45+``, ``thirty``) unless that QI is
 declared categorical. Its rows have the shape of :func:`dpriv.validate.partition_problems`.
@@ -45,6 +46,11 @@ _SCALAR_KINDS = {
 #: Share of the non-missing cells of an undeclared QI that must be numbers for the QI to be
 #: read as numeric with a few stray text values (below it, the QI is categorical).
 MOSTLY_NUMERIC = 0.5
+#: Largest magnitude of a float in a QI (numeric, or categorical coded as floats: KPR bins any
+#: float column). A release is measured with the squares of these values (the variance behind
+#: KPR's bins, E22, which overflows float64 from about 1.3e154 on, so a value such as 1e308
+#: failed late, inside the metric); within +-1e150 every such square, sum and width is finite.
+MAX_MAGNITUDE = 1e150
 
 
 def policy_columns(policy: ReleasePolicy) -> list[str]:
@@ -194,6 +200,23 @@ def _is_nested(v) -> bool:
     return isinstance(v, list | tuple | set | dict | np.ndarray)
 
 
+def huge_values(x: np.ndarray, name: str) -> tuple[np.ndarray, str] | None:
+    """The rows (mask) of QI ``name``'s values ``x`` (float64) beyond :data:`MAX_MAGNITUDE` and the
+    message naming up to 5 of them; None when there is none."""
+    huge = np.abs(x) > MAX_MAGNITUDE  # NaN compares False: missing values are another problem
+    if not huge.any():
+        return None
+    values = pd.unique(x[huge])
+    shown = ", ".join(f"{v:g}" for v in values[:5]) + (
+        f" and {len(values) - 5} more" if len(values) > 5 else ""
+    )
+    return huge, (
+        f"QI {name!r} holds {shown}, too large in magnitude: the numbers of a QI must lie within "
+        f"+-{MAX_MAGNITUDE:g} (dpriv measures a release with their squares, which overflow float64 "
+        "beyond); correct or drop these rows, or rescale the column (other units)"
+    )
+
+
 def type_problems(
     part: pd.DataFrame,
     policy: ReleasePolicy,
@@ -246,6 +269,8 @@ def type_problems(
                     f"{what} {name!r} holds {float(x[inf][0])!r}; values must be finite numbers: "
                     "correct or drop these rows",
                 )
+            elif name != policy.sensitive and (huge := huge_values(x, name)):  # KPR bins any float QI
+                add(name, *huge)
             continue
         if not (pd.api.types.is_object_dtype(vals.dtype) or pd.api.types.is_string_dtype(vals.dtype)):
             continue

@@ -66,7 +66,12 @@ def _short(values: dict[str, Any], key: str) -> str:
 class Ledger:
     """A release ledger on the local file system (see module doc)."""
 
-    def __init__(self, root: str | Path, *, create: bool = False) -> None:
+    def __init__(self, root: str | Path, *, create: bool = False, prepare: bool = True) -> None:
+        """Open the ledger at ``root``; ``create`` makes it when new and removes what a killed
+        writer left (:meth:`_clean`), with ``prepare`` the next release's folders too
+        (:meth:`prepare_next`). A caller that may have nothing to release passes
+        ``prepare=False`` and calls :meth:`prepare_next` once it knows a release will be written:
+        a run with nothing to write neither refuses nor touches a file of the user's there."""
         self.root = Path(root)
         if create:
             leftovers = [p for p in self.root.iterdir() if not _is_temp(p)] if self.root.exists() else []
@@ -79,22 +84,27 @@ class Ledger:
             if not (self.root / MANIFEST).exists():
                 self._write_manifest({"releases": []})
             self._clean()
+            if prepare:
+                self.prepare_next()
         elif not (self.root / MANIFEST).is_file():
             missing = "does not exist" if not self.root.exists() else f"is not a ledger (no {MANIFEST})"
             raise LedgerError(f"{self.root} {missing}")
 
     def _clean(self) -> None:
-        """Remove what a killed writer left, and nothing else: temp files and temp state
-        folders (``.<name>.<8 random characters>``), then dpriv's own files in the folders of
-        the release after the last commit (``releases/<j>/``, ``state/<j>/``, ``j`` = last + 1:
-        commits are sequential, so no writer ever left a later one) and those folders if they
-        are then empty. Raises LedgerError, removing nothing more, when such a folder holds a
-        file dpriv does not write (the next commit would mix it into a release)."""
+        """Remove what a killed writer left anywhere in the ledger: temp files and temp state
+        folders (``.<name>.<8 random characters>``), and nothing else."""
         for p in sorted(self.root.rglob(".*"), reverse=True):
             if _is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
                 shutil.rmtree(p)
             elif _is_temp(p) and p.exists() and p.is_file():
                 p.unlink()
+
+    def prepare_next(self) -> None:
+        """Ready the folders of the release after the last commit (``releases/<j>/``,
+        ``state/<j>/``, ``j`` = last + 1: commits are sequential, so no writer ever left a later
+        one) for writing: remove dpriv's own files there, and those folders if they are then
+        empty. Raises LedgerError, removing nothing, when such a folder holds a file dpriv does
+        not write (the next commit would mix it into a release)."""
         nxt = self.last_index() + 1
         self._refuse_foreign(nxt)
         for d in (self.release_dir(nxt), self.state_dir(nxt)):

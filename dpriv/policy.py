@@ -191,10 +191,13 @@ class ReleasePolicy(BaseModel):
                         f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
                     )
                 if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
+                    # a QI's numbers lie within +-1e150 (dpriv.inputs.MAX_MAGNITUDE): the true
+                    # range is far narrower, and the fix is to declare it
                     raise ValueError(
-                        f"numeric domain of {name!r} is {dom}: its width max - min is not a finite "
-                        "float64 number; rescale the column (other units) or drop the outlying "
-                        "values, or declare it categorical"
+                        f"numeric domain of {name!r} is {dom}: its width max - min overflows float64, "
+                        "so no box on it could be measured; narrow [domains] "
+                        f"{name} to the attribute's true range (its smallest and largest possible "
+                        "values), or leave it out to have it inferred from the data"
                     )
             elif len(set(map(str, dom))) != len(dom) or not dom:
                 raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")

@@ -102,15 +102,21 @@ def refuse_coercion(fields: dict[str, Any], data: Any) -> Any:
 
 
 def released_name_clash(qi: list[str], sensitive: str) -> str | None:
-    """The message for a QI or sensitive column named like a column the released view makes
+    """The message for the QI and sensitive columns named like a column the released view makes
     (``qi_group``, ``<qi>_min``/``<qi>_max`` of a QI; docs/released-format.md), else None: two
-    released columns would share one name."""
+    released columns would share one name. Every such column is named, with the released
+    column it clashes with, so that one renaming fixes them all."""
     bounds = {f"{q}_{side}": q for q in qi for side in ("min", "max")}
-    for c in (*qi, sensitive):
-        if c == "qi_group" or c in bounds:
-            made = "the QI-group label" if c == "qi_group" else f"a bound of the QI {bounds[c]!r}"
-            return (
-                f"column {c!r} has the name of a released column ({made}); rename the column in "
-                "the input (and in the policy) so that the released view's columns stay distinct"
-            )
-    return None
+    made = {
+        c: "the QI-group label" if c == "qi_group" else f"a bound of the QI {bounds[c]!r}"
+        for c in dict.fromkeys((*qi, sensitive))
+        if c == "qi_group" or c in bounds
+    }
+    if not made:
+        return None
+    fix = "in the input (and in the policy) so that the released view's columns stay distinct"
+    if len(made) == 1:
+        ((c, what),) = made.items()
+        return f"column {c!r} has the name of a released column ({what}); rename the column {fix}"
+    named = ", ".join(f"{c!r} ({what})" for c, what in made.items())
+    return f"columns {named} have the names of released columns; rename these columns {fix}"

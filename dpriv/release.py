@@ -143,7 +143,7 @@ def release_history(
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
-    ledger = Ledger(ledger_dir, create=True)
+    ledger = Ledger(ledger_dir, create=True, prepare=False)  # prepared below, if a release is to be made
     ledger.check_policy({**policy.fingerprint(), **pinned})
     check_ledger_last(ledger)
     window = knowledge.order
@@ -152,6 +152,8 @@ def release_history(
     state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
     todo = [i for i in indices if i not in committed]
+    if todo:  # before any work; with nothing to release, a file of the user's there is no obstacle
+        ledger.prepare_next()
     # IE counts of the views before the first release to make, once; then view by view
     tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
     gate = hist_pd = None

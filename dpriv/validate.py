@@ -19,7 +19,7 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask
 from dpriv.errors import InputError, PolicyError
-from dpriv.inputs import duplicate_columns, type_problems
+from dpriv.inputs import duplicate_columns, huge_values, type_problems
 from dpriv.policy import ReleasePolicy, codes
 from dpriv.released import GROUP
 from dpriv.rows import (
@@ -180,11 +180,11 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     """Checks of a view BEFORE its domains are inferred (run on the policy as the user gave it).
 
     Raises InputError for a column name that occurs twice, a missing column, an empty view
-    (header only), values no release can hold (lists, ``inf``, dates; a numeric QI with a few
-    text values: :func:`dpriv.inputs.type_problems`), a generalized or placeholder value
-    (``[45-52]``, ``{F,M}``, ``*``, ``?``) in a QI or the sensitive column whose domain is not
-    declared, and a QI of undeclared kind holding numbers stored as text. Columns with a
-    declared domain are checked later by :func:`validate_view`.
+    (header only), values no release can hold (lists, ``inf``, a QI's float beyond ±1e150,
+    dates; a numeric QI with a few text values: :func:`dpriv.inputs.type_problems`), a
+    generalized or placeholder value (``[45-52]``, ``{F,M}``, ``*``, ``?``) in a QI or the
+    sensitive column whose domain is not declared, and a QI of undeclared kind holding numbers
+    stored as text. Columns with a declared domain are checked later by :func:`validate_view`.
     """
     duplicate_columns(view.columns, source)
     missing_columns(view.columns, policy)
@@ -230,6 +230,9 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
                 if text.any():
                     _add_text(add, part[name], text, name)
                     continue
+                # numbers stored as text under a declared domain (a float column: type_problems)
+                if huge := huge_values(num.to_numpy(dtype=np.float64, na_value=np.nan), name):
+                    add(3, name, *huge)
             lo, hi = policy.domains[name]
             out = ((num < lo) | (num > hi)).to_numpy()
             shown = pd.unique(np.asarray(num)[out])[:5].tolist() if out.any() else []

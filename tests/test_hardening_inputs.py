@@ -7,6 +7,7 @@ correct result. The README's bad-input table lists every case.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import warnings
 from pathlib import Path
@@ -145,6 +146,51 @@ def test_non_finite_numeric_qi_is_refused_naming_row_and_value(cli, tmp_path, va
     with pytest.raises(InputError, match="row 7"):
         policy = ReleasePolicy(id="rid", qi=["weight"], sensitive="s", k=3, domains={"weight": [0, 100]})
         anonymize(v.astype({"weight": float}), policy)
+
+
+# a float too large for the metrics (their squares overflow float64): refused at validation,
+# naming the value, instead of failing late inside KPR with a message headed "kpr:"
+HUGE = "QI 'weight' holds 1e+308, too large in magnitude: the numbers of a QI must lie within +-1e+150"
+
+
+@pytest.mark.parametrize("domain", [None, "[0, 1e308]"])
+def test_a_huge_number_in_a_numeric_qi_is_refused_before_anything_runs(cli, tmp_path, domain):
+    v = view().astype({"weight": float})
+    v.loc[7, "weight"] = 1e308
+    extra = ()
+    if domain:  # declared wide enough to hold the value: refused all the same
+        (tmp_path / "p.toml").write_text(f"[domains]\nweight = {domain}\n")
+        extra = ("--policy", tmp_path / "p.toml")
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v), *extra)
+    refused(res, out, HUGE, "rescale the column", "1 rows: line 9 (rid=7) of")
+    assert "kpr:" not in res.output
+
+
+def test_a_huge_number_is_refused_in_a_history_categorical_qi_and_numbers_as_text(tmp_path):
+    v = view().astype({"weight": float})
+    v.loc[7, "weight"] = 1e308
+    hist = pd.concat([v.assign(view=1), v.assign(view=2)], ignore_index=True)
+    policy = ReleasePolicy(id="rid", time="view", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10)
+    with pytest.raises(InputError, match=r"QI 'weight' holds 1e\+308, too large.*\(2 rows"):
+        release_history(hist, policy, tmp_path / "L")
+    assert not (tmp_path / "L").exists()
+    # KPR bins any float column, so a categorical QI coded as floats is refused too
+    cat = policy.with_overrides(time=None, kinds={"weight": "categorical"})
+    with pytest.raises(InputError, match=r"QI 'weight' holds 1e\+308, too large"):
+        anonymize(v, cat)
+    # numbers stored as text under a declared numeric domain (converted at validation)
+    text = v.astype({"weight": str})
+    wide = policy.with_overrides(time=None, domains={"weight": [0, 1e308]})
+    with pytest.raises(InputError, match=r"QI 'weight' holds 1e\+308, too large"):
+        anonymize(text, wide)
+
+
+def test_numbers_up_to_the_bound_are_released_and_measured():
+    v = view().astype({"weight": float})
+    v.loc[7, "weight"], v.loc[8, "weight"] = 1e150, -1e150
+    res = anonymize(v, ReleasePolicy(id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10))
+    assert res.metrics.n_suppressed == 0 and 0 <= res.metrics.kpr <= 100
+    assert res.released["weight_max"].max() == 1e150 and res.released["weight_min"].min() == -1e150
 
 
 # == 6. list-valued QI (Parquet) ==================================================================
@@ -446,14 +492,25 @@ def test_grid_bits_of_domains_beyond_int64_and_float64():
     assert bits([-1e300, 1e300]) == 16
 
 
+WIDE = (
+    r"numeric domain of 'weight' is \[-1e\+308, 1e\+308\]: its width max - min overflows float64, .*"
+    r"narrow \[domains\] weight to the attribute's true range"
+)
+
+
 def test_a_domain_wider_than_float64_is_refused_naming_the_column():
-    with pytest.raises(
-        ValueError, match=r"numeric domain of 'weight' is \[-1e\+308, 1e\+308\].*not a finite"
-    ):
+    with pytest.raises(ValueError, match=WIDE):
         ReleasePolicy(
             id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10,
             domains={"weight": [-1e308, 1e308]},
         )  # fmt: skip
+
+
+def test_a_policy_file_with_a_domain_wider_than_float64_exits_2_with_the_fix(cli, tmp_path):
+    (tmp_path / "p.toml").write_text("[domains]\nweight = [-1e308, 1e308]\n")
+    res, out = anonymize_csv(cli, tmp_path, csv_of(view()), "--policy", tmp_path / "p.toml")
+    refused(res, out)
+    assert re.search(WIDE, res.output), res.output
 
 
 def test_int64_extremes_in_a_qi_release_and_verify():

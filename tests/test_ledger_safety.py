@@ -10,6 +10,7 @@ fails or is interrupted removes what it wrote itself.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 
 import pandas as pd
@@ -217,6 +218,31 @@ def test_a_column_named_like_a_released_column_is_refused(qi, sensitive, named):
         ReleasePolicy.from_dict({"qi": qi, "sensitive": sensitive})
 
 
+def test_every_column_named_like_a_released_column_is_named_in_one_message(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    clashes = (
+        r"columns 'qi_group' \(the QI-group label\), 'weight_min' \(a bound of the QI 'weight'\), "
+        r"'age_max' \(a bound of the QI 'age'\) have the names of released columns; rename these "
+        r"columns in the input \(and in the policy\)"
+    )
+    with pytest.raises(PolicyError, match=clashes):
+        ReleasePolicy.from_dict({"qi": ["age", "qi_group", "weight_min", "weight"], "sensitive": "age_max"})
+    frame = pd.DataFrame(
+        {"rid": [1, 2], "age": [40, 50], "qi_group": [1, 2], "weight_min": [60, 70], "weight": [61, 71]}
+    )
+    frame.assign(age_max=["a", "b"]).to_csv(tmp_path / "in.csv", index=False)
+    args = ["anonymize", str(tmp_path / "in.csv"), "--out", str(tmp_path / "o.csv"), "--id", "rid"]
+    args += ["--qi", "age,qi_group,weight_min,weight", "--sensitive", "age_max"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and re.search(clashes, res.output), res.output
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
     from typer.testing import CliRunner
 
@@ -225,3 +251,40 @@ def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
     res = CliRunner().invoke(app, ["demo", "--views", "1", "--view-size", "3", "--out", str(tmp_path / "D")])
     assert res.exit_code == 2 and "--view-size 3 is smaller than the demo's k = 5" in res.output
     assert not (tmp_path / "D").exists()
+
+
+def test_a_run_with_nothing_to_release_leaves_a_users_file_where_the_next_release_goes(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+    from dpriv.datasets import medical_history, write_history
+
+    loose = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
+    write_history(tmp_path, medical_history(n_views=2, view_size=80, seed=3), policy_extra=loose)
+    hist = pd.read_parquet(tmp_path / "history.parquet")
+    hist[hist["view"] == 1].to_parquet(tmp_path / "h1.parquet", index=False)
+    root = tmp_path / "L"
+
+    def release(history):
+        args = [
+            "release",
+            str(tmp_path / history),
+            "--ledger",
+            str(root),
+            "--policy",
+            str(tmp_path / "policy.toml"),
+        ]
+        return CliRunner().invoke(app, args)
+
+    assert release("h1.parquet").exit_code == 0
+    (root / "releases" / "2").mkdir()
+    (root / "releases" / "2" / "notes.txt").write_text("mine")
+    before = snapshot(root)
+    res = release("h1.parquet")  # release 1 is committed: nothing to write, so nothing to refuse
+    assert res.exit_code == 0, res.output
+    assert "nothing to release: the ledger already holds releases 1..1" in res.output
+    assert snapshot(root) == before
+    res = release("history.parquet")  # release 2 would go there: refused, the file named, kept
+    assert res.exit_code == 2, res.output
+    assert "releases/2/notes.txt, which dpriv did not write" in res.output
+    assert snapshot(root) == before
