@@ -10,7 +10,7 @@ Dask never warns about merging ``string`` with ``object``), and a date QI become
 
 :func:`type_problems` finds the values no release can hold, with the rows that hold them:
 list/array cells (Parquet list columns), ``inf``/``-inf``, a QI's float beyond
-:data:`MAX_MAGNITUDE` (``1e308``), durations, a date as the
+:data:`MAX_MAGNITUDE` (such as ``1e308``), durations, a date as the
 sensitive value, a date QI holding text that is not a date (or several time zones), and a
 numeric QI holding a few text values (``unknown``, ``45+``, ``thirty``) unless that QI is
 declared categorical. Its rows have the shape of :func:`dpriv.validate.partition_problems`.
