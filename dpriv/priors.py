@@ -58,6 +58,16 @@ class PriorClasses:
     fallback: str | None
 
 
+def _equal_width_cuts(lo: float, hi: float, bins: int) -> tuple[float, ...]:
+    """The ``bins - 1`` inner cuts of ``[lo, hi]`` in equal widths, in float64 (the same numbers
+    for any domain below 2**53, no overflow beyond int64). ``width * i`` overflows for a width
+    near the float64 limit: such a domain is cut as ``width * (i / bins)`` instead."""
+    width, steps = hi - lo, np.arange(1, bins)
+    if np.isfinite(width * (bins - 1)):
+        return tuple(lo + width * steps / bins)
+    return tuple(lo + width * (steps / bins))
+
+
 def class_map(policy: ReleasePolicy, bins: int = 3, qi: list[str] | None = None) -> ClassMap:
     """QI classes of the empirical prior: numeric QIs in ``bins`` equal-width bins of their
     policy domain (the paper's thirds, §2.5), categorical QIs by level; on ``qi`` (a subset
@@ -67,9 +77,7 @@ def class_map(policy: ReleasePolicy, bins: int = 3, qi: list[str] | None = None)
     for q in names:
         dom = policy.domains[q]
         if policy.kind(q) == "numeric":
-            lo, hi = dom
-            # in float64: the same numbers for any domain below 2**53, no overflow beyond int64
-            cuts.append(tuple(float(lo) + (float(hi) - float(lo)) * np.arange(1, bins) / bins))
+            cuts.append(_equal_width_cuts(float(dom[0]), float(dom[1]), bins))
         else:
             cuts.append(tuple(dom))
     return ClassMap(tuple(names), tuple(cuts), tuple(policy.kind(q) == "numeric" for q in names))

@@ -513,6 +513,34 @@ def test_a_policy_file_with_a_domain_wider_than_float64_exits_2_with_the_fix(cli
     assert re.search(WIDE, res.output), res.output
 
 
+@pytest.mark.parametrize("domain", [[-1e308, 5e307], [-7e307, 1e308]])
+def test_a_domain_near_the_float64_limit_gets_finite_prior_classes(domain):
+    """The prior's equal-width classes of a finite domain whose width is near the float64 limit:
+    finite, increasing cuts inside the domain, and no overflow warning; an ordinary domain keeps
+    the cuts it always had (``lo + width * i / bins``: the same priors, the same bytes)."""
+    from dpriv.priors import class_map
+
+    policy = ReleasePolicy(
+        id="rid",
+        qi=["age", "weight"],
+        sensitive="s",
+        k=3,
+        t=1,
+        j=10,
+        domains={"weight": domain, "age": [0, 90]},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        classes = class_map(policy)
+    cuts = np.array(classes.bins[classes.qi.index("weight")])
+    assert np.isfinite(cuts).all() and (np.diff(cuts) > 0).all()
+    assert domain[0] < cuts[0] and cuts[-1] < domain[1]
+    assert cuts == pytest.approx(
+        np.array(domain[0]) + (domain[1] - domain[0]) * np.array([1 / 3, 2 / 3]), rel=1e-12
+    )
+    assert classes.bins[classes.qi.index("age")] == (0.0 + 90.0 * 1 / 3, 0.0 + 90.0 * 2 / 3)
+
+
 def test_int64_extremes_in_a_qi_release_and_verify():
     v = view(60)
     v.loc[0, "weight"], v.loc[1, "weight"] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
