@@ -21,10 +21,10 @@ from dask.dataframe.core import _concat  # how a compute joins a frame's parts
 
 from dpriv._dispatch import is_dask, map_frame
 from dpriv.anatomy import apply_anatomy, sensitive_table
-from dpriv.anonymity.jsreduce import range_stats, repair_leftovers, scan_range
+from dpriv.anonymity.jsreduce import range_stats, repair_leftovers
 from dpriv.anonymity.persistent import PGROUP, UnitPlan, apply_plan, plan_units, unit_stats, with_next
-from dpriv.anonymity.topdown import topdown_range
 from dpriv.exit_guard import guard_exits
+from dpriv.first_pass import first_pass, range_kernel
 from dpriv.hilbert.keys import (
     HKEY,
     TIE,
@@ -76,31 +76,6 @@ class Generalized:
     sensitive: pd.DataFrame | None = None
     by_group: bool = False  # Dask: ``assigned`` holds whole QI-groups per partition
     posterior_guard: dict | None = None  # what the posterior bound did (metrics.json)
-
-
-def range_kernel(policy: ReleasePolicy):
-    """The first pass over one Hilbert range for ``policy.grouping``: :func:`scan_range`
-    (greedy scan) or :func:`topdown_range` (top-down split); same contract."""
-    return topdown_range if policy.grouping == "topdown" else scan_range
-
-
-def chained_scan(
-    ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray
-) -> dd.DataFrame:
-    """The range kernel over the Hilbert ranges of ``ranges`` (indexed by the key, in key
-    order), each link handing its open tail to the next: a chain of delayed tasks."""
-    scan_range = range_kernel(policy)
-    meta = scan_range(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
-    links, carry = [], None
-    parts = ranges.to_delayed()
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        link = dask.delayed(scan_range, nout=2, pure=True)(part, carry, policy, view_counts, last)
-        links.append(link[0])
-        carry = link[1]
-    # the meta is the kernel's output on the empty view (ids keep their dtype through the
-    # state join, see dpriv.state): Dask checks every link against it
-    return dd.from_delayed(links, meta=meta)
 
 
 def generalize_view(
@@ -210,7 +185,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     plan, rest, fixed = None, ranges, None
     if policy.persistent_groups:  # units of persistent groups first (dpriv.anonymity.persistent)
         plan, rest, fixed = _persistent_dask(ranges, policy, counts)
-    (grouped,) = steps.run("grouping", chained_scan(rest, view._meta, policy, counts))
+    (grouped,) = steps.run("grouping", first_pass(rest, view._meta, policy, counts))
     divisions = ranges.divisions
     del ranges
     kept = grouped[grouped[LABEL] >= 0]

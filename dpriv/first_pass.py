@@ -1,0 +1,102 @@
+"""The first pass of Generalize over the Hilbert ranges of a Dask view (docs/architecture.md).
+
+Each range is grouped by the range kernel of ``policy.grouping`` (:func:`range_kernel`), which
+leaves the rows it cannot close yet to the next range:
+
+* the greedy scan (:func:`dpriv.anonymity.jsreduce.scan_range`) hands on its open group,
+  which depends on how the range was scanned: the ranges run as a chain (:func:`chained_scan`),
+  one after the other;
+* the top-down split (:func:`dpriv.anonymity.topdown.topdown_range`) hands on the rows of its
+  last block (a Hilbert sub-cube may straddle a range boundary), which the keys alone decide:
+  each range's carried rows are cut from the ranges before it, and every range runs at once
+  (:func:`side_by_side`). Each range gets the same rows as in the chain, so the same groups.
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.anonymity.jsreduce import scan_range
+from dpriv.anonymity.topdown import block_ids, topdown_range
+from dpriv.hilbert.keys import HKEY, TIE, add_keys
+from dpriv.policy import ReleasePolicy
+
+
+def range_kernel(policy: ReleasePolicy):
+    """The first pass over one Hilbert range for ``policy.grouping``: :func:`scan_range`
+    (greedy scan) or :func:`topdown_range` (top-down split); same contract."""
+    return topdown_range if policy.grouping == "topdown" else scan_range
+
+
+def first_pass(
+    ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray
+) -> dd.DataFrame:
+    """The range kernel over the Hilbert ranges of ``ranges`` (indexed by the key, in key
+    order): every row with its ``_label`` (-1: a leftover for the repair), one partition per
+    range. Top-down ranges run side by side, scan ranges as a chain."""
+    kernel = range_kernel(policy)
+    # the meta is the kernel's output on the empty view (ids keep their dtype through the
+    # state join, see dpriv.state): Dask checks every link against it
+    meta = kernel(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
+    run = side_by_side if policy.grouping == "topdown" else chained_scan
+    return dd.from_delayed(run(ranges.to_delayed(), policy, view_counts), meta=meta)
+
+
+def chained_scan(parts: list, policy: ReleasePolicy, view_counts: np.ndarray) -> list:
+    """The kernel's delayed outputs over ``parts``, each link handing its open tail to the next."""
+    kernel = dask.delayed(range_kernel(policy), nout=2, pure=True)
+    links, carry = [], None
+    for i, part in enumerate(parts):
+        link = kernel(part, carry, policy, view_counts, i == len(parts) - 1)
+        links.append(link[0])
+        carry = link[1]
+    return links
+
+
+def side_by_side(parts: list, policy: ReleasePolicy, view_counts: np.ndarray) -> list:
+    """:func:`topdown_range` over ``parts`` at once. The rows a range receives are the rows of
+    the last block seen so far (keys are in order, blocks are key prefixes): those of the
+    ranges before it whose last block it is. One small compute first: each part's size and
+    last block."""
+    kernel = dask.delayed(topdown_range, nout=2, pure=True)
+    cut = dask.delayed(_block_rows, pure=True)
+    ends = dask.compute(*[dask.delayed(_last_block, pure=True)(p, policy) for p in parts])
+    links, open_block, holders = [], None, []
+    for i, (part, end) in enumerate(zip(parts, ends)):
+        carry = (
+            dask.delayed(_joined, pure=True)([cut(parts[j], open_block, policy) for j in holders])
+            if holders
+            else None
+        )
+        links.append(kernel(part, carry, policy, view_counts, i == len(parts) - 1)[0])
+        if end is not None:  # an empty range hands on what it received
+            holders = [*holders, i] if end == open_block else [i]
+            open_block = end
+    return links
+
+
+def _keyed(part: pd.DataFrame) -> pd.DataFrame:
+    """A range with its key as a column (ranges come indexed by it)."""
+    return part if HKEY in part.columns else part.rename_axis(HKEY).reset_index()
+
+
+def _last_block(part: pd.DataFrame, policy: ReleasePolicy) -> int | None:
+    """The block (:func:`dpriv.anonymity.topdown.block_ids`) of the range's largest key; None
+    for an empty range."""
+    keys = _keyed(part)[HKEY].to_numpy(np.uint64)
+    return int(block_ids(keys[-1:], policy)[0]) if len(keys) else None
+
+
+def _block_rows(part: pd.DataFrame, block: int, policy: ReleasePolicy) -> pd.DataFrame:
+    """The range's rows in ``block``, key as a column."""
+    rows = _keyed(part)
+    return rows[block_ids(rows[HKEY].to_numpy(np.uint64), policy) == np.uint64(block)]
+
+
+def _joined(pieces: list[pd.DataFrame]) -> pd.DataFrame:
+    """The carried rows in (key, tie) order, as the chain's kernel hands them on."""
+    rows = pd.concat(pieces, ignore_index=True)
+    return rows.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)

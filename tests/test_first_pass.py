@@ -1,0 +1,80 @@
+"""The first pass over the Hilbert ranges of a Dask view (:mod:`dpriv.first_pass`).
+
+Top-down ranges run side by side: the rows each range receives from the ranges before it are
+cut from the keys alone. The oracle is the chain (each range handing on what its kernel left),
+which gave every released byte so far: the same groups, labels and leftovers, range by range,
+for any cut of the key space into ranges (empty ranges, several ranges inside one block, a block
+over several ranges), and no range's task waits for another range's grouping.
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpriv.first_pass import chained_scan, side_by_side
+from dpriv.hilbert.keys import HKEY, add_keys
+from dpriv.released import secret_policy
+from dpriv.validate import validate_view
+from tests.test_properties import views_and_policies
+from tests.test_topdown import EXAMPLES
+
+
+def ranges_of(view: pd.DataFrame, policy, cuts: list[int]):
+    """The view keyed and cut into Hilbert ranges at ``cuts`` (key values; ranges may be empty)."""
+    keyed = add_keys(view, policy)
+    keys = keyed[HKEY].to_numpy(np.uint64)
+    lo, hi = int(keys.min()), int(keys.max())
+    inner = sorted({lo + c % max(hi - lo, 1) for c in cuts} - {lo})
+    divisions = (lo, *inner, hi) if hi > lo else (lo, hi)
+    frame = dd.from_pandas(keyed, npartitions=1, sort=False)
+    return frame.set_index(HKEY, sort=True, divisions=list(divisions)).to_delayed()
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    views_and_policies(),
+    st.sampled_from([0, 1, 2, 3]),
+    st.lists(st.integers(0, 2**40), min_size=0, max_size=9),
+)
+def test_side_by_side_gives_the_chains_rows_range_by_range(case, level, cuts):
+    view, policy = case
+    policy = policy.with_overrides(grouping="topdown", topdown_level=level)
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy, summary)
+    parts = ranges_of(view, policy, cuts)
+    with dask.config.set(scheduler="sync"):
+        chain = dask.compute(*chained_scan(parts, policy, summary.s_counts))
+        side = dask.compute(*side_by_side(parts, policy, summary.s_counts))
+    assert len(side) == len(chain) == len(parts)
+    for got, expected in zip(side, chain):
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert sum(len(p) for p in side) == len(view)  # every row once: grouped or left over
+
+
+def test_no_range_waits_for_another_ranges_grouping():
+    rng = np.random.default_rng(3)
+    n, values = 400, ["a", "b", "c"]
+    priors = rng.dirichlet(np.ones(3), n)
+    view = pd.DataFrame({"rid": np.arange(n), "age": rng.integers(0, 64, n), "zip": rng.integers(0, 64, n)})
+    view = view.assign(s=rng.choice(values, n), **{f"p__{v}": priors[:, i] for i, v in enumerate(values)})
+    from dpriv.policy import ReleasePolicy
+
+    policy = ReleasePolicy(
+        id="rid", qi=["age", "zip"], sensitive="s", k=3, t=1.0, j=5.0, grouping="topdown",
+        domains={"age": [0, 63], "zip": [0, 63], "s": values},
+    )  # fmt: skip
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy, summary)
+    parts = ranges_of(view, policy, [2**9, 2**10, 2**11, 2**11 + 5, 3 * 2**10])
+    for links, chained in (
+        (side_by_side(parts, policy, summary.s_counts), False),
+        (chained_scan(parts, policy, summary.s_counts), True),
+    ):
+        last = dict(links[-1].dask)
+        kernels = [k for k in last if "topdown_range" in str(k)]
+        assert (len(kernels) == len(parts)) if chained else (len(kernels) == 1), kernels
