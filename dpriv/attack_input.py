@@ -2,7 +2,7 @@
 
 The ledger gives, per committed release ``i``, the released view ``releases/<i>/view.parquet``
 (``qi_group`` and the sensitive column: each group's multiset of values) and, for the group
-membership the adversary of ALGORITHMS.md §1.1 (ii) is assumed to know, the private state
+membership the adversary of docs/algorithms.md §1.1 (ii) is assumed to know, the private state
 ``state/<i>/state.parquet`` (respondents with ``last_release == i``; their ``last_group`` is
 the released ``qi_group``). The true values and the QIs (for the knowledge classes and for
 the membership-from-QIs linkage) come from the original history.
