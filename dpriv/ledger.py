@@ -295,12 +295,11 @@ class Ledger:
 
     def read_metrics(self, index: int) -> ReleaseRecord:
         """``releases/<index>/metrics.json`` (:func:`~dpriv.metrics.record.read_record`);
-        LedgerError when it is missing, not JSON, or not a release's metrics (no ``ok``)."""
+        LedgerError when it is missing, not JSON, or not a JSON object."""
         path = self.release_dir(index) / "metrics.json"
-        record = _read_json(path)
-        if not isinstance(record, dict) or "ok" not in record:
+        if not isinstance(_read_json(path), dict):
             raise LedgerError(
-                f"ledger file {path} is not a release's metrics (no verification result 'ok'): "
+                f"ledger file {path} holds no release's metrics (not a JSON object): "
                 "the ledger is damaged; restore the file from a backup"
             )
         return read_record(path)

@@ -2,10 +2,10 @@
 
 A fresh user's drill (session 16) damaged copies of a released ledger: a ``metrics.json``
 emptied to ``{}`` made ``dpriv report`` show a release "within the policy" with every figure
-missing; a truncated ``metrics.json`` or ``policy.json`` and a deleted release folder gave
-``internal error`` (JSONDecodeError, FileNotFoundError); ``dpriv release`` committed a new
-release on a ledger whose release 1 folder was gone. Each now exits 2 with the damaged file
-named and writes nothing.
+missing (now: no verdict, "unknown"); a truncated ``metrics.json`` or ``policy.json`` and a
+deleted release folder gave ``internal error`` (JSONDecodeError, FileNotFoundError); ``dpriv
+release`` committed a new release on a ledger whose release 1 folder was gone. Each of these
+now exits 2 with the damaged file named and writes nothing.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def refused(res, *named):
         assert text in res.output, res.output
 
 
-@pytest.mark.parametrize("content", ["{}", "{x", ""])
+@pytest.mark.parametrize("content", ["{x", "", "[1, 2]"])
 def test_a_damaged_metrics_json_is_refused_by_report_and_attack(released, tmp_path, content):
     root, before = damaged(
         released, tmp_path, lambda r: (r / "releases" / "2" / "metrics.json").write_text(content)
@@ -120,3 +120,19 @@ def test_anonymize_of_several_views_says_so(released):
     history = pd.read_parquet(released / "history.parquet")
     with pytest.raises(InputError, match="more than one view of the time column 'view'.*dpriv release"):
         anonymize(history[history["view"] <= 2], policy)
+
+
+@pytest.mark.parametrize("content", ["{}", '{"seconds": 1.0}'])
+def test_a_release_whose_metrics_record_no_threshold_gets_no_verdict(released, tmp_path, content):
+    """``{}`` showed every figure missing and the verdict "within the policy"."""
+    root, _ = damaged(
+        released, tmp_path, lambda r: (r / "releases" / "2" / "metrics.json").write_text(content)
+    )
+    res = run(released, "report", root, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "r.html").read_text()
+    row = page[page.index('<tr data-release="2">') :].split("</tr>")[0]
+    assert "unknown: its metrics.json records none of the policy" in row
+    assert "within the policy" not in row
+    first = page[page.index('<tr data-release="1">') :].split("</tr>")[0]
+    assert "within the policy" in first  # an intact release keeps its verdict
