@@ -2,7 +2,7 @@
 
 The ledger gives, per committed release ``i``, the released view ``releases/<i>/view.parquet``
 (``qi_group`` and the sensitive column: each group's multiset of values) and, for the group
-membership the adversary of ALGORITHMS.md §1.1 (ii) is assumed to know, the private state
+membership the adversary of docs/algorithms.md §1.1 (ii) is assumed to know, the private state
 ``state/<i>/state.parquet`` (respondents with ``last_release == i``; their ``last_group`` is
 the released ``qi_group``). The true values and the QIs (for the knowledge classes and for
 the membership-from-QIs linkage) come from the original history.
@@ -33,6 +33,7 @@ from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
+from dpriv.release_check import check_ledger_last
 from dpriv.released import GROUP, _py
 from dpriv.rows import csv_lines, input_file
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
@@ -171,6 +172,7 @@ def read_attack(
     releases = [r["index"] for r in ledger.committed()]
     if not releases:
         return None
+    check_ledger_last(ledger, state=False)  # a missing or truncated release: LedgerError
     indices = set(check_history(history, policy))
     policy, _ = resolve_policy(history, policy)
     adv = (

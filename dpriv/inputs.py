@@ -27,6 +27,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dpriv._dispatch import meta_of
 from dpriv.dates import date_problem, date_qi, is_date_dtype, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
@@ -162,7 +163,28 @@ def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: b
     (:func:`dpriv.dates.with_date_kinds`): the entry points' one input-normalising step."""
     duplicate_columns(view.columns)  # before a column is looked up by name
     policy = with_date_kinds(view, policy)
+    _numbers_as_dates(meta_of(view), policy)
     return prepare_view(view, policy, ids=ids), policy
+
+
+def _numbers_as_dates(meta: pd.DataFrame, policy: ReleasePolicy) -> None:
+    """InputError for a QI declared a date (``--date``, ``[kinds] q = "date"``) whose input
+    column holds numbers: inside, a date is a whole number of days since 1970-01-01, so ages
+    45..74 would be released as dates in February 1970 without a word."""
+    for q in policy.qi:
+        kind = policy.kinds.get(q)
+        dtype = meta[q].dtype if q in meta.columns else None
+        if (
+            kind == "date"
+            and dtype is not None
+            and pd.api.types.is_numeric_dtype(dtype)
+            and not pd.api.types.is_bool_dtype(dtype)
+        ):
+            raise InputError(
+                f"QI {q!r} is declared a date but holds numbers ({dtype}), not dates: write its "
+                f"values as dates (YYYY-MM-DD), or release it as a number (drop --date {q}, or "
+                f'[kinds] {q} = "date" from the policy)'
+            )
 
 
 def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:

@@ -156,7 +156,7 @@ class Ledger:
         if not path.exists():
             self._pending_policy = fingerprint
             return
-        stored = json.loads(path.read_text())
+        stored = _read_json(path)
         given = json.loads(json.dumps(fingerprint, sort_keys=True))
         taken_up = {k: v for k, v in TAKE_UP.items() if given.get(k) == v and stored.get(k) != v}
         if taken_up:  # recorded with the next commit
@@ -175,7 +175,7 @@ class Ledger:
         """The ReleasePolicy this ledger was started with (knowledge paths as recorded)."""
         from dpriv.policy import ReleasePolicy
 
-        stored = json.loads((self.root / POLICY).read_text())
+        stored = _read_json(self.root / POLICY)
         stored.pop("method", None)
         stored.pop("knowledge_sha256", None)
         stored.pop("hierarchy_sha256", None)
@@ -294,8 +294,30 @@ class Ledger:
         return pd.read_parquet(path) if path.exists() else None
 
     def read_metrics(self, index: int) -> ReleaseRecord:
-        """``releases/<index>/metrics.json`` (:func:`~dpriv.metrics.record.read_record`)."""
-        return read_record(self.release_dir(index) / "metrics.json")
+        """``releases/<index>/metrics.json`` (:func:`~dpriv.metrics.record.read_record`);
+        LedgerError when it is missing, not JSON, or not a JSON object."""
+        path = self.release_dir(index) / "metrics.json"
+        if not isinstance(_read_json(path), dict):
+            raise LedgerError(
+                f"ledger file {path} holds no release's metrics (not a JSON object): "
+                "the ledger is damaged; restore the file from a backup"
+            )
+        return read_record(path)
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON of a ledger file; LedgerError naming the file when it is missing or damaged
+    (a report or an attack on a ledger must not pass one off as a dpriv bug)."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LedgerError(
+            f"ledger file {path} is missing: the ledger is damaged; restore it from a backup"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LedgerError(
+            f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
+        ) from None
 
 
 def discard_new_ledger(fn: F) -> F:

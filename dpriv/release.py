@@ -111,7 +111,7 @@ def release_history(
         except a view of at most :data:`SMALL_VIEW_ROWS` tuples, released in process.
     policy : the release policy; a ledger refuses a policy other than its first one.
     npartitions : Hilbert ranges per view (Dask partitions); default policy.npartitions or 2.
-    until : release at most up to this index.
+    until : release at most up to this index (an int >= 1; InputError otherwise).
     on_release : called with (index, metrics: :class:`ReleaseRecord`) after each commit
         (progress output).
     method : "jsreduce" (Algorithm 1) or a Mondrian baseline of :mod:`dpriv.baselines`
@@ -133,7 +133,11 @@ def release_history(
     history, policy = prepared(history, policy)
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
-    indices = indices[: until or None]
+    if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 1):
+        raise InputError(
+            f"until must be a whole number >= 1 (release the views up to this index) or None, not {until!r}"
+        )
+    indices = indices[:until]
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])

@@ -229,7 +229,8 @@ def check_released_history(
 
 
 def check_ledger_last(ledger: Ledger, *, state: bool = True) -> None:
-    """LedgerError unless the last committed release's files are whole: its view holds the
+    """LedgerError unless every committed release's view and metrics are on disk and the
+    last committed release's files are whole: its view holds the
     ``n_released`` tuples its metrics.json recorded (Parquet footer; a generalized view)
     and its state has at least one part. A release resumed from a damaged ledger would
     build on files that no longer say what was published."""
@@ -238,6 +239,14 @@ def check_ledger_last(ledger: Ledger, *, state: bool = True) -> None:
     last = ledger.last_index()
     if not last:
         return
+    for entry in ledger.committed():  # every release the manifest lists is on disk
+        for name in ("view.parquet", "metrics.json"):
+            path = ledger.release_dir(entry["index"]) / name
+            if not path.is_file():
+                raise LedgerError(
+                    f"{path} is missing (release {entry['index']} is listed in manifest.json): "
+                    "the ledger is damaged; restore it from a backup"
+                )
     if state:  # (a report reads no state)
         ledger.state_files(last)  # LedgerError naming the folder
     record = ledger.read_metrics(last)

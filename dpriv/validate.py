@@ -351,7 +351,14 @@ def validate_view(
     if len(problems):  # lines of the input file only for a view that is the whole file
         raise InputError(first_problem(placed(view, problems), policy, whole=policy.time is None))
     if len(dups):  # the rows, by their line in the input file
-        message = first_problem(_duplicates(view, policy), policy, whole=policy.time is None)
+        found = _duplicates(view, policy)
+        if not len(found):  # each respondent once per view of the time column: several views
+            raise InputError(
+                f"respondent {dups.index[0]!r} has tuples in more than one view of the time column "
+                f"{policy.time!r}: this command releases one view; release a history with dpriv "
+                "release (release_history), or keep the rows of one view"
+            )
+        message = first_problem(found, policy, whole=policy.time is None)
         raise InputError(message + (_HISTORY_HINT if not policy.time else ""))
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")

@@ -547,3 +547,17 @@ def test_int64_extremes_in_a_qi_release_and_verify():
     res = anonymize(v, ReleasePolicy(id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10))
     assert res.policy.domains["weight"] == [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
     assert res.released["weight_max"].max() == np.iinfo(np.int64).max  # exact int64 bounds
+
+
+def test_numbers_in_a_qi_declared_a_date_are_refused_not_read_as_days(cli, tmp_path):
+    """Drill (session 16): ``--date age`` on ages 40..59 released them as dates in February 1970."""
+    res, out = anonymize_csv(cli, tmp_path, csv_of(view()), "--date", "age")
+    refused(res, out, "QI 'age' is declared a date but holds numbers (int64)", "drop --date age")
+    policy = ReleasePolicy(
+        id="rid", qi=["age", "weight"], sensitive="s", k=3, t=1, j=10, kinds={"age": "date"}
+    )
+    with pytest.raises(InputError, match="declared a date but holds numbers"):
+        anonymize(view(), policy)
+    dated = view().assign(age=pd.Timestamp("2020-01-01") + pd.to_timedelta(view()["age"], unit="D"))
+    released = anonymize(dated, policy).released  # real dates under the same policy: released
+    assert str(released["age_min"].min()) >= "2020-02-10"

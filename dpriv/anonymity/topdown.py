@@ -3,7 +3,7 @@
 Where the greedy scan (:mod:`dpriv.anonymity.jsreduce`) grows groups along the Hilbert order
 (overlapping, often large boxes), this grouping cuts boxes of the QI space (plus, with
 ``policy.prior_key``, the expected rank of S under each tuple's prior RBK^sv, as one more
-dimension) into non-overlapping halves, Mondrian-like (ALGORITHMS.md §4.4), and stops where
+dimension) into non-overlapping halves, Mondrian-like (docs/algorithms.md §4.4), and stops where
 no cut keeps both halves valid under (E9): ``|Q| >= k``, ``EMD(P_Q, P_V) <= t`` against the
 WHOLE view and ``JS(RBK of Q) <= j`` (E8). The thresholds are those of
 :func:`dpriv.criteria.criteria_for` (the one table of criteria); EMD is decided exactly on

@@ -7,7 +7,7 @@ Codes (missing is a level of its own, §5.3):
 * categorical: ``1 + i`` for the ``i``-th label of a domain shared by the two tables; the
   label of a value is ``str(value)`` (category dtype: the label of the category, never its
   code), so ``"M"`` of a category column equals ``"M"`` of an object column and ``True``
-  of a bool column equals ``"True"`` of an object column (ALGORITHMS.md §5.2 step 6). Only
+  of a bool column equals ``"True"`` of an object column (docs/algorithms.md §5.2 step 6). Only
   the distinct values are turned into strings, except in object columns whose distinct
   values mix types that compare equal with different labels (``1``/``1.0``/``True``,
   ``0.0``/``-0.0``), where every value is.

@@ -1,7 +1,7 @@
 """KPR (E21, E22) on Dask DataFrames: the counts of :func:`dpriv.metrics.kpr.kpr` without
 bringing a table to the client, with the integer codes of :mod:`dpriv.metrics.kpr_codes`.
 
-One Dask dispatch per step of ALGORITHMS.md §5.2, one ``dask.compute`` of a handful of
+One Dask dispatch per step of docs/algorithms.md §5.2, one ``dask.compute`` of a handful of
 scalars at the end:
 
 0. categorical domains: from the dtypes when every categorical known variable has known

@@ -14,7 +14,7 @@ With ``s = sqrt(var)`` possibly irrational, (E22) is evaluated as
 Hot path: the float64 estimate of ``(y - min) / step + sqrt(W)`` is exact for every value
 whose estimate is farther from an integer (and from ``hi``) than its error bound; only the
 other (unique) values -- those on or within ~1e-11 of an edge -- are recomputed with
-:class:`fractions.Fraction`. Source: ALGORITHMS.md §5.2 step 5.
+:class:`fractions.Fraction`. Source: docs/algorithms.md §5.2 step 5.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """KPR (E21, E22), the pandas kernel: the counts of :func:`dpriv.metrics.kpr.kpr` on two
 in-memory tables with integer codes (:mod:`dpriv.metrics.kpr_codes`) and ``np.bincount``.
 
-Steps (ALGORITHMS.md §5.2): 3. ``U`` = the originals whose raw profile key occurs once;
+Steps (docs/algorithms.md §5.2): 3. ``U`` = the originals whose raw profile key occurs once;
 4. exact bin statistics over ``U`` (:func:`dpriv.metrics.kpr_binning.var_stats`); 5-8. the
 binned profile keys of ``U`` and of the avatars, chunk by chunk (temporaries of
 ``CHUNK`` rows, not of the whole table), ``|B1|`` and ``|S|`` by one ``np.bincount``.

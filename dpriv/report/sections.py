@@ -104,7 +104,10 @@ def verdict_section(verdicts: list[Verdict], method: str) -> str:
                     attrs=attrs,
                 )
             )
-        verdict = "within the policy" if v.within else "beyond the policy: " + ", ".join(v.beyond)
+        if not any(c.within is not None for c in v.checks):  # nothing recorded to check
+            verdict = "unknown: its metrics.json records none of the policy's thresholds"
+        else:
+            verdict = "within the policy" if v.within else "beyond the policy: " + ", ".join(v.beyond)
         cells.append(cell(verdict, cls="" if v.within else "fail"))
         rows.append(f'<tr data-release="{v.release}">' + "".join(cells) + "</tr>")
     loose = [c.name for c in first if not c.enforced]

@@ -1,0 +1,138 @@
+"""A damaged ledger is refused, naming the file, by every command that reads it.
+
+A fresh user's drill (session 16) damaged copies of a released ledger: a ``metrics.json``
+emptied to ``{}`` made ``dpriv report`` show a release "within the policy" with every figure
+missing (now: no verdict, "unknown"); a truncated ``metrics.json`` or ``policy.json`` and a
+deleted release folder gave ``internal error`` (JSONDecodeError, FileNotFoundError); ``dpriv
+release`` committed a new release on a ledger whose release 1 folder was gone. Each of these
+now exits 2 with the damaged file named and writes nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpriv.cli import app
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError
+from dpriv.policy import ReleasePolicy
+from dpriv.release import anonymize, release_history
+
+LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
+
+
+def snapshot(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """A ledger of releases 1 and 2 of a 3-view history (view 3 left to release)."""
+    base = tmp_path_factory.mktemp("damage")
+    write_history(base, medical_history(n_views=3, view_size=80, seed=3), policy_extra=LOOSE)
+    hist = pd.read_parquet(base / "history.parquet")
+    hist[hist["view"] <= 2].to_parquet(base / "h12.parquet", index=False)
+    run(base, "release", base / "h12.parquet", "--ledger", base / "L", "--policy", base / "policy.toml")
+    assert (base / "L" / "releases" / "2" / "metrics.json").is_file()
+    return base
+
+
+def run(base, *args):
+    res = CliRunner().invoke(app, [str(a) for a in args])
+    return res
+
+
+def damaged(released, tmp_path, change) -> tuple:
+    root = tmp_path / "L"
+    shutil.copytree(released / "L", root)
+    change(root)
+    return root, snapshot(root)
+
+
+def refused(res, *named):
+    assert res.exit_code == 2, res.output
+    assert "internal error" not in res.output
+    for text in named:
+        assert text in res.output, res.output
+
+
+@pytest.mark.parametrize("content", ["{x", "", "[1, 2]"])
+def test_a_damaged_metrics_json_is_refused_by_report_and_attack(released, tmp_path, content):
+    root, before = damaged(
+        released, tmp_path, lambda r: (r / "releases" / "2" / "metrics.json").write_text(content)
+    )
+    report = run(released, "report", root, "--out", tmp_path / "r.html")
+    refused(report, "metrics.json", "damaged")
+    assert not (tmp_path / "r.html").exists()
+    attack = run(released, "attack", root, "--history", released / "h12.parquet", "--knowledge", "dk")
+    refused(attack, "metrics.json", "damaged")
+    assert snapshot(root) == before
+
+
+def test_a_damaged_policy_json_is_refused_by_release(released, tmp_path):
+    root, before = damaged(released, tmp_path, lambda r: (r / "policy.json").write_text("{x"))
+    res = run(
+        released,
+        "release",
+        released / "history.parquet",
+        "--ledger",
+        root,
+        "--policy",
+        released / "policy.toml",
+    )
+    refused(res, "policy.json", "damaged")
+    assert snapshot(root) == before
+
+
+def test_a_missing_release_folder_is_refused_and_nothing_is_committed_on_top(released, tmp_path):
+    root, before = damaged(released, tmp_path, lambda r: shutil.rmtree(r / "releases" / "1"))
+    res = run(
+        released,
+        "release",
+        released / "history.parquet",
+        "--ledger",
+        root,
+        "--policy",
+        released / "policy.toml",
+    )
+    refused(res, "releases/1/view.parquet is missing (release 1 is listed in manifest.json)")
+    assert snapshot(root) == before  # release 3 was not committed
+    refused(run(released, "report", root, "--out", tmp_path / "r.html"), "releases/1")
+    attack = run(released, "attack", root, "--history", released / "h12.parquet", "--knowledge", "dk")
+    refused(attack, "releases/1")
+
+
+@pytest.mark.parametrize("until", [0, -1, 1.5, True])
+def test_until_below_one_or_not_a_whole_number_is_refused(released, tmp_path, until):
+    policy = ReleasePolicy.from_toml(released / "policy.toml")
+    history = pd.read_parquet(released / "history.parquet")
+    with pytest.raises(InputError, match="until must be a whole number >= 1"):
+        release_history(history, policy, tmp_path / "L0", until=until)
+    assert not (tmp_path / "L0").exists()
+
+
+def test_anonymize_of_several_views_says_so(released):
+    policy = ReleasePolicy.from_toml(released / "policy.toml")
+    history = pd.read_parquet(released / "history.parquet")
+    with pytest.raises(InputError, match="more than one view of the time column 'view'.*dpriv release"):
+        anonymize(history[history["view"] <= 2], policy)
+
+
+@pytest.mark.parametrize("content", ["{}", '{"seconds": 1.0}'])
+def test_a_release_whose_metrics_record_no_threshold_gets_no_verdict(released, tmp_path, content):
+    """``{}`` showed every figure missing and the verdict "within the policy"."""
+    root, _ = damaged(
+        released, tmp_path, lambda r: (r / "releases" / "2" / "metrics.json").write_text(content)
+    )
+    res = run(released, "report", root, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "r.html").read_text()
+    row = page[page.index('<tr data-release="2">') :].split("</tr>")[0]
+    assert "unknown: its metrics.json records none of the policy" in row
+    assert "within the policy" not in row
+    first = page[page.index('<tr data-release="1">') :].split("</tr>")[0]
+    assert "within the policy" in first  # an intact release keeps its verdict
