@@ -46,6 +46,11 @@ def run(base, *args):
     return res
 
 
+def release_onto(base, root):
+    """``dpriv release`` of the whole history (view 3 is new) onto the ledger ``root``."""
+    return run(base, "release", base / "history.parquet", "--ledger", root, "--policy", base / "policy.toml")
+
+
 def damaged(released, tmp_path, change) -> tuple:
     root = tmp_path / "L"
     shutil.copytree(released / "L", root)
@@ -75,30 +80,14 @@ def test_a_damaged_metrics_json_is_refused_by_report_and_attack(released, tmp_pa
 
 def test_a_damaged_policy_json_is_refused_by_release(released, tmp_path):
     root, before = damaged(released, tmp_path, lambda r: (r / "policy.json").write_text("{x"))
-    res = run(
-        released,
-        "release",
-        released / "history.parquet",
-        "--ledger",
-        root,
-        "--policy",
-        released / "policy.toml",
-    )
+    res = release_onto(released, root)
     refused(res, "policy.json", "damaged")
     assert snapshot(root) == before
 
 
 def test_a_missing_release_folder_is_refused_and_nothing_is_committed_on_top(released, tmp_path):
     root, before = damaged(released, tmp_path, lambda r: shutil.rmtree(r / "releases" / "1"))
-    res = run(
-        released,
-        "release",
-        released / "history.parquet",
-        "--ledger",
-        root,
-        "--policy",
-        released / "policy.toml",
-    )
+    res = release_onto(released, root)
     refused(res, "releases/1/view.parquet is missing (release 1 is listed in manifest.json)")
     assert snapshot(root) == before  # release 3 was not committed
     refused(run(released, "report", root, "--out", tmp_path / "r.html"), "releases/1")
