@@ -111,6 +111,15 @@ def date_hints_of(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> l
     return date_hints(to_pandas(view[cols]), policy, None)
 
 
+def missing_time(columns, policy: ReleasePolicy) -> str:
+    """The message for a policy's time column the input lacks, with both ways out."""
+    return (
+        f"missing time column {policy.time!r}; the input has {list(columns)}: a history needs the "
+        f"view index of each row in column {policy.time!r} (or [columns] time naming the column "
+        "that holds it); for one view (dpriv anonymize) leave time out of the policy"
+    )
+
+
 def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
     """The release indices 1..n of a history; refuses a history without rows (header only), gaps
     and a missing time column."""
@@ -118,7 +127,7 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
     missing_columns(history.columns, policy)
     if policy.time not in history.columns:
-        raise InputError(f"missing time column {policy.time!r}; the input has {list(history.columns)}")
+        raise InputError(missing_time(history.columns, policy))
     t = history[policy.time]
     bad_type = not pd.api.types.is_integer_dtype(t.dtype)
     if is_dask(t):

@@ -7,6 +7,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.input_checks import missing_time
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import first_problem, is_text, missing_columns, raw_problems
 
@@ -31,7 +32,7 @@ def preflight(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     for q in policy.hierarchies:
         policy.hierarchy(q)  # reads and checks the file (InputError naming the row and the fix)
     if policy.time and policy.time not in view.columns:
-        raise InputError(f"missing time column {policy.time!r}; the input has {list(view.columns)}")
+        raise InputError(missing_time(view.columns, policy))
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
     if not columns:
         return

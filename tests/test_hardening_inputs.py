@@ -561,3 +561,12 @@ def test_numbers_in_a_qi_declared_a_date_are_refused_not_read_as_days(cli, tmp_p
     dated = view().assign(age=pd.Timestamp("2020-01-01") + pd.to_timedelta(view()["age"], unit="D"))
     released = anonymize(dated, policy).released  # real dates under the same policy: released
     assert str(released["age_min"].min()) >= "2020-02-10"
+
+
+def test_a_policys_time_column_missing_from_the_input_says_how_to_go_on(cli, tmp_path):
+    """Drill (session 16): the message named the missing column only; anonymize has no --time."""
+    (tmp_path / "p.toml").write_text('[columns]\ntime = "view"\n')
+    res, out = anonymize_csv(cli, tmp_path, csv_of(view()), "--policy", tmp_path / "p.toml")
+    refused(
+        res, out, "missing time column 'view'", "for one view (dpriv anonymize) leave time out of the policy"
+    )
