@@ -305,7 +305,7 @@ def release_view(
     (asg_g,) = steps.run(
         "regroup", assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
     )
-    del assigned, regrouped
+    del assigned
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
         problem = f"a view of {summary.n_rows} < k tuples released a QI-group"
