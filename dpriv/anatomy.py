@@ -23,7 +23,8 @@ import pandas as pd
 
 from dpriv._dispatch import map_frame, to_pandas
 from dpriv._random import keyed, stable_hash
-from dpriv.policy import ReleasePolicy, codes
+from dpriv.domain_codes import codes
+from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP, LABEL, ORDER, SCODE
 
 #: Column of the sensitive table holding how many tuples of the group have the value.

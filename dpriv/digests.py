@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from dpriv._random import row_hashes
-from dpriv.policy import ReleasePolicy, codes
+from dpriv.domain_codes import codes
+from dpriv.policy import ReleasePolicy
 
 
 def content_digest(part: pd.DataFrame, policy: ReleasePolicy) -> int:

@@ -6,9 +6,10 @@ leaves the rows it cannot close yet to the next range:
 * the greedy scan (:func:`dpriv.anonymity.jsreduce.scan_range`) hands on its open group,
   which depends on how the range was scanned: the ranges run as a chain (:func:`chained_scan`),
   one after the other;
-* the top-down split (:func:`dpriv.anonymity.topdown.topdown_range`) hands on the rows of its
-  last block (a Hilbert sub-cube may straddle a range boundary), which the keys alone decide:
-  each range's carried rows are cut from the ranges before it, and every range runs at once
+* the top-down split (:func:`topdown_range`: :func:`dpriv.anonymity.topdown.topdown_groups`
+  over the range's complete blocks) hands on the rows of its last block (a Hilbert sub-cube may
+  straddle a range boundary), which the keys alone decide: each range's carried rows are cut
+  from the ranges before it, and every range runs at once
   (:func:`side_by_side`). Each range gets the same rows as in the chain, so the same groups.
 """
 
@@ -20,9 +21,12 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.jsreduce import scan_range
-from dpriv.anonymity.topdown import block_ids, topdown_range
-from dpriv.hilbert.keys import HKEY, TIE, add_keys
+from dpriv.anonymity.topdown import split_coords, topdown_groups
+from dpriv.criteria import criteria_for
+from dpriv.divergence import GROUNDS
+from dpriv.hilbert.keys import HKEY, TIE, add_keys, grid_bits, key_dims
 from dpriv.policy import ReleasePolicy
+from dpriv.released import LABEL, SCODE, group_labels
 
 
 def range_kernel(policy: ReleasePolicy):
@@ -84,7 +88,7 @@ def _keyed(part: pd.DataFrame) -> pd.DataFrame:
 
 
 def _last_block(part: pd.DataFrame, policy: ReleasePolicy) -> int | None:
-    """The block (:func:`dpriv.anonymity.topdown.block_ids`) of the range's largest key; None
+    """The block (:func:`block_ids`) of the range's largest key; None
     for an empty range."""
     keys = _keyed(part)[HKEY].to_numpy(np.uint64)
     return int(block_ids(keys[-1:], policy)[0]) if len(keys) else None
@@ -100,3 +104,46 @@ def _joined(pieces: list[pd.DataFrame]) -> pd.DataFrame:
     """The carried rows in (key, tie) order, as the chain's kernel hands them on."""
     rows = pd.concat(pieces, ignore_index=True)
     return rows.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+
+
+def block_ids(keys: np.ndarray, policy: ReleasePolicy) -> np.ndarray:
+    """uint64 block of every Hilbert key: its leading ``topdown_level * d`` bits (0 = one block)."""
+    d = key_dims(policy)
+    bits = grid_bits(policy)
+    level = min(policy.topdown_level, bits)
+    shift = np.uint64(d * (bits - level))
+    keys = np.asarray(keys, dtype=np.uint64)
+    return keys >> shift if level > 0 else np.zeros(len(keys), dtype=np.uint64)
+
+
+def topdown_range(
+    part: pd.DataFrame, carry: pd.DataFrame | None, policy: ReleasePolicy, view_counts: np.ndarray, last: bool
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The top-down split over the complete blocks of one Hilbert range (after the carried
+    block of the previous range); same contract as :func:`dpriv.anonymity.jsreduce.scan_range`:
+    (rows with ``_label``, -1 for a leftover; the last block to carry, empty when ``last``)."""
+    if HKEY not in part.columns:
+        part = part.rename_axis(HKEY).reset_index()
+    if carry is not None and len(carry):
+        part = pd.concat([carry, part], ignore_index=True)
+    part = part.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    blocks = block_ids(part[HKEY].to_numpy(np.uint64), policy)
+    carried = (blocks == blocks[-1]) if (len(part) and not last) else np.zeros(len(part), dtype=bool)
+    rows = part[~carried]
+    th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
+    group = topdown_groups(
+        split_coords(rows, policy),
+        rows[SCODE].to_numpy(),
+        rows[policy.prior_columns].to_numpy(dtype=np.float64),
+        view_counts,
+        k=th["k"],
+        t=th["t"],
+        j=th["j"],
+        ground=GROUNDS[policy.emd_ground],
+        log_base=policy.log_base,
+        blocks=blocks[~carried],
+        pc=policy.topdown_pc,
+        cut=policy.topdown_cut,
+    )
+    done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
+    return done.reset_index(drop=True), part[carried].reset_index(drop=True)

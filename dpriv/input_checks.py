@@ -111,6 +111,14 @@ def date_hints_of(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> l
     return date_hints(to_pandas(view[cols]), policy, None)
 
 
+def check_until(until: object) -> None:
+    """InputError unless ``until`` (release the views up to this index) is None or an int >= 1."""
+    if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 1):
+        raise InputError(
+            f"until must be a whole number >= 1 (release the views up to this index) or None, not {until!r}"
+        )
+
+
 def missing_time(columns, policy: ReleasePolicy) -> str:
     """The message for a policy's time column the input lacks, with both ways out."""
     return (

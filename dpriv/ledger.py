@@ -35,7 +35,7 @@ import pandas as pd
 
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
-from dpriv.metrics.record import ReleaseRecord, read_record, write_record
+from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
@@ -294,15 +294,16 @@ class Ledger:
         return pd.read_parquet(path) if path.exists() else None
 
     def read_metrics(self, index: int) -> ReleaseRecord:
-        """``releases/<index>/metrics.json`` (:func:`~dpriv.metrics.record.read_record`);
+        """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`;
         LedgerError when it is missing, not JSON, or not a JSON object."""
         path = self.release_dir(index) / "metrics.json"
-        if not isinstance(_read_json(path), dict):
+        record = _read_json(path)  # read once: the record is built from it
+        if not isinstance(record, dict):
             raise LedgerError(
                 f"ledger file {path} holds no release's metrics (not a JSON object): "
                 "the ledger is damaged; restore the file from a backup"
             )
-        return read_record(path)
+        return ReleaseRecord.from_dict(record)
 
 
 def _read_json(path: Path) -> Any:

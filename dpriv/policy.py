@@ -8,7 +8,6 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +18,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from dpriv.errors import PolicyError
 from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
-from dpriv.policy_keys import bound_message, check_keys, refuse_coercion, released_name_clash, unknown_key
+from dpriv.policy_keys import (
+    bound_message,
+    check_keys,
+    domain_problem,
+    exit_values_problem,
+    is_number,
+    refuse_coercion,
+    released_name_clash,
+    unknown_key,
+)
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -174,33 +182,14 @@ class ReleasePolicy(BaseModel):
                     f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
                     "generalizes a categorical QI; drop one of them"
                 )
-        if self.exit_values and len(set(self.exit_values)) < 2:
-            raise ValueError(
-                f"exit_values = {self.exit_values}: the exit guard needs at least two "
-                "distinct terminal values; list them all or leave it empty"
-            )
-        dom_s, s = {str(v) for v in self.domains.get(self.sensitive, self.exit_values)}, self.sensitive
-        if unknown := [v for v in self.exit_values if str(v) not in dom_s]:
-            raise ValueError(f"exit_values {unknown} are not values of the sensitive column {s!r}")
+        dom_s = self.domains.get(self.sensitive, self.exit_values)
+        columns = (*self.qi, self.sensitive)
+        problem = exit_values_problem(self.exit_values, dom_s, self.sensitive)
         for name, dom in self.domains.items():
-            if name not in (*self.qi, self.sensitive):
-                raise ValueError(f"[domains] names {name!r}, which is neither a QI nor the sensitive column")
-            if self.kind(name) == "numeric" and name != self.sensitive:
-                if len(dom) != 2 or not all(_is_number(v) for v in dom) or dom[0] > dom[1]:
-                    raise ValueError(
-                        f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
-                    )
-                if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
-                    # a QI's numbers lie within +-1e150 (dpriv.inputs.MAX_MAGNITUDE): the true
-                    # range is far narrower, and the fix is to declare it
-                    raise ValueError(
-                        f"numeric domain of {name!r} is {dom}: its width max - min overflows float64, "
-                        "so no box on it could be measured; narrow [domains] "
-                        f"{name} to the attribute's true range (its smallest and largest possible "
-                        "values), or leave it out to have it inferred from the data"
-                    )
-            elif len(set(map(str, dom))) != len(dom) or not dom:
-                raise ValueError(f"domain of {name!r} must list distinct values, got {dom}")
+            numeric = self.kind(name) == "numeric" and name != self.sensitive
+            problem = problem or domain_problem(name, dom, numeric, columns)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
@@ -267,7 +256,7 @@ class ReleasePolicy(BaseModel):
         if name in self.hierarchies:
             return "categorical"
         dom = self.domains.get(name)
-        if dom is not None and len(dom) == 2 and all(_is_number(v) for v in dom):
+        if dom is not None and len(dom) == 2 and all(is_number(v) for v in dom):
             return "numeric"
         return "categorical" if dom is not None else "numeric"
 
@@ -382,40 +371,13 @@ def _day(v: Any) -> Any:
     return v
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
 def _py(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
 def _sort_key(v: Any) -> tuple:
-    return (0, v, "") if _is_number(_py(v)) else (1, 0, str(v))
+    return (0, v, "") if is_number(_py(v)) else (1, 0, str(v))
 
 
 def _short(values: list[Any]) -> str:
     return str(values) if len(values) <= 8 else f"{values[:4]} ... {values[-2:]} ({len(values)} values)"
-
-
-def codes(values: pd.Series | np.ndarray, domain: list) -> np.ndarray:
-    """Position of every value in ``domain`` (int64, -1 when absent); numbers match by value.
-
-    Arrow-backed strings (pandas 3's ``str``, ``string[pyarrow]``) against a domain of distinct
-    strings are looked up by Arrow's hash (``index_in``, ~10x faster at 10^6 than the Index
-    lookup, which turns each value into a Python string); the codes are the same.
-    """
-    if _arrow_strings(values) and all(isinstance(d, str) for d in domain) and len(set(domain)) == len(domain):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arr = pa.array(values.array)
-        found = pc.index_in(arr, value_set=pa.array(domain, type=arr.type))
-        return np.asarray(pc.fill_null(found, -1), dtype=np.int64)
-    return pd.Index(domain).get_indexer(pd.Index(values)).astype(np.int64)
-
-
-def _arrow_strings(values: Any) -> bool:
-    """A Series of strings held by Arrow (its values can go to Arrow's kernels without a copy)."""
-    dtype = getattr(values, "dtype", None)
-    return isinstance(values, pd.Series) and isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"

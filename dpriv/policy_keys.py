@@ -11,6 +11,7 @@ share one set of keys (docs/policy.md), so a key of any of them is known in all 
 from __future__ import annotations
 
 import difflib
+import math
 import typing
 from collections.abc import Iterable
 from pathlib import Path
@@ -120,3 +121,45 @@ def released_name_clash(qi: list[str], sensitive: str) -> str | None:
         return f"column {c!r} has the name of a released column ({what}); rename the column {fix}"
     named = ", ".join(f"{c!r} ({what})" for c, what in made.items())
     return f"columns {named} have the names of released columns; rename these columns {fix}"
+
+
+def is_number(v: Any) -> bool:
+    """An int or float, not a bool (a numeric domain's bounds)."""
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def exit_values_problem(exit_values: list, sensitive_domain: list, sensitive: str) -> str | None:
+    """The message for ``exit_values`` the exit guard cannot use (fewer than two distinct
+    values, or values outside the sensitive column's domain), else None."""
+    if exit_values and len(set(exit_values)) < 2:
+        return (
+            f"exit_values = {exit_values}: the exit guard needs at least two "
+            "distinct terminal values; list them all or leave it empty"
+        )
+    known = {str(v) for v in sensitive_domain}
+    if unknown := [v for v in exit_values if str(v) not in known]:
+        return f"exit_values {unknown} are not values of the sensitive column {sensitive!r}"
+    return None
+
+
+def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) -> str | None:
+    """The message for a ``[domains]`` entry of column ``name`` that no release can use (not a
+    policy column; a numeric QI's domain that is not [min, max] or whose width overflows
+    float64; a categorical one with repeated values or none), else None."""
+    if name not in columns:
+        return f"[domains] names {name!r}, which is neither a QI nor the sensitive column"
+    if not numeric:
+        ok = len(set(map(str, dom))) == len(dom) and dom
+        return None if ok else f"domain of {name!r} must list distinct values, got {dom}"
+    if len(dom) != 2 or not all(is_number(v) for v in dom) or dom[0] > dom[1]:
+        return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+    if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
+        # a QI's numbers lie within +-1e150 (dpriv.inputs.MAX_MAGNITUDE): the true range is far
+        # narrower, and the fix is to declare it
+        return (
+            f"numeric domain of {name!r} is {dom}: its width max - min overflows float64, "
+            f"so no box on it could be measured; narrow [domains] {name} to the attribute's true "
+            "range (its smallest and largest possible values), or leave it out to have it inferred "
+            "from the data"
+        )
+    return None

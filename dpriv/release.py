@@ -45,7 +45,7 @@ from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
-from dpriv.input_checks import check_history, history_summaries, resolve_policy
+from dpriv.input_checks import check_history, check_until, history_summaries, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger, discard_new_ledger
@@ -127,16 +127,13 @@ def release_history(
     if method not in METHODS:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     check_format(policy, method)
+    check_until(until)
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
     indices = check_history(history, policy)
     policy, _ = resolve_policy(history, policy)
-    if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 1):
-        raise InputError(
-            f"until must be a whole number >= 1 (release the views up to this index) or None, not {until!r}"
-        )
     indices = indices[:until]
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
@@ -156,7 +153,7 @@ def release_history(
     state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
     nparts = npartitions or policy.npartitions or 2
     todo = [i for i in indices if i not in committed]
-    if todo:  # before any work; with nothing to release, a file of the user's there is no obstacle
+    if todo:  # before any work; nothing to release: a user's file there is no obstacle
         ledger.prepare_next()
     # IE counts of the views before the first release to make, once; then view by view
     tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
@@ -249,13 +246,6 @@ def check_format(policy: ReleasePolicy, method: str) -> None:
         )
 
 
-def _by_group(assigned: pd.DataFrame | dd.DataFrame, npartitions: int, done: bool):
-    """The membership with whole QI-groups per part: a hash shuffle on the label on Dask
-    unless ``done`` (Generalize already cut it so); in process the one frame already is."""
-    cut = is_dask(assigned) and not done
-    return assigned.shuffle(LABEL, npartitions=max(npartitions, 1)) if cut else assigned
-
-
 def release_view(
     view: pd.DataFrame | dd.DataFrame,
     summary: ViewSummary,
@@ -310,7 +300,11 @@ def release_view(
     if withheld is not None:
         result = replace(result, n_suppressed=result.n_suppressed + len(withheld))
     nparts = released.npartitions if is_dask(released) else 1
-    (asg_g,) = steps.run("regroup", _by_group(assigned, nparts, getattr(result, "by_group", False)))
+    # whole QI-groups per part: Generalize's Dask path cut them so, in process the one frame is
+    by_group = getattr(result, "by_group", False) or not is_dask(assigned)
+    (asg_g,) = steps.run(
+        "regroup", assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
+    )
     del assigned
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
@@ -346,7 +340,7 @@ def release_view(
         result.n_suppressed,
         sensitive=sensitive,
         view_counts=summary.s_counts,
-        by_group=getattr(result, "by_group", False),  # released parts hold whole QI-groups
+        by_group=by_group,  # the released parts hold whole QI-groups
     )
     defender_tail = combine_tail(to_pandas(tail))
     steps.lap("metrics")

@@ -15,8 +15,9 @@ import pandas as pd
 
 from dpriv._dispatch import to_pandas
 from dpriv._random import keyed, row_hashes, stable_hash
+from dpriv.domain_codes import codes
 from dpriv.errors import InputError, PolicyError
-from dpriv.policy import ReleasePolicy, codes
+from dpriv.policy import ReleasePolicy
 
 #: Public column of the opaque QI-group label.
 GROUP = "qi_group"

@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
+from dpriv.domain_codes import codes
 from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import duplicate_columns, huge_values, type_problems
-from dpriv.policy import ReleasePolicy, codes
+from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP
 from dpriv.rows import (
     MAX_ROWS_SHOWN,

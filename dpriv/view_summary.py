@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from dpriv.digests import view_digests
-from dpriv.policy import ReleasePolicy, codes
+from dpriv.domain_codes import codes
+from dpriv.policy import ReleasePolicy
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def test_values_of_the_wrong_type_are_refused_not_coerced(tmp_path, key, value, 
 def test_codes_of_arrow_strings_equal_the_index_lookup(values, domain, dtype):
     # strings held by Arrow take Arrow's hash lookup: every code (absent and missing: -1) must
     # be the one the Index lookup gives for the same values as Python objects
-    from dpriv.policy import codes
+    from dpriv.domain_codes import codes
 
     series = pd.Series(values, dtype=dtype)
     expected = pd.Index(domain, dtype=object).get_indexer(pd.Index(values, dtype=object))

@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpriv.anonymity.mondrian import mondrian_groups
-from dpriv.anonymity.topdown import block_ids, topdown_groups
+from dpriv.anonymity.topdown import topdown_groups
 from dpriv.baselines import baseline_view
 from dpriv.criteria import TCloseness, js_per_group
 from dpriv.divergence import EQUAL, ORDERED
 from dpriv.errors import PolicyError
+from dpriv.first_pass import block_ids
 from dpriv.policy import ReleasePolicy
 from tests.test_properties import check_release, views_and_policies
 

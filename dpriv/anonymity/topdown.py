@@ -51,11 +51,9 @@ import pandas as pd
 from numba import njit
 
 from dpriv.anonymity.jsreduce import entropies
-from dpriv.criteria import criteria_for
-from dpriv.divergence import GROUNDS, ORDERED, emd_num_den, emd_within
-from dpriv.hilbert.keys import HKEY, TIE, grid_bits, grouping_coords, is_anatomy, key_dims
+from dpriv.divergence import ORDERED, emd_num_den, emd_within
+from dpriv.hilbert.keys import grouping_coords, is_anatomy
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, SCODE, group_labels
 
 UNGROUPED = -1
 _PEEL_MAX = 8  # an uncut node breaking (E9) sheds members only up to this many k
@@ -364,46 +362,3 @@ def split_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
         rank = prior @ np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(len(part))
         x = np.column_stack([x, rank])
     return x
-
-
-def block_ids(keys: np.ndarray, policy: ReleasePolicy) -> np.ndarray:
-    """uint64 block of every Hilbert key: its leading ``topdown_level * d`` bits (0 = one block)."""
-    d = key_dims(policy)
-    bits = grid_bits(policy)
-    level = min(policy.topdown_level, bits)
-    shift = np.uint64(d * (bits - level))
-    keys = np.asarray(keys, dtype=np.uint64)
-    return keys >> shift if level > 0 else np.zeros(len(keys), dtype=np.uint64)
-
-
-def topdown_range(
-    part: pd.DataFrame, carry: pd.DataFrame | None, policy: ReleasePolicy, view_counts: np.ndarray, last: bool
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The top-down split over the complete blocks of one Hilbert range (after the carried
-    block of the previous range); same contract as :func:`dpriv.anonymity.jsreduce.scan_range`:
-    (rows with ``_label``, -1 for a leftover; the last block to carry, empty when ``last``)."""
-    if HKEY not in part.columns:
-        part = part.rename_axis(HKEY).reset_index()
-    if carry is not None and len(carry):
-        part = pd.concat([carry, part], ignore_index=True)
-    part = part.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
-    blocks = block_ids(part[HKEY].to_numpy(np.uint64), policy)
-    carried = (blocks == blocks[-1]) if (len(part) and not last) else np.zeros(len(part), dtype=bool)
-    rows = part[~carried]
-    th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
-    group = topdown_groups(
-        split_coords(rows, policy),
-        rows[SCODE].to_numpy(),
-        rows[policy.prior_columns].to_numpy(dtype=np.float64),
-        view_counts,
-        k=th["k"],
-        t=th["t"],
-        j=th["j"],
-        ground=GROUNDS[policy.emd_ground],
-        log_base=policy.log_base,
-        blocks=blocks[~carried],
-        pc=policy.topdown_pc,
-        cut=policy.topdown_cut,
-    )
-    done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
-    return done.reset_index(drop=True), part[carried].reset_index(drop=True)
