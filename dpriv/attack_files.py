@@ -27,11 +27,25 @@ def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
 
 def check_result_file(path: Path) -> None:
     """Refuse (InputError) to replace ``path`` in a ledger's ``attack/`` folder unless it is
-    absent or a result an attack wrote there: a regular file (no symbolic link) whose CSV
-    header names ``release`` and ``adversary_gain``. Nothing is recorded inside a ledger
-    (dpriv/cli/outputs.py), so the header is what marks an attack's own result; a file
-    someone else put there under that name is never overwritten."""
+    absent or a result an attack wrote there, unchanged since: the folder's record
+    (``attack/.dpriv-outputs``, dpriv/cli/outputs.py) names it as written by ``attack`` with
+    these bytes. A result an older dpriv wrote has no record entry; it is replaced only while
+    it is a regular file (no symbolic link) whose CSV header names ``release`` and
+    ``adversary_gain``. An edited result, or a file someone else put there under that name, is
+    never overwritten."""
+    from dpriv.cli.outputs import RECORD, _read_record, written_by
+
     if not (path.exists() or path.is_symlink()):
+        return
+    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    if entry is not None:
+        if written_by(path) != "attack":
+            raise InputError(
+                f"{path} has changed since dpriv {entry.kind} wrote it (its bytes differ from "
+                f"the record in {path.parent / RECORD}): dpriv replaces only its own attack/ "
+                "results as they were written; nothing was written: move it away first, or "
+                "write this attack elsewhere with --out"
+            )
         return
     header = ""
     if path.is_file() and not path.is_symlink():
@@ -50,7 +64,8 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
     that ``dpriv report LEDGER`` draws it; returns the path. The file is the ledger's own
     derived result: a later attack with the same knowledge replaces it (only a result an
-    attack wrote: :func:`check_result_file`).
+    attack wrote, unchanged since: :func:`check_result_file`), and the file is recorded in
+    ``attack/.dpriv-outputs``.
 
     Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, or
     the file exists and is not an attack result; LedgerError when ``ledger`` is not a ledger
@@ -66,4 +81,7 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     check_result_file(path)
     path.parent.mkdir(exist_ok=True)
     atomic_write(path, gain.to_csv(index=False).encode(), mode=None)
+    from dpriv.cli.outputs import record_output
+
+    record_output(path, "attack")
     return path

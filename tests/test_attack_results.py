@@ -69,4 +69,4 @@ def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     assert written["release"].tolist() == [1]
     assert list(written.columns[:3]) == ["release", "adversary_gain", "n_tuples"]
     names = sorted(p.name for p in (out / "ledger" / "attack").iterdir())
-    assert names == ["gain_dk.csv", "gain_snapshot.csv"]
+    assert names == [".dpriv-outputs", "gain_dk.csv", "gain_snapshot.csv"]  # with their record

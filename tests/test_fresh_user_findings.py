@@ -249,6 +249,15 @@ def test_save_gain_and_the_cli_replace_only_an_attack_result(released, tmp_path)
     assert path == gain_path(out / "led", "ie")
     save_gain(gain.assign(adversary_gain=[0.3, 0.4]), out / "led", "ie")  # its own result
     assert pd.read_csv(path)["adversary_gain"].tolist() == [0.3, 0.4]
+    # an attack result the user edited keeps its header but is no longer dpriv's to replace
+    path.write_text(path.read_text() + "3,0.5\n")
+    edited = path.read_text()
+    with pytest.raises(InputError, match=r"gain_ie\.csv has changed since dpriv attack wrote it"):
+        save_gain(gain, out / "led", "ie")
+    res = run("attack", out / "led", "--history", out / "history.csv", "--knowledge", "ie")
+    assert_refused(res, "has changed since dpriv attack wrote it", "write this attack elsewhere with --out")
+    assert path.read_text() == edited
+    path.unlink()
     foreign = gain_path(out / "led", "dk-1")
     foreign.write_text("my notes\n")
     with pytest.raises(InputError, match="is not an attack result"):

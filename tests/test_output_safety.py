@@ -175,23 +175,31 @@ def test_force_never_replaces_another_commands_file_in_the_ledgers_attack_folder
     out = released
     assert cli(*_attack(out)).exit_code == 0  # the default: led/attack/gain_dk.csv
     gain = out / "led" / "attack" / "gain_dk.csv"
-    assert not (gain.parent / RECORD).exists()  # the ledger's own result: no record file in a ledger
+    assert written_by(gain) == "attack"  # recorded in attack/.dpriv-outputs, the ledger's only record
+    assert not (out / "led" / RECORD).exists() and not (out / "led" / "releases" / RECORD).exists()
     before = snapshot(out / "led")
     res = cli("export", "--ledger", out / "led", "--view", "1", "--out", gain, "--force")
-    assert_refused(res, r"gain_dk\.csv is a result file of the release ledger .*led \(its attack/ folder\)",
+    assert_refused(res, r"gain_dk\.csv was written by dpriv attack, not by dpriv export",
                    "only a file an earlier dpriv export wrote")  # fmt: skip
     res = cli("report", out / "led", "--out", out / "led" / "policy.html", "--force")
     assert_refused(res, "lies inside the release ledger")
     assert snapshot(out / "led") == before
-    # a page written into attack/ is not recorded there: --force never replaces it
+    # a page written into attack/ is recorded there: --force replaces it while unchanged
     page = out / "led" / "attack" / "r.html"
     assert cli("report", out / "led", "--out", page).exit_code == 0
-    assert not (page.parent / RECORD).exists()
+    assert cli("report", out / "led", "--out", page, "--force").exit_code == 0
+    page.write_text(page.read_text() + "<!-- mine -->")
     before = snapshot(out / "led")
     res = cli("report", out / "led", "--out", page, "--force")
-    assert_refused(res, r"r\.html is a result file of the release ledger")
+    assert_refused(res, r"r\.html has changed since dpriv report wrote it")
     assert snapshot(out / "led") == before
     page.unlink()
+    # a result an older dpriv wrote (no record entry) is replaced by an attack only
+    record = gain.parent / RECORD
+    record.unlink()
+    res = cli("export", "--ledger", out / "led", "--view", "1", "--out", gain, "--force")
+    assert_refused(res, r"gain_dk\.csv is a result file of the release ledger .* without a record")
+    assert cli(*_attack(out)).exit_code == 0 and written_by(gain) == "attack"
 
 
 # -- 3. bad rows: their line in the user's file, over all views ----------------------------------

@@ -48,7 +48,7 @@ def attack(
             help="CSV (or .parquet); default LEDGER/attack/gain_<knowledge>.csv for the paper "
             "adversary and LEDGER/attack/retro_<knowledge>.csv for the retrospective one, where "
             "dpriv report finds them (these two are the ledger's own files, replaced by a later "
-            "attack). paper: release, adversary_gain, n_tuples and the tail risk "
+            "attack while unchanged). paper: release, adversary_gain, n_tuples and the tail risk "
             "(confident_share, confident_precision, n_confident, max_posterior, n_certain), then "
             "prior_gain and prior_confident_share (the same with the adversary's prior); "
             "retrospective: one row per (release, as_of) with the same measures."
@@ -97,7 +97,7 @@ def attack(
         bool,
         typer.Option(
             help="Replace an existing --out file that an earlier dpriv attack wrote (never another "
-            "file; the default LEDGER/attack/ file is replaced)."
+            "file; the default LEDGER/attack/ file is replaced while unchanged)."
         ),
     ] = False,
     debug: Debug = False,

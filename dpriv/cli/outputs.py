@@ -12,10 +12,10 @@ recorded in the hidden file ``.dpriv-outputs`` of its folder: a JSON object
 existing ``--out`` is replaced, and only with ``--force``, when that record says the same
 command wrote exactly these bytes (size and SHA-256 of the content): never a command's input,
 never a file of a release ledger other than its ``attack/`` folder, never a file another
-command wrote, a file without a record, a file changed since, or a symbolic link. (``dpriv
-attack`` without ``--out`` writes the ledger's own ``attack/gain_<knowledge>.csv`` or
-``attack/retro_<knowledge>.csv`` and re-writes it whatever it holds; nothing is recorded inside
-a ledger, so ``--force`` never replaces a file there.) A record is
+command wrote, a file without a record, a file changed since, or a symbolic link. Inside a
+ledger only the ``attack/`` folder keeps a record: ``dpriv attack`` without ``--out`` writes the
+ledger's own ``attack/gain_<knowledge>.csv`` or ``attack/retro_<knowledge>.csv`` and re-writes it
+only while it is as an attack wrote it (:func:`dpriv.attack_files.check_result_file`). A record is
 a cache of what dpriv wrote: losing it (a copied folder, two commands writing into one folder
 at once) only makes ``--force`` refuse, never replace.
 """
@@ -130,14 +130,15 @@ def written_by(path: Path) -> str | None:
 def record_output(path: Path, kind: str) -> None:
     """Record that the command ``kind`` has just written ``path`` (in ``.dpriv-outputs`` of its
     folder, written atomically). A ``.dpriv-outputs`` that is not a dpriv record is left as it
-    is, and nothing is recorded inside a release ledger (its ``attack/`` folder): such a file
-    cannot be replaced with ``--force`` later."""
+    is, and inside a release ledger only files of its ``attack/`` folder are recorded (the
+    ledger's other files are the record of what was released, never replaced)."""
     from dpriv.io import atomic_write
 
     path = Path(path)
     folder = path.absolute().parent
     entries = _read_record(folder)
-    if entries is None or ledger_of(path) is not None:  # no record file inside a ledger
+    ledger = ledger_of(path)
+    if entries is None or (ledger is not None and folder.resolve() != (ledger / "attack").resolve()):
         return
     entries[path.name] = Written(kind, _size(path), _digest(path))
     files = {
@@ -279,8 +280,9 @@ def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = 
         why = f"was written by dpriv {owner}, not by dpriv {kind}"
     elif entry is not None:
         why = f"has changed since dpriv {entry.kind} wrote it (its bytes differ from the record in {RECORD})"
-    elif ledger_of(path) is not None:  # LEDGER/attack/: the ledger's own results, not recorded
-        why = f"is a result file of the release ledger {ledger_of(path)} (its attack/ folder)"
+    elif ledger_of(path) is not None:  # LEDGER/attack/: a result of an older dpriv, not recorded
+        where = f"the release ledger {ledger_of(path)}"
+        why = f"is a result file of {where} (its attack/ folder) without a record"
     else:
         why = f"was not written by dpriv (no record of it in {path.absolute().parent / RECORD})"
     raise InputError(
@@ -332,8 +334,8 @@ def write_frame(
     (:func:`dpriv.io.atomic_write`), with the permissions of an ordinary new file (a released
     view is public), and record it as written by ``kind``. ``out`` is checked first
     (:func:`check_out`) unless ``checked`` (the caller checked it before its work). ``own``: the
-    ledger's own ``attack/`` file (``dpriv attack`` without ``--out``), written and re-written
-    whatever it holds and not recorded (no record file inside a ledger)."""
+    ledger's own ``attack/`` file (``dpriv attack`` without ``--out``, checked by the caller with
+    :func:`dpriv.attack_files.check_result_file`)."""
     from dpriv.io import atomic_write
 
     if not (checked or own):
@@ -343,5 +345,4 @@ def write_frame(
         atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
     else:
         atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
-    if not own:
-        record_output(out, kind)
+    record_output(out, kind)
