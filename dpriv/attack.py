@@ -70,7 +70,7 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import attack_history
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, as_policy
 from dpriv.rbk import revised_priors
 from dpriv.released import LABEL
 from dpriv.sources import AdversaryKnowledge
@@ -264,7 +264,7 @@ def _retro_frame(rows: list[dict]) -> pd.DataFrame:
 def attack(
     ledger: Ledger | str | Path,
     history: pd.DataFrame,
-    policy: ReleasePolicy,
+    policy: ReleasePolicy | dict,
     knowledge: str,
     *,
     corpus: pd.DataFrame | None = None,
@@ -290,8 +290,9 @@ def attack(
         as days). A Dask frame is read whole for those; the retrospective adversary then runs
         its forward-backward on Dask over ``history.npartitions`` partitions of respondents
         (same rows as on pandas).
-    policy : ReleasePolicy
-        The policy of the release (columns, domains, ``[knowledge]`` files).
+    policy : ReleasePolicy or dict
+        The policy of the release (columns, domains, ``[knowledge]`` files); a dict of its
+        fields is read with :meth:`ReleasePolicy.from_dict`.
     knowledge : str
         The adversary's knowledge, one of :data:`dpriv.sources.KNOWLEDGE_NAMES` (see
         :func:`adversary_knowledge`); it may differ from the defender's.
@@ -354,6 +355,7 @@ def attack(
     """
     if adversary not in ADVERSARIES:
         raise PolicyError(f"unknown adversary {adversary!r}; valid: {', '.join(ADVERSARIES)}")
+    policy = as_policy(policy, "attack")
     if attendance is not None and not 0.0 < float(attendance) <= 1.0:
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
     if deductions and not deductions_available():

@@ -172,9 +172,15 @@ class Ledger:
             )
 
     def policy(self):
-        """The ReleasePolicy this ledger was started with (knowledge paths as recorded)."""
+        """The ReleasePolicy this ledger was started with (knowledge paths as recorded).
+        LedgerError when nothing was released into it yet, or its policy.json is damaged."""
         from dpriv.policy import ReleasePolicy
 
+        if not (self.root / POLICY).exists() and self.last_index() == 0:
+            raise LedgerError(
+                f"{self.root} holds no release yet (no {POLICY}): release into it first "
+                f"(dpriv release HISTORY --ledger {self.root})"
+            )
         stored = _read_json(self.root / POLICY)
         stored.pop("method", None)
         stored.pop("knowledge_sha256", None)

@@ -227,6 +227,12 @@ class ReleasePolicy(BaseModel):
             raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
         except tomllib.TOMLDecodeError as exc:
             raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+        except UnicodeDecodeError:  # a Parquet file or another binary given as the policy
+            raise PolicyError(
+                f"policy file {path} is not text (a binary file: Parquet, a spreadsheet...): "
+                "--policy takes the TOML policy file (docs/policy.md), e.g. the policy.toml "
+                "that dpriv generate medical writes"
+            ) from None
         check_keys(path, doc, cls.model_fields)
         flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
         known = {"columns", "privacy", "domains", "kinds", "release", "knowledge", "hierarchies"}
@@ -347,6 +353,20 @@ class ReleasePolicy(BaseModel):
 _NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
 _NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
 _NEWER |= dict(retro_posterior_bound=None)
+
+
+def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePolicy:
+    """``policy`` as a :class:`ReleasePolicy`: one as it is, a dict of its flat fields through
+    :meth:`ReleasePolicy.from_dict`. PolicyError for anything else, naming ``where`` (the
+    function it was given to)."""
+    if isinstance(policy, ReleasePolicy):
+        return policy
+    if isinstance(policy, dict):
+        return ReleasePolicy.from_dict(policy)
+    raise PolicyError(
+        f"{where}: policy must be a ReleasePolicy (ReleasePolicy.from_toml(path) or "
+        f"ReleasePolicy.from_dict(fields)) or a dict of its fields, got {type(policy).__name__}"
+    )
 
 
 def _dates(days: list) -> str:

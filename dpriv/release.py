@@ -53,7 +53,7 @@ from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, as_policy
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.rbk import revised
 from dpriv.release_check import (  # noqa: F401
@@ -91,7 +91,7 @@ MERGE_REFUSED = (
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
 def release_history(
     history: pd.DataFrame | dd.DataFrame,
-    policy: ReleasePolicy,
+    policy: ReleasePolicy | dict,
     ledger_dir: str | Path,
     *,
     npartitions: int | None = None,
@@ -109,7 +109,8 @@ def release_history(
         of it (pushed down to the Parquet reader), the respondent state is a Dask DataFrame
         keyed by id, and the release is verified, measured and written partition by partition;
         except a view of at most :data:`SMALL_VIEW_ROWS` tuples, released in process.
-    policy : the release policy; a ledger refuses a policy other than its first one.
+    policy : the release policy (or a dict of its fields, :meth:`ReleasePolicy.from_dict`); a
+        ledger refuses a policy other than its first one.
     npartitions : Hilbert ranges per view (Dask partitions); default policy.npartitions or 2.
     until : release at most up to this index (an int >= 1; InputError otherwise).
     on_release : called with (index, metrics: :class:`ReleaseRecord`) after each commit
@@ -126,6 +127,7 @@ def release_history(
     """
     if method not in METHODS:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    policy = as_policy(policy, "release_history")
     check_format(policy, method)
     check_until(until)
     history = as_frame(history, "release_history", "history")
@@ -366,17 +368,19 @@ class Anonymized:
 
 def anonymize(
     view: pd.DataFrame | dd.DataFrame,
-    policy: ReleasePolicy,
+    policy: ReleasePolicy | dict,
     *,
     prior: str = "class",
     npartitions: int | None = None,
 ) -> Anonymized:
-    """Release one view under (k, t, j) with one-shot priors (no history).
+    """Release one view under (k, t, j) with one-shot priors (no history); ``policy`` is a
+    :class:`ReleasePolicy` or a dict of its fields.
 
     Raises InputError / PolicyError for bad input, PolicyError when the suppression exceeds
     ``policy.max_suppression``, VerificationError when the independent check fails.
     """
     start = time.perf_counter()
+    policy = as_policy(policy, "anonymize")
     view = as_frame(view, "anonymize", "view")
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)

@@ -28,7 +28,7 @@ from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
-from dpriv.validate import codes, validate_view
+from dpriv.validate import check_unique_ids, codes, validate_view
 from dpriv.view_summary import ViewSummary
 
 
@@ -156,6 +156,8 @@ def verify_view(
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
+    if policy.id in original.columns:  # a respondent counted twice would skew every check
+        check_unique_ids(original, policy, "--original")
     if policy.time and policy.time in original.columns:
         times = sorted(original[policy.time].unique().tolist())
         if view is None and len(times) > 1:

@@ -122,6 +122,16 @@ def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source:
         raise InputError(message if input_file() or policy.time else f"{source}: {message}")
 
 
+def check_unique_ids(view: pd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
+    """Refuse (InputError) a view, or a history, in which a respondent holds two tuples of one
+    view, naming the id and rows (a verification against such an original would count a
+    respondent twice). ``view`` is the input file as read (rows named by their line in it
+    under :func:`dpriv.rows.rows_of`)."""
+    problems = _duplicates(view, policy)
+    if len(problems):
+        raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")
+
+
 DUPLICATE = (
     "duplicate {id!r} within one view: a view holds at most one tuple per respondent: keep one "
     "row per respondent (e.g. the latest exam)"

@@ -570,3 +570,46 @@ def test_a_policys_time_column_missing_from_the_input_says_how_to_go_on(cli, tmp
     refused(
         res, out, "missing time column 'view'", "for one view (dpriv anonymize) leave time out of the policy"
     )
+
+
+@pytest.mark.parametrize("qi", ["", " , "])
+def test_an_empty_qi_flag_is_named(cli, tmp_path, qi):
+    """``--qi ""`` is not "no --qi given": the message names the empty flag (a drill finding)."""
+    path = tmp_path / "in.csv"
+    path.write_text(csv_of(view()))
+    out = tmp_path / "out.parquet"
+    res = cli("anonymize", path, "--out", out, "--id", "rid", "--qi", qi, "--sensitive", "s")
+    refused(res, out, f"--qi {qi!r} names no column", "--qi age,gender,weight")
+    assert "no policy file" not in res.output
+
+
+def test_verify_refuses_an_original_holding_a_respondent_twice(cli, tmp_path):
+    """A drill finding: an original with a respondent's row pasted twice verified "ok"; it is
+    refused, naming the id and both lines, by the CLI and by verify_view."""
+    from dpriv.release_check import verify_view
+
+    v = view()
+    res, out = anonymize_csv(cli, tmp_path, csv_of(v))
+    assert res.exit_code == 0, res.output
+    doubled = pd.concat([v, v.iloc[[4]]], ignore_index=True)
+    (tmp_path / "dup.csv").write_text(csv_of(doubled))
+    r = cli("verify", out, "--original", tmp_path / "dup.csv", "--id", "rid", "--qi", QI, "--sensitive", "s",
+            "--k", "3", "--t", "1")  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert "duplicate 'rid' within one view" in r.output
+    assert "line 6 (rid=4), line 32 (rid=4) of" in r.output and "ok: True" not in r.output
+    policy = ReleasePolicy.from_dict({"id": "rid", "qi": QI.split(","), "sensitive": "s", "k": 3, "t": 1})
+    with pytest.raises(InputError, match=r"--original: duplicate 'rid' .* row 4 \(rid=4\), row 30"):
+        verify_view(pd.read_parquet(out), doubled, policy)
+
+
+def test_a_dict_policy_is_read_as_its_fields_and_another_type_is_named():
+    """A drill finding: ``anonymize(view, {...})`` failed with AttributeError."""
+    fields = {"id": "rid", "qi": QI.split(","), "sensitive": "s", "k": 3, "t": 1.0, "j": 10.0}
+    by_dict = anonymize(view(), fields)
+    by_policy = anonymize(view(), ReleasePolicy.from_dict(fields))
+    pd.testing.assert_frame_equal(by_dict.released, by_policy.released)
+    with pytest.raises(PolicyError, match="anonymize: policy must be a ReleasePolicy .* got list"):
+        anonymize(view(), [fields])
+    with pytest.raises(PolicyError, match="unknown key 'kk'; did you mean 'k'"):
+        anonymize(view(), {**fields, "kk": 3})

@@ -125,3 +125,15 @@ def test_a_release_whose_metrics_record_no_threshold_gets_no_verdict(released, t
     assert "within the policy" not in row
     first = page[page.index('<tr data-release="1">') :].split("</tr>")[0]
     assert "within the policy" in first  # an intact release keeps its verdict
+
+
+def test_a_ledger_with_no_release_yet_says_so_to_attack(released, tmp_path):
+    """A ledger folder whose manifest lists no release (nothing released yet) is not 'damaged':
+    the attack says to release into it first, and writes nothing."""
+    root = tmp_path / "L"
+    root.mkdir()
+    (root / "manifest.json").write_text('{"releases": []}')
+    before = snapshot(root)
+    res = run(released, "attack", root, "--history", released / "history.parquet", "--knowledge", "dk")
+    refused(res, "holds no release yet (no policy.json): release into it first")
+    assert "damaged" not in res.output and snapshot(root) == before

@@ -78,6 +78,10 @@ def test_bad_numeric_domain_and_unknown_table(tmp_path):
         ReleasePolicy.from_toml(tmp_path / "none.toml")
     with pytest.raises(PolicyError, match=r"policy file .* cannot be read \(Is a directory\)"):
         ReleasePolicy.from_toml(tmp_path)  # a folder given for the file
+    data = tmp_path / "history.parquet"  # a history given for the policy (not UTF-8 text)
+    pd.DataFrame({"a": [1.5, 2.5]}).to_parquet(data)
+    with pytest.raises(PolicyError, match=r"history\.parquet is not text .* --policy takes the TOML"):
+        ReleasePolicy.from_toml(data)
 
 
 def test_exit_values_outside_the_declared_domain_are_named():

@@ -244,8 +244,9 @@ def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePoli
 def load_policy(policy: Path | None, *, categorical: str | None = None, **flags: Any) -> ReleasePolicy:
     """Policy from the TOML file and/or flags (flags win); ``categorical`` (``--categorical
     A,B``) adds ``[kinds]`` entries to the file's."""
-    if isinstance(flags.get("qi"), str):
-        flags["qi"] = [q.strip() for q in flags["qi"].split(",") if q.strip()]
+    from dpriv.cli.effective import split_qi
+
+    split_qi(flags)
     if policy is not None:
         pol = ReleasePolicy.from_toml(policy, **flags)
     else:

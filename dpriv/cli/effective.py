@@ -62,6 +62,20 @@ _GROUPS = {
 }
 
 
+def split_qi(flags: dict[str, Any]) -> None:
+    """Turn a ``--qi A,B`` string of ``flags`` into a list of names, in place; PolicyError when
+    the flag was given but names no column (``--qi ""``, ``--qi ,``)."""
+    text = flags.get("qi")
+    if not isinstance(text, str):
+        return
+    flags["qi"] = [q.strip() for q in text.split(",") if q.strip()]
+    if not flags["qi"]:
+        raise PolicyError(
+            f"--qi {text!r} names no column: give the quasi-identifier columns, comma-separated "
+            "(e.g. --qi age,gender,weight)"
+        )
+
+
 @dataclass
 class EffectivePolicy:
     """A policy and, per field, where its value came from ("flag", "file", "ledger", "default")."""
@@ -137,8 +151,7 @@ def effective_policy(
     of the history and the ledger's parent). Raises PolicyError without a file, a ledger or
     ``--qi``/``--sensitive``.
     """
-    if isinstance(flags.get("qi"), str):
-        flags["qi"] = [q.strip() for q in flags["qi"].split(",") if q.strip()]
+    split_qi(flags)
     given = {k: v for k, v in flags.items() if v is not None}
     sources = dict.fromkeys(given, "flag")
     recorded = ledger_policy(ledger) if ledger is not None and policy_file is None else None
