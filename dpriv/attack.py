@@ -70,7 +70,8 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import attack_history
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
-from dpriv.policy import ReleasePolicy, as_policy
+from dpriv.policy import ReleasePolicy
+from dpriv.policy_keys import as_policy
 from dpriv.rbk import revised_priors
 from dpriv.released import LABEL
 from dpriv.sources import AdversaryKnowledge

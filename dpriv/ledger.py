@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +34,7 @@ import pandas as pd
 
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
+from dpriv.ledger_files import foreign, is_temp, remove_if_unused, remove_own
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import read_state_files, staged_state, state_files
 
@@ -74,7 +74,7 @@ class Ledger:
         a run with nothing to write neither refuses nor touches a file of the user's there."""
         self.root = Path(root)
         if create:
-            leftovers = [p for p in self.root.iterdir() if not _is_temp(p)] if self.root.exists() else []
+            leftovers = [p for p in self.root.iterdir() if not is_temp(p)] if self.root.exists() else []
             if leftovers and not (self.root / MANIFEST).exists():
                 raise LedgerError(
                     f"{self.root} is not empty and is not a ledger (no {MANIFEST}); "
@@ -94,9 +94,9 @@ class Ledger:
         """Remove what a killed writer left anywhere in the ledger: temp files and temp state
         folders (``.<name>.<8 random characters>``), and nothing else."""
         for p in sorted(self.root.rglob(".*"), reverse=True):
-            if _is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
+            if is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
                 shutil.rmtree(p)
-            elif _is_temp(p) and p.exists() and p.is_file():
+            elif is_temp(p) and p.exists() and p.is_file():
                 p.unlink()
 
     def prepare_next(self) -> None:
@@ -108,15 +108,15 @@ class Ledger:
         nxt = self.last_index() + 1
         self._refuse_foreign(nxt)
         for d in (self.release_dir(nxt), self.state_dir(nxt)):
-            _remove_own(d)
+            remove_own(d)
 
     def _refuse_foreign(self, index: int) -> None:
         """LedgerError naming what ``releases/<index>/`` and ``state/<index>/`` hold that dpriv
-        does not write there (see :data:`OWN_FILES`)."""
-        foreign = [p for d in (self.release_dir(index), self.state_dir(index)) for p in _foreign(d)]
-        if foreign:
-            names = ", ".join(str(p.relative_to(self.root)) for p in foreign[:5])
-            more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        does not write there (see :data:`dpriv.ledger_files.OWN_FILES`)."""
+        found = [p for d in (self.release_dir(index), self.state_dir(index)) for p in foreign(d)]
+        if found:
+            names = ", ".join(str(p.relative_to(self.root)) for p in found[:5])
+            more = f" and {len(found) - 5} more" if len(found) > 5 else ""
             raise LedgerError(
                 f"the ledger {self.root} holds {names}{more}, which dpriv did not write, where "
                 f"release {index} goes; nothing was written or removed: move these out of the "
@@ -266,9 +266,9 @@ class Ledger:
             manifest["releases"].append({"index": index, **entry})
             self._write_manifest(manifest)
         except BaseException:  # an interrupt or a failed write: release `index` was never committed
-            _remove_own(self.state_dir(index))
+            remove_own(self.state_dir(index))
             if made:
-                _remove_own(rdir)
+                remove_own(rdir)
             raise
 
     def read_state(self, index: int) -> pd.DataFrame:
@@ -342,63 +342,7 @@ def discard_new_ledger(fn: F) -> F:
             return fn(*args, **kwargs)
         except BaseException:
             if created:
-                _remove_if_unused(root)
+                remove_if_unused(root, root / MANIFEST)
             raise
 
     return wrapped  # type: ignore[return-value]
-
-
-def _remove_if_unused(root: Path) -> None:
-    """Remove ``root`` if it holds only an empty manifest, empty folders and temp files."""
-    if root.is_symlink() or not root.is_dir():
-        return
-    items = sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True)
-    files = [p for p in items if not p.is_dir() or p.is_symlink()]
-    if any(p != root / MANIFEST and not _is_temp(p) for p in files):
-        return
-    try:
-        if (root / MANIFEST).exists() and json.loads((root / MANIFEST).read_text()) != {"releases": []}:
-            return
-    except (OSError, ValueError):
-        return
-    for p in items:
-        p.unlink() if p in files else p.rmdir()
-    root.rmdir()
-
-
-#: Names dpriv writes in ``releases/<i>/`` and ``state/<i>/`` (docs/ledger.md): the only files
-#: the clean-up of an uncommitted release removes.
-OWN_FILES = re.compile(r"(view|sensitive|state)\.parquet|metrics\.json|part-\d{5}\.parquet")
-#: A temp file or folder of :func:`dpriv.io.atomic_write` or :func:`dpriv.state_parts.staged_state`:
-#: ``.<name>.`` and the 8 characters of :func:`tempfile.mkstemp`.
-_TEMP = re.compile(r"\..+\.[a-z0-9_]{8}")
-
-
-def _is_temp(path: Path) -> bool:
-    """A temp file or folder of dpriv's writers (``.<name>.<8 random characters>``)."""
-    return _TEMP.fullmatch(path.name) is not None
-
-
-def _foreign(folder: Path) -> list[Path]:
-    """What ``folder`` holds besides dpriv's own files (:data:`OWN_FILES`) and temp files."""
-    if folder.is_symlink():
-        return [folder]
-    if not folder.is_dir():
-        return [folder] if folder.exists() else []
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if p.is_symlink() or not p.is_file() or not (OWN_FILES.fullmatch(p.name) or _is_temp(p))
-    )
-
-
-def _remove_own(folder: Path) -> None:
-    """Remove dpriv's own files (and temp files) from ``folder``, then ``folder`` if it is then
-    empty; anything else stays where it is."""
-    if folder.is_symlink() or not folder.is_dir():
-        return
-    for p in folder.iterdir():
-        if p.is_file() and not p.is_symlink() and (OWN_FILES.fullmatch(p.name) or _is_temp(p)):
-            p.unlink()
-    if not any(folder.iterdir()):
-        folder.rmdir()

@@ -355,20 +355,6 @@ _NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", po
 _NEWER |= dict(retro_posterior_bound=None)
 
 
-def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePolicy:
-    """``policy`` as a :class:`ReleasePolicy`: one as it is, a dict of its flat fields through
-    :meth:`ReleasePolicy.from_dict`. PolicyError for anything else, naming ``where`` (the
-    function it was given to)."""
-    if isinstance(policy, ReleasePolicy):
-        return policy
-    if isinstance(policy, dict):
-        return ReleasePolicy.from_dict(policy)
-    raise PolicyError(
-        f"{where}: policy must be a ReleasePolicy (ReleasePolicy.from_toml(path) or "
-        f"ReleasePolicy.from_dict(fields)) or a dict of its fields, got {type(policy).__name__}"
-    )
-
-
 def _dates(days: list) -> str:
     """A date QI's [min, max] in days as ISO dates (``[2020-01-01, 2020-12-31]``)."""
     dates = [str((pd.Timestamp("1970-01-01") + pd.Timedelta(days=int(d))).date()) for d in days]

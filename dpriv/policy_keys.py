@@ -6,6 +6,8 @@ that clash with the released view's own (:func:`released_name_clash`).
 (:func:`difflib.get_close_matches` over the policy's fields) instead of pydantic's "Extra
 inputs are not permitted". The scalar tables ``[columns]``, ``[privacy]`` and ``[release]``
 share one set of keys (docs/policy.md), so a key of any of them is known in all three.
+Also: a dict given for a policy (:func:`as_policy`), and the fields a method cannot use
+(:func:`check_method`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import math
 import typing
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpriv.errors import PolicyError
+
+if TYPE_CHECKING:
+    from dpriv.policy import ReleasePolicy
 
 #: Tables of the policy TOML whose keys are fields of :class:`dpriv.policy.ReleasePolicy`.
 SCALAR_TABLES = ("columns", "privacy", "release")
@@ -163,3 +168,44 @@ def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) 
             "from the data"
         )
     return None
+
+
+def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePolicy:
+    """``policy`` as a :class:`ReleasePolicy`: one as it is, a dict of its flat fields through
+    :meth:`ReleasePolicy.from_dict`. PolicyError for anything else, naming ``where`` (the
+    function it was given to)."""
+    from dpriv.policy import ReleasePolicy
+
+    if isinstance(policy, ReleasePolicy):
+        return policy
+    if isinstance(policy, dict):
+        return ReleasePolicy.from_dict(policy)
+    raise PolicyError(
+        f"{where}: policy must be a ReleasePolicy (ReleasePolicy.from_toml(path) or "
+        f"ReleasePolicy.from_dict(fields)) or a dict of its fields, got {type(policy).__name__}"
+    )
+
+
+def check_method(policy: ReleasePolicy, method: str) -> None:
+    """PolicyError unless ``policy.release_format`` suits ``method`` (Anatomy groups by the
+    members' knowledge, which only JS-reduce's grouping does; the Mondrian baselines cut QI
+    boxes for a generalized release) and the release gate's ``retro_lever`` is a parameter
+    ``method`` uses (j: JS-reduce only; t: JS-reduce and mondrian-t; k: all)."""
+    if policy.release_format == "anatomy" and method != "jsreduce":
+        raise PolicyError(
+            f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
+            'generalized view: use --method jsreduce or release_format = "generalized"'
+        )
+    if policy.persistent_groups and method != "jsreduce":  # dpriv.anonymity.persistent
+        raise PolicyError(
+            f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
+            "does not keep groups: use --method jsreduce or persistent_groups = false"
+        )
+    # the gate regroups with its lever: a parameter the method must use
+    uses = {"jsreduce": "ktj", "mondrian-t": "kt"}.get(method, "k")
+    if policy.retro_max_gain is not None and policy.retro_lever not in uses:
+        raise PolicyError(
+            f"retro_lever = {policy.retro_lever!r}: method {method!r} does not use "
+            f"{policy.retro_lever}, so the release gate could not regroup with it; use "
+            f'retro_lever = "k" (or one of {list(uses)})'
+        )

@@ -53,8 +53,9 @@ from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
-from dpriv.policy import ReleasePolicy, as_policy
+from dpriv.policy import ReleasePolicy
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
+from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
@@ -128,7 +129,7 @@ def release_history(
     if method not in METHODS:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     policy = as_policy(policy, "release_history")
-    check_format(policy, method)
+    check_method(policy, method)
     check_until(until)
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
@@ -221,31 +222,6 @@ def collected(history: pd.DataFrame | dd.DataFrame, sizes: list[int]) -> pd.Data
     within the thresholds above) as one pandas frame: read once, not once per view (issue 13)."""
     small = bool(sizes) and max(sizes) <= SMALL_VIEW_ROWS and sum(sizes) <= SMALL_STATE_ROWS
     return to_pandas(history).reset_index(drop=True) if is_dask(history) and small else history
-
-
-def check_format(policy: ReleasePolicy, method: str) -> None:
-    """PolicyError unless ``policy.release_format`` suits ``method`` (Anatomy groups by the
-    members' knowledge, which only JS-reduce's grouping does; the Mondrian baselines cut QI
-    boxes for a generalized release) and the release gate's ``retro_lever`` is a parameter
-    ``method`` uses (j: JS-reduce only; t: JS-reduce and mondrian-t; k: all)."""
-    if policy.release_format == "anatomy" and method != "jsreduce":
-        raise PolicyError(
-            f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
-            'generalized view: use --method jsreduce or release_format = "generalized"'
-        )
-    if policy.persistent_groups and method != "jsreduce":  # dpriv.anonymity.persistent
-        raise PolicyError(
-            f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
-            "does not keep groups: use --method jsreduce or persistent_groups = false"
-        )
-    # the gate regroups with its lever: a parameter the method must use
-    uses = {"jsreduce": "ktj", "mondrian-t": "kt"}.get(method, "k")
-    if policy.retro_max_gain is not None and policy.retro_lever not in uses:
-        raise PolicyError(
-            f"retro_lever = {policy.retro_lever!r}: method {method!r} does not use "
-            f"{policy.retro_lever}, so the release gate could not regroup with it; use "
-            f'retro_lever = "k" (or one of {list(uses)})'
-        )
 
 
 def release_view(

@@ -40,9 +40,9 @@ def ledger(tmp_path):
 
 def test_a_real_temp_name_is_recognised_and_a_users_dotfile_is_not(tmp_path):
     fd, name = tempfile.mkstemp(dir=tmp_path, prefix=".view.parquet.")
-    assert ledger_mod._is_temp(tmp_path / name)
+    assert ledger_mod.is_temp(tmp_path / name)
     for user in (".notes.bak", ".view.parquet.orig", ".config", ".a.b.c.txt"):
-        assert not ledger_mod._is_temp(tmp_path / user), user
+        assert not ledger_mod.is_temp(tmp_path / user), user
 
 
 def test_opening_removes_own_leftovers_of_the_next_release_only(ledger):

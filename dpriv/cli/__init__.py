@@ -2,8 +2,8 @@
 that cannot be met (message on stderr, no traceback unless ``--debug``), 1 internal error.
 
 * ``common``: the app, option types, the error-to-exit mapping, policy loading, the writer;
-* ``commands``: anonymize, release, demo, kpr; ``audit``: attack, report; ``verify``: dpriv verify;
-  ``export``: dpriv export (the ARX / pyCANON interchange CSV);
+* ``commands``: anonymize, release, demo; ``kpr_command``: kpr; ``audit``: attack, report;
+  ``verify``: dpriv verify; ``export``: dpriv export (the ARX / pyCANON interchange CSV);
 * ``effective``: the effective policy and where each value came from (printed to stderr);
 * ``generate``: generate medical|pbc, experiment paper.
 """

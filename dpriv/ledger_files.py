@@ -1,0 +1,64 @@
+"""Which files of a release ledger's folders are dpriv's own (docs/ledger.md): what the clean-up
+of an interrupted release removes, and what it refuses to touch (a user's file)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+
+def remove_if_unused(root: Path, manifest: Path) -> None:
+    """Remove ``root`` if it holds only an empty ``manifest``, empty folders and temp files."""
+    if root.is_symlink() or not root.is_dir():
+        return
+    items = sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True)
+    files = [p for p in items if not p.is_dir() or p.is_symlink()]
+    if any(p != manifest and not is_temp(p) for p in files):
+        return
+    try:
+        if (manifest).exists() and json.loads((manifest).read_text()) != {"releases": []}:
+            return
+    except (OSError, ValueError):
+        return
+    for p in items:
+        p.unlink() if p in files else p.rmdir()
+    root.rmdir()
+
+
+#: Names dpriv writes in ``releases/<i>/`` and ``state/<i>/`` (docs/ledger.md): the only files
+#: the clean-up of an uncommitted release removes.
+OWN_FILES = re.compile(r"(view|sensitive|state)\.parquet|metrics\.json|part-\d{5}\.parquet")
+#: A temp file or folder of :func:`dpriv.io.atomic_write` or :func:`dpriv.state_parts.staged_state`:
+#: ``.<name>.`` and the 8 characters of :func:`tempfile.mkstemp`.
+_TEMP = re.compile(r"\..+\.[a-z0-9_]{8}")
+
+
+def is_temp(path: Path) -> bool:
+    """A temp file or folder of dpriv's writers (``.<name>.<8 random characters>``)."""
+    return _TEMP.fullmatch(path.name) is not None
+
+
+def foreign(folder: Path) -> list[Path]:
+    """What ``folder`` holds besides dpriv's own files (:data:`OWN_FILES`) and temp files."""
+    if folder.is_symlink():
+        return [folder]
+    if not folder.is_dir():
+        return [folder] if folder.exists() else []
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_symlink() or not p.is_file() or not (OWN_FILES.fullmatch(p.name) or is_temp(p))
+    )
+
+
+def remove_own(folder: Path) -> None:
+    """Remove dpriv's own files (and temp files) from ``folder``, then ``folder`` if it is then
+    empty; anything else stays where it is."""
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    for p in folder.iterdir():
+        if p.is_file() and not p.is_symlink() and (OWN_FILES.fullmatch(p.name) or is_temp(p)):
+            p.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
