@@ -37,6 +37,8 @@ VARIANTS = {
     "slack-pk": {"topdown_cut": "slack", "prior_key": True},
     "box": {"topdown_cut": "box"},
     "slack-widest": {"topdown_cut": "slack-widest"},
+    "gini": {"topdown_cut": "gini"},
+    "gini-pc": {"topdown_cut": "gini", "topdown_pc": True},
 }
 
 
