@@ -82,7 +82,7 @@ class ReleasePolicy(BaseModel):
     topdown_level : the top-down split's roots: the Hilbert sub-cubes of this level (0 = one root)
     topdown_pc : a box may also be cut along the first principal axis of its members' priors
     topdown_cut : how a box that keeps (E9) is cut: ``"median"`` (Mondrian, default), ``"slack"``,
-        ``"box"`` or ``"slack-widest"`` (:mod:`dpriv.anonymity.topdown`; docs/policy.md)
+        ``"box"``, ``"slack-widest"`` or ``"gini"`` (:mod:`dpriv.anonymity.topdown`; docs/policy.md)
     persistent_groups : the same co-members at every release a respondent attends
         (:mod:`dpriv.anonymity.persistent`); off by default (docs/results/persistent-8x2000)
     release_format : ``"generalized"`` (default: QI intervals / value sets per QI-group) or
@@ -129,7 +129,7 @@ class ReleasePolicy(BaseModel):
     grouping: Literal["scan", "topdown"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
     topdown_pc: bool = False
-    topdown_cut: Literal["median", "slack", "box", "slack-widest"] = "median"
+    topdown_cut: Literal["median", "slack", "box", "slack-widest", "gini"] = "median"
     persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"

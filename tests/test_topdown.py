@@ -131,7 +131,7 @@ def test_every_group_keeps_k_t_j_and_boxes_do_not_overlap(case):
 
 
 @settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(split_cases(), st.sampled_from(["slack", "box", "slack-widest"]))
+@given(split_cases(), st.sampled_from(["slack", "box", "slack-widest", "gini"]))
 def test_the_slack_and_box_cuts_keep_k_t_j_and_boxes_do_not_overlap(case, cut):
     _check_split(case, cut)
 
@@ -181,7 +181,7 @@ def test_topdown_releases_pass_the_verifier_and_are_partition_free(case, npartit
     st.sampled_from([0, 1, 2]),
     st.booleans(),
     st.booleans(),
-    st.sampled_from(["slack", "box", "slack-widest"]),
+    st.sampled_from(["slack", "box", "slack-widest", "gini"]),
 )
 def test_slack_and_box_releases_pass_the_verifier_and_are_partition_free(
     case, npartitions, level, prior_key, pc, cut
@@ -266,11 +266,38 @@ def test_the_box_cut_trims_an_outlier_where_the_median_halves():
     np.testing.assert_array_equal(box, [0, 0, 1, 1, 2, 2])
 
 
+def test_the_gini_cut_takes_the_purest_halves():
+    # one QI at 0..5, S = 1, 1, 0, 0, 0, 0, nothing binds (t 1, j 1, equal priors), k 2.
+    # Size-weighted Gini impurity |L| (1 - sum f_L^2) + |R| (1 - sum f_R^2): 2 | 4: 0 + 0 = 0;
+    # 3 | 3: 3 (1 - 5/9) + 0 = 1.33; 4 | 2: 4 (1 - 8/16) + 0 = 2 -> the gini cut is 2 | 4 (then
+    # {0,0,0,0} at 2 | 2), the median 3 | 3 (halves of 3 < 2k: not cut again).
+    x = np.arange(6.0)[:, None] / 5
+    s, priors, vc = np.array([1, 1, 0, 0, 0, 0]), np.array([A] * 6), np.array([4, 2])
+    np.testing.assert_array_equal(topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0), [0, 0, 0, 1, 1, 1])
+    gini = topdown_groups(x, s, priors, vc, k=2, t=1.0, j=1.0, cut="gini")
+    np.testing.assert_array_equal(gini, [0, 0, 1, 1, 2, 2])
+
+
+def test_the_gini_cut_leaves_the_widest_dimension_for_the_one_that_separates_s():
+    # QI 1 spans the whole [0, 1], QI 2 only [0, 0.5] and S follows it (0 below, 1 above). The
+    # median cuts QI 1 (4 | 4, halves of mixed S); the gini cut takes QI 2 (impurity 0 | 0),
+    # which t 0.5 allows: each half is at EMD 0.5 from the view's (4, 4).
+    x = np.array([[0, 0], [1, 1], [2, 0], [3, 1], [4, 0], [5, 1], [6, 0], [7, 1]], dtype=float) / [7, 2]
+    s, priors, vc = np.array([0, 1] * 4), np.array([A] * 8), np.array([4, 4])
+    median = topdown_groups(x, s, priors, vc, k=4, t=0.5, j=1.0)
+    np.testing.assert_array_equal(median, [0, 0, 0, 0, 1, 1, 1, 1])
+    gini = topdown_groups(x, s, priors, vc, k=4, t=0.5, j=1.0, cut="gini")
+    np.testing.assert_array_equal(gini, [0, 1, 0, 1, 0, 1, 0, 1])
+    # at t 0.4 a pure half is too far from the view: no valid cut on QI 2, so QI 1 as the median
+    tight = topdown_groups(x, s, priors, vc, k=4, t=0.4, j=1.0, cut="gini")
+    np.testing.assert_array_equal(tight, median)
+
+
 def test_policy_topdown_cut_is_validated_and_kept_out_of_old_fingerprints():
     policy = ReleasePolicy(qi=["a"], sensitive="s")
     assert policy.topdown_cut == "median" and "topdown_cut" not in policy.fingerprint()
     assert policy.with_overrides(topdown_cut="slack").fingerprint()["topdown_cut"] == "slack"
-    allowed = "'median', 'slack', 'box' or 'slack-widest'"
+    allowed = "'median', 'slack', 'box', 'slack-widest' or 'gini'"
     with pytest.raises(PolicyError, match=f"topdown_cut: Input should be {allowed}"):
         policy.with_overrides(topdown_cut="widest")
 

@@ -37,6 +37,22 @@ VARIANTS = {
     "slack-pk": {"topdown_cut": "slack", "prior_key": True},
     "box": {"topdown_cut": "box"},
     "slack-widest": {"topdown_cut": "slack-widest"},
+    "gini": {"topdown_cut": "gini"},
+    "gini-pc": {"topdown_cut": "gini", "topdown_pc": True},
+    "median-bounds": {"posterior_bound": 0.9, "retro_posterior_bound": 0.9, "retro_attendance": 0.5},
+    "gini-bounds": {
+        "topdown_cut": "gini",
+        "posterior_bound": 0.9,
+        "retro_posterior_bound": 0.9,
+        "retro_attendance": 0.5,
+    },
+    "gini-pc-bounds": {
+        "topdown_cut": "gini",
+        "topdown_pc": True,
+        "posterior_bound": 0.9,
+        "retro_posterior_bound": 0.9,
+        "retro_attendance": 0.5,
+    },
 }
 
 

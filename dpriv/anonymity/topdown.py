@@ -24,8 +24,11 @@ A node (a set of tuples, a box)
   ``s`` the summed span of the split coordinates (ties as for ``"slack"``: a greedy step on
   the semiperimeter (E11) itself); with ``cut = "slack-widest"``, in Mondrian's dimension (the
   widest with a valid cut), at the position with the most slack among those leaving at least a
-  quarter of the node on each side (any position if none does); with no such cut it becomes one
-  QI-group;
+  quarter of the node on each side (any position if none does); with ``cut = "gini"``, among
+  the same cuts as ``"slack"``, at the one whose halves are purest in S, the smallest
+  size-weighted Gini impurity ``|L| (1 - sum f_L^2) + |R| (1 - sum f_R^2)`` (the split rule of
+  classification trees, as in workload-aware Mondrian; a greedy step on the grouping's part of
+  the gain (E10), docs/algorithms.md §2.4); with no such cut it becomes one QI-group;
 * that breaks (E9) (JS is not monotone under merge, so a large box usually does) must be cut:
   among all boundaries of all dimensions leaving ``>= k`` tuples on each side, the one with the
   smallest size-weighted violation ``|L| v(L) + |R| v(R)``, ``v = max(0, JS - j) +
@@ -120,7 +123,8 @@ class _Split:
         self.pv = self.vc / max(self.n_view, 1)
         self.m = len(self.vc)
         self.k, self.t, self.j, self.ground, self.log_base = k, t, j, ground, log_base
-        self.pc, self.cut, self.slack = pc, cut, cut == "slack"
+        self.pc, self.cut = pc, cut
+        self.pc_valid = cut in ("slack", "gini")  # the knowledge axis is a candidate for valid boxes too
 
     # -- (E9) on one candidate set ----------------------------------------------------------
     def _js(self, sum_p: np.ndarray, sum_h: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -183,7 +187,7 @@ class _Split:
         sub = self.x[idx]
         span = sub.max(axis=0) - sub.min(axis=0)
         dims = [sub[:, d] for d in np.argsort(-span, kind="stable") if span[d] > 0]
-        if self.pc and (self.slack or not valid):
+        if self.pc and (self.pc_valid or not valid):
             dims.append(self._principal(idx))
         best, best_key = None, None
         for col in dims:
@@ -203,11 +207,13 @@ class _Split:
                 if self.cut == "slack-widest":  # the middle half, if it has a valid cut
                     mid = ok[np.minimum(b[ok], u - b[ok]) >= u / 4]
                     ok = mid if len(mid) else ok
-                if self.cut != "box":
+                if self.cut == "box":
+                    load = bl * _spans(sub[o], b) + br * _spans(sub[o][::-1], u - b)
+                elif self.cut == "gini":
+                    load = _impurity(cc, bl) + _impurity(counts - cc, br)
+                else:
                     load = bl * self._load(cc, cp, ch, bl)
                     load += br * self._load(counts - cc, sum_p - cp, sum_h - ch, br)
-                else:
-                    load = bl * _spans(sub[o], b) + br * _spans(sub[o][::-1], u - b)
                 for c in ok[np.lexsort((off[ok], load[ok]))]:  # the best of this dimension
                     bb = int(b[c])
                     if best_key is not None and (load[c], off[c]) >= best_key:
@@ -280,6 +286,15 @@ class _Split:
         return idx[:0]
 
 
+def _impurity(counts: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Size-weighted Gini impurity of S, ``|Q| (1 - sum_s f_Q(s)^2)``, of sets with sensitive
+    counts int64 (c, M) and sizes float64 (c,): the sum over a release's groups is
+    ``N (1 - B)``, B the mean frequency of a tuple's own value in its group, the part of the
+    gain (E10) the grouping decides (docs/algorithms.md §2.4)."""
+    c = counts.astype(np.float64)
+    return u - (c * c).sum(axis=1) / u
+
+
 def _spans(xs: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Summed span over the dimensions of the first ``b`` rows of ``xs`` (n, d), per ``b``."""
     return (np.maximum.accumulate(xs, axis=0) - np.minimum.accumulate(xs, axis=0))[b - 1].sum(axis=1)
@@ -314,8 +329,8 @@ def topdown_groups(
     pc : a node that breaks (E9) may also be cut along the first principal axis of its
         priors in Hellinger coordinates (a knowledge cut; the halves' boxes may overlap); with
         ``cut = "slack"`` a node that satisfies (E9) may be cut along it too.
-    cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian), ``"slack"``, ``"box"`` or
-        ``"slack-widest"`` (module doc).
+    cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian), ``"slack"``, ``"box"``,
+        ``"slack-widest"`` or ``"gini"`` (module doc).
 
     Returns
     -------
