@@ -118,18 +118,28 @@ def members_of(
     if not np.array_equal(r_counts, t_counts):  # name the first group that differs and its members
         g = int(np.flatnonzero((r_counts != t_counts).any(axis=1))[0])
         diff = np.flatnonzero(r_counts[g] != t_counts[g])
-        shown, held = ({policy.sensitive_domain[c]: int(n[g, c]) for c in diff} for n in (r_counts, t_counts))
+        more = f" and {len(diff) - _SHOWN} more values" if len(diff) > _SHOWN else ""
+        shown, held = (
+            {policy.sensitive_domain[c]: int(n[g, c]) for c in diff[:_SHOWN]} for n in (r_counts, t_counts)
+        )
         extra = np.flatnonzero(t_counts[g] > r_counts[g])  # values the history holds too often
+        named = [policy.sensitive_domain[c] for c in extra[:_SHOWN]]
         ids = [_py(v) for v in mem.loc[(groups == labels[g]) & np.isin(s_true, extra), policy.id]]
+        n_bad = int((r_counts != t_counts).any(axis=1).sum())
         raise InputError(
-            f"release {index}: the true values of the history do not match the released groups: "
-            f"QI-group {int(labels[g])} published {policy.sensitive} counts {shown} where its "
-            f"members in view {index} of the history hold {held} (those holding "
-            f"{[policy.sensitive_domain[c] for c in extra]}: {policy.id} {ids[:10]}"
-            f"{' ...' if len(ids) > 10 else ''}); give the history that was released{_edited(index)}"
+            f"release {index}: the true values of the history do not match the released groups "
+            f"({n_bad} of {len(labels)} QI-groups differ); the first, QI-group {int(labels[g])}, "
+            f"published {policy.sensitive} counts {shown}{more} where its members in view {index} "
+            f"of the history hold {held} (those holding {named}: "
+            f"{policy.id} {ids[:_SHOWN]}{' ...' if len(ids) > _SHOWN else ''}); give the history "
+            f"that was released{_edited(index)}"
         )
     # both sorted by group with equal group sizes: the released values line up group by group
     return mem, s_true, r_s, r_counts
+
+
+#: Values and ids a mismatch message names (then how many more).
+_SHOWN = 4
 
 
 def _edited(index: int) -> str:

@@ -220,6 +220,7 @@ def test_history_that_was_not_released_is_refused(tiny, tmp_path):
     shown, held = ast.literal_eval(shown), ast.literal_eval(held)
     assert held["a"] == shown["a"] + 1 and sum(held.values()) == sum(shown.values())
     assert 3 in ast.literal_eval(f"[{who}]")
+    assert re.search(r"\(1 of \d+ QI-groups differ\); the first, QI-group", str(err.value))
     with pytest.raises(InputError, match="respondent 5 is in release 2"):
         attack(led, hist[hist.rid != 5], policy, "dk", deductions=False)
     # the one duplicate check of every input names the respondent and the view of both rows
