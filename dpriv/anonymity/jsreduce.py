@@ -19,7 +19,7 @@ from numba import njit
 from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
-from dpriv.hilbert.keys import HKEY, TIE, grouping_coords, key_ordered
+from dpriv.hilbert.keys import HKEY, TIE, grouping_coords, in_key_order, key_ordered
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 
@@ -292,7 +292,8 @@ def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     # the grouped rows in stable (key, tie) order, by position: only the columns read move
     label, key, tie = (rows[c].to_numpy() for c in (LABEL, HKEY, TIE))
     keep = np.flatnonzero(label >= 0)
-    order = keep[np.lexsort((tie[keep], key[keep]))]
+    k, t = key[keep], tie[keep]
+    order = keep if in_key_order(k, t) else keep[np.lexsort((t, k))]  # ranges come key-ordered
     labels, group = np.unique(label[order], return_inverse=True)
     priors = rows[policy.prior_columns].to_numpy(dtype=np.float64)[order]
     st = GroupStats.of(
