@@ -24,7 +24,7 @@ from dpriv.anonymity.jsreduce import scan_range
 from dpriv.anonymity.topdown import split_coords, topdown_groups
 from dpriv.criteria import criteria_for
 from dpriv.divergence import GROUNDS
-from dpriv.hilbert.keys import HKEY, TIE, add_keys, grid_bits, key_dims
+from dpriv.hilbert.keys import HKEY, TIE, add_keys, grid_bits, key_dims, key_ordered
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 
@@ -103,7 +103,7 @@ def _block_rows(part: pd.DataFrame, block: int, policy: ReleasePolicy) -> pd.Dat
 def _joined(pieces: list[pd.DataFrame]) -> pd.DataFrame:
     """The carried rows in (key, tie) order, as the chain's kernel hands them on."""
     rows = pd.concat(pieces, ignore_index=True)
-    return rows.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    return key_ordered(rows)
 
 
 def block_ids(keys: np.ndarray, policy: ReleasePolicy) -> np.ndarray:
@@ -126,10 +126,10 @@ def topdown_range(
         part = part.rename_axis(HKEY).reset_index()
     if carry is not None and len(carry):
         part = pd.concat([carry, part], ignore_index=True)
-    part = part.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    part = key_ordered(part)
     blocks = block_ids(part[HKEY].to_numpy(np.uint64), policy)
     carried = (blocks == blocks[-1]) if (len(part) and not last) else np.zeros(len(part), dtype=bool)
-    rows = part[~carried]
+    rows = part[~carried] if carried.any() else part
     th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
     group = topdown_groups(
         split_coords(rows, policy),

@@ -343,3 +343,23 @@ def test_every_public_name_is_its_module_object():
         assert getattr(h, name) is getattr(home, name), name
     with pytest.raises(AttributeError, match="no attribute 'hilbert_key'"):
         h.hilbert_key  # noqa: B018
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 99)), max_size=30),
+    st.booleans(),
+)
+def test_key_ordered_is_the_stable_key_tie_sort(rows, presorted):
+    """key_ordered gives sort_values' rows (ties of (key, tie) in input order) whether or not
+    the frame was already in order; an ordered frame keeps its rows, with a fresh index."""
+    import pandas as pd
+
+    from dpriv.hilbert.keys import HKEY, TIE, key_ordered
+
+    frame = pd.DataFrame(rows, columns=[HKEY, TIE, "row"]).astype({HKEY: "uint64", TIE: "uint64"})
+    if presorted:
+        frame = frame.sort_values([HKEY, TIE], kind="stable")
+    frame.index = frame.index + 7  # an index that must not survive
+    want = frame.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(key_ordered(frame), want)

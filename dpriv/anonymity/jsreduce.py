@@ -19,7 +19,7 @@ from numba import njit
 from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
-from dpriv.hilbert.keys import HKEY, TIE, grouping_coords
+from dpriv.hilbert.keys import HKEY, TIE, grouping_coords, in_key_order, key_ordered
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 
@@ -86,14 +86,10 @@ class GroupStats:
     def of(cls, group, s, priors, ent, coords, pos, n_groups, m) -> GroupStats:
         """Statistics of groups ``0..n_groups-1`` of ``group`` (int64 (n,), -1 ignored)."""
         kept = group >= 0
-        g, s, priors, ent, coords, pos = (
-            group[kept],
-            s[kept],
-            priors[kept],
-            ent[kept],
-            coords[kept],
-            pos[kept],
-        )
+        if not kept.all():  # (range_stats' groups are all >= 0: no (n, M) copy of the priors)
+            g, s, priors, ent, coords, pos = (a[kept] for a in (group, s, priors, ent, coords, pos))
+        else:
+            g = group
         counts = np.bincount(g * m + s, minlength=n_groups * m).reshape(n_groups, m).astype(np.int64)
         sum_p, lo, hi, first = _group_sums(
             g.astype(np.int64, copy=False),
@@ -277,7 +273,7 @@ def scan_range(
         part = part.rename_axis(HKEY).reset_index()
     if carry is not None and len(carry):
         part = pd.concat([carry, part], ignore_index=True)
-    part = part.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    part = key_ordered(part)
     group = first_pass(
         part[SCODE].to_numpy(),
         part[policy.prior_columns].to_numpy(dtype=np.float64),
@@ -296,7 +292,8 @@ def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     # the grouped rows in stable (key, tie) order, by position: only the columns read move
     label, key, tie = (rows[c].to_numpy() for c in (LABEL, HKEY, TIE))
     keep = np.flatnonzero(label >= 0)
-    order = keep[np.lexsort((tie[keep], key[keep]))]
+    k, t = key[keep], tie[keep]
+    order = keep if in_key_order(k, t) else keep[np.lexsort((t, k))]  # ranges come key-ordered
     labels, group = np.unique(label[order], return_inverse=True)
     priors = rows[policy.prior_columns].to_numpy(dtype=np.float64)[order]
     st = GroupStats.of(

@@ -133,6 +133,21 @@ def add_keys(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     )
 
 
+def in_key_order(key: np.ndarray, tie: np.ndarray) -> bool:
+    """Whether rows with Hilbert ``key`` and ``tie`` (uint64 (n,) each) are in (key, tie) order."""
+    return bool(np.all((key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (tie[1:] >= tie[:-1]))))
+
+
+def key_ordered(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (``_hkey`` and ``_tie`` columns) in stable (key, tie) order with a fresh
+    RangeIndex: the same rows as ``sort_values([HKEY, TIE], kind="stable")``, without moving a
+    frame that is already in that order (the pandas path hands on key-sorted ranges; a sort of
+    10^6 rows of ~30 columns moves ~0.2 GB)."""
+    if in_key_order(frame[HKEY].to_numpy(np.uint64), frame[TIE].to_numpy(np.uint64)):
+        return frame.reset_index(drop=True)
+    return frame.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+
+
 def split_ranges(frame: pd.DataFrame, divisions: tuple) -> list[pd.DataFrame]:
     """Hilbert ranges of a key-sorted pandas frame, as set_index(divisions=...) would cut them."""
     inner = np.asarray(divisions[1:-1], dtype=np.uint64)

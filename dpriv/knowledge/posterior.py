@@ -86,16 +86,18 @@ def omega_posterior(groups: np.ndarray, s: np.ndarray, priors: np.ndarray) -> np
     if n == 0:
         return np.zeros((0, m))
 
-    # group-sort (stable so that equal labels keep the input order)
-    order = np.argsort(groups, kind="stable")
-    g_sorted = groups[order]
+    # group-sort (stable so that equal labels keep the input order); input already grouped in
+    # order (the pk step's canonical order) moves nothing: no (n, M) gather, no scatter back
+    ordered = bool(np.all(groups[1:] >= groups[:-1]))
+    order = None if ordered else np.argsort(groups, kind="stable")
+    g_sorted = groups if ordered else groups[order]
     starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
     gid = np.cumsum(np.r_[False, g_sorted[1:] != g_sorted[:-1]])  # 0..G-1 per sorted row
     n_groups = starts.size
     sizes = np.diff(np.r_[starts, n]).astype(np.float64)
 
-    pi = priors[order]
-    s_sorted = s[order]
+    pi = priors if ordered else priors[order]
+    s_sorted = s if ordered else s[order]
     counts = np.bincount(gid * m + s_sorted, minlength=n_groups * m).reshape(n_groups, m)
     counts = counts.astype(np.float64)
     freq = counts / sizes[:, None]  # (G, M)
@@ -111,7 +113,8 @@ def omega_posterior(groups: np.ndarray, s: np.ndarray, priors: np.ndarray) -> np
         bad = ~np.isfinite(rowsum) | (rowsum <= 0)
         post = omega / np.where(bad, 1.0, rowsum)[:, None]
     post[bad] = freq[gid[bad]]
-
+    if ordered:
+        return post
     out = np.empty_like(post)
     out[order] = post
     return out
