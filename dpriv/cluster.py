@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from distributed import Client, LocalCluster
 
+from dpriv.allocator import worker_config
 from dpriv.errors import InputError
 from dpriv.numba_cache import CompileNotice
 from dpriv.policy import ReleasePolicy
@@ -40,7 +41,8 @@ def dask_client(
     """A distributed Client for the duration of a command; prints the dashboard link.
 
     ``scheduler``: address of an existing scheduler (``tcp://host:8786``); ``None`` starts a
-    LocalCluster (one single-threaded worker process per core, 2 here) that is closed after.
+    LocalCluster (one single-threaded worker process per core, 2 here) that is closed after,
+    its workers keeping freed memory for reuse (:mod:`dpriv.allocator`).
     ``notice``: told when a worker compiles a dpriv kernel (:class:`dpriv.worker_notice.WorkerCompileNotice`).
     """
     if scheduler:
@@ -49,6 +51,7 @@ def dask_client(
             yield client
         return
     with (
+        dask.config.set(worker_config()),  # read when each Nanny is made
         LocalCluster(
             n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,

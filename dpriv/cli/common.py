@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
+from dpriv.allocator import keep_freed_memory
 from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
     TABLE_SUFFIXES,
     check_ledger_folder,
@@ -55,6 +56,7 @@ def _main(
     ] = False,
 ) -> None:
     """Privacy-preserving sequential data release (JS-reduce) on Dask. Docs: docs/README.md."""
+    keep_freed_memory()  # this process is the command's own (dpriv.allocator)
 
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
