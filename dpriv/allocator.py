@@ -20,7 +20,6 @@ musl, Windows) nothing is changed.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 import dask
@@ -55,8 +54,7 @@ def keep_freed_memory() -> bool:
     if not enabled():
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
     except (OSError, AttributeError):  # not glibc: nothing to tune
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
