@@ -158,16 +158,19 @@ def with_state(
 ) -> pd.DataFrame | dd.DataFrame:
     """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
 
-    In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
-    rows sorted by id, so that each respondent's RBK is computed in the same batch whether
-    the state came from memory or the ledger (a first release needs no join: :func:`revised`).
-    Row order does not matter downstream: Generalize sorts by (Hilbert key, seeded id hash)."""
+    In process: one pandas merge. On Dask: a hash join into ``npartitions`` partitions (the
+    view and the state shuffled on the id, no third shuffle of the joined rows), each sorted
+    by id. Which rows share a partition does not matter: RBK is computed row by row (the same
+    bits in any batch, :func:`dpriv.knowledge.revision.revise`), and Generalize sorts by
+    (Hilbert key, seeded id hash). A first release needs no join (:func:`revised`)."""
     if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
         state = to_pandas(state)
         state = state[state[policy.id].isin(view[policy.id])]
         return view.merge(rbk_state(state), on=policy.id, how="left")
+    # the merge's partitions are its hash partitions of the id: no second shuffle (RBK is
+    # computed row by row, the same bits whatever rows share a partition)
     joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
-    return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
+    return joined.map_partitions(_sorted_by, policy.id)
 
 
 def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
