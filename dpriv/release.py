@@ -160,7 +160,7 @@ def release_history(
         ledger.prepare_next()
     # IE counts of the views before the first release to make, once; then view by view
     tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
-    gate = hist_pd = None
+    gate = hist_pd = state_buckets = None  # a state read from the ledger: buckets not known
     if gate_on(policy):  # the gate reads the history on the client
         from dpriv.gate import RetroGate  # the adversary's kernels only when the gate is on
 
@@ -184,7 +184,7 @@ def release_history(
         nbuckets = state_nbuckets(len(state) + summaries[i].n_rows)  # data-determined parts
         run = functools.partial(
             release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
-            npartitions=nparts, method=method, nbuckets=nbuckets,
+            npartitions=nparts, method=method, nbuckets=nbuckets, state_buckets=state_buckets,
         )  # fmt: skip
         if gate is None:
             metrics, released, state, sensitive = run(policy)
@@ -196,6 +196,8 @@ def release_history(
             i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive,
             state_split=(policy.id, nbuckets),
         )  # fmt: skip
+        # a Dask state comes one partition per bucket: the next release joins it where it lies
+        state_buckets = nbuckets if is_dask(state) else None
         if on_release:
             on_release(i, metrics)
     return ledger
@@ -236,6 +238,7 @@ def release_view(
     method: str = "jsreduce",
     nbuckets: int | None = None,
     withheld: Sequence | None = None,
+    state_buckets: int | None = None,
 ) -> tuple[ReleaseRecord, pd.DataFrame | dd.DataFrame, pd.DataFrame | dd.DataFrame, pd.DataFrame | None]:
     """One step of Algorithm 1 (lines 6-10); nothing is written here.
 
@@ -253,13 +256,18 @@ def release_view(
     The new state comes in ``nbuckets`` buckets of the id (default
     :func:`dpriv.state_parts.state_nbuckets` of the state's and the view's rows), one Dask
     partition each, the ledger's parts. ``withheld``: ids of respondents of the view the gate
-    holds back (:mod:`dpriv.gate`), suppressed before grouping.
+    holds back (:mod:`dpriv.gate`), suppressed before grouping. ``state_buckets``: the
+    number of buckets of a Dask ``state`` whose partitions are its buckets (the new state of
+    the release before, as this function returns it): the state is then joined where it
+    lies, in the rbk step and, when the bucket count is unchanged, in the pk step.
     """
     steps = Steps()
     if withheld is not None and len(withheld):
         view = view[~view[policy.id].isin(withheld)]
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
-    (frame,) = steps.run("rbk", revised(view, state, tables, policy, window, npartitions))
+    # a Dask view is read once, with RBK: the metrics step measures KPR against it
+    frame = revised(view, state, tables, policy, window, npartitions, state_buckets)
+    frame, view = steps.run("rbk", frame, view)
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned, table = result.released, result.assigned, result.table
@@ -305,7 +313,7 @@ def release_view(
         state = to_pandas(state)
     if nbuckets is None:
         nbuckets = state_nbuckets(len(state) + summary.n_rows)
-    new_state = next_state(state, posts, policy, window, index, nbuckets)
+    new_state = next_state(state, posts, policy, window, index, nbuckets, state_buckets)
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
     tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)

@@ -145,6 +145,17 @@ def _with_bucket(part: pd.DataFrame, column: str, nbuckets: int) -> pd.DataFrame
     return part.assign(**{BUCKET: state_buckets(part[column], nbuckets)})
 
 
+def by_bucket(frame: dd.DataFrame, column: str, nbuckets: int, *, in_place: bool = False) -> dd.DataFrame:
+    """``frame`` indexed by the bucket of its ``column`` (:func:`state_buckets`), one partition
+    per bucket, divisions ``(0, 1, ..., nbuckets - 1, nbuckets - 1)``: range-partitioned on the
+    bucket (one shuffle), or, with ``in_place``, declared so without moving a row: for a frame
+    whose partitions already are the buckets in order, as :func:`next_state` returns a state
+    (partition i holding bucket i; otherwise rows would be joined with the wrong partner)."""
+    n = max(int(nbuckets), 1)
+    keyed = frame.map_partitions(_with_bucket, column, n, meta=_with_bucket(frame._meta, column, n))
+    return keyed.set_index(BUCKET, sorted=in_place, divisions=(*range(n), n - 1))
+
+
 def _merge_advance(
     state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int
 ) -> pd.DataFrame:
@@ -281,6 +292,7 @@ def next_state(
     window: int,
     index: int,
     nbuckets: int,
+    state_buckets: int | None = None,
 ) -> pd.DataFrame | dd.DataFrame:
     """The state after release ``index``: ``state`` (:func:`empty_state` columns) joined with
     the posteriors of the release (:func:`group_posteriors`) and advanced (:func:`advance_state`).
@@ -289,26 +301,24 @@ def next_state(
     sorted by id inside a bucket. Pandas in -> pandas out (in process: only the view's
     respondents are joined, :func:`_next_state_pandas`); Dask in -> a Dask frame with one
     partition per bucket (both sides range-partitioned on the bucket with fixed divisions,
-    then joined partition by partition): the same rows in the same order.
+    then joined partition by partition): the same rows in the same order. ``state_buckets``:
+    the number of buckets of a Dask ``state`` whose partitions are its buckets (the previous
+    release's new state); when it equals ``nbuckets`` the state is not shuffled
+    (:func:`by_bucket` ``in_place``), only the posteriors are.
     """
     n = max(int(nbuckets), 1)
     if not (is_dask(state) or is_dask(posts)):
         return _next_state_pandas(state, posts, policy, window, index, n)
-    divisions = (*range(n), n - 1)
     meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
-
-    def cut(frame: dd.DataFrame) -> dd.DataFrame:
-        keyed = frame.map_partitions(_with_bucket, policy.id, n, meta=_with_bucket(frame._meta, policy.id, n))
-        return keyed.set_index(BUCKET, divisions=divisions)
-
+    in_place = is_dask(state) and state_buckets == n and state.npartitions == n
     if not is_dask(state):
         state = dd.from_pandas(state, npartitions=1, sort=False)
     if not is_dask(posts):
         posts = dd.from_pandas(posts, npartitions=1, sort=False)
     return dd.map_partitions(
         _merge_advance,
-        cut(state),
-        cut(posts),
+        by_bucket(state, policy.id, n, in_place=in_place),
+        by_bucket(posts, policy.id, n),
         policy,
         window,
         index,
