@@ -174,7 +174,7 @@ def with_state(
         state = state[state[policy.id].isin(view[policy.id])]
         return view.merge(rbk_state(state), on=policy.id, how="left")
     if is_dask(state) and state_buckets and state_buckets > 1 and state.npartitions == state_buckets:
-        right = by_bucket(rbk_state(state), policy.id, state_buckets, in_place=True)
+        right = by_bucket(rbk_state(state), policy.id, state_buckets, held=state_buckets)
         left = by_bucket(view, policy.id, state_buckets)
         meta = _join_part(left._meta, right._meta, policy.id)
         return dd.map_partitions(_join_part, left, right, policy.id, meta=meta, clear_divisions=True)

@@ -46,10 +46,11 @@ from dpriv.io import write_parquet
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-#: Respondents per bucket of the state (about 64 MB in memory with the paper's 61 numbers a
-#: row): a state of ``n`` rows is cut into ``ceil(n / STATE_PART_ROWS)`` buckets, one Parquet
-#: part each. It bounds the memory of one pk task and of one part write; the parts are
-#: written in parallel by the workers.
+#: Respondents per bucket of the state, at most (about 64 MB in memory with the paper's 61
+#: numbers a row): a state of ``n`` rows is cut into the power of two at or above
+#: ``ceil(n / STATE_PART_ROWS)`` buckets, one Parquet part each (:func:`state_nbuckets`). It
+#: bounds the memory of one pk task and of one part write; the parts are written in parallel
+#: by the workers.
 STATE_PART_ROWS = 131_072
 #: The single-part name (every state of at most :data:`STATE_PART_ROWS` rows; older ledgers).
 SINGLE = "state.parquet"
@@ -61,10 +62,15 @@ USE_DICTIONARY = True
 
 
 def state_nbuckets(n_rows: int) -> int:
-    """Buckets of a state of at most ``n_rows`` respondents: ``ceil(n_rows / STATE_PART_ROWS)``,
-    at least 1. ``n_rows`` is a bound fixed by the data (rows of the previous state plus the
-    view's tuples), the same on every release path and for any number of partitions."""
-    return max(1, math.ceil(int(n_rows) / STATE_PART_ROWS))
+    """Buckets of a state of at most ``n_rows`` respondents: the power of two at or above
+    ``ceil(n_rows / STATE_PART_ROWS)`` (1, 2, 4, 8, ...). ``n_rows`` is a bound fixed by the
+    data (rows of the previous state plus the view's tuples), the same on every release path
+    and for any number of partitions. Powers of two because the state only grows: the count
+    stays the same for long, and when it doubles each bucket splits in two where it lies
+    (a hash modulo 2n is the hash modulo n, or that plus n), so a Dask release never
+    shuffles the state it holds (:func:`dpriv.state.by_bucket`)."""
+    need = max(1, math.ceil(int(n_rows) / STATE_PART_ROWS))
+    return 1 << (need - 1).bit_length()
 
 
 def part_name(bucket: int, nbuckets: int) -> str:

@@ -268,16 +268,20 @@ def test_the_rbk_join_where_the_state_lies_equals_the_one_in_process(string_ids)
 
 
 @pytest.mark.parametrize("persistent", [False, True])
-def test_the_state_update_with_the_state_where_it_lies_equals_the_full_join(persistent):
-    """The pk step with ``state_buckets`` = ``nbuckets``: the state is not shuffled, only the
-    posteriors are; the same rows, values, dtypes and order as the full outer join."""
+@pytest.mark.parametrize("held,n", [(3, 3), (2, 4), (1, 4), (3, 4)])
+def test_the_state_update_with_the_state_where_it_lies_equals_the_full_join(persistent, held, n):
+    """The pk step given the state's buckets (``state_buckets`` = ``held``): when ``n`` is a
+    multiple of them the state is not shuffled (the same buckets declared, or each split in
+    place), only the posteriors are; otherwise it is. Always the rows, values, dtypes and
+    order of the full outer join."""
     policy = POLICY.with_overrides(persistent_groups=persistent)
-    rng = np.random.default_rng(31 + persistent)
+    rng = np.random.default_rng(31 + persistent + 2 * held + 5 * n)
     state, posts = random_case(rng, policy, 150, 70, False)
-    expected = oracle(state, posts, policy, 4, 3)
+    expected = oracle(state, posts, policy, 4, n)
     lazy = next_state(
-        in_buckets(state, policy, 3), dd.from_pandas(posts, npartitions=2), policy, WINDOW, 4, 3, 3
+        in_buckets(state, policy, held), dd.from_pandas(posts, npartitions=2), policy, WINDOW, 4, n, held
     )
-    assert lazy.optimize().expr.tree_repr().count("Shuffle:") == 1  # the posteriors only
+    assert lazy.optimize().expr.tree_repr().count("Shuffle:") == (1 if n % held == 0 else 2)
+    assert lazy.npartitions == n
     got = lazy.compute(scheduler="sync").reset_index(drop=True)
     pd.testing.assert_frame_equal(got, expected, check_exact=True)

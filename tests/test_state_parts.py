@@ -22,7 +22,7 @@ from dpriv.release import release_history
 from dpriv.state_parts import part_name, state_nbuckets, write_state
 
 ALWAYS, NEVER = 10**12, -1  # SMALL_VIEW_ROWS forcing the in-process / the Dask path
-PART = 150  # STATE_PART_ROWS of these tests: 2 to 4 buckets for views of 300 tuples
+PART = 150  # STATE_PART_ROWS of these tests: 2 to 8 buckets for views of 300 tuples
 
 
 def run(history, policy, root, threshold, monkeypatch, **kw):
@@ -33,6 +33,8 @@ def run(history, policy, root, threshold, monkeypatch, **kw):
 
 def test_the_number_of_buckets_follows_the_respondents_not_the_partitions():
     assert [state_nbuckets(n) for n in (0, 1, 131_072, 131_073, 10**6)] == [1, 1, 1, 2, 8]
+    # powers of two: a growing state keeps its count, or doubles it (each bucket splits in place)
+    assert [state_nbuckets(k * 131_072 + 1) for k in (2, 3, 4, 8, 9)] == [4, 4, 8, 16, 16]
     assert part_name(0, 1) == "state.parquet" and part_name(12, 40) == "part-00012.parquet"
 
 
@@ -45,11 +47,11 @@ def test_both_paths_write_the_same_parts(hist_4x300, tmp_path, monkeypatch):
     assert list(fa) == list(fb)
     for name in fa:
         assert fa[name] == fb[name], name
-    # release 4: its state bound is (rows of state 3) + 300 > 3 * PART -> 4 parts on disk
+    # release 4: its state bound is (rows of state 3) + 300 > 4 * PART -> 8 parts on disk
     bound = len(a.read_state(3)) + 300
     parts = [f.name for f in a.state_files(4)]
     assert parts == [part_name(i, state_nbuckets(bound)) for i in range(state_nbuckets(bound))]
-    assert len(parts) == -(-bound // PART) >= 3
+    assert bound > 4 * PART and len(parts) == 8
     # each part holds exactly the respondents of its bucket, sorted by id
     for i, f in enumerate(a.state_files(4)):
         ids = pd.read_parquet(f)["respondent_id"].to_numpy()
