@@ -153,14 +153,17 @@ def release_history(
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = meta_of(history)[policy.id].dtype
-    state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
+    # the last committed state; a Dask state whose partitions are its buckets is joined where it lies
+    held = ledger.held_state(max(committed)) if committed else None
+    state = held.frame if held else empty_state(policy, window, id_dtype)
+    n_state, state_buckets = (held.rows, held.buckets) if held else (0, None)
     nparts = npartitions or policy.npartitions or 2
     todo = [i for i in indices if i not in committed]
     if todo:  # before any work; nothing to release: a user's file there is no obstacle
         ledger.prepare_next()
     # IE counts of the views before the first release to make, once; then view by view
     tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
-    gate = hist_pd = state_buckets = None  # a state read from the ledger: buckets not known
+    gate = hist_pd = None
     if gate_on(policy):  # the gate reads the history on the client
         from dpriv.gate import RetroGate  # the adversary's kernels only when the gate is on
 
@@ -176,12 +179,12 @@ def release_history(
                     "release cannot change: start a new ledger or restore the input"
                 )
             continue
-        if in_process(summaries[i].n_rows, state):
+        if in_process(summaries[i].n_rows, n_state):
             view = to_pandas(view).reset_index(drop=True)
         elif not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
         tables = tracker.tables()
-        nbuckets = state_nbuckets(len(state) + summaries[i].n_rows)  # data-determined parts
+        nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
         run = functools.partial(
             release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
             npartitions=nparts, method=method, nbuckets=nbuckets, state_buckets=state_buckets,
@@ -192,12 +195,11 @@ def release_history(
             metrics, released, state, sensitive = gate.release(run, _view(hist_pd, policy, i), i, tables)
         tracker.add(view)
         released = released_dates(released, policy)
-        ledger.commit(
-            i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive,
-            state_split=(policy.id, nbuckets),
-        )  # fmt: skip
+        entry = {"input_sha": digest, "state_buckets": nbuckets}  # the count: a resumed history's state
+        split = (policy.id, nbuckets)
+        ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=split)
         # a Dask state comes one partition per bucket: the next release joins it where it lies
-        state_buckets = nbuckets if is_dask(state) else None
+        n_state, state_buckets = len(state), (nbuckets if is_dask(state) else None)
         if on_release:
             on_release(i, metrics)
     return ledger
@@ -212,11 +214,12 @@ SMALL_VIEW_ROWS = 50_000
 SMALL_STATE_ROWS = 500_000
 
 
-def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame) -> bool:
-    """Whether a view of ``n_rows`` tuples and state ``state`` is released in process."""
+def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame | int) -> bool:
+    """Whether a view of ``n_rows`` tuples and a state ``state`` (a frame, or its number of
+    rows) is released in process."""
     if n_rows > SMALL_VIEW_ROWS:
         return False
-    return len(state) <= SMALL_STATE_ROWS  # a Dask state: one cheap count
+    return (state if isinstance(state, int) else len(state)) <= SMALL_STATE_ROWS  # Dask: one count
 
 
 def collected(history: pd.DataFrame | dd.DataFrame, sizes: list[int]) -> pd.DataFrame | dd.DataFrame:

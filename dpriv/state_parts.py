@@ -237,3 +237,34 @@ def read_state_files(files: list[Path]) -> pd.DataFrame:
     if len(files) == 1:
         return pd.read_parquet(files[0])
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class HeldState:
+    """A committed state as the next release takes it: ``frame`` (Dask), ``buckets`` (the
+    number of buckets its partitions are, partition b holding bucket b; None when they are
+    not known to be) and ``rows`` (its number of respondents, from the Parquet footers)."""
+
+    frame: dd.DataFrame
+    buckets: int | None
+    rows: int
+
+
+def held_state(files: list[Path], nbuckets: int | None) -> HeldState:
+    """The state parts ``files`` (:func:`state_files` order) for the next release: one Dask
+    partition per bucket when ``nbuckets`` (the count the manifest recorded) is known and the
+    files are exactly the parts of buckets ``0..nbuckets-1`` (so the release joins the state
+    where it lies, :func:`dpriv.state.by_bucket`); else row groups of the files, buckets
+    unknown (an empty bucket has no file; a ledger written before the count was recorded)."""
+    import dask.dataframe as dd
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.read_metadata(f).num_rows for f in files)
+    if nbuckets is not None and [f.name for f in files] == [part_name(b, nbuckets) for b in range(nbuckets)]:
+        meta = pq.read_schema(files[0]).empty_table().to_pandas()
+        return HeldState(dd.from_map(_read_part, [str(f) for f in files], meta=meta), nbuckets, rows)
+    return HeldState(dd.read_parquet([str(f) for f in files], split_row_groups=1, index=False), None, rows)
+
+
+def _read_part(path: str) -> pd.DataFrame:
+    return pd.read_parquet(path)
