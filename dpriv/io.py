@@ -258,9 +258,11 @@ def write_parquet(
             for part in _parts(frame):
                 if len(part) == 0:
                     continue
-                if schema is None:
-                    schema = pa.Table.from_pandas(part, columns=columns, preserve_index=False).schema
-                table = pa.Table.from_pandas(part, schema=schema, preserve_index=False)
+                if schema is None:  # the first part's own conversion gives the file's schema
+                    table = pa.Table.from_pandas(part, columns=columns, preserve_index=False)
+                    schema = table.schema
+                else:
+                    table = pa.Table.from_pandas(part, schema=schema, preserve_index=False)
                 del part
                 buffered.append(table.replace_schema_metadata(schema.metadata))
                 n_buffered += len(table)

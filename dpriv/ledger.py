@@ -36,7 +36,7 @@ from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
 from dpriv.ledger_files import foreign, is_temp, remove_if_unused, remove_own
 from dpriv.metrics.record import ReleaseRecord, write_record
-from dpriv.state_parts import read_state_files, staged_state, state_files
+from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -289,6 +289,14 @@ class Ledger:
             raise ValueError(f"row_groups must be a positive integer, not {row_groups!r}")
         files = [str(f) for f in self.state_files(index)]
         return dd.read_parquet(files, split_row_groups=row_groups, index=False)
+
+    def held_state(self, index: int) -> HeldState:
+        """The state after release ``index`` as the next release takes it: a Dask DataFrame of
+        one partition per bucket when the manifest records its bucket count (``state_buckets``)
+        and every bucket has its part, with that count and the number of rows
+        (:func:`dpriv.state_parts.held_state`)."""
+        entry = next((r for r in self.committed() if r["index"] == index), {})
+        return held_state(self.state_files(index), entry.get("state_buckets"))
 
     def read_view(self, index: int) -> pd.DataFrame:
         return pd.read_parquet(self.release_dir(index) / "view.parquet")

@@ -20,7 +20,7 @@ from dpriv.anonymity.persistent import PGROUP
 from dpriv.knowledge.revision import revise
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
-from dpriv.state import STATE, pk_columns
+from dpriv.state import STATE, by_bucket, pk_columns
 
 
 def revised(
@@ -30,9 +30,11 @@ def revised(
     policy: ReleasePolicy,
     window: int,
     npartitions: int,
+    state_buckets: int | None = None,
 ) -> pd.DataFrame | dd.DataFrame:
     """The view (pandas or Dask) with RBK^sv in its ``p__<value>`` columns (float64, rows sum
-    to 1). Lazy on Dask: the join on the id into ``npartitions`` partitions, then
+    to 1). Lazy on Dask: the join on the id (:func:`with_state`; into the state's
+    ``state_buckets`` buckets when its partitions are them, else ``npartitions``), then
     :func:`with_revised_priors` per partition, the tables scattered once (a first release,
     whose state is an empty pandas frame: :func:`revised_view` per partition, no join). In
     process: :func:`revised_view` (a Dask ``state`` is collected first). Raises
@@ -42,7 +44,7 @@ def revised(
     if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, partition by partition
         meta = revised_view(view._meta, state, tables, policy, window)
         return map_frame(revised_view, view, state, shared(tables, view), policy, window, meta=meta)
-    joined = with_state(view, state, policy, npartitions)
+    joined = with_state(view, state, policy, npartitions, state_buckets)
     meta = with_revised_priors(joined._meta, tables, policy, window)
     return map_frame(with_revised_priors, joined, shared(tables, joined), policy, window, meta=meta)
 
@@ -155,20 +157,38 @@ def with_state(
     state: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy,
     npartitions: int,
+    state_buckets: int | None = None,
 ) -> pd.DataFrame | dd.DataFrame:
     """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
 
-    In process: one pandas merge. On Dask: a hash join into a fixed number of partitions,
-    rows sorted by id, so that each respondent's RBK is computed in the same batch whether
-    the state came from memory or the ledger (a first release needs no join: :func:`revised`).
-    Row order does not matter downstream: Generalize sorts by (Hilbert key, seeded id hash)."""
+    In process: one pandas merge. On Dask: a hash join into ``npartitions`` partitions (the
+    view and the state shuffled on the id, no third shuffle of the joined rows), each sorted
+    by id. Which rows share a partition does not matter: RBK is computed row by row (the same
+    bits in any batch, :func:`dpriv.knowledge.revision.revise`), and Generalize sorts by
+    (Hilbert key, seeded id hash). A first release needs no join (:func:`revised`).
+    ``state_buckets``: the number of buckets of a Dask state whose partitions are its buckets
+    (:func:`dpriv.state.next_state`'s output, at least 2): then only the view moves, cut into
+    those buckets (:func:`dpriv.state.by_bucket`), and each bucket is joined where it lies."""
     if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
         state = to_pandas(state)
         state = state[state[policy.id].isin(view[policy.id])]
         return view.merge(rbk_state(state), on=policy.id, how="left")
+    if is_dask(state) and state_buckets and state_buckets > 1 and state.npartitions == state_buckets:
+        right = by_bucket(rbk_state(state), policy.id, state_buckets, held=state_buckets)
+        left = by_bucket(view, policy.id, state_buckets)
+        meta = _join_part(left._meta, right._meta, policy.id)
+        return dd.map_partitions(_join_part, left, right, policy.id, meta=meta, clear_divisions=True)
+    # the merge's partitions are its hash partitions of the id: no second shuffle (RBK is
+    # computed row by row, the same bits whatever rows share a partition)
     joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
-    return joined.shuffle(policy.id, npartitions=npartitions).map_partitions(_sorted_by, policy.id)
+    return joined.map_partitions(_sorted_by, policy.id)
 
 
 def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:
     return part.sort_values(column, kind="stable")
+
+
+def _join_part(view: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
+    """One bucket: its view rows left-joined with its state rows on ``column``, by id."""
+    view, state = (f.reset_index(drop=True) for f in (view, state))
+    return _sorted_by(view.merge(state, on=column, how="left"), column)

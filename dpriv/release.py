@@ -153,7 +153,10 @@ def release_history(
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = meta_of(history)[policy.id].dtype
-    state = ledger.read_state_dask(max(committed)) if committed else empty_state(policy, window, id_dtype)
+    # the last committed state; a Dask state whose partitions are its buckets is joined where it lies
+    held = ledger.held_state(max(committed)) if committed else None
+    state = held.frame if held else empty_state(policy, window, id_dtype)
+    n_state, state_buckets = (held.rows, held.buckets) if held else (0, None)
     nparts = npartitions or policy.npartitions or 2
     todo = [i for i in indices if i not in committed]
     if todo:  # before any work; nothing to release: a user's file there is no obstacle
@@ -176,15 +179,15 @@ def release_history(
                     "release cannot change: start a new ledger or restore the input"
                 )
             continue
-        if in_process(summaries[i].n_rows, state):
+        if in_process(summaries[i].n_rows, n_state):
             view = to_pandas(view).reset_index(drop=True)
         elif not is_dask(view):
             view = dd.from_pandas(view, npartitions=nparts, sort=False)
         tables = tracker.tables()
-        nbuckets = state_nbuckets(len(state) + summaries[i].n_rows)  # data-determined parts
+        nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
         run = functools.partial(
             release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
-            npartitions=nparts, method=method, nbuckets=nbuckets,
+            npartitions=nparts, method=method, nbuckets=nbuckets, state_buckets=state_buckets,
         )  # fmt: skip
         if gate is None:
             metrics, released, state, sensitive = run(policy)
@@ -192,10 +195,11 @@ def release_history(
             metrics, released, state, sensitive = gate.release(run, _view(hist_pd, policy, i), i, tables)
         tracker.add(view)
         released = released_dates(released, policy)
-        ledger.commit(
-            i, released, metrics, state, {"input_sha": digest}, sensitive=sensitive,
-            state_split=(policy.id, nbuckets),
-        )  # fmt: skip
+        entry = {"input_sha": digest, "state_buckets": nbuckets}  # the count: a resumed history's state
+        split = (policy.id, nbuckets)
+        ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=split)
+        # a Dask state comes one partition per bucket: the next release joins it where it lies
+        n_state, state_buckets = len(state), (nbuckets if is_dask(state) else None)
         if on_release:
             on_release(i, metrics)
     return ledger
@@ -210,11 +214,12 @@ SMALL_VIEW_ROWS = 50_000
 SMALL_STATE_ROWS = 500_000
 
 
-def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame) -> bool:
-    """Whether a view of ``n_rows`` tuples and state ``state`` is released in process."""
+def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame | int) -> bool:
+    """Whether a view of ``n_rows`` tuples and a state ``state`` (a frame, or its number of
+    rows) is released in process."""
     if n_rows > SMALL_VIEW_ROWS:
         return False
-    return len(state) <= SMALL_STATE_ROWS  # a Dask state: one cheap count
+    return (state if isinstance(state, int) else len(state)) <= SMALL_STATE_ROWS  # Dask: one count
 
 
 def collected(history: pd.DataFrame | dd.DataFrame, sizes: list[int]) -> pd.DataFrame | dd.DataFrame:
@@ -236,6 +241,7 @@ def release_view(
     method: str = "jsreduce",
     nbuckets: int | None = None,
     withheld: Sequence | None = None,
+    state_buckets: int | None = None,
 ) -> tuple[ReleaseRecord, pd.DataFrame | dd.DataFrame, pd.DataFrame | dd.DataFrame, pd.DataFrame | None]:
     """One step of Algorithm 1 (lines 6-10); nothing is written here.
 
@@ -253,13 +259,18 @@ def release_view(
     The new state comes in ``nbuckets`` buckets of the id (default
     :func:`dpriv.state_parts.state_nbuckets` of the state's and the view's rows), one Dask
     partition each, the ledger's parts. ``withheld``: ids of respondents of the view the gate
-    holds back (:mod:`dpriv.gate`), suppressed before grouping.
+    holds back (:mod:`dpriv.gate`), suppressed before grouping. ``state_buckets``: the
+    number of buckets of a Dask ``state`` whose partitions are its buckets (the new state of
+    the release before, as this function returns it): the state is then joined where it
+    lies, in the rbk step and, when the bucket count is unchanged, in the pk step.
     """
     steps = Steps()
     if withheld is not None and len(withheld):
         view = view[~view[policy.id].isin(withheld)]
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
-    (frame,) = steps.run("rbk", revised(view, state, tables, policy, window, npartitions))
+    # a Dask view is read once, with RBK: the metrics step measures KPR against it
+    frame = revised(view, state, tables, policy, window, npartitions, state_buckets)
+    frame, view = steps.run("rbk", frame, view)
     if method == "jsreduce":
         result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
         released, assigned, table = result.released, result.assigned, result.table
@@ -305,7 +316,7 @@ def release_view(
         state = to_pandas(state)
     if nbuckets is None:
         nbuckets = state_nbuckets(len(state) + summary.n_rows)
-    new_state = next_state(state, posts, policy, window, index, nbuckets)
+    new_state = next_state(state, posts, policy, window, index, nbuckets, state_buckets)
     # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
     tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)

@@ -145,6 +145,34 @@ def _with_bucket(part: pd.DataFrame, column: str, nbuckets: int) -> pd.DataFrame
     return part.assign(**{BUCKET: state_buckets(part[column], nbuckets)})
 
 
+def by_bucket(frame: dd.DataFrame, column: str, nbuckets: int, *, held: int | None = None) -> dd.DataFrame:
+    """``frame`` indexed by the bucket of its ``column`` (:func:`state_buckets`), one partition
+    per bucket, divisions ``(0, 1, ..., nbuckets - 1, nbuckets - 1)``.
+
+    ``held``: the number of buckets a frame's partitions already are (partition b holding
+    bucket b of ``held``, as :func:`next_state` returns a state). Then no row moves when
+    ``nbuckets`` is a multiple of it: the partitions are declared the buckets (equal counts)
+    or each is split where it lies (bucket j of ``nbuckets`` is the part of bucket
+    ``j % held`` whose hash modulo ``nbuckets`` is j). Otherwise one shuffle on the bucket."""
+    n = max(int(nbuckets), 1)
+    meta = _with_bucket(frame._meta, column, n)
+    divisions = (*range(n), n - 1)
+    if not held or n % held or frame.npartitions != held:
+        return frame.map_partitions(_with_bucket, column, n, meta=meta).set_index(BUCKET, divisions=divisions)
+    if held != n:
+        frame = frame.partitions[[j % held for j in range(n)]]
+    keyed = frame.map_partitions(_bucket_rows, column, n, held != n, meta=meta)
+    return keyed.set_index(BUCKET, sorted=True, divisions=divisions)
+
+
+def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, split: bool, partition_info=None):
+    """The rows of bucket ``partition_info["number"]`` (all of them unless ``split``), keyed."""
+    keyed = _with_bucket(part, column, nbuckets)
+    if not split:
+        return keyed
+    return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]  # Dask passes it
+
+
 def _merge_advance(
     state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int
 ) -> pd.DataFrame:
@@ -281,6 +309,7 @@ def next_state(
     window: int,
     index: int,
     nbuckets: int,
+    state_buckets: int | None = None,
 ) -> pd.DataFrame | dd.DataFrame:
     """The state after release ``index``: ``state`` (:func:`empty_state` columns) joined with
     the posteriors of the release (:func:`group_posteriors`) and advanced (:func:`advance_state`).
@@ -289,26 +318,24 @@ def next_state(
     sorted by id inside a bucket. Pandas in -> pandas out (in process: only the view's
     respondents are joined, :func:`_next_state_pandas`); Dask in -> a Dask frame with one
     partition per bucket (both sides range-partitioned on the bucket with fixed divisions,
-    then joined partition by partition): the same rows in the same order.
+    then joined partition by partition): the same rows in the same order. ``state_buckets``:
+    the number of buckets of a Dask ``state`` whose partitions are its buckets (the previous
+    release's new state): the state is then not shuffled when ``nbuckets`` is a multiple of
+    it (:func:`by_bucket`), only the posteriors are.
     """
     n = max(int(nbuckets), 1)
     if not (is_dask(state) or is_dask(posts)):
         return _next_state_pandas(state, posts, policy, window, index, n)
-    divisions = (*range(n), n - 1)
     meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
-
-    def cut(frame: dd.DataFrame) -> dd.DataFrame:
-        keyed = frame.map_partitions(_with_bucket, policy.id, n, meta=_with_bucket(frame._meta, policy.id, n))
-        return keyed.set_index(BUCKET, divisions=divisions)
-
+    held = state_buckets if is_dask(state) else None
     if not is_dask(state):
         state = dd.from_pandas(state, npartitions=1, sort=False)
     if not is_dask(posts):
         posts = dd.from_pandas(posts, npartitions=1, sort=False)
     return dd.map_partitions(
         _merge_advance,
-        cut(state),
-        cut(posts),
+        by_bucket(state, policy.id, n, held=held),
+        by_bucket(posts, policy.id, n),
         policy,
         window,
         index,

@@ -46,10 +46,11 @@ from dpriv.io import write_parquet
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-#: Respondents per bucket of the state (about 64 MB in memory with the paper's 61 numbers a
-#: row): a state of ``n`` rows is cut into ``ceil(n / STATE_PART_ROWS)`` buckets, one Parquet
-#: part each. It bounds the memory of one pk task and of one part write; the parts are
-#: written in parallel by the workers.
+#: Respondents per bucket of the state, at most (about 64 MB in memory with the paper's 61
+#: numbers a row): a state of ``n`` rows is cut into the power of two at or above
+#: ``ceil(n / STATE_PART_ROWS)`` buckets, one Parquet part each (:func:`state_nbuckets`). It
+#: bounds the memory of one pk task and of one part write; the parts are written in parallel
+#: by the workers.
 STATE_PART_ROWS = 131_072
 #: The single-part name (every state of at most :data:`STATE_PART_ROWS` rows; older ledgers).
 SINGLE = "state.parquet"
@@ -61,10 +62,15 @@ USE_DICTIONARY = True
 
 
 def state_nbuckets(n_rows: int) -> int:
-    """Buckets of a state of at most ``n_rows`` respondents: ``ceil(n_rows / STATE_PART_ROWS)``,
-    at least 1. ``n_rows`` is a bound fixed by the data (rows of the previous state plus the
-    view's tuples), the same on every release path and for any number of partitions."""
-    return max(1, math.ceil(int(n_rows) / STATE_PART_ROWS))
+    """Buckets of a state of at most ``n_rows`` respondents: the power of two at or above
+    ``ceil(n_rows / STATE_PART_ROWS)`` (1, 2, 4, 8, ...). ``n_rows`` is a bound fixed by the
+    data (rows of the previous state plus the view's tuples), the same on every release path
+    and for any number of partitions. Powers of two because the state only grows: the count
+    stays the same for long, and when it doubles each bucket splits in two where it lies
+    (a hash modulo 2n is the hash modulo n, or that plus n), so a Dask release never
+    shuffles the state it holds (:func:`dpriv.state.by_bucket`)."""
+    need = max(1, math.ceil(int(n_rows) / STATE_PART_ROWS))
+    return 1 << (need - 1).bit_length()
 
 
 def part_name(bucket: int, nbuckets: int) -> str:
@@ -231,3 +237,34 @@ def read_state_files(files: list[Path]) -> pd.DataFrame:
     if len(files) == 1:
         return pd.read_parquet(files[0])
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class HeldState:
+    """A committed state as the next release takes it: ``frame`` (Dask), ``buckets`` (the
+    number of buckets its partitions are, partition b holding bucket b; None when they are
+    not known to be) and ``rows`` (its number of respondents, from the Parquet footers)."""
+
+    frame: dd.DataFrame
+    buckets: int | None
+    rows: int
+
+
+def held_state(files: list[Path], nbuckets: int | None) -> HeldState:
+    """The state parts ``files`` (:func:`state_files` order) for the next release: one Dask
+    partition per bucket when ``nbuckets`` (the count the manifest recorded) is known and the
+    files are exactly the parts of buckets ``0..nbuckets-1`` (so the release joins the state
+    where it lies, :func:`dpriv.state.by_bucket`); else row groups of the files, buckets
+    unknown (an empty bucket has no file; a ledger written before the count was recorded)."""
+    import dask.dataframe as dd
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.read_metadata(f).num_rows for f in files)
+    if nbuckets is not None and [f.name for f in files] == [part_name(b, nbuckets) for b in range(nbuckets)]:
+        meta = pq.read_schema(files[0]).empty_table().to_pandas()
+        return HeldState(dd.from_map(_read_part, [str(f) for f in files], meta=meta), nbuckets, rows)
+    return HeldState(dd.read_parquet([str(f) for f in files], split_row_groups=1, index=False), None, rows)
+
+
+def _read_part(path: str) -> pd.DataFrame:
+    return pd.read_parquet(path)

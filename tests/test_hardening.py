@@ -389,8 +389,8 @@ def test_returning_respondent_is_revised_from_her_own_last_posteriors(medical, t
     parts: dict[int, list[pd.DataFrame]] = {}
     real = release_mod.revised
 
-    def spy(view, state, tables, pol, window, npartitions):  # the rbk step (in process: pandas)
-        out = real(view, state, tables, pol, window, npartitions)
+    def spy(view, state, tables, pol, window, *args):  # the rbk step (in process: pandas)
+        out = real(view, state, tables, pol, window, *args)
         if len(out):
             parts.setdefault(int(out[pol.time].iloc[0]), []).append(out.copy())
         return out

@@ -243,3 +243,22 @@ def test_order_zero_tables_give_their_class_row():
     for method in ("dense", "sparse"):
         got = revise(hist, np.array([2, 1, 0]), np.array([1, 0, 1]), kn, fb, method=method)
         np.testing.assert_array_equal(got, [[0.0, 0.0, 1.0], [0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3]])
+
+
+@pytest.mark.parametrize("method", ["dense", "sparse"])
+def test_each_row_has_the_same_bits_in_any_batch(method):
+    # the Dask path revises the rows of each hash partition of the id together, and which
+    # rows share a partition depends on the number of partitions (dpriv.rbk.with_state):
+    # a respondent's RBK must not depend on the other rows of its batch, nor on their order
+    rng = np.random.default_rng(13)
+    m, order, n = 19, 3, 240
+    kn = _random_model(rng, m, order, n_classes=3, p_zero=0.2)
+    hist = _sparse_posteriors(rng, (n, 3), m, kmax=7)
+    lengths = rng.integers(0, 5, size=n)
+    cls = rng.integers(0, 3, size=n)
+    fb = rng.dirichlet(np.ones(m), size=n)
+    whole = revise(hist, lengths, cls, kn, fb, method=method)
+    perm = rng.permutation(n)
+    for part in np.array_split(perm, [7, 50, 51, 130]):
+        got = revise(hist[part], lengths[part], cls[part], kn, fb[part], method=method)
+        assert np.array_equal(got, whole[part])

@@ -233,3 +233,55 @@ def test_revised_view_on_states_the_release_never_writes_equals_the_join():
             revised_priors(view, odd, tables, policy, WINDOW), expected[policy.prior_columns].to_numpy()
         )
     assert "note" in revised_view(view, extra, tables, policy, WINDOW).columns  # carried, as by the join
+
+
+def in_buckets(state: pd.DataFrame, policy: ReleasePolicy, n: int) -> dd.DataFrame:
+    """``state`` as the release loop holds it after a Dask release: partition b is bucket b."""
+    buckets = state_buckets(state[policy.id], n)
+    parts = [dd.from_pandas(state[buckets == b].reset_index(drop=True), npartitions=1) for b in range(n)]
+    return dd.concat(parts)
+
+
+@pytest.mark.parametrize("string_ids", [False, True])
+def test_the_rbk_join_where_the_state_lies_equals_the_one_in_process(string_ids):
+    """With the state's partitions its buckets (``state_buckets``), only the view is shuffled
+    (into those buckets) and each bucket is joined where it lies: each respondent still gets
+    the RBK of the pandas step, bit for bit, first-timers included."""
+    rng = np.random.default_rng(21 + string_ids)
+    state, posts = random_case(rng, POLICY, 120, 80, string_ids)
+    view = pd.DataFrame(
+        {"rid": posts["rid"].array, "age": rng.integers(0, 10, 80), "s": rng.choice(list("abc"), 80)}
+    )
+    tables = random_tables(rng, POLICY)
+    expected = revised(view, state, tables, POLICY, WINDOW, 1).sort_values("rid").reset_index(drop=True)
+    lazy_view, lazy_state = dd.from_pandas(view, npartitions=3), in_buckets(state, POLICY, 3)
+    joined = with_state(lazy_view, lazy_state, POLICY, 2, state_buckets=3)
+    hash_join = with_state(lazy_view, lazy_state, POLICY, 2)
+    shuffles = [f.optimize().expr.tree_repr().count("Shuffle:") for f in (joined, hash_join)]
+    assert shuffles == [1, 2]  # the view alone moves; the hash join moves both sides
+    lazy = revised(lazy_view, lazy_state, tables, POLICY, WINDOW, 2, state_buckets=3)
+    assert lazy.npartitions == 3
+    got = lazy.compute(scheduler="sync").sort_values("rid").reset_index(drop=True)
+    cols = ["rid", "age", *POLICY.prior_columns]
+    pd.testing.assert_frame_equal(got[cols], expected[cols], check_exact=True)
+    assert (~view["rid"].isin(state["rid"])).any() and view["rid"].isin(state["rid"]).any()
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("held,n", [(3, 3), (2, 4), (1, 4), (3, 4)])
+def test_the_state_update_with_the_state_where_it_lies_equals_the_full_join(persistent, held, n):
+    """The pk step given the state's buckets (``state_buckets`` = ``held``): when ``n`` is a
+    multiple of them the state is not shuffled (the same buckets declared, or each split in
+    place), only the posteriors are; otherwise it is. Always the rows, values, dtypes and
+    order of the full outer join."""
+    policy = POLICY.with_overrides(persistent_groups=persistent)
+    rng = np.random.default_rng(31 + persistent + 2 * held + 5 * n)
+    state, posts = random_case(rng, policy, 150, 70, False)
+    expected = oracle(state, posts, policy, 4, n)
+    lazy = next_state(
+        in_buckets(state, policy, held), dd.from_pandas(posts, npartitions=2), policy, WINDOW, 4, n, held
+    )
+    assert lazy.optimize().expr.tree_repr().count("Shuffle:") == (1 if n % held == 0 else 2)
+    assert lazy.npartitions == n
+    got = lazy.compute(scheduler="sync").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)

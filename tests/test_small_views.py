@@ -77,20 +77,20 @@ def test_the_state_comes_bucket_after_bucket_sorted_by_id(hist_4x300, tmp_path, 
     from dpriv._random import stable_hash
 
     mh, policy = hist_4x300
-    # 3 buckets before release 2: at most 300 + 300 respondents, 200 a part
+    # 4 buckets before release 2: at most 300 + 300 respondents, 200 a part -> 3 -> a power of two
     monkeypatch.setattr(parts_mod, "STATE_PART_ROWS", 200)
     led = run(mh.history[mh.history.view <= 2], policy, tmp_path / "a", ALWAYS, monkeypatch)
     names = [f.name for f in led.state_files(2)]
-    assert names == [f"part-0000{b}.parquet" for b in range(3)]
+    assert names == [f"part-0000{b}.parquet" for b in range(4)]
     ids = led.read_state(2)["respondent_id"].to_numpy()
-    bucket = (pd.util.hash_array(ids, categorize=False) % 3).astype(int)
+    bucket = (pd.util.hash_array(ids, categorize=False) % 4).astype(int)
     # each part holds one bucket, in order
-    assert [set(led.read_state(2).loc[bucket == b, "respondent_id"]) for b in range(3)] == [
+    assert [set(led.read_state(2).loc[bucket == b, "respondent_id"]) for b in range(4)] == [
         set(pd.read_parquet(f)["respondent_id"]) for f in led.state_files(2)
     ]
-    assert np.array_equal(bucket, (stable_hash(ids) % np.uint64(3)).astype(int))
-    assert (np.diff(bucket) >= 0).all() and len(np.unique(bucket)) == 3
-    for b in range(3):
+    assert np.array_equal(bucket, (stable_hash(ids) % np.uint64(4)).astype(int))
+    assert (np.diff(bucket) >= 0).all() and len(np.unique(bucket)) == 4
+    for b in range(4):
         assert (np.diff(ids[bucket == b]) > 0).all()
 
 

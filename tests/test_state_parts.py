@@ -22,7 +22,7 @@ from dpriv.release import release_history
 from dpriv.state_parts import part_name, state_nbuckets, write_state
 
 ALWAYS, NEVER = 10**12, -1  # SMALL_VIEW_ROWS forcing the in-process / the Dask path
-PART = 150  # STATE_PART_ROWS of these tests: 2 to 4 buckets for views of 300 tuples
+PART = 150  # STATE_PART_ROWS of these tests: 2 to 8 buckets for views of 300 tuples
 
 
 def run(history, policy, root, threshold, monkeypatch, **kw):
@@ -33,6 +33,8 @@ def run(history, policy, root, threshold, monkeypatch, **kw):
 
 def test_the_number_of_buckets_follows_the_respondents_not_the_partitions():
     assert [state_nbuckets(n) for n in (0, 1, 131_072, 131_073, 10**6)] == [1, 1, 1, 2, 8]
+    # powers of two: a growing state keeps its count, or doubles it (each bucket splits in place)
+    assert [state_nbuckets(k * 131_072 + 1) for k in (2, 3, 4, 8, 9)] == [4, 4, 8, 16, 16]
     assert part_name(0, 1) == "state.parquet" and part_name(12, 40) == "part-00012.parquet"
 
 
@@ -45,11 +47,11 @@ def test_both_paths_write_the_same_parts(hist_4x300, tmp_path, monkeypatch):
     assert list(fa) == list(fb)
     for name in fa:
         assert fa[name] == fb[name], name
-    # release 4: its state bound is (rows of state 3) + 300 > 3 * PART -> 4 parts on disk
+    # release 4: its state bound is (rows of state 3) + 300 > 4 * PART -> 8 parts on disk
     bound = len(a.read_state(3)) + 300
     parts = [f.name for f in a.state_files(4)]
     assert parts == [part_name(i, state_nbuckets(bound)) for i in range(state_nbuckets(bound))]
-    assert len(parts) == -(-bound // PART) >= 3
+    assert bound > 4 * PART and len(parts) == 8
     # each part holds exactly the respondents of its bucket, sorted by id
     for i, f in enumerate(a.state_files(4)):
         ids = pd.read_parquet(f)["respondent_id"].to_numpy()
@@ -231,3 +233,41 @@ def test_the_workers_write_the_parts_and_nothing_of_the_state_reaches_the_client
     pd.testing.assert_frame_equal(back, state)
     assert sum(gathered) < 0.01 * state.memory_usage(deep=True).sum(), gathered
     assert [p.name for p in (tmp_path / "state").iterdir()] == ["1"]  # no temp folder left
+
+
+@pytest.mark.slow
+def test_a_resumed_history_takes_the_state_where_it_lies(hist_4x300, tmp_path, monkeypatch):
+    """The manifest records each state's bucket count: a resumed release reads the parts as one
+    partition per bucket (partition b = bucket b) and joins them where they lie; the ledger is
+    the uninterrupted one, byte for byte. Without the count (a ledger of an earlier dpriv) or
+    with a bucket's part missing, the state is read by row groups, its buckets unknown."""
+    mh, policy = hist_4x300
+    ref = run(mh.history, policy, tmp_path / "ref", NEVER, monkeypatch)
+    root = tmp_path / "resumed"
+    run(mh.history, policy, root, NEVER, monkeypatch, until=3)
+    led = Ledger(root)
+    n = led.committed()[-1]["state_buckets"]
+    assert n == state_nbuckets(len(led.read_state(2)) + 300) == len(led.state_files(3)) >= 4
+    held = led.held_state(3)
+    assert (held.buckets, held.rows, held.frame.npartitions) == (n, len(led.read_state(3)), n)
+    for b, part in enumerate(held.frame.to_delayed()):
+        ids = part.compute()["respondent_id"].to_numpy()
+        assert len(ids) and (stable_hash(ids) % np.uint64(n) == b).all()
+    import dpriv.rbk as rbk_mod
+
+    joined = []  # the held counts the rbk join was given
+    real = rbk_mod.by_bucket
+    monkeypatch.setattr(
+        rbk_mod, "by_bucket", lambda *a, **kw: joined.append(kw.get("held")) or real(*a, **kw)
+    )
+    resumed = run(mh.history, policy, root, NEVER, monkeypatch)
+    assert joined[:2] == [n, None]  # release 4: the state where it lies, the view cut into its buckets
+    got, want = ledger_files(resumed.root), ledger_files(ref.root)
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name] == want[name], name
+    # no count recorded, or a bucket without its part: buckets unknown, the same rows
+    assert parts_mod.held_state(led.state_files(3), None).buckets is None
+    assert parts_mod.held_state(led.state_files(3)[1:], n).buckets is None
+    rows = parts_mod.held_state(led.state_files(3), None).frame.compute().reset_index(drop=True)
+    pd.testing.assert_frame_equal(rows, held.frame.compute().reset_index(drop=True), check_dtype=False)
