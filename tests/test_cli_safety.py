@@ -364,6 +364,9 @@ def test_verify_a_ledger_release_under_its_own_policy(cli, generated, tmp_path):
     assert_refused(res, r"--view 4: .* holds no release 4; it holds releases \[1, 2, 3\]")
     res = cli("verify", "--ledger", led, "--view", "2")
     assert_refused(res, "--original FILE")
+    # the ledger folder itself given as the released view: named, not read as a table
+    res = cli("verify", led, "--original", out / "history.parquet", "--policy", out / "policy.toml")
+    assert_refused(res, "is a dpriv ledger", "--ledger PATH --view I")
     # a released view and a history without --view: refused, not measured against all views
     view2 = tmp_path / "v2.parquet"
     Ledger(led).read_view(2).to_parquet(view2)

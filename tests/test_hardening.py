@@ -680,6 +680,22 @@ def test_truncated_file_in_a_parquet_folder_is_an_input_error(medical, tmp_path)
         read_table(str(folder)).compute()
 
 
+def test_a_ledger_folder_given_as_a_table_is_named_as_such(medical, tmp_path):
+    # a fresh user's slip: `dpriv verify LEDGER --original H` read the ledger's Parquet files
+    # (views and state) as one table and failed with an internal KeyError
+    mh, policy = medical
+    folder = tmp_path / "hist"
+    folder.mkdir()
+    mh.history.iloc[:500].to_parquet(folder / "part.0.parquet", index=False)
+    assert len(read_table(str(folder)).compute()) == 500  # a folder of Parquet is a table
+    led = release_history(mh.history[mh.history.view == 1], policy, tmp_path / "led")
+    with pytest.raises(
+        InputError,
+        match=r"led is a dpriv ledger .*/led/releases/<i>/view\.parquet, .* --ledger PATH --view I",
+    ):
+        read_table(str(led.root))
+
+
 NAMES = {
     "respondent_id": "n° répondant (id)",
     "view": "vue (semaine)",
