@@ -154,14 +154,18 @@ def test_against_bruteforce_enumeration(seed, m, order):
         np.testing.assert_allclose(got, expect, atol=1e-12)
 
 
+def _m19_case(seed: int, n: int, window: int, kmax: int, max_length: int):
+    """Order-3 tables on M = 19 values in 3 classes and ``n`` respondents with ``window``
+    posteriors of at most ``kmax`` nonzeros: (knowledge, history, lengths, classes, BK^sv)."""
+    rng = np.random.default_rng(seed)
+    kn = _random_model(rng, 19, 3, n_classes=3, p_zero=0.2)
+    hist = _sparse_posteriors(rng, (n, window), 19, kmax=kmax)
+    lengths = rng.integers(0, max_length + 1, size=n)
+    return kn, hist, lengths, rng.integers(0, 3, size=n), rng.dirichlet(np.ones(19), size=n)
+
+
 def test_dense_equals_sparse_m19():
-    rng = np.random.default_rng(7)
-    m, order, n = 19, 3, 300
-    kn = _random_model(rng, m, order, n_classes=3, p_zero=0.2)
-    hist = _sparse_posteriors(rng, (n, 5), m, kmax=6)
-    lengths = rng.integers(0, 8, size=n)
-    cls = rng.integers(0, 3, size=n)
-    fb = rng.dirichlet(np.ones(m), size=n)
+    kn, hist, lengths, cls, fb = _m19_case(7, 300, 5, kmax=6, max_length=7)
     dense = revise(hist, lengths, cls, kn, fb, method="dense")
     sparse = revise(hist, lengths, cls, kn, fb, method="sparse")
     np.testing.assert_allclose(dense, sparse, atol=1e-12)
@@ -250,15 +254,11 @@ def test_each_row_has_the_same_bits_in_any_batch(method):
     # the Dask path revises the rows of each hash partition of the id together, and which
     # rows share a partition depends on the number of partitions (dpriv.rbk.with_state):
     # a respondent's RBK must not depend on the other rows of its batch, nor on their order
-    rng = np.random.default_rng(13)
-    m, order, n = 19, 3, 240
-    kn = _random_model(rng, m, order, n_classes=3, p_zero=0.2)
-    hist = _sparse_posteriors(rng, (n, 3), m, kmax=7)
-    lengths = rng.integers(0, 5, size=n)
-    cls = rng.integers(0, 3, size=n)
-    fb = rng.dirichlet(np.ones(m), size=n)
+    n = 240
+    kn, hist, lengths, cls, fb = _m19_case(13, n, 3, kmax=7, max_length=4)
     whole = revise(hist, lengths, cls, kn, fb, method=method)
-    perm = rng.permutation(n)
+    assert not np.array_equal(whole, fb)  # revised, so that the comparison can fail
+    perm = np.random.default_rng(14).permutation(n)
     for part in np.array_split(perm, [7, 50, 51, 130]):
         got = revise(hist[part], lengths[part], cls[part], kn, fb[part], method=method)
         assert np.array_equal(got, whole[part])
