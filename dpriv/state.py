@@ -327,9 +327,9 @@ def next_state(
     if not (is_dask(state) or is_dask(posts)):
         return _next_state_pandas(state, posts, policy, window, index, n)
     meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
-    held = state_buckets if is_dask(state) else None
-    if not is_dask(state):
+    if not is_dask(state):  # a first release's empty state, or one from an in-process release
         state = dd.from_pandas(state, npartitions=1, sort=False)
+    held = 1 if state.npartitions == 1 else state_buckets  # one partition holds the one bucket of 1
     if not is_dask(posts):
         posts = dd.from_pandas(posts, npartitions=1, sort=False)
     return dd.map_partitions(

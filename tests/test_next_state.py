@@ -285,3 +285,9 @@ def test_the_state_update_with_the_state_where_it_lies_equals_the_full_join(pers
     assert lazy.npartitions == n
     got = lazy.compute(scheduler="sync").reset_index(drop=True)
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    if held == 1:  # a pandas state (a first release's, or an in-process one's) is one bucket of 1
+        lazy = next_state(state, dd.from_pandas(posts, npartitions=2), policy, WINDOW, 4, n)
+        assert lazy.optimize().expr.tree_repr().count("Shuffle:") == 1
+        pd.testing.assert_frame_equal(
+            lazy.compute(scheduler="sync").reset_index(drop=True), expected, check_exact=True
+        )
