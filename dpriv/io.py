@@ -118,14 +118,15 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
     fs, _, paths = fsspec.get_fs_token_paths(path)
     if not paths or not fs.exists(paths[0]):
         raise InputError(f"input {path} does not exist")
-    if fs.isdir(paths[0]) and fs.exists(f"{paths[0].rstrip('/')}/manifest.json"):  # dpriv.ledger.MANIFEST
+    folder = fs.isdir(paths[0])
+    if folder and fs.exists(f"{paths[0].rstrip('/')}/manifest.json"):  # dpriv.ledger.MANIFEST
         raise InputError(
             f"{path} is a dpriv ledger (it holds manifest.json), not a table: give the file of a "
             f"table; the view of release i is {path.rstrip('/')}/releases/<i>/view.parquet, which "
             "dpriv verify and dpriv export also read as --ledger PATH --view I"
         )
     try:
-        if path.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]) or _is_parquet(fs, paths[0]):
+        if path.rstrip("/").endswith((".parquet", ".pq")) or folder or _is_parquet(fs, paths[0]):
             _check_parquet_footers(fs, paths[0])
             frame = dd.read_parquet(path)
         else:

@@ -173,7 +173,7 @@ def with_state(
         state = to_pandas(state)
         state = state[state[policy.id].isin(view[policy.id])]
         return view.merge(rbk_state(state), on=policy.id, how="left")
-    if is_dask(state) and state_buckets and state_buckets > 1 and state.npartitions == state_buckets:
+    if is_dask(state) and (state_buckets or 0) > 1:  # one bucket: the hash join keeps the view's parallelism
         right = by_bucket(rbk_state(state), policy.id, state_buckets, held=state_buckets)
         left = by_bucket(view, policy.id, state_buckets)
         meta = _join_part(left._meta, right._meta, policy.id)

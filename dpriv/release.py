@@ -214,12 +214,10 @@ SMALL_VIEW_ROWS = 50_000
 SMALL_STATE_ROWS = 500_000
 
 
-def in_process(n_rows: int, state: pd.DataFrame | dd.DataFrame | int) -> bool:
-    """Whether a view of ``n_rows`` tuples and a state ``state`` (a frame, or its number of
-    rows) is released in process."""
-    if n_rows > SMALL_VIEW_ROWS:
-        return False
-    return (state if isinstance(state, int) else len(state)) <= SMALL_STATE_ROWS  # Dask: one count
+def in_process(n_rows: int, n_state: int) -> bool:
+    """Whether a view of ``n_rows`` tuples is released in process, the respondent state
+    holding ``n_state`` rows."""
+    return n_rows <= SMALL_VIEW_ROWS and n_state <= SMALL_STATE_ROWS
 
 
 def collected(history: pd.DataFrame | dd.DataFrame, sizes: list[int]) -> pd.DataFrame | dd.DataFrame:
@@ -262,7 +260,7 @@ def release_view(
     holds back (:mod:`dpriv.gate`), suppressed before grouping. ``state_buckets``: the
     number of buckets of a Dask ``state`` whose partitions are its buckets (the new state of
     the release before, as this function returns it): the state is then joined where it
-    lies, in the rbk step and, when the bucket count is unchanged, in the pk step.
+    lies in the rbk step and, when ``nbuckets`` is a multiple of it, in the pk step.
     """
     steps = Steps()
     if withheld is not None and len(withheld):

@@ -159,18 +159,18 @@ def by_bucket(frame: dd.DataFrame, column: str, nbuckets: int, *, held: int | No
     divisions = (*range(n), n - 1)
     if not held or n % held or frame.npartitions != held:
         return frame.map_partitions(_with_bucket, column, n, meta=meta).set_index(BUCKET, divisions=divisions)
-    if held != n:
-        frame = frame.partitions[[j % held for j in range(n)]]
-    keyed = frame.map_partitions(_bucket_rows, column, n, held != n, meta=meta)
+    if held == n:
+        keyed = frame.map_partitions(_with_bucket, column, n, meta=meta)
+    else:  # partition j reads bucket j % held and keeps its rows of bucket j
+        sources = frame.partitions[[j % held for j in range(n)]]
+        keyed = sources.map_partitions(_bucket_rows, column, n, meta=meta)
     return keyed.set_index(BUCKET, sorted=True, divisions=divisions)
 
 
-def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, split: bool, partition_info=None):
-    """The rows of bucket ``partition_info["number"]`` (all of them unless ``split``), keyed."""
+def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, partition_info=None) -> pd.DataFrame:
+    """The rows of ``part`` in bucket ``partition_info["number"]`` (Dask passes it), keyed."""
     keyed = _with_bucket(part, column, nbuckets)
-    if not split:
-        return keyed
-    return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]  # Dask passes it
+    return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]
 
 
 def _merge_advance(

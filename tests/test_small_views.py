@@ -121,12 +121,8 @@ def test_the_revised_prior_of_a_respondent_does_not_depend_on_her_batch(hist_4x3
 def test_the_threshold_picks_the_path(hist_4x300, monkeypatch):
     monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 100)
     monkeypatch.setattr(release_mod, "SMALL_STATE_ROWS", 10)
-    state = pd.DataFrame({"id": range(10)})
-    assert release_mod.in_process(100, state) and not release_mod.in_process(101, state)
-    assert not release_mod.in_process(5, pd.DataFrame({"id": range(11)}))
-    import dask.dataframe as dd
-
-    assert release_mod.in_process(5, dd.from_pandas(state, npartitions=2))
+    assert release_mod.in_process(100, 10) and not release_mod.in_process(101, 10)
+    assert not release_mod.in_process(5, 11)
 
 
 def test_collected_takes_a_small_dask_history_into_the_process(hist_4x300, monkeypatch):
