@@ -17,6 +17,7 @@ import pandas as pd
 from numba import njit
 
 from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
+from dpriv.anonymity.group_stats import column_sums, prior_columns
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
 from dpriv.hilbert.keys import HKEY, TIE, grouping_coords, in_key_order, key_ordered
@@ -98,6 +99,18 @@ class GroupStats:
             pos.astype(np.int64, copy=False),
             n_groups,
         )
+        return cls(counts, counts.sum(axis=1), sum_p, np.bincount(g, ent, n_groups), lo, hi, first)
+
+    @classmethod
+    def of_columns(cls, group, s, cols, order, coords, pos, n_groups, m, log_base) -> GroupStats:
+        """:meth:`of` for the rows ``order`` of the (M, n) prior columns ``cols``, ``group``,
+        ``s``, ``coords`` and ``pos`` already in that order and every group >= 0: the same
+        bits without gathering the priors (:mod:`dpriv.anonymity.group_stats`)."""
+        g = group.astype(np.int64, copy=False)
+        counts = np.bincount(g * m + s, minlength=n_groups * m).reshape(n_groups, m).astype(np.int64)
+        sum_p, ent = column_sums(g, order.astype(np.int64, copy=False), cols, log_base, n_groups)
+        coords = np.ascontiguousarray(coords, dtype=np.float64)
+        _, lo, hi, first = _group_sums(g, np.zeros((len(g), 0)), coords, pos.astype(np.int64), n_groups)
         return cls(counts, counts.sum(axis=1), sum_p, np.bincount(g, ent, n_groups), lo, hi, first)
 
     def concat(self, other: GroupStats) -> GroupStats:
@@ -295,16 +308,16 @@ def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     k, t = key[keep], tie[keep]
     order = keep if in_key_order(k, t) else keep[np.lexsort((t, k))]  # ranges come key-ordered
     labels, group = np.unique(label[order], return_inverse=True)
-    priors = rows[policy.prior_columns].to_numpy(dtype=np.float64)[order]
-    st = GroupStats.of(
+    st = GroupStats.of_columns(
         group,
         rows[SCODE].to_numpy()[order],
-        priors,
-        entropies(priors, policy.log_base),
+        prior_columns(rows, policy.prior_columns),  # read where they lie, not gathered
+        order,
         grouping_coords(rows, policy)[order],
         np.arange(len(order)),
         len(labels),
         len(policy.sensitive_domain),
+        policy.log_base,
     )
     first = order[st.pos]
     return pd.concat([pd.DataFrame({LABEL: labels, HKEY: key[first], TIE: tie[first]}), _flat(st)], axis=1)
