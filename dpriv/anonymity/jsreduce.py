@@ -87,19 +87,19 @@ class GroupStats:
     def of(cls, group, s, priors, ent, coords, pos, n_groups, m) -> GroupStats:
         """Statistics of groups ``0..n_groups-1`` of ``group`` (int64 (n,), -1 ignored)."""
         kept = group >= 0
-        if not kept.all():  # (range_stats' groups are all >= 0: no (n, M) copy of the priors)
+        if not kept.all():  # (all >= 0: no copy of the priors)
             g, s, priors, ent, coords, pos = (a[kept] for a in (group, s, priors, ent, coords, pos))
         else:
             g = group
-        counts = np.bincount(g * m + s, minlength=n_groups * m).reshape(n_groups, m).astype(np.int64)
+        g = g.astype(np.int64, copy=False)
         sum_p, lo, hi, first = _group_sums(
-            g.astype(np.int64, copy=False),
+            g,
             np.ascontiguousarray(priors, dtype=np.float64),
             np.ascontiguousarray(coords, dtype=np.float64),
             pos.astype(np.int64, copy=False),
             n_groups,
         )
-        return cls(counts, counts.sum(axis=1), sum_p, np.bincount(g, ent, n_groups), lo, hi, first)
+        return cls._of_sums(g, s, m, sum_p, ent, lo, hi, first)
 
     @classmethod
     def of_columns(cls, group, s, cols, order, coords, pos, n_groups, m, log_base) -> GroupStats:
@@ -107,10 +107,16 @@ class GroupStats:
         ``s``, ``coords`` and ``pos`` already in that order and every group >= 0: the same
         bits without gathering the priors (:mod:`dpriv.anonymity.group_stats`)."""
         g = group.astype(np.int64, copy=False)
-        counts = np.bincount(g * m + s, minlength=n_groups * m).reshape(n_groups, m).astype(np.int64)
         sum_p, ent = column_sums(g, order.astype(np.int64, copy=False), cols, log_base, n_groups)
         coords = np.ascontiguousarray(coords, dtype=np.float64)
         _, lo, hi, first = _group_sums(g, np.zeros((len(g), 0)), coords, pos.astype(np.int64), n_groups)
+        return cls._of_sums(g, s, m, sum_p, ent, lo, hi, first)
+
+    @classmethod
+    def _of_sums(cls, g, s, m, sum_p, ent, lo, hi, first) -> GroupStats:
+        """The statistics from the compiled sums; S counts and entropy sums added here."""
+        n_groups = len(first)
+        counts = np.bincount(g * m + s, minlength=n_groups * m).reshape(n_groups, m).astype(np.int64)
         return cls(counts, counts.sum(axis=1), sum_p, np.bincount(g, ent, n_groups), lo, hi, first)
 
     def concat(self, other: GroupStats) -> GroupStats:
