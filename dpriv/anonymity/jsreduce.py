@@ -87,7 +87,7 @@ class GroupStats:
     def of(cls, group, s, priors, ent, coords, pos, n_groups, m) -> GroupStats:
         """Statistics of groups ``0..n_groups-1`` of ``group`` (int64 (n,), -1 ignored)."""
         kept = group >= 0
-        if not kept.all():  # (all >= 0: no copy of the priors)
+        if not kept.all():  # (when every group is >= 0 the priors are not copied)
             g, s, priors, ent, coords, pos = (a[kept] for a in (group, s, priors, ent, coords, pos))
         else:
             g = group
