@@ -1,7 +1,7 @@
 """Grouping kernels and the independent verifier: pandas / NumPy in and out.
 
 * ``generalize``: the numba greedy of Algorithm 2; ``jsreduce``: its scan and repair over
-  Hilbert ranges;
+  Hilbert ranges; ``group_stats``: what the repair knows of each QI-group;
 * ``mondrian``: the Mondrian baselines (k, l, t, (B,t));
 * ``verify`` (with ``membership``): the independent checks of a released view.
 
@@ -17,7 +17,7 @@ from typing import Any
 _PUBLIC = {
     "CARRIED": "generalize",
     "UNGROUPED": "generalize",
-    "GroupStats": "jsreduce",
+    "GroupStats": "group_stats",
     "Params": "jsreduce",
     "entropies": "jsreduce",
     "first_pass": "jsreduce",

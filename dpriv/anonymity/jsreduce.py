@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
 from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
-from dpriv.anonymity.group_stats import column_sums, prior_columns
+from dpriv.anonymity.group_stats import GroupStats, prior_columns
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
 from dpriv.hilbert.keys import HKEY, TIE, grouping_coords, in_key_order, key_ordered
@@ -42,92 +41,6 @@ class Params:
     cap: int = 0
     wait: int = 0
     reach: int = 256
-
-
-@njit(cache=True, nogil=True)
-def _group_sums(g, priors, coords, pos, n_groups):  # pragma: no cover - compiled
-    """Per group of ``g`` (int64 (n,), in ``0..n_groups-1``): prior sums (G, M), box lo/hi
-    (G, d) and smallest ``pos`` (G,). The rows are added in order, one after the other, as
-    ``np.add.at`` adds them, so the sums have its bits (``np.add.at`` on (n, 19) priors was
-    most of the repair's statistics at 10^6)."""
-    m, d = priors.shape[1], coords.shape[1]
-    sum_p = np.zeros((n_groups, m))
-    lo = np.full((n_groups, d), np.inf)
-    hi = np.full((n_groups, d), -np.inf)
-    first = np.full(n_groups, np.iinfo(np.int64).max)
-    for i in range(len(g)):
-        c = g[i]
-        for v in range(m):
-            sum_p[c, v] += priors[i, v]
-        for q in range(d):
-            x = coords[i, q]
-            if x < lo[c, q] or x != x:  # np.minimum.at: NaN wins
-                lo[c, q] = x
-            if x > hi[c, q] or x != x:
-                hi[c, q] = x
-        first[c] = min(first[c], pos[i])
-    return sum_p, lo, hi, first
-
-
-@dataclass
-class GroupStats:
-    """What the repair needs of each QI-group: counts (G, M) int64 of S, sizes (G,), sums of
-    priors (G, M) and of their entropies (G,), box lo/hi (G, m) on normalised QIs, and the
-    global Hilbert-order position (G,) of the group's first tuple."""
-
-    counts: np.ndarray
-    sizes: np.ndarray
-    sum_p: np.ndarray
-    sum_h: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    pos: np.ndarray
-
-    @classmethod
-    def of(cls, group, s, priors, ent, coords, pos, n_groups, m) -> GroupStats:
-        """Statistics of groups ``0..n_groups-1`` of ``group`` (int64 (n,), -1 ignored)."""
-        kept = group >= 0
-        if not kept.all():  # (when every group is >= 0 the priors are not copied)
-            g, s, priors, ent, coords, pos = (a[kept] for a in (group, s, priors, ent, coords, pos))
-        else:
-            g = group
-        g = g.astype(np.int64, copy=False)
-        sum_p, lo, hi, first = _group_sums(
-            g,
-            np.ascontiguousarray(priors, dtype=np.float64),
-            np.ascontiguousarray(coords, dtype=np.float64),
-            pos.astype(np.int64, copy=False),
-            n_groups,
-        )
-        return cls._of_sums(g, s, m, sum_p, ent, lo, hi, first)
-
-    @classmethod
-    def of_columns(cls, group, s, cols, order, coords, pos, n_groups, m, log_base) -> GroupStats:
-        """:meth:`of` for the rows ``order`` of the (M, n) prior columns ``cols``, ``group``,
-        ``s``, ``coords`` and ``pos`` already in that order and every group >= 0: the same
-        bits without gathering the priors (:mod:`dpriv.anonymity.group_stats`)."""
-        g = group.astype(np.int64, copy=False)
-        sum_p, ent = column_sums(g, order.astype(np.int64, copy=False), cols, log_base, n_groups)
-        coords = np.ascontiguousarray(coords, dtype=np.float64)
-        _, lo, hi, first = _group_sums(g, np.zeros((len(g), 0)), coords, pos.astype(np.int64), n_groups)
-        return cls._of_sums(g, s, m, sum_p, ent, lo, hi, first)
-
-    @classmethod
-    def _of_sums(cls, g, s, m, sum_p, ent, lo, hi, first) -> GroupStats:
-        """The statistics from the compiled sums; S counts and entropy sums added here."""
-        n_groups = len(first)
-        counts = np.bincount(g * m + s, minlength=n_groups * m).reshape(n_groups, m).astype(np.int64)
-        return cls(counts, counts.sum(axis=1), sum_p, np.bincount(g, ent, n_groups), lo, hi, first)
-
-    def concat(self, other: GroupStats) -> GroupStats:
-        return GroupStats(*(np.concatenate([a, b]) for a, b in zip(self.astuple(), other.astuple())))
-
-    def astuple(self) -> tuple:
-        return (self.counts, self.sizes, self.sum_p, self.sum_h, self.lo, self.hi, self.pos)
-
-    @property
-    def n_groups(self) -> int:
-        return len(self.pos)
 
 
 def _scan(order, s, priors, ent, view_counts, params: Params, group):
