@@ -8,8 +8,8 @@ as columns ((M, n), a column a row) in a given row order: the greedy's rows as t
 transposed view of its (n, M) matrix, no copy), or a Hilbert range's rows in key order straight
 from the frame's columns (:func:`prior_columns`, :meth:`GroupStats.of_columns`: pandas
 interleaving the 19 prior columns of a fragmented frame and gathering them in key order cost two
-full copies of the priors; range_stats took 0.98-1.13 s at 10^6 tuples in process with them,
-0.76-0.85 s without, docs/scaling.md, session 20).
+full copies of the priors; range_stats took 1.13-1.34 s at 10^6 tuples in process with them,
+0.82-0.92 s without, docs/scaling.md, session 20).
 """
 
 from __future__ import annotations
