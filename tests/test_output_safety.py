@@ -194,11 +194,16 @@ def test_force_never_replaces_another_commands_file_in_the_ledgers_attack_folder
     assert_refused(res, r"r\.html has changed since dpriv report wrote it")
     assert snapshot(out / "led") == before
     page.unlink()
-    # a result an older dpriv wrote (no record entry) is replaced by an attack only
+    # a result without a record (an older dpriv's, or a file someone put there) is never replaced
     record = gain.parent / RECORD
     record.unlink()
+    before = snapshot(out / "led")
     res = cli("export", "--ledger", out / "led", "--view", "1", "--out", gain, "--force")
     assert_refused(res, r"gain_dk\.csv is a result file of the release ledger .* without a record")
+    res = cli(*_attack(out))
+    assert_refused(res, r"gain_dk\.csv exists and no dpriv attack recorded writing it", "--out")
+    assert snapshot(out / "led") == before
+    gain.rename(out / "old_gain.csv")  # moved away: the attack writes (and records) it again
     assert cli(*_attack(out)).exit_code == 0 and written_by(gain) == "attack"
 
 

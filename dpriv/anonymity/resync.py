@@ -67,13 +67,11 @@ def resync(
     """
     if carry is None or not len(carry):
         return None, 0, tail
-    rows = done.drop(columns=LABEL)
-    n, c = len(rows) + len(tail), len(carry)
+    n, c = len(done) + len(tail), len(carry)
     length = FIRST_ROWS
     while True:
         whole = length >= n
-        prefix = pd.concat([rows, tail], ignore_index=True) if whole else _prefix(rows, tail, length)
-        head = pd.concat([carry, prefix], ignore_index=True)
+        head = pd.concat([carry, _prefix(done, tail, min(length, n))], ignore_index=True)
         group = scan_groups(head, policy, view_counts, last and whole)
         met = np.intersect1d(close_steps(group) - c, closes)
         if len(met):  # both scans closed a group at this row: the same decisions after it
@@ -85,11 +83,13 @@ def resync(
         length *= 4
 
 
-def _prefix(rows: pd.DataFrame, tail: pd.DataFrame, length: int) -> pd.DataFrame:
-    """The first ``length`` rows of the range (``rows`` then ``tail``)."""
-    if length <= len(rows):
-        return rows.iloc[:length]
-    return pd.concat([rows, tail.iloc[: length - len(rows)]], ignore_index=True)
+def _prefix(done: pd.DataFrame, tail: pd.DataFrame, length: int) -> pd.DataFrame:
+    """The range's first ``length`` rows (``done`` then ``tail``) without their label: only
+    those rows are copied (the chain of :func:`resync` moves little)."""
+    head = done.iloc[:length].drop(columns=LABEL)
+    if length <= len(done):
+        return head
+    return pd.concat([head, tail.iloc[: length - len(done)]], ignore_index=True)
 
 
 def spliced(done: pd.DataFrame, fix: pd.DataFrame | None, upto: int) -> pd.DataFrame:
