@@ -28,7 +28,7 @@ from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
-from dpriv.validate import check_unique_ids, codes, validate_view
+from dpriv.validate import check_rows, check_unique_ids, codes, validate_view
 from dpriv.view_summary import ViewSummary
 
 
@@ -220,14 +220,24 @@ def check_released_history(
             digest = validate_view(view, policy, allow_small=True).input_sha
         except (InputError, PolicyError) as exc:
             raise InputError(
-                f"the history's view {i} cannot be the one released ({exc}); give the history "
-                "that was released"
+                f"the history's view {i} cannot be the one released ({_rows_named(history, policy) or exc}); "
+                "give the history that was released"
             ) from None
         if digest != recorded[i]:
             raise InputError(
                 f"the history's view {i} is not the one released into {ledger.root} (its rows differ "
                 "from the digest the ledger recorded): give the history that was released"
             )
+
+
+def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:
+    """The bad rows of ``history``, named by their line in the input file as ``dpriv release``
+    names them (:func:`dpriv.validate.check_rows`); None when its rows pass."""
+    try:
+        check_rows(history, policy)
+    except InputError as exc:
+        return str(exc)
+    return None
 
 
 def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:

@@ -262,6 +262,24 @@ def test_release_names_the_bad_rows_of_every_view_by_their_line(note, cli, relea
     assert not (tmp_path / "led").exists()
 
 
+def test_verify_and_report_name_the_bad_rows_by_their_line_as_release_does(cli, released, tmp_path):
+    """A fresh user's drill: verify and report named a bad row of --history by its position
+    ("row 400") where release said "line 402 of FILE"; now all say the line."""
+    h = pd.read_parquet(released / "history.parquet").sort_values("view", kind="stable")
+    h = h.reset_index(drop=True).astype({"weight": object})
+    bad = np.flatnonzero(h["view"] == 2)[[3, 40]]
+    h.loc[bad, "weight"] = "heavy"  # text in a numeric QI of the released view 2
+    path = tmp_path / "text.csv"
+    h.to_csv(path, index=False)
+    first = f"line {bad[0] + 2} (respondent_id="
+    led = released / "led"
+    res = cli("verify", "--ledger", led, "--view", "2", "--history", path)
+    assert_refused(res, re.escape(first), re.escape(f"of {path} (the header is line 1)"))
+    res = cli("report", led, "--history", path, "--out", tmp_path / "r.html")
+    assert_refused(res, re.escape(first), re.escape(f"of {path} (the header is line 1)"))
+    assert not (tmp_path / "r.html").exists()
+
+
 @pytest.mark.parametrize("npartitions", [1, 3, 7])
 def test_the_message_is_the_same_for_any_number_of_partitions(npartitions, released, tmp_path):
     """Rows found in several Dask partitions are placed in the whole file (partition lengths):
