@@ -29,35 +29,26 @@ def check_result_file(path: Path) -> None:
     """Refuse (InputError) to replace ``path`` in a ledger's ``attack/`` folder unless it is
     absent or a result an attack wrote there, unchanged since: the folder's record
     (``attack/.dpriv-outputs``, dpriv/cli/outputs.py) names it as written by ``attack`` with
-    these bytes. A result an older dpriv wrote has no record entry; it is replaced only while
-    it is a regular file (no symbolic link) whose CSV header names ``release`` and
-    ``adversary_gain``. An edited result, or a file someone else put there under that name, is
-    never overwritten."""
+    these bytes. An edited result, or a file without a record (someone else's file under that
+    name, or a result of a dpriv from before the record), is never overwritten."""
     from dpriv.cli.outputs import RECORD, _read_record, written_by
 
     if not (path.exists() or path.is_symlink()):
         return
     entry = (_read_record(path.absolute().parent) or {}).get(path.name)
-    if entry is not None:
-        if written_by(path) != "attack":
-            raise InputError(
-                f"{path} has changed since dpriv {entry.kind} wrote it (its bytes differ from "
-                f"the record in {path.parent / RECORD}): dpriv replaces only its own attack/ "
-                "results as they were written; nothing was written: move it away first, or "
-                "write this attack elsewhere with --out"
-            )
+    if entry is not None and written_by(path) == "attack":
         return
-    header = ""
-    if path.is_file() and not path.is_symlink():
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            header = fh.readline()
-    names = {c.strip() for c in header.strip().split(",")}
-    if not {"release", "adversary_gain"} <= names:
-        raise InputError(
-            f"{path} exists and is not an attack result (no CSV header with release and "
-            "adversary_gain): dpriv replaces only its own attack/ results, never another file; "
-            "nothing was written: move it away first"
-        )
+    why = (
+        f"has changed since dpriv {entry.kind} wrote it (its bytes differ from the record in "
+        f"{path.parent / RECORD})"
+        if entry is not None
+        else f"exists and no dpriv attack recorded writing it (no entry in {path.parent / RECORD})"
+    )
+    raise InputError(
+        f"{path} {why}: dpriv replaces only its own attack/ results as they were written, never "
+        "another file; nothing was written: move it away first, or write this attack elsewhere "
+        "with --out"
+    )
 
 
 def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:

@@ -33,7 +33,7 @@ from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.release_check import check_ledger_last
+from dpriv.release_check import check_ledger_whole
 from dpriv.released import GROUP, _py
 from dpriv.rows import csv_lines, input_file
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
@@ -182,7 +182,7 @@ def read_attack(
     releases = [r["index"] for r in ledger.committed()]
     if not releases:
         return None
-    check_ledger_last(ledger, state=False)  # a missing or truncated release: LedgerError
+    check_ledger_whole(ledger, state=False)  # a missing or truncated release: LedgerError
     indices = set(check_history(history, policy))
     policy, _ = resolve_policy(history, policy)
     adv = (

@@ -4,7 +4,10 @@ Each range is grouped by the range kernel of ``policy.grouping`` (:func:`range_k
 leaves the rows it cannot close yet to the next range:
 
 * the greedy scan (:func:`dpriv.anonymity.jsreduce.scan_range`) hands on its open group,
-  which depends on how the range was scanned: the ranges run as a chain (:func:`chained_scan`),
+  which depends on how the range was scanned: every range is scanned alone at once, then a
+  short chain puts each range's first rows back in step with the rows carried in
+  (:func:`resynced_scan`, :mod:`dpriv.anonymity.resync`); with deferral (``defer_wait`` > 0),
+  which keeps tuples waiting across groups, the ranges run as a chain (:func:`chained_scan`),
   one after the other;
 * the top-down split (:func:`topdown_range`: :func:`dpriv.anonymity.topdown.topdown_groups`
   over the range's complete blocks) hands on the rows of its last block (a Hilbert sub-cube may
@@ -21,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.jsreduce import scan_range
+from dpriv.anonymity.resync import resync, scan_alone, spliced
 from dpriv.anonymity.topdown import split_coords, topdown_groups
 from dpriv.criteria import criteria_for
 from dpriv.divergence import GROUNDS
@@ -40,13 +44,33 @@ def first_pass(
 ) -> dd.DataFrame:
     """The range kernel over the Hilbert ranges of ``ranges`` (indexed by the key, in key
     order): every row with its ``_label`` (-1: a leftover for the repair), one partition per
-    range. Top-down ranges run side by side, scan ranges as a chain."""
+    range. Top-down ranges run side by side, scan ranges alone and then resynced (as a chain
+    with deferral)."""
     kernel = range_kernel(policy)
     # the meta is the kernel's output on the empty view (ids keep their dtype through the
     # state join, see dpriv.state): Dask checks every link against it
     meta = kernel(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
-    run = side_by_side if policy.grouping == "topdown" else chained_scan
+    if policy.grouping == "topdown":
+        run = side_by_side
+    else:
+        run = chained_scan if policy.defer_wait > 0 else resynced_scan
     return dd.from_delayed(run(ranges.to_delayed(), policy, view_counts), meta=meta)
+
+
+def resynced_scan(parts: list, policy: ReleasePolicy, view_counts: np.ndarray) -> list:
+    """The chain's outputs over ``parts`` (greedy scan, no deferral): each range scanned alone
+    at once, a chain of :func:`dpriv.anonymity.resync.resync` over the few rows where the
+    carried rows change the groups, the splices at once."""
+    alone = dask.delayed(scan_alone, nout=3, pure=True)
+    again = dask.delayed(resync, nout=3, pure=True)
+    splice = dask.delayed(spliced, pure=True)
+    links, carry = [], None
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        done, tail, closes = alone(part, policy, view_counts, last)
+        fix, upto, carry = again(done, tail, closes, carry, policy, view_counts, last)
+        links.append(splice(done, fix, upto))
+    return links
 
 
 def chained_scan(parts: list, policy: ReleasePolicy, view_counts: np.ndarray) -> list:

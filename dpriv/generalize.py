@@ -95,8 +95,10 @@ def generalize_view(
         ``policy.prior_columns`` (float64, rows sum to 1).
     summary : from :func:`dpriv.validate.validate_view` (size and sensitive counts).
     npartitions, divisions : Hilbert ranges; default the input's number of partitions (1
-        for pandas). The scan is chained over the ranges and the repair is global, so the
-        release does not depend on them; the same input + policy gives the same bytes.
+        for pandas). Each range gets the groups of the scan chained over the ranges (on Dask
+        the ranges are scanned at once and resynced, :mod:`dpriv.anonymity.resync`) and the
+        repair is global, so the release does not depend on them; the same input + policy
+        gives the same bytes.
     steps : records the seconds of each step (Dask: keys, shuffle, grouping, repair, qig;
         each persisted on the workers, see :mod:`dpriv.steps`).
 
@@ -174,8 +176,9 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
 
 
 def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
-    """The Dask orchestration: keys, shuffle into Hilbert ranges, chained scan (each step
-    persisted), the repair as one worker task, whole QI-groups per part, CreateQIG per part."""
+    """The Dask orchestration: keys, shuffle into Hilbert ranges, the first pass over the ranges
+    (:mod:`dpriv.first_pass`; each step persisted), the repair as one worker task, whole
+    QI-groups per part, CreateQIG per part."""
     (keyed_view,) = steps.run("keys", map_frame(add_keys, view, policy, meta=keyed_meta(view._meta, policy)))
     if not divisions:
         histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys

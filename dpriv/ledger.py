@@ -55,6 +55,15 @@ ATTACK_DIR = "attack"
 TAKE_UP = {"small_view": "suppress"}
 
 
+def policy_digest(policy: Mapping[str, Any]) -> str:
+    """sha256 (hex) of a ledger's policy.json content without the :data:`TAKE_UP` fields (a
+    running ledger may take those up): what ``manifest.json`` records as ``policy_sha256``."""
+    import hashlib
+
+    pinned = {k: v for k, v in policy.items() if k not in TAKE_UP}
+    return hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()
+
+
 def _short(values: dict[str, Any], key: str) -> str:
     """A policy field's value for a message ("not set" when absent), at most 60 characters."""
     if key not in values:
@@ -156,7 +165,7 @@ class Ledger:
         if not path.exists():
             self._pending_policy = fingerprint
             return
-        stored = _read_json(path)
+        stored = self._stored_policy()
         given = json.loads(json.dumps(fingerprint, sort_keys=True))
         taken_up = {k: v for k, v in TAKE_UP.items() if given.get(k) == v and stored.get(k) != v}
         if taken_up:  # recorded with the next commit
@@ -181,11 +190,32 @@ class Ledger:
                 f"{self.root} holds no release yet (no {POLICY}): release into it first "
                 f"(dpriv release HISTORY --ledger {self.root})"
             )
-        stored = _read_json(self.root / POLICY)
+        stored = self._stored_policy()
         stored.pop("method", None)
         stored.pop("knowledge_sha256", None)
         stored.pop("hierarchy_sha256", None)
         return ReleasePolicy.from_dict(stored)
+
+    def check_policy_file(self) -> None:
+        """LedgerError when policy.json was changed, or removed, after ``manifest.json``
+        recorded its digest (a ledger committed without a policy has neither)."""
+        if (self.root / POLICY).exists() or "policy_sha256" in self.manifest():
+            self._stored_policy()
+
+    def _stored_policy(self) -> dict[str, Any]:
+        """policy.json, refused (LedgerError) when its content no longer has the digest
+        ``manifest.json`` recorded: a hand edit would otherwise change every later release."""
+        path = self.root / POLICY
+        stored = _read_json(path)
+        recorded = self.manifest().get("policy_sha256")
+        if recorded is not None and (not isinstance(stored, dict) or policy_digest(stored) != recorded):
+            raise LedgerError(
+                f"{path} was changed after the ledger recorded it (its content no longer has the "
+                "digest manifest.json holds as policy_sha256): the ledger is damaged; restore "
+                "policy.json from a backup (a ledger keeps one policy: start a new ledger for a "
+                "new policy)"
+            )
+        return stored
 
     # -- one release --------------------------------------------------------------------
     def release_dir(self, index: int) -> Path:
@@ -263,6 +293,8 @@ class Ledger:
                 atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
                 self._pending_policy = None
             manifest = self.manifest()
+            if "policy_sha256" not in manifest and (self.root / POLICY).exists():  # first commit
+                manifest["policy_sha256"] = policy_digest(_read_json(self.root / POLICY))
             manifest["releases"].append({"index": index, **entry})
             self._write_manifest(manifest)
         except BaseException:  # an interrupt or a failed write: release `index` was never committed

@@ -60,7 +60,7 @@ from dpriv.rbk import revised
 from dpriv.release_check import (  # noqa: F401
     PartCheck,
     check_anatomy_groups,
-    check_ledger_last,
+    check_ledger_whole,
     check_qi_groups,
     verify_parts,
     verify_view,  # noqa: F401 - public here (dpriv verify)
@@ -149,7 +149,7 @@ def release_history(
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False)  # prepared below, if a release is to be made
     ledger.check_policy({**policy.fingerprint(), **pinned})
-    check_ledger_last(ledger)
+    check_ledger_whole(ledger)
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
     id_dtype = meta_of(history)[policy.id].dtype

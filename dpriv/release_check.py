@@ -28,7 +28,7 @@ from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
-from dpriv.validate import check_unique_ids, codes, validate_view
+from dpriv.validate import check_rows, check_unique_ids, codes, validate_view
 from dpriv.view_summary import ViewSummary
 
 
@@ -220,8 +220,8 @@ def check_released_history(
             digest = validate_view(view, policy, allow_small=True).input_sha
         except (InputError, PolicyError) as exc:
             raise InputError(
-                f"the history's view {i} cannot be the one released ({exc}); give the history "
-                "that was released"
+                f"the history's view {i} cannot be the one released ({_rows_named(history, policy) or exc}); "
+                "give the history that was released"
             ) from None
         if digest != recorded[i]:
             raise InputError(
@@ -230,35 +230,53 @@ def check_released_history(
             )
 
 
-def check_ledger_last(ledger: Ledger, *, state: bool = True) -> None:
-    """LedgerError unless every committed release's view and metrics are on disk and the
-    last committed release's files are whole: its view holds the
-    ``n_released`` tuples its metrics.json recorded (Parquet footer; a generalized view)
-    and its state has at least one part. A release resumed from a damaged ledger would
-    build on files that no longer say what was published."""
+def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:
+    """The bad rows of ``history``, named by their line in the input file as ``dpriv release``
+    names them (:func:`dpriv.validate.check_rows`); None when its rows pass."""
+    try:
+        check_rows(history, policy)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
+    """LedgerError unless every committed release's files are whole: its view and metrics
+    are on disk, the view's Parquet footer reads and (a generalized view) holds the
+    ``n_released`` tuples its metrics.json recorded, policy.json has the digest the manifest
+    recorded, and (``state``) the last release's state has at least one part. A release
+    resumed from a damaged ledger would build on files that no longer say what was
+    published; an attack or a report would read them as published. Reads the footers and the
+    metrics only (a few KiB per release)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     last = ledger.last_index()
     if not last:
         return
-    for entry in ledger.committed():  # every release the manifest lists is on disk
+    for entry in ledger.committed():  # every release the manifest lists is on disk and whole
+        index = entry["index"]
         for name in ("view.parquet", "metrics.json"):
-            path = ledger.release_dir(entry["index"]) / name
+            path = ledger.release_dir(index) / name
             if not path.is_file():
                 raise LedgerError(
-                    f"{path} is missing (release {entry['index']} is listed in manifest.json): "
+                    f"{path} is missing (release {index} is listed in manifest.json): "
                     "the ledger is damaged; restore it from a backup"
                 )
+        view = ledger.release_dir(index) / "view.parquet"
+        try:
+            rows = pq.ParquetFile(view).metadata.num_rows
+        except (pa.ArrowException, OSError) as exc:
+            raise LedgerError(
+                f"{view} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
+            ) from None
+        recorded = ledger.read_metrics(index).n_released
+        anatomy = (ledger.release_dir(index) / SENSITIVE).exists()
+        if not anatomy and recorded not in (None, rows):
+            raise LedgerError(
+                f"{view} holds {rows} tuples where release {index} recorded {recorded} "
+                "(metrics.json): the ledger is damaged; restore it from a backup"
+            )
+    ledger.check_policy_file()
     if state:  # (a report reads no state)
         ledger.state_files(last)  # LedgerError naming the folder
-    record = ledger.read_metrics(last)
-    view = ledger.release_dir(last) / "view.parquet"
-    if not view.is_file():
-        raise LedgerError(f"{view} is missing: the ledger is damaged; restore it from a backup")
-    rows = pq.ParquetFile(view).metadata.num_rows
-    anatomy = (ledger.release_dir(last) / SENSITIVE).exists()
-    if not anatomy and record.n_released not in (None, rows):
-        raise LedgerError(
-            f"{view} holds {rows} tuples where release {last} recorded {record.n_released} "
-            "(metrics.json): the ledger is damaged; restore it from a backup"
-        )

@@ -423,7 +423,7 @@ def test_verify_of_a_ledger_release_whose_file_lost_a_group(tmp_path):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2
     n = int((kept["qi_group"] != last).sum())
-    assert f"the release holds {n} tuples where the ledger recorded {recorded}" in res.output
+    assert f"view.parquet holds {n} tuples where release 2 recorded {recorded}" in res.output
 
 
 def test_kpr_spec_test_vector(cli, tmp_path):

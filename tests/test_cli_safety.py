@@ -162,6 +162,20 @@ def test_release_refused_for_a_missing_knowledge_file_creates_no_ledger(cli, tmp
     assert snapshot(led) == before
 
 
+@pytest.mark.parametrize("damage", ["text", "truncated"])
+def test_release_refused_for_a_knowledge_file_that_is_not_a_table(cli, tmp_path, generated, damage):
+    gen, _ = generated
+    bad = tmp_path / "dk.npz"
+    good = (gen / "knowledge" / "dk.npz").read_bytes()
+    bad.write_bytes(b"stage,next\n1,2\n" if damage == "text" else good[: len(good) // 2])
+    policy = tmp_path / "p.toml"
+    text = (gen / "policy.toml").read_text().replace('"knowledge/dk.npz"', f'"{bad}"')
+    policy.write_text(text.replace('"knowledge/', f'"{gen}/knowledge/'))
+    res = cli("release", gen / "history.parquet", "--ledger", tmp_path / "L", "--policy", policy)
+    assert_refused(res, rf"knowledge file {re.escape(str(bad))} is not a knowledge table", "restore")
+    assert not (tmp_path / "L").exists()
+
+
 def test_a_refused_first_release_leaves_no_new_ledger_folder(tmp_path, generated):
     gen, mh = generated
     # t and j this strict suppress far more than max_suppression allows: release 1 is refused

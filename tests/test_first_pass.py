@@ -9,6 +9,8 @@ over several ranges), and no range's task waits for another range's grouping.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -16,9 +18,9 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpriv.first_pass import chained_scan, side_by_side
+from dpriv.first_pass import chained_scan, resynced_scan, side_by_side
 from dpriv.hilbert.keys import HKEY, add_keys
-from dpriv.released import secret_policy
+from dpriv.released import LABEL, secret_policy
 from dpriv.validate import validate_view
 from tests.test_properties import views_and_policies
 from tests.test_topdown import EXAMPLES
@@ -78,3 +80,55 @@ def test_no_range_waits_for_another_ranges_grouping():
         last = dict(links[-1].dask)
         kernels = [k for k in last if "topdown_range" in str(k)]
         assert (len(kernels) == len(parts)) if chained else (len(kernels) == 1), kernels
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    views_and_policies(),
+    st.lists(st.integers(0, 2**40), min_size=0, max_size=9),
+    st.sampled_from([1, 2, 5, 1024]),
+)
+def test_resynced_scan_gives_the_chains_rows_range_by_range(case, cuts, first_rows):
+    """Each range scanned alone, then resynced from a few rows (4x more each time the scans
+    have not met yet): the chain's groups, labels and leftovers, range by range."""
+    view, policy = case
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy, summary)
+    parts = ranges_of(view, policy, cuts)
+    with dask.config.set(scheduler="sync"), mock.patch("dpriv.anonymity.resync.FIRST_ROWS", first_rows):
+        chain = dask.compute(*chained_scan(parts, policy, summary.s_counts))
+        resynced = dask.compute(*resynced_scan(parts, policy, summary.s_counts))
+    assert len(resynced) == len(chain) == len(parts)
+    for got, expected in zip(resynced, chain):
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_resync_stops_where_both_scans_close_a_group():
+    """Hand-made: k = 2, t = 0.2 (the view holds 4 a and 3 b: a group of two a is too far from
+    it, a group with a b is not). The range holds b a a b b a; alone it closes groups after
+    rows 1, 3 and 5. With one a carried in, the chain closes after row 0 ({a, b}), then
+    after row 3 ({a, a, b}): both scans closed a group after row 3, so rows 0-3 take the new
+    groups (found when 4 rows are scanned again) and rows 4-5 keep the lone scan's."""
+    from dpriv.anonymity.jsreduce import scan_range
+    from dpriv.anonymity.resync import resync, scan_alone, spliced
+    from dpriv.policy import ReleasePolicy
+
+    values = list("abaabba")
+    view = pd.DataFrame({"rid": np.arange(7), "age": np.arange(7), "s": values, "p__a": 0.5, "p__b": 0.5})
+    policy = ReleasePolicy(
+        id="rid", qi=["age"], sensitive="s", k=2, t=0.2, j=5.0, domains={"age": [0, 6], "s": ["a", "b"]}
+    )
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy, summary)
+    keyed = add_keys(view, policy).sort_values(HKEY).reset_index(drop=True)
+    assert keyed["s"].tolist() == values  # the key follows age
+    carry, part = keyed.iloc[:1].reset_index(drop=True), keyed.iloc[1:].reset_index(drop=True)
+    done, tail, closes = scan_alone(part, policy, summary.s_counts, False)
+    np.testing.assert_array_equal(closes, [1, 3, 5])
+    with mock.patch("dpriv.anonymity.resync.FIRST_ROWS", 1):
+        fix, upto, carried = resync(done, tail, closes, carry, policy, summary.s_counts, False)
+    assert upto == 4 and len(fix) == 5  # the carried row and rows 0-3
+    expected, expected_tail = scan_range(part, carry, policy, summary.s_counts, False)
+    pd.testing.assert_frame_equal(spliced(done, fix, upto), expected, check_exact=True)
+    pd.testing.assert_frame_equal(carried, expected_tail, check_exact=True)
+    assert expected[LABEL].nunique() == 3  # {a, b}, {a, a, b}, {b, a}

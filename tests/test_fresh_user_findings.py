@@ -260,10 +260,10 @@ def test_save_gain_and_the_cli_replace_only_an_attack_result(released, tmp_path)
     path.unlink()
     foreign = gain_path(out / "led", "dk-1")
     foreign.write_text("my notes\n")
-    with pytest.raises(InputError, match="is not an attack result"):
+    with pytest.raises(InputError, match="exists and no dpriv attack recorded writing it"):
         save_gain(gain, out / "led", "dk-1")
     res = run("attack", out / "led", "--history", out / "history.csv", "--knowledge", "dk-1")
-    assert_refused(res, "is not an attack result", "move it away first")
+    assert_refused(res, "no dpriv attack recorded writing it", "move it away first")
     assert foreign.read_text() == "my notes\n"
     foreign.unlink()
 

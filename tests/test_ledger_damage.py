@@ -137,3 +137,54 @@ def test_a_ledger_with_no_release_yet_says_so_to_attack(released, tmp_path):
     res = run(released, "attack", root, "--history", released / "history.parquet", "--knowledge", "dk")
     refused(res, "holds no release yet (no policy.json): release into it first")
     assert "damaged" not in res.output and snapshot(root) == before
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted"])
+def test_a_damaged_earlier_view_is_refused_by_every_command(released, tmp_path, damage):
+    """Release 1's view truncated to half its bytes, or release 2's deleted: verify, attack,
+    report and release each exit 2 naming the file, and nothing is written."""
+    index = 1 if damage == "truncated" else 2
+
+    def change(root):
+        view = root / "releases" / str(index) / "view.parquet"
+        if damage == "truncated":
+            view.write_bytes(view.read_bytes()[: view.stat().st_size // 2])
+        else:
+            view.unlink()
+
+    root, before = damaged(released, tmp_path, change)
+    named = f"releases/{index}/view.parquet"
+    hist = released / "h12.parquet"
+    verify = run(released, "verify", "--ledger", root, "--view", str(index), "--history", hist)
+    refused(verify, named, "damaged")
+    refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), named, "damaged")
+    report = run(released, "report", root, "--out", tmp_path / "r.html")
+    refused(report, named, "damaged")
+    assert not (tmp_path / "r.html").exists()
+    refused(release_onto(released, root), named, "damaged")
+    assert snapshot(root) == before
+
+
+def test_a_hand_edited_policy_json_is_refused_not_taken_up(released, tmp_path):
+    """policy.json loosened by hand (k 1, t 1, j 50): the manifest recorded its digest, so the
+    next release, attack, report and verify exit 2 naming policy.json, and nothing is written
+    (before, the loosened policy released view 3 with groups of one)."""
+    import json
+
+    def loosen(root):
+        path = root / "policy.json"
+        policy = json.loads(path.read_text())
+        path.write_text(json.dumps({**policy, "k": 1, "t": 1.0, "j": 50.0}, indent=2, sort_keys=True))
+
+    root, before = damaged(released, tmp_path, loosen)
+    assert "policy_sha256" in json.loads((released / "L" / "manifest.json").read_text())
+    hist = released / "h12.parquet"
+    release = run(released, "release", released / "history.parquet", "--ledger", root)
+    refused(release, "policy.json", "was changed", "restore")
+    refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), "policy.json")
+    refused(run(released, "report", root, "--out", tmp_path / "r.html"), "policy.json")
+    refused(run(released, "verify", "--ledger", root, "--view", "1", "--history", hist), "policy.json")
+    assert snapshot(root) == before
+    # the same ledger with its policy.json as recorded releases view 3
+    shutil.copy(released / "L" / "policy.json", root / "policy.json")
+    assert release_onto(released, root).exit_code == 0

@@ -194,11 +194,16 @@ def test_force_never_replaces_another_commands_file_in_the_ledgers_attack_folder
     assert_refused(res, r"r\.html has changed since dpriv report wrote it")
     assert snapshot(out / "led") == before
     page.unlink()
-    # a result an older dpriv wrote (no record entry) is replaced by an attack only
+    # a result without a record (an older dpriv's, or a file someone put there) is never replaced
     record = gain.parent / RECORD
     record.unlink()
+    before = snapshot(out / "led")
     res = cli("export", "--ledger", out / "led", "--view", "1", "--out", gain, "--force")
     assert_refused(res, r"gain_dk\.csv is a result file of the release ledger .* without a record")
+    res = cli(*_attack(out))
+    assert_refused(res, r"gain_dk\.csv exists and no dpriv attack recorded writing it", "--out")
+    assert snapshot(out / "led") == before
+    gain.rename(out / "old_gain.csv")  # moved away: the attack writes (and records) it again
     assert cli(*_attack(out)).exit_code == 0 and written_by(gain) == "attack"
 
 
@@ -255,6 +260,24 @@ def test_release_names_the_bad_rows_of_every_view_by_their_line(note, cli, relea
         re.escape(f"(7 rows: {shown} and 2 more of {path} (the header is line 1))"),
     )
     assert not (tmp_path / "led").exists()
+
+
+def test_verify_and_report_name_the_bad_rows_by_their_line_as_release_does(cli, released, tmp_path):
+    """A fresh user's drill: verify and report named a bad row of --history by its position
+    ("row 400") where release said "line 402 of FILE"; now all say the line."""
+    h = pd.read_parquet(released / "history.parquet").sort_values("view", kind="stable")
+    h = h.reset_index(drop=True).astype({"weight": object})
+    bad = np.flatnonzero(h["view"] == 2)[[3, 40]]
+    h.loc[bad, "weight"] = "heavy"  # text in a numeric QI of the released view 2
+    path = tmp_path / "text.csv"
+    h.to_csv(path, index=False)
+    first = f"line {bad[0] + 2} (respondent_id="
+    led = released / "led"
+    res = cli("verify", "--ledger", led, "--view", "2", "--history", path)
+    assert_refused(res, re.escape(first), re.escape(f"of {path} (the header is line 1)"))
+    res = cli("report", led, "--history", path, "--out", tmp_path / "r.html")
+    assert_refused(res, re.escape(first), re.escape(f"of {path} (the header is line 1)"))
+    assert not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.parametrize("npartitions", [1, 3, 7])

@@ -235,11 +235,17 @@ def test_a_damaged_ledger_is_refused_by_name(built, tmp_path):
 
 
 def _copy(built, tmp_path, **policy_changes) -> Path:
-    """A copy of the fixture's ledger (without its state) whose policy.json has ``policy_changes``."""
+    """A copy of the fixture's ledger (without its state) whose policy.json has ``policy_changes``,
+    as if recorded so (its digest in manifest.json too: an edit alone is refused)."""
+    from dpriv.ledger import policy_digest
+
     copy = tmp_path / "ledger"
     shutil.copytree(built[0].root, copy, ignore=shutil.ignore_patterns("state"))
     path = copy / "policy.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), **policy_changes}))
+    policy = {**json.loads(path.read_text()), **policy_changes}
+    path.write_text(json.dumps(policy))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "policy_sha256": policy_digest(policy)}))
     return copy
 
 

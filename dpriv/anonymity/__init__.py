@@ -1,7 +1,8 @@
 """Grouping kernels and the independent verifier: pandas / NumPy in and out.
 
 * ``generalize``: the numba greedy of Algorithm 2; ``jsreduce``: its scan and repair over
-  Hilbert ranges; ``group_stats``: what the repair knows of each QI-group;
+  Hilbert ranges; ``resync``: the scan's ranges at once, put back in step with the chain;
+  ``group_stats``: what the repair knows of each QI-group;
 * ``mondrian``: the Mondrian baselines (k, l, t, (B,t));
 * ``verify`` (with ``membership``): the independent checks of a released view.
 

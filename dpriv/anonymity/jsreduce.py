@@ -206,16 +206,28 @@ def scan_range(
     if carry is not None and len(carry):
         part = pd.concat([carry, part], ignore_index=True)
     part = key_ordered(part)
-    group = first_pass(
-        part[SCODE].to_numpy(),
-        part[policy.prior_columns].to_numpy(dtype=np.float64),
+    return labelled(part, scan_groups(part, policy, view_counts, last), policy)
+
+
+def scan_groups(rows: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray, last: bool) -> np.ndarray:
+    """:func:`first_pass` over keyed ``rows`` in (key, tie) order: int64 (n,) local groups,
+    ``CARRIED`` for the open tail unless ``last``."""
+    return first_pass(
+        rows[SCODE].to_numpy(),
+        rows[policy.prior_columns].to_numpy(dtype=np.float64),
         view_counts,
         params_of(policy),
         carry_tail=not last,
     )
+
+
+def labelled(
+    rows: pd.DataFrame, group: np.ndarray, policy: ReleasePolicy
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the rows with their ``_label``, -1 for a leftover; the carried rows, without it)."""
     carried = group == CARRIED
-    part = part.assign(**{LABEL: group_labels(part[TIE].to_numpy(np.uint64), group, policy.seed)})
-    return part[~carried].reset_index(drop=True), part[carried].drop(columns=LABEL).reset_index(drop=True)
+    rows = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
+    return rows[~carried].reset_index(drop=True), rows[carried].drop(columns=LABEL).reset_index(drop=True)
 
 
 def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

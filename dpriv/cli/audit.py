@@ -78,9 +78,10 @@ def attack(
     membership: Annotated[
         str,
         typer.Option(
-            help="known: the adversary knows the QI-group membership (§1.1); qi: also write per "
-            "release n_pinned, share_pinned, the respondents that everyone's QIs, the published "
-            "boxes and group sizes alone pin to one group (the gains stay the known-membership ones)."
+            help="known: the adversary knows the QI-group membership (docs/algorithms.md §1.1); qi: "
+            "also write per release n_pinned, share_pinned, the respondents that everyone's QIs, the "
+            "published boxes and group sizes alone pin to one group (the gains stay the "
+            "known-membership ones)."
         ),
     ] = "known",
     revision: Annotated[
@@ -102,7 +103,8 @@ def attack(
     ] = False,
     debug: Debug = False,
 ) -> None:
-    """Attack a ledger as the adversary of §1.1 would; adversary gain (E10) and tail risk per release."""
+    """Attack a ledger as the adversary of docs/algorithms.md §1.1 would; adversary gain (E10) and tail
+    risk per release."""
     from dpriv.attack import attack as run
     from dpriv.io import read_table
     from dpriv.ledger import Ledger

@@ -131,12 +131,18 @@ QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker
 
 #: The argument holding the file a command checks whole and in order: its bad rows are named by
 #: their line in that file (:func:`dpriv.rows.rows_of`).
-LINE_SOURCES = {"anonymize": "input", "release": "history"}
+#: The option of each command whose file a bad row is named in (by its line), first given wins.
+LINE_SOURCES = {
+    "anonymize": ("input",),
+    "release": ("history",),
+    "verify": ("original", "history"),
+    "report": ("history",),
+}
 
 
 def _input_file(name: str, kwargs: Mapping[str, Any]) -> str | None:
-    path = kwargs.get(LINE_SOURCES.get(name, ""))
-    return None if path is None else str(path)
+    paths = [kwargs.get(option) for option in LINE_SOURCES.get(name, ())]
+    return next((str(p) for p in paths if p is not None), None)
 
 
 def _by_interrupt(exc: BaseException) -> bool:

@@ -74,7 +74,10 @@ def verify(
     if original is None:
         raise InputError("give the original it was made from: --original FILE (--history H with --ledger)")
     if ledger is not None:
+        from dpriv.release_check import check_ledger_whole
+
         led = ledger_view(ledger, released, view, "check")
+        check_ledger_whole(led, state=False)  # a missing or truncated release: exit 2, named
     elif released is None:
         raise InputError("give the RELEASED view to check, or --ledger L --view I")
     eff, _ = load_effective(
@@ -95,14 +98,12 @@ def verify(
         )
     if add_row_id and pol.time is not None:
         raise InputError("--add-row-id numbers the rows of one view, not of a history: give --id C")
-    from dpriv.rows import rows_of
+    # a bad row of the original is named by its line in the file (dpriv.cli.common.LINE_SOURCES)
+    orig = read_table(original, add_row_id=add_row_id).compute()
+    if pol.id in orig.columns:
+        from dpriv.validate import check_unique_ids
 
-    with rows_of(original):  # a duplicate id of the original is named by its line in the file
-        orig = read_table(original, add_row_id=add_row_id).compute()
-        if pol.id in orig.columns:
-            from dpriv.validate import check_unique_ids
-
-            check_unique_ids(orig, pol, f"--original {original}")
+        check_unique_ids(orig, pol, f"--original {original}")
     rel = led.read_view(view) if ledger is not None else read_table(released).compute()
     table = None  # an Anatomy release's sensitive table (docs/released-format.md)
     if ledger is not None:

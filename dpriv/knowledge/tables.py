@@ -153,13 +153,23 @@ class MarkovTables:
 
     @classmethod
     def load(cls, path) -> MarkovTables:
+        """The tables :meth:`save` wrote to ``path``; InputError naming the file when it is
+        not such a file (text, a truncated or foreign ``.npz``)."""
         import json
+        import zipfile
 
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            n = sum(1 for k in z.files if k.startswith("order"))
-            tables = [z[f"order{L}"] for L in range(n)]
-        return cls(tuple(meta["values"]), ClassMap.from_dict(meta["classes"]), tables)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                n = sum(1 for k in z.files if k.startswith("order"))
+                tables = [z[f"order{L}"] for L in range(n)]
+            return cls(tuple(meta["values"]), ClassMap.from_dict(meta["classes"]), tables)
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(
+                f"knowledge file {path} is not a knowledge table dpriv wrote ({type(exc).__name__}: "
+                f"{exc}): point the policy's [knowledge] entry at the .npz that `dpriv generate` "
+                "or the Python API (MarkovTables.save) wrote, or restore that file"
+            ) from None
 
 
 def single_class_map() -> ClassMap:

@@ -130,11 +130,11 @@ def render_report(
     str
         A complete HTML5 document with the sections of :data:`HEADINGS`.
     """
-    from dpriv.release_check import check_ledger_last
+    from dpriv.release_check import check_ledger_whole
 
     e = html.escape
     led = _ledger(ledger)
-    check_ledger_last(led, state=False)  # a damaged ledger (its last view truncated) is refused
+    check_ledger_whole(led, state=False)  # a damaged ledger (its last view truncated) is refused
     policy = _stored_policy(led)
     releases = release_frame(led, _history_reference(led, history))
     curves = gain_curves(led, gains)
