@@ -1,5 +1,5 @@
 """The privacy criteria, defined once: k-anonymity, distinct l-diversity, t-closeness (EMD),
-the JS bound j and (B,t)-privacy (docs/algorithms.md (E9), §4.2, (E16)).
+the JS bound j, RBK-closeness and (B,t)-privacy (docs/algorithms.md (E9), §4.2, (E16)).
 
 Each criterion is a small object in the shape of ARX's ``PrivacyCriterion``: ``name`` (as in
 ``metrics.json`` and the report), ``needs`` (the per-group statistics it reads), whether it
@@ -30,10 +30,12 @@ from numba import njit
 from dpriv.divergence import (
     GROUNDS,
     JS_TOLERANCE,
+    TV_TOLERANCE,
     emd_num_den,
     emd_within,
     entropy,
     js_from_sums,
+    tv_from_sums,
 )
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
@@ -92,6 +94,33 @@ def _js_all(priors, starts, log_base):
             sum_h += entropy(priors[x], log_base)
         out[i] = js_from_sums(sum_p, sum_h, starts[i + 1] - starts[i], log_base)
     return out
+
+
+@njit(cache=True)
+def _tv_all(priors, s, starts, m):
+    """RBK-closeness distance of each segment (group-sorted rows): sensitive codes ``s``."""
+    g = starts.shape[0] - 1
+    out = np.empty(g, dtype=np.float64)
+    for i in range(g):
+        sum_p = np.zeros(m)
+        counts = np.zeros(m, dtype=np.int64)
+        for x in range(starts[i], starts[i + 1]):
+            sum_p += priors[x]
+            counts[s[x]] += 1
+        out[i] = tv_from_sums(counts, sum_p, starts[i + 1] - starts[i])
+    return out
+
+
+def tv_per_group(priors: np.ndarray, s: np.ndarray, labels: np.ndarray | pd.Series) -> pd.Series:
+    """RBK-closeness distance of every group, indexed by label: the total variation between
+    the group's sensitive distribution (codes ``s`` (n,) in [0, M)) and the mean of its
+    members' priors (``priors`` (n, M), rows summing to 1); float64 in [0, 1]."""
+    g_codes, uniq = pd.factorize(labels, sort=True)
+    order = np.argsort(g_codes, kind="stable")
+    starts = np.searchsorted(g_codes[order], np.arange(len(uniq) + 1)).astype(np.int64)
+    p = np.ascontiguousarray(priors[order], dtype=np.float64)
+    codes_ = np.ascontiguousarray(np.asarray(s)[order], dtype=np.int64)
+    return pd.Series(_tv_all(p, codes_, starts, p.shape[1]), index=uniq)
 
 
 def js_per_group(priors: np.ndarray, labels: np.ndarray | pd.Series, log_base: float) -> pd.Series:
@@ -316,6 +345,33 @@ class JSBound(Criterion, name="j", needs="priors", monotone=False, lower_bound=F
 
 
 @dataclass(frozen=True)
+class RBKCloseness(
+    Criterion, name="rbk_closeness", needs="priors", monotone=False, lower_bound=False, column="rbk_tv"
+):
+    """The total variation between a group's sensitive distribution and the mean of its members'
+    revised priors is at most the threshold, up to :data:`TV_TOLERANCE` (docs/algorithms.md,
+    "RBK-closeness"): t-closeness with the adversary's revised knowledge of the members as the
+    reference instead of the whole view."""
+
+    def values(self, groups: pd.DataFrame) -> np.ndarray:
+        return groups["rbk_tv"].to_numpy(dtype=float) if "rbk_tv" in groups else np.full(len(groups), np.nan)
+
+    def holds(self, groups: pd.DataFrame) -> np.ndarray:
+        tv = self.values(groups)
+        return np.where(np.isnan(tv), False, tv <= self.threshold + TV_TOLERANCE)
+
+    def holds_sums(self, counts: np.ndarray, sum_p: np.ndarray) -> bool:
+        """Whether one group (int counts (M,), its members' prior sums (M,)) keeps the bound."""
+        return bool(tv_from_sums(counts, sum_p, int(counts.sum())) <= self.threshold)
+
+    def problem(self, label: Any, row: pd.Series) -> str:
+        return (
+            f"QI-group {label!r}: its sensitive distribution is {row['rbk_tv']:.6g} (total "
+            f"variation) from its members' mean prior > rbk_closeness = {self.threshold}"
+        )
+
+
+@dataclass(frozen=True)
 class BTPrivacy(Criterion, name="bt", needs="rows", monotone=False, lower_bound=False):
     """(B,t)-privacy (E16): every member's Ω-posterior within plain JS t of its kernel prior
     of bandwidth B. Checked on the rows of a candidate group (``allowable``); the released
@@ -331,13 +387,16 @@ class BTPrivacy(Criterion, name="bt", needs="rows", monotone=False, lower_bound=
 
 
 #: Criterion class by name (``metrics.json`` keys ``<name>_achieved``).
-REGISTRY: dict[str, type[Criterion]] = {c.name: c for c in (KAnonymity, DistinctL, TCloseness, JSBound)}
+REGISTRY: dict[str, type[Criterion]] = {
+    c.name: c for c in (KAnonymity, DistinctL, TCloseness, JSBound, RBKCloseness)
+}
 
 
 def criteria_for(
     policy: ReleasePolicy, method: str = "jsreduce", view_counts: np.ndarray | None = None
 ) -> tuple[Criterion, ...]:
-    """The criteria a release by ``method`` promises, with the policy's thresholds."""
+    """The criteria a release by ``method`` promises, with the policy's thresholds (JS-reduce's
+    also RBK-closeness when ``policy.rbk_closeness`` is set)."""
     if method not in GUARANTEES:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(GUARANTEES)}")
     vc = tuple(int(c) for c in view_counts) if view_counts is not None else ()
@@ -347,16 +406,30 @@ def criteria_for(
         "t": lambda: TCloseness(policy.t, policy.emd_ground, vc),
         "j": lambda: JSBound(policy.j, policy.log_base),
     }
-    return tuple(make[name]() for name in GUARANTEES[method])
+    crit = tuple(make[name]() for name in GUARANTEES[method])
+    if method == "jsreduce" and getattr(policy, "rbk_closeness", None) is not None:
+        crit += (RBKCloseness(policy.rbk_closeness),)
+    return crit
+
+
+def refuse_ignored(policy: ReleasePolicy, method: str) -> None:
+    """PolicyError when the policy sets ``rbk_closeness`` and ``method`` is a Mondrian baseline,
+    which would ignore it (RBK-closeness is decided by JS-reduce's grouping)."""
+    if method != "jsreduce" and getattr(policy, "rbk_closeness", None) is not None:
+        raise PolicyError(
+            f"rbk_closeness is applied by JS-reduce's grouping; method {method!r} would ignore it: "
+            "use --method jsreduce or remove rbk_closeness from the policy"
+        )
 
 
 def keeps(
     crit: tuple[Criterion, ...], counts: np.ndarray, sum_p: np.ndarray | None = None, sum_h: float = 0.0
 ) -> bool:
     """Whether one candidate group keeps ``crit``: k, l and t on its integer sensitive counts
-    (M,), j (E8) on the sums of its members' priors (M,) and of their entropies (summed in an
-    order that does not depend on the partitions; the verifier's JS_TOLERANCE absorbs the last
-    bits of another order); j is skipped without ``sum_p`` or for one member."""
+    (M,), j (E8) and RBK-closeness on the sums of its members' priors (M,) and of their
+    entropies (summed in an order that does not depend on the partitions; the verifier's
+    tolerances absorb the last bits of another order); both are skipped without ``sum_p``, j
+    also for one member."""
     size = int(counts.sum())
     for c in crit:
         if isinstance(c, KAnonymity | DistinctL | TCloseness) and not c.holds_counts(counts):
@@ -364,6 +437,8 @@ def keeps(
         if isinstance(c, JSBound) and sum_p is not None and size > 1:
             if js_from_sums(sum_p, float(sum_h), size, c.log_base) > c.threshold:
                 return False
+        if isinstance(c, RBKCloseness) and sum_p is not None and not c.holds_sums(counts, sum_p):
+            return False
     return True
 
 

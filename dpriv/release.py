@@ -41,6 +41,7 @@ import pandas as pd
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
 from dpriv.baselines import METHODS, baseline_view
+from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
@@ -143,6 +144,7 @@ def release_history(
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS, method)
     refuse_unreachable(policy)
+    refuse_ignored(policy, method)
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made

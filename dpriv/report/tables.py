@@ -47,6 +47,7 @@ DEFENSE_KEYS = (
     ("release_format", "released format"),
     ("exit_values", "exit guard: terminal values"),
     ("posterior_bound", "posterior bound (no kept tuple's Omega posterior reaches it)"),
+    ("rbk_closeness", "RBK-closeness (largest total variation of a group from its members' mean prior)"),
     ("retro_max_gain", "release gate: largest retrospective mean gain"),
     ("retro_posterior_bound", "release gate: retrospective posterior bound (members over it withheld)"),
     ("retro_attendance", "release gate: attendance its adversary assumes"),
