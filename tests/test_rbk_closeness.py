@@ -48,3 +48,18 @@ def test_a_baseline_release_with_the_bound_is_refused_before_anything_is_written
             mh.history, policy.with_overrides(rbk_closeness=0.3), out / "refused", method="mondrian-t"
         )
     assert not (out / "refused").exists()
+
+
+def test_the_report_shows_the_largest_distance_and_marks_a_release_beyond_the_bound(history):
+    from dpriv.report.explain import verdicts
+    from dpriv.report.tables import release_frame
+
+    out, mh, policy = history
+    led = release_history(mh.history, policy.with_overrides(rbk_closeness=0.3), out / "report")
+    frame = release_frame(led)
+    assert frame["rbk_closeness"].between(0.0, 0.3 + 1e-9).all()
+    stored = json.loads((led.root / "policy.json").read_text())
+    checks = verdicts(frame, stored)
+    assert all("rbk_closeness" in [c.name for c in v.checks] and v.within for v in checks)
+    frame.loc[1, "rbk_closeness"] = 0.31  # a metrics.json beyond the bound
+    assert [v.beyond for v in verdicts(frame, stored)] == [[], ["rbk_closeness"], []]
