@@ -90,6 +90,20 @@ MERGE_REFUSED = (
 )
 
 
+def pinned_files(policy: ReleasePolicy, source: str) -> dict[str, str]:
+    """The files behind the digests a ledger pins, by digest field, for a message that names
+    them: the defender's knowledge table (``knowledge_sha256``; none for IE knowledge) and the
+    hierarchies (``hierarchy_sha256``)."""
+    files = {}
+    if source != "ie":
+        path = policy.knowledge_path(source)
+        files["knowledge_sha256"] = f"the knowledge file {path} ([knowledge] {source})"
+    if policy.hierarchies:
+        paths = ", ".join(str(policy.hierarchy_path(q)) for q in sorted(policy.hierarchies))
+        files["hierarchy_sha256"] = f"the hierarchy files {paths}"
+    return files
+
+
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
 def release_history(
     history: pd.DataFrame | dd.DataFrame,
@@ -150,7 +164,7 @@ def release_history(
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False)  # prepared below, if a release is to be made
-    ledger.check_policy({**policy.fingerprint(), **pinned})
+    ledger.check_policy({**policy.fingerprint(), **pinned}, files=pinned_files(policy, knowledge.source))
     check_ledger_whole(ledger)
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}
