@@ -63,3 +63,13 @@ def test_the_report_shows_the_largest_distance_and_marks_a_release_beyond_the_bo
     assert all("rbk_closeness" in [c.name for c in v.checks] and v.within for v in checks)
     frame.loc[1, "rbk_closeness"] = 0.31  # a metrics.json beyond the bound
     assert [v.beyond for v in verdicts(frame, stored)] == [[], ["rbk_closeness"], []]
+
+
+def test_the_anatomy_format_keeps_the_bound_too(history):
+    from dpriv.experiment import ANATOMY
+
+    out, mh, policy = history
+    led = release_history(mh.history, policy.with_overrides(**ANATOMY, rbk_closeness=0.2), out / "anatomy")
+    for i in (1, 2, 3):
+        got = _metrics(led, i)
+        assert got["ok"] and got["rbk_closeness_achieved"] <= 0.2 + 1e-9

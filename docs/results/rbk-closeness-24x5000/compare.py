@@ -20,14 +20,18 @@ family = pd.read_csv(here.parent / "exit-frontier-24x5000" / "frontier.csv").que
 params = family["params"].map(json.loads)
 family = family[params.map(lambda p: p.get("j") == 1.5 and "exit_values" in p and len(p) == 4)]
 
-print("| seed | rbk_closeness | mean semiperimeter | max gain paper | unbounded at these boxes | "
+print("| seed | t, rbk_closeness | mean semiperimeter | max gain paper | unbounded at these boxes | "
       "max gain retrospective | unbounded at these boxes | confident % paper / retro |")
 print("|---|---|---|---|---|---|---|---|")
 for _, r in ours.sort_values(["seed", "semi"]).iterrows():
     f = family[family["seed"] == r["seed"]].sort_values("semi")
-    at = {k: np.interp(r["semi"], f["semi"], f[k], left=np.nan, right=np.nan) for k in ("max_gain_dk", "max_retro_gain")}
-    c = json.loads(r["params"])["rbk_closeness"]
-    print(f"| {r['seed']} | {c} | {r['semi']:.3f} | {r['max_gain_dk']:.3f} | {at['max_gain_dk']:.3f} | "
+    at = {
+        k: np.interp(r["semi"], f["semi"], f[k], left=np.nan, right=np.nan)
+        for k in ("max_gain_dk", "max_retro_gain")
+    }
+    p = json.loads(r["params"])
+    print(f"| {r['seed']} | {p['t']}, {p['rbk_closeness']} | {r['semi']:.3f} | "
+          f"{r['max_gain_dk']:.3f} | {at['max_gain_dk']:.3f} | "
           f"{r['max_retro_gain']:.3f} | {at['max_retro_gain']:.3f} | "
           f"{100 * r['max_share_dk']:.1f} / {100 * r['max_retro_share']:.1f} |")
 print("\nunbounded family (j 1.5, exit guard), per seed: t, semiperimeter, paper, retrospective")
