@@ -76,3 +76,44 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
 
     record_output(path, "attack")
     return path
+
+
+#: The policy fields that say how the releases and the history are read: an attack's
+#: ``--policy`` must agree with the ledger's recorded policy on them. The thresholds (k, t,
+#: j...) may differ (the adversary reads the published groups, not the rule that made them),
+#: and so may the knowledge tables (the adversary brings its own).
+READING_FIELDS = ("id", "time", "qi", "sensitive", "release_format")
+
+
+def check_attack_policy(recorded, given, policy_file: str | Path, ledger: str | Path) -> None:
+    """Refuse (PolicyError, exit 2) a ``--policy`` that reads a ledger's releases with other
+    columns than it was released with: another id, time, set of QIs, sensitive column or
+    release format, or another kind or domain for a column both policies declare.
+    ``recorded`` and ``given`` are ReleasePolicy objects (the ledger's and the file's)."""
+    from dpriv.errors import PolicyError
+
+    diff = [(f, getattr(recorded, f), getattr(given, f)) for f in READING_FIELDS]
+    diff = [d for d in diff if (sorted(d[1]) != sorted(d[2]) if d[0] == "qi" else d[1] != d[2])]
+    for field in ("kinds", "domains"):
+        mine, theirs = getattr(recorded, field), getattr(given, field)
+        for col in sorted(set(mine) & set(theirs)):
+            if _plain(mine[col]) != _plain(theirs[col]):
+                diff.append((f"{field}.{col}", mine[col], theirs[col]))
+    if diff:
+        shown = "; ".join(f"{f}: {_short(a)} recorded, {_short(b)} in the file" for f, a, b in diff[:4])
+        raise PolicyError(
+            f"--policy {policy_file} reads the releases differently from the policy ledger {ledger} "
+            f"was released with ({shown}): the adversary reads each release with the ledger's "
+            "columns; omit --policy to attack with the recorded policy, or give a policy that "
+            "declares the same columns"
+        )
+
+
+def _plain(value):
+    """A policy value as compared: lists for sequences, the text of a kind."""
+    return [*value] if isinstance(value, list | tuple) else str(getattr(value, "value", value))
+
+
+def _short(value) -> str:
+    text = repr(_plain(value))
+    return text if len(text) <= 80 else text[:77] + "..."

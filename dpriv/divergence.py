@@ -12,7 +12,9 @@ t = 0.25 by both (float arithmetic on the distributions gives 0.2500000000000000
 
 JS (E8) uses equal weights and entropies in ``log_base`` (bits by default). The grouping
 keeps the running sums of Section 1.5 (``sum_p``, ``sum_h``); :func:`js_from_sums` turns
-them into the divergence.
+them into the divergence. The same prior sums give the RBK-closeness distance
+(:func:`tv_from_sums`): the total variation between a group's sensitive distribution and the
+mean of its members' priors.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ GROUNDS = {"equal": EQUAL, "ordered": ORDERED}
 #: Absolute tolerance (bits) of the verifier's JS check: summation order differs between
 #: the grouping's running sums and the verifier's fresh sums (about 1e-15 apart).
 JS_TOLERANCE = 1e-9
+#: The same for the RBK-closeness distance (:func:`tv_from_sums`), a fraction in [0, 1].
+TV_TOLERANCE = 1e-9
 
 
 @njit(cache=True)
@@ -99,6 +103,28 @@ def js_from_sums_with(sum_p, sign, extra, sum_h, u, log_base):
             h -= x * np.log(x)
     js = h / np.log(log_base) - sum_h / u
     return js if js > 0.0 else 0.0
+
+
+@njit(cache=True)
+def tv_from_sums(counts, sum_p, u):
+    """Total-variation distance ``1/2 sum_s |counts_s / u - sum_p_s / u|`` between the
+    sensitive distribution of a group of ``u`` tuples (int counts (M,)) and the mean of its
+    members' priors (their sum ``sum_p`` (M,), each prior summing to 1): in [0, 1], 0 when
+    the group holds each value as often as its members' priors expect (docs/algorithms.md,
+    "RBK-closeness"). 0 for an empty group."""
+    return tv_from_sums_with(counts, sum_p, 0.0, sum_p, u)
+
+
+@njit(cache=True)
+def tv_from_sums_with(counts, sum_p, sign, extra, u):
+    """:func:`tv_from_sums` with the prior sums ``sum_p + sign * extra`` (no array built; the
+    same bits as the array form, as for :func:`js_from_sums_with`)."""
+    if u <= 0:
+        return 0.0
+    d = 0.0
+    for i in range(sum_p.shape[0]):
+        d += abs(counts[i] - (sum_p[i] + sign * extra[i]))
+    return 0.5 * d / u
 
 
 def emd(p: np.ndarray, q: np.ndarray, ground: str = "equal") -> float:

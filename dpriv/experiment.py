@@ -46,6 +46,8 @@ EXITS = list(TERMINAL)
 EXIT_FAMILY = ((0.35, 1.0), (0.45, 1.0), (0.45, 1.5), (0.6, 1.5), (0.9, 5.0))
 #: Both posterior bounds at 0.9; the gate's adversary assumes the paper setting's attendance (0.5).
 RETRO_BOUND = {"posterior_bound": 0.9, "retro_posterior_bound": 0.9, "retro_attendance": 0.5}
+#: (t, rbk_closeness) of the RBK-closeness settings of the grid (top-down, j 1.5, the exit guard).
+RBK_SETTINGS = ((0.45, 0.2), (0.55, 0.25))
 #: (method, parameter overrides) explored by default; each method's own parameter varies.
 GRID: dict[str, list[dict]] = {
     "jsreduce": [{"t": 1.0, "j": j} for j in (0.2, 0.4, 0.8)]
@@ -64,6 +66,12 @@ GRID: dict[str, list[dict]] = {
     + [{"t": 0.45, "j": 1.5, "grouping": "topdown", "exit_values": EXITS, "posterior_bound": 0.9}]
     # ... and the retrospective bound as well (docs/results/retro-bound-24x5000)
     + [{"t": 0.45, "j": 1.5, "grouping": "topdown", "exit_values": EXITS, **RETRO_BOUND}]
+    # RBK-closeness: below the unbounded family's curve on both adversaries, every seed
+    # (docs/results/rbk-closeness-24x5000); c 0.2 for the lowest gains, c 0.25 at t 0.55 for boxes
+    + [
+        {"t": t, "j": 1.5, "grouping": "topdown", "exit_values": EXITS, "rbk_closeness": c}
+        for t, c in RBK_SETTINGS
+    ]
     + [{**ANATOMY, "t": t, "j": j} for t, j in ANATOMY_SETTINGS],
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],

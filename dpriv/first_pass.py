@@ -168,6 +168,7 @@ def topdown_range(
         blocks=blocks[~carried],
         pc=policy.topdown_pc,
         cut=policy.topdown_cut,
+        c=th.get("rbk_closeness", 1.0),
     )
     done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
     return done.reset_index(drop=True), part[carried].reset_index(drop=True)

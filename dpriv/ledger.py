@@ -158,9 +158,10 @@ class Ledger:
         return releases[-1]["index"] if releases else 0
 
     # -- policy -------------------------------------------------------------------------
-    def check_policy(self, fingerprint: dict[str, Any]) -> None:
+    def check_policy(self, fingerprint: dict[str, Any], files: dict[str, str] | None = None) -> None:
         """Refuse a policy other than the recorded one; a new ledger records it with its
-        first commit (so a first release that fails leaves no policy behind)."""
+        first commit (so a first release that fails leaves no policy behind). ``files``: the
+        file behind a digest field (``knowledge_sha256``...), named when only files changed."""
         path = self.root / POLICY
         if not path.exists():
             self._pending_policy = fingerprint
@@ -172,6 +173,13 @@ class Ledger:
             stored, self._pending_policy = stored | taken_up, given
         if stored != given:
             diff = sorted(k for k in set(stored) | set(given) if stored.get(k) != given.get(k))
+            if files and set(diff) <= set(files):  # the same policy, a file behind it changed
+                raise LedgerError(
+                    f"{' and '.join(files[k] for k in diff)} changed since this ledger recorded it "
+                    f"(its SHA-256 is no longer {', '.join(diff)} of {self.root / POLICY}): a ledger "
+                    "keeps the files it was released with; put the original file back, or start a "
+                    "new ledger for the new file"
+                )
             shown = "; ".join(
                 f"{k}: {_short(stored, k)} recorded, {_short(given, k)} given" for k in diff[:6]
             )

@@ -93,6 +93,9 @@ class ReleasePolicy(BaseModel):
     exit_values : the values that end a history; set: every QI-group holding one holds two
         distinct ones (the exit guard, :mod:`dpriv.exit_guard`). Empty (default): off
     posterior_bound : in (0, 1]: no kept tuple's Ω posterior reaches it (:mod:`dpriv.posterior_guard`)
+    rbk_closeness : in [0, 1]: every QI-group's sensitive distribution lies within this total
+        variation of the mean of its members' revised priors RBK^sv (JS-reduce only; docs/policy.md
+        #rbk-closeness). ``None`` (default): off
     seed : every random choice (tie-breaks, labels, row shuffles) derives from it
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
@@ -135,6 +138,7 @@ class ReleasePolicy(BaseModel):
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
     exit_values: list[str] = Field(default_factory=list)
     posterior_bound: float | None = Field(default=None, gt=0.0, le=1.0)
+    rbk_closeness: float | None = Field(default=None, ge=0.0, le=1.0)
     seed: int = Field(default=0, ge=0)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
@@ -352,7 +356,7 @@ class ReleasePolicy(BaseModel):
 #: Fields added after ledgers were recorded, with the default that keeps them out of the fingerprint.
 _NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
 _NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
-_NEWER |= dict(retro_posterior_bound=None)
+_NEWER |= dict(retro_posterior_bound=None, rbk_closeness=None)
 
 
 def _dates(days: list) -> str:

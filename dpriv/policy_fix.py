@@ -30,8 +30,8 @@ def policy_change(fix: str, committed: int) -> str:
 def relax_hint(policy) -> str:
     """The criteria whose relaxing lowers the suppression of a JS-reduce release (``policy``: a
     :class:`dpriv.policy.ReleasePolicy`): k, t or j, and ``posterior_bound`` and
-    ``retro_posterior_bound`` when they are set."""
-    bounds = ("posterior_bound", "retro_posterior_bound")
+    ``retro_posterior_bound`` and ``rbk_closeness`` when they are set."""
+    bounds = ("posterior_bound", "retro_posterior_bound", "rbk_closeness")
     keys = ["k", "t", "j"] + [b for b in bounds if getattr(policy, b, None) is not None]
     return f"relax {', '.join(keys[:-1])} or {keys[-1]}"
 

@@ -41,6 +41,7 @@ import pandas as pd
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
 from dpriv.baselines import METHODS, baseline_view
+from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
@@ -87,6 +88,20 @@ MERGE_REFUSED = (
     'and the last view has no next one; use small_view = "suppress" (the small view is '
     'released empty and recorded in the ledger) or "refuse" (the default); see docs/policy.md'
 )
+
+
+def pinned_files(policy: ReleasePolicy, source: str) -> dict[str, str]:
+    """The files behind the digests a ledger pins, by digest field, for a message that names
+    them: the defender's knowledge table (``knowledge_sha256``; none for IE knowledge) and the
+    hierarchies (``hierarchy_sha256``)."""
+    files = {}
+    if source != "ie":
+        path = policy.knowledge_path(source)
+        files["knowledge_sha256"] = f"the knowledge file {path} ([knowledge] {source})"
+    if policy.hierarchies:
+        paths = ", ".join(str(policy.hierarchy_path(q)) for q in sorted(policy.hierarchies))
+        files["hierarchy_sha256"] = f"the hierarchy files {paths}"
+    return files
 
 
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
@@ -143,12 +158,13 @@ def release_history(
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS, method)
     refuse_unreachable(policy)
+    refuse_ignored(policy, method)
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False)  # prepared below, if a release is to be made
-    ledger.check_policy({**policy.fingerprint(), **pinned})
+    ledger.check_policy({**policy.fingerprint(), **pinned}, files=pinned_files(policy, knowledge.source))
     check_ledger_whole(ledger)
     window = knowledge.order
     committed = {r["index"]: r for r in ledger.committed()}

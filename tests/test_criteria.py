@@ -10,10 +10,14 @@ from dpriv.criteria import (
     DistinctL,
     JSBound,
     KAnonymity,
+    RBKCloseness,
     TCloseness,
     breaks,
     criteria_for,
     group_statistics,
+    keeps,
+    refuse_ignored,
+    tv_per_group,
 )
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
@@ -120,3 +124,39 @@ def test_an_upper_bound_criterion_holds_at_its_threshold_and_breaks_only_beyond_
     assert MaxSize(2).holds(g).tolist() == [True, False, False, True]
     assert MaxSize(3).achieved(g) == 3
     assert not MaxSize(0.3).breaks(0.3 + 1e-9) and MaxSize(0.3).breaks(0.3 + 2e-9)
+
+
+def test_rbk_closeness_by_hand():
+    """Group 1 holds a, a, b; its members' priors sum to (1.5, 0.5, 1): the distance is
+    (|2 - 1.5| + |1 - 0.5| + |0 - 1|) / (2 * 3) = 1/3. Group 2 holds b, c with priors summing
+    to (0, 1, 1): 0. Rows given out of group order."""
+    priors = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+    s = np.array([1, 0, 2, 0, 1])
+    labels = np.array([2, 1, 2, 1, 1])
+    got = tv_per_group(priors, s, labels)
+    assert got.index.tolist() == [1, 2]
+    np.testing.assert_allclose(got.to_numpy(), [1 / 3, 0.0], rtol=0, atol=1e-15)
+    crit = RBKCloseness(1 / 3)
+    table = pd.DataFrame({"rbk_tv": [1 / 3 + 5e-10, 1 / 3 + 2e-9, np.nan]})
+    assert crit.holds(table).tolist() == [True, False, False]  # tolerance 1e-9; no priors: fails
+    counts, sums = np.array([2, 1, 0]), np.array([1.5, 0.5, 1.0])
+    assert keeps((crit,), counts, sums) and not keeps((RBKCloseness(0.33),), counts, sums)
+    assert keeps((RBKCloseness(0.33),), counts)  # no prior sums: not checked (as j)
+    assert breaks("rbk_closeness", 0.34, 0.33) and not breaks("rbk_closeness", 0.33, 0.33)
+
+
+def test_rbk_closeness_is_promised_by_jsreduce_only_when_set():
+    policy = ReleasePolicy(qi=["x"], sensitive="s", k=4, t=0.2, j=0.3)
+    assert "rbk_closeness" not in [c.name for c in criteria_for(policy)]
+    bounded = policy.with_overrides(rbk_closeness=0.25)
+    assert [(c.name, c.threshold) for c in criteria_for(bounded)][-1] == ("rbk_closeness", 0.25)
+    assert [c.name for c in criteria_for(bounded, "mondrian-t")] == ["k", "t"]
+    assert "rbk_closeness" in bounded.fingerprint() and "rbk_closeness" not in policy.fingerprint()
+
+
+def test_a_baseline_with_rbk_closeness_is_refused():
+    policy = ReleasePolicy(qi=["x"], sensitive="s", rbk_closeness=0.3)
+    refuse_ignored(policy, "jsreduce")
+    refuse_ignored(ReleasePolicy(qi=["x"], sensitive="s"), "mondrian-t")
+    with pytest.raises(PolicyError, match="JS-reduce's grouping; method 'mondrian-t' would ignore it"):
+        refuse_ignored(policy, "mondrian-t")

@@ -20,12 +20,22 @@ JS_WITH = js_from_sums_with.py_func
 TINY = np.finfo(np.float64).tiny
 
 
-def _violation(counts, u, sum_p, sum_h, view, t, j, ground):
-    """max(0, EMD - t) (at least TINY when over) + max(0, JS - j) of a group, from its sums."""
+def TV(counts, sum_p, u):  # noqa: N802 - as EMD and JS
+    """RBK-closeness distance from scratch: half the L1 distance of counts and prior sums, / u."""
+    d = 0.0
+    for a, b in zip(counts, sum_p, strict=True):
+        d += abs(a - b)
+    return 0.5 * d / u
+
+
+def _violation(counts, u, sum_p, sum_h, view, t, j, c, ground):
+    """max(0, EMD - t) (at least TINY when over) + max(0, JS - j) + max(0, TV - c) of a group,
+    from its sums (the TV term only for c < 1: c = 1 is the bound's "off")."""
     num, den = EMD(counts, u, view, int(view.sum()), ground)
     js = JS(sum_p, sum_h, u, 2.0)
     v = 0.0 if emd_within.py_func(num, den, t) else max(num / den - t, TINY)
-    return v + (js - j if js > j else 0.0)
+    tv = TV(counts, sum_p, u) if c < 1.0 else 0.0
+    return v + (js - j if js > j else 0.0) + (tv - c if tv > c else 0.0)
 
 
 class OpenGroup:
@@ -40,16 +50,16 @@ class OpenGroup:
         self.counts[s[y]] += 1
         self.sum_p, self.sum_h = self.sum_p + priors[y], self.sum_h + ent[y]
 
-    def violation(self, view, t, j, ground, extra=None):
+    def violation(self, view, t, j, c, ground, extra=None):
         """The violation now, or with ``extra`` = (value, prior, entropy) added, from scratch."""
         counts, sum_p, sum_h, u = self.counts.copy(), self.sum_p, self.sum_h, len(self.members)
         if extra is not None:
             counts[extra[0]] += 1
             sum_p, sum_h, u = sum_p + extra[1], sum_h + extra[2], u + 1
-        return _violation(counts, u, sum_p, sum_h, view, t, j, ground) if u else np.inf
+        return _violation(counts, u, sum_p, sum_h, view, t, j, c, ground) if u else np.inf
 
 
-def greedy_reference(s, priors, view, k, t, j, ground, cap, wait):
+def greedy_reference(s, priors, view, k, t, j, c, ground, cap, wait):
     """The greedy scan with deferral and cap (docs/algorithms.md §2.2, docs/findings.md
     "defer"), the open group's violation recomputed at every step: (group, aside, closed
     groups, step of the last close)."""
@@ -66,7 +76,10 @@ def greedy_reference(s, priors, view, k, t, j, ground, cap, wait):
         if not emd_within.py_func(num, den, t) and (counts[s[x]] - 1) * size >= view[s[x]] * u:
             return True
         js1 = JS_WITH(open_.sum_p, 1.0, priors[x], open_.sum_h + ent[x], u + 1, 2.0)
-        return js1 > j and js1 > JS(open_.sum_p, open_.sum_h, u, 2.0)
+        if js1 > j and js1 > JS(open_.sum_p, open_.sum_h, u, 2.0):
+            return True
+        tv1 = TV(counts, open_.sum_p + priors[x], u + 1)
+        return c < 1.0 and tv1 > c and tv1 > TV(open_.counts, open_.sum_p, u)
 
     for step in range(n):
         while queue and (queue[0][2] or step - queue[0][1] > wait):
@@ -77,7 +90,7 @@ def greedy_reference(s, priors, view, k, t, j, ground, cap, wait):
             queue.append([step, step, False])
         else:
             open_.add(step, s, priors, ent)
-        v0, scanned = open_.violation(view, t, j, ground), 0
+        v0, scanned = open_.violation(view, t, j, c, ground), 0
         for entry in reversed(queue):  # the most recent deferred tuples first
             if v0 <= 0.0 or scanned >= _PULL_SCAN:
                 break
@@ -85,7 +98,7 @@ def greedy_reference(s, priors, view, k, t, j, ground, cap, wait):
                 continue
             scanned += 1
             y = entry[0]
-            v1 = open_.violation(view, t, j, ground, (s[y], priors[y], ent[y]))
+            v1 = open_.violation(view, t, j, c, ground, (s[y], priors[y], ent[y]))
             if v1 < v0 and not worsens(y):
                 open_.add(y, s, priors, ent)
                 entry[2], v0 = True, v1
@@ -98,7 +111,7 @@ def greedy_reference(s, priors, view, k, t, j, ground, cap, wait):
                 counts = open_.counts.copy()
                 counts[s[y]] -= 1
                 sums = (open_.sum_p - priors[y], open_.sum_h - ent[y])
-                v = _violation(counts, u - 1, *sums, view, t, j, ground)
+                v = _violation(counts, u - 1, *sums, view, t, j, c, ground)
                 if v < best_v:
                     best, best_v = a, v
             y = open_.members[best]
@@ -118,14 +131,15 @@ def greedy_reference(s, priors, view, k, t, j, ground, cap, wait):
     k=st.integers(1, 4),
     t=st.sampled_from([0.1, 0.25, 0.4, 1.0]),
     j=st.sampled_from([0.05, 0.2, 0.6, 2.0]),
+    c=st.sampled_from([1.0, 0.7, 0.4, 0.2]),
     ground=st.sampled_from([EQUAL, ORDERED]),
     cap=st.sampled_from([0, 2, 3, 6]),
     wait=st.sampled_from([0, 1, 2, 8]),
     seed=st.integers(0, 2**32 - 1),
 )
 # a deferral right after the cap set a member aside: the step must recompute the violation
-@example(n=9, m=2, k=3, t=0.1, j=0.05, ground=EQUAL, cap=2, wait=2, seed=139)
-def test_greedy_scan_equals_its_rule_recomputed_at_every_step(n, m, k, t, j, ground, cap, wait, seed):
+@example(n=9, m=2, k=3, t=0.1, j=0.05, c=1.0, ground=EQUAL, cap=2, wait=2, seed=139)
+def test_greedy_scan_equals_its_rule_recomputed_at_every_step(n, m, k, t, j, c, ground, cap, wait, seed):
     rng = np.random.default_rng(seed)
     s = rng.integers(0, m, n).astype(np.int64)
     priors = rng.dirichlet(np.full(m, 0.5), n)
@@ -135,20 +149,37 @@ def test_greedy_scan_equals_its_rule_recomputed_at_every_step(n, m, k, t, j, gro
     ent = _entropies(priors, 2.0)
     aside = np.empty(n, np.int64)
     n_groups, n_aside, last_close = _greedy(
-        np.arange(n), s, priors, ent, view, int(view.sum()), k, t, j, ground, 2.0, cap, wait, group, 0, aside
+        np.arange(n),
+        s,
+        priors,
+        ent,
+        view,
+        int(view.sum()),
+        k,
+        t,
+        j,
+        c,
+        ground,
+        2.0,
+        cap,
+        wait,
+        group,
+        0,
+        aside,
     )
     expected, expected_aside, expected_groups, expected_last = greedy_reference(
-        s, priors, view, k, t, j, ground, cap, wait
+        s, priors, view, k, t, j, c, ground, cap, wait
     )
     np.testing.assert_array_equal(group, expected)
     np.testing.assert_array_equal(aside[:n_aside], expected_aside)
     assert (n_groups, last_close) == (expected_groups, expected_last)
 
 
-def attach_reference(stats, s, priors, ent, coords, xpos, view, t, j, ground, reach):
+def attach_reference(stats, s, priors, ent, coords, xpos, view, t, j, c, ground, reach):
     """Each leftover, in order, joins among the ``reach`` groups nearest in Hilbert order
-    (nearer first, the left one on a tie) the first of least box growth that keeps t and j
-    with it, every EMD computed afresh; returns the assignment and the updated statistics."""
+    (nearer first, the left one on a tie) the first of least box growth that keeps t, j and
+    RBK-closeness c (when below 1) with it, every EMD computed afresh; returns the assignment
+    and the updated statistics."""
     counts, sizes, sum_p, sum_h, lo, hi, pos = (a.copy() for a in stats)
     size, assign = int(view.sum()), np.full(len(s), UNGROUPED, dtype=np.int64)
     for x in range(len(s)):
@@ -162,8 +193,10 @@ def attach_reference(stats, s, priors, ent, coords, xpos, view, t, j, ground, re
             after = counts[g].copy()
             after[s[x]] += 1
             num, den = EMD(after, sizes[g] + 1, view, size, ground)
-            fits = emd_within.py_func(num, den, t) and (
-                JS_WITH(sum_p[g], 1.0, priors[x], sum_h[g] + ent[x], sizes[g] + 1, 2.0) <= j
+            fits = (
+                emd_within.py_func(num, den, t)
+                and JS_WITH(sum_p[g], 1.0, priors[x], sum_h[g] + ent[x], sizes[g] + 1, 2.0) <= j
+                and (c >= 1.0 or TV(after, sum_p[g] + priors[x], sizes[g] + 1) <= c)
             )
             if fits and cost < best_cost:
                 best, best_cost = g, cost
@@ -184,11 +217,12 @@ def attach_reference(stats, s, priors, ent, coords, xpos, view, t, j, ground, re
     m=st.integers(2, 4),
     t=st.sampled_from([0.1, 0.25, 0.5, 1.0]),
     j=st.sampled_from([0.05, 0.3, 2.0]),
+    c=st.sampled_from([1.0, 0.6, 0.3]),
     ground=st.sampled_from([EQUAL, ORDERED]),
     reach=st.sampled_from([1, 2, 4, 256]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_attach_equals_its_rule_with_every_emd_afresh(n_groups, n_left, m, t, j, ground, reach, seed):
+def test_attach_equals_its_rule_with_every_emd_afresh(n_groups, n_left, m, t, j, c, ground, reach, seed):
     rng = np.random.default_rng(seed)
     n_qi = 2
     sizes = rng.integers(1, 6, n_groups).astype(np.int64)
@@ -209,11 +243,11 @@ def test_attach_equals_its_rule_with_every_emd_afresh(n_groups, n_left, m, t, j,
     view = counts.sum(axis=0) + np.bincount(s, minlength=m) + rng.integers(0, 3, m)
     stats = (counts, sizes, sum_p, sum_h, lo, hi, pos)
     expected, expected_stats = attach_reference(
-        stats, s, priors, ent, coords, xpos, view, t, j, ground, reach
+        stats, s, priors, ent, coords, xpos, view, t, j, c, ground, reach
     )
     got = tuple(a.copy() for a in stats)
     assign = np.full(n_left, UNGROUPED, dtype=np.int64)
-    _attach(*got, s, priors, ent, coords, xpos, assign, view, int(view.sum()), t, j, ground, 2.0, reach)
+    _attach(*got, s, priors, ent, coords, xpos, assign, view, int(view.sum()), t, j, c, ground, 2.0, reach)
     np.testing.assert_array_equal(assign, expected)
     for a, b in zip(got, expected_stats, strict=True):
         np.testing.assert_array_equal(a, b)

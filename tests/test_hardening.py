@@ -641,7 +641,7 @@ def test_emd_boundary_group_is_never_built_then_refused(tmp_path):
     num, den = emd_num_den(group, 6, view_counts, 120, 0)
     assert (num, den) == (1008, 1440) and not emd_within(num, den, 0.7)
     priors = np.full(19, 6 / 19)
-    violation = _violation(group, 6, priors, 0.0, view_counts, 120, 0.7, 10.0, 0, 2.0)
+    violation = _violation(group, 6, priors, 0.0, view_counts, 120, 0.7, 10.0, 1.0, 0, 2.0)
     policy = _traversal_policy(t=0.7)
     led = release_history(_traversal_history(), policy, tmp_path / "led")  # VerificationError today
     assert violation > 0 and led.last_index() == 2

@@ -158,8 +158,14 @@ def test_a_refused_first_release_records_no_policy_and_knowledge_is_pinned(setti
         tables.values, tables.classes, [np.full_like(t, 1 / t.shape[-1]) for t in tables.tables]
     )
     flat.save(own)  # same path, another model
-    with pytest.raises(LedgerError, match=r"\['knowledge_sha256'\]"):
+    with pytest.raises(LedgerError) as caught:
         release_history(mh.history, policy, tmp_path / "led")
+    # the message names the file that changed, not only the digest field
+    said = str(caught.value)
+    assert f"the knowledge file {own} ([knowledge] dk) changed since this ledger recorded it" in said
+    assert "put the original file back" in said
+    with pytest.raises(LedgerError, match=r"\['knowledge_sha256', 't'\]"):  # with another field: the fields
+        release_history(mh.history, policy.with_overrides(t=0.31), tmp_path / "led")
 
 
 def test_state_join_keeps_one_dtype_per_column_across_partitions(setting):

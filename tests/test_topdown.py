@@ -378,3 +378,57 @@ def test_group_statistics_have_the_bits_of_ufunc_at(n, groups, seed):
     np.testing.assert_array_equal(
         st_.counts, np.bincount(g * m + s[group >= 0], minlength=groups * m).reshape(groups, m)
     )
+
+
+# -- RBK-closeness (policy.rbk_closeness) --------------------------------------------------
+def _tv(s, priors, members, m):
+    """The RBK-closeness distance of one group in plain NumPy (not the criteria's kernel)."""
+    counts = np.bincount(s[members], minlength=m)
+    return 0.5 * np.abs(counts - priors[members].sum(axis=0)).sum() / members.sum()
+
+
+def test_rbk_closeness_keeps_a_box_whose_halves_are_far_from_their_members_priors():
+    # Tuples 0, 1 (QI 0) expect value 0, tuples 2, 3 (QI 1) value 1; each pair holds one of each.
+    # Half {0, 1}: counts (1, 1) against prior sums (2, 0): TV = (1 + 1) / (2 * 2) = 0.5; the whole
+    # box: counts (2, 2) against (2, 2): TV 0. Without the bound the box is cut at the median
+    # (k 2, t and j loose); with c = 0.3 neither half keeps it and the box stays one group; at
+    # c = 0.5 the halves keep it (inclusive) and it is cut again.
+    x = np.array([[0.0], [0.0], [1.0], [1.0]])
+    s = np.array([0, 1, 0, 1])
+    priors = np.array([A, A, B, B])
+    vc = np.array([2, 2])
+    np.testing.assert_array_equal(topdown_groups(x, s, priors, vc, k=2, t=1.0, j=2.0), [0, 0, 1, 1])
+    np.testing.assert_array_equal(topdown_groups(x, s, priors, vc, k=2, t=1.0, j=2.0, c=0.3), [0, 0, 0, 0])
+    np.testing.assert_array_equal(topdown_groups(x, s, priors, vc, k=2, t=1.0, j=2.0, c=0.5), [0, 0, 1, 1])
+
+
+@settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(split_cases(), st.sampled_from([0.15, 0.3, 0.6]), st.sampled_from(["median", "gini"]))
+def test_rbk_closeness_holds_in_every_group_with_k_t_j(case, c, cut):
+    x, s, priors, vc, k, t, j, ground, pc = case
+    g = topdown_groups(x, s, priors, vc, k=k, t=t, j=j, ground=ground, pc=pc, cut=cut, c=c)
+    m = len(vc)
+    for label in np.unique(g[g >= 0]):
+        assert _tv(s, priors, g == label, m) <= c + 1e-12
+    # a root that keeps k, t, j and the bound is only ever cut into halves that keep them
+    root = np.ones(len(s), dtype=bool)
+    crit = TCloseness(t, "ordered" if ground == ORDERED else "equal", tuple(int(v) for v in vc))
+    if (
+        len(s) >= k
+        and crit.holds_counts(np.bincount(s, minlength=m).astype(np.int64))
+        and js_per_group(priors, np.zeros(len(s), dtype=np.int64), 2.0).iloc[0] <= j
+        and _tv(s, priors, root, m) <= c
+    ):
+        assert (g >= 0).all()
+
+
+@pytest.mark.slow
+@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    views_and_policies(), st.integers(1, 4), st.sampled_from(["scan", "topdown"]), st.sampled_from([0.2, 0.5])
+)
+def test_rbk_closeness_releases_pass_the_verifier_and_are_partition_free(case, npartitions, grouping, c):
+    """Both groupings and their repair keep the bound; the verifier checks it from the
+    private membership (RBK-closeness is one of the criteria JS-reduce then promises)."""
+    view, policy = case
+    check_release(view, policy.with_overrides(grouping=grouping, rbk_closeness=c), npartitions)

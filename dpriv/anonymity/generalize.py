@@ -27,7 +27,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpriv.divergence import emd_num_den, emd_within, entropy, js_from_sums, js_from_sums_with
+from dpriv.divergence import (
+    emd_num_den,
+    emd_within,
+    entropy,
+    js_from_sums,
+    js_from_sums_with,
+    tv_from_sums,
+    tv_from_sums_with,
+)
 
 UNGROUPED = -1
 _TINY = np.finfo(np.float64).tiny
@@ -36,42 +44,60 @@ _PULL_SCAN = 32  # deferred tuples examined per step, most recent first
 
 
 @njit(cache=True)
-def _violation(counts, size, sum_p, sum_h, view_counts, view_size, t, j, ground, log_base):
+def _violation(counts, size, sum_p, sum_h, view_counts, view_size, t, j, c, ground, log_base):
+    """How far a group is from (E9) and RBK-closeness ``c`` (``c`` >= 1: off): 0 when it keeps them."""
     js = js_from_sums(sum_p, sum_h, size, log_base)
-    return _violation_of(counts, size, js, view_counts, view_size, t, j, ground)
+    tv = tv_from_sums(counts, sum_p, size) if c < 1.0 else 0.0
+    return _violation_of(counts, size, js, tv, view_counts, view_size, t, j, c, ground)
 
 
 @njit(cache=True)
-def _violation_with(counts, size, sum_p, sign, extra, sum_h, view_counts, view_size, t, j, ground, log_base):
+def _violation_with(
+    counts, size, sum_p, sign, extra, sum_h, view_counts, view_size, t, j, c, ground, log_base
+):
     """:func:`_violation` with the prior sums ``sum_p + sign * extra`` (no array built)."""
     js = js_from_sums_with(sum_p, sign, extra, sum_h, size, log_base)
-    return _violation_of(counts, size, js, view_counts, view_size, t, j, ground)
+    tv = tv_from_sums_with(counts, sum_p, sign, extra, size) if c < 1.0 else 0.0
+    return _violation_of(counts, size, js, tv, view_counts, view_size, t, j, c, ground)
 
 
 @njit(cache=True)
-def _violation_of(counts, size, js, view_counts, view_size, t, j, ground):
+def _violation_of(counts, size, js, tv, view_counts, view_size, t, j, c, ground):
     num, den = emd_num_den(counts, size, view_counts, view_size, ground)
     v = 0.0
     if not emd_within(num, den, t):  # > 0 even where num / den rounds to t
         v += max(num / den - t, _TINY)
     if js > j:
         v += js - j
+    if tv > c:
+        v += tv - c
     return v
 
 
 @njit(cache=True)
-def _worsens(counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size, t, j, ground, log_base):
+def _worsens(counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size, t, j, c, ground, log_base):
     """Would adding ``x`` (already counted in ``counts``) push the open group away from (E9)?
 
     t: the group violates t with ``x`` and ``x``'s value was not under-represented in the
-    group; j: the group violates j with ``x`` and ``x`` raises its JS divergence.
+    group; j: the group violates j with ``x`` and ``x`` raises its JS divergence; c: the group
+    breaks RBK-closeness with ``x`` and ``x`` raises its distance.
     """
     v = s[x]
     num, den = emd_num_den(counts, u + 1, view_counts, view_size, ground)
     if not emd_within(num, den, t) and (counts[v] - 1) * view_size >= view_counts[v] * u:
         return True
     js1 = js_from_sums_with(sum_p, 1.0, priors[x], sum_h + ent[x], u + 1, log_base)
-    return js1 > j and js1 > js_from_sums(sum_p, sum_h, u, log_base)
+    if js1 > j and js1 > js_from_sums(sum_p, sum_h, u, log_base):
+        return True
+    if c >= 1.0:
+        return False
+    tv1 = tv_from_sums_with(counts, sum_p, 1.0, priors[x], u + 1)
+    if tv1 <= c:
+        return False
+    counts[v] -= 1
+    tv0 = tv_from_sums(counts, sum_p, u)
+    counts[v] += 1
+    return tv1 > tv0
 
 
 @njit(cache=True)
@@ -85,6 +111,7 @@ def _greedy(
     k,
     t,
     j,
+    c,
     ground,
     log_base,
     cap,
@@ -126,18 +153,18 @@ def _greedy(
         if u == 0:
             v0 = np.inf
         elif not v0_known:  # a step that adds x computes the next step's v0 as its v1, same bits
-            v0 = _violation(counts, u, sum_p, sum_h, view_counts, view_size, t, j, ground, log_base)
+            v0 = _violation(counts, u, sum_p, sum_h, view_counts, view_size, t, j, c, ground, log_base)
         v0_known = True
         counts[s[x]] += 1
         v1 = _violation_with(
-            counts, u + 1, sum_p, 1.0, priors[x], sum_h + ent[x], view_counts, view_size, t, j, ground,
-            log_base,
+            counts, u + 1, sum_p, 1.0, priors[x], sum_h + ent[x], view_counts, view_size, t, j, c,
+            ground, log_base,
         )  # fmt: skip
         if (
             wait > 0
             and u > 0
             and _worsens(
-                counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size, t, j, ground, log_base
+                counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size, t, j, c, ground, log_base
             )
         ):
             counts[s[x]] -= 1
@@ -168,12 +195,14 @@ def _greedy(
                     view_size,
                     t,
                     j,
+                    c,
                     ground,
                     log_base,
                 )
                 if v1 < v0 and not _worsens(
-                    counts, u, sum_p, sum_h, y, s, priors, ent, view_counts, view_size, t, j, ground, log_base
-                ):
+                    counts, u, sum_p, sum_h, y, s, priors, ent, view_counts, view_size, t, j, c, ground,
+                    log_base,
+                ):  # fmt: skip
                     members[u] = y
                     u += 1
                     sum_p += priors[y]
@@ -208,6 +237,7 @@ def _greedy(
                     view_size,
                     t,
                     j,
+                    c,
                     ground,
                     log_base,
                 )
@@ -252,14 +282,16 @@ def _attach(
     view_size,
     t,
     j,
+    c,
     ground,
     log_base,
     reach,
 ):
     """Attach each unassigned leftover (``assign == -1``) to a group that still satisfies
-    (E9) with it: among the ``reach`` groups nearest in Hilbert order (by the position of
-    their first tuple), the one whose box on the normalised QIs grows least (E11); ties go
-    to the nearest. Group statistics are updated in place.
+    (E9) with it (and RBK-closeness ``c`` when below 1): among the ``reach`` groups nearest
+    in Hilbert order (by the position of their first tuple), the one whose box on the
+    normalised QIs grows least (E11); ties go to the nearest. Group statistics are updated
+    in place.
 
     Whether a group keeps t with one more tuple depends only on the group and the tuple's
     value: it is decided once per (group, value) and again for a group a leftover joins
@@ -293,8 +325,17 @@ def _attach(
             cost = _growth(lo[g], hi[g], coords[x])
             if cost >= best_cost:
                 continue
-            if js_from_sums_with(sum_p[g], 1.0, priors[x], sum_h[g] + ent[x], sizes[g] + 1, log_base) <= j:
-                best, best_cost = g, cost
+            if js_from_sums_with(sum_p[g], 1.0, priors[x], sum_h[g] + ent[x], sizes[g] + 1, log_base) > j:
+                continue
+            if c < 1.0:
+                counts[g, s[x]] += 1
+                tv = tv_from_sums_with(counts[g], sum_p[g], 1.0, priors[x], sizes[g] + 1)
+                counts[g, s[x]] -= 1
+                if tv > c:
+                    continue
+            best, best_cost = g, cost
+            if cost == 0.0:
+                break
                 if cost == 0.0:
                     break
         if best >= 0:

@@ -31,11 +31,13 @@ def entropies(priors: np.ndarray, log_base: float = 2.0) -> np.ndarray:
 
 @dataclass
 class Params:
-    """The (E9) thresholds and the repair settings of the greedy grouping."""
+    """The (E9) thresholds and the repair settings of the greedy grouping; ``c`` the
+    RBK-closeness bound (1.0: off, every group keeps a total variation of at most 1)."""
 
     k: int
     t: float
     j: float
+    c: float = 1.0
     ground: int = EQUAL
     log_base: float = 2.0
     cap: int = 0
@@ -55,6 +57,7 @@ def _scan(order, s, priors, ent, view_counts, params: Params, group):
         params.k,
         params.t,
         params.j,
+        params.c,
         params.ground,
         params.log_base,
         params.cap,
@@ -116,7 +119,8 @@ def repair(
     ent = entropies(priors, params.log_base)
     view_size = int(view_counts.sum())
     assign = np.full(len(s), UNGROUPED, dtype=np.int64)
-    thresholds = (view_counts, view_size, params.t, params.j, params.ground, params.log_base, params.reach)
+    p = params
+    thresholds = (view_counts, view_size, p.t, p.j, p.c, p.ground, p.log_base, p.reach)
     if stats.n_groups:
         _attach(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
     rest = np.flatnonzero(assign == UNGROUPED)
@@ -180,6 +184,7 @@ def params_of(policy: ReleasePolicy) -> Params:
         k=th["k"],
         t=th["t"],
         j=th["j"],
+        c=th.get("rbk_closeness", 1.0),
         ground=GROUNDS[policy.emd_ground],
         log_base=policy.log_base,
         cap=cap_for(policy),

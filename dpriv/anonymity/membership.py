@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpriv.criteria import js_per_group
+from dpriv.criteria import js_per_group, tv_per_group
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP, LABEL, SCODE, _listed, _names, _py, split_value_sets
 from dpriv.validate import codes
@@ -42,8 +42,10 @@ def check_assigned(
     policy: ReleasePolicy,
     stats: pd.DataFrame,
     usable: list[str],
-) -> tuple[list[str], pd.Series | None]:
-    """Membership checks against the private frame; returns problems and JS per group label."""
+) -> tuple[list[str], pd.DataFrame | None]:
+    """Membership checks against the private frame; returns problems and, per group of
+    ``stats`` (in its order), ``js`` (E8) and ``rbk_tv`` (RBK-closeness distance) of the
+    members' priors."""
     problems: list[str] = []
     need = [LABEL, *policy.qi, *policy.prior_columns]
     absent = [c for c in need if c not in assigned.columns]
@@ -156,7 +158,10 @@ def check_assigned(
             "are not distributions (non-negative, summing to 1)"
         )
     js_by_label = js_per_group(priors, labels, policy.log_base)
-    return problems, js_by_label.reindex(stats_labels.to_numpy())
+    tv_by_label = tv_per_group(priors, np.where(s_priv >= 0, s_priv, 0), labels)
+    at = stats_labels.to_numpy()
+    both = {"js": js_by_label.reindex(at).to_numpy(), "rbk_tv": tv_by_label.reindex(at).to_numpy()}
+    return problems, pd.DataFrame(both)
 
 
 def _node_problems(q: str, h, leaf: np.ndarray, labels: np.ndarray, shown: pd.Series) -> list[str]:

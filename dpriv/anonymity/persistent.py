@@ -107,6 +107,8 @@ def plan_units(units: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarr
     def holds(counts: np.ndarray, size: int, sum_p: np.ndarray, sum_h: float) -> bool:
         if size < policy.k or not crit["t"].holds_counts(counts):
             return False
+        if "rbk_closeness" in crit and not crit["rbk_closeness"].holds_sums(counts, sum_p):
+            return False
         return js((counts, size, sum_p, sum_h)) <= policy.j
 
     def row(u: int) -> tuple:

@@ -37,6 +37,10 @@ A node (a set of tuples, a box)
   violation most until (E9) holds; the shed members (or all, if fewer than k remain) are
   *leftovers*.
 
+With ``policy.rbk_closeness`` set, "(E9)" above also asks RBK-closeness of every set: its
+sensitive distribution within that total variation of the mean of its members' priors (a term
+``max(0, TV - c)`` in the violation, ``TV / c`` in the load; docs/algorithms.md).
+
 Leftovers go to the same repair as the scan's (attach to a nearby group that keeps (E9), scan
 the rest greedily, attach again, suppress what remains), so every kept group satisfies (E9).
 
@@ -54,7 +58,7 @@ import pandas as pd
 from numba import njit
 
 from dpriv.anonymity.jsreduce import entropies
-from dpriv.divergence import ORDERED, emd_num_den, emd_within
+from dpriv.divergence import ORDERED, emd_num_den, emd_within, tv_from_sums
 from dpriv.hilbert.keys import grouping_coords, is_anatomy
 from dpriv.policy import ReleasePolicy
 
@@ -111,7 +115,7 @@ class _Split:
     """The data of one root (block) and the (E9) thresholds; :meth:`groups` runs the split."""
 
     def __init__(
-        self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False, cut="median", ent=None
+        self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False, cut="median", ent=None, c=1.0
     ):
         self.x = np.ascontiguousarray(x, dtype=np.float64)
         self.s = np.ascontiguousarray(s, dtype=np.int64)
@@ -123,6 +127,7 @@ class _Split:
         self.pv = self.vc / max(self.n_view, 1)
         self.m = len(self.vc)
         self.k, self.t, self.j, self.ground, self.log_base = k, t, j, ground, log_base
+        self.c = c  # RBK-closeness; 1.0: off (every set is within a total variation of 1)
         self.pc, self.cut = pc, cut
         self.pc_valid = cut in ("slack", "gini")  # the knowledge axis is a candidate for valid boxes too
 
@@ -141,15 +146,24 @@ class _Split:
             return np.abs(np.cumsum(r, axis=1)).sum(axis=1) / max(self.m - 1, 1)
         return 0.5 * np.abs(r).sum(axis=1)
 
+    def _tv(self, counts: np.ndarray, sum_p: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """RBK-closeness distance of sets (float, for ranking); zeros when it is off."""
+        if self.c >= 1.0:
+            return np.zeros(len(u))
+        return 0.5 * np.abs(counts - sum_p).sum(axis=1) / u
+
     def _violation(self, counts, sum_p, sum_h, u):
-        return np.maximum(self._js(sum_p, sum_h, u) - self.j, 0.0) + np.maximum(
-            self._emd(counts, u) - self.t, 0.0
+        return (
+            np.maximum(self._js(sum_p, sum_h, u) - self.j, 0.0)
+            + np.maximum(self._emd(counts, u) - self.t, 0.0)
+            + np.maximum(self._tv(counts, sum_p, u) - self.c, 0.0)
         )
 
     def _load(self, counts, sum_p, sum_h, u):
-        """``max(JS / j, EMD / t)`` of sets (a threshold of 0 counts 0): 1 at the (E9) bound."""
+        """``max(JS / j, EMD / t, TV / c)`` of sets (a threshold of 0 counts 0): 1 at the bound."""
         js = self._js(sum_p, sum_h, u) / self.j if self.j > 0 else np.zeros(len(u))
-        return np.maximum(js, self._emd(counts, u) / self.t if self.t > 0 else 0.0)
+        load = np.maximum(js, self._emd(counts, u) / self.t if self.t > 0 else 0.0)
+        return np.maximum(load, self._tv(counts, sum_p, u) / self.c) if 0 < self.c < 1.0 else load
 
     def _holds(self, counts: np.ndarray, sum_p: np.ndarray, sum_h: float, u: int) -> bool:
         """(E9) exactly as the scan decides it: k, EMD on integers, JS <= j."""
@@ -157,6 +171,8 @@ class _Split:
             return False
         num, den = emd_num_den(counts, u, self.vc, self.n_view, self.ground)
         if not emd_within(num, den, self.t):
+            return False
+        if self.c < 1.0 and tv_from_sums(counts, sum_p, u) > self.c:
             return False
         return bool(self._js(sum_p[None, :], np.array([sum_h]), np.array([float(u)]))[0] <= self.j)
 
@@ -314,6 +330,7 @@ def topdown_groups(
     blocks: np.ndarray | None = None,
     pc: bool = False,
     cut: str = "median",
+    c: float = 1.0,
 ) -> np.ndarray:
     """Top-down QI-groups of ``n`` tuples (module doc).
 
@@ -331,6 +348,8 @@ def topdown_groups(
         ``cut = "slack"`` a node that satisfies (E9) may be cut along it too.
     cut : how a node that satisfies (E9) is cut: ``"median"`` (Mondrian), ``"slack"``, ``"box"``,
         ``"slack-widest"`` or ``"gini"`` (module doc).
+    c : RBK-closeness, in [0, 1]: every group also keeps its sensitive distribution within this
+        total variation of the mean of its members' priors (1.0, the default: off).
 
     Returns
     -------
@@ -359,6 +378,7 @@ def topdown_groups(
             pc=pc,
             cut=cut,
             ent=split.ent[rows],
+            c=c,
         )
         local = sub.groups()
         kept = local >= 0

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.membership import check_assigned
-from dpriv.criteria import JSBound, KAnonymity, TCloseness, criteria_for, group_statistics
+from dpriv.criteria import JSBound, KAnonymity, RBKCloseness, TCloseness, criteria_for, group_statistics
 from dpriv.errors import InputError, PolicyError, VerificationError
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP, MAX_LISTED, _py, format_problems
@@ -60,6 +60,8 @@ class VerificationReport:
     ok : True when no problem was found (every group meets (E9), the format is right).
     problems : human-readable problems, each naming the group/column and the constraint.
     n_rows, n_groups : released tuples and QI-groups.
+    rbk_achieved : largest RBK-closeness distance of a group (total variation in [0, 1]) when
+        the policy sets ``rbk_closeness`` and ``assigned`` is given, else None.
     """
 
     groups: pd.DataFrame
@@ -71,6 +73,7 @@ class VerificationReport:
     problems: list[str] = field(default_factory=list)
     n_rows: int = 0
     n_groups: int = 0
+    rbk_achieved: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary for ``metrics.json`` (plain Python types, no per-group table)."""
@@ -80,6 +83,7 @@ class VerificationReport:
             "l_achieved": self.l_achieved,
             "t_achieved": self.t_achieved,
             "j_achieved": self.j_achieved,
+            **({} if self.rbk_achieved is None else {"rbk_closeness_achieved": self.rbk_achieved}),
             "n_rows": int(self.n_rows),
             "n_groups": int(self.n_groups),
             "problems": list(self.problems),
@@ -229,26 +233,30 @@ def check_groups(
         released, qi_cols, policy.sensitive, domain, vc, policy.emd_ground, group_column=group_column
     )
     stats["js"] = np.nan
+    stats["rbk_tv"] = np.nan
     stats["holds_k"] = KAnonymity(policy.k).holds(stats)
     stats["holds_t"] = TCloseness(policy.t, policy.emd_ground).holds(stats)
     stats["holds_j"] = pd.array([pd.NA] * len(stats), dtype="boolean")
-    j_achieved = None
+    j_achieved = rbk_achieved = None
     holds = {"k": stats["holds_k"].to_numpy(), "t": stats["holds_t"].to_numpy()}
     if assigned is not None and group_column is not None:
-        more, js = check_assigned(released, assigned, policy, stats, usable)
+        more, divergences = check_assigned(released, assigned, policy, stats, usable)
         problems += more
-        if js is not None:
-            stats["js"] = js.to_numpy(dtype=float)
+        if divergences is not None:
+            stats["js"] = divergences["js"].to_numpy(dtype=float)
+            stats["rbk_tv"] = divergences["rbk_tv"].to_numpy(dtype=float)
             holds["j"] = JSBound(policy.j, policy.log_base).holds(stats)
             stats["holds_j"] = pd.array(holds["j"], dtype="boolean")
-            if len(stats):
-                j_achieved = float(np.nanmax(stats["js"])) if stats["js"].notna().any() else None
+            j_achieved = _largest(stats["js"])
+            if policy.rbk_closeness is not None:
+                holds["rbk_closeness"] = RBKCloseness(policy.rbk_closeness).holds(stats)
+                rbk_achieved = _largest(stats["rbk_tv"])
     elif assigned is not None:
         problems.append(f"assigned given but the release has no usable {GROUP!r} column to match it")
 
     for crit in criteria_for(policy, method):
-        if crit.name == "j" and "j" not in holds:
-            continue  # no priors: the JS bound is not checked
+        if crit.needs == {"priors"} and crit.name not in holds:
+            continue  # no priors: the JS bound and RBK-closeness are not checked
         bad = np.flatnonzero(~(holds[crit.name] if crit.name in holds else crit.holds(stats)))
         rows = stats.iloc[bad[:MAX_LISTED]].to_dict("records")
         problems += [crit.problem(_py(r[GROUP]), r) for r in rows]
@@ -265,7 +273,13 @@ def check_groups(
         problems=problems,
         n_rows=int(len(released)),
         n_groups=int(len(stats)),
+        rbk_achieved=rbk_achieved,
     )
+
+
+def _largest(values: pd.Series) -> float | None:
+    """The largest value that is not NaN, None when there is none."""
+    return float(np.nanmax(values)) if values.notna().any() else None
 
 
 def combine_reports(
@@ -278,7 +292,8 @@ def combine_reports(
     ``parts``: the parts' reports, each verified against the whole view's ``view_counts``;
     ``released_counts`` (int64, shape (M,)): the released count of each sensitive value
     summed over the parts, checked here against ``view_counts`` (a part alone cannot).
-    Achieved values: smallest k and l, largest t and j over the parts that have groups.
+    Achieved values: smallest k and l, largest t, j and RBK-closeness distance over the parts
+    that have groups.
     """
     problems = [p for part in parts for p in part.problems]
     rel, vc = np.asarray(released_counts), np.asarray(view_counts)
@@ -302,4 +317,5 @@ def combine_reports(
         problems=problems,
         n_rows=sum(part.n_rows for part in parts),
         n_groups=sum(part.n_groups for part in parts),
+        rbk_achieved=pick("rbk_achieved", max),
     )

@@ -41,6 +41,7 @@ _GROUPS = {
         "retro_posterior_bound",
         "exit_values",
         "posterior_bound",
+        "rbk_closeness",
     ),
     "release": (
         "seed",

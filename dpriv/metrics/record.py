@@ -46,7 +46,8 @@ class ReleaseRecord(Mapping[str, Any]):
 
     Verification (:meth:`dpriv.anonymity.verify.VerificationReport.to_dict`): ``ok``,
     ``k_achieved``/``l_achieved`` (int or None), ``t_achieved``/``j_achieved`` (float or
-    None), ``n_rows``, ``n_groups``, ``problems`` (list of str). Measures
+    None), ``n_rows``, ``n_groups``, ``problems`` (list of str); ``rbk_closeness_achieved``
+    (float) only with ``policy.rbk_closeness``, kept in ``extra``. Measures
     (:class:`dpriv.metrics.release.ReleaseMetrics`: utility E11, E24-E26 and KPR E21):
     ``n_original``, ``n_released``, ``n_suppressed``, ``m`` (number of QIs),
     ``suppression_rate``, ``min_group_size``, ``largest_group``, ``average_semiperimeter``,

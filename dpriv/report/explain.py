@@ -197,6 +197,8 @@ def verdicts(releases: pd.DataFrame, policy: dict[str, Any]) -> list[Verdict]:
     method = str(policy.get("method", "jsreduce"))
     names = ["k", "t", "j"] + (["l"] if method == "mondrian-l" else [])
     enforced = GUARANTEES.get(method, ("k",))
+    if method == "jsreduce" and policy.get("rbk_closeness") is not None:  # promised when set
+        names, enforced = [*names, "rbk_closeness"], (*enforced, "rbk_closeness")
     out = []
     for row in releases.to_dict("records"):
         checks = []

@@ -61,7 +61,8 @@ p.note{color:#555;font-size:.9em}
 def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
     """Whether an achieved value breaks the policy threshold that its method guarantees
     (:data:`dpriv.criteria.GUARANTEES`; a red cell in the table)."""
-    if col not in GUARANTEES.get(policy.get("method", "jsreduce"), ("k",)):
+    method = policy.get("method", "jsreduce")
+    if col not in GUARANTEES.get(method, ("k",)) and not (col == "rbk_closeness" and method == "jsreduce"):
         return False
     return breaks(col, val, policy.get(col))
 
@@ -69,7 +70,7 @@ def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
 def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
     e = html.escape
     # KPR not computed, or no release gate: no empty columns
-    optional = ("kpr", "kpr_reference", "retro_gain", "regroupings", "withheld")
+    optional = ("kpr", "kpr_reference", "retro_gain", "regroupings", "withheld", "rbk_closeness")
     skip = {c for c in optional if releases[c].isna().all()}
     cols = [c for c in RELEASE_COLUMNS if c[0] not in skip]
     head = "".join(f'<th data-key="{e(key)}">{e(text)}</th>' for _, key, text in cols)

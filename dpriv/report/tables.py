@@ -30,6 +30,7 @@ RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("l", "l_achieved", "l"),
     ("t", "t_achieved", "t (max EMD)"),
     ("j", "j_achieved", "j (max JS)"),
+    ("rbk_closeness", "rbk_closeness_achieved", "RBK-closeness (max TV)"),
     ("semiperimeter", "average_semiperimeter", "avg semi-perimeter"),
     ("gcp", "gcp", "GCP"),
     ("kpr", "kpr", "KPR (%)"),
@@ -47,6 +48,7 @@ DEFENSE_KEYS = (
     ("release_format", "released format"),
     ("exit_values", "exit guard: terminal values"),
     ("posterior_bound", "posterior bound (no kept tuple's Omega posterior reaches it)"),
+    ("rbk_closeness", "RBK-closeness (largest total variation of a group from its members' mean prior)"),
     ("retro_max_gain", "release gate: largest retrospective mean gain"),
     ("retro_posterior_bound", "release gate: retrospective posterior bound (members over it withheld)"),
     ("retro_attendance", "release gate: attendance its adversary assumes"),
@@ -213,15 +215,15 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
     pandas.DataFrame
         One row per committed release, the columns of :data:`RELEASE_COLUMNS` (``release``,
         ``respondents`` (the view's tuples ``n_original``: one per respondent), ``groups``,
-        ``released``, ``suppressed``, ``suppression`` (a share in [0, 1]), ``k``, ``l``,
-        ``t``, ``j``, ``semiperimeter``, ``gcp``, ``kpr``, ``kpr_reference``, ``retro_gain`` (the
-        release gate's largest retrospective gain as of the release, None without a gate),
-        ``regroupings`` (how many times the gate regrouped the release: int, None without a
-        gate), ``withheld`` (members the gate withheld under ``retro_posterior_bound``: int,
-        None without a gate or in a ledger written before it existed), ``seconds``);
-        values exactly as stored (``seconds`` summed over the steps). ``kpr`` and
-        ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in
-        ``attack/kpr.csv`` nor passed); other missing values are None.
+        ``released``, ``suppressed``, ``suppression`` (a share in [0, 1]), ``k``, ``l``, ``t``, ``j``,
+        ``rbk_closeness`` (None without the bound), ``semiperimeter``, ``gcp``, ``kpr``,
+        ``kpr_reference``, ``retro_gain`` (the release gate's largest retrospective gain as of the
+        release, None without a gate), ``regroupings`` (how many times the gate regrouped the release:
+        int, None without a gate), ``withheld`` (members the gate withheld under
+        ``retro_posterior_bound``: int, None without a gate or in a ledger written before it existed),
+        ``seconds``); values exactly as stored (``seconds`` summed over the steps). ``kpr`` and
+        ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in ``attack/kpr.csv``
+        nor passed); other missing values are None.
     """
     led = _ledger(ledger)
     kprs = kpr_values(led)
