@@ -214,7 +214,9 @@ class ReleasePolicy(BaseModel):
             lines = [
                 f"  {unknown_key(str(e['loc'][0]), cls.model_fields)}"
                 if e["type"] == "extra_forbidden" and e["loc"]
-                else f"  {'.'.join(map(str, e['loc'])) or 'policy'}: {bound_message(cls.model_fields, e)}"
+                else f"  {'.'.join(map(str, e['loc']))}: {bound_message(cls.model_fields, e)}"
+                if e["loc"]
+                else f"  {bound_message(cls.model_fields, e)}"  # a whole-policy check names its field
                 for e in exc.errors()
             ]
             raise PolicyError("invalid policy:\n" + "\n".join(lines)) from None
@@ -251,7 +253,12 @@ class ReleasePolicy(BaseModel):
         if any(overrides.get(k) is not None for k in ("qi", "sensitive")):  # flags narrow the columns:
             kept, tables = {*flat.get("qi", []), flat.get("sensitive")}, ("domains", "kinds", "hierarchies")
             flat |= {t: {c: v for c, v in flat[t].items() if c in kept} for t in tables if t in flat}
-        return cls.from_dict(flat)
+        try:
+            return cls.from_dict(flat)
+        except PolicyError as exc:  # name the file (and the flags given with it)
+            flags = [f"--{k.replace('_', '-')}" for k, v in overrides.items() if v is not None]
+            where = f"policy file {path}" + (f" with {', '.join(flags)}" if flags else "")
+            raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({where}):", 1)) from None
 
     def with_overrides(self, **overrides: Any) -> ReleasePolicy:
         data = self.model_dump()

@@ -58,6 +58,18 @@ def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
         raise PolicyError(f"policy file {path}: " + "; ".join(bad))
 
 
+#: pydantic's error types of a value of the wrong type, and what the field takes instead.
+_TYPE_ERRORS = {
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "string_type": "text in quotes",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "a table",
+}
 #: pydantic's error types of a numeric bound (Field gt/ge/lt/le).
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
 
@@ -74,6 +86,8 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
         return f"missing: set {name}{table} in the policy file, or pass --{name.replace('_', '-')}"
     if error["type"] == "list_type" and name:
         return f'must be a list, e.g. {name} = ["a", "b"], got {error.get("input")!r}'
+    if error["type"] in _TYPE_ERRORS:
+        return f"must be {_TYPE_ERRORS[error['type']]}, got {error.get('input')!r}"
     if error["type"] not in _BOUND_ERRORS or field is None:  # pydantic's "Value error, " prefix dropped
         return error["msg"].removeprefix("Value error, ")
     lo, hi = "(-inf", "inf)"

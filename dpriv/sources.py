@@ -127,10 +127,18 @@ def mine_views(
 
 def check_tables(tables: MarkovTables, policy: ReleasePolicy, where: object) -> MarkovTables:
     """``tables`` if they are over the policy's sensitive domain, else PolicyError."""
-    if list(tables.values) != [str(v) for v in policy.sensitive_domain]:
+    mine, theirs = list(tables.values), [str(v) for v in policy.sensitive_domain]
+    if mine != theirs:
+        what = (
+            "the same values in another order"
+            if sorted(mine) == sorted(theirs)
+            else f"values only in the tables: {[v for v in mine if v not in theirs][:5]}, only in the "
+            f"policy: {[v for v in theirs if v not in mine][:5]}"
+        )
         raise PolicyError(
-            f"knowledge {where} is over {list(tables.values)[:5]}..., not the sensitive "
-            f"domain {policy.sensitive_domain[:5]}... of the policy"
+            f"knowledge {where} is over {len(mine)} sensitive values, not the policy's {len(theirs)} "
+            f"({what}): declare [domains] {policy.sensitive} = {mine} (the tables' order) in the "
+            "policy, or use tables mined on the policy's domain"
         )
     return tables
 
@@ -148,7 +156,11 @@ def defender_knowledge(policy: ReleasePolicy) -> DefenderKnowledge:
         )
     path = policy.knowledge_path(source)
     if path is None or not path.is_file():
-        raise KnowledgeFileError(f"[knowledge] {source!r} must name an existing .npz table file, got {path}")
+        state = "is a folder" if path is not None and path.is_dir() else "does not exist"
+        where = "" if path is None else f" ({path.absolute()} {state})"
+        raise KnowledgeFileError(
+            f"[knowledge] {source!r} must name an existing .npz table file, got {path}{where}"
+        )
     tables = check_tables(MarkovTables.load(path), policy, path)
     return DefenderKnowledge(source, tables, hashlib.sha256(path.read_bytes()).hexdigest())
 

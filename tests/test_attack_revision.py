@@ -114,28 +114,39 @@ def test_cli_revision(ledger):
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        ('qi = ["age", "gender", "weight"]', 'qi = ["age", "gender"]', "qi: ['age', 'gender', 'weight'] rec"),
-        ("weight = [60, 89]", "weight = [50, 99]", "domains.weight: [60, 89] recorded, [50, 99] in the file"),
+        ('qi = ["age", "gender", "weight"]', 'qi = ["age", "gender"]', "qi: 'weight' only in the ledger's"),
+        (
+            'qi = ["age", "gender", "weight"]',
+            'qi = ["weight", "age", "gender"]',
+            "qi: the same values in another order (['age', 'gender', 'weight'] recorded",
+        ),
+        (
+            "weight = [60, 89]",
+            "weight = [50, 99]",
+            "domains.weight: 60, 89 only in the ledger's; 50, 99 only in",
+        ),
     ],
 )
 def test_cli_refuses_a_policy_that_reads_the_releases_differently(ledger, old, new, named):
-    """``--policy`` with other QIs or another domain than the ledger was released with would
-    read the published boxes wrongly: exit 2 naming the field, nothing written. Other
-    thresholds (this file's k 5, t 0.3, j 0.1 against the release's k 4, t 1, j 1) are
-    accepted (test_cli_revision)."""
+    """``--policy`` with other QIs (or QIs in another order: the Hilbert key's) or another
+    domain than the ledger was released with would read the published boxes wrongly: attack
+    and verify exit 2 naming the field, nothing written. Other thresholds (this file's k 5,
+    t 0.3, j 0.1 against the release's k 4, t 1, j 1) are accepted (test_cli_revision)."""
     out, *_ = ledger
     text = (out / "policy.toml").read_text()
     assert old in text
-    edited = out / f"edited-{len(new)}.toml"
     if "weight" not in new:  # the domain of a column that is no longer a QI is refused on its own
         text = text.replace("weight = [60, 89]\n", "")
+    edited = out / f"edited-{len(new)}.toml"
     edited.write_text(text.replace(old, new))
     target = out / f"refused-{len(new)}.csv"
+    common = ["--history", str(out / "history.parquet"), "--policy", str(edited)]
     res = CliRunner().invoke(
         app,
-        ["attack", str(out / "led"), "--history", str(out / "history.parquet"), "--policy", str(edited)]
-        + ["--knowledge", "dk", "--no-deductions", "--out", str(target)],
+        ["attack", str(out / "led"), *common, "--knowledge", "dk", "--no-deductions", "--out", str(target)],
     )
     assert res.exit_code == 2, res.output
     assert named in res.output and str(edited) in res.output and "omit --policy" in res.output
     assert not target.exists()
+    res = CliRunner().invoke(app, ["verify", "--ledger", str(out / "led"), "--view", "2", *common])
+    assert res.exit_code == 2 and named in res.output, res.output

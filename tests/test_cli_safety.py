@@ -150,6 +150,7 @@ def test_release_refused_for_a_missing_knowledge_file_creates_no_ledger(cli, tmp
     policy.write_text(policy.read_text().replace('"knowledge/', f'"{gen}/knowledge/'))
     res = cli("release", gen / "history.parquet", "--ledger", tmp_path / "L4", "--policy", policy)
     assert_refused(res, r"\[knowledge\] 'dk' must name an existing \.npz", r"missing\.npz")
+    assert f"({gen}/missing.npz does not exist)" in res.output  # where it looked, absolute
     assert not (tmp_path / "L4").exists()
     # an existing ledger: every byte and mtime as it was
     good = tmp_path / "good.toml"

@@ -322,3 +322,20 @@ def test_cli_export_of_a_ledger_release(cli, tmp_path):
     assert len(e) == len(rel) + n_supp == 12
     assert e[GROUP].iloc[: len(rel)].nunique() == rel[GROUP].nunique()
     assert list(e.columns) == [GROUP, *QI, "exam_result"]
+    # the same release given by path (with the ledger's policy): its metrics.json beside it
+    # gives the suppressed rows, as --ledger does; copied out of the ledger it is not used
+    pol = tmp_path / "policy.toml"
+    pol.write_text(
+        '[columns]\nid = "respondent_id"\ntime = "view"\nqi = '
+        + json.dumps(QI)
+        + '\nsensitive = "exam_result"\n'
+    )
+    by_path = tmp_path / "led" / "releases" / "2" / "view.parquet"
+    r = cli("export", by_path, "--policy", pol, "--out", tmp_path / "p.csv")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "p.csv").read_bytes() == (tmp_path / "e.csv").read_bytes()
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "view.parquet").write_bytes(by_path.read_bytes())
+    (tmp_path / "copy" / "metrics.json").write_text(json.dumps({"n_suppressed": 99}))  # not a ledger's
+    r = cli("export", tmp_path / "copy" / "view.parquet", "--policy", pol, "--out", tmp_path / "c.csv")
+    assert r.exit_code == 2 and "number of suppressed tuples is unknown" in r.output

@@ -134,3 +134,20 @@ def test_codes_of_arrow_strings_equal_the_index_lookup(values, domain, dtype):
     got = codes(series, domain)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [('k = "five"', "\n  k must be a number, got 'five'"), ("t = [1]", "\n  t: must be a number, got [1]"),
+     ("k = 2.5", "\n  k: must be a whole number, got 2.5"), ("grouping = 3", "\n  grouping: "),
+     ("rbk_closeness = 1.5", "\n  rbk_closeness: must be a number in [0, 1], got 1.5")],
+)  # fmt: skip
+def test_a_bad_value_in_a_policy_file_names_the_file_the_field_and_the_value(tmp_path, line, words):
+    path = tmp_path / "p.toml"
+    path.write_text(f'[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\n{line}\n')
+    with pytest.raises(PolicyError) as caught:
+        ReleasePolicy.from_toml(path)
+    said = str(caught.value)
+    assert said.startswith(f"invalid policy (policy file {path}):") and words in said
+    with pytest.raises(PolicyError, match=re.escape(f"(policy file {path} with --j):")):  # and the flags
+        ReleasePolicy.from_toml(path, j=0.5)

@@ -1,6 +1,7 @@
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 
@@ -194,3 +195,19 @@ def test_state_join_keeps_one_dtype_per_column_across_partitions(setting):
     first = tables.tables[0][tables.classes.classify(view), 0]
     np.testing.assert_allclose(rbk[4:], first[4:])
     assert not np.allclose(rbk[:4], first[:4])
+
+
+def test_knowledge_over_another_order_of_the_sensitive_values_says_what_to_declare(setting):
+    from dpriv.sources import defender_knowledge
+
+    _, policy = setting
+    domain = list(policy.sensitive_domain)
+    swapped = policy.with_overrides(domains={**policy.domains, policy.sensitive: domain[::-1]})
+    with pytest.raises(PolicyError) as caught:
+        defender_knowledge(swapped)
+    said = str(caught.value)
+    assert "the same values in another order" in said
+    assert f"declare [domains] {policy.sensitive} = {[str(v) for v in domain]}" in said
+    fewer = policy.with_overrides(domains={**policy.domains, policy.sensitive: domain[:-1]})
+    with pytest.raises(PolicyError, match=re.escape(f"values only in the tables: [{str(domain[-1])!r}]")):
+        defender_knowledge(fewer)

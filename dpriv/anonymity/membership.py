@@ -44,8 +44,8 @@ def check_assigned(
     usable: list[str],
 ) -> tuple[list[str], pd.DataFrame | None]:
     """Membership checks against the private frame; returns problems and, per group of
-    ``stats`` (in its order), ``js`` (E8) and ``rbk_tv`` (RBK-closeness distance) of the
-    members' priors."""
+    ``stats`` (in its order), ``js`` (E8) and ``rbk_tv`` (RBK-closeness distance; NaN when the
+    policy does not set ``rbk_closeness``) of the members' priors."""
     problems: list[str] = []
     need = [LABEL, *policy.qi, *policy.prior_columns]
     absent = [c for c in need if c not in assigned.columns]
@@ -158,9 +158,11 @@ def check_assigned(
             "are not distributions (non-negative, summing to 1)"
         )
     js_by_label = js_per_group(priors, labels, policy.log_base)
-    tv_by_label = tv_per_group(priors, np.where(s_priv >= 0, s_priv, 0), labels)
     at = stats_labels.to_numpy()
-    both = {"js": js_by_label.reindex(at).to_numpy(), "rbk_tv": tv_by_label.reindex(at).to_numpy()}
+    both = {"js": js_by_label.reindex(at).to_numpy(), "rbk_tv": np.full(len(at), np.nan)}
+    if policy.rbk_closeness is not None:  # only a policy with the bound promises it
+        tv_by_label = tv_per_group(priors, np.where(s_priv >= 0, s_priv, 0), labels)
+        both["rbk_tv"] = tv_by_label.reindex(at).to_numpy()
     return problems, pd.DataFrame(both)
 
 

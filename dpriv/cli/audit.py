@@ -118,10 +118,10 @@ def attack(
     else:  # before the attack: an unknown suffix, the history itself, an existing file
         check_out(out, history, kind="attack", force=force)
     if policy is not None:
-        from dpriv.attack_files import check_attack_policy
+        from dpriv.release_check import check_same_columns
 
         pol = load_policy(policy)
-        check_attack_policy(Ledger(ledger).policy(), pol, policy, ledger)
+        check_same_columns(Ledger(ledger).policy(), pol, policy, ledger)
     else:  # the recorded policy; its relative paths from the folder the ledger recorded
         from dpriv.policy_base import recorded_base
 

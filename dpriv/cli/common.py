@@ -328,6 +328,7 @@ def print_summary(metrics: Mapping[str, Any]) -> None:
         "l_achieved",
         "t_achieved",
         "j_achieved",
+        "rbk_closeness_achieved",
         "average_semiperimeter",
         "largest_group",
         "seconds",

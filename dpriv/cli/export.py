@@ -44,7 +44,10 @@ def export(
     policy: PolicyFile = None,
     metrics: Annotated[
         Path | None,
-        typer.Option(help="The release's metrics.json (its n_suppressed); default RELEASED.metrics.json."),
+        typer.Option(
+            help="The release's metrics.json (its n_suppressed); default RELEASED.metrics.json (what "
+            "dpriv anonymize writes), or metrics.json beside a ledger's releases/<i>/view.parquet."
+        ),
     ] = None,
     suppressed: Annotated[
         str, typer.Option(help="mark: one row of '*' per suppressed tuple (ARX); omit: leave them out.")
@@ -75,8 +78,8 @@ def export(
             raise InputError("--view I goes with --ledger L (a release of a ledger)")
         source = released
         pol = load_policy(policy) if policy is not None else None
-        if metrics is None and "://" not in released and Path(released + ".metrics.json").is_file():
-            metrics = Path(released + ".metrics.json")
+        if metrics is None and "://" not in released:
+            metrics = _beside(Path(released))
     check_out(out, source, kind="export", force=force)
     n_suppressed = None
     if suppressed == "mark" and metrics is not None:
@@ -110,3 +113,15 @@ def export(
     atomic_write(out, lambda fh: result.table.to_csv(fh, index=False, sep=delim), mode=None)
     record_output(out, "export")
     typer.echo(f"export written to {out}")
+
+
+def _beside(released: Path) -> Path | None:
+    """The metrics of a released view given by path, where dpriv put them: ``RELEASED.metrics.json``
+    (dpriv anonymize), or ``metrics.json`` beside a ledger's ``releases/<i>/view.parquet``; None
+    when neither is there."""
+    own = released.with_name(released.name + ".metrics.json")
+    if own.is_file():
+        return own
+    in_ledger = released.name == "view.parquet" and released.parent.parent.name == "releases"
+    beside = released.with_name("metrics.json")
+    return beside if in_ledger and beside.is_file() else None
