@@ -97,3 +97,17 @@ def with_hint(exc: PolicyError) -> PolicyError:
     if not isinstance(exc, KnowledgeFileError) or PASS_POLICY in str(exc):
         return exc
     return KnowledgeFileError(f"{exc}; {PASS_POLICY}")
+
+
+def pinned_files(policy, source: str) -> dict[str, str]:
+    """The files behind the digests a ledger pins (``policy`` a ReleasePolicy), by digest
+    field, for a message that names them: the defender's knowledge table (``knowledge_sha256``;
+    none for IE knowledge) and the hierarchies (``hierarchy_sha256``)."""
+    files = {}
+    if source != "ie":
+        path = policy.knowledge_path(source)
+        files["knowledge_sha256"] = f"the knowledge file {path} ([knowledge] {source})"
+    if policy.hierarchies:
+        paths = ", ".join(str(policy.hierarchy_path(q)) for q in sorted(policy.hierarchies))
+        files["hierarchy_sha256"] = f"the hierarchy files {paths}"
+    return files

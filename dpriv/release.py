@@ -55,6 +55,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_base import pinned_files
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
@@ -88,20 +89,6 @@ MERGE_REFUSED = (
     'and the last view has no next one; use small_view = "suppress" (the small view is '
     'released empty and recorded in the ledger) or "refuse" (the default); see docs/policy.md'
 )
-
-
-def pinned_files(policy: ReleasePolicy, source: str) -> dict[str, str]:
-    """The files behind the digests a ledger pins, by digest field, for a message that names
-    them: the defender's knowledge table (``knowledge_sha256``; none for IE knowledge) and the
-    hierarchies (``hierarchy_sha256``)."""
-    files = {}
-    if source != "ie":
-        path = policy.knowledge_path(source)
-        files["knowledge_sha256"] = f"the knowledge file {path} ([knowledge] {source})"
-    if policy.hierarchies:
-        paths = ", ".join(str(policy.hierarchy_path(q)) for q in sorted(policy.hierarchies))
-        files["hierarchy_sha256"] = f"the hierarchy files {paths}"
-    return files
 
 
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
