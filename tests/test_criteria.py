@@ -16,6 +16,7 @@ from dpriv.criteria import (
     criteria_for,
     group_statistics,
     keeps,
+    promised,
     refuse_ignored,
     tv_per_group,
 )
@@ -83,6 +84,11 @@ def test_guarantees_and_policy_thresholds():
     assert all(set(names) <= set(REGISTRY) for names in GUARANTEES.values())
     with pytest.raises(PolicyError, match="unknown method"):
         criteria_for(policy, "datafly")
+    # what the report marks red: the method's guarantees, RBK-closeness for JS-reduce when set
+    assert promised("jsreduce") == ("k", "t", "j")
+    assert promised("jsreduce", 0.2) == ("k", "t", "j", "rbk_closeness")
+    assert promised("mondrian-t", 0.2) == ("k", "t")
+    assert promised("datafly") == ("k",)
     assert breaks("k", 3, 4) and not breaks("k", 4, 4)
     assert breaks("t", 0.2 + 1e-6, 0.2) and not breaks("t", 0.2, 0.2)
     assert not breaks("j", None, 0.1) and not breaks("k", 3, None)
