@@ -260,14 +260,21 @@ def criteria_for(
     return tuple(make[name]() for name in promised(method, getattr(policy, "rbk_closeness", None)))
 
 
+#: Policy fields only JS-reduce's grouping applies (a Mondrian baseline would ignore them).
+JSREDUCE_ONLY = ("rbk_closeness", "posterior_bound")
+
+
 def refuse_ignored(policy: ReleasePolicy, method: str) -> None:
-    """PolicyError when the policy sets ``rbk_closeness`` and ``method`` is a Mondrian baseline,
-    which would ignore it (RBK-closeness is decided by JS-reduce's grouping)."""
-    if method != "jsreduce" and getattr(policy, "rbk_closeness", None) is not None:
-        raise PolicyError(
-            f"rbk_closeness is applied by JS-reduce's grouping; method {method!r} would ignore it: "
-            "use --method jsreduce or remove rbk_closeness from the policy"
-        )
+    """PolicyError when ``method`` is a Mondrian baseline and the policy sets a field of
+    :data:`JSREDUCE_ONLY`, which the baseline would ignore; names the field."""
+    if method == "jsreduce":
+        return
+    for field in JSREDUCE_ONLY:
+        if getattr(policy, field, None) is not None:
+            raise PolicyError(
+                f"{field} is applied by JS-reduce's grouping; method {method!r} would ignore it: "
+                f"use --method jsreduce or remove {field} from the policy"
+            )
 
 
 def keeps(

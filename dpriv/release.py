@@ -143,9 +143,9 @@ def release_history(
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])
-    posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS, method)
-    refuse_unreachable(policy)
     refuse_ignored(policy, method)
+    posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
+    refuse_unreachable(policy)
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made

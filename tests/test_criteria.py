@@ -164,5 +164,7 @@ def test_a_baseline_with_rbk_closeness_is_refused():
     policy = ReleasePolicy(qi=["x"], sensitive="s", rbk_closeness=0.3)
     refuse_ignored(policy, "jsreduce")
     refuse_ignored(ReleasePolicy(qi=["x"], sensitive="s"), "mondrian-t")
-    with pytest.raises(PolicyError, match="JS-reduce's grouping; method 'mondrian-t' would ignore it"):
+    with pytest.raises(PolicyError, match="^rbk_closeness is applied by JS-reduce's .* method 'mondrian-t'"):
         refuse_ignored(policy, "mondrian-t")
+    with pytest.raises(PolicyError, match="^posterior_bound is applied .* remove posterior_bound from"):
+        refuse_ignored(ReleasePolicy(qi=["x"], sensitive="s", posterior_bound=0.9), "mondrian-l")
