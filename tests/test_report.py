@@ -244,8 +244,11 @@ def _copy(built, tmp_path, **policy_changes) -> Path:
     path = copy / "policy.json"
     policy = {**json.loads(path.read_text()), **policy_changes}
     path.write_text(json.dumps(policy))
-    manifest = json.loads((copy / "manifest.json").read_text())
-    (copy / "manifest.json").write_text(json.dumps({**manifest, "policy_sha256": policy_digest(policy)}))
+    manifest, digest = json.loads((copy / "manifest.json").read_text()), policy_digest(policy)
+    releases = [{**r, "policy_sha256": digest} for r in manifest["releases"]]
+    (copy / "manifest.json").write_text(
+        json.dumps({**manifest, "releases": releases, "policy_sha256": digest})
+    )
     return copy
 
 

@@ -8,7 +8,6 @@ them are inferred from the data later and printed then ("inferred ... domain of 
 
 from __future__ import annotations
 
-import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,10 +126,11 @@ def _file_fields(path: Path) -> set[str]:
 
 def ledger_policy(ledger: Path) -> tuple[dict[str, Any], str] | None:
     """The recorded policy of an existing ledger as a dict (with its ``method``), else None."""
-    path = ledger / "policy.json"
-    if not path.is_file():
+    from dpriv.ledger import Ledger
+
+    if not (ledger / "policy.json").is_file():
         return None
-    stored = json.loads(path.read_text())
+    stored = Ledger(ledger).stored_policy()  # refused when edited by hand
     stored.pop("knowledge_sha256", None)
     stored.pop("hierarchy_sha256", None)
     return stored, str(stored.pop("method", "jsreduce"))

@@ -80,9 +80,7 @@ def _stored_policy(led: Ledger) -> dict[str, Any]:
     path = led.root / POLICY
     if not path.is_file():
         raise InputError(f"the ledger has no {POLICY}: nothing has been released into it yet")
-    import json
-
-    return json.loads(path.read_text())
+    return led.stored_policy()
 
 
 def _j_unit(log_base: float) -> str:
