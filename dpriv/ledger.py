@@ -34,7 +34,7 @@ import pandas as pd
 
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
-from dpriv.ledger_files import foreign, is_temp, remove_if_unused, remove_own
+from dpriv.ledger_files import foreign, is_temp, open_parquet, remove_if_unused, remove_own
 from dpriv.ledger_manifest import MANIFEST, TAKE_UP, entries_problem, policy_digest, recorded_digest
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
@@ -309,7 +309,7 @@ class Ledger:
 
     def read_state(self, index: int) -> pd.DataFrame:
         """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""
-        return read_state_files(self.state_files(index))
+        return read_state_files(self._readable_state(index))
 
     def read_state_dask(self, index: int, row_groups: int = 1) -> dd.DataFrame:
         """The state after release ``index`` as a Dask DataFrame, ``row_groups`` Parquet row
@@ -323,7 +323,7 @@ class Ledger:
 
         if row_groups < 1:
             raise ValueError(f"row_groups must be a positive integer, not {row_groups!r}")
-        files = [str(f) for f in self.state_files(index)]
+        files = [str(f) for f in self._readable_state(index)]
         return dd.read_parquet(files, split_row_groups=row_groups, index=False)
 
     def held_state(self, index: int) -> HeldState:
@@ -332,7 +332,14 @@ class Ledger:
         and every bucket has its part, with that count and the number of rows
         (:func:`dpriv.state_parts.held_state`)."""
         entry = next((r for r in self.committed() if r["index"] == index), {})
-        return held_state(self.state_files(index), entry.get("state_buckets"))
+        return held_state(self._readable_state(index), entry.get("state_buckets"))
+
+    def _readable_state(self, index: int) -> list[Path]:
+        """:meth:`state_files` whose footers read (LedgerError naming a damaged part)."""
+        files = self.state_files(index)
+        for f in files:
+            open_parquet(f)
+        return files
 
     def read_view(self, index: int) -> pd.DataFrame:
         return pd.read_parquet(self.release_dir(index) / "view.parquet")

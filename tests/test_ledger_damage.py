@@ -239,3 +239,18 @@ def test_a_malformed_manifest_entry_is_refused_before_anything_is_removed(
     refused(release_onto(released, root), "manifest.json", problem, "nothing was written or removed")
     refused(run(released, "report", root, "--out", tmp_path / "r.html"), "manifest.json", problem)
     assert snapshot(root) == before
+
+
+def test_a_truncated_state_of_the_last_release_is_refused_naming_it(released, tmp_path):
+    """The drill: the last state's Parquet cut to 50 bytes made ``release`` exit 1 (ArrowInvalid);
+    a truncated view got exit 2. The state's footer is read with the views'."""
+
+    def truncate(root):
+        (part,) = (root / "state" / "2").glob("*.parquet")
+        part.write_bytes(part.read_bytes()[:50])
+
+    root, before = damaged(released, tmp_path, truncate)
+    refused(release_onto(released, root), "state", "cannot be read", "restore it from a backup")
+    hist = released / "h12.parquet"
+    refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), "cannot be read")
+    assert snapshot(root) == before
