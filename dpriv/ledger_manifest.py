@@ -50,14 +50,15 @@ def recorded_digest(manifest: dict[str, Any], root: Path) -> str | None:
 
 def entries_problem(entries: list[dict[str, Any]]) -> str | None:
     """What is wrong with the committed releases' entries of a manifest, else None: releases
-    are committed one after the other from 1, each with its input's digest (``input_sha``);
-    ``state_buckets`` (a count) and ``policy_sha256`` are optional (earlier ledgers lack them)."""
+    are committed one after the other from 1; the input view's digest ``input_sha`` (a string;
+    a ledger written by hand may lack it: its views are then not compared), ``state_buckets`` (a
+    count) and ``policy_sha256`` (a string) are optional (earlier ledgers lack the last two)."""
     for pos, entry in enumerate(entries, start=1):
         index = entry.get("index")
         if isinstance(index, bool) or index != pos:
             return f"release entry {pos} has index {index!r} (releases are committed in order from 1)"
-        if not isinstance(entry.get("input_sha"), str):
-            return f"release {pos} has no input_sha (the digest of its input view)"
+        if not isinstance(entry.get("input_sha", ""), str):
+            return f"release {pos} has an input_sha that is not a digest"
         buckets = entry.get("state_buckets", 1)
         if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
             return f"release {pos} has state_buckets {buckets!r}, not a positive whole number"

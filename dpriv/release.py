@@ -176,7 +176,7 @@ def release_history(
         view = _view(history, policy, i)
         digest = summaries[i].input_sha
         if i in committed:
-            if committed[i]["input_sha"] != digest:
+            if committed[i].get("input_sha", digest) != digest:  # none recorded: not compared
                 raise InputError(
                     f"view {i} differs from the one committed in the ledger; a committed "
                     "release cannot change: start a new ledger or restore the input"

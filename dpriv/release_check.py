@@ -274,3 +274,57 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
     if state:  # (a report reads no state)
         for part in ledger.state_files(last):  # LedgerError naming the folder when none
             open_parquet(part)
+
+
+#: The policy fields that say how a ledger's releases and its history are read: a ``--policy``
+#: given with a ledger (``dpriv attack``, ``dpriv verify --ledger``) must agree with the ledger's
+#: recorded policy on them. The thresholds (k, t, j...) may differ (the adversary reads the
+#: published groups, not the rule that made them; verify checks against the given ones), and
+#: so may the knowledge tables (an adversary brings its own).
+READING_FIELDS = ("id", "time", "qi", "sensitive", "release_format")
+
+
+def check_same_columns(recorded: ReleasePolicy, given: ReleasePolicy, policy_file, ledger) -> None:
+    """Refuse (PolicyError, exit 2) a ``policy_file`` that reads ledger ``ledger``'s releases
+    with other columns than it was released with: another id, time, QI list (or QI order: the
+    order of the Hilbert key), sensitive column or release format, or another kind or domain
+    for a column both policies declare; the message names each field and what differs."""
+    diff = [(f, _shown(getattr(recorded, f), getattr(given, f))) for f in READING_FIELDS]
+    diff = [(f, shown) for f, shown in diff if shown]
+    for field in ("kinds", "domains"):
+        mine, theirs = getattr(recorded, field), getattr(given, field)
+        for col in sorted(set(mine) & set(theirs)):
+            shown = _shown(mine[col], theirs[col])
+            if shown:
+                diff.append((f"{field}.{col}", shown))
+    if diff:
+        raise PolicyError(
+            f"--policy {policy_file} reads the releases differently from the policy ledger {ledger} "
+            f"was released with ({'; '.join(f'{f}: {s}' for f, s in diff[:4])}): the releases are "
+            "read with the ledger's columns; omit --policy to use the recorded policy, or give a "
+            "policy that declares the same columns"
+        )
+
+
+def _shown(recorded, given) -> str:
+    """How a recorded and a given policy value differ ("" when equal): for lists, the values
+    only one has, else the order; otherwise both values."""
+    plain = [[*v] if isinstance(v, list | tuple) else str(getattr(v, "value", v)) for v in (recorded, given)]
+    if plain[0] == plain[1]:
+        return ""
+    if all(isinstance(v, list) for v in plain):
+        text = [repr(x) for x in plain[0]], [repr(x) for x in plain[1]]
+        gone = [x for x in text[0] if x not in text[1]]
+        new = [x for x in text[1] if x not in text[0]]
+        if gone or new:
+            parts = ([f"{', '.join(gone[:5])} only in the ledger's"] if gone else []) + (
+                [f"{', '.join(new[:5])} only in the file"] if new else []
+            )
+            return "; ".join(parts)
+        return f"the same values in another order ({_cut(plain[0])} recorded, {_cut(plain[1])} in the file)"
+    return f"{_cut(plain[0])} recorded, {_cut(plain[1])} in the file"
+
+
+def _cut(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

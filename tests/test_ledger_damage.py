@@ -220,7 +220,7 @@ def test_removing_the_policy_digest_does_not_let_a_hand_edited_policy_through(re
 @pytest.mark.parametrize(
     "entries, problem",
     [
-        ([{"index": 1}], "release 1 has no input_sha"),
+        ([{"index": 1, "input_sha": 7}], "release 1 has an input_sha that is not a digest"),
         ([{"index": 2, "input_sha": "a"}], "release entry 1 has index 2"),
         ([{"index": 1, "input_sha": "a", "state_buckets": 0}], "release 1 has state_buckets 0"),
     ],
