@@ -802,3 +802,26 @@ def test_a_ledger_whose_last_view_lost_rows_is_not_resumed(cli, generated, tmp_p
     res = cli("release", hist, "--ledger", led)
     assert_refused(res, rf"holds {len(view) - 3} tuples where release 2 recorded {len(view)}")
     assert tree(led) == before
+
+
+@pytest.mark.slow
+def test_a_release_piped_into_a_reader_that_stops_goes_on_to_its_last_view(tmp_path):
+    """The drill: ``dpriv release ... | head -1`` stopped after release 1 with "internal error:
+    BrokenPipeError" (exit 1). The table is only a report of the ledger: the release goes on."""
+    import subprocess
+    import sys
+
+    mh = medical_history(n_views=3, view_size=60, seed=2)
+    policy = write_history(
+        tmp_path, mh, policy_extra={"privacy": {"k": 3, "t": 0.9, "j": 5, "max_suppression": 1}}
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    cmd = [sys.executable, "-m", "dpriv", "release", str(tmp_path / "history.parquet"), "--ledger"]
+    cmd += [str(tmp_path / "L"), "--policy", str(policy)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.readline().split()[:2] == [b"release", b"groups"]  # the table's header
+    proc.stdout.close()  # what `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0, err
+    assert "internal error" not in err and "Broken pipe" not in err
+    assert [r["index"] for r in Ledger(tmp_path / "L").committed()] == [1, 2, 3]
