@@ -108,3 +108,27 @@ def test_the_release_command_shows_the_largest_distance_when_the_policy_sets_the
     for i in (1, 2):
         recorded = _metrics(Ledger(tmp_path / "0.3" / "led"), i)["rbk_closeness_achieved"]
         assert rows[0.3][i]["max_tv"] == f"{recorded:.4f}" and float(rows[0.3][i]["max_tv"]) <= 0.3
+
+
+def test_verify_of_a_view_says_the_bound_is_not_checked_there(tmp_path):
+    """The drill: ``dpriv verify`` of a view with a policy setting rbk_closeness printed
+    ``ok: True`` without a word that the bound (which needs the members' priors) went unchecked."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    mh = medical_history(n_views=1, view_size=200, attendance=1.0, seed=3)
+    privacy = {"k": 5, "t": 0.45, "j": 1.5, "max_suppression": 1.0}
+    plain = write_history(tmp_path / "p", mh, policy_extra={"privacy": privacy})
+    bound = write_history(tmp_path / "b", mh, policy_extra={"privacy": privacy | {"rbk_closeness": 0.01}})
+    history = str(plain.parent / "history.parquet")
+    runner = CliRunner()
+    led = tmp_path / "p" / "led"
+    assert (
+        runner.invoke(app, ["release", history, "--ledger", str(led), "--policy", str(plain)]).exit_code == 0
+    )
+    args = ["verify", str(led / "releases" / "1" / "view.parquet"), "--original", history, "--view", "1"]
+    res = runner.invoke(app, [*args, "--policy", str(bound)])
+    assert res.exit_code == 0, res.output
+    assert "note: rbk_closeness = 0.01 is not checked here" in res.stderr
+    assert "not checked here" not in runner.invoke(app, [*args, "--policy", str(plain)]).stderr
