@@ -825,3 +825,26 @@ def test_a_release_piped_into_a_reader_that_stops_goes_on_to_its_last_view(tmp_p
     assert proc.wait() == 0, err
     assert "internal error" not in err and "Broken pipe" not in err
     assert [r["index"] for r in Ledger(tmp_path / "L").committed()] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--t", "nan", "t: must be a number in [0, 1], got nan"),
+        ("--j", "nan", "j: must be a number in [0, inf), got nan"),
+        ("--t", "1.5", "t: must be a number in [0, 1], got 1.5"),
+        ("--j", "-1", "j: must be a number in [0, inf), got -1.0"),
+    ],
+)
+def test_a_threshold_flag_out_of_range_names_the_whole_range(tmp_path, flag, value, message):
+    """The drill: ``--j nan`` said "should be greater than or equal to 0" (click's one failed
+    side); the flags now get the policy file's message, the whole range and the value."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    random_view(60, seed=1).to_csv(tmp_path / "v.csv", index=False)
+    args = ["anonymize", str(tmp_path / "v.csv"), "--out", str(tmp_path / "o.csv"), *QI]
+    res = CliRunner().invoke(app, [*args, flag, value])
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert not (tmp_path / "o.csv").exists()

@@ -68,10 +68,10 @@ Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 K = Annotated[int | None, typer.Option(min=1, help="QI-group size (>= 1).")]
 
 
-T = Annotated[float | None, typer.Option(min=0.0, max=1.0, help="EMD threshold in [0, 1].")]
+T = Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")]
 
 
-J = Annotated[float | None, typer.Option(min=0.0, help="JS threshold (bits, >= 0).")]
+J = Annotated[float | None, typer.Option(help="JS threshold (bits, >= 0).")]
 
 
 Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
