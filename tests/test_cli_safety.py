@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import random_view
-from test_cli import LOOSE, QI, assert_refused, tree
+from test_cli import LOOSE, POLICY, QI, assert_refused, tree
 
 from dpriv import __version__
 from dpriv.datasets import medical_history, write_history
@@ -848,3 +848,29 @@ def test_a_threshold_flag_out_of_range_names_the_whole_range(tmp_path, flag, val
     res = CliRunner().invoke(app, [*args, flag, value])
     assert res.exit_code == 2 and message in res.output, res.output
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_anonymize_with_a_historys_policy_releases_one_view_without_its_time_column(tmp_path):
+    """The drill: the policy ``dpriv generate medical`` writes (time = "view") was refused by
+    ``dpriv anonymize`` on one view without that column; it now releases the view as one."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    random_view(60, seed=1).to_csv(tmp_path / "v.csv", index=False)
+    (tmp_path / "p.toml").write_text(
+        POLICY.replace('sensitive = "exam_result"', 'sensitive = "exam_result"\ntime = "view"')
+    )
+    args = [
+        "anonymize",
+        str(tmp_path / "v.csv"),
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--policy",
+        str(tmp_path / "p.toml"),
+    ]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "note: the policy's time column 'view' is not in" in res.stderr
+    released = pd.read_csv(tmp_path / "o.csv")
+    assert len(released) == 60 and released.groupby("qi_group").size().min() >= 3

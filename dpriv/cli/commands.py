@@ -102,6 +102,9 @@ def anonymize(
         check_out(out, input, kind="anonymize", force=force, also=(table_out,))
     view = read_table(input, add_row_id=add_row_id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
+    if pol.time is not None and pol.time not in view.columns:  # a history's policy, one view
+        _say(f"note: the policy's time column {pol.time!r} is not in {input}: released as one view")
+        pol = type(pol).from_dict({**pol.model_dump(), "time": None})
     from dpriv.cluster import release_frame, release_place
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
