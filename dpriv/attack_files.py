@@ -76,3 +76,35 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
 
     record_output(path, "attack")
     return path
+
+
+def read_result(
+    path: Path, columns: list[str], where: str, whole: tuple[str, ...] = ("release",)
+) -> pd.DataFrame:
+    """``columns`` of an attack result CSV (``attack/gain_<name>.csv``, ``kpr.csv``...) as
+    numbers: the ``whole`` columns (release indices) int64, the others float64 (a blank is
+    NaN). ``where`` names the file in messages (relative to the ledger).
+
+    Raises InputError, naming the file, when it cannot be parsed, lacks a column, or holds a
+    value that is not a number (naming its line and column): an edited or damaged result is
+    not shown as figures."""
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"{where} cannot be read as a CSV table ({exc}); run dpriv attack again") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{where} lacks column(s) {missing} (the output of dpriv attack)")
+    out = frame[columns].apply(pd.to_numeric, errors="coerce")
+    for col in columns:
+        given = frame[col].notna() if col not in whole else pd.Series(True, index=frame.index)
+        bad = given & (out[col].isna() | (col in whole and (out[col] % 1 != 0)))
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            value = frame[col].iloc[row]
+            value = value.item() if hasattr(value, "item") else value  # a NumPy scalar as Python's
+            raise InputError(
+                f"{where} line {row + 2}: {col} {value!r} is not "
+                f"{'a whole number' if col in whole else 'a number'}; run dpriv attack again"
+            )
+    return out.astype({c: "int64" for c in whole if c in columns})

@@ -162,6 +162,7 @@ def ledger_start(ledger: str | Path, id_column: str) -> LedgerStart:
     """The :class:`LedgerStart` of the ledger at ``ledger`` (the manifest, and one column of
     the last state's Parquet); an empty one when it holds no release or does not exist."""
     from dpriv.ledger import MANIFEST, Ledger
+    from dpriv.ledger_files import open_parquet
 
     if not (Path(ledger) / MANIFEST).is_file():
         return LedgerStart()
@@ -169,7 +170,7 @@ def ledger_start(ledger: str | Path, id_column: str) -> LedgerStart:
     committed = frozenset(int(r["index"]) for r in led.committed())
     if not committed:
         return LedgerStart()
-    parts = [pq.ParquetFile(f) for f in led.state_files(led.last_index())]  # LedgerError: none
+    parts = [open_parquet(f) for f in led.state_files(led.last_index())]  # LedgerError: none
     if id_column not in parts[0].schema_arrow.names:
         return LedgerStart(committed, unread=sum(p.metadata.num_rows for p in parts))
     ids = [p.read(columns=[id_column]).column(0).to_pandas() for p in parts]

@@ -55,6 +55,17 @@ GUARANTEES: dict[str, tuple[str, ...]] = {
 }
 
 
+def promised(method: str, rbk_closeness: float | None = None) -> tuple[str, ...]:
+    """Names of the criteria a release by ``method`` promises under a policy whose
+    ``rbk_closeness`` is given: :data:`GUARANTEES` (``("k",)`` for an unknown method), and
+    ``"rbk_closeness"`` for JS-reduce when the bound is set. The one place the release
+    (:func:`criteria_for`) and the report (its red cells and verdicts) learn what was promised."""
+    names = GUARANTEES.get(method, ("k",))
+    if method == "jsreduce" and rbk_closeness is not None:
+        names = (*names, "rbk_closeness")
+    return names
+
+
 # --------------------------------------------------------------------------------------
 # the criteria
 # --------------------------------------------------------------------------------------
@@ -244,21 +255,26 @@ def criteria_for(
         "l": lambda: DistinctL(policy.l),
         "t": lambda: TCloseness(policy.t, policy.emd_ground, vc),
         "j": lambda: JSBound(policy.j, policy.log_base),
+        "rbk_closeness": lambda: RBKCloseness(policy.rbk_closeness),
     }
-    crit = tuple(make[name]() for name in GUARANTEES[method])
-    if method == "jsreduce" and getattr(policy, "rbk_closeness", None) is not None:
-        crit += (RBKCloseness(policy.rbk_closeness),)
-    return crit
+    return tuple(make[name]() for name in promised(method, getattr(policy, "rbk_closeness", None)))
+
+
+#: Policy fields only JS-reduce's grouping applies (a Mondrian baseline would ignore them).
+JSREDUCE_ONLY = ("rbk_closeness", "posterior_bound")
 
 
 def refuse_ignored(policy: ReleasePolicy, method: str) -> None:
-    """PolicyError when the policy sets ``rbk_closeness`` and ``method`` is a Mondrian baseline,
-    which would ignore it (RBK-closeness is decided by JS-reduce's grouping)."""
-    if method != "jsreduce" and getattr(policy, "rbk_closeness", None) is not None:
-        raise PolicyError(
-            f"rbk_closeness is applied by JS-reduce's grouping; method {method!r} would ignore it: "
-            "use --method jsreduce or remove rbk_closeness from the policy"
-        )
+    """PolicyError when ``method`` is a Mondrian baseline and the policy sets a field of
+    :data:`JSREDUCE_ONLY`, which the baseline would ignore; names the field."""
+    if method == "jsreduce":
+        return
+    for field in JSREDUCE_ONLY:
+        if getattr(policy, field, None) is not None:
+            raise PolicyError(
+                f"{field} is applied by JS-reduce's grouping; method {method!r} would ignore it: "
+                f"use --method jsreduce or remove {field} from the policy"
+            )
 
 
 def keeps(

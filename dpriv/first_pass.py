@@ -23,7 +23,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.jsreduce import scan_range
+from dpriv.anonymity.jsreduce import RangeResult, scan_range
 from dpriv.anonymity.resync import resync, scan_alone, spliced
 from dpriv.anonymity.topdown import split_coords, topdown_groups
 from dpriv.criteria import criteria_for
@@ -142,10 +142,10 @@ def block_ids(keys: np.ndarray, policy: ReleasePolicy) -> np.ndarray:
 
 def topdown_range(
     part: pd.DataFrame, carry: pd.DataFrame | None, policy: ReleasePolicy, view_counts: np.ndarray, last: bool
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> RangeResult:
     """The top-down split over the complete blocks of one Hilbert range (after the carried
-    block of the previous range); same contract as :func:`dpriv.anonymity.jsreduce.scan_range`:
-    (rows with ``_label``, -1 for a leftover; the last block to carry, empty when ``last``)."""
+    block of the previous range); same contract as :func:`dpriv.anonymity.jsreduce.scan_range`
+    (the carried rows: the last block, empty when ``last``)."""
     if HKEY not in part.columns:
         part = part.rename_axis(HKEY).reset_index()
     if carry is not None and len(carry):
@@ -171,4 +171,4 @@ def topdown_range(
         c=th.get("rbk_closeness", 1.0),
     )
     done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
-    return done.reset_index(drop=True), part[carried].reset_index(drop=True)
+    return RangeResult(done.reset_index(drop=True), part[carried].reset_index(drop=True))

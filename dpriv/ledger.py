@@ -34,34 +34,21 @@ import pandas as pd
 
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
-from dpriv.ledger_files import foreign, is_temp, remove_if_unused, remove_own
+from dpriv.ledger_files import foreign, is_temp, open_parquet, remove_if_unused, remove_own
+from dpriv.ledger_manifest import MANIFEST, TAKE_UP, entries_problem, policy_digest, recorded_digest
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-MANIFEST, POLICY = "manifest.json", "policy.json"
+POLICY = "policy.json"
 F = TypeVar("F", bound="Callable[..., Any]")
 #: The sensitive table of an Anatomy release (dpriv.anatomy.SENSITIVE_FILE).
 SENSITIVE = "sensitive.parquet"
 #: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
 #: the report; :func:`dpriv.attack.save_gain` writes there.
 ATTACK_DIR = "attack"
-
-#: Policy values a running ledger may take up (never drop): ``small_view = "suppress"``
-#: releases a view smaller than k fully suppressed where the recorded "refuse" stopped the
-#: history (the advice of that refusal); no committed release depended on it.
-TAKE_UP = {"small_view": "suppress"}
-
-
-def policy_digest(policy: Mapping[str, Any]) -> str:
-    """sha256 (hex) of a ledger's policy.json content without the :data:`TAKE_UP` fields (a
-    running ledger may take those up): what ``manifest.json`` records as ``policy_sha256``."""
-    import hashlib
-
-    pinned = {k: v for k, v in policy.items() if k not in TAKE_UP}
-    return hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()
 
 
 def _short(values: dict[str, Any], key: str) -> str:
@@ -145,6 +132,11 @@ class Ledger:
                 f"{self.root / MANIFEST} is not a dpriv ledger's manifest (no list of releases); "
                 f"{self.root} is not a ledger: choose an empty or new folder for --ledger"
             )
+        if problem := entries_problem(entries):  # before anything reads (or cleans) by it
+            raise LedgerError(
+                f"{self.root / MANIFEST}: {problem}; the ledger is damaged: restore it from a backup "
+                "(nothing was written or removed)"
+            )
         return manifest
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
@@ -166,7 +158,7 @@ class Ledger:
         if not path.exists():
             self._pending_policy = fingerprint
             return
-        stored = self._stored_policy()
+        stored = self.stored_policy()
         given = json.loads(json.dumps(fingerprint, sort_keys=True))
         taken_up = {k: v for k, v in TAKE_UP.items() if given.get(k) == v and stored.get(k) != v}
         if taken_up:  # recorded with the next commit
@@ -198,7 +190,7 @@ class Ledger:
                 f"{self.root} holds no release yet (no {POLICY}): release into it first "
                 f"(dpriv release HISTORY --ledger {self.root})"
             )
-        stored = self._stored_policy()
+        stored = self.stored_policy()
         stored.pop("method", None)
         stored.pop("knowledge_sha256", None)
         stored.pop("hierarchy_sha256", None)
@@ -207,15 +199,16 @@ class Ledger:
     def check_policy_file(self) -> None:
         """LedgerError when policy.json was changed, or removed, after ``manifest.json``
         recorded its digest (a ledger committed without a policy has neither)."""
-        if (self.root / POLICY).exists() or "policy_sha256" in self.manifest():
-            self._stored_policy()
+        manifest = self.manifest()
+        if (self.root / POLICY).exists() or recorded_digest(manifest, self.root) is not None:
+            self.stored_policy()
 
-    def _stored_policy(self) -> dict[str, Any]:
+    def stored_policy(self) -> dict[str, Any]:
         """policy.json, refused (LedgerError) when its content no longer has the digest
         ``manifest.json`` recorded: a hand edit would otherwise change every later release."""
         path = self.root / POLICY
         stored = _read_json(path)
-        recorded = self.manifest().get("policy_sha256")
+        recorded = recorded_digest(self.manifest(), self.root)
         if recorded is not None and (not isinstance(stored, dict) or policy_digest(stored) != recorded):
             raise LedgerError(
                 f"{path} was changed after the ledger recorded it (its content no longer has the "
@@ -303,7 +296,10 @@ class Ledger:
             manifest = self.manifest()
             if "policy_sha256" not in manifest and (self.root / POLICY).exists():  # first commit
                 manifest["policy_sha256"] = policy_digest(_read_json(self.root / POLICY))
-            manifest["releases"].append({"index": index, **entry})
+            # each release also records the digest it was committed under: removing the
+            # manifest's own then reads as damage, not as an earlier ledger without one
+            digest = {"policy_sha256": manifest["policy_sha256"]} if "policy_sha256" in manifest else {}
+            manifest["releases"].append({"index": index, **entry, **digest})
             self._write_manifest(manifest)
         except BaseException:  # an interrupt or a failed write: release `index` was never committed
             remove_own(self.state_dir(index))
@@ -313,7 +309,7 @@ class Ledger:
 
     def read_state(self, index: int) -> pd.DataFrame:
         """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""
-        return read_state_files(self.state_files(index))
+        return read_state_files(self._readable_state(index))
 
     def read_state_dask(self, index: int, row_groups: int = 1) -> dd.DataFrame:
         """The state after release ``index`` as a Dask DataFrame, ``row_groups`` Parquet row
@@ -327,7 +323,7 @@ class Ledger:
 
         if row_groups < 1:
             raise ValueError(f"row_groups must be a positive integer, not {row_groups!r}")
-        files = [str(f) for f in self.state_files(index)]
+        files = [str(f) for f in self._readable_state(index)]
         return dd.read_parquet(files, split_row_groups=row_groups, index=False)
 
     def held_state(self, index: int) -> HeldState:
@@ -336,7 +332,14 @@ class Ledger:
         and every bucket has its part, with that count and the number of rows
         (:func:`dpriv.state_parts.held_state`)."""
         entry = next((r for r in self.committed() if r["index"] == index), {})
-        return held_state(self.state_files(index), entry.get("state_buckets"))
+        return held_state(self._readable_state(index), entry.get("state_buckets"))
+
+    def _readable_state(self, index: int) -> list[Path]:
+        """:meth:`state_files` whose footers read (LedgerError naming a damaged part)."""
+        files = self.state_files(index)
+        for f in files:
+            open_parquet(f)
+        return files
 
     def read_view(self, index: int) -> pd.DataFrame:
         return pd.read_parquet(self.release_dir(index) / "view.parquet")

@@ -1,11 +1,32 @@
 """Which files of a release ledger's folders are dpriv's own (docs/ledger.md): what the clean-up
-of an interrupted release removes, and what it refuses to touch (a user's file)."""
+of an interrupted release removes, and what it refuses to touch (a user's file); and how a
+ledger's Parquet file is opened (a damaged one named)."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dpriv.errors import LedgerError
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
+
+def open_parquet(path: Path) -> pq.ParquetFile:
+    """A ledger's Parquet file, its footer read; LedgerError naming the file when it cannot be
+    read (truncated, overwritten): the ledger is damaged, not dpriv."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise LedgerError(
+            f"{path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
+        ) from None
 
 
 def remove_if_unused(root: Path, manifest: Path) -> None:

@@ -125,7 +125,14 @@ def released_name_clash(qi: list[str], sensitive: str) -> str | None:
     """The message for the QI and sensitive columns named like a column the released view makes
     (``qi_group``, ``<qi>_min``/``<qi>_max`` of a QI; docs/released-format.md), else None: two
     released columns would share one name. Every such column is named, with the released
-    column it clashes with, so that one renaming fixes them all."""
+    column it clashes with, so that one renaming fixes them all. A name with a leading ``_``
+    is refused first: that marks dpriv's private helper columns, which are never written."""
+    private = [c for c in dict.fromkeys((*qi, sensitive)) if c.startswith("_")]
+    if private:
+        return (
+            f"column(s) {private} start with '_', the mark of dpriv's helper columns, which are never "
+            "released; rename them in the input (and in the policy)"
+        )
     bounds = {f"{q}_{side}": q for q in qi for side in ("min", "max")}
     made = {
         c: "the QI-group label" if c == "qi_group" else f"a bound of the QI {bounds[c]!r}"

@@ -283,21 +283,14 @@ def guard_posteriors(
     return PosteriorGuard(out, len(over), plan.n_merged, int((label < 0).sum()), plan.n_moved)
 
 
-def refuse_unsupported(
-    policy: ReleasePolicy, sizes: list[int], max_view: int, max_history: int, method: str = "jsreduce"
-) -> None:
+def refuse_unsupported(policy: ReleasePolicy, sizes: list[int], max_view: int, max_history: int) -> None:
     """PolicyError, before anything is released, when ``posterior_bound`` is set and cannot be
-    applied: with a Mondrian baseline ``method`` (it is a JS-reduce guard), with
+    applied (a Mondrian baseline is refused by :func:`dpriv.criteria.refuse_ignored`): with
     ``persistent_groups`` (whose units the merges would break), or when a view of ``sizes``
     (tuples per view) would go through Dask: a view above ``max_view`` tuples or a history
     above ``max_history`` (the bound of the state's rows) leaves the pandas path."""
     if policy.posterior_bound is None:
         return
-    if method != "jsreduce":
-        raise PolicyError(
-            f"posterior_bound is applied by JS-reduce's grouping; method {method!r} would ignore it: "
-            "use --method jsreduce or remove posterior_bound from the policy"
-        )
     if policy.persistent_groups:
         raise PolicyError(
             "posterior_bound merges QI-groups, which would break persistent_groups' units: "
@@ -317,7 +310,7 @@ def check(posteriors: pd.DataFrame, policy: ReleasePolicy, where: str, method: s
     """Raise VerificationError when a posterior of the release's pk step (the ``post__<value>``
     columns of :func:`dpriv.state.posterior_table`, pandas) reaches ``posterior_bound``: the
     guard's decision seen again on the final groups, by the state's own Ω step. JS-reduce
-    releases only (:func:`refuse_unsupported` refuses the bound with a baseline)."""
+    releases only (:func:`dpriv.criteria.refuse_ignored` refuses the bound with a baseline)."""
     from dpriv.state import _post_columns
 
     if policy.posterior_bound is None or method != "jsreduce" or is_dask(posteriors) or not len(posteriors):

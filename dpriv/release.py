@@ -143,9 +143,9 @@ def release_history(
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])
-    posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS, method)
-    refuse_unreachable(policy)
     refuse_ignored(policy, method)
+    posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
+    refuse_unreachable(policy)
     if summaries:
         check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
@@ -176,7 +176,7 @@ def release_history(
         view = _view(history, policy, i)
         digest = summaries[i].input_sha
         if i in committed:
-            if committed[i]["input_sha"] != digest:
+            if committed[i].get("input_sha", digest) != digest:  # none recorded: not compared
                 raise InputError(
                     f"view {i} differs from the one committed in the ledger; a committed "
                     "release cannot change: start a new ledger or restore the input"

@@ -26,6 +26,7 @@ from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.input_checks import resolve_policy
 from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
+from dpriv.ledger_files import open_parquet
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
 from dpriv.validate import check_rows, check_unique_ids, codes, validate_view
@@ -247,10 +248,7 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
     recorded, and (``state``) the last release's state has at least one part. A release
     resumed from a damaged ledger would build on files that no longer say what was
     published; an attack or a report would read them as published. Reads the footers and the
-    metrics only (a few KiB per release)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    metrics only (a few KiB per release), and the footers of the last state's parts."""
     last = ledger.last_index()
     if not last:
         return
@@ -264,12 +262,7 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
                     "the ledger is damaged; restore it from a backup"
                 )
         view = ledger.release_dir(index) / "view.parquet"
-        try:
-            rows = pq.ParquetFile(view).metadata.num_rows
-        except (pa.ArrowException, OSError) as exc:
-            raise LedgerError(
-                f"{view} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
-            ) from None
+        rows = open_parquet(view).metadata.num_rows
         recorded = ledger.read_metrics(index).n_released
         anatomy = (ledger.release_dir(index) / SENSITIVE).exists()
         if not anatomy and recorded not in (None, rows):
@@ -279,7 +272,8 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
             )
     ledger.check_policy_file()
     if state:  # (a report reads no state)
-        ledger.state_files(last)  # LedgerError naming the folder
+        for part in ledger.state_files(last):  # LedgerError naming the folder when none
+            open_parquet(part)
 
 
 #: The policy fields that say how a ledger's releases and its history are read: a ``--policy``

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import random_view
-from test_cli import LOOSE, QI, assert_refused, tree
+from test_cli import LOOSE, POLICY, QI, assert_refused, tree
 
 from dpriv import __version__
 from dpriv.datasets import medical_history, write_history
@@ -802,3 +802,75 @@ def test_a_ledger_whose_last_view_lost_rows_is_not_resumed(cli, generated, tmp_p
     res = cli("release", hist, "--ledger", led)
     assert_refused(res, rf"holds {len(view) - 3} tuples where release 2 recorded {len(view)}")
     assert tree(led) == before
+
+
+@pytest.mark.slow
+def test_a_release_piped_into_a_reader_that_stops_goes_on_to_its_last_view(tmp_path):
+    """The drill: ``dpriv release ... | head -1`` stopped after release 1 with "internal error:
+    BrokenPipeError" (exit 1). The table is only a report of the ledger: the release goes on."""
+    import subprocess
+    import sys
+
+    mh = medical_history(n_views=3, view_size=60, seed=2)
+    policy = write_history(
+        tmp_path, mh, policy_extra={"privacy": {"k": 3, "t": 0.9, "j": 5, "max_suppression": 1}}
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    cmd = [sys.executable, "-m", "dpriv", "release", str(tmp_path / "history.parquet"), "--ledger"]
+    cmd += [str(tmp_path / "L"), "--policy", str(policy)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.readline().split()[:2] == [b"release", b"groups"]  # the table's header
+    proc.stdout.close()  # what `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0, err
+    assert "internal error" not in err and "Broken pipe" not in err
+    assert [r["index"] for r in Ledger(tmp_path / "L").committed()] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--t", "nan", "t: must be a number in [0, 1], got nan"),
+        ("--j", "nan", "j: must be a number in [0, inf), got nan"),
+        ("--t", "1.5", "t: must be a number in [0, 1], got 1.5"),
+        ("--j", "-1", "j: must be a number in [0, inf), got -1.0"),
+    ],
+)
+def test_a_threshold_flag_out_of_range_names_the_whole_range(tmp_path, flag, value, message):
+    """The drill: ``--j nan`` said "should be greater than or equal to 0" (click's one failed
+    side); the flags now get the policy file's message, the whole range and the value."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    random_view(60, seed=1).to_csv(tmp_path / "v.csv", index=False)
+    args = ["anonymize", str(tmp_path / "v.csv"), "--out", str(tmp_path / "o.csv"), *QI]
+    res = CliRunner().invoke(app, [*args, flag, value])
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_anonymize_with_a_historys_policy_releases_one_view_without_its_time_column(tmp_path):
+    """The drill: the policy ``dpriv generate medical`` writes (time = "view") was refused by
+    ``dpriv anonymize`` on one view without that column; it now releases the view as one."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    random_view(60, seed=1).to_csv(tmp_path / "v.csv", index=False)
+    (tmp_path / "p.toml").write_text(
+        POLICY.replace('sensitive = "exam_result"', 'sensitive = "exam_result"\ntime = "view"')
+    )
+    args = [
+        "anonymize",
+        str(tmp_path / "v.csv"),
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--policy",
+        str(tmp_path / "p.toml"),
+    ]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "note: the policy's time column 'view' is not in" in res.stderr
+    released = pd.read_csv(tmp_path / "o.csv")
+    assert len(released) == 60 and released.groupby("qi_group").size().min() >= 3

@@ -16,6 +16,7 @@ from dpriv.criteria import (
     criteria_for,
     group_statistics,
     keeps,
+    promised,
     refuse_ignored,
     tv_per_group,
 )
@@ -83,6 +84,11 @@ def test_guarantees_and_policy_thresholds():
     assert all(set(names) <= set(REGISTRY) for names in GUARANTEES.values())
     with pytest.raises(PolicyError, match="unknown method"):
         criteria_for(policy, "datafly")
+    # what the report marks red: the method's guarantees, RBK-closeness for JS-reduce when set
+    assert promised("jsreduce") == ("k", "t", "j")
+    assert promised("jsreduce", 0.2) == ("k", "t", "j", "rbk_closeness")
+    assert promised("mondrian-t", 0.2) == ("k", "t")
+    assert promised("datafly") == ("k",)
     assert breaks("k", 3, 4) and not breaks("k", 4, 4)
     assert breaks("t", 0.2 + 1e-6, 0.2) and not breaks("t", 0.2, 0.2)
     assert not breaks("j", None, 0.1) and not breaks("k", 3, None)
@@ -158,5 +164,7 @@ def test_a_baseline_with_rbk_closeness_is_refused():
     policy = ReleasePolicy(qi=["x"], sensitive="s", rbk_closeness=0.3)
     refuse_ignored(policy, "jsreduce")
     refuse_ignored(ReleasePolicy(qi=["x"], sensitive="s"), "mondrian-t")
-    with pytest.raises(PolicyError, match="JS-reduce's grouping; method 'mondrian-t' would ignore it"):
+    with pytest.raises(PolicyError, match="^rbk_closeness is applied by JS-reduce's .* method 'mondrian-t'"):
         refuse_ignored(policy, "mondrian-t")
+    with pytest.raises(PolicyError, match="^posterior_bound is applied .* remove posterior_bound from"):
+        refuse_ignored(ReleasePolicy(qi=["x"], sensitive="s", posterior_bound=0.9), "mondrian-l")

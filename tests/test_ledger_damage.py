@@ -188,3 +188,69 @@ def test_a_hand_edited_policy_json_is_refused_not_taken_up(released, tmp_path):
     # the same ledger with its policy.json as recorded releases view 3
     shutil.copy(released / "L" / "policy.json", root / "policy.json")
     assert release_onto(released, root).exit_code == 0
+
+
+def test_removing_the_policy_digest_does_not_let_a_hand_edited_policy_through(released, tmp_path):
+    """The drill's bypass: policy_sha256 deleted from manifest.json and policy.json loosened
+    (k 1, t 1, j 100) released view 3 with groups of one and recorded the new digest. Every
+    release records the digest it was committed under, so the manifest without it is damage."""
+    import json
+
+    def loosen_and_forget(root):
+        manifest = json.loads((root / "manifest.json").read_text())
+        (root / "manifest.json").write_text(json.dumps({"releases": manifest["releases"]}))
+        path = root / "policy.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "k": 1, "t": 1.0, "j": 100.0}))
+
+    root, before = damaged(released, tmp_path, loosen_and_forget)
+    assert all(
+        "policy_sha256" in r for r in json.loads((released / "L" / "manifest.json").read_text())["releases"]
+    )
+    refused(
+        run(released, "release", released / "history.parquet", "--ledger", root),
+        "manifest.json",
+        "policy_sha256 (missing) is not the digest its releases were committed under",
+    )
+    hist = released / "h12.parquet"
+    refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), "manifest.json")
+    refused(run(released, "report", root, "--out", tmp_path / "r.html"), "manifest.json")
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    "entries, problem",
+    [
+        ([{"index": 1, "input_sha": 7}], "release 1 has an input_sha that is not a digest"),
+        ([{"index": 2, "input_sha": "a"}], "release entry 1 has index 2"),
+        ([{"index": 1, "input_sha": "a", "state_buckets": 0}], "release 1 has state_buckets 0"),
+    ],
+)
+def test_a_malformed_manifest_entry_is_refused_before_anything_is_removed(
+    released, tmp_path, entries, problem
+):
+    """The drill: a manifest cut to ``[{"index": 1}]`` made ``release`` remove release 2's view,
+    metrics and state (the clean-up of an uncommitted release) and then fail with a KeyError."""
+    import json
+
+    def cut(root):
+        (root / "manifest.json").write_text(json.dumps({"releases": entries}))
+
+    root, before = damaged(released, tmp_path, cut)
+    refused(release_onto(released, root), "manifest.json", problem, "nothing was written or removed")
+    refused(run(released, "report", root, "--out", tmp_path / "r.html"), "manifest.json", problem)
+    assert snapshot(root) == before
+
+
+def test_a_truncated_state_of_the_last_release_is_refused_naming_it(released, tmp_path):
+    """The drill: the last state's Parquet cut to 50 bytes made ``release`` exit 1 (ArrowInvalid);
+    a truncated view got exit 2. The state's footer is read with the views'."""
+
+    def truncate(root):
+        (part,) = (root / "state" / "2").glob("*.parquet")
+        part.write_bytes(part.read_bytes()[:50])
+
+    root, before = damaged(released, tmp_path, truncate)
+    refused(release_onto(released, root), "state", "cannot be read", "restore it from a backup")
+    hist = released / "h12.parquet"
+    refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), "cannot be read")
+    assert snapshot(root) == before

@@ -243,6 +243,24 @@ def test_every_column_named_like_a_released_column_is_named_in_one_message(tmp_p
     assert not (tmp_path / "o.csv").exists()
 
 
+@pytest.mark.parametrize("qi, sensitive", [("age,weight", "_s"), ("_hidden,weight", "s")])
+def test_a_column_named_like_a_helper_column_is_refused_before_anything_is_written(tmp_path, qi, sensitive):
+    """dpriv's helper columns start with '_' and are never written: a QI or sensitive column
+    named so went missing from the release (a KeyError, or a failed verification)."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    cols = {"rid": range(10), "age": range(40, 50), "_hidden": range(10), "weight": range(60, 70)}
+    pd.DataFrame({**cols, sensitive: list("ab") * 5}).to_csv(tmp_path / "in.csv", index=False)
+    args = ["anonymize", str(tmp_path / "in.csv"), "--out", str(tmp_path / "o.csv"), "--id", "rid"]
+    res = CliRunner().invoke(app, [*args, "--qi", qi, "--sensitive", sensitive, "--k", "2"])
+    named = "_s" if sensitive == "_s" else "_hidden"
+    assert res.exit_code == 2 and f"column(s) ['{named}'] start with '_'" in res.output, res.output
+    assert "rename them in the input" in res.output
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
     from typer.testing import CliRunner
 

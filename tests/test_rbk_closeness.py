@@ -10,6 +10,7 @@ import pytest
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import PolicyError
 from dpriv.experiment import EXITS
+from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -73,3 +74,61 @@ def test_the_anatomy_format_keeps_the_bound_too(history):
     for i in (1, 2, 3):
         got = _metrics(led, i)
         assert got["ok"] and got["rbk_closeness_achieved"] <= 0.2 + 1e-9
+
+
+def test_the_release_command_shows_the_largest_distance_when_the_policy_sets_the_bound(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    mh = medical_history(n_views=2, view_size=200, attendance=0.7, seed=3)
+    rows = {}
+    for c in (None, 0.3):
+        extra = {"k": 5, "t": 0.45, "j": 1.5, "max_suppression": 1.0} | ({"rbk_closeness": c} if c else {})
+        out = write_history(tmp_path / str(c), mh, policy_extra={"privacy": extra})
+        res = CliRunner().invoke(
+            app,
+            [
+                "release",
+                str(out.parent / "history.parquet"),
+                "--ledger",
+                str(out.parent / "led"),
+                "--policy",
+                str(out),
+            ],
+        )
+        assert res.exit_code == 0, res.output
+        lines = [
+            line.split()
+            for line in res.stdout.splitlines()
+            if line.split()[:1] in (["release"], ["1"], ["2"])
+        ]
+        rows[c] = {i: dict(zip(lines[0], r)) for i, r in enumerate(lines[1:], 1)}
+    assert "max_tv" not in rows[None][1]  # off: the table is as before
+    for i in (1, 2):
+        recorded = _metrics(Ledger(tmp_path / "0.3" / "led"), i)["rbk_closeness_achieved"]
+        assert rows[0.3][i]["max_tv"] == f"{recorded:.4f}" and float(rows[0.3][i]["max_tv"]) <= 0.3
+
+
+def test_verify_of_a_view_says_the_bound_is_not_checked_there(tmp_path):
+    """The drill: ``dpriv verify`` of a view with a policy setting rbk_closeness printed
+    ``ok: True`` without a word that the bound (which needs the members' priors) went unchecked."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    mh = medical_history(n_views=1, view_size=200, attendance=1.0, seed=3)
+    privacy = {"k": 5, "t": 0.45, "j": 1.5, "max_suppression": 1.0}
+    plain = write_history(tmp_path / "p", mh, policy_extra={"privacy": privacy})
+    bound = write_history(tmp_path / "b", mh, policy_extra={"privacy": privacy | {"rbk_closeness": 0.01}})
+    history = str(plain.parent / "history.parquet")
+    runner = CliRunner()
+    led = tmp_path / "p" / "led"
+    assert (
+        runner.invoke(app, ["release", history, "--ledger", str(led), "--policy", str(plain)]).exit_code == 0
+    )
+    args = ["verify", str(led / "releases" / "1" / "view.parquet"), "--original", history, "--view", "1"]
+    res = runner.invoke(app, [*args, "--policy", str(bound)])
+    assert res.exit_code == 0, res.output
+    assert "note: rbk_closeness = 0.01 is not checked here" in res.stderr
+    assert "not checked here" not in runner.invoke(app, [*args, "--policy", str(plain)]).stderr

@@ -203,8 +203,42 @@ def test_bad_gain_file_is_refused_by_name(built, tmp_path):
     copy = tmp_path / "ledger"
     shutil.copytree(built[0].root, copy, ignore=shutil.ignore_patterns("state"))
     (copy / "attack" / "gain_ie.csv").write_text("release,gain\n1,0.1\n")
-    with pytest.raises(InputError, match=r"attack/gain_ie\.csv lack column\(s\) \['adversary_gain'\]"):
+    with pytest.raises(InputError, match=r"attack/gain_ie\.csv lacks column\(s\) \['adversary_gain'\]"):
         write_report(copy, tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        (
+            "gain_ie.csv",
+            "release,adversary_gain\n1,0.1\nedited\n",
+            r"gain_ie\.csv line 3: release 'edited' is not a whole",
+        ),
+        (
+            "gain_ie.csv",
+            "release,adversary_gain\n1,high\n",
+            r"gain_ie\.csv line 2: adversary_gain 'high' is not a number",
+        ),
+        ("gain_ie.csv", "", r"gain_ie\.csv cannot be read as a CSV table"),
+        ("kpr.csv", "release,kpr\nx,y\n", r"kpr\.csv line 2: release 'x' is not a whole number"),
+        (
+            "retro_ie.csv",
+            "release,as_of,adversary_gain,confident_share\n1,2.5,0.1,0\n",
+            r"as_of 2\.5 is not a whole",
+        ),
+    ],
+)
+def test_an_edited_attack_result_is_refused_naming_its_line(built, tmp_path, name, text, message):
+    """The drill: a line appended to attack/gain_dk.csv, an empty one, a kpr.csv of text made
+    ``dpriv report`` fail with an internal error (exit 1); now exit 2, file and line named."""
+    copy = tmp_path / "ledger"
+    shutil.copytree(built[0].root, copy, ignore=shutil.ignore_patterns("state"))
+    (copy / "attack").mkdir(exist_ok=True)
+    (copy / "attack" / name).write_text(text)
+    res = CliRunner().invoke(app, ["report", str(copy), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2 and re.search(message, res.output), res.output
     assert not (tmp_path / "r.html").exists()
 
 
@@ -244,8 +278,11 @@ def _copy(built, tmp_path, **policy_changes) -> Path:
     path = copy / "policy.json"
     policy = {**json.loads(path.read_text()), **policy_changes}
     path.write_text(json.dumps(policy))
-    manifest = json.loads((copy / "manifest.json").read_text())
-    (copy / "manifest.json").write_text(json.dumps({**manifest, "policy_sha256": policy_digest(policy)}))
+    manifest, digest = json.loads((copy / "manifest.json").read_text()), policy_digest(policy)
+    releases = [{**r, "policy_sha256": digest} for r in manifest["releases"]]
+    (copy / "manifest.json").write_text(
+        json.dumps({**manifest, "releases": releases, "policy_sha256": digest})
+    )
     return copy
 
 

@@ -41,7 +41,7 @@ def setting(params: str) -> str:
     p = json.loads(params)
     cut = f", cut {p['topdown_cut']}" if "topdown_cut" in p else ""
     rbk = f", rbk_closeness {p['rbk_closeness']}" if "rbk_closeness" in p else ""
-    return f"t {p['t']}, j {p['j']}{cut}{rbk}" + ("" if "exit_values" in p else ", no guard")
+    return f"t {p['t']}, j {p['j']}{cut}{rbk}" + ("" if p.get("exit_values") else ", no guard")
 
 
 def span(s: pd.Series, fmt: str, scale: float = 1.0) -> str:

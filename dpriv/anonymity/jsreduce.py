@@ -11,6 +11,7 @@ dispatch (:mod:`dpriv.generalize`) and the in-process path call the same code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -198,14 +199,20 @@ def cap_for(policy: ReleasePolicy) -> int:
     return policy.group_cap or max(8 * policy.k, 64)
 
 
+class RangeResult(NamedTuple):
+    """A range kernel's output (a tuple: Dask's ``nout=2`` splits it)."""
+
+    #: the range's rows with ``_label`` (a group label, or -1 for a leftover)
+    rows: pd.DataFrame
+    #: the rows to carry into the next range, without ``_label`` (empty for the last range)
+    carry: pd.DataFrame
+
+
 def scan_range(
     part: pd.DataFrame, carry: pd.DataFrame | None, policy: ReleasePolicy, view_counts: np.ndarray, last: bool
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """First pass over one Hilbert range, after the open tail ``carry`` of the previous one.
-
-    Returns (this range's rows with ``_label``: a group label, or -1 for a leftover; the
-    open tail to carry into the next range, empty when ``last``).
-    """
+) -> RangeResult:
+    """First pass over one Hilbert range, after the open tail ``carry`` of the previous one:
+    the range's rows labelled and the open tail to carry into the next range."""
     if HKEY not in part.columns:
         part = part.rename_axis(HKEY).reset_index()
     if carry is not None and len(carry):
@@ -226,13 +233,13 @@ def scan_groups(rows: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarr
     )
 
 
-def labelled(
-    rows: pd.DataFrame, group: np.ndarray, policy: ReleasePolicy
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the rows with their ``_label``, -1 for a leftover; the carried rows, without it)."""
+def labelled(rows: pd.DataFrame, group: np.ndarray, policy: ReleasePolicy) -> RangeResult:
+    """The rows with their ``_label`` (-1 for a leftover) and the carried rows, without it."""
     carried = group == CARRIED
     rows = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
-    return rows[~carried].reset_index(drop=True), rows[carried].drop(columns=LABEL).reset_index(drop=True)
+    return RangeResult(
+        rows[~carried].reset_index(drop=True), rows[carried].drop(columns=LABEL).reset_index(drop=True)
+    )
 
 
 def range_stats(rows: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

@@ -14,6 +14,8 @@ labels and carried rows it gets in the chain, so the release has the same bytes.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -37,17 +39,36 @@ def close_steps(group: np.ndarray) -> np.ndarray:
     return np.sort(last[last >= 0])
 
 
-def scan_alone(
-    part: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray, last: bool
-) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
-    """The range scanned from an empty group: (its rows with ``_label``, in (key, tie) order
-    up to the last close; the open tail, empty when ``last``; the rows where groups closed)."""
+class LoneScan(NamedTuple):
+    """A range scanned from an empty group (a tuple: Dask's ``nout=3`` splits it)."""
+
+    #: the rows with ``_label``, in (key, tie) order up to the last close
+    done: pd.DataFrame
+    #: the open tail, empty for the last range
+    tail: pd.DataFrame
+    #: the rows where groups closed (:func:`close_steps`)
+    closes: np.ndarray
+
+
+class Resynced(NamedTuple):
+    """A lone scan put in step with the chain (a tuple: Dask's ``nout=3`` splits it)."""
+
+    #: the rows that replace the lone scan's first ``upto`` rows, labelled as in the chain;
+    #: None when nothing is carried in
+    fix: pd.DataFrame | None
+    upto: int
+    #: the open tail to hand on
+    carry: pd.DataFrame
+
+
+def scan_alone(part: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray, last: bool) -> LoneScan:
+    """The range scanned from an empty group."""
     if HKEY not in part.columns:
         part = part.rename_axis(HKEY).reset_index()
     rows = key_ordered(part)
     group = scan_groups(rows, policy, view_counts, last)
     done, tail = labelled(rows, group, policy)
-    return done, tail, close_steps(group)
+    return LoneScan(done, tail, close_steps(group))
 
 
 def resync(
@@ -58,15 +79,11 @@ def resync(
     policy: ReleasePolicy,
     view_counts: np.ndarray,
     last: bool,
-) -> tuple[pd.DataFrame | None, int, pd.DataFrame]:
+) -> Resynced:
     """Put the lone scan of a range (``done``, ``tail``, ``closes`` of :func:`scan_alone`)
-    in step with the chain, given the rows ``carry`` handed on by the range before.
-
-    Returns (the rows that replace the lone scan's first ``upto`` rows, labelled as in the
-    chain, or None when nothing is carried in; ``upto``; the open tail to hand on).
-    """
+    in step with the chain, given the rows ``carry`` handed on by the range before."""
     if carry is None or not len(carry):
-        return None, 0, tail
+        return Resynced(None, 0, tail)
     n, c = len(done) + len(tail), len(carry)
     length = FIRST_ROWS
     while True:
@@ -76,10 +93,10 @@ def resync(
         met = np.intersect1d(close_steps(group) - c, closes)
         if len(met):  # both scans closed a group at this row: the same decisions after it
             cut = c + int(met[0]) + 1
-            return labelled(head.iloc[:cut], group[:cut], policy)[0], int(met[0]) + 1, tail
+            return Resynced(labelled(head.iloc[:cut], group[:cut], policy).rows, int(met[0]) + 1, tail)
         if whole:
             fix, carried = labelled(head, group, policy)
-            return fix, n, carried
+            return Resynced(fix, n, carried)
         length *= 4
 
 

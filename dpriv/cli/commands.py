@@ -102,6 +102,9 @@ def anonymize(
         check_out(out, input, kind="anonymize", force=force, also=(table_out,))
     view = read_table(input, add_row_id=add_row_id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
+    if pol.time is not None and pol.time not in view.columns:  # a history's policy, one view
+        _say(f"note: the policy's time column {pol.time!r} is not in {input}: released as one view")
+        pol = type(pol).from_dict({**pol.model_dump(), "time": None})
     from dpriv.cluster import release_frame, release_place
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
@@ -132,28 +135,35 @@ METRICS_SUFFIX = ".metrics.json"
 app.add_typer(generate_app, name="generate")
 
 
-def _release_table_row(index: int, m: Mapping[str, Any]) -> str:
+#: The release table's columns: header, width, ``metrics.json`` key; ``max_tv`` (RBK-closeness's
+#: largest total variation) only when the policy sets ``rbk_closeness``.
+_COLUMNS = (
+    ("release", 7, None),
+    ("groups", 7, "n_groups"),
+    ("suppression", 11, "suppression_rate"),
+    ("max_emd", 8, "t_achieved"),
+    ("max_js", 8, "j_achieved"),
+    ("max_tv", 8, "rbk_closeness_achieved"),
+    ("semi", 8, "average_semiperimeter"),
+    ("seconds", 7, "seconds"),
+)
+
+
+def _release_columns(rbk: bool) -> list[tuple[str, int, str | None]]:
+    return [c for c in _COLUMNS if rbk or c[0] != "max_tv"]
+
+
+def release_header(rbk: bool = False) -> str:
+    return " ".join(f"{h:>{w}}" for h, w, _ in _release_columns(rbk))
+
+
+def _release_table_row(index: int, m: Mapping[str, Any], rbk: bool = False) -> str:
     f = lambda v, p=4: "-" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))  # noqa: E731
     secs = sum(m["seconds"].values()) if isinstance(m.get("seconds"), dict) else m.get("seconds")
-    return (
-        f"{index:>7} {f(m.get('n_groups')):>7} {f(m.get('suppression_rate')):>11} "
-        f"{f(m.get('t_achieved')):>8} {f(m.get('j_achieved')):>8} {f(m.get('average_semiperimeter')):>8} "
-        f"{f(secs, 2):>7}"
+    cells = {None: f(index), "seconds": f(secs, 2)}
+    return " ".join(
+        f"{cells[key] if key in cells else f(m.get(key)):>{w}}" for _, w, key in _release_columns(rbk)
     )
-
-
-RELEASE_HEADER = " ".join(
-    f"{h:>{w}}"
-    for h, w in [
-        ("release", 7),
-        ("groups", 7),
-        ("suppression", 11),
-        ("max_emd", 8),
-        ("max_js", 8),
-        ("semi", 8),
-        ("seconds", 7),
-    ]
-)
 
 
 def _run_release(
@@ -199,11 +209,11 @@ def _run_release(
 
     def on_release(i: int, m: Mapping[str, Any]) -> None:
         if not released:  # the header with the first row: nothing on stdout before the checks pass
-            typer.echo(RELEASE_HEADER)
+            typer.echo(release_header(pol.rbk_closeness is not None))
         released.append(i)
         if eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it
             record_base(ledger, pol.base_dir)
-        typer.echo(_release_table_row(i, m))
+        typer.echo(_release_table_row(i, m, pol.rbk_closeness is not None))
         if m.get("small_view") == "suppressed":
             _say(
                 f"warning: release {i} has {m.get('n_original')} tuple(s), fewer than k = {pol.k}: "

@@ -3,8 +3,11 @@ mapping, policy loading and the writer of output tables."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
+import sys
 import traceback
 import warnings
 from collections.abc import Mapping
@@ -65,10 +68,10 @@ Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 K = Annotated[int | None, typer.Option(min=1, help="QI-group size (>= 1).")]
 
 
-T = Annotated[float | None, typer.Option(min=0.0, max=1.0, help="EMD threshold in [0, 1].")]
+T = Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")]
 
 
-J = Annotated[float | None, typer.Option(min=0.0, help="JS threshold (bits, >= 0).")]
+J = Annotated[float | None, typer.Option(help="JS threshold (bits, >= 0).")]
 
 
 Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
@@ -164,6 +167,39 @@ def _interrupted(debug: bool):
     raise typer.Exit(130) from None
 
 
+class _ClosedPipeSafe:
+    """stdout that outlives its reader: once the pipe is closed (``dpriv release ... | head -1``)
+    what is printed is dropped instead of failing the command, so a release goes on to its
+    last view (the ledger is the output; the table is only a report of it). Everything else
+    (encoding, fileno, isatty...) is the stream's own, so click writes through it."""
+
+    def __init__(self, stream):
+        self._stream, self._gone = stream, False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            with self._on_closed_pipe():
+                self._stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            with self._on_closed_pipe():
+                self._stream.flush()
+
+    @contextlib.contextmanager
+    def _on_closed_pipe(self):
+        try:
+            yield
+        except BrokenPipeError:
+            self._gone = True
+            with contextlib.suppress(AttributeError, OSError, ValueError):  # no flush error at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def command(fn):
     """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
     only with --debug; warnings print as one "warning: ..." line."""
@@ -175,7 +211,11 @@ def command(fn):
             for name in QUIET_LOGGERS:
                 logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            with warnings.catch_warnings(), rows_of(_input_file(fn.__name__, kwargs)):
+            with (
+                warnings.catch_warnings(),
+                rows_of(_input_file(fn.__name__, kwargs)),
+                contextlib.redirect_stdout(_ClosedPipeSafe(sys.stdout)),
+            ):
                 warnings.showwarning = _show_warning
                 if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
                     warnings.filterwarnings("ignore", message="Sending large graph")

@@ -8,7 +8,6 @@ them are inferred from the data later and printed then ("inferred ... domain of 
 
 from __future__ import annotations
 
-import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,10 +126,11 @@ def _file_fields(path: Path) -> set[str]:
 
 def ledger_policy(ledger: Path) -> tuple[dict[str, Any], str] | None:
     """The recorded policy of an existing ledger as a dict (with its ``method``), else None."""
-    path = ledger / "policy.json"
-    if not path.is_file():
+    from dpriv.ledger import Ledger
+
+    if not (ledger / "policy.json").is_file():
         return None
-    stored = json.loads(path.read_text())
+    stored = Ledger(ledger).stored_policy()  # refused when edited by hand
     stored.pop("knowledge_sha256", None)
     stored.pop("hierarchy_sha256", None)
     return stored, str(stored.pop("method", "jsreduce"))
@@ -165,7 +165,7 @@ def effective_policy(
         folders = list(knowledge_dirs or []) + [ledger.parent]
         knowledge, hierarchies = data.get("knowledge", {}), data.get("hierarchies", {})
         base = recorded_base(ledger, knowledge, hierarchies, folders, strict=False)
-        pol = ReleasePolicy.from_dict({**data, **given, "base_dir": base})
+        pol = _with_flags({**data, "base_dir": base}, given, f"the policy of {ledger / 'policy.json'}")
         sources = {**dict.fromkeys(data, "ledger"), **sources}
         return EffectivePolicy(pol, sources, f"ledger {ledger / 'policy.json'}"), method
     missing = [f"--{k}" for k in ("qi", "sensitive") if not given.get(k)]
@@ -177,4 +177,15 @@ def effective_policy(
                 "was interrupted)"
             )
         raise PolicyError(f"no policy file: give --policy FILE{where} or at least {' and '.join(missing)}")
-    return EffectivePolicy(ReleasePolicy.from_dict(given), sources), None
+    return EffectivePolicy(_with_flags({}, given, "flags"), sources), None
+
+
+def _with_flags(data: dict[str, Any], given: dict[str, Any], where: str) -> ReleasePolicy:
+    """The policy of ``data`` with the flags ``given`` over it; a PolicyError names the flags
+    (as :meth:`ReleasePolicy.from_toml` names its file): ``invalid policy (flags --t): t: ...``."""
+    try:
+        return ReleasePolicy.from_dict({**data, **given})
+    except PolicyError as exc:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
+        named = f"{where} with {flags}" if data else f"flags {flags}"
+        raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({named}):", 1)) from None

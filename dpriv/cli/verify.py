@@ -19,6 +19,7 @@ from dpriv.cli.common import (
     ReleaseFormat,
     Sensitive,
     T,
+    _say,
     app,
     command,
     ledger_view,
@@ -62,8 +63,9 @@ def verify(
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group, and its tuple count against the
-    view's (exit 2 when one fails). j needs the private membership: the release checks it
-    before writing (metrics.json), so j_achieved is None here."""
+    view's (exit 2 when one fails). j, rbk_closeness and posterior_bound need the adversary's
+    priors of the members (private): the release checks them before writing (metrics.json), so
+    they are not checked here (a note says so when the policy sets one)."""
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
@@ -132,6 +134,12 @@ def verify(
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}")
+    for name in ("rbk_closeness", "posterior_bound"):
+        if getattr(pol, name) is not None:
+            _say(
+                f"note: {name} = {getattr(pol, name)} is not checked here: it needs the members' priors, "
+                "which only the release has (it checked them before writing: metrics.json)"
+            )
     for p in report.problems[:20]:
         typer.echo(f"  FAIL {p}")
     if len(report.problems) > 20:

@@ -7,7 +7,7 @@ every threshold of the policy -- smallest QI-group >= k, largest EMD <= t, large
 share of the view <= ``max_suppression`` (and smallest number of distinct sensitive values
 >= l for ``mondrian-l``) -- and *beyond the policy* otherwise, naming the thresholds it
 crosses. A threshold the release method does not guarantee
-(:data:`dpriv.criteria.GUARANTEES`, e.g. j for a Mondrian baseline) is still compared: the
+(:func:`dpriv.criteria.promised`, e.g. j for a Mondrian baseline) is still compared: the
 data owner's policy states it, whichever method ran.
 
 Suppression has one unit everywhere in the report: percent of the view's tuples.
@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpriv.criteria import GUARANTEES, breaks
+from dpriv.criteria import breaks, promised
 
 #: One sentence per adversary knowledge of ``dpriv attack --knowledge`` (dpriv.sources).
 KNOWLEDGE_TEXT: dict[str, str] = {
@@ -195,10 +195,8 @@ def verdicts(releases: pd.DataFrame, policy: dict[str, Any]) -> list[Verdict]:
         In the order of ``releases``; thresholds absent from the policy are not checked.
     """
     method = str(policy.get("method", "jsreduce"))
-    names = ["k", "t", "j"] + (["l"] if method == "mondrian-l" else [])
-    enforced = GUARANTEES.get(method, ("k",))
-    if method == "jsreduce" and policy.get("rbk_closeness") is not None:  # promised when set
-        names, enforced = [*names, "rbk_closeness"], (*enforced, "rbk_closeness")
+    enforced = promised(method, policy.get("rbk_closeness"))
+    names = list(dict.fromkeys(["k", "t", "j", *enforced]))  # the promised ones decide the verdict
     out = []
     for row in releases.to_dict("records"):
         checks = []

@@ -12,7 +12,7 @@ from typing import Any
 import dask.dataframe as dd
 import pandas as pd
 
-from dpriv.criteria import GUARANTEES, breaks
+from dpriv.criteria import breaks, promised
 from dpriv.io import atomic_write
 from dpriv.ledger import Ledger
 from dpriv.report.explain import percent, report_title, verdicts
@@ -60,9 +60,8 @@ p.note{color:#555;font-size:.9em}
 
 def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
     """Whether an achieved value breaks the policy threshold that its method guarantees
-    (:data:`dpriv.criteria.GUARANTEES`; a red cell in the table)."""
-    method = policy.get("method", "jsreduce")
-    if col not in GUARANTEES.get(method, ("k",)) and not (col == "rbk_closeness" and method == "jsreduce"):
+    (:func:`dpriv.criteria.promised`; a red cell in the table)."""
+    if col not in promised(policy.get("method", "jsreduce"), policy.get("rbk_closeness")):
         return False
     return breaks(col, val, policy.get(col))
 
@@ -195,7 +194,7 @@ def render_report(
                     t=policy.get("t"),
                     j=policy.get("j"),
                     j_unit=j_unit,
-                    enforced=GUARANTEES.get(method, ()),
+                    enforced=promised(method, policy.get("rbk_closeness")),
                 ),
                 "achieved t and j per release against their thresholds",
             )

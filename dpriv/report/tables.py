@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpriv.attack_files import read_result
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
 
@@ -80,9 +81,7 @@ def _stored_policy(led: Ledger) -> dict[str, Any]:
     path = led.root / POLICY
     if not path.is_file():
         raise InputError(f"the ledger has no {POLICY}: nothing has been released into it yet")
-    import json
-
-    return json.loads(path.read_text())
+    return led.stored_policy()
 
 
 def _j_unit(log_base: float) -> str:
@@ -186,17 +185,12 @@ def kpr_values(ledger: Ledger | str | Path, column: str = "kpr") -> dict[int, fl
     path = led.root / ATTACK_DIR / "kpr.csv"
     if not path.is_file():
         return {}
-    frame = pd.read_csv(path)
-    missing = [c for c in ("release", "kpr") if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{ATTACK_DIR}/kpr.csv lacks column(s) {missing}; expected release, kpr (percent) "
-            "and optionally kpr_reference (percent)"
-        )
-    if column not in frame.columns:
+    where = f"{ATTACK_DIR}/kpr.csv"
+    header = pd.read_csv(path, nrows=0).columns if path.stat().st_size else []
+    if column not in header and "kpr" in header and "release" in header:
         return {}
-    values = pd.to_numeric(frame[column], errors="coerce")
-    return {int(r): float(v) for r, v in zip(frame["release"], values, strict=True)}
+    frame = read_result(path, ["release", "kpr", *([column] if column != "kpr" else [])], where)
+    return {int(r): float(v) for r, v in zip(frame["release"], frame[column], strict=True)}
 
 
 def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | None = None) -> pd.DataFrame:
@@ -267,6 +261,7 @@ def defender_tail(ledger: Ledger | str | Path) -> pd.DataFrame:
 
 
 def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """A gain frame passed in (``release``, ``adversary_gain``), in release order."""
     missing = [c for c in ("release", "adversary_gain") if c not in frame.columns]
     if missing:
         raise InputError(
@@ -276,7 +271,11 @@ def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     out = frame[["release", "adversary_gain"]].copy()
     out["release"] = pd.to_numeric(out["release"], errors="raise").astype("int64")
     out["adversary_gain"] = pd.to_numeric(out["adversary_gain"], errors="coerce")
-    return out.sort_values("release", kind="stable").reset_index(drop=True)
+    return _in_release_order(out)
+
+
+def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values("release", kind="stable").reset_index(drop=True)
 
 
 def gain_curves(
@@ -310,7 +309,10 @@ def gain_curves(
         for path in sorted(folder.iterdir()):
             match = _GAIN_FILE.match(path.name)
             if match and path.is_file():
-                out[match["name"]] = _check_gain(pd.read_csv(path), f"{ATTACK_DIR}/{path.name}")
+                where = f"{ATTACK_DIR}/{path.name}"
+                out[match["name"]] = _in_release_order(
+                    read_result(path, ["release", "adversary_gain"], where)
+                )
     for name, frame in (gains or {}).items():
         out[str(name)] = _check_gain(frame, f"passed for {name!r}")
     return dict(sorted(out.items()))

@@ -21,20 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv.errors import InputError
+from dpriv.attack_files import read_result
 
 _GAIN = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 _RETRO = re.compile(r"^retro_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 
 #: Columns of a frame of :func:`tail_curves`.
 TAIL_CURVE_COLUMNS = ("release", "paper_gain", "paper_share", "retro_gain", "retro_share")
-
-
-def _numeric(frame: pd.DataFrame, cols: list[str], where: str) -> pd.DataFrame:
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise InputError(f"{where} lacks column(s) {missing} (the output of dpriv attack)")
-    return frame[cols].apply(pd.to_numeric, errors="coerce")
 
 
 def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
@@ -66,14 +59,15 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     for path in sorted(folder.iterdir()):
         where = f"{folder.name}/{path.name}"
         if (m := _GAIN.match(path.name)) and path.is_file():
-            frame = pd.read_csv(path)
-            if "confident_share" in frame.columns:
-                f = _numeric(frame, ["release", "adversary_gain", "confident_share"], where)
+            header = pd.read_csv(path, nrows=0).columns if path.stat().st_size else []
+            if "confident_share" in header:
+                f = read_result(path, ["release", "adversary_gain", "confident_share"], where)
                 paper[m["name"]] = f.rename(
                     columns={"adversary_gain": "paper_gain", "confident_share": "paper_share"}
                 )
         elif (m := _RETRO.match(path.name)) and path.is_file():
-            f = _numeric(pd.read_csv(path), ["release", "as_of", "adversary_gain", "confident_share"], where)
+            cols = ["release", "as_of", "adversary_gain", "confident_share"]
+            f = read_result(path, cols, where, whole=("release", "as_of"))
             last = f[f["as_of"] == f["as_of"].max()].drop(columns="as_of")
             retro[m["name"]] = last.rename(
                 columns={"adversary_gain": "retro_gain", "confident_share": "retro_share"}

@@ -18,7 +18,7 @@ here = Path(__file__).parent
 ours = pd.read_csv(here / "frontier.csv").query("method == 'jsreduce'")
 family = pd.read_csv(here.parent / "exit-frontier-24x5000" / "frontier.csv").query("method == 'jsreduce'")
 params = family["params"].map(json.loads)
-family = family[params.map(lambda p: p.get("j") == 1.5 and "exit_values" in p and len(p) == 4)]
+family = family[params.map(lambda p: p.get("j") == 1.5 and bool(p.get("exit_values")) and len(p) == 4)]
 
 print("| seed | t, rbk_closeness | mean semiperimeter | max gain paper | unbounded at these boxes | "
       "max gain retrospective | unbounded at these boxes | confident % paper / retro |")

@@ -1,0 +1,67 @@
+"""What a ledger's ``manifest.json`` records and how it is checked (docs/ledger.md).
+
+The manifest lists the committed releases in order (``index`` from 1, the input view's
+digest ``input_sha``, the state's bucket count ``state_buckets``) and the digest of the
+ledger's ``policy.json`` (``policy_sha256``), recorded with the first commit and again by every
+release committed under it. A manifest whose entries are malformed, or whose digest was removed
+or changed after releases were committed under it, is damaged: every command that reads the
+ledger refuses it (LedgerError, exit 2) before reading or cleaning anything by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dpriv.errors import LedgerError
+
+MANIFEST = "manifest.json"
+
+#: Policy values a running ledger may take up (never drop): ``small_view = "suppress"``
+#: releases a view smaller than k fully suppressed where the recorded "refuse" stopped the
+#: history (the advice of that refusal); no committed release depended on it.
+TAKE_UP = {"small_view": "suppress"}
+
+
+def policy_digest(policy: Mapping[str, Any]) -> str:
+    """sha256 (hex) of a ledger's policy.json content without the :data:`TAKE_UP` fields (a
+    running ledger may take those up): what ``manifest.json`` records as ``policy_sha256``."""
+    pinned = {k: v for k, v in policy.items() if k not in TAKE_UP}
+    return hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()
+
+
+def recorded_digest(manifest: dict[str, Any], root: Path) -> str | None:
+    """The policy digest ``manifest.json`` records (None: a ledger from before digests);
+    LedgerError when its releases were committed under another digest, or under one the
+    manifest no longer holds (a hand edit)."""
+    recorded = manifest.get("policy_sha256")
+    committed_under = {e["policy_sha256"] for e in manifest["releases"] if "policy_sha256" in e}
+    if committed_under and committed_under != {recorded}:
+        raise LedgerError(
+            f"{root / MANIFEST}: its policy_sha256 ({recorded or 'missing'}) is not the digest its "
+            "releases were committed under: the ledger was edited by hand and is damaged; restore "
+            "manifest.json and policy.json from a backup"
+        )
+    return recorded
+
+
+def entries_problem(entries: list[dict[str, Any]]) -> str | None:
+    """What is wrong with the committed releases' entries of a manifest, else None: releases
+    are committed one after the other from 1; the input view's digest ``input_sha`` (a string;
+    a ledger written by hand may lack it: its views are then not compared), ``state_buckets`` (a
+    count) and ``policy_sha256`` (a string) are optional (earlier ledgers lack the last two)."""
+    for pos, entry in enumerate(entries, start=1):
+        index = entry.get("index")
+        if isinstance(index, bool) or index != pos:
+            return f"release entry {pos} has index {index!r} (releases are committed in order from 1)"
+        if not isinstance(entry.get("input_sha", ""), str):
+            return f"release {pos} has an input_sha that is not a digest"
+        buckets = entry.get("state_buckets", 1)
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+            return f"release {pos} has state_buckets {buckets!r}, not a positive whole number"
+        if not isinstance(entry.get("policy_sha256", ""), str):
+            return f"release {pos} has a policy_sha256 that is not a digest"
+    return None
