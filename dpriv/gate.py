@@ -9,7 +9,7 @@ membership known (§1.1 (ii)), the exact deductions of :mod:`dpriv.adversary.ded
 as masks and, with ``policy.retro_attendance``, absences as evidence, reads releases
 ``1 .. i`` as of ``i`` and scores each with (E10). The gate holds
 when every one of those mean gains is at most the bound; :func:`dpriv.release.release_history`
-then commits, else it regroups release ``i`` with ``retro_lever`` tightened (``j`` or ``t``
+then commits, else it regroups release ``i`` with ``retro_lever`` tightened (``j``, ``t`` or ``rbk_closeness``
 halved, ``k`` doubled; up to ``retro_retries`` times) and finally refuses it: nothing is
 written and the ledger stays at ``i - 1``.
 
@@ -139,6 +139,7 @@ class GateCheck:
             "k_used": self.used["k"],
             "t_used": self.used["t"],
             "j_used": self.used["j"],
+            **({"rbk_closeness_used": self.used["rbk_closeness"]} if "rbk_closeness" in self.used else {}),
             "regroupings": self.regroupings,
             "retro_posterior_bound": self.posterior_bound,
             "n_withheld": self.withheld,
@@ -338,19 +339,29 @@ def read_whole_windows(
     return collections.deque(snapshots, maxlen=1)[0]
 
 
+#: RBK-closeness's first bound when the gate tightens it on a policy without one (then halved).
+FIRST_RBK_CLOSENESS = 0.4
 #: What one regrouping does to the lever's parameter (``policy.retro_lever``).
-TIGHTEN = {"j": lambda v: v / 2, "t": lambda v: v / 2, "k": lambda v: v * 2}
+TIGHTEN = {
+    "j": lambda v: v / 2,
+    "t": lambda v: v / 2,
+    "k": lambda v: v * 2,
+    "rbk_closeness": lambda v: FIRST_RBK_CLOSENESS if v is None else v / 2,
+}
 
 
 def tightened(policy: ReleasePolicy) -> ReleasePolicy:
-    """``policy`` with its ``retro_lever`` tightened once (j or t halved, k doubled)."""
+    """``policy`` with its ``retro_lever`` tightened once (j, t or rbk_closeness halved, k
+    doubled; an unset rbk_closeness becomes :data:`FIRST_RBK_CLOSENESS`)."""
     lever = policy.retro_lever
     return policy.with_overrides(**{lever: TIGHTEN[lever](getattr(policy, lever))})
 
 
 def used(grouped: ReleasePolicy) -> dict:
-    """The ``k``, ``t``, ``j`` of ``grouped`` (the policy a candidate was grouped with)."""
-    return {"k": grouped.k, "t": grouped.t, "j": grouped.j}
+    """The ``k``, ``t``, ``j`` of ``grouped`` (the policy a candidate was grouped with), and its
+    ``rbk_closeness`` when set."""
+    bound = {} if grouped.rbk_closeness is None else {"rbk_closeness": grouped.rbk_closeness}
+    return {"k": grouped.k, "t": grouped.t, "j": grouped.j, **bound}
 
 
 def _params(values: dict) -> str:

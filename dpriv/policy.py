@@ -65,7 +65,8 @@ class ReleasePolicy(BaseModel):
         of the retrospective adversary on releases ``1 .. i`` as of ``i``; above it release
         ``i`` is regrouped (``retro_lever``, ``retro_retries``), then refused. ``None``: no gate
     retro_retries : how many times the gate regroups before it refuses (0 = refuse at once)
-    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled, ``"t"`` halved
+    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled, ``"t"`` halved,
+        ``"rbk_closeness"`` halved (0.4 first when unset; JS-reduce only)
     retro_attendance : the exam probability the gate's adversary assumes (absences become
         evidence); ``None`` (default): absences carry no information
     retro_posterior_bound : in (0, 1]: no respondent of release ``i`` keeps a tuple of releases
@@ -122,7 +123,7 @@ class ReleasePolicy(BaseModel):
     retro_max_gain: float | None = Field(default=None, gt=0.0, le=1.0)
     retro_retries: int = Field(default=2, ge=0, le=8)
     retro_attendance: float | None = Field(default=None, gt=0.0, le=1.0)
-    retro_lever: Literal["j", "k", "t"] = "j"
+    retro_lever: Literal["j", "k", "t", "rbk_closeness"] = "j"
     retro_posterior_bound: float | None = Field(default=None, gt=0.0, le=1.0)
     hilbert_bits: int | None = Field(default=None, ge=1, le=32)
     group_cap: int = Field(default=0, ge=0)

@@ -223,7 +223,7 @@ def check_method(policy: ReleasePolicy, method: str) -> None:
             "does not keep groups: use --method jsreduce or persistent_groups = false"
         )
     # the gate regroups with its lever: a parameter the method must use
-    uses = {"jsreduce": "ktj", "mondrian-t": "kt"}.get(method, "k")
+    uses = {"jsreduce": ("k", "t", "j", "rbk_closeness"), "mondrian-t": ("k", "t")}.get(method, ("k",))
     if policy.retro_max_gain is not None and policy.retro_lever not in uses:
         raise PolicyError(
             f"retro_lever = {policy.retro_lever!r}: method {method!r} does not use "

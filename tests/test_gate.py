@@ -140,6 +140,29 @@ def test_regrouping_with_a_smaller_j_until_the_gate_holds(setting, open_gate, mi
 
 
 @pytest.mark.slow
+def test_regrouping_with_rbk_closeness_bounds_release_2_until_the_gate_holds(
+    setting, open_gate, midway, tmp_path
+):
+    """The lever rbk_closeness: release 2 regrouped with the bound 0.4, then 0.2, ... until the
+    gate holds; the committed release keeps the bound it was grouped with (recorded, verified)."""
+    mh, policy = setting
+    g1, g2 = open_gate[1][1]["max_gain"], open_gate[1][2]["max_gain"]
+    # a bound just under release 2's own gain (the lever lowers it less far than j, which
+    # suppresses: on this history release 2 cannot go below ~0.073 with release 1 as published)
+    bound, led = round(g2 - 0.05 * (g2 - g1), 6), tmp_path / "led"
+    gated = policy.with_overrides(retro_max_gain=bound, retro_retries=4, retro_lever="rbk_closeness")
+    release_history(mh.history, gated, led, until=2)
+    m = json.loads((led / "releases" / "2" / "metrics.json").read_text())
+    n = m["gate"]["regroupings"]
+    assert n >= 1 and m["gate"]["rbk_closeness_used"] == 0.4 / 2 ** (n - 1)
+    assert m["gate"]["j_used"] == 0.8 and m["gate"]["max_gain"] <= bound < g2
+    assert m["ok"] and m["rbk_closeness_achieved"] <= m["gate"]["rbk_closeness_used"] + 1e-9
+    assert (
+        "rbk_closeness_used" not in json.loads((led / "releases" / "1" / "metrics.json").read_text())["gate"]
+    )
+
+
+@pytest.mark.slow
 def test_cli_release_gate_refuses_with_exit_2_and_writes_nothing(setting, open_gate, cli, tmp_path):
     mh, policy = setting
     _, gates = open_gate
@@ -189,7 +212,10 @@ def test_gate_on_an_anatomy_release_reads_its_sensitive_table(setting, tmp_path,
     assert gate["worst_release"] == int(as_of_2.loc[as_of_2["adversary_gain"].idxmax(), "release"])
 
 
-@pytest.mark.parametrize(("lever", "expected"), [("j", {"j": 0.2}), ("t", {"t": 0.125}), ("k", {"k": 20})])
+@pytest.mark.parametrize(
+    ("lever", "expected"),
+    [("j", {"j": 0.2}), ("t", {"t": 0.125}), ("k", {"k": 20}), ("rbk_closeness", {"rbk_closeness": 0.2})],
+)
 def test_each_lever_tightens_its_parameter(setting, lever, expected):
     _, policy = setting
     p = policy.with_overrides(retro_max_gain=0.1, retro_lever=lever)
@@ -229,7 +255,11 @@ def test_a_lever_the_method_does_not_use_is_refused_before_anything_is_written(s
         release_history(mh.history, gated, tmp_path / "a", method="mondrian-l")
     with pytest.raises(PolicyError, match=r"retro_lever = \"k\" \(or one of \['k', 't'\]\)"):
         release_history(mh.history, gated, tmp_path / "b", method="mondrian-t")
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    with pytest.raises(PolicyError, match="method 'mondrian-t' does not use rbk_closeness"):
+        release_history(
+            mh.history, gated.with_overrides(retro_lever="rbk_closeness"), tmp_path / "c", method="mondrian-t"
+        )
+    assert not any((tmp_path / d).exists() for d in "abc")
 
 
 def test_refusal_says_what_can_help():

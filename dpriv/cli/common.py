@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import sys
 import traceback
 import warnings
@@ -29,6 +28,7 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     record_output,
     write_frame,
 )
+from dpriv.cli.pipe import ClosedPipeSafe
 from dpriv.errors import DprivError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import rows_of
@@ -167,39 +167,6 @@ def _interrupted(debug: bool):
     raise typer.Exit(130) from None
 
 
-class _ClosedPipeSafe:
-    """stdout that outlives its reader: once the pipe is closed (``dpriv release ... | head -1``)
-    what is printed is dropped instead of failing the command, so a release goes on to its
-    last view (the ledger is the output; the table is only a report of it). Everything else
-    (encoding, fileno, isatty...) is the stream's own, so click writes through it."""
-
-    def __init__(self, stream):
-        self._stream, self._gone = stream, False
-
-    def write(self, text: str) -> int:
-        if not self._gone:
-            with self._on_closed_pipe():
-                self._stream.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._gone:
-            with self._on_closed_pipe():
-                self._stream.flush()
-
-    @contextlib.contextmanager
-    def _on_closed_pipe(self):
-        try:
-            yield
-        except BrokenPipeError:
-            self._gone = True
-            with contextlib.suppress(AttributeError, OSError, ValueError):  # no flush error at exit
-                os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-
 def command(fn):
     """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
     only with --debug; warnings print as one "warning: ..." line."""
@@ -214,7 +181,7 @@ def command(fn):
             with (
                 warnings.catch_warnings(),
                 rows_of(_input_file(fn.__name__, kwargs)),
-                contextlib.redirect_stdout(_ClosedPipeSafe(sys.stdout)),
+                contextlib.redirect_stdout(ClosedPipeSafe(sys.stdout)),
             ):
                 warnings.showwarning = _show_warning
                 if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
