@@ -329,6 +329,18 @@ def test_variable_missing_in_all_of_u_has_no_bins() -> None:
     assert r.n_matched == 1 and "missing in every unique original" in r.note
 
 
+def test_a_variable_missing_in_some_of_u_is_noted() -> None:
+    """A drill finding: missing values of a known variable were taken (as the §5.3 choice, a
+    missing value is its own level) without a word. U = the 3 unique originals, one of them
+    without x (the duplicated (1, b) is not in U)."""
+    o = pd.DataFrame({"x": [np.nan, 1.0, 1.0, 2.0, 3.0], "c": ["a", "b", "b", "c", "d"]})
+    a = pd.DataFrame({"x": [np.nan, 2.0], "c": ["a", "c"]})
+    r = kpr(o, a, ["x", "c"])
+    assert r.n_unique_original == 3 and r.bins["x"].count == 2
+    assert r.note == "'x' is missing in 1 of 3 unique originals: a missing value matches only a missing value"
+    assert kpr(o.fillna(9.0), a, ["x", "c"]).note == ""
+
+
 def test_duplicates_excluded_from_u_and_b1_but_kept_in_n() -> None:
     o = pd.DataFrame({"c": ["a", "a", "b", "c", "d"]})
     a = pd.DataFrame({"c": ["b", "b", "c", "d", "e"]})

@@ -232,6 +232,11 @@ def kpr(
                 notes.append(f"{name!r} is missing in every unique original: only missing values match")
             elif rep.step == 0.0:
                 notes.append(f"{name!r} is 0 in every unique original: single bin, exact match")
+            if 0 < rep.count < n_u:  # legal (a missing value is its own level) but worth saying
+                notes.append(
+                    f"{name!r} is missing in {n_u - rep.count} of {n_u} unique originals: "
+                    "a missing value matches only a missing value"
+                )
     if n_syn == 0:
         notes.append("the synthetic table is empty: no avatar can match")
     return KPRResult(
