@@ -65,8 +65,7 @@ class ReleasePolicy(BaseModel):
         of the retrospective adversary on releases ``1 .. i`` as of ``i``; above it release
         ``i`` is regrouped (``retro_lever``, ``retro_retries``), then refused. ``None``: no gate
     retro_retries : how many times the gate regroups before it refuses (0 = refuse at once)
-    retro_lever : what a regrouping tightens: ``"j"`` halved (default), ``"k"`` doubled, ``"t"`` halved,
-        ``"rbk_closeness"`` halved (0.4 first when unset; JS-reduce only)
+    retro_lever : what a regrouping tightens: j, t, rbk_closeness halved (default j), k doubled
     retro_attendance : the exam probability the gate's adversary assumes (absences become
         evidence); ``None`` (default): absences carry no information
     retro_posterior_bound : in (0, 1]: no respondent of release ``i`` keeps a tuple of releases
