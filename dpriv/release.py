@@ -146,8 +146,9 @@ def release_history(
     refuse_ignored(policy, method)
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
     refuse_unreachable(policy)
-    if summaries:
-        check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
+    for i, summary in summaries.items():  # each view is a release of its own: l = 1 in one discloses it
+        if summary.n_rows >= policy.k:  # a smaller view is suppressed whole (small_view = "suppress")
+            check_sensitive_values(summary.s_counts, policy, view=i)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False)  # prepared below, if a release is to be made
