@@ -196,7 +196,8 @@ def test_the_report_reference_line_reads_a_date_qi_as_the_release_did(cli, tmp_p
                          "s": [("a", "b", "c")[r % 3] for r in range(60)]})  # fmt: skip
     hist.assign(adm=hist["adm"].dt.strftime("%Y-%m-%d")).to_csv(tmp_path / "h.csv", index=False)
     res = cli("release", tmp_path / "h.csv", "--ledger", tmp_path / "led", "--id", "rid", "--time", "view",
-              "--qi", "adm,age", "--date", "adm", "--sensitive", "s", "--k", "3", "--t", "1", "--j", "10")  # fmt: skip
+              "--qi", "adm,age", "--date", "adm", "--sensitive", "s",
+              "--k", "3", "--t", "1", "--j", "10")  # fmt: skip
     assert res.exit_code == 0, res.output
     # the oracle: the same history with the dates written as whole days since 1970 by hand
     as_days = hist.assign(adm=(hist["adm"] - pd.Timestamp("1970-01-01")).dt.days)
