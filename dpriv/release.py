@@ -46,7 +46,13 @@ from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
-from dpriv.input_checks import check_history, check_until, history_summaries, resolve_policy
+from dpriv.input_checks import (
+    check_history,
+    check_npartitions,
+    check_until,
+    history_summaries,
+    resolve_policy,
+)
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger, discard_new_ledger
@@ -133,6 +139,7 @@ def release_history(
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_until(until)
+    check_npartitions(npartitions)
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
@@ -370,6 +377,7 @@ def anonymize(
     """
     start = time.perf_counter()
     policy = as_policy(policy, "anonymize")
+    check_npartitions(npartitions)
     view = as_frame(view, "anonymize", "view")
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)

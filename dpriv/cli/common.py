@@ -97,7 +97,7 @@ ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
 PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (docs/policy.md).")]
 
 
-Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).")]
+Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).", min=1)]
 
 
 Ledger = Annotated[Path, typer.Argument(help="A release ledger.")]
