@@ -79,10 +79,15 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
 
 
 def read_result(
-    path: Path, columns: list[str], where: str, whole: tuple[str, ...] = ("release",)
+    path: Path,
+    columns: list[str],
+    where: str,
+    whole: tuple[str, ...] = ("release",),
+    optional: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """``columns`` of an attack result CSV (``attack/gain_<name>.csv``, ``kpr.csv``...) as
-    numbers: the ``whole`` columns (release indices) int64, the others float64 (a blank is
+    numbers, and those of ``optional`` that the file has (an older file lacks them; the file is
+    read once): the ``whole`` columns (release indices) int64, the others float64 (a blank is
     NaN). ``where`` names the file in messages (relative to the ledger).
 
     Raises InputError, naming the file, when it cannot be parsed, lacks a column, or holds a
@@ -95,6 +100,7 @@ def read_result(
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(f"{where} lacks column(s) {missing} (the output of dpriv attack)")
+    columns = columns + [c for c in optional if c in frame.columns and c not in columns]
     out = frame[columns].apply(pd.to_numeric, errors="coerce")
     for col in columns:
         given = frame[col].notna() if col not in whole else pd.Series(True, index=frame.index)

@@ -12,6 +12,8 @@ worker processes of a cluster would only cost their start-up and the round trips
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -81,21 +83,68 @@ def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[N
         client.unsubscribe_topic(COMPILE_TOPIC)
 
 
+#: Seconds to reach a scheduler and hear it answer (a Client waits forever for the handshake
+#: of a port that accepts connections but never answers).
+CONNECT_SECONDS = 20.0
+
+
+def _identity(scheduler: str) -> dict:
+    """What the server at ``scheduler`` says it is (its ``identity`` reply), within
+    :data:`CONNECT_SECONDS`; InputError when it does not answer, or answers as no Dask server."""
+
+    async def ask() -> object:
+        from distributed.comm import connect
+        from distributed.security import Security
+
+        # the TLS settings a Client would take from the Dask config (tls:// addresses)
+        tls = Security().get_connection_args("client")
+        comm = await connect(scheduler, timeout=CONNECT_SECONDS, **tls)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def run() -> object:
+        return asyncio.run(asyncio.wait_for(ask(), CONNECT_SECONDS))
+
+    try:
+        # a thread of its own: the caller may already run an event loop (Jupyter)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            reply = pool.submit(run).result()
+    except TimeoutError:
+        raise _unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise _unreachable(scheduler, str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 -- bytes of another protocol fail anywhere in the decoder
+        why = f"it answers, but not as a Dask scheduler: {type(exc).__name__}"
+        raise _unreachable(scheduler, why) from None
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
+        raise _unreachable(scheduler, f"it answers, but as {kind!r}, not as a Dask scheduler")
+    return reply
+
+
+def _unreachable(scheduler: str, why: str) -> InputError:
+    return InputError(
+        f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({why}); give the address "
+        "a running scheduler prints (tcp://host:8786), or drop --scheduler to use this machine"
+    )
+
+
 def _connect(scheduler: str) -> Client:
     """A Client of the scheduler at ``scheduler``; InputError (exit 2) when it cannot be reached."""
+    _identity(scheduler)
     before = dask.config.get("scheduler", None)
     try:
-        return Client(scheduler, timeout="20s")
+        return Client(scheduler, timeout=f"{CONNECT_SECONDS:g}s")
     except (OSError, ValueError, TypeError) as exc:
         # a Client that failed to connect has already made itself the default scheduler
         if before is None:
             dask.config.config.pop("scheduler", None)
         else:
             dask.config.set(scheduler=before)
-        raise InputError(
-            f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc}); give the address "
-            "a running scheduler prints (tcp://host:8786), or drop --scheduler to use this machine"
-        ) from None
+        raise _unreachable(scheduler, str(exc)) from None
 
 
 #: A history of at most this many tuples may be read into the ``dpriv release`` process

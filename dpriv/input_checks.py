@@ -119,6 +119,18 @@ def check_until(until: object) -> None:
         )
 
 
+def check_npartitions(npartitions: object) -> None:
+    """InputError unless ``npartitions`` (Hilbert ranges per view) is None or an int >= 1 (0
+    fell back to the default without a word, -3 failed deep inside Dask)."""
+    if npartitions is not None and (
+        isinstance(npartitions, bool) or not isinstance(npartitions, int) or npartitions < 1
+    ):
+        raise InputError(
+            f"npartitions must be a whole number >= 1 (Hilbert ranges per view, --npartitions) or "
+            f"None, not {npartitions!r}"
+        )
+
+
 def missing_time(columns, policy: ReleasePolicy) -> str:
     """The message for a policy's time column the input lacks, with both ways out."""
     return (

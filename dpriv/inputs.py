@@ -333,17 +333,19 @@ def type_problems(
     return found
 
 
-def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy) -> None:
+def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy, view: int | None = None) -> None:
     """Refuse a sensitive column that holds one value only (``s_counts``: (M,) int64 counts of
-    the released data over D[S]): every QI-group would have l = 1 and the release would
-    disclose that value for every respondent. ``allow_single_sensitive`` releases it with a
-    warning instead (ARX's l-diversity finds no solution there; sdcMicro reports l = 1)."""
+    the released data over D[S]; ``view``: the view's index in a history, named in the
+    message): every QI-group would have l = 1 and the release would disclose that value for
+    every respondent. ``allow_single_sensitive`` releases it with a warning instead (ARX's
+    l-diversity finds no solution there; sdcMicro reports l = 1)."""
     present = np.flatnonzero(np.asarray(s_counts) > 0)
     if len(present) != 1:
         return
     value = policy.sensitive_domain[int(present[0])]
+    where = "" if view is None else f"view {view}: "
     what = (
-        f"sensitive column {policy.sensitive!r} holds one value only ({value!r}): every QI-group "
+        f"{where}sensitive column {policy.sensitive!r} holds one value only ({value!r}): every QI-group "
         "has l = 1, so the release discloses that value for every respondent"
     )
     if not policy.allow_single_sensitive:

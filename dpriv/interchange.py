@@ -8,7 +8,8 @@ suppressed records marked with ``*``, and no 19-digit number that a spreadsheet 
 module turns a released view into that shape, and reads its intervals back:
 
 * a numeric QI ``q``: one column ``q`` with ``[lo-hi]`` (the group's true min and max, bounds
-  inclusive, shortest decimal text: ``[45-52]``, ``[72.5-80]``, ``[-3--1]``);
+  inclusive, shortest decimal text: ``[45-52]``, ``[72.5-80]``, ``[-3--1]``); a date QI
+  ``[first/last]`` in ISO 8601 (``[2024-01-06/2024-01-12]``: ``-`` is inside the dates);
 * a categorical QI: its released cell unchanged (a value set ``{F,M}`` with the escape rule
   of :mod:`dpriv.released`, or a hierarchy node);
 * ``qi_group``: a short opaque text label ``G001`` ... (rank of the released int64 label,
@@ -18,8 +19,14 @@ module turns a released view into that shape, and reads its intervals back:
   ARX keeps a suppressed record's sensitive value unless configured to suppress that
   attribute type too, but dpriv never publishes the sensitive value of a tuple that failed
   t or j, so it is ``*`` here (ARX's ``setSuppressedAttributeTypes`` with the sensitive type).
-  Tools that check k, l or t treat such rows apart (ARX does): drop the rows whose QIs are
-  all ``*`` before handing the table to pyCANON, or export with ``suppressed="omit"``.
+  Tools that check k, l or t treat such rows apart (ARX does): drop the rows whose
+  ``qi_group`` is ``*`` before handing the table to pyCANON, or export with
+  ``suppressed="omit"`` (a kept group generalized to ``*`` in every QI, a hierarchy's root,
+  keeps its ``G...`` label and its sensitive values).
+
+Two QI-groups may carry the same generalized text (hierarchy nodes, equal bounds): a tool that
+groups rows by the QI text (pyCANON) then sees one class where dpriv released two;
+:attr:`Interchange.n_text_classes` counts the classes such a tool sees.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from dpriv.dates import EPOCH, is_date_dtype, to_days
 from dpriv.errors import InputError
 from dpriv.released import GROUP
 
@@ -67,6 +75,8 @@ class Interchange:
     n_marked : suppressed tuples appended as ``*`` rows (0 with ``suppressed="omit"``).
     n_groups : QI-groups.
     layout : the columns read from the released view.
+    n_text_classes : distinct QI texts of the kept rows (the classes of a tool that groups by
+        the QI columns); below ``n_groups`` when groups share their generalized text.
     """
 
     table: pd.DataFrame
@@ -74,6 +84,7 @@ class Interchange:
     n_marked: int
     n_groups: int
     layout: Layout
+    n_text_classes: int
 
 
 def format_number(x) -> str:
@@ -88,6 +99,13 @@ def format_number(x) -> str:
 def interval_text(lo, hi) -> str:
     """``[lo-hi]`` (bounds inclusive): ``interval_text(45, 52) == "[45-52]"``."""
     return f"[{format_number(lo)}-{format_number(hi)}]"
+
+
+def date_interval_text(lo_days: int, hi_days: int) -> str:
+    """``[first/last]`` of a date QI's bounds in whole days since 1970-01-01, ISO 8601
+    (``date_interval_text(19728, 19734) == "[2024-01-06/2024-01-12]"``)."""
+    first, last = (str((EPOCH + pd.Timedelta(days=int(d))).date()) for d in (lo_days, hi_days))
+    return f"[{first}/{last}]"
 
 
 def parse_interval(text: str) -> tuple[float, float] | tuple[int, int]:
@@ -186,6 +204,7 @@ def to_interchange(
     sensitive: str | None = None,
     n_suppressed: int | None = None,
     suppressed: Literal["mark", "omit"] = "mark",
+    dates: list[str] | None = None,
 ) -> Interchange:
     """A released view in the interchange shape (module docstring).
 
@@ -194,6 +213,8 @@ def to_interchange(
     released : DataFrame of a released view (docs/released-format.md), pandas.
     qi, sensitive : the policy's QIs (in order) and sensitive column (optional: the layout
         is then read from the column order, :func:`layout_of`).
+    dates : QIs of kind date (the policy's); a bound column of Arrow/NumPy dates is one
+        without being named (a CSV release holds its dates as ISO text: name them).
     n_suppressed : tuples the release suppressed (``metrics.json``'s ``n_suppressed``);
         required with ``suppressed="mark"``.
     suppressed : ``"mark"`` appends ``n_suppressed`` rows of ``*`` (ARX); ``"omit"`` leaves
@@ -230,7 +251,7 @@ def to_interchange(
     codes, _ = pd.factorize(labels, sort=True)
     for q in lay.qi:
         if q in lay.numeric:
-            out[q] = _intervals(released, q, codes)
+            out[q] = _intervals(released, q, codes, q in (dates or []))
         else:
             cells = released[q]
             if cells.isna().any():
@@ -243,18 +264,23 @@ def to_interchange(
     index = pd.RangeIndex(n)
     # object (text) columns under pandas 2 and 3 alike (pandas 3 would infer its str dtype)
     table = pd.DataFrame({c: pd.Series(v, dtype=object, index=index) for c, v in out.items()}, index=index)
+    n_text = len(table.drop_duplicates(subset=lay.qi)) if n else 0
     marked = int(n_suppressed) if suppressed == "mark" else 0
     if marked:
         stars = pd.DataFrame(
             SUPPRESSED, index=pd.RangeIndex(n, n + marked), columns=table.columns, dtype=object
         )
         table = pd.concat([table, stars])
-    return Interchange(table, n, marked, int(codes.max()) + 1 if n else 0, lay)
+    return Interchange(table, n, marked, int(codes.max()) + 1 if n else 0, lay, n_text)
 
 
-def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray) -> np.ndarray:
-    """``[lo-hi]`` per row of numeric QI ``q``, formatted once per group."""
+def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray, date: bool) -> np.ndarray:
+    """``[lo-hi]`` per row of numeric QI ``q`` (``[first/last]`` of a ``date`` QI, or of bounds
+    held as dates), formatted once per group."""
     lo_c, hi_c = f"{q}_min", f"{q}_max"
+    date = date or is_date_dtype(released[lo_c].dtype)
+    if date:
+        released = released.assign(**{c: _days(released[c], c, q) for c in (lo_c, hi_c)})
     for c in (lo_c, hi_c):
         x = released[c]
         if not pd.api.types.is_numeric_dtype(x.dtype) or pd.api.types.is_bool_dtype(x.dtype):
@@ -273,10 +299,21 @@ def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray) -> np.ndarray:
     _same_within_groups(hi, codes, hi_c)
     first = np.zeros(int(codes.max()) + 1, dtype=np.int64)
     first[codes[::-1]] = np.arange(len(codes))[::-1]  # a row of each group
-    text = np.array(
-        [interval_text(a, b) for a, b in zip(lo[first].tolist(), hi[first].tolist())], dtype=object
-    )
+    write = date_interval_text if date else interval_text
+    text = np.array([write(a, b) for a, b in zip(lo[first].tolist(), hi[first].tolist())], dtype=object)
     return text[codes]
+
+
+def _days(bounds: pd.Series, column: str, q: str) -> pd.Series:
+    """A date QI's bound column as whole days since 1970-01-01; InputError naming it when a
+    value is not a date."""
+    days = to_days(bounds)
+    if days is bounds or days.isna().any():
+        raise InputError(
+            f"column {column!r} of the date QI {q!r} holds values that are not dates (e.g. "
+            f"{bounds.iloc[0]!r}): export the view as dpriv released it"
+        )
+    return days
 
 
 def _same_within_groups(values: np.ndarray, codes: np.ndarray, column: str) -> None:

@@ -201,14 +201,15 @@ class Ledger:
         recorded its digest (a ledger committed without a policy has neither)."""
         manifest = self.manifest()
         if (self.root / POLICY).exists() or recorded_digest(manifest, self.root) is not None:
-            self.stored_policy()
+            self.stored_policy(manifest)
 
-    def stored_policy(self) -> dict[str, Any]:
+    def stored_policy(self, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
         """policy.json, refused (LedgerError) when its content no longer has the digest
-        ``manifest.json`` recorded: a hand edit would otherwise change every later release."""
+        ``manifest.json`` recorded (``manifest``: that file already read, else read here): a
+        hand edit would otherwise change every later release."""
         path = self.root / POLICY
         stored = _read_json(path)
-        recorded = recorded_digest(self.manifest(), self.root)
+        recorded = recorded_digest(self.manifest() if manifest is None else manifest, self.root)
         if recorded is not None and (not isinstance(stored, dict) or policy_digest(stored) != recorded):
             raise LedgerError(
                 f"{path} was changed after the ledger recorded it (its content no longer has the "

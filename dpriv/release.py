@@ -46,7 +46,13 @@ from dpriv.dates import released_dates
 from dpriv.errors import InputError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
-from dpriv.input_checks import check_history, check_until, history_summaries, resolve_policy
+from dpriv.input_checks import (
+    check_history,
+    check_npartitions,
+    check_until,
+    history_summaries,
+    resolve_policy,
+)
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger, discard_new_ledger
@@ -133,6 +139,7 @@ def release_history(
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_until(until)
+    check_npartitions(npartitions)
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
@@ -146,8 +153,9 @@ def release_history(
     refuse_ignored(policy, method)
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
     refuse_unreachable(policy)
-    if summaries:
-        check_sensitive_values(sum(s.s_counts for s in summaries.values()), policy)
+    for i, summary in summaries.items():  # each view is a release of its own: l = 1 in one discloses it
+        if summary.n_rows >= policy.k:  # a smaller view is suppressed whole (small_view = "suppress")
+            check_sensitive_values(summary.s_counts, policy, view=i)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False)  # prepared below, if a release is to be made
@@ -369,6 +377,7 @@ def anonymize(
     """
     start = time.perf_counter()
     policy = as_policy(policy, "anonymize")
+    check_npartitions(npartitions)
     view = as_frame(view, "anonymize", "view")
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)

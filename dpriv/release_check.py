@@ -205,12 +205,13 @@ def count_problems(n_view: int, n_released: int, policy: ReleasePolicy, recorded
 
 def check_released_history(
     ledger: Ledger, history: pd.DataFrame, policy: ReleasePolicy, views: list[int] | None = None
-) -> None:
+) -> pd.DataFrame:
     """InputError unless the views ``views`` (default: every committed release) of ``history``
     are the ones the ledger released: the ``input_sha`` the ledger recorded for each (the
     digest of the view's policy columns, :mod:`dpriv.digests`). ``policy``: the ledger's own
     (resolved) policy. A report's KPR reference or a verification against another history
-    would measure the wrong data without a word."""
+    would measure the wrong data without a word. Returns ``history`` as the release read it
+    (:func:`dpriv.inputs.prepared`: date QIs as days, codes as the policy's), for measuring."""
     history, policy = prepared(history, policy)
     recorded = {int(r["index"]): r.get("input_sha") for r in ledger.committed()}
     for i in recorded if views is None else views:
@@ -229,6 +230,7 @@ def check_released_history(
                 f"the history's view {i} is not the one released into {ledger.root} (its rows differ "
                 "from the digest the ledger recorded): give the history that was released"
             )
+    return history
 
 
 def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:

@@ -315,7 +315,9 @@ def column_problems(
         problems.append(f"{what}columns {private}: private columns (starting with '_') must not be released")
     extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
     if extra:
-        problems.append(f"{what}columns {extra} are not part of the {fmt} {expected}")
+        whole = [c for c in extra if c in policy.qi]  # a QI released as one column: hierarchy nodes
+        hint = f" (hierarchy nodes? give it: --hierarchy {whole[0]}=PATH or [hierarchies])" if whole else ""
+        problems.append(f"{what}columns {extra} are not part of the {fmt} {expected}{hint}")
     missing = [c for c in expected if c not in cols]
     if missing:
         problems.append(f"{what}columns {missing} of the {fmt} are missing")
@@ -372,7 +374,8 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
                     )
                 usable.append(q)
                 continue
-            names = {str(v) for v in policy.domains[q]}
+            levels = [str(v) for v in policy.domains[q]]  # the domain's order, for the message
+            names = set(levels)
             sets = pd.Series(pd.unique(released[q].to_numpy()), dtype=object)
             text = sets.astype(str)
             shaped = sets.notna() & text.str.startswith("{") & text.str.endswith("}") & (text.str.len() > 2)
@@ -380,8 +383,8 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
             wrong = set(text[~shaped]) | set(text[np.unique(items.index[~items.isin(names)])])
             if wrong:
                 problems.append(
-                    f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets "
-                    f"'{{a,b}}' of its levels {list(names)[:8]}"
+                    f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets '{{a,b}}' of its levels "
+                    f"{levels[:8]} (nodes of a hierarchy? give it: --hierarchy {q}=PATH or [hierarchies])"
                 )
             usable.append(q)
     if has_group and len(released):

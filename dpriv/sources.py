@@ -339,7 +339,10 @@ def adversary_knowledge(
             raise InputError(f"knowledge {spec!r} names a corpus file and a corpus frame was given too")
         if corpus is None:
             if not path:
-                raise PolicyError('knowledge "spm" needs a corpus: use "spm:PATH" or pass corpus=')
+                raise PolicyError(
+                    'knowledge "spm" needs a corpus: name its file ("spm:PATH", --knowledge spm:PATH), '
+                    "or pass corpus= (a DataFrame, from Python)"
+                )
             corpus, where = _load_corpus(path), path
         else:
             where = "(corpus frame)"

@@ -198,7 +198,7 @@ def test_unknown_or_missing_knowledge(tiny):
         attack(led, hist, policy, "snapshot:x", deductions=False)
     with pytest.raises(PolicyError, match=r"'dk-2' is not in the policy's \[knowledge\]"):
         attack(led, hist, policy, "dk-2", deductions=False)
-    with pytest.raises(PolicyError, match="needs a corpus"):
+    with pytest.raises(PolicyError, match=r"needs a corpus: name its file .*--knowledge spm:PATH"):
         attack(led, hist, policy, "spm", deductions=False)
     with pytest.raises(InputError, match="lacks column"):
         attack(led, hist, policy, "spm", corpus=hist.drop(columns="t"), deductions=False)

@@ -1,6 +1,7 @@
 """Attack results land in LEDGER/attack/ (issue 16 item 4): `dpriv demo` and `dpriv attack`
 write the gain curve where `dpriv report` draws it, and the curve is the attack's."""
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -70,3 +71,20 @@ def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     assert list(written.columns[:3]) == ["release", "adversary_gain", "n_tuples"]
     names = sorted(p.name for p in (out / "ledger" / "attack").iterdir())
     assert names == [".dpriv-outputs", "gain_dk.csv", "gain_snapshot.csv"]  # with their record
+
+
+def test_the_printed_gain_table_shows_zero_as_zero_and_says_what_a_dash_is():
+    """The attack printed 3.018419e-17 (a sum's rounding of 0) and NaN without a word."""
+    from dpriv.cli.audit import shown_gain
+
+    gain = pd.DataFrame(
+        {"release": [1, 2], "adversary_gain": [3.018419e-17, 0.0349846], "confident_precision": [np.nan, 1.0]}
+    )
+    assert shown_gain(gain).splitlines() == [
+        " release  adversary_gain  confident_precision",
+        "       1        0.000000                    -",
+        "       2        0.034985             1.000000",
+        "-: not defined (confident_precision with no confident guess; a release that kept no tuple)",
+    ]
+    assert shown_gain(gain.iloc[1:]).splitlines()[-1].endswith("1.000000")  # no footnote without a dash
+    assert "-0.000000" not in shown_gain(gain.assign(adversary_gain=-1e-17))

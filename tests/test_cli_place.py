@@ -4,6 +4,9 @@ released in the command's own process, read once, no cluster started; a large on
 ``--no-cluster`` an error). The ledger (or the released view) holds the same bytes either way."""
 
 import contextlib
+import socket
+import threading
+import time
 
 import dask
 import dask.dataframe as dd
@@ -240,6 +243,55 @@ def test_an_unreachable_scheduler_is_a_clear_input_error():
         with cluster_mod.dask_client(address, say=lambda _: None):
             pass
     assert dask.config.get("scheduler", None) == before  # the failed Client left no default behind
+
+
+@contextlib.contextmanager
+def _server(answer: bytes | None):
+    """A TCP port on this machine that accepts connections and then says ``answer`` (or
+    nothing at all, holding the connection open)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    held = []
+
+    def serve():
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                held.append(conn)
+                if answer is not None:
+                    conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (None, "no answer within 1 s"),  # a Client alone waited forever for the handshake
+        (b"HTTP/1.1 200 OK\r\n\r\n" + b"<html>not dask</html>" * 50, "not as a Dask scheduler"),
+    ],
+    ids=["silent", "another-protocol"],
+)
+def test_a_port_that_is_no_scheduler_is_a_clear_input_error_within_the_timeout(monkeypatch, answer, why):
+    """A port that accepts but never answers hung ``--scheduler`` forever; one answering
+    another protocol's bytes was an internal MemoryError (a length read from the text)."""
+    monkeypatch.setattr(cluster_mod, "CONNECT_SECONDS", 1.0)
+    before = dask.config.get("scheduler", None)
+    with _server(answer) as address:
+        started = time.monotonic()
+        expected = f"--scheduler {address}: cannot reach a Dask scheduler there.*{why}"
+        with pytest.raises(InputError, match=expected):
+            with cluster_mod.dask_client(address, say=lambda _: None):
+                pass
+        assert time.monotonic() - started < 10
+    assert dask.config.get("scheduler", None) == before
 
 
 # -- dpriv anonymize: the same decision, the same bytes ----------------------------------------

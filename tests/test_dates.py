@@ -182,3 +182,37 @@ def test_a_history_with_a_date_qi_releases_verifies_and_is_attacked(tmp_path, cl
     gain = attack(led, hist, pol, "ie", deductions=False, membership="qi")
     assert gain["release"].tolist() == [1, 2] and gain["n_pinned"].ge(0).all()
     assert Path(tmp_path / "led" / "policy.json").read_text().count('"date"') == 1
+
+
+def test_the_report_reference_line_reads_a_date_qi_as_the_release_did(cli, tmp_path):
+    """``dpriv report --history`` with a date QI was an internal ValueError (the reference KPR
+    read '2024-01-06' as a number): the history is measured as it was released, in days."""
+    from dpriv.metrics.microdata import reference_kpr
+    from dpriv.report.reference import reference_kprs
+
+    days = pd.date_range("2019-06-01", periods=40, freq="D")
+    hist = pd.DataFrame({"rid": [f"p{r}" for r in range(30)] * 2, "view": [1] * 30 + [2] * 30,
+                         "adm": [*days[:30], *days[3:33]], "age": [40 + r % 7 for r in range(60)],
+                         "s": [("a", "b", "c")[r % 3] for r in range(60)]})  # fmt: skip
+    hist.assign(adm=hist["adm"].dt.strftime("%Y-%m-%d")).to_csv(tmp_path / "h.csv", index=False)
+    res = cli("release", tmp_path / "h.csv", "--ledger", tmp_path / "led", "--id", "rid", "--time", "view",
+              "--qi", "adm,age", "--date", "adm", "--sensitive", "s",
+              "--k", "3", "--t", "1", "--j", "10")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    # the oracle: the same history with the dates written as whole days since 1970 by hand
+    as_days = hist.assign(adm=(hist["adm"] - pd.Timestamp("1970-01-01")).dt.days)
+    numeric = ReleasePolicy(id="rid", time="view", qi=["adm", "age"], sensitive="s", k=3, t=1.0, j=10.0)
+    expected = {i: reference_kpr(as_days[as_days["view"] == i], numeric) for i in (1, 2)}
+    assert reference_kprs(tmp_path / "led", tmp_path / "h.csv") == pytest.approx(expected)
+    assert 0 < expected[1] <= 100
+    res = cli("report", tmp_path / "led", "--history", tmp_path / "h.csv", "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    assert f"{expected[2]:.1f}" in (tmp_path / "r.html").read_text()
+    # dpriv export refused the date bounds as "not numbers": ISO intervals [first/last]
+    res = cli("export", "--ledger", tmp_path / "led", "--view", "2", "--out", tmp_path / "e.csv")
+    assert res.exit_code == 0, res.output
+    exported = pd.read_csv(tmp_path / "e.csv", dtype=str, keep_default_na=False)
+    released = pd.read_parquet(tmp_path / "led" / "releases" / "2" / "view.parquet")
+    assert exported["adm"].tolist() == [
+        f"[{a}/{b}]" for a, b in zip(released["adm_min"], released["adm_max"])
+    ]

@@ -118,6 +118,21 @@ def test_a_history_whose_sensitive_column_has_one_value_writes_no_ledger(tmp_pat
     assert not (tmp_path / "led").exists()
 
 
+def test_one_view_whose_sensitive_values_are_all_one_is_refused_by_name(tmp_path):
+    """The history as a whole held two values, so view 2 (every tuple '<=50K') was released with
+    l = 1 for every group without a word: each view is checked on its own."""
+    hist = pd.concat([view(20, 1).assign(view=1), view(20, 2).assign(view=2, s="b")])
+    policy = dict(id="rid", time="view", qi=["age", "city"], sensitive="s", k=3, t=1, j=10,
+                  knowledge={"defender": "ie"})  # fmt: skip
+    with pytest.raises(PolicyError, match=r"view 2: sensitive column 's' holds one value only \('b'\)"):
+        release_history(hist, ReleasePolicy(**policy), tmp_path / "led")
+    assert not (tmp_path / "led").exists()
+    with pytest.warns(UserWarning, match="view 2: sensitive column 's' holds one value only"):
+        release_history(hist, ReleasePolicy(**policy, allow_single_sensitive=True), tmp_path / "led2")
+    released = pd.read_parquet(tmp_path / "led2" / "releases" / "2" / "view.parquet")
+    assert set(released["s"]) == {"b"}
+
+
 # == 4. an extra column ===========================================================================
 @pytest.mark.slow
 def test_columns_the_policy_does_not_name_are_dropped_out_loud(cli, tmp_path):

@@ -528,7 +528,7 @@ def test_cli_release_resume_verify_and_attack_with_a_hierarchy(history_setting, 
     common = ["verify", view1, "--original", hist, "--policy", pfile, "--view", "1"]
     assert cli(*common, "--hierarchy", f"age={age}").exit_code == 0
     res = cli(*common)
-    assert res.exit_code == 2 and "FAIL" in res.output, res.output
+    assert res.exit_code == 2 and "FAIL" in res.output and "--hierarchy age=PATH" in res.output, res.output
     res = cli(
         "attack",
         ledger,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import os
 
@@ -13,6 +14,7 @@ from conftest import random_view
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dpriv.dates import DATE
 from dpriv.errors import InputError
 from dpriv.interchange import (
     SUPPRESSED,
@@ -127,6 +129,37 @@ def test_to_interchange_by_hand():
     back = pd.read_csv(io.StringIO(buf.getvalue()), dtype=str, keep_default_na=False)
     assert back["city"].tolist()[:1] == ["{Paris\\, FR,Metz}"]
     assert (back.iloc[5:] == SUPPRESSED).all().all()
+
+
+def test_date_bounds_and_groups_that_share_their_text_by_hand(cli, tmp_path):
+    """Date QIs were refused ("not numbers"); groups at a hierarchy's root share the text '*'."""
+    day = [dt.date(2024, 1, 6), dt.date(2024, 1, 12), dt.date(2023, 12, 31)]
+    v = pd.DataFrame(
+        {
+            GROUP: np.array([3, 9, 3, 9, 5], dtype=np.int64),
+            "adm_min": pd.array([day[0], day[0], day[0], day[0], day[2]], dtype=DATE),
+            "adm_max": pd.array([day[1], day[1], day[1], day[1], day[2]], dtype=DATE),
+            "city": ["*", "*", "*", "*", "Europe"],
+            "s": ["a", "b", "c", "a", "b"],
+        }
+    )
+    x = to_interchange(v, suppressed="omit")
+    assert x.table["adm"].tolist() == ["[2024-01-06/2024-01-12]"] * 4 + ["[2023-12-31/2023-12-31]"]
+    assert x.table[GROUP].tolist() == ["G1", "G3", "G1", "G3", "G2"]  # the all-'*' groups keep labels
+    assert (x.n_groups, x.n_text_classes) == (3, 2)  # groups 3 and 9 read as one class by their text
+    assert x.layout.numeric == ["adm"]
+    # a CSV release holds ISO text: read as dates when the policy names the QI a date
+    text = v.astype({"adm_min": str, "adm_max": str})
+    assert to_interchange(text, suppressed="omit", dates=["adm"]).table.equals(x.table)
+    with pytest.raises(InputError, match="'adm_min' holds"):
+        to_interchange(text, suppressed="omit")
+    with pytest.raises(InputError, match="'adm_min' of the date QI 'adm' holds values that are not dates"):
+        to_interchange(text.assign(adm_min="soon"), suppressed="omit", dates=["adm"])
+    v.to_parquet(tmp_path / "v.parquet", index=False)
+    res = cli("export", tmp_path / "v.parquet", "--out", tmp_path / "e.csv", "--suppressed", "omit")
+    assert res.exit_code == 0, res.output
+    assert "note: 1 QI-group(s) share their generalized QI text" in res.output
+    assert "sees 2 classes where dpriv released 3" in res.output
 
 
 def test_layout_from_the_policy_equals_the_layout_read_from_the_columns():

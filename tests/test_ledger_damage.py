@@ -104,6 +104,23 @@ def test_until_below_one_or_not_a_whole_number_is_refused(released, tmp_path, un
     assert not (tmp_path / "L0").exists()
 
 
+@pytest.mark.parametrize("npartitions", [0, -3, 2.5, True])
+def test_npartitions_below_one_or_not_a_whole_number_is_refused(released, tmp_path, npartitions):
+    """-3 was an internal ValueError deep in Dask (exit 1); 0 fell back to the default silently."""
+    policy = ReleasePolicy.from_toml(released / "policy.toml")
+    history = pd.read_parquet(released / "history.parquet")
+    with pytest.raises(InputError, match=r"npartitions must be a whole number >= 1 .*--npartitions"):
+        release_history(history, policy, tmp_path / "L0", npartitions=npartitions)
+    assert not (tmp_path / "L0").exists()
+    with pytest.raises(InputError, match=r"npartitions must be a whole number >= 1"):
+        anonymize(history[history["view"] == 1], policy, npartitions=npartitions)
+    if isinstance(npartitions, int) and not isinstance(npartitions, bool):
+        res = run(released, "release", released / "history.parquet", "--ledger", tmp_path / "L1",
+                  "--policy", released / "policy.toml", f"--npartitions={npartitions}")  # fmt: skip
+        assert res.exit_code == 2 and "--npartitions" in res.output and "internal error" not in res.output
+        assert not (tmp_path / "L1").exists()
+
+
 def test_anonymize_of_several_views_says_so(released):
     policy = ReleasePolicy.from_toml(released / "policy.toml")
     history = pd.read_parquet(released / "history.parquet")

@@ -298,3 +298,20 @@ def test_problems_message_merges_partitions_and_counts_the_rest():
     assert "has values [200]" in msg and "has values [5]" not in msg
     assert "(2 rows: row 40 (id=40), row 90 (id=90))" in msg
     assert "'s'" not in msg and msg.endswith("; and 1 other problem(s)")
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--views", "0"], "--views"),
+        (["--view-size", "-5"], "--view-size"),
+        (["--attendance", "2"], "--attendance': 2.0 is not a probability in (0, 1]"),
+        (["--attendance", "0"], "--attendance': 0.0 is not a probability in (0, 1]"),
+    ],
+)
+def test_generate_names_the_flag_not_the_python_argument(cli, tmp_path, flags, named):
+    """The refusals said ``n_views must be an integer >= 1`` (the library's argument name)."""
+    res = cli("generate", "medical", "--out", tmp_path / "g", *flags)
+    assert res.exit_code == 2 and named in res.output, res.output
+    assert "n_views" not in res.output and "view_size" not in res.output
+    assert not (tmp_path / "g").exists()

@@ -230,6 +230,15 @@ def test_value_set_inconsistent_or_malformed_is_caught():
     r4 = r.copy()
     r4["sex"] = r4["sex"].replace({"{M}": "{M,X}"})
     assert any("['{M,X}'] are not value sets" in p for p in _problems(r4))
+    # the levels in the domain's order (a set's order changed from run to run), and the hint for
+    # the nodes of a hierarchy ('*') that was not given
+    levels = ["M", "F", "U", "N", "A", "Z", "B", "Y"]
+    policy = POLICY.model_copy(update={"domains": {**POLICY.domains, "sex": levels}})
+    said = [p for p in _problems(r.assign(sex="*"), policy=policy) if "are not value sets" in p]
+    assert said == [
+        f"QI 'sex': values ['*'] are not value sets '{{a,b}}' of its levels {levels} (nodes of a "
+        "hierarchy? give it: --hierarchy sex=PATH or [hierarchies])"
+    ]
 
 
 def test_min_above_max_is_caught():

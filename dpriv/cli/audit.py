@@ -4,7 +4,7 @@ put a ledger's releases, metrics and attack results on one HTML page."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from dpriv.cli.common import (
 )
 from dpriv.errors import PolicyError
 from dpriv.policy_base import with_hint
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def default_out(ledger: Path, knowledge: str, adversary: str) -> Path:
@@ -149,9 +152,20 @@ def attack(
             raise
         raise with_hint(exc) from None
     write_frame(gain, out, kind="attack", force=force, own=own)
-    typer.echo(gain.to_string(index=False))
+    typer.echo(shown_gain(gain))
     what = "per (release, as_of)" if adversary == "retrospective" else "per release"
     typer.echo(f"adversary gain and tail risk {what} written to {out}")
+
+
+def shown_gain(gain: pd.DataFrame) -> str:
+    """The attack table as printed (the CSV keeps the exact values): floats to 6 decimals, so a
+    sum's rounding of 0 (3.0e-17) reads 0.000000, and a measure that is not defined (NaN:
+    confident_precision without a confident guess, a gain of a release that kept no tuple) as
+    '-' with a line that says so."""
+    text = gain.to_string(index=False, float_format=lambda x: f"{round(x, 6) + 0.0:.6f}", na_rep="-")
+    if gain.isna().any().any():
+        text += "\n-: not defined (confident_precision with no confident guess; a release that kept no tuple)"
+    return text
 
 
 @app.command()

@@ -88,16 +88,16 @@ Cluster = Annotated[
 ]
 
 
-Views = Annotated[int, typer.Option(help="Number of weekly views.")]
+Views = Annotated[int, typer.Option(help="Number of weekly views.", min=1)]
 
 
-ViewSize = Annotated[int, typer.Option(help="Tuples per view.")]
+ViewSize = Annotated[int, typer.Option(help="Tuples per view.", min=1)]
 
 
 PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (docs/policy.md).")]
 
 
-Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).")]
+Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).", min=1)]
 
 
 Ledger = Annotated[Path, typer.Argument(help="A release ledger.")]
@@ -114,7 +114,16 @@ Released = Annotated[
 ]
 
 
-Attendance = Annotated[float, typer.Option(help="Probability of an exam in a given week (q).")]
+def _probability(value: float) -> float:
+    """``--attendance``: a probability in (0, 1] (click names the flag in its error)."""
+    if not 0 < value <= 1:
+        raise typer.BadParameter(f"{value} is not a probability in (0, 1]")
+    return value
+
+
+Attendance = Annotated[
+    float, typer.Option(help="Probability of an exam in a given week (q), in (0, 1].", callback=_probability)
+]
 
 
 Seed = Annotated[int, typer.Option(help="Seed of the generated history.")]

@@ -60,6 +60,7 @@ def export(
 ) -> None:
     """Write a released view as ARX and pyCANON read it: [lo-hi] and {a,b} in the QI columns,
     '*' rows for suppressed tuples, short G001 group labels."""
+    from dpriv.dates import date_qi
     from dpriv.interchange import to_interchange
     from dpriv.io import atomic_write, read_table
 
@@ -97,6 +98,7 @@ def export(
         sensitive=None if pol is None else pol.sensitive,
         n_suppressed=n_suppressed,
         suppressed=suppressed,  # type: ignore[arg-type]
+        dates=None if pol is None else date_qi(pol),
     )
     lay = result.layout
     _say(
@@ -108,6 +110,13 @@ def export(
             else ", suppressed rows left out"
         )
     )
+    if result.n_text_classes < result.n_groups:
+        _say(
+            f"note: {result.n_groups - result.n_text_classes} QI-group(s) share their generalized QI "
+            f"text with another group: a tool that groups rows by the QI columns (pyCANON) sees "
+            f"{result.n_text_classes} classes where dpriv released {result.n_groups}; group by "
+            "qi_group to check dpriv's own groups"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     delim = SEPARATORS[sep]
     atomic_write(out, lambda fh: result.table.to_csv(fh, index=False, sep=delim), mode=None)

@@ -77,7 +77,8 @@ def reference_kprs(
             f"the history lacks column(s) {missing} of the ledger's policy (time {policy.time!r}, "
             f"QIs {list(policy.qi)}): pass the history that was released"
         )
-    check_released_history(led, history, policy)  # another history would draw a wrong line
+    # another history would draw a wrong line; dates are measured as the release read them (days)
+    history = check_released_history(led, history, policy)
     out = {}
     for entry in led.committed():
         i = int(entry["index"])

@@ -186,10 +186,9 @@ def kpr_values(ledger: Ledger | str | Path, column: str = "kpr") -> dict[int, fl
     if not path.is_file():
         return {}
     where = f"{ATTACK_DIR}/kpr.csv"
-    header = pd.read_csv(path, nrows=0).columns if path.stat().st_size else []
-    if column not in header and "kpr" in header and "release" in header:
+    frame = read_result(path, ["release", "kpr"], where, optional=(column,))
+    if column not in frame.columns:  # a kpr.csv without the optional kpr_reference
         return {}
-    frame = read_result(path, ["release", "kpr", *([column] if column != "kpr" else [])], where)
     return {int(r): float(v) for r, v in zip(frame["release"], frame[column], strict=True)}
 
 

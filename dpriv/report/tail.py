@@ -59,9 +59,8 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     for path in sorted(folder.iterdir()):
         where = f"{folder.name}/{path.name}"
         if (m := _GAIN.match(path.name)) and path.is_file():
-            header = pd.read_csv(path, nrows=0).columns if path.stat().st_size else []
-            if "confident_share" in header:
-                f = read_result(path, ["release", "adversary_gain", "confident_share"], where)
+            f = read_result(path, ["release", "adversary_gain"], where, optional=("confident_share",))
+            if "confident_share" in f.columns:  # a gain file of an older dpriv has no tail measures
                 paper[m["name"]] = f.rename(
                     columns={"adversary_gain": "paper_gain", "confident_share": "paper_share"}
                 )
