@@ -32,9 +32,9 @@ from dpriv.errors import InputError, LedgerError
 from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, as_python
 from dpriv.release_check import check_ledger_whole
-from dpriv.released import GROUP, _py
+from dpriv.released import GROUP
 from dpriv.rows import csv_lines, input_file
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
 from dpriv.validate import codes
@@ -124,7 +124,7 @@ def members_of(
         )
         extra = np.flatnonzero(t_counts[g] > r_counts[g])  # values the history holds too often
         named = [policy.sensitive_domain[c] for c in extra[:_SHOWN]]
-        ids = [_py(v) for v in mem.loc[(groups == labels[g]) & np.isin(s_true, extra), policy.id]]
+        ids = [as_python(v) for v in mem.loc[(groups == labels[g]) & np.isin(s_true, extra), policy.id]]
         n_bad = int((r_counts != t_counts).any(axis=1).sum())
         raise InputError(
             f"release {index}: the true values of the history do not match the released groups "
@@ -248,8 +248,8 @@ def check_released_view(
     k, q, box = found
     row = read.members.iloc[k]
     at = int(pd.Index(read.view[policy.id]).get_indexer([row[policy.id]])[0])  # ids are unique
-    name = _row_name(int(where[at]), _py(read.view.index[at]))
-    rid, value = _py(row[policy.id]), _py(row[q])
+    name = _row_name(int(where[at]), as_python(read.view.index[at]))
+    rid, value = as_python(row[policy.id]), as_python(row[q])
     raise InputError(
         f"{text}: {name} ({policy.id}={rid!r}) has {q} = {value!r}, outside {box} "
         f"published for her group in release {i}; give the history that was released"

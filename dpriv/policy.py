@@ -332,16 +332,14 @@ class ReleasePolicy(BaseModel):
                 continue
             col = view[name].dropna()
             numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-            if name != self.sensitive and kinds.get(name, "numeric" if numeric else "categorical") in (
-                "numeric",
-                "date",
-            ):
+            kind = kinds.get(name, "numeric" if numeric else "categorical")
+            if name != self.sensitive and kind in ("numeric", "date"):
                 if not numeric or col.empty:
                     continue  # validation reports it with the column name
-                domains[name] = [_py(col.min()), _py(col.max())]
+                domains[name] = [as_python(col.min()), as_python(col.max())]
                 kinds.setdefault(name, "numeric")
             else:
-                domains[name] = [_py(v) for v in sorted(col.unique(), key=_sort_key)]
+                domains[name] = [as_python(v) for v in sorted(col.unique(), key=_sort_key)]
                 if name != self.sensitive:
                     kinds[name] = "categorical"
             notes.append(
@@ -388,12 +386,13 @@ def _day(v: Any) -> Any:
     return v
 
 
-def _py(v: Any) -> Any:
+def as_python(v: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (JSON, messages); anything else as it is."""
     return v.item() if isinstance(v, np.generic) else v
 
 
 def _sort_key(v: Any) -> tuple:
-    return (0, v, "") if is_number(_py(v)) else (1, 0, str(v))
+    return (0, v, "") if is_number(as_python(v)) else (1, 0, str(v))
 
 
 def _short(values: list[Any]) -> str:
