@@ -22,19 +22,18 @@ the file's bytes depend only on the rows and their order, not on how they were p
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
-from dpriv.ledger_files import foreign, is_temp, open_parquet, remove_if_unused, remove_own
+from dpriv.ledger_files import foreign, is_temp, open_parquet, remove_own
 from dpriv.ledger_manifest import MANIFEST, TAKE_UP, entries_problem, policy_digest, recorded_digest
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
 POLICY = "policy.json"
-F = TypeVar("F", bound="Callable[..., Any]")
 #: The sensitive table of an Anatomy release (dpriv.anatomy.SENSITIVE_FILE).
 SENSITIVE = "sensitive.parquet"
 #: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
@@ -377,24 +375,3 @@ def _read_json(path: Path) -> Any:
         raise LedgerError(
             f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
         ) from None
-
-
-def discard_new_ledger(fn: F) -> F:
-    """Decorate a function whose third argument (or ``ledger_dir=``) is a ledger folder: when
-    the folder did not exist before the call and the call raises before its first commit (a
-    release refused for its suppression, an interrupt), the folder is removed again. Only a
-    folder holding nothing but ``manifest.json`` with no release, empty folders and temp files
-    (all written by this call) is removed; anything else is left as it is."""
-
-    @functools.wraps(fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        root = Path(kwargs["ledger_dir"] if "ledger_dir" in kwargs else args[2])
-        created = not (root.exists() or root.is_symlink())
-        try:
-            return fn(*args, **kwargs)
-        except BaseException:
-            if created:
-                remove_if_unused(root, root / MANIFEST)
-            raise
-
-    return wrapped  # type: ignore[return-value]
