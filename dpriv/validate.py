@@ -245,7 +245,8 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
                 if huge := huge_values(num.to_numpy(dtype=np.float64, na_value=np.nan), name):
                     add(3, name, *huge)
             lo, hi = policy.domains[name]
-            out = ((num < lo) | (num > hi)).to_numpy()
+            # a nullable column's comparison holds NA for a missing value (reported on its own)
+            out = ((num < lo) | (num > hi)).to_numpy(dtype=bool, na_value=False)
             shown = pd.unique(np.asarray(num)[out])[:5].tolist() if out.any() else []
             add(
                 3,

@@ -83,6 +83,18 @@ def test_nan_qi_is_refused_by_validate_and_anonymize(frame):
         anonymize(view, POL_AGE)  # domains inferred from the data: NaN is not dropped silently
 
 
+@pytest.mark.parametrize("dtype", ["Int64", "Float64", "int64[pyarrow]"])
+def test_a_missing_value_in_a_nullable_numeric_qi_is_refused_by_name(dtype):
+    """pd.NA in an Int64 / Float64 / Arrow QI was an internal TypeError (boolean value of NA)."""
+    view = AGES_NAN.astype({"age": dtype})
+    assert view["age"].isna().sum() == 1
+    resolved = POL_AGE.with_overrides(domains={"age": [0, 100], "s": ["a", "b", "c"]})
+    with pytest.raises(InputError, match=r"column 'age' has missing values.*rid=4"):
+        validate_view(view, resolved)
+    with pytest.raises(InputError, match=r"column 'age' has missing values"):
+        anonymize(view, POL_AGE)
+
+
 def test_nan_qi_is_refused_by_release_and_nothing_is_written(medical, tmp_path):
     mh, policy = medical
     hist = mh.history.astype({"age": "float64"})
