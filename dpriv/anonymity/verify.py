@@ -262,7 +262,7 @@ def check_groups(
         rows = stats.iloc[bad[:MAX_LISTED]].to_dict("records")
         problems += [crit.problem(as_python(r[GROUP]), r) for r in rows]
         if len(bad) > MAX_LISTED:
-            problems.append(f"... and {len(bad) - MAX_LISTED} more")
+            problems.append(f"... and {len(bad) - MAX_LISTED} more QI-groups that fail {crit.name}")
     empty = len(stats) == 0
     return VerificationReport(
         groups=stats,
