@@ -83,15 +83,22 @@ def export(
             metrics = _beside(Path(released))
     check_out(out, source, kind="export", force=force)
     n_suppressed = None
+    frame = read_table(source).compute()
     if suppressed == "mark" and metrics is not None:
         try:
-            n_suppressed = json.loads(Path(metrics).read_text())["n_suppressed"]
-        except (OSError, ValueError, KeyError) as exc:
+            record = json.loads(Path(metrics).read_text())
+            n_suppressed = record["n_suppressed"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(
                 f"cannot read n_suppressed from {metrics} ({type(exc).__name__}: {exc}); give the "
                 "release's metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
             ) from None
-    frame = read_table(source).compute()
+        if record.get("n_released", len(frame)) != len(frame):  # '*' rows of another release
+            raise InputError(
+                f"{metrics} records {record['n_released']} released tuples, but {source} has "
+                f"{len(frame)} rows: these are another release's metrics; give this release's "
+                "metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
+            )
     result = to_interchange(
         frame,
         qi=None if pol is None else list(pol.qi),
