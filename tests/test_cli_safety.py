@@ -834,6 +834,8 @@ def test_a_release_piped_into_a_reader_that_stops_goes_on_to_its_last_view(tmp_p
         ("--j", "nan", "j: must be a number in [0, inf), got nan"),
         ("--t", "1.5", "t: must be a number in [0, 1], got 1.5"),
         ("--j", "-1", "j: must be a number in [0, inf), got -1.0"),
+        # a seed past 2**60 - 1 was an internal OverflowError (the keyed salt is a uint64)
+        ("--seed", str(2**63 - 1), f"seed: must be a number in [0, {2**60 - 1}], got {2**63 - 1}"),
     ],
 )
 def test_a_threshold_flag_out_of_range_names_the_whole_range(tmp_path, flag, value, message):
@@ -848,6 +850,16 @@ def test_a_threshold_flag_out_of_range_names_the_whole_range(tmp_path, flag, val
     res = CliRunner().invoke(app, [*args, flag, value])
     assert res.exit_code == 2 and message in res.output, res.output
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_the_largest_seed_releases(tmp_path):
+    from dpriv._random import MAX_SEED
+    from dpriv.release import anonymize
+
+    view = random_view(60, seed=1)
+    policy = ReleasePolicy(id="respondent_id", qi=["age", "gender", "weight"], sensitive="exam_result",
+                           k=5, t=1.0, j=10.0, seed=MAX_SEED)  # fmt: skip
+    assert len(anonymize(view, policy).released) > 0
 
 
 def test_anonymize_with_a_historys_policy_releases_one_view_without_its_time_column(tmp_path):
