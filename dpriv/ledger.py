@@ -233,6 +233,7 @@ class Ledger:
         (:func:`dpriv.state_parts.state_files`); LedgerError when there is none."""
         files = state_files(self.state_dir(index))
         if not files:
+            self.check_committed(index)
             raise LedgerError(
                 f"{self.state_dir(index)} holds no state (no .parquet file): the ledger is damaged "
                 f"(release {index} is committed in its manifest); restore the folder from a backup, "
@@ -340,8 +341,19 @@ class Ledger:
             open_parquet(f)
         return files
 
+    def check_committed(self, index: int) -> None:
+        """LedgerError unless release ``index`` is committed (names the ones that are)."""
+        held = [int(r["index"]) for r in self.committed()]
+        if index not in held:
+            span = f"releases {held[0]}..{held[-1]}" if held else "no release yet"
+            raise LedgerError(f"{self.root} has no release {index!r}: it holds {span}")
+
     def read_view(self, index: int) -> pd.DataFrame:
-        return pd.read_parquet(self.release_dir(index) / "view.parquet")
+        path = self.release_dir(index) / "view.parquet"
+        if not path.is_file():
+            self.check_committed(index)
+            raise LedgerError(f"{path} is missing: the ledger is damaged; restore it from a backup")
+        return pd.read_parquet(path)
 
     def read_sensitive(self, index: int) -> pd.DataFrame | None:
         """The sensitive table of an Anatomy release ``index`` (``qi_group``, S, ``count``);
@@ -353,6 +365,8 @@ class Ledger:
         """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`;
         LedgerError when it is missing, not JSON, or not a JSON object."""
         path = self.release_dir(index) / "metrics.json"
+        if not path.is_file():
+            self.check_committed(index)
         record = _read_json(path)  # read once: the record is built from it
         if not isinstance(record, dict):
             raise LedgerError(

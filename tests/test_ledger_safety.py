@@ -362,3 +362,15 @@ def test_a_run_with_nothing_to_release_leaves_a_users_file_where_the_next_releas
     assert res.exit_code == 2, res.output
     assert "releases/2/notes.txt, which dpriv did not write" in res.output
     assert snapshot(root) == before
+
+
+def test_reading_a_release_the_ledger_does_not_hold_says_so(ledger):
+    """read_view gave FileNotFoundError, read_metrics called the ledger damaged, read_state said
+    release 99 was committed."""
+    for read in (ledger.read_view, ledger.read_metrics, ledger.read_state):
+        with pytest.raises(LedgerError, match=r"has no release 99: it holds releases 1\.\.1"):
+            read(99)
+    (ledger.release_dir(1) / "view.parquet").unlink()
+    with pytest.raises(LedgerError, match=r"view\.parquet is missing: the ledger is damaged"):
+        ledger.read_view(1)
+    assert len(ledger.read_state(1)) == 2
