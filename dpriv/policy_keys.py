@@ -54,6 +54,13 @@ def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
         for key in (doc.get("knowledge") or {})
         if key in fields and key not in ("base_dir", "knowledge")
     ]
+    # a key may sit in any scalar table, but once: k = 5 in [privacy] and k = 7 in [release]
+    seen: dict[str, list[str]] = {}
+    for table in SCALAR_TABLES:
+        body = doc.get(table)
+        for key in body if isinstance(body, dict) else ():
+            seen.setdefault(key, []).append(f"[{table}]")
+    bad += [f"{key!r} is set in {' and '.join(at)}: keep one" for key, at in seen.items() if len(at) > 1]
     if bad:
         raise PolicyError(f"policy file {path}: " + "; ".join(bad))
 
