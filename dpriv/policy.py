@@ -227,7 +227,7 @@ class ReleasePolicy(BaseModel):
         """Read the policy TOML (docs/policy.md); ``overrides`` (CLI flags, not None) win."""
         path = Path(path)
         try:
-            doc = tomllib.loads(path.read_text())
+            doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is skipped
         except FileNotFoundError:
             raise PolicyError(f"policy file {path} does not exist") from None
         except (IsADirectoryError, PermissionError) as exc:

@@ -760,3 +760,14 @@ def test_unusual_column_names_work_end_to_end_through_release_history(medical, t
         assert NAMES["respondent_id"] in sb.columns
     assert json.loads((tmp_path / "odd" / "policy.json").read_text())["qi"] == odd.qi
     assert Ledger(tmp_path / "odd").policy().sensitive == NAMES["exam_result"]
+
+
+def test_multiindex_columns_and_complex_numbers_are_refused_by_name():
+    """A ValueError (too many values to unpack) and a misleading domain message before."""
+    frame = pd.DataFrame({("a", "rid"): range(6), ("b", "age"): range(6), ("b", "s"): list("ab") * 3})
+    frame.columns = pd.MultiIndex.from_tuples(frame.columns)
+    with pytest.raises(InputError, match=r"anonymize\(\) takes a view with one level of column names"):
+        anonymize(frame, ReleasePolicy(id="a_rid", qi=["b_age"], sensitive="b_s", k=2))
+    view = pd.DataFrame({"rid": range(6), "age": np.arange(6) + 1j, "s": list("ab") * 3})
+    with pytest.raises(InputError, match=r"column\(s\) \['age'\] hold complex numbers"):
+        anonymize(view, ReleasePolicy(id="rid", qi=["age"], sensitive="s", k=2))

@@ -161,3 +161,10 @@ def test_a_key_set_in_two_tables_is_refused(tmp_path):
         ReleasePolicy.from_toml(path)
     path.write_text('[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\nk = 5\n[release]\nt = 0.4\n')
     assert (ReleasePolicy.from_toml(path).k, ReleasePolicy.from_toml(path).t) == (5, 0.4)  # any one table
+
+
+def test_a_policy_file_saved_with_a_byte_order_mark_reads(tmp_path):
+    """'not valid TOML: Invalid statement (at line 1, column 1)' for a file a Windows editor saved."""
+    path = tmp_path / "p.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + b'[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\nk = 4\n')
+    assert ReleasePolicy.from_toml(path).k == 4
