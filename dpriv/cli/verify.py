@@ -142,5 +142,10 @@ def verify(
             )
     for p in report.problems:  # each kind already capped at 20 lines and a count of the rest
         typer.echo(f"  FAIL {p}")
+    if not report.ok and table is None and released and sensitive_out(Path(released)).exists():
+        _say(
+            f"note: {sensitive_out(Path(released))} lies beside it: if this is an Anatomy release, "
+            "verify it with --release-format anatomy (or the policy it was released under)"
+        )
     if not report.ok:
         raise typer.Exit(2)
