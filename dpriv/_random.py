@@ -26,6 +26,10 @@ def stable_hash(values: pd.Series | np.ndarray) -> np.ndarray:
     return pd.util.hash_array(np.asarray(values), categorize=False).astype(np.uint64)
 
 
+#: The largest policy seed: ``seed * 16 + purpose`` must fit the uint64 salt of :func:`keyed`.
+MAX_SEED = 2**60 - 1
+
+
 def keyed(base: np.ndarray, seed: int, purpose: str) -> np.ndarray:
     """uint64 pseudo-random key per element of ``base`` (uint64) for ``seed`` and ``purpose``."""
     salt = _splitmix64(np.array([seed * 16 + _PURPOSES[purpose]], dtype=np.uint64))[0]

@@ -32,9 +32,9 @@ from dpriv.errors import InputError, LedgerError
 from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, as_python
 from dpriv.release_check import check_ledger_whole
-from dpriv.released import GROUP, _py
+from dpriv.released import GROUP
 from dpriv.rows import csv_lines, input_file
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
 from dpriv.validate import codes
@@ -79,6 +79,19 @@ def _members(
     return members_of(ledger.read_state(index), index, view, released, policy)
 
 
+def _same_id_kind(ledger_ids: pd.Series, history_ids: pd.Series, index: int, name: str) -> None:
+    """InputError when the history's ids are text and the ledger's numbers (or the reverse):
+    pandas refuses to match them (``merge on int64 and string``)."""
+    numeric = [pd.api.types.is_numeric_dtype(c.dtype) for c in (ledger_ids, history_ids)]
+    if numeric[0] != numeric[1]:
+        kinds = ["numbers" if n else "text" for n in numeric]
+        raise InputError(
+            f"the ids ({name!r}) of view {index} of the history are {kinds[1]}, those the ledger "
+            f"released are {kinds[0]}: give the history as it was released (e.g. read the CSV "
+            "with the same column types)"
+        )
+
+
 def members_of(
     state: pd.DataFrame, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
@@ -90,6 +103,7 @@ def members_of(
     if missing:
         raise LedgerError(f"state of release {index} lacks column(s) {missing}: not a dpriv ledger state")
     mem = state.loc[state["last_release"].to_numpy() == index, [policy.id, "last_group"]]
+    _same_id_kind(mem[policy.id], view[policy.id], index, policy.id)
     mem = mem.merge(view, on=policy.id, how="left", validate="one_to_one", indicator=True)
     if (mem["_merge"] != "both").any():
         rid = mem.loc[mem["_merge"] != "both", policy.id].tolist()[0]
@@ -124,7 +138,7 @@ def members_of(
         )
         extra = np.flatnonzero(t_counts[g] > r_counts[g])  # values the history holds too often
         named = [policy.sensitive_domain[c] for c in extra[:_SHOWN]]
-        ids = [_py(v) for v in mem.loc[(groups == labels[g]) & np.isin(s_true, extra), policy.id]]
+        ids = [as_python(v) for v in mem.loc[(groups == labels[g]) & np.isin(s_true, extra), policy.id]]
         n_bad = int((r_counts != t_counts).any(axis=1).sum())
         raise InputError(
             f"release {index}: the true values of the history do not match the released groups "
@@ -177,6 +191,8 @@ def read_attack(
     """
     if not isinstance(knowledge, AdversaryKnowledge):
         check_knowledge_name(knowledge)
+    if not isinstance(ledger, Ledger | str | Path):
+        raise InputError(f"attack: ledger is a {type(ledger).__name__}; give a Ledger or the ledger's folder")
     if not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
     releases = [r["index"] for r in ledger.committed()]
@@ -248,8 +264,8 @@ def check_released_view(
     k, q, box = found
     row = read.members.iloc[k]
     at = int(pd.Index(read.view[policy.id]).get_indexer([row[policy.id]])[0])  # ids are unique
-    name = _row_name(int(where[at]), _py(read.view.index[at]))
-    rid, value = _py(row[policy.id]), _py(row[q])
+    name = _row_name(int(where[at]), as_python(read.view.index[at]))
+    rid, value = as_python(row[policy.id]), as_python(row[q])
     raise InputError(
         f"{text}: {name} ({policy.id}={rid!r}) has {q} = {value!r}, outside {box} "
         f"published for her group in release {i}; give the history that was released"

@@ -162,6 +162,11 @@ def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: b
     """(:func:`prepare_view` of ``view``, ``policy``) with date and timestamp QIs detected first
     (:func:`dpriv.dates.with_date_kinds`): the entry points' one input-normalising step."""
     duplicate_columns(view.columns)  # before a column is looked up by name
+    meta = meta_of(view)
+    named = dict.fromkeys([*policy.qi, policy.sensitive])
+    odd = [c for c in named if c in meta and meta[c].dtype.kind == "c"]
+    if odd:  # min/max and EMD need an order: complex numbers have none
+        raise InputError(f"column(s) {odd} hold complex numbers: use their real part, magnitude or text")
     policy = with_date_kinds(view, policy)
     _numbers_as_dates(meta_of(view), policy)
     return prepare_view(view, policy, ids=ids), policy
@@ -192,6 +197,12 @@ def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFr
     :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
     InputError naming what was given."""
     if isinstance(data, pd.DataFrame | dd.DataFrame):
+        if isinstance(data.columns, pd.MultiIndex):  # a column is then a tuple: no policy names it
+            raise InputError(
+                f"{function}() takes a {name} with one level of column names, not a MultiIndex "
+                f"({list(data.columns[:3])}...): flatten it first (e.g. frame.columns = ['_'.join(c) "
+                "for c in frame.columns])"
+            )
         return data
     if isinstance(data, str | Path):
         from dpriv.io import read_table

@@ -153,18 +153,24 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
     return frame
 
 
+#: The end of every temp file or folder name dpriv writes (``.<name>.<8 random characters>`` and
+#: this): a ledger's clean-up removes only names that carry it, never a user's dotfile that
+#: merely looks random (``.notes.20241205``).
+TEMP_SUFFIX = ".dpriv-tmp"
+
+
 def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int | None = 0o644) -> None:
     """Write ``path`` whole or not at all: the one atomic writer of the package (ledger
     files, released views, reports).
 
-    The content goes to a temp file ``.<name>.<random>`` in the same folder (so that a
+    The content goes to a temp file ``.<name>.<random>.dpriv-tmp`` in the same folder (so that a
     ledger's clean-up removes what a killed writer left), is fsync'ed, given ``mode`` (None:
     the permissions of an ordinary new file, ``0o666`` less the umask) and renamed over
     ``path``. ``data`` is the content, or a function that writes it to the open temp file (to
     stream a file larger than memory, see :func:`write_parquet`). If writing
     raises, the temp file is removed and ``path`` is left as it was.
     """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as fh:
             if callable(data):

@@ -22,19 +22,18 @@ the file's bytes depend only on the rows and their order, not on how they were p
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
-from dpriv.ledger_files import foreign, is_temp, open_parquet, remove_if_unused, remove_own
+from dpriv.ledger_files import foreign, is_temp, open_parquet, remove_own
 from dpriv.ledger_manifest import MANIFEST, TAKE_UP, entries_problem, policy_digest, recorded_digest
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
 POLICY = "policy.json"
-F = TypeVar("F", bound="Callable[..., Any]")
 #: The sensitive table of an Anatomy release (dpriv.anatomy.SENSITIVE_FILE).
 SENSITIVE = "sensitive.parquet"
 #: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
@@ -235,6 +233,7 @@ class Ledger:
         (:func:`dpriv.state_parts.state_files`); LedgerError when there is none."""
         files = state_files(self.state_dir(index))
         if not files:
+            self.check_committed(index)
             raise LedgerError(
                 f"{self.state_dir(index)} holds no state (no .parquet file): the ledger is damaged "
                 f"(release {index} is committed in its manifest); restore the folder from a backup, "
@@ -342,8 +341,19 @@ class Ledger:
             open_parquet(f)
         return files
 
+    def check_committed(self, index: int) -> None:
+        """LedgerError unless release ``index`` is committed (names the ones that are)."""
+        held = [int(r["index"]) for r in self.committed()]
+        if index not in held:
+            span = f"releases {held[0]}..{held[-1]}" if held else "no release yet"
+            raise LedgerError(f"{self.root} has no release {index!r}: it holds {span}")
+
     def read_view(self, index: int) -> pd.DataFrame:
-        return pd.read_parquet(self.release_dir(index) / "view.parquet")
+        path = self.release_dir(index) / "view.parquet"
+        if not path.is_file():
+            self.check_committed(index)
+            raise LedgerError(f"{path} is missing: the ledger is damaged; restore it from a backup")
+        return pd.read_parquet(path)
 
     def read_sensitive(self, index: int) -> pd.DataFrame | None:
         """The sensitive table of an Anatomy release ``index`` (``qi_group``, S, ``count``);
@@ -355,6 +365,8 @@ class Ledger:
         """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`;
         LedgerError when it is missing, not JSON, or not a JSON object."""
         path = self.release_dir(index) / "metrics.json"
+        if not path.is_file():
+            self.check_committed(index)
         record = _read_json(path)  # read once: the record is built from it
         if not isinstance(record, dict):
             raise LedgerError(
@@ -377,24 +389,3 @@ def _read_json(path: Path) -> Any:
         raise LedgerError(
             f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
         ) from None
-
-
-def discard_new_ledger(fn: F) -> F:
-    """Decorate a function whose third argument (or ``ledger_dir=``) is a ledger folder: when
-    the folder did not exist before the call and the call raises before its first commit (a
-    release refused for its suppression, an interrupt), the folder is removed again. Only a
-    folder holding nothing but ``manifest.json`` with no release, empty folders and temp files
-    (all written by this call) is removed; anything else is left as it is."""
-
-    @functools.wraps(fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        root = Path(kwargs["ledger_dir"] if "ledger_dir" in kwargs else args[2])
-        created = not (root.exists() or root.is_symlink())
-        try:
-            return fn(*args, **kwargs)
-        except BaseException:
-            if created:
-                remove_if_unused(root, root / MANIFEST)
-            raise
-
-    return wrapped  # type: ignore[return-value]

@@ -1,18 +1,25 @@
 """Which files of a release ledger's folders are dpriv's own (docs/ledger.md): what the clean-up
-of an interrupted release removes, and what it refuses to touch (a user's file); and how a
-ledger's Parquet file is opened (a damaged one named)."""
+of an interrupted release removes, and what it refuses to touch (a user's file); how a
+ledger's Parquet file is opened (a damaged one named); and the removal of a new ledger whose
+first release failed."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dpriv.errors import LedgerError
+from dpriv.io import TEMP_SUFFIX
+from dpriv.ledger_manifest import MANIFEST
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
@@ -29,8 +36,9 @@ def open_parquet(path: Path) -> pq.ParquetFile:
         ) from None
 
 
-def remove_if_unused(root: Path, manifest: Path) -> None:
-    """Remove ``root`` if it holds only an empty ``manifest``, empty folders and temp files."""
+def remove_if_unused(root: Path, manifest: Path, *, keep_root: bool = False) -> None:
+    """Remove ``root`` if it holds only an empty ``manifest``, empty folders and temp files
+    (``keep_root``: what it holds, the folder itself stays: the user made it)."""
     if root.is_symlink() or not root.is_dir():
         return
     items = sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True)
@@ -44,19 +52,20 @@ def remove_if_unused(root: Path, manifest: Path) -> None:
         return
     for p in items:
         p.unlink() if p in files else p.rmdir()
-    root.rmdir()
+    if not keep_root:
+        root.rmdir()
 
 
 #: Names dpriv writes in ``releases/<i>/`` and ``state/<i>/`` (docs/ledger.md): the only files
 #: the clean-up of an uncommitted release removes.
 OWN_FILES = re.compile(r"(view|sensitive|state)\.parquet|metrics\.json|part-\d{5}\.parquet")
 #: A temp file or folder of :func:`dpriv.io.atomic_write` or :func:`dpriv.state_parts.staged_state`:
-#: ``.<name>.`` and the 8 characters of :func:`tempfile.mkstemp`.
-_TEMP = re.compile(r"\..+\.[a-z0-9_]{8}")
+#: ``.<name>.``, the 8 characters of :func:`tempfile.mkstemp` and :data:`dpriv.io.TEMP_SUFFIX`.
+_TEMP = re.compile(r"\..+\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
 
 
 def is_temp(path: Path) -> bool:
-    """A temp file or folder of dpriv's writers (``.<name>.<8 random characters>``)."""
+    """A temp file or folder of dpriv's writers (``.<name>.<8 random characters>.dpriv-tmp``)."""
     return _TEMP.fullmatch(path.name) is not None
 
 
@@ -83,3 +92,26 @@ def remove_own(folder: Path) -> None:
             p.unlink()
     if not any(folder.iterdir()):
         folder.rmdir()
+
+
+def discard_new_ledger(fn: F) -> F:
+    """Decorate a function whose third argument (or ``ledger_dir=``) is a ledger folder: when
+    the folder held no ledger before the call and the call raises before its first commit (a
+    release refused for its suppression, an interrupt), what the call made is removed again:
+    the folder itself when it did not exist, else what it wrote into the (empty) folder. Only
+    ``manifest.json`` with no release, empty folders and temp files (all written by this call)
+    are removed; anything else is left as it is."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        root = Path(kwargs["ledger_dir"] if "ledger_dir" in kwargs else args[2])
+        created = not (root.exists() or root.is_symlink())
+        new = created or (root.is_dir() and not (root / MANIFEST).exists())
+        try:
+            return fn(*args, **kwargs)
+        except BaseException:
+            if new:
+                remove_if_unused(root, root / MANIFEST, keep_root=not created)
+            raise
+
+    return wrapped  # type: ignore[return-value]

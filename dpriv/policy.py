@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from dpriv._random import MAX_SEED
 from dpriv.errors import PolicyError
 from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
 from dpriv.policy_keys import (
@@ -96,7 +97,7 @@ class ReleasePolicy(BaseModel):
     rbk_closeness : in [0, 1]: every QI-group's sensitive distribution lies within this total
         variation of the mean of its members' revised priors RBK^sv (JS-reduce only; docs/policy.md
         #rbk-closeness). ``None`` (default): off
-    seed : every random choice (tie-breaks, labels, row shuffles) derives from it
+    seed : every random choice (tie-breaks, labels, row shuffles) derives from it; 0..2**60-1
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
     hierarchies : categorical QI -> path of its ARX-format generalization hierarchy
@@ -139,7 +140,7 @@ class ReleasePolicy(BaseModel):
     exit_values: list[str] = Field(default_factory=list)
     posterior_bound: float | None = Field(default=None, gt=0.0, le=1.0)
     rbk_closeness: float | None = Field(default=None, ge=0.0, le=1.0)
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     l: int = Field(default=3, ge=1)  # noqa: E741 - the field's standard name (l-diversity)
     bt_b: float = Field(default=0.3, gt=0.0)
     bt_t: float = Field(default=0.25, ge=0.0)
@@ -226,7 +227,7 @@ class ReleasePolicy(BaseModel):
         """Read the policy TOML (docs/policy.md); ``overrides`` (CLI flags, not None) win."""
         path = Path(path)
         try:
-            doc = tomllib.loads(path.read_text())
+            doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is skipped
         except FileNotFoundError:
             raise PolicyError(f"policy file {path} does not exist") from None
         except (IsADirectoryError, PermissionError) as exc:
@@ -332,16 +333,14 @@ class ReleasePolicy(BaseModel):
                 continue
             col = view[name].dropna()
             numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-            if name != self.sensitive and kinds.get(name, "numeric" if numeric else "categorical") in (
-                "numeric",
-                "date",
-            ):
+            kind = kinds.get(name, "numeric" if numeric else "categorical")
+            if name != self.sensitive and kind in ("numeric", "date"):
                 if not numeric or col.empty:
                     continue  # validation reports it with the column name
-                domains[name] = [_py(col.min()), _py(col.max())]
+                domains[name] = [as_python(col.min()), as_python(col.max())]
                 kinds.setdefault(name, "numeric")
             else:
-                domains[name] = [_py(v) for v in sorted(col.unique(), key=_sort_key)]
+                domains[name] = [as_python(v) for v in sorted(col.unique(), key=_sort_key)]
                 if name != self.sensitive:
                     kinds[name] = "categorical"
             notes.append(
@@ -388,12 +387,13 @@ def _day(v: Any) -> Any:
     return v
 
 
-def _py(v: Any) -> Any:
+def as_python(v: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (JSON, messages); anything else as it is."""
     return v.item() if isinstance(v, np.generic) else v
 
 
 def _sort_key(v: Any) -> tuple:
-    return (0, v, "") if is_number(_py(v)) else (1, 0, str(v))
+    return (0, v, "") if is_number(as_python(v)) else (1, 0, str(v))
 
 
 def _short(values: list[Any]) -> str:

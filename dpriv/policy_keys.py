@@ -54,6 +54,13 @@ def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
         for key in (doc.get("knowledge") or {})
         if key in fields and key not in ("base_dir", "knowledge")
     ]
+    # a key may sit in any scalar table, but once: k = 5 in [privacy] and k = 7 in [release]
+    seen: dict[str, list[str]] = {}
+    for table in SCALAR_TABLES:
+        body = doc.get(table)
+        for key in body if isinstance(body, dict) else ():
+            seen.setdefault(key, []).append(f"[{table}]")
+    bad += [f"{key!r} is set in {' and '.join(at)}: keep one" for key, at in seen.items() if len(at) > 1]
     if bad:
         raise PolicyError(f"policy file {path}: " + "; ".join(bad))
 
@@ -93,13 +100,13 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
     lo, hi = "(-inf", "inf)"
     for m in field.metadata:
         if getattr(m, "gt", None) is not None:
-            lo = f"({m.gt:g}"
+            lo = f"({_bound(m.gt)}"
         elif getattr(m, "ge", None) is not None:
-            lo = f"[{m.ge:g}"
+            lo = f"[{_bound(m.ge)}"
         elif getattr(m, "lt", None) is not None:
-            hi = f"{m.lt:g})"
+            hi = f"{_bound(m.lt)})"
         elif getattr(m, "le", None) is not None:
-            hi = f"{m.le:g}]"
+            hi = f"{_bound(m.le)}]"
     return f"must be a number in {lo}, {hi}, got {error.get('input')!r}"
 
 
@@ -230,3 +237,9 @@ def check_method(policy: ReleasePolicy, method: str) -> None:
             f"{policy.retro_lever}, so the release gate could not regroup with it; use "
             f'retro_lever = "k" (or one of {list(uses)})'
         )
+
+
+def _bound(x: float) -> str:
+    """A field's bound as written in a message: a whole number exactly (the seed's 2**60 - 1
+    read 1.15292e+18), a float in short form."""
+    return str(x) if isinstance(x, int) else f"{x:g}"

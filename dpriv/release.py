@@ -55,7 +55,8 @@ from dpriv.input_checks import (
 )
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
 from dpriv.knowledge.tables import MarkovTables
-from dpriv.ledger import Ledger, discard_new_ledger
+from dpriv.ledger import Ledger
+from dpriv.ledger_files import discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require

@@ -7,7 +7,7 @@ generalized values per group (Algorithm 2, line 12) and its application to group
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 import dask.dataframe as dd
 import numpy as np
@@ -16,7 +16,7 @@ import pandas as pd
 from dpriv._dispatch import to_pandas
 from dpriv._random import keyed, row_hashes, stable_hash
 from dpriv.domain_codes import codes
-from dpriv.errors import InputError, PolicyError
+from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 
 #: Public column of the opaque QI-group label.
@@ -279,124 +279,3 @@ def parse_value_set(text: str) -> tuple[str, ...]:
             "cell must look like {a,b} with values of the declared domain"
         )
     return tuple(dict.fromkeys(parts))
-
-
-MAX_LISTED = 20  # groups named per kind of problem; the rest are counted
-
-
-def _listed(prefix: str, items: list[str]) -> list[str]:
-    """Cap a list of per-group problems at MAX_LISTED lines, counting the rest."""
-    if len(items) > MAX_LISTED:
-        return [prefix + x for x in items[:MAX_LISTED]] + [f"{prefix}... and {len(items) - MAX_LISTED} more"]
-    return [prefix + x for x in items]
-
-
-def _names(labels) -> str:
-    labels = list(labels)
-    head = ", ".join(repr(_py(x)) for x in labels[:MAX_LISTED])
-    return head + (f" and {len(labels) - MAX_LISTED} more" if len(labels) > MAX_LISTED else "")
-
-
-def _py(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x
-
-
-def column_problems(
-    cols: list, expected: list[str], policy: ReleasePolicy, fmt: str = "released format", what: str = ""
-) -> list[str]:
-    """Problems of a published table's columns against the ``expected`` ones of the format
-    ``fmt``: the respondent id or a private ``_...`` column released, an extra or a missing
-    column. ``what`` (e.g. "the sensitive table: ") prefixes each message."""
-    problems = []
-    if policy.id in cols:
-        problems.append(f"{what}column {policy.id!r}: the respondent id must never be released")
-    private = [c for c in cols if str(c).startswith("_")]
-    if private:
-        problems.append(f"{what}columns {private}: private columns (starting with '_') must not be released")
-    extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
-    if extra:
-        whole = [c for c in extra if c in policy.qi]  # a QI released as one column: hierarchy nodes
-        hint = f" (hierarchy nodes? give it: --hierarchy {whole[0]}=PATH or [hierarchies])" if whole else ""
-        problems.append(f"{what}columns {extra} are not part of the {fmt} {expected}{hint}")
-    missing = [c for c in expected if c not in cols]
-    if missing:
-        problems.append(f"{what}columns {missing} of the {fmt} are missing")
-    return problems
-
-
-def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list[str], list[str]]:
-    """Problems of the released columns and values; also the usable generalized QI columns."""
-    problems: list[str] = []
-    expected = released_columns(policy)
-    cols = list(released.columns)
-    problems += column_problems(cols, expected, policy)
-    usable: list[str] = []
-    has_group = GROUP in cols
-    for q in policy.qi:
-        if policy.kind(q) == "numeric":
-            lo, hi = f"{q}_min", f"{q}_max"
-            if lo not in cols or hi not in cols:
-                continue
-            bad = [
-                c
-                for c in (lo, hi)
-                if not (
-                    pd.api.types.is_numeric_dtype(released[c]) and not pd.api.types.is_bool_dtype(released[c])
-                )
-            ]
-            if bad:
-                problems.append(f"columns {bad}: interval bounds of numeric QI {q!r} must be numeric")
-                continue
-            nan = released[lo].isna() | released[hi].isna()
-            if nan.any():
-                problems.append(f"QI {q!r}: {int(nan.sum())} rows have a missing interval bound")
-            inverted = (released[lo] > released[hi]).to_numpy()
-            if inverted.any():
-                where = released.loc[inverted, GROUP].unique() if has_group else []
-                problems.append(
-                    f"QI {q!r}: {int(inverted.sum())} rows have {lo} > {hi}"
-                    + (f" (QI-groups {_names(where)})" if has_group else "")
-                )
-            usable += [lo, hi]
-        else:
-            if q not in cols:
-                continue
-            if q not in policy.domains:
-                raise PolicyError(f"categorical QI {q!r} has no domain; resolve the policy first")
-            h = policy.hierarchy(q)
-            if h is not None:
-                cells = pd.unique(released[q].astype(str).to_numpy())
-                wrong = sorted(c for c in cells if c not in h.node_index)
-                if wrong:
-                    problems.append(
-                        f"QI {q!r}: values {wrong[:5]} are not nodes of its hierarchy {h.path} "
-                        f"(e.g. {list(h.names[:6])})"
-                    )
-                usable.append(q)
-                continue
-            levels = [str(v) for v in policy.domains[q]]  # the domain's order, for the message
-            names = set(levels)
-            sets = pd.Series(pd.unique(released[q].to_numpy()), dtype=object)
-            text = sets.astype(str)
-            shaped = sets.notna() & text.str.startswith("{") & text.str.endswith("}") & (text.str.len() > 2)
-            items = split_value_sets(text[shaped]).explode()
-            wrong = set(text[~shaped]) | set(text[np.unique(items.index[~items.isin(names)])])
-            if wrong:
-                problems.append(
-                    f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets '{{a,b}}' of its levels "
-                    f"{levels[:8]} (nodes of a hierarchy? give it: --hierarchy {q}=PATH or [hierarchies])"
-                )
-            usable.append(q)
-    if has_group and len(released):
-        if released[GROUP].isna().any():
-            problems.append(f"column {GROUP!r} has missing labels")
-        elif usable:
-            spread = released.groupby(GROUP, sort=True)[usable].nunique(dropna=False)
-            for c in usable:
-                bad = spread.index[spread[c].to_numpy() > 1]
-                if len(bad):
-                    problems.append(
-                        f"QI-groups {_names(bad)}: column {c!r} is not the same on all "
-                        "rows of the group (one interval / value set per group)"
-                    )
-    return problems, usable

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask, meta_of
-from dpriv.io import write_parquet
+from dpriv.io import TEMP_SUFFIX, write_parquet
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -193,14 +193,14 @@ def write_state(
 def staged_state(
     target: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None, nbuckets: int
 ) -> Iterator[None]:
-    """Write the state into a temp folder beside ``target`` (``.<name>.<random>``, 0700) while
+    """Write the state into a temp folder beside ``target`` (``.<name>.<random>.dpriv-tmp``, 0700) while
     the body runs (the workers write their parts while the client writes the view), then
     rename it to ``target`` (an uncommitted ``target`` of an earlier attempt is replaced).
     On any failure, of a part or of the body, the running writes are waited for, the temp
     folder is removed and ``target`` is left as it was."""
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(target.parent, 0o700)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX))
     finish = None
     try:
         finish = _start(tmp, state, id_col, nbuckets)

@@ -21,7 +21,7 @@ from dpriv._dispatch import is_dask
 from dpriv.domain_codes import codes
 from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import duplicate_columns, huge_values, type_problems
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP
 from dpriv.rows import (
     MAX_ROWS_SHOWN,
@@ -245,7 +245,8 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
                 if huge := huge_values(num.to_numpy(dtype=np.float64, na_value=np.nan), name):
                     add(3, name, *huge)
             lo, hi = policy.domains[name]
-            out = ((num < lo) | (num > hi)).to_numpy()
+            # a nullable column's comparison holds NA for a missing value (reported on its own)
+            out = ((num < lo) | (num > hi)).to_numpy(dtype=bool, na_value=False)
             shown = pd.unique(np.asarray(num)[out])[:5].tolist() if out.any() else []
             add(
                 3,
@@ -311,8 +312,8 @@ def _add_unknown(
         values = pd.unique(part[name].to_numpy()[bad])[:5].tolist()
         shown = f"{domain[:8]}" + (f" (+{len(domain) - 8} more)" if len(domain) > 8 else "")
         message = f"{what} has values {values} not in its declared {kind} {shown}: "
-        have = sorted({type(_plain(v)).__name__ for v in values})
-        want = sorted({type(_plain(v)).__name__ for v in domain})
+        have = sorted({type(as_python(v)).__name__ for v in values})
+        want = sorted({type(as_python(v)).__name__ for v in domain})
         if not set(have) & set(want):
             message += (
                 f"the types differ: the data holds {'/'.join(have)} values and the domain "
@@ -322,11 +323,6 @@ def _add_unknown(
             add(3, name, bad, message)
             return
         add(3, name, bad, message + f"{fix} or correct the data")
-
-
-def _plain(v):
-    """A value as a plain Python object (NumPy scalars to int/float/str/bool)."""
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def validate_view(

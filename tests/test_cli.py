@@ -786,6 +786,14 @@ def test_anonymize_anatomy_writes_the_qi_table_and_the_sensitive_table(cli, tmp_
     res = cli("anonymize", src, "--out", out, *QI, *LOOSE, "--release-format", "anatomy", "--force")
     assert res.exit_code == 0, res.output
     assert pd.read_parquet(tmp_path / "released.sensitive.parquet").equals(table)
+    # export said "this is not a released view of dpriv"; verify without the format gave no hint
+    res = cli("export", out, "--out", tmp_path / "e.csv")
+    assert_refused(res, "is an Anatomy release", "no generalized QIs to export")
+    assert not (tmp_path / "e.csv").exists()
+    res = cli("verify", out, "--original", src, *QI, "--k", "3")
+    assert res.exit_code == 2 and "verify it with --release-format anatomy" in res.output, res.output
+    res = cli("verify", out, "--original", src, *QI, "--k", "3", "--t", "0.9", "--release-format", "anatomy")
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output
 
 
 def test_release_anatomy_with_a_mondrian_method_is_refused(cli, tmp_path):

@@ -238,7 +238,7 @@ def test_kill_while_creating_the_ledger_leaves_a_folder_that_can_be_resumed(sett
     history, policy, ref_dir = setting
     ledger = tmp_path / "led"
     ledger.mkdir()
-    (ledger / ".manifest.json.k3x9q2ab").write_bytes(b'{\n  "rel')  # what SIGKILL leaves behind
+    (ledger / ".manifest.json.k3x9q2ab.dpriv-tmp").write_bytes(b'{\n  "rel')  # what SIGKILL leaves behind
     release_history(
         read_table(str(history)).compute(),
         ReleasePolicy.from_toml(policy, t=0.5, j=0.8, max_suppression=1.0),
@@ -256,8 +256,8 @@ def test_resume_leaves_no_temp_file_of_the_killed_run(setting, tmp_path):
     ledger = tmp_path / "led"
     release_history(frame, pol, ledger, until=1)
     (ledger / "releases" / "2").mkdir(parents=True)
-    (ledger / "releases" / "2" / ".view.parquet.a1b2c3d4").write_bytes(b"PAR1 half written")
-    (ledger / ".manifest.json.d4e5f6g7").write_bytes(b'{"releases": [')
+    (ledger / "releases" / "2" / ".view.parquet.a1b2c3d4.dpriv-tmp").write_bytes(b"PAR1 half written")
+    (ledger / ".manifest.json.d4e5f6g7.dpriv-tmp").write_bytes(b'{"releases": [')
     release_history(frame, pol, ledger, until=2)
     # the reference was released by the CLI with --policy, which also records the policy's folder
     # (policy_base.json); this ledger was released in Python

@@ -420,3 +420,16 @@ def test_written_policy_loads_as_release_policy(tmp_path, small: MedicalHistory)
     assert pol.qi == ["age", "gender", "weight"] and pol.time == "view"
     assert pol.sensitive_domain == list(VALUES)
     assert pol.knowledge_path("dk") == (tmp_path / "knowledge" / "dk.npz").resolve()
+
+
+def test_the_weighting_run_stops_at_weight_views_max():
+    """Its memory grew with n_views x 20,000 tuples (--views 20000 --view-size 1 held 10 GB): past
+    WEIGHT_VIEWS_MAX views the counted contexts are those of WEIGHT_VIEWS_MAX views."""
+    from dpriv.datasets.model import WEIGHT_VIEWS_MAX
+
+    def weights(n_views):
+        return medical_history(n_views=n_views, view_size=3, weight_view_size=40, seed=4).context_weights()
+
+    at_cap = weights(WEIGHT_VIEWS_MAX)
+    np.testing.assert_array_equal(weights(WEIGHT_VIEWS_MAX + 50), at_cap)
+    assert not np.array_equal(weights(WEIGHT_VIEWS_MAX - 50), at_cap)  # below it, n_views counts

@@ -83,6 +83,18 @@ def test_nan_qi_is_refused_by_validate_and_anonymize(frame):
         anonymize(view, POL_AGE)  # domains inferred from the data: NaN is not dropped silently
 
 
+@pytest.mark.parametrize("dtype", ["Int64", "Float64", "int64[pyarrow]"])
+def test_a_missing_value_in_a_nullable_numeric_qi_is_refused_by_name(dtype):
+    """pd.NA in an Int64 / Float64 / Arrow QI was an internal TypeError (boolean value of NA)."""
+    view = AGES_NAN.astype({"age": dtype})
+    assert view["age"].isna().sum() == 1
+    resolved = POL_AGE.with_overrides(domains={"age": [0, 100], "s": ["a", "b", "c"]})
+    with pytest.raises(InputError, match=r"column 'age' has missing values.*rid=4"):
+        validate_view(view, resolved)
+    with pytest.raises(InputError, match=r"column 'age' has missing values"):
+        anonymize(view, POL_AGE)
+
+
 def test_nan_qi_is_refused_by_release_and_nothing_is_written(medical, tmp_path):
     mh, policy = medical
     hist = mh.history.astype({"age": "float64"})
@@ -748,3 +760,14 @@ def test_unusual_column_names_work_end_to_end_through_release_history(medical, t
         assert NAMES["respondent_id"] in sb.columns
     assert json.loads((tmp_path / "odd" / "policy.json").read_text())["qi"] == odd.qi
     assert Ledger(tmp_path / "odd").policy().sensitive == NAMES["exam_result"]
+
+
+def test_multiindex_columns_and_complex_numbers_are_refused_by_name():
+    """A ValueError (too many values to unpack) and a misleading domain message before."""
+    frame = pd.DataFrame({("a", "rid"): range(6), ("b", "age"): range(6), ("b", "s"): list("ab") * 3})
+    frame.columns = pd.MultiIndex.from_tuples(frame.columns)
+    with pytest.raises(InputError, match=r"anonymize\(\) takes a view with one level of column names"):
+        anonymize(frame, ReleasePolicy(id="a_rid", qi=["b_age"], sensitive="b_s", k=2))
+    view = pd.DataFrame({"rid": range(6), "age": np.arange(6) + 1j, "s": list("ab") * 3})
+    with pytest.raises(InputError, match=r"column\(s\) \['age'\] hold complex numbers"):
+        anonymize(view, ReleasePolicy(id="rid", qi=["age"], sensitive="s", k=2))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 import os
 
 import numpy as np
@@ -303,7 +304,11 @@ def test_cli_export_refuses_without_writing(cli, anonymized):
         (("--out", d / "x.csv", "--sep", "|"), "--sep"),
         (("--out", d / "x.csv", "--metrics", d / "nope.json"), "cannot read n_suppressed"),
         (("--out", d / "x.csv", "--view", 1), "--view I goes with --ledger"),
+        # another release's metrics would have added its suppressed count as '*' rows
+        (("--out", d / "x.csv", "--metrics", d / "other.json"), "these are another release's metrics"),
     ]
+    record = json.loads((d / "rel.parquet.metrics.json").read_text())
+    (d / "other.json").write_text(json.dumps({**record, "n_released": record["n_released"] + 285}))
     for extra, message in cases:
         r = cli("export", d / "rel.parquet", *extra)
         assert r.exit_code == 2 and message in r.output, (extra, r.output)

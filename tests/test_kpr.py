@@ -621,3 +621,12 @@ def test_wbcd_avatar_paper(shared_data, capsys) -> None:
                 f"  {label:11s} KPR = {r.kpr:6.2f} %  n = {r.n}  |U| = {r.n_unique_original}"
                 f"  |B1| = {r.n_unique_synthetic_profiles}  |S| = {r.n_matched}"
             )
+
+
+def test_a_header_only_original_says_it_has_no_rows() -> None:
+    """A CSV of just its header reads as text columns: the type check spoke first ("categorical in
+    the original table (string) but numeric in the synthetic")."""
+    original = pd.DataFrame({"a": pd.Series([], dtype=object), "b": pd.Series([], dtype=object)})
+    synthetic = pd.DataFrame({"a": [0, 0], "b": ["x", "x"]})
+    with pytest.raises(InputError, match="the original table has no rows"):
+        kpr(original, synthetic, ["a"])

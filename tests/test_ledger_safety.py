@@ -1,6 +1,6 @@
 """The ledger's clean-up removes what dpriv's own writers left and nothing else.
 
-Opening a ledger for a release removes temp files (``.<name>.<8 random characters>``) and
+Opening a ledger for a release removes temp files (``.<name>.<8 random characters>.dpriv-tmp``) and
 dpriv's own files of the one release that can be half written (the last committed index + 1);
 a file dpriv does not write, in that release's folders or in any later one, is never removed:
 the release is refused (LedgerError, exit 2 on the CLI) with the file named. A commit that
@@ -10,15 +10,20 @@ fails or is interrupted removes what it wrote itself.
 from __future__ import annotations
 
 import json
+import os
 import re
-import tempfile
+from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
 
 import dpriv.ledger as ledger_mod
-from dpriv.errors import LedgerError
+from dpriv.errors import LedgerError, PolicyError
+from dpriv.io import atomic_write
 from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
 
 
 def snapshot(root):
@@ -39,24 +44,75 @@ def ledger(tmp_path):
 
 
 def test_a_real_temp_name_is_recognised_and_a_users_dotfile_is_not(tmp_path):
-    fd, name = tempfile.mkstemp(dir=tmp_path, prefix=".view.parquet.")
-    assert ledger_mod.is_temp(tmp_path / name)
-    for user in (".notes.bak", ".view.parquet.orig", ".config", ".a.b.c.txt"):
+    with open(tmp_path / "view.parquet", "wb"):
+        pass
+    seen = []
+    real = os.replace
+    with mock.patch("dpriv.io.os.replace", lambda a, b: (seen.append(Path(a).name), real(a, b))):
+        atomic_write(tmp_path / "view.parquet", b"PAR1")  # the name dpriv's writer really uses
+    assert len(seen) == 1 and ledger_mod.is_temp(tmp_path / seen[0])
+    # names of the user's that merely look random (8 characters of [a-z0-9_]) were removed
+    users = (".notes.bak", ".view.parquet.orig", ".config", ".a.b.c.txt", ".notes.20241205",
+             ".env.template", ".snapshots.versions", ".view.parquet.a1b2c3d4")  # fmt: skip
+    for user in users:
         assert not ledger_mod.is_temp(tmp_path / user), user
+
+
+def test_release_keeps_a_users_dotfiles_in_the_ledger_and_its_subfolders(ledger):
+    """Every open of a ledger (each dpriv release, even with nothing to release) removed them."""
+    root = ledger.root
+    (root / ".notes.20241205").write_text("n")
+    (root / ".snapshots.versions").mkdir()
+    (root / ".snapshots.versions" / "v1.txt").write_text("v")
+    (root / "attack").mkdir()
+    (root / "attack" / ".readme.original").write_text("r")
+    (root / ".manifest.json.zz99yy88.dpriv-tmp").write_bytes(b"{")  # a killed writer's: removed
+    Ledger(root, create=True)
+    assert (root / ".notes.20241205").read_text() == "n"
+    assert (root / ".snapshots.versions" / "v1.txt").read_text() == "v"
+    assert (root / "attack" / ".readme.original").read_text() == "r"
+    assert not (root / ".manifest.json.zz99yy88.dpriv-tmp").exists()
+
+
+def test_a_failed_first_release_leaves_the_users_folder_as_it_was(tmp_path, monkeypatch):
+    """An empty folder kept an empty manifest.json; one holding a dotfile lost it."""
+    hist = pd.DataFrame({"rid": range(12), "view": 1, "age": range(30, 42), "s": list("abc") * 4})
+    policy = ReleasePolicy(id="rid", time="view", qi=["age"], sensitive="s", k=3, t=1, j=10,
+                           knowledge={"defender": "ie"})  # fmt: skip
+
+    def refused(*args, **kwargs):  # a release refused after the ledger was opened (suppression)
+        raise PolicyError("suppressed 60 % of view 1")
+
+    monkeypatch.setattr("dpriv.release.release_view", refused)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(PolicyError, match="suppressed 60 %"):
+        release_history(hist, policy, empty)
+    assert empty.is_dir() and list(empty.iterdir()) == []
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / ".thesis.20241205").write_text("t")
+    with pytest.raises(LedgerError, match="is not empty and is not a ledger"):
+        release_history(hist, policy, mine)
+    assert [p.name for p in mine.iterdir()] == [".thesis.20241205"]
+    new = tmp_path / "new"
+    with pytest.raises(PolicyError, match="suppressed 60 %"):
+        release_history(hist, policy, new)
+    assert not new.exists()
 
 
 def test_opening_removes_own_leftovers_of_the_next_release_only(ledger):
     root = ledger.root
     (root / "releases" / "2").mkdir()
     (root / "releases" / "2" / "view.parquet").write_bytes(b"PAR1 from a killed run")
-    (root / "releases" / "2" / ".metrics.json.ab12cd34").write_bytes(b"{")
+    (root / "releases" / "2" / ".metrics.json.ab12cd34.dpriv-tmp").write_bytes(b"{")
     (root / "state" / "2").mkdir()
     (root / "state" / "2" / "part-00003.parquet").write_bytes(b"PAR1")
-    (root / ".manifest.json.zz99yy88").write_bytes(b'{"releases": [')
+    (root / ".manifest.json.zz99yy88.dpriv-tmp").write_bytes(b'{"releases": [')
     (root / ".notes.bak").write_text("mine")  # a dotfile of the user's: not a temp file
     Ledger(root, create=True)
     assert not (root / "releases" / "2").exists() and not (root / "state" / "2").exists()
-    assert not (root / ".manifest.json.zz99yy88").exists()
+    assert not (root / ".manifest.json.zz99yy88.dpriv-tmp").exists()
     assert (root / ".notes.bak").read_text() == "mine"
     assert (root / "releases" / "1" / "view.parquet").exists()  # committed: untouched
 
@@ -306,3 +362,15 @@ def test_a_run_with_nothing_to_release_leaves_a_users_file_where_the_next_releas
     assert res.exit_code == 2, res.output
     assert "releases/2/notes.txt, which dpriv did not write" in res.output
     assert snapshot(root) == before
+
+
+def test_reading_a_release_the_ledger_does_not_hold_says_so(ledger):
+    """read_view gave FileNotFoundError, read_metrics called the ledger damaged, read_state said
+    release 99 was committed."""
+    for read in (ledger.read_view, ledger.read_metrics, ledger.read_state):
+        with pytest.raises(LedgerError, match=r"has no release 99: it holds releases 1\.\.1"):
+            read(99)
+    (ledger.release_dir(1) / "view.parquet").unlink()
+    with pytest.raises(LedgerError, match=r"view\.parquet is missing: the ledger is damaged"):
+        ledger.read_view(1)
+    assert len(ledger.read_state(1)) == 2

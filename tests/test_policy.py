@@ -151,3 +151,20 @@ def test_a_bad_value_in_a_policy_file_names_the_file_the_field_and_the_value(tmp
     assert said.startswith(f"invalid policy (policy file {path}):") and words in said
     with pytest.raises(PolicyError, match=re.escape(f"(policy file {path} with --j):")):  # and the flags
         ReleasePolicy.from_toml(path, j=0.5)
+
+
+def test_a_key_set_in_two_tables_is_refused(tmp_path):
+    """k = 5 in [privacy] and k = 7 in [release] released with k = 7 without a word."""
+    path = tmp_path / "p.toml"
+    path.write_text('[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\nk = 5\nt = 0.4\n[release]\nk = 7\n')
+    with pytest.raises(PolicyError, match=r"p\.toml: 'k' is set in \[privacy\] and \[release\]: keep one"):
+        ReleasePolicy.from_toml(path)
+    path.write_text('[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\nk = 5\n[release]\nt = 0.4\n')
+    assert (ReleasePolicy.from_toml(path).k, ReleasePolicy.from_toml(path).t) == (5, 0.4)  # any one table
+
+
+def test_a_policy_file_saved_with_a_byte_order_mark_reads(tmp_path):
+    """'not valid TOML: Invalid statement (at line 1, column 1)' for a file a Windows editor saved."""
+    path = tmp_path / "p.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + b'[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\nk = 4\n')
+    assert ReleasePolicy.from_toml(path).k == 4

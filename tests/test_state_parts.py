@@ -123,7 +123,7 @@ def test_a_failing_part_write_leaves_the_last_commit(hist_4x300, tmp_path, monke
     assert Ledger(root).last_index() == 1 and (root / "manifest.json").read_bytes() == manifest
     assert sorted(p.name for p in (root / "state").iterdir()) == ["1"]  # no state/2, no temp folder
     # a killed client leaves its temp folder behind: the next run removes it
-    stale = root / "state" / ".2.k1lled00"
+    stale = root / "state" / ".2.k1lled00.dpriv-tmp"
     stale.mkdir()
     (stale / "part-00000.parquet").write_bytes(b"half")
     monkeypatch.setattr(parts_mod, "write_bucket", real)

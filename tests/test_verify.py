@@ -595,3 +595,27 @@ def test_prior_rows_that_are_not_distributions_are_caught():
     near = a.copy()
     near.loc[0, cols] = np.array(near.loc[0, cols], dtype=float) * (1 + 1e-8)
     assert not any("not distributions" in p for p in _problems(assigned=near))
+
+
+def test_cli_verify_names_every_failed_criterion_with_true_counts(cli, tmp_path):
+    """The CLI cut the list at 20 lines: 20 k lines, then '... and 22 more problems', and no
+    t line at all though every group broke t; the counts are now per criterion."""
+    from conftest import random_view
+
+    view = random_view(400, 3, id="rid", qi=("age", "weight"), sensitive="s")
+    view.to_csv(tmp_path / "v.csv", index=False)
+    flags = ["--id", "rid", "--qi", "age,weight", "--sensitive", "s"]
+    res = cli("anonymize", tmp_path / "v.csv", "--out", tmp_path / "r.parquet", *flags,
+              "--k", "5", "--t", "1", "--j", "10")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    released = pd.read_parquet(tmp_path / "r.parquet")
+    sizes = released.groupby("qi_group").size()
+    n_small = int((sizes < 40).sum())
+    assert n_small > 25  # more than the 20 named
+    res = cli("verify", tmp_path / "r.parquet", "--original", tmp_path / "v.csv", *flags,
+              "--k", "40", "--t", "0.001")  # fmt: skip
+    assert res.exit_code == 2
+    fails = [line for line in res.output.splitlines() if line.startswith("  FAIL")]
+    assert sum(" < k = 40" in line for line in fails) == 20
+    assert f"  FAIL ... and {n_small - 20} more QI-groups that fail k" in fails
+    assert any("> t = 0.001" in line for line in fails)  # t named too

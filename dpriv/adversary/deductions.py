@@ -49,6 +49,7 @@ from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.support import ChainSupport, _Graph, _pack, _unpack, chain_support
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
+from dpriv.policy import as_python
 
 __all__ = ["ChainSupport", "Deductions", "chain_support", "deduce", "group_feasibility"]
 
@@ -166,11 +167,6 @@ class Deductions:
         return self.allowed[i].sum(axis=1)
 
 
-def _shown(value):
-    """A respondent id as the user wrote it (a NumPy scalar as its Python value)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def deduce(
     releases: list[ObservedRelease],
     tables: MarkovTables,
@@ -237,7 +233,7 @@ def deduce(
     if twice.any():
         k = int(order[1:][twice][0])
         raise InputError(
-            f"respondent {_shown(ids.iloc[k])!r} has two tuples in release {int(view[k])}; keep one"
+            f"respondent {as_python(ids.iloc[k])!r} has two tuples in release {int(view[k])}; keep one"
         )
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
@@ -290,8 +286,8 @@ def deduce(
 
     def contradiction(k: int) -> InputError:
         return InputError(
-            f"release {int(view[k])}: the tuple of respondent {_shown(ids.iloc[k])!r} has no possible value; "
-            "the releases contradict the model (wrong tables, attendance or releases?)"
+            f"release {int(view[k])}: the tuple of respondent {as_python(ids.iloc[k])!r} has no possible "
+            "value; the releases contradict the model (wrong tables, attendance or releases?)"
         )
 
     # per tuple (rows): states before (pre) / after (post) its exam, and after it with the

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpriv.anonymity.format_check import listed, named
 from dpriv.criteria import js_per_group, tv_per_group
-from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP, LABEL, SCODE, _listed, _names, _py, split_value_sets
+from dpriv.policy import ReleasePolicy, as_python
+from dpriv.released import GROUP, LABEL, SCODE, split_value_sets
 from dpriv.validate import codes
 
 
@@ -74,10 +75,10 @@ def check_assigned(
     sizes = pd.concat({"pub": size_pub, "priv": size_priv}, axis=1).fillna(0).astype(np.int64)
     bad = sizes.index[sizes["pub"] != sizes["priv"]]
     if len(bad):
-        problems += _listed(
+        problems += listed(
             "",
             [
-                f"QI-group {_py(g)!r}: {sizes.at[g, 'pub']} released tuples but "
+                f"QI-group {as_python(g)!r}: {sizes.at[g, 'pub']} released tuples but "
                 f"{sizes.at[g, 'priv']} kept tuples assigned to it"
                 for g in bad
             ],
@@ -87,7 +88,7 @@ def check_assigned(
     moved = [g for g in moved if g not in set(bad.tolist())]
     if moved:
         problems.append(
-            f"QI-groups {_names(moved)}: the released sensitive values differ from "
+            f"QI-groups {named(moved)}: the released sensitive values differ from "
             "those of the tuples assigned to the group"
         )
 
@@ -106,7 +107,7 @@ def check_assigned(
                 problems.append(
                     f"QI {q!r}: {int(out.sum())} kept tuples lie outside the interval "
                     f"[{lo}, {hi}] of their QI-group (groups "
-                    f"{_names(pd.unique(labels.to_numpy()[out]))})"
+                    f"{named(pd.unique(labels.to_numpy()[out]))})"
                 )
             span = pd.DataFrame({"g": labels.to_numpy(), "x": x}).groupby("g")["x"].agg(["min", "max"])
             smin, rmin = comparable(span["min"].to_numpy(), exact_numbers(first[lo].reindex(span.index)))
@@ -114,7 +115,7 @@ def check_assigned(
             loose = span.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
             if len(loose) and not out.any():
                 problems.append(
-                    f"QI {q!r}: the interval of QI-groups {_names(loose)} is not the true "
+                    f"QI {q!r}: the interval of QI-groups {named(loose)} is not the true "
                     "min/max of their tuples"
                 )
         else:
@@ -136,12 +137,12 @@ def check_assigned(
             unused = both.loc[both["_merge"] == "right_only", "g"].unique()
             if len(out):
                 problems.append(
-                    f"QI {q!r}: kept tuples of QI-groups {_names(out)} have values "
+                    f"QI {q!r}: kept tuples of QI-groups {named(out)} have values "
                     "outside their group's value set"
                 )
             elif len(unused):
                 problems.append(
-                    f"QI {q!r}: the value sets of QI-groups {_names(unused)} list values "
+                    f"QI {q!r}: the value sets of QI-groups {named(unused)} list values "
                     "no tuple of the group has"
                 )
 
@@ -177,7 +178,7 @@ def _node_problems(q: str, h, leaf: np.ndarray, labels: np.ndarray, shown: pd.Se
     inside = (leaf >= h.lo[node]) & (leaf < h.hi[node])
     if not inside.all():
         return [
-            f"QI {q!r}: kept tuples of QI-groups {_names(pd.unique(labels[~inside]))} have values "
+            f"QI {q!r}: kept tuples of QI-groups {named(pd.unique(labels[~inside]))} have values "
             f"outside their group's hierarchy node (not among the leaves under it in {h.path})"
         ]
     span = pd.DataFrame({"g": labels, "x": leaf}).groupby("g")["x"].agg(["min", "max"])
@@ -186,7 +187,7 @@ def _node_problems(q: str, h, leaf: np.ndarray, labels: np.ndarray, shown: pd.Se
     loose = span.index[lowest != released]
     if len(loose):
         return [
-            f"QI {q!r}: the hierarchy node of QI-groups {_names(loose)} is not the lowest common "
+            f"QI {q!r}: the hierarchy node of QI-groups {named(loose)} is not the lowest common "
             "node of their tuples' values"
         ]
     return []

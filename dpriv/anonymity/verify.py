@@ -32,11 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpriv.anonymity.format_check import MAX_LISTED, format_problems
 from dpriv.anonymity.membership import check_assigned
 from dpriv.criteria import JSBound, KAnonymity, RBKCloseness, TCloseness, criteria_for, group_statistics
 from dpriv.errors import InputError, PolicyError, VerificationError
-from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP, MAX_LISTED, _py, format_problems
+from dpriv.policy import ReleasePolicy, as_python
+from dpriv.released import GROUP
 from dpriv.validate import codes
 
 
@@ -259,9 +260,9 @@ def check_groups(
             continue  # no priors: the JS bound and RBK-closeness are not checked
         bad = np.flatnonzero(~(holds[crit.name] if crit.name in holds else crit.holds(stats)))
         rows = stats.iloc[bad[:MAX_LISTED]].to_dict("records")
-        problems += [crit.problem(_py(r[GROUP]), r) for r in rows]
+        problems += [crit.problem(as_python(r[GROUP]), r) for r in rows]
         if len(bad) > MAX_LISTED:
-            problems.append(f"... and {len(bad) - MAX_LISTED} more")
+            problems.append(f"... and {len(bad) - MAX_LISTED} more QI-groups that fail {crit.name}")
     empty = len(stats) == 0
     return VerificationReport(
         groups=stats,

@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anatomy import COUNT, expand_sensitive, qi_columns, sensitive_columns
+from dpriv.anonymity.format_check import column_problems, named
 from dpriv.anonymity.membership import exact_numbers
 from dpriv.anonymity.verify import VerificationReport, _as_pandas, _view_counts, check_groups
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP, LABEL, _names, column_problems
+from dpriv.released import GROUP, LABEL
 from dpriv.validate import codes
 
 
@@ -61,7 +62,7 @@ def _counts(sensitive: pd.DataFrame, policy: ReleasePolicy) -> list[str]:
         dup = sensitive.duplicated([GROUP, policy.sensitive])
         if dup.any():
             problems.append(
-                f"sensitive table: QI-groups {_names(sensitive.loc[dup, GROUP].unique())} list a "
+                f"sensitive table: QI-groups {named(sensitive.loc[dup, GROUP].unique())} list a "
                 "sensitive value twice (one row per group and value)"
             )
     return problems
@@ -77,7 +78,7 @@ def _sizes(qi_table: pd.DataFrame, sensitive: pd.DataFrame) -> list[str]:
         return []
     g = bad[0]
     return [
-        f"QI-groups {_names(bad)}: QI rows and sensitive counts differ (group {g!r}: "
+        f"QI-groups {named(bad)}: QI rows and sensitive counts differ (group {g!r}: "
         f"{both.at[g, 'qi']} QI rows, counts summing to {both.at[g, 's']})"
     ]
 
@@ -102,7 +103,7 @@ def _members_qis(qi_table: pd.DataFrame, assigned: pd.DataFrame, policy: Release
     bad = both.index[both["pub"] != both["priv"]].get_level_values("g").unique()
     if not len(bad):
         return []
-    return [f"QI-groups {_names(bad)}: the published QI rows are not the QIs of the group's tuples"]
+    return [f"QI-groups {named(bad)}: the published QI rows are not the QIs of the group's tuples"]
 
 
 def verify_anatomy(

@@ -21,6 +21,7 @@ from dpriv.cli.common import (
     ledger_view,
     load_policy,
     record_output,
+    sensitive_out,
 )
 from dpriv.errors import InputError
 
@@ -63,6 +64,7 @@ def export(
     from dpriv.dates import date_qi
     from dpriv.interchange import to_interchange
     from dpriv.io import atomic_write, read_table
+    from dpriv.ledger import SENSITIVE
 
     if sep not in SEPARATORS:
         raise InputError(f"--sep {sep!r}: choose ',', ';' or 'tab'")
@@ -81,17 +83,30 @@ def export(
         pol = load_policy(policy) if policy is not None else None
         if metrics is None and "://" not in released:
             metrics = _beside(Path(released))
+    anatomy = (led.release_dir(view) / SENSITIVE) if ledger is not None else sensitive_out(Path(source))
+    if (pol is not None and pol.release_format == "anatomy") or ("://" not in source and anatomy.exists()):
+        raise InputError(
+            f"{source} is an Anatomy release (exact QIs; the sensitive values in {anatomy.name}): it has "
+            "no generalized QIs to export; its two tables are read as they are (docs/released-format.md)"
+        )
     check_out(out, source, kind="export", force=force)
     n_suppressed = None
+    frame = read_table(source).compute()
     if suppressed == "mark" and metrics is not None:
         try:
-            n_suppressed = json.loads(Path(metrics).read_text())["n_suppressed"]
-        except (OSError, ValueError, KeyError) as exc:
+            record = json.loads(Path(metrics).read_text())
+            n_suppressed = record["n_suppressed"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(
                 f"cannot read n_suppressed from {metrics} ({type(exc).__name__}: {exc}); give the "
                 "release's metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
             ) from None
-    frame = read_table(source).compute()
+        if record.get("n_released", len(frame)) != len(frame):  # '*' rows of another release
+            raise InputError(
+                f"{metrics} records {record['n_released']} released tuples, but {source} has "
+                f"{len(frame)} rows: these are another release's metrics; give this release's "
+                "metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
+            )
     result = to_interchange(
         frame,
         qi=None if pol is None else list(pol.qi),

@@ -140,9 +140,12 @@ def verify(
                 f"note: {name} = {getattr(pol, name)} is not checked here: it needs the members' priors, "
                 "which only the release has (it checked them before writing: metrics.json)"
             )
-    for p in report.problems[:20]:
+    for p in report.problems:  # each kind already capped at 20 lines and a count of the rest
         typer.echo(f"  FAIL {p}")
-    if len(report.problems) > 20:
-        typer.echo(f"  ... and {len(report.problems) - 20} more problems")
+    if not report.ok and table is None and released and sensitive_out(Path(released)).exists():
+        _say(
+            f"note: {sensitive_out(Path(released))} lies beside it: if this is an Anatomy release, "
+            "verify it with --release-format anatomy (or the policy it was released under)"
+        )
     if not report.ok:
         raise typer.Exit(2)

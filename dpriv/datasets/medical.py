@@ -40,6 +40,7 @@ from dpriv.datasets.model import (
     GENDER_RANGE,
     VALUES,
     WEIGHT_RANGE,
+    WEIGHT_VIEWS_MAX,
     _build_model,
     _classify,
     _simulate,
@@ -107,7 +108,8 @@ class MedicalHistory:
         """How often each order-3 context occurs: float64 (18, 19**3).
 
         Counted in a separate, longer run of the same generator (same model, seed stream
-        independent of :attr:`history`): ``max(n_views, 24)`` views of
+        independent of :attr:`history`): ``max(n_views, 24)`` views (at most
+        :data:`WEIGHT_VIEWS_MAX`: the context frequencies have long settled) of
         ``weight_view_size`` tuples (default 20,000, i.e. 4x the default size), one count per
         exam whose respondent already has 3 or more earlier results (the exams the order-3
         table predicts). Computed on first use and cached.
@@ -116,7 +118,7 @@ class MedicalHistory:
             cfg = self.config
             _, self._weights = _simulate(
                 self.knowledge,
-                n_views=max(int(cfg["n_views"]), 24),
+                n_views=min(max(int(cfg["n_views"]), 24), WEIGHT_VIEWS_MAX),
                 view_size=int(cfg["weight_view_size"]),
                 attendance=float(cfg["attendance"]),
                 seed_seq=_streams(int(cfg["seed"]))[2],

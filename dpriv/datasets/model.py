@@ -56,6 +56,10 @@ _STAGE_OF = np.concatenate([np.arange(k) for _, k in DISEASES])  # (17,)
 _ORDER = 3
 _DEAD, _DISCHARGED = _M - 2, _M - 1
 _DEFAULT_WEIGHT_VIEW_SIZE = 20_000  # 4x the default view size
+#: Views of the weighting run at most: its memory and time grew with ``n_views`` x 20,000 tuples
+#: (``--views 20000 --view-size 1`` held 10 GB), while the order-3 context frequencies it
+#: counts settle within the first few dozen views.
+WEIGHT_VIEWS_MAX = 100
 
 # Progression parameters (docs/algorithms.md §2.5 "from the medical literature" is not
 # available; these are [proposed] values, tuned so that the default run has ~16,000

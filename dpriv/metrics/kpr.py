@@ -204,6 +204,8 @@ def kpr(
     >>> kpr(o, a, ["age", "sex"]).kpr
     50.0
     """
+    if not is_dask(original) and len(original) == 0:  # before the types: a header-only CSV reads as text
+        raise InputError("kpr: the original table has no rows; KPR needs n > 0 records")
     known_t, numeric = _validate(original, synthetic, known, tolerance, padding, ddof)
     setup = Setup(known_t, numeric, float(tolerance), float(padding), int(ddof))
     counts = dask_counts if is_dask(original) or is_dask(synthetic) else pandas_counts
