@@ -916,3 +916,25 @@ def test_a_full_disk_or_read_only_folder_is_a_clear_refusal(tmp_path, monkeypatc
     res = CliRunner().invoke(app, args)
     assert res.exit_code == exit_code and said.format(out=out) in res.output, res.output
     assert not out.exists()
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_exit_130(monkeypatch, capsys):
+    """A Ctrl-C in the first second (pandas and Dask importing) printed an import traceback."""
+    import builtins
+    import sys as _sys
+
+    from dpriv.__main__ import main
+
+    real = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "dpriv.cli":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.delitem(_sys.modules, "dpriv.cli", raising=False)
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "interrupted (Ctrl-C) while starting: nothing was read or written\n"
