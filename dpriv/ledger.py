@@ -23,7 +23,6 @@ the file's bytes depend only on the rows and their order, not on how they were p
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,8 +32,26 @@ import pandas as pd
 
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
-from dpriv.ledger_files import foreign, is_temp, open_parquet, remove_own
-from dpriv.ledger_manifest import MANIFEST, TAKE_UP, entries_problem, policy_digest, recorded_digest
+from dpriv.ledger_files import (
+    LOCK,
+    drop_lock,
+    foreign,
+    hold_lock,
+    is_temp,
+    open_parquet,
+    read_json,
+    remove_own,
+    remove_temp,
+    restore_file,
+)
+from dpriv.ledger_manifest import (
+    MANIFEST,
+    TAKE_UP,
+    entries_problem,
+    policy_digest,
+    recorded_digest,
+    short_value,
+)
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
 
@@ -49,49 +66,46 @@ SENSITIVE = "sensitive.parquet"
 ATTACK_DIR = "attack"
 
 
-def _short(values: dict[str, Any], key: str) -> str:
-    """A policy field's value for a message ("not set" when absent), at most 60 characters."""
-    if key not in values:
-        return "not set"
-    text = json.dumps(values[key])
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 class Ledger:
     """A release ledger on the local file system (see module doc)."""
 
-    def __init__(self, root: str | Path, *, create: bool = False, prepare: bool = True) -> None:
+    def __init__(
+        self, root: str | Path, *, create: bool = False, prepare: bool = True, lock: bool = False
+    ) -> None:
         """Open the ledger at ``root``; ``create`` makes it when new and removes what a killed
-        writer left (:meth:`_clean`), with ``prepare`` the next release's folders too
-        (:meth:`prepare_next`). A caller that may have nothing to release passes
-        ``prepare=False`` and calls :meth:`prepare_next` once it knows a release will be written:
-        a run with nothing to write neither refuses nor touches a file of the user's there."""
+        writer left (temp files; the policy.json of a first commit killed before its manifest),
+        with ``prepare`` the next release's folders too (:meth:`prepare_next`). A caller that
+        may have nothing to release passes ``prepare=False`` and calls :meth:`prepare_next` once
+        it knows a release will be written: a run with nothing to write neither refuses nor
+        touches a file of the user's there.
+        ``lock``: hold ``.dpriv-lock`` until :meth:`unlock` (LedgerError while another holds it)."""
         self.root = Path(root)
+        self._lock: int | None = None
         if create:
-            leftovers = [p for p in self.root.iterdir() if not is_temp(p)] if self.root.exists() else []
-            if leftovers and not (self.root / MANIFEST).exists():
+            held = list(self.root.iterdir()) if self.root.exists() else []
+            if [p for p in held if not is_temp(p) and p.name != LOCK] and not (self.root / MANIFEST).exists():
                 raise LedgerError(
                     f"{self.root} is not empty and is not a ledger (no {MANIFEST}); "
                     "choose an empty or new folder"
                 )
             self.root.mkdir(parents=True, exist_ok=True)
+            if lock:  # a writer (dpriv release): held until unlock(), one writer at a time
+                self._lock = hold_lock(self.root)
             if not (self.root / MANIFEST).exists():
                 self._write_manifest({"releases": []})
-            self._clean()
+            remove_temp(self.root)  # what a killed writer left
+            if not self.committed() and (self.root / POLICY).is_file():  # a first commit killed half-way:
+                (self.root / POLICY).unlink()  # it would pin a policy nothing was released under
             if prepare:
                 self.prepare_next()
         elif not (self.root / MANIFEST).is_file():
             missing = "does not exist" if not self.root.exists() else f"is not a ledger (no {MANIFEST})"
             raise LedgerError(f"{self.root} {missing}")
 
-    def _clean(self) -> None:
-        """Remove what a killed writer left anywhere in the ledger: temp files and temp state
-        folders (``.<name>.<8 random characters>``), and nothing else."""
-        for p in sorted(self.root.rglob(".*"), reverse=True):
-            if is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
-                shutil.rmtree(p)
-            elif is_temp(p) and p.exists() and p.is_file():
-                p.unlink()
+    def unlock(self) -> None:
+        """Let another writer open the ledger (the lock taken by ``create``)."""
+        drop_lock(self._lock)
+        self._lock = None
 
     def prepare_next(self) -> None:
         """Ready the folders of the release after the last commit (``releases/<j>/``,
@@ -171,7 +185,7 @@ class Ledger:
                     "new ledger for the new file"
                 )
             shown = "; ".join(
-                f"{k}: {_short(stored, k)} recorded, {_short(given, k)} given" for k in diff[:6]
+                f"{k}: {short_value(stored, k)} recorded, {short_value(given, k)} given" for k in diff[:6]
             )
             raise LedgerError(
                 f"the policy differs from the one this ledger was started with (fields {diff}: "
@@ -206,7 +220,7 @@ class Ledger:
         ``manifest.json`` recorded (``manifest``: that file already read, else read here): a
         hand edit would otherwise change every later release."""
         path = self.root / POLICY
-        stored = _read_json(path)
+        stored = read_json(path)
         recorded = recorded_digest(self.manifest() if manifest is None else manifest, self.root)
         if recorded is not None and (not isinstance(stored, dict) or policy_digest(stored) != recorded):
             raise LedgerError(
@@ -280,6 +294,8 @@ class Ledger:
         made = not rdir.exists()
         rdir.mkdir(parents=True, exist_ok=True)
         id_col, nbuckets = state_split or (None, 1)
+        pending = getattr(self, "_pending_policy", None)  # a new ledger's policy, or one taken up
+        before = (self.root / POLICY).read_bytes() if (self.root / POLICY).exists() else None
         try:
             with staged_state(self.state_dir(index), state, id_col, nbuckets):  # workers write parts
                 write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
@@ -289,22 +305,23 @@ class Ledger:
                 seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
                 metrics = {**metrics, "seconds": seconds}
             write_record(rdir / "metrics.json", metrics)
-            pending = getattr(self, "_pending_policy", None)
-            if pending is not None:  # a new ledger's policy, or one a running ledger took up
+            if pending is not None:
                 atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
-                self._pending_policy = None
             manifest = self.manifest()
             if "policy_sha256" not in manifest and (self.root / POLICY).exists():  # first commit
-                manifest["policy_sha256"] = policy_digest(_read_json(self.root / POLICY))
+                manifest["policy_sha256"] = policy_digest(read_json(self.root / POLICY))
             # each release also records the digest it was committed under: removing the
             # manifest's own then reads as damage, not as an earlier ledger without one
             digest = {"policy_sha256": manifest["policy_sha256"]} if "policy_sha256" in manifest else {}
             manifest["releases"].append({"index": index, **entry, **digest})
             self._write_manifest(manifest)
+            self._pending_policy = None
         except BaseException:  # an interrupt or a failed write: release `index` was never committed
             remove_own(self.state_dir(index))
             if made:
                 remove_own(rdir)
+            if pending is not None:  # the policy as it was before this commit
+                restore_file(self.root / POLICY, before)
             raise
 
     def read_state(self, index: int) -> pd.DataFrame:
@@ -367,25 +384,13 @@ class Ledger:
         path = self.release_dir(index) / "metrics.json"
         if not path.is_file():
             self.check_committed(index)
-        record = _read_json(path)  # read once: the record is built from it
-        if not isinstance(record, dict):
+        record = read_json(path)  # read once: the record is built from it
+        problem = (
+            "not a JSON object" if not isinstance(record, dict) else ReleaseRecord.number_problem(record)
+        )
+        if problem:
             raise LedgerError(
-                f"ledger file {path} holds no release's metrics (not a JSON object): "
+                f"ledger file {path} holds no release's metrics ({problem}): "
                 "the ledger is damaged; restore the file from a backup"
             )
         return ReleaseRecord.from_dict(record)
-
-
-def _read_json(path: Path) -> Any:
-    """The JSON of a ledger file; LedgerError naming the file when it is missing or damaged
-    (a report or an attack on a ledger must not pass one off as a dpriv bug)."""
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise LedgerError(
-            f"ledger file {path} is missing: the ledger is damaged; restore it from a backup"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LedgerError(
-            f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
-        ) from None

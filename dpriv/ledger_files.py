@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dpriv.errors import LedgerError
-from dpriv.io import TEMP_SUFFIX
+from dpriv.io import TEMP_SUFFIX, atomic_write
 from dpriv.ledger_manifest import MANIFEST
 
 if TYPE_CHECKING:
@@ -43,7 +45,7 @@ def remove_if_unused(root: Path, manifest: Path, *, keep_root: bool = False) -> 
         return
     items = sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True)
     files = [p for p in items if not p.is_dir() or p.is_symlink()]
-    if any(p != manifest and not is_temp(p) for p in files):
+    if any(p not in (manifest, root / LOCK) and not is_temp(p) for p in files):
         return
     try:
         if (manifest).exists() and json.loads((manifest).read_text()) != {"releases": []}:
@@ -62,6 +64,46 @@ OWN_FILES = re.compile(r"(view|sensitive|state)\.parquet|metrics\.json|part-\d{5
 #: A temp file or folder of :func:`dpriv.io.atomic_write` or :func:`dpriv.state_parts.staged_state`:
 #: ``.<name>.``, the 8 characters of :func:`tempfile.mkstemp` and :data:`dpriv.io.TEMP_SUFFIX`.
 _TEMP = re.compile(r"\..+\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
+
+
+#: The file a writer of the ledger holds locked (``flock``) from opening to its last commit, so
+#: that a second ``dpriv release`` on the same ledger is refused instead of committing the same
+#: index twice (or removing the first one's temp files as a killed writer's). The kernel drops
+#: the lock when the process ends, however it ends.
+LOCK = ".dpriv-lock"
+
+
+def hold_lock(root: Path) -> int:
+    """Lock ``root/.dpriv-lock`` for this process (created 0600 if new); the open descriptor,
+    for :func:`drop_lock`. LedgerError when another process holds it."""
+    import fcntl
+
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise LedgerError(
+            f"another dpriv command is writing the ledger {root} (it holds {root / LOCK}); wait "
+            "for it to finish, then run this one again"
+        ) from None
+    return fd
+
+
+def drop_lock(fd: int | None) -> None:
+    """Release a lock of :func:`hold_lock` (the file stays: it is the ledger's own)."""
+    if fd is not None:
+        os.close(fd)
+
+
+def remove_temp(root: Path) -> None:
+    """Remove what a killed writer left anywhere under ``root``: temp files and temp state
+    folders (``.<name>.<8 random characters>.dpriv-tmp``), and nothing else."""
+    for p in sorted(root.rglob(".*"), reverse=True):
+        if is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
+            shutil.rmtree(p)
+        elif is_temp(p) and p.exists() and p.is_file():
+            p.unlink()
 
 
 def is_temp(path: Path) -> bool:
@@ -115,3 +157,26 @@ def discard_new_ledger(fn: F) -> F:
             raise
 
     return wrapped  # type: ignore[return-value]
+
+
+def restore_file(path: Path, content: bytes | None) -> None:
+    """``path`` back to ``content`` (None: no such file)."""
+    if content is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write(path, content)
+
+
+def read_json(path: Path) -> Any:
+    """The JSON of a ledger file; LedgerError naming the file when it is missing or damaged
+    (a report or an attack on a ledger must not pass one off as a dpriv bug)."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LedgerError(
+            f"ledger file {path} is missing: the ledger is damaged; restore it from a backup"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LedgerError(
+            f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
+        ) from None

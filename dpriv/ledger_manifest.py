@@ -65,3 +65,11 @@ def entries_problem(entries: list[dict[str, Any]]) -> str | None:
         if not isinstance(entry.get("policy_sha256", ""), str):
             return f"release {pos} has a policy_sha256 that is not a digest"
     return None
+
+
+def short_value(values: dict[str, Any], key: str) -> str:
+    """A policy field's value for a message ("not set" when absent), at most 60 characters."""
+    if key not in values:
+        return "not set"
+    text = json.dumps(values[key])
+    return text if len(text) <= 60 else text[:57] + "..."

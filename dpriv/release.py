@@ -20,10 +20,9 @@ The respondent state is a Dask DataFrame in buckets of a hash of the id holding,
 respondent, the last ``W`` posteriors (W = the order of BK^seq), their count and the release
 and QI-group of the last one. A respondent who skips releases keeps her own state and is
 revised when she reappears (§1.4 "Timing"); a suppressed respondent gets no posterior for
-that release (Algorithm 1, note b). Only small things reach the client: the key histogram
-(bounded by the QI grid), the number of suppressed tuples (the repair runs as a worker task),
-per-part reports and metrics (``tests/test_client_bytes.py``: <= 1 % of the view's bytes
-outside the metrics); the BK^seq tables are scattered to the workers once per release.
+that release (Algorithm 1, note b). Only small things reach the client (the key histogram,
+the suppressed count, per-part reports and metrics: ``tests/test_client_bytes.py``, <= 1 % of
+the view's bytes outside the metrics); the BK^seq tables go to the workers once per release.
 """
 
 from __future__ import annotations
@@ -159,82 +158,82 @@ def release_history(
             check_sensitive_values(summary.s_counts, policy, view=i)
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
-    ledger = Ledger(ledger_dir, create=True, prepare=False)  # prepared below, if a release is to be made
-    ledger.check_policy({**policy.fingerprint(), **pinned}, files=pinned_files(policy, knowledge.source))
-    check_ledger_whole(ledger)
-    window = knowledge.order
-    committed = {r["index"]: r for r in ledger.committed()}
-    id_dtype = meta_of(history)[policy.id].dtype
-    # the last committed state; a Dask state whose partitions are its buckets is joined where it lies
-    held = ledger.held_state(max(committed)) if committed else None
-    state = held.frame if held else empty_state(policy, window, id_dtype)
-    n_state, state_buckets = (held.rows, held.buckets) if held else (0, None)
-    nparts = npartitions or policy.npartitions or 2
-    todo = [i for i in indices if i not in committed]
-    if todo:  # before any work; nothing to release: a user's file there is no obstacle
-        ledger.prepare_next()
-    # IE counts of the views before the first release to make, once; then view by view
-    tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
-    gate = hist_pd = None
-    if gate_on(policy):  # the gate reads the history on the client
-        from dpriv.gate import RetroGate  # the adversary's kernels only when the gate is on
+    ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work
+    try:  # the ledger's lock (one writer at a time) is dropped however this ends
+        ledger.check_policy({**policy.fingerprint(), **pinned}, files=pinned_files(policy, knowledge.source))
+        check_ledger_whole(ledger)
+        window = knowledge.order
+        committed = {r["index"]: r for r in ledger.committed()}
+        id_dtype = meta_of(history)[policy.id].dtype
+        # the last committed state; a Dask state whose partitions are its buckets is joined where it lies
+        held = ledger.held_state(max(committed)) if committed else None
+        state = held.frame if held else empty_state(policy, window, id_dtype)
+        n_state, state_buckets = (held.rows, held.buckets) if held else (0, None)
+        nparts = npartitions or policy.npartitions or 2
+        todo = [i for i in indices if i not in committed]
+        if todo:  # before any work; nothing to release: a user's file there is no obstacle
+            ledger.prepare_next()
+        # IE counts of the views before the first release to make, once; then view by view
+        tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
+        gate = hist_pd = None
+        if gate_on(policy):  # the gate reads the history on the client
+            from dpriv.gate import RetroGate  # the adversary's kernels only when the gate is on
 
-        hist_pd = history.compute() if is_dask(history) else history
-        gate = RetroGate.from_ledger(ledger, hist_pd, policy)
-    for i in indices:
-        view = _view(history, policy, i)
-        digest = summaries[i].input_sha
-        if i in committed:
-            if committed[i].get("input_sha", digest) != digest:  # none recorded: not compared
-                raise InputError(
-                    f"view {i} differs from the one committed in the ledger; a committed "
-                    "release cannot change: start a new ledger or restore the input"
-                )
-            continue
-        if in_process(summaries[i].n_rows, n_state):
-            view = to_pandas(view).reset_index(drop=True)
-        elif not is_dask(view):
-            view = dd.from_pandas(view, npartitions=nparts, sort=False)
-        tables = tracker.tables()
-        nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
-        run = functools.partial(
-            release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
-            npartitions=nparts, method=method, nbuckets=nbuckets, state_buckets=state_buckets,
-        )  # fmt: skip
-        if gate is None:
-            metrics, released, state, sensitive = run(policy)
-        else:
-            metrics, released, state, sensitive = gate.release(run, _view(hist_pd, policy, i), i, tables)
-        tracker.add(view)
-        released = released_dates(released, policy)
-        entry = {"input_sha": digest, "state_buckets": nbuckets}  # the count: a resumed history's state
-        split = (policy.id, nbuckets)
-        ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=split)
-        # a Dask state comes one partition per bucket: the next release joins it where it lies
-        n_state, state_buckets = len(state), (nbuckets if is_dask(state) else None)
-        if on_release:
-            on_release(i, metrics)
+            hist_pd = history.compute() if is_dask(history) else history
+            gate = RetroGate.from_ledger(ledger, hist_pd, policy)
+        for i in indices:
+            view = _view(history, policy, i)
+            digest = summaries[i].input_sha
+            if i in committed:
+                if committed[i].get("input_sha", digest) != digest:  # none recorded: not compared
+                    raise InputError(
+                        f"view {i} differs from the one committed in the ledger; a committed "
+                        "release cannot change: start a new ledger or restore the input"
+                    )
+                continue
+            if in_process(summaries[i].n_rows, n_state):
+                view = to_pandas(view).reset_index(drop=True)
+            elif not is_dask(view):
+                view = dd.from_pandas(view, npartitions=nparts, sort=False)
+            tables = tracker.tables()
+            nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
+            run = functools.partial(
+                release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
+                npartitions=nparts, method=method, nbuckets=nbuckets, state_buckets=state_buckets,
+            )  # fmt: skip
+            if gate is None:
+                metrics, released, state, sensitive = run(policy)
+            else:
+                metrics, released, state, sensitive = gate.release(run, _view(hist_pd, policy, i), i, tables)
+            tracker.add(view)
+            released = released_dates(released, policy)
+            entry = {"input_sha": digest, "state_buckets": nbuckets}  # the count: a resumed history's state
+            split = (policy.id, nbuckets)
+            ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=split)
+            # a Dask state comes one partition per bucket: the next release joins it where it lies
+            n_state, state_buckets = len(state), (nbuckets if is_dask(state) else None)
+            if on_release:
+                on_release(i, metrics)
+    finally:
+        ledger.unlock()
     return ledger
 
 
 #: Views of at most this many tuples are released in process (pandas, the same kernels, no
-#: persist/wait round trip per step; :func:`release_view`), larger ones on Dask. On 2 cores the
-#: in-process path is faster at every size up to 50,000 (``benchmarks/bench_small_views.py``,
-#: docs/architecture.md "Small views"); the bytes are the same either way.
+#: persist/wait per step; :func:`release_view`), larger ones on Dask: on 2 cores faster at every
+#: size up to 50,000 (``benchmarks/bench_small_views.py``), the same bytes either way.
 SMALL_VIEW_ROWS = 50_000
 #: ... provided the respondent state has at most this many rows (collected on the client).
 SMALL_STATE_ROWS = 500_000
 
 
 def in_process(n_rows: int, n_state: int) -> bool:
-    """Whether a view of ``n_rows`` tuples is released in process, the respondent state
-    holding ``n_state`` rows."""
+    """Whether a view of ``n_rows`` tuples (the state: ``n_state`` rows) is released in process."""
     return n_rows <= SMALL_VIEW_ROWS and n_state <= SMALL_STATE_ROWS
 
 
 def collected(history: pd.DataFrame | dd.DataFrame, sizes: list[int]) -> pd.DataFrame | dd.DataFrame:
-    """A Dask history whose every view releases in process (each view and the whole history
-    within the thresholds above) as one pandas frame: read once, not once per view (issue 13)."""
+    """A Dask history whose views all release in process as one pandas frame: read once, not per view."""
     small = bool(sizes) and max(sizes) <= SMALL_VIEW_ROWS and sum(sizes) <= SMALL_STATE_ROWS
     return to_pandas(history).reset_index(drop=True) if is_dask(history) and small else history
 

@@ -4,6 +4,7 @@ column flags as anonymize, the effective policy is printed, views smaller than k
 ``small_view``, and the small CLI gaps (--version, a header-only KPR table, a path given to the
 Python API) are closed. Refusals: exit 2, the message, and every byte and mtime unchanged."""
 
+import errno
 import json
 import os
 import re
@@ -886,3 +887,54 @@ def test_anonymize_with_a_historys_policy_releases_one_view_without_its_time_col
     assert "note: the policy's time column 'view' is not in" in res.stderr
     released = pd.read_csv(tmp_path / "o.csv")
     assert len(released) == 60 and released.groupby("qi_group").size().min() >= 3
+
+
+@pytest.mark.parametrize(
+    ("code", "said", "exit_code"),
+    [
+        (errno.ENOSPC, "no space left on device writing {out}; free space or choose a folder", 2),
+        (errno.EROFS, "read-only file system writing {out}; choose a folder you can write to", 2),
+        (errno.EIO, "internal error: OSError", 1),  # not the user's to fix
+    ],
+)
+def test_a_full_disk_or_read_only_folder_is_a_clear_refusal(tmp_path, monkeypatch, code, said, exit_code):
+    """The drill: a full disk (release, report) and a read-only ledger (attack) were internal
+    errors, exit 1, naming no file."""
+    from typer.testing import CliRunner
+
+    import dpriv.io
+    from dpriv.cli import app
+
+    out = tmp_path / "o.parquet"
+
+    def failing(path, data, mode=0o644):
+        raise OSError(code, os.strerror(code), str(path))
+
+    monkeypatch.setattr(dpriv.io, "atomic_write", failing)
+    random_view(60, seed=1).to_csv(tmp_path / "v.csv", index=False)
+    args = ["anonymize", str(tmp_path / "v.csv"), "--out", str(out), *QI, "--t", "1", "--j", "10"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == exit_code and said.format(out=out) in res.output, res.output
+    assert not out.exists()
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_exit_130(monkeypatch, capsys):
+    """A Ctrl-C in the first second (pandas and Dask importing) printed an import traceback."""
+    import builtins
+    import sys as _sys
+
+    from dpriv.__main__ import main
+
+    real = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "dpriv.cli":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.delitem(_sys.modules, "dpriv.cli", raising=False)
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "interrupted (Ctrl-C) while starting: nothing was read or written\n"

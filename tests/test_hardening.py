@@ -639,6 +639,7 @@ def test_nothing_is_written_outside_the_ledger_root(tmp_path, monkeypatch):
     assert files == {
         "manifest.json",
         "policy.json",
+        ".dpriv-lock",  # the writer's lock (empty)
         *(f"releases/{i}/{f}" for i in (1, 2) for f in ("view.parquet", "metrics.json")),
         *(f"state/{i}/state.parquet" for i in (1, 2)),
     }

@@ -374,3 +374,54 @@ def test_reading_a_release_the_ledger_does_not_hold_says_so(ledger):
     with pytest.raises(LedgerError, match=r"view\.parquet is missing: the ledger is damaged"):
         ledger.read_view(1)
     assert len(ledger.read_state(1)) == 2
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_ledger(ledger):
+    """Two dpriv release runs at once committed release 11 twice (a manifest every later command
+    refused), or the second's clean-up removed the first's temp file mid-write."""
+    root = ledger.root
+    first = Ledger(root, create=True, lock=True)  # dpriv release holds the ledger
+    (root / "releases" / "2").mkdir()
+    writing = root / "releases" / "2" / ".view.parquet.ab12cd34.dpriv-tmp"
+    writing.write_bytes(b"PAR1 being written")  # the first writer's file, mid-write
+    with pytest.raises(LedgerError, match=r"another dpriv command is writing the ledger .*wait"):
+        Ledger(root, create=True, lock=True)
+    assert writing.exists()
+    first.unlock()  # the first writer is done (or died: the kernel drops its lock)
+    second = Ledger(root, create=True, lock=True)
+    assert not writing.exists()  # now a killed writer's leftover
+    second.unlock()
+    Ledger(root).read_view(1)  # readers never take the lock
+
+
+def test_a_first_commit_that_fails_leaves_no_policy_behind(tmp_path, monkeypatch):
+    """A full disk while the first manifest was written left policy.json next to an empty
+    manifest: it pinned a policy nothing was released under ('the policy differs ...')."""
+    led = Ledger(tmp_path / "led", create=True, lock=True)
+    led.check_policy({"k": 5, "t": 0.5})
+
+    def full(manifest):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(led, "_write_manifest", full)
+    with pytest.raises(OSError, match="No space left"):
+        commit(led, 1)
+    assert not (led.root / "policy.json").exists() and led.last_index() == 0
+    led.unlock()
+    # a first commit killed between the two writes (SIGKILL: no except ran): removed on opening
+    (led.root / "policy.json").write_text('{"k": 5, "t": 0.5}')
+    Ledger(led.root, create=True)
+    assert not (led.root / "policy.json").exists()
+
+
+def test_a_metrics_file_with_text_for_a_number_is_named(ledger):
+    """report: internal ValueError (could not convert string to float: 'x')."""
+    path = ledger.release_dir(1) / "metrics.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "t_achieved": "x"}))
+    with pytest.raises(LedgerError, match=r"holds no release's metrics \(t_achieved = 'x' is not"):
+        ledger.read_metrics(1)
+    path.write_text(json.dumps({"n_released": True}))
+    with pytest.raises(LedgerError, match=r"n_released = True is not a number"):
+        ledger.read_metrics(1)
+    path.write_text(json.dumps({"n_released": 2, "t_achieved": 0.25, "k_achieved": None}))
+    assert ledger.read_metrics(1).t_achieved == 0.25

@@ -4,6 +4,7 @@ mapping, policy loading and the writer of output tables."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import sys
@@ -11,7 +12,7 @@ import traceback
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import pandas as pd
 import typer
@@ -206,23 +207,37 @@ def command(fn):
             raise
         except KeyboardInterrupt:
             _interrupted(debug)
-        except PermissionError as exc:  # a folder made read-only after the checks, a ledger's
-            if debug:
+        except OSError as exc:
+            if not isinstance(exc, PermissionError) and exc.errno not in _WRITE_ERRORS:
+                _internal(exc, debug)
+            if debug:  # a folder read-only (or made so after the checks), a full disk or quota
                 traceback.print_exc()
+            why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+            fix = "free space or " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
             _say(
-                f"error: permission denied writing {exc.filename or 'a file'}; choose a folder you "
-                "can write to (a ledger keeps its last committed release)"
+                f"error: {why.lower()} writing {exc.filename or 'a file'}; {fix}choose a folder you "
+                "can write to (--out FILE where the command has it; a ledger keeps its last "
+                "committed release)"
             )
             raise typer.Exit(2) from None
         except Exception as exc:  # noqa: BLE001 - the CLI's last resort
-            if _by_interrupt(exc):  # Ctrl-C inside a compiled kernel surfaces as a SystemError
-                _interrupted(debug)
-            if debug:
-                traceback.print_exc()
-            _say(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-            raise typer.Exit(1) from None
+            _internal(exc, debug)
 
     return wrapper
+
+
+#: errno values of a write the user can fix: read-only file system, no space left, quota.
+_WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES)
+
+
+def _internal(exc: BaseException, debug: bool) -> NoReturn:
+    """Exit 1 for what is dpriv's own fault (130 for Ctrl-C inside a compiled kernel)."""
+    if _by_interrupt(exc):  # Ctrl-C inside a compiled kernel surfaces as a SystemError
+        _interrupted(debug)
+    if debug:
+        traceback.print_exc()
+    _say(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+    raise typer.Exit(1) from None
 
 
 Categorical = Annotated[

@@ -95,6 +95,17 @@ class ReleaseRecord(Mapping[str, Any]):
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
+    def number_problem(cls, data: Mapping[str, Any]) -> str | None:
+        """The first number field of ``data`` (a ``metrics.json``) that holds something else
+        (``t_achieved = 'x'``), as a message; None when every one is a number or absent."""
+        for f in fields(cls):
+            value = data.get(f.name)
+            if f.type in ("int | None", "float | None") and value is not None:
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    return f"{f.name} = {value!r} is not a number"
+        return None
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReleaseRecord:
         """The record of a flat mapping (the JSON, or the merged parts of a release); keys
         that are not fields go to ``extra``, missing ones are None."""
