@@ -843,6 +843,9 @@ def test_python_dash_m_runs_the_same_command_line(tmp_path):
 def test_help_keeps_bracketed_text():
     """Help texts name policy tables and released intervals in brackets; none is lost as markup."""
     wide = {"COLUMNS": "250"}
-    assert "[lo-hi] and {a,b}" in CliRunner().invoke(app, ["export", "--help"], env=wide).output
+    assert "[lo-hi] and {a,b}" in " ".join(
+        CliRunner().invoke(app, ["export", "--help"], env=wide).output.split()
+    )
     release = CliRunner().invoke(app, ["release", "--help"], env=wide).output
-    assert "wins over [hierarchies] in the policy" in release
+    # the words, however an older click wraps them (it may ignore COLUMNS)
+    assert "wins over [hierarchies] in the policy" in " ".join(release.split())
