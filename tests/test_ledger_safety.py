@@ -420,9 +420,15 @@ def test_a_metrics_file_with_text_for_a_number_is_named(ledger):
     path.write_text(json.dumps({**json.loads(path.read_text()), "t_achieved": "x"}))
     with pytest.raises(LedgerError, match=r"holds no release's metrics \(t_achieved = 'x' is not"):
         ledger.read_metrics(1)
-    path.write_text(json.dumps({"n_released": True}))
-    with pytest.raises(LedgerError, match=r"n_released = True is not a number"):
-        ledger.read_metrics(1)
+    for bad, said in [({"n_released": True}, "n_released = True"),
+                      ({"t_achieved": float("inf")}, "t_achieved = inf"),
+                      ({"confident_share": "x"}, "confident_share = 'x'"),
+                      ({"seconds": {"rbk": "x"}}, "seconds.rbk = 'x'")]:  # fmt: skip
+        path.write_text(json.dumps(bad))
+        with pytest.raises(LedgerError, match=rf"{re.escape(said)} is not a finite number"):
+            ledger.read_metrics(1)
+    path.write_text(json.dumps({"confident_precision": float("nan"), "seconds": 1.5}))
+    assert ledger.read_metrics(1).n_released is None  # NaN: a measure not defined, as written
     path.write_text(json.dumps({"n_released": 2, "t_achieved": 0.25, "k_achieved": None}))
     assert ledger.read_metrics(1).t_achieved == 0.25
 
