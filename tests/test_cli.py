@@ -444,6 +444,9 @@ def test_kpr_spec_test_vector(cli, tmp_path):
 def test_kpr_unknown_column(cli, tmp_path):
     pd.DataFrame({"age": [30, 40]}).to_csv(tmp_path / "o.csv", index=False)
     assert_refused(cli("kpr", tmp_path / "o.csv", tmp_path / "o.csv", "--known", "age,height"), "height")
+    # a header-only original (text columns) against a numeric synthetic: a type message before
+    (tmp_path / "h.csv").write_text("age,sex\n")
+    assert_refused(cli("kpr", tmp_path / "h.csv", tmp_path / "o.csv", "--known", "age"), "h.csv has no rows")
 
 
 # -- generate + release ------------------------------------------------------------------------
