@@ -181,6 +181,10 @@ def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int
             os.fsync(fh.fileno())
         os.chmod(tmp, public_mode() if mode is None else mode)
         os.replace(tmp, path)
+    except OSError as exc:
+        if exc.filename is None:  # a write or fsync on a full disk names no file: name the target
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

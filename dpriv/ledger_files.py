@@ -73,19 +73,37 @@ _TEMP = re.compile(r"\..+\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
 LOCK = ".dpriv-lock"
 
 
+class LedgerBusy(LedgerError):
+    """Another process holds the ledger's lock (:func:`hold_lock`)."""
+
+
 def hold_lock(root: Path) -> int:
-    """Lock ``root/.dpriv-lock`` for this process (created 0600 if new); the open descriptor,
-    for :func:`drop_lock`. LedgerError when another process holds it."""
+    """Lock ``root/.dpriv-lock`` for this process (a regular file, created 0600 if new, never
+    through a symbolic link); the open descriptor, for :func:`drop_lock`. LedgerBusy when
+    another process holds it; LedgerError when it cannot be a lock (a folder, a link) or the
+    file system has no locks."""
+    import errno
     import fcntl
 
-    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    path = root / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EISDIR):
+            raise
+        raise LedgerError(f"{path} is not dpriv's lock file (a folder or a link): remove it") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as exc:
         os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise LedgerBusy(
+                f"another dpriv command is writing the ledger {root} (it holds {path}); wait for it "
+                "to finish, then run this one again (never delete the lock file by hand)"
+            ) from None
         raise LedgerError(
-            f"another dpriv command is writing the ledger {root} (it holds {root / LOCK}); wait "
-            "for it to finish, then run this one again"
+            f"cannot lock {path} ({exc.strerror}): the file system has no file locks; keep the "
+            "ledger on a local disk or a file system with locks"
         ) from None
     return fd
 
@@ -151,12 +169,29 @@ def discard_new_ledger(fn: F) -> F:
         new = created or (root.is_dir() and not (root / MANIFEST).exists())
         try:
             return fn(*args, **kwargs)
+        except LedgerBusy:  # the folder is another writer's now: nothing of it is touched
+            raise
         except BaseException:
-            if new:
-                remove_if_unused(root, root / MANIFEST, keep_root=not created)
+            if new and root.is_dir() and not root.is_symlink():
+                _discard(root, keep_root=not created)
             raise
 
     return wrapped  # type: ignore[return-value]
+
+
+def _discard(root: Path, *, keep_root: bool) -> None:
+    """:func:`remove_if_unused` under the ledger's lock: nothing is removed while another
+    writer holds it (it came meanwhile, and the folder is its ledger now)."""
+    if not (root / LOCK).exists() and not (root / MANIFEST).exists():
+        return  # refused before the ledger was opened: nothing of dpriv's is there
+    try:
+        fd = hold_lock(root)
+    except LedgerError:
+        return
+    try:
+        remove_if_unused(root, root / MANIFEST, keep_root=keep_root)
+    finally:
+        drop_lock(fd)
 
 
 def restore_file(path: Path, content: bytes | None) -> None:

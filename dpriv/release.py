@@ -42,7 +42,7 @@ from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
-from dpriv.errors import InputError, PolicyError
+from dpriv.errors import PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checks import (
@@ -70,6 +70,7 @@ from dpriv.release_check import (  # noqa: F401
     check_anatomy_groups,
     check_ledger_whole,
     check_qi_groups,
+    check_unchanged,
     verify_parts,
     verify_view,  # noqa: F401 - public here (dpriv verify)
 )
@@ -185,11 +186,7 @@ def release_history(
             view = _view(history, policy, i)
             digest = summaries[i].input_sha
             if i in committed:
-                if committed[i].get("input_sha", digest) != digest:  # none recorded: not compared
-                    raise InputError(
-                        f"view {i} differs from the one committed in the ledger; a committed "
-                        "release cannot change: start a new ledger or restore the input"
-                    )
+                check_unchanged(committed[i], i, digest)
                 continue
             if in_process(summaries[i].n_rows, n_state):
                 view = to_pandas(view).reset_index(drop=True)

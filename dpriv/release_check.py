@@ -330,3 +330,15 @@ def _shown(recorded, given) -> str:
 def _cut(value) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_unchanged(entry: dict, index: int, digest: str) -> None:
+    """InputError when view ``index`` of a resumed history is not the one the ledger committed
+    (``entry``: its manifest entry; ``digest``: the view's now). Not compared when the entry
+    records no digest (a ledger of an early dpriv)."""
+    if entry.get("input_sha", digest) != digest:
+        raise InputError(
+            f"view {index} differs from the one committed in the ledger (its rows, or only a "
+            "column's type: ages 45 read as 45.0 after a change of export tool); a committed "
+            "release cannot change: restore the input as it was released, or start a new ledger"
+        )

@@ -71,6 +71,14 @@ def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     assert list(written.columns[:3]) == ["release", "adversary_gain", "n_tuples"]
     names = sorted(p.name for p in (out / "ledger" / "attack").iterdir())
     assert names == [".dpriv-outputs", "gain_dk.csv", "gain_snapshot.csv"]  # with their record
+    # a hand edit of a result the report draws as dpriv's is said (it was drawn without a word)
+    gain = out / "ledger" / "attack" / "gain_snapshot.csv"
+    edited = pd.read_csv(gain)
+    edited.assign(adversary_gain=edited["adversary_gain"] / 2).to_csv(gain, index=False)
+    res = CliRunner().invoke(app, ["report", str(out / "ledger"), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert "note: attack/gain_snapshot.csv changed since dpriv attack wrote it" in res.output
+    assert "gain_dk.csv changed" not in res.output
 
 
 def test_the_printed_gain_table_shows_zero_as_zero_and_says_what_a_dash_is():

@@ -938,3 +938,17 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_exit_130(monkeypatch, c
         main()
     assert stopped.value.code == 130
     assert capsys.readouterr().err == "interrupted (Ctrl-C) while starting: nothing was read or written\n"
+
+
+def test_a_full_disk_during_the_write_names_the_file(tmp_path):
+    """A write or fsync that fails for lack of space raises OSError without a file name: the
+    CLI said 'no space left on device writing a file'."""
+    from dpriv.io import atomic_write
+
+    def fill(fh):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError) as failed:
+        atomic_write(tmp_path / "manifest.json", fill)
+    assert failed.value.errno == errno.ENOSPC and failed.value.filename == str(tmp_path / "manifest.json")
+    assert list(tmp_path.iterdir()) == []  # no temp file left

@@ -212,6 +212,21 @@ def test_the_report_reference_line_reads_a_date_qi_as_the_release_did(cli, tmp_p
     res = cli("export", "--ledger", tmp_path / "led", "--view", "2", "--out", tmp_path / "e.csv")
     assert res.exit_code == 0, res.output
     exported = pd.read_csv(tmp_path / "e.csv", dtype=str, keep_default_na=False)
+    # release 1's metrics for view 2 (the same number of rows): were taken as view 2's
+    other = tmp_path / "led" / "releases" / "1" / "metrics.json"
+    res = cli(
+        "export",
+        "--ledger",
+        tmp_path / "led",
+        "--view",
+        "2",
+        "--out",
+        tmp_path / "e1.csv",
+        "--metrics",
+        other,
+    )
+    assert res.exit_code == 2 and "release 1 (this view: 2)" in res.output, res.output
+    assert not (tmp_path / "e1.csv").exists()
     released = pd.read_parquet(tmp_path / "led" / "releases" / "2" / "view.parquet")
     assert exported["adm"].tolist() == [
         f"[{a}/{b}]" for a, b in zip(released["adm_min"], released["adm_max"])

@@ -271,3 +271,22 @@ def test_a_truncated_state_of_the_last_release_is_refused_naming_it(released, tm
     hist = released / "h12.parquet"
     refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), "cannot be read")
     assert snapshot(root) == before
+
+
+def test_a_resumed_view_whose_column_only_changed_type_says_so(released, tmp_path):
+    """A weekly job whose export tool began writing ages as 45.0 was told only that view 1
+    'differs'; the message now names that case."""
+    root = tmp_path / "L"
+    shutil.copytree(released / "L", root)
+    history = pd.read_parquet(released / "history.parquet")
+    assert pd.api.types.is_integer_dtype(history["age"])
+    history.astype({"age": "float64"}).to_parquet(tmp_path / "h.parquet", index=False)
+    before = snapshot(root)
+    res = run(
+        released, "release", tmp_path / "h.parquet", "--ledger", root, "--policy", released / "policy.toml"
+    )
+    assert res.exit_code == 2, res.output
+    assert (
+        "view 1 differs from the one committed in the ledger (its rows, or only a column's type" in res.output
+    )
+    assert snapshot(root) == before

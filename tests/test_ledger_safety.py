@@ -420,8 +420,57 @@ def test_a_metrics_file_with_text_for_a_number_is_named(ledger):
     path.write_text(json.dumps({**json.loads(path.read_text()), "t_achieved": "x"}))
     with pytest.raises(LedgerError, match=r"holds no release's metrics \(t_achieved = 'x' is not"):
         ledger.read_metrics(1)
-    path.write_text(json.dumps({"n_released": True}))
-    with pytest.raises(LedgerError, match=r"n_released = True is not a number"):
-        ledger.read_metrics(1)
+    for bad, said in [({"n_released": True}, "n_released = True"),
+                      ({"t_achieved": float("inf")}, "t_achieved = inf"),
+                      ({"confident_share": "x"}, "confident_share = 'x'"),
+                      ({"seconds": {"rbk": "x"}}, "seconds.rbk = 'x'")]:  # fmt: skip
+        path.write_text(json.dumps(bad))
+        with pytest.raises(LedgerError, match=rf"{re.escape(said)} is not a finite number"):
+            ledger.read_metrics(1)
+    path.write_text(json.dumps({"confident_precision": float("nan"), "seconds": 1.5}))
+    assert ledger.read_metrics(1).n_released is None  # NaN: a measure not defined, as written
     path.write_text(json.dumps({"n_released": 2, "t_achieved": 0.25, "k_achieved": None}))
     assert ledger.read_metrics(1).t_achieved == 0.25
+
+
+def test_a_writer_refused_at_the_lock_leaves_the_other_writers_new_ledger_alone(tmp_path):
+    """Two first releases into one new folder: the refused one removed the folder (manifest,
+    lock, the other's temp files) while the other was writing; both failed."""
+    from dpriv.ledger_files import LedgerBusy, discard_new_ledger
+
+    root, held = tmp_path / "new", []
+
+    @discard_new_ledger
+    def second_writer(history, policy, ledger_dir):
+        held.append(Ledger(ledger_dir, create=True, lock=True))  # the first arrives meanwhile
+        Ledger(ledger_dir, create=True, lock=True)
+
+    with pytest.raises(LedgerBusy):
+        second_writer(None, None, root)
+    assert (root / "manifest.json").is_file() and (root / ".dpriv-lock").is_file()
+    held[0].unlock()
+
+
+def test_a_lock_that_cannot_be_one_is_named(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    root = tmp_path / "L"
+    root.mkdir()
+    (root / ".dpriv-lock").mkdir()
+    with pytest.raises(LedgerError, match=r"\.dpriv-lock is not dpriv's lock file \(a folder or a link\)"):
+        Ledger(root, create=True, lock=True)  # was IsADirectoryError, exit 1
+    (root / ".dpriv-lock").rmdir()
+    (root / ".dpriv-lock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(LedgerError, match="not dpriv's lock file"):
+        Ledger(root, create=True, lock=True)
+    assert not (tmp_path / "elsewhere").exists()  # a link was followed: a file made outside
+    (root / ".dpriv-lock").unlink()
+
+    def unsupported(fd, how):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", unsupported)
+    with pytest.raises(LedgerError, match="the file system has no file locks") as refused:
+        Ledger(root, create=True, lock=True)
+    assert "another dpriv command" not in str(refused.value)

@@ -12,12 +12,14 @@ from dpriv.cli.common import (
     Debug,
     Ledger,
     PolicyFile,
+    _say,
     app,
     check_out,
     command,
     load_policy,
     write_frame,
 )
+from dpriv.cli.outputs import changed_since_written
 from dpriv.errors import PolicyError
 from dpriv.policy_base import with_hint
 
@@ -204,6 +206,11 @@ def report(
     led = Ledger(ledger)
     path = write_report(led, out, title=title, history=history)  # records it in .dpriv-outputs
     curves = gain_curves(led)
+    for name in changed_since_written(led.root / "attack"):
+        _say(
+            f"note: attack/{name} changed since dpriv attack wrote it (its bytes differ from "
+            "attack/.dpriv-outputs): the report shows the edited figures; run dpriv attack again"
+        )
     typer.echo(
         f"report of {len(led.committed())} release(s) written to {path}"
         + (f"; adversary gains: {', '.join(curves)}" if curves else "; no attack results in attack/")

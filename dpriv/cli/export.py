@@ -101,11 +101,18 @@ def export(
                 f"cannot read n_suppressed from {metrics} ({type(exc).__name__}: {exc}); give the "
                 "release's metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
             ) from None
-        if record.get("n_released", len(frame)) != len(frame):  # '*' rows of another release
+        own = {
+            "n_released": len(frame),
+            "n_groups": int(frame["qi_group"].nunique()) if "qi_group" in frame else None,
+        }
+        if ledger is not None:
+            own["release"] = view
+        wrong = [k for k, v in own.items() if v is not None and record.get(k, v) != v]
+        if wrong:  # its suppressed count would become '*' rows of this release
+            shown = ", ".join(f"{k} {record[k]} (this view: {own[k]})" for k in wrong)
             raise InputError(
-                f"{metrics} records {record['n_released']} released tuples, but {source} has "
-                f"{len(frame)} rows: these are another release's metrics; give this release's "
-                "metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
+                f"{metrics} records {shown}: these are another release's metrics; give this "
+                "release's metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
             )
     result = to_interchange(
         frame,

@@ -19,11 +19,14 @@ def kpr(
     debug: Debug = False,
 ) -> None:
     """Knowledge Protection Rate (docs/algorithms.md E21), last line "KPR <value>"."""
+    from dpriv.errors import InputError
     from dpriv.io import read_table
     from dpriv.metrics.kpr import kpr as run
 
     names = [k.strip() for k in known.split(",")]
     orig, synth = read_table(original), read_table(synthetic)
+    if len(orig.head(1, npartitions=-1)) == 0:  # before the types: a header-only CSV reads as text
+        raise InputError(f"kpr: the original table {original} has no rows; KPR needs n > 0 records")
     if len(synth.head(1, npartitions=-1)) == 0:  # a header-only CSV has no types: take the original's
         synth = synth.astype({c: orig.dtypes[c] for c in names if c in synth.columns and c in orig.columns})
     res = run(orig, synth, names)

@@ -127,6 +127,13 @@ def written_by(path: Path) -> str | None:
     return entry.kind if entry.sha256 == _digest(path) else None
 
 
+def changed_since_written(folder: Path) -> list[str]:
+    """Names of the files of ``folder`` its record lists whose bytes are no longer the ones
+    dpriv wrote (a hand edit of an attack result the report would draw as dpriv's)."""
+    entries = _read_record(Path(folder).absolute()) or {}
+    return sorted(n for n in entries if (Path(folder) / n).is_file() and written_by(Path(folder) / n) is None)
+
+
 def record_output(path: Path, kind: str) -> None:
     """Record that the command ``kind`` has just written ``path`` (in ``.dpriv-outputs`` of its
     folder, written atomically). A ``.dpriv-outputs`` that is not a dpriv record is left as it

@@ -14,6 +14,7 @@ A record reads like the dict it is written from (``record["n_groups"]``, ``recor
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -98,11 +99,17 @@ class ReleaseRecord(Mapping[str, Any]):
     def number_problem(cls, data: Mapping[str, Any]) -> str | None:
         """The first number field of ``data`` (a ``metrics.json``) that holds something else
         (``t_achieved = 'x'``), as a message; None when every one is a number or absent."""
-        for f in fields(cls):
-            value = data.get(f.name)
-            if f.type in ("int | None", "float | None") and value is not None:
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    return f"{f.name} = {value!r} is not a number"
+        numbers = [f.name for f in fields(cls) if f.type in ("int | None", "float | None")]
+        seconds = data.get("seconds")
+        steps = seconds if isinstance(seconds, dict) else {"": seconds}
+        checked = {
+            **{k: data.get(k) for k in (*numbers, *TAIL_KEYS)},
+            **{f"seconds.{k}".rstrip("."): v for k, v in steps.items()},
+        }
+        for name, value in checked.items():
+            bad = value is not None and (isinstance(value, bool) or not isinstance(value, int | float))
+            if bad or (isinstance(value, float) and math.isinf(value)):  # NaN: a measure not defined
+                return f"{name} = {value!r} is not a finite number"
         return None
 
     @classmethod
