@@ -168,16 +168,21 @@ def released_days(frame: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     out = {}
     for q in date_qi(policy):
         for c in (f"{q}_min", f"{q}_max"):
-            if c not in frame.columns or pd.api.types.is_integer_dtype(frame[c].dtype):
-                continue
-            days = to_days(frame[c])
-            if days is frame[c] or days.isna().any():
-                raise InputError(
-                    f"released column {c!r} of the date QI {q!r} holds values that are not dates "
-                    f"(e.g. {frame[c].iloc[0]!r}): give the released view as dpriv wrote it"
-                )
-            out[c] = days
+            if c in frame.columns and not pd.api.types.is_integer_dtype(frame[c].dtype):
+                out[c] = bound_days(frame[c], c, q)
     return frame.assign(**out) if out else frame
+
+
+def bound_days(bounds: pd.Series, column: str, q: str) -> pd.Series:
+    """A released bound column ``column`` of the date QI ``q`` as whole days (int64);
+    InputError naming it when a value is not a date."""
+    days = to_days(bounds)
+    if days is bounds or days.isna().any():
+        raise InputError(
+            f"released column {column!r} of the date QI {q!r} holds values that are not dates "
+            f"(e.g. {bounds.iloc[0]!r}): give the released view as dpriv wrote it"
+        )
+    return days
 
 
 def date_qi(policy: ReleasePolicy) -> list[str]:

@@ -113,22 +113,18 @@ def date_hints_of(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> l
 
 def check_until(until: object) -> None:
     """InputError unless ``until`` (release the views up to this index) is None or an int >= 1."""
-    if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 1):
-        raise InputError(
-            f"until must be a whole number >= 1 (release the views up to this index) or None, not {until!r}"
-        )
+    _check_count("until", until, "release the views up to this index")
 
 
 def check_npartitions(npartitions: object) -> None:
     """InputError unless ``npartitions`` (Hilbert ranges per view) is None or an int >= 1 (0
     fell back to the default without a word, -3 failed deep inside Dask)."""
-    if npartitions is not None and (
-        isinstance(npartitions, bool) or not isinstance(npartitions, int) or npartitions < 1
-    ):
-        raise InputError(
-            f"npartitions must be a whole number >= 1 (Hilbert ranges per view, --npartitions) or "
-            f"None, not {npartitions!r}"
-        )
+    _check_count("npartitions", npartitions, "Hilbert ranges per view, --npartitions")
+
+
+def _check_count(name: str, value: object, meaning: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InputError(f"{name} must be a whole number >= 1 ({meaning}) or None, not {value!r}")
 
 
 def missing_time(columns, policy: ReleasePolicy) -> str:

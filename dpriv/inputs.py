@@ -168,7 +168,7 @@ def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: b
     if odd:  # min/max and EMD need an order: complex numbers have none
         raise InputError(f"column(s) {odd} hold complex numbers: use their real part, magnitude or text")
     policy = with_date_kinds(view, policy)
-    _numbers_as_dates(meta_of(view), policy)
+    _numbers_as_dates(meta, policy)
     return prepare_view(view, policy, ids=ids), policy
 
 

@@ -38,7 +38,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from dpriv.dates import EPOCH, is_date_dtype, to_days
+from dpriv.dates import EPOCH, bound_days, is_date_dtype
 from dpriv.errors import InputError
 from dpriv.released import GROUP
 
@@ -280,7 +280,7 @@ def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray, date: bool) ->
     lo_c, hi_c = f"{q}_min", f"{q}_max"
     date = date or is_date_dtype(released[lo_c].dtype)
     if date:
-        released = released.assign(**{c: _days(released[c], c, q) for c in (lo_c, hi_c)})
+        released = released.assign(**{c: bound_days(released[c], c, q) for c in (lo_c, hi_c)})
     for c in (lo_c, hi_c):
         x = released[c]
         if not pd.api.types.is_numeric_dtype(x.dtype) or pd.api.types.is_bool_dtype(x.dtype):
@@ -302,18 +302,6 @@ def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray, date: bool) ->
     write = date_interval_text if date else interval_text
     text = np.array([write(a, b) for a, b in zip(lo[first].tolist(), hi[first].tolist())], dtype=object)
     return text[codes]
-
-
-def _days(bounds: pd.Series, column: str, q: str) -> pd.Series:
-    """A date QI's bound column as whole days since 1970-01-01; InputError naming it when a
-    value is not a date."""
-    days = to_days(bounds)
-    if days is bounds or days.isna().any():
-        raise InputError(
-            f"column {column!r} of the date QI {q!r} holds values that are not dates (e.g. "
-            f"{bounds.iloc[0]!r}): export the view as dpriv released it"
-        )
-    return days
 
 
 def _same_within_groups(values: np.ndarray, codes: np.ndarray, column: str) -> None:

@@ -295,7 +295,7 @@ class Ledger:
         rdir.mkdir(parents=True, exist_ok=True)
         id_col, nbuckets = state_split or (None, 1)
         pending = getattr(self, "_pending_policy", None)  # a new ledger's policy, or one taken up
-        before = (self.root / POLICY).read_bytes() if (self.root / POLICY).exists() else None
+        before = (self.root / POLICY).read_bytes() if pending and (self.root / POLICY).exists() else None
         try:
             with staged_state(self.state_dir(index), state, id_col, nbuckets):  # workers write parts
                 write_parquet(rdir / "view.parquet", view, drop_private=drop_private)

@@ -169,9 +169,7 @@ def discard_new_ledger(fn: F) -> F:
         new = created or (root.is_dir() and not (root / MANIFEST).exists())
         try:
             return fn(*args, **kwargs)
-        except LedgerBusy:  # the folder is another writer's now: nothing of it is touched
-            raise
-        except BaseException:
+        except BaseException:  # a refusal at the lock included: _discard then finds it held
             if new and root.is_dir() and not root.is_symlink():
                 _discard(root, keep_root=not created)
             raise

@@ -236,8 +236,8 @@ def test_value_set_inconsistent_or_malformed_is_caught():
     policy = POLICY.model_copy(update={"domains": {**POLICY.domains, "sex": levels}})
     said = [p for p in _problems(r.assign(sex="*"), policy=policy) if "are not value sets" in p]
     assert said == [
-        f"QI 'sex': values ['*'] are not value sets '{{a,b}}' of its levels {levels} (nodes of a "
-        "hierarchy? give it: --hierarchy sex=PATH or [hierarchies])"
+        f"QI 'sex': values ['*'] are not value sets '{{a,b}}' of its levels {levels} (hierarchy "
+        "nodes? give it: --hierarchy sex=PATH or [hierarchies])"
     ]
 
 

@@ -44,7 +44,7 @@ def column_problems(
     extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
     if extra:
         whole = [c for c in extra if c in policy.qi]  # a QI released as one column: hierarchy nodes
-        hint = f" (hierarchy nodes? give it: --hierarchy {whole[0]}=PATH or [hierarchies])" if whole else ""
+        hint = f" ({_hierarchy_hint(whole[0])})" if whole else ""
         problems.append(f"{what}columns {extra} are not part of the {fmt} {expected}{hint}")
     missing = [c for c in expected if c not in cols]
     if missing:
@@ -112,7 +112,7 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
             if wrong:
                 problems.append(
                     f"QI {q!r}: values {sorted(wrong)[:5]} are not value sets '{{a,b}}' of its levels "
-                    f"{levels[:8]} (nodes of a hierarchy? give it: --hierarchy {q}=PATH or [hierarchies])"
+                    f"{levels[:8]} ({_hierarchy_hint(q)})"
                 )
             usable.append(q)
     if has_group and len(released):
@@ -128,3 +128,8 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
                         "rows of the group (one interval / value set per group)"
                     )
     return problems, usable
+
+
+def _hierarchy_hint(q: str) -> str:
+    """What to do when QI ``q`` looks released with a hierarchy the check was not given."""
+    return f"hierarchy nodes? give it: --hierarchy {q}=PATH or [hierarchies]"
