@@ -952,3 +952,30 @@ def test_a_full_disk_during_the_write_names_the_file(tmp_path):
         atomic_write(tmp_path / "manifest.json", fill)
     assert failed.value.errno == errno.ENOSPC and failed.value.filename == str(tmp_path / "manifest.json")
     assert list(tmp_path.iterdir()) == []  # no temp file left
+
+
+def test_a_failed_first_result_leaves_no_empty_folder(cli, generated, tmp_path, monkeypatch):
+    """The drill: ``dpriv attack`` that failed writing its first result (a full disk) left an
+    empty ``attack/`` folder in the ledger; ``write_report(led, "new/deeper/r.html")`` empty
+    ``new/deeper/``."""
+    import dpriv.io
+
+    out, _ = generated
+    led = tmp_path / "led"
+    release_history(
+        read_table(str(out / "history.parquet")), ReleasePolicy.from_toml(out / "policy.toml"), led, until=1
+    )
+    before = snapshot(led)
+
+    def full(path, data, mode=0o644):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(dpriv.io, "atomic_write", full)
+    res = cli("attack", led, "--history", out / "history.parquet", "--knowledge", "dk")
+    assert_refused(res, "no space left on device writing")
+    assert snapshot(led) == before and not (led / "attack").exists()
+    from dpriv.report import write_report  # the library creates the page's folder (the CLI refuses)
+
+    with pytest.raises(OSError, match="No space left"):
+        write_report(led, tmp_path / "new" / "deeper" / "r.html")
+    assert not (tmp_path / "new").exists()
