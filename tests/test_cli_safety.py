@@ -979,3 +979,28 @@ def test_a_failed_first_result_leaves_no_empty_folder(cli, generated, tmp_path, 
     with pytest.raises(OSError, match="No space left"):
         write_report(led, tmp_path / "new" / "deeper" / "r.html")
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("method", ["mondrian-l", "mondrian-bt"])
+def test_verify_holds_a_baseline_ledger_to_what_its_method_promised(cli, tmp_path, method):
+    """The drill: ``verify --ledger`` failed valid Mondrian l and (B,t) releases on t (a
+    criterion they never promised), while their metrics.json said ok."""
+    from dpriv.release_check import verify_view
+
+    out = tmp_path / "gen"
+    mh = medical_history(n_views=2, view_size=300, seed=3)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.1, "l": 2, "max_suppression": 1.0}})
+    led = tmp_path / "led"
+    pol = ReleasePolicy.from_toml(out / "policy.toml")
+    ledger = release_history(mh.history, pol, led, method=method)
+    hist = out / "history.parquet"
+    res = cli("verify", "--ledger", led, "--view", "1", "--history", hist)
+    assert res.exit_code == 0 and "ok: True" in res.output and f"method: {method}" in res.output, res.output
+    # the release does break t = 0.1 (so the check above is not vacuous), and k still counts
+    as_jsreduce = verify_view(ledger.read_view(1), mh.history, ledger.policy(), view=1)
+    assert not as_jsreduce.ok and any("EMD" in p for p in as_jsreduce.problems)
+    rel = ledger.read_view(1)
+    first = rel["qi_group"] == rel["qi_group"].iloc[0]
+    broken = rel[~first | ~first.duplicated()]  # one tuple left of the first group: below k
+    report = verify_view(broken, mh.history, ledger.policy(), view=1, method=method)
+    assert not report.ok and any("< k" in p or "k =" in p for p in report.problems), report.problems
