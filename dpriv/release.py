@@ -38,7 +38,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
-from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
+from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_pandas
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
@@ -99,6 +99,7 @@ MERGE_REFUSED = (
 
 
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
+@shuffle_method()  # Dask's shuffles as measured fastest here, unless the user's config says
 def release_history(
     history: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy | dict,
@@ -359,6 +360,7 @@ class Anonymized:
     sensitive: pd.DataFrame | None = None
 
 
+@shuffle_method()
 def anonymize(
     view: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy | dict,
