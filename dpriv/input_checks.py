@@ -34,6 +34,7 @@ def resolve_policy(
     if not policy.is_resolved():
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         data = to_pandas(view[cols])
+        check_same_text(data)
         check_inferred_exit_values(data, policy)
         resolved, inferred = policy.resolve(data)
         notes = notes + inferred + date_hints(data, policy, resolved)
@@ -41,6 +42,25 @@ def resolve_policy(
     if policy.time:  # every view of a history at once (one view is checked whole by validate_view)
         check_rows(view, policy)
     return policy, notes
+
+
+def check_same_text(data: pd.DataFrame) -> None:
+    """InputError for a column whose domain is to be inferred and that holds two distinct
+    values written alike (``1`` and ``"1"``): the released view and the policy write values as
+    text, where the two would be one value."""
+    for c in data.columns:
+        if not pd.api.types.is_object_dtype(data[c].dtype):
+            continue
+        seen: dict[str, object] = {}
+        for v in pd.unique(data[c].dropna()):
+            if str(v) in seen:
+                other = seen[str(v)]
+                raise InputError(
+                    f"column {c!r} holds {other!r} ({type(other).__name__}) and {v!r} "
+                    f"({type(v).__name__}), which read the same once released: write its values "
+                    "one way (all text, or all numbers)"
+                )
+            seen[str(v)] = v
 
 
 def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> None:
