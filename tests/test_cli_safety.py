@@ -974,8 +974,10 @@ def test_a_failed_first_result_leaves_no_empty_folder(cli, generated, tmp_path, 
     res = cli("attack", led, "--history", out / "history.parquet", "--knowledge", "dk")
     assert_refused(res, "no space left on device writing")
     assert snapshot(led) == before and not (led / "attack").exists()
+    import dpriv.report.page
     from dpriv.report import write_report  # the library creates the page's folder (the CLI refuses)
 
+    monkeypatch.setattr(dpriv.report.page, "atomic_write", full)  # imported by name there
     with pytest.raises(OSError, match="No space left"):
         write_report(led, tmp_path / "new" / "deeper" / "r.html")
     assert not (tmp_path / "new").exists()
