@@ -1006,3 +1006,13 @@ def test_verify_holds_a_baseline_ledger_to_what_its_method_promised(cli, tmp_pat
     broken = rel[~first | ~first.duplicated()]  # one tuple left of the first group: below k
     report = verify_view(broken, mh.history, ledger.policy(), view=1, method=method)
     assert not report.ok and any("< k" in p or "k =" in p for p in report.problems), report.problems
+
+
+def test_generate_warns_when_its_policy_would_refuse_a_view(cli, tmp_path):
+    """The drill: ``generate medical --view-size 3`` exited 0 silently; its policy.toml (k 5)
+    then made ``dpriv release`` refuse every view."""
+    res = cli("generate", "medical", "--views", 2, "--view-size", 3, "--out", tmp_path / "g")
+    assert res.exit_code == 0 and (tmp_path / "g" / "policy.toml").exists()
+    assert "warning: 2 view(s) hold fewer tuples than the policy's k = 5 (view 1: 3, view 2: 3)" in res.output
+    res = cli("generate", "medical", "--views", 2, "--view-size", 5, "--out", tmp_path / "g5")
+    assert res.exit_code == 0 and "warning" not in res.output, res.output
