@@ -142,6 +142,15 @@ def check_npartitions(npartitions: object) -> None:
     _check_count("npartitions", npartitions, "Hilbert ranges per view, --npartitions")
 
 
+def check_loop_args(until: object, npartitions: object, on_release: object) -> None:
+    """``release_history``'s loop arguments: :func:`check_until`, :func:`check_npartitions`,
+    and ``on_release`` a function or None (a TypeError after release 1 was committed before)."""
+    check_until(until)
+    check_npartitions(npartitions)
+    if on_release is not None and not callable(on_release):
+        raise InputError(f"on_release must be a function of (index, metrics) or None, not {on_release!r}")
+
+
 def _check_count(name: str, value: object, meaning: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InputError(f"{name} must be a whole number >= 1 ({meaning}) or None, not {value!r}")

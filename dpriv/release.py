@@ -47,8 +47,8 @@ from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checks import (
     check_history,
+    check_loop_args,
     check_npartitions,
-    check_until,
     history_summaries,
     resolve_policy,
 )
@@ -140,8 +140,7 @@ def release_history(
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
-    check_until(until)
-    check_npartitions(npartitions)
+    check_loop_args(until, npartitions, on_release)
     history = as_frame(history, "release_history", "history")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)

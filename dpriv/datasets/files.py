@@ -107,6 +107,11 @@ def write_history(
     Path
         The path of ``policy.toml``.
     """
+    if not isinstance(mh, MedicalHistory):
+        raise InputError(
+            f"write_history() takes the MedicalHistory that medical_history() returns, not a "
+            f"{type(mh).__name__}: write_history(out, medical_history(...))"
+        )
     out = Path(out_dir)
     check_generated(out, overwrite=overwrite)
     text = _policy_text(mh, policy_extra)
