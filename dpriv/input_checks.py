@@ -189,6 +189,8 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         problems = problems_of(history, _time_problems, policy)
         header = policy.time in {str(v) for v in idx.tolist()}  # a file appended with its header
         fix = "delete the header line(s) repeated inside the file" if header else "renumber the views"
+        if not header and not has_nan and all(isinstance(v, str) for v in idx.tolist()):
+            fix = f"store them as integers (e.g. frame[{policy.time!r}].astype(int))"
         rows = sorted((r for found in problems["rows"] for r in found), key=lambda r: r.position)
         count = int(problems["count"].sum()) if rows else 0
         where = f" ({describe(rows, count, policy.id, None, whole=True)})" if rows else ""
@@ -229,6 +231,9 @@ def _not_indices(values: pd.Series) -> str:
             whole = False
         if not whole:
             bad.append(repr(v))
+    texts = sorted({repr(v) for v in values.tolist() if isinstance(v, str)})
+    if not bad and texts:  # "1", "2": numbers written as text (a column built as strings)
+        return f"numbers written as text ({', '.join(texts[:5])})"
     return ", ".join(sorted(set(bad))[:5]) or "whole numbers of a non-integer type"
 
 

@@ -662,3 +662,13 @@ def test_a_value_written_two_ways_and_periods_are_refused_by_name():
     v["age"] = pd.period_range("2020-01", periods=30, freq="M")
     with pytest.raises(InputError, match=r"QI 'age' holds periods \(period\[M\]\); convert them to dates"):
         anonymize(v, POLICY)
+
+
+def test_release_indices_written_as_text_are_named_so(tmp_path):
+    """The drill: a time column of "1"/"2" was said to hold 'whole numbers of a non-integer
+    type', with the advice to renumber the views."""
+    hist = pd.concat([view(30).assign(v="1"), view(30, seed=1).assign(v="2")], ignore_index=True)
+    with pytest.raises(
+        InputError, match=r"it holds numbers written as text \('1', '2'\): store them as integers"
+    ):
+        release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")
