@@ -67,8 +67,9 @@ def distributed_client() -> Any:
 #: Dask's shuffle method for dpriv's steps (set_index on the Hilbert key and on the label, the
 #: joins on the id) when the user's Dask config names none: ``"tasks"``. Dask's own default
 #: under a distributed client, ``"p2p"``, cost more per shuffle at the sizes measured on 2
-#: workers (10^6 tuples: the Hilbert shuffle step 4.6-5.1 s against 0.9-1.5 s, the release
-#: 22.7-23.9 s against 15.2-20.8 s; 10^7: 215 s against 198 s; docs/scaling.md).
+#: workers (10^6 tuples, the recommended defense: the Hilbert shuffle step 2.5-2.7 s against
+#: 0.9-1.0 s, the release 14.3-14.6 s against 12.6 s, on 1 worker 20.5-20.9 s against 15.6-17.5
+#: s; 10^7: 215 s against 198 s; docs/scaling.md).
 SHUFFLE_METHOD = "tasks"
 
 
@@ -76,11 +77,11 @@ SHUFFLE_METHOD = "tasks"
 def shuffle_method() -> Iterator[str]:
     """Within the block, Dask shuffles use :data:`SHUFFLE_METHOD` unless the Dask config
     (``dataframe.shuffle.method``, e.g. ``DASK_DATAFRAME__SHUFFLE__METHOD=p2p``) names one,
-    which is then kept; yields the method in use. The bytes released are the same under
+    which is then kept (but ``"p2p"`` without a distributed client, where it cannot run:
+    ``"tasks"`` then); yields the method in use. The bytes released are the same under
     either (each step orders its rows itself)."""
     chosen = dask.config.get("dataframe.shuffle.method", None)
-    if chosen is not None:
+    if chosen is None or (chosen == "p2p" and distributed_client() is None):
+        chosen = SHUFFLE_METHOD
+    with dask.config.set({"dataframe.shuffle.method": chosen}):
         yield chosen
-        return
-    with dask.config.set({"dataframe.shuffle.method": SHUFFLE_METHOD}):
-        yield SHUFFLE_METHOD

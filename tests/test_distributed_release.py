@@ -152,14 +152,19 @@ def test_a_released_row_that_differs_from_the_verified_ones_is_never_written(
     assert not (tmp_path / "led" / "releases" / "1" / "view.parquet").exists()
 
 
-def test_shuffle_method_is_tasks_unless_the_dask_config_names_one():
-    from dpriv._dispatch import shuffle_method
+def test_shuffle_method_is_tasks_unless_the_dask_config_names_one(monkeypatch):
+    import dpriv._dispatch as dispatch
 
-    with shuffle_method() as used:
-        assert used == "tasks" == dask.config.get("dataframe.shuffle.method")
-    assert dask.config.get("dataframe.shuffle.method", None) is None  # restored
-    with dask.config.set({"dataframe.shuffle.method": "p2p"}), shuffle_method() as used:
-        assert used == "p2p" == dask.config.get("dataframe.shuffle.method")
+    for client in (None, object()):  # without and with a distributed client
+        monkeypatch.setattr(dispatch, "distributed_client", lambda c=client: c)
+        with dispatch.shuffle_method() as used:
+            assert used == "tasks" == dask.config.get("dataframe.shuffle.method")
+        assert dask.config.get("dataframe.shuffle.method", None) is None  # restored
+        with dask.config.set({"dataframe.shuffle.method": "p2p"}), dispatch.shuffle_method() as used:
+            # the user's choice is kept where it can run: p2p needs the distributed scheduler
+            assert (
+                used == ("tasks" if client is None else "p2p") == dask.config.get("dataframe.shuffle.method")
+            )
 
 
 def test_release_shuffles_by_tasks_by_default_and_p2p_gives_the_same_bytes(client, tmp_path, monkeypatch):
@@ -182,7 +187,7 @@ def test_release_shuffles_by_tasks_by_default_and_p2p_gives_the_same_bytes(clien
     assert seen == ["tasks", "tasks"]
     with dask.config.set({"dataframe.shuffle.method": "p2p"}):
         p2p = release_history(hist, policy, tmp_path / "p2p", npartitions=4)
-    assert seen[2:] == ["p2p", "p2p"]
+    assert seen[2:] == ["p2p", "p2p"]  # the user's choice, under a distributed client
     for i in (1, 2):
         assert (tasks.release_dir(i) / "view.parquet").read_bytes() == (
             p2p.release_dir(i) / "view.parquet"
