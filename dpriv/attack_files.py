@@ -61,7 +61,7 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, or
     the file exists and is not an attack result; LedgerError when ``ledger`` is not a ledger
     folder."""
-    from dpriv.io import atomic_write
+    from dpriv.io import atomic_write, made_folder
 
     missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
     if missing:
@@ -70,11 +70,11 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     if not path.parent.parent.is_dir():
         raise LedgerError(f"{path.parent.parent} is not a ledger folder (release into it first)")
     check_result_file(path)
-    path.parent.mkdir(exist_ok=True)
-    atomic_write(path, gain.to_csv(index=False).encode(), mode=None)
     from dpriv.cli.outputs import record_output
 
-    record_output(path, "attack")
+    with made_folder(path.parent):
+        atomic_write(path, gain.to_csv(index=False).encode(), mode=None)
+        record_output(path, "attack")
     return path
 
 

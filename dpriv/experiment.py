@@ -30,6 +30,7 @@ from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.datasets.model import TERMINAL
 from dpriv.errors import InputError
+from dpriv.experiment_files import check_out, check_views, save_figure, write_output
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -137,7 +138,10 @@ def run_experiment(
     revealed terminal value).
     """
     out = Path(out)
+    grid = grid or GRID
+    check_out(out, grid)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
+    check_views(mh.history, views, view_size)
     policy_file = out / "data" / "policy.toml"
     if not policy_file.exists():
         policy_file = write_history(out / "data", mh)
@@ -151,9 +155,7 @@ def run_experiment(
     base = ReleasePolicy.from_toml(policy_file).with_overrides(max_suppression=1.0)
     runs, gains, retro = [], [], []
     use_deductions = deductions_available()
-    for method, params in itertools.chain.from_iterable(
-        ((m, p) for p in ps) for m, ps in (grid or GRID).items()
-    ):
+    for method, params in itertools.chain.from_iterable(((m, p) for p in ps) for m, ps in grid.items()):
         name = _name(method, params)
         policy = _policy(base, params)
         led = release_history(mh.history, policy, out / "ledgers" / name, method=method)
@@ -179,8 +181,12 @@ def run_experiment(
                 {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
                 for row in g[list(_GAIN_KEEP)].to_dict("records")
             ]
-        last = [g for g in gains if g["method"] == method and g["params"] == json.dumps(params)]
-        msg = f"{name}: max gain {max((g['adversary_gain'] for g in last), default=float('nan')):.3f}"
+        last = [
+            g["adversary_gain"] for g in gains if g["method"] == method and g["params"] == json.dumps(params)
+        ]
+        msg = f"{name}: max gain {max(last, default=float('nan')):.3f}"
+        if not any(pd.notna(last)):  # no tuple released: no gain to measure (a frontier row of NaN)
+            msg += " (every tuple suppressed: no gain is defined)"
         if retrospective:
             r = attack(
                 led,
@@ -205,7 +211,7 @@ def run_experiment(
     }
     tables["frontier"] = frontier(tables["runs"], tables["gains"], tables["retro"])
     for key, frame in tables.items():
-        frame.to_csv(out / f"{key}.csv", index=False)
+        write_output(out / f"{key}.csv", frame.to_csv(index=False).encode())
     plot(tables, out)
     return tables
 
@@ -283,7 +289,7 @@ def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
     ax.set(xlabel="release", ylabel="average semiperimeter (E11)", title="Utility per release")
     ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(out / "fig3_semiperimeter.png", dpi=120)
+    save_figure(fig, out / "fig3_semiperimeter.png")
     plt.close(fig)
     for method, g in gains.groupby("method"):
         # many settings x knowledge: the legend goes beside the axes, the layout makes room
@@ -295,7 +301,7 @@ def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
             ax.plot(h["release"], h["adversary_gain"], label=f"{params} {kind}")
         ax.set(xlabel="release", ylabel="adversary gain (E10)", title=f"{method}: adversary gain")
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol)
-        fig.savefig(out / f"gain_{method}.png", dpi=120)
+        save_figure(fig, out / f"gain_{method}.png")
         plt.close(fig)
     _frontier(front, out, plt)
 
@@ -327,5 +333,5 @@ def _frontier(front: pd.DataFrame, out: Path, plt) -> None:
         ax.legend(fontsize=8)
     fig.suptitle("Frontier (marker area ~ mean suppression; dotted: the goals of issue 12)")
     fig.tight_layout()
-    fig.savefig(out / "frontier.png", dpi=120)
+    save_figure(fig, out / "frontier.png")
     plt.close(fig)

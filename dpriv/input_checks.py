@@ -34,6 +34,7 @@ def resolve_policy(
     if not policy.is_resolved():
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         data = to_pandas(view[cols])
+        check_same_text(data)
         check_inferred_exit_values(data, policy)
         resolved, inferred = policy.resolve(data)
         notes = notes + inferred + date_hints(data, policy, resolved)
@@ -41,6 +42,25 @@ def resolve_policy(
     if policy.time:  # every view of a history at once (one view is checked whole by validate_view)
         check_rows(view, policy)
     return policy, notes
+
+
+def check_same_text(data: pd.DataFrame) -> None:
+    """InputError for a column whose domain is to be inferred and that holds two distinct
+    values written alike (``1`` and ``"1"``): the released view and the policy write values as
+    text, where the two would be one value."""
+    for c in data.columns:
+        if not pd.api.types.is_object_dtype(data[c].dtype):
+            continue
+        seen: dict[str, object] = {}
+        for v in pd.unique(data[c].dropna()):
+            if str(v) in seen:
+                other = seen[str(v)]
+                raise InputError(
+                    f"column {c!r} holds {other!r} ({type(other).__name__}) and {v!r} "
+                    f"({type(v).__name__}), which read the same once released: write its values "
+                    "one way (all text, or all numbers)"
+                )
+            seen[str(v)] = v
 
 
 def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> None:
@@ -122,6 +142,15 @@ def check_npartitions(npartitions: object) -> None:
     _check_count("npartitions", npartitions, "Hilbert ranges per view, --npartitions")
 
 
+def check_loop_args(until: object, npartitions: object, on_release: object) -> None:
+    """``release_history``'s loop arguments: :func:`check_until`, :func:`check_npartitions`,
+    and ``on_release`` a function or None (a TypeError after release 1 was committed before)."""
+    check_until(until)
+    check_npartitions(npartitions)
+    if on_release is not None and not callable(on_release):
+        raise InputError(f"on_release must be a function of (index, metrics) or None, not {on_release!r}")
+
+
 def _check_count(name: str, value: object, meaning: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InputError(f"{name} must be a whole number >= 1 ({meaning}) or None, not {value!r}")
@@ -160,6 +189,8 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         problems = problems_of(history, _time_problems, policy)
         header = policy.time in {str(v) for v in idx.tolist()}  # a file appended with its header
         fix = "delete the header line(s) repeated inside the file" if header else "renumber the views"
+        if not header and not has_nan and all(isinstance(v, str) for v in idx.tolist()):
+            fix = f"store them as integers (e.g. frame[{policy.time!r}].astype(int))"
         rows = sorted((r for found in problems["rows"] for r in found), key=lambda r: r.position)
         count = int(problems["count"].sum()) if rows else 0
         where = f" ({describe(rows, count, policy.id, None, whole=True)})" if rows else ""
@@ -200,6 +231,9 @@ def _not_indices(values: pd.Series) -> str:
             whole = False
         if not whole:
             bad.append(repr(v))
+    texts = sorted({repr(v) for v in values.tolist() if isinstance(v, str)})
+    if not bad and texts:  # "1", "2": numbers written as text (a column built as strings)
+        return f"numbers written as text ({', '.join(texts[:5])})"
     return ", ".join(sorted(set(bad))[:5]) or "whole numbers of a non-integer type"
 
 

@@ -122,6 +122,22 @@ def _is_text_id(col: pd.Series) -> bool:
     return pd.api.types.is_string_dtype(col.dtype)
 
 
+def _refuse_mixed_ids(col: pd.Series) -> None:
+    """InputError for an id column of values of several types (``7`` and ``"x8"``): the state
+    is kept in id order, and 7 and "7" would be two respondents."""
+    if not pd.api.types.infer_dtype(col, skipna=True).startswith("mixed"):
+        return
+    values = col.dropna()
+    first = {}  # one example per type, in row order
+    for v in values:
+        first.setdefault(type(v).__name__, v)
+    examples = " and ".join(f"{v!r} ({t})" for t, v in list(first.items())[:3])
+    raise InputError(
+        f"id column {col.name!r} mixes values of several types ({examples}): write every id as "
+        "text (or every id as a number)"
+    )
+
+
 def _prepare_part(
     part: pd.DataFrame, columns: list[str], id_col: str | None, dates: tuple[str, ...] = ()
 ) -> pd.DataFrame:
@@ -133,6 +149,8 @@ def _prepare_part(
         col = _nfc(_plain(col))
         if c == id_col and col.dtype != ID_STRING and _is_text_id(col):
             col = col.astype(ID_STRING)
+        elif c == id_col and pd.api.types.is_object_dtype(col.dtype):
+            _refuse_mixed_ids(col)
         if col is not part[c]:
             out[c] = col
     return part.assign(**out) if out else part
@@ -281,6 +299,14 @@ def type_problems(
                 np.ones(len(vals), dtype=bool),
                 f"{what} {name!r} holds durations ({vals.dtype}); dpriv does not generalize "
                 "durations: convert them to whole numbers (e.g. days) for a numeric QI",
+            )
+            continue
+        if isinstance(vals.dtype, pd.PeriodDtype):
+            add(
+                name,
+                np.ones(len(vals), dtype=bool),
+                f"{what} {name!r} holds periods ({vals.dtype}); convert them to dates (e.g. "
+                f"frame[{name!r}].dt.start_time, released as date intervals) or to text",
             )
             continue
         if is_date_dtype(vals.dtype):

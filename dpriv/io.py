@@ -190,6 +190,27 @@ def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int
             os.unlink(tmp)
 
 
+@contextlib.contextmanager
+def made_folder(folder: Path) -> Iterator[Path]:
+    """``folder``, created with its missing parents; when the block raises, the folders this
+    call created are removed again if still empty, so that a failed write leaves no empty
+    folder behind (dpriv removes only what the same command created)."""
+    folder = Path(folder)
+    created = []
+    missing = folder
+    while not missing.exists() and missing != missing.parent:
+        created.append(missing)
+        missing = missing.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield folder
+    except BaseException:
+        for made in created:  # innermost first: a parent is empty only once its child is gone
+            with contextlib.suppress(OSError):
+                made.rmdir()
+        raise
+
+
 def public_mode() -> int:
     """Permissions of an ordinary new file: ``0o666`` less the process umask."""
     umask = os.umask(0)

@@ -79,8 +79,12 @@ class Ledger:
         it knows a release will be written: a run with nothing to write neither refuses nor
         touches a file of the user's there.
         ``lock``: hold ``.dpriv-lock`` until :meth:`unlock` (LedgerError while another holds it)."""
+        if not isinstance(root, str | Path):
+            raise LedgerError(f"a ledger is a folder path (str or Path), not {type(root).__name__} {root!r}")
         self.root = Path(root)
         self._lock: int | None = None
+        if create and self.root.exists() and not self.root.is_dir():
+            raise LedgerError(f"{self.root} is a file, not a ledger folder: choose a new or empty folder")
         if create:
             held = list(self.root.iterdir()) if self.root.exists() else []
             if [p for p in held if not is_temp(p) and p.name != LOCK] and not (self.root / MANIFEST).exists():

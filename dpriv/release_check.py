@@ -143,6 +143,7 @@ def verify_view(
     view: int | None = None,
     sensitive: pd.DataFrame | None = None,
     recorded: int | None = None,
+    method: str = "jsreduce",
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
 
@@ -152,8 +153,9 @@ def verify_view(
     ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Besides the groups'
     checks, the release must hold the view's tuples but at most ``max_suppression`` of them
     (a truncated file is not a valid release), and exactly ``recorded`` tuples when the ledger
-    recorded that many (``n_released`` of its metrics.json): :func:`count_problems`. Raises
-    InputError / PolicyError.
+    recorded that many (``n_released`` of its metrics.json): :func:`count_problems`. The
+    groups are held to what ``method`` promises (:data:`dpriv.criteria.GUARANTEES`: a Mondrian
+    l-diversity release is checked for k and l, not t). Raises InputError / PolicyError.
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
@@ -176,7 +178,7 @@ def verify_view(
     if sensitive is not None:
         report = verify_anatomy(released, sensitive, policy, view_counts=counts)
     else:
-        report = verify_release(released, policy, view_counts=counts)
+        report = verify_release(released, policy, view_counts=counts, method=method)
     extra = count_problems(len(original), report.n_rows, policy, recorded)
     return replace(report, ok=False, problems=report.problems + extra) if extra else report
 

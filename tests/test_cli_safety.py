@@ -952,3 +952,67 @@ def test_a_full_disk_during_the_write_names_the_file(tmp_path):
         atomic_write(tmp_path / "manifest.json", fill)
     assert failed.value.errno == errno.ENOSPC and failed.value.filename == str(tmp_path / "manifest.json")
     assert list(tmp_path.iterdir()) == []  # no temp file left
+
+
+def test_a_failed_first_result_leaves_no_empty_folder(cli, generated, tmp_path, monkeypatch):
+    """The drill: ``dpriv attack`` that failed writing its first result (a full disk) left an
+    empty ``attack/`` folder in the ledger; ``write_report(led, "new/deeper/r.html")`` empty
+    ``new/deeper/``."""
+    import dpriv.io
+
+    out, _ = generated
+    led = tmp_path / "led"
+    release_history(
+        read_table(str(out / "history.parquet")), ReleasePolicy.from_toml(out / "policy.toml"), led, until=1
+    )
+    before = snapshot(led)
+
+    def full(path, data, mode=0o644):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(dpriv.io, "atomic_write", full)
+    res = cli("attack", led, "--history", out / "history.parquet", "--knowledge", "dk")
+    assert_refused(res, "no space left on device writing")
+    assert snapshot(led) == before and not (led / "attack").exists()
+    import dpriv.report.page
+    from dpriv.report import write_report  # the library creates the page's folder (the CLI refuses)
+
+    monkeypatch.setattr(dpriv.report.page, "atomic_write", full)  # imported by name there
+    with pytest.raises(OSError, match="No space left"):
+        write_report(led, tmp_path / "new" / "deeper" / "r.html")
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("method", ["mondrian-l", "mondrian-bt"])
+def test_verify_holds_a_baseline_ledger_to_what_its_method_promised(cli, tmp_path, method):
+    """The drill: ``verify --ledger`` failed valid Mondrian l and (B,t) releases on t (a
+    criterion they never promised), while their metrics.json said ok."""
+    from dpriv.release_check import verify_view
+
+    out = tmp_path / "gen"
+    mh = medical_history(n_views=2, view_size=300, seed=3)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.1, "l": 2, "max_suppression": 1.0}})
+    led = tmp_path / "led"
+    pol = ReleasePolicy.from_toml(out / "policy.toml")
+    ledger = release_history(mh.history, pol, led, method=method)
+    hist = out / "history.parquet"
+    res = cli("verify", "--ledger", led, "--view", "1", "--history", hist)
+    assert res.exit_code == 0 and "ok: True" in res.output and f"method: {method}" in res.output, res.output
+    # the release does break t = 0.1 (so the check above is not vacuous), and k still counts
+    as_jsreduce = verify_view(ledger.read_view(1), mh.history, ledger.policy(), view=1)
+    assert not as_jsreduce.ok and any("EMD" in p for p in as_jsreduce.problems)
+    rel = ledger.read_view(1)
+    first = rel["qi_group"] == rel["qi_group"].iloc[0]
+    broken = rel[~first | ~first.duplicated()]  # one tuple left of the first group: below k
+    report = verify_view(broken, mh.history, ledger.policy(), view=1, method=method)
+    assert not report.ok and any("< k" in p or "k =" in p for p in report.problems), report.problems
+
+
+def test_generate_warns_when_its_policy_would_refuse_a_view(cli, tmp_path):
+    """The drill: ``generate medical --view-size 3`` exited 0 silently; its policy.toml (k 5)
+    then made ``dpriv release`` refuse every view."""
+    res = cli("generate", "medical", "--views", 2, "--view-size", 3, "--out", tmp_path / "g")
+    assert res.exit_code == 0 and (tmp_path / "g" / "policy.toml").exists()
+    assert "warning: 2 view(s) hold fewer tuples than the policy's k = 5 (view 1: 3, view 2: 3)" in res.output
+    res = cli("generate", "medical", "--views", 2, "--view-size", 5, "--out", tmp_path / "g5")
+    assert res.exit_code == 0 and "warning" not in res.output, res.output

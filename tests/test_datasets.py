@@ -433,3 +433,21 @@ def test_the_weighting_run_stops_at_weight_views_max():
     at_cap = weights(WEIGHT_VIEWS_MAX)
     np.testing.assert_array_equal(weights(WEIGHT_VIEWS_MAX + 50), at_cap)
     assert not np.array_equal(weights(WEIGHT_VIEWS_MAX - 50), at_cap)  # below it, n_views counts
+
+
+@pytest.mark.parametrize(
+    "extra, said",
+    [
+        ({"privacy": {"k": -3}}, r"k: must be a number in \[1, inf\), got -3"),
+        ({"bogus": {"x": 1}}, r"unknown table \[bogus\]"),
+    ],
+)
+def test_write_history_refuses_an_unusable_policy_extra_before_writing(tmp_path, extra, said):
+    """The drill: ``policy_extra={"privacy": {"k": -3}}`` wrote a policy.toml (recorded as
+    generated) that dpriv then could not load."""
+    from dpriv.errors import PolicyError
+
+    mh = medical_history(n_views=1, view_size=50, seed=0)
+    with pytest.raises(PolicyError, match=said):
+        write_history(tmp_path / "out", mh, policy_extra=extra)
+    assert not (tmp_path / "out").exists()

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
+from dpriv.errors import InputError
 from dpriv.experiment import run_experiment
 
 
@@ -64,3 +65,64 @@ def test_small_experiment_writes_tables_and_figures(tmp_path):
     for png in ("fig3_semiperimeter.png", "frontier.png", "gain_jsreduce.png", "gain_mondrian-l.png"):
         img = imread(tmp_path / png)
         assert img.shape[0] > 100 and np.std(img) > 0.01  # drawn, not blank
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    return CliRunner().invoke(app, ["experiment", "paper", *map(str, args)])
+
+
+def test_experiment_never_replaces_a_file_it_did_not_write(tmp_path):
+    """The drill: ``experiment paper --out exp1`` replaced the user's runs.csv and frontier.png
+    (no check, no record); a refusal for tiny views left ``data/`` behind; ``--out`` a file or a
+    half-made ``data/`` were internal errors; ``--out`` inside a ledger wrote there."""
+    from dpriv.experiment_files import check_out, write_output
+
+    out = tmp_path / "exp"
+    out.mkdir()
+    (out / "runs.csv").write_text("my notes\n")
+    res = _cli("--out", out, "--views", 2, "--view-size", 60)
+    assert res.exit_code == 2 and "runs.csv exists and is not as an earlier dpriv experiment" in res.output
+    assert (out / "runs.csv").read_text() == "my notes\n" and sorted(p.name for p in out.iterdir()) == [
+        "runs.csv"
+    ]
+    # a view smaller than k: refused before the data are generated
+    res = _cli("--out", tmp_path / "tiny", "--views", 1, "--view-size", 3)
+    assert (
+        res.exit_code == 2
+        and "a view holds only 3 tuple(s), fewer than the generated policy's k = 5" in res.output
+    )
+    assert not (tmp_path / "tiny").exists()
+    (tmp_path / "afile").write_text("x")
+    res = _cli("--out", tmp_path / "afile", "--views", 1, "--view-size", 5)
+    assert res.exit_code == 2 and "is a file, not a folder" in res.output, res.output
+    half = tmp_path / "half" / "data"
+    half.mkdir(parents=True)
+    (half / "policy.toml").write_text("x = 1\n")
+    res = _cli("--out", half.parent, "--views", 1, "--view-size", 20)
+    assert res.exit_code == 2 and "holds policy.toml but not history.parquet" in res.output, res.output
+    # its own outputs (recorded, unchanged) are replaced by a rerun; once edited, refused
+    own = tmp_path / "own"
+    own.mkdir()
+    write_output(own / "runs.csv", b"method\n")
+    check_out(own, {"jsreduce": []})
+    (own / "runs.csv").write_text("method\nedited\n")
+    with pytest.raises(InputError, match="runs.csv exists and is not as an earlier dpriv experiment"):
+        check_out(own, {"jsreduce": []})
+
+
+def test_experiment_out_inside_a_ledger_is_refused(tmp_path):
+    from dpriv.datasets import medical_history, write_history
+    from dpriv.policy import ReleasePolicy
+    from dpriv.release import release_history
+
+    mh = medical_history(n_views=1, view_size=60, seed=0)
+    pol = ReleasePolicy.from_toml(write_history(tmp_path / "g", mh)).with_overrides(max_suppression=1.0)
+    led = release_history(mh.history, pol, tmp_path / "led").root
+    before = sorted(p.relative_to(led) for p in led.rglob("*"))
+    res = _cli("--out", led / "exp", "--views", 1, "--view-size", 20)
+    assert res.exit_code == 2 and "lies inside the release ledger" in res.output, res.output
+    assert sorted(p.relative_to(led) for p in led.rglob("*")) == before

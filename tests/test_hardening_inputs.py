@@ -24,6 +24,7 @@ from dpriv.release import anonymize, release_history
 
 QI = "age,weight,city"
 FLAGS = ("--id", "rid", "--qi", QI, "--sensitive", "s", "--k", "3", "--t", "1", "--j", "10")
+POLICY = {"id": "rid", "qi": ["age", "weight", "city"], "sensitive": "s", "k": 3, "t": 1.0, "j": 10.0}
 
 
 def view(n: int = 30, seed: int = 0) -> pd.DataFrame:
@@ -633,3 +634,41 @@ def test_a_dict_policy_is_read_as_its_fields_and_another_type_is_named():
         anonymize(view(), [fields])
     with pytest.raises(PolicyError, match="unknown key 'kk'; did you mean 'k'"):
         anonymize(view(), {**fields, "kk": 3})
+
+
+def test_ids_of_several_types_are_refused_by_name(tmp_path):
+    """The drill: ids 1, "x2", 3... failed inside the state update (TypeError: '<' not supported
+    between 'int' and 'str') after validation."""
+    hist = pd.concat([view(30).assign(v=1), view(30, seed=1).assign(v=2)], ignore_index=True)
+    hist["rid"] = [i if i % 2 else f"x{i}" for i in range(len(hist))]
+    pol = {**POLICY, "time": "v"}
+    with pytest.raises(
+        InputError, match=r"id column 'rid' mixes values of several types \('x0' \(str\) and 1 \(int\)\)"
+    ):
+        release_history(hist, pol, tmp_path / "led")
+    assert not (tmp_path / "led").exists()
+    hist["rid"] = [f"x{i}" for i in range(len(hist))]  # all text: released
+    assert release_history(hist, pol, tmp_path / "ok").last_index() == 2
+
+
+def test_a_value_written_two_ways_and_periods_are_refused_by_name():
+    """The drill: 1 and "1" in the sensitive column said 'domain of 's' must list distinct
+    values' (no domain was declared); a Period QI failed in the KPR step with advice for kpr."""
+    v = view(30)
+    v["s"] = pd.Series([1 if i % 2 else "1" for i in range(30)], dtype=object)
+    with pytest.raises(InputError, match=r"column 's' holds '1' \(str\) and 1 \(int\), which read the same"):
+        anonymize(v, POLICY)
+    v = view(30)
+    v["age"] = pd.period_range("2020-01", periods=30, freq="M")
+    with pytest.raises(InputError, match=r"QI 'age' holds periods \(period\[M\]\); convert them to dates"):
+        anonymize(v, POLICY)
+
+
+def test_release_indices_written_as_text_are_named_so(tmp_path):
+    """The drill: a time column of "1"/"2" was said to hold 'whole numbers of a non-integer
+    type', with the advice to renumber the views."""
+    hist = pd.concat([view(30).assign(v="1"), view(30, seed=1).assign(v="2")], ignore_index=True)
+    with pytest.raises(
+        InputError, match=r"it holds numbers written as text \('1', '2'\): store them as integers"
+    ):
+        release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")

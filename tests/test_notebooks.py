@@ -104,10 +104,15 @@ def test_quickstart(run, tmp_path):
     assert _images(nb) >= 3  # privacy, utility, adversary gain
     out = tmp_path / "quickstart-out"
     assert sorted(p.name for p in (out / "ledger" / "attack").iterdir()) == [
+        ".dpriv-outputs",
         "gain_dk.csv",
         "gain_snapshot.csv",
         "kpr.csv",
     ]
+    # saved with save_gain: a later dpriv attack may replace them (a hand-written CSV it refuses)
+    from dpriv.cli.outputs import written_by
+
+    assert written_by(out / "ledger" / "attack" / "gain_dk.csv") == "attack"
     page = (out / "report.html").read_text()
     assert "KPR (%)" in page and "Adversary gain" in page
     outputs = _html(nb)

@@ -63,7 +63,7 @@ def export(
     '*' rows for suppressed tuples, short G001 group labels."""
     from dpriv.dates import date_qi
     from dpriv.interchange import to_interchange
-    from dpriv.io import atomic_write, read_table
+    from dpriv.io import atomic_write, made_folder, read_table
     from dpriv.ledger import SENSITIVE
 
     if sep not in SEPARATORS:
@@ -139,10 +139,10 @@ def export(
             f"{result.n_text_classes} classes where dpriv released {result.n_groups}; group by "
             "qi_group to check dpriv's own groups"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
     delim = SEPARATORS[sep]
-    atomic_write(out, lambda fh: result.table.to_csv(fh, index=False, sep=delim), mode=None)
-    record_output(out, "export")
+    with made_folder(out.parent):
+        atomic_write(out, lambda fh: result.table.to_csv(fh, index=False, sep=delim), mode=None)
+        record_output(out, "export")
     typer.echo(f"export written to {out}")
 
 

@@ -64,6 +64,21 @@ def generate_medical(
         f"{len(mh.history)} tuples of {mh.n_respondents} respondents over {views} views; "
         f"policy: {policy_path}"
     )
+    sizes = mh.history.groupby("view").size().reindex(range(1, views + 1), fill_value=0)
+    _warn_small_views(sizes.tolist(), RECOMMENDED_DEFENSE["privacy"]["k"])
+
+
+def _warn_small_views(sizes: list[int], k: int) -> None:
+    """A warning when a generated view holds fewer than the written policy's k tuples:
+    ``dpriv release`` with that policy.toml as is refuses such a view."""
+    small = [i for i, n in enumerate(sizes, start=1) if n < k]
+    if small:
+        shown = ", ".join(f"view {i}: {sizes[i - 1]}" for i in small[:5]) + (" ..." if len(small) > 5 else "")
+        _say(
+            f"warning: {len(small)} view(s) hold fewer tuples than the policy's k = {k} ({shown}); "
+            "dpriv release refuses them with this policy.toml: give a larger --view-size (or "
+            '--attendance), or set small_view = "suppress" in its [privacy] table'
+        )
 
 
 def _generate_medical_partitioned(
@@ -88,6 +103,7 @@ def _generate_medical_partitioned(
             f"--partitions builds one view (a first release): use --views 1, not {views}; "
             "several views are generated in this process (drop --partitions)"
         )
+    _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
     with dask_client(scheduler, say=_say):
         policy_path = write_medical_view(
             out,

@@ -343,13 +343,13 @@ def write_frame(
     (:func:`check_out`) unless ``checked`` (the caller checked it before its work). ``own``: the
     ledger's own ``attack/`` file (``dpriv attack`` without ``--out``, checked by the caller with
     :func:`dpriv.attack_files.check_result_file`)."""
-    from dpriv.io import atomic_write
+    from dpriv.io import atomic_write, made_folder
 
     if not (checked or own):
         check_out(out, kind=kind, force=force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() in (".parquet", ".pq"):
-        atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
-    else:
-        atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
-    record_output(out, kind)
+    with made_folder(out.parent):
+        if out.suffix.lower() in (".parquet", ".pq"):
+            atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
+        else:
+            atomic_write(out, lambda fh: frame.to_csv(fh, index=False), mode=None)
+        record_output(out, kind)

@@ -82,7 +82,7 @@ def verify(
         check_ledger_whole(led, state=False)  # a missing or truncated release: exit 2, named
     elif released is None:
         raise InputError("give the RELEASED view to check, or --ledger L --view I")
-    eff, _ = load_effective(
+    eff, recorded_method = load_effective(
         policy,
         ledger=ledger,
         id=ROW_ID if add_row_id else id,
@@ -128,8 +128,20 @@ def verify(
         table = read_table(str(path)).compute()
     show_policy(eff)
     recorded = led.read_metrics(view).n_released if ledger is not None else None
+    # a ledger's groups are held to what its method promised (a Mondrian l release: k and l)
+    method = recorded_method if ledger is not None and recorded_method else "jsreduce"
+    if method != "jsreduce":
+        from dpriv.criteria import promised
+
+        typer.echo(f"  method: {method} (checked: {', '.join(promised(method))})")
     report = verify_view(
-        rel, orig, with_categorical(pol, None, date), view=view, sensitive=table, recorded=recorded
+        rel,
+        orig,
+        with_categorical(pol, None, date),
+        view=view,
+        sensitive=table,
+        recorded=recorded,
+        method=method,
     )
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):

@@ -107,14 +107,20 @@ def write_history(
     Path
         The path of ``policy.toml``.
     """
+    if not isinstance(mh, MedicalHistory):
+        raise InputError(
+            f"write_history() takes the MedicalHistory that medical_history() returns, not a "
+            f"{type(mh).__name__}: write_history(out, medical_history(...))"
+        )
     out = Path(out_dir)
     check_generated(out, overwrite=overwrite)
+    text = _policy_text(mh, policy_extra)
     (out / "knowledge").mkdir(parents=True, exist_ok=True)
     target = out / "history.parquet"
     if target.is_dir():  # a Parquet dataset of generate --partitions, checked unchanged above
         _remove_dataset(target)
     mh.history.to_parquet(target, index=False)
-    return _write_knowledge_and_policy(out, mh, policy_extra)
+    return _write_knowledge_and_policy(out, mh, text)
 
 
 #: What :func:`write_history` / :func:`write_medical_view` write, relative to ``out_dir``.
@@ -201,20 +207,39 @@ def _record_generated(out: Path, files: tuple[str, ...] = GENERATED_FILES) -> No
             record_output(out / name, "generate")
 
 
-def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> Path:
-    """``knowledge/dk.npz``, ``knowledge/dk-{1,2,3}.npz`` and ``policy.toml`` of ``mh``
-    (uses ``mh.knowledge``, ``mh.config``, ``mh.values``; not ``mh.history``)."""
+def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, text: str) -> Path:
+    """``knowledge/dk.npz``, ``knowledge/dk-{1,2,3}.npz`` and ``policy.toml`` (``text``, from
+    :func:`_policy_text`) of ``mh`` (uses ``mh.knowledge``, ``mh.values``; not ``mh.history``)."""
     (out / "knowledge").mkdir(parents=True, exist_ok=True)
     mh.knowledge.save(out / "knowledge" / "dk.npz")
     for n in (1, 2, 3):
         mh.n_step(n).save(out / "knowledge" / f"dk-{n}.npz")
-    policy = policy_dict(mh)
-    if policy_extra:
-        policy = _deep_merge(policy, policy_extra)
     path = out / "policy.toml"
-    path.write_text(toml_dumps(policy), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     _record_generated(out)
     return path
+
+
+def _policy_text(mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> str:
+    """``policy.toml``'s text for ``mh`` with ``policy_extra`` merged in, read back as a policy
+    first: PolicyError (nothing written yet) when the merge makes a file dpriv cannot load
+    (``{"privacy": {"k": -3}}``, an unknown table)."""
+    import tempfile
+
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+
+    text = toml_dumps(_deep_merge(policy_dict(mh), policy_extra or {}))
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "policy.toml").write_text(text, encoding="utf-8")
+        try:
+            ReleasePolicy.from_toml(Path(tmp) / "policy.toml")
+        except PolicyError as exc:
+            why = str(exc).replace(f"policy file {Path(tmp) / 'policy.toml'}", "the generated policy")
+            raise PolicyError(
+                f"policy_extra {policy_extra!r} gives a policy dpriv cannot use: {why}"
+            ) from None
+    return text
 
 
 def write_medical_view(
@@ -266,6 +291,7 @@ def write_medical_view(
     mh = MedicalHistory(frame._meta, knowledge, VALUES, CLASS_MAP, config)
     out = Path(out_dir)
     check_generated(out, overwrite=overwrite)
+    text = _policy_text(mh, policy_extra)
     out.mkdir(parents=True, exist_ok=True)
     target = out / "history.parquet"
     if target.is_file():  # checked unchanged since dpriv wrote it
@@ -273,7 +299,7 @@ def write_medical_view(
     elif target.is_dir():
         _remove_dataset(target)
     frame.to_parquet(target, write_index=False)
-    return _write_knowledge_and_policy(out, mh, policy_extra)
+    return _write_knowledge_and_policy(out, mh, text)
 
 
 def write_pbc(

@@ -211,18 +211,13 @@ def medical_history(
     about 0.2 s more. The older move weighs more than the last one in the momentum
     (``b2 > b1``) so that 1-, 2- and 3-step knowledge really differ.
     """
-    if int(n_views) != n_views or n_views < 1:
-        raise InputError(f"n_views must be an integer >= 1, got {n_views!r}")
-    if int(view_size) != view_size or view_size < 1:
-        raise InputError(f"view_size must be an integer >= 1, got {view_size!r}")
-    if int(weight_view_size) != weight_view_size or weight_view_size < 1:
-        raise InputError(f"weight_view_size must be an integer >= 1, got {weight_view_size!r}")
-    if not 0.0 < attendance <= 1.0:
+    for name, value, low in (("n_views", n_views, 1), ("view_size", view_size, 1), ("seed", seed, 0)):
+        _check_whole(name, value, low)
+    _check_whole("weight_view_size", weight_view_size, 1)
+    if not _is_number(attendance) or not 0.0 < attendance <= 1.0:
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
-    if not 0.0 <= det <= 1.0:
+    if not _is_number(det) or not 0.0 <= det <= 1.0:
         raise InputError(f"det must be in [0, 1], got {det!r}")
-    if int(seed) != seed or seed < 0:
-        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
     model_ss, hist_ss, _ = _streams(int(seed))
     knowledge = _build_model(np.random.default_rng(model_ss), float(det))
     history, _ = _simulate(
@@ -377,3 +372,14 @@ def medical_view_dask(
 # --------------------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------------------
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+
+
+def _check_whole(name: str, value: object, low: int) -> None:
+    """InputError unless ``value`` is a whole number >= ``low`` (a text or a float with a
+    fraction was a ValueError of ``int()``, or silently truncated)."""
+    if not (_is_number(value) and np.isfinite(value) and value == int(value) and value >= low):
+        raise InputError(f"{name} must be an integer >= {low}, got {value!r}")

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpriv._dispatch import is_dask
+from dpriv._dispatch import is_dask, shuffle_method
 from dpriv.errors import InputError
 from dpriv.metrics.kpr_binning import (
     ABOVE,
@@ -119,6 +119,7 @@ class KPRResult:
         }
 
 
+@shuffle_method()
 def kpr(
     original: Any,
     synthetic: Any,

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dpriv.errors import InputError
 from dpriv.report.explain import percent
 
 #: Colours of the release steps in a progress row (``metrics.json`` ``seconds`` keys), in order.
@@ -33,6 +34,11 @@ def dashboard(client: Any):
     """
     from IPython.display import HTML
 
+    if not hasattr(client, "dashboard_link") or not hasattr(client, "scheduler_info"):
+        raise InputError(
+            f"dashboard() takes a distributed.Client (e.g. dpriv.cluster.dask_client() or "
+            f"Client()), not {client!r}"
+        )
     link = html.escape(str(client.dashboard_link))
     workers = len(client.scheduler_info().get("workers", {}))
     note = (
@@ -126,7 +132,15 @@ def show_report(path: str | Path, *, height: int = 900):
     an ``<iframe srcdoc=...>``: the page is self-contained, so the output is too)."""
     from IPython.display import HTML
 
-    page = Path(path).read_text(encoding="utf-8")
+    path = Path(path)
+    try:
+        page = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
+        raise InputError(
+            f"show_report(): {path} cannot be shown ({why}); give the page dpriv report or "
+            "write_report() wrote (report.html)"
+        ) from None
     return HTML(  # in a <div>: IPython warns about a bare <iframe> output
         f'<div class="dpriv-report"><iframe srcdoc="{html.escape(page, quote=True)}" '
         f'title="dpriv release report" style="width:100%;height:{int(height)}px;border:1px solid #ccc">'

@@ -13,7 +13,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 from dpriv.criteria import breaks, promised
-from dpriv.io import atomic_write
+from dpriv.io import atomic_write, made_folder
 from dpriv.ledger import Ledger
 from dpriv.report.explain import percent, report_title, verdicts
 from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
@@ -270,7 +270,7 @@ def write_report(
     out = Path(out_html)
     check_replaceable(out, "report", force=True)  # before any work: never another file
     page = render_report(ledger, gains=gains, title=title, history=history)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(out, page.encode("utf-8"), mode=None)
-    record_output(out, "report")
+    with made_folder(out.parent):
+        atomic_write(out, page.encode("utf-8"), mode=None)
+        record_output(out, "report")
     return out

@@ -8,6 +8,12 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from dpriv.errors import InputError
+from dpriv.report.tables import check_columns, checked_gains
+
+#: Where the frame of the release plots comes from (their messages say so).
+_RELEASES = "the per-release frame release_frame(ledger) returns"
+
 
 def _figure(n: int, height: float = 3.2):
     from matplotlib.figure import Figure
@@ -35,6 +41,7 @@ def plot_utility(releases: pd.DataFrame, *, m: int | None = None):
     -------
     matplotlib.figure.Figure
     """
+    check_columns(releases, ("release", "suppression", "semiperimeter"), "plot_utility", _RELEASES)
     fig, (a1, a2) = _figure(2)
     x = releases["release"].to_numpy()
     a1.bar(x, 100 * _series(releases, "suppression"), color="#c0504d", width=0.7)
@@ -78,6 +85,12 @@ def plot_privacy(
     -------
     matplotlib.figure.Figure
     """
+    check_columns(releases, ("release", "t", "j"), "plot_privacy", _RELEASES)
+    for name, thr in (("t", t), ("j", j)):
+        if thr is not None and not (isinstance(thr, int | float) and not isinstance(thr, bool)):
+            raise InputError(
+                f"plot_privacy(): {name} is the policy's threshold (a number) or None, not {thr!r}"
+            )
     fig, (a1, a2) = _figure(2)
     x = releases["release"].to_numpy()
     for ax, col, thr, label, color in (
@@ -109,6 +122,7 @@ def plot_gains(curves: Mapping[str, pd.DataFrame]):
     -------
     matplotlib.figure.Figure
     """
+    curves = checked_gains(curves, "passed to plot_gains()")
     fig, (ax,) = _figure(1, height=3.6)
     fig.set_size_inches(8, 3.6)
     for name, frame in curves.items():
@@ -134,6 +148,7 @@ def plot_kpr(releases: pd.DataFrame):
     -------
     matplotlib.figure.Figure
     """
+    check_columns(releases, ("release", "kpr", "kpr_reference"), "plot_kpr", _RELEASES)
     fig, (ax,) = _figure(1, height=3.4)
     fig.set_size_inches(8, 3.4)
     x = releases["release"].to_numpy()

@@ -77,6 +77,15 @@ def _ledger(ledger: Ledger | str | Path) -> Ledger:
     return ledger if isinstance(ledger, Ledger) else Ledger(ledger)
 
 
+def check_columns(frame: object, columns: tuple[str, ...], function: str, source: str) -> None:
+    """InputError unless ``frame`` is a DataFrame holding ``columns`` (a plot or page helper
+    given another object, or an empty frame); ``source`` says where such a frame comes from."""
+    missing = list(columns) if not isinstance(frame, pd.DataFrame) else [c for c in columns if c not in frame]
+    if missing:
+        what = f"a {type(frame).__name__}" if not isinstance(frame, pd.DataFrame) else "a frame"
+        raise InputError(f"{function}() takes {source}, not {what} without column(s) {missing}")
+
+
 def _stored_policy(led: Ledger) -> dict[str, Any]:
     path = led.root / POLICY
     if not path.is_file():
@@ -219,6 +228,10 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
         nor passed); other missing values are None.
     """
     led = _ledger(ledger)
+    if reference is not None and not isinstance(reference, Mapping):
+        raise InputError(
+            f"reference is a mapping release -> KPR (percent), e.g. reference_kprs(...), not {reference!r}"
+        )
     kprs = kpr_values(led)
     refs = {**kpr_values(led, "kpr_reference"), **(reference or {})}
     rows = []
@@ -259,18 +272,46 @@ def defender_tail(ledger: Ledger | str | Path) -> pd.DataFrame:
     )
 
 
+def checked_gains(gains: object, where: str) -> dict[str, pd.DataFrame]:
+    """``gains`` (knowledge name -> the frame :func:`dpriv.attack.attack` returns) checked
+    and each in release order (:func:`_check_gain`); InputError for anything else."""
+    if not isinstance(gains, Mapping):
+        raise InputError(
+            f"the adversary gains {where} must be a mapping knowledge name -> DataFrame (the frames "
+            f"attack() returns), not a {type(gains).__name__}"
+        )
+    out = {}
+    for name, frame in gains.items():
+        if not isinstance(frame, pd.DataFrame):
+            raise InputError(
+                f"the adversary gains {where} for {name!r} are a {type(frame).__name__}, not a DataFrame: "
+                "pass the frame attack() returns (read a saved gain CSV with pandas.read_csv)"
+            )
+        out[str(name)] = _check_gain(frame, f"{where} for {name!r}")
+    return out
+
+
 def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
-    """A gain frame passed in (``release``, ``adversary_gain``), in release order."""
+    """A gain frame passed in (``release``: whole numbers >= 1, ``adversary_gain``: numbers in
+    [-1, 1] (E10: a mean posterior minus a frequency) or blank), in release order."""
     missing = [c for c in ("release", "adversary_gain") if c not in frame.columns]
     if missing:
         raise InputError(
             f"adversary gains {where} lack column(s) {missing}; expected release, adversary_gain "
             "(the output of dpriv attack)"
         )
-    out = frame[["release", "adversary_gain"]].copy()
-    out["release"] = pd.to_numeric(out["release"], errors="raise").astype("int64")
-    out["adversary_gain"] = pd.to_numeric(out["adversary_gain"], errors="coerce")
-    return _in_release_order(out)
+    out = frame[["release", "adversary_gain"]].apply(pd.to_numeric, errors="coerce")
+    release, gain = out["release"], out["adversary_gain"]
+    bad = release.isna() | (release % 1 != 0) | (release < 1)
+    bad |= frame["adversary_gain"].notna() & ~gain.between(-1.0, 1.0)
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        release, gain = (frame[c].iloc[[row]].tolist()[0] for c in ("release", "adversary_gain"))
+        raise InputError(
+            f"adversary gains {where}: row {row} holds release {release!r}, gain {gain!r}; a release "
+            "is a whole number >= 1 and a gain a number in [-1, 1] (or blank)"
+        )
+    return _in_release_order(out.astype({"release": "int64", "adversary_gain": "float64"}))
 
 
 def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -312,6 +353,12 @@ def gain_curves(
                 out[match["name"]] = _in_release_order(
                     read_result(path, ["release", "adversary_gain"], where)
                 )
-    for name, frame in (gains or {}).items():
-        out[str(name)] = _check_gain(frame, f"passed for {name!r}")
+    out.update(checked_gains({} if gains is None else gains, "passed"))
+    held = {int(r["index"]) for r in led.committed()}
+    for name, frame in out.items():
+        if unknown := sorted(set(frame["release"]) - held):
+            raise InputError(
+                f"the gains of {name!r} name release(s) {unknown[:5]} that {led.root} does not hold "
+                f"(it holds {len(held)}): attack this ledger, or pass the gains of its own releases"
+            )
     return dict(sorted(out.items()))

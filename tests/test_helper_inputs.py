@@ -1,0 +1,94 @@
+"""The Python helpers a notebook user calls, given the wrong object: one InputError (or
+LedgerError) naming what was expected, never a raw KeyError / AttributeError / TypeError from
+pandas, matplotlib or pathlib, and nothing written (a fresh user's drill, session 25)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError, LedgerError
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+from dpriv.report import plot_gains, plot_privacy, plot_utility, release_frame, write_report
+from dpriv.report.jupyter import dashboard, show_report
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    root = tmp_path_factory.mktemp("helpers")
+    mh = medical_history(n_views=3, view_size=200, seed=0)
+    pol = ReleasePolicy.from_toml(write_history(root / "g", mh)).with_overrides(max_suppression=1.0)
+    return root, mh, pol, release_history(mh.history, pol, root / "led")
+
+
+def gains(release, gain):
+    return {"dk": pd.DataFrame({"release": release, "adversary_gain": gain})}
+
+
+def test_plot_helpers_name_what_they_take(small):
+    _, _, _, led = small
+    with pytest.raises(InputError, match=r"plot_privacy\(\) takes the per-release frame release_frame"):
+        plot_privacy(pd.DataFrame(), t=0.5, j=0.8)
+    with pytest.raises(InputError, match=r"plot_utility\(\) takes .* without column\(s\) \['release', "):
+        plot_utility(pd.DataFrame())
+    with pytest.raises(InputError, match=r"t is the policy's threshold \(a number\) or None, not 'a'"):
+        plot_privacy(release_frame(led), t="a", j=0.8)
+    with pytest.raises(InputError, match=r"must be a mapping knowledge name -> DataFrame .* not a list"):
+        plot_gains([1, 2])
+    with pytest.raises(InputError, match=r"for 'dk' are a str, not a DataFrame"):
+        plot_gains({"dk": "gain.csv"})
+    with pytest.raises(InputError, match=r"row 1 holds release 2, gain 'x'"):
+        plot_gains(gains([1, 2], [math.nan, "x"]))
+    fig = plot_gains(gains([2, 1], [0.2, math.nan]))  # a blank gain is allowed, rows put in order
+    assert list(fig.axes[0].lines[0].get_xdata()) == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "passed, said",
+    [
+        ([1], r"must be a mapping knowledge name -> DataFrame"),
+        (gains(["a"], ["x"]), r"row 0 holds release 'a', gain 'x'"),
+        (gains([1, 2, 3], [math.nan, math.inf, -5]), r"row 1 holds release 2, gain inf"),
+        (gains([1, 2, 3], [0.1, 0.1, -5]), r"row 2 holds release 3, gain -5"),
+        (gains([99], [0.1]), r"name release\(s\) \[99\] that .* does not hold \(it holds 3\)"),
+    ],
+)
+def test_write_report_refuses_gains_it_would_draw_wrongly(small, passed, said):
+    root, _, _, led = small
+    with pytest.raises(InputError, match=said):
+        write_report(led, root / "r.html", gains=passed)
+    assert not (root / "r.html").exists()
+
+
+def test_notebook_and_loop_helpers_refuse_the_wrong_object(small, tmp_path):
+    root, mh, pol, led = small
+    with pytest.raises(InputError, match=r"/nonexistent.html cannot be shown \(No such file"):
+        show_report("/nonexistent.html")
+    with pytest.raises(InputError, match=r"cannot be shown \(not UTF-8 text\)"):
+        show_report(root / "g" / "knowledge" / "dk.npz")
+    for client in (None, "http://x"):
+        with pytest.raises(InputError, match=r"dashboard\(\) takes a distributed.Client"):
+            dashboard(client)
+    with pytest.raises(InputError, match=r"reference is a mapping release -> KPR"):
+        release_frame(led, reference=[1, 2])
+    with pytest.raises(LedgerError, match=r"a ledger is a folder path \(str or Path\), not int 5"):
+        release_frame(5)
+    with pytest.raises(LedgerError, match=r"history.parquet is a file, not a ledger folder"):
+        release_history(mh.history, pol, root / "g" / "history.parquet")
+    with pytest.raises(InputError, match=r"on_release must be a function of \(index, metrics\)"):
+        release_history(mh.history, pol, tmp_path / "led", on_release=5)
+    assert not (tmp_path / "led").exists()  # refused before release 1 was committed
+    with pytest.raises(
+        InputError, match=r"takes the MedicalHistory that medical_history\(\) returns, not a DataFrame"
+    ):
+        write_history(tmp_path / "x", pd.DataFrame())
+    for kwargs, said in (
+        ({"seed": "a"}, "seed must be an integer >= 0, got 'a'"),
+        ({"n_views": 2.5}, "n_views"),
+    ):
+        with pytest.raises(InputError, match=said):
+            medical_history(**{"n_views": 2, "view_size": 10, **kwargs})
