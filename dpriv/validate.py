@@ -202,9 +202,9 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
     if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
-            raise InputError(f"{source} has a header but no rows: there is nothing to release")
+            raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     elif len(view) == 0:
-        raise InputError(f"{source} has a header but no rows: there is nothing to release")
+        raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     problems = problems_of(view, _raw_all, policy, columns)
     if len(problems):
         raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")

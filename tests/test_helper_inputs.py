@@ -92,3 +92,13 @@ def test_notebook_and_loop_helpers_refuse_the_wrong_object(small, tmp_path):
     ):
         with pytest.raises(InputError, match=said):
             medical_history(**{"n_views": 2, "view_size": 10, **kwargs})
+
+
+def test_an_attack_on_a_history_without_rows_does_not_speak_of_releasing(small):
+    """The drill: ``attack(ledger, history.iloc[:0], ...)`` said 'there is nothing to release'."""
+    from dpriv.attack import attack
+
+    _, mh, pol, led = small
+    with pytest.raises(InputError, match=r"has a header but no rows") as refused:
+        attack(led, mh.history.iloc[:0], pol, "dk")
+    assert "release" not in str(refused.value)
