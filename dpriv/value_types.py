@@ -118,8 +118,12 @@ def type_problems(
             add(
                 name,
                 np.ones(len(vals), dtype=bool),
-                f"{what} {name!r} holds periods ({vals.dtype}); convert them to dates (e.g. "
-                f"frame[{name!r}].dt.start_time, released as date intervals) or to text",
+                f"{what} {name!r} holds periods ({vals.dtype}); convert them to "
+                + (
+                    f"text (e.g. frame[{name!r}].astype(str))"
+                    if name == policy.sensitive
+                    else f"dates (e.g. frame[{name!r}].dt.start_time, released as date intervals) or to text"
+                ),
             )
             continue
         if is_date_dtype(vals.dtype):

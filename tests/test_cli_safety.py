@@ -894,6 +894,7 @@ def test_anonymize_with_a_historys_policy_releases_one_view_without_its_time_col
     [
         (errno.ENOSPC, "no space left on device writing {out}; free space or choose a folder", 2),
         (errno.EROFS, "read-only file system writing {out}; choose a folder you can write to", 2),
+        (errno.EFBIG, "file too large writing {out}; raise the file-size limit (ulimit -f) or choose", 2),
         (errno.EIO, "internal error: OSError", 1),  # not the user's to fix
     ],
 )
