@@ -20,7 +20,7 @@ objects): :func:`with_date_kinds` records the kind, so a ledger pins it.
   date bounds (Arrow dates, ``date`` objects, ``datetime64`` or ISO text from a CSV) as days.
 
 Not a date QI: ``timedelta`` columns and a date as the sensitive attribute (refused by
-:func:`dpriv.inputs.type_problems` with a message naming the column).
+:func:`dpriv.value_types.type_problems` with a message naming the column).
 """
 
 from __future__ import annotations

@@ -139,9 +139,9 @@ def run_experiment(
     """
     out = Path(out)
     grid = grid or GRID
-    check_out(out, grid)
+    check_out(out, grid, [_name(m, p) for m, ps in grid.items() for p in ps])
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
-    check_views(mh.history, views, view_size)
+    check_views(mh.history, views, view_size, grid)
     policy_file = out / "data" / "policy.toml"
     if not policy_file.exists():
         policy_file = write_history(out / "data", mh)

@@ -17,12 +17,14 @@ from dpriv.errors import InputError
 OUTPUTS = ("runs.csv", "gains.csv", "retro.csv", "frontier.csv", "fig3_semiperimeter.png", "frontier.png")
 
 
-def check_out(out: Path, grid: dict[str, list[dict]]) -> None:
+def check_out(out: Path, grid: dict[str, list[dict]], ledgers: list[str]) -> None:
     """Refuse (InputError, before anything is generated or written) an ``out`` that is a file
     or lies inside a release ledger, a table or figure of the experiment there that an earlier
     experiment did not write as it is now (a user's ``runs.csv`` is never replaced; a rerun
-    replaces its own), and a ``data/`` folder holding only part of a generated history."""
+    replaces its own), a ``data/`` folder holding only part of a generated history, and a
+    ``ledgers/<name>`` (one per setting: ``ledgers``) that is neither absent, empty nor a ledger."""
     from dpriv.cli.outputs import ledger_of, written_by
+    from dpriv.datasets.files import GENERATED_FILES
 
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise InputError(f"--out {out} is a file, not a folder: choose a folder for the experiment")
@@ -33,13 +35,24 @@ def check_out(out: Path, grid: dict[str, list[dict]]) -> None:
             "was released: nothing was written; choose a folder outside the ledger"
         )
     data = out / "data"
-    have = [n for n in ("history.parquet", "policy.toml") if (data / n).exists()]
-    if len(have) == 1:
+    have = [n for n in GENERATED_FILES if (data / n).exists() or (data / n).is_symlink()]
+    if have and not {"history.parquet", "policy.toml"} <= set(have):
+        missing = sorted({"history.parquet", "policy.toml"} - set(have))
         raise InputError(
-            f"--out {out}: {data} holds {have[0]} but not "
-            f"{({'history.parquet', 'policy.toml'} - set(have)).pop()}: not a history an experiment "
+            f"--out {out}: {data} holds {have} but not {missing}: not a history an experiment "
             "generated; nothing was written: choose another --out"
         )
+    for name in ["", *ledgers]:  # "": the ledgers/ folder itself
+        path = out / "ledgers" / name
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            raise InputError(
+                f"--out {out}: {path} is a file, not a folder: move it away or choose another --out"
+            )
+        if name and path.is_dir() and any(path.iterdir()) and not (path / "manifest.json").is_file():
+            raise InputError(
+                f"--out {out}: {path} is not empty and is not a ledger (an experiment releases each "
+                "setting into it): nothing was written; move it away or choose another --out"
+            )
     mine = [(out / n, "experiment") for n in (*OUTPUTS, *(f"gain_{m}.png" for m in grid))]
     for path, kind in [*mine, *([(data / "policy.toml", "generate")] if have else [])]:
         if (path.exists() or path.is_symlink()) and written_by(path) != kind:
@@ -49,19 +62,27 @@ def check_out(out: Path, grid: dict[str, list[dict]]) -> None:
             )
 
 
-def check_views(history: pd.DataFrame, views: int, view_size: int) -> None:
+def check_views(history: pd.DataFrame, views: int, view_size: int, grid: dict[str, list[dict]]) -> None:
     """Refuse a history with a view smaller than k (the generated policy's k, which the
-    experiment takes as is): every release would be refused, after the data were written."""
+    experiment takes as is) or with fewer distinct sensitive values than the grid's largest l:
+    a release would be refused half-way through the grid, after the data were written."""
     from dpriv.datasets.files import RECOMMENDED_DEFENSE
 
     k = RECOMMENDED_DEFENSE["privacy"]["k"]
-    sizes = history.groupby("view").size().reindex(range(1, views + 1), fill_value=0)
-    smallest = int(sizes.min())
-    if smallest < k:
+    by_view = history.groupby("view")
+    sizes = by_view.size().reindex(range(1, views + 1), fill_value=0)
+    if (smallest := int(sizes.min())) < k:
         raise InputError(
             f"views = {views}, view_size = {view_size}: a view holds only {smallest} tuple(s), fewer "
-            f"than the generated policy's k = {k}; nothing was written: give a larger --view-size "
-            "(or --attendance)"
+            f"than the generated policy's k = {k}; nothing was written: give a larger --view-size"
+        )
+    l_max = max((int(p.get("l", 0)) for p in grid.get("mondrian-l", [])), default=0)
+    values = by_view["exam_result"].nunique().reindex(range(1, views + 1), fill_value=0)
+    if (fewest := int(values.min())) < l_max:
+        raise InputError(
+            f"views = {views}, view_size = {view_size}: a view holds {fewest} distinct sensitive "
+            f"value(s), fewer than the grid's l = {l_max} (mondrian-l); nothing was written: give a "
+            "larger --view-size"
         )
 
 

@@ -182,8 +182,7 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
     if n == 0:  # a header-only file reads as text columns: not a time column problem
         raise InputError(
             f"{input_file().path if input_file() else 'the history'} has a header but no rows "
-            f"(columns {list(history.columns)}): there is nothing to release; give the file that "
-            "holds the views' tuples"
+            f"(columns {list(history.columns)}): give the file that holds the views' tuples"
         )
     if has_nan or bad_type:
         problems = problems_of(history, _time_problems, policy)

@@ -7,20 +7,12 @@ city typed in NFC and NFD is one level), a text id column becomes ``string[pyarr
 gives the respondent state's ids (one id dtype on both sides of every join on the id, so
 Dask never warns about merging ``string`` with ``object``), and a date QI becomes whole days
 (:mod:`dpriv.dates`; :func:`prepared` detects date and timestamp columns first).
-
-:func:`type_problems` finds the values no release can hold, with the rows that hold them:
-list/array cells (Parquet list columns), ``inf``/``-inf``, a QI's float beyond
-:data:`MAX_MAGNITUDE` (such as ``1e308``), durations, a date as the
-sensitive value, a date QI holding text that is not a date (or several time zones), and a
-numeric QI holding a few text values (``unknown``, ``45+``, ``thirty``) unless that QI is
-declared categorical. Its rows have the shape of :func:`dpriv.validate.partition_problems`.
 """
 
 from __future__ import annotations
 
 import unicodedata
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import dask.dataframe as dd
@@ -28,30 +20,10 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import meta_of
-from dpriv.dates import date_problem, date_qi, is_date_dtype, to_days, with_date_kinds
+from dpriv.dates import date_qi, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
-
-#: pandas' inferred kinds of an object column that hold ordinary scalars (no per-cell check).
-_SCALAR_KINDS = {
-    "string",
-    "integer",
-    "floating",
-    "mixed-integer",
-    "mixed-integer-float",
-    "boolean",
-    "decimal",
-    "empty",
-    "bytes",
-}
-#: Share of the non-missing cells of an undeclared QI that must be numbers for the QI to be
-#: read as numeric with a few stray text values (below it, the QI is categorical).
-MOSTLY_NUMERIC = 0.5
-#: Largest magnitude of a float in a QI (numeric, or categorical coded as floats: KPR bins any
-#: float column). A release is measured with the squares of these values (the variance behind
-#: KPR's bins, E22, which overflows float64 from about 1.3e154 on, so a value such as 1e308
-#: failed late, inside the metric); within +-1e150 every such square, sum and width is finite.
-MAX_MAGNITUDE = 1e150
+from dpriv.value_types import mixed_types
 
 
 def policy_columns(policy: ReleasePolicy) -> list[str]:
@@ -125,17 +97,10 @@ def _is_text_id(col: pd.Series) -> bool:
 def _refuse_mixed_ids(col: pd.Series) -> None:
     """InputError for an id column of values of several types (``7`` and ``"x8"``): the state
     is kept in id order, and 7 and "7" would be two respondents."""
-    if not pd.api.types.infer_dtype(col, skipna=True).startswith("mixed"):
-        return
-    values = col.dropna()
-    first = {}  # one example per type, in row order
-    for v in values:
-        first.setdefault(type(v).__name__, v)
-    examples = " and ".join(f"{v!r} ({t})" for t, v in list(first.items())[:3])
-    raise InputError(
-        f"id column {col.name!r} mixes values of several types ({examples}): write every id as "
-        "text (or every id as a number)"
-    )
+    if found := mixed_types(col):
+        raise InputError(
+            f"id column {col.name!r} holds {found[1]}: write every id as text (or every id as a number)"
+        )
 
 
 def _prepare_part(
@@ -241,133 +206,6 @@ def attack_history(history: object, policy: ReleasePolicy) -> tuple[pd.DataFrame
     Raises InputError for what :func:`as_frame` and :func:`prepare_view` refuse."""
     frame, policy = prepared(as_frame(history, "attack", "history"), policy)
     return (frame.compute() if isinstance(frame, dd.DataFrame) else frame), policy
-
-
-def _listed(v):
-    return v.tolist() if isinstance(v, np.ndarray) else v
-
-
-def _is_nested(v) -> bool:
-    return isinstance(v, list | tuple | set | dict | np.ndarray)
-
-
-def huge_values(x: np.ndarray, name: str) -> tuple[np.ndarray, str] | None:
-    """The rows (mask) of QI ``name``'s values ``x`` (float64) beyond :data:`MAX_MAGNITUDE` and the
-    message naming up to 5 of them; None when there is none."""
-    huge = np.abs(x) > MAX_MAGNITUDE  # NaN compares False: missing values are another problem
-    if not huge.any():
-        return None
-    values = pd.unique(x[huge])
-    shown = ", ".join(f"{v:g}" for v in values[:5]) + (
-        f" and {len(values) - 5} more" if len(values) > 5 else ""
-    )
-    return huge, (
-        f"QI {name!r} holds {shown}, too large in magnitude: the numbers of a QI must lie within "
-        f"+-{MAX_MAGNITUDE:g} (dpriv measures a release with their squares, which overflow float64 "
-        "beyond); correct or drop these rows, or rescale the column (other units)"
-    )
-
-
-def type_problems(
-    part: pd.DataFrame,
-    policy: ReleasePolicy,
-    rows: Callable[[pd.DataFrame, np.ndarray, ReleasePolicy], list],
-) -> list[tuple]:
-    """Problems (order, column, message, rows, count) of the QI and sensitive columns' values.
-
-    ``rows`` lists the first offending rows (:func:`dpriv.validate._rows`: :class:`dpriv.rows.BadRow`).
-    """
-    found: list[tuple] = []
-
-    def add(column: str, mask: np.ndarray, message: str) -> None:
-        if mask.any():
-            found.append((0, column, message, rows(part, mask, policy), int(mask.sum())))
-
-    for name in dict.fromkeys([*policy.qi, policy.sensitive]):
-        if name not in part.columns:
-            continue
-        vals = part[name]
-        what = "sensitive column" if name == policy.sensitive else "QI"
-        if name in policy.kinds and policy.kinds[name] == "date" and name != policy.sensitive:
-            problem = date_problem(vals, name)  # None once prepare_view made it days
-            if problem is not None:
-                add(name, *problem)
-            continue
-        if pd.api.types.is_timedelta64_dtype(vals.dtype):
-            add(
-                name,
-                np.ones(len(vals), dtype=bool),
-                f"{what} {name!r} holds durations ({vals.dtype}); dpriv does not generalize "
-                "durations: convert them to whole numbers (e.g. days) for a numeric QI",
-            )
-            continue
-        if isinstance(vals.dtype, pd.PeriodDtype):
-            add(
-                name,
-                np.ones(len(vals), dtype=bool),
-                f"{what} {name!r} holds periods ({vals.dtype}); convert them to dates (e.g. "
-                f"frame[{name!r}].dt.start_time, released as date intervals) or to text",
-            )
-            continue
-        if is_date_dtype(vals.dtype):
-            add(
-                name,
-                np.ones(len(vals), dtype=bool),
-                f"{what} {name!r} holds dates or times ({vals.dtype}); a date QI is released as "
-                "date intervals, but a sensitive value must be a category: convert it to text "
-                "(e.g. the month, 2020-03) or choose another sensitive column",
-            )
-            continue
-        if pd.api.types.is_float_dtype(vals.dtype):
-            x = vals.to_numpy(dtype=np.float64, na_value=np.nan)
-            inf = np.isinf(x)
-            if inf.any():
-                add(
-                    name,
-                    inf,
-                    f"{what} {name!r} holds {float(x[inf][0])!r}; values must be finite numbers: "
-                    "correct or drop these rows",
-                )
-            elif name != policy.sensitive and (huge := huge_values(x, name)):  # KPR bins any float QI
-                add(name, *huge)
-            continue
-        if not (pd.api.types.is_object_dtype(vals.dtype) or pd.api.types.is_string_dtype(vals.dtype)):
-            continue
-        kind = pd.api.types.infer_dtype(vals, skipna=True)
-        if kind not in _SCALAR_KINDS:
-            nested = vals.map(_is_nested).to_numpy(dtype=bool)
-            if nested.any():
-                add(
-                    name,
-                    nested,
-                    f"{what} {name!r} holds lists or arrays (e.g. {_listed(vals[nested].iloc[0])!r}), "
-                    "not one value per row: flatten the column (one value per row) or drop it from "
-                    "the policy",
-                )
-                continue
-        if name == policy.sensitive or name in policy.kinds or name in policy.domains:
-            continue
-        uniq = pd.Series(pd.unique(vals.dropna().to_numpy()), dtype=object)
-        words = uniq[pd.to_numeric(uniq, errors="coerce").isna()]
-        if words.empty or len(words) == len(uniq):
-            continue
-        present = vals.notna().to_numpy()
-        text = present & vals.isin(set(words)).to_numpy()
-        n_num = int((present & ~text).sum())
-        if n_num >= MOSTLY_NUMERIC * int(present.sum()):
-            shown = [str(w) for w in words[:5]]
-            found.append(
-                (
-                    2,
-                    name,
-                    f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
-                    f"these rows, or declare the QI categorical (--categorical {name}, or "
-                    f'[kinds] {name} = "categorical" in the policy)',
-                    rows(part, text, policy),
-                    int(text.sum()),
-                )
-            )
-    return found
 
 
 def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy, view: int | None = None) -> None:

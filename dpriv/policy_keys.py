@@ -187,7 +187,7 @@ def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) 
     if len(dom) != 2 or not all(is_number(v) for v in dom) or dom[0] > dom[1]:
         return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
     if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
-        # a QI's numbers lie within +-1e150 (dpriv.inputs.MAX_MAGNITUDE): the true range is far
+        # a QI's numbers lie within +-1e150 (dpriv.value_types.MAX_MAGNITUDE): the true range is far
         # narrower, and the fix is to declare it
         return (
             f"numeric domain of {name!r} is {dom}: its width max - min overflows float64, "

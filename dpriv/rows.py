@@ -1,7 +1,7 @@
 """Naming the bad rows of an input in a message: the line of the file the user gave (the header
 is line 1), or the row label of a DataFrame given in Python.
 
-A validation kernel (:mod:`dpriv.validate`, :func:`dpriv.inputs.type_problems`) lists the first
+A validation kernel (:mod:`dpriv.validate`, :func:`dpriv.value_types.type_problems`) lists the first
 :data:`MAX_ROWS_SHOWN` offending rows of its partition as :class:`BadRow` tuples; the rows of
 all partitions are put at their place in the whole input (:func:`place`, with the partitions'
 lengths) and named once (:func:`describe`): every bad row up to the cap, over all views of a

@@ -20,7 +20,7 @@ import pandas as pd
 from dpriv._dispatch import is_dask
 from dpriv.domain_codes import codes
 from dpriv.errors import InputError, PolicyError
-from dpriv.inputs import duplicate_columns, huge_values, type_problems
+from dpriv.inputs import duplicate_columns
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP
 from dpriv.rows import (
@@ -34,6 +34,7 @@ from dpriv.rows import (
     problems_message,
     problems_of,
 )
+from dpriv.value_types import huge_values, type_problems
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
@@ -176,7 +177,7 @@ def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.
 
 
 def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
-    """Type problems of every policy column (:func:`dpriv.inputs.type_problems`) and the raw
+    """Type problems of every policy column (:func:`dpriv.value_types.type_problems`) and the raw
     problems of the text columns without a declared domain (:func:`raw_problems`)."""
     typed = pd.DataFrame(type_problems(part, policy, _rows), columns=PROBLEM_COLUMNS)
     # a generalized value ('[45-52]', '*': order 1) is named before a mix of numbers and text (2)
@@ -192,7 +193,7 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
 
     Raises InputError for a column name that occurs twice, a missing column, an empty view
     (header only), values no release can hold (lists, ``inf``, a QI's float beyond ±1e150,
-    dates; a numeric QI with a few text values: :func:`dpriv.inputs.type_problems`), a
+    dates; a numeric QI with a few text values: :func:`dpriv.value_types.type_problems`), a
     generalized or placeholder value (``[45-52]``, ``{F,M}``, ``*``, ``?``) in a QI or the
     sensitive column whose domain is not declared, and a QI of undeclared kind holding numbers
     stored as text. Columns with a declared domain are checked later by :func:`validate_view`.
@@ -202,9 +203,9 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
     if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
-            raise InputError(f"{source} has a header but no rows: there is nothing to release")
+            raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     elif len(view) == 0:
-        raise InputError(f"{source} has a header but no rows: there is nothing to release")
+        raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     problems = problems_of(view, _raw_all, policy, columns)
     if len(problems):
         raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")

@@ -894,6 +894,7 @@ def test_anonymize_with_a_historys_policy_releases_one_view_without_its_time_col
     [
         (errno.ENOSPC, "no space left on device writing {out}; free space or choose a folder", 2),
         (errno.EROFS, "read-only file system writing {out}; choose a folder you can write to", 2),
+        (errno.EFBIG, "file too large writing {out}; raise the file-size limit (ulimit -f) or choose", 2),
         (errno.EIO, "internal error: OSError", 1),  # not the user's to fix
     ],
 )
@@ -994,9 +995,15 @@ def test_verify_holds_a_baseline_ledger_to_what_its_method_promised(cli, tmp_pat
     write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.1, "l": 2, "max_suppression": 1.0}})
     led = tmp_path / "led"
     pol = ReleasePolicy.from_toml(out / "policy.toml")
-    ledger = release_history(mh.history, pol, led, method=method)
+    ledger = release_history(mh.history, pol, led, method=method, until=1)
     hist = out / "history.parquet"
+    # resumed with --policy and no --method: the ledger's recorded method, not jsreduce
+    res = cli("release", hist, "--ledger", led, "--policy", out / "policy.toml")
+    assert res.exit_code == 0 and ledger.last_index() == 2, res.output
     res = cli("verify", "--ledger", led, "--view", "1", "--history", hist)
+    assert res.exit_code == 0 and "ok: True" in res.output and f"method: {method}" in res.output, res.output
+    # with the policy file given too (drill 2: the ledger's method was forgotten then)
+    res = cli("verify", "--ledger", led, "--view", "2", "--history", hist, "--policy", out / "policy.toml")
     assert res.exit_code == 0 and "ok: True" in res.output and f"method: {method}" in res.output, res.output
     # the release does break t = 0.1 (so the check above is not vacuous), and k still counts
     as_jsreduce = verify_view(ledger.read_view(1), mh.history, ledger.policy(), view=1)

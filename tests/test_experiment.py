@@ -103,15 +103,45 @@ def test_experiment_never_replaces_a_file_it_did_not_write(tmp_path):
     half.mkdir(parents=True)
     (half / "policy.toml").write_text("x = 1\n")
     res = _cli("--out", half.parent, "--views", 1, "--view-size", 20)
-    assert res.exit_code == 2 and "holds policy.toml but not history.parquet" in res.output, res.output
+    assert res.exit_code == 2 and "holds ['policy.toml'] but not ['history.parquet']" in res.output, (
+        res.output
+    )
     # its own outputs (recorded, unchanged) are replaced by a rerun; once edited, refused
     own = tmp_path / "own"
     own.mkdir()
     write_output(own / "runs.csv", b"method\n")
-    check_out(own, {"jsreduce": []})
+    check_out(own, {"jsreduce": []}, [])
     (own / "runs.csv").write_text("method\nedited\n")
     with pytest.raises(InputError, match="runs.csv exists and is not as an earlier dpriv experiment"):
-        check_out(own, {"jsreduce": []})
+        check_out(own, {"jsreduce": []}, [])
+
+
+def test_experiment_refuses_what_would_fail_half_way_before_any_work(tmp_path):
+    """Drill 2: a junk ledgers/<setting> folder, a file named ledgers, a data/ holding only
+    knowledge files and views with fewer sensitive values than mondrian-l's l were refused (or
+    an internal error) only after data/ was written and earlier settings had run."""
+    junk = tmp_path / "junk" / "ledgers" / "mondrian-bt_bt_t0.4"
+    junk.mkdir(parents=True)
+    (junk / "notes.txt").write_text("n\n")
+    res = _cli("--out", tmp_path / "junk", "--views", 2, "--view-size", 40)
+    assert res.exit_code == 2 and "mondrian-bt_bt_t0.4 is not empty and is not a ledger" in res.output
+    assert sorted(p.name for p in (tmp_path / "junk").iterdir()) == ["ledgers"]
+    (tmp_path / "file").mkdir()
+    (tmp_path / "file" / "ledgers").write_text("x")
+    res = _cli("--out", tmp_path / "file", "--views", 2, "--view-size", 40)
+    assert res.exit_code == 2 and "ledgers is a file, not a folder" in res.output, res.output
+    knowledge = tmp_path / "k" / "data" / "knowledge"
+    knowledge.mkdir(parents=True)
+    (knowledge / "dk.npz").write_text("precious")
+    res = _cli("--out", tmp_path / "k", "--views", 2, "--view-size", 40)
+    assert (
+        res.exit_code == 2
+        and "holds ['knowledge/dk.npz'] but not ['history.parquet', 'policy.toml']" in res.output
+    )
+    assert "--force" not in res.output and (knowledge / "dk.npz").read_text() == "precious"
+    res = _cli("--out", tmp_path / "few", "--views", 1, "--view-size", 5)
+    assert res.exit_code == 2 and "fewer than the grid's l = 4 (mondrian-l)" in res.output, res.output
+    assert not (tmp_path / "few").exists()
 
 
 def test_experiment_out_inside_a_ledger_is_refused(tmp_path):

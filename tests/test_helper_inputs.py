@@ -92,3 +92,53 @@ def test_notebook_and_loop_helpers_refuse_the_wrong_object(small, tmp_path):
     ):
         with pytest.raises(InputError, match=said):
             medical_history(**{"n_views": 2, "view_size": 10, **kwargs})
+
+
+def test_an_attack_on_a_history_without_rows_does_not_speak_of_releasing(small):
+    """The drill: ``attack(ledger, history.iloc[:0], ...)`` said 'there is nothing to release'."""
+    from dpriv.attack import attack
+
+    _, mh, pol, led = small
+    with pytest.raises(InputError, match=r"has a header but no rows") as refused:
+        attack(led, mh.history.iloc[:0], pol, "dk")
+    assert "release" not in str(refused.value)
+
+
+def test_drill_2_helper_inputs(small, tmp_path):
+    """A second drill: bool releases, a retrospective frame (a release twice) and a column
+    named twice passed as gains; NumPy thresholds refused; a reference of text or of a release
+    the ledger lacks; show_report of a non-path; seed 2**64; policy_extra not a dict of tables."""
+    import numpy as np
+
+    from dpriv.errors import PolicyError
+
+    root, mh, pol, led = small
+    frame = pd.DataFrame({"release": [True, False], "adversary_gain": [0.1, 0.2]})
+    with pytest.raises(InputError, match=r"release must hold release indices 1, 2, \.\.\., not booleans"):
+        plot_gains({"dk": frame})
+    with pytest.raises(InputError, match=r"hold release 1 twice: a gain curve has one row per release"):
+        plot_gains(gains([1, 1, 2], [0.1, 0.2, 0.3]))
+    twice = pd.concat([gains([1], [0.1])["dk"], pd.DataFrame({"release": [1]})], axis=1)
+    with pytest.raises(InputError, match=r"the columns must be named once"):
+        plot_gains({"dk": twice})
+    plot_privacy(release_frame(led), t=np.float32(0.5), j=np.int64(1))  # NumPy numbers are numbers
+    for reference in ({"1": "x"}, {99: 5.0}, {1: "x"}):
+        with pytest.raises(InputError, match=r"over the releases of the ledger \(1\.\.3\)"):
+            release_frame(led, reference=reference)
+    assert release_frame(led, reference={np.int64(2): 97.5})["kpr_reference"].tolist()[1] == 97.5
+    for path, height in ((5, 900), (None, 900), (root / "r.html", "x")):
+        with pytest.raises(InputError, match=r"show_report\(\) takes the path of a report page"):
+            show_report(path, height=height)
+    assert len(medical_history(1, 10, seed=2**64).history) == 10
+    for extra in (5, {"privacy": 5}, {"privacy": {"t": None}}):
+        with pytest.raises(PolicyError, match=r"policy_extra"):
+            write_history(tmp_path / "w", mh, policy_extra=extra)
+    assert not (tmp_path / "w").exists()
+    v = mh.history[mh.history["view"] == 1].copy()
+    v["exam_result"] = pd.period_range("2020-01", periods=len(v), freq="M")
+    with pytest.raises(
+        InputError, match=r"sensitive column 'exam_result' holds periods .* convert them to text"
+    ):
+        from dpriv.release import anonymize
+
+        anonymize(v, pol)

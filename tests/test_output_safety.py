@@ -368,7 +368,9 @@ def test_a_header_only_history_says_it_has_no_rows(suffix, cli, released, tmp_pa
     path = tmp_path / f"h.{suffix}"
     h.to_csv(path, index=False) if suffix == "csv" else h.to_parquet(path, index=False)
     res = cli("release", path, "--ledger", tmp_path / "led", "--policy", released / "policy.toml")
-    text = assert_refused(res, rf"{re.escape(str(path))} has a header but no rows", "nothing to release")
+    text = assert_refused(
+        res, rf"{re.escape(str(path))} has a header but no rows", "give the file that holds the views' tuples"
+    )
     assert "time column" not in text and not (tmp_path / "led").exists()
 
 

@@ -213,7 +213,11 @@ def command(fn):
             if debug:  # a folder read-only (or made so after the checks), a full disk or quota
                 traceback.print_exc()
             why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
-            fix = "free space or " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+            fix = {
+                errno.ENOSPC: "free space or ",
+                errno.EDQUOT: "free space or ",
+                errno.EFBIG: "raise the file-size limit (ulimit -f) or ",
+            }.get(exc.errno, "")
             _say(
                 f"error: {why.lower()} writing {exc.filename or 'a file'}; {fix}choose a folder you "
                 "can write to (--out FILE where the command has it; a ledger keeps its last "
@@ -226,8 +230,9 @@ def command(fn):
     return wrapper
 
 
-#: errno values of a write the user can fix: read-only file system, no space left, quota.
-_WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES)
+#: errno values of a write the user can fix: read-only file system, no space left, quota, a
+#: file-size limit (``ulimit -f``).
+_WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EFBIG)
 
 
 def _internal(exc: BaseException, debug: bool) -> NoReturn:

@@ -155,11 +155,13 @@ def effective_policy(
     split_qi(flags)
     given = {k: v for k, v in flags.items() if v is not None}
     sources = dict.fromkeys(given, "flag")
-    recorded = ledger_policy(ledger) if ledger is not None and policy_file is None else None
+    # the ledger's method counts with a policy file too (a Mondrian ledger is verified, and
+    # resumed, as Mondrian)
+    recorded = ledger_policy(ledger) if ledger is not None else None
     if policy_file is not None:
         pol = ReleasePolicy.from_toml(policy_file, **given)
         sources = {**dict.fromkeys(_file_fields(policy_file), "file"), **sources}
-        return EffectivePolicy(pol, sources, f"file {policy_file}"), None
+        return EffectivePolicy(pol, sources, f"file {policy_file}"), recorded[1] if recorded else None
     if recorded is not None:
         data, method = recorded
         folders = list(knowledge_dirs or []) + [ledger.parent]

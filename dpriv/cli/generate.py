@@ -76,8 +76,8 @@ def _warn_small_views(sizes: list[int], k: int) -> None:
         shown = ", ".join(f"view {i}: {sizes[i - 1]}" for i in small[:5]) + (" ..." if len(small) > 5 else "")
         _say(
             f"warning: {len(small)} view(s) hold fewer tuples than the policy's k = {k} ({shown}); "
-            "dpriv release refuses them with this policy.toml: give a larger --view-size (or "
-            '--attendance), or set small_view = "suppress" in its [privacy] table'
+            "dpriv release refuses them with this policy.toml: give a larger --view-size, or set "
+            'small_view = "suppress" in its [privacy] table'
         )
 
 

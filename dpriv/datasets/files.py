@@ -229,7 +229,16 @@ def _policy_text(mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> str
     from dpriv.errors import PolicyError
     from dpriv.policy import ReleasePolicy
 
-    text = toml_dumps(_deep_merge(policy_dict(mh), policy_extra or {}))
+    if policy_extra is not None and not (
+        isinstance(policy_extra, dict) and all(isinstance(v, dict) for v in policy_extra.values())
+    ):
+        raise PolicyError(
+            f"policy_extra is a dict of policy tables, e.g. {{'privacy': {{'k': 10}}}}, not {policy_extra!r}"
+        )
+    try:
+        text = toml_dumps(_deep_merge(policy_dict(mh), policy_extra or {}))
+    except (TypeError, ValueError) as exc:  # a value TOML cannot hold (None, an object)
+        raise PolicyError(f"policy_extra {policy_extra!r} cannot be written as TOML: {exc}") from None
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "policy.toml").write_text(text, encoding="utf-8")
         try:

@@ -381,5 +381,8 @@ def _is_number(value: object) -> bool:
 def _check_whole(name: str, value: object, low: int) -> None:
     """InputError unless ``value`` is a whole number >= ``low`` (a text or a float with a
     fraction was a ValueError of ``int()``, or silently truncated)."""
-    if not (_is_number(value) and np.isfinite(value) and value == int(value) and value >= low):
+    whole = isinstance(value, int | np.integer) or (
+        _is_number(value) and np.isfinite(value) and value == int(value)
+    )
+    if isinstance(value, bool) or not whole or value < low:
         raise InputError(f"{name} must be an integer >= {low}, got {value!r}")

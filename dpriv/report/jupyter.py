@@ -132,6 +132,11 @@ def show_report(path: str | Path, *, height: int = 900):
     an ``<iframe srcdoc=...>``: the page is self-contained, so the output is too)."""
     from IPython.display import HTML
 
+    if not isinstance(path, str | Path) or isinstance(height, bool) or not isinstance(height, int):
+        raise InputError(
+            f"show_report() takes the path of a report page (str or Path) and a height in pixels "
+            f"(int), not {path!r}, {height!r}"
+        )
     path = Path(path)
     try:
         page = path.read_text(encoding="utf-8")

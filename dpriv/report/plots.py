@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import numbers
 from collections.abc import Mapping
 
 import pandas as pd
@@ -87,7 +88,7 @@ def plot_privacy(
     """
     check_columns(releases, ("release", "t", "j"), "plot_privacy", _RELEASES)
     for name, thr in (("t", t), ("j", j)):
-        if thr is not None and not (isinstance(thr, int | float) and not isinstance(thr, bool)):
+        if thr is not None and (isinstance(thr, bool) or not isinstance(thr, numbers.Real)):
             raise InputError(
                 f"plot_privacy(): {name} is the policy's threshold (a number) or None, not {thr!r}"
             )

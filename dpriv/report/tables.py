@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -228,9 +229,17 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
         nor passed); other missing values are None.
     """
     led = _ledger(ledger)
-    if reference is not None and not isinstance(reference, Mapping):
+    held = {int(r["index"]) for r in led.committed()}
+    if reference is not None and not (
+        isinstance(reference, Mapping)
+        and all(
+            k in held and isinstance(v, numbers.Real) and not isinstance(v, bool)
+            for k, v in reference.items()
+        )
+    ):
         raise InputError(
-            f"reference is a mapping release -> KPR (percent), e.g. reference_kprs(...), not {reference!r}"
+            f"reference is a mapping release -> KPR (percent), e.g. reference_kprs(...), over the "
+            f"releases of the ledger (1..{max(held, default=0)}), not {reference!r}"
         )
     kprs = kpr_values(led)
     refs = {**kpr_values(led, "kpr_reference"), **(reference or {})}
@@ -300,8 +309,21 @@ def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
             f"adversary gains {where} lack column(s) {missing}; expected release, adversary_gain "
             "(the output of dpriv attack)"
         )
+    if frame.columns.duplicated().any():
+        raise InputError(
+            f"adversary gains {where}: the columns must be named once, not {list(frame.columns)}"
+        )
+    if pd.api.types.is_bool_dtype(frame["release"]):
+        raise InputError(
+            f"adversary gains {where}: release must hold release indices 1, 2, ..., not booleans"
+        )
     out = frame[["release", "adversary_gain"]].apply(pd.to_numeric, errors="coerce")
     release, gain = out["release"], out["adversary_gain"]
+    if release.duplicated().any():
+        raise InputError(
+            f"adversary gains {where} hold release {int(release[release.duplicated()].iloc[0])} twice: a "
+            "gain curve has one row per release (of a retrospective attack, keep as_of == its last release)"
+        )
     bad = release.isna() | (release % 1 != 0) | (release < 1)
     bad |= frame["adversary_gain"].notna() & ~gain.between(-1.0, 1.0)
     if bad.any():
