@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.io import not_a_folder
 
 #: The files an experiment writes into its folder, besides ``gain_<method>.png`` per method,
 #: ``data/`` (:func:`dpriv.datasets.write_history`) and ``ledgers/<setting>/``.
@@ -27,7 +28,7 @@ def check_out(out: Path, grid: dict[str, list[dict]], ledgers: list[str]) -> Non
     from dpriv.datasets.files import GENERATED_FILES
 
     if (out.exists() or out.is_symlink()) and not out.is_dir():
-        raise InputError(f"--out {out} is a file, not a folder: choose a folder for the experiment")
+        raise InputError(f"--out {out} {not_a_folder(out)}, not a folder: choose a folder for the experiment")
     ledger = ledger_of(out / "runs.csv")
     if ledger is not None:
         raise InputError(
@@ -46,7 +47,8 @@ def check_out(out: Path, grid: dict[str, list[dict]], ledgers: list[str]) -> Non
         path = out / "ledgers" / name
         if (path.exists() or path.is_symlink()) and not path.is_dir():
             raise InputError(
-                f"--out {out}: {path} is a file, not a folder: move it away or choose another --out"
+                f"--out {out}: {path} {not_a_folder(path)}, not a folder: move it away or choose "
+                "another --out"
             )
         if name and path.is_dir() and any(path.iterdir()) and not (path / "manifest.json").is_file():
             raise InputError(

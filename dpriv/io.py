@@ -211,6 +211,14 @@ def made_folder(folder: Path) -> Iterator[Path]:
         raise
 
 
+def not_a_folder(path: Path) -> str:
+    """What stands at ``path`` where a folder is wanted, for a message: ``"is a file"``, or
+    ``"is a broken symbolic link (to X)"`` for a link whose target does not exist."""
+    if path.is_symlink() and not path.exists():
+        return f"is a broken symbolic link (to {os.readlink(path)})"
+    return "is a file"
+
+
 def public_mode() -> int:
     """Permissions of an ordinary new file: ``0o666`` less the process umask."""
     umask = os.umask(0)

@@ -40,6 +40,7 @@ from dpriv.ledger_files import (
     is_temp,
     open_parquet,
     read_json,
+    released_digests,
     remove_own,
     remove_temp,
     restore_file,
@@ -47,6 +48,7 @@ from dpriv.ledger_files import (
 from dpriv.ledger_manifest import (
     MANIFEST,
     TAKE_UP,
+    change_hint,
     entries_problem,
     policy_digest,
     recorded_digest,
@@ -193,7 +195,7 @@ class Ledger:
             )
             raise LedgerError(
                 f"the policy differs from the one this ledger was started with (fields {diff}: "
-                f"{shown}); a ledger keeps one policy: start a new ledger for a new policy"
+                f"{shown}); a ledger keeps one policy: start a new ledger for a new policy{change_hint(diff)}"
             )
 
     def policy(self):
@@ -317,7 +319,7 @@ class Ledger:
             # each release also records the digest it was committed under: removing the
             # manifest's own then reads as damage, not as an earlier ledger without one
             digest = {"policy_sha256": manifest["policy_sha256"]} if "policy_sha256" in manifest else {}
-            manifest["releases"].append({"index": index, **entry, **digest})
+            manifest["releases"].append({"index": index, **entry, **digest, **released_digests(rdir)})
             self._write_manifest(manifest)
             self._pending_policy = None
         except BaseException:  # an interrupt or a failed write: release `index` was never committed

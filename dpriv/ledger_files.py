@@ -6,6 +6,7 @@ first release failed."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -22,6 +23,45 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+#: The released files of a release whose SHA-256 its manifest entry records (name -> entry key).
+RELEASED_DIGESTS = {"view.parquet": "view_sha256", "sensitive.parquet": "sensitive_sha256"}
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read 1 MiB at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def released_digests(rdir: Path) -> dict[str, str]:
+    """The manifest fields ``view_sha256`` (and ``sensitive_sha256`` for an Anatomy release) of
+    the files of a release folder, as just written."""
+    found = {key: rdir / name for name, key in RELEASED_DIGESTS.items()}
+    return {key: file_sha256(path) for key, path in found.items() if path.is_file()}
+
+
+def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
+    """LedgerError when a released file of the release ``entry`` describes is missing or is not
+    the one it committed (its SHA-256 differs from the one the manifest records; a ledger from
+    before the digests records none, and its files are not compared)."""
+    for name, key in RELEASED_DIGESTS.items():
+        recorded = entry.get(key)
+        if recorded is not None and not (rdir / name).is_file():
+            raise LedgerError(
+                f"{rdir / name} is missing (release {entry['index']} is listed in manifest.json): "
+                "the ledger is damaged; restore it from a backup"
+            )
+        if recorded is not None and file_sha256(rdir / name) != recorded:
+            raise LedgerError(
+                f"{rdir / name} is not the file release {entry['index']} committed (its SHA-256 is "
+                f"not the {key} manifest.json records): it was changed after the release; restore it "
+                "from a backup (what it holds now is not what was published)"
+            )
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:

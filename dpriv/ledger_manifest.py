@@ -52,7 +52,8 @@ def entries_problem(entries: list[dict[str, Any]]) -> str | None:
     """What is wrong with the committed releases' entries of a manifest, else None: releases
     are committed one after the other from 1; the input view's digest ``input_sha`` (a string;
     a ledger written by hand may lack it: its views are then not compared), ``state_buckets`` (a
-    count) and ``policy_sha256`` (a string) are optional (earlier ledgers lack the last two)."""
+    count), ``policy_sha256``, ``view_sha256`` and ``sensitive_sha256`` (strings) are optional
+    (earlier ledgers lack all but the first)."""
     for pos, entry in enumerate(entries, start=1):
         index = entry.get("index")
         if isinstance(index, bool) or index != pos:
@@ -62,9 +63,22 @@ def entries_problem(entries: list[dict[str, Any]]) -> str | None:
         buckets = entry.get("state_buckets", 1)
         if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
             return f"release {pos} has state_buckets {buckets!r}, not a positive whole number"
-        if not isinstance(entry.get("policy_sha256", ""), str):
-            return f"release {pos} has a policy_sha256 that is not a digest"
+        for key in ("policy_sha256", "view_sha256", "sensitive_sha256"):
+            if not isinstance(entry.get(key, ""), str):
+                return f"release {pos} has a {key} that is not a digest"
     return None
+
+
+def change_hint(diff: list[str]) -> str:
+    """More to say when the policy fields ``diff`` differ from a ledger's: domains a policy does
+    not declare are inferred from the first run's data (a weekly job whose first week fixed them)."""
+    if "domains" not in diff:
+        return ""
+    return (
+        "; domains a policy does not declare are inferred from the first run's data, so a later "
+        "week with values outside them differs: declare [domains] covering every week's values in "
+        "the policy file and start a new ledger with it"
+    )
 
 
 def short_value(values: dict[str, Any], key: str) -> str:

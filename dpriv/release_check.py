@@ -26,7 +26,7 @@ from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.input_checks import resolve_policy
 from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
-from dpriv.ledger_files import open_parquet
+from dpriv.ledger_files import check_released_files, open_parquet
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
 from dpriv.validate import check_rows, check_unique_ids, codes, validate_view
@@ -248,11 +248,12 @@ def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:
 def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
     """LedgerError unless every committed release's files are whole: its view and metrics
     are on disk, the view's Parquet footer reads and (a generalized view) holds the
-    ``n_released`` tuples its metrics.json recorded, policy.json has the digest the manifest
-    recorded, and (``state``) the last release's state has at least one part. A release
-    resumed from a damaged ledger would build on files that no longer say what was
-    published; an attack or a report would read them as published. Reads the footers and the
-    metrics only (a few KiB per release), and the footers of the last state's parts."""
+    ``n_released`` tuples its metrics.json recorded, its released files have the SHA-256 the
+    manifest recorded (:func:`dpriv.ledger_files.check_released_files`), policy.json has the
+    digest the manifest recorded, and (``state``) the last release's state has at least one
+    part. A release resumed from a damaged ledger would build on files that no longer say what
+    was published; an attack or a report would read them as published. Reads the released
+    files once (hashing them), the metrics, and the footers of the last state's parts."""
     last = ledger.last_index()
     if not last:
         return
@@ -274,6 +275,7 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
                 f"{view} holds {rows} tuples where release {index} recorded {recorded} "
                 "(metrics.json): the ledger is damaged; restore it from a backup"
             )
+        check_released_files(ledger.release_dir(index), entry)  # edited after the release
     ledger.check_policy_file()
     if state:  # (a report reads no state)
         for part in ledger.state_files(last):  # LedgerError naming the folder when none

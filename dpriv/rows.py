@@ -112,10 +112,16 @@ def describe(rows: list[BadRow], count: int, id_col: str, time_col: str | None, 
     """``"3 rows: line 5 (rid=3), line 8 (rid=6), line 11 (rid=9) of in.csv (the header is
     line 1)"``: the first :data:`MAX_ROWS_SHOWN` of ``rows`` (sorted by position) and how many
     more of ``count``. Lines only when ``whole`` (the frame checked is the input file of
-    :func:`rows_of`, whole and in order), else ``row <label>``."""
+    :func:`rows_of`, whole and in order), else ``row <label>``, or ``row at position <p>`` (from 0)
+    when two of the rows named share their index label (a frame of repeated labels)."""
     rows = sorted(rows, key=lambda r: r.position)[:MAX_ROWS_SHOWN]
     source = input_file() if whole else None
-    where = _where(source, [r.position for r in rows]) if source else [f"row {r.label}" for r in rows]
+    if source:
+        where = _where(source, [r.position for r in rows])
+    elif len({r.label for r in rows}) < len(rows):
+        where = [f"row at position {r.position}" for r in rows]
+    else:
+        where = [f"row {r.label}" for r in rows]
     parts = []
     for w, r in zip(where, rows):
         about = [f"{id_col}={r.id!r}"] if r.id is not None else []

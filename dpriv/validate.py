@@ -34,7 +34,7 @@ from dpriv.rows import (
     problems_message,
     problems_of,
 )
-from dpriv.value_types import huge_values, type_problems
+from dpriv.value_types import GROUPED_NUMBER, ID_KINDS_META, huge_values, id_kinds, type_problems
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
@@ -86,13 +86,16 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
             continue
         if name in policy.qi and name not in policy.kinds:
             num = pd.to_numeric(vals.astype(object), errors="coerce")
-            if vals.notna().any() and (num.notna() == vals.notna()).all():
+            grouped = vals.notna() & num.isna() & vals.astype(str).str.match(GROUPED_NUMBER)
+            if vals.notna().any() and ((num.notna() | grouped) == vals.notna()).all():
+                example = vals[grouped].iloc[0] if grouped.any() else vals.dropna().iloc[0]
+                how = " with thousands separators or a decimal comma" if grouped.any() else ""
                 found.append(
                     (
                         2,
                         name,
-                        f"QI {name!r} holds numbers stored as text (e.g. {vals.dropna().iloc[0]!r}): store "
-                        f"them as numbers, declare its range in [domains] ({name} = [min, max]), or "
+                        f"QI {name!r} holds numbers stored as text{how} (e.g. {example!r}): store "
+                        f"them as plain numbers, declare its range in [domains] ({name} = [min, max]), or "
                         f'declare it categorical in [kinds] ({name} = "categorical")',
                         _rows(part, vals.notna().to_numpy(), policy),
                         int(vals.notna().sum()),
@@ -206,7 +209,19 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
             raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     elif len(view) == 0:
         raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
-    problems = problems_of(view, _raw_all, policy, columns)
+    if not is_dask(view):
+        problems = _raw_all(view, policy, columns)
+    else:  # with the kinds of ids each partition holds, in the same compute
+        ids = view[policy.id].map_partitions(id_kinds, meta=ID_KINDS_META)
+        problems, kinds = dask.compute(lazy_problems(view, _raw_all, policy, columns), ids)
+        problems = placed(view, problems)
+        if not len(problems) and kinds["kind"].nunique() > 1:
+            shown = kinds.drop_duplicates("kind").set_index("kind")["example"]
+            raise InputError(
+                f"{source}: id column {policy.id!r} holds numbers (such as {shown['number']!r}) in "
+                f"some partitions and text (such as {shown['text']!r}) in others: write every id "
+                "as text (or every id as a number)"
+            )
     if len(problems):
         raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")
 

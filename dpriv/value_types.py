@@ -12,6 +12,7 @@ Parquet holds one type per column). Its rows have the shape of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -41,6 +42,10 @@ MOSTLY_NUMERIC = 0.5
 #: failed late, inside the metric); within +-1e150 every such square, sum and width is finite.
 MAX_MAGNITUDE = 1e150
 
+#: A number written with thousands separators or a decimal comma ("105,000", "1.072,5",
+#: "12 500", "3,5"): text to pandas, a number to the person who wrote it.
+GROUPED_NUMBER = re.compile(r"^\s*[+-]?(?:\d{1,3}(?:[,.\u00a0' ]\d{3})+(?:[.,]\d+)?|\d+,\d+)\s*$")
+
 
 def mixed_types(values: pd.Series) -> tuple[np.ndarray, str] | None:
     """For an object column of values of several Python types (pandas infers "mixed..."): the
@@ -54,6 +59,29 @@ def mixed_types(values: pd.Series) -> tuple[np.ndarray, str] | None:
     if not odd.any():
         return types.notna().to_numpy(dtype=bool), f"values of type {usual}, neither text nor numbers"
     return odd, f"values of several types ({usual} and e.g. {values[odd].iloc[0]!r} ({types[odd].iloc[0]}))"
+
+
+#: What :func:`id_kinds` says of a partition of an id column.
+ID_KINDS_META = pd.DataFrame({"kind": pd.Series(dtype=object), "example": pd.Series(dtype=object)})
+
+
+def id_kinds(values: pd.Series) -> pd.DataFrame:
+    """One row (kind, example) for a partition of an id column: ``"text"`` or ``"number"`` and
+    its first id; no row when the partition is empty or of another kind (:func:`mixed_types`
+    names those). A Dask frame's partitions may each hold one type where the whole holds two
+    (7 in one, "x8" in another), which no partition can see alone."""
+    values = values.dropna()
+    if not len(values):
+        return ID_KINDS_META
+    inferred = pd.api.types.infer_dtype(values, skipna=True)
+    kind = (
+        "text"
+        if inferred == "string"
+        else "number"
+        if inferred in ("integer", "floating", "mixed-integer-float", "decimal")
+        else None
+    )
+    return pd.DataFrame({"kind": [kind], "example": [values.iloc[0]]}).dropna()
 
 
 def _listed(v):

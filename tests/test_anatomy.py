@@ -3,6 +3,8 @@ release, the verifier against tampered tables, byte-identity over Hilbert ranges
 path, the knowledge order, exact-QI linkage, metrics, and attacks that read an Anatomy ledger
 exactly as the generalized ledger with the same groups."""
 
+import hashlib
+import json
 import os
 import shutil
 
@@ -20,7 +22,7 @@ from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.attack import attack
 from dpriv.criteria import TCloseness, js_per_group
 from dpriv.datasets import medical_history, write_history
-from dpriv.errors import PolicyError
+from dpriv.errors import LedgerError, PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hilbert.keys import hilbert_keys, knowledge_coords, knowledge_keys
 from dpriv.ledger import Ledger
@@ -291,7 +293,10 @@ def test_anatomy_needs_jsreduce_and_is_pinned_by_the_ledger(history, tmp_path):
     with pytest.raises(PolicyError, match="anatomy"):
         release_history(mh.history, policy, tmp_path / "m", method="mondrian-t")
     assert not (tmp_path / "m").exists()
-    release_history(mh.history, policy, tmp_path / "led", until=1)
+    led = release_history(mh.history, policy, tmp_path / "led", until=1)
+    entry = led.committed()[0]  # both released tables' digests, of the bytes on disk
+    for name, key in (("view.parquet", "view_sha256"), ("sensitive.parquet", "sensitive_sha256")):
+        assert entry[key] == hashlib.sha256((led.release_dir(1) / name).read_bytes()).hexdigest()
     with pytest.raises(Exception, match="release_format"):
         release_history(mh.history, policy.with_overrides(release_format="generalized"), tmp_path / "led")
     # the default format leaves the fingerprint as before the field existed
@@ -316,7 +321,18 @@ def _as_generalized(anatomy: Ledger, history: pd.DataFrame, policy: ReleasePolic
         gen[policy.sensitive] = rows[policy.sensitive].to_numpy()
         gen[released_columns(policy)].to_parquet(led.release_dir(i) / "view.parquet", index=False)
         (led.release_dir(i) / "sensitive.parquet").unlink()
+    _forget_digests(led)
     return led
+
+
+def _forget_digests(led: Ledger) -> None:
+    """The released files' digests dropped from the manifest, as a ledger from before them
+    records none: files changed by a test are then read, not refused as edited."""
+    path = led.root / "manifest.json"
+    manifest = json.loads(path.read_text())
+    for entry in manifest["releases"]:
+        entry.pop("view_sha256"), entry.pop("sensitive_sha256")
+    path.write_text(json.dumps(manifest))
 
 
 @pytest.mark.slow
@@ -334,6 +350,9 @@ def test_attacks_on_anatomy_equal_attacks_on_the_same_groups_generalized(history
     t1 = anat.read_sensitive(1)
     t1.loc[0, COUNT] += 1
     t1.to_parquet(anat.release_dir(1) / "sensitive.parquet", index=False)
+    with pytest.raises(LedgerError, match=r"sensitive.parquet is not the file release 1 committed"):
+        attack(anat, mh.history, policy, "dk", deductions=False)
+    _forget_digests(anat)  # a ledger from before the digests: the counts themselves are checked
     with pytest.raises(Exception, match="disagree|do not match"):
         attack(anat, mh.history, policy, "dk", deductions=False)
 

@@ -96,3 +96,35 @@ def test_deductions_take_text_ids_like_integer_ids():
         deduce([replace(twice, respondent=np.array(["p1", "p1"], dtype=object))], EXIT, attendance=None)
     with pytest.raises(InputError, match="respondent 1 has two tuples"):  # an int id as written
         deduce([twice], EXIT, attendance=None)
+
+
+def test_a_value_first_published_in_a_later_release_does_not_stop_the_attack(tmp_path):
+    """A drill: 'remission' first appears in release 2; the snapshot and IE adversaries' model
+    (mined before it) rules it out, so the exact deductions found 'no complete assignment' and
+    the attack exited 2 blaming the ledger. The model's zeros are not certain then: no
+    deductions, a warning, and the gains of the posteriors alone (as without deductions)."""
+    rng = np.random.default_rng(0)
+    n = 200
+    ids, age, weight = [f"P{k}" for k in range(n)], rng.integers(20, 90, n), rng.integers(40, 130, n)
+    s1 = rng.choice(["I", "II", "III"], n)
+    s2 = np.where(rng.random(n) < 0.3, "remission", s1)
+    hist = pd.concat(
+        [
+            pd.DataFrame({"pid": ids, "week": w, "age": age, "weight": weight, "stage": s})
+            for w, s in ((1, s1), (2, s2))
+        ],
+        ignore_index=True,
+    )
+    pol = ReleasePolicy.from_dict(
+        {"id": "pid", "time": "week", "qi": ["age", "weight"], "sensitive": "stage", "t": 0.5, "j": 1.5,
+         "max_suppression": 0.25, "grouping": "topdown",
+         "domains": {"age": [0, 110], "weight": [20, 250], "stage": ["I", "II", "III", "remission"]}}
+    )  # fmt: skip
+    led = release_history(hist, pol, tmp_path / "led")
+    for knowledge in ("snapshot", "ie"):
+        with pytest.warns(UserWarning, match=r"model rules out what release 2 published"):
+            got = attack(led, hist, pol, knowledge)
+        plain = attack(led, hist, pol, knowledge, deductions=False)
+        assert got["n_certain"].tolist() == [0, 0]  # nothing deduced (NA: deductions not run)
+        pd.testing.assert_frame_equal(got.drop(columns="n_certain"), plain.drop(columns="n_certain"))
+        assert got["release"].tolist() == [1, 2] and got["n_tuples"].tolist() == [200, 200]

@@ -107,6 +107,21 @@ BAD_VIEWS = {
         [],
         [r"QI 'age' holds numbers stored as text", r"\[kinds\]"],
     ),
+    "numeric QI with thousands separators": (  # was released silently as a categorical QI
+        lambda: view().assign(age=lambda v: [f"{a * 1000:,}" for a in v["age"]]),
+        "csv",
+        [],
+        [
+            r"QI 'age' holds numbers stored as text with thousands separators or a decimal comma "
+            r"\(e.g. '\d+,000'\)"
+        ],
+    ),
+    "numeric QI with decimal commas": (
+        lambda: view().assign(age=lambda v: [f"{a},5" for a in v["age"]]),
+        "csv",
+        [],
+        [r"QI 'age' holds numbers stored as text with thousands separators or a decimal comma"],
+    ),
     "interval in a QI": (
         lambda: _set(view(), "age", 7, "[45-52]"),
         "csv",

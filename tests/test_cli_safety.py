@@ -84,6 +84,10 @@ def test_generate_medical_refuses_to_overwrite_and_force_replaces(cli, tmp_path)
     res = cli("generate", "medical", "--views", "3", "--view-size", "40", "--out", out, "--force")
     assert res.exit_code == 0, res.output
     assert sorted(pd.read_parquet(out / "history.parquet")["view"].unique()) == [1, 2, 3]
+    (tmp_path / "link").symlink_to(tmp_path / "gone")  # a dangling link was called "a file"
+    res = cli("generate", "medical", "--views", "2", "--view-size", "50", "--out", tmp_path / "link")
+    assert_refused(res, r"link is a broken symbolic link \(to .*gone\), not a folder")
+    assert not (tmp_path / "gone").exists()
 
 
 def test_generate_force_keeps_an_edited_policy_and_unrecorded_files(cli, tmp_path):

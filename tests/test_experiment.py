@@ -99,6 +99,10 @@ def test_experiment_never_replaces_a_file_it_did_not_write(tmp_path):
     (tmp_path / "afile").write_text("x")
     res = _cli("--out", tmp_path / "afile", "--views", 1, "--view-size", 5)
     assert res.exit_code == 2 and "is a file, not a folder" in res.output, res.output
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")  # was called "a file"
+    res = _cli("--out", tmp_path / "dangling", "--views", 1, "--view-size", 5)
+    assert res.exit_code == 2 and "dangling is a broken symbolic link (to " in res.output, res.output
+    assert not (tmp_path / "gone").exists()
     half = tmp_path / "half" / "data"
     half.mkdir(parents=True)
     (half / "policy.toml").write_text("x = 1\n")

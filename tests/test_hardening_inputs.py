@@ -12,6 +12,7 @@ import unicodedata
 import warnings
 from pathlib import Path
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -649,6 +650,41 @@ def test_ids_of_several_types_are_refused_by_name(tmp_path):
     assert not (tmp_path / "led").exists()
     hist["rid"] = [f"x{i}" for i in range(len(hist))]  # all text: released
     assert release_history(hist, pol, tmp_path / "ok").last_index() == 2
+
+
+def test_dask_partitions_of_number_ids_and_of_text_ids_are_refused_by_name(tmp_path):
+    """Each partition of one type, the whole of two (numbers in the first partitions, text in the
+    last): the state update failed with a raw TypeError; a history of number ids in view 1 and
+    text ids in view 2 was released, where pandas refuses it."""
+    hist = pd.concat([view(30).assign(v=1), view(30, seed=1).assign(v=2)], ignore_index=True)
+    hist["rid"] = pd.Series([i if i < 45 else f"x{i}" for i in range(len(hist))], dtype=object)
+    pol = {**POLICY, "time": "v"}
+    with dask.config.set({"dataframe.convert-string": False}):
+        dask_hist = dd.from_pandas(hist, npartitions=4, sort=False)
+        with pytest.raises(
+            InputError,
+            match=r"id column 'rid' holds numbers \(such as 0\) in some partitions and text "
+            r"\(such as 'x45'\) in others: write every id as text",
+        ):
+            release_history(dask_hist, pol, tmp_path / "led")
+    assert not (tmp_path / "led").exists()
+
+
+def test_rows_of_a_frame_of_repeated_labels_are_named_by_position(tmp_path):
+    """Two views concatenated without ignore_index: 'row 3, row 3' named one label twice."""
+    hist = pd.concat([view(30).assign(v=1), view(30, seed=1).assign(v=2)])  # labels 0..29 twice
+    hist["age"] = hist["age"].astype(float)
+    hist.iloc[[3, 33], hist.columns.get_loc("age")] = np.nan
+    with pytest.raises(
+        InputError,
+        match=r"2 rows: row at position 3 \(rid=3, v=1\), row at position 33 \(rid=3, v=2\)",
+    ):
+        release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")
+    hist.iloc[33, hist.columns.get_loc("age")] = 50.0
+    hist.iloc[34, hist.columns.get_loc("age")] = np.nan  # labels 3 and 4: named by label
+    with pytest.raises(InputError, match=r"2 rows: row 3 \(rid=3, v=1\), row 4 \(rid=4, v=2\)"):
+        release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")
+    assert not (tmp_path / "led").exists()
 
 
 def test_a_value_written_two_ways_and_periods_are_refused_by_name():

@@ -64,6 +64,21 @@ def test_write_report_refuses_gains_it_would_draw_wrongly(small, passed, said):
     assert not (root / "r.html").exists()
 
 
+def test_write_report_writes_html_pages_only(small, tmp_path):
+    """write_report(led, "x.txt") wrote HTML into a .txt file (dpriv report refuses it)."""
+    _, _, _, led = small
+    for name in ("x.txt", "x.csv", "x"):
+        with pytest.raises(
+            InputError, match=rf"out_html .*{name}: unknown file type .* HTML \(.html, .htm\)"
+        ):
+            write_report(led, tmp_path / name)
+    (tmp_path / "d.html").mkdir()
+    with pytest.raises(InputError, match=r"d.html is a folder: give a file name ending in HTML"):
+        write_report(led, tmp_path / "d.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.html"]
+    assert write_report(led, tmp_path / "R.HTM").read_text().startswith("<!DOCTYPE html>")
+
+
 def test_notebook_and_loop_helpers_refuse_the_wrong_object(small, tmp_path):
     root, mh, pol, led = small
     with pytest.raises(InputError, match=r"/nonexistent.html cannot be shown \(No such file"):

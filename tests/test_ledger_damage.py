@@ -182,6 +182,45 @@ def test_a_damaged_earlier_view_is_refused_by_every_command(released, tmp_path, 
     assert snapshot(root) == before
 
 
+def test_the_manifest_records_each_released_files_sha256(released):
+    import hashlib
+    import json
+
+    entries = json.loads((released / "L" / "manifest.json").read_text())["releases"]
+    for entry in entries:  # an independent digest of the bytes on disk
+        view = released / "L" / "releases" / str(entry["index"]) / "view.parquet"
+        assert entry["view_sha256"] == hashlib.sha256(view.read_bytes()).hexdigest()
+        assert "sensitive_sha256" not in entry  # a generalized release has no sensitive table
+
+
+def test_a_hand_edited_view_is_refused_by_every_command(released, tmp_path):
+    """One group's age interval narrowed in release 2's view, rows and footer still whole:
+    verify --ledger checked the edited groups and passed, export published them."""
+    import json
+
+    def narrow(root):
+        path = root / "releases" / "2" / "view.parquet"
+        view = pd.read_parquet(path)
+        first = view["qi_group"] == view["qi_group"].iloc[0]
+        view.loc[first, "age_max"] = view.loc[first, "age_min"]
+        view.to_parquet(path, index=False)
+
+    root, before = damaged(released, tmp_path, narrow)
+    named = ("releases/2/view.parquet is not the file release 2 committed", "view_sha256")
+    hist = released / "h12.parquet"
+    refused(run(released, "verify", "--ledger", root, "--view", "2", "--history", hist), *named)
+    refused(run(released, "export", "--ledger", root, "--view", "2", "--out", tmp_path / "x.csv"), *named)
+    refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), *named)
+    refused(run(released, "report", root, "--out", tmp_path / "r.html"), *named)
+    refused(release_onto(released, root), *named)
+    assert snapshot(root) == before and not (tmp_path / "x.csv").exists()
+    manifest = json.loads((root / "manifest.json").read_text())  # a ledger from before the digests
+    for entry in manifest["releases"]:
+        del entry["view_sha256"]
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    assert run(released, "verify", "--ledger", root, "--view", "1", "--history", hist).exit_code == 0
+
+
 def test_a_hand_edited_policy_json_is_refused_not_taken_up(released, tmp_path):
     """policy.json loosened by hand (k 1, t 1, j 50): the manifest recorded its digest, so the
     next release, attack, report and verify exit 2 naming policy.json, and nothing is written

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -474,3 +475,25 @@ def test_a_lock_that_cannot_be_one_is_named(tmp_path, monkeypatch):
     with pytest.raises(LedgerError, match="the file system has no file locks") as refused:
         Ledger(root, create=True, lock=True)
     assert "another dpriv command" not in str(refused.value)
+
+
+def test_a_weekly_job_whose_first_week_fixed_the_domains_is_told_to_declare_them(tmp_path):
+    """The drill's cron job: a policy without [domains], week 1 released, then weeks 1-2 where
+    week 2 holds older patients: the ledger refused the inferred domains as 'a new policy' with
+    no way forward for a weekly job."""
+    rng = np.random.default_rng(0)
+
+    def week(w, lo, hi):
+        return pd.DataFrame({"pid": [f"P{w}-{i}" for i in range(40)], "week": w,
+                             "age": rng.integers(lo, hi, 40), "s": rng.choice(list("abc"), 40)})  # fmt: skip
+
+    pol = ReleasePolicy.from_dict(
+        {"id": "pid", "time": "week", "qi": ["age"], "sensitive": "s", "k": 3, "t": 1.0, "j": 10.0}
+    )
+    first = week(1, 30, 60)
+    release_history(first, pol, tmp_path / "led")
+    before = snapshot(tmp_path / "led")
+    both = pd.concat([first, week(2, 20, 90)], ignore_index=True)
+    with pytest.raises(LedgerError, match=r"fields \['domains'\].*declare \[domains\] covering every week"):
+        release_history(both, pol, tmp_path / "led")
+    assert snapshot(tmp_path / "led") == before

@@ -20,6 +20,11 @@ from dpriv.errors import InputError
 __all__ = ["feasible_edges"]
 
 
+class NoAssignment(InputError):
+    """The candidate sets admit no complete assignment: the model's zeros contradict the
+    published counts."""
+
+
 def feasible_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray) -> np.ndarray:
     """Edges (``left[e]``, ``right[e]``) that some complete assignment uses.
 
@@ -59,7 +64,7 @@ def feasible_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: n
     graph = _csr32((caps, (rows, cols)), sink + 1)
     res = maximum_flow(graph, src, sink, method="dinic")
     if int(res.flow_value) != n_left:
-        raise InputError(
+        raise NoAssignment(
             f"no complete assignment: {int(res.flow_value)} of {n_left} left nodes can be placed; "
             "the candidate sets contradict the published counts (wrong model or wrong releases?)"
         )

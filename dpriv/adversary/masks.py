@@ -10,6 +10,7 @@ once per prefix and caches it.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,15 +57,37 @@ class MasksAsOf:
         self.support = chain_support(tables)
         self._cache: dict[int, list[np.ndarray]] = {}
         self.seconds = 0.0
+        self.contradicted: list[int] = []  # releases as of which the model ruled out the counts
 
     def __call__(self, k: int) -> list[np.ndarray]:
         if k not in self._cache:
+            from dpriv.adversary._assign import NoAssignment
             from dpriv.adversary.deductions import deduce
 
-            d = deduce(self.observed[: k + 1], self.tables, attendance=self.attendance, support=self.support)
+            try:
+                seen = self.observed[: k + 1]
+                d = deduce(seen, self.tables, attendance=self.attendance, support=self.support)
+            except NoAssignment:  # an estimated model (mined, snapshot) that rules out what was published
+                self._cache[k] = self._nothing_certain(k)
+                return self._cache[k]
             self.seconds += d.seconds
             self._cache[k] = d.allowed
         return self._cache[k]
+
+    def _nothing_certain(self, k: int) -> list[np.ndarray]:
+        """Every value allowed for the releases up to position ``k``: the model's zeros ruled out
+        what they published (a transition first seen in them), so none of its deductions is certain;
+        said once (a warning naming the first such release)."""
+        if not self.contradicted:
+            warnings.warn(
+                f"the adversary's model rules out what release {self.observed[k].index} published (a "
+                "value or transition its tables never saw): no exact deductions from this release on, "
+                "the gains are those of its posteriors alone",
+                stacklevel=3,
+            )
+        self.contradicted.append(self.observed[k].index)
+        m = self.tables.n_values
+        return [np.ones((len(o.respondent), m), dtype=bool) for o in self.observed[: k + 1]]
 
     def release(self, k: int) -> np.ndarray:
         """Mask of the release at position ``k`` as known right after it."""

@@ -378,9 +378,11 @@ def print_summary(metrics: Mapping[str, Any]) -> None:
 def ledger_view(ledger: Path, released: str | None, view: int | None, verb: str):
     """The :class:`~dpriv.ledger.Ledger` at ``--ledger`` whose release ``--view`` a command
     reads (``verb``: "check", "export"). InputError when RELEASED is given too or ``view`` is
-    not a committed release (the message lists them); LedgerError when it is not a ledger."""
+    not a committed release (the message lists them); LedgerError when it is not a ledger, or
+    a release's files are missing, truncated or edited (:func:`dpriv.release_check.check_ledger_whole`)."""
     from dpriv.errors import InputError, LedgerError
     from dpriv.ledger import Ledger
+    from dpriv.release_check import check_ledger_whole
 
     if released is not None:
         raise InputError("give RELEASED or --ledger L --view I, not both")
@@ -392,4 +394,5 @@ def ledger_view(ledger: Path, released: str | None, view: int | None, verb: str)
         raise InputError(f"--ledger needs --view I, the release to {verb}; {ledger} holds releases {indices}")
     if view not in indices:
         raise InputError(f"--view {view}: {ledger} holds no release {view}; it holds releases {indices}")
+    check_ledger_whole(led, state=False)  # a missing, truncated or edited release: exit 2, named
     return led

@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.ledger_files import file_sha256
 
 #: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
 #: temp files, ``.<name>.<random>``, leaves it alone).
@@ -83,10 +84,7 @@ def _digest(path: Path) -> str:
         for f in sorted(p for p in path.rglob("*") if p.is_file() or p.is_symlink()):
             h.update(f"{f.relative_to(path).as_posix()}\0{_digest(f)}\n".encode())
         return h.hexdigest()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(path)
 
 
 def _size(path: Path) -> int:
@@ -193,17 +191,17 @@ def check_not_input(out: Path, *inputs: str) -> None:
         )
 
 
-def check_suffix(out: Path, kind: str) -> None:
-    """Refuse (InputError) an ``--out`` whose suffix is not one the command ``kind`` writes
-    (``dpriv report --out x.csv`` would put HTML into a .csv file), or a folder."""
+def check_suffix(out: Path, kind: str, flag: str = "--out") -> None:
+    """Refuse (InputError) an ``--out`` (``flag``) whose suffix is not one the command ``kind``
+    writes (``dpriv report --out x.csv`` would put HTML into a .csv file), or a folder."""
     spec = KINDS[kind]
     if out.suffix.lower() not in spec.suffixes:
         raise InputError(
-            f"--out {out}: unknown file type {out.suffix or '(no suffix)'!r}; dpriv {kind} writes "
+            f"{flag} {out}: unknown file type {out.suffix or '(no suffix)'!r}; dpriv {kind} writes "
             f"{spec.names()}: name the output file with one of these suffixes"
         )
     if out.is_dir():
-        raise InputError(f"--out {out} is a folder: give a file name ending in {spec.names()}")
+        raise InputError(f"{flag} {out} is a folder: give a file name ending in {spec.names()}")
 
 
 def check_folder(out: Path, flag: str = "--out") -> None:

@@ -20,6 +20,7 @@ from dpriv.datasets.model import (
 )
 from dpriv.datasets.pbc import PBC_PRIVACY, pbc_history
 from dpriv.errors import InputError
+from dpriv.io import not_a_folder
 from dpriv.toml_writer import toml_dumps
 
 if TYPE_CHECKING:
@@ -169,7 +170,9 @@ def check_generated(
     from dpriv.cli.outputs import RECORD, written_by
 
     if (out.exists() or out.is_symlink()) and not out.is_dir():
-        raise InputError(f"{out} is a file, not a folder; choose a folder for the generated files (--out)")
+        raise InputError(
+            f"{out} {not_a_folder(out)}, not a folder; choose a folder for the generated files (--out)"
+        )
     if not overwrite:
         refuse_existing(out, flag, files)
         return
