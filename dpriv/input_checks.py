@@ -46,21 +46,30 @@ def resolve_policy(
 
 def check_same_text(data: pd.DataFrame) -> None:
     """InputError for a column whose domain is to be inferred and that holds two distinct
-    values written alike (``1`` and ``"1"``): the released view and the policy write values as
-    text, where the two would be one value."""
+    values written alike: ``1`` and ``"1"`` (the released view and the policy write values as
+    text, where the two would be one value), or ``"B"`` and ``"B "`` (one category typed two
+    ways, e.g. a CSV cell with a trailing space, that would become two levels)."""
     for c in data.columns:
-        if not pd.api.types.is_object_dtype(data[c].dtype):
+        dtype = data[c].dtype
+        if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
             continue
         seen: dict[str, object] = {}
         for v in pd.unique(data[c].dropna()):
-            if str(v) in seen:
-                other = seen[str(v)]
+            key = str(v).strip()
+            other = seen.setdefault(key, v)
+            if other is v:
+                continue
+            if str(other) == str(v):
                 raise InputError(
                     f"column {c!r} holds {other!r} ({type(other).__name__}) and {v!r} "
                     f"({type(v).__name__}), which read the same once released: write its values "
                     "one way (all text, or all numbers)"
                 )
-            seen[str(v)] = v
+            raise InputError(
+                f"column {c!r} holds {other!r} and {v!r}, which differ only in spaces at the start or "
+                f"end: one value written two ways would become two; strip the spaces (e.g. "
+                f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+            )
 
 
 def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> None:

@@ -687,6 +687,23 @@ def test_rows_of_a_frame_of_repeated_labels_are_named_by_position(tmp_path):
     assert not (tmp_path / "led").exists()
 
 
+@pytest.mark.parametrize("dtype", [object, "category", "string"])
+def test_a_category_with_and_without_a_trailing_space_is_refused(dtype, tmp_path):
+    """A CSV cell 'A ' next to 'A' became two levels of the inferred domain (two sensitive
+    values where the data owner meant one)."""
+    v = view(30)
+    v["s"] = pd.Series(["A ", *["A", "B", "C"] * 9, "B", "C"], dtype=dtype)
+    spaced = r"column 's' holds 'A ' and 'A', which differ only in spaces at the start or end.*str.strip"
+    with pytest.raises(InputError, match=spaced):
+        anonymize(v, POLICY)
+    v["s"] = v["s"].astype(object).str.strip()
+    v["city"] = pd.Series([" Lyon", "Lyon", "Nice"] * 10, dtype=dtype)
+    with pytest.raises(InputError, match=r"column 'city' holds ' Lyon' and 'Lyon'"):
+        anonymize(v, POLICY)
+    v["city"] = v["city"].astype(object).str.strip()
+    assert len(anonymize(v, POLICY).released) == 30
+
+
 def test_a_value_written_two_ways_and_periods_are_refused_by_name():
     """The drill: 1 and "1" in the sensitive column said 'domain of 's' must list distinct
     values' (no domain was declared); a Period QI failed in the KPR step with advice for kpr."""
