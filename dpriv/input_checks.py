@@ -197,10 +197,17 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         problems = problems_of(history, _time_problems, policy)
         header = policy.time in {str(v) for v in idx.tolist()}  # a file appended with its header
         fix = "delete the header line(s) repeated inside the file" if header else "renumber the views"
-        if not header and not has_nan and all(isinstance(v, str) for v in idx.tolist()):
-            fix = f"store them as integers (e.g. frame[{policy.time!r}].astype(int))"
+        as_int = f"store them as integers (e.g. frame[{policy.time!r}].astype(int))"
         rows = sorted((r for found in problems["rows"] for r in found), key=lambda r: r.position)
         count = int(problems["count"].sum()) if rows else 0
+        if not header and not has_nan and all(isinstance(v, str) for v in idx.tolist()):
+            fix = as_int
+        elif not header and not has_nan and not rows:  # 1.0, 2.0
+            fix = f"write them as whole numbers (1, not 1.0): {as_int}"
+        elif not header and has_nan and count == _blank_rows(history):
+            fix = "delete these empty rows (every cell blank, such as a CSV's trailing ',,,,' lines)"
+        elif not header and has_nan:
+            fix = "give each of these rows the index of its view (1..n), or delete them"
         where = f" ({describe(rows, count, policy.id, None, whole=True)})" if rows else ""
         raise InputError(
             f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN); "
@@ -215,6 +222,12 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             "they were numbered wrongly"
         )
     return idx
+
+
+def _blank_rows(frame: pd.DataFrame | dd.DataFrame) -> int:
+    """How many rows of ``frame`` have every cell missing."""
+    blank = frame.isna().all(axis=1).sum()
+    return int(blank.compute() if is_dask(blank) else blank)
 
 
 def _time_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

@@ -739,3 +739,22 @@ def test_release_indices_written_as_text_are_named_so(tmp_path):
         InputError, match=r"it holds numbers written as text \('1', '2'\): store them as integers"
     ):
         release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")
+
+
+def test_release_indices_as_floats_and_blank_csv_rows_get_their_own_fix(tmp_path):
+    """A time column of 1.0/2.0 and a CSV ending in ',,,,' lines were both told to 'renumber
+    the views'."""
+    hist = pd.concat([view(30).assign(v=1.0), view(30, seed=1).assign(v=2.0)], ignore_index=True)
+    with pytest.raises(InputError, match=r"whole numbers of a non-integer type: write them as whole numbers"):
+        release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")
+    blank = pd.DataFrame([[np.nan] * hist.shape[1]] * 2, columns=hist.columns)
+    with pytest.raises(
+        InputError, match=r"a missing value \(2 rows: row 60, row 61\): delete these empty rows"
+    ):
+        release_history(
+            pd.concat([hist, blank], ignore_index=True), {**POLICY, "time": "v"}, tmp_path / "led"
+        )
+    half = blank.assign(rid=[100, 101])  # not blank: an id without a view is another problem
+    with pytest.raises(InputError, match=r"\(2 rows: .*\): give each of these rows the index of its view"):
+        release_history(pd.concat([hist, half], ignore_index=True), {**POLICY, "time": "v"}, tmp_path / "led")
+    assert not (tmp_path / "led").exists()
