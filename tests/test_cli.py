@@ -277,6 +277,11 @@ def test_text_far_down_a_csv_is_named(cli, tmp_path):
             b"respondent_id,age,gender,weight,exam_result\n1,50,F,70,a\n2,51,M,71,b,extra,fields\n",
             r"cannot read .*t\.csv.*Expected 5 fields",
         ),
+        (  # a quote that never closes (a value spanning lines, "" inside it, is fine)
+            b"respondent_id,age,gender,weight,exam_result\n"
+            b'1,50,"F\nG ""x""",70,a\n2,51,M,71,"b\n3,52,F,72,c\n',
+            r"cannot read .*t\.csv: line 4 opens a quoted value \(\"\) that is never closed.*close the quote",
+        ),
     ],
 )
 def test_unreadable_files(content, pattern, cli, tmp_path):
