@@ -44,10 +44,9 @@ from dpriv.cli.common import (
     with_hierarchies,
     write_frame,
 )
-from dpriv.cli.effective import EffectivePolicy
+from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import InputError, LedgerError, PolicyError
-from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_new_ledger
 
@@ -212,7 +211,7 @@ def _run_release(
         if not released:  # the header with the first row: nothing on stdout before the checks pass
             from dpriv.ledger import Ledger
 
-            for note in _inferred_domains(pol, Ledger(ledger).policy()):
+            for note in inferred_domains(pol, Ledger(ledger).policy()):
                 _say(note)
             typer.echo(release_header(pol.rbk_closeness is not None))
         released.append(i)
@@ -243,16 +242,6 @@ def _run_release(
     if not released:
         typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
     typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")
-
-
-def _inferred_domains(pol: ReleasePolicy, recorded: ReleasePolicy) -> list[str]:
-    """One line per domain the ledger recorded that the policy did not declare (as anonymize
-    says them): a weekly job sees what its later weeks must stay within."""
-    return [
-        domain_note(name, recorded.kinds.get(name) if name != pol.sensitive else None, recorded.domains[name])
-        for name in (*pol.qi, pol.sensitive)
-        if name not in pol.domains and name in recorded.domains
-    ]
 
 
 @app.command()
