@@ -26,6 +26,7 @@ Not a date QI: ``timedelta`` columns and a date as the sensitive attribute (refu
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import warnings
 
 import dask.dataframe as dd
@@ -74,6 +75,24 @@ def with_date_kinds(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) ->
     return policy.with_overrides(kinds={**policy.kinds, **dict.fromkeys(found, "date")})
 
 
+#: A UTC offset at the end of an ISO 8601 text with a time: ``Z``, ``+01``, ``+0100``, ``+01:00``.
+_TEXT_OFFSET = re.compile(r"[T ]\d{2}:?\d{2}(?::?\d{2}(?:[.,]\d+)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)\s*$")
+
+
+def _zone(value) -> object:
+    """The time zone of one value: a datetime's ``tzinfo``, a text's UTC offset (``+01:00``;
+    ``Z`` is ``+00:00``), None for a naive value (or one that is not a date)."""
+    if isinstance(value, _dt.datetime):
+        return value.tzinfo
+    if not isinstance(value, str) or (found := _TEXT_OFFSET.search(value)) is None:
+        return None
+    offset = found.group(1)
+    if offset == "Z":
+        return "+00:00"
+    digits = offset[1:].replace(":", "").ljust(4, "0")
+    return f"{offset[0]}{digits[:2]}:{digits[2:]}"
+
+
 def _as_timestamps(col: pd.Series) -> pd.Series | None:
     """``col`` as naive wall-clock ``datetime64[ns]`` (NaT where missing), or None when some
     present value is not a date (or the column mixes time zones): validation reports it."""
@@ -88,6 +107,8 @@ def _as_timestamps(col: pd.Series) -> pd.Series | None:
             try:
                 if pd.api.types.infer_dtype(col, skipna=True) in ("date", "datetime"):
                     parsed = pd.to_datetime(col, errors="coerce")
+                elif len({_zone(v) for v in pd.unique(col[present].astype(object))}) > 1:
+                    return None  # texts of several UTC offsets (pandas 2 would drop them silently)
                 else:
                     parsed = pd.to_datetime(col.astype(object), format="ISO8601", errors="coerce")
             except (TypeError, ValueError):
@@ -120,23 +141,31 @@ def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
             "drop or impute these rows before releasing"
         )
     values = col.astype(object)
-    zones = {getattr(v, "tzinfo", None) for v in values[present] if isinstance(v, _dt.datetime)}
-    if len(zones) > 1:
-        return present, (
-            f"QI {name!r} holds timestamps in {len(zones)} different time zones; dpriv counts days on "
-            "one calendar: convert the column to one time zone (e.g. UTC, or the local zone) first"
-        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # utc=True: texts of several offsets parse (to be refused below) on every pandas version
         parsed = pd.to_datetime(values.map(lambda v: v if isinstance(v, str) else None), format="ISO8601",
-                                errors="coerce")  # fmt: skip
+                                errors="coerce", utc=True)  # fmt: skip
     text_ok = values.map(lambda v: isinstance(v, _dt.date)).to_numpy(dtype=bool) | parsed.notna().to_numpy()
     bad = present & ~text_ok
-    shown = [str(v) for v in pd.unique(values[bad])[:5]]
-    return bad, (
-        f"date QI {name!r} holds values that are not dates: {shown}; write dates as YYYY-MM-DD "
-        "(optionally with a time, e.g. 2020-03-01 14:30, and one UTC offset for the column), "
-        f'correct or drop these rows, or declare the QI categorical ([kinds] {name} = "categorical")'
+    if bad.any():
+        shown = [str(v) for v in pd.unique(values[bad])[:5]]
+        return bad, (
+            f"date QI {name!r} holds values that are not dates: {shown}; write dates as YYYY-MM-DD "
+            "(optionally with a time, e.g. 2020-03-01 14:30, and one UTC offset for the column), "
+            f'correct or drop these rows, or declare the QI categorical ([kinds] {name} = "categorical")'
+        )
+    zones = {_zone(v) for v in values[present]}
+    if len(zones) < 2:
+        return present, (
+            f"date QI {name!r} could not be read as dates ({col.dtype}); write dates as YYYY-MM-DD "
+            "(or store them as a date/timestamp column)"
+        )
+    shown = sorted("no offset" if z is None else str(z) for z in zones)
+    return present, (
+        f"QI {name!r} holds timestamps in {len(shown)} different time zones (UTC offsets or zones "
+        f"{shown}); dpriv counts days on one calendar: convert the column to one time zone (e.g. "
+        "UTC, or the local zone), or write every time without an offset, first"
     )
 
 

@@ -46,21 +46,30 @@ def resolve_policy(
 
 def check_same_text(data: pd.DataFrame) -> None:
     """InputError for a column whose domain is to be inferred and that holds two distinct
-    values written alike (``1`` and ``"1"``): the released view and the policy write values as
-    text, where the two would be one value."""
+    values written alike: ``1`` and ``"1"`` (the released view and the policy write values as
+    text, where the two would be one value), or ``"B"`` and ``"B "`` (one category typed two
+    ways, e.g. a CSV cell with a trailing space, that would become two levels)."""
     for c in data.columns:
-        if not pd.api.types.is_object_dtype(data[c].dtype):
+        dtype = data[c].dtype
+        if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
             continue
         seen: dict[str, object] = {}
         for v in pd.unique(data[c].dropna()):
-            if str(v) in seen:
-                other = seen[str(v)]
+            key = str(v).strip()
+            other = seen.setdefault(key, v)
+            if other is v:
+                continue
+            if str(other) == str(v):
                 raise InputError(
                     f"column {c!r} holds {other!r} ({type(other).__name__}) and {v!r} "
                     f"({type(v).__name__}), which read the same once released: write its values "
                     "one way (all text, or all numbers)"
                 )
-            seen[str(v)] = v
+            raise InputError(
+                f"column {c!r} holds {other!r} and {v!r}, which differ only in spaces at the start or "
+                f"end: one value written two ways would become two; strip the spaces (e.g. "
+                f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+            )
 
 
 def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> None:
@@ -188,10 +197,17 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         problems = problems_of(history, _time_problems, policy)
         header = policy.time in {str(v) for v in idx.tolist()}  # a file appended with its header
         fix = "delete the header line(s) repeated inside the file" if header else "renumber the views"
-        if not header and not has_nan and all(isinstance(v, str) for v in idx.tolist()):
-            fix = f"store them as integers (e.g. frame[{policy.time!r}].astype(int))"
+        as_int = f"store them as integers (e.g. frame[{policy.time!r}].astype(int))"
         rows = sorted((r for found in problems["rows"] for r in found), key=lambda r: r.position)
         count = int(problems["count"].sum()) if rows else 0
+        if not header and not has_nan and all(isinstance(v, str) for v in idx.tolist()):
+            fix = as_int
+        elif not header and not has_nan and not rows:  # 1.0, 2.0
+            fix = f"write them as whole numbers (1, not 1.0): {as_int}"
+        elif not header and has_nan and count == _blank_rows(history):
+            fix = "delete these empty rows (every cell blank, such as a CSV's trailing ',,,,' lines)"
+        elif not header and has_nan:
+            fix = "give each of these rows the index of its view (1..n), or delete them"
         where = f" ({describe(rows, count, policy.id, None, whole=True)})" if rows else ""
         raise InputError(
             f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN); "
@@ -206,6 +222,12 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             "they were numbered wrongly"
         )
     return idx
+
+
+def _blank_rows(frame: pd.DataFrame | dd.DataFrame) -> int:
+    """How many rows of ``frame`` have every cell missing."""
+    blank = frame.isna().all(axis=1).sum()
+    return int(blank.compute() if is_dask(blank) else blank)
 
 
 def _time_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

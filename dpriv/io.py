@@ -103,6 +103,17 @@ def _check_parquet_footers(fs, root: str) -> None:
             raise InputError(f"cannot read {f}: {exc}. Is it a complete Parquet file?") from None
 
 
+def _unclosed_quote(fs, path: str) -> int | None:
+    """The line (1-based) of a CSV where a quoted value opens and never closes, else None
+    (a doubled ``""`` inside a quoted value is an escaped quote; a value may span lines)."""
+    opened = None
+    with fs.open(path, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if line.count(b'"') % 2:
+                opened = number if opened is None else None
+    return opened
+
+
 def _is_parquet(fs, path: str) -> bool:
     """A Parquet file whatever its name: it starts with the magic bytes ``PAR1``."""
     with fs.open(path, "rb") as fh:
@@ -144,6 +155,13 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
     except InputError:  # a footer's own message (an InputError is a ValueError too)
         raise
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid, pandas' ParserError are ValueErrors
+        opened = _unclosed_quote(fs, paths[0]) if "EOF" in str(exc) and not folder else None
+        if opened is not None:
+            raise InputError(
+                f'cannot read {path}: line {opened} opens a quoted value (") that is never closed, '
+                "so the rest of the file would read as one value: close the quote on that line, or "
+                "remove it"
+            ) from None
         raise InputError(
             f"cannot read {path}: {_reason(exc)}. Is it a complete CSV (UTF-8) or Parquet file?"
         ) from None

@@ -343,10 +343,7 @@ class ReleasePolicy(BaseModel):
                 domains[name] = [as_python(v) for v in sorted(col.unique(), key=_sort_key)]
                 if name != self.sensitive:
                     kinds[name] = "categorical"
-            notes.append(
-                f"inferred {kinds.get(name, 'sensitive')} domain of {name!r}: "
-                + (_short(domains[name]) if kinds.get(name) != "date" else _dates(domains[name]))
-            )
+            notes.append(domain_note(name, kinds.get(name), domains[name]))
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
@@ -363,6 +360,12 @@ class ReleasePolicy(BaseModel):
 _NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
 _NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
 _NEWER |= dict(retro_posterior_bound=None, rbk_closeness=None)
+
+
+def domain_note(name: str, kind: str | None, domain: list) -> str:
+    """The line that tells an inferred domain (``kind`` None: the sensitive attribute's)."""
+    shown = _dates(domain) if kind == "date" else _short(domain)
+    return f"inferred {kind or 'sensitive'} domain of {name!r}: {shown}"
 
 
 def _dates(days: list) -> str:

@@ -277,6 +277,11 @@ def test_text_far_down_a_csv_is_named(cli, tmp_path):
             b"respondent_id,age,gender,weight,exam_result\n1,50,F,70,a\n2,51,M,71,b,extra,fields\n",
             r"cannot read .*t\.csv.*Expected 5 fields",
         ),
+        (  # a quote that never closes (a value spanning lines, "" inside it, is fine)
+            b"respondent_id,age,gender,weight,exam_result\n"
+            b'1,50,"F\nG ""x""",70,a\n2,51,M,71,"b\n3,52,F,72,c\n',
+            r"cannot read .*t\.csv: line 4 opens a quoted value \(\"\) that is never closed.*close the quote",
+        ),
     ],
 )
 def test_unreadable_files(content, pattern, cli, tmp_path):
@@ -867,3 +872,23 @@ def test_help_keeps_bracketed_text():
     release = CliRunner().invoke(app, ["release", "--help"], env=wide).output
     # the words, however an older click wraps them (it may ignore COLUMNS)
     assert "wins over [hierarchies] in the policy" in " ".join(release.split())
+
+
+def test_release_prints_the_domains_it_inferred_once(cli, tmp_path):
+    """A weekly job without [domains] sees what the ledger pinned (as anonymize says it)."""
+    weeks = [view(30, seed=w).assign(week=w + 1) for w in range(2)]
+    weeks[0].loc[[0, 1], "age"] = [41, 78]  # week 1 spans what week 2 holds
+    history = pd.concat(weeks, ignore_index=True)
+    history["admitted"] = pd.Timestamp("2020-03-01") + pd.to_timedelta(history.index % 9, unit="D")
+    history[history["week"] == 1].to_parquet(tmp_path / "h1.parquet", index=False)
+    history.to_parquet(tmp_path / "h.parquet", index=False)
+    flags = ("--id", "respondent_id", "--time", "week", "--qi", "age,gender,admitted",
+             "--sensitive", "exam_result", "--k", "3", "--t", "1", "--j", "10")  # fmt: skip
+    first = cli("release", tmp_path / "h1.parquet", "--ledger", tmp_path / "L", *flags)
+    assert first.exit_code == 0, first.output
+    assert "inferred numeric domain of 'age': [41, 78]" in first.output
+    assert "inferred categorical domain of 'gender': ['F', 'M']" in first.output
+    assert "inferred date domain of 'admitted': [2020-03-01, 2020-03-09]" in first.output
+    assert "inferred sensitive domain of 'exam_result': ['a', 'b', 'c']" in first.output
+    second = cli("release", tmp_path / "h.parquet", "--ledger", tmp_path / "L")  # the ledger's policy
+    assert second.exit_code == 0 and "inferred" not in second.output, second.output

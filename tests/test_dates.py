@@ -80,6 +80,23 @@ def test_mixed_zones_bad_text_missing_dates_and_a_date_sensitive_are_refused():
         InputError, match=r"QI 'adm' holds timestamps in 2 different time zones.*one time zone"
     ):
         anonymize(frame(pd.Series(mixed, dtype=object)), POLICY.with_overrides(kinds={"adm": "date"}))
+    offsets = {
+        "2020-03-01T10:00+01:00": r"\['\+01:00', 'no offset'\]",
+        "2020-03-01 10:00Z": r"\['\+00:00', 'no offset'\]",
+        "2020-03-01T10:00+0200": r"\['\+02:00', 'no offset'\]",
+    }
+    for first, zones in offsets.items():  # texts with an offset among naive ones (pandas 2 and 3)
+        text = pd.Series([first, *[f"2020-03-0{d} 12:00" for d in range(2, 7)]], dtype=object)
+        zoned = rf"QI 'adm' holds timestamps in 2 different time zones.*{zones}"
+        with pytest.raises(InputError, match=zoned):
+            anonymize(frame(text), POLICY.with_overrides(kinds={"adm": "date"}))
+    two = pd.Series([f"2020-03-0{d}T10:00+0{1 + d % 2}:00" for d in range(1, 7)], dtype=object)
+    two_zones = r"2 different time zones.*\['\+01:00', '\+02:00'\].*row 0 \(rid=0\)"
+    with pytest.raises(InputError, match=two_zones):
+        anonymize(frame(two), POLICY.with_overrides(kinds={"adm": "date"}))
+    one = pd.Series([f"2020-03-0{d}T23:30+01:00" for d in range(1, 7)], dtype=object)
+    days = anonymize(frame(one), POLICY.with_overrides(kinds={"adm": "date"}))  # one offset: wall-clock days
+    assert boxes(days.released) == {("2020-03-01", "2020-03-03"), ("2020-03-04", "2020-03-06")}
     text = pd.Series(["2020-03-01", "2020-03-02", "soon", "2020-03-04", "n/a", "2020-03-06"], dtype=object)
     not_dates = (
         r"date QI 'adm' holds values that are not dates: \['soon', 'n/a'\].*YYYY-MM-DD.*row 2 \(rid=2\)"

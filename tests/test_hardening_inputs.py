@@ -687,6 +687,23 @@ def test_rows_of_a_frame_of_repeated_labels_are_named_by_position(tmp_path):
     assert not (tmp_path / "led").exists()
 
 
+@pytest.mark.parametrize("dtype", [object, "category", "string"])
+def test_a_category_with_and_without_a_trailing_space_is_refused(dtype, tmp_path):
+    """A CSV cell 'A ' next to 'A' became two levels of the inferred domain (two sensitive
+    values where the data owner meant one)."""
+    v = view(30)
+    v["s"] = pd.Series(["A ", *["A", "B", "C"] * 9, "B", "C"], dtype=dtype)
+    spaced = r"column 's' holds 'A ' and 'A', which differ only in spaces at the start or end.*str.strip"
+    with pytest.raises(InputError, match=spaced):
+        anonymize(v, POLICY)
+    v["s"] = v["s"].astype(object).str.strip()
+    v["city"] = pd.Series([" Lyon", "Lyon", "Nice"] * 10, dtype=dtype)
+    with pytest.raises(InputError, match=r"column 'city' holds ' Lyon' and 'Lyon'"):
+        anonymize(v, POLICY)
+    v["city"] = v["city"].astype(object).str.strip()
+    assert len(anonymize(v, POLICY).released) == 30
+
+
 def test_a_value_written_two_ways_and_periods_are_refused_by_name():
     """The drill: 1 and "1" in the sensitive column said 'domain of 's' must list distinct
     values' (no domain was declared); a Period QI failed in the KPR step with advice for kpr."""
@@ -722,3 +739,22 @@ def test_release_indices_written_as_text_are_named_so(tmp_path):
         InputError, match=r"it holds numbers written as text \('1', '2'\): store them as integers"
     ):
         release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")
+
+
+def test_release_indices_as_floats_and_blank_csv_rows_get_their_own_fix(tmp_path):
+    """A time column of 1.0/2.0 and a CSV ending in ',,,,' lines were both told to 'renumber
+    the views'."""
+    hist = pd.concat([view(30).assign(v=1.0), view(30, seed=1).assign(v=2.0)], ignore_index=True)
+    with pytest.raises(InputError, match=r"whole numbers of a non-integer type: write them as whole numbers"):
+        release_history(hist, {**POLICY, "time": "v"}, tmp_path / "led")
+    blank = pd.DataFrame([[np.nan] * hist.shape[1]] * 2, columns=hist.columns)
+    with pytest.raises(
+        InputError, match=r"a missing value \(2 rows: row 60, row 61\): delete these empty rows"
+    ):
+        release_history(
+            pd.concat([hist, blank], ignore_index=True), {**POLICY, "time": "v"}, tmp_path / "led"
+        )
+    half = blank.assign(rid=[100, 101])  # not blank: an id without a view is another problem
+    with pytest.raises(InputError, match=r"\(2 rows: .*\): give each of these rows the index of its view"):
+        release_history(pd.concat([hist, half], ignore_index=True), {**POLICY, "time": "v"}, tmp_path / "led")
+    assert not (tmp_path / "led").exists()

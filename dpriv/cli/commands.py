@@ -44,7 +44,7 @@ from dpriv.cli.common import (
     with_hierarchies,
     write_frame,
 )
-from dpriv.cli.effective import EffectivePolicy
+from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.policy_base import record_base, with_hint
@@ -209,6 +209,10 @@ def _run_release(
 
     def on_release(i: int, m: Mapping[str, Any]) -> None:
         if not released:  # the header with the first row: nothing on stdout before the checks pass
+            from dpriv.ledger import Ledger
+
+            for note in inferred_domains(pol, Ledger(ledger).policy()):
+                _say(note)
             typer.echo(release_header(pol.rbk_closeness is not None))
         released.append(i)
         if eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it

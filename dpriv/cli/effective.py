@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dpriv.errors import PolicyError
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import recorded_base
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
@@ -191,3 +191,13 @@ def _with_flags(data: dict[str, Any], given: dict[str, Any], where: str) -> Rele
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
         named = f"{where} with {flags}" if data else f"flags {flags}"
         raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({named}):", 1)) from None
+
+
+def inferred_domains(pol: ReleasePolicy, recorded: ReleasePolicy) -> list[str]:
+    """One line per domain the ledger recorded that ``pol`` did not declare (as anonymize
+    says them): a weekly job sees what its later weeks must stay within."""
+    return [
+        domain_note(name, recorded.kinds.get(name) if name != pol.sensitive else None, recorded.domains[name])
+        for name in (*pol.qi, pol.sensitive)
+        if name not in pol.domains and name in recorded.domains
+    ]
