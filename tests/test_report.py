@@ -494,6 +494,23 @@ def test_cli_report_with_history_and_a_bad_history(built, tmp_path):
     )
     assert res.exit_code == 2 and "age" in res.output
     assert not (tmp_path / "b.html").exists()
+    time = built[2].time
+    built[1][built[1][time] != 2].to_parquet(tmp_path / "short.parquet")  # views 1 and 3
+    res = runner.invoke(
+        app,
+        [
+            "report",
+            str(built[0].root),
+            "--out",
+            str(tmp_path / "c.html"),
+            "--history",
+            str(tmp_path / "short.parquet"),
+        ],
+    )
+    assert res.exit_code == 2, res.output
+    assert "the history holds no view 2 (its views: 1, 3), but the ledger" in res.output
+    assert "released views 1..3: give the history that was released" in res.output
+    assert not (tmp_path / "c.html").exists()
 
 
 @pytest.mark.slow
