@@ -223,6 +223,7 @@ def check_released_history(
         try:
             digest = validate_view(view, policy, allow_small=True).input_sha
         except (InputError, PolicyError) as exc:
+            _check_holds(history, policy, i, sorted(recorded), ledger)
             raise InputError(
                 f"the history's view {i} cannot be the one released ({_rows_named(history, policy) or exc}); "
                 "give the history that was released"
@@ -233,6 +234,31 @@ def check_released_history(
                 "from the digest the ledger recorded): give the history that was released"
             )
     return history
+
+
+def _check_holds(history, policy: ReleasePolicy, index: int, released: list[int], ledger: Ledger) -> None:
+    """InputError when ``history`` holds no view ``index`` at all (a shorter history than the
+    ledger's), naming the views of each."""
+    found = history[policy.time].drop_duplicates()
+    found = pd.to_numeric(found.compute() if is_dask(found) else found, errors="coerce").dropna()
+    held = sorted(int(v) for v in found if float(v).is_integer())
+    if index not in held:
+        raise InputError(
+            f"the history holds no view {index} (its views: {_spans(held)}), but the ledger "
+            f"{ledger.root} released views {_spans(released)}: give the history that was released "
+            "(every view of it)"
+        )
+
+
+def _spans(indices: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``1..3, 5``."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs) or "none"
 
 
 def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:

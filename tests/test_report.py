@@ -480,20 +480,21 @@ def test_cli_report_with_history_and_a_bad_history(built, tmp_path):
     res = runner.invoke(app, ["report", str(built[0].root), "--out", str(out), "--history", str(hist)])
     assert res.exit_code == 0, res.output
     assert 'id="kpr-reference"' in out.read_text()
-    built[1].drop(columns="age").to_parquet(tmp_path / "bad.parquet")
-    res = runner.invoke(
-        app,
-        [
-            "report",
-            str(built[0].root),
-            "--out",
-            str(tmp_path / "b.html"),
-            "--history",
-            str(tmp_path / "bad.parquet"),
-        ],
-    )
+    time = built[2].time
+
+    def report_of(history: pd.DataFrame, name: str):
+        history.to_parquet(tmp_path / f"{name}.parquet")
+        args = ["report", str(built[0].root), "--out", str(tmp_path / f"{name}.html")]
+        return runner.invoke(app, [*args, "--history", str(tmp_path / f"{name}.parquet")])
+
+    res = report_of(built[1].drop(columns="age"), "bad")
     assert res.exit_code == 2 and "age" in res.output
-    assert not (tmp_path / "b.html").exists()
+    assert not (tmp_path / "bad.html").exists()
+    res = report_of(built[1][built[1][time] != 2], "short")  # views 1 and 3
+    assert res.exit_code == 2, res.output
+    assert "the history holds no view 2 (its views: 1, 3), but the ledger" in res.output
+    assert "released views 1..3: give the history that was released" in res.output
+    assert not (tmp_path / "short.html").exists()
 
 
 @pytest.mark.slow
