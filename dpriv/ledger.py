@@ -50,9 +50,9 @@ from dpriv.ledger_manifest import (
     TAKE_UP,
     change_hint,
     entries_problem,
+    field_change,
     policy_digest,
     recorded_digest,
-    short_value,
 )
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
@@ -190,9 +190,7 @@ class Ledger:
                     "keeps the files it was released with; put the original file back, or start a "
                     "new ledger for the new file"
                 )
-            shown = "; ".join(
-                f"{k}: {short_value(stored, k)} recorded, {short_value(given, k)} given" for k in diff[:6]
-            )
+            shown = "; ".join(field_change(stored, given, k) for k in diff[:6])
             raise LedgerError(
                 f"the policy differs from the one this ledger was started with (fields {diff}: "
                 f"{shown}); a ledger keeps one policy: start a new ledger for a new policy{change_hint(diff)}"

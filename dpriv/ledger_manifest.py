@@ -10,6 +10,7 @@ ledger refuses it (LedgerError, exit 2) before reading or cleaning anything by i
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 from collections.abc import Mapping
@@ -79,6 +80,27 @@ def change_hint(diff: list[str]) -> str:
         "week with values outside them differs: declare [domains] covering every week's values in "
         "the policy file and start a new ledger with it"
     )
+
+
+def field_change(stored: dict[str, Any], given: dict[str, Any], key: str) -> str:
+    """How policy field ``key`` differs, for a message: ``"k: 5 recorded, 7 given"``; for
+    ``domains``, each column whose domain differs (a date QI's as dates, not day numbers)."""
+    if key != "domains" or not all(isinstance(v.get(key), dict) for v in (stored, given)):
+        return f"{key}: {short_value(stored, key)} recorded, {short_value(given, key)} given"
+    old, new = stored[key], given[key]
+    kinds = {**stored.get("kinds", {}), **given.get("kinds", {})}
+    changed = sorted(c for c in set(old) | set(new) if old.get(c) != new.get(c))
+    shown = [(c, _domain(old.get(c), kinds.get(c)), _domain(new.get(c), kinds.get(c))) for c in changed[:4]]
+    return "; ".join(f"domain of {c!r}: {a} recorded, {b} given" for c, a, b in shown)
+
+
+def _domain(domain: list | None, kind: str | None) -> str:
+    if domain is None:
+        return "none (inferred from the data)"
+    if kind == "date" and all(isinstance(d, int) for d in domain):
+        domain = [str(_dt.date(1970, 1, 1) + _dt.timedelta(days=d)) for d in domain]
+    text = json.dumps(domain)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def short_value(values: dict[str, Any], key: str) -> str:

@@ -10,7 +10,7 @@ The one exception: ``small_view = "suppress"`` may be taken up by a running ledg
 
 from __future__ import annotations
 
-from dpriv.errors import PolicyError
+from dpriv.errors import InputError, PolicyError
 
 #: What a policy change needs once a ledger holds committed releases.
 NEW_LEDGER = (
@@ -61,3 +61,22 @@ def with_new_ledger(exc: PolicyError, committed: int) -> PolicyError:
     if committed <= 0 or K_LARGER_THAN_VIEW not in text or TAKE_UP_SMALL_VIEW in text:
         return exc
     return type(exc)(f"{text} ({_held(committed)} committed: {TAKE_UP_SMALL_VIEW})")
+
+
+#: The words of a value outside a declared domain (:func:`dpriv.validate.validate_view`), whose
+#: fix ("widen [domains]") is a policy change once a ledger holds releases.
+OUTSIDE_DOMAIN = ("outside its declared domain", "not in its declared domain", "not in its declared levels")
+
+
+def with_domain_hint(exc: InputError, committed: int) -> InputError:
+    """``exc`` with :data:`NEW_LEDGER`'s words when a value lies outside a domain and
+    ``committed`` > 0 releases are in the ledger (whose domains, declared or inferred from
+    the views of its first release, cannot change); else ``exc`` itself."""
+    text = str(exc)
+    if committed <= 0 or not any(words in text for words in OUTSIDE_DOMAIN):
+        return exc
+    return type(exc)(
+        f"{text} ({_held(committed)} committed, with the domains of the first release, inferred from "
+        f"its views where the policy declared none: {NEW_LEDGER}, its policy declaring [domains] "
+        "that cover every week's values)"
+    )

@@ -892,3 +892,23 @@ def test_release_prints_the_domains_it_inferred_once(cli, tmp_path):
     assert "inferred sensitive domain of 'exam_result': ['a', 'b', 'c']" in first.output
     second = cli("release", tmp_path / "h.parquet", "--ledger", tmp_path / "L")  # the ledger's policy
     assert second.exit_code == 0 and "inferred" not in second.output, second.output
+
+
+def test_a_later_week_outside_the_ledgers_domains_is_told_to_start_a_new_ledger(cli, tmp_path):
+    """'widen [domains]' cannot be followed on a ledger holding releases (its policy is fixed)."""
+    weeks = [view(30, seed=w).assign(week=w + 1) for w in range(2)]
+    weeks[1].loc[3, "age"] = 90  # outside week 1's inferred [45, 74]
+    history = pd.concat(weeks, ignore_index=True)
+    history[history["week"] == 1].to_parquet(tmp_path / "h1.parquet", index=False)
+    history.to_parquet(tmp_path / "h.parquet", index=False)
+    flags = ("--id", "respondent_id", "--time", "week", "--qi", "age,gender,weight",
+             "--sensitive", "exam_result", "--k", "3", "--t", "1", "--j", "10")  # fmt: skip
+    assert cli("release", tmp_path / "h1.parquet", "--ledger", tmp_path / "L", *flags).exit_code == 0
+    before = tree(tmp_path / "L")
+    out = assert_refused(
+        cli("release", tmp_path / "h.parquet", "--ledger", tmp_path / "L", *flags),
+        r"QI 'age' has values \[90\] outside its declared domain \[45, 74\]",
+        r"release 1 is committed, with the domains of the first release, inferred from its views",
+        r"needs a new ledger.*declaring \[domains\] that cover every week's values",
+    )
+    assert "Traceback" not in out and tree(tmp_path / "L") == before

@@ -497,3 +497,16 @@ def test_a_weekly_job_whose_first_week_fixed_the_domains_is_told_to_declare_them
     with pytest.raises(LedgerError, match=r"fields \['domains'\].*declare \[domains\] covering every week"):
         release_history(both, pol, tmp_path / "led")
     assert snapshot(tmp_path / "led") == before
+    lo, hi = int(first["age"].min()), int(first["age"].max())
+    wide, wide_hi = int(both["age"].min()), int(both["age"].max())
+    with pytest.raises(  # the columns whose domain differs, not the dict cut at 60 characters
+        LedgerError, match=rf"domain of 'age': \[{lo}, {hi}\] recorded, \[{wide}, {wide_hi}\] given\)"
+    ):
+        release_history(both, pol, tmp_path / "led")
+    dated = pol.with_overrides(qi=["adm"], kinds={"adm": "date"})
+    days = pd.Timestamp("2020-03-01") + pd.to_timedelta(first["age"], unit="D")
+    release_history(first.assign(adm=days), dated, tmp_path / "dated")
+    later = both.assign(adm=pd.Timestamp("2020-03-01") + pd.to_timedelta(both["age"], unit="D"))
+    shown = (pd.Timestamp("2020-03-01") + pd.to_timedelta([lo, hi], unit="D")).strftime("%Y-%m-%d")
+    with pytest.raises(LedgerError, match=rf"domain of 'adm': \[\"{shown[0]}\", \"{shown[1]}\"\] recorded"):
+        release_history(later, dated, tmp_path / "dated")
