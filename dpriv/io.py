@@ -114,17 +114,45 @@ def _unclosed_quote(fs, path: str) -> int | None:
     return opened
 
 
+def _check_id_texts(fs, paths: list[str], sep: str, id_column: str, shown: str) -> None:
+    """InputError when the CSV's id column holds two texts that read as one number (``00012``
+    and ``12``, ``1E5`` and ``100000``): read as numbers, they would be one respondent across
+    the views. Checked on a single file of at most :data:`CSV_SAMPLE` bytes (a second parse
+    of its id column); larger inputs are not checked (README, "Input types")."""
+    if len(paths) != 1 or fs.size(paths[0]) > CSV_SAMPLE:
+        return
+    with fs.open(paths[0], "rb") as fh:
+        ids = pd.read_csv(fh, sep=sep, usecols=[id_column], dtype=str, encoding="utf-8-sig",
+                          skipinitialspace=True)[id_column].dropna()  # fmt: skip
+    texts = pd.Series(pd.unique(ids.to_numpy()))
+    numbers = pd.to_numeric(texts, errors="coerce")
+    same = numbers.notna() & numbers.duplicated(keep=False)
+    if same.any():
+        first = texts[same & (numbers == numbers[same].iloc[0])].tolist()[:2]
+        raise InputError(
+            f"id column {id_column!r} of {shown} holds {first[0]!r} and {first[1]!r}, which read as "
+            f"the same number ({numbers[same].iloc[0]:g}): a CSV's ids are read as numbers, so the two "
+            "would be one respondent; write each id one way (e.g. all with or all without leading "
+            "zeros), or give the history as Parquet with the id column as text"
+        )
+
+
 def _is_parquet(fs, path: str) -> bool:
     """A Parquet file whatever its name: it starts with the magic bytes ``PAR1``."""
     with fs.open(path, "rb") as fh:
         return fh.read(4) == b"PAR1"
 
 
-def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB") -> dd.DataFrame:
+def read_table(
+    path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB", id_column: str | None = None
+) -> dd.DataFrame:
     """A Dask DataFrame over ``path`` (``.parquet``/``.pq`` or a folder of Parquet, else CSV).
 
     ``add_row_id`` adds ``row_id`` (int64, the 0-based data-row number) for tables that
-    have no respondent id (e.g. Adult). Raises InputError for a missing or unreadable file.
+    have no respondent id (e.g. Adult). ``id_column``: the respondent id, which a CSV of at most
+    :data:`CSV_SAMPLE` bytes is checked for two ids written differently that read as one number
+    (``00012`` and ``12``; :func:`_id_collision`). Raises InputError for a missing or unreadable
+    file, and for such ids.
     """
     fs, _, paths = fsspec.get_fs_token_paths(path)
     if not paths or not fs.exists(paths[0]):
@@ -152,6 +180,8 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
                 sample_rows=CSV_SAMPLE // 2,  # dask's default infers the types from 10 rows
                 skipinitialspace=True,
             )
+            if id_column in frame.columns and pd.api.types.is_numeric_dtype(frame._meta[id_column].dtype):
+                _check_id_texts(fs, paths, sep, id_column, path)
     except InputError:  # a footer's own message (an InputError is a ValueError too)
         raise
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid, pandas' ParserError are ValueErrors
