@@ -932,8 +932,8 @@ def test_csv_ids_that_read_as_one_number_are_refused(cli, tmp_path):
     assert not (tmp_path / "L").exists()
     exp = view(30).assign(respondent_id=["1E5", "1e5", *map(str, range(28))])
     exp.to_csv(tmp_path / "v.csv", index=False)
-    from dpriv.release import anonymize
     from dpriv.errors import InputError
+    from dpriv.release import anonymize
 
     policy = {"id": "respondent_id", "qi": ["age", "gender", "weight"], "sensitive": "exam_result",
               "k": 3, "t": 1.0, "j": 10.0}  # fmt: skip
