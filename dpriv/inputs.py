@@ -175,7 +175,9 @@ def _numbers_as_dates(meta: pd.DataFrame, policy: ReleasePolicy) -> None:
             )
 
 
-def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFrame:
+def as_frame(
+    data: object, function: str, name: str, id_column: str | None = None
+) -> pd.DataFrame | dd.DataFrame:
     """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
     :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
     InputError naming what was given."""
@@ -190,7 +192,7 @@ def as_frame(data: object, function: str, name: str) -> pd.DataFrame | dd.DataFr
     if isinstance(data, str | Path):
         from dpriv.io import read_table
 
-        return read_table(str(data))
+        return read_table(str(data), id_column=id_column)
     raise InputError(
         f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
         f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"
@@ -204,7 +206,7 @@ def attack_history(history: object, policy: ReleasePolicy) -> tuple[pd.DataFrame
     with :func:`dpriv.io.read_table`.
 
     Raises InputError for what :func:`as_frame` and :func:`prepare_view` refuse."""
-    frame, policy = prepared(as_frame(history, "attack", "history"), policy)
+    frame, policy = prepared(as_frame(history, "attack", "history", policy.id), policy)
     return (frame.compute() if isinstance(frame, dd.DataFrame) else frame), policy
 
 

@@ -5,7 +5,6 @@ writing files atomically (:func:`atomic_write`; one Parquet file streamed from a
 from __future__ import annotations
 
 import contextlib
-import csv
 import os
 import re
 import tempfile
@@ -18,12 +17,10 @@ import fsspec
 import pandas as pd
 
 from dpriv._dispatch import distributed_client, is_dask, meta_of
+from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.errors import InputError
 
 ROW_ID = "row_id"
-#: Bytes of a CSV read to infer its column types: a column with text far down the file (e.g. a
-#: '*' in row 50,000 of a numeric column) would otherwise fail in the middle of the computation.
-CSV_SAMPLE = 64_000_000
 
 
 def _reason(exc: Exception) -> str:
@@ -31,62 +28,6 @@ def _reason(exc: Exception) -> str:
     text = str(exc).split("Original Message:")[-1]
     text = re.sub(r"\s+", " ", text).strip().rstrip(".")
     return text or type(exc).__name__
-
-
-def _text_sample(path: str, size: int = 65536) -> str:
-    """The first ``size`` bytes of ``path`` as UTF-8 text (a leading BOM removed).
-
-    Raises InputError when they are not UTF-8 (e.g. a Latin-1 export), naming the byte, its
-    line and the fix."""
-    with fsspec.open(path, "rb") as fh:
-        raw = fh.read(size)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(raw) - 3 and exc.reason == "unexpected end of data":
-            return raw[: exc.start].decode("utf-8-sig")  # a character cut by the sample's end
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(
-            f"cannot read {path}: it is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}); "
-            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or save it as Parquet"
-        ) from None
-
-
-def sniff_delimiter(path: str) -> str:
-    """Delimiter of a CSV file from its first 64 KiB (``,``, ``;``, tab or ``|``).
-
-    Raises InputError for an empty file, a file that is not UTF-8 and a header that names
-    a column twice (pandas would silently rename the copy ``age.1``)."""
-    sample = _text_sample(path)
-    if not sample.strip():
-        raise InputError(f"{path} is empty: there is no header and no row to read")
-    try:
-        sep = csv.Sniffer().sniff(sample.splitlines()[0], delimiters=",;\t|").delimiter
-    except csv.Error:
-        sep = ","
-    header = next(csv.reader([sample.splitlines()[0]], delimiter=sep, skipinitialspace=True))
-    names = [h.strip() for h in header]
-    dup = sorted({h for h in names if names.count(h) > 1})
-    if dup:
-        where = {h: [i + 1 for i, x in enumerate(names) if x == h] for h in dup}
-        raise InputError(
-            f"the header of {path} names the column(s) {dup} more than once (positions {where}); "
-            "rename or drop the copies so that each column name is unique"
-        )
-    return sep
-
-
-_DECIMAL_COMMA = re.compile(r"^\s*-?\d+,\d+\s*$")
-
-
-def decimal_mark(path: str, sep: str) -> str:
-    """``","`` for a ``;``- (or tab-/pipe-) separated file whose fields hold decimal commas
-    (``72,5``, the usual export of a European spreadsheet), else ``"."``."""
-    if sep == ",":
-        return "."
-    lines = _text_sample(path).splitlines()[1:200]
-    fields = [f for line in lines for f in next(csv.reader([line], delimiter=sep), [])]
-    return "," if any(_DECIMAL_COMMA.match(f) for f in fields) else "."
 
 
 def _check_parquet_footers(fs, root: str) -> None:
@@ -103,28 +44,22 @@ def _check_parquet_footers(fs, root: str) -> None:
             raise InputError(f"cannot read {f}: {exc}. Is it a complete Parquet file?") from None
 
 
-def _unclosed_quote(fs, path: str) -> int | None:
-    """The line (1-based) of a CSV where a quoted value opens and never closes, else None
-    (a doubled ``""`` inside a quoted value is an escaped quote; a value may span lines)."""
-    opened = None
-    with fs.open(path, "rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            if line.count(b'"') % 2:
-                opened = number if opened is None else None
-    return opened
-
-
 def _is_parquet(fs, path: str) -> bool:
     """A Parquet file whatever its name: it starts with the magic bytes ``PAR1``."""
     with fs.open(path, "rb") as fh:
         return fh.read(4) == b"PAR1"
 
 
-def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB") -> dd.DataFrame:
+def read_table(
+    path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB", id_column: str | None = None
+) -> dd.DataFrame:
     """A Dask DataFrame over ``path`` (``.parquet``/``.pq`` or a folder of Parquet, else CSV).
 
     ``add_row_id`` adds ``row_id`` (int64, the 0-based data-row number) for tables that
-    have no respondent id (e.g. Adult). Raises InputError for a missing or unreadable file.
+    have no respondent id (e.g. Adult). ``id_column``: the respondent id, which a CSV of at most
+    :data:`CSV_SAMPLE` bytes is checked for two ids written differently that read as one number
+    (``00012`` and ``12``; :func:`_id_collision`). Raises InputError for a missing or unreadable
+    file, and for such ids.
     """
     fs, _, paths = fsspec.get_fs_token_paths(path)
     if not paths or not fs.exists(paths[0]):
@@ -152,10 +87,12 @@ def read_table(path: str, *, add_row_id: bool = False, blocksize: str | int = "6
                 sample_rows=CSV_SAMPLE // 2,  # dask's default infers the types from 10 rows
                 skipinitialspace=True,
             )
+            if id_column in frame.columns and pd.api.types.is_numeric_dtype(frame._meta[id_column].dtype):
+                check_id_texts(fs, paths, sep, id_column, path)
     except InputError:  # a footer's own message (an InputError is a ValueError too)
         raise
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid, pandas' ParserError are ValueErrors
-        opened = _unclosed_quote(fs, paths[0]) if "EOF" in str(exc) and not folder else None
+        opened = unclosed_quote(fs, paths[0]) if "EOF" in str(exc) and not folder else None
         if opened is not None:
             raise InputError(
                 f'cannot read {path}: line {opened} opens a quoted value (") that is never closed, '

@@ -141,7 +141,7 @@ def release_history(
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
-    history = as_frame(history, "release_history", "history")
+    history = as_frame(history, "release_history", "history", policy.id)
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
@@ -376,7 +376,7 @@ def anonymize(
     start = time.perf_counter()
     policy = as_policy(policy, "anonymize")
     check_npartitions(npartitions)
-    view = as_frame(view, "anonymize", "view")
+    view = as_frame(view, "anonymize", "view", policy.id)
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
     notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]

@@ -159,7 +159,7 @@ def csv_lines(path: str, positions: list[int]) -> list[int]:
     the reader counts rows: blank lines skipped) starts in the CSV file ``path``. Counted with
     :mod:`csv` over the first :data:`LINE_SCAN_LINES` lines (a quoted newline spans lines);
     beyond them, or if the file cannot be read again, one line per row is assumed."""
-    from dpriv.io import sniff_delimiter
+    from dpriv.csv_read import sniff_delimiter
 
     wanted = set(positions)
     found: dict[int, int] = {}

@@ -912,3 +912,30 @@ def test_a_later_week_outside_the_ledgers_domains_is_told_to_start_a_new_ledger(
         r"needs a new ledger.*declaring \[domains\] that cover every week's values",
     )
     assert "Traceback" not in out and tree(tmp_path / "L") == before
+
+
+def test_csv_ids_that_read_as_one_number_are_refused(cli, tmp_path):
+    """'004' in week 1 and '4' in week 2 were read as the number 4: two patients linked as one."""
+    weeks = [view(30, seed=w).assign(week=w + 1) for w in range(2)]
+    history = pd.concat(weeks, ignore_index=True)
+    history["respondent_id"] = [f"{i:03d}" for i in history["respondent_id"]]
+    history.to_csv(tmp_path / "padded.csv", index=False)  # one width: ids stay distinct
+    flags = ("--time", "week", *QI, "--k", "3", "--t", "1", "--j", "10")
+    assert cli("release", tmp_path / "padded.csv", "--ledger", tmp_path / "ok", *flags).exit_code == 0
+    history.loc[35, "respondent_id"] = "5"  # week 2's '005' written without its zeros
+    history.to_csv(tmp_path / "h.csv", index=False)
+    assert_refused(
+        cli("release", tmp_path / "h.csv", "--ledger", tmp_path / "L", *flags),
+        r"id column 'respondent_id' of .*h\.csv holds '005' and '5', which read as the same number \(5\)",
+        r"give the history as Parquet with the id column as text",
+    )
+    assert not (tmp_path / "L").exists()
+    exp = view(30).assign(respondent_id=["1E5", "1e5", *map(str, range(28))])
+    exp.to_csv(tmp_path / "v.csv", index=False)
+    from dpriv.errors import InputError
+    from dpriv.release import anonymize
+
+    policy = {"id": "respondent_id", "qi": ["age", "gender", "weight"], "sensitive": "exam_result",
+              "k": 3, "t": 1.0, "j": 10.0}  # fmt: skip
+    with pytest.raises(InputError, match=r"holds '1E5' and '1e5', which read as the same number \(100000\)"):
+        anonymize(str(tmp_path / "v.csv"), policy)

@@ -100,7 +100,7 @@ def anonymize(
     table_out = sensitive_out(out)
     if eff.policy.release_format == "anatomy":  # its sensitive table is written there too
         check_out(out, input, kind="anonymize", force=force, also=(table_out,))
-    view = read_table(input, add_row_id=add_row_id)
+    view = read_table(input, add_row_id=add_row_id, id_column=eff.policy.id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
     if pol.time is not None and pol.time not in view.columns:  # a history's policy, one view
         _say(f"note: the policy's time column {pol.time!r} is not in {input}: released as one view")
@@ -184,7 +184,7 @@ def _run_release(
     from dpriv.io import read_table
 
     check_ledger_folder(ledger)  # before any work
-    frame = read_table(history_path)
+    frame = read_table(history_path, id_column=eff.policy.id)
     pol = show_policy(eff)
     _say(f"  method: {method}")
     pol = with_hierarchies(with_categorical(pol, categorical, dates), hierarchy)

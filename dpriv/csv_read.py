@@ -1,0 +1,128 @@
+"""Reading a CSV safely: its delimiter and decimal mark, and the checks whose failure would
+otherwise be silent or a reader's cryptic error (a file that is not UTF-8, a header naming a
+column twice, a quote that never closes, ids written two ways that read as one number).
+:func:`dpriv.io.read_table` calls them."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import fsspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import csv as arrow_csv
+
+from dpriv.errors import InputError
+
+#: Bytes of a CSV read to infer its column types: a column with text far down the file (e.g. a
+#: '*' in row 50,000 of a numeric column) would otherwise fail in the middle of the computation.
+CSV_SAMPLE = 64_000_000
+
+
+def _text_sample(path: str, size: int = 65536) -> str:
+    """The first ``size`` bytes of ``path`` as UTF-8 text (a leading BOM removed).
+
+    Raises InputError when they are not UTF-8 (e.g. a Latin-1 export), naming the byte, its
+    line and the fix."""
+    with fsspec.open(path, "rb") as fh:
+        raw = fh.read(size)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(raw) - 3 and exc.reason == "unexpected end of data":
+            return raw[: exc.start].decode("utf-8-sig")  # a character cut by the sample's end
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"cannot read {path}: it is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}); "
+            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or save it as Parquet"
+        ) from None
+
+
+def sniff_delimiter(path: str) -> str:
+    """Delimiter of a CSV file from its first 64 KiB (``,``, ``;``, tab or ``|``).
+
+    Raises InputError for an empty file, a file that is not UTF-8 and a header that names
+    a column twice (pandas would silently rename the copy ``age.1``)."""
+    sample = _text_sample(path)
+    if not sample.strip():
+        raise InputError(f"{path} is empty: there is no header and no row to read")
+    try:
+        sep = csv.Sniffer().sniff(sample.splitlines()[0], delimiters=",;\t|").delimiter
+    except csv.Error:
+        sep = ","
+    header = next(csv.reader([sample.splitlines()[0]], delimiter=sep, skipinitialspace=True))
+    names = [h.strip() for h in header]
+    dup = sorted({h for h in names if names.count(h) > 1})
+    if dup:
+        where = {h: [i + 1 for i, x in enumerate(names) if x == h] for h in dup}
+        raise InputError(
+            f"the header of {path} names the column(s) {dup} more than once (positions {where}); "
+            "rename or drop the copies so that each column name is unique"
+        )
+    return sep
+
+
+_DECIMAL_COMMA = re.compile(r"^\s*-?\d+,\d+\s*$")
+
+
+def decimal_mark(path: str, sep: str) -> str:
+    """``","`` for a ``;``- (or tab-/pipe-) separated file whose fields hold decimal commas
+    (``72,5``, the usual export of a European spreadsheet), else ``"."``."""
+    if sep == ",":
+        return "."
+    lines = _text_sample(path).splitlines()[1:200]
+    fields = [f for line in lines for f in next(csv.reader([line], delimiter=sep), [])]
+    return "," if any(_DECIMAL_COMMA.match(f) for f in fields) else "."
+
+
+def unclosed_quote(fs, path: str) -> int | None:
+    """The line (1-based) of a CSV where a quoted value opens and never closes, else None
+    (a doubled ``""`` inside a quoted value is an escaped quote; a value may span lines)."""
+    opened = None
+    with fs.open(path, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if line.count(b'"') % 2:
+                opened = number if opened is None else None
+    return opened
+
+
+def check_id_texts(fs, paths: list[str], sep: str, id_column: str, shown: str) -> None:
+    """InputError when the CSV's id column holds two texts that read as one number (``00012``
+    and ``12``, ``1E5`` and ``1e5``): read as numbers, they would be one respondent across the
+    views. Checked on a single file of at most :data:`CSV_SAMPLE` bytes (its id column parsed
+    again as text by pyarrow: about as long as reading the file once); larger inputs are not
+    checked (README, "Input types")."""
+    if len(paths) != 1 or fs.size(paths[0]) > CSV_SAMPLE:
+        return
+    try:
+        with fs.open(paths[0], "rb") as fh:
+            only_ids = {"include_columns": [id_column], "column_types": {id_column: pa.string()}}
+            ids = arrow_csv.read_csv(
+                fh,
+                parse_options=arrow_csv.ParseOptions(delimiter=sep, newlines_in_values=True),
+                convert_options=arrow_csv.ConvertOptions(**only_ids),
+            ).column(0)
+    except (pa.ArrowException, OSError):  # the read itself names what is wrong with the file
+        return
+    ids = pc.utf8_trim_whitespace(ids.combine_chunks()).drop_null()
+    plain = pc.match_substring_regex(ids, r"^-?(?:0|[1-9][0-9]{0,17})$")  # one text per number
+    others = pd.Series(pd.unique(pc.filter(ids, pc.invert(plain)).to_numpy(zero_copy_only=False)))
+    if others.empty:
+        return
+    numbers = pd.to_numeric(others, errors="coerce")
+    canonical = pc.cast(pc.filter(ids, plain), pa.int64()).to_numpy()
+    twice = numbers.notna() & numbers.duplicated(keep=False)
+    known = numbers.notna() & np.isin(numbers.to_numpy(dtype=float, na_value=np.nan), canonical)
+    if not (twice.any() or known.any()):
+        return
+    number = numbers[twice | known].iloc[0]
+    pair = others[numbers == number].tolist() + [f"{number:.0f}"]  # a plain id last
+    raise InputError(
+        f"id column {id_column!r} of {shown} holds {pair[0]!r} and {pair[1]!r}, which read as the same "
+        f"number ({number:g}): a CSV's ids are read as numbers, so the two would be one respondent; "
+        "write each id one way (e.g. all with or all without leading zeros), or give the history as "
+        "Parquet with the id column as text"
+    )
