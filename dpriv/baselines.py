@@ -25,7 +25,7 @@ from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, ORDER, SCODE, create_qig, in_release_order
 from dpriv.validate import codes
 
-METHODS = ("jsreduce", "mondrian-l", "mondrian-t", "mondrian-bt")
+METHODS = ("jsreduce", "mondrian-l", "mondrian-t", "mondrian-bt", "histogram")
 
 
 def bt_allowable(view: pd.DataFrame, policy: ReleasePolicy) -> Callable[[np.ndarray], bool]:
@@ -46,6 +46,8 @@ def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> Mon
     groups (a merged group keeps the method's criteria, and (B,t)-privacy for mondrian-bt)."""
     strict = policy.mondrian_cut == "strict"
     allowable = None
+    if len(view) < policy.k and policy.small_view == "suppress":  # no group of k can be formed
+        return _suppressed(view, policy)
     if method == "mondrian-l":
         out = mondrian_view(view, policy, model="l", l=policy.l, strict=strict)
     elif method == "mondrian-t":
@@ -53,6 +55,8 @@ def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> Mon
     elif method == "mondrian-bt":
         allowable = bt_allowable(view.reset_index(drop=True), policy)
         out = mondrian_view(view, policy, model="bt", allowable=allowable, strict=strict)
+    elif method == "histogram":  # no cut can keep k on both sides of a view of k tuples
+        out = mondrian_view(view, policy.with_overrides(k=max(policy.k, len(view))), model="k")
     else:
         raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     if not policy.exit_values:
@@ -66,3 +70,12 @@ def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> Mon
     released = in_release_order(released).drop(columns=ORDER)
     n_groups = int(guard.assigned[LABEL].nunique())
     return MondrianRelease(released, guard.assigned, n_groups, guard.n_suppressed)
+
+
+def _suppressed(view: pd.DataFrame, policy: ReleasePolicy) -> MondrianRelease:
+    """A view of fewer than k tuples under ``small_view = "suppress"``: every tuple left out
+    (no row released, none assigned), as JS-reduce releases it."""
+    none = view.iloc[:0].reset_index(drop=True)
+    assigned = none.assign(**{SCODE: np.zeros(0, np.int64), LABEL: np.zeros(0, np.int64)})
+    released = in_release_order(create_qig(assigned, policy)).drop(columns=ORDER)
+    return MondrianRelease(released, assigned, 0, len(view))

@@ -52,6 +52,7 @@ GUARANTEES: dict[str, tuple[str, ...]] = {
     "mondrian-l": ("k", "l"),
     "mondrian-t": ("k", "t"),
     "mondrian-bt": ("k",),
+    "histogram": ("k", "t"),  # one group: the view's own distribution (EMD 0)
 }
 
 

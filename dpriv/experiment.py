@@ -77,6 +77,9 @@ GRID: dict[str, list[dict]] = {
     "mondrian-l": [{"l": lv} for lv in (2, 3, 4)],
     "mondrian-t": [{"t": t} for t in (0.2, 0.3, 0.5)],
     "mondrian-bt": [{"bt_t": b} for b in (0.15, 0.25, 0.4)],
+    # the reference: one QI-group per view, the view's histogram and nothing more; its gain is
+    # what the adversary's own knowledge predicts beyond it (docs/results/histogram-reference-24x5000)
+    "histogram": [{}],
 }
 KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
 _GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision")

@@ -218,7 +218,7 @@ def check_method(policy: ReleasePolicy, method: str) -> None:
     """PolicyError unless ``policy.release_format`` suits ``method`` (Anatomy groups by the
     members' knowledge, which only JS-reduce's grouping does; the Mondrian baselines cut QI
     boxes for a generalized release) and the release gate's ``retro_lever`` is a parameter
-    ``method`` uses (j: JS-reduce only; t: JS-reduce and mondrian-t; k: all)."""
+    ``method`` uses (j: JS-reduce only; t: JS-reduce and mondrian-t; k: all but histogram)."""
     if policy.release_format == "anatomy" and method != "jsreduce":
         raise PolicyError(
             f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
@@ -230,6 +230,11 @@ def check_method(policy: ReleasePolicy, method: str) -> None:
             "does not keep groups: use --method jsreduce or persistent_groups = false"
         )
     # the gate regroups with its lever: a parameter the method must use
+    if method == "histogram" and policy.retro_max_gain is not None:  # one group whatever the parameters
+        raise PolicyError(
+            "method 'histogram' releases each view as one QI-group, so the release gate "
+            "(retro_max_gain) has nothing to regroup with: remove retro_max_gain or use another method"
+        )
     uses = {"jsreduce": ("k", "t", "j", "rbk_closeness"), "mondrian-t": ("k", "t")}.get(method, ("k",))
     if policy.retro_max_gain is not None and policy.retro_lever not in uses:
         raise PolicyError(

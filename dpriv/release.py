@@ -127,7 +127,8 @@ def release_history(
     on_release : called with (index, metrics: :class:`ReleaseRecord`) after each commit
         (progress output).
     method : "jsreduce" (Algorithm 1) or a Mondrian baseline of :mod:`dpriv.baselines`
-        ("mondrian-l", "mondrian-t", "mondrian-bt"; these run on the client); the
+        ("mondrian-l", "mondrian-t", "mondrian-bt") or the "histogram" reference (one
+        QI-group per view); these run on the client; the
         defender's PK/RBK cycle and the ledger are the same for all, so ``dpriv attack``
         works on every method.
 

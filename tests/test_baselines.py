@@ -56,3 +56,38 @@ def test_unknown_method(setting, tmp_path):
     with pytest.raises(PolicyError, match="mondrian-bt"):
         release_history(mh.history, policy, tmp_path / "led", method="anatomy")
     assert not (tmp_path / "led").exists()
+
+
+def test_histogram_releases_each_view_as_one_group_with_its_range_and_counts(setting, tmp_path):
+    mh, policy = setting
+    led = release_history(mh.history, policy, tmp_path / "led", method="histogram")
+    for i in (1, 2):
+        view = mh.history[mh.history.view == i]
+        out, m = led.read_view(i), led.read_metrics(i)
+        assert m["n_groups"] == 1 and m["n_suppressed"] == 0 and out["qi_group"].nunique() == 1
+        for q in policy.qi:  # every box is the view's own range
+            assert set(out[f"{q}_min"]) == {view[q].min()} and set(out[f"{q}_max"]) == {view[q].max()}
+        counts = view[policy.sensitive].value_counts().to_dict()
+        assert out[policy.sensitive].value_counts().to_dict() == counts
+        assert m["t_achieved"] == pytest.approx(0.0, abs=1e-12)  # the group's distribution is the view's
+
+
+def test_histogram_gives_the_gate_no_parameter_to_regroup_with(setting, tmp_path):
+    mh, policy = setting
+    gated = policy.with_overrides(retro_max_gain=0.2)
+    with pytest.raises(PolicyError, match="'histogram' releases each view as one QI-group.*remove retro_max"):
+        release_history(mh.history, gated, tmp_path / "led", method="histogram")
+    assert not (tmp_path / "led").exists()
+
+
+@pytest.mark.parametrize("method", ["mondrian-l", "histogram"])
+def test_a_baseline_suppresses_a_view_smaller_than_k_when_told_to(setting, tmp_path, method):
+    # small_view = "suppress" used to end in "k = 5 is larger than the view ... set small_view =
+    # 'suppress'" for the baselines, which had been set
+    mh, policy = setting
+    h = mh.history
+    h = h[(h.view != 2) | h[policy.id].isin(h[h.view == 2][policy.id].iloc[:3])].reset_index(drop=True)
+    led = release_history(h, policy.with_overrides(small_view="suppress"), tmp_path / "led", method=method)
+    assert [led.read_metrics(i)["n_suppressed"] for i in (1, 2)] == [0, 3]
+    assert len(led.read_view(1)) == (h.view == 1).sum() and len(led.read_view(2)) == 0
+    assert list(led.read_view(2).columns) == list(led.read_view(1).columns)

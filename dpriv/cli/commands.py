@@ -254,8 +254,8 @@ def release(
     method: Annotated[
         str | None,
         typer.Option(
-            help="jsreduce, or a Mondrian baseline: mondrian-l, mondrian-t, mondrian-bt "
-            "(default: the ledger's recorded method, else jsreduce)."
+            help="jsreduce, a Mondrian baseline (mondrian-l, mondrian-t, mondrian-bt) or histogram "
+            "(one QI-group per view, a reference); default: the ledger's recorded method, else jsreduce."
         ),
     ] = None,
     policy: PolicyFile = None,

@@ -109,6 +109,7 @@ _METHODS = {
     "mondrian-l": "Mondrian, distinct l-diversity",
     "mondrian-t": "Mondrian, t-closeness",
     "mondrian-bt": "Mondrian, (B,t)-privacy",
+    "histogram": "one QI-group per view (histogram reference)",
 }
 
 
