@@ -56,7 +56,7 @@ from dpriv.adversary.groups import masked_omega
 from dpriv.adversary.history_revision import PosteriorHistory
 from dpriv.adversary.masks import MasksAsOf, deductions_available
 from dpriv.adversary.retrospective import retrospective_attack
-from dpriv.adversary.tail import TAIL_COLUMNS, tail_risk
+from dpriv.adversary.tail import TAIL_COLUMNS, histogram_gain, tail_risk
 from dpriv.attack_files import gain_path, save_gain  # noqa: F401  (public here)
 from dpriv.attack_input import (
     AttackInput,
@@ -96,7 +96,7 @@ LINKAGE_COLUMNS = ("n_pinned", "share_pinned")
 PRIOR_COLUMNS = ("prior_gain", "prior_confident_share")
 
 #: Columns of the frame returned by :func:`attack` for the paper adversary.
-GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS, *PRIOR_COLUMNS)
+GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS, *PRIOR_COLUMNS, "histogram_gain")
 
 #: Columns of the frame returned by :func:`attack` for the retrospective adversary.
 RETRO_COLUMNS = ("release", "as_of", "adversary_gain", *TAIL_COLUMNS, "n_tuples")
@@ -137,11 +137,11 @@ class AttackStep:
         return float(self.gain.mean()) if self.gain.size else float("nan")
 
     def row(self) -> dict:
-        """The release's row of :data:`GAIN_COLUMNS`: gain, N, the tail risk, and the gain and
-        confident share of the prior (:data:`PRIOR_COLUMNS`, what the adversary held before)."""
+        """The release's row of :data:`GAIN_COLUMNS` (gain, N, tail risk, prior, histogram)."""
         risk = tail_risk(self.posteriors, self.s_true, self.frequencies, self.allowed)
         before = tail_risk(self.priors, self.s_true, self.frequencies)
         prior = {"prior_gain": before.adversary_gain, "prior_confident_share": before.confident_share}
+        prior["histogram_gain"] = histogram_gain(self.priors, self.s_true)
         return {**risk.as_row(), "release": self.release, "adversary_gain": self.adversary_gain, **prior}
 
 
@@ -339,7 +339,9 @@ def attack(
         without deductions), then ``prior_gain`` (float64, the same mean with the adversary's
         prior RBK^sv, before this release's counts and deductions, in place of its posterior) and
         ``prior_confident_share`` (float64, tuples whose prior on the true value is >= 0.9,
-        over N); NaN when N = 0. Retrospective: one row per (release, as_of), columns
+        over N), ``histogram_gain`` (float64, the mean gain with the same priors had the release
+        been one QI-group: :func:`dpriv.adversary.tail.histogram_gain`); NaN when N = 0.
+        Retrospective: one row per (release, as_of), columns
         :data:`RETRO_COLUMNS`. Empty (same columns) for a ledger without releases.
 
     Raises

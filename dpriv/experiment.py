@@ -322,10 +322,14 @@ def _frontier(front: pd.DataFrame, out: Path, plt) -> None:
     if "max_retro_gain" in front and front["max_retro_gain"].notna().any():
         panels.append(("max_retro_gain", "retrospective adversary (+ deductions)", GOALS["retrospective"]))
     kinds = front.assign(kind=[_kind(m, p) for m, p in zip(front["method"], front["params"])])
+    # the histogram reference (every box the view's range) is a level, not a point to compare boxes with
+    reference, kinds = kinds[kinds["method"] == "histogram"], kinds[kinds["method"] != "histogram"]
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 5), squeeze=False)
     for ax, (col, who, goal) in zip(axes[0], panels):
         for kind, g in kinds.groupby("kind"):
             ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=kind, alpha=0.7)
+        for level in reference[col].dropna():
+            ax.axhline(level, color="black", linestyle="--", linewidth=1, label="histogram (one group)")
         ax.axhline(goal, color="grey", linestyle=":", linewidth=1)
         ax.axvline(GOALS["semi"], color="grey", linestyle=":", linewidth=1)
         ax.set(
@@ -334,7 +338,7 @@ def _frontier(front: pd.DataFrame, out: Path, plt) -> None:
             title=who,
         )
         ax.legend(fontsize=8)
-    fig.suptitle("Frontier (marker area ~ mean suppression; dotted: the goals of issue 12)")
+    fig.suptitle("Frontier (marker area ~ mean suppression; dotted: issue 12's goals; dashed: the histogram)")
     fig.tight_layout()
     save_figure(fig, out / "frontier.png")
     plt.close(fig)

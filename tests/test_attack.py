@@ -151,6 +151,34 @@ def test_hand_computed_prior_gain_is_what_the_adversary_held_before_each_release
     assert out["prior_confident_share"].tolist() == [0.0, 0.0]
 
 
+def test_hand_computed_histogram_gain_is_one_omega_over_the_whole_release(tiny):
+    led, hist, policy = tiny
+    post1, _ = release1_by_hand()
+    # release 1 as one group {r1: a, r2: b, r3: b, r4: b} with the same BK^sv priors,
+    # against the release's frequencies (a 1/4, b 3/4)
+    one = omega_by_hand({r: BKSV[int(x >= 5)] for r, x, _, _ in R1}, [s for _, _, s, _ in R1])
+    truth = [(r, "ab".index(s)) for r, _, s, _ in R1]
+    freq = {0: F(1, 4), 1: F(3, 4)}
+    rho1 = sum(one[r][s] - freq[s] for r, s in truth) / 4
+    # release 2: the RBK (E7) of the release-1 posteriors (r5: BK^sv), all four in one group (a, b, b, a)
+    rbk = {1: revise_by_hand(post1[1]), 3: revise_by_hand(post1[3]), 2: revise_by_hand(post1[2]), 5: BKSV[0]}
+    two = omega_by_hand(rbk, ["a", "b", "b", "a"])
+    rho2 = sum(two[r][s] - HALF for r, s in ((1, 0), (3, 1), (2, 1), (5, 0))) / 4
+    out = attack(led, hist, policy, "dk", deductions=False)
+    np.testing.assert_allclose(out["histogram_gain"], [float(rho1), float(rho2)], rtol=0, atol=1e-12)
+    assert abs(float(rho1) - float(out["adversary_gain"][0])) > 0.01  # not the grouped gain
+
+
+def test_the_histogram_gain_of_a_histogram_release_is_its_gain(tmp_path):
+    # a release of one QI-group per view is its own reference: gain and histogram_gain agree
+    mh = medical_history(n_views=3, view_size=120, seed=5)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path / "h", mh))
+    led = release_history(mh.history, policy, tmp_path / "led", method="histogram")
+    out = attack(led, mh.history, policy, "dk", deductions=False)
+    np.testing.assert_allclose(out["histogram_gain"], out["adversary_gain"], rtol=0, atol=1e-12)
+    assert out["histogram_gain"].notna().all() and (out["n_tuples"] == 120).all()
+
+
 def test_the_snapshot_prior_gain_is_bksv_against_the_groups(tiny):
     """The snapshot adversary's release-2 priors are BK^sv: r1 and r3 (class 0, equal priors)
     get the group frequencies as posteriors (gain 0) while their prior terms are .8 - 1/2 and

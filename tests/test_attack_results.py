@@ -45,9 +45,11 @@ def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
     # the file holds the full-DK adversary's gain, recomputed here independently
     policy = ReleasePolicy.from_toml(out / "policy.toml")
     expected = attack(Ledger(out / "ledger"), medical_history(2, 300, seed=0).history, policy, "dk")
-    cols = ["release", "adversary_gain", "n_tuples"]
+    cols = ["release", "adversary_gain", "n_tuples", "histogram_gain"]
     pd.testing.assert_frame_equal(pd.read_csv(path)[cols], expected[cols])
     assert expected["release"].tolist() == [1, 2]
+    worst = expected.loc[expected["adversary_gain"].idxmax()]
+    assert f"would leave {worst['histogram_gain']:.3f})" in " ".join(res.output.split())
 
     res = CliRunner().invoke(app, ["report", str(out / "ledger"), "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output

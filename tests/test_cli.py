@@ -696,6 +696,7 @@ def test_attack_and_generate_pbc_commands(tmp_path, shared_data):
         "n_certain",
         "prior_gain",
         "prior_confident_share",
+        "histogram_gain",
     ]
     assert gain["release"].tolist() == [1, 2]
     retro = tmp_path / "retro.csv"

@@ -160,3 +160,32 @@ def test_experiment_out_inside_a_ledger_is_refused(tmp_path):
     res = _cli("--out", led / "exp", "--views", 1, "--view-size", 20)
     assert res.exit_code == 2 and "lies inside the release ledger" in res.output, res.output
     assert sorted(p.relative_to(led) for p in led.rglob("*")) == before
+
+
+def test_the_frontier_draws_the_histogram_as_a_level_not_a_point(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import dpriv.experiment as exp
+
+    front = pd.DataFrame(
+        {
+            "method": ["jsreduce", "histogram"],
+            "params": ['{"t": 0.5}', "{}"],
+            "semi": [0.4, 3.0],
+            "suppression": [0.01, 0.0],
+            "max_gain_dk": [0.07, 0.14],
+            "max_retro_gain": [0.18, 0.19],
+        }
+    )
+    saved = []
+    monkeypatch.setattr(exp, "save_figure", lambda fig, path: saved.append(fig))
+    exp._frontier(front, tmp_path, plt)
+    (fig,) = saved
+    for ax, level in zip(fig.axes, (0.14, 0.19)):
+        points = np.concatenate([c.get_offsets() for c in ax.collections])
+        assert points.tolist() == [[0.4, 0.07 if level == 0.14 else 0.18]]  # the jsreduce point only
+        dashed = [line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"]
+        assert dashed == [level]

@@ -40,6 +40,7 @@ from dpriv.report import (
     write_report,
 )
 from dpriv.report.explain import KNOWLEDGE_TEXT
+from dpriv.report.plots import plot_gains
 
 CHROMIUM = Path("/usr/bin/chromium")
 HEADINGS = ["Policy", "Verdict", "Releases", "Privacy", "Utility", "KPR", "Adversary gain"]
@@ -175,6 +176,22 @@ def test_gain_files_and_passed_gains(built):
     assert "<th>dk</th>" in names and "<th>snapshot</th>" in names
     worst = gains["dk"].loc[gains["dk"]["adversary_gain"].idxmax()]
     assert float(rows[0][0][1]) == worst["adversary_gain"] and int(rows[0][1][1]) == worst["release"]
+
+
+def test_the_gain_figure_draws_each_curve_s_histogram_level(built):
+    led, _, _, gains, _, _ = built
+    curves = gain_curves(led, gains)
+    for name in ("dk", "snapshot"):  # passed in, and read from attack/gain_snapshot.csv
+        assert curves[name]["histogram_gain"].notna().all()
+    np.testing.assert_array_equal(curves["dk"]["histogram_gain"], gains["dk"]["histogram_gain"])
+    fig = plot_gains(curves)
+    dashed = {ln.get_label(): ln.get_ydata() for ln in fig.axes[0].lines if ln.get_linestyle() == "--"}
+    assert sorted(dashed) == ["dk: histogram", "snapshot: histogram"]
+    np.testing.assert_array_equal(dashed["dk: histogram"], gains["dk"]["histogram_gain"])
+    # a gain file without the column (an older attack) draws its curve alone
+    old = {"dk": gains["dk"].drop(columns="histogram_gain")}
+    assert "histogram_gain" not in gain_curves(led, old)["dk"]
+    assert not [line for line in plot_gains(old).axes[0].lines if line.get_linestyle() == "--"]
 
 
 def test_text_from_data_is_escaped(built):

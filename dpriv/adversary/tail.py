@@ -126,3 +126,24 @@ def tail_risk(
         max_posterior=float(on_truth.max()),
         n_certain=n_certain,
     )
+
+
+def histogram_gain(priors: np.ndarray, s_true: np.ndarray) -> float:
+    """The mean gain (E10) the same adversary would have had, with the same priors, had the
+    release been one QI-group (its sensitive histogram only; ``--method histogram``).
+
+    ``priors``: float64 (N, M), the adversary's prior of each released tuple (RBK^sv);
+    ``s_true``: int (N,), its true codes in ``0..M-1``. One Ω step (E14) over all N tuples,
+    minus the release's frequency of each true value; NaN when N = 0. No deduction masks: it is
+    the part of the gain the adversary's own knowledge gives beyond the counts
+    (docs/results/histogram-reference-24x5000/).
+    """
+    from dpriv.knowledge.posterior import omega_posterior
+
+    s_true = np.asarray(s_true, dtype=np.int64)
+    n = len(s_true)
+    if n == 0:
+        return float("nan")
+    post = omega_posterior(np.zeros(n, dtype=np.int64), s_true, priors)
+    freq = np.bincount(s_true)[s_true] / n
+    return float((post[np.arange(n), s_true] - freq).mean())

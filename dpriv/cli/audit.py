@@ -55,7 +55,8 @@ def attack(
             "dpriv report finds them (these two are the ledger's own files, replaced by a later "
             "attack while unchanged). paper: release, adversary_gain, n_tuples and the tail risk "
             "(confident_share, confident_precision, n_confident, max_posterior, n_certain), then "
-            "prior_gain and prior_confident_share (the same with the adversary's prior); "
+            "prior_gain and prior_confident_share (the same with the adversary's prior), "
+            "histogram_gain (had the release been one QI-group); "
             "retrospective: one row per (release, as_of) with the same measures."
         ),
     ] = None,

@@ -375,7 +375,8 @@ def demo(
     worst = gain.loc[gain["adversary_gain"].idxmax()]
     typer.echo(
         f"adversary with the generator's exact knowledge (full DK): largest gain "
-        f"{worst['adversary_gain']:.3f} at release {int(worst['release'])} (E10); per release in "
+        f"{worst['adversary_gain']:.3f} at release {int(worst['release'])} (E10; as one QI-group that "
+        f"release would leave {worst['histogram_gain']:.3f}); per release in "
         f"{path}; the HTML report: dpriv report {out / 'ledger'}"
     )
 

@@ -53,7 +53,9 @@ GAIN_TEXT = (
     "probability on a respondent's true sensitive value minus that value's frequency in her "
     "QI-group -- how much better than reading the group's histogram the adversary guesses; "
     "0 = nothing learnt beyond the published group, 1 = every value named with certainty. "
-    "Suppressed tuples do not enter it."
+    "Suppressed tuples do not enter it. Dashed: the same adversary's gain had the release been "
+    "one QI-group (its histogram only; column histogram_gain), what its own knowledge predicts "
+    "beyond the counts whatever the grouping: read the solid line against it."
 )
 
 KPR_TEXT = (

@@ -127,7 +127,10 @@ def plot_gains(curves: Mapping[str, pd.DataFrame]):
     fig, (ax,) = _figure(1, height=3.6)
     fig.set_size_inches(8, 3.6)
     for name, frame in curves.items():
-        ax.plot(frame["release"], frame["adversary_gain"], marker="o", label=name)
+        (line,) = ax.plot(frame["release"], frame["adversary_gain"], marker="o", label=name)
+        if "histogram_gain" in frame and frame["histogram_gain"].notna().any():  # the one-group level
+            level = frame["histogram_gain"]
+            ax.plot(frame["release"], level, ls="--", color=line.get_color(), label=f"{name}: histogram")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel="release", ylabel="adversary gain (E10)", title="Adversary gain per release")
     ax.xaxis.get_major_locator().set_params(integer=True)

@@ -317,7 +317,8 @@ def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
         raise InputError(
             f"adversary gains {where}: release must hold release indices 1, 2, ..., not booleans"
         )
-    out = frame[["release", "adversary_gain"]].apply(pd.to_numeric, errors="coerce")
+    kept = ["release", "adversary_gain", *(["histogram_gain"] if "histogram_gain" in frame else [])]
+    out = frame[kept].apply(pd.to_numeric, errors="coerce")
     release, gain = out["release"], out["adversary_gain"]
     if release.duplicated().any():
         raise InputError(
@@ -325,7 +326,8 @@ def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
             "gain curve has one row per release (of a retrospective attack, keep as_of == its last release)"
         )
     bad = release.isna() | (release % 1 != 0) | (release < 1)
-    bad |= frame["adversary_gain"].notna() & ~gain.between(-1.0, 1.0)
+    for col in kept[1:]:  # the gain and, when given, its histogram level
+        bad |= frame[col].notna() & ~out[col].between(-1.0, 1.0)
     if bad.any():
         row = int(bad.to_numpy().argmax())
         release, gain = (frame[c].iloc[[row]].tolist()[0] for c in ("release", "adversary_gain"))
@@ -333,7 +335,7 @@ def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
             f"adversary gains {where}: row {row} holds release {release!r}, gain {gain!r}; a release "
             "is a whole number >= 1 and a gain a number in [-1, 1] (or blank)"
         )
-    return _in_release_order(out.astype({"release": "int64", "adversary_gain": "float64"}))
+    return _in_release_order(out.astype({"release": "int64"}).astype({c: "float64" for c in kept[1:]}))
 
 
 def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -356,8 +358,8 @@ def gain_curves(
     Returns
     -------
     dict
-        Knowledge name -> frame (``release``, ``adversary_gain``) sorted by release, names
-        in alphabetical order.
+        Knowledge name -> frame (``release``, ``adversary_gain``, and ``histogram_gain`` where
+        the attack wrote it) sorted by release, names in alphabetical order.
 
     Raises
     ------
@@ -373,7 +375,7 @@ def gain_curves(
             if match and path.is_file():
                 where = f"{ATTACK_DIR}/{path.name}"
                 out[match["name"]] = _in_release_order(
-                    read_result(path, ["release", "adversary_gain"], where)
+                    read_result(path, ["release", "adversary_gain"], where, optional=("histogram_gain",))
                 )
     out.update(checked_gains({} if gains is None else gains, "passed"))
     held = {int(r["index"]) for r in led.committed()}
