@@ -82,7 +82,7 @@ GRID: dict[str, list[dict]] = {
     "histogram": [{}],
 }
 KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
-_GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision")
+_GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision", "histogram_gain")
 _RETRO_KEEP = (
     "release",
     "as_of",
@@ -242,8 +242,10 @@ def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[in
 
 
 def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain and the
-    max confident share per knowledge kind, and (with ``retro``) the retrospective max gain
+    """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain, the
+    max confident share and the max ``histogram_gain`` (the gain had each release been one
+    QI-group, :func:`dpriv.adversary.tail.histogram_gain`) per knowledge kind, and (with
+    ``retro``) the retrospective max gain
     and max confident share over every (release, as_of)."""
     key = ["method", "params"]
     util = runs.groupby(key).agg(
@@ -256,9 +258,10 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
         util = util.join(runs.groupby(key).agg(max_pinned_share=("share_pinned", "max")))
     worst = gains.pivot_table(index=key, columns="knowledge", values="adversary_gain", aggfunc="max")
     out = util.join(worst.add_prefix("max_gain_"))
-    if "confident_share" in gains:
-        share = gains.pivot_table(index=key, columns="knowledge", values="confident_share", aggfunc="max")
-        out = out.join(share.add_prefix("max_share_"))
+    for col, prefix in (("confident_share", "max_share_"), ("histogram_gain", "max_histogram_gain_")):
+        if col in gains:  # the tail, and the level of the same releases as one QI-group each
+            top = gains.pivot_table(index=key, columns="knowledge", values=col, aggfunc="max")
+            out = out.join(top.add_prefix(prefix))
     if retro is not None and len(retro):
         out = out.join(
             retro.groupby(key).agg(
