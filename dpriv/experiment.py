@@ -131,14 +131,14 @@ def run_experiment(
     Returns the tables: ``runs`` (method, params, release, groups, suppression, semi,
     association_loss, group_qi_span, share_pinned),
     ``gains`` (method, params, knowledge, release, adversary_gain, confident_share,
-    confident_precision), ``retro`` (method, params, release, as_of, adversary_gain,
+    confident_precision, histogram_gain), ``retro`` (method, params, release, as_of, adversary_gain,
     confident_share, confident_precision, n_certain, n_exit; the retrospective adversary with the
     exact DK, empty with ``retrospective=False``; n_exit: terminal values revealed by the exit
     channel, :func:`dpriv.adversary.exits.exit_deductions`) and ``frontier`` (method, params, mean and
     max suppression, mean semi, mean association_loss and group_qi_span, max_gain per
-    knowledge, max_share per knowledge, max_retro_gain and max_retro_share over every (release, as_of),
-    rows_n_certain and rows_n_exit: how many (release, as_of) rows hold a certain value / a
-    revealed terminal value).
+    knowledge, max_share and max_histogram_gain per knowledge, max_retro_gain and
+    max_retro_share over every (release, as_of), rows_n_certain and rows_n_exit: how many
+    (release, as_of) rows hold a certain value / a revealed terminal value).
     """
     out = Path(out)
     grid = grid or GRID
