@@ -82,7 +82,7 @@ GRID: dict[str, list[dict]] = {
     "histogram": [{}],
 }
 KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
-_GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision")
+_GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision", "histogram_gain")
 _RETRO_KEEP = (
     "release",
     "as_of",
@@ -131,14 +131,14 @@ def run_experiment(
     Returns the tables: ``runs`` (method, params, release, groups, suppression, semi,
     association_loss, group_qi_span, share_pinned),
     ``gains`` (method, params, knowledge, release, adversary_gain, confident_share,
-    confident_precision), ``retro`` (method, params, release, as_of, adversary_gain,
+    confident_precision, histogram_gain), ``retro`` (method, params, release, as_of, adversary_gain,
     confident_share, confident_precision, n_certain, n_exit; the retrospective adversary with the
     exact DK, empty with ``retrospective=False``; n_exit: terminal values revealed by the exit
     channel, :func:`dpriv.adversary.exits.exit_deductions`) and ``frontier`` (method, params, mean and
     max suppression, mean semi, mean association_loss and group_qi_span, max_gain per
-    knowledge, max_share per knowledge, max_retro_gain and max_retro_share over every (release, as_of),
-    rows_n_certain and rows_n_exit: how many (release, as_of) rows hold a certain value / a
-    revealed terminal value).
+    knowledge, max_share and max_histogram_gain per knowledge, max_retro_gain and
+    max_retro_share over every (release, as_of), rows_n_certain and rows_n_exit: how many
+    (release, as_of) rows hold a certain value / a revealed terminal value).
     """
     out = Path(out)
     grid = grid or GRID
@@ -242,8 +242,10 @@ def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[in
 
 
 def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain and the
-    max confident share per knowledge kind, and (with ``retro``) the retrospective max gain
+    """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain, the
+    max confident share and the max ``histogram_gain`` (the gain had each release been one
+    QI-group, :func:`dpriv.adversary.tail.histogram_gain`) per knowledge kind, and (with
+    ``retro``) the retrospective max gain
     and max confident share over every (release, as_of)."""
     key = ["method", "params"]
     util = runs.groupby(key).agg(
@@ -256,9 +258,10 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
         util = util.join(runs.groupby(key).agg(max_pinned_share=("share_pinned", "max")))
     worst = gains.pivot_table(index=key, columns="knowledge", values="adversary_gain", aggfunc="max")
     out = util.join(worst.add_prefix("max_gain_"))
-    if "confident_share" in gains:
-        share = gains.pivot_table(index=key, columns="knowledge", values="confident_share", aggfunc="max")
-        out = out.join(share.add_prefix("max_share_"))
+    for col, prefix in (("confident_share", "max_share_"), ("histogram_gain", "max_histogram_gain_")):
+        if col in gains:  # the tail, and the level of the same releases as one QI-group each
+            top = gains.pivot_table(index=key, columns="knowledge", values=col, aggfunc="max")
+            out = out.join(top.add_prefix(prefix))
     if retro is not None and len(retro):
         out = out.join(
             retro.groupby(key).agg(

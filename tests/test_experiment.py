@@ -30,6 +30,8 @@ def test_small_experiment_writes_tables_and_figures(tmp_path):
     assert front.loc[front.method == "jsreduce", "max_retro_share"].item() == r["confident_share"].max()
     share = gains[(gains.method == "mondrian-l") & (gains.knowledge == "dk")]["confident_share"].max()
     assert front.loc[front.method == "mondrian-l", "max_share_dk"].item() == share
+    level = gains[(gains.method == "mondrian-l") & (gains.knowledge == "dk")]["histogram_gain"].max()
+    assert front.loc[front.method == "mondrian-l", "max_histogram_gain_dk"].item() == level
     assert ((gains["confident_share"] >= 0) & (gains["confident_share"] <= 1)).all()
     assert pd.read_csv(tmp_path / "retro.csv").shape == retro.shape
     # the exit channel: per (release, as_of) what exit_deductions reads from the same ledger,
@@ -160,6 +162,27 @@ def test_experiment_out_inside_a_ledger_is_refused(tmp_path):
     res = _cli("--out", led / "exp", "--views", 1, "--view-size", 20)
     assert res.exit_code == 2 and "lies inside the release ledger" in res.output, res.output
     assert sorted(p.relative_to(led) for p in led.rglob("*")) == before
+
+
+def test_the_frontier_keeps_the_largest_histogram_level_per_knowledge():
+    from dpriv.experiment import frontier
+
+    runs = pd.DataFrame({"method": "m", "params": "{}", "release": [1, 2], "suppression": 0.0, "semi": 0.5})
+    gains = pd.DataFrame(
+        {
+            "method": "m",
+            "params": "{}",
+            "knowledge": ["dk", "dk", "snapshot", "snapshot"],
+            "release": [1, 2, 1, 2],
+            "adversary_gain": [0.05, 0.04, 0.02, 0.03],
+            "confident_share": 0.0,
+            "histogram_gain": [0.10, 0.12, 0.07, 0.06],
+        }
+    )
+    row = frontier(runs, gains).iloc[0]
+    assert (row["max_gain_dk"], row["max_histogram_gain_dk"]) == (0.05, 0.12)
+    assert (row["max_gain_snapshot"], row["max_histogram_gain_snapshot"]) == (0.03, 0.07)
+    assert "max_histogram_gain_dk" not in frontier(runs, gains.drop(columns="histogram_gain"))
 
 
 def test_the_frontier_draws_the_histogram_as_a_level_not_a_point(tmp_path, monkeypatch):
