@@ -30,10 +30,14 @@ def policy_change(fix: str, committed: int) -> str:
 def relax_hint(policy) -> str:
     """The criteria whose relaxing lowers the suppression of a JS-reduce release (``policy``: a
     :class:`dpriv.policy.ReleasePolicy`): k, t or j, and ``posterior_bound`` and
-    ``retro_posterior_bound`` and ``rbk_closeness`` when they are set."""
+    ``retro_posterior_bound`` and ``rbk_closeness`` when they are set; with ``exit_values``, the
+    exit guard too (it suppresses the terminal tuples no group can hide)."""
     bounds = ("posterior_bound", "retro_posterior_bound", "rbk_closeness")
     keys = ["k", "t", "j"] + [b for b in bounds if getattr(policy, b, None) is not None]
-    return f"relax {', '.join(keys[:-1])} or {keys[-1]}"
+    hint = f"relax {', '.join(keys[:-1])} or {keys[-1]}"
+    if getattr(policy, "exit_values", None):
+        hint += ", or drop values from exit_values (the exit guard suppresses terminal tuples it cannot hide)"
+    return hint
 
 
 def _held(committed: int) -> str:
