@@ -10,6 +10,9 @@ The one exception: ``small_view = "suppress"`` may be taken up by a running ledg
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from dpriv.errors import InputError, PolicyError
 
 #: What a policy change needs once a ledger holds committed releases.
@@ -25,6 +28,18 @@ def policy_change(fix: str, committed: int) -> str:
     if committed <= 0:
         return fix
     return f"{fix} ({_held(committed)} committed: {NEW_LEDGER})"
+
+
+@contextlib.contextmanager
+def view_named(index: int) -> Iterator[None]:
+    """Re-raise a PolicyError of a baseline's grouping (which knows only its input: "the input
+    has 2 distinct sensitive values, fewer than l = 3 ...; lower l") naming view ``index``, and,
+    when releases 1..index-1 are committed, that the policy change it asks for needs a new
+    ledger (:func:`policy_change`)."""
+    try:
+        yield
+    except PolicyError as exc:
+        raise PolicyError(policy_change(f"view {index}: {exc}", index - 1)) from None
 
 
 def relax_hint(policy) -> str:

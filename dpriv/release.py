@@ -62,6 +62,7 @@ from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
+from dpriv.policy_fix import view_named
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
@@ -284,7 +285,8 @@ def release_view(
         sensitive = result.sensitive
     else:  # the Mondrian baselines are in-memory (client) algorithms
         rows = to_pandas(frame).reset_index(drop=True)
-        result = baseline_view(rows, secret_policy(policy, summary), method)
+        with view_named(index):  # a baseline's refusal ("lower l") names the view
+            result = baseline_view(rows, secret_policy(policy, summary), method)
         table = qig_table(result.assigned, policy)
         released, assigned = result.released, result.assigned
         if is_dask(view):

@@ -91,3 +91,21 @@ def test_a_baseline_suppresses_a_view_smaller_than_k_when_told_to(setting, tmp_p
     assert [led.read_metrics(i)["n_suppressed"] for i in (1, 2)] == [0, 3]
     assert len(led.read_view(1)) == (h.view == 1).sum() and len(led.read_view(2)) == 0
     assert list(led.read_view(2).columns) == list(led.read_view(1).columns)
+
+
+def test_a_baseline_refusal_names_the_view_and_the_new_ledger_it_needs(setting, tmp_path):
+    # view 2 holds two sensitive values: no group of it can be 3-diverse. The refusal said only
+    # "the input has 2 distinct sensitive values ...; lower l", and a lower l was then refused
+    # as another policy on this ledger (release 1 committed)
+    mh, policy = setting
+    h = mh.history.copy()
+    two = h.view == 2
+    h.loc[two, policy.sensitive] = np.where(np.arange(two.sum()) % 2, "hiv_2", "hiv_3")
+    with pytest.raises(PolicyError) as caught:
+        release_history(h, policy.with_overrides(l=3), tmp_path / "led", method="mondrian-l")
+    said = str(caught.value)
+    assert said.startswith("view 2: the input has 2 distinct sensitive values, fewer than l = 3")
+    assert "release 1 is committed" in said and "new ledger" in said
+    bt = policy.with_overrides(bt_t=0.0)
+    with pytest.raises(PolicyError, match=r"^view 1: .*raise bt_t or bt_b \(\[privacy\]\)$"):
+        release_history(mh.history, bt, tmp_path / "bt", method="mondrian-bt")
