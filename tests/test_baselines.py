@@ -4,7 +4,7 @@ import pytest
 from dpriv.baselines import baseline_view
 from dpriv.datasets import medical_history, write_history
 from dpriv.divergence import js_rows
-from dpriv.errors import LedgerError, PolicyError
+from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.hilbert import unit_coords
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import kernel_prior
@@ -109,3 +109,21 @@ def test_a_baseline_refusal_names_the_view_and_the_new_ledger_it_needs(setting, 
     bt = policy.with_overrides(bt_t=0.0)
     with pytest.raises(PolicyError, match=r"^view 1: .*raise bt_t or bt_b \(\[privacy\]\)$"):
         release_history(mh.history, bt, tmp_path / "bt", method="mondrian-bt")
+
+
+@pytest.mark.parametrize("edit", ["one value", "too few rows"])
+def test_an_edited_committed_view_is_named_as_edited_before_what_the_edit_broke(setting, tmp_path, edit):
+    # view 2, released, then edited so that it breaks a check: the refusal used to be that
+    # check's ("holds one value only: set allow_single_sensitive", "set small_view = suppress"),
+    # whose fix the ledger then refused as another policy or as a changed view
+    mh, policy = setting
+    h = mh.history
+    led = release_history(h, policy, tmp_path / "led", method="histogram")
+    if edit == "one value":
+        h = h.assign(**{policy.sensitive: h[policy.sensitive].where(h.view != 2, "hiv_2")})
+    else:
+        h = h[(h.view != 2) | h[policy.id].isin(h[h.view == 2][policy.id].iloc[:3])]
+    before = (tmp_path / "led" / "manifest.json").read_bytes()
+    with pytest.raises(InputError, match="view 2 differs from the one committed in the ledger"):
+        release_history(h, policy, tmp_path / "led", method="histogram")
+    assert (tmp_path / "led" / "manifest.json").read_bytes() == before and led.last_index() == 2
