@@ -53,6 +53,7 @@ from dpriv.ledger_manifest import (
     field_change,
     policy_digest,
     recorded_digest,
+    without_paths,
 )
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
@@ -181,8 +182,8 @@ class Ledger:
         taken_up = {k: v for k, v in TAKE_UP.items() if given.get(k) == v and stored.get(k) != v}
         if taken_up:  # recorded with the next commit
             stored, self._pending_policy = stored | taken_up, given
-        if stored != given:
-            diff = sorted(k for k in set(stored) | set(given) if stored.get(k) != given.get(k))
+        if (a := without_paths(stored)) != (b := without_paths(given)):
+            diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             if files and set(diff) <= set(files):  # the same policy, a file behind it changed
                 raise LedgerError(
                     f"{' and '.join(files[k] for k in diff)} changed since this ledger recorded it "

@@ -109,3 +109,17 @@ def short_value(values: dict[str, Any], key: str) -> str:
         return "not set"
     text = json.dumps(values[key])
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def without_paths(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """A policy fingerprint as pinning compares it: the paths of the ``[knowledge]`` sources and
+    of the ``[hierarchies]`` are written as relative to the policy file, so the same files read
+    through a policy file elsewhere have other paths; what a release reads from them is pinned
+    by their SHA-256 (``knowledge_sha256``, ``hierarchy_sha256``). The names of the sources and
+    of the QIs with a hierarchy, and ``defender``, are still compared."""
+    out = dict(fingerprint)
+    if isinstance(out.get("knowledge"), dict):
+        out["knowledge"] = {k: (v if k == "defender" else "<file>") for k, v in out["knowledge"].items()}
+    if isinstance(out.get("hierarchies"), dict):
+        out["hierarchies"] = {q: "<file>" for q in out["hierarchies"]}
+    return out

@@ -10,6 +10,9 @@ The one exception: ``small_view = "suppress"`` may be taken up by a running ledg
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from dpriv.errors import InputError, PolicyError
 
 #: What a policy change needs once a ledger holds committed releases.
@@ -27,13 +30,29 @@ def policy_change(fix: str, committed: int) -> str:
     return f"{fix} ({_held(committed)} committed: {NEW_LEDGER})"
 
 
+@contextlib.contextmanager
+def view_named(index: int) -> Iterator[None]:
+    """Re-raise a PolicyError of a baseline's grouping (which knows only its input: "the input
+    has 2 distinct sensitive values, fewer than l = 3 ...; lower l") naming view ``index``, and,
+    when releases 1..index-1 are committed, that the policy change it asks for needs a new
+    ledger (:func:`policy_change`)."""
+    try:
+        yield
+    except PolicyError as exc:
+        raise PolicyError(policy_change(f"view {index}: {exc}", index - 1)) from None
+
+
 def relax_hint(policy) -> str:
     """The criteria whose relaxing lowers the suppression of a JS-reduce release (``policy``: a
     :class:`dpriv.policy.ReleasePolicy`): k, t or j, and ``posterior_bound`` and
-    ``retro_posterior_bound`` and ``rbk_closeness`` when they are set."""
+    ``retro_posterior_bound`` and ``rbk_closeness`` when they are set; with ``exit_values``, the
+    exit guard too (it suppresses the terminal tuples no group can hide)."""
     bounds = ("posterior_bound", "retro_posterior_bound", "rbk_closeness")
     keys = ["k", "t", "j"] + [b for b in bounds if getattr(policy, b, None) is not None]
-    return f"relax {', '.join(keys[:-1])} or {keys[-1]}"
+    hint = f"relax {', '.join(keys[:-1])} or {keys[-1]}"
+    if getattr(policy, "exit_values", None):
+        hint += ", or drop values from exit_values (the exit guard suppresses terminal tuples it cannot hide)"
+    return hint
 
 
 def _held(committed: int) -> str:

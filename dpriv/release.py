@@ -62,6 +62,7 @@ from dpriv.metrics.release import checked_metrics, release_metrics, require
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
+from dpriv.policy_fix import view_named
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
@@ -71,6 +72,7 @@ from dpriv.release_check import (  # noqa: F401
     check_ledger_whole,
     check_qi_groups,
     check_unchanged,
+    check_views,
     verify_parts,
     verify_view,  # noqa: F401 - public here (dpriv verify)
 )
@@ -150,14 +152,12 @@ def release_history(
     policy, _ = resolve_policy(history, policy)
     indices = indices[:until]
     # every view before the first commit: bad input writes nothing
-    summaries = history_summaries(history, policy, indices, allow_small=policy.small_view == "suppress")
+    summaries = history_summaries(history, policy, indices, allow_small=True)
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])
     refuse_ignored(policy, method)
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
     refuse_unreachable(policy)
-    for i, summary in summaries.items():  # each view is a release of its own: l = 1 in one discloses it
-        if summary.n_rows >= policy.k:  # a smaller view is suppressed whole (small_view = "suppress")
-            check_sensitive_values(summary.s_counts, policy, view=i)
+    check_views(ledger_dir, summaries, policy)  # an edited committed view first, then size and values
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work
@@ -284,7 +284,8 @@ def release_view(
         sensitive = result.sensitive
     else:  # the Mondrian baselines are in-memory (client) algorithms
         rows = to_pandas(frame).reset_index(drop=True)
-        result = baseline_view(rows, secret_policy(policy, summary), method)
+        with view_named(index):  # a baseline's refusal ("lower l") names the view
+            result = baseline_view(rows, secret_policy(policy, summary), method)
         table = qig_table(result.assigned, policy)
         released, assigned = result.released, result.assigned
         if is_dask(view):

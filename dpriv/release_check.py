@@ -11,6 +11,7 @@ order-free digest). Only reports, counts and digests reach the client.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import dask
 import dask.dataframe as dd
@@ -27,6 +28,7 @@ from dpriv.input_checks import resolve_policy
 from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.ledger_files import check_released_files, open_parquet
+from dpriv.ledger_manifest import MANIFEST
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
 from dpriv.validate import check_rows, check_unique_ids, codes, validate_view
@@ -372,3 +374,30 @@ def check_unchanged(entry: dict, index: int, digest: str) -> None:
             "column's type: ages 45 read as 45.0 after a change of export tool); a committed "
             "release cannot change: restore the input as it was released, or start a new ledger"
         )
+
+
+def check_views(ledger_dir, summaries: dict[int, ViewSummary], policy: ReleasePolicy) -> None:
+    """The checks of each view before any release, in the order a user can act on: first
+    whether a view the ledger at ``ledger_dir`` already committed was edited since
+    (:func:`check_unchanged`; its manifest read as is, a missing or unreadable one left to the
+    ledger's own checks), then the size of each view (PolicyError ``view = 3: k = 5 is larger
+    ...`` unless ``small_view = "suppress"``) and its sensitive values. An edited committed
+    view used to be refused for what the edit broke ("holds one value only: set
+    allow_single_sensitive"), a fix the ledger then refused as another policy."""
+    from dpriv.inputs import check_sensitive_values
+    from dpriv.validate import check_size
+
+    try:
+        entries = Ledger(ledger_dir).committed() if (Path(ledger_dir) / MANIFEST).is_file() else []
+    except LedgerError:
+        entries = []
+    for entry in entries:
+        if entry["index"] in summaries:
+            check_unchanged(entry, entry["index"], summaries[entry["index"]].input_sha)
+    for i, summary in summaries.items():
+        try:
+            check_size(summary.n_rows, policy, policy.small_view == "suppress")
+        except PolicyError as exc:
+            raise PolicyError(f"{policy.time} = {i}: {exc}") from None
+        if summary.n_rows >= policy.k:  # a smaller view is suppressed whole (small_view = "suppress")
+            check_sensitive_values(summary.s_counts, policy, view=i)

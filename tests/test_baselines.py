@@ -4,7 +4,7 @@ import pytest
 from dpriv.baselines import baseline_view
 from dpriv.datasets import medical_history, write_history
 from dpriv.divergence import js_rows
-from dpriv.errors import LedgerError, PolicyError
+from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.hilbert import unit_coords
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.knowledge.prior import kernel_prior
@@ -91,3 +91,39 @@ def test_a_baseline_suppresses_a_view_smaller_than_k_when_told_to(setting, tmp_p
     assert [led.read_metrics(i)["n_suppressed"] for i in (1, 2)] == [0, 3]
     assert len(led.read_view(1)) == (h.view == 1).sum() and len(led.read_view(2)) == 0
     assert list(led.read_view(2).columns) == list(led.read_view(1).columns)
+
+
+def test_a_baseline_refusal_names_the_view_and_the_new_ledger_it_needs(setting, tmp_path):
+    # view 2 holds two sensitive values: no group of it can be 3-diverse. The refusal said only
+    # "the input has 2 distinct sensitive values ...; lower l", and a lower l was then refused
+    # as another policy on this ledger (release 1 committed)
+    mh, policy = setting
+    h = mh.history.copy()
+    two = h.view == 2
+    h.loc[two, policy.sensitive] = np.where(np.arange(two.sum()) % 2, "hiv_2", "hiv_3")
+    with pytest.raises(PolicyError) as caught:
+        release_history(h, policy.with_overrides(l=3), tmp_path / "led", method="mondrian-l")
+    said = str(caught.value)
+    assert said.startswith("view 2: the input has 2 distinct sensitive values, fewer than l = 3")
+    assert "release 1 is committed" in said and "new ledger" in said
+    bt = policy.with_overrides(bt_t=0.0)
+    with pytest.raises(PolicyError, match=r"^view 1: .*raise bt_t or bt_b \(\[privacy\]\)$"):
+        release_history(mh.history, bt, tmp_path / "bt", method="mondrian-bt")
+
+
+@pytest.mark.parametrize("edit", ["one value", "too few rows"])
+def test_an_edited_committed_view_is_named_as_edited_before_what_the_edit_broke(setting, tmp_path, edit):
+    # view 2, released, then edited so that it breaks a check: the refusal used to be that
+    # check's ("holds one value only: set allow_single_sensitive", "set small_view = suppress"),
+    # whose fix the ledger then refused as another policy or as a changed view
+    mh, policy = setting
+    h = mh.history
+    led = release_history(h, policy, tmp_path / "led", method="histogram")
+    if edit == "one value":
+        h = h.assign(**{policy.sensitive: h[policy.sensitive].where(h.view != 2, "hiv_2")})
+    else:
+        h = h[(h.view != 2) | h[policy.id].isin(h[h.view == 2][policy.id].iloc[:3])]
+    before = (tmp_path / "led" / "manifest.json").read_bytes()
+    with pytest.raises(InputError, match="view 2 differs from the one committed in the ledger"):
+        release_history(h, policy, tmp_path / "led", method="histogram")
+    assert (tmp_path / "led" / "manifest.json").read_bytes() == before and led.last_index() == 2

@@ -330,3 +330,22 @@ def test_mondrian_with_the_guard_keeps_its_model_and_leaves_no_one_kind_group(me
     # the released view is the assignment's: same groups, same sizes
     sizes = out.released.groupby("qi_group").size().sort_index()
     assert sizes.tolist() == out.assigned.groupby(LABEL).size().sort_index().tolist()
+
+
+def test_the_suppression_refusal_names_the_exit_guard_when_it_is_on(tmp_path):
+    # a history whose terminal tuples no group can hide: the guard suppresses them, and the
+    # refusal said only "relax k, t or j", which does not help (the helper's drill)
+    from dpriv.datasets import medical_history, write_history
+    from dpriv.errors import PolicyError
+    from dpriv.policy import ReleasePolicy
+    from dpriv.policy_fix import relax_hint
+    from dpriv.release import release_history
+
+    mh = medical_history(n_views=3, view_size=60, seed=0)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path / "h", mh))
+    assert "exit_values" not in relax_hint(policy.with_overrides(exit_values=[]))
+    guarded = policy.with_overrides(exit_values=["deceased", "discharged"], max_suppression=0.0)
+    hist = mh.history.assign(exam_result=mh.history["exam_result"].replace("discharged", "deceased"))
+    with pytest.raises(PolicyError, match=r"relax k, t or j, or drop values from exit_values") as caught:
+        release_history(hist, guarded, tmp_path / "led", method="histogram")
+    assert "exceeds max_suppression" in str(caught.value)

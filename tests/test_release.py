@@ -169,6 +169,28 @@ def test_a_refused_first_release_records_no_policy_and_knowledge_is_pinned(setti
         release_history(mh.history, policy.with_overrides(t=0.31), tmp_path / "led")
 
 
+def test_the_same_knowledge_file_under_another_path_continues_the_ledger(setting, tmp_path):
+    # a policy file in another folder names the same files by other relative paths: what is
+    # pinned is their content (knowledge_sha256), not the text of the path
+    mh, policy = setting
+    led = release_history(mh.history, policy, tmp_path / "led", until=1)
+    elsewhere = tmp_path / "copy" / "dk.npz"
+    elsewhere.parent.mkdir()
+    shutil.copy(policy.knowledge_path("dk"), elsewhere)
+    moved = policy.with_overrides(knowledge={**policy.knowledge, "dk": str(elsewhere)})
+    assert release_history(mh.history, moved, tmp_path / "led", until=2).last_index() == 2
+    tables = MarkovTables.load(elsewhere)
+    MarkovTables(
+        tables.values, tables.classes, [np.full_like(t, 1 / t.shape[-1]) for t in tables.tables]
+    ).save(elsewhere)
+    with pytest.raises(LedgerError, match="changed since this ledger recorded it"):  # other content: refused
+        release_history(mh.history, moved, tmp_path / "led")
+    extra = policy.with_overrides(knowledge={**policy.knowledge, "dk-9": str(elsewhere)})
+    with pytest.raises(LedgerError, match=r"fields \['knowledge'\]"):  # another source: refused
+        release_history(mh.history, extra, tmp_path / "led")
+    assert led.last_index() == 2
+
+
 def test_state_join_keeps_one_dtype_per_column_across_partitions(setting):
     """The view's left join with the state: a partition of returning respondents and one of
     first-timers must give every column the meta's dtype. With ``last_group`` (63-bit QI-group

@@ -395,6 +395,15 @@ def test_verdicts_by_hand():
     }  # fmt: skip
 
 
+def test_a_view_smaller_than_k_suppressed_by_the_policy_is_within_it():
+    # release 2: 3 tuples, k 5, small_view = "suppress": released empty, as the policy asks
+    frame = pd.DataFrame({"release": [1, 2, 3], "respondents": [10, 3, 6], "released": [10, 0, 0]})
+    frame["suppression"] = [0.0, 1.0, 1.0]
+    policy = {"k": 5, "max_suppression": 0.05, "method": "jsreduce", "small_view": "suppress"}
+    assert [v.within for v in verdicts(frame, policy)] == [True, True, False]  # 6 >= k: a breach
+    assert [v.within for v in verdicts(frame, {**policy, "small_view": "refuse"})] == [True, False, False]
+
+
 def test_kpr_section_reference_line_is_the_original_against_itself(built, tmp_path):
     led, history, policy = built[0], built[1], built[2]
     assert 'id="kpr-reference-missing"' in built[5]  # the fixture's report had no history

@@ -192,7 +192,7 @@ class _Cutter:
         if self.model == "bt" and not self.crit.holds_rows(root):
             raise PolicyError(
                 "the whole view fails (B,t)-privacy (the allowable check on the root "
-                "group): no Mondrian partition can satisfy it; raise t or B"
+                "group): no Mondrian partition can satisfy it; raise bt_t or bt_b ([privacy])"
             )
 
     def _halves_ok(self, lhs: np.ndarray, rhs: np.ndarray, c_node: np.ndarray | None) -> bool:

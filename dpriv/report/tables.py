@@ -54,9 +54,10 @@ DEFENSE_KEYS = (
     ("retro_max_gain", "release gate: largest retrospective mean gain"),
     ("retro_posterior_bound", "release gate: retrospective posterior bound (members over it withheld)"),
     ("retro_attendance", "release gate: attendance its adversary assumes"),
+    ("small_view", "views of fewer than k tuples (suppress: released fully suppressed)"),
 )
 #: Values of those keys that mean "off" (the library's defaults).
-_OFF = (None, [], "scan", "generalized")
+_OFF = (None, [], "scan", "generalized", "refuse")
 
 
 def _defense_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
