@@ -339,9 +339,8 @@ def attack(
         without deductions), then ``prior_gain`` (float64, the same mean with the adversary's
         prior RBK^sv, before this release's counts and deductions, in place of its posterior) and
         ``prior_confident_share`` (float64, tuples whose prior on the true value is >= 0.9,
-        over N), ``histogram_gain`` (float64, the mean gain with the same priors had the release
-        been one QI-group: :func:`dpriv.adversary.tail.histogram_gain`); NaN when N = 0.
-        Retrospective: one row per (release, as_of), columns
+        over N), ``histogram_gain`` (:func:`dpriv.adversary.tail.histogram_gain`); NaN when
+        N = 0. Retrospective: one row per (release, as_of), columns
         :data:`RETRO_COLUMNS`. Empty (same columns) for a ledger without releases.
 
     Raises

@@ -15,7 +15,7 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.hierarchy import hierarchy_domains
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of
-from dpriv.validate import check_raw, check_rows, check_size, missing_columns
+from dpriv.validate import check_raw, check_rows, missing_columns
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 
@@ -259,18 +259,14 @@ def _not_indices(values: pd.Series) -> str:
 
 
 def history_summaries(
-    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, indices: list[int], *, allow_small: bool
+    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, indices: list[int]
 ) -> dict[int, ViewSummary]:
     """The :class:`~dpriv.view_summary.ViewSummary` of views ``indices`` of a history whose rows
     :func:`resolve_policy` has checked (:func:`dpriv.validate.check_rows`, every view at once):
     the same sizes, sensitive counts and digests as :func:`dpriv.validate.validate_view` of each
     view, in one pass over the history (one compute on Dask instead of one per view: the
-    per-view round trips were most of a small history's time on a cluster, issue 13).
-
-    Raises
-    ------
-    PolicyError
-        k larger than a view (unless ``allow_small``), naming the view (``view = 3: k = 5 ...``).
+    per-view round trips were most of a small history's time on a cluster, issue 13). The
+    views' sizes are judged by :func:`dpriv.release_check.check_views`.
     """
     if is_dask(history):
         meta = counts_meta(policy).assign(time=pd.Series(dtype="int64"), n=pd.Series(dtype="int64"))
@@ -280,12 +276,7 @@ def history_summaries(
     out = {}
     for i in indices:
         rows = stats[stats["time"] == i]
-        n = int(rows["n"].sum())
-        try:
-            check_size(n, policy, allow_small)
-        except PolicyError as exc:
-            raise PolicyError(f"{policy.time} = {i}: {exc}") from None
-        out[i] = summary_of(rows.drop(columns=["time", "n"]), n)
+        out[i] = summary_of(rows.drop(columns=["time", "n"]), int(rows["n"].sum()))
     return out
 
 

@@ -51,9 +51,9 @@ from dpriv.ledger_manifest import (
     change_hint,
     entries_problem,
     field_change,
+    policy_diff,
     policy_digest,
     recorded_digest,
-    without_paths,
 )
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
@@ -182,8 +182,7 @@ class Ledger:
         taken_up = {k: v for k, v in TAKE_UP.items() if given.get(k) == v and stored.get(k) != v}
         if taken_up:  # recorded with the next commit
             stored, self._pending_policy = stored | taken_up, given
-        if (a := without_paths(stored)) != (b := without_paths(given)):
-            diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        if diff := policy_diff(stored, given):
             if files and set(diff) <= set(files):  # the same policy, a file behind it changed
                 raise LedgerError(
                     f"{' and '.join(files[k] for k in diff)} changed since this ledger recorded it "

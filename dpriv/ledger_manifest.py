@@ -111,6 +111,13 @@ def short_value(values: dict[str, Any], key: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def policy_diff(stored: dict[str, Any], given: dict[str, Any]) -> list[str]:
+    """The fields of two policy fingerprints that differ (sorted), the files' paths left out
+    (:func:`without_paths`)."""
+    a, b = without_paths(stored), without_paths(given)
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
 def without_paths(fingerprint: dict[str, Any]) -> dict[str, Any]:
     """A policy fingerprint as pinning compares it: the paths of the ``[knowledge]`` sources and
     of the ``[hierarchies]`` are written as relative to the policy file, so the same files read

@@ -347,9 +347,8 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger (those of
-        :data:`_NEWER` only when not at their default, so that ledgers recorded before they
-        existed still match)."""
+        """The fields that must not change between releases of one ledger (:data:`_NEWER`'s only
+        off their default: ledgers recorded before they existed still match)."""
         exclude = {"base_dir", "npartitions"} | {f for f, off in _NEWER.items() if getattr(self, f) == off}
         if not gate_on(self):
             exclude |= {*BOUNDS, *GATE_KEYS}
@@ -375,8 +374,7 @@ def _dates(days: list) -> str:
 
 
 def _day(v: Any) -> Any:
-    """A date (``datetime.date``/``datetime``, ISO text) as whole days from 1970-01-01; a
-    number (already days) or anything else as it is (the validator then names it)."""
+    """A date (date, datetime, ISO text) as days from 1970-01-01; anything else as it is."""
     import datetime as dt
 
     if isinstance(v, dt.date | str):
@@ -384,8 +382,7 @@ def _day(v: Any) -> Any:
             stamp = pd.Timestamp(v)
         except (TypeError, ValueError):
             return v
-        if stamp.tzinfo is not None:
-            stamp = stamp.tz_localize(None)
+        stamp = stamp.tz_localize(None) if stamp.tzinfo is not None else stamp
         return int((stamp.normalize() - pd.Timestamp("1970-01-01")) // pd.Timedelta(days=1))
     return v
 

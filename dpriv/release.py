@@ -152,7 +152,7 @@ def release_history(
     policy, _ = resolve_policy(history, policy)
     indices = indices[:until]
     # every view before the first commit: bad input writes nothing
-    summaries = history_summaries(history, policy, indices, allow_small=True)
+    summaries = history_summaries(history, policy, indices)
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])
     refuse_ignored(policy, method)
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)

@@ -377,13 +377,10 @@ def check_unchanged(entry: dict, index: int, digest: str) -> None:
 
 
 def check_views(ledger_dir, summaries: dict[int, ViewSummary], policy: ReleasePolicy) -> None:
-    """The checks of each view before any release, in the order a user can act on: first
-    whether a view the ledger at ``ledger_dir`` already committed was edited since
-    (:func:`check_unchanged`; its manifest read as is, a missing or unreadable one left to the
-    ledger's own checks), then the size of each view (PolicyError ``view = 3: k = 5 is larger
-    ...`` unless ``small_view = "suppress"``) and its sensitive values. An edited committed
-    view used to be refused for what the edit broke ("holds one value only: set
-    allow_single_sensitive"), a fix the ledger then refused as another policy."""
+    """Before any release, in the order a user can act on: is a view the ledger at
+    ``ledger_dir`` committed edited since (:func:`check_unchanged`; a missing or damaged
+    manifest is left to the ledger's own checks), then each view's size (PolicyError ``view = 3:
+    k = 5 is larger ...`` unless ``small_view = "suppress"``) and sensitive values."""
     from dpriv.inputs import check_sensitive_values
     from dpriv.validate import check_size
 

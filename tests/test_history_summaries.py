@@ -8,6 +8,7 @@ import pytest
 
 from dpriv.errors import PolicyError
 from dpriv.input_checks import history_summaries, resolve_policy
+from dpriv.release_check import check_views
 from dpriv.validate import validate_view
 
 
@@ -28,7 +29,7 @@ def _oracle(history, policy, i):
 def test_summaries_equal_validate_view_of_each_view(resolved, npartitions):
     history, policy = resolved
     data = history if npartitions is None else dd.from_pandas(history, npartitions=npartitions, sort=False)
-    got = history_summaries(data, policy, [1, 2, 3, 4], allow_small=False)
+    got = history_summaries(data, policy, [1, 2, 3, 4])
     assert sorted(got) == [1, 2, 3, 4]
     for i, s in got.items():
         want = _oracle(history, policy, i)
@@ -39,11 +40,13 @@ def test_summaries_equal_validate_view_of_each_view(resolved, npartitions):
     assert len({s.content for s in got.values()}) == 4  # the views differ, so do their digests
 
 
-def test_k_larger_than_a_view_names_the_view(resolved):
+def test_k_larger_than_a_view_names_the_view(resolved, tmp_path):
     history, policy = resolved
     small = history[(history[policy.time] != 3) | (history.index % 50 == 0)]  # view 3: 6 or so rows
     n3 = int((small[policy.time] == 3).sum())
     strict = policy.with_overrides(k=n3 + 1)
+    got = history_summaries(small, strict, [1, 2, 3, 4])
+    assert got[3].n_rows == n3
     with pytest.raises(PolicyError, match=rf"^view = 3: k = {n3 + 1} is larger than the view \({n3} rows\)"):
-        history_summaries(small, strict, [1, 2, 3, 4], allow_small=False)
-    assert history_summaries(small, strict, [1, 2, 3, 4], allow_small=True)[3].n_rows == n3
+        check_views(tmp_path / "no-ledger", got, strict)
+    check_views(tmp_path / "no-ledger", got, strict.with_overrides(small_view="suppress"))
