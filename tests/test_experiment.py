@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -101,6 +102,14 @@ def test_experiment_never_replaces_a_file_it_did_not_write(tmp_path):
     (tmp_path / "afile").write_text("x")
     res = _cli("--out", tmp_path / "afile", "--views", 1, "--view-size", 5)
     assert res.exit_code == 2 and "is a file, not a folder" in res.output, res.output
+    # --out in a folder that does not exist, or that cannot be written (was exit 1, "internal
+    # error: FileNotFoundError"): exit 2 before anything is generated
+    res = _cli("--out", tmp_path / "nodir" / "exp", "--views", 1, "--view-size", 5)
+    assert res.exit_code == 2 and "nodir does not exist; create it first" in res.output, res.output
+    assert not (tmp_path / "nodir").exists()
+    if Path("/proc/self").is_dir():  # Linux: nobody, root included, can create a file in /proc
+        res = _cli("--out", "/proc/dpriv-experiment", "--views", 1, "--view-size", 5)
+        assert res.exit_code == 2 and "dpriv cannot write in folder /proc" in res.output, res.output
     (tmp_path / "dangling").symlink_to(tmp_path / "gone")  # was called "a file"
     res = _cli("--out", tmp_path / "dangling", "--views", 1, "--view-size", 5)
     assert res.exit_code == 2 and "dangling is a broken symbolic link (to " in res.output, res.output
