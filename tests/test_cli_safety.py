@@ -992,7 +992,7 @@ def test_a_failed_first_result_leaves_no_empty_folder(cli, generated, tmp_path, 
 def test_verify_holds_a_baseline_ledger_to_what_its_method_promised(cli, tmp_path, method):
     """The drill: ``verify --ledger`` failed valid Mondrian l and (B,t) releases on t (a
     criterion they never promised), while their metrics.json said ok."""
-    from dpriv.release_check import verify_view
+    from dpriv.view_check import verify_view
 
     out = tmp_path / "gen"
     mh = medical_history(n_views=2, view_size=300, seed=3)

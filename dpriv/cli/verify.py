@@ -62,8 +62,8 @@ def verify(
     release_format: ReleaseFormat = None,
     debug: Debug = False,
 ) -> None:
-    """Check a released view: k, distinct l and t per QI-group, and its tuple count against the
-    view's (exit 2 when one fails). j, rbk_closeness and posterior_bound need the adversary's
+    """Check a released view: k, distinct l and t per QI-group, its tuple count against the
+    view's, and that the original's tuples fit the released boxes (exit 2 when one fails). j, rbk_closeness and posterior_bound need the adversary's
     priors of the members (private): the release checks them before writing (metrics.json), so
     they are not checked here (a note says so when the policy sets one)."""
     from dpriv.errors import InputError
