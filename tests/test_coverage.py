@@ -166,3 +166,43 @@ def test_the_sorted_candidates_and_the_matrix_give_the_same_edges(seed, monkeypa
     assert (
         edges["sorted"] == edges["matrix"] and len(edges["matrix"]) >= len(view) - result.metrics.n_suppressed
     )
+
+
+def _narrowed(rel: pd.DataFrame, col: str, value) -> pd.DataFrame:
+    """``rel`` with column ``col`` of its largest QI-group set to ``value``."""
+    big = rel["qi_group"].value_counts().index[0]
+    out = rel.copy()
+    out.loc[out["qi_group"] == big, col] = value
+    return out
+
+
+def test_date_bounds_and_hierarchy_nodes_are_held_to_the_original(tmp_path):
+    rng = np.random.default_rng(4)
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 300, 120), unit="D")
+    view = pd.DataFrame({"rid": range(120), "adm": days, "s": rng.choice(list("abc"), 120)})
+    policy = ReleasePolicy(id="rid", qi=["adm"], sensitive="s", k=4, t=1.0, j=10.0, kinds={"adm": "date"})
+    res = anonymize(view, policy)
+    assert verify_view(res.released, view, res.policy).ok
+    edited = _narrowed(res.released, "adm_max", res.released["adm_min"].min())  # one day, the first
+    report = verify_view(edited, view, res.policy)
+    assert not report.ok and WHY in report.problems, report.problems
+    # a city released as the node of its hierarchy: another country's node admits none of them
+    (tmp_path / "city.csv").write_text(
+        "Metz;Lorraine;France;*\nNancy;Lorraine;France;*\nBerlin;BB;Germany;*\n"
+    )
+    view = pd.DataFrame(
+        {"rid": range(120), "city": rng.choice(["Metz", "Nancy"], 120), "s": rng.choice(list("abc"), 120)}
+    )
+    policy = ReleasePolicy(
+        id="rid",
+        qi=["city"],
+        sensitive="s",
+        k=4,
+        t=1.0,
+        j=10.0,
+        hierarchies={"city": str(tmp_path / "city.csv")},
+    )
+    res = anonymize(view, policy)
+    assert verify_view(res.released, view, res.policy).ok
+    report = verify_view(_narrowed(res.released, "city", "Germany"), view, res.policy)
+    assert not report.ok and WHY in report.problems, report.problems
