@@ -63,9 +63,10 @@ def verify(
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group, its tuple count against the
-    view's, and that the original's tuples fit the released boxes (exit 2 when one fails). j, rbk_closeness and posterior_bound need the adversary's
-    priors of the members (private): the release checks them before writing (metrics.json), so
-    they are not checked here (a note says so when the policy sets one)."""
+    view's, and that the original's tuples fit the released boxes (exit 2 when one fails).
+    j, rbk_closeness and posterior_bound need the adversary's priors of the members (private):
+    the release checks them before writing (metrics.json), so they are not checked here (a
+    note says so when the policy sets one)."""
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
