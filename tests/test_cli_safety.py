@@ -945,6 +945,50 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_exit_130(monkeypatch, c
     assert capsys.readouterr().err == "interrupted (Ctrl-C) while starting: nothing was read or written\n"
 
 
+def test_the_command_line_leaves_without_the_interpreters_teardown(monkeypatch, capsys):
+    """A refusal ended in exit 134 about once in fifteen runs: pyarrow's thread pools abort the
+    process in its teardown. main() runs the exit handlers, flushes, then os._exit(code)."""
+    import atexit
+    import os
+    import sys as _sys
+
+    from dpriv.__main__ import main
+
+    done = []
+
+    class Left(Exception):
+        pass
+
+    def exit_now(code):
+        done.append(("exit", code))
+        raise Left
+
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: done.append(("handlers", None)))
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(_sys, "argv", ["dpriv", "verify"])
+    with pytest.raises(Left):
+        main()
+    assert done == [("handlers", None), ("exit", 2)]
+    assert "error: give the original it was made from" in capsys.readouterr().err
+    done.clear()
+    monkeypatch.setattr(_sys, "argv", ["dpriv", "--version"])
+    with pytest.raises(Left):
+        main()
+    assert done == [("handlers", None), ("exit", 0)] and capsys.readouterr().out == "dpriv 0.1.0\n"
+
+
+def test_the_command_line_process_says_its_refusal_and_exits_2(tmp_path):
+    import subprocess
+    import sys as _sys
+
+    res = subprocess.run(
+        [_sys.executable, "-m", "dpriv", "verify", str(tmp_path / "none.parquet")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "error: give the original it was made from" in res.stderr
+
+
 def test_a_full_disk_during_the_write_names_the_file(tmp_path):
     """A write or fsync that fails for lack of space raises OSError without a file name: the
     CLI said 'no space left on device writing a file'."""
