@@ -144,7 +144,7 @@ def _beyond_timestamps(value) -> bool:
             value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return False
-    if not isinstance(value, _dt.date):
+    if not isinstance(value, _dt.date) or value is pd.NaT:  # NaT is a datetime too
         return False
     day = value.date() if isinstance(value, _dt.datetime) else value
     return not FIRST_DAY <= day <= LAST_DAY
