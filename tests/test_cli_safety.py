@@ -317,6 +317,14 @@ def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated
     assert pd.read_csv(gain2)["release"].tolist() == [1, 2, 3]
     res = cli("report", led, "--out", page2, "--force")
     assert res.exit_code == 0 and "report of 3 release(s)" in res.output, res.output
+    # a file where the ledger's attack/ folder goes (a drill: exit 1, FileExistsError): refused
+    # before the attack runs, whether the result goes there by default or by --out
+    assert not (led / "attack").exists()  # every result above went to --out
+    (led / "attack").write_text("mine\n")
+    for extra in ((), ("--out", led / "attack" / "g.csv")):
+        res = cli(*args, *extra)
+        assert_refused(res, r"attack is a file, not the ledger's attack/ folder", "--out")
+    assert (led / "attack").read_text() == "mine\n"
 
 
 @pytest.mark.slow
