@@ -11,6 +11,9 @@ from dpriv.errors import InputError, LedgerError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.sources import check_knowledge_name
 
+#: What to do about a damaged or edited result: an attack never replaces one, so it goes first.
+AGAIN = "move the file away, then run dpriv attack again (an attack never replaces an edited result)"
+
 
 def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
     """``LEDGER/attack/gain_<name>.csv``, where ``dpriv report`` looks for the gain curve of
@@ -110,7 +113,7 @@ def read_result(
     try:
         frame = pd.read_csv(path)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise InputError(f"{where} cannot be read as a CSV table ({exc}); run dpriv attack again") from None
+        raise InputError(f"{where} cannot be read as a CSV table ({exc}); {AGAIN}") from None
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(f"{where} lacks column(s) {missing} (the output of dpriv attack)")
@@ -125,6 +128,6 @@ def read_result(
             value = value.item() if hasattr(value, "item") else value  # a NumPy scalar as Python's
             raise InputError(
                 f"{where} line {row + 2}: {col} {value!r} is not "
-                f"{'a whole number' if col in whole else 'a number'}; run dpriv attack again"
+                f"{'a whole number' if col in whole else 'a number'}; {AGAIN}"
             )
     return out.astype({c: "int64" for c in whole if c in columns})

@@ -248,3 +248,19 @@ def _bound(x: float) -> str:
     """A field's bound as written in a message: a whole number exactly (the seed's 2**60 - 1
     read 1.15292e+18), a float in short form."""
     return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def not_text(path, exc: UnicodeDecodeError) -> str:
+    """Why a policy file is not read: text in another encoding than UTF-8 (the byte and its
+    line named: a Latin-1 comment), or no text at all (a Parquet file, a spreadsheet)."""
+    raw = exc.object if isinstance(exc.object, bytes) else b""
+    if b"\x00" in raw[:4096] or raw.startswith(b"PAR1"):
+        return (
+            f"policy file {path} is not text (a binary file: Parquet, a spreadsheet...): --policy takes "
+            "the TOML policy file (docs/policy.md), e.g. the policy.toml that dpriv generate medical writes"
+        )
+    line = raw[: exc.start].count(b"\n") + 1
+    return (
+        f"policy file {path} is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}): save it as "
+        "UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+    )

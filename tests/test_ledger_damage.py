@@ -124,8 +124,11 @@ def test_npartitions_below_one_or_not_a_whole_number_is_refused(released, tmp_pa
 def test_anonymize_of_several_views_says_so(released):
     policy = ReleasePolicy.from_toml(released / "policy.toml")
     history = pd.read_parquet(released / "history.parquet")
-    with pytest.raises(InputError, match="more than one view of the time column 'view'.*dpriv release"):
+    with pytest.raises(
+        InputError, match="more than one view of the time column 'view'.*dpriv release"
+    ) as said:
         anonymize(history[history["view"] <= 2], policy)
+    assert "np." not in str(said.value)  # the id as the user wrote it ("respondent 148", not np.int64(148))
 
 
 @pytest.mark.parametrize("content", ["{}", '{"seconds": 1.0}'])
