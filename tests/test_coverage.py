@@ -206,3 +206,29 @@ def test_date_bounds_and_hierarchy_nodes_are_held_to_the_original(tmp_path):
     assert verify_view(res.released, view, res.policy).ok
     report = verify_view(_narrowed(res.released, "city", "Germany"), view, res.policy)
     assert not report.ok and WHY in report.problems, report.problems
+
+
+def test_verify_takes_categorical_as_anonymize_does(tmp_path):
+    """A drill: a release made with ``anonymize --categorical sex`` could only be checked with a
+    policy file declaring [kinds]; verify now takes the flag, and an edited value set fails."""
+    from dpriv.cli import app
+
+    view = _view(200, 5)
+    view["sex"] = view["sex"].map({"F": 1, "M": 2})  # coded: numeric unless declared categorical
+    view.to_csv(tmp_path / "v.csv", index=False)
+    flags = ["--id", "rid", "--qi", "age,weight,sex", "--sensitive", "s", "--k", "4", "--t", "0.5"]
+    out = tmp_path / "r.parquet"
+    res = CliRunner().invoke(app, ["anonymize", str(tmp_path / "v.csv"), "--out", str(out), *flags,
+                                   "--j", "2", "--categorical", "sex"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    check = ["verify", str(out), "--original", str(tmp_path / "v.csv"), *flags]
+    res = CliRunner().invoke(app, check)
+    assert res.exit_code == 2 and "declare it: --categorical sex or [kinds]" in res.output, res.output
+    res = CliRunner().invoke(app, [*check, "--categorical", "sex"])
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output
+    rel = pd.read_parquet(out)
+    rel["sex"] = rel["sex"].map({"{1}": "{2}", "{2}": "{1}"}).fillna(rel["sex"])
+    rel.to_parquet(tmp_path / "swapped.parquet", index=False)
+    check[1] = str(tmp_path / "swapped.parquet")
+    res = CliRunner().invoke(app, [*check, "--categorical", "sex"])
+    assert res.exit_code == 2 and "its box holds fewer tuples of the original" in res.output, res.output

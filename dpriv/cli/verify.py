@@ -10,6 +10,7 @@ import typer
 
 from dpriv.cli.common import (
     QI,
+    Categorical,
     Dates,
     Debug,
     Hierarchies,
@@ -52,6 +53,7 @@ def verify(
     time: Annotated[str | None, typer.Option("--time", help="Release-index column of a history.")] = None,
     qi: QI = None,
     sensitive: Sensitive = None,
+    categorical: Categorical = None,
     hierarchy: Hierarchies = None,
     date: Dates = None,
     k: K = None,
@@ -115,7 +117,7 @@ def verify(
 
         table = led.read_sensitive(view)
         # the history must hold the view that was released (else a valid release looks broken)
-        check_released_history(led, orig, with_categorical(pol, None, date), [view])
+        check_released_history(led, orig, with_categorical(pol, categorical, date), [view])
     elif pol.release_format == "anatomy":
         path = sensitive_out(Path(released))
         if not path.exists():
@@ -135,7 +137,7 @@ def verify(
     report = verify_view(
         rel,
         orig,
-        with_categorical(pol, None, date),
+        with_categorical(pol, categorical, date),
         view=view,
         sensitive=table,
         recorded=recorded,
