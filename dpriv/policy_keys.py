@@ -54,6 +54,13 @@ def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
         for key in (doc.get("knowledge") or {})
         if key in fields and key not in ("base_dir", "knowledge")
     ]
+    # a key above the first [table] header (TOML puts it at the top level, not in a table)
+    bad += [
+        f"{key!r} stands before any [table] header: "
+        + ("put it under [columns], [privacy] or [release]" if key in fields else "not a policy key")
+        for key, body in doc.items()
+        if not isinstance(body, dict)
+    ]
     # a key may sit in any scalar table, but once: k = 5 in [privacy] and k = 7 in [release]
     seen: dict[str, list[str]] = {}
     for table in SCALAR_TABLES:

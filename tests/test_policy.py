@@ -74,6 +74,13 @@ def test_bad_numeric_domain_and_unknown_table(tmp_path):
     f.write_text("[colums]\nqi=['a']\n")
     with pytest.raises(PolicyError, match="unknown table"):
         ReleasePolicy.from_toml(f)
+    # a key above the first header is no table (a drill: "unknown table [colour]")
+    f.write_text("k = 5\ncolour = 'red'\n[privacy]\nt = 0.3\n")
+    with pytest.raises(PolicyError) as said:
+        ReleasePolicy.from_toml(f)
+    said = str(said.value)
+    assert "'k' stands before any [table] header: put it under [columns], [privacy] or [release]" in said
+    assert "'colour' stands before any [table] header: not a policy key" in said
     with pytest.raises(PolicyError, match="does not exist"):
         ReleasePolicy.from_toml(tmp_path / "none.toml")
     with pytest.raises(PolicyError, match=r"policy file .* cannot be read \(Is a directory\)"):
