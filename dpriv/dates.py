@@ -155,9 +155,10 @@ def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
     if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
         return None
     present = col.notna().to_numpy()
-    far = present & col.astype(object).map(_beyond_timestamps).to_numpy(dtype=bool)
+    values = col.astype(object)
+    far = present & values.map(_beyond_timestamps).to_numpy(dtype=bool)
     if far.any():
-        shown = [str(v) for v in pd.unique(col.astype(object)[far])[:5]]
+        shown = [str(v) for v in pd.unique(values[far])[:5]]
         return far, (
             f"date QI {name!r} holds dates outside {FIRST_DAY} .. {LAST_DAY}, the range of "
             f"dpriv's dates: {shown}; a placeholder for "
@@ -168,7 +169,6 @@ def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
             f"column {name!r} has missing values (NaN/None/NaT); dpriv refuses them by default: "
             "drop or impute these rows before releasing"
         )
-    values = col.astype(object)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # utc=True: texts of several offsets parse (to be refused below) on every pandas version

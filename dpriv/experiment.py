@@ -269,9 +269,9 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
             top["max_retro_histogram_gain"] = ("histogram_gain", "max")
         out = out.join(retro.groupby(key).agg(**top))
         certain = [c for c in ("n_certain", "n_exit") if c in retro]
-        out = out.join(  # how many (release, as_of) rows hold a certain value / a revealed exit
-            retro.groupby(key)[certain].agg(lambda c: int((c.fillna(0) > 0).sum())).add_prefix("rows_")
-        )
+        if certain:  # how many (release, as_of) rows hold a certain value / a revealed exit
+            rows = retro[certain].fillna(0).gt(0).groupby([retro[k] for k in key]).sum()
+            out = out.join(rows.astype("int64").add_prefix("rows_"))
     return out.reset_index()
 
 

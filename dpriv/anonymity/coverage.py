@@ -60,11 +60,12 @@ def coverage_problems(released: pd.DataFrame, original: pd.DataFrame, policy: Re
     """
     if any(c not in released.columns for c in (GROUP, policy.sensitive)) or policy.sensitive not in original:
         return []
-    m = len(policy.sensitive_domain)
-    s_rel = codes(released[policy.sensitive], policy.sensitive_domain) if len(released) else np.zeros(0, int)
+    n, n_rel, m = len(original), len(released), len(policy.sensitive_domain)
+    if n_rel == 0 or n_rel > n:
+        return []
+    s_rel = codes(released[policy.sensitive], policy.sensitive_domain)
     s_orig = codes(original[policy.sensitive], policy.sensitive_domain)
-    n, n_rel = len(original), len(released)
-    if n_rel == 0 or n_rel > n or (s_rel < 0).any() or (s_orig < 0).any():
+    if (s_rel < 0).any() or (s_orig < 0).any():
         return []
     labels, g = np.unique(released[GROUP].to_numpy(), return_inverse=True)
     pairs, capacity = np.unique(g.astype(np.int64) * m + s_rel, return_counts=True)
@@ -162,9 +163,8 @@ def _edges(boxes: list, s_orig: np.ndarray, pairs: np.ndarray, m: int, n_groups:
     right = np.repeat(np.arange(pairs.size), length)
     offset = np.arange(right.size) - np.repeat(np.cumsum(length) - length, length)
     left = order[start[right] + offset]
-    keep = np.ones(left.size, dtype=bool)
+    keep, g = np.ones(left.size, dtype=bool), gp[right]
     for box in boxes:
-        g = gp[right]
         if box[0] == "range":
             keep &= (box[2][g] <= box[1][left]) & (box[1][left] <= box[3][g])
         else:
@@ -174,7 +174,8 @@ def _edges(boxes: list, s_orig: np.ndarray, pairs: np.ndarray, m: int, n_groups:
 
 
 def _dense_edges(boxes: list, s_orig: np.ndarray, pairs: np.ndarray, m: int, n_groups: int):
-    """:func:`_edges` for categorical QIs only: (tuples x groups) containment in chunks."""
+    """:func:`_edges` through the (tuples x groups) containment matrix, in chunks of tuples
+    (no numeric QI to sort on, or boxes so wide that most pairs are candidates)."""
     n = s_orig.size
     has = np.zeros((n_groups, m), dtype=bool)
     has[pairs // m, pairs % m] = True

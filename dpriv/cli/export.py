@@ -95,9 +95,8 @@ def export(
     if suppressed == "mark" and metrics is not None:
         try:
             record = json.loads(Path(metrics).read_text())
-            if not isinstance(record, dict):
-                raise TypeError("not a JSON object")
-            n_suppressed = record["n_suppressed"]
+            if not isinstance(record, dict) or "n_suppressed" not in record:
+                raise TypeError("not a JSON object with n_suppressed")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(
                 f"cannot read n_suppressed from {metrics} ({type(exc).__name__}: {exc}); give the "
@@ -154,7 +153,7 @@ def _suppressed_count(record: dict, metrics, n_released: int) -> int:
     number equal to ``n_original - n_released`` (every dpriv metrics.json records both; JSON
     ``true``, ``2.5``, ``"3"`` or 10**12 would become that many ``*`` rows); InputError
     otherwise."""
-    n, n_original = record["n_suppressed"], record.get("n_original")
+    n, n_original = record["n_suppressed"], record.get("n_original")  # present: checked on reading
     if isinstance(n, int) and not isinstance(n, bool) and n >= 0 and n == (n_original or 0) - n_released:
         return n
     size = "no n_original" if n_original is None else f"n_original {n_original!r}"
