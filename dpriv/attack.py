@@ -99,7 +99,7 @@ PRIOR_COLUMNS = ("prior_gain", "prior_confident_share")
 GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS, *PRIOR_COLUMNS, "histogram_gain")
 
 #: Columns of the frame returned by :func:`attack` for the retrospective adversary.
-RETRO_COLUMNS = ("release", "as_of", "adversary_gain", *TAIL_COLUMNS, "n_tuples")
+RETRO_COLUMNS = ("release", "as_of", "adversary_gain", *TAIL_COLUMNS, "n_tuples", "histogram_gain")
 
 
 @dataclass

@@ -11,6 +11,9 @@ from dpriv.errors import InputError, LedgerError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.sources import check_knowledge_name
 
+#: What to do about a damaged or edited result: an attack never replaces one, so it goes first.
+AGAIN = "move the file away, then run dpriv attack again (an attack never replaces an edited result)"
+
 
 def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
     """``LEDGER/attack/gain_<name>.csv``, where ``dpriv report`` looks for the gain curve of
@@ -25,14 +28,28 @@ def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
     return root / ATTACK_DIR / f"gain_{name}.csv"
 
 
+def check_attack_folder(folder: Path) -> None:
+    """Refuse (InputError) a ledger's ``attack/`` that is not a folder (a file, a broken link):
+    the results go there, and dpriv does not replace what it did not make."""
+    from dpriv.io import not_a_folder
+
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise InputError(
+            f"{folder} {not_a_folder(folder)}, not the ledger's attack/ folder where the results go: "
+            "nothing was written; move it away, or write the results elsewhere with --out"
+        )
+
+
 def check_result_file(path: Path) -> None:
     """Refuse (InputError) to replace ``path`` in a ledger's ``attack/`` folder unless it is
     absent or a result an attack wrote there, unchanged since: the folder's record
     (``attack/.dpriv-outputs``, dpriv/cli/outputs.py) names it as written by ``attack`` with
     these bytes. An edited result, or a file without a record (someone else's file under that
-    name, or a result of a dpriv from before the record), is never overwritten."""
+    name, or a result of a dpriv from before the record), is never overwritten; nor is a file
+    where the ``attack/`` folder goes (:func:`check_attack_folder`)."""
     from dpriv.cli.outputs import RECORD, _read_record, written_by
 
+    check_attack_folder(path.parent)
     if not (path.exists() or path.is_symlink()):
         return
     entry = (_read_record(path.absolute().parent) or {}).get(path.name)
@@ -96,7 +113,7 @@ def read_result(
     try:
         frame = pd.read_csv(path)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise InputError(f"{where} cannot be read as a CSV table ({exc}); run dpriv attack again") from None
+        raise InputError(f"{where} cannot be read as a CSV table ({exc}); {AGAIN}") from None
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(f"{where} lacks column(s) {missing} (the output of dpriv attack)")
@@ -111,6 +128,6 @@ def read_result(
             value = value.item() if hasattr(value, "item") else value  # a NumPy scalar as Python's
             raise InputError(
                 f"{where} line {row + 2}: {col} {value!r} is not "
-                f"{'a whole number' if col in whole else 'a number'}; run dpriv attack again"
+                f"{'a whole number' if col in whole else 'a number'}; {AGAIN}"
             )
     return out.astype({c: "int64" for c in whole if c in columns})

@@ -88,7 +88,7 @@ def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[N
 CONNECT_SECONDS = 20.0
 
 
-def _identity(scheduler: str) -> dict:
+def scheduler_identity(scheduler: str) -> dict:
     """What the server at ``scheduler`` says it is (its ``identity`` reply), within
     :data:`CONNECT_SECONDS`; InputError when it does not answer, or answers as no Dask server."""
 
@@ -134,7 +134,7 @@ def _unreachable(scheduler: str, why: str) -> InputError:
 
 def _connect(scheduler: str) -> Client:
     """A Client of the scheduler at ``scheduler``; InputError (exit 2) when it cannot be reached."""
-    _identity(scheduler)
+    scheduler_identity(scheduler)
     before = dask.config.get("scheduler", None)
     try:
         return Client(scheduler, timeout=f"{CONNECT_SECONDS:g}s")

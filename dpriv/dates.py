@@ -39,6 +39,9 @@ from dpriv.policy import ReleasePolicy
 
 #: Day 0 of the grid.
 EPOCH = pd.Timestamp("1970-01-01")
+#: The first and last calendar days a date QI may hold (pandas' nanosecond timestamps).
+FIRST_DAY = pd.Timestamp.min.date() + _dt.timedelta(days=1)
+LAST_DAY = pd.Timestamp.max.date()
 #: The dtype of a released date bound.
 DATE = pd.ArrowDtype(pa.date32())
 
@@ -118,7 +121,10 @@ def _as_timestamps(col: pd.Series) -> pd.Series | None:
         col = parsed
     if isinstance(col.dtype, pd.DatetimeTZDtype):
         col = col.dt.tz_localize(None)  # the wall-clock time in the column's own zone
-    return col.astype("datetime64[ns]")
+    try:
+        return col.astype("datetime64[ns]")
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):  # :func:`date_problem` names the dates
+        return None
 
 
 def to_days(col: pd.Series) -> pd.Series:
@@ -130,17 +136,39 @@ def to_days(col: pd.Series) -> pd.Series:
     return ((stamps.dt.normalize() - EPOCH) // pd.Timedelta(days=1)).astype("int64")
 
 
+def _beyond_timestamps(value) -> bool:
+    """A date, datetime or ISO 8601 text outside :data:`FIRST_DAY` .. :data:`LAST_DAY`, which
+    :func:`to_days` cannot count from; False for anything else."""
+    if isinstance(value, str):
+        try:
+            value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return False
+    if not isinstance(value, _dt.date) or value is pd.NaT:  # NaT is a datetime too
+        return False
+    day = value.date() if isinstance(value, _dt.datetime) else value
+    return not FIRST_DAY <= day <= LAST_DAY
+
+
 def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
     """(rows, message) for a date QI that :func:`to_days` could not convert, else None."""
     if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
         return None
     present = col.notna().to_numpy()
+    values = col.astype(object)
+    far = present & values.map(_beyond_timestamps).to_numpy(dtype=bool)
+    if far.any():
+        shown = [str(v) for v in pd.unique(values[far])[:5]]
+        return far, (
+            f"date QI {name!r} holds dates outside {FIRST_DAY} .. {LAST_DAY}, the range of "
+            f"dpriv's dates: {shown}; a placeholder for "
+            "'no date' (9999-12-31, 0001-01-01)? correct or drop these rows"
+        )
     if is_date_dtype(col.dtype) or not present.all():  # left as it was because a value is missing
         return ~present, (
             f"column {name!r} has missing values (NaN/None/NaT); dpriv refuses them by default: "
             "drop or impute these rows before releasing"
         )
-    values = col.astype(object)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # utc=True: texts of several offsets parse (to be refused below) on every pandas version

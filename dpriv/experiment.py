@@ -91,6 +91,7 @@ _RETRO_KEEP = (
     "confident_precision",
     "n_certain",
     "n_exit",
+    "histogram_gain",
 )
 
 
@@ -129,16 +130,16 @@ def run_experiment(
     with the adversary's ``knowledge`` kinds it gives the paper's Fig. 6 combinations.
 
     Returns the tables: ``runs`` (method, params, release, groups, suppression, semi,
-    association_loss, group_qi_span, share_pinned),
-    ``gains`` (method, params, knowledge, release, adversary_gain, confident_share,
-    confident_precision, histogram_gain), ``retro`` (method, params, release, as_of, adversary_gain,
-    confident_share, confident_precision, n_certain, n_exit; the retrospective adversary with the
-    exact DK, empty with ``retrospective=False``; n_exit: terminal values revealed by the exit
-    channel, :func:`dpriv.adversary.exits.exit_deductions`) and ``frontier`` (method, params, mean and
+    association_loss, group_qi_span, share_pinned), ``gains`` (method, params, knowledge,
+    release, adversary_gain, confident_share, confident_precision, histogram_gain), ``retro``
+    (method, params, release, as_of, adversary_gain, confident_share, confident_precision,
+    n_certain, n_exit, histogram_gain; the retrospective adversary with the exact DK, empty
+    with ``retrospective=False``; n_exit: terminal values revealed by the exit channel,
+    :func:`dpriv.adversary.exits.exit_deductions`) and ``frontier`` (method, params, mean and
     max suppression, mean semi, mean association_loss and group_qi_span, max_gain per
-    knowledge, max_share and max_histogram_gain per knowledge, max_retro_gain and
-    max_retro_share over every (release, as_of), rows_n_certain and rows_n_exit: how many
-    (release, as_of) rows hold a certain value / a revealed terminal value).
+    knowledge, max_share and max_histogram_gain per knowledge, max_retro_gain, max_retro_share
+    and max_retro_histogram_gain over every (release, as_of), rows_n_certain and rows_n_exit:
+    how many (release, as_of) rows hold a certain value / a revealed terminal value).
     """
     out = Path(out)
     grid = grid or GRID
@@ -245,8 +246,8 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
     """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain, the
     max confident share and the max ``histogram_gain`` (the gain had each release been one
     QI-group, :func:`dpriv.adversary.tail.histogram_gain`) per knowledge kind, and (with
-    ``retro``) the retrospective max gain
-    and max confident share over every (release, as_of)."""
+    ``retro``) the retrospective max gain, max confident share and max ``histogram_gain``
+    over every (release, as_of)."""
     key = ["method", "params"]
     util = runs.groupby(key).agg(
         suppression=("suppression", "mean"), max_suppression=("suppression", "max"), semi=("semi", "mean")
@@ -263,15 +264,14 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
             top = gains.pivot_table(index=key, columns="knowledge", values=col, aggfunc="max")
             out = out.join(top.add_prefix(prefix))
     if retro is not None and len(retro):
-        out = out.join(
-            retro.groupby(key).agg(
-                max_retro_gain=("adversary_gain", "max"), max_retro_share=("confident_share", "max")
-            )
-        )
+        top = {"max_retro_gain": ("adversary_gain", "max"), "max_retro_share": ("confident_share", "max")}
+        if "histogram_gain" in retro:  # the retrospective level of the same releases as one QI-group each
+            top["max_retro_histogram_gain"] = ("histogram_gain", "max")
+        out = out.join(retro.groupby(key).agg(**top))
         certain = [c for c in ("n_certain", "n_exit") if c in retro]
-        out = out.join(  # how many (release, as_of) rows hold a certain value / a revealed exit
-            retro.groupby(key)[certain].agg(lambda c: int((c.fillna(0) > 0).sum())).add_prefix("rows_")
-        )
+        if certain:  # how many (release, as_of) rows hold a certain value / a revealed exit
+            rows = retro[certain].fillna(0).gt(0).groupby([retro[k] for k in key]).sum()
+            out = out.join(rows.astype("int64").add_prefix("rows_"))
     return out.reset_index()
 
 

@@ -32,16 +32,43 @@ def _reason(exc: Exception) -> str:
 
 def _check_parquet_footers(fs, root: str) -> None:
     """Read the footer of every Parquet file now, so a truncated one is an InputError that
-    names it instead of a failure in the middle of a computation."""
+    names it instead of a failure in the middle of a computation; in a folder, also refuse a
+    file that is not Parquet (a CSV beside the parts would be left out silently) and parts
+    whose columns differ (e.g. an original and a released view side by side)."""
     import pyarrow.parquet as pq
 
-    files = [f for f in fs.find(root) if f.endswith((".parquet", ".pq"))] if fs.isdir(root) else [root]
+    files = _folder_files(fs, root) if fs.isdir(root) else [root]
+    first = None
     for f in files:
         try:
             with fs.open(f, "rb") as fh:
-                pq.read_metadata(fh)
+                names = pq.read_metadata(fh).schema.names
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot read {f}: {exc}. Is it a complete Parquet file?") from None
+        if first is None:
+            first = (f, names)
+        elif sorted(names) != sorted(first[1]):
+            raise InputError(
+                f"{root} holds Parquet files of different tables: {f} has columns {names}, {first[0]} "
+                f"has {first[1]}; a folder is read as the parts of one table: keep one table's parts in it"
+            )
+
+
+def _folder_files(fs, root: str) -> list[str]:
+    """The data files of a Parquet folder (sorted; names starting with ``.`` or ``_`` are
+    metadata and markers: ``_metadata``, ``_SUCCESS``, ``.crc``); InputError for one that is
+    not Parquet."""
+    files = []
+    for f in sorted(fs.find(root)):
+        if any(part.startswith((".", "_")) for part in f[len(root.rstrip("/")) + 1 :].split("/")):
+            continue
+        if not f.endswith((".parquet", ".pq")) and not _is_parquet(fs, f):
+            raise InputError(
+                f"{root} holds {f}, which is not a Parquet file: a folder is read as the Parquet parts "
+                "of one table; move that file out of it (a CSV is read as a file of its own)"
+            )
+        files.append(f)
+    return files
 
 
 def _is_parquet(fs, path: str) -> bool:

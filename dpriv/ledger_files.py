@@ -59,8 +59,9 @@ def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
         if recorded is not None and file_sha256(rdir / name) != recorded:
             raise LedgerError(
                 f"{rdir / name} is not the file release {entry['index']} committed (its SHA-256 is "
-                f"not the {key} manifest.json records): it was changed after the release; restore it "
-                "from a backup (what it holds now is not what was published)"
+                f"not the {key} manifest.json records): it, or that digest in manifest.json, was "
+                "changed after the release; restore the ledger from a backup (dpriv cannot tell "
+                "which of the two holds what was published)"
             )
 
 

@@ -25,6 +25,7 @@ from dpriv.policy_keys import (
     domain_problem,
     exit_values_problem,
     is_number,
+    not_text,
     refuse_coercion,
     released_name_clash,
     unknown_key,
@@ -234,12 +235,8 @@ class ReleasePolicy(BaseModel):
             raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
         except tomllib.TOMLDecodeError as exc:
             raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
-        except UnicodeDecodeError:  # a Parquet file or another binary given as the policy
-            raise PolicyError(
-                f"policy file {path} is not text (a binary file: Parquet, a spreadsheet...): "
-                "--policy takes the TOML policy file (docs/policy.md), e.g. the policy.toml "
-                "that dpriv generate medical writes"
-            ) from None
+        except UnicodeDecodeError as exc:  # a Parquet file or another binary, or Latin-1 text
+            raise PolicyError(not_text(path, exc)) from None
         check_keys(path, doc, cls.model_fields)
         flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
         known = {"columns", "privacy", "domains", "kinds", "release", "knowledge", "hierarchies"}

@@ -53,15 +53,23 @@ def touches_gate(overrides: dict[str, Any]) -> bool:
 
 
 def anonymize_note(policy: Any) -> str | None:
-    """The note of ``dpriv anonymize`` for a policy with a gate bound (one view, no history:
-    the gate does not run); None without one."""
+    """The note of ``dpriv anonymize`` for what a history's release reads and one view does not:
+    a gate bound (the gate does not run) and the ``[knowledge]`` tables (neither read nor
+    checked: the priors come from the view's own QI classes); None without either."""
     set_ = [b for b in BOUNDS if getattr(policy, b) is not None]
-    if not set_:
-        return None
-    return (
-        f"{' and '.join(set_)} bound a history's releases (dpriv release) and do nothing for one "
-        "view: posterior_bound bounds this view's posteriors (docs/policy.md#posterior-bound)"
-    )
+    notes = []
+    if set_:
+        notes.append(
+            f"{' and '.join(set_)} bound a history's releases (dpriv release) and do nothing for one "
+            "view: posterior_bound bounds this view's posteriors (docs/policy.md#posterior-bound)"
+        )
+    if getattr(policy, "knowledge", None):
+        notes.append(
+            f"the [knowledge] tables ({', '.join(sorted(policy.knowledge))}) are for a history's "
+            "releases (dpriv release): one view's priors come from its own QI classes, and the "
+            "files are not read"
+        )
+    return "; ".join(notes) or None
 
 
 def refuse_unreachable(policy: Any) -> None:

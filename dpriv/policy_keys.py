@@ -54,6 +54,13 @@ def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
         for key in (doc.get("knowledge") or {})
         if key in fields and key not in ("base_dir", "knowledge")
     ]
+    # a key above the first [table] header (TOML puts it at the top level, not in a table)
+    bad += [
+        f"{key!r} stands before any [table] header: "
+        + ("put it under [columns], [privacy] or [release]" if key in fields else "not a policy key")
+        for key, body in doc.items()
+        if not isinstance(body, dict)
+    ]
     # a key may sit in any scalar table, but once: k = 5 in [privacy] and k = 7 in [release]
     seen: dict[str, list[str]] = {}
     for table in SCALAR_TABLES:
@@ -248,3 +255,19 @@ def _bound(x: float) -> str:
     """A field's bound as written in a message: a whole number exactly (the seed's 2**60 - 1
     read 1.15292e+18), a float in short form."""
     return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def not_text(path, exc: UnicodeDecodeError) -> str:
+    """Why a policy file is not read: text in another encoding than UTF-8 (the byte and its
+    line named: a Latin-1 comment), or no text at all (a Parquet file, a spreadsheet)."""
+    raw = exc.object if isinstance(exc.object, bytes) else b""
+    if b"\x00" in raw[:4096] or raw.startswith(b"PAR1"):
+        return (
+            f"policy file {path} is not text (a binary file: Parquet, a spreadsheet...): --policy takes "
+            "the TOML policy file (docs/policy.md), e.g. the policy.toml that dpriv generate medical writes"
+        )
+    line = raw[: exc.start].count(b"\n") + 1
+    return (
+        f"policy file {path} is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}): save it as "
+        "UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+    )

@@ -74,7 +74,6 @@ from dpriv.release_check import (  # noqa: F401
     check_unchanged,
     check_views,
     verify_parts,
-    verify_view,  # noqa: F401 - public here (dpriv verify)
 )
 from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.sources import defender_knowledge
@@ -82,6 +81,7 @@ from dpriv.state import attach_priors, empty_state, next_state
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
 from dpriv.validate import validate_view
+from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
 from dpriv.view_summary import ViewSummary
 
 

@@ -377,8 +377,8 @@ def validate_view(
         found = _duplicates(view, policy)
         if not len(found):  # each respondent once per view of the time column: several views
             raise InputError(
-                f"respondent {dups.index[0]!r} has tuples in more than one view of the time column "
-                f"{policy.time!r}: this command releases one view; release a history with dpriv "
+                f"respondent {as_python(dups.index[0])!r} has tuples in more than one view of the time "
+                f"column {policy.time!r}: this command releases one view; release a history with dpriv "
                 "release (release_history), or keep the rows of one view"
             )
         message = first_problem(found, policy, whole=policy.time is None)

@@ -167,6 +167,11 @@ def test_hand_computed_histogram_gain_is_one_omega_over_the_whole_release(tiny):
     out = attack(led, hist, policy, "dk", deductions=False)
     np.testing.assert_allclose(out["histogram_gain"], [float(rho1), float(rho2)], rtol=0, atol=1e-12)
     assert abs(float(rho1) - float(out["adversary_gain"][0])) > 0.01  # not the grouped gain
+    # the retrospective adversary as of release 1 is the paper one: its cavity of release 1 is BK^sv
+    retro = attack(led, hist, policy, "dk", adversary="retrospective", deductions=False)
+    first = retro[(retro["release"] == 1) & (retro["as_of"] == 1)]
+    np.testing.assert_allclose(first["histogram_gain"], [float(rho1)], rtol=0, atol=1e-12)
+    assert retro["histogram_gain"].notna().all() and len(retro) == 3
 
 
 def test_the_histogram_gain_of_a_histogram_release_is_its_gain(tmp_path):
@@ -177,6 +182,10 @@ def test_the_histogram_gain_of_a_histogram_release_is_its_gain(tmp_path):
     out = attack(led, mh.history, policy, "dk", deductions=False)
     np.testing.assert_allclose(out["histogram_gain"], out["adversary_gain"], rtol=0, atol=1e-12)
     assert out["histogram_gain"].notna().all() and (out["n_tuples"] == 120).all()
+    # so is it for the retrospective adversary (its cavity priors, one Ω), as of every later release
+    retro = attack(led, mh.history, policy, "dk", adversary="retrospective", deductions=False)
+    assert len(retro) == 6 and retro["histogram_gain"].notna().all()
+    np.testing.assert_allclose(retro["histogram_gain"], retro["adversary_gain"], rtol=0, atol=1e-12)
 
 
 def test_the_snapshot_prior_gain_is_bksv_against_the_groups(tiny):

@@ -317,6 +317,14 @@ def test_attack_and_report_refuse_an_existing_output_unless_force(cli, generated
     assert pd.read_csv(gain2)["release"].tolist() == [1, 2, 3]
     res = cli("report", led, "--out", page2, "--force")
     assert res.exit_code == 0 and "report of 3 release(s)" in res.output, res.output
+    # a file where the ledger's attack/ folder goes (a drill: exit 1, FileExistsError): refused
+    # before the attack runs, whether the result goes there by default or by --out
+    assert not (led / "attack").exists()  # every result above went to --out
+    (led / "attack").write_text("mine\n")
+    for extra in ((), ("--out", led / "attack" / "g.csv")):
+        res = cli(*args, *extra)
+        assert_refused(res, r"attack is a file, not the ledger's attack/ folder", "--out")
+    assert (led / "attack").read_text() == "mine\n"
 
 
 @pytest.mark.slow
@@ -945,6 +953,50 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_exit_130(monkeypatch, c
     assert capsys.readouterr().err == "interrupted (Ctrl-C) while starting: nothing was read or written\n"
 
 
+def test_the_command_line_leaves_without_the_interpreters_teardown(monkeypatch, capsys):
+    """A refusal ended in exit 134 about once in fifteen runs: pyarrow's thread pools abort the
+    process in its teardown. main() runs the exit handlers, flushes, then os._exit(code)."""
+    import atexit
+    import os
+    import sys as _sys
+
+    from dpriv.__main__ import main
+
+    done = []
+
+    class Left(Exception):
+        pass
+
+    def exit_now(code):
+        done.append(("exit", code))
+        raise Left
+
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: done.append(("handlers", None)))
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(_sys, "argv", ["dpriv", "verify"])
+    with pytest.raises(Left):
+        main()
+    assert done == [("handlers", None), ("exit", 2)]
+    assert "error: give the original it was made from" in capsys.readouterr().err
+    done.clear()
+    monkeypatch.setattr(_sys, "argv", ["dpriv", "--version"])
+    with pytest.raises(Left):
+        main()
+    assert done == [("handlers", None), ("exit", 0)] and capsys.readouterr().out == "dpriv 0.1.0\n"
+
+
+def test_the_command_line_process_says_its_refusal_and_exits_2(tmp_path):
+    import subprocess
+    import sys as _sys
+
+    res = subprocess.run(
+        [_sys.executable, "-m", "dpriv", "verify", str(tmp_path / "none.parquet")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "error: give the original it was made from" in res.stderr
+
+
 def test_a_full_disk_during_the_write_names_the_file(tmp_path):
     """A write or fsync that fails for lack of space raises OSError without a file name: the
     CLI said 'no space left on device writing a file'."""
@@ -992,7 +1044,7 @@ def test_a_failed_first_result_leaves_no_empty_folder(cli, generated, tmp_path, 
 def test_verify_holds_a_baseline_ledger_to_what_its_method_promised(cli, tmp_path, method):
     """The drill: ``verify --ledger`` failed valid Mondrian l and (B,t) releases on t (a
     criterion they never promised), while their metrics.json said ok."""
-    from dpriv.release_check import verify_view
+    from dpriv.view_check import verify_view
 
     out = tmp_path / "gen"
     mh = medical_history(n_views=2, view_size=300, seed=3)

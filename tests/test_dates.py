@@ -248,3 +248,24 @@ def test_the_report_reference_line_reads_a_date_qi_as_the_release_did(cli, tmp_p
     assert exported["adm"].tolist() == [
         f"[{a}/{b}]" for a, b in zip(released["adm_min"], released["adm_max"])
     ]
+
+
+def test_dates_beyond_the_timestamps_are_refused_naming_them(cli, tmp_path):
+    """A drill: 9999-12-31 (a common 'no date' placeholder) or 0001-01-01 ended in exit 1,
+    OutOfBoundsDatetime. Refused with exit 2, the value and the line named; the first and last
+    days dpriv can hold still release."""
+    flags = ("--id", "rid", "--qi", "adm", "--sensitive", "s", "--k", "3", "--t", "1", "--j", "10")
+    days = ["2020-01-01", "2020-01-03", "2020-01-02", "2020-03-01", "2020-03-05", "2020-02-28"]
+    for far in ("9999-12-31", "0001-01-01 10:00", "1677-09-21"):
+        text = "rid,adm,s\n" + "".join(f"{i},{d},{'abc'[i % 3]}\n" for i, d in enumerate([*days[:5], far]))
+        (tmp_path / "in.csv").write_text(text)
+        res = cli("anonymize", tmp_path / "in.csv", "--out", tmp_path / "o.parquet", *flags, "--date", "adm")
+        refused(res, tmp_path / "o.parquet", "date QI 'adm' holds dates outside 1677-09-22 .. 2262-04-11",
+                f"['{far}']", "line 7 (rid=5) of")  # fmt: skip
+    # a Parquet date column (Arrow date32 holds year 9999) is refused the same way
+    values = [dt.date(2020, 1, d) for d in range(1, 6)] + [dt.date(9999, 12, 31)]
+    frame(values).astype({"adm": DATE}).to_parquet(tmp_path / "in.parquet", index=False)
+    res = cli("anonymize", tmp_path / "in.parquet", "--out", tmp_path / "o.parquet", *flags)
+    refused(res, tmp_path / "o.parquet", "holds dates outside 1677-09-22 .. 2262-04-11", "['9999-12-31']")
+    edge = frame([dt.date(1677, 9, 22), dt.date(2262, 4, 11), *values[1:5]])
+    assert to_days(edge["adm"]).tolist()[:2] == [-106_751, 106_751]

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,8 @@ def test_small_experiment_writes_tables_and_figures(tmp_path):
     r = retro[retro.method == "jsreduce"]
     assert front.loc[front.method == "jsreduce", "max_retro_gain"].item() == r["adversary_gain"].max()
     assert front.loc[front.method == "jsreduce", "max_retro_share"].item() == r["confident_share"].max()
+    level = front.loc[front.method == "jsreduce", "max_retro_histogram_gain"].item()
+    assert level == r["histogram_gain"].max() and r["histogram_gain"].notna().all()
     share = gains[(gains.method == "mondrian-l") & (gains.knowledge == "dk")]["confident_share"].max()
     assert front.loc[front.method == "mondrian-l", "max_share_dk"].item() == share
     level = gains[(gains.method == "mondrian-l") & (gains.knowledge == "dk")]["histogram_gain"].max()
@@ -101,6 +104,14 @@ def test_experiment_never_replaces_a_file_it_did_not_write(tmp_path):
     (tmp_path / "afile").write_text("x")
     res = _cli("--out", tmp_path / "afile", "--views", 1, "--view-size", 5)
     assert res.exit_code == 2 and "is a file, not a folder" in res.output, res.output
+    # --out in a folder that does not exist, or that cannot be written (was exit 1, "internal
+    # error: FileNotFoundError"): exit 2 before anything is generated
+    res = _cli("--out", tmp_path / "nodir" / "exp", "--views", 1, "--view-size", 5)
+    assert res.exit_code == 2 and "nodir does not exist; create it first" in res.output, res.output
+    assert not (tmp_path / "nodir").exists()
+    if Path("/proc/self").is_dir():  # Linux: nobody, root included, can create a file in /proc
+        res = _cli("--out", "/proc/dpriv-experiment", "--views", 1, "--view-size", 5)
+        assert res.exit_code == 2 and "dpriv cannot write in folder /proc" in res.output, res.output
     (tmp_path / "dangling").symlink_to(tmp_path / "gone")  # was called "a file"
     res = _cli("--out", tmp_path / "dangling", "--views", 1, "--view-size", 5)
     assert res.exit_code == 2 and "dangling is a broken symbolic link (to " in res.output, res.output
@@ -183,6 +194,11 @@ def test_the_frontier_keeps_the_largest_histogram_level_per_knowledge():
     assert (row["max_gain_dk"], row["max_histogram_gain_dk"]) == (0.05, 0.12)
     assert (row["max_gain_snapshot"], row["max_histogram_gain_snapshot"]) == (0.03, 0.07)
     assert "max_histogram_gain_dk" not in frontier(runs, gains.drop(columns="histogram_gain"))
+    # the retrospective rows: the largest level over every (release, as_of), beside the largest gain
+    retro = gains[gains.knowledge == "dk"].drop(columns="knowledge").assign(as_of=2)
+    row = frontier(runs, gains, retro.assign(histogram_gain=[0.09, 0.11])).iloc[0]
+    assert (row["max_retro_gain"], row["max_retro_histogram_gain"]) == (0.05, 0.11)
+    assert "max_retro_histogram_gain" not in frontier(runs, gains, retro.drop(columns="histogram_gain"))
 
 
 def test_the_frontier_draws_the_histogram_as_a_level_not_a_point(tmp_path, monkeypatch):

@@ -693,6 +693,26 @@ def test_truncated_file_in_a_parquet_folder_is_an_input_error(medical, tmp_path)
         read_table(str(folder)).compute()
 
 
+def test_a_parquet_folder_holds_the_parts_of_one_table_only(medical, tmp_path):
+    """A drill: a folder holding an original and a released view ended in exit 1 (KeyError), and
+    a CSV beside the parts was left out without a word."""
+    mh, _ = medical
+    folder = tmp_path / "hist"
+    folder.mkdir()
+    mh.history.iloc[:500].to_parquet(folder / "part.0.parquet", index=False)
+    mh.history.iloc[500:900].to_parquet(folder / "part.1.parquet", index=False)
+    (folder / "_SUCCESS").write_text("")  # markers and metadata (Spark, Hadoop) are not parts
+    (folder / ".part.1.parquet.crc").write_bytes(b"crc")
+    assert len(read_table(str(folder)).compute()) == 900
+    mh.history.iloc[:10].drop(columns="age").to_parquet(folder / "part.2.parquet", index=False)
+    with pytest.raises(InputError, match=r"files of different tables: .*part\.2\.parquet has columns"):
+        read_table(str(folder))
+    (folder / "part.2.parquet").unlink()
+    mh.history.iloc[:10].to_csv(folder / "more.csv", index=False)
+    with pytest.raises(InputError, match=r"more\.csv, which is not a Parquet file: .* move that file"):
+        read_table(str(folder))
+
+
 def test_a_ledger_folder_given_as_a_table_is_named_as_such(medical, tmp_path):
     # a fresh user's slip: `dpriv verify LEDGER --original H` read the ledger's Parquet files
     # (views and state) as one table and failed with an internal KeyError

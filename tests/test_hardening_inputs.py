@@ -608,7 +608,7 @@ def test_an_empty_qi_flag_is_named(cli, tmp_path, qi):
 def test_verify_refuses_an_original_holding_a_respondent_twice(cli, tmp_path):
     """A drill finding: an original with a respondent's row pasted twice verified "ok"; it is
     refused, naming the id and both lines, by the CLI and by verify_view."""
-    from dpriv.release_check import verify_view
+    from dpriv.view_check import verify_view
 
     v = view()
     res, out = anonymize_csv(cli, tmp_path, csv_of(v))

@@ -306,9 +306,18 @@ def test_cli_export_refuses_without_writing(cli, anonymized):
         (("--out", d / "x.csv", "--view", 1), "--view I goes with --ledger"),
         # another release's metrics would have added its suppressed count as '*' rows
         (("--out", d / "x.csv", "--metrics", d / "other.json"), "these are another release's metrics"),
+        # a count that is no count (a drill: exit 1 for "x" and 1e12, 2.5 and true made '*' rows)
+        *[
+            (("--out", d / "x.csv", "--metrics", d / f"bad{i}.json"), "not the number of tuples it left out")
+            for i in range(5)
+        ],
+        (("--out", d / "x.csv", "--metrics", d / "true.json"), "(TypeError: not a JSON object with n_suppressed)"),
     ]
     record = json.loads((d / "rel.parquet.metrics.json").read_text())
     (d / "other.json").write_text(json.dumps({**record, "n_released": record["n_released"] + 285}))
+    for i, n in enumerate(["x", 1e12, 2.5, True, record["n_suppressed"] + 1]):
+        (d / f"bad{i}.json").write_text(json.dumps({**record, "n_suppressed": n}))
+    (d / "true.json").write_text("true")
     for extra, message in cases:
         r = cli("export", d / "rel.parquet", *extra)
         assert r.exit_code == 2 and message in r.output, (extra, r.output)

@@ -492,6 +492,17 @@ def test_errors_name_the_column() -> None:
             kpr(o, a, ["age"], **kw)
     with pytest.raises(InputError, match="pandas or Dask"):
         kpr(o.to_numpy(), a, ["age"])
+    # lists in the cells (a Parquet list column; a drill: exit 1, "unhashable type")
+    listed = a.assign(sex=a["sex"].map(lambda v: [v]))
+    with pytest.raises(InputError, match="known variable 'sex' holds lists or arrays, not one value"):
+        kpr(o, listed, ["age", "sex"])
+
+
+def test_a_list_column_read_from_parquet_is_refused_on_dask(tmp_path) -> None:
+    o, a = _vector()
+    a.assign(sex=a["sex"].map(lambda v: [v])).to_parquet(tmp_path / "s.parquet")
+    with pytest.raises(InputError, match="known variable 'sex' holds lists or arrays, not one value"):
+        kpr(o, dd.read_parquet(tmp_path / "s.parquet"), ["age", "sex"])
     assert issubclass(InputError, ValueError)
 
 

@@ -328,6 +328,27 @@ def test_a_demo_of_views_smaller_than_k_writes_nothing(tmp_path):
     assert not (tmp_path / "D").exists()
 
 
+def test_a_demo_that_cannot_finish_is_refused_before_it_generates_anything(tmp_path):
+    """A drill: ``--scheduler garbage`` was refused after the history was generated into --out,
+    and an --out under a file or in /proc ended in exit 1 (NotADirectoryError, FileNotFoundError)."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    def demo(*args):
+        return CliRunner().invoke(app, ["demo", "--views", "1", "--view-size", "50", *map(str, args)])
+
+    res = demo("--out", tmp_path / "D", "--scheduler", "garbage")
+    assert res.exit_code == 2 and "--scheduler garbage: cannot reach a Dask scheduler" in res.output
+    (tmp_path / "G").write_text("mine")
+    res = demo("--out", tmp_path / "G" / "sub")
+    assert res.exit_code == 2 and f"{tmp_path / 'G'} is a file, not a folder" in res.output, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["G"] and (tmp_path / "G").read_text() == "mine"
+    if Path("/proc/self").is_dir():  # Linux: nobody, root included, can create a file in /proc
+        res = demo("--out", "/proc/dpriv-demo")
+        assert res.exit_code == 2 and "dpriv cannot write in folder /proc" in res.output, res.output
+
+
 def test_a_run_with_nothing_to_release_leaves_a_users_file_where_the_next_release_goes(tmp_path):
     from typer.testing import CliRunner
 

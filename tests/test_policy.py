@@ -74,6 +74,13 @@ def test_bad_numeric_domain_and_unknown_table(tmp_path):
     f.write_text("[colums]\nqi=['a']\n")
     with pytest.raises(PolicyError, match="unknown table"):
         ReleasePolicy.from_toml(f)
+    # a key above the first header is no table (a drill: "unknown table [colour]")
+    f.write_text("k = 5\ncolour = 'red'\n[privacy]\nt = 0.3\n")
+    with pytest.raises(PolicyError) as said:
+        ReleasePolicy.from_toml(f)
+    said = str(said.value)
+    assert "'k' stands before any [table] header: put it under [columns], [privacy] or [release]" in said
+    assert "'colour' stands before any [table] header: not a policy key" in said
     with pytest.raises(PolicyError, match="does not exist"):
         ReleasePolicy.from_toml(tmp_path / "none.toml")
     with pytest.raises(PolicyError, match=r"policy file .* cannot be read \(Is a directory\)"):
@@ -82,6 +89,12 @@ def test_bad_numeric_domain_and_unknown_table(tmp_path):
     pd.DataFrame({"a": [1.5, 2.5]}).to_parquet(data)
     with pytest.raises(PolicyError, match=r"history\.parquet is not text .* --policy takes the TOML"):
         ReleasePolicy.from_toml(data)
+    latin = tmp_path / "latin.toml"  # a comment saved as Latin-1 was called "not text (a binary file)"
+    latin.write_bytes("[privacy]\nk = 5\n# caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(
+        PolicyError, match=r"latin\.toml is not UTF-8 \(byte 0xe9 on line 3\): save it as UTF-8"
+    ):
+        ReleasePolicy.from_toml(latin)
 
 
 def test_exit_values_outside_the_declared_domain_are_named():

@@ -257,6 +257,9 @@ def test_an_edited_attack_result_is_refused_naming_its_line(built, tmp_path, nam
     res = CliRunner().invoke(app, ["report", str(copy), "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 2 and re.search(message, res.output), res.output
     assert not (tmp_path / "r.html").exists()
+    # the advice works when followed: "run dpriv attack again" alone was refused (an attack never
+    # replaces an edited result), so the file goes first
+    assert "move the file away, then run dpriv attack again" in " ".join(res.output.split())
 
 
 def test_cli_report(built, tmp_path):

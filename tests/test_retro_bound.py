@@ -216,3 +216,15 @@ def test_the_report_policy_names_the_bounds_when_set(ledgers):
     assert rows["posterior bound (no kept tuple's Omega posterior reaches it)"] == str(BOUND)
     assert rows["release gate: attendance its adversary assumes"] == str(ATTENDANCE)
     assert not any("posterior bound" in label for label, _ in policy_summary(open_led))
+
+
+def test_anonymize_notes_that_the_knowledge_tables_are_not_read(setting, tmp_path):
+    # a drill: a policy naming a knowledge file that does not exist was taken without a word
+    from dpriv.release import anonymize
+
+    mh, policy = setting
+    view = mh.history[mh.history[policy.time] == 1].drop(columns=policy.time)
+    gone = policy.with_overrides(knowledge={"dk": str(tmp_path / "missing.npz")})
+    out = anonymize(view, gone)
+    assert any("the [knowledge] tables (dk) are for a history's releases" in n for n in out.notes), out.notes
+    assert not any("[knowledge]" in n for n in anonymize(view, policy.with_overrides(knowledge={})).notes)

@@ -17,7 +17,7 @@ from scipy.sparse.csgraph import connected_components, maximum_flow
 
 from dpriv.errors import InputError
 
-__all__ = ["feasible_edges"]
+__all__ = ["feasible_edges", "max_assigned"]
 
 
 class NoAssignment(InputError):
@@ -55,14 +55,7 @@ def feasible_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: n
         raise InputError(f"capacities sum to {int(capacity.sum())}, expected {n_left} (one per left node)")
     if n_left == 0:
         return np.zeros(left.size, dtype=bool)
-    src, sink = 0, 1 + n_left + k
-    ln, rn = 1 + left, 1 + n_left + right
-    full = np.flatnonzero(capacity > 0)
-    rows = np.concatenate([np.zeros(n_left, np.int64), ln, 1 + n_left + full])
-    cols = np.concatenate([1 + np.arange(n_left), rn, np.full(full.size, sink)])
-    caps = np.concatenate([np.ones(n_left + left.size, np.int64), capacity[full]]).astype(np.int32)
-    graph = _csr32((caps, (rows, cols)), sink + 1)
-    res = maximum_flow(graph, src, sink, method="dinic")
+    res, ln, rn = _flow(left, right, n_left, capacity)
     if int(res.flow_value) != n_left:
         raise NoAssignment(
             f"no complete assignment: {int(res.flow_value)} of {n_left} left nodes can be placed; "
@@ -76,6 +69,29 @@ def feasible_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: n
     res_graph = _csr32((np.ones(a.size, np.int8), (a, b)), n_left + k)
     _, label = connected_components(res_graph, directed=True, connection="strong")
     return used | (label[ln - 1] == label[rn - 1])
+
+
+def max_assigned(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray) -> int:
+    """How many left nodes one assignment places at most (each on one right node of its edges,
+    right node ``k`` taking at most ``capacity[k]``): the max flow. Arguments as
+    :func:`feasible_edges`, but the capacities may sum to anything."""
+    left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+    if n_left == 0 or left.size == 0:
+        return 0
+    return int(_flow(left, right, n_left, np.asarray(capacity, dtype=np.int64))[0].flow_value)
+
+
+def _flow(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray):
+    """The max flow source -> left (1) -> right (1 per edge) -> sink (capacity), Dinic's; with
+    the left and right node numbers of the edges in its graph."""
+    src, sink = 0, 1 + n_left + capacity.size
+    ln, rn = 1 + left, 1 + n_left + right
+    full = np.flatnonzero(capacity > 0)
+    rows = np.concatenate([np.zeros(n_left, np.int64), ln, 1 + n_left + full])
+    cols = np.concatenate([1 + np.arange(n_left), rn, np.full(full.size, sink)])
+    caps = np.concatenate([np.ones(n_left + left.size, np.int64), capacity[full]]).astype(np.int32)
+    graph = _csr32((caps, (rows, cols)), sink + 1)
+    return maximum_flow(graph, src, sink, method="dinic"), ln, rn
 
 
 def _csr32(data: tuple, n: int) -> sp.csr_array:

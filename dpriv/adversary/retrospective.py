@@ -48,7 +48,7 @@ from dpriv.adversary.groups import group_posterior
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retro_parts import TASKS, Part, split, subset
 from dpriv.adversary.smoothing import CompiledTables
-from dpriv.adversary.tail import tail_risk
+from dpriv.adversary.tail import histogram_gain, tail_risk
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
 
@@ -68,12 +68,17 @@ class AsOf:
         arrays; rows sum to 1.
     allowed : tuple of ndarray of bool, shape (n_i, M), or None
         The masks used (known as of ``as_of``), None without masks.
+    histogram_gains : tuple of float
+        Per attacked release, the mean gain (E10) had that release alone been one QI-group:
+        one Ω step over all its tuples with the same cavity priors, no masks
+        (:func:`dpriv.adversary.tail.histogram_gain`); empty where not computed.
     """
 
     as_of: int
     releases: tuple[int, ...]
     posteriors: tuple[np.ndarray, ...]
     allowed: tuple[np.ndarray, ...] | None = None
+    histogram_gains: tuple[float, ...] = ()
 
 
 Masks = Sequence[np.ndarray] | Callable[[int], Sequence[np.ndarray]] | None
@@ -186,13 +191,16 @@ def _emissions(observed, a: int, positions, preds, mask) -> list[np.ndarray]:
 
 
 def _as_of(observed, a, positions, cavs, masks, with_masks) -> AsOf:
-    """One Ω per group of every release ``i <= a`` with the cavities of every partition."""
-    posts = []
+    """One Ω per group of every release ``i <= a`` with the cavities of every partition, and
+    one over the whole release (its histogram reference)."""
+    posts, levels = [], []
     for i, o in enumerate(observed[: a + 1]):
         cav = _assemble(o.respondent.size, o.counts.shape[1], [p[i] for p in positions], [c[i] for c in cavs])
         posts.append(group_posterior(o.group, o.counts, cav, masks[i]))
+        levels.append(histogram_gain(cav, o.truth))
     used = tuple(masks) if with_masks else None
-    return AsOf(observed[a].index, tuple(o.index for o in observed[: a + 1]), tuple(posts), used)
+    releases = tuple(o.index for o in observed[: a + 1])
+    return AsOf(observed[a].index, releases, tuple(posts), used, tuple(levels))
 
 
 def _run(observed, tables, static, allowed, attendance, n_parts: int, lazy: bool):
@@ -242,7 +250,8 @@ def _rows(snap: AsOf, observed: Sequence[ObservedRelease]) -> list[dict]:
         o = by_index[i]
         mask = None if snap.allowed is None else snap.allowed[k]
         risk = tail_risk(post, o.truth, o.frequencies(), mask)
-        rows.append({"release": i, "as_of": snap.as_of, **risk.as_row()})
+        level = snap.histogram_gains[k] if snap.histogram_gains else float("nan")
+        rows.append({"release": i, "as_of": snap.as_of, **risk.as_row(), "histogram_gain": level})
     return rows
 
 
@@ -269,7 +278,8 @@ def retrospective_attack(
     -------
     list of dict
         One row per (release, as_of) with ``release <= as_of``, ordered by as_of then release:
-        ``release``, ``as_of`` and the fields of :class:`dpriv.adversary.tail.TailRisk`.
+        ``release``, ``as_of``, the fields of :class:`dpriv.adversary.tail.TailRisk` and
+        ``histogram_gain`` (:attr:`AsOf.histogram_gains`).
     """
     observed = list(observed)
     if partitions is None:

@@ -43,8 +43,8 @@ def column_problems(
         problems.append(f"{what}columns {private}: private columns (starting with '_') must not be released")
     extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
     if extra:
-        whole = [c for c in extra if c in policy.qi]  # a QI released as one column: hierarchy nodes
-        hint = f" ({_hierarchy_hint(whole[0])})" if whole else ""
+        whole = [c for c in extra if c in policy.qi]  # a QI released as one column: value sets or nodes
+        hint = f" ({_one_column_hint(whole[0])})" if whole else ""
         problems.append(f"{what}columns {extra} are not part of the {fmt} {expected}{hint}")
     missing = [c for c in expected if c not in cols]
     if missing:
@@ -128,6 +128,14 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
                         "rows of the group (one interval / value set per group)"
                     )
     return problems, usable
+
+
+def _one_column_hint(q: str) -> str:
+    """What to do when QI ``q``, numeric for the check, was released as one column."""
+    return (
+        f"value sets or hierarchy nodes? declare it: --categorical {q} or [kinds], "
+        f"--hierarchy {q}=PATH or [hierarchies]"
+    )
 
 
 def _hierarchy_hint(q: str) -> str:

@@ -200,6 +200,7 @@ def report(
     """One self-contained HTML page: policy, a verdict per release against its thresholds,
     per-release metrics, privacy, utility and KPR plots, and the adversary gains and tail risk
     found in LEDGER/attack/ (where dpriv attack writes), with what each of them means."""
+    from dpriv.attack_files import AGAIN
     from dpriv.ledger import Ledger
     from dpriv.report import gain_curves, write_report
 
@@ -210,7 +211,7 @@ def report(
     for name in changed_since_written(led.root / "attack"):
         _say(
             f"note: attack/{name} changed since dpriv attack wrote it (its bytes differ from "
-            "attack/.dpriv-outputs): the report shows the edited figures; run dpriv attack again"
+            f"attack/.dpriv-outputs): the report shows the edited figures; {AGAIN}"
         )
     typer.echo(
         f"report of {len(led.committed())} release(s) written to {path}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,8 +27,6 @@ from dpriv.cli.common import (
     Scheduler,
     Sensitive,
     T,
-    Views,
-    ViewSize,
     _say,
     app,
     check_ledger_folder,
@@ -46,7 +43,7 @@ from dpriv.cli.common import (
 )
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.generate import experiment_app, generate_app
-from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_new_ledger
 
@@ -321,79 +318,7 @@ def release(
     )
 
 
-@app.command()
-@command
-def demo(
-    out: Annotated[Path, typer.Option(help="Working folder.")] = Path("demo-out"),
-    views: Views = 24,
-    view_size: ViewSize = 5000,
-    scheduler: Scheduler = None,
-    cluster: Cluster = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            help="Re-use a folder of an earlier demo: its ledger is moved aside to ledger.<n> "
-            "(kept, never deleted) and the generated files an earlier demo or generate wrote are "
-            "replaced (refused if changed since)."
-        ),
-    ] = False,
-    debug: Debug = False,
-) -> None:
-    """Generate the paper-setting history and release it with JS-reduce (in this process, or on a
-    local cluster with --cluster or for views over 50,000 tuples)."""
-    from dpriv.datasets import medical_history, write_history
-    from dpriv.datasets.files import check_generated
-
-    led = out / "ledger"
-    if not force and led.exists():
-        raise LedgerError(
-            f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; choose another "
-            f"--out, or pass --force to move it aside to {led}.<n> (kept) and run the demo again"
-        )
-    check_generated(out, overwrite=force, flag="--force")  # an edited policy.toml is kept
-    k = _demo_privacy()["privacy"].get("k", 5)
-    if view_size < k:  # refused before anything is generated: every tuple would be suppressed
-        raise InputError(
-            f"--view-size {view_size} is smaller than the demo's k = {k}: no QI-group can form; "
-            f"choose --view-size {k} or more (nothing was written)"
-        )
-    mh = medical_history(views, view_size, seed=0)
-    if led.exists() or led.is_symlink():
-        aside = next(p for n in itertools.count(1) if not (p := led.with_name(f"ledger.{n}")).exists())
-        led.rename(aside)
-        _say(f"--force: the existing ledger was moved to {aside} (kept)")
-    policy_path = write_history(out, mh, policy_extra=_demo_privacy(), overwrite=force)
-    typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
-    eff, _ = load_effective(policy_path)
-    _run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None, cluster=cluster)
-    policy = eff.policy
-    from dpriv.attack import attack as run_attack
-    from dpriv.attack import save_gain
-
-    gain = run_attack(out / "ledger", mh.history, policy, "dk")
-    path = save_gain(gain, out / "ledger", "dk")  # where `dpriv report` finds the gain curve
-    worst = gain.loc[gain["adversary_gain"].idxmax()]
-    typer.echo(
-        f"adversary with the generator's exact knowledge (full DK): largest gain "
-        f"{worst['adversary_gain']:.3f} at release {int(worst['release'])} (E10; as one QI-group that "
-        f"release would leave {worst['histogram_gain']:.3f}); per release in "
-        f"{path}; the HTML report: dpriv report {out / 'ledger'}"
-    )
-
-
-def _demo_privacy() -> dict[str, dict[str, Any]]:
-    """The demo releases with the recommended defense (dpriv/datasets/files.py; the paper's
-    t = 0.3, j = 0.1 suppress most tuples). Small demo views (--view-size of a few hundred)
-    suppress more than the paper-size demo does: the demo shows that figure rather than
-    refusing."""
-    from dpriv.datasets.files import RECOMMENDED_DEFENSE
-
-    return {
-        "privacy": {**RECOMMENDED_DEFENSE["privacy"], "max_suppression": 0.25},
-        "release": RECOMMENDED_DEFENSE["release"],
-    }
-
-
+from dpriv.cli import demo as _demo  # noqa: E402, F401 - registers ``dpriv demo`` (after release in --help)
 from dpriv.cli import kpr_command as _kpr  # noqa: E402, F401 - registers ``dpriv kpr`` (after demo in --help)
 
 app.add_typer(experiment_app, name="experiment")

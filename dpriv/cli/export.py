@@ -95,12 +95,14 @@ def export(
     if suppressed == "mark" and metrics is not None:
         try:
             record = json.loads(Path(metrics).read_text())
-            n_suppressed = record["n_suppressed"]
+            if not isinstance(record, dict) or "n_suppressed" not in record:
+                raise TypeError("not a JSON object with n_suppressed")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(
                 f"cannot read n_suppressed from {metrics} ({type(exc).__name__}: {exc}); give the "
                 "release's metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
             ) from None
+        n_suppressed = _suppressed_count(record, metrics, len(frame))
         own = {
             "n_released": len(frame),
             "n_groups": int(frame["qi_group"].nunique()) if "qi_group" in frame else None,
@@ -144,6 +146,22 @@ def export(
         atomic_write(out, lambda fh: result.table.to_csv(fh, index=False, sep=delim), mode=None)
         record_output(out, "export")
     typer.echo(f"export written to {out}")
+
+
+def _suppressed_count(record: dict, metrics, n_released: int) -> int:
+    """The metrics' ``n_suppressed`` checked against the view's size they record: a whole
+    number equal to ``n_original - n_released`` (every dpriv metrics.json records both; JSON
+    ``true``, ``2.5``, ``"3"`` or 10**12 would become that many ``*`` rows); InputError
+    otherwise."""
+    n, n_original = record["n_suppressed"], record.get("n_original")  # present: checked on reading
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 0 and n == (n_original or 0) - n_released:
+        return n
+    size = "no n_original" if n_original is None else f"n_original {n_original!r}"
+    raise InputError(
+        f"{metrics} records n_suppressed {n!r} and {size}, but this release holds {n_released} "
+        "tuples: not the number of tuples it left out; give the release's own metrics.json (--metrics "
+        "F), or leave the suppressed tuples out (--suppressed omit)"
+    )
 
 
 def _beside(released: Path) -> Path | None:

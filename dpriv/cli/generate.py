@@ -135,8 +135,10 @@ def experiment_paper(
     debug: Debug = False,
 ) -> None:
     """Every method over its parameter grid, attacked under each knowledge kind (Fig. 3-6)."""
+    from dpriv.cli.outputs import check_folder
     from dpriv.experiment import run_experiment
 
+    check_folder(out)  # an existing folder dpriv can write in holds --out (as for dpriv generate)
     tables = run_experiment(out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=_say)
     typer.echo(tables["frontier"].to_string(index=False))
     typer.echo(f"tables and figures in {out}")

@@ -211,6 +211,9 @@ def check_folder(out: Path, flag: str = "--out") -> None:
     folder = Path(out).parent
     ledger = ledger_of(Path(out))
     if ledger is not None and folder.resolve() == (ledger / "attack").resolve():
+        from dpriv.attack_files import check_attack_folder
+
+        check_attack_folder(folder)  # a file there is not replaced
         return  # a ledger's attack/ folder: part of the ledger's layout, made on first use
     if folder.exists() and not folder.is_dir():
         raise InputError(

@@ -10,6 +10,7 @@ import typer
 
 from dpriv.cli.common import (
     QI,
+    Categorical,
     Dates,
     Debug,
     Hierarchies,
@@ -52,6 +53,7 @@ def verify(
     time: Annotated[str | None, typer.Option("--time", help="Release-index column of a history.")] = None,
     qi: QI = None,
     sensitive: Sensitive = None,
+    categorical: Categorical = None,
     hierarchy: Hierarchies = None,
     date: Dates = None,
     k: K = None,
@@ -62,10 +64,11 @@ def verify(
     release_format: ReleaseFormat = None,
     debug: Debug = False,
 ) -> None:
-    """Check a released view: k, distinct l and t per QI-group, and its tuple count against the
-    view's (exit 2 when one fails). j, rbk_closeness and posterior_bound need the adversary's
-    priors of the members (private): the release checks them before writing (metrics.json), so
-    they are not checked here (a note says so when the policy sets one)."""
+    """Check a released view: k, distinct l and t per QI-group, its tuple count against the
+    view's, and that the original's tuples fit the released boxes (exit 2 when one fails).
+    j, rbk_closeness and posterior_bound need the adversary's priors of the members (private):
+    the release checks them before writing (metrics.json), so they are not checked here (a
+    note says so when the policy sets one)."""
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
@@ -114,7 +117,7 @@ def verify(
 
         table = led.read_sensitive(view)
         # the history must hold the view that was released (else a valid release looks broken)
-        check_released_history(led, orig, with_categorical(pol, None, date), [view])
+        check_released_history(led, orig, with_categorical(pol, categorical, date), [view])
     elif pol.release_format == "anatomy":
         path = sensitive_out(Path(released))
         if not path.exists():
@@ -134,7 +137,7 @@ def verify(
     report = verify_view(
         rel,
         orig,
-        with_categorical(pol, None, date),
+        with_categorical(pol, categorical, date),
         view=view,
         sensitive=table,
         recorded=recorded,

@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
+from dpriv.errors import InputError
+
 #: Largest product of cardinalities kept in one int64 key before renumbering.
 _MAX_CARD = 1 << 62
 
@@ -64,7 +66,13 @@ def local_codes(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if ptypes.is_object_dtype(s.dtype):
         values = s.to_numpy(dtype=object)
         mask = s.isna().to_numpy(dtype=bool)
-        codes, uniques = pd.factorize(values)
+        try:
+            codes, uniques = pd.factorize(values)
+        except TypeError:  # unhashable cells: lists or arrays (a Parquet list column)
+            raise InputError(
+                f"kpr: known variable {s.name!r} holds lists or arrays, not one value per cell; give "
+                "each record one value (e.g. the first of the list, or the list joined as text)"
+            ) from None
         if not np.array_equal(codes < 0, mask):
             codes = np.where(mask, -1, codes)  # a missing value factorize did not see as one
         non_str = {type(u) for u in uniques.tolist() if not isinstance(u, str)}

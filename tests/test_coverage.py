@@ -1,0 +1,234 @@
+"""The original must fit the released boxes (dpriv.anonymity.coverage): ``dpriv verify`` of a
+released file, which has no membership. A drill found releases with narrowed boxes, or value
+sets swapped, that verified ok (every group's own k, l and t still held)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpriv.anonymity.coverage import WHY, coverage_problems
+from dpriv.policy import ReleasePolicy
+from dpriv.release import anonymize
+from dpriv.view_check import verify_view
+
+POLICY = ReleasePolicy(
+    qi=["age", "sex"],
+    sensitive="s",
+    k=2,
+    t=1.0,
+    kinds={"sex": "categorical"},
+    domains={"age": [0, 100], "sex": ["F", "M"], "s": ["a", "b"]},
+)
+# groups 10 = {30 F a, 32 M a, 35 F a, 38 F b} and 20 = {50 M b, 55 M b}
+ORIGINAL = pd.DataFrame(
+    {
+        "age": [30, 32, 35, 38, 50, 55],
+        "sex": ["F", "M", "F", "F", "M", "M"],
+        "s": ["a", "a", "a", "b", "b", "b"],
+    }
+)
+
+
+def released(**edits) -> pd.DataFrame:
+    rows = pd.DataFrame(
+        {
+            "qi_group": [10, 10, 10, 10, 20, 20],
+            "age_min": [30] * 4 + [50] * 2,
+            "age_max": [38] * 4 + [55] * 2,
+            "sex": ["{F,M}"] * 4 + ["{M}"] * 2,
+            "s": ["a", "a", "a", "b", "b", "b"],
+        }
+    )
+    for col, (group, value) in edits.items():
+        rows.loc[rows["qi_group"] == group, col] = value
+    return rows
+
+
+def test_the_true_boxes_fit_and_an_edited_box_is_named_with_its_values():
+    assert coverage_problems(released(), ORIGINAL, POLICY) == []
+    # group 10 narrowed to [30, 32]: it holds 2 of its 3 a's and none of its b
+    got = coverage_problems(released(age_max=(10, 32)), ORIGINAL, POLICY)
+    assert got == [
+        "QI-group 10: its box holds fewer tuples of the original than the group releases with "
+        "s = 'a' (2 < 3), 'b' (0 < 1)",
+        WHY,
+    ]
+    # group 20's value set says F: none of its two M tuples is inside
+    got = coverage_problems(released(sex=(20, "{F}")), ORIGINAL, POLICY)
+    assert got[0].startswith(
+        "QI-group 20: its box holds fewer tuples of the original than the group releases"
+    )
+    assert got[0].endswith("with s = 'b' (0 < 2)")
+
+
+def test_two_groups_claiming_the_same_tuple_fail_though_each_alone_fits():
+    # each box holds one tuple of age 30, value a, and releases one a: alone each fits (the
+    # per-group count), together they need two tuples of the original where there is one
+    policy = POLICY.with_overrides(k=1)
+    original = pd.DataFrame({"age": [30, 40], "sex": ["F", "F"], "s": ["a", "a"]})
+    rel = pd.DataFrame(
+        {"qi_group": [1, 2], "age_min": [30, 30], "age_max": [30, 30], "sex": ["{F}", "{F}"], "s": ["a", "a"]}
+    )
+    got = coverage_problems(rel, original, policy)
+    assert got[0].startswith(
+        "no assignment of the original's 2 tuples fits the released QI-groups: at most 1 "
+    )
+    rel.loc[1, ["age_min", "age_max"]] = [35, 45]  # the second group now holds the age-40 tuple
+    assert coverage_problems(rel, original, policy) == []
+
+
+def test_a_suppressed_tuple_needs_no_box_but_counts_once():
+    # a seventh tuple that no box holds: the one tuple the release leaves out
+    extra = pd.concat([ORIGINAL, pd.DataFrame({"age": [90], "sex": ["F"], "s": ["a"]})], ignore_index=True)
+    assert coverage_problems(released(), extra, POLICY) == []
+    # two groups claim the one tuple of age 30; the age-40 tuple could be the one suppressed,
+    # but then the age-90 tuple has no place: 2 of the 3 tuples can be placed
+    policy = POLICY.with_overrides(k=1)
+    original = pd.DataFrame({"age": [30, 40, 90], "sex": ["F", "F", "F"], "s": ["a", "a", "a"]})
+    rel = pd.DataFrame(
+        {"qi_group": [1, 2], "age_min": [30, 30], "age_max": [30, 30], "sex": ["{F}", "{F}"], "s": ["a", "a"]}
+    )
+    got = coverage_problems(rel, original, policy)
+    assert got[0].endswith("at most 2 can be placed inside a box with their own s or among the 1 suppressed")
+
+
+def test_verify_view_and_the_cli_refuse_an_edited_box(tmp_path):
+    policy = POLICY.with_overrides(id="rid")
+    original = ORIGINAL.assign(rid=range(6))
+    report = verify_view(released(age_max=(10, 32)), original, policy)
+    assert not report.ok and WHY in report.problems
+    assert verify_view(released(), original, policy).ok
+    from dpriv.cli import app
+
+    released(age_max=(10, 32)).to_parquet(tmp_path / "r.parquet", index=False)
+    original.to_csv(tmp_path / "o.csv", index=False)
+    (tmp_path / "p.toml").write_text(
+        '[columns]\nid = "rid"\nqi = ["age", "sex"]\nsensitive = "s"\n[privacy]\nk = 2\nt = 1.0\n'
+        '[kinds]\nsex = "categorical"\n[domains]\nage = [0, 100]\n'
+    )
+    args = ["verify", str(tmp_path / "r.parquet"), "--original", str(tmp_path / "o.csv")]
+    res = CliRunner().invoke(app, [*args, "--policy", str(tmp_path / "p.toml")])
+    assert res.exit_code == 2 and "QI-group 10: its box holds fewer tuples" in res.output, res.output
+
+
+def _view(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "rid": np.arange(n),
+            "age": rng.integers(20, 70, n),
+            "weight": rng.normal(70, 9, n).round(1),
+            "sex": rng.choice(["F", "M"], n),
+            "s": rng.choice(list("abcde"), n),
+        }
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_true_release_fits_its_original(seed):
+    # no false alarm: what dpriv releases (some tuples suppressed or not) always fits
+    view = _view(400, seed)
+    policy = dict(id="rid", qi=["age", "weight", "sex"], sensitive="s", k=5, t=0.3, j=1.0, seed=seed)
+    policy["kinds"] = {"sex": "categorical"}
+    result = anonymize(view, policy)
+    assert coverage_problems(result.released, _prepared(view, result.policy), result.policy) == []
+    # the same release against another view of the same size does not fit
+    assert coverage_problems(result.released, _prepared(_view(400, seed + 10), result.policy), result.policy)
+
+
+def _prepared(view: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    from dpriv.inputs import prepared
+
+    return prepared(view, policy)[0]
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_sorted_candidates_and_the_matrix_give_the_same_edges(seed, monkeypatch):
+    import dpriv.anonymity.coverage as cov
+
+    view = _view(300, seed)
+    policy = dict(id="rid", qi=["age", "weight", "sex"], sensitive="s", k=4, t=0.5, j=2.0, seed=seed)
+    result = anonymize(view, {**policy, "kinds": {"sex": "categorical"}})
+    rel, pol = result.released, result.policy
+    labels, g = np.unique(rel["qi_group"].to_numpy(), return_inverse=True)
+    s_rel = pd.Categorical(rel["s"], categories=pol.sensitive_domain).codes.astype(np.int64)
+    s_orig = pd.Categorical(view["s"], categories=pol.sensitive_domain).codes.astype(np.int64)
+    pairs = np.unique(g * 5 + s_rel)
+    boxes = cov._boxes(rel.iloc[np.unique(g, return_index=True)[1]], _prepared(view, pol), pol)
+    edges = {}
+    for name, factor in (("sorted", 0), ("matrix", 10**9)):
+        monkeypatch.setattr(cov, "SORTED_FACTOR", factor)
+        left, right = cov._edges(boxes, s_orig, pairs, 5, labels.size)
+        edges[name] = sorted(zip(left.tolist(), right.tolist()))
+    assert (
+        edges["sorted"] == edges["matrix"] and len(edges["matrix"]) >= len(view) - result.metrics.n_suppressed
+    )
+
+
+def _narrowed(rel: pd.DataFrame, col: str, value) -> pd.DataFrame:
+    """``rel`` with column ``col`` of its largest QI-group set to ``value``."""
+    big = rel["qi_group"].value_counts().index[0]
+    out = rel.copy()
+    out.loc[out["qi_group"] == big, col] = value
+    return out
+
+
+def test_date_bounds_and_hierarchy_nodes_are_held_to_the_original(tmp_path):
+    rng = np.random.default_rng(4)
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 300, 120), unit="D")
+    view = pd.DataFrame({"rid": range(120), "adm": days, "s": rng.choice(list("abc"), 120)})
+    policy = ReleasePolicy(id="rid", qi=["adm"], sensitive="s", k=4, t=1.0, j=10.0, kinds={"adm": "date"})
+    res = anonymize(view, policy)
+    assert verify_view(res.released, view, res.policy).ok
+    edited = _narrowed(res.released, "adm_max", res.released["adm_min"].min())  # one day, the first
+    report = verify_view(edited, view, res.policy)
+    assert not report.ok and WHY in report.problems, report.problems
+    # a city released as the node of its hierarchy: another country's node admits none of them
+    (tmp_path / "city.csv").write_text(
+        "Metz;Lorraine;France;*\nNancy;Lorraine;France;*\nBerlin;BB;Germany;*\n"
+    )
+    view = pd.DataFrame(
+        {"rid": range(120), "city": rng.choice(["Metz", "Nancy"], 120), "s": rng.choice(list("abc"), 120)}
+    )
+    policy = ReleasePolicy(
+        id="rid",
+        qi=["city"],
+        sensitive="s",
+        k=4,
+        t=1.0,
+        j=10.0,
+        hierarchies={"city": str(tmp_path / "city.csv")},
+    )
+    res = anonymize(view, policy)
+    assert verify_view(res.released, view, res.policy).ok
+    report = verify_view(_narrowed(res.released, "city", "Germany"), view, res.policy)
+    assert not report.ok and WHY in report.problems, report.problems
+
+
+def test_verify_takes_categorical_as_anonymize_does(tmp_path):
+    """A drill: a release made with ``anonymize --categorical sex`` could only be checked with a
+    policy file declaring [kinds]; verify now takes the flag, and an edited value set fails."""
+    from dpriv.cli import app
+
+    view = _view(200, 5)
+    view["sex"] = view["sex"].map({"F": 1, "M": 2})  # coded: numeric unless declared categorical
+    view.to_csv(tmp_path / "v.csv", index=False)
+    flags = ["--id", "rid", "--qi", "age,weight,sex", "--sensitive", "s", "--k", "4", "--t", "0.5"]
+    out = tmp_path / "r.parquet"
+    res = CliRunner().invoke(app, ["anonymize", str(tmp_path / "v.csv"), "--out", str(out), *flags,
+                                   "--j", "2", "--categorical", "sex"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    check = ["verify", str(out), "--original", str(tmp_path / "v.csv"), *flags]
+    res = CliRunner().invoke(app, check)
+    assert res.exit_code == 2 and "declare it: --categorical sex or [kinds]" in res.output, res.output
+    res = CliRunner().invoke(app, [*check, "--categorical", "sex"])
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output
+    rel = pd.read_parquet(out)
+    rel["sex"] = rel["sex"].map({"{1}": "{2}", "{2}": "{1}"}).fillna(rel["sex"])
+    rel.to_parquet(tmp_path / "swapped.parquet", index=False)
+    check[1] = str(tmp_path / "swapped.parquet")
+    res = CliRunner().invoke(app, [*check, "--categorical", "sex"])
+    assert res.exit_code == 2 and "its box holds fewer tuples of the original" in res.output, res.output
