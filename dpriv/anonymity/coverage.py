@@ -11,6 +11,14 @@ the release (capacity: how often the group releases the value) and "suppressed" 
 the tuples the release leaves out) on the other; one max flow decides it exactly
 (:func:`dpriv.adversary._assign.max_assigned`). A group whose box holds fewer tuples of a value
 than it releases is named first (the cheap, common case of an edited or narrowed box).
+
+A box is also tight (its bounds are values of its members, its value set their values, its
+hierarchy node their lowest common node), which a widened box is not: for each bound, each
+value of a set and each node, some complete assignment must give the group a member there
+(the edges some complete assignment uses come from the same max flow and one pass of
+strongly connected components, :func:`dpriv.adversary._assign.feasible_edges`). Each is
+checked on its own (one member may not give all of a group's bounds at once): necessary, not
+sufficient.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary._assign import max_assigned
+from dpriv.adversary._assign import NoAssignment, feasible_edges, max_assigned
 from dpriv.anonymity.format_check import listed
 from dpriv.anonymity.membership import exact_numbers
 from dpriv.policy import ReleasePolicy, as_python
@@ -30,6 +38,12 @@ WHY = (
     "every released tuple must be a tuple of the original inside its group's box, with its own "
     "sensitive value (docs/released-format.md): a box or a value of the release was changed, or "
     "--original is not the view the release was made from"
+)
+#: Why a box wider than its candidates is wrong.
+WHY_TIGHT = (
+    "a box is tight: its bounds are values of its members, its value set their values, its "
+    "hierarchy node their lowest common node (docs/released-format.md): a box was widened after "
+    "the release, or --original is not the view the release was made from"
 )
 #: The sorted candidates of :func:`_edges` are used while they number at most this fraction of
 #: the (tuples x QI-groups) cells (a candidate costs a few gathers, a cell a few vector ops:
@@ -69,33 +83,47 @@ def coverage_problems(released: pd.DataFrame, original: pd.DataFrame, policy: Re
         return []
     labels, g = np.unique(released[GROUP].to_numpy(), return_inverse=True)
     pairs, capacity = np.unique(g.astype(np.int64) * m + s_rel, return_counts=True)
-    boxes = _boxes(released.iloc[np.unique(g, return_index=True)[1]], original, policy)
+    first = released.iloc[np.unique(g, return_index=True)[1]]  # one row per group: its box
+    boxes = _boxes(first, original, policy)
     if boxes is None:
         return []
     left, right = _edges(boxes, s_orig, pairs, m, len(labels))
-    held = np.bincount(right, minlength=pairs.size)
-    short = np.flatnonzero(held < capacity)
-    if short.size:
-        dom, by_group = policy.sensitive_domain, {}
-        for i, p in zip(short, pairs[short]):
-            by_group.setdefault(p // m, []).append(f"{as_python(dom[p % m])!r} ({held[i]} < {capacity[i]})")
-        lines = [
-            f"QI-group {as_python(labels[gi])!r}: its box holds fewer tuples of the original than the "
-            f"group releases with {policy.sensitive} = {', '.join(vals[:3])}{' ...' if len(vals) > 3 else ''}"
-            for gi, vals in by_group.items()
-        ]
-        return [*listed("", lines), WHY]
+    lines = _short(np.bincount(right, minlength=pairs.size), capacity, pairs, m, policy)
+    if lines:
+        return [*listed("", [f"QI-group {as_python(labels[gi])!r}: {what}" for gi, what in lines]), WHY]
     spare = n - n_rel  # the suppressed tuples: any tuple of the original may be one
     left = np.concatenate([left, np.arange(n)])
     right = np.concatenate([right, np.full(n, pairs.size)])
-    placed = max_assigned(left, right, n, np.append(capacity, spare))
-    if placed == n:
-        return []
+    try:
+        used = feasible_edges(left, right, n, np.append(capacity, spare))
+    except NoAssignment:
+        placed = max_assigned(left, right, n, np.append(capacity, spare))
+        return [
+            f"no assignment of the original's {n} tuples fits the released QI-groups: at most {placed} "
+            f"can be placed inside a box with their own {policy.sensitive} or among the {spare} suppressed",
+            WHY,
+        ]
+    member = used & (right < pairs.size)
+    lines = _loose(boxes, first, policy, left[member], pairs[right[member]] // m)
+    return (
+        [*listed("", [f"QI-group {as_python(labels[gi])!r}: {what}" for gi, what in lines]), WHY_TIGHT]
+        if lines
+        else []
+    )
+
+
+def _short(held: np.ndarray, capacity: np.ndarray, pairs: np.ndarray, m: int, policy: ReleasePolicy) -> list:
+    """(group index, what) of each group whose box holds fewer tuples of a value than it
+    releases (``held`` of each (group, value) pair in ``pairs``, ``capacity`` released)."""
+    dom, by_group = policy.sensitive_domain, {}
+    for i in np.flatnonzero(held < capacity):
+        p = pairs[i]
+        by_group.setdefault(p // m, []).append(f"{as_python(dom[p % m])!r} ({held[i]} < {capacity[i]})")
     return [
-        f"no assignment of the original's {n} tuples fits the released QI-groups: at most {placed} "
-        f"can be placed inside a box with their own {policy.sensitive} or among the {spare} suppressed",
-        WHY,
-    ]
+        (gi, f"its box holds fewer tuples of the original than the group releases with "
+             f"{policy.sensitive} = {', '.join(vals[:3])}{' ...' if len(vals) > 3 else ''}")
+        for gi, vals in by_group.items()
+    ]  # fmt: skip
 
 
 def _boxes(first: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy) -> list | None:
@@ -128,6 +156,77 @@ def _boxes(first: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy) -
                 member[gi, [index[v] for v in map(str, values) if v in index]] = True
             out.append(("set", codes(original[q], dom), member))
     return out
+
+
+def _loose(boxes: list, first: pd.DataFrame, policy: ReleasePolicy, left: np.ndarray, g: np.ndarray):
+    """(group index, what) of each box wider than its candidates (module doc): the candidate
+    edges ``left`` (tuples) -> ``g`` (their groups), every group holding at least one."""
+    out = []
+    for q, box in zip(policy.qi, boxes):
+        if box[0] == "range":
+            out += _loose_range(q, box, left, g, policy.kinds.get(q) == "date")
+        elif policy.hierarchy(q) is None:
+            out += _loose_set(q, box, left, g, policy.domains[q])
+        else:
+            out += _loose_node(q, box, left, g, policy, first[q])
+    return sorted(out, key=lambda item: item[0])
+
+
+def _loose_range(q: str, box: tuple, left: np.ndarray, g: np.ndarray, date: bool) -> list:
+    """Bounds that no candidate of the group reaches."""
+    x, lo, hi = box[1][left], box[2], box[3]
+    low, high = hi.copy(), lo.copy()
+    np.minimum.at(low, g, x)
+    np.maximum.at(high, g, x)
+    return [
+        (
+            gi,
+            f"no assignment gives it a member with {q} = {_shown(bound[gi], date)} (its {q}_{side})",
+        )
+        for bound, reached, side in ((lo, low, "min"), (hi, high, "max"))
+        for gi in np.flatnonzero(reached != bound)
+    ]
+
+
+def _loose_set(q: str, box: tuple, left: np.ndarray, g: np.ndarray, dom: list) -> list:
+    """Values of a group's set that no candidate of the group has."""
+    c = box[1][left]
+    seen = np.zeros_like(box[2])
+    seen[g[c >= 0], c[c >= 0]] = True
+    extra = box[2] & ~seen
+    return [
+        (gi, f"no assignment gives it a member with {q} = "
+             f"{', '.join(repr(as_python(dom[i])) for i in np.flatnonzero(extra[gi]))} (in its value set)")
+        for gi in np.flatnonzero(extra.any(axis=1))
+    ]  # fmt: skip
+
+
+def _loose_node(q: str, box: tuple, left: np.ndarray, g: np.ndarray, policy: ReleasePolicy, cells) -> list:
+    """Hierarchy nodes above the lowest common node of the group's candidates (leaves in tree
+    order: the lowest common node of the first and the last one spans them all)."""
+    h, n_groups = policy.hierarchy(q), len(cells)
+    position = {leaf: i for i, leaf in enumerate(h.leaves)}
+    c = box[1][left]
+    p = np.array([position.get(str(v), -1) for v in policy.domains[q]], dtype=np.int64)[np.maximum(c, 0)]
+    known = (c >= 0) & (p >= 0)
+    first_leaf, last_leaf = np.full(n_groups, len(h.leaves)), np.full(n_groups, -1)
+    np.minimum.at(first_leaf, g[known], p[known])
+    np.maximum.at(last_leaf, g[known], p[known])
+    have = last_leaf >= 0
+    lowest = np.full(n_groups, -1)
+    lowest[have] = h.lowest_common(first_leaf[have], last_leaf[have])
+    node = np.array([h.node_index.get(str(v), -1) for v in cells])
+    return [
+        (gi, f"{q} is released as {cells.iloc[gi]!r}, but every assignment of the original gives it "
+             f"members under {h.names[lowest[gi]]!r}")
+        for gi in np.flatnonzero(have & (lowest != node))
+    ]  # fmt: skip
+
+
+def _shown(value, date: bool):
+    """A bound for a message: a date QI's day number as its date."""
+    value = as_python(value)
+    return (pd.Timestamp(0) + pd.Timedelta(days=int(value))).date().isoformat() if date else value
 
 
 def _leaves(h, node: str) -> tuple[str, ...]:
