@@ -9,8 +9,10 @@ box, and the original's other tuples are the suppressed ones. That is a bipartit
 with capacities: the original's tuples on one side, the (QI-group, sensitive value) pairs of
 the release (capacity: how often the group releases the value) and "suppressed" (capacity:
 the tuples the release leaves out) on the other; one max flow decides it exactly
-(:func:`dpriv.adversary._assign.max_assigned`). A group whose box holds fewer tuples of a value
-than it releases is named first (the cheap, common case of an edited or narrowed box).
+(:func:`dpriv.adversary._assign.max_flow_edges`). A group whose box holds fewer tuples of a value
+than it releases is named first (the cheap, common case of an edited or narrowed box or a
+duplicated row); else the groups that together release more tuples of a value than their boxes
+hold (:func:`_crowded`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary._assign import max_assigned
-from dpriv.anonymity.format_check import listed
+from dpriv.adversary._assign import max_flow_edges
+from dpriv.anonymity.format_check import listed, named
 from dpriv.anonymity.membership import exact_numbers
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, split_value_sets
@@ -28,8 +30,8 @@ from dpriv.validate import codes
 #: What the coverage problems mean and what to do.
 WHY = (
     "every released tuple must be a tuple of the original inside its group's box, with its own "
-    "sensitive value (docs/released-format.md): a box or a value of the release was changed, or "
-    "--original is not the view the release was made from"
+    "sensitive value (docs/released-format.md): a box or a value of the release was changed, a row "
+    "duplicated or added, or --original is not the view the release was made from"
 )
 #: The sorted candidates of :func:`_edges` are used while they number at most this fraction of
 #: the (tuples x QI-groups) cells (a candidate costs a few gathers, a cell a few vector ops:
@@ -61,7 +63,7 @@ def coverage_problems(released: pd.DataFrame, original: pd.DataFrame, policy: Re
     if any(c not in released.columns for c in (GROUP, policy.sensitive)) or policy.sensitive not in original:
         return []
     n, n_rel, m = len(original), len(released), len(policy.sensitive_domain)
-    if n_rel == 0 or n_rel > n:
+    if n_rel == 0 or n == 0:
         return []
     s_rel = codes(released[policy.sensitive], policy.sensitive_domain)
     s_orig = codes(original[policy.sensitive], policy.sensitive_domain)
@@ -85,17 +87,69 @@ def coverage_problems(released: pd.DataFrame, original: pd.DataFrame, policy: Re
             for gi, vals in by_group.items()
         ]
         return [*listed("", lines), WHY]
-    spare = n - n_rel  # the suppressed tuples: any tuple of the original may be one
-    left = np.concatenate([left, np.arange(n)])
-    right = np.concatenate([right, np.full(n, pairs.size)])
-    placed = max_assigned(left, right, n, np.append(capacity, spare))
-    if placed == n:
+    # Every released tuple a distinct tuple of the original; the original's other tuples are
+    # the suppressed ones (any tuple may be one), so this alone decides whether all fit.
+    used = max_flow_edges(left, right, n, capacity)
+    placed = int(used.sum())
+    if placed == n_rel:
         return []
-    return [
-        f"no assignment of the original's {n} tuples fits the released QI-groups: at most {placed} "
-        f"can be placed inside a box with their own {policy.sensitive} or among the {spare} suppressed",
-        WHY,
+    spare = n - n_rel
+    head = (
+        [
+            f"no assignment of the original's {n} tuples fits the released QI-groups: at most "
+            f"{placed + spare} can be placed inside a box with their own {policy.sensitive} or among "
+            f"the {spare} suppressed"
+        ]
+        if spare >= 0
+        else []  # more released tuples than the original holds: dpriv.view_check says so
+    )
+    lines = [
+        f"QI-groups {named(labels[gs])} release {released_n} tuples with {policy.sensitive} = "
+        f"{as_python(policy.sensitive_domain[v])!r} between them; their boxes hold {held_n} tuple(s) "
+        "of the original with that value"
+        for gs, v, released_n, held_n in _crowded(left, right, used, n, pairs, capacity, m)
     ]
+    return [*head, *listed("", lines), WHY]
+
+
+def _crowded(
+    left: np.ndarray,
+    right: np.ndarray,
+    used: np.ndarray,
+    n: int,
+    pairs: np.ndarray,
+    capacity: np.ndarray,
+    m: int,
+) -> list[tuple[np.ndarray, int, int, int]]:
+    """The QI-groups that together release more tuples of a value than their boxes hold (each
+    (group, value) pair fits alone: the per-group check passed): from the (group, value) pairs
+    a max assignment ``used`` leaves short, every tuple of the original they could take and
+    the pair each of those took. Each connected set is one value's (a tuple has one value):
+    (group indices, value code, tuples released, tuples of the original in their boxes)."""
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    from dpriv.adversary._assign import _csr32  # int32 indices: csgraph on old scipy needs them
+
+    p = pairs.size
+    short = np.flatnonzero(np.bincount(right[used], minlength=p) < capacity)
+    took = np.full(n, -1, dtype=np.int64)
+    took[left[used]] = right[used]
+    matched = np.flatnonzero(took >= 0)
+    # nodes: pairs 0..p-1, tuples p..p+n-1, a root p+n before the short pairs
+    src = np.concatenate([right, p + matched, np.full(short.size, p + n)])
+    dst = np.concatenate([p + left, took[matched], short])
+    graph = _csr32((np.ones(src.size, dtype=np.int8), (src, dst)), p + n + 1)
+    reached = np.zeros(p + n + 1, dtype=bool)
+    reached[breadth_first_order(graph, p + n, directed=True, return_predecessors=False)] = True
+    keep = reached[src] & (src != p + n)
+    sub = _csr32((np.ones(int(keep.sum()), dtype=np.int8), (src[keep], dst[keep])), p + n + 1)
+    _, label = connected_components(sub, directed=True, connection="weak")
+    out = []
+    for lab in np.unique(label[short]):
+        inside = np.flatnonzero(reached & (label == lab))
+        ps, ts = inside[inside < p], inside[(inside >= p) & (inside < p + n)]
+        out.append((np.unique(pairs[ps] // m), int(pairs[ps[0]] % m), int(capacity[ps].sum()), ts.size))
+    return out
 
 
 def _boxes(first: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy) -> list | None:
