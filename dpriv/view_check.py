@@ -90,13 +90,18 @@ def count_problems(
     """Problems of a release's tuple count: ``n_released`` of the ``n_view`` tuples of its
     original view; more suppressed than ``policy.max_suppression`` allows (a view below k
     released empty under ``small_view`` "suppress"/"merge" excepted); a count other than the
-    ``recorded`` one (``n_released`` of the metrics file ``recorded_in``). The groups' checks
-    cannot see a whole group cut from a file."""
+    ``recorded`` one (``n_released`` of the metrics file ``recorded_in``); more than the view
+    holds. The groups' checks cannot see a whole group cut from a file."""
     problems = []
     if recorded is not None and n_released != recorded:
         problems.append(
             f"the release holds {n_released} tuples where it recorded {recorded} "
             f"(n_released of {recorded_in}): the released file was changed after the release"
+        )
+    if n_released > n_view:
+        problems.append(
+            f"the release holds {n_released} tuples, more than the {n_view} of the view: a released row "
+            "was duplicated or added, or --original is not the view it was made from"
         )
     missing = n_view - n_released
     small = n_released == 0 and n_view < policy.k and policy.small_view != "refuse"

@@ -308,3 +308,66 @@ def test_every_method_releases_tight_boxes(seed):
     for method in METHODS[1:]:
         out = baseline_view(prepared, res.policy.with_overrides(exit_values=[]), method)
         assert coverage_problems(out.released, prepared, res.policy) == [], method
+
+
+def test_groups_that_together_claim_too_few_tuples_are_named():
+    """The flow's failure named no group: the groups whose boxes together hold fewer tuples of a
+    value than they release are named (each alone fits), with the value and both counts."""
+    policy = POLICY.with_overrides(k=1)
+    original = pd.DataFrame({"age": [30, 40, 90], "sex": ["F", "F", "F"], "s": ["a", "a", "a"]})
+    rel = pd.DataFrame(
+        {"qi_group": [1, 2], "age_min": [30, 30], "age_max": [30, 30], "sex": ["{F}", "{F}"], "s": ["a", "a"]}
+    )
+    got = coverage_problems(rel, original, policy)
+    assert got[1:] == [
+        "QI-groups 1, 2 release 2 tuples with s = 'a' between them; their boxes hold 1 tuple(s) of the "
+        "original with that value",
+        WHY,
+    ]
+
+
+def test_a_duplicated_row_is_named_by_its_groups_and_value():
+    """A drill: a released row duplicated failed only with "sensitive values ["'b' (4 > 3)"]
+    ...", naming no QI-group (the boxes were not checked once the release held more tuples than
+    the original). Here the two groups' boxes overlap, so each alone still fits."""
+    policy = POLICY.with_overrides(id="rid")
+    rel = released(age_max=(10, 55), age_min=(20, 30), sex=(20, "{F,M}"))
+    rel = pd.concat([rel, rel.iloc[[4]]], ignore_index=True)  # a b of group 20 twice
+    report = verify_view(rel, ORIGINAL.assign(rid=range(6)), policy)
+    assert not report.ok
+    assert report.problems[-3:] == [
+        "the release holds 7 tuples, more than the 6 of the view: a released row was duplicated or "
+        "added, or --original is not the view it was made from",
+        "QI-groups 10, 20 release 4 tuples with s = 'b' between them; their boxes hold 3 tuple(s) of the "
+        "original with that value",
+        WHY,
+    ]
+    assert (
+        "sensitive value(s) 'b' (4 > 3) are released more often than the original view holds them: a "
+        "released row was duplicated or added" in report.problems[0]
+    )
+
+
+def test_verify_of_a_release_with_a_duplicated_row_names_the_group(tmp_path):
+    from dpriv.cli import app
+
+    _view(200, 6).to_csv(tmp_path / "v.csv", index=False)
+    flags = ["--id", "rid", "--qi", "age,weight,sex", "--sensitive", "s", "--k", "4", "--t", "0.5"]
+    out = tmp_path / "r.parquet"
+    res = CliRunner().invoke(
+        app, ["anonymize", str(tmp_path / "v.csv"), "--out", str(out), *flags, "--j", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    rel = pd.read_parquet(out)
+    row = rel.iloc[[len(rel) // 2]]
+    pd.concat([rel, row], ignore_index=True).to_parquet(tmp_path / "dup.parquet", index=False)
+    res = CliRunner().invoke(
+        app, ["verify", str(tmp_path / "dup.parquet"), "--original", str(tmp_path / "v.csv"), *flags]
+    )
+    assert res.exit_code == 2, res.output
+    fails = [line for line in res.output.splitlines() if "FAIL" in line]
+    group, value = row["qi_group"].item(), row["s"].item()
+    named = [x for x in fails if str(group) in x]  # its line (with the groups sharing its tuples)
+    assert named and all(x.startswith("  FAIL QI-group") and f"s = {value!r}" in x for x in named), fails
+    assert any(f"{value!r} (" in x and "released more often" in x for x in fails), fails
+    assert not any("[" in x or "np.str_" in x for x in fails), fails

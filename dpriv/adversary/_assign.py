@@ -17,7 +17,7 @@ from scipy.sparse.csgraph import connected_components, maximum_flow
 
 from dpriv.errors import InputError
 
-__all__ = ["feasible_edges", "max_assigned", "transported"]
+__all__ = ["feasible_edges", "max_assigned", "max_flow_edges", "transported"]
 
 
 class NoAssignment(InputError):
@@ -98,6 +98,16 @@ def transported(
         return 0
     graph = _csr32((caps[keep].astype(np.int32), (rows[keep], cols[keep])), sink + 1)
     return int(maximum_flow(graph, 0, sink, method="dinic").flow_value)
+
+
+def max_flow_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray) -> np.ndarray:
+    """Which edges one assignment of :func:`max_assigned`'s size uses (bool, shape (E,)).
+    Arguments as :func:`max_assigned`."""
+    left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+    if n_left == 0 or left.size == 0:
+        return np.zeros(left.size, dtype=bool)
+    res, ln, rn = _flow(left, right, n_left, np.asarray(capacity, dtype=np.int64))
+    return np.asarray(res.flow[ln, rn]).ravel() > 0
 
 
 def _flow(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray):

@@ -9,14 +9,16 @@ box, and the original's other tuples are the suppressed ones. That is a bipartit
 with capacities: the original's tuples on one side, the (QI-group, sensitive value) pairs of
 the release (capacity: how often the group releases the value) and "suppressed" (capacity:
 the tuples the release leaves out) on the other; one max flow decides it exactly
-(:func:`dpriv.adversary._assign.max_assigned`). A group whose box holds fewer tuples of a value
-than it releases is named first (the cheap, common case of an edited or narrowed box).
+(:func:`dpriv.adversary._assign.feasible_edges`). A group whose box holds fewer tuples of a
+value than it releases is named first (the cheap, common case of an edited or narrowed box or a
+duplicated row); else the groups that together release more tuples of a value than their boxes
+hold (:func:`_crowded`).
 
 A box is also tight (its bounds are values of its members, its value set their values, its
 hierarchy node their lowest common node), which a widened box is not: for each bound, each
 value of a set and each node, some complete assignment must give the group a member there
 (the edges some complete assignment uses come from the same max flow and one pass of
-strongly connected components, :func:`dpriv.adversary._assign.feasible_edges`). Each is
+strongly connected components). Each is
 checked on its own (one member may not give all of a group's bounds at once): necessary, not
 sufficient.
 """
@@ -26,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary._assign import NoAssignment, feasible_edges, max_assigned
-from dpriv.anonymity.format_check import listed
+from dpriv.adversary._assign import NoAssignment, feasible_edges, max_flow_edges
+from dpriv.anonymity.format_check import listed, named
 from dpriv.anonymity.membership import exact_numbers
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, split_value_sets
@@ -36,8 +38,8 @@ from dpriv.validate import codes
 #: What the coverage problems mean and what to do.
 WHY = (
     "every released tuple must be a tuple of the original inside its group's box, with its own "
-    "sensitive value (docs/released-format.md): a box or a value of the release was changed, or "
-    "--original is not the view the release was made from"
+    "sensitive value (docs/released-format.md): a box or a value of the release was changed, a row "
+    "duplicated or added, or --original is not the view the release was made from"
 )
 #: Why a box wider than its candidates is wrong.
 WHY_TIGHT = (
@@ -68,14 +70,13 @@ def coverage_problems(released: pd.DataFrame, original: pd.DataFrame, policy: Re
     Returns
     -------
     list of str
-        Empty when an assignment exists, or when the format or counts are already wrong (the
-        other checks report those: a missing column, a value outside its domain, more
-        released tuples than the original holds).
+        Empty when an assignment exists and every box is tight, or when the format is already
+        wrong (the other checks report it: a missing column, a value outside its domain).
     """
     if any(c not in released.columns for c in (GROUP, policy.sensitive)) or policy.sensitive not in original:
         return []
     n, n_rel, m = len(original), len(released), len(policy.sensitive_domain)
-    if n_rel == 0 or n_rel > n:
+    if n_rel == 0 or n == 0:
         return []
     s_rel = codes(released[policy.sensitive], policy.sensitive_domain)
     s_orig = codes(original[policy.sensitive], policy.sensitive_domain)
@@ -92,24 +93,47 @@ def coverage_problems(released: pd.DataFrame, original: pd.DataFrame, policy: Re
     if lines:
         return [*listed("", [f"QI-group {as_python(labels[gi])!r}: {what}" for gi, what in lines]), WHY]
     spare = n - n_rel  # the suppressed tuples: any tuple of the original may be one
-    left = np.concatenate([left, np.arange(n)])
-    right = np.concatenate([right, np.full(n, pairs.size)])
-    try:
-        used = feasible_edges(left, right, n, np.append(capacity, spare))
-    except NoAssignment:
-        placed = max_assigned(left, right, n, np.append(capacity, spare))
-        return [
-            f"no assignment of the original's {n} tuples fits the released QI-groups: at most {placed} "
-            f"can be placed inside a box with their own {policy.sensitive} or among the {spare} suppressed",
-            WHY,
+    if spare >= 0:
+        left_all, right_all = (
+            np.concatenate([left, np.arange(n)]),
+            np.concatenate([right, np.full(n, pairs.size)]),
+        )
+        try:
+            used = feasible_edges(left_all, right_all, n, np.append(capacity, spare))
+        except NoAssignment:
+            used = None
+        if used is not None:
+            member = used & (right_all < pairs.size)
+            lines = _loose(boxes, first, policy, left_all[member], pairs[right_all[member]] // m)
+            named_lines = [f"QI-group {as_python(labels[gi])!r}: {what}" for gi, what in lines]
+            return [*listed("", named_lines), WHY_TIGHT] if lines else []
+    return _unplaced(left, right, n, n_rel, labels, pairs, capacity, m, policy)
+
+
+def _unplaced(
+    left, right, n: int, n_rel: int, labels, pairs, capacity, m: int, policy: ReleasePolicy
+) -> list:
+    """Problems when no assignment places every released tuple on a distinct tuple of the
+    original (the original's other tuples being the suppressed ones): how many can be, and the
+    QI-groups that together release more tuples of a value than their boxes hold."""
+    used = max_flow_edges(left, right, n, capacity)
+    placed, spare = int(used.sum()), n - n_rel
+    head = (
+        [
+            f"no assignment of the original's {n} tuples fits the released QI-groups: at most "
+            f"{placed + spare} can be placed inside a box with their own {policy.sensitive} or among "
+            f"the {spare} suppressed"
         ]
-    member = used & (right < pairs.size)
-    lines = _loose(boxes, first, policy, left[member], pairs[right[member]] // m)
-    return (
-        [*listed("", [f"QI-group {as_python(labels[gi])!r}: {what}" for gi, what in lines]), WHY_TIGHT]
-        if lines
-        else []
+        if spare >= 0
+        else []  # more released tuples than the original holds: dpriv.view_check says so
     )
+    lines = [
+        f"QI-groups {named(labels[gs])} release {released_n} tuples with {policy.sensitive} = "
+        f"{as_python(policy.sensitive_domain[v])!r} between them; their boxes hold {held_n} tuple(s) "
+        "of the original with that value"
+        for gs, v, released_n, held_n in _crowded(left, right, used, n, pairs, capacity, m)
+    ]
+    return [*head, *listed("", lines), WHY]
 
 
 def _short(held: np.ndarray, capacity: np.ndarray, pairs: np.ndarray, m: int, policy: ReleasePolicy) -> list:
@@ -124,6 +148,46 @@ def _short(held: np.ndarray, capacity: np.ndarray, pairs: np.ndarray, m: int, po
              f"{policy.sensitive} = {', '.join(vals[:3])}{' ...' if len(vals) > 3 else ''}")
         for gi, vals in by_group.items()
     ]  # fmt: skip
+
+
+def _crowded(
+    left: np.ndarray,
+    right: np.ndarray,
+    used: np.ndarray,
+    n: int,
+    pairs: np.ndarray,
+    capacity: np.ndarray,
+    m: int,
+) -> list[tuple[np.ndarray, int, int, int]]:
+    """The QI-groups that together release more tuples of a value than their boxes hold (each
+    (group, value) pair fits alone: the per-group check passed): from the (group, value) pairs
+    a max assignment ``used`` leaves short, every tuple of the original they could take and
+    the pair each of those took. Each connected set is one value's (a tuple has one value):
+    (group indices, value code, tuples released, tuples of the original in their boxes)."""
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    from dpriv.adversary._assign import _csr32  # int32 indices: csgraph on old scipy needs them
+
+    p = pairs.size
+    short = np.flatnonzero(np.bincount(right[used], minlength=p) < capacity)
+    took = np.full(n, -1, dtype=np.int64)
+    took[left[used]] = right[used]
+    matched = np.flatnonzero(took >= 0)
+    # nodes: pairs 0..p-1, tuples p..p+n-1, a root p+n before the short pairs
+    src = np.concatenate([right, p + matched, np.full(short.size, p + n)])
+    dst = np.concatenate([p + left, took[matched], short])
+    graph = _csr32((np.ones(src.size, dtype=np.int8), (src, dst)), p + n + 1)
+    reached = np.zeros(p + n + 1, dtype=bool)
+    reached[breadth_first_order(graph, p + n, directed=True, return_predecessors=False)] = True
+    keep = reached[src] & (src != p + n)
+    sub = _csr32((np.ones(int(keep.sum()), dtype=np.int8), (src[keep], dst[keep])), p + n + 1)
+    _, label = connected_components(sub, directed=True, connection="weak")
+    out = []
+    for lab in np.unique(label[short]):
+        inside = np.flatnonzero(reached & (label == lab))
+        ps, ts = inside[inside < p], inside[(inside >= p) & (inside < p + n)]
+        out.append((np.unique(pairs[ps] // m), int(pairs[ps[0]] % m), int(capacity[ps].sum()), ts.size))
+    return out
 
 
 def _boxes(first: pd.DataFrame, original: pd.DataFrame, policy: ReleasePolicy) -> list | None:
