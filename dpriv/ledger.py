@@ -23,6 +23,7 @@ the file's bytes depend only on the rows and their order, not on how they were p
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -204,12 +205,11 @@ class Ledger:
         if not (self.root / POLICY).exists() and self.last_index() == 0:
             raise LedgerError(
                 f"{self.root} holds no release yet (no {POLICY}): release into it first "
-                f"(dpriv release HISTORY --ledger {self.root})"
+                f"(dpriv release HISTORY --ledger {shlex.quote(str(self.root))})"
             )
         stored = self.stored_policy()
-        stored.pop("method", None)
-        stored.pop("knowledge_sha256", None)
-        stored.pop("hierarchy_sha256", None)
+        for key in ("method", "knowledge_sha256", "hierarchy_sha256"):
+            stored.pop(key, None)
         return ReleasePolicy.from_dict(stored)
 
     def check_policy_file(self) -> None:

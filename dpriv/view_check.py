@@ -4,7 +4,8 @@ A released file carries no membership (no ids), so besides the groups' own check
 (:func:`dpriv.anonymity.verify.verify_release`, :func:`dpriv.anonymity.verify_anatomy.verify_anatomy`)
 the original is held against the release: the tuple count (:func:`count_problems`) and, for
 the generalized format, some assignment of the original's tuples to the boxes
-(:func:`dpriv.anonymity.coverage.coverage_problems`).
+(:func:`dpriv.anonymity.coverage.coverage_problems`); for an Anatomy release, of the QI rows
+to the original's tuples (:func:`dpriv.anonymity.coverage_anatomy.anatomy_coverage_problems`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.coverage import coverage_problems
+from dpriv.anonymity.coverage_anatomy import anatomy_coverage_problems
 from dpriv.anonymity.verify import VerificationReport, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
@@ -33,6 +35,7 @@ def verify_view(
     view: int | None = None,
     sensitive: pd.DataFrame | None = None,
     recorded: int | None = None,
+    recorded_in: str = "its metrics.json",
     method: str = "jsreduce",
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
@@ -42,9 +45,9 @@ def verify_view(
     checked against its sensitive distribution. An Anatomy release gives its QI table as
     ``released`` and its ``sensitive`` table (:func:`verify_anatomy`). Besides the groups'
     checks, the release must hold the view's tuples but at most ``max_suppression`` of them
-    (a truncated file is not a valid release), and exactly ``recorded`` tuples when the ledger
-    recorded that many (``n_released`` of its metrics.json): :func:`count_problems`. The
-    groups are held to what ``method`` promises (:data:`dpriv.criteria.GUARANTEES`: a Mondrian
+    (a truncated file is not a valid release), and exactly ``recorded`` tuples when the release
+    recorded that many (``n_released`` of the metrics file ``recorded_in``): :func:`count_problems`.
+    The groups are held to what ``method`` promises (:data:`dpriv.criteria.GUARANTEES`: a Mondrian
     l-diversity release is checked for k and l, not t). Raises InputError / PolicyError.
     """
     original, policy = prepared(original, policy)
@@ -69,22 +72,36 @@ def verify_view(
         report = verify_anatomy(released, sensitive, policy, view_counts=counts)
     else:
         report = verify_release(released, policy, view_counts=counts, method=method)
-    extra = count_problems(len(original), report.n_rows, policy, recorded)
+    extra = count_problems(len(original), report.n_rows, policy, recorded, recorded_in)
     if sensitive is None:  # the boxes must admit the original's tuples (no membership here)
         extra += coverage_problems(released, original, policy)
+    else:  # the QI rows must be the original's tuples, with the values each group counts
+        extra += anatomy_coverage_problems(released, sensitive, original, policy)
     return replace(report, ok=False, problems=report.problems + extra) if extra else report
 
 
-def count_problems(n_view: int, n_released: int, policy: ReleasePolicy, recorded: int | None) -> list[str]:
+def count_problems(
+    n_view: int,
+    n_released: int,
+    policy: ReleasePolicy,
+    recorded: int | None,
+    recorded_in: str = "its metrics.json",
+) -> list[str]:
     """Problems of a release's tuple count: ``n_released`` of the ``n_view`` tuples of its
     original view; more suppressed than ``policy.max_suppression`` allows (a view below k
     released empty under ``small_view`` "suppress"/"merge" excepted); a count other than the
-    ledger's ``recorded`` one. The groups' checks cannot see a whole group cut from a file."""
+    ``recorded`` one (``n_released`` of the metrics file ``recorded_in``); more than the view
+    holds. The groups' checks cannot see a whole group cut from a file."""
     problems = []
     if recorded is not None and n_released != recorded:
         problems.append(
-            f"the release holds {n_released} tuples where the ledger recorded {recorded} "
-            "(n_released of its metrics.json): the released file was changed after the release"
+            f"the release holds {n_released} tuples where it recorded {recorded} "
+            f"(n_released of {recorded_in}): the released file was changed after the release"
+        )
+    if n_released > n_view:
+        problems.append(
+            f"the release holds {n_released} tuples, more than the {n_view} of the view: a released row "
+            "was duplicated or added, or --original is not the view it was made from"
         )
     missing = n_view - n_released
     small = n_released == 0 and n_view < policy.k and policy.small_view != "refuse"

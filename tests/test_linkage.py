@@ -144,3 +144,23 @@ def test_mondrian_pins_every_released_respondent_jsreduce_fewer(released):
         if mond.n_released == mond.n_respondents:  # nothing suppressed: disjoint boxes pin all
             assert mond.n_pinned == mond.n_released
         assert js.n_pinned < mond.n_pinned
+
+
+def test_qi_vectors_number_equal_rows_alike_on_either_path(monkeypatch):
+    """One number per distinct QI vector of the two tables together (53 and 53.0 alike, text by
+    its text), the same partition whether the codes are combined or the rows sorted."""
+    import dpriv.adversary.linkage as lk
+
+    original = pd.DataFrame({"age": [53, 53, 40, 40], "sex": ["F", "M", "F", "F"]})
+    table = pd.DataFrame({"age": [53.0, 40.0, 41.0], "sex": ["M", "F", "F"]})
+    got = {}
+    for name, limit in (("radix", lk.RADIX_LIMIT), ("sorted", 0.0)):
+        monkeypatch.setattr(lk, "RADIX_LIMIT", limit)
+        x_orig, x_rel, n_vec = lk.qi_vectors(original, table, ["age", "sex"])
+        assert n_vec == 4  # 53 F, 53 M, 40 F, 41 F
+        assert x_orig[2] == x_orig[3] == x_rel[1] and x_orig[1] == x_rel[0]
+        assert len({x_orig[0], x_orig[1], x_orig[2], x_rel[2]}) == 4
+        got[name] = (x_orig, x_rel)
+    # the same partition: equal pairs of rows on one path are equal on the other
+    a, b = (np.concatenate(got[k]) for k in ("radix", "sorted"))
+    assert ((a[:, None] == a[None, :]) == (b[:, None] == b[None, :])).all()

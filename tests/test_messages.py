@@ -1,13 +1,18 @@
 """Messages that lead to the fix (fresh-user findings): each refusal exits 2 and its message
 names the column/row/value and the working fix; each hint is printed without refusing."""
 
+import shlex
 import shutil
 
 import pandas as pd
 import pytest
 from test_cli import assert_refused
+from typer.testing import CliRunner
 
+from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
+from dpriv.errors import LedgerError
+from dpriv.ledger import Ledger
 from dpriv.policy_base import BASE_FILE
 
 LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
@@ -315,3 +320,28 @@ def test_generate_names_the_flag_not_the_python_argument(cli, tmp_path, flags, n
     assert res.exit_code == 2 and named in res.output, res.output
     assert "n_views" not in res.output and "view_size" not in res.output
     assert not (tmp_path / "g").exists()
+
+
+# -- a command printed for copy-paste gives back its path through a shell ---------------------
+def _command(text: str, start: str) -> list[str]:
+    """The words of the command starting with ``start`` on its line of ``text``, as a shell splits it."""
+    line = next(x for x in text.splitlines() if start in x)
+    return shlex.split(line[line.index(start) :].rstrip(")"))
+
+
+def test_demo_prints_the_report_command_with_its_path_quoted(tmp_path):
+    out = tmp_path / "my demo's" / "out put"
+    res = CliRunner().invoke(app, ["demo", "--views", "1", "--view-size", "60", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert _command(res.output, "dpriv report ") == ["dpriv", "report", str(out / "ledger")]
+    assert (out / "ledger" / "manifest.json").is_file()
+
+
+def test_an_empty_ledger_s_hint_quotes_its_path(tmp_path):
+    root = tmp_path / "new led'ger"
+    root.mkdir()
+    (root / "manifest.json").write_text('{"releases": []}')  # a ledger that holds no release yet
+    with pytest.raises(LedgerError, match="holds no release yet") as exc:
+        Ledger(root).policy()
+    words = _command(str(exc.value), "dpriv release ")
+    assert words == ["dpriv", "release", "HISTORY", "--ledger", str(root)]

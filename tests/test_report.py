@@ -566,3 +566,36 @@ def test_renders_in_headless_chromium(built, tmp_path):
     content = np.flatnonzero((img.min(axis=2) < 0.9).any(axis=1))
     assert content.max() > 3000  # the sections below the fold rendered too
     assert rows[2400:].sum() > 120  # KPR, adversary gain and tail-risk plots
+
+
+def test_a_ledger_with_only_retrospective_results_reports_them(built, tmp_path):
+    """The report said "no attack results" when attack/ held only retro_<knowledge>.csv."""
+    copy = tmp_path / "ledger"
+    shutil.copytree(built[0].root, copy, ignore=shutil.ignore_patterns("attack"))  # the attack reads state/
+    built[1].to_parquet(tmp_path / "history.parquet")
+    args = ["attack", str(copy), "--history", str(tmp_path / "history.parquet"), "--knowledge", "dk"]
+    policy = built[0].root.parent / "data" / "policy.toml"
+    res = CliRunner().invoke(app, [*args, "--adversary", "retrospective", "--policy", str(policy)])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (copy / "attack").glob("*.csv")) == ["retro_dk.csv"]
+    retro = pd.read_csv(copy / "attack" / "retro_dk.csv")
+    worst = retro.loc[retro["adversary_gain"].idxmax()]
+    res = CliRunner().invoke(app, ["report", str(copy), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert "no attack results" not in said
+    assert (
+        f"retrospective adversary: dk (largest gain {worst['adversary_gain']:.4f}: release "
+        f"{int(worst['release'])} as of release {int(worst['as_of'])})" in said
+    )
+    page = (tmp_path / "r.html").read_text()
+    assert "No attack results" not in page and 'id="paper-missing"' in page
+    row = dict(re.findall(r'<tr data-knowledge="([^"]+)">.*?<td>[^<]*</td><td>([^<]*)</td>', page))
+    assert row["dk"] == "dk (retrospective)" and row["snapshot"] == "not attacked"
+    _, rows = _table(page, "retro-gains")
+    assert re.search(r'<table id="retro-gains">.*?<tbody><tr title="[^"]*"><th>dk</th>', page, re.S)
+    for (as_of, largest, at, mean), (n, part) in zip(rows, retro.groupby("as_of"), strict=True):
+        assert int(as_of[1]) == n
+        assert float(largest[1]) == part["adversary_gain"].max()
+        assert int(at[1]) == part.loc[part["adversary_gain"].idxmax(), "release"]
+        assert float(mean[1]) == pytest.approx(part["adversary_gain"].mean(), rel=1e-12)

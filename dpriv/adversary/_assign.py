@@ -17,7 +17,7 @@ from scipy.sparse.csgraph import connected_components, maximum_flow
 
 from dpriv.errors import InputError
 
-__all__ = ["feasible_edges", "max_assigned"]
+__all__ = ["feasible_edges", "max_assigned", "max_flow_edges", "transported"]
 
 
 class NoAssignment(InputError):
@@ -79,6 +79,35 @@ def max_assigned(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.
     if n_left == 0 or left.size == 0:
         return 0
     return int(_flow(left, right, n_left, np.asarray(capacity, dtype=np.int64))[0].flow_value)
+
+
+def transported(
+    supply: np.ndarray, demand: np.ndarray, tail: np.ndarray, head: np.ndarray, cap: np.ndarray
+) -> int:
+    """The max flow of a transportation problem: source -> supply node i (``supply[i]``) ->
+    demand node j (``cap[e]`` on each edge ``tail[e] -> head[e]``, no duplicate pair) -> sink
+    (``demand[j]``); int arrays, Dinic's."""
+    supply, demand, cap = (np.asarray(v, dtype=np.int64) for v in (supply, demand, cap))
+    n_i, n_j = supply.size, demand.size
+    sink = 1 + n_i + n_j
+    rows = np.concatenate([np.zeros(n_i, np.int64), 1 + np.asarray(tail, np.int64), 1 + n_i + np.arange(n_j)])
+    cols = np.concatenate([1 + np.arange(n_i), 1 + n_i + np.asarray(head, np.int64), np.full(n_j, sink)])
+    caps = np.concatenate([supply, cap, demand])
+    keep = caps > 0
+    if not keep.any():
+        return 0
+    graph = _csr32((caps[keep].astype(np.int32), (rows[keep], cols[keep])), sink + 1)
+    return int(maximum_flow(graph, 0, sink, method="dinic").flow_value)
+
+
+def max_flow_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray) -> np.ndarray:
+    """Which edges one assignment of :func:`max_assigned`'s size uses (bool, shape (E,)).
+    Arguments as :func:`max_assigned`."""
+    left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+    if n_left == 0 or left.size == 0:
+        return np.zeros(left.size, dtype=bool)
+    res, ln, rn = _flow(left, right, n_left, np.asarray(capacity, dtype=np.int64))
+    return np.asarray(res.flow[ln, rn]).ravel() > 0
 
 
 def _flow(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray):

@@ -27,7 +27,11 @@ import pandas as pd
 from dpriv.adversary._assign import feasible_edges
 from dpriv.errors import InputError
 
-__all__ = ["Linkage", "exact_qi_linkage", "qi_linkage"]
+__all__ = ["Linkage", "exact_qi_linkage", "qi_linkage", "qi_vectors"]
+
+#: :func:`qi_vectors` numbers a row's QI codes as one int64 while their combinations stay below
+#: this (a 1-d hash, 1.5x to 3x faster than sorting the rows as records); above, it sorts them.
+RADIX_LIMIT = 2.0**62
 
 
 @dataclass(frozen=True)
@@ -201,14 +205,7 @@ def exact_qi_linkage(
         raise InputError(f"QI linkage needs column(s) {missing}; give the QI table and the original QIs")
     n, n_rel = len(original), len(qi_table)
     labels, gidx = np.unique(qi_table[group].to_numpy(), return_inverse=True)
-    both = pd.concat([original[qi], qi_table[qi]], ignore_index=True)
-    # numbers by value (53 and 53.0 alike), anything else by its text
-    num = {q: pd.api.types.is_numeric_dtype(both[q]) for q in qi}
-    cols = [pd.factorize(both[q] if num[q] else both[q].astype(str))[0] for q in qi]
-    _, vec = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
-    vec = vec.ravel()
-    x_orig, x_rel = vec[:n], vec[n:]
-    n_vec = int(vec.max()) + 1 if len(vec) else 0
+    x_orig, x_rel, n_vec = qi_vectors(original, qi_table, qi)
     a = np.bincount(x_orig, minlength=n_vec)
     b = np.bincount(x_rel, minlength=n_vec)
     if (b > a).any():
@@ -231,3 +228,22 @@ def exact_qi_linkage(
         n_boxes=n_groups_of_x[x_orig].astype(np.int64),
         pinned_group=np.where(pinned, only_group[x_orig], -1),
     )
+
+
+def qi_vectors(original: pd.DataFrame, qi_table: pd.DataFrame, qi: Sequence[str]):
+    """Each row's QI vector as one number, shared by the two tables: (int64 (len(original),),
+    int64 (len(qi_table),), the number of distinct vectors). Numbers compare by value (53 and
+    53.0 alike), anything else by its text."""
+    n = len(original)
+    both = pd.concat([original[list(qi)], qi_table[list(qi)]], ignore_index=True)
+    num = {q: pd.api.types.is_numeric_dtype(both[q]) for q in qi}
+    cols = [pd.factorize(both[q] if num[q] else both[q].astype(str))[0].astype(np.int64) for q in qi]
+    sizes = [int(c.max()) + 1 if c.size else 1 for c in cols]
+    if float(np.prod(sizes, dtype=float)) < RADIX_LIMIT:  # one mixed-radix number per row: a 1-d hash
+        key = np.zeros(len(both), dtype=np.int64)
+        for c, size in zip(cols, sizes):
+            key = key * size + c
+        vec = pd.factorize(key)[0].astype(np.int64)
+    else:
+        vec = np.unique(np.column_stack(cols), axis=0, return_inverse=True)[1].ravel().astype(np.int64)
+    return vec[:n], vec[n:], int(vec.max()) + 1 if len(vec) else 0

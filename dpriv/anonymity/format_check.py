@@ -44,7 +44,7 @@ def column_problems(
     extra = [c for c in cols if c not in expected and c != policy.id and c not in private]
     if extra:
         whole = [c for c in extra if c in policy.qi]  # a QI released as one column: value sets or nodes
-        hint = f" ({_one_column_hint(whole[0])})" if whole else ""
+        hint = f" ({_one_column_hint(whole[0], _exact(cols, policy))})" if whole else ""
         problems.append(f"{what}columns {extra} are not part of the {fmt} {expected}{hint}")
     missing = [c for c in expected if c not in cols]
     if missing:
@@ -130,8 +130,16 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
     return problems, usable
 
 
-def _one_column_hint(q: str) -> str:
-    """What to do when QI ``q``, numeric for the check, was released as one column."""
+def _exact(cols: list, policy: ReleasePolicy) -> bool:
+    """Every QI under its own name and no interval column: the QI table of an Anatomy release."""
+    return all(q in cols for q in policy.qi) and not any(f"{q}_min" in cols for q in policy.qi)
+
+
+def _one_column_hint(q: str, exact: bool = False) -> str:
+    """What to do when QI ``q``, numeric for the check, was released as one column (``exact``:
+    as every QI, as an Anatomy QI table has them)."""
+    if exact:
+        return "every QI exact: an Anatomy QI table? verify it with --release-format anatomy"
     return (
         f"value sets or hierarchy nodes? declare it: --categorical {q} or [kinds], "
         f"--hierarchy {q}=PATH or [hierarchies]"

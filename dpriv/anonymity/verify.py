@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.format_check import MAX_LISTED, format_problems
+from dpriv.anonymity.format_check import MAX_LISTED, format_problems, named
 from dpriv.anonymity.membership import check_assigned
 from dpriv.criteria import JSBound, KAnonymity, RBKCloseness, TCloseness, criteria_for, group_statistics
 from dpriv.errors import InputError, PolicyError, VerificationError
@@ -211,19 +211,15 @@ def check_groups(
 
     s = codes(released[policy.sensitive], domain)
     if (s < 0).any():
-        bad = pd.unique(released[policy.sensitive].to_numpy()[s < 0])[:5].tolist()
+        bad = pd.unique(released[policy.sensitive].to_numpy()[s < 0])
         problems.append(
-            f"sensitive column {policy.sensitive!r}: values {bad} are outside its domain "
+            f"sensitive column {policy.sensitive!r}: values {named(bad)} are outside its domain "
             "(those rows are left out of the statistics)"
         )
         released = released[s >= 0]
         s = s[s >= 0]
     rel_counts = np.bincount(s, minlength=len(domain))
-    over = [f"{domain[i]!r} ({rel_counts[i]} > {vc[i]})" for i in np.flatnonzero(rel_counts > vc)]
-    if over:
-        problems.append(
-            f"sensitive values {over[:5]} are released more often than the original view holds them"
-        )
+    problems += over_released(rel_counts, vc, domain)
     if vc.sum() == 0:
         problems.append("the original view has no tuple: no distribution to compare with")
         vc = np.ones(len(domain), dtype=np.int64)
@@ -278,6 +274,21 @@ def check_groups(
     )
 
 
+def over_released(released_counts: np.ndarray, view_counts: np.ndarray, domain: list) -> list[str]:
+    """The problem (one line, or none) of the sensitive values a release holds more often than
+    the original view: each value as ``'c' (13 > 12)``, released > view counts."""
+    over = np.flatnonzero(released_counts > view_counts)
+    if not over.size:
+        return []
+    rel, view = released_counts, view_counts
+    shown = ", ".join(f"{as_python(domain[i])!r} ({int(rel[i])} > {int(view[i])})" for i in over[:MAX_LISTED])
+    more = f" and {over.size - MAX_LISTED} more" if over.size > MAX_LISTED else ""
+    return [
+        f"sensitive value(s) {shown}{more} are released more often than the original view holds them: a "
+        "released row was duplicated or added, or the counts are not those of the view it was made from"
+    ]
+
+
 def _largest(values: pd.Series) -> float | None:
     """The largest value that is not NaN, None when there is none."""
     return float(np.nanmax(values)) if values.notna().any() else None
@@ -297,12 +308,7 @@ def combine_reports(
     that have groups.
     """
     problems = [p for part in parts for p in part.problems]
-    rel, vc = np.asarray(released_counts), np.asarray(view_counts)
-    over = [f"{domain[i]!r} ({rel[i]} > {vc[i]})" for i in np.flatnonzero(rel > vc)]
-    if over:
-        problems.append(
-            f"sensitive values {over[:5]} are released more often than the original view holds them"
-        )
+    problems += over_released(np.asarray(released_counts), np.asarray(view_counts), domain)
 
     def pick(key: str, fn):
         vals = [getattr(part, key) for part in parts if getattr(part, key) is not None]

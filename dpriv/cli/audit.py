@@ -201,19 +201,40 @@ def report(
     per-release metrics, privacy, utility and KPR plots, and the adversary gains and tail risk
     found in LEDGER/attack/ (where dpriv attack writes), with what each of them means."""
     from dpriv.attack_files import AGAIN
-    from dpriv.ledger import Ledger
+    from dpriv.ledger import ATTACK_DIR, Ledger
     from dpriv.report import gain_curves, write_report
+    from dpriv.report.tail import retro_results
 
     check_out(out, *([history] if history else []), kind="report", force=force)
     led = Ledger(ledger)
     path = write_report(led, out, title=title, history=history)  # records it in .dpriv-outputs
     curves = gain_curves(led)
+    retros = retro_results(led.root / ATTACK_DIR)
     for name in changed_since_written(led.root / "attack"):
         _say(
             f"note: attack/{name} changed since dpriv attack wrote it (its bytes differ from "
             f"attack/.dpriv-outputs): the report shows the edited figures; {AGAIN}"
         )
+    found = ([f"adversary gains: {', '.join(curves)}"] if curves else []) + (
+        [f"retrospective adversary: {'; '.join(retro_summary(n, f) for n, f in retros.items())}"]
+        if retros
+        else []
+    )
     typer.echo(
-        f"report of {len(led.committed())} release(s) written to {path}"
-        + (f"; adversary gains: {', '.join(curves)}" if curves else "; no attack results in attack/")
+        f"report of {len(led.committed())} release(s) written to {path}; "
+        + ("; ".join(found) if found else "no attack results in attack/")
+    )
+
+
+def retro_summary(name: str, frame: pd.DataFrame) -> str:
+    """One line on a retrospective result (:func:`dpriv.report.tail.retro_results`): its
+    largest gain, the release it is of and as of which release, e.g. ``dk (largest gain 0.1234:
+    release 1 as of release 3)``."""
+    gain = frame["adversary_gain"]
+    if not gain.notna().any():
+        return f"{name} (no gain defined: no release kept a tuple)"
+    worst = frame.loc[gain.idxmax()]
+    return (
+        f"{name} (largest gain {float(worst['adversary_gain']):.4f}: release {int(worst['release'])} "
+        f"as of release {int(worst['as_of'])})"
     )

@@ -4,6 +4,7 @@ and attack it as the adversary who knows the generator's exact model."""
 from __future__ import annotations
 
 import itertools
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -81,7 +82,7 @@ def demo(
         f"adversary with the generator's exact knowledge (full DK): largest gain "
         f"{worst['adversary_gain']:.3f} at release {int(worst['release'])} (E10; as one QI-group that "
         f"release would leave {worst['histogram_gain']:.3f}); per release in "
-        f"{path}; the HTML report: dpriv report {out / 'ledger'}"
+        f"{path}; the HTML report: dpriv report {shlex.quote(str(out / 'ledger'))}"
     )
 
 

@@ -3,6 +3,7 @@ own policy) against the original it was made from."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -25,11 +26,11 @@ from dpriv.cli.common import (
     command,
     ledger_view,
     load_effective,
-    sensitive_out,
     show_policy,
     with_categorical,
     with_hierarchies,
 )
+from dpriv.cli.verify_files import Recorded, ledger_release, recorded_beside, sensitive_beside
 
 
 @app.command()
@@ -62,13 +63,23 @@ def verify(
         int | None, typer.Option(help="With a history as --original: the release index it was made from.")
     ] = None,
     release_format: ReleaseFormat = None,
+    method: Annotated[
+        str | None,
+        typer.Option(
+            help="The method it was released with (jsreduce, mondrian-l, mondrian-t, mondrian-bt, "
+            "histogram): its groups are held to what that method promises. Default: the ledger's "
+            "recorded method with --ledger, else jsreduce."
+        ),
+    ] = None,
     debug: Debug = False,
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group, its tuple count against the
     view's, and that the original's tuples fit the released boxes (exit 2 when one fails).
     j, rbk_closeness and posterior_bound need the adversary's priors of the members (private):
     the release checks them before writing (metrics.json), so they are not checked here (a
-    note says so when the policy sets one)."""
+    note says so when the policy sets one). Beside a released file, its recorded tuple count
+    (OUT.metrics.json, or a ledger release's metrics.json) is checked too."""
+    from dpriv.baselines import METHODS
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
@@ -82,6 +93,8 @@ def verify(
         led = ledger_view(ledger, released, view, "check")  # a damaged release: exit 2, named
     elif released is None:
         raise InputError("give the RELEASED view to check, or --ledger L --view I")
+    if method is not None and method not in METHODS:
+        raise InputError(f"--method {method!r} is not a method; choose one of {', '.join(METHODS)}")
     eff, recorded_method = load_effective(
         policy,
         ledger=ledger,
@@ -93,6 +106,10 @@ def verify(
         t=t,
         release_format=release_format,
     )
+    if ledger is not None and method is not None and recorded_method and method != recorded_method:
+        raise InputError(
+            f"--method {method}: {ledger} was released with {recorded_method}; leave --method out"
+        )
     pol = with_hierarchies(eff.policy, hierarchy)
     if ledger is not None and policy is not None:  # the releases read with the ledger's columns
         from dpriv.release_check import check_same_columns
@@ -119,7 +136,7 @@ def verify(
         # the history must hold the view that was released (else a valid release looks broken)
         check_released_history(led, orig, with_categorical(pol, categorical, date), [view])
     elif pol.release_format == "anatomy":
-        path = sensitive_out(Path(released))
+        path = sensitive_beside(Path(released))
         if not path.exists():
             raise InputError(
                 f"release_format = 'anatomy': the sensitive table {path} of {released} is missing; "
@@ -127,9 +144,12 @@ def verify(
             )
         table = read_table(str(path)).compute()
     show_policy(eff)
-    recorded = led.read_metrics(view).n_released if ledger is not None else None
-    # a ledger's groups are held to what its method promised (a Mondrian l release: k and l)
-    method = recorded_method if ledger is not None and recorded_method else "jsreduce"
+    if ledger is not None:
+        recorded, recorded_in = led.read_metrics(view).n_released, "its metrics.json"
+    else:
+        recorded, recorded_in = _recorded(Path(released))
+    # the groups are held to what their method promised (a Mondrian l release: k and l)
+    method = method or (recorded_method if ledger is not None else None) or "jsreduce"
     if method != "jsreduce":
         from dpriv.criteria import promised
 
@@ -141,6 +161,7 @@ def verify(
         view=view,
         sensitive=table,
         recorded=recorded,
+        recorded_in=recorded_in,
         method=method,
     )
     for key, val in report.to_dict().items():
@@ -154,10 +175,38 @@ def verify(
             )
     for p in report.problems:  # each kind already capped at 20 lines and a count of the rest
         typer.echo(f"  FAIL {p}")
-    if not report.ok and table is None and released and sensitive_out(Path(released)).exists():
-        _say(
-            f"note: {sensitive_out(Path(released))} lies beside it: if this is an Anatomy release, "
-            "verify it with --release-format anatomy (or the policy it was released under)"
-        )
+    if not report.ok and released:
+        _hints(Path(released), table is not None, method, report.problems)
     if not report.ok:
         raise typer.Exit(2)
+
+
+def _recorded(released: Path) -> tuple[int | None, str]:
+    """The tuple count recorded beside a released file, and the file's name (a note when that
+    file holds none)."""
+    found = recorded_beside(released)
+    if isinstance(found, str):
+        _say(f"note: {found}")
+    if isinstance(found, Recorded):
+        typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
+        return found.n_released, str(found.path)
+    return None, ""
+
+
+def _hints(released: Path, anatomy: bool, method: str, problems: list[str]) -> None:
+    """What a failed check of a file may mean: a ledger's release (checked under its recorded
+    policy and method with --ledger), an Anatomy QI table, another method."""
+    lr = ledger_release(released)
+    if lr is not None:
+        _say(
+            f"note: {released} is release {lr.index} of the ledger {lr.root}: check it under the "
+            f"ledger's recorded policy and method with dpriv verify --ledger {shlex.quote(str(lr.root))} "
+            f"--view {lr.index} --original HISTORY"
+        )
+    if not anatomy and sensitive_beside(released).exists():
+        _say(
+            f"note: {sensitive_beside(released)} lies beside it: if this is an Anatomy release, "
+            "verify it with --release-format anatomy (or the policy it was released under)"
+        )
+    if method == "jsreduce" and lr is None and any(" > t = " in p for p in problems):
+        _say("note: t is held as JS-reduce promises it; a release of another method: give --method")

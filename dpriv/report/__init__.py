@@ -19,7 +19,8 @@ folder name, and has seven sections (:data:`HEADINGS`):
 * **KPR** -- KPR per release, what it means, and the original view's KPR against itself as
   the reference line (:mod:`dpriv.report.reference`; needs the history);
 * **Adversary gain** -- what each adversary knowledge means (snapshot, dk, dk-n, spm, ie) and
-  what the gain is, the gain (E10) per release of every adversary whose results exist, and
+  what the gain is, the gain (E10) per release of every adversary whose results exist, the
+  retrospective adversary's largest and mean gain per as-of release (``retro-gains``), and
   the tail risk (share of tuples at posterior >= 0.9 on the true value: paper and
   retrospective adversaries, the defender's own posteriors).
 

@@ -24,6 +24,7 @@ from dpriv.report.sections import (
     img,
     knowledge_section,
     kpr_section,
+    retro_table,
     tail_section,
     verdict_section,
 )
@@ -38,7 +39,7 @@ from dpriv.report.tables import (
     policy_summary,
     release_frame,
 )
-from dpriv.report.tail import tail_curves
+from dpriv.report.tail import retro_results, tail_curves
 
 #: The page's sections (``<h2>``), in order.
 HEADINGS = ("Policy", "Verdict", "Releases", "Privacy", "Utility", "KPR", "Adversary gain")
@@ -208,16 +209,25 @@ def render_report(
             )
         )
     parts += ['<h2 id="kpr">KPR</h2>', kpr_section(releases)]
-    parts += ['<h2 id="adversary-gain">Adversary gain</h2>', knowledge_section(curves)]
+    retros = retro_results(led.root / ATTACK_DIR)
+    parts += ['<h2 id="adversary-gain">Adversary gain</h2>', knowledge_section(curves, tuple(retros))]
     if curves:
         parts.append(img(plot_gains(curves), "adversary gain per release for each adversary knowledge"))
         parts.append(gains_table(curves))
+    elif retros:
+        parts.append(
+            '<p class="note" id="paper-missing">No paper-adversary results (attack/gain_&lt;knowledge&gt;'
+            ".csv), only the retrospective adversary's below. <code>dpriv attack LEDGER --history "
+            "HISTORY --knowledge dk</code> writes attack/gain_dk.csv; re-run <code>dpriv report</code>.</p>"
+        )
     else:
         parts.append(
             '<p class="note">No attack results. Run <code>dpriv attack LEDGER --history HISTORY '
             "--knowledge dk --out LEDGER/attack/gain_dk.csv</code> (one file per knowledge) and "
             "re-run <code>dpriv report</code>.</p>"
         )
+    if retros:
+        parts.append(retro_table(retros))
     parts.append(tail_section(tail_curves(led.root / ATTACK_DIR), defender_tail(led)))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

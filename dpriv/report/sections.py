@@ -160,19 +160,21 @@ def kpr_section(releases: pd.DataFrame) -> str:
     return "".join(parts)
 
 
-def knowledge_section(curves: Mapping[str, pd.DataFrame]) -> str:
+def knowledge_section(curves: Mapping[str, pd.DataFrame], retro: tuple[str, ...] = ()) -> str:
     """The ``knowledge`` table (every adversary knowledge of ``dpriv attack``, one sentence
-    each, and which ones have results here) and what the gain is."""
-    present = {knowledge_key(n) for n in curves}
+    each, and which ones have results here: gain curves ``curves``, retrospective results of
+    the names ``retro``) and what the gain is."""
+    results = [(n, n) for n in curves] + [(n, f"{n} (retrospective)") for n in retro]  # (name, shown)
+    present = {knowledge_key(n) for n, _ in results}
     rows = []
     for key, text in KNOWLEDGE_TEXT.items():
-        names = ", ".join(n for n in curves if knowledge_key(n) == key)
+        names = ", ".join(s for n, s in results if knowledge_key(n) == key)
         shown = "dk-1, dk-2, dk-3" if key == "dk-n" else ("spm:PATH" if key == "spm" else key)
         rows.append(
             f'<tr data-knowledge="{e(key)}"><th>{e(shown)}</th><td>{e(text[0].upper() + text[1:])}.</td>'
             f"<td>{e(names) if key in present else 'not attacked'}</td></tr>"
         )
-    extra = [n for n in curves if not knowledge_key(n)]
+    extra = [s for n, s in results if not knowledge_key(n)]
     for name in extra:
         rows.append(
             f"<tr><th>{e(name)}</th><td>(not a knowledge of dpriv attack)</td><td>{e(name)}</td></tr>"
@@ -199,6 +201,32 @@ def gains_table(curves: Mapping[str, pd.DataFrame]) -> str:
     return (
         '<table id="gains"><thead><tr><th>knowledge</th><th>largest gain</th><th>at release</th>'
         f"<th>mean gain</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def retro_table(retros: Mapping[str, pd.DataFrame]) -> str:
+    """The retrospective adversary's results (``retro-gains`` table): per knowledge and as-of
+    release, the largest gain over the releases attacked again then, its release, and the mean
+    gain (:func:`dpriv.report.tail.retro_results`)."""
+    rows = []
+    for name, frame in retros.items():
+        for as_of, part in frame.groupby("as_of", sort=True):
+            g = part["adversary_gain"]
+            worst = part.loc[g.idxmax()] if g.notna().any() else None
+            rows.append(
+                f'<tr title="{e(describe_knowledge(name))}"><th>{e(name)}</th>{cell(int(as_of))}'
+                f"{cell(None if worst is None else float(worst['adversary_gain']))}"
+                f"{cell(None if worst is None else int(worst['release']))}"
+                f"{cell(float(g.mean()) if g.notna().any() else None)}</tr>"
+            )
+    return (
+        '<h3 id="retrospective">Retrospective adversary</h3>'
+        '<table id="retro-gains"><thead><tr><th>knowledge</th><th>as of release</th><th>largest gain</th>'
+        f"<th>at release</th><th>mean gain</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        '<p class="note">The retrospective adversary (attack/retro_&lt;knowledge&gt;.csv, <code>dpriv '
+        "attack --adversary retrospective</code>) attacks every release again after each later one, "
+        "with all the releases out by then: per as-of release, the largest gain (E10) over the "
+        "releases attacked again and their mean.</p>"
     )
 
 

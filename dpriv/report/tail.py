@@ -30,6 +30,50 @@ _RETRO = re.compile(r"^retro_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 TAIL_CURVE_COLUMNS = ("release", "paper_gain", "paper_share", "retro_gain", "retro_share")
 
 
+#: Columns every ``attack/retro_<knowledge>.csv`` must have (:func:`retro_results`).
+RETRO_NEEDED = ("release", "as_of", "adversary_gain", "confident_share")
+
+
+def retro_results(folder: str | Path) -> dict[str, pd.DataFrame]:
+    """The retrospective adversary's results of a ledger's ``attack/`` folder, one row per
+    (release, as_of).
+
+    Parameters
+    ----------
+    folder : str or Path
+        A ledger's ``attack/`` folder.
+
+    Returns
+    -------
+    dict
+        Knowledge name (of ``retro_<knowledge>.csv``) -> frame with :data:`RETRO_NEEDED` (and
+        ``n_tuples``, ``histogram_gain`` where the file has them), sorted by as_of, then
+        release; names in alphabetical order; empty without the folder.
+
+    Raises
+    ------
+    InputError
+        A file without :data:`RETRO_NEEDED` or with a value that is not a number (named
+        relative to the ledger).
+    """
+    folder = Path(folder)
+    out: dict[str, pd.DataFrame] = {}
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.iterdir()):
+        if (m := _RETRO.match(path.name)) and path.is_file():
+            where = f"{folder.name}/{path.name}"
+            f = read_result(
+                path,
+                list(RETRO_NEEDED),
+                where,
+                whole=("release", "as_of"),
+                optional=("n_tuples", "histogram_gain"),
+            )
+            out[m["name"]] = f.sort_values(["as_of", "release"], kind="stable").reset_index(drop=True)
+    return dict(sorted(out.items()))
+
+
 def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     """Per adversary knowledge: mean gain and confident share per release, paper vs retrospective.
 
@@ -64,13 +108,9 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
                 paper[m["name"]] = f.rename(
                     columns={"adversary_gain": "paper_gain", "confident_share": "paper_share"}
                 )
-        elif (m := _RETRO.match(path.name)) and path.is_file():
-            cols = ["release", "as_of", "adversary_gain", "confident_share"]
-            f = read_result(path, cols, where, whole=("release", "as_of"))
-            last = f[f["as_of"] == f["as_of"].max()].drop(columns="as_of")
-            retro[m["name"]] = last.rename(
-                columns={"adversary_gain": "retro_gain", "confident_share": "retro_share"}
-            )
+    for name, f in retro_results(folder).items():
+        last = f.loc[f["as_of"] == f["as_of"].max(), ["release", "adversary_gain", "confident_share"]]
+        retro[name] = last.rename(columns={"adversary_gain": "retro_gain", "confident_share": "retro_share"})
     out = {}
     for name in sorted(set(paper) | set(retro)):
         frames = [x.set_index("release") for x in (paper.get(name), retro.get(name)) if x is not None]

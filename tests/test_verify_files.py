@@ -1,0 +1,118 @@
+"""``dpriv verify`` of a released file on its own: what lies beside it (dpriv.cli.verify_files).
+A drill found a row dropped from a file passing (a check against the original alone cannot
+tell it from a suppressed tuple), a genuine Mondrian release failing (no --method), and an
+Anatomy release of a ledger that could only be checked through --ledger."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpriv.cli import app
+
+FLAGS = ["--id", "rid", "--qi", "age,sex", "--sensitive", "s", "--k", "4", "--t", "0.5"]
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def anonymized(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    view = pd.DataFrame(
+        {"rid": range(n), "age": rng.integers(20, 70, n), "sex": rng.choice(["F", "M"], n),
+         "s": rng.choice(list("abcde"), n)}
+    )  # fmt: skip
+    view.to_csv(tmp_path / "v.csv", index=False)
+    res = run("anonymize", tmp_path / "v.csv", "--out", tmp_path / "r.csv", *FLAGS)
+    assert res.exit_code == 0, res.output
+    return tmp_path
+
+
+def test_a_row_dropped_from_a_released_file_is_caught_by_its_metrics(anonymized):
+    out, metrics = anonymized / "r.csv", anonymized / "r.csv.metrics.json"
+    check = ["verify", out, "--original", anonymized / "v.csv", *FLAGS]
+    res = run(*check)
+    assert res.exit_code == 0 and f"recorded: n_released 300 ({metrics})" in res.output, res.output
+    rows = out.read_text().splitlines()
+    out.write_text("\n".join(rows[:-1]) + "\n")  # the last row gone: within max_suppression
+    res = run(*check)
+    assert res.exit_code == 2, res.output
+    assert (
+        f"the release holds 299 tuples where it recorded 300 (n_released of {metrics}): the released "
+        "file was changed after the release" in " ".join(res.output.split())
+    )
+    # a metrics file without a count: not checked, and the user is told
+    metrics.write_text(json.dumps({"n_released": "many"}))
+    res = run(*check)
+    assert res.exit_code == 0 and f"{metrics} holds no tuple count (n_released)" in res.output, res.output
+
+
+@pytest.fixture(scope="module")
+def ledgers(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ledgers")
+    res = run("generate", "medical", "--out", root / "gen", "--views", "2", "--view-size", "300")
+    assert res.exit_code == 0, res.output
+    for name, extra in (("M", ["--method", "mondrian-l"]), ("A", ["--release-format", "anatomy"])):
+        res = run("release", root / "gen/history.parquet", "--ledger", root / name,
+                  "--policy", root / "gen/policy.toml", *extra)  # fmt: skip
+        assert res.exit_code == 0, res.output
+    return root
+
+
+def _file_check(root, ledger: str, view: int = 1):
+    return ["verify", root / f"{ledger}/releases/1/view.parquet", "--original", root / "gen/history.parquet",
+            "--view", view, "--policy", root / "gen/policy.toml"]  # fmt: skip
+
+
+def test_a_mondrian_release_is_checked_as_its_method_promises(ledgers):
+    res = run(*_file_check(ledgers, "M"))
+    assert res.exit_code == 2 and "> t = 0.45" in res.output, res.output
+    said = " ".join(res.output.split())
+    ledger = shlex.quote(str(ledgers / "M"))
+    assert (
+        f"check it under the ledger's recorded policy and method with dpriv verify --ledger {ledger} --view 1"
+        in said
+    )
+    res = run(*_file_check(ledgers, "M"), "--method", "mondrian-l")
+    assert res.exit_code == 0 and "method: mondrian-l (checked: k, l)" in res.output, res.output
+    assert f"recorded: n_released 300 ({ledgers / 'M/releases/1/metrics.json'})" in res.output
+    res = run(*_file_check(ledgers, "M"), "--method", "mondrian")
+    assert res.exit_code == 2 and "--method 'mondrian' is not a method; choose one of jsreduce" in res.output
+    ledger_check = [
+        "verify",
+        "--ledger",
+        ledgers / "M",
+        "--view",
+        1,
+        "--original",
+        ledgers / "gen/history.parquet",
+    ]
+    res = run(*ledger_check, "--method", "mondrian-t")
+    assert res.exit_code == 2 and "was released with mondrian-l; leave --method out" in res.output, res.output
+    assert run(*ledger_check, "--method", "mondrian-l").exit_code == 0
+
+
+def test_an_anatomy_release_of_a_ledger_is_checked_from_its_files(ledgers):
+    res = run(*_file_check(ledgers, "A"))
+    said = " ".join(res.output.split())
+    assert (
+        res.exit_code == 2
+        and "every QI exact: an Anatomy QI table? verify it with --release-format anatomy" in said
+    )
+    assert "value sets or hierarchy nodes?" not in said
+    res = run(*_file_check(ledgers, "A"), "--release-format", "anatomy")
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output
+    # the same tables against view 2 (the respondents' values moved on): they do not fit
+    res = run(*_file_check(ledgers, "A", view=2), "--release-format", "anatomy")
+    assert (
+        res.exit_code == 2
+        and "every row of an Anatomy QI table must be a tuple of the original" in res.output
+    )
