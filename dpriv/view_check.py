@@ -22,7 +22,7 @@ from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
 from dpriv.errors import InputError
 from dpriv.input_checks import resolve_policy
-from dpriv.inputs import prepared
+from dpriv.inputs import nfc_text, prepared
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import check_unique_ids, codes
 
@@ -52,6 +52,11 @@ def verify_view(
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
+    # released text in NFC as the original's (a CSV saved in NFD by an editor is the same release)
+    text = [c for c in [*policy.qi, policy.sensitive] if c in released.columns]
+    released = released.assign(**{c: nfc_text(released[c]) for c in text})
+    if sensitive is not None and policy.sensitive in sensitive.columns:
+        sensitive = sensitive.assign(**{policy.sensitive: nfc_text(sensitive[policy.sensitive])})
     if policy.id in original.columns:  # a respondent counted twice would skew every check
         check_unique_ids(original, policy, "--original")
     if policy.time and policy.time in original.columns:

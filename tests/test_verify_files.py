@@ -154,3 +154,25 @@ def test_a_ledger_release_without_its_sensitive_table_says_what_to_restore(ledge
     res = run(*check, "--release-format", "anatomy")
     said = " ".join(res.output.split())
     assert res.exit_code == 2 and "restore the sensitive table its ledger wrote next to it" in said, said
+
+
+def test_a_release_saved_in_nfd_verifies_as_the_original_is_read(tmp_path):
+    """A drill: a released CSV whose value sets an editor saved in NFD failed as "not value sets
+    of its levels", though the input side reads NFD text as NFC (one level either way)."""
+    import unicodedata
+
+    rng = np.random.default_rng(3)
+    n = 200
+    view = pd.DataFrame(
+        {"rid": range(n), "age": rng.integers(20, 70, n), "city": rng.choice(["Köln", "Zürich", "Metz"], n),
+         "s": rng.choice(["gesund", "krank", "müde"], n)}
+    )  # fmt: skip
+    view.to_csv(tmp_path / "v.csv", index=False)
+    flags = ["--id", "rid", "--qi", "age,city", "--sensitive", "s", "--k", "4", "--t", "0.6"]
+    out = tmp_path / "r.csv"
+    assert run("anonymize", tmp_path / "v.csv", "--out", out, *flags, "--j", "2").exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    out.write_text(unicodedata.normalize("NFD", text), encoding="utf-8")
+    assert unicodedata.normalize("NFD", "Köln") in out.read_text(encoding="utf-8")
+    res = run("verify", out, "--original", tmp_path / "v.csv", *flags)
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output
