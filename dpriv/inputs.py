@@ -59,7 +59,9 @@ def unused_note(columns, policy: ReleasePolicy) -> str | None:
     )
 
 
-def _nfc(values: pd.Series) -> pd.Series:
+def nfc_text(values: pd.Series) -> pd.Series:
+    """A column's text cells in Unicode NFC (a city typed in NFD is the same level); other
+    dtypes and cells unchanged."""
     if not (pd.api.types.is_object_dtype(values.dtype) or pd.api.types.is_string_dtype(values.dtype)):
         return values
     try:
@@ -111,7 +113,7 @@ def _prepare_part(
         if c not in part.columns:
             continue
         col = to_days(part[c]) if c in dates else part[c]
-        col = _nfc(_plain(col))
+        col = nfc_text(_plain(col))
         if c == id_col and col.dtype != ID_STRING and _is_text_id(col):
             col = col.astype(ID_STRING)
         elif c == id_col and pd.api.types.is_object_dtype(col.dtype):

@@ -305,9 +305,19 @@ def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray, date: bool) ->
 
 
 def _same_within_groups(values: np.ndarray, codes: np.ndarray, column: str) -> None:
+    """InputError unless every row of a QI-group carries the same cell; the message tells a
+    row-level column (an id added to the view, which shifts the columns read by their order)."""
     spread = pd.Series(values).groupby(codes).nunique()
     if (spread > 1).any():
+        every = pd.Series(values).nunique() == len(values)
         raise InputError(
             f"column {column!r} differs between rows of {int((spread > 1).sum())} QI-group(s): every row "
             "of a QI-group carries the same generalized value; this is not a released view of dpriv"
+            + (
+                f" ({column!r} differs on every row: a respondent id or another row-level column?)"
+                if every
+                else ""
+            )
+            + ". Without a policy the columns are read by their order: give it (--policy F) to have an "
+            "extra column named, and never publish a view with respondent ids"
         )

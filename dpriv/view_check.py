@@ -22,7 +22,7 @@ from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
 from dpriv.errors import InputError
 from dpriv.input_checks import resolve_policy
-from dpriv.inputs import prepared
+from dpriv.inputs import nfc_text, prepared
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import check_unique_ids, codes
 
@@ -52,6 +52,11 @@ def verify_view(
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
+    # released text in NFC as the original's (a CSV saved in NFD by an editor is the same release)
+    text = [c for c in [*policy.qi, policy.sensitive] if c in released.columns]
+    released = released.assign(**{c: nfc_text(released[c]) for c in text})
+    if sensitive is not None and policy.sensitive in sensitive.columns:
+        sensitive = sensitive.assign(**{policy.sensitive: nfc_text(sensitive[policy.sensitive])})
     if policy.id in original.columns:  # a respondent counted twice would skew every check
         check_unique_ids(original, policy, "--original")
     if policy.time and policy.time in original.columns:
@@ -72,7 +77,8 @@ def verify_view(
         report = verify_anatomy(released, sensitive, policy, view_counts=counts)
     else:
         report = verify_release(released, policy, view_counts=counts, method=method)
-    extra = count_problems(len(original), report.n_rows, policy, recorded, recorded_in)
+    # the file's rows, not those the checks could read (a value outside D[S] is not a lost row)
+    extra = count_problems(len(original), len(released), policy, recorded, recorded_in)
     if sensitive is None:  # the boxes must admit the original's tuples (no membership here)
         extra += coverage_problems(released, original, policy)
     else:  # the QI rows must be the original's tuples, with the values each group counts

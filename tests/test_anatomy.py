@@ -171,6 +171,8 @@ def test_verifier_rejects_tampered_tables():
     more.loc[0, COUNT] += 1
     bad = verify_anatomy(qi, more, policy, view_counts=summary.s_counts)
     assert not bad.ok and any("QI rows and sensitive counts differ" in p for p in bad.problems)
+    said = next(p for p in bad.problems if "counts differ" in p)
+    assert f"(group {int(more.loc[0, GROUP])}: " in said and "np." not in said  # the label, no NumPy repr
     # a changed exact QI
     moved = qi.copy()
     moved.loc[0, "age"] = 25 if moved.loc[0, "age"] != 25 else 20

@@ -386,3 +386,17 @@ def test_cli_export_of_a_ledger_release(cli, tmp_path):
     (tmp_path / "copy" / "metrics.json").write_text(json.dumps({"n_suppressed": 99}))  # not a ledger's
     r = cli("export", tmp_path / "copy" / "view.parquet", "--policy", pol, "--out", tmp_path / "c.csv")
     assert r.exit_code == 2 and "number of suppressed tuples is unknown" in r.output
+
+
+def test_an_id_column_added_to_a_view_is_told_as_such():
+    """A drill: a view with a respondent_id column was refused as "column 'exam_result' differs
+    between rows", never saying an id was there (the columns are read by their order)."""
+    inside = hand_view()
+    inside.insert(inside.columns.get_loc("disease"), "respondent_id", range(5))  # read as a QI
+    with pytest.raises(InputError, match="'respondent_id' differs on every row: a respondent id"):
+        to_interchange(inside, suppressed="omit")
+    last = hand_view().assign(respondent_id=range(5))  # read as the sensitive column: disease as a QI
+    with pytest.raises(InputError, match=r"'disease' differs between rows.*give it \(--policy F\)"):
+        to_interchange(last, suppressed="omit")
+    with pytest.raises(InputError, match=r"extra \['respondent_id'\]"):  # with the policy: named
+        to_interchange(last, qi=["age", "city", "w"], sensitive="disease", suppressed="omit")

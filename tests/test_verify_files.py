@@ -49,10 +49,32 @@ def test_a_row_dropped_from_a_released_file_is_caught_by_its_metrics(anonymized)
         f"the release holds 299 tuples where it recorded 300 (n_released of {metrics}): the released "
         "file was changed after the release" in " ".join(res.output.split())
     )
-    # a metrics file without a count: not checked, and the user is told
-    metrics.write_text(json.dumps({"n_released": "many"}))
+    # a damaged metrics file is refused (checking without it would let the cut row pass)
+    for text in ('{"n_released": "many"}', "garbage", "null", '{"n_released": -1}', '{"n_released": true}'):
+        metrics.write_text(text)
+        res = run(*check)
+        said = " ".join(res.output.split())
+        assert res.exit_code == 2 and f"{metrics} lies beside {out} but holds no tuple count" in said, text
+    metrics.write_text(json.dumps({"n_released": 300.0}))  # a whole number written as a float counts
     res = run(*check)
-    assert res.exit_code == 0 and f"{metrics} holds no tuple count (n_released)" in res.output, res.output
+    assert res.exit_code == 2 and "holds 299 tuples where it recorded 300" in " ".join(res.output.split())
+    metrics.unlink()  # none at all: not checked, and the user is told so
+    res = run(*check)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0 and f"note: no {metrics} beside it: the tuple count is not checked" in said
+
+
+def test_a_value_outside_the_domain_is_not_counted_as_a_missing_row(anonymized):
+    """A drill: one sensitive value changed to one outside D[S] was reported as a row missing
+    from the file (the rows the checks could read were counted, not the file's)."""
+    out = anonymized / "r.csv"
+    rel = pd.read_csv(out)
+    rel.loc[0, "s"] = "zzz"
+    rel.to_csv(out, index=False)
+    res = run("verify", out, "--original", anonymized / "v.csv", *FLAGS)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "'zzz'" in said, said
+    assert "tuples where it recorded" not in said
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +138,41 @@ def test_an_anatomy_release_of_a_ledger_is_checked_from_its_files(ledgers):
         res.exit_code == 2
         and "every row of an Anatomy QI table must be a tuple of the original" in res.output
     )
+    # an Anatomy release is JS-reduce's: a baseline's method is refused, as the release does
+    res = run(*_file_check(ledgers, "A"), "--release-format", "anatomy", "--method", "mondrian-l")
+    assert res.exit_code == 2 and "an Anatomy release is made by JS-reduce only" in res.output, res.output
+
+
+def test_a_ledger_release_without_its_sensitive_table_says_what_to_restore(ledgers, tmp_path):
+    import shutil
+
+    copy = tmp_path / "A"
+    shutil.copytree(ledgers / "A", copy)
+    (copy / "releases/1/sensitive.parquet").unlink()
+    check = _file_check(ledgers, "A")
+    check[1] = copy / "releases/1/view.parquet"
+    res = run(*check, "--release-format", "anatomy")
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "restore the sensitive table its ledger wrote next to it" in said, said
+
+
+def test_a_release_saved_in_nfd_verifies_as_the_original_is_read(tmp_path):
+    """A drill: a released CSV whose value sets an editor saved in NFD failed as "not value sets
+    of its levels", though the input side reads NFD text as NFC (one level either way)."""
+    import unicodedata
+
+    rng = np.random.default_rng(3)
+    n = 200
+    view = pd.DataFrame(
+        {"rid": range(n), "age": rng.integers(20, 70, n), "city": rng.choice(["Köln", "Zürich", "Metz"], n),
+         "s": rng.choice(["gesund", "krank", "müde"], n)}
+    )  # fmt: skip
+    view.to_csv(tmp_path / "v.csv", index=False)
+    flags = ["--id", "rid", "--qi", "age,city", "--sensitive", "s", "--k", "4", "--t", "0.6"]
+    out = tmp_path / "r.csv"
+    assert run("anonymize", tmp_path / "v.csv", "--out", out, *flags, "--j", "2").exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    out.write_text(unicodedata.normalize("NFD", text), encoding="utf-8")
+    assert unicodedata.normalize("NFD", "Köln") in out.read_text(encoding="utf-8")
+    res = run("verify", out, "--original", tmp_path / "v.csv", *flags)
+    assert res.exit_code == 0 and "ok: True" in res.output, res.output

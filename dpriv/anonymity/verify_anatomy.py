@@ -22,7 +22,7 @@ from dpriv.anonymity.format_check import column_problems, named
 from dpriv.anonymity.membership import exact_numbers
 from dpriv.anonymity.verify import VerificationReport, _as_pandas, _view_counts, check_groups
 from dpriv.errors import PolicyError
-from dpriv.policy import ReleasePolicy
+from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, LABEL
 from dpriv.validate import codes
 
@@ -78,7 +78,7 @@ def _sizes(qi_table: pd.DataFrame, sensitive: pd.DataFrame) -> list[str]:
         return []
     g = bad[0]
     return [
-        f"QI-groups {named(bad)}: QI rows and sensitive counts differ (group {g!r}: "
+        f"QI-groups {named(bad)}: QI rows and sensitive counts differ (group {as_python(g)!r}: "
         f"{both.at[g, 'qi']} QI rows, counts summing to {both.at[g, 's']})"
     ]
 

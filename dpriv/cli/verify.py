@@ -30,7 +30,7 @@ from dpriv.cli.common import (
     with_categorical,
     with_hierarchies,
 )
-from dpriv.cli.verify_files import Recorded, ledger_release, recorded_beside, sensitive_beside
+from dpriv.cli.verify_files import Recorded, ledger_release, metrics_beside, recorded_beside, sensitive_beside
 
 
 @app.command()
@@ -111,6 +111,12 @@ def verify(
             f"--method {method}: {ledger} was released with {recorded_method}; leave --method out"
         )
     pol = with_hierarchies(eff.policy, hierarchy)
+    if method not in (None, "jsreduce") and pol.release_format == "anatomy":  # as the release refuses it
+        raise InputError(
+            f"--method {method}: an Anatomy release is made by JS-reduce only (the baselines publish "
+            "generalized views); leave --method out, or check a generalized view"
+        )
+    found = recorded_beside(Path(released)) if ledger is None else None  # damaged: refused before work
     if ledger is not None and policy is not None:  # the releases read with the ledger's columns
         from dpriv.release_check import check_same_columns
 
@@ -138,16 +144,17 @@ def verify(
     elif pol.release_format == "anatomy":
         path = sensitive_beside(Path(released))
         if not path.exists():
+            beside = "its ledger wrote" if ledger_release(Path(released)) else "dpriv anonymize wrote"
             raise InputError(
                 f"release_format = 'anatomy': the sensitive table {path} of {released} is missing; "
-                "give the QI table that dpriv anonymize wrote next to it"
+                f"restore the sensitive table {beside} next to it"
             )
         table = read_table(str(path)).compute()
     show_policy(eff)
     if ledger is not None:
         recorded, recorded_in = led.read_metrics(view).n_released, "its metrics.json"
     else:
-        recorded, recorded_in = _recorded(Path(released))
+        recorded, recorded_in = _recorded(Path(released), found)
     # the groups are held to what their method promised (a Mondrian l release: k and l)
     method = method or (recorded_method if ledger is not None else None) or "jsreduce"
     if method != "jsreduce":
@@ -181,16 +188,17 @@ def verify(
         raise typer.Exit(2)
 
 
-def _recorded(released: Path) -> tuple[int | None, str]:
-    """The tuple count recorded beside a released file, and the file's name (a note when that
-    file holds none)."""
-    found = recorded_beside(released)
-    if isinstance(found, str):
-        _say(f"note: {found}")
-    if isinstance(found, Recorded):
-        typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
-        return found.n_released, str(found.path)
-    return None, ""
+def _recorded(released: Path, found: Recorded | None) -> tuple[int | None, str]:
+    """The tuple count recorded beside a released file, and the file's name (a note when there
+    is none; InputError when it is damaged)."""
+    if found is None:
+        _say(
+            f"note: no {metrics_beside(released)} beside it: the tuple count is not checked (a row "
+            "cut from the file cannot be told from a suppressed tuple)"
+        )
+        return None, ""
+    typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
+    return found.n_released, str(found.path)
 
 
 def _hints(released: Path, anatomy: bool, method: str, problems: list[str]) -> None:

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpriv.errors import InputError
 from dpriv.ledger import SENSITIVE
 from dpriv.ledger_manifest import MANIFEST
 
@@ -52,21 +53,31 @@ class Recorded:
     path: Path
 
 
-def recorded_beside(released: Path) -> Recorded | None | str:
-    """``n_released`` of the metrics file beside a released file (``OUT.metrics.json``, or a
-    ledger release's ``metrics.json``); None when there is none; a note (str) when the file is
-    there but holds no count (then the count is not checked, and the user is told why)."""
-    path = (
-        released.parent / LEDGER_METRICS
-        if ledger_release(released) is not None
-        else released.with_name(released.name + ".metrics.json")
-    )
+def metrics_beside(released: Path) -> Path:
+    """Where the metrics of a released file lie: a ledger release's ``metrics.json``, else
+    ``OUT.metrics.json`` (what ``dpriv anonymize`` writes)."""
+    if ledger_release(released) is not None:
+        return released.parent / LEDGER_METRICS
+    return released.with_name(released.name + ".metrics.json")
+
+
+def recorded_beside(released: Path) -> Recorded | None:
+    """``n_released`` of the metrics file beside a released file (:func:`metrics_beside`);
+    None when there is no such file. InputError when the file is there but holds no whole
+    count >= 0 (damaged or edited: checking without it would let a cut row pass)."""
+    path = metrics_beside(released)
     if not path.is_file():
         return None
     try:
         count = json.loads(path.read_text(encoding="utf-8")).get("n_released")
     except (OSError, UnicodeDecodeError, ValueError, AttributeError):
         count = None
+    if isinstance(count, float) and count.is_integer():
+        count = int(count)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        return f"{path} holds no tuple count (n_released): the released rows are not counted against it"
+        raise InputError(
+            f"{path} lies beside {released} but holds no tuple count (n_released, a whole number >= 0): "
+            "it was damaged or edited; restore it as dpriv wrote it, or move it away to verify the "
+            "file without its recorded count"
+        )
     return Recorded(count, path)
