@@ -189,8 +189,8 @@ def verify(
 
 
 def _recorded(released: Path, found: Recorded | None) -> tuple[int | None, str]:
-    """The tuple count recorded beside a released file, and the file's name (a note when there
-    is none; InputError when it is damaged)."""
+    """The tuple count ``found`` beside a released file (:func:`recorded_beside`, read before the
+    work) and the file's name; a note when there is none."""
     if found is None:
         _say(
             f"note: no {metrics_beside(released)} beside it: the tuple count is not checked (a row "
