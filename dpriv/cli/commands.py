@@ -43,6 +43,7 @@ from dpriv.cli.common import (
 )
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.generate import experiment_app, generate_app
+from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_new_ledger
@@ -125,9 +126,6 @@ def anonymize(
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 
-
-#: The metrics of ``dpriv anonymize --out OUT``: ``OUT.metrics.json``.
-METRICS_SUFFIX = ".metrics.json"
 
 app.add_typer(generate_app, name="generate")
 

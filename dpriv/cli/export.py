@@ -168,9 +168,7 @@ def _beside(released: Path) -> Path | None:
     """The metrics of a released view given by path, where dpriv put them: ``RELEASED.metrics.json``
     (dpriv anonymize), or ``metrics.json`` beside a ledger's ``releases/<i>/view.parquet``; None
     when neither is there."""
-    own = released.with_name(released.name + ".metrics.json")
-    if own.is_file():
-        return own
-    in_ledger = released.name == "view.parquet" and released.parent.parent.name == "releases"
-    beside = released.with_name("metrics.json")
-    return beside if in_ledger and beside.is_file() else None
+    from dpriv.cli.verify_files import metrics_beside
+
+    path = metrics_beside(released)
+    return path if path.is_file() else None

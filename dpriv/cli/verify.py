@@ -211,9 +211,10 @@ def _hints(released: Path, anatomy: bool, method: str, problems: list[str]) -> N
             f"ledger's recorded policy and method with dpriv verify --ledger {shlex.quote(str(lr.root))} "
             f"--view {lr.index} --original HISTORY"
         )
-    if not anatomy and sensitive_beside(released).exists():
+    table = sensitive_beside(released)
+    if not anatomy and table.exists():
         _say(
-            f"note: {sensitive_beside(released)} lies beside it: if this is an Anatomy release, "
+            f"note: {table} lies beside it: if this is an Anatomy release, "
             "verify it with --release-format anatomy (or the policy it was released under)"
         )
     if method == "jsreduce" and lr is None and any(" > t = " in p for p in problems):

@@ -11,10 +11,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpriv.cli.common import sensitive_out
 from dpriv.errors import InputError
 from dpriv.ledger import SENSITIVE
 from dpriv.ledger_manifest import MANIFEST
 
+#: The metrics of ``dpriv anonymize --out OUT``: ``OUT.metrics.json``.
+METRICS_SUFFIX = ".metrics.json"
 #: The metrics file of a ledger's release, beside its view.parquet.
 LEDGER_METRICS = "metrics.json"
 
@@ -40,9 +43,7 @@ def ledger_release(released: Path) -> LedgerRelease | None:
 def sensitive_beside(released: Path) -> Path:
     """Where an Anatomy release's sensitive table lies: ``sensitive.parquet`` beside a ledger's
     view, ``OUT.sensitive.<ext>`` beside what ``dpriv anonymize`` wrote."""
-    if ledger_release(released) is not None:
-        return released.parent / SENSITIVE
-    return released.with_name(f"{released.stem}.sensitive{released.suffix}")
+    return released.parent / SENSITIVE if ledger_release(released) is not None else sensitive_out(released)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def metrics_beside(released: Path) -> Path:
     ``OUT.metrics.json`` (what ``dpriv anonymize`` writes)."""
     if ledger_release(released) is not None:
         return released.parent / LEDGER_METRICS
-    return released.with_name(released.name + ".metrics.json")
+    return released.with_name(released.name + METRICS_SUFFIX)
 
 
 def recorded_beside(released: Path) -> Recorded | None:
