@@ -916,6 +916,7 @@ def test_a_full_disk_or_read_only_folder_is_a_clear_refusal(tmp_path, monkeypatc
     from typer.testing import CliRunner
 
     import dpriv.io
+    import dpriv.report.page  # noqa: F401 - binds the real writer by name: not to the stand-in below
     from dpriv.cli import app
 
     out = tmp_path / "o.parquet"
