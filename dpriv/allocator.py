@@ -15,6 +15,16 @@ callback) and to the workers of the LocalCluster it starts (:func:`worker_enviro
 they are spawned); a library user's process and a user's own scheduler are left as they are.
 ``DPRIV_KEEP_FREED_MEMORY=0`` in the environment turns both off. Elsewhere than glibc (macOS,
 musl, Windows) nothing is changed.
+
+The same processes also run without numpy's huge-page advice (:func:`no_huge_page_advice`):
+numpy asks the kernel for transparent huge pages for every array of 4 MiB and more, and where
+the kernel's THP ``defrag`` setting is ``madvise`` (the common default) a fault in such an
+array may compact memory on the spot, at a cost that depends on how fragmented the machine's
+memory is. On the 2-core VM the first touch of a (57, 10^6) float64 block (the window of a
+10^6-respondent state) took 0.10-1.24 s with the advice and 0.17 s without, and a 10^6-tuple
+release in a fresh process 1.19x as long (median of 3, ``benchmarks/bench_hugepages.py``).
+``NUMPY_MADVISE_HUGEPAGE`` (numpy's own switch) set to anything in the environment is obeyed:
+dpriv then leaves the advice as numpy set it.
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ import dask
 #: them before it spawns a worker). Dask's own default trims at 64 KiB (``MALLOC_TRIM_THRESHOLD_``):
 #: that setting returns memory promptly, which is what costs the page faults here.
 KEEP_FREED = {"MALLOC_MMAP_THRESHOLD_": str(2**30), "MALLOC_TRIM_THRESHOLD_": str(2**31 - 1)}
+
+#: numpy's switch of its huge-page advice, read when numpy is imported ("0": off).
+HUGEPAGE = "NUMPY_MADVISE_HUGEPAGE"
 
 #: mallopt parameter numbers (glibc malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -63,13 +76,37 @@ def keep_freed_memory() -> bool:
     return bool(mmap_ok and trim_ok)
 
 
+def no_huge_page_advice() -> bool:
+    """Turn off numpy's huge-page advice in this process (numpy is imported already, so its
+    environment switch comes too late; numpy's own setter is used, as its switch would).
+
+    Returns True when turned off; False when the user's environment sets
+    ``NUMPY_MADVISE_HUGEPAGE`` (obeyed as numpy read it) or this numpy has no setter. Never
+    raises: the setting changes speed, never a result.
+    """
+    if HUGEPAGE in os.environ:
+        return False
+    try:  # numpy >= 2 keeps it in numpy._core, numpy 1.x in numpy.core
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:
+        try:
+            from numpy.core.multiarray import _set_madvise_hugepage
+        except ImportError:  # pragma: no cover - a numpy without the setting
+            return False
+    _set_madvise_hugepage(False)
+    return True
+
+
 def worker_environ(base: dict | None) -> dict:
     """The environment a LocalCluster's Nanny sets before spawning a worker: ``base`` (Dask's
-    ``distributed.nanny.pre-spawn-environ``) with :data:`KEEP_FREED` over it, or ``base`` as
-    it is when turned off. A new dict; ``base`` is not changed."""
+    ``distributed.nanny.pre-spawn-environ``) with :data:`KEEP_FREED` over it (unless turned
+    off) and numpy's huge-page advice off (``NUMPY_MADVISE_HUGEPAGE=0``, unless this process's
+    environment or ``base`` sets it). A new dict; ``base`` is not changed."""
     env = dict(base or {})
     if enabled():
         env.update(KEEP_FREED)
+    if HUGEPAGE not in os.environ:
+        env.setdefault(HUGEPAGE, "0")
     return env
 
 

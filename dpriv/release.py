@@ -111,6 +111,7 @@ def release_history(
     until: int | None = None,
     on_release: Callable[[int, ReleaseRecord], None] | None = None,
     method: str = "jsreduce",
+    allow_repeated_view: bool = False,
 ) -> Ledger:
     """Release every view of ``history`` not yet committed in the ledger, in order.
 
@@ -128,11 +129,11 @@ def release_history(
     until : release at most up to this index (an int >= 1; InputError otherwise).
     on_release : called with (index, metrics: :class:`ReleaseRecord`) after each commit
         (progress output).
-    method : "jsreduce" (Algorithm 1) or a Mondrian baseline of :mod:`dpriv.baselines`
-        ("mondrian-l", "mondrian-t", "mondrian-bt") or the "histogram" reference (one
-        QI-group per view); these run on the client; the
-        defender's PK/RBK cycle and the ledger are the same for all, so ``dpriv attack``
-        works on every method.
+    method : "jsreduce" (Algorithm 1), a Mondrian baseline of :mod:`dpriv.baselines` ("mondrian-l",
+        "mondrian-t", "mondrian-bt") or the "histogram" reference (one QI-group per view), these on
+        the client; the defender's PK/RBK cycle and the ledger are the same for all methods.
+    allow_repeated_view : release a view holding exactly the rows of an earlier one (refused by
+        default: :func:`dpriv.release_check.check_repeated`).
 
     Raises
     ------
@@ -157,7 +158,7 @@ def release_history(
     refuse_ignored(policy, method)
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
     refuse_unreachable(policy)
-    check_views(ledger_dir, summaries, policy)  # an edited committed view first, then size and values
+    check_views(ledger_dir, summaries, policy, allow_repeated_view)  # an edited committed view first, ...
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work

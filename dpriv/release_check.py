@@ -304,11 +304,34 @@ def check_unchanged(entry: dict, index: int, digest: str) -> None:
         )
 
 
-def check_views(ledger_dir, summaries: dict[int, ViewSummary], policy: ReleasePolicy) -> None:
+def check_repeated(digests: dict[int, str], committed: set[int]) -> None:
+    """InputError when a view to release (an index of ``digests`` not in ``committed``) holds
+    exactly the rows of an earlier view: the same ids, QIs and sensitive values, the same
+    ``input_sha`` (``digests``: index -> fingerprint, "" when unknown). Last week's file sent
+    again as this week's is a batch job's typical slip, and a committed release cannot be taken
+    back; a history whose weeks really are alike is released with ``allow_repeated_view``."""
+    first: dict[str, int] = {}
+    for i in sorted(digests):
+        digest = digests[i]
+        if digest and digest in first and i not in committed:
+            raise InputError(
+                f"view {i} holds exactly the rows of view {first[digest]} (the same ids, QIs and "
+                f"sensitive values; input fingerprint {digest}): was an earlier week's file sent "
+                f"again? Nothing was released; correct view {i}, or, if the weeks really are the "
+                "same, run again with --allow-repeated-view (release_history(..., "
+                "allow_repeated_view=True))"
+            )
+        first.setdefault(digest, i)
+
+
+def check_views(
+    ledger_dir, summaries: dict[int, ViewSummary], policy: ReleasePolicy, allow_repeated: bool = False
+) -> None:
     """Before any release, in the order a user can act on: is a view the ledger at
     ``ledger_dir`` committed edited since (:func:`check_unchanged`; a missing or damaged
-    manifest is left to the ledger's own checks), then each view's size (PolicyError ``view = 3:
-    k = 5 is larger ...`` unless ``small_view = "suppress"``) and sensitive values."""
+    manifest is left to the ledger's own checks), is a view to release a copy of an earlier one
+    (:func:`check_repeated`, unless ``allow_repeated``), then each view's size (PolicyError
+    ``view = 3: k = 5 is larger ...`` unless ``small_view = "suppress"``) and sensitive values."""
     from dpriv.inputs import check_sensitive_values
     from dpriv.validate import check_size
 
@@ -319,6 +342,9 @@ def check_views(ledger_dir, summaries: dict[int, ViewSummary], policy: ReleasePo
     for entry in entries:
         if entry["index"] in summaries:
             check_unchanged(entry, entry["index"], summaries[entry["index"]].input_sha)
+    if not allow_repeated:
+        recorded = {e["index"]: e.get("input_sha", "") for e in entries}
+        check_repeated({**{i: s.input_sha for i, s in summaries.items()}, **recorded}, set(recorded))
     for i, summary in summaries.items():
         try:
             check_size(summary.n_rows, policy, policy.small_view == "suppress")

@@ -173,6 +173,7 @@ def _run_release(
     hierarchy: list[str] | None = None,
     dates: str | None = None,
     cluster: bool | None = None,
+    allow_repeated_view: bool = False,
 ) -> None:
     from dpriv.input_checks import date_hints_of
     from dpriv.inputs import unused_note
@@ -228,8 +229,9 @@ def _run_release(
     with release_frame(placement, scheduler=scheduler, say=_say) as history:
         try:
             led = release_history(
-                history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method
-            )
+                history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
+                allow_repeated_view=allow_repeated_view,
+            )  # fmt: skip
         except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
                 raise with_hint(exc) from None
@@ -281,6 +283,14 @@ def release(
             "refused (docs/policy.md#release-gate).",
         ),
     ] = None,
+    allow_repeated_view: Annotated[
+        bool,
+        typer.Option(
+            "--allow-repeated-view",
+            help="Release a view that holds exactly the rows of an earlier one (refused by default: "
+            "an earlier week's file sent again).",
+        ),
+    ] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     cluster: Cluster = None,
@@ -312,8 +322,9 @@ def release(
     )
     method = method or recorded_method or "jsreduce"
     _run_release(
-        history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster
-    )
+        history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
+        allow_repeated_view,
+    )  # fmt: skip
 
 
 from dpriv.cli import demo as _demo  # noqa: E402, F401 - registers ``dpriv demo`` (after release in --help)

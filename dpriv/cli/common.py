@@ -17,7 +17,7 @@ from typing import Annotated, Any, NoReturn
 import pandas as pd
 import typer
 
-from dpriv.allocator import keep_freed_memory
+from dpriv.allocator import keep_freed_memory, no_huge_page_advice
 from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
     TABLE_SUFFIXES,
     check_ledger_folder,
@@ -61,6 +61,7 @@ def _main(
 ) -> None:
     """Privacy-preserving sequential data release (JS-reduce) on Dask. Docs: docs/README.md."""
     keep_freed_memory()  # this process is the command's own (dpriv.allocator)
+    no_huge_page_advice()
 
 
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
