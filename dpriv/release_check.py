@@ -29,6 +29,7 @@ from dpriv.ledger_files import check_released_files, open_parquet
 from dpriv.ledger_manifest import MANIFEST
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
+from dpriv.rows import spans
 from dpriv.validate import check_rows, codes, validate_view
 from dpriv.view_summary import ViewSummary
 
@@ -174,21 +175,10 @@ def _check_holds(history, policy: ReleasePolicy, index: int, released: list[int]
     held = sorted(int(v) for v in found if float(v).is_integer())
     if index not in held:
         raise InputError(
-            f"the history holds no view {index} (its views: {_spans(held)}), but the ledger "
-            f"{ledger.root} released views {_spans(released)}: give the history that was released "
+            f"the history holds no view {index} (its views: {spans(held)}), but the ledger "
+            f"{ledger.root} released views {spans(released)}: give the history that was released "
             "(every view of it)"
         )
-
-
-def _spans(indices: list[int]) -> str:
-    """``[1, 2, 3, 5]`` as ``1..3, 5``."""
-    runs: list[list[int]] = []
-    for i in indices:
-        if runs and i == runs[-1][1] + 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs) or "none"
 
 
 def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:
