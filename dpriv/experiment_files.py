@@ -24,17 +24,13 @@ def check_out(out: Path, grid: dict[str, list[dict]], ledgers: list[str]) -> Non
     experiment did not write as it is now (a user's ``runs.csv`` is never replaced; a rerun
     replaces its own), a ``data/`` folder holding only part of a generated history, and a
     ``ledgers/<name>`` (one per setting: ``ledgers``) that is neither absent, empty nor a ledger."""
-    from dpriv.cli.outputs import ledger_of, written_by
+    from dpriv.cli.outputs import check_outside_ledger, written_by
     from dpriv.datasets.files import GENERATED_FILES
 
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise InputError(f"--out {out} {not_a_folder(out)}, not a folder: choose a folder for the experiment")
-    ledger = ledger_of(out / "runs.csv")
-    if ledger is not None:
-        raise InputError(
-            f"--out {out} lies inside the release ledger {ledger}, whose files are the record of what "
-            "was released: nothing was written; choose a folder outside the ledger"
-        )
+    files = (*OUTPUTS, *(f"gain_{m}.png" for m in grid), *(f"data/{n}" for n in GENERATED_FILES))
+    check_outside_ledger(out, *files)  # (its own ledgers/<setting>/ aside)
     data = out / "data"
     have = [n for n in GENERATED_FILES if (data / n).exists() or (data / n).is_symlink()]
     if have and not {"history.parquet", "policy.toml"} <= set(have):

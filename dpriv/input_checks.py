@@ -13,8 +13,9 @@ import pandas as pd
 from dpriv._dispatch import is_dask, to_pandas
 from dpriv.errors import InputError, PolicyError
 from dpriv.hierarchy import hierarchy_domains
+from dpriv.inputs import policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
-from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of
+from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of, spans
 from dpriv.validate import check_raw, check_rows, missing_columns
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
@@ -40,8 +41,35 @@ def resolve_policy(
         notes = notes + inferred + date_hints(data, policy, resolved)
         policy = resolved
     if policy.time:  # every view of a history at once (one view is checked whole by validate_view)
-        check_rows(view, policy)
+        try:
+            check_rows(view, policy)
+        except InputError as exc:
+            raise InputError(f"{exc}{renamed_hint(view, policy)}") from None
     return policy, notes
+
+
+def renamed_hint(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> str:
+    """``"; column 'wt' appears only in view 5, where 'weight' is missing: renamed? ..."``, for
+    each column the policy does not name that holds values only in views where a column it names
+    holds none (a column renamed in some weeks: the bad rows of the history's message); ``""``
+    otherwise, and without a time column."""
+    unused = set(unused_columns(view.columns, policy))
+    extra = [c for c in view.columns if str(c) in unused]
+    if not extra or policy.time not in view.columns:  # one view (a time the view lacks), or no time
+        return ""
+    named = policy_columns(policy)
+    counts = view.groupby(policy.time)[[*named, *extra]].count()  # non-missing cells per view
+    counts = counts.compute() if is_dask(counts) else counts
+    hints = []
+    for col in extra:
+        present = set(counts.index[counts[col] > 0])
+        for name in named:
+            if present and present <= set(counts.index[counts[name] == 0]):
+                hints.append(
+                    f"; column {col!r} appears only in {policy.time} {spans(present)}, where {name!r} "
+                    f"is missing: renamed? name it {name!r} there"
+                )
+    return "".join(hints)
 
 
 def check_same_text(data: pd.DataFrame) -> None:

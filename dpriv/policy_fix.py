@@ -11,6 +11,7 @@ The one exception: ``small_view = "suppress"`` may be taken up by a running ledg
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 from dpriv.errors import InputError, PolicyError
@@ -87,15 +88,22 @@ def with_new_ledger(exc: PolicyError, committed: int) -> PolicyError:
 OUTSIDE_DOMAIN = ("outside its declared domain", "not in its declared domain", "not in its declared levels")
 
 
+#: The fix a value outside a domain is given on its own (:mod:`dpriv.validate`), which a ledger
+#: holding releases cannot follow: its domains are fixed.
+_WIDEN = re.compile(r"(?:widen \[domains\]|add them to \[domains\]) or correct the data")
+
+
 def with_domain_hint(exc: InputError, committed: int) -> InputError:
     """``exc`` with :data:`NEW_LEDGER`'s words when a value lies outside a domain and
     ``committed`` > 0 releases are in the ledger (whose domains, declared or inferred from
-    the views of its first release, cannot change); else ``exc`` itself."""
+    the views of its first release, cannot change), its "widen [domains]" dropped; else
+    ``exc`` itself."""
     text = str(exc)
     if committed <= 0 or not any(words in text for words in OUTSIDE_DOMAIN):
         return exc
     return type(exc)(
-        f"{text} ({_held(committed)} committed, with the domains of the first release, inferred from "
-        f"its views where the policy declared none: {NEW_LEDGER}, its policy declaring [domains] "
-        "that cover every week's values)"
+        f"{_WIDEN.sub('correct the data', text)} ({_held(committed)} committed with the domains of "
+        "the ledger's first release (its policy's [domains], or inferred from its views where "
+        f"none was declared); values outside them: {NEW_LEDGER}, its "
+        "policy declaring [domains] that cover every week's values)"
     )

@@ -76,6 +76,7 @@ from dpriv.release_check import (  # noqa: F401
     verify_parts,
 )
 from dpriv.released import LABEL, public, qig_table, secret_policy
+from dpriv.resume_types import resumed_types
 from dpriv.sources import defender_knowledge
 from dpriv.state import attach_priors, empty_state, next_state
 from dpriv.state_parts import state_nbuckets
@@ -149,9 +150,9 @@ def release_history(
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
-    indices = check_history(history, policy)
+    indices = check_history(history, policy)[:until]
     policy, _ = resolve_policy(history, policy)
-    indices = indices[:until]
+    history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices)
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])

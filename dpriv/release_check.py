@@ -11,7 +11,6 @@ order-free digest). Only reports, counts and digests reach the client.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import dask
 import dask.dataframe as dd
@@ -26,9 +25,10 @@ from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.ledger_files import check_released_files, open_parquet
-from dpriv.ledger_manifest import MANIFEST
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
+from dpriv.resume_types import open_committed
+from dpriv.rows import spans
 from dpriv.validate import check_rows, codes, validate_view
 from dpriv.view_summary import ViewSummary
 
@@ -174,21 +174,10 @@ def _check_holds(history, policy: ReleasePolicy, index: int, released: list[int]
     held = sorted(int(v) for v in found if float(v).is_integer())
     if index not in held:
         raise InputError(
-            f"the history holds no view {index} (its views: {_spans(held)}), but the ledger "
-            f"{ledger.root} released views {_spans(released)}: give the history that was released "
+            f"the history holds no view {index} (its views: {spans(held)}), but the ledger "
+            f"{ledger.root} released views {spans(released)}: give the history that was released "
             "(every view of it)"
         )
-
-
-def _spans(indices: list[int]) -> str:
-    """``[1, 2, 3, 5]`` as ``1..3, 5``."""
-    runs: list[list[int]] = []
-    for i in indices:
-        if runs and i == runs[-1][1] + 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs) or "none"
 
 
 def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:
@@ -295,11 +284,13 @@ def _cut(value) -> str:
 def check_unchanged(entry: dict, index: int, digest: str) -> None:
     """InputError when view ``index`` of a resumed history is not the one the ledger committed
     (``entry``: its manifest entry; ``digest``: the view's now). Not compared when the entry
-    records no digest (a ledger of an early dpriv)."""
+    records no digest (a ledger of an early dpriv). A column whose type the ledger records was
+    compared before, by name (:func:`dpriv.resume_types.resumed_types`): what is left is rows,
+    values, or how a categorical QI's values are written."""
     if entry.get("input_sha", digest) != digest:
         raise InputError(
-            f"view {index} differs from the one committed in the ledger (its rows, or only a "
-            "column's type: ages 45 read as 45.0 after a change of export tool); a committed "
+            f"view {index} differs from the one committed in the ledger: a row was added, removed or "
+            "edited since, or a value is written otherwise (a level 2 now written 2.0); a committed "
             "release cannot change: restore the input as it was released, or start a new ledger"
         )
 
@@ -335,10 +326,7 @@ def check_views(
     from dpriv.inputs import check_sensitive_values
     from dpriv.validate import check_size
 
-    try:
-        entries = Ledger(ledger_dir).committed() if (Path(ledger_dir) / MANIFEST).is_file() else []
-    except LedgerError:
-        entries = []
+    entries = open_committed(ledger_dir)[1]
     for entry in entries:
         if entry["index"] in summaries:
             check_unchanged(entry, entry["index"], summaries[entry["index"]].input_sha)

@@ -86,8 +86,14 @@ def input_file() -> InputFile | None:
 
 
 def bad_rows(part: pd.DataFrame, mask: np.ndarray, id_col: str, time_col: str | None) -> list[BadRow]:
-    """The first :data:`MAX_ROWS_SHOWN` rows of ``part`` where ``mask`` (bool, shape (n,)) holds."""
-    pos = np.flatnonzero(mask)[:MAX_ROWS_SHOWN]
+    """The first :data:`MAX_ROWS_SHOWN` rows of ``part`` where ``mask`` (bool, shape (n,)) holds,
+    then the first such row of each other time (view) of ``time_col``: a message names the views
+    of every bad row (:func:`views_prefix`), not only of the rows it shows."""
+    hit = np.flatnonzero(mask)
+    pos = hit[:MAX_ROWS_SHOWN]
+    if time_col and time_col in part and len(hit) > len(pos):
+        first = pd.Series(part[time_col].to_numpy()[hit]).drop_duplicates().index.to_numpy()
+        pos = np.union1d(pos, hit[first])  # one row per view beyond the rows shown
     sub = part.iloc[pos]
     ids = sub[id_col].tolist() if id_col in sub else [None] * len(pos)
     times = sub[time_col].tolist() if time_col and time_col in sub else [None] * len(pos)
@@ -137,14 +143,36 @@ def describe(rows: list[BadRow], count: int, id_col: str, time_col: str | None, 
     return text
 
 
-def views_prefix(rows: list[BadRow], count: int, time_col: str | None) -> str:
-    """``"view = 2: "`` (``"view = 2, 3, ...: "``): the views of a history the bad ``rows`` are
-    in ("..." when rows beyond the ones listed may be in others); ``""`` without a time."""
-    times = sorted({r.time for r in rows if r.time is not None}, key=str)
+def views_prefix(rows: list[BadRow], time_col: str | None) -> str:
+    """``"view = 5: "``, ``"view = 2, 3: "``, ``"view = 5..9, 12: "``: the views of a history
+    the bad ``rows`` are in (:func:`bad_rows` keeps a row of each); ``""`` without a time."""
+    times = {r.time for r in rows if r.time is not None}
     if not time_col or not times:
         return ""
-    more = ", ..." if count > len(rows) else ""
-    return f"{time_col} = {', '.join(map(str, times))}{more}: "
+    return f"{time_col} = {spans(times, most=MAX_SPANS)}: "
+
+
+#: Runs of views named in a message (:func:`spans`), then how many views in all.
+MAX_SPANS = 10
+
+
+def spans(values, most: int | None = None) -> str:
+    """``[1, 2, 3, 5, 6]`` as ``"1..3, 5, 6"`` (runs of three or more consecutive whole numbers
+    as ``a..b``; other values as they are, after the numbers); ``"none"`` when empty. With
+    ``most``, the first ``most`` parts, then ``", ... (N in all)"``."""
+    values = list(values)
+    whole = sorted(v for v in values if isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+    runs: list[list] = []
+    for i in whole:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    texts = [f"{a}..{b}" if b > a + 1 else ", ".join(map(str, range(a, b + 1))) for a, b in runs]
+    texts += sorted({str(v) for v in values} - {str(v) for v in whole})
+    if most is not None and len(texts) > most:
+        return ", ".join(texts[:most]) + f", ... ({len(set(map(str, values)))} in all)"
+    return ", ".join(texts) or "none"
 
 
 def _where(source: InputFile, positions: list[int]) -> list[str]:
@@ -257,7 +285,7 @@ def problems_message(problems: pd.DataFrame, id_col: str, time_col: str | None, 
         count = int(same["count"].sum())
         key = (int(same["order"].min()), seen)  # as before: the smallest order, first found
         where = describe(rows, count, id_col, time_col, whole=whole)
-        prefix = views_prefix(rows[:MAX_ROWS_SHOWN], count, time_col)
+        prefix = views_prefix(rows, time_col)
         texts.append((key, f"{prefix}{same['message'].iloc[0]} ({where})"))
     texts = [t for _, t in sorted(texts, key=lambda kt: kt[0])]
     out = texts[0]

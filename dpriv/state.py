@@ -133,9 +133,11 @@ BUCKET = "_bucket"
 
 def state_buckets(ids: pd.Series | np.ndarray, nbuckets: int) -> np.ndarray:
     """The bucket (int64 in ``0..nbuckets-1``) of each respondent id: a seed-free hash of the
-    id (:func:`dpriv._random.stable_hash`, the same for any dtype of the same values) modulo
-    ``nbuckets``. The state is written bucket after bucket, each sorted by id, on both
-    release paths (:func:`next_state`), so its bytes do not depend on the path taken."""
+    id (:func:`dpriv._random.stable_hash`; not the same for every dtype of the same values:
+    int32 -1 and int64 -1 hash apart, so a resumed history's ids are cast to the ledger's dtype
+    first, :func:`dpriv.resume_types.resumed_types`) modulo ``nbuckets``. The state is written
+    bucket after bucket, each sorted by id, on both release paths (:func:`next_state`), so its
+    bytes do not depend on the path taken."""
     from dpriv._random import stable_hash
 
     return (stable_hash(ids) % np.uint64(max(int(nbuckets), 1))).astype(np.int64)

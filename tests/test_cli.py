@@ -909,9 +909,11 @@ def test_a_later_week_outside_the_ledgers_domains_is_told_to_start_a_new_ledger(
     out = assert_refused(
         cli("release", tmp_path / "h.parquet", "--ledger", tmp_path / "L", *flags),
         r"QI 'age' has values \[90\] outside its declared domain \[45, 74\]",
-        r"release 1 is committed, with the domains of the first release, inferred from its views",
+        r"release 1 is committed with the domains of the ledger's first release",
         r"needs a new ledger.*declaring \[domains\] that cover every week's values",
     )
+    assert "widen [domains]" not in out  # a running ledger's domains cannot be widened
+    assert "outside its declared domain [45, 74]: correct the data (" in out
     assert "Traceback" not in out and tree(tmp_path / "L") == before
 
 

@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -88,6 +89,41 @@ def test_generate_medical_refuses_to_overwrite_and_force_replaces(cli, tmp_path)
     res = cli("generate", "medical", "--views", "2", "--view-size", "50", "--out", tmp_path / "link")
     assert_refused(res, r"link is a broken symbolic link \(to .*gone\), not a folder")
     assert not (tmp_path / "gone").exists()
+
+
+def _ledger_folder(root: Path) -> Path:
+    """A folder a command takes for a release ledger (manifest.json and releases/1/)."""
+    (root / "releases" / "1").mkdir(parents=True)
+    (root / "manifest.json").write_text('{"releases": []}')
+    (root / "releases" / "1" / "view.parquet").write_bytes(b"released")
+    return root
+
+
+@pytest.mark.parametrize("command", [("generate", "medical"), ("demo",)], ids=["generate", "demo"])
+def test_generate_and_demo_write_nothing_into_a_release_ledger(command, cli, tmp_path):
+    """A drill: generate and demo put raw respondent data (history.parquet, knowledge/) and demo a
+    nested ledger into a ledger's public folders, where attack, report and export refuse."""
+    led = _ledger_folder(tmp_path / "led")
+    project = tmp_path / "project"
+    _ledger_folder(project / "knowledge")  # a ledger named knowledge: generate's dk.npz would go in
+    before, paths = snapshot(tmp_path), sorted(tmp_path.rglob("*"))
+    refused = {
+        led: f"--out {led} is the release ledger {led}, whose files are the record",
+        led / "releases" / "2": r"releases/2 lies inside the release ledger .*/led, whose files",
+        led / "attack": r"attack lies inside the release ledger .*/led, whose files",
+        project: r"project would put knowledge/dk\.npz inside the release ledger .*/project/knowledge",
+    }
+    for out, message in refused.items():
+        res = cli(*command, "--views", "2", "--view-size", "50", "--out", out, "--force")
+        assert_refused(res, message, "nothing was written")
+    assert snapshot(tmp_path) == before and sorted(tmp_path.rglob("*")) == paths
+    # a project folder holding a ledger further down is fine: the files go beside it
+    shutil.rmtree(project / "knowledge")
+    _ledger_folder(project / "led")
+    res = cli("generate", "medical", "--views", "2", "--view-size", "50", "--out", project)
+    assert res.exit_code == 0, res.output
+    assert (project / "history.parquet").is_file()
+    assert sorted(p.name for p in (project / "led").iterdir()) == ["manifest.json", "releases"]
 
 
 def test_generate_force_keeps_an_edited_policy_and_unrecorded_files(cli, tmp_path):

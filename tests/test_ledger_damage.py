@@ -318,7 +318,8 @@ def test_a_truncated_state_of_the_last_release_is_refused_naming_it(released, tm
 
 def test_a_resumed_view_whose_column_only_changed_type_says_so(released, tmp_path):
     """A weekly job whose export tool began writing ages as 45.0 was told only that view 1
-    'differs'; the message now names that case."""
+    'differs'; the message now names the column, both types and that its values are whole
+    numbers (tests/test_resume_types.py: a CSV's lines)."""
     root = tmp_path / "L"
     shutil.copytree(released / "L", root)
     history = pd.read_parquet(released / "history.parquet")
@@ -329,7 +330,7 @@ def test_a_resumed_view_whose_column_only_changed_type_says_so(released, tmp_pat
         released, "release", tmp_path / "h.parquet", "--ledger", root, "--policy", released / "policy.toml"
     )
     assert res.exit_code == 2, res.output
-    assert (
-        "view 1 differs from the one committed in the ledger (its rows, or only a column's type" in res.output
-    )
+    out = " ".join(res.output.split())
+    assert "QI 'age' is float64 in this input where the ledger recorded int64 (releases/2/" in out
+    assert "(its values are whole numbers stored as float64)" in out
     assert snapshot(root) == before

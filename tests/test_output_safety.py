@@ -8,6 +8,7 @@ message, every byte and mtime unchanged."""
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -256,10 +257,63 @@ def test_release_names_the_bad_rows_of_every_view_by_their_line(note, cli, relea
     )
     assert_refused(
         res,
-        r"view = 2, 3, \.\.\.: column 'weight' has missing values",
+        r"view = 2, 3: column 'weight' has missing values",  # the views, exactly (no "...")
         re.escape(f"(7 rows: {shown} and 2 more of {path} (the header is line 1))"),
     )
+    assert "renamed?" not in res.output  # the note column is in every view: not a renamed one
     assert not (tmp_path / "led").exists()
+
+
+@pytest.mark.parametrize("npartitions", [None, 3])
+@pytest.mark.parametrize(
+    "bad, prefix",
+    [
+        ({3: 7}, "view = 3: "),  # 5 rows shown of 7 in one view: not "view = 3, ...: "
+        ({2: 6, 3: 1}, "view = 2, 3: "),  # the 6th and 7th rows are in another view
+        ({1: 6, 2: 2, 3: 1}, "view = 1..3: "),
+    ],
+)
+def test_a_message_names_exactly_the_views_of_its_bad_rows(bad, prefix, npartitions, released):
+    """A drill: weight missing in view 5 only read "view = 5, ...:", as if more views were
+    concerned; the views of all the bad rows are named, beyond the 5 rows shown."""
+    import dask.dataframe as dd
+
+    from dpriv.validate import check_rows
+
+    h = pd.read_parquet(released / "history.parquet").sort_values("view", kind="stable")
+    h = h.reset_index(drop=True).astype({"weight": float})
+    for view, n in bad.items():
+        h.loc[np.flatnonzero(h["view"] == view)[-n:], "weight"] = np.nan  # its last n rows
+    frame = h if npartitions is None else dd.from_pandas(h, npartitions=npartitions, sort=False)
+    with pytest.raises(InputError) as err:
+        check_rows(frame, ReleasePolicy.from_toml(released / "policy.toml"))
+    assert str(err.value).startswith(prefix + "column 'weight' has missing values"), str(err.value)
+
+
+def test_spans_names_runs_of_views_and_counts_the_rest():
+    from dpriv.rows import spans
+
+    assert spans({9, 5, 6, 7, 12, 13}) == "5..7, 9, 12, 13" and spans([]) == "none"
+    assert spans(range(1, 30, 2), most=3) == "1, 3, 5, ... (15 in all)"
+
+
+def test_a_column_renamed_in_one_week_is_named_as_a_likely_rename(cli, released, tmp_path):
+    """The drill: weight renamed to wt in the last week; the message named the missing weight
+    and, apart, an unreleased column wt: it now says wt may be weight renamed."""
+    h = pd.read_parquet(released / "history.parquet")
+    renamed = h[h["view"] == 3].rename(columns={"weight": "wt"})
+    path = tmp_path / "rename.csv"
+    pd.concat([h[h["view"] <= 2], renamed]).to_csv(path, index=False)
+    led = tmp_path / "led"
+    shutil.copytree(released / "led", led)
+    before = snapshot(led)
+    res = cli("release", path, "--ledger", led, "--policy", released / "policy.toml")
+    assert_refused(
+        res,
+        r"view = 3: column 'weight' has missing values",
+        r"; column 'wt' appears only in view 3, where 'weight' is missing: renamed\? name it 'weight' there",
+    )
+    assert snapshot(led) == before
 
 
 def test_verify_and_report_name_the_bad_rows_by_their_line_as_release_does(cli, released, tmp_path):

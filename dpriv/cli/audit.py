@@ -26,6 +26,8 @@ from dpriv.policy_base import with_hint
 if TYPE_CHECKING:
     import pandas as pd
 
+    from dpriv.report.coverage import AttackResults
+
 
 def default_out(ledger: Path, knowledge: str, adversary: str) -> Path:
     """Where ``dpriv attack`` writes without ``--out``: ``LEDGER/attack/gain_<knowledge>.csv``
@@ -200,29 +202,42 @@ def report(
     """One self-contained HTML page: policy, a verdict per release against its thresholds,
     per-release metrics, privacy, utility and KPR plots, and the adversary gains and tail risk
     found in LEDGER/attack/ (where dpriv attack writes), with what each of them means."""
+    import shlex
+
     from dpriv.attack_files import AGAIN
-    from dpriv.ledger import ATTACK_DIR, Ledger
-    from dpriv.report import gain_curves, write_report
-    from dpriv.report.tail import retro_results
+    from dpriv.ledger import Ledger
+    from dpriv.report import write_report
+    from dpriv.report.coverage import attack_results
 
     check_out(out, *([history] if history else []), kind="report", force=force)
     led = Ledger(ledger)
     path = write_report(led, out, title=title, history=history)  # records it in .dpriv-outputs
-    curves = gain_curves(led)
-    retros = retro_results(led.root / ATTACK_DIR)
+    results = attack_results(led)
     for name in changed_since_written(led.root / "attack"):
         _say(
             f"note: attack/{name} changed since dpriv attack wrote it (its bytes differ from "
             f"attack/.dpriv-outputs): the report shows the edited figures; {AGAIN}"
         )
-    found = ([f"adversary gains: {', '.join(curves)}"] if curves else []) + (
-        [f"retrospective adversary: {'; '.join(retro_summary(n, f) for n, f in retros.items())}"]
-        if retros
-        else []
-    )
+    for note in results.notes(shlex.quote(str(ledger))):
+        _say(f"note: {note}")
     typer.echo(
-        f"report of {len(led.committed())} release(s) written to {path}; "
-        + ("; ".join(found) if found else "no attack results in attack/")
+        f"report of {results.held} release(s) written to {path}; "
+        + ("; ".join(found_results(results)) or "no attack results in attack/")
+    )
+
+
+def found_results(results: AttackResults) -> list[str]:
+    """What the report found in ``attack/``, e.g. ``["adversary gains: dk (releases 1..4 of 5),
+    snapshot", "retrospective adversary: dk (largest gain ...)"]``: a result that misses
+    releases of the ledger says which it covers."""
+
+    def covers(name: str, retro: bool = False) -> str:
+        return f" ({results.coverage(name, retro=retro)})" if results.missing(name, retro=retro) else ""
+
+    gains = [name + covers(name) for name in results.curves]
+    retros = [retro_summary(n, f) + covers(n, retro=True) for n, f in results.retros.items()]
+    return ([f"adversary gains: {', '.join(gains)}"] if gains else []) + (
+        [f"retrospective adversary: {'; '.join(retros)}"] if retros else []
     )
 
 

@@ -35,11 +35,12 @@ def demo(
 ) -> None:
     """Generate the paper-setting history and release it with JS-reduce (in this process, or on a
     local cluster with --cluster or for views over 50,000 tuples)."""
-    from dpriv.cli.outputs import check_writable
+    from dpriv.cli.outputs import check_outside_ledger, check_writable
     from dpriv.cluster import scheduler_identity
     from dpriv.datasets import medical_history, write_history
-    from dpriv.datasets.files import check_generated
+    from dpriv.datasets.files import GENERATED_FILES, check_generated
 
+    check_outside_ledger(out, *GENERATED_FILES)  # raw data and a nested ledger inside a ledger
     folder = next(p for p in (out, *out.absolute().parents) if p.exists() or p.is_symlink())
     if folder.is_dir():  # probed here, before any work
         check_writable(folder)

@@ -182,12 +182,32 @@ def check_not_input(out: Path, *inputs: str) -> None:
                 f"--out {out} is the input file {given}: dpriv never overwrites its input; "
                 "choose another output file"
             )
-    ledger = ledger_of(out)
-    if ledger is not None and not target.is_relative_to(ledger / "attack"):
+    check_outside_ledger(out, attack=True)
+
+
+def check_outside_ledger(out: Path, *names: str, attack: bool = False, flag: str = "--out") -> None:
+    """Refuse (InputError, before any work) an output that would land in a release ledger, whose
+    files are the record of what was released: the file ``out``; or, given the ``names`` of the
+    files a command writes into the folder ``out`` (``history.parquet``, ``knowledge/dk.npz``),
+    any of them (``out`` a ledger, inside one, or ``out/knowledge`` a ledger). ``attack``: the
+    ledger's ``attack/`` folder takes results (what ``dpriv attack``, ``report`` and ``export``
+    write). A folder that merely holds a ledger further down is not refused."""
+    for path in [out / name for name in names] or [out]:
+        ledger = ledger_of(path)
+        if ledger is None or (attack and path.resolve().is_relative_to(ledger / "attack")):
+            continue
+        fix = f"choose a {'folder' if names else 'path'} outside the ledger"
+        if out.resolve() == ledger:
+            where = f"is the release ledger {ledger}"
+        elif out.resolve().is_relative_to(ledger):
+            where = f"lies inside the release ledger {ledger}"
+        else:
+            where = f"would put {path.relative_to(out)} inside the release ledger {ledger}"
+            fix = "choose another folder"
         raise InputError(
-            f"--out {out} lies inside the release ledger {ledger}, whose files are the record of "
-            "what was released (only its attack/ folder takes results): nothing was written; "
-            "choose a path outside the ledger"
+            f"{flag} {out} {where}, whose files are the record of what was released"
+            + (" (only its attack/ folder takes results)" if attack else "")
+            + f": nothing was written; {fix}"
         )
 
 

@@ -163,16 +163,19 @@ def check_generated(
 ) -> None:
     """Refuse (InputError, before anything is written or generated) the generated ``files`` of
     ``out`` (default :data:`GENERATED_FILES`; :data:`PBC_FILES` for :func:`write_pbc`) that
-    exist: all of them without ``overwrite`` (:func:`refuse_existing`); with it,
-    those dpriv did not write or that changed since (a user's edit of ``policy.toml``): only
-    a file recorded in ``.dpriv-outputs`` of its folder as written by ``generate`` with these
-    very bytes may be replaced (dpriv/cli/outputs.py)."""
-    from dpriv.cli.outputs import RECORD, written_by
+    would land in a release ledger (raw data among its public files, even with ``overwrite``:
+    :func:`dpriv.cli.outputs.check_outside_ledger`) or that exist: all of them without
+    ``overwrite`` (:func:`refuse_existing`); with it, those dpriv did not write or that changed
+    since (a user's edit of ``policy.toml``): only a file recorded in ``.dpriv-outputs`` of its
+    folder as written by ``generate`` with these very bytes may be replaced
+    (dpriv/cli/outputs.py)."""
+    from dpriv.cli.outputs import RECORD, check_outside_ledger, written_by
 
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise InputError(
             f"{out} {not_a_folder(out)}, not a folder; choose a folder for the generated files (--out)"
         )
+    check_outside_ledger(out, *files, flag="--out" if flag == "--force" else "out_dir")
     if not overwrite:
         refuse_existing(out, flag, files)
         return

@@ -22,7 +22,10 @@ folder name, and has seven sections (:data:`HEADINGS`):
   what the gain is, the gain (E10) per release of every adversary whose results exist, the
   retrospective adversary's largest and mean gain per as-of release (``retro-gains``), and
   the tail risk (share of tuples at posterior >= 0.9 on the true value: paper and
-  retrospective adversaries, the defender's own posteriors).
+  retrospective adversaries, the defender's own posteriors). A result that misses releases of
+  the ledger (attacked before the last releases) is named above them (``stale-results``), with
+  the releases it covers and the command that updates it; a result naming a release the ledger
+  does not hold is refused (:mod:`dpriv.report.coverage`).
 
 Suppression has one unit everywhere on the page: percent of the view's tuples.
 

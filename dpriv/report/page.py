@@ -15,6 +15,7 @@ import pandas as pd
 from dpriv.criteria import breaks, promised
 from dpriv.io import atomic_write, made_folder
 from dpriv.ledger import Ledger
+from dpriv.report.coverage import attack_results
 from dpriv.report.explain import percent, report_title, verdicts
 from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
 from dpriv.report.reference import reference_kprs
@@ -25,6 +26,7 @@ from dpriv.report.sections import (
     knowledge_section,
     kpr_section,
     retro_table,
+    stale_notes,
     tail_section,
     verdict_section,
 )
@@ -35,11 +37,10 @@ from dpriv.report.tables import (
     _ledger,
     _stored_policy,
     defender_tail,
-    gain_curves,
     policy_summary,
     release_frame,
 )
-from dpriv.report.tail import retro_results, tail_curves
+from dpriv.report.tail import tail_curves
 
 #: The page's sections (``<h2>``), in order.
 HEADINGS = ("Policy", "Verdict", "Releases", "Privacy", "Utility", "KPR", "Adversary gain")
@@ -56,6 +57,7 @@ table.policy td,table.policy th{text-align:left}
 td.fail{background:#fbe3e3}
 img{max-width:100%;height:auto;display:block;margin:.6em 0}
 p.note{color:#555;font-size:.9em}
+div.stale{background:#fff4d6;border-left:4px solid #d9a400;padding:.3em .8em;font-size:.9em}
 """
 
 
@@ -138,7 +140,8 @@ def render_report(
     check_ledger_whole(led, state=False)  # a damaged ledger (its last view truncated) is refused
     policy = _stored_policy(led)
     releases = release_frame(led, _history_reference(led, history))
-    curves = gain_curves(led, gains)
+    results = attack_results(led, gains)  # refuses another ledger's results
+    curves = results.curves
     title = title or report_title(policy)
     j_unit = _j_unit(float(policy.get("log_base", 2.0)))
     method = str(policy.get("method", "jsreduce"))
@@ -209,11 +212,12 @@ def render_report(
             )
         )
     parts += ['<h2 id="kpr">KPR</h2>', kpr_section(releases)]
-    retros = retro_results(led.root / ATTACK_DIR)
+    retros = results.retros
     parts += ['<h2 id="adversary-gain">Adversary gain</h2>', knowledge_section(curves, tuple(retros))]
+    parts.append(stale_notes(results))
     if curves:
         parts.append(img(plot_gains(curves), "adversary gain per release for each adversary knowledge"))
-        parts.append(gains_table(curves))
+        parts.append(gains_table(results))
     elif retros:
         parts.append(
             '<p class="note" id="paper-missing">No paper-adversary results (attack/gain_&lt;knowledge&gt;'
@@ -227,7 +231,7 @@ def render_report(
             "re-run <code>dpriv report</code>.</p>"
         )
     if retros:
-        parts.append(retro_table(retros))
+        parts.append(retro_table(results))
     parts.append(tail_section(tail_curves(led.root / ATTACK_DIR), defender_tail(led)))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

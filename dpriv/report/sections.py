@@ -10,11 +10,13 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from dpriv.report.coverage import AttackResults
 from dpriv.report.explain import (
     GAIN_TEXT,
     KNOWLEDGE_TEXT,
@@ -29,6 +31,8 @@ from dpriv.report.plots import _png_uri, plot_kpr
 from dpriv.report.tail import plot_tail
 
 e = html.escape
+#: A command quoted in a note (`dpriv attack ...`).
+_CODE = re.compile(r"`([^`]*)`")
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -186,36 +190,48 @@ def knowledge_section(curves: Mapping[str, pd.DataFrame], retro: tuple[str, ...]
     )
 
 
-def gains_table(curves: Mapping[str, pd.DataFrame]) -> str:
-    """Largest gain, its release and the mean gain per knowledge (``gains`` table)."""
+def gains_table(results: AttackResults) -> str:
+    """Largest gain, its release, the mean gain and the releases attacked per knowledge
+    (``gains`` table); a knowledge whose results miss releases of the ledger has them in red."""
     rows = []
-    for name, frame in curves.items():
+    for name, frame in results.curves.items():
         g = frame["adversary_gain"]
         worst = frame.loc[g.idxmax()] if g.notna().any() else None
+        stale = "fail" if results.missing(name) else ""
         rows.append(
             f'<tr title="{e(describe_knowledge(name))}"><th>{e(name)}</th>'
             f"{cell(None if worst is None else float(worst['adversary_gain']))}"
             f"{cell(None if worst is None else int(worst['release']))}"
-            f"{cell(float(g.mean()) if g.notna().any() else None)}</tr>"
+            f"{cell(float(g.mean()) if g.notna().any() else None)}"
+            f"{cell(results.coverage(name), cls=stale)}</tr>"
         )
     return (
         '<table id="gains"><thead><tr><th>knowledge</th><th>largest gain</th><th>at release</th>'
-        f"<th>mean gain</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<th>mean gain</th><th>releases attacked</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
-def retro_table(retros: Mapping[str, pd.DataFrame]) -> str:
+def retro_table(results: AttackResults) -> str:
     """The retrospective adversary's results (``retro-gains`` table): per knowledge and as-of
     release, the largest gain over the releases attacked again then, its release, and the mean
-    gain (:func:`dpriv.report.tail.retro_results`)."""
+    gain (:func:`dpriv.report.tail.retro_results`); an as-of release of the ledger without
+    results is a row that says it is missing."""
     rows = []
-    for name, frame in retros.items():
-        for as_of, part in frame.groupby("as_of", sort=True):
+    for name, frame in results.retros.items():
+        title = e(describe_knowledge(name))
+        parts = dict(tuple(frame.groupby("as_of", sort=True)))
+        for as_of in sorted({*parts, *range(1, results.held + 1)}):
+            head = f'<tr title="{title}"><th>{e(name)}</th>{cell(int(as_of))}'
+            if as_of not in parts:
+                rows.append(
+                    f'{head}<td colspan="3" class="fail">missing: not attacked as of this release</td></tr>'
+                )
+                continue
+            part = parts[as_of]
             g = part["adversary_gain"]
             worst = part.loc[g.idxmax()] if g.notna().any() else None
             rows.append(
-                f'<tr title="{e(describe_knowledge(name))}"><th>{e(name)}</th>{cell(int(as_of))}'
-                f"{cell(None if worst is None else float(worst['adversary_gain']))}"
+                f"{head}{cell(None if worst is None else float(worst['adversary_gain']))}"
                 f"{cell(None if worst is None else int(worst['release']))}"
                 f"{cell(float(g.mean()) if g.notna().any() else None)}</tr>"
             )
@@ -227,6 +243,21 @@ def retro_table(retros: Mapping[str, pd.DataFrame]) -> str:
         "attack --adversary retrospective</code>) attacks every release again after each later one, "
         "with all the releases out by then: per as-of release, the largest gain (E10) over the "
         "releases attacked again and their mean.</p>"
+    )
+
+
+def stale_notes(results: AttackResults) -> str:
+    """The results that miss releases of the ledger (:meth:`AttackResults.notes`), as a list
+    above the gains (``stale-results``); ``""`` when every result covers every release."""
+    notes = results.notes()
+    if not notes:
+        return ""
+    texts = [_CODE.sub(r"<code>\1</code>", e(n[0].upper() + n[1:])) for n in notes]  # `cmd` as code
+    items = "".join(f"<li>{t}.</li>" for t in texts)
+    return (
+        '<div class="stale" id="stale-results"><p>Out of date: the ledger holds '
+        f"{results.held} release(s) and these results miss some of them (re-run <code>dpriv "
+        f"report</code> after the attack):</p><ul>{items}</ul></div>"
     )
 
 

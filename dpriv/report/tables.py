@@ -16,6 +16,7 @@ import pandas as pd
 from dpriv.attack_files import read_result
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
+from dpriv.report.coverage import NOT_OURS, check_held
 
 _GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 
@@ -365,7 +366,8 @@ def gain_curves(
     Raises
     ------
     InputError
-        A frame or file without the two columns (the file is named relative to the ledger).
+        A frame or file without the two columns (the file is named relative to the ledger), or
+        naming a release the ledger does not hold (:func:`dpriv.report.coverage.check_held`).
     """
     led = _ledger(ledger)
     out: dict[str, pd.DataFrame] = {}
@@ -378,12 +380,12 @@ def gain_curves(
                 out[match["name"]] = _in_release_order(
                     read_result(path, ["release", "adversary_gain"], where, optional=("histogram_gain",))
                 )
-    out.update(checked_gains({} if gains is None else gains, "passed"))
-    held = {int(r["index"]) for r in led.committed()}
-    for name, frame in out.items():
-        if unknown := sorted(set(frame["release"]) - held):
-            raise InputError(
-                f"the gains of {name!r} name release(s) {unknown[:5]} that {led.root} does not hold "
-                f"(it holds {len(held)}): attack this ledger, or pass the gains of its own releases"
-            )
-    return dict(sorted(out.items()))
+    passed = checked_gains({} if gains is None else gains, "passed")
+    held = len(led.committed())
+    for name, frame in out.items():  # a file of another ledger's releases is refused
+        if name not in passed:
+            check_held(frame, held, led.root, f"the results in {ATTACK_DIR}/gain_{name}.csv", NOT_OURS)
+    for name, frame in passed.items():
+        fix = "attack this ledger, or pass the gains of its own releases"
+        check_held(frame, held, led.root, f"the gains of {name!r}", fix)
+    return dict(sorted({**out, **passed}.items()))

@@ -1,0 +1,122 @@
+"""``dpriv report`` on attack results older than the ledger (a fresh user's drill): after a new
+release, the page showed the gains of the releases attacked before as the ledger's, without a
+word. Now the page and the terminal say which releases each result covers and what to run, a
+release without results is shown as missing, and results naming a release the ledger does not
+hold (another ledger's, or one made again since) are refused."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_cli import assert_refused
+
+from dpriv.datasets import medical_history, write_history
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+from dpriv.report import render_report
+
+
+def _dpriv(*args):
+    """``dpriv ARGS`` in process."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _attack(led: Path, history: Path, policy: Path) -> None:
+    """``dpriv attack`` of ``led`` with dk, paper and retrospective (the default files)."""
+    for adversary in ("paper", "retrospective"):
+        res = _dpriv("attack", led, "--history", history, "--knowledge", "dk", "--policy", policy,
+                     "--adversary", adversary)  # fmt: skip
+        assert res.exit_code == 0, res.output
+
+
+@pytest.fixture(scope="module")
+def stale(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """A ledger of 3 releases (3 views x 100) attacked (dk, paper and retrospective, the CLI's
+    default files) after its release 2: (ledger, history of 3 views, policy)."""
+    root = tmp_path_factory.mktemp("stale")
+    mh = medical_history(n_views=3, view_size=100, seed=0)
+    extra = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
+    policy = write_history(root / "gen", mh, policy_extra=extra)
+    led = root / "led"
+    release_history(mh.history, ReleasePolicy.from_toml(policy), led, until=2)
+    mh.history[mh.history["view"] <= 2].to_csv(root / "h2.csv", index=False)
+    mh.history.to_csv(root / "h3.csv", index=False)
+    _attack(led, root / "h2.csv", policy)
+    release_history(mh.history, ReleasePolicy.from_toml(policy), led)
+    return led, root / "h3.csv", policy
+
+
+def _cells(page: str, table: str) -> list[str]:
+    body = re.search(rf'<table id="{table}">.*?</table>', page, re.S).group(0)
+    return re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)[1:]  # the rows under the header
+
+
+def test_results_of_fewer_releases_than_the_ledger_say_so(stale, tmp_path):
+    led, history, policy = stale
+    gain = pd.read_csv(led / "attack" / "gain_dk.csv")
+    assert gain["release"].tolist() == [1, 2]
+    res = _dpriv("report", led, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert "adversary gains: dk (releases 1, 2 of 3)" in said
+    assert (
+        f"note: the attack results attack/gain_dk.csv cover releases 1, 2 of 3: run `dpriv attack {led} "
+        "--history HISTORY --knowledge dk` again to include release 3" in said
+    )
+    assert (
+        "note: the retrospective attack results attack/retro_dk.csv cover releases 1, 2 of 3 (as of "
+        f"release 2): run `dpriv attack {led} --history HISTORY --knowledge dk --adversary "
+        "retrospective` again to include release 3" in said
+    )
+    page = (tmp_path / "r.html").read_text()
+    notes = re.search(r'<div class="stale" id="stale-results">(.*?)</div>', page, re.S).group(1)
+    assert notes.count("<li>") == 2 and str(led) not in page  # the page names no absolute path
+    assert "run <code>dpriv attack LEDGER --history HISTORY --knowledge dk</code> again" in notes
+    (row,) = _cells(page, "gains")
+    assert '<td class="fail" data-value="releases 1, 2 of 3">releases 1, 2 of 3</td>' in row
+    as_of = _cells(page, "retro-gains")
+    assert len(as_of) == 3 and "missing: not attacked as of this release" in as_of[2]
+    assert "missing" not in as_of[0] + as_of[1]
+    # gains passed in Python: the same note, naming them
+    page = render_report(led, gains={"dk": gain})
+    assert "The gains passed for &#x27;dk&#x27; cover releases 1, 2 of 3" in page
+    # attacked again: no note, every release covered
+    copy = tmp_path / "led"
+    shutil.copytree(led, copy)
+    _attack(copy, history, policy)
+    res = _dpriv("report", copy, "--out", tmp_path / "r2.html")
+    assert res.exit_code == 0 and "note:" not in res.output and "of 3)" not in res.output, res.output
+    page = (tmp_path / "r2.html").read_text()
+    assert 'id="stale-results"' not in page and "missing: not attacked" not in page
+    (row,) = _cells(page, "gains")
+    assert '<td data-value="releases 1..3 of 3">releases 1..3 of 3</td>' in row
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("gain_dk.csv", "release,adversary_gain\n1,0.1\n2,0.1\n3,0.1\n4,0.2\n"),
+        ("retro_dk.csv", "release,as_of,adversary_gain,confident_share\n1,1,0.1,0\n1,4,0.2,0\n4,4,0.3,0\n"),
+    ],
+)
+def test_results_of_releases_the_ledger_does_not_hold_are_refused(name, text, stale, tmp_path):
+    """A ledger made again with fewer releases than its attack/ results: they are not its own."""
+    copy = tmp_path / "led"
+    shutil.copytree(stale[0], copy, ignore=shutil.ignore_patterns("state", "attack"))
+    (copy / "attack").mkdir()
+    (copy / "attack" / name).write_text(text)
+    res = _dpriv("report", copy, "--out", tmp_path / "r.html")
+    assert_refused(
+        res,
+        rf"the results in attack/{name} name release\(s\) \[4\] that .*led does not hold \(it holds 3\)",
+        "move the file out of attack/, then run dpriv attack on this ledger again",
+    )
+    assert not (tmp_path / "r.html").exists()
