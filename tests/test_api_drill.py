@@ -1,0 +1,76 @@
+"""Findings of a new user's Python-API drill.
+
+1. ``save_gain`` wrote ``attack/gain_<k>.csv`` into any existing folder (a folder of the user's,
+   one with someone else's ``manifest.json``); ``write_report`` wrote into a ledger's
+   ``releases/<i>/``: both now refuse, nothing written.
+2. ``attack`` with a policy whose QIs differ from the ledger's blamed the history; it now names
+   the field, and ``policy=None`` reads the ledger's own policy (as ``dpriv attack`` does).
+3. ``KPRWarning`` (and dpriv's other warnings) pointed at ``contextlib.py`` or a file of dpriv
+   or pydantic, not at the line that called dpriv.
+4. ``Ledger.read_view("1")`` read release 1; docstring cross-references name existing objects.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from test_cli_safety import snapshot
+
+from dpriv.attack import save_gain
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError, LedgerError
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+from dpriv.report import write_report
+
+GAIN = pd.DataFrame({"release": [1], "adversary_gain": [0.1]})
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """A generated history (3 views x 200, its knowledge files and policy.toml beside it) and
+    a ledger of it, released with the QIs age, gender, weight."""
+    out = tmp_path_factory.mktemp("drill")
+    mh = medical_history(n_views=3, view_size=200, seed=0)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.6, "j": 0.9, "max_suppression": 1.0}})
+    policy = ReleasePolicy.from_toml(out / "policy.toml")
+    assert list(policy.qi) == ["age", "gender", "weight"] and policy.k == 5
+    return out, mh.history, policy, release_history(mh.history, policy, out / "led")
+
+
+# -- 1. writers of a ledger's folders -------------------------------------------------------------
+def test_save_gain_writes_only_into_a_ledger(released, tmp_path):
+    out, *_ = released
+    mine = tmp_path / "notaledger"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    webapp = tmp_path / "webapp"  # a manifest.json that is not a dpriv ledger's
+    webapp.mkdir()
+    (webapp / "manifest.json").write_text(json.dumps({"name": "app", "icons": []}))
+    before = snapshot(tmp_path)
+    with pytest.raises(LedgerError, match=r"notaledger holds no manifest.json: it is not a ledger folder"):
+        save_gain(GAIN, mine, "dk")
+    with pytest.raises(LedgerError, match=r"webapp/manifest.json is not a dpriv ledger's manifest"):
+        save_gain(GAIN, str(webapp), "dk")
+    with pytest.raises(LedgerError, match=r"led/releases holds no manifest.json"):
+        save_gain(GAIN, out / "led" / "releases", "dk")  # a folder inside a ledger is not one
+    assert snapshot(tmp_path) == before
+    assert not (mine / "attack").exists() and not (webapp / "attack").exists()
+    assert not (out / "led" / "releases" / "attack").exists()
+    path = save_gain(GAIN, out / "led", "dk-3")  # a ledger: its attack/ folder
+    assert path == out / "led" / "attack" / "gain_dk-3.csv"
+    assert pd.read_csv(path)["adversary_gain"].tolist() == [0.1]
+
+
+def test_write_report_writes_into_a_ledger_only_in_its_attack_folder(released):
+    out, *_ = released
+    led = out / "led"
+    before = snapshot(led)
+    for where in ("releases/1/r.html", "r.html", "new/r.html"):
+        with pytest.raises(InputError, match=r"out_html .* release ledger .*only its attack/ folder"):
+            write_report(led, led / where)
+    assert snapshot(led) == before and not (led / "new").exists()
+    page = write_report(led, led / "attack" / "r.html")
+    assert page.read_text().startswith("<!DOCTYPE html>")
