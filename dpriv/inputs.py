@@ -23,6 +23,7 @@ from dpriv._dispatch import meta_of
 from dpriv.dates import date_qi, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
+from dpriv.user_warning import warn_user
 from dpriv.value_types import mixed_types
 
 
@@ -232,4 +233,4 @@ def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy, view: in
             f"{what}. Choose a sensitive column with at least 2 values, or set "
             "allow_single_sensitive = true in [privacy] to release it anyway"
         )
-    warnings.warn(f"{what} (allow_single_sensitive = true)", stacklevel=2)
+    warn_user(f"{what} (allow_single_sensitive = true)")

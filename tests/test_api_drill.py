@@ -13,16 +13,20 @@
 from __future__ import annotations
 
 import json
+import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_cli_safety import snapshot
+from test_pbc import ROWS, visits_csv
 
 from dpriv.attack import save_gain
-from dpriv.datasets import medical_history, write_history
+from dpriv.datasets import medical_history, write_history, write_pbc
 from dpriv.errors import InputError, LedgerError
+from dpriv.metrics.kpr import KPRWarning, kpr
 from dpriv.policy import ReleasePolicy
-from dpriv.release import release_history
+from dpriv.release import anonymize, release_history
 from dpriv.report import write_report
 
 GAIN = pd.DataFrame({"release": [1], "adversary_gain": [0.1]})
@@ -74,3 +78,26 @@ def test_write_report_writes_into_a_ledger_only_in_its_attack_folder(released):
     assert snapshot(led) == before and not (led / "new").exists()
     page = write_report(led, led / "attack" / "r.html")
     assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+# -- 3. warnings name the caller's line ------------------------------------------------------------
+def _places(record: list[warnings.WarningMessage], category: type[Warning], text: str) -> set[str]:
+    return {w.filename for w in record if issubclass(w.category, category) and text in str(w.message)}
+
+
+def test_warnings_are_attributed_to_the_callers_line(tmp_path):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        write_pbc(tmp_path / "pbc", visits_csv(tmp_path, ROWS), min_view_size=1)  # through pbc_history
+        kpr(pd.DataFrame({"a": [1, 2, 1, 2]}), pd.DataFrame({"a": [1, 2]}), ["a"])
+        ReleasePolicy(id="i", qi=["a"], sensitive="s", retro_lever="k")
+        view = pd.DataFrame({"i": range(20), "a": np.arange(20) + 20, "s": ["x"] * 20})
+        pol = ReleasePolicy(
+            id="i", qi=["a"], sensitive="s", k=2, t=1.0, j=10.0, allow_single_sensitive=True,
+            knowledge={"defender": "ie"},
+        )  # fmt: skip
+        anonymize(view, pol)
+    assert _places(w, UserWarning, "renumbered") == {__file__}
+    assert _places(w, KPRWarning, "'a' has only 2 distinct") == {__file__}
+    assert _places(w, UserWarning, "retro_lever set but the release gate is off") == {__file__}
+    assert _places(w, UserWarning, "holds one value only ('x')") == {__file__}
