@@ -202,6 +202,11 @@ def as_frame(
     )
 
 
+#: A history as an attack takes it: a pandas or Dask DataFrame, or the path of a CSV or Parquet
+#: file (read with :func:`dpriv.io.read_table`; :func:`as_frame`).
+HistoryInput = pd.DataFrame | dd.DataFrame | str | Path
+
+
 def attack_history(history: object, policy: ReleasePolicy) -> tuple[pd.DataFrame, ReleasePolicy]:
     """The history as ``attack`` reads it, and the policy with its date QIs: the same types as
     ``release_history`` gave it (:func:`prepared`: text ids as ``string[pyarrow]``, category

@@ -21,9 +21,10 @@ import pytest
 from test_cli_safety import snapshot
 from test_pbc import ROWS, visits_csv
 
-from dpriv.attack import save_gain
+from dpriv.attack import attack, attack_steps, save_gain
 from dpriv.datasets import medical_history, write_history, write_pbc
-from dpriv.errors import InputError, LedgerError
+from dpriv.errors import InputError, LedgerError, PolicyError
+from dpriv.ledger import Ledger
 from dpriv.metrics.kpr import KPRWarning, kpr
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, release_history
@@ -78,6 +79,42 @@ def test_write_report_writes_into_a_ledger_only_in_its_attack_folder(released):
     assert snapshot(led) == before and not (led / "new").exists()
     page = write_report(led, led / "attack" / "r.html")
     assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+# -- 2. the attack's policy against the ledger's --------------------------------------------------
+def test_attack_refuses_a_policy_that_reads_the_releases_otherwise(released):
+    out, history, policy, led = released
+    domains = {c: d for c, d in policy.domains.items() if c != "weight"}
+    fewer = ReleasePolicy.from_dict(policy.model_dump() | {"qi": ["age", "gender"], "domains": domains})
+    named = r"the policy given to attack\(\) reads the releases differently .*"
+    named += r"\(qi: 'weight' only in the ledger's\)"
+    with pytest.raises(PolicyError, match=named + r".*pass policy=None to use the recorded policy"):
+        attack(led, history, fewer, "dk", deductions=False)
+    with pytest.raises(PolicyError, match=named):
+        attack_steps(out / "led", history, fewer, "dk", deductions=False)
+    order = policy.with_overrides(qi=["weight", "age", "gender"])
+    with pytest.raises(PolicyError, match=r"qi: the same values in another order"):
+        attack(led, history, order, "dk", deductions=False)
+    other = policy.model_dump() | {"domains": {**policy.domains, "weight": [30, 200]}}
+    with pytest.raises(PolicyError, match=r"domains.weight: .* only in the policy given"):
+        attack(led, history, other, "dk", deductions=False)
+
+
+def test_attack_without_a_policy_reads_the_ledgers(released, tmp_path):
+    out, history, policy, led = released
+    given = attack(led, history, policy, "dk", deductions=False)
+    assert given["release"].tolist() == [1, 2, 3] and given["n_tuples"].gt(0).all()
+    # the recorded policy, its knowledge file found beside the ledger (as dpriv attack without --policy)
+    pd.testing.assert_frame_equal(attack(out / "led", history, None, "dk", deductions=False), given)
+    steps = list(attack_steps(led, history, None, "dk", deductions=False))
+    np.testing.assert_allclose([s.adversary_gain for s in steps], given["adversary_gain"])
+    # thresholds may differ (the adversary reads the published groups): the same gains
+    pd.testing.assert_frame_equal(
+        attack(led, history, policy.with_overrides(k=7), "dk", deductions=False), given
+    )
+    empty = Ledger(tmp_path / "empty", create=True)
+    with pytest.raises(LedgerError, match=r"empty holds no release yet \(no policy.json\)"):
+        attack(empty, history, None, "dk")
 
 
 # -- 3. warnings name the caller's line ------------------------------------------------------------
