@@ -12,8 +12,11 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -138,3 +141,40 @@ def test_warnings_are_attributed_to_the_callers_line(tmp_path):
     assert _places(w, KPRWarning, "'a' has only 2 distinct") == {__file__}
     assert _places(w, UserWarning, "retro_lever set but the release gate is off") == {__file__}
     assert _places(w, UserWarning, "holds one value only ('x')") == {__file__}
+
+
+# -- 4. a release index, docstring references -------------------------------------------------------
+def test_read_view_takes_an_int_index(released):
+    *_, led = released
+    for bad in ("1", True, 1.0):
+        with pytest.raises(InputError, match=rf"a release index is an int \(1, 2, ...\), not \w+ {bad!r}"):
+            led.read_view(bad)
+    with pytest.raises(InputError, match=r"not str '2'"):
+        led.read_metrics("2")
+    pd.testing.assert_frame_equal(led.read_view(np.int64(2)), led.read_view(2))
+    assert led.read_view(2)["qi_group"].dtype == np.int64
+
+
+def test_docstring_references_name_existing_objects():
+    """Every :class:/:func:/... reference to ``dpriv.<module>.<name>`` in dpriv's sources
+    resolves (numba_cache named dpriv.cluster.WorkerCompileNotice, which lives elsewhere)."""
+    role = re.compile(r":(?:class|func|meth|data|mod|attr|exc):`~?(dpriv(?:\.\w+)+)`")
+    stale = []
+    for path in sorted((Path(__file__).parents[1] / "dpriv").rglob("*.py")):
+        for name in sorted(set(role.findall(path.read_text()))):
+            parts = name.split(".")
+            cut = max(i for i in range(1, len(parts) + 1) if _importable(".".join(parts[:i])))
+            obj = importlib.import_module(".".join(parts[:cut]))
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr, None)
+            if obj is None:
+                stale.append(f"{path.name}: {name}")
+    assert stale == []
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
