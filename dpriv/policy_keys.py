@@ -226,6 +226,11 @@ def exit_values_problem(exit_values: list, sensitive_domain: list, sensitive: st
     return None
 
 
+def min_max_message(name: str, dom: list) -> str:
+    """The words refusing ``dom`` as the numeric domain of QI ``name``."""
+    return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+
+
 def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) -> str | None:
     """The message for a ``[domains]`` entry of column ``name`` that no release can use (not a
     policy column; a numeric QI's domain that is not [min, max] or whose width overflows
@@ -236,7 +241,7 @@ def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) 
         ok = len(set(map(str, dom))) == len(dom) and dom
         return None if ok else f"domain of {name!r} must list distinct values, got {dom}"
     if len(dom) != 2 or not all(is_number(v) for v in dom) or dom[0] > dom[1]:
-        return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+        return min_max_message(name, dom)
     if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
         # a QI's numbers lie within +-1e150 (dpriv.value_types.MAX_MAGNITUDE): the true range is far
         # narrower, and the fix is to declare it
