@@ -13,10 +13,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from dpriv._random import MAX_SEED
 from dpriv.errors import PolicyError
+from dpriv.frozen import freeze
 from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
 from dpriv.policy_keys import (
     check_keys,
@@ -30,7 +39,9 @@ from dpriv.policy_keys import (
     released_name_clash,
     unset_problem,
 )
-from dpriv.policy_values import as_days, as_python, domain_note, sort_key
+from dpriv.policy_values import as_days, inferred_domains
+from dpriv.policy_values import as_python as as_python  # re-exported: imported from here by many modules
+from dpriv.policy_values import domain_note as domain_note  # re-exported
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -43,7 +54,9 @@ DEFAULT_MAX_SUPPRESSION = 0.05
 
 
 class ReleasePolicy(BaseModel):
-    """What is released and under which guarantees (validated on construction).
+    """What is released and under which guarantees (validated on construction: PolicyError naming
+    each bad key). Immutable, its lists and tables too (:mod:`dpriv.frozen`); copies are made with
+    :meth:`with_overrides` and :meth:`without`.
 
     Attributes
     ----------
@@ -112,8 +125,8 @@ class ReleasePolicy(BaseModel):
     time: str | None = None
     qi: list[str] = Field(min_length=1)
     sensitive: str
-    kinds: dict[str, Kind] = Field(default_factory=dict)
-    domains: dict[str, list[Any]] = Field(default_factory=dict)
+    kinds: dict[str, Kind] = Field(default_factory=dict, validate_default=True)
+    domains: dict[str, list[Any]] = Field(default_factory=dict, validate_default=True)
     k: int = Field(default=5, ge=1)
     t: float = Field(default=0.3, ge=0.0, le=1.0)
     j: float = Field(default=0.1, ge=0.0, allow_inf_nan=False)
@@ -139,7 +152,7 @@ class ReleasePolicy(BaseModel):
     persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
-    exit_values: list[str] = Field(default_factory=list)
+    exit_values: list[str] = Field(default_factory=list, validate_default=True)
     posterior_bound: float | None = Field(default=None, gt=0.0, le=1.0)
     rbk_closeness: float | None = Field(default=None, ge=0.0, le=1.0)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
@@ -147,8 +160,8 @@ class ReleasePolicy(BaseModel):
     bt_b: float = Field(default=0.3, gt=0.0)
     bt_t: float = Field(default=0.25, ge=0.0)
     npartitions: int | None = Field(default=None, ge=1)
-    knowledge: dict[str, str] = Field(default_factory=dict)
-    hierarchies: dict[str, str] = Field(default_factory=dict)
+    knowledge: dict[str, str] = Field(default_factory=dict, validate_default=True)
+    hierarchies: dict[str, str] = Field(default_factory=dict, validate_default=True)
     base_dir: str | None = None
 
     @model_validator(mode="before")
@@ -169,6 +182,12 @@ class ReleasePolicy(BaseModel):
             if kinds.get(q) == "date" and isinstance(dom, list | tuple)
         }
         return {**data, "domains": {**domains, **dated}} if dated else data
+
+    @field_validator("qi", "kinds", "domains", "exit_values", "knowledge", "hierarchies")
+    @classmethod
+    def _read_only(cls, value: Any, info: ValidationInfo) -> Any:
+        """The lists and tables read-only (dpriv/frozen.py): ``p.qi.append(...)`` is refused."""
+        return freeze(value, str(info.field_name))
 
     @model_validator(mode="after")
     def _check_columns(self) -> ReleasePolicy:
@@ -359,23 +378,7 @@ class ReleasePolicy(BaseModel):
         Numeric dtypes give a numeric QI with domain [min, max]; anything else a
         categorical QI with its sorted levels; the sensitive domain is the sorted values.
         """
-        kinds, domains, notes = dict(self.kinds), dict(self.domains), []
-        for name in (*self.qi, self.sensitive):
-            if name in domains or name not in view.columns:
-                continue
-            col = view[name].dropna()
-            numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-            kind = kinds.get(name, "numeric" if numeric else "categorical")
-            if name != self.sensitive and kind in ("numeric", "date"):
-                if not numeric or col.empty:
-                    continue  # validation reports it with the column name
-                domains[name] = [as_python(col.min()), as_python(col.max())]
-                kinds.setdefault(name, "numeric")
-            else:
-                domains[name] = [as_python(v) for v in sorted(col.unique(), key=sort_key)]
-                if name != self.sensitive:
-                    kinds[name] = "categorical"
-            notes.append(domain_note(name, kinds.get(name), domains[name]))
+        kinds, domains, notes = inferred_domains(self, view)
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:

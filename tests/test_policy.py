@@ -239,3 +239,42 @@ def test_without_sets_keys_back_to_their_defaults():
     gated = ReleasePolicy(**DRILL, retro_max_gain=0.2, retro_lever="k")
     with pytest.warns(UserWarning, match="retro_lever set but the release gate is off"):  # checked anew
         gated.without("retro_max_gain")
+
+
+def test_the_lists_and_tables_of_a_policy_are_read_only():
+    """p.qi.append("rid") changed a validated policy: the id became a QI too, unchecked."""
+    import hashlib
+    import json
+    import pickle
+
+    p = ReleasePolicy(**DRILL, kinds={"age": "numeric"}, domains={"age": [20, 79], "dis": ["a", "b"]})
+    immutable = "a ReleasePolicy is immutable: its {} cannot be changed in place; make a changed copy with "
+    with pytest.raises(PolicyError) as caught:
+        p.qi.append("rid")
+    assert str(caught.value) == immutable.format("qi") + "p.with_overrides(qi=...)"
+    for change in (
+        lambda: p.domains["age"].append(99),
+        lambda: p.domains.update(rid=[0, 1]),
+        lambda: p.kinds.pop("age"),
+        lambda: p.exit_values.extend(["a", "b"]),
+    ):
+        with pytest.raises(PolicyError, match=re.escape("immutable: its ")):
+            change()
+    with pytest.raises(PolicyError, match=re.escape(immutable.format("qi"))):
+        p.qi += ["rid"]
+    assert (p.qi, p.domains, p.kinds, p.exit_values) == (
+        ["age"],
+        {"age": [20, 79], "dis": ["a", "b"]},
+        {"age": "numeric"},
+        [],
+    )
+    # read as lists and dicts: pandas' columns, plain copies, policy.json's bytes, a Dask worker's copy
+    view = pd.DataFrame({"rid": [1], "age": [30], "dis": ["a"]})
+    assert view[p.qi].columns.tolist() == ["age"] and type(p.qi + ["rid"]) is list
+    fingerprint = json.dumps(p.fingerprint(), sort_keys=True).encode()  # the digest with plain lists
+    assert hashlib.sha256(fingerprint).hexdigest().startswith("f782d3b09c1915be55fa11262ee432df")
+    assert type(p.model_dump()["domains"]["age"]) is list and p.model_dump()["qi"] == ["age"]
+    again = pickle.loads(pickle.dumps(p))
+    assert again == p and again.domains["age"] == [20, 79]
+    with pytest.raises(PolicyError):
+        again.domains["age"].append(99)
