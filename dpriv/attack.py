@@ -66,12 +66,12 @@ from dpriv.attack_input import (
     observed_releases,
     read_attack,
 )
+from dpriv.attack_policy import attack_policy
 from dpriv.errors import InputError, PolicyError
-from dpriv.inputs import attack_history
+from dpriv.inputs import HistoryInput, attack_history
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_keys import as_policy
 from dpriv.rbk import revised_priors
 from dpriv.released import LABEL
 from dpriv.sources import AdversaryKnowledge
@@ -147,8 +147,8 @@ class AttackStep:
 
 def attack_steps(
     ledger: Ledger | str | Path,
-    history: pd.DataFrame,
-    policy: ReleasePolicy,
+    history: HistoryInput,
+    policy: ReleasePolicy | dict | None,
     knowledge: str | AdversaryKnowledge,
     *,
     corpus: pd.DataFrame | None = None,
@@ -164,7 +164,7 @@ def attack_steps(
     """
     if revision not in REVISIONS:
         raise PolicyError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
-    history, policy = attack_history(history, policy)
+    history, policy = attack_history(history, attack_policy(ledger, policy, history))
     inp = read_attack(ledger, history, policy, knowledge, corpus)
     return iter(()) if inp is None else _paper_steps(inp, deductions, attendance, revision)
 
@@ -241,9 +241,8 @@ def _retrospective(
     """The retrospective adversary over every committed release (:data:`RETRO_COLUMNS`).
 
     The tables are the adversary's at the last release (IE: mined before it; snapshot: BK^sv
-    only, so no release informs another). ``partitions``: run the forward-backward on Dask
-    over that many partitions of respondents
-    (:func:`dpriv.adversary.retrospective.retrospective_attack`; the same rows).
+    only, so no release informs another). ``partitions``: run the forward-backward on Dask over
+    that many partitions of respondents (:func:`dpriv.adversary.retrospective.retrospective_attack`).
     """
     if inp is None:
         return _retro_frame([])
@@ -264,8 +263,8 @@ def _retro_frame(rows: list[dict]) -> pd.DataFrame:
 
 def attack(
     ledger: Ledger | str | Path,
-    history: pd.DataFrame,
-    policy: ReleasePolicy | dict,
+    history: HistoryInput,
+    policy: ReleasePolicy | dict | None,
     knowledge: str,
     *,
     corpus: pd.DataFrame | None = None,
@@ -291,9 +290,10 @@ def attack(
         as days). A Dask frame is read whole for those; the retrospective adversary then runs
         its forward-backward on Dask over ``history.npartitions`` partitions of respondents
         (same rows as on pandas).
-    policy : ReleasePolicy or dict
-        The policy of the release (columns, domains, ``[knowledge]`` files); a dict of its
-        fields is read with :meth:`ReleasePolicy.from_dict`.
+    policy : ReleasePolicy, dict (its fields) or None
+        The policy of the release (columns, domains, ``[knowledge]`` files); None: the one the
+        ledger records, as ``dpriv attack`` without ``--policy`` (:mod:`dpriv.attack_policy`: a
+        given one may differ in thresholds and knowledge files only, not in its columns).
     knowledge : str
         The adversary's knowledge, one of :data:`dpriv.sources.KNOWLEDGE_NAMES` (see
         :func:`adversary_knowledge`); it may differ from the defender's.
@@ -346,18 +346,18 @@ def attack(
     Raises
     ------
     PolicyError
-        Unknown knowledge, adversary, membership or revision (the message lists the valid
+        A policy reading the releases with other columns than the ledger's (naming the fields);
+        unknown knowledge, adversary, membership or revision (the message lists the valid
         ones), ``revision="window"`` with the retrospective adversary, a missing table file,
         deductions without their module.
     InputError
         A history that is not the released one (missing view, respondent or value), a bad
         SPM corpus, an attendance outside (0, 1], QIs that do not fit the released boxes.
     LedgerError
-        Not a ledger, or a ledger whose files lack the expected columns.
+        Not a ledger, a ledger whose files lack the expected columns, or (policy None) none yet.
     """
     if adversary not in ADVERSARIES:
         raise PolicyError(f"unknown adversary {adversary!r}; valid: {', '.join(ADVERSARIES)}")
-    policy = as_policy(policy, "attack")
     if attendance is not None and not 0.0 < float(attendance) <= 1.0:
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
     if deductions and not deductions_available():
@@ -372,7 +372,7 @@ def attack(
             "applies to the paper adversary; drop it or pass revision 'history'"
         )
     partitions = history.npartitions if is_dask(history) else None
-    history, policy = attack_history(history, policy)  # the types release gave it (dpriv/inputs.py)
+    history, policy = attack_history(history, attack_policy(ledger, policy, history))  # as released
     inp = read_attack(ledger, history, policy, knowledge, corpus)
     if adversary == "retrospective":
         return _with_linkage(_retrospective(inp, deductions, attendance, partitions), inp, membership)

@@ -9,6 +9,7 @@ import pandas as pd
 
 from dpriv.errors import InputError, LedgerError
 from dpriv.ledger import ATTACK_DIR, Ledger
+from dpriv.ledger_manifest import MANIFEST
 from dpriv.sources import check_knowledge_name
 
 #: What to do about a damaged or edited result: an attack never replaces one, so it goes first.
@@ -68,6 +69,39 @@ def check_result_file(path: Path) -> None:
     )
 
 
+def as_ledger(ledger: Ledger | str | Path, function: str) -> Ledger:
+    """``ledger`` itself, or the ledger at that folder. Raises InputError, naming ``function``,
+    for anything else than a Ledger or a path; LedgerError when the folder is not a ledger."""
+    if isinstance(ledger, Ledger):
+        return ledger
+    if not isinstance(ledger, str | Path):
+        raise InputError(
+            f"{function}: ledger is a {type(ledger).__name__}; give a Ledger or the ledger's folder"
+        )
+    return Ledger(ledger)
+
+
+def results_ledger(ledger: Ledger | str | Path, function: str) -> Ledger:
+    """The release ledger whose ``attack/`` folder takes the results ``function`` writes: a
+    :class:`Ledger`, or a folder holding a dpriv ledger's ``manifest.json``. dpriv writes into
+    no other folder (a folder of the user's would get an ``attack/`` folder of results).
+
+    Raises InputError when ``ledger`` is neither a Ledger nor a path; LedgerError when the
+    folder does not exist, holds no ``manifest.json``, or one that is not a dpriv ledger's."""
+    if isinstance(ledger, str | Path) and not (Path(ledger) / MANIFEST).is_file():
+        root = Path(ledger)
+        what = "does not exist" if not root.exists() else f"holds no {MANIFEST}"
+        raise LedgerError(
+            f"{function}: {root} {what}: it is not a ledger folder, and dpriv writes attack results "
+            "only into a ledger's attack/ folder; nothing was written: pass the ledger the attack "
+            "read (the folder release_history made), or save the frame elsewhere with "
+            "frame.to_csv(path)"
+        )
+    led = as_ledger(ledger, function)
+    led.committed()  # a manifest.json that is not a dpriv ledger's: LedgerError
+    return led
+
+
 def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:
     """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
     that ``dpriv report LEDGER`` draws it; returns the path. The file is the ledger's own
@@ -77,15 +111,13 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
 
     Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, or
     the file exists and is not an attack result; LedgerError when ``ledger`` is not a ledger
-    folder."""
+    folder (:func:`results_ledger`). Nothing is written then."""
     from dpriv.io import atomic_write, made_folder
 
     missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
     if missing:
         raise InputError(f"attack result lacks column(s) {missing}; pass the frame attack() returns")
-    path = gain_path(ledger, knowledge)
-    if not path.parent.parent.is_dir():
-        raise LedgerError(f"{path.parent.parent} is not a ledger folder (release into it first)")
+    path = gain_path(results_ledger(ledger, "save_gain"), knowledge)
     check_result_file(path)
     from dpriv.cli.outputs import record_output
 

@@ -26,6 +26,7 @@ import pandas as pd
 from dpriv.adversary.linkage import _cell_values, exact_qi_linkage, qi_linkage
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.anatomy import expand_sensitive
+from dpriv.attack_files import as_ledger
 from dpriv.dates import released_days
 from dpriv.digests import input_fingerprint
 from dpriv.errors import InputError, LedgerError
@@ -191,10 +192,7 @@ def read_attack(
     """
     if not isinstance(knowledge, AdversaryKnowledge):
         check_knowledge_name(knowledge)
-    if not isinstance(ledger, Ledger | str | Path):
-        raise InputError(f"attack: ledger is a {type(ledger).__name__}; give a Ledger or the ledger's folder")
-    if not isinstance(ledger, Ledger):
-        ledger = Ledger(ledger)
+    ledger = as_ledger(ledger, "attack")
     releases = [r["index"] for r in ledger.committed()]
     if not releases:
         return None

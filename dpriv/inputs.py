@@ -23,6 +23,7 @@ from dpriv._dispatch import meta_of
 from dpriv.dates import date_qi, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
+from dpriv.user_warning import warn_user
 from dpriv.value_types import mixed_types
 
 
@@ -201,6 +202,11 @@ def as_frame(
     )
 
 
+#: A history as an attack takes it: a pandas or Dask DataFrame, or the path of a CSV or Parquet
+#: file (read with :func:`dpriv.io.read_table`; :func:`as_frame`).
+HistoryInput = pd.DataFrame | dd.DataFrame | str | Path
+
+
 def attack_history(history: object, policy: ReleasePolicy) -> tuple[pd.DataFrame, ReleasePolicy]:
     """The history as ``attack`` reads it, and the policy with its date QIs: the same types as
     ``release_history`` gave it (:func:`prepared`: text ids as ``string[pyarrow]``, category
@@ -232,4 +238,4 @@ def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy, view: in
             f"{what}. Choose a sensitive column with at least 2 values, or set "
             "allow_single_sensitive = true in [privacy] to release it anyway"
         )
-    warnings.warn(f"{what} (allow_single_sensitive = true)", stacklevel=2)
+    warn_user(f"{what} (allow_single_sensitive = true)")

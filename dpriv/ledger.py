@@ -36,11 +36,11 @@ from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_G
 from dpriv.ledger_files import (
     LOCK,
     drop_lock,
-    foreign,
     hold_lock,
     is_temp,
     open_parquet,
     read_json,
+    refuse_foreign,
     released_digests,
     remove_own,
     remove_temp,
@@ -50,11 +50,12 @@ from dpriv.ledger_manifest import (
     MANIFEST,
     TAKE_UP,
     change_hint,
-    entries_problem,
     field_change,
     policy_diff,
     policy_digest,
+    read_manifest,
     recorded_digest,
+    release_index,
 )
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
@@ -128,44 +129,27 @@ class Ledger:
 
     def _refuse_foreign(self, index: int) -> None:
         """LedgerError naming what ``releases/<index>/`` and ``state/<index>/`` hold that dpriv
-        does not write there (see :data:`dpriv.ledger_files.OWN_FILES`)."""
-        found = [p for d in (self.release_dir(index), self.state_dir(index)) for p in foreign(d)]
-        if found:
-            names = ", ".join(str(p.relative_to(self.root)) for p in found[:5])
-            more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-            raise LedgerError(
-                f"the ledger {self.root} holds {names}{more}, which dpriv did not write, where "
-                f"release {index} goes; nothing was written or removed: move these out of the "
-                "ledger folder (dpriv never deletes a file it did not create), then run the "
-                "command again"
-            )
+        does not write there (:func:`dpriv.ledger_files.refuse_foreign`)."""
+        refuse_foreign(self.root, index, (self.release_dir(index), self.state_dir(index)))
 
     # -- manifest -----------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
-        try:
-            manifest = json.loads((self.root / MANIFEST).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise LedgerError(f"cannot read {self.root / MANIFEST}: {exc}") from None
-        entries = manifest.get("releases") if isinstance(manifest, dict) else None
-        if not isinstance(entries, list) or not all(isinstance(e, dict) and "index" in e for e in entries):
-            raise LedgerError(
-                f"{self.root / MANIFEST} is not a dpriv ledger's manifest (no list of releases); "
-                f"{self.root} is not a ledger: choose an empty or new folder for --ledger"
-            )
-        if problem := entries_problem(entries):  # before anything reads (or cleans) by it
-            raise LedgerError(
-                f"{self.root / MANIFEST}: {problem}; the ledger is damaged: restore it from a backup "
-                "(nothing was written or removed)"
-            )
-        return manifest
+        """``manifest.json``, read now and checked (:func:`dpriv.ledger_manifest.read_manifest`):
+        ``releases`` (one dict per committed release, see :meth:`committed`) and, once a policy
+        is committed, ``policy_sha256``. LedgerError when it is unreadable or malformed."""
+        return read_manifest(self.root)
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
         atomic_write(self.root / MANIFEST, json.dumps(manifest, indent=2).encode())
 
     def committed(self) -> list[dict[str, Any]]:
+        """The manifest's entries of the committed releases, in order: ``index`` (1, 2, ...),
+        ``input_sha`` and the optional digests and ``state_buckets`` (docs/ledger.md#manifestjson).
+        LedgerError as :meth:`manifest`."""
         return self.manifest()["releases"]
 
     def last_index(self) -> int:
+        """The index of the last committed release; 0 when none is (LedgerError as :meth:`manifest`)."""
         releases = self.committed()
         return releases[-1]["index"] if releases else 0
 
@@ -237,14 +221,17 @@ class Ledger:
 
     # -- one release --------------------------------------------------------------------
     def release_dir(self, index: int) -> Path:
-        return self.root / "releases" / str(index)
+        """``releases/<index>/`` (whether or not it exists). InputError unless ``index`` is an
+        int (:func:`dpriv.ledger_manifest.release_index`: ``"1"`` is refused)."""
+        return self.root / "releases" / str(release_index(index))
 
     def state_path(self, index: int) -> Path:
         """``state/<index>/state.parquet``: the file of a one-part state (:meth:`state_files`)."""
         return self.state_dir(index) / "state.parquet"
 
     def state_dir(self, index: int) -> Path:
-        return self.root / "state" / str(index)
+        """``state/<index>/`` (SENSITIVE; whether or not it exists). InputError as :meth:`release_dir`."""
+        return self.root / "state" / str(release_index(index))
 
     def state_files(self, index: int) -> list[Path]:
         """The Parquet parts of the state after release ``index``, in order
@@ -370,6 +357,14 @@ class Ledger:
             raise LedgerError(f"{self.root} has no release {index!r}: it holds {span}")
 
     def read_view(self, index: int) -> pd.DataFrame:
+        """The released view V*_i of release ``index`` (an int) as written, one row per kept
+        tuple (docs/released-format.md): ``qi_group`` (int64); per numeric QI ``<q>_min``,
+        ``<q>_max`` (int64, float64, or ``datetime.date`` for a date QI); per categorical QI
+        ``<q>``, text (a value set ``{a,b}`` or a hierarchy node); the sensitive column as
+        released. Text reads as pandas reads Parquet strings (``str`` dtype on pandas 3, else
+        ``object``). An Anatomy release gives its QI table (exact QIs, ``qi_group``; S is in
+        :meth:`read_sensitive`). InputError for an index that is not an int; LedgerError when
+        release ``index`` is not committed (naming those that are) or its file is missing."""
         path = self.release_dir(index) / "view.parquet"
         if not path.is_file():
             self.check_committed(index)

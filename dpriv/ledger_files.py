@@ -183,6 +183,22 @@ def foreign(folder: Path) -> list[Path]:
     )
 
 
+def refuse_foreign(root: Path, index: int, folders: tuple[Path, ...]) -> None:
+    """LedgerError naming what the ``folders`` of release ``index`` of the ledger at ``root``
+    (``releases/<index>/``, ``state/<index>/``) hold that dpriv does not write there
+    (:data:`OWN_FILES`): the next commit would mix it into a release."""
+    found = [p for d in folders for p in foreign(d)]
+    if found:
+        names = ", ".join(str(p.relative_to(root)) for p in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise LedgerError(
+            f"the ledger {root} holds {names}{more}, which dpriv did not write, where "
+            f"release {index} goes; nothing was written or removed: move these out of the "
+            "ledger folder (dpriv never deletes a file it did not create), then run the "
+            "command again"
+        )
+
+
 def remove_own(folder: Path) -> None:
     """Remove dpriv's own files (and temp files) from ``folder``, then ``folder`` if it is then
     empty; anything else stays where it is."""

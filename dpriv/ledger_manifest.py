@@ -13,11 +13,12 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import numbers
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpriv.errors import LedgerError
+from dpriv.errors import InputError, LedgerError
 
 MANIFEST = "manifest.json"
 
@@ -47,6 +48,38 @@ def recorded_digest(manifest: dict[str, Any], root: Path) -> str | None:
             "manifest.json and policy.json from a backup"
         )
     return recorded
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """``root/manifest.json`` as a dict, its release entries checked (:func:`entries_problem`)
+    before anything reads or cleans by them. LedgerError when it cannot be read, is not a dpriv
+    ledger's manifest (no list of releases), or holds a malformed entry."""
+    try:
+        manifest = json.loads((root / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise LedgerError(f"cannot read {root / MANIFEST}: {exc}") from None
+    entries = manifest.get("releases") if isinstance(manifest, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "index" in e for e in entries):
+        raise LedgerError(
+            f"{root / MANIFEST} is not a dpriv ledger's manifest (no list of releases); "
+            f"{root} is not a ledger: choose an empty or new folder for --ledger"
+        )
+    if problem := entries_problem(entries):
+        raise LedgerError(
+            f"{root / MANIFEST}: {problem}; the ledger is damaged: restore it from a backup "
+            "(nothing was written or removed)"
+        )
+    return manifest
+
+
+def release_index(index: object) -> int:
+    """``index`` as an int (a NumPy integer is one); InputError for anything else, such as the
+    text ``"1"`` or ``True``: releases are numbered 1, 2, ... and a folder name is not one."""
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+        raise InputError(
+            f"a release index is an int (1, 2, ...), not {type(index).__name__} {index!r}: pass int(index)"
+        )
+    return int(index)
 
 
 def entries_problem(entries: list[dict[str, Any]]) -> str | None:

@@ -6,7 +6,7 @@ where the package folder is read-only (a system-wide install), in numba's per-us
 (``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both. Later runs load them in seconds.
 :class:`CompileNotice` says so once per command, when a compile actually happens (numba's
 ``numba:compile`` event, which a load from the on-disk cache does not raise), in this process or
-on a Dask worker (:class:`dpriv.cluster.WorkerCompileNotice`); a kernel the command never calls is never
+on a Dask worker (:class:`dpriv.worker_notice.WorkerCompileNotice`); a kernel the command never calls is never
 announced.
 
 Source: numba's caching documentation ("Cache sharing", "Cache clearing", NUMBA_CACHE_DIR),
@@ -118,7 +118,7 @@ class CompileListener(Listener):
 class CompileNotice:
     """Say :func:`compile_note` once, at the first compile of a dpriv kernel in this process
     (:meth:`listening`) or on a Dask worker (:meth:`on_worker_event`, see
-    :class:`dpriv.cluster.WorkerCompileNotice`); loads from the on-disk cache say nothing.
+    :class:`dpriv.worker_notice.WorkerCompileNotice`); loads from the on-disk cache say nothing.
     ``said``: whether it was said. Numba compiles under its global compiler lock and the
     worker events arrive on the client's event loop, so one flag is enough."""
 

@@ -10,26 +10,38 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from dpriv._random import MAX_SEED
 from dpriv.errors import PolicyError
+from dpriv.frozen import freeze
 from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
 from dpriv.policy_keys import (
-    bound_message,
     check_keys,
     domain_problem,
     exit_values_problem,
+    immutable,
+    invalid_policy,
     is_number,
     not_text,
     refuse_coercion,
     released_name_clash,
-    unknown_key,
+    unset_problem,
 )
+from dpriv.policy_values import as_days, inferred_domains
+from dpriv.policy_values import as_python as as_python  # re-exported: imported from here by many modules
+from dpriv.policy_values import domain_note as domain_note  # re-exported
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
 Kind = Literal["numeric", "categorical", "date"]
@@ -42,7 +54,9 @@ DEFAULT_MAX_SUPPRESSION = 0.05
 
 
 class ReleasePolicy(BaseModel):
-    """What is released and under which guarantees (validated on construction).
+    """What is released and under which guarantees (validated on construction: PolicyError naming
+    each bad key). Immutable, its lists and tables too (:mod:`dpriv.frozen`); copies are made with
+    :meth:`with_overrides` and :meth:`without`.
 
     Attributes
     ----------
@@ -111,8 +125,8 @@ class ReleasePolicy(BaseModel):
     time: str | None = None
     qi: list[str] = Field(min_length=1)
     sensitive: str
-    kinds: dict[str, Kind] = Field(default_factory=dict)
-    domains: dict[str, list[Any]] = Field(default_factory=dict)
+    kinds: dict[str, Kind] = Field(default_factory=dict, validate_default=True)
+    domains: dict[str, list[Any]] = Field(default_factory=dict, validate_default=True)
     k: int = Field(default=5, ge=1)
     t: float = Field(default=0.3, ge=0.0, le=1.0)
     j: float = Field(default=0.1, ge=0.0, allow_inf_nan=False)
@@ -138,7 +152,7 @@ class ReleasePolicy(BaseModel):
     persistent_groups: bool = False
     release_format: Literal["generalized", "anatomy"] = "generalized"
     mondrian_cut: Literal["strict", "relaxed"] = "strict"
-    exit_values: list[str] = Field(default_factory=list)
+    exit_values: list[str] = Field(default_factory=list, validate_default=True)
     posterior_bound: float | None = Field(default=None, gt=0.0, le=1.0)
     rbk_closeness: float | None = Field(default=None, ge=0.0, le=1.0)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
@@ -146,8 +160,8 @@ class ReleasePolicy(BaseModel):
     bt_b: float = Field(default=0.3, gt=0.0)
     bt_t: float = Field(default=0.25, ge=0.0)
     npartitions: int | None = Field(default=None, ge=1)
-    knowledge: dict[str, str] = Field(default_factory=dict)
-    hierarchies: dict[str, str] = Field(default_factory=dict)
+    knowledge: dict[str, str] = Field(default_factory=dict, validate_default=True)
+    hierarchies: dict[str, str] = Field(default_factory=dict, validate_default=True)
     base_dir: str | None = None
 
     @model_validator(mode="before")
@@ -163,11 +177,17 @@ class ReleasePolicy(BaseModel):
             return data
         kinds, domains = data.get("kinds") or {}, data.get("domains") or {}
         dated = {
-            q: [_day(v) for v in dom]
+            q: [as_days(v) for v in dom]
             for q, dom in domains.items()
             if kinds.get(q) == "date" and isinstance(dom, list | tuple)
         }
         return {**data, "domains": {**domains, **dated}} if dated else data
+
+    @field_validator("qi", "kinds", "domains", "exit_values", "knowledge", "hierarchies")
+    @classmethod
+    def _read_only(cls, value: Any, info: ValidationInfo) -> Any:
+        """The lists and tables read-only (dpriv/frozen.py): ``p.qi.append(...)`` is refused."""
+        return freeze(value, str(info.field_name))
 
     @model_validator(mode="after")
     def _check_columns(self) -> ReleasePolicy:
@@ -206,6 +226,29 @@ class ReleasePolicy(BaseModel):
         return self
 
     # -- construction -------------------------------------------------------------------
+    if not TYPE_CHECKING:  # type checkers keep pydantic's signature (the fields as keywords)
+
+        def __init__(self, /, **fields: Any) -> None:
+            """Validate ``fields`` (docs/policy.md); PolicyError naming each bad key, with the
+            words of :meth:`from_dict` (pydantic's ValidationError does not leave dpriv)."""
+            try:
+                super().__init__(**fields)
+            except ValidationError as exc:
+                raise invalid_policy(exc.errors(), type(self).model_fields) from None
+
+        # pydantic's mark of its own __init__ (RootModel's too): model_validate (from_dict) keeps
+        # validating directly, with its context, instead of calling this __init__
+        __init__.__pydantic_base_init__ = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refused: a policy is immutable. Raises PolicyError naming the copy to make instead
+        (``p.with_overrides(k=3)`` for ``p.k = 3``)."""
+        raise PolicyError(immutable(name, value, type(self).model_fields))
+
+    def __delattr__(self, name: str) -> None:
+        """Refused: a policy is immutable. Raises PolicyError naming ``p.without(name)``."""
+        raise PolicyError(immutable(name, None, type(self).model_fields, deleted=True))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, copy: bool = False) -> ReleasePolicy:
         """Build from a flat dict; pydantic errors become one :class:`PolicyError`. ``copy``: a
@@ -213,15 +256,7 @@ class ReleasePolicy(BaseModel):
         try:
             return cls.model_validate(data, context={"copy": copy})
         except ValidationError as exc:
-            lines = [
-                f"  {unknown_key(str(e['loc'][0]), cls.model_fields)}"
-                if e["type"] == "extra_forbidden" and e["loc"]
-                else f"  {'.'.join(map(str, e['loc']))}: {bound_message(cls.model_fields, e)}"
-                if e["loc"]
-                else f"  {bound_message(cls.model_fields, e)}"  # a whole-policy check names its field
-                for e in exc.errors()
-            ]
-            raise PolicyError("invalid policy:\n" + "\n".join(lines)) from None
+            raise invalid_policy(exc.errors(), cls.model_fields) from None
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides: Any) -> ReleasePolicy:
@@ -259,9 +294,28 @@ class ReleasePolicy(BaseModel):
             raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({where}):", 1)) from None
 
     def with_overrides(self, **overrides: Any) -> ReleasePolicy:
+        """A copy with ``overrides`` (key -> value, as in docs/policy.md: ``k=10``, ``qi=["age"]``,
+        ``domains={"age": [20, 79]}``) in place of this policy's values, validated anew.
+
+        A value None means "not given" (the CLI passes each absent flag as None) and leaves the
+        key as it is: ``with_overrides(posterior_bound=None)`` does not unset the bound,
+        :meth:`without` does. Raises PolicyError (the words of :meth:`from_dict`) for an unknown
+        key or a value the policy refuses.
+        """
         data = self.model_dump()
         data.update({k: v for k, v in overrides.items() if v is not None})
         return self.from_dict(data, copy=not touches_gate(overrides))
+
+    def without(self, *keys: str) -> ReleasePolicy:
+        """A copy with ``keys`` back at their defaults: an optional key (``posterior_bound``,
+        ``time``, ``retro_max_gain``...) unset, any other at docs/policy.md's default
+        (``p.without("k").k == 5``). Raises PolicyError for a key that is no policy key (the
+        closest one named), for ``qi`` or ``sensitive`` (no default), or a copy the policy refuses.
+        """
+        if problem := unset_problem(keys, type(self).model_fields):
+            raise PolicyError(problem)
+        data = {key: value for key, value in self.model_dump().items() if key not in keys}
+        return self.from_dict(data, copy=not set(keys) & {*BOUNDS, *GATE_KEYS})
 
     # -- accessors ------------------------------------------------------------------------
     def kind(self, name: str) -> Kind:
@@ -324,23 +378,7 @@ class ReleasePolicy(BaseModel):
         Numeric dtypes give a numeric QI with domain [min, max]; anything else a
         categorical QI with its sorted levels; the sensitive domain is the sorted values.
         """
-        kinds, domains, notes = dict(self.kinds), dict(self.domains), []
-        for name in (*self.qi, self.sensitive):
-            if name in domains or name not in view.columns:
-                continue
-            col = view[name].dropna()
-            numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-            kind = kinds.get(name, "numeric" if numeric else "categorical")
-            if name != self.sensitive and kind in ("numeric", "date"):
-                if not numeric or col.empty:
-                    continue  # validation reports it with the column name
-                domains[name] = [as_python(col.min()), as_python(col.max())]
-                kinds.setdefault(name, "numeric")
-            else:
-                domains[name] = [as_python(v) for v in sorted(col.unique(), key=_sort_key)]
-                if name != self.sensitive:
-                    kinds[name] = "categorical"
-            notes.append(domain_note(name, kinds.get(name), domains[name]))
+        kinds, domains, notes = inferred_domains(self, view)
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
@@ -356,42 +394,3 @@ class ReleasePolicy(BaseModel):
 _NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
 _NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
 _NEWER |= dict(retro_posterior_bound=None, rbk_closeness=None)
-
-
-def domain_note(name: str, kind: str | None, domain: list) -> str:
-    """The line that tells an inferred domain (``kind`` None: the sensitive attribute's)."""
-    shown = _dates(domain) if kind == "date" else _short(domain)
-    return f"inferred {kind or 'sensitive'} domain of {name!r}: {shown}"
-
-
-def _dates(days: list) -> str:
-    """A date QI's [min, max] in days as ISO dates (``[2020-01-01, 2020-12-31]``)."""
-    dates = [str((pd.Timestamp("1970-01-01") + pd.Timedelta(days=int(d))).date()) for d in days]
-    return f"[{', '.join(dates)}]"
-
-
-def _day(v: Any) -> Any:
-    """A date (date, datetime, ISO text) as days from 1970-01-01; anything else as it is."""
-    import datetime as dt
-
-    if isinstance(v, dt.date | str):
-        try:
-            stamp = pd.Timestamp(v)
-        except (TypeError, ValueError):
-            return v
-        stamp = stamp.tz_localize(None) if stamp.tzinfo is not None else stamp
-        return int((stamp.normalize() - pd.Timestamp("1970-01-01")) // pd.Timedelta(days=1))
-    return v
-
-
-def as_python(v: Any) -> Any:
-    """A NumPy scalar as the Python value it holds (JSON, messages); anything else as it is."""
-    return v.item() if isinstance(v, np.generic) else v
-
-
-def _sort_key(v: Any) -> tuple:
-    return (0, v, "") if is_number(as_python(v)) else (1, 0, str(v))
-
-
-def _short(values: list[Any]) -> str:
-    return str(values) if len(values) <= 8 else f"{values[:4]} ... {values[-2:]} ({len(values)} values)"

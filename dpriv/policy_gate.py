@@ -9,8 +9,9 @@ alone) stay quiet, so one command prints it once.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
+
+from dpriv.user_warning import warn_user
 
 #: The release gate's keys that only act with ``retro_max_gain`` or ``retro_posterior_bound``
 #: set (dpriv/gate.py).
@@ -37,12 +38,10 @@ def warn_idle_gate_keys(policy: Any) -> None:
     a stored policy still loads); nothing when there are none."""
     idle = idle_gate_keys(policy)
     if idle:
-        warnings.warn(
+        warn_user(
             f"{', '.join(idle)} set but the release gate is off: set retro_max_gain "
             "(e.g. 0.1) or retro_posterior_bound (e.g. 0.9) to turn it on, or drop them "
-            "(docs/policy.md#release-gate)",
-            UserWarning,
-            stacklevel=3,
+            "(docs/policy.md#release-gate)"
         )
 
 

@@ -6,7 +6,9 @@ that clash with the released view's own (:func:`released_name_clash`).
 (:func:`difflib.get_close_matches` over the policy's fields) instead of pydantic's "Extra
 inputs are not permitted". The scalar tables ``[columns]``, ``[privacy]`` and ``[release]``
 share one set of keys (docs/policy.md), so a key of any of them is known in all three.
-Also: a dict given for a policy (:func:`as_policy`), and the fields a method cannot use
+Also: pydantic's errors as one PolicyError (:func:`invalid_policy`), the refusal to change a
+policy in place (:func:`immutable`) or to unset a key without a default (:func:`unset_problem`),
+a dict given for a policy (:func:`as_policy`), and the fields a method cannot use
 (:func:`check_method`).
 """
 
@@ -117,6 +119,48 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
     return f"must be a number in {lo}, {hi}, got {error.get('input')!r}"
 
 
+def invalid_policy(errors: list[dict[str, Any]], fields: dict[str, Any]) -> PolicyError:
+    """One :class:`PolicyError` for pydantic's ``errors`` (``ValidationError.errors()``) of a
+    policy (``fields``: the model's ``model_fields``), a line per error: an unknown key with the
+    closest known one (:func:`unknown_key`), a field's error as ``t: must be a number in [0, 1],
+    got 2`` (:func:`bound_message`), a whole-policy check as its own words."""
+    lines = [
+        f"  {unknown_key(str(e['loc'][0]), fields)}"
+        if e["type"] == "extra_forbidden" and e["loc"]
+        else f"  {'.'.join(map(str, e['loc']))}: {bound_message(fields, e)}"
+        if e["loc"]
+        else f"  {bound_message(fields, e)}"  # a whole-policy check names its field
+        for e in errors
+    ]
+    return PolicyError("invalid policy:\n" + "\n".join(lines))
+
+
+def immutable(name: str, value: Any, fields: Iterable[str], deleted: bool = False) -> str:
+    """The message for ``p.<name> = value`` (or ``del p.<name>``) on a policy, which is immutable:
+    the copy to make instead (:meth:`dpriv.policy.ReleasePolicy.with_overrides` or ``without``),
+    or, for a name that is no field, the closest known key (:func:`unknown_key`)."""
+    done = f"del p.{name}" if deleted else f"p.{name} = {value!r}"
+    if name not in fields:
+        return f"a ReleasePolicy is immutable: {done} is refused ({unknown_key(name, fields)})"
+    copy = f'p.without("{name}")' if deleted else f"p.with_overrides({name}={value!r})"
+    return f"a ReleasePolicy is immutable: {done} is refused; make a changed copy with {copy}"
+
+
+def unset_problem(keys: tuple[str, ...], fields: dict[str, Any]) -> str | None:
+    """The message for ``p.without(*keys)`` (``fields``: the model's ``model_fields``) naming a
+    key that is no field (with the closest one, :func:`unknown_key`) or one without a default
+    (``qi``, ``sensitive``); None when every key can be set back to its default."""
+    if unknown := [key for key in keys if key not in fields]:
+        return f"without({', '.join(map(repr, keys))}): " + "; ".join(unknown_key(k, fields) for k in unknown)
+    if required := [key for key in keys if fields[key].is_required()]:
+        return (
+            f"without({', '.join(map(repr, keys))}): {' and '.join(required)}: no default to go back to "
+            "(a policy always names its QIs and its sensitive column); give other columns with "
+            f"with_overrides({required[0]}=...)"
+        )
+    return None
+
+
 def refuse_coercion(fields: dict[str, Any], data: Any) -> Any:
     """``data`` (a policy's flat dict) as it is, or ValueError for a number given as true/false
     or text, or a flag given as anything but true/false (pydantic would read ``k = true`` as
@@ -182,6 +226,11 @@ def exit_values_problem(exit_values: list, sensitive_domain: list, sensitive: st
     return None
 
 
+def min_max_message(name: str, dom: list) -> str:
+    """The words refusing ``dom`` as the numeric domain of QI ``name``."""
+    return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+
+
 def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) -> str | None:
     """The message for a ``[domains]`` entry of column ``name`` that no release can use (not a
     policy column; a numeric QI's domain that is not [min, max] or whose width overflows
@@ -192,7 +241,7 @@ def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) 
         ok = len(set(map(str, dom))) == len(dom) and dom
         return None if ok else f"domain of {name!r} must list distinct values, got {dom}"
     if len(dom) != 2 or not all(is_number(v) for v in dom) or dom[0] > dom[1]:
-        return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
+        return min_max_message(name, dom)
     if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
         # a QI's numbers lie within +-1e150 (dpriv.value_types.MAX_MAGNITUDE): the true range is far
         # narrower, and the fix is to declare it

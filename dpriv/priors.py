@@ -7,7 +7,6 @@ Used by :func:`dpriv.release.anonymize`; a history revises instead (:mod:`dpriv.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import dask
@@ -20,6 +19,7 @@ from dpriv.errors import PolicyError
 from dpriv.knowledge.prior import class_counts, prior_from_counts
 from dpriv.knowledge.tables import ClassMap
 from dpriv.policy import ReleasePolicy
+from dpriv.user_warning import warn_user
 from dpriv.validate import codes
 
 PRIORS = ("class", "uniform")
@@ -148,7 +148,7 @@ def attach_priors(
         classes = prior_classes(policy, n_rows, bins)
         if classes.fallback is not None:
             if notes is None:
-                warnings.warn(classes.fallback, UserWarning, stacklevel=2)
+                warn_user(classes.fallback)
             else:
                 notes.append(classes.fallback)
         cmap = classes.classmap

@@ -11,6 +11,7 @@ order-free digest). Only reports, counts and digests reach the client.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import dask
 import dask.dataframe as dd
@@ -235,31 +236,41 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
 READING_FIELDS = ("id", "time", "qi", "sensitive", "release_format")
 
 
-def check_same_columns(recorded: ReleasePolicy, given: ReleasePolicy, policy_file, ledger) -> None:
-    """Refuse (PolicyError, exit 2) a ``policy_file`` that reads ledger ``ledger``'s releases
-    with other columns than it was released with: another id, time, QI list (or QI order: the
-    order of the Hilbert key), sensitive column or release format, or another kind or domain
-    for a column both policies declare; the message names each field and what differs."""
-    diff = [(f, _shown(getattr(recorded, f), getattr(given, f))) for f in READING_FIELDS]
+def check_same_columns(
+    recorded: ReleasePolicy,
+    given: ReleasePolicy,
+    source: str,
+    ledger: str | Path,
+    *,
+    omit: str = "omit --policy",
+    theirs: str = "the file",
+) -> None:
+    """Refuse (PolicyError, exit 2) a policy given with ledger ``ledger`` that reads its
+    releases with other columns than it was released with: another id, time, QI list (or QI
+    order: the order of the Hilbert key), sensitive column or release format, or another kind or
+    domain for a column both policies declare; the message names each field and what differs.
+    ``source`` names the given policy (``--policy p.toml``), ``omit`` says how to use the
+    recorded one instead, ``theirs`` names the given policy in a difference ("only in the file")."""
+    diff = [(f, _shown(getattr(recorded, f), getattr(given, f), theirs)) for f in READING_FIELDS]
     diff = [(f, shown) for f, shown in diff if shown]
     for field in ("kinds", "domains"):
-        mine, theirs = getattr(recorded, field), getattr(given, field)
-        for col in sorted(set(mine) & set(theirs)):
-            shown = _shown(mine[col], theirs[col])
+        mine, other = getattr(recorded, field), getattr(given, field)
+        for col in sorted(set(mine) & set(other)):
+            shown = _shown(mine[col], other[col], theirs)
             if shown:
                 diff.append((f"{field}.{col}", shown))
     if diff:
         raise PolicyError(
-            f"--policy {policy_file} reads the releases differently from the policy ledger {ledger} "
+            f"{source} reads the releases differently from the policy ledger {ledger} "
             f"was released with ({'; '.join(f'{f}: {s}' for f, s in diff[:4])}): the releases are "
-            "read with the ledger's columns; omit --policy to use the recorded policy, or give a "
+            f"read with the ledger's columns; {omit} to use the recorded policy, or give a "
             "policy that declares the same columns"
         )
 
 
-def _shown(recorded, given) -> str:
+def _shown(recorded, given, theirs: str) -> str:
     """How a recorded and a given policy value differ ("" when equal): for lists, the values
-    only one has, else the order; otherwise both values."""
+    only one has, else the order; otherwise both values. ``theirs`` names the given policy."""
     plain = [[*v] if isinstance(v, list | tuple) else str(getattr(v, "value", v)) for v in (recorded, given)]
     if plain[0] == plain[1]:
         return ""
@@ -269,11 +280,11 @@ def _shown(recorded, given) -> str:
         new = [x for x in text[1] if x not in text[0]]
         if gone or new:
             parts = ([f"{', '.join(gone[:5])} only in the ledger's"] if gone else []) + (
-                [f"{', '.join(new[:5])} only in the file"] if new else []
+                [f"{', '.join(new[:5])} only in {theirs}"] if new else []
             )
             return "; ".join(parts)
-        return f"the same values in another order ({_cut(plain[0])} recorded, {_cut(plain[1])} in the file)"
-    return f"{_cut(plain[0])} recorded, {_cut(plain[1])} in the file"
+        return f"the same values in another order ({_cut(plain[0])} recorded, {_cut(plain[1])} in {theirs})"
+    return f"{_cut(plain[0])} recorded, {_cut(plain[1])} in {theirs}"
 
 
 def _cut(value) -> str:

@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
-from dpriv.domain_codes import codes
+from dpriv.domain_codes import codes as codes  # re-exported: many modules import it from here
 from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import duplicate_columns
+from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP
 from dpriv.rows import (
@@ -279,14 +280,9 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
                 (part[name].notna() & (text.str.strip() == "")).to_numpy(),
                 f"categorical QI {name!r} has empty strings; give them a level or drop the rows",
             )
-            fix = (
-                f"add a row for each to its hierarchy {policy.hierarchies[name]}"
-                if name in policy.hierarchies
-                else "add them to [domains]"
-            )
-            _add_unknown(add, part, name, policy.domains[name], f"categorical QI {name!r}", "levels", fix)
+            add_unknown_levels(add, part, policy, name)
     sensitive = f"sensitive column {policy.sensitive!r}"
-    _add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain")
+    add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain")
     return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
@@ -317,28 +313,6 @@ def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
             "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical ([kinds] in the "
             "policy, or --categorical)",
         )
-
-
-def _add_unknown(
-    add, part: pd.DataFrame, name: str, domain: list, what: str, kind: str, fix: str = "add them to [domains]"
-) -> None:
-    """A problem for values of ``name`` that are not in ``domain``, naming a few of them."""
-    bad = (part[name].notna() & (codes(part[name], domain) < 0)).to_numpy()
-    if bad.any():
-        values = pd.unique(part[name].to_numpy()[bad])[:5].tolist()
-        shown = f"{domain[:8]}" + (f" (+{len(domain) - 8} more)" if len(domain) > 8 else "")
-        message = f"{what} has values {values} not in its declared {kind} {shown}: "
-        have = sorted({type(as_python(v)).__name__ for v in values})
-        want = sorted({type(as_python(v)).__name__ for v in domain})
-        if not set(have) & set(want):
-            message += (
-                f"the types differ: the data holds {'/'.join(have)} values and the domain "
-                f"{'/'.join(want)} values; write the domain in the data's type (numbers without "
-                "quotes, text in quotes) or cast the column"
-            )
-            add(3, name, bad, message)
-            return
-        add(3, name, bad, message + f"{fix} or correct the data")
 
 
 def validate_view(

@@ -122,8 +122,9 @@ def test_a_value_first_published_in_a_later_release_does_not_stop_the_attack(tmp
     )  # fmt: skip
     led = release_history(hist, pol, tmp_path / "led")
     for knowledge in ("snapshot", "ie"):
-        with pytest.warns(UserWarning, match=r"model rules out what release 2 published"):
+        with pytest.warns(UserWarning, match=r"model rules out what release 2 published") as rec:
             got = attack(led, hist, pol, knowledge)
+        assert {w.filename for w in rec if "rules out" in str(w.message)} == {__file__}  # this line
         plain = attack(led, hist, pol, knowledge, deductions=False)
         assert got["n_certain"].tolist() == [0, 0]  # nothing deduced (NA: deductions not run)
         pd.testing.assert_frame_equal(got.drop(columns="n_certain"), plain.drop(columns="n_certain"))

@@ -181,3 +181,100 @@ def test_a_policy_file_saved_with_a_byte_order_mark_reads(tmp_path):
     path = tmp_path / "p.toml"
     path.write_bytes(b"\xef\xbb\xbf" + b'[columns]\nqi = ["age"]\nsensitive = "s"\n[privacy]\nk = 4\n')
     assert ReleasePolicy.from_toml(path).k == 4
+
+
+DRILL = {"id": "rid", "qi": ["age"], "sensitive": "dis", "t": 0.5, "j": 2}
+
+
+@pytest.mark.parametrize(
+    ("bad", "words"),
+    [({"t": 2}, "invalid policy:\n  t: must be a number in [0, 1], got 2"),
+     ({"kk": 5}, "invalid policy:\n  unknown key 'kk'; did you mean 'k'?"),
+     ({"k": "5"}, "invalid policy:\n  k must be a number, got '5'"),
+     ({"qi": ["age", "dis"]}, "invalid policy:\n  columns ['dis'] are used twice")],
+)  # fmt: skip
+def test_the_constructor_refuses_a_bad_policy_in_the_words_of_from_dict(bad, words):
+    """ReleasePolicy(...) (the README's way) raised pydantic's ValidationError ("Extra inputs are
+    not permitted", no 'did you mean'), from_dict a PolicyError naming the key."""
+    with pytest.raises(PolicyError) as built:
+        ReleasePolicy(**{**DRILL, **bad})
+    with pytest.raises(PolicyError) as read:
+        ReleasePolicy.from_dict({**DRILL, **bad})
+    assert str(built.value) == str(read.value) and str(built.value).startswith(words)
+    assert built.value.__cause__ is None and built.value.__suppress_context__  # no pydantic chain shown
+    assert "pydantic" not in str(built.value) and str(read.value).count("invalid policy") == 1
+
+
+def test_a_policy_is_not_changed_in_place():
+    """p.k = 3 raised pydantic's 'Instance is frozen [type=frozen_instance, ...]'."""
+    p = ReleasePolicy(**DRILL)
+    with pytest.raises(PolicyError) as caught:
+        p.k = 3
+    assert str(caught.value) == (
+        "a ReleasePolicy is immutable: p.k = 3 is refused; make a changed copy with p.with_overrides(k=3)"
+    )
+    with pytest.raises(
+        PolicyError, match=re.escape('del p.t is refused; make a changed copy with p.without("t")')
+    ):
+        del p.t
+    with pytest.raises(
+        PolicyError, match=re.escape("p.kk = 3 is refused (unknown key 'kk'; did you mean 'k'?)")
+    ):
+        p.kk = 3
+    assert (p.k, p.t) == (5, 0.5) and p.with_overrides(k=3).k == 3
+
+
+def test_without_sets_keys_back_to_their_defaults():
+    """with_overrides(posterior_bound=None) kept the bound without a word: None is a flag not given."""
+    p = ReleasePolicy(**DRILL, time="week", k=7, posterior_bound=0.9)
+    assert p.with_overrides(posterior_bound=None, k=None).posterior_bound == 0.9  # None: not given
+    q = p.without("posterior_bound", "time", "k")
+    assert (q.posterior_bound, q.time, q.k, q.t, q.qi) == (None, None, 5, 0.5, ["age"])
+    assert p.posterior_bound == 0.9  # a copy
+    typo = "without('posterior_bund'): unknown key 'posterior_bund'; did you mean 'posterior_bound'?"
+    with pytest.raises(PolicyError, match=re.escape(typo)):
+        p.without("posterior_bund")
+    with pytest.raises(PolicyError, match=re.escape("without('k', 'qi'): qi: no default to go back to")):
+        p.without("k", "qi")
+    gated = ReleasePolicy(**DRILL, retro_max_gain=0.2, retro_lever="k")
+    with pytest.warns(UserWarning, match="retro_lever set but the release gate is off"):  # checked anew
+        gated.without("retro_max_gain")
+
+
+def test_the_lists_and_tables_of_a_policy_are_read_only():
+    """p.qi.append("rid") changed a validated policy: the id became a QI too, unchecked."""
+    import hashlib
+    import json
+    import pickle
+
+    p = ReleasePolicy(**DRILL, kinds={"age": "numeric"}, domains={"age": [20, 79], "dis": ["a", "b"]})
+    immutable = "a ReleasePolicy is immutable: its {} cannot be changed in place; make a changed copy with "
+    with pytest.raises(PolicyError) as caught:
+        p.qi.append("rid")
+    assert str(caught.value) == immutable.format("qi") + "p.with_overrides(qi=...)"
+    for change in (
+        lambda: p.domains["age"].append(99),
+        lambda: p.domains.update(rid=[0, 1]),
+        lambda: p.kinds.pop("age"),
+        lambda: p.exit_values.extend(["a", "b"]),
+    ):
+        with pytest.raises(PolicyError, match=re.escape("immutable: its ")):
+            change()
+    with pytest.raises(PolicyError, match=re.escape(immutable.format("qi"))):
+        p.qi += ["rid"]
+    assert (p.qi, p.domains, p.kinds, p.exit_values) == (
+        ["age"],
+        {"age": [20, 79], "dis": ["a", "b"]},
+        {"age": "numeric"},
+        [],
+    )
+    # read as lists and dicts: pandas' columns, plain copies, policy.json's bytes, a Dask worker's copy
+    view = pd.DataFrame({"rid": [1], "age": [30], "dis": ["a"]})
+    assert view[p.qi].columns.tolist() == ["age"] and type(p.qi + ["rid"]) is list
+    fingerprint = json.dumps(p.fingerprint(), sort_keys=True).encode()  # the digest with plain lists
+    assert hashlib.sha256(fingerprint).hexdigest().startswith("f782d3b09c1915be55fa11262ee432df")
+    assert type(p.model_dump()["domains"]["age"]) is list and p.model_dump()["qi"] == ["age"]
+    again = pickle.loads(pickle.dumps(p))
+    assert again == p and again.domains["age"] == [20, 79]
+    with pytest.raises(PolicyError):
+        again.domains["age"].append(99)

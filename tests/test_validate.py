@@ -76,3 +76,36 @@ def test_category_dtype_with_unused_levels_is_fine():
     df = view()
     df["sex"] = pd.Categorical(df["sex"], categories=["F", "M", "unused"])
     assert validate_view(df, POLICY).n_rows == 4
+
+
+def test_numbers_read_as_levels_are_refused_in_the_words_of_a_numeric_domain():
+    """anonymize with [domains] age = [10] said "categorical QI 'age' has values [...] not in its
+    declared levels [10]: add them to [domains]": a bound left out made the ages categorical."""
+    from dpriv.policy_fix import NEW_LEDGER, with_domain_hint
+    from dpriv.release import anonymize
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(
+        {"rid": np.arange(300), "age": rng.integers(20, 80, 300), "dis": rng.choice(["a", "b"], 300)}
+    )
+    pol = {"id": "rid", "qi": ["age"], "sensitive": "dis", "t": 0.5, "j": 2}
+    with pytest.raises(InputError) as caught:
+        anonymize(df, {**pol, "domains": {"age": [10]}})
+    said = str(caught.value)
+    assert said.startswith(
+        "numeric domain of 'age' must be [min, max] with min <= max, got [10]: a [domains] entry other "
+        "than two numbers declares a categorical QI's levels, and the column holds numbers [71, 58, 50, "
+        "36, 38] not in its declared levels; for a numeric QI declare age = [min, max] (the attribute's "
+        'true range), for number codes [kinds] age = "categorical" and all its levels in [domains] (300 rows'
+    )
+    assert NEW_LEDGER in str(with_domain_hint(caught.value, 2))  # a ledger's domains stay as they are
+    # floats against whole-number levels: the same words, not "the types differ"
+    floats = df.assign(age=df["age"] + 0.5).iloc[:6]
+    three = ReleasePolicy(**pol, k=2, domains={"age": [20, 50, 79], "dis": ["a", "b"]})
+    with pytest.raises(InputError, match=r"got \[20, 50, 79\]: a \[domains\] entry other than two"):
+        validate_view(floats, three)
+    # number codes declared categorical, or numbers that all are levels: as before
+    codes = three.with_overrides(kinds={"age": "categorical"})
+    with pytest.raises(InputError, match=r"^categorical QI 'age' has values \[71\.5, 58\.5,"):
+        validate_view(floats, codes)
+    assert validate_view(df.assign(age=np.repeat([20, 50, 79], 100)), three).n_rows == 300

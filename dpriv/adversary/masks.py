@@ -10,7 +10,6 @@ once per prefix and caches it.
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.errors import PolicyError
 from dpriv.knowledge.tables import MarkovTables
+from dpriv.user_warning import warn_user
 
 
 def deductions_available() -> bool:
@@ -79,11 +79,10 @@ class MasksAsOf:
         what they published (a transition first seen in them), so none of its deductions is certain;
         said once (a warning naming the first such release)."""
         if not self.contradicted:
-            warnings.warn(
+            warn_user(
                 f"the adversary's model rules out what release {self.observed[k].index} published (a "
                 "value or transition its tables never saw): no exact deductions from this release on, "
-                "the gains are those of its posteriors alone",
-                stacklevel=3,
+                "the gains are those of its posteriors alone"
             )
         self.contradicted.append(self.observed[k].index)
         m = self.tables.n_values

@@ -115,7 +115,6 @@ def attack(
     risk per release."""
     from dpriv.attack import attack as run
     from dpriv.io import read_table
-    from dpriv.ledger import Ledger
 
     own = out is None  # the ledger's own attack/ file, which dpriv attack writes and re-writes
     if own:
@@ -125,18 +124,11 @@ def attack(
         check_result_file(out)  # an attack's earlier result only, never a file put there
     else:  # before the attack: an unknown suffix, the history itself, an existing file
         check_out(out, history, kind="attack", force=force)
-    if policy is not None:
-        from dpriv.release_check import check_same_columns
+    from dpriv.attack_policy import attack_policy
 
-        pol = load_policy(policy)
-        check_same_columns(Ledger(ledger).policy(), pol, policy, ledger)
-    else:  # the recorded policy; its relative paths from the folder the ledger recorded
-        from dpriv.policy_base import recorded_base
-
-        pol = Ledger(ledger).policy()
-        near = [Path(history).parent] if "://" not in str(history) else []
-        base = recorded_base(ledger, pol.knowledge, pol.hierarchies, near + [ledger.parent], strict=False)
-        pol = pol.with_overrides(base_dir=base)
+    given = load_policy(policy) if policy is not None else None  # None: the ledger's own
+    flag = {"source": f"--policy {policy}", "omit": "omit --policy", "theirs": "the file"}
+    pol = attack_policy(ledger, given, history, **flag)  # columns checked against the ledger's
     from dpriv.rows import rows_of
 
     try:

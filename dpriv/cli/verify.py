@@ -120,7 +120,7 @@ def verify(
     if ledger is not None and policy is not None:  # the releases read with the ledger's columns
         from dpriv.release_check import check_same_columns
 
-        check_same_columns(led.policy(), pol, policy, ledger)
+        check_same_columns(led.policy(), pol, f"--policy {policy}", ledger)
     if view is not None and pol.time is None:
         raise InputError(
             "--view I needs the release-index column of the history: --time C (or [columns] time)"

@@ -33,7 +33,6 @@ Mapping (the same for both sources, so that they give the same history):
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.user_warning import warn_user
 
 __all__ = [
     "PBC_COLUMNS",
@@ -288,7 +288,7 @@ def pbc_history(
     for y, v in sorted(year_to_view.items()):
         views.setdefault(v, [y, y])[1] = y
     for note in notes:
-        warnings.warn(f"{path.name}: {note}", UserWarning, stacklevel=2)
+        warn_user(f"{path.name}: {note}")
     history.attrs.update(
         source=detected,
         keep=keep,

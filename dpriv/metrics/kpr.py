@@ -30,7 +30,6 @@ therefore identical results.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +47,7 @@ from dpriv.metrics.kpr_binning import (
 from dpriv.metrics.kpr_dask import dask_counts
 from dpriv.metrics.kpr_kernel import Setup, pandas_counts
 from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
+from dpriv.user_warning import warn_user
 
 __all__ = [
     "ABOVE",
@@ -219,12 +219,11 @@ def kpr(
     num_names = setup.num_names
     for name, n_values in zip(num_names, res.n_distinct, strict=True):
         if n_values <= _LOW_CARDINALITY:
-            warnings.warn(
+            warn_user(  # the caller's line, not contextlib's (the @shuffle_method() frame)
                 f"kpr: numeric known variable {name!r} has only {n_values} distinct "
                 "value(s) in the original table; if it is a coded category, cast it to "
                 "'category' in both tables (it is binned as numeric here)",
                 KPRWarning,
-                stacklevel=2,
             )
     notes = []
     if n_u == 0:

@@ -277,13 +277,14 @@ def write_report(
     InputError
         The ledger has no policy yet, a gain / KPR table lacks its columns, or the history
         lacks the policy's time column or a QI; ``out_html`` does not end in .html or .htm,
-        is a folder, or exists and is not a page an earlier report wrote (or has changed
-        since): nothing is written.
+        is a folder, lies in a release ledger outside its ``attack/`` folder, or exists and is
+        not a page an earlier report wrote (or has changed since): nothing is written.
     """
-    from dpriv.cli.outputs import check_replaceable, check_suffix, record_output
+    from dpriv.cli.outputs import check_outside_ledger, check_replaceable, check_suffix, record_output
 
     out = Path(out_html)
     check_suffix(out, "report", flag="out_html")  # HTML in a .txt or .csv file: refused
+    check_outside_ledger(out, attack=True, flag="out_html")  # a ledger's record: its attack/ only
     check_replaceable(out, "report", force=True)  # before any work: never another file
     page = render_report(ledger, gains=gains, title=title, history=history)
     with made_folder(out.parent):

@@ -1,0 +1,62 @@
+"""The policy an attack reads a ledger with: the ledger's own (``policy.json``), or a policy given
+that reads the releases with the same columns.
+
+The adversary reads the published groups, not the rule that made them: a given policy may
+differ from the recorded one in its thresholds (k, t, j...) and its knowledge tables (an
+adversary brings its own), never in the columns, QI order, kinds, domains or release format
+(:data:`dpriv.release_check.READING_FIELDS`): those would read the published boxes, or the
+history, otherwise than they were released. ``dpriv attack`` (with or without ``--policy``) and
+:func:`dpriv.attack.attack` go through :func:`attack_policy`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dpriv.attack_files import as_ledger
+from dpriv.ledger import POLICY, Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.policy_base import recorded_base
+from dpriv.policy_keys import as_policy
+from dpriv.release_check import check_same_columns
+
+
+def ledger_policy(ledger: Ledger, history: object) -> ReleasePolicy:
+    """The policy ``ledger`` was released with, its relative ``[knowledge]`` and ``[hierarchies]``
+    paths resolved from the folder ``policy_base.json`` records, else from the folder of
+    ``history`` (when it is a file path), else from the ledger's parent; left relative to the
+    working directory when none holds them (a missing file is then named when it is read).
+
+    Raises LedgerError when nothing was released into ``ledger`` yet, or its ``policy.json``
+    is damaged."""
+    pol = ledger.policy()
+    near = [Path(history).parent] if isinstance(history, str | Path) and "://" not in str(history) else []
+    folders = [*near, ledger.root.parent]
+    base = recorded_base(ledger.root, pol.knowledge, pol.hierarchies, folders, strict=False)
+    return pol.with_overrides(base_dir=base)
+
+
+def attack_policy(
+    ledger: Ledger | str | Path,
+    policy: ReleasePolicy | dict | None,
+    history: object,
+    *,
+    source: str = "the policy given to attack()",
+    omit: str = "pass policy=None",
+    theirs: str = "the policy given",
+) -> ReleasePolicy:
+    """The policy to attack ``ledger`` with: its own (:func:`ledger_policy`) when ``policy`` is
+    None, else ``policy`` (a ReleasePolicy, or a dict of its fields) once it is checked against
+    the recorded one (:func:`dpriv.release_check.check_same_columns`; ``source``, ``omit`` and
+    ``theirs`` word its message; a ledger without ``policy.json`` has none to compare).
+
+    Raises InputError when ``ledger`` is neither a Ledger nor a path; LedgerError when it is
+    not a ledger, or holds no release while ``policy`` is None; PolicyError for a ``policy``
+    that is not a policy, or that reads the releases with other columns (naming each field)."""
+    led = as_ledger(ledger, "attack")
+    if policy is None:
+        return ledger_policy(led, history)
+    given = as_policy(policy, "attack")
+    if (led.root / POLICY).exists():  # a ledger committed without a policy has none to compare
+        check_same_columns(led.policy(), given, source, led.root, omit=omit, theirs=theirs)
+    return given

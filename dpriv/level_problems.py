@@ -1,0 +1,98 @@
+"""Values that a declared list of levels does not hold (a categorical QI's levels, the sensitive
+column's domain D[S]), as problems of :func:`dpriv.validate.partition_problems`, each with its fix.
+
+A QI whose kind is not declared takes it from the shape of its ``[domains]`` entry
+(:meth:`dpriv.policy.ReleasePolicy.kind`): two numbers are a numeric QI's ``[min, max]``, any
+other entry a categorical QI's levels. A column of numbers declared ``age = [10]`` (a bound
+left out) is thus a categorical QI of one level, and its other ages were refused as "not in its
+declared levels [10]: add them to [domains]". Such a QI (:func:`numbers_read_as_levels`) is
+refused with the numeric domain's own words instead (:func:`dpriv.policy_keys.min_max_message`),
+and both fixes: ``[min, max]`` for a numeric QI, ``[kinds]`` and every level for number codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from dpriv.domain_codes import codes
+from dpriv.policy import ReleasePolicy
+from dpriv.policy_keys import is_number, min_max_message
+from dpriv.policy_values import as_python
+
+#: ``add(order, column, rows, message)`` of :func:`dpriv.validate.partition_problems`.
+Add = Callable[[int, str, np.ndarray, str], None]
+
+
+def add_unknown(
+    add: Add,
+    part: pd.DataFrame,
+    name: str,
+    domain: list,
+    what: str,
+    kind: str,
+    fix: str = "add them to [domains]",
+) -> None:
+    """A problem for values of ``name`` that are not in ``domain``, naming a few of them."""
+    bad, values = _unknown(part, name, domain)
+    if not bad.any():
+        return
+    shown = f"{domain[:8]}" + (f" (+{len(domain) - 8} more)" if len(domain) > 8 else "")
+    message = f"{what} has values {values} not in its declared {kind} {shown}: "
+    have = sorted({type(as_python(v)).__name__ for v in values})
+    want = sorted({type(as_python(v)).__name__ for v in domain})
+    if not set(have) & set(want):
+        message += (
+            f"the types differ: the data holds {'/'.join(have)} values and the domain "
+            f"{'/'.join(want)} values; write the domain in the data's type (numbers without "
+            "quotes, text in quotes) or cast the column"
+        )
+        add(3, name, bad, message)
+        return
+    add(3, name, bad, message + f"{fix} or correct the data")
+
+
+def add_unknown_levels(add: Add, part: pd.DataFrame, policy: ReleasePolicy, name: str) -> None:
+    """A problem for values of the categorical QI ``name`` that its levels do not hold: in the
+    words of a numeric domain when the levels are numbers read as levels
+    (:func:`numbers_read_as_levels`), else naming the fix (the hierarchy or ``[domains]``)."""
+    domain = policy.domains[name]
+    if not numbers_read_as_levels(policy, name, part[name]):
+        fix = (
+            f"add a row for each to its hierarchy {policy.hierarchies[name]}"
+            if name in policy.hierarchies
+            else ""
+        )
+        add_unknown(
+            add, part, name, domain, f"categorical QI {name!r}", "levels", fix or "add them to [domains]"
+        )
+        return
+    bad, values = _unknown(part, name, domain)
+    if bad.any():
+        add(
+            3,
+            name,
+            bad,
+            f"{min_max_message(name, domain)}: a [domains] entry other than two numbers declares "
+            f"a categorical QI's levels, and the column holds numbers {values} not in its declared "
+            f"levels; for a numeric QI declare {name} = [min, max] (the attribute's true range), "
+            f'for number codes [kinds] {name} = "categorical" and all its levels in [domains]',
+        )
+
+
+def numbers_read_as_levels(policy: ReleasePolicy, name: str, column: pd.Series) -> bool:
+    """Whether QI ``name`` is categorical only by the shape of its ``[domains]`` entry (no
+    ``[kinds]`` entry, no hierarchy; numbers, not two of them) while ``column`` holds numbers."""
+    if name in policy.kinds or name in policy.hierarchies:
+        return False
+    numbers = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    return numbers and all(is_number(as_python(v)) for v in policy.domains[name])
+
+
+def _unknown(part: pd.DataFrame, name: str, domain: list) -> tuple[np.ndarray, list]:
+    """The rows of ``part`` whose ``name`` is not in ``domain`` (NaN aside), and the first five
+    distinct such values."""
+    bad = (part[name].notna() & (codes(part[name], domain) < 0)).to_numpy()
+    return bad, (pd.unique(part[name].to_numpy()[bad])[:5].tolist() if bad.any() else [])

@@ -1,0 +1,79 @@
+"""How a policy's values are read and shown: a date QI's domain given as dates (whole days since
+1970-01-01), NumPy scalars as Python values; the kinds and domains a policy does not declare,
+inferred from the data, in the order of their levels, and the line that tells each
+(:meth:`dpriv.policy.ReleasePolicy.resolve`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from dpriv.policy_keys import is_number
+
+if TYPE_CHECKING:
+    from dpriv.policy import ReleasePolicy
+
+
+def domain_note(name: str, kind: str | None, domain: list) -> str:
+    """The line that tells an inferred domain (``kind`` None: the sensitive attribute's)."""
+    shown = _dates(domain) if kind == "date" else _short(domain)
+    return f"inferred {kind or 'sensitive'} domain of {name!r}: {shown}"
+
+
+def _dates(days: list) -> str:
+    """A date QI's [min, max] in days as ISO dates (``[2020-01-01, 2020-12-31]``)."""
+    dates = [str((pd.Timestamp("1970-01-01") + pd.Timedelta(days=int(d))).date()) for d in days]
+    return f"[{', '.join(dates)}]"
+
+
+def as_days(v: Any) -> Any:
+    """A date (date, datetime, ISO text) as days from 1970-01-01; anything else as it is."""
+    import datetime as dt
+
+    if isinstance(v, dt.date | str):
+        try:
+            stamp = pd.Timestamp(v)
+        except (TypeError, ValueError):
+            return v
+        stamp = stamp.tz_localize(None) if stamp.tzinfo is not None else stamp
+        return int((stamp.normalize() - pd.Timestamp("1970-01-01")) // pd.Timedelta(days=1))
+    return v
+
+
+def as_python(v: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (JSON, messages); anything else as it is."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def sort_key(v: Any) -> tuple:
+    return (0, v, "") if is_number(as_python(v)) else (1, 0, str(v))
+
+
+def _short(values: list[Any]) -> str:
+    return str(values) if len(values) <= 8 else f"{values[:4]} ... {values[-2:]} ({len(values)} values)"
+
+
+def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> tuple[dict, dict, list[str]]:
+    """The kinds and domains of ``policy`` (a :class:`dpriv.policy.ReleasePolicy`) with those it
+    does not declare inferred from ``view`` (pandas), and one note per inferred domain
+    (:meth:`dpriv.policy.ReleasePolicy.resolve`)."""
+    kinds, domains, notes = dict(policy.kinds), dict(policy.domains), []
+    for name in (*policy.qi, policy.sensitive):
+        if name in domains or name not in view.columns:
+            continue
+        col = view[name].dropna()
+        numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+        kind = kinds.get(name, "numeric" if numeric else "categorical")
+        if name != policy.sensitive and kind in ("numeric", "date"):
+            if not numeric or col.empty:
+                continue  # validation reports it with the column name
+            domains[name] = [as_python(col.min()), as_python(col.max())]
+            kinds.setdefault(name, "numeric")
+        else:
+            domains[name] = [as_python(v) for v in sorted(col.unique(), key=sort_key)]
+            if name != policy.sensitive:
+                kinds[name] = "categorical"
+        notes.append(domain_note(name, kinds.get(name), domains[name]))
+    return kinds, domains, notes
