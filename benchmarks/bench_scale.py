@@ -15,8 +15,9 @@ The policy is the generated one with ``--k``, ``--t``, ``--j`` (the greedy scan,
 guard); ``--recommended`` releases with the defense ``dpriv generate medical`` writes instead
 (:data:`dpriv.datasets.files.RECOMMENDED_DEFENSE`: top-down, k 5, t 0.45, j 1.5, the exit
 guard), what a user of the defaults runs. As the ``dpriv`` command does, this process and the
-workers keep freed memory for reuse (:mod:`dpriv.allocator`; ``DPRIV_KEEP_FREED_MEMORY=0``
-measures glibc's defaults).
+workers keep freed memory for reuse and run without numpy's huge-page advice
+(:mod:`dpriv.allocator`; ``DPRIV_KEEP_FREED_MEMORY=0`` measures glibc's defaults,
+``NUMPY_MADVISE_HUGEPAGE=1`` numpy's).
 
     python benchmarks/bench_scale.py [--rows 1000000] [--npartitions 8] [--scaling] [--in-process]
         [--recommended] [--json F]
@@ -42,7 +43,7 @@ import psutil
 from distributed import Client, LocalCluster
 
 import dpriv.release as release_mod
-from dpriv.allocator import keep_freed_memory, worker_config
+from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
 from dpriv.datasets import write_medical_view
 from dpriv.datasets.files import RECOMMENDED_DEFENSE
 from dpriv.hilbert import HKEY, balanced_divisions, hilbert_keys
@@ -194,6 +195,7 @@ def main() -> None:
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     keep_freed_memory()  # as the dpriv command does in its process (dpriv.allocator)
+    no_huge_page_advice()
     work = Path(args.work or tempfile.mkdtemp(prefix="dpriv-scale-"))
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc):
         start = time.perf_counter()

@@ -195,7 +195,7 @@ def as_frame(
     if isinstance(data, str | Path):
         from dpriv.io import read_table
 
-        return read_table(str(data), id_column=id_column)
+        return read_table(str(data), id_column=id_column, what=name)
     raise InputError(
         f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
         f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 import dask.dataframe as dd
-import fsspec
 import pandas as pd
 
 from dpriv._dispatch import distributed_client, is_dask, meta_of
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.errors import InputError
+from dpriv.input_url import filesystem
 
 ROW_ID = "row_id"
 
@@ -78,7 +78,12 @@ def _is_parquet(fs, path: str) -> bool:
 
 
 def read_table(
-    path: str, *, add_row_id: bool = False, blocksize: str | int = "64MB", id_column: str | None = None
+    path: str,
+    *,
+    add_row_id: bool = False,
+    blocksize: str | int = "64MB",
+    id_column: str | None = None,
+    what: str = "input",
 ) -> dd.DataFrame:
     """A Dask DataFrame over ``path`` (``.parquet``/``.pq`` or a folder of Parquet, else CSV).
 
@@ -86,9 +91,10 @@ def read_table(
     have no respondent id (e.g. Adult). ``id_column``: the respondent id, which a CSV of at most
     :data:`CSV_SAMPLE` bytes is checked for two ids written differently that read as one number
     (``00012`` and ``12``; :func:`_id_collision`). Raises InputError for a missing or unreadable
-    file, and for such ids.
+    file, for such ids, and for a URL whose scheme is unknown or needs a package not installed
+    (:func:`dpriv.input_url.filesystem`; ``what`` names the input there: "history"...).
     """
-    fs, _, paths = fsspec.get_fs_token_paths(path)
+    fs, paths = filesystem(path, what)
     if not paths or not fs.exists(paths[0]):
         raise InputError(f"input {path} does not exist")
     folder = fs.isdir(paths[0])

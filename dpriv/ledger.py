@@ -45,6 +45,7 @@ from dpriv.ledger_files import (
     remove_own,
     remove_temp,
     restore_file,
+    url_problem,
 )
 from dpriv.ledger_manifest import (
     MANIFEST,
@@ -86,6 +87,8 @@ class Ledger:
         ``lock``: hold ``.dpriv-lock`` until :meth:`unlock` (LedgerError while another holds it)."""
         if not isinstance(root, str | Path):
             raise LedgerError(f"a ledger is a folder path (str or Path), not {type(root).__name__} {root!r}")
+        if problem := url_problem(root):
+            raise LedgerError(problem)
         self.root = Path(root)
         self._lock: int | None = None
         if create and self.root.exists() and not self.root.is_dir():
@@ -331,7 +334,7 @@ class Ledger:
 
         if row_groups < 1:
             raise ValueError(f"row_groups must be a positive integer, not {row_groups!r}")
-        files = [str(f) for f in self._readable_state(index)]
+        files = [str(f.absolute()) for f in self._readable_state(index)]  # workers may run elsewhere
         return dd.read_parquet(files, split_row_groups=row_groups, index=False)
 
     def held_state(self, index: int) -> HeldState:

@@ -29,6 +29,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 RELEASED_DIGESTS = {"view.parquet": "view_sha256", "sensitive.parquet": "sensitive_sha256"}
 
 
+#: A URL's scheme, which a Path keeps (``file:///x`` -> ``file:/x``, ``simplecache::s3://b``):
+#: two characters at least (a Windows drive ``C:`` is not one), then ``/`` or ``:`` (a folder
+#: named ``week:1`` is not one either).
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=[:/])")
+
+
+def url_problem(root: str | Path, name: str = "the ledger") -> str | None:
+    """Why ``root`` cannot be a ledger when it is a URL (``s3://bucket/L``, ``file:///x``): a
+    ledger is a local folder (its commits rename files and hold a lock); None for a path.
+    ``name`` names it in the message (``--ledger``)."""
+    url = _URL.match(str(root))
+    if url is None:
+        return None
+    local = f" (here: {str(root).split(':', 1)[1]})" if url[1] == "file" else ""
+    return (
+        f"{name} {root} is a URL ({url[1]}:), but a ledger is a folder of this machine's file system "
+        f"(on a cluster: a shared file system mounted at the same path on every worker): give its path{local}"
+    )
+
+
 def file_sha256(path: Path) -> str:
     """SHA-256 (hex) of a file's bytes, read 1 MiB at a time."""
     h = hashlib.sha256()

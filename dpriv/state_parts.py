@@ -147,7 +147,9 @@ def _start(folder: Path, state: pd.DataFrame | dd.DataFrame, id_col: str | None,
         return lambda: _check(write_partition(state, str(folder), id_col, nbuckets), state, folder, nbuckets)
     import dask
 
-    tasks = [dask.delayed(write_partition)(p, str(folder), id_col, nbuckets) for p in state.to_delayed()]
+    # absolute: a worker of a user's scheduler may run in another folder than this process
+    where = str(folder.absolute())
+    tasks = [dask.delayed(write_partition)(p, where, id_col, nbuckets) for p in state.to_delayed()]
     running = dask.persist(*tasks)
 
     def gather() -> list[PartWritten]:
@@ -262,8 +264,11 @@ def held_state(files: list[Path], nbuckets: int | None) -> HeldState:
     rows = sum(pq.read_metadata(f).num_rows for f in files)
     if nbuckets is not None and [f.name for f in files] == [part_name(b, nbuckets) for b in range(nbuckets)]:
         meta = pq.read_schema(files[0]).empty_table().to_pandas()
-        return HeldState(dd.from_map(_read_part, [str(f) for f in files], meta=meta), nbuckets, rows)
-    return HeldState(dd.read_parquet([str(f) for f in files], split_row_groups=1, index=False), None, rows)
+        paths = [str(f.absolute()) for f in files]  # read on workers, which may run in another folder
+        return HeldState(dd.from_map(_read_part, paths, meta=meta), nbuckets, rows)
+    return HeldState(
+        dd.read_parquet([str(f.absolute()) for f in files], split_row_groups=1, index=False), None, rows
+    )
 
 
 def _read_part(path: str) -> pd.DataFrame:

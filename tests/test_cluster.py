@@ -97,3 +97,33 @@ def test_dask_path_on_four_worker_processes_matches_the_in_process_release(clust
     for name in a:
         assert a[name] == b[name], name
     assert ref.read_metrics(3)["n_original"] - ref.read_metrics(3)["n_suppressed"] > 1000
+
+
+@pytest.mark.slow
+def test_a_relative_ledger_is_written_where_the_client_runs_not_where_the_workers_do(
+    cluster, tmp_path, monkeypatch
+):
+    """A cluster drill (session 31): `dpriv release --ledger L_rel --scheduler ...` with workers
+    started in another folder crashed (FileNotFoundError: the workers wrote the state parts
+    under their own folder). The state is written, and read back at the next release, at the
+    client's path."""
+    import os
+
+    mh = medical_history(n_views=2, view_size=400, seed=7)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path / "h", mh), t=0.5, j=0.8, max_suppression=1.0)
+    ref = release_history(mh.history, policy, tmp_path / "ref", npartitions=4)  # in process
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", -1)  # every view on the Dask path
+    with Client(cluster) as client:
+        client.run(os.chdir, str(elsewhere))  # the workers' folder is not the client's
+        history = dd.from_pandas(mh.history, npartitions=2)
+        release_history(history, policy, "L_rel", npartitions=4, until=1)
+        got = release_history(history, policy, "L_rel", npartitions=4)  # reads release 1's state there
+    assert got.last_index() == 2 and not any(elsewhere.iterdir())
+    for i in (1, 2):
+        assert (here / "L_rel" / "releases" / str(i) / "view.parquet").read_bytes() == (
+            ref.release_dir(i) / "view.parquet"
+        ).read_bytes()

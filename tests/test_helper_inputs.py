@@ -5,6 +5,7 @@ pandas, matplotlib or pathlib, and nothing written (a fresh user's drill, sessio
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -157,3 +158,40 @@ def test_drill_2_helper_inputs(small, tmp_path):
         from dpriv.release import anonymize
 
         anonymize(v, pol)
+
+
+@pytest.mark.parametrize(
+    ("given", "scheme", "local"),
+    [
+        ("s3://bucket/ledger", "s3", None),
+        ("memory://ledger", "memory", None),
+        ("simplecache::file:///tmp/x", "simplecache", None),
+        ("file:///srv/registry/ledger", "file", "/srv/registry/ledger"),
+    ],
+)
+def test_a_ledger_given_as_a_url_is_refused_before_anything_is_made(
+    small, tmp_path, monkeypatch, given, scheme, local
+):
+    """A cluster drill (session 31): --ledger s3://bucket/L was taken as the relative folder
+    's3:/bucket/L' ('dpriv cannot write in folder /tmp/clu31/s3:/bucket')."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    root, mh, pol, led = small
+    monkeypatch.chdir(tmp_path)
+    said = rf"is a URL \({scheme}:\), but a ledger is a folder of this machine's file system"
+    with pytest.raises(LedgerError, match=said):
+        release_history(mh.history, pol, given)
+    res = CliRunner().invoke(app, ["release", str(root / "g" / "history.parquet"), "--ledger", given])
+    assert res.exit_code == 2, res.output
+    assert f"--ledger {Path(given)} is a URL ({scheme}:)" in res.output
+    assert (f"give its path (here: {local})" in res.output) is (local is not None)
+    assert list(tmp_path.iterdir()) == []  # no folder named after the URL
+
+
+def test_a_folder_whose_name_holds_a_colon_is_still_a_ledger(small, tmp_path, monkeypatch):
+    root, mh, pol, led = small
+    monkeypatch.chdir(tmp_path)
+    assert release_history(mh.history, pol, "week:1", until=1).last_index() == 1
+    assert (tmp_path / "week:1" / "manifest.json").is_file()

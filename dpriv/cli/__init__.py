@@ -1,7 +1,9 @@
 """The ``dpriv`` command (README.md "Commands"). Exit status: 0 ok, 2 bad input or a policy
-that cannot be met (message on stderr, no traceback unless ``--debug``), 1 internal error.
+that cannot be met (message on stderr, no traceback unless ``--debug``), 3 the Dask cluster
+lost a worker or its scheduler (run again to resume), 130 Ctrl-C, 1 internal error.
 
 * ``common``: the app, option types, the error-to-exit mapping, policy loading, the writer;
+* ``failures``: a lost Dask worker or scheduler (exit 3) and Dask's logging of it;
 * ``commands``: anonymize, release, demo; ``kpr_command``: kpr; ``audit``: attack, report;
   ``verify``: dpriv verify; ``export``: dpriv export (the ARX / pyCANON interchange CSV);
 * ``effective``: the effective policy and where each value came from (printed to stderr);

@@ -135,7 +135,7 @@ def attack(
         with rows_of(history):  # a row of the history is named by its line in the file
             gain = run(
                 ledger,
-                read_table(history).compute(),
+                read_table(history, what="history").compute(),
                 pol,
                 knowledge,
                 adversary=adversary,

@@ -42,6 +42,7 @@ from dpriv.cli.common import (
     write_frame,
 )
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
+from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
@@ -180,7 +181,7 @@ def _run_release(
     from dpriv.io import read_table
 
     check_ledger_folder(ledger)  # before any work
-    frame = read_table(history_path, id_column=eff.policy.id)
+    frame = read_table(history_path, id_column=eff.policy.id, what="history")
     pol = show_policy(eff)
     _say(f"  method: {method}")
     pol = with_hierarchies(with_categorical(pol, categorical, dates), hierarchy)
@@ -225,8 +226,14 @@ def _run_release(
                 + policy_change(relax_hint(pol), i)
             )
 
+    def committed() -> int:  # the last commit the command saw (the manifest, when readable, is read first)
+        return released[-1] if released else max(start.committed, default=0) if start else 0
+
     # on a cluster: persisted on the workers, each view a filter of it, never collected
-    with release_frame(placement, scheduler=scheduler, say=_say) as history:
+    with (
+        during_release(ledger, committed, scheduler),  # a lost worker or scheduler: exit 3, named
+        release_frame(placement, scheduler=scheduler, say=_say) as history,
+    ):
         try:
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,

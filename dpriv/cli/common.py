@@ -3,10 +3,10 @@ mapping, policy loading and the writer of output tables."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import functools
-import logging
 import sys
 import traceback
 import warnings
@@ -18,6 +18,7 @@ import pandas as pd
 import typer
 
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice
+from dpriv.cli.failures import CLUSTER_EXIT, cluster_loss, loss_message, quiet_dask_logs
 from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
     TABLE_SUFFIXES,
     check_ledger_folder,
@@ -139,10 +140,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     _say(f"warning: {message}")
 
 
-#: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.
-QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker", "distributed.core")
-
-
 #: The argument holding the file a command checks whole and in order: its bad rows are named by
 #: their line in that file (:func:`dpriv.rows.rows_of`).
 #: The option of each command whose file a bad row is named in (by its line), first given wins.
@@ -179,17 +176,16 @@ def _interrupted(debug: bool):
 
 
 def command(fn):
-    """Map dpriv errors (and unreadable input) to exit 2 and anything else to exit 1, tracebacks
-    only with --debug; warnings print as one "warning: ..." line."""
+    """Map dpriv errors (and unreadable input) to exit 2, a lost Dask worker or scheduler to 3
+    (:mod:`dpriv.cli.failures`) and anything else to exit 1, tracebacks only with --debug;
+    warnings print as one "warning: ..." line."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        debug = kwargs.get("debug", False)
-        if not debug:
-            for name in QUIET_LOGGERS:
-                logging.getLogger(name).setLevel(logging.ERROR)
+        debug, scheduler = kwargs.get("debug", False), kwargs.get("scheduler")
         try:
             with (
+                quiet_dask_logs(debug),
                 warnings.catch_warnings(),
                 rows_of(_input_file(fn.__name__, kwargs)),
                 contextlib.redirect_stdout(ClosedPipeSafe(sys.stdout)),
@@ -210,7 +206,7 @@ def command(fn):
             _interrupted(debug)
         except OSError as exc:
             if not isinstance(exc, PermissionError) and exc.errno not in _WRITE_ERRORS:
-                _internal(exc, debug)
+                _internal(exc, debug, scheduler, fn.__name__)
             if debug:  # a folder read-only (or made so after the checks), a full disk or quota
                 traceback.print_exc()
             why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
@@ -225,8 +221,8 @@ def command(fn):
                 "committed release)"
             )
             raise typer.Exit(2) from None
-        except Exception as exc:  # noqa: BLE001 - the CLI's last resort
-            _internal(exc, debug)
+        except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - the CLI's last resort
+            _internal(exc, debug, scheduler, fn.__name__)
 
     return wrapper
 
@@ -236,12 +232,16 @@ def command(fn):
 _WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EFBIG)
 
 
-def _internal(exc: BaseException, debug: bool) -> NoReturn:
-    """Exit 1 for what is dpriv's own fault (130 for Ctrl-C inside a compiled kernel)."""
+def _internal(exc: BaseException, debug: bool, scheduler: str | None = None, name: str = "") -> NoReturn:
+    """Exit 1 for what is dpriv's own fault (130 for Ctrl-C inside a compiled kernel, 3 for a
+    lost Dask worker or scheduler)."""
     if _by_interrupt(exc):  # Ctrl-C inside a compiled kernel surfaces as a SystemError
         _interrupted(debug)
     if debug:
         traceback.print_exc()
+    if cluster_loss(exc) is not None:
+        _say(f"error: {loss_message(exc, scheduler, name)}")
+        raise typer.Exit(CLUSTER_EXIT) from None
     _say(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
     raise typer.Exit(1) from None
 

@@ -91,7 +91,7 @@ def export(
         )
     check_out(out, source, kind="export", force=force)
     n_suppressed = None
-    frame = read_table(source).compute()
+    frame = read_table(source, what="released view").compute()
     if suppressed == "mark" and metrics is not None:
         try:
             record = json.loads(Path(metrics).read_text())

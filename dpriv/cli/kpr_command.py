@@ -24,7 +24,7 @@ def kpr(
     from dpriv.metrics.kpr import kpr as run
 
     names = [k.strip() for k in known.split(",")]
-    orig, synth = read_table(original), read_table(synthetic)
+    orig, synth = read_table(original, what="original"), read_table(synthetic, what="synthetic table")
     if len(orig.head(1, npartitions=-1)) == 0:  # before the types: a header-only CSV reads as text
         raise InputError(f"kpr: the original table {original} has no rows; KPR needs n > 0 records")
     if len(synth.head(1, npartitions=-1)) == 0:  # a header-only CSV has no types: take the original's

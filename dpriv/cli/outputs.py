@@ -252,9 +252,12 @@ def check_ledger_folder(ledger: Path | None) -> None:
     releases pass None for a missing required option), a file, or a folder (or, for a new
     ledger, its parent) dpriv cannot write in."""
     from dpriv.errors import LedgerError
+    from dpriv.ledger_files import url_problem
 
     if ledger is None:
         raise LedgerError("give the ledger folder: --ledger DIR (created if new)")
+    if problem := url_problem(ledger, "--ledger"):
+        raise LedgerError(problem)
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     check_writable(ledger if ledger.is_dir() else ledger.absolute().parent, "--ledger")

@@ -128,12 +128,12 @@ def verify(
     if add_row_id and pol.time is not None:
         raise InputError("--add-row-id numbers the rows of one view, not of a history: give --id C")
     # a bad row of the original is named by its line in the file (dpriv.cli.common.LINE_SOURCES)
-    orig = read_table(original, add_row_id=add_row_id).compute()
+    orig = read_table(original, add_row_id=add_row_id, what="history" if history else "original").compute()
     if pol.id in orig.columns:
         from dpriv.validate import check_unique_ids
 
         check_unique_ids(orig, pol, f"--original {original}")
-    rel = led.read_view(view) if ledger is not None else read_table(released).compute()
+    rel = led.read_view(view) if ledger is not None else read_table(released, what="released view").compute()
     table = None  # an Anatomy release's sensitive table (docs/released-format.md)
     if ledger is not None:
         from dpriv.release_check import check_released_history

@@ -70,7 +70,7 @@ def reference_kprs(
     if isinstance(history, str | Path):
         from dpriv.io import read_table
 
-        history = read_table(str(history))
+        history = read_table(str(history), what="history")
     missing = [c for c in (policy.time, *policy.qi) if c not in history.columns]
     if missing:
         raise InputError(

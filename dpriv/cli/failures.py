@@ -1,0 +1,196 @@
+"""A Dask cluster that fails under a command: a worker or the scheduler lost (exit 3).
+
+A lost worker whose results Dask cannot compute again, or a lost scheduler, ends a command
+with exceptions from :mod:`distributed` (``FutureCancelledError``/``FuturesCancelledError``,
+``CommClosedError``, ``KilledWorker``...). They are not dpriv's bugs (exit 1) nor bad input
+(exit 2): :func:`cluster_loss` recognizes them and the command ends with
+:data:`CLUSTER_EXIT` and one message (:func:`loss_message`) saying what was lost, that the
+ledger stayed at its last committed release and that the same command resumes.
+``dpriv release`` adds which release was being made (:func:`during_release`).
+While a command runs, Dask's own logging of the loss (``distributed.client - ERROR`` with
+tracebacks) is silenced unless ``--debug`` (:func:`quiet_dask_logs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+#: Exit status of a command whose Dask cluster lost a worker or its scheduler: nothing
+#: half-written, the same command resumes (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C).
+CLUSTER_EXIT = 3
+
+#: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.
+QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker", "distributed.core")
+
+#: The reasons Dask gives for cancelled futures: (what was lost, what happened, in words).
+_REASONS = {
+    "already forgotten": ("a worker", "results that a lost worker held are gone"),
+    "lost dependencies": ("a worker", "results that a lost worker held are gone"),
+    "scheduler-connection-lost": ("its scheduler", "the connection to the scheduler was lost"),
+    "scheduler-restart": ("its scheduler", "the scheduler was restarted"),
+}
+_EITHER = "a worker or its scheduler"
+_KILLED = "https://distributed.dask.org/en/stable/killed.html"
+
+
+class ClusterLost(Exception):
+    """The Dask cluster failed under a command; ``str()`` is the whole message for the user
+    (exit :data:`CLUSTER_EXIT`), the exception from Dask is the ``__cause__``."""
+
+
+def _cluster_types() -> tuple[type[BaseException], ...]:
+    """The exception classes that mean a lost worker or scheduler, as this distributed has them
+    (``FutureCancelledError`` and ``FuturesCancelledError`` derive from
+    :class:`concurrent.futures.CancelledError`, which older releases raised themselves)."""
+    types: list[type[BaseException]] = [concurrent.futures.CancelledError, asyncio.CancelledError]
+    with contextlib.suppress(ImportError):  # distributed is a dependency, but read it defensively
+        from distributed import client, core
+        from distributed.comm.core import CommClosedError
+        from distributed.scheduler import KilledWorker
+
+        types += [CommClosedError, KilledWorker]
+        types += [
+            getattr(mod, n)
+            for mod, n in ((client, "ClosedClientError"), (core, "RPCClosed"))
+            if hasattr(mod, n)
+        ]
+    return tuple(types)
+
+
+def cluster_loss(exc: BaseException | None) -> BaseException | None:
+    """The exception of ``exc``'s chain (itself, its cause or context) that says the Dask
+    cluster lost a worker or its scheduler, or None. A plain ``OSError`` counts only as
+    distributed's "Timed out trying to connect" (a disk error is the user's: exit 2)."""
+    types = _cluster_types()
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (ClusterLost, *types)):
+            return exc
+        if isinstance(exc, OSError) and str(exc).startswith("Timed out trying to connect"):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _reasons(exc: BaseException) -> list[str]:
+    """The reasons Dask gave for cancelling the futures of ``exc`` (both classes' attributes,
+    else its text), in order, without repeats."""
+    groups = getattr(exc, "error_groups", None)
+    found = [g.reason for g in groups] if groups else [getattr(exc, "reason", None)]
+    found = [r for r in found if r] or re.findall(r"for reason: ([^.\n]+)", str(exc))
+    return list(dict.fromkeys(found))
+
+
+def what_was_lost(exc: BaseException) -> tuple[str, str]:
+    """(``"a worker"``, ``"its scheduler"`` or ``"a worker or its scheduler"``, what happened
+    in a few words with Dask's own name for it)."""
+    from_dask = cluster_loss(exc) or exc
+    name = type(from_dask).__name__
+    if name == "KilledWorker":
+        task = from_dask.args[0] if from_dask.args else "?"
+        why = f"every worker that ran task {task!r} died running it, out of memory? (Dask: {name}, {_KILLED})"
+        return "a worker", why
+    reasons = _reasons(from_dask) if isinstance(from_dask, concurrent.futures.CancelledError) else []
+    if reasons:
+        lost = {_REASONS.get(r, (_EITHER,))[0] for r in reasons}
+        why = "; ".join(
+            f"{_REASONS[r][1]} (Dask: {r!r})" if r in _REASONS else f"Dask: {r!r}" for r in reasons
+        )
+        return (lost.pop() if len(lost) == 1 else _EITHER), why
+    text = (str(from_dask).splitlines() or [""])[0][:200]
+    dask_said = f"Dask: {name}: {text}" if text else f"Dask: {name}"
+    if name == "ClosedClientError":  # closed after failing to reconnect to its scheduler
+        return "its scheduler", f"the client could not reach the scheduler again ({dask_said})"
+    if isinstance(from_dask, OSError):  # CommClosedError, RPCClosed, a timed-out connect
+        return _EITHER, f"a connection to the cluster failed ({dask_said})"
+    return _EITHER, dask_said
+
+
+def _advice(lost: str, scheduler: str | None) -> str:
+    if lost == "its scheduler":
+        where = f"the scheduler at {scheduler}" if scheduler else "the scheduler"
+        return f"If it fails again, check that {where} runs (restart it and its workers)"
+    return (
+        "A cluster that loses workers often: read the workers' logs (a worker that exceeds its "
+        "memory limit is killed: give the workers more memory, or add workers)"
+        + ("" if scheduler else ", or release in this process with --no-cluster")
+    )
+
+
+#: Commands that write nothing before their Dask computation is done (their outputs atomically).
+_WRITE_AFTER = ("anonymize",)
+
+
+def loss_message(exc: BaseException, scheduler: str | None = None, command: str = "") -> str:
+    """The message of a command whose cluster failed: :class:`ClusterLost`'s own, else one
+    naming ``command`` (``dpriv release`` raises :class:`ClusterLost` itself)."""
+    if isinstance(exc, ClusterLost):
+        return str(exc)
+    lost, why = what_was_lost(exc)
+    done = "Nothing was written" if command in _WRITE_AFTER else "The command did not finish"
+    where = f"dpriv {command}" if command else "the command"
+    return (
+        f"the Dask cluster lost {lost} during {where}: {why}. {done}: run the same command again. "
+        + _advice(lost, scheduler)
+    )
+
+
+@contextlib.contextmanager
+def during_release(ledger: Path, committed: Callable[[], int], scheduler: str | None) -> Iterator[None]:
+    """Turn a cluster failure inside the block into :class:`ClusterLost` naming the release
+    being made, the one after the last committed: as the ledger's manifest says (a failure can
+    come between a commit and the command's report of it), else ``committed()`` (0: none)."""
+    try:
+        yield
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, ClusterLost)) or cluster_loss(exc) is None:
+            raise
+        last = _last_committed(ledger, committed)
+        lost, why = what_was_lost(exc)
+        holds = {0: "no release yet", 1: "release 1"}.get(last, f"releases 1..{last}")
+        raise ClusterLost(
+            f"the Dask cluster lost {lost} during release {last + 1}: {why}. Nothing of release "
+            f"{last + 1} was committed; the ledger {ledger} holds {holds}: run the same "
+            f"command again to resume at release {last + 1}. {_advice(lost, scheduler)}"
+        ) from exc
+
+
+def _last_committed(ledger: Path, committed: Callable[[], int]) -> int:
+    from dpriv.ledger import MANIFEST, Ledger
+
+    try:
+        return Ledger(ledger).last_index() if (Path(ledger) / MANIFEST).is_file() else 0
+    except Exception:  # noqa: BLE001 - an unreadable manifest: what the command saw committed
+        return committed()
+
+
+class _DropErrors(logging.Filter):
+    """Drops what ``distributed.client`` logs at ERROR and above (a lost scheduler: "Failed to
+    reconnect", tracebacks of cancelled tasks); the command says it in one message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+@contextlib.contextmanager
+def quiet_dask_logs(debug: bool) -> Iterator[None]:
+    """Unless ``debug``: Dask's routine loggers at ERROR (:data:`QUIET_LOGGERS`) and, for the
+    duration, the client's errors dropped (:class:`_DropErrors`)."""
+    if debug:
+        yield
+        return
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    client_log, drop = logging.getLogger("distributed.client"), _DropErrors()
+    client_log.addFilter(drop)
+    try:
+        yield
+    finally:
+        client_log.removeFilter(drop)
