@@ -66,15 +66,7 @@ from dpriv.policy_fix import view_named
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
-from dpriv.release_check import (  # noqa: F401
-    PartCheck,
-    check_anatomy_groups,
-    check_ledger_whole,
-    check_qi_groups,
-    check_unchanged,
-    check_views,
-    verify_parts,
-)
+from dpriv.release_check import check_ledger_whole, check_unchanged, check_views, verify_parts
 from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.resume_types import resumed_types
 from dpriv.sources import defender_knowledge
