@@ -758,3 +758,15 @@ def test_release_indices_as_floats_and_blank_csv_rows_get_their_own_fix(tmp_path
     with pytest.raises(InputError, match=r"\(2 rows: .*\): give each of these rows the index of its view"):
         release_history(pd.concat([hist, half], ignore_index=True), {**POLICY, "time": "v"}, tmp_path / "led")
     assert not (tmp_path / "led").exists()
+
+
+@pytest.mark.parametrize("dtype", [object, "string"])
+def test_nfc_text_normalizes_each_text_dtype_and_keeps_missing_cells(dtype):
+    from dpriv.inputs import nfc_text
+
+    nfd = unicodedata.normalize("NFD", "Genève")
+    values = pd.Series([nfd, "Bern", None, nfd], dtype=dtype)
+    out = nfc_text(values)
+    assert out[0] == out[3] == unicodedata.normalize("NFC", "Genève") != nfd
+    assert out[1] == "Bern" and pd.isna(out[2])
+    assert out.dtype == values.dtype
