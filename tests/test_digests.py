@@ -1,6 +1,7 @@
-"""The ledger's ``input_sha`` (:func:`dpriv.digests.input_fingerprint`) is the sum of pandas'
-row hashes of the policy columns as text; ledgers written before must keep their fingerprint,
-so the faster per-distinct-value texts are checked against the row-by-row formula itself."""
+"""The digests keep the values earlier releases recorded: the ledger's ``input_sha``
+(:func:`dpriv.digests.input_fingerprint`, pandas' row hashes of the policy columns as text) and
+the released rows' digest (:func:`dpriv.released.rows_digest`) are computed from each distinct
+value's text once, and checked here against the row-by-row formulas themselves."""
 
 from types import SimpleNamespace
 
@@ -77,3 +78,36 @@ def test_fingerprint_of_a_large_view_and_of_its_parts():
     # a different value in one row changes it
     frame.loc[17, "a"] += 1
     assert input_fingerprint(frame, POLICY) != whole
+
+
+def rows_digest_row_by_row(part: pd.DataFrame) -> int:
+    """:func:`dpriv.released.rows_digest` as earlier releases computed it (text as objects)."""
+    from dpriv._random import row_hashes
+
+    cols = []
+    for c in sorted(c for c in part.columns if not str(c).startswith("_")):
+        x = part[c]
+        if pd.api.types.is_integer_dtype(x.dtype):
+            cols.append(x.to_numpy(dtype=np.int64))
+        else:
+            cols.append(x.to_numpy(dtype=np.float64 if pd.api.types.is_float_dtype(x.dtype) else object))
+    return int(row_hashes(cols).sum(dtype=np.uint64))
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), n=st.integers(0, 10))
+def test_rows_digest_equals_the_row_by_row_hashes(data, n):
+    from dpriv.released import rows_digest
+
+    frame = {"qi_group": pd.Series(np.arange(n, dtype=np.int64) % 3), "_order": np.arange(n, dtype=np.uint64)}
+    for name in ("age_min", "city", "s"):
+        kind = data.draw(st.sampled_from(["int", "float", "category", "string", "object"]))
+        if kind == "float":
+            values = data.draw(st.lists(floats, min_size=n, max_size=n))
+        elif kind == "object":
+            values = data.draw(st.lists(texts, min_size=n, max_size=n))
+        else:
+            values = data.draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n))
+        frame[name] = column(kind, values)
+    frame = pd.DataFrame(frame)
+    assert rows_digest(frame) == rows_digest_row_by_row(frame)
