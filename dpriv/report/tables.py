@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from dpriv.attack_files import read_result
+from dpriv.attack_stamp import check_same_releases, read_stamps
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
 from dpriv.report.coverage import NOT_OURS, check_held
@@ -384,8 +385,11 @@ def gain_curves(
     held = len(led.committed())
     for name, frame in out.items():  # a file of another ledger's releases is refused
         if name not in passed:
-            check_held(frame, held, led.root, f"the results in {ATTACK_DIR}/gain_{name}.csv", NOT_OURS)
+            where = f"the results in {ATTACK_DIR}/gain_{name}.csv"
+            check_held(frame, held, led.root, where, NOT_OURS)
+            check_same_releases(read_stamps(folder / f"gain_{name}.csv"), led, where, NOT_OURS)
     for name, frame in passed.items():
         fix = "attack this ledger, or pass the gains of its own releases"
         check_held(frame, held, led.root, f"the gains of {name!r}", fix)
+        check_same_releases(frame, led, f"the gains of {name!r}", fix)
     return dict(sorted({**out, **passed}.items()))
