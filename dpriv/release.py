@@ -38,7 +38,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
-from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_pandas
+from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_dask, to_pandas
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
@@ -186,7 +186,7 @@ def release_history(
             if in_process(summaries[i].n_rows, n_state):
                 view = to_pandas(view).reset_index(drop=True)
             elif not is_dask(view):
-                view = dd.from_pandas(view, npartitions=nparts, sort=False)
+                view = to_dask(view, nparts)  # scattered under a distributed client
             tables = tracker.tables()
             nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
             run = functools.partial(
@@ -283,8 +283,7 @@ def release_view(
         table = qig_table(result.assigned, policy)
         released, assigned = result.released, result.assigned
         if is_dask(view):
-            released = dd.from_pandas(released, npartitions=1, sort=False)
-            assigned = dd.from_pandas(assigned, npartitions=1, sort=False)
+            released, assigned = to_dask(released, 1), to_dask(assigned, 1)
         steps.lap("grouping")
         sensitive = None
     del frame
