@@ -76,6 +76,7 @@ from dpriv.steps import Steps
 from dpriv.validate import validate_view
 from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
 from dpriv.view_summary import ViewSummary
+from dpriv.workers import require_workers
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -139,6 +140,8 @@ def release_history(
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
     history = as_frame(history, "release_history", "history", policy.id)
+    if is_dask(history):  # a cluster without workers would wait for ever on the first compute
+        require_workers("the release")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
@@ -185,8 +188,9 @@ def release_history(
                 continue
             if in_process(summaries[i].n_rows, n_state):
                 view = to_pandas(view).reset_index(drop=True)
-            elif not is_dask(view):
-                view = to_dask(view, nparts)  # scattered under a distributed client
+            else:
+                require_workers(f"release {i}")  # a cluster without workers would wait for ever
+                view = view if is_dask(view) else to_dask(view, nparts)  # scattered under a client
             tables = tracker.tables()
             nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
             run = functools.partial(
