@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import dask
@@ -39,6 +39,7 @@ import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_pandas
+from dpriv.anonymized import Anonymized
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
@@ -340,19 +341,6 @@ def release_view(
         small_view="suppressed" if small else None, posterior_guard=getattr(result, "posterior_guard", None),
     )  # fmt: skip
     return metrics, released, new_state, sensitive
-
-
-@dataclass
-class Anonymized:
-    """A verified released view (pandas), its private assignment and its metrics; for an
-    Anatomy release ``released`` is the QI table and ``sensitive`` the sensitive table."""
-
-    released: pd.DataFrame
-    assigned: pd.DataFrame
-    metrics: ReleaseRecord
-    policy: ReleasePolicy
-    notes: list[str] = field(default_factory=list)
-    sensitive: pd.DataFrame | None = None
 
 
 @shuffle_method()

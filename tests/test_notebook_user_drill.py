@@ -1,0 +1,61 @@
+"""Findings of a notebook user's drill.
+
+1. The repr of ``anonymize()``'s result printed its private ``assigned`` frame (ids, exact QIs,
+   true sensitive values, priors), and :class:`AttackStep`'s its arrays: a notebook's last line
+   would publish them. 2. ``Ledger`` had no repr. 3. Python calls were told CLI flags
+   (``with --tt``, ``--ledger NEW``, ``--categorical``). 4. A text-coded QI against a knowledge
+   file that cuts it into numeric ranges failed with a raw ValueError inside the release.
+5. Columns a Python history holds beyond the policy's were dropped without a word.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dpriv.attack import attack_steps
+from dpriv.datasets import medical_history, write_history
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.release import anonymize, release_history
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """3 views x 200 of the medical generator, its policy.toml and knowledge files beside it."""
+    out = tmp_path_factory.mktemp("drill")
+    mh = medical_history(n_views=3, view_size=200, seed=0)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.6, "j": 0.9, "max_suppression": 1.0}})
+    return out, mh.history, ReleasePolicy.from_toml(out / "policy.toml")
+
+
+# -- 1., 2. reprs ----------------------------------------------------------------------------------
+def test_anonymized_repr_shows_no_private_value(generated):
+    _, history, policy = generated
+    view = history[history["view"] == 1].assign(respondent_id=lambda f: f["respondent_id"] + 9_876_000)
+    res = anonymize(view, policy)
+    text = repr(res)
+    assert text == str(res)
+    assert text.startswith("Anonymized(released: ") and "assigned: private, not shown" in text
+    assert f"released: {len(res.released):,} rows x {res.released.shape[1]} columns" in text
+    assert f"n_groups={res.metrics['n_groups']}" in text
+    assert "9876" not in text  # no respondent id
+    for column in ("respondent_id", "exam_result", "prior_"):  # nor a private column's name or value
+        assert column not in text
+    assert not any(value in text for value in set(view["exam_result"]))
+
+
+def test_attack_step_repr_shows_no_array(generated, tmp_path):
+    _, history, policy = generated
+    led = release_history(history, policy, tmp_path / "led", until=1)
+    step = next(attack_steps(led, history, policy, "dk"))
+    assert repr(step) == f"AttackStep(release=1, seconds={step.seconds!r})"
+
+
+def test_ledger_repr_names_root_and_releases(generated, tmp_path):
+    _, history, policy = generated
+    led = release_history(history, policy, tmp_path / "led", until=2)
+    assert repr(led) == f"Ledger({str(tmp_path / 'led')!r}, 2 committed releases)"
+    new = Ledger(tmp_path / "new", create=True)
+    assert repr(new) == f"Ledger({str(tmp_path / 'new')!r}, 0 committed releases)"
+    (tmp_path / "led" / "manifest.json").write_text("{")
+    assert repr(Ledger(tmp_path / "led")).endswith(", manifest unreadable: LedgerError)")
