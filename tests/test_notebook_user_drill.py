@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
 from dpriv.attack import attack_steps
+from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
+from dpriv.errors import PolicyError
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, release_history
@@ -59,3 +62,38 @@ def test_ledger_repr_names_root_and_releases(generated, tmp_path):
     assert repr(new) == f"Ledger({str(tmp_path / 'new')!r}, 0 committed releases)"
     (tmp_path / "led" / "manifest.json").write_text("{")
     assert repr(Ledger(tmp_path / "led")).endswith(", manifest unreadable: LedgerError)")
+
+
+# -- 4. a text-coded QI against a knowledge file of numeric ranges ------------------------------------
+def _text_gender(generated):
+    out, history, policy = generated
+    domains = {**policy.domains, "gender": ["F", "M"]}
+    text = history.assign(gender=history["gender"].map({1: "F", 2: "M"}).astype("category"))
+    return out, text, ReleasePolicy.from_toml(out / "policy.toml", domains=domains)
+
+
+NUMERIC_RANGES = (
+    "knowledge/dk.npz classifies QI 'gender' by numeric ranges (cut points [2]) while the data and "
+    "policy hold 'gender' as categorical values (domain ['F', 'M']): recode 'gender' as the numbers "
+    "of the knowledge file, or use a knowledge file built for its categorical values"
+)
+
+
+def test_text_qi_against_numeric_knowledge_is_refused_before_release(generated, tmp_path):
+    out, text, policy = _text_gender(generated)
+    with pytest.raises(PolicyError) as err:
+        release_history(text, policy, tmp_path / "led")
+    assert str(err.value) == f"knowledge file {out / NUMERIC_RANGES}"
+    assert not (tmp_path / "led").exists()
+
+
+def test_text_qi_against_numeric_knowledge_exits_2(generated, tmp_path):
+    out, text, policy = _text_gender(generated)
+    text.to_parquet(tmp_path / "h.parquet")
+    toml = (out / "policy.toml").read_text().replace("gender = [1, 2]", 'gender = ["F", "M"]')
+    (out / "policy_text.toml").write_text(toml)
+    args = ["release", str(tmp_path / "h.parquet"), "--policy", str(out / "policy_text.toml")]
+    res = CliRunner().invoke(app, [*args, "--ledger", str(tmp_path / "led"), "--no-cluster"])
+    assert res.exit_code == 2, res.output
+    assert NUMERIC_RANGES in " ".join(res.output.split())
+    assert not (tmp_path / "led").exists()
