@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 from dpriv.attack import attack_steps
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
-from dpriv.errors import PolicyError
+from dpriv.errors import InputError, PolicyError
 from dpriv.ledger import Ledger
+from dpriv.metrics.release import require
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, release_history
 
@@ -97,3 +98,40 @@ def test_text_qi_against_numeric_knowledge_exits_2(generated, tmp_path):
     assert res.exit_code == 2, res.output
     assert NUMERIC_RANGES in " ".join(res.output.split())
     assert not (tmp_path / "led").exists()
+
+
+# -- 3. Python calls are told Python arguments, the CLI its flags ------------------------------------
+def test_python_refusals_name_python_arguments_the_cli_its_flags(generated, tmp_path):
+    out, history, policy = generated
+    pf = out / "policy.toml"
+    with pytest.raises(PolicyError) as err:
+        ReleasePolicy.from_toml(pf, tt=0.5)
+    assert str(err.value) == (
+        f"invalid policy (policy file {pf} with overrides tt=0.5):\n  unknown key 'tt'; did you mean 't'?"
+    )
+    with pytest.raises(PolicyError) as err:
+        ReleasePolicy.from_toml(pf, t=-1, k=5)
+    assert str(err.value) == (
+        f"invalid policy (policy file {pf} with overrides t=-1, k=5):\n"
+        "  t: must be a number in [0, 1], got -1"
+    )
+    view = history[history["view"] == 1].astype({"age": object})
+    view.loc[view.index[0], "age"] = "unknown"
+    with pytest.raises(InputError) as err:
+        anonymize(view, policy)
+    assert (
+        'or declare the QI categorical (--categorical age, [kinds] age = "categorical" in the policy, or '
+        "policy.with_overrides(kinds={**policy.kinds, 'age': 'categorical'}) in Python)"
+    ) in str(err.value)
+    ok = type("Report", (), {"ok": True, "problems": []})()
+    with pytest.raises(PolicyError) as err:  # a refusal whose fix is a new ledger, releases committed
+        require(ok, policy.with_overrides(max_suppression=0.1), 40, 8, "release 3", committed=2)
+    assert str(err.value).endswith(
+        "needs a new ledger: release the history with it into --ledger NEW "
+        "(release_history(history, policy, NEW) in Python), from the first view)"
+    )
+    history.to_parquet(tmp_path / "h.parquet")  # the CLI names its flags
+    args = ["release", str(tmp_path / "h.parquet"), "--policy", str(pf), "--t", "2", "--k", "5"]
+    res = CliRunner().invoke(app, [*args, "--ledger", str(tmp_path / "led"), "--no-cluster"])
+    assert res.exit_code == 2, res.output
+    assert f"(policy file {pf} with --k, --t):\n  t: must be a number in [0, 1], got 2.0" in res.output
