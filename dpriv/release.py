@@ -53,7 +53,7 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
+from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_files import discard_new_ledger
@@ -140,6 +140,7 @@ def release_history(
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
     history = as_frame(history, "release_history", "history", policy.id)
+    warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
@@ -364,6 +365,7 @@ def anonymize(
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
     notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
+    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)

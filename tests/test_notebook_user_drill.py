@@ -135,3 +135,23 @@ def test_python_refusals_name_python_arguments_the_cli_its_flags(generated, tmp_
     res = CliRunner().invoke(app, [*args, "--ledger", str(tmp_path / "led"), "--no-cluster"])
     assert res.exit_code == 2, res.output
     assert f"(policy file {pf} with --k, --t):\n  t: must be a number in [0, 1], got 2.0" in res.output
+
+
+# -- 5. columns the policy does not name: dropped, and said in Python too -----------------------------
+def test_python_warns_of_unnamed_columns_once_per_call(generated, tmp_path):
+    out, history, policy = generated
+    named = history.assign(name="Alice", zip=57000)
+    said = r"not released: column\(s\) \['name', 'zip'\] \(not named by the policy as id, time, QI or "
+    with pytest.warns(UserWarning, match=said) as caught:
+        release_history(named, policy, tmp_path / "led", until=2)
+    assert len([w for w in caught if "not released" in str(w.message)]) == 1
+    assert caught[0].filename == __file__  # the user's line
+    with pytest.warns(UserWarning, match=said) as caught:
+        anonymize(named[named["view"] == 1], policy)
+    assert len([w for w in caught if "not released" in str(w.message)]) == 1
+    named[named["view"] == 1].to_parquet(tmp_path / "h.parquet")  # the CLI prints it once, as its line
+    args = ["release", str(tmp_path / "h.parquet"), "--policy", str(out / "policy.toml")]
+    res = CliRunner().invoke(app, [*args, "--ledger", str(tmp_path / "cli"), "--no-cluster"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("not released: column(s) ['name', 'zip']") == 1
+    assert "warning: not released" not in res.output
