@@ -11,6 +11,7 @@ Dask never warns about merging ``string`` with ``object``), and a date QI become
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import warnings
 from pathlib import Path
@@ -49,15 +50,33 @@ def unused_columns(columns, policy: ReleasePolicy) -> list[str]:
     return [str(c) for c in columns if c not in named]
 
 
+#: How :func:`unused_note` starts.
+UNUSED = "not released: column(s)"
+
+
 def unused_note(columns, policy: ReleasePolicy) -> str | None:
+    """``not released: column(s) ['name'] ...`` for the input's columns the policy does not name."""
     extra = unused_columns(columns, policy)
     if not extra:
         return None
     return (
-        f"not released: column(s) {extra} (not named by the policy as id, time, QI or sensitive); "
-        "a quasi-identifier among them belongs in qi (--qi) to be released generalized "
+        f"{UNUSED} {extra} (not named by the policy as id, time, QI or sensitive); "
+        "a quasi-identifier among them belongs in the policy's qi (--qi) to be released generalized "
         "(never an identifier)"
     )
+
+
+def warn_unused(columns, policy: ReleasePolicy) -> None:
+    """:func:`unused_note` as a UserWarning, the user's line named (a Python call), unless a
+    ``dpriv`` command printed it itself (:func:`said_unused`)."""
+    if note := unused_note(columns, policy):
+        warn_user(note)
+
+
+def said_unused() -> None:
+    """In a ``dpriv`` command (inside its ``catch_warnings``), which prints the note as its own
+    line: the library's warning of it is not printed again."""
+    warnings.filterwarnings("ignore", message=re.escape(UNUSED))
 
 
 def nfc_text(values: pd.Series) -> pd.Series:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import dask
@@ -39,6 +39,7 @@ import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_dask, to_pandas
+from dpriv.anonymized import Anonymized
 from dpriv.baselines import METHODS, baseline_view
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
@@ -52,7 +53,7 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
+from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_files import discard_new_ledger
@@ -140,6 +141,7 @@ def release_history(
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
     history = as_frame(history, "release_history", "history", policy.id)
+    warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute
         require_workers("the release")
     if policy.small_view == "merge":
@@ -345,19 +347,6 @@ def release_view(
     return metrics, released, new_state, sensitive
 
 
-@dataclass
-class Anonymized:
-    """A verified released view (pandas), its private assignment and its metrics; for an
-    Anatomy release ``released`` is the QI table and ``sensitive`` the sensitive table."""
-
-    released: pd.DataFrame
-    assigned: pd.DataFrame
-    metrics: ReleaseRecord
-    policy: ReleasePolicy
-    notes: list[str] = field(default_factory=list)
-    sensitive: pd.DataFrame | None = None
-
-
 @shuffle_method()
 def anonymize(
     view: pd.DataFrame | dd.DataFrame,
@@ -379,6 +368,7 @@ def anonymize(
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
     notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
+    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)

@@ -23,6 +23,7 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import duplicate_columns
 from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
+from dpriv.policy_fix import declare_categorical
 from dpriv.released import GROUP
 from dpriv.rows import (
     MAX_ROWS_SHOWN,
@@ -310,8 +311,8 @@ def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
             name,
             other,
             f"numeric QI {name!r} holds text that is not a number: {shown}; correct each to a number "
-            "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical ([kinds] in the "
-            "policy, or --categorical)",
+            "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical "
+            f"({declare_categorical(name)})",
         )
 
 

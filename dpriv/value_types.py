@@ -20,6 +20,7 @@ import pandas as pd
 
 from dpriv.dates import date_problem, is_date_dtype
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_fix import declare_categorical
 
 #: pandas' inferred kinds of an object column that hold ordinary scalars (no per-cell check).
 _SCALAR_KINDS = {
@@ -213,8 +214,7 @@ def type_problems(
                     2,
                     name,
                     f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
-                    f"these rows, or declare the QI categorical (--categorical {name}, or "
-                    f'[kinds] {name} = "categorical" in the policy)',
+                    f"these rows, or declare the QI categorical ({declare_categorical(name)})",
                     rows(part, text, policy),
                     int(text.sum()),
                 )

@@ -108,8 +108,11 @@ def anonymize(
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
     placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input)
+    from dpriv.inputs import said_unused
     from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
+
+    said_unused()  # one of its notes, printed below
 
     with release_frame(placement, scheduler=scheduler, say=_say) as frame:
         result = run(frame, pol, prior=prior)
@@ -177,7 +180,7 @@ def _run_release(
     allow_repeated_view: bool = False,
 ) -> None:
     from dpriv.input_checks import date_hints_of
-    from dpriv.inputs import unused_note
+    from dpriv.inputs import said_unused, unused_note
     from dpriv.io import read_table
 
     check_ledger_folder(ledger)  # before any work
@@ -188,6 +191,7 @@ def _run_release(
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
+        said_unused()
     for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
         _say(hint)
     from dpriv.cluster import ledger_start, release_frame, release_place

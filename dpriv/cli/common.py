@@ -289,11 +289,11 @@ def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePoli
 def load_policy(policy: Path | None, *, categorical: str | None = None, **flags: Any) -> ReleasePolicy:
     """Policy from the TOML file and/or flags (flags win); ``categorical`` (``--categorical
     A,B``) adds ``[kinds]`` entries to the file's."""
-    from dpriv.cli.effective import split_qi
+    from dpriv.cli.effective import flags_named, split_qi
 
     split_qi(flags)
     if policy is not None:
-        pol = ReleasePolicy.from_toml(policy, **flags)
+        pol = ReleasePolicy.read_toml(policy, flags, flags_named)
     else:
         missing = [f"--{k}" for k in ("qi", "sensitive") if not flags.get(k)]
         if missing:

@@ -16,6 +16,7 @@ from typing import Any
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import recorded_base
+from dpriv.policy_keys import flags_named
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
 _WHOLE_TABLES = ("domains", "kinds", "knowledge", "hierarchies")
@@ -159,7 +160,7 @@ def effective_policy(
     # resumed, as Mondrian)
     recorded = ledger_policy(ledger) if ledger is not None else None
     if policy_file is not None:
-        pol = ReleasePolicy.from_toml(policy_file, **given)
+        pol = ReleasePolicy.read_toml(policy_file, given, flags_named)
         sources = {**dict.fromkeys(_file_fields(policy_file), "file"), **sources}
         return EffectivePolicy(pol, sources, f"file {policy_file}"), recorded[1] if recorded else None
     if recorded is not None:
@@ -188,8 +189,7 @@ def _with_flags(data: dict[str, Any], given: dict[str, Any], where: str) -> Rele
     try:
         return ReleasePolicy.from_dict({**data, **given})
     except PolicyError as exc:
-        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-        named = f"{where} with {flags}" if data else f"flags {flags}"
+        named = f"{where} with {flags_named(given)}" if data else f"flags {flags_named(given)}"
         raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({named}):", 1)) from None
 
 
