@@ -19,7 +19,7 @@ import typer
 
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice
 from dpriv.cli.failures import CLUSTER_EXIT, cluster_loss, loss_message, quiet_dask_logs
-from dpriv.cli.interrupts import by_interrupt, interrupted
+from dpriv.cli.interrupts import interrupt_of, interrupted, sigterm_interrupts
 from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
     TABLE_SUFFIXES,
     check_ledger_folder,
@@ -168,6 +168,7 @@ def command(fn):
         debug, scheduler = kwargs.get("debug", False), kwargs.get("scheduler")
         try:
             with (
+                sigterm_interrupts(),  # SIGTERM (timeout, systemd, SLURM) ends the command as Ctrl-C does
                 quiet_dask_logs(debug),
                 warnings.catch_warnings(),
                 rows_of(_input_file(fn.__name__, kwargs)),
@@ -185,8 +186,8 @@ def command(fn):
             raise typer.Exit(2) from None
         except typer.Exit:
             raise
-        except KeyboardInterrupt:
-            interrupted(debug)
+        except KeyboardInterrupt as exc:
+            interrupted(debug, exc, fn.__name__)
         except OSError as exc:
             if not isinstance(exc, PermissionError) and exc.errno not in _WRITE_ERRORS:
                 _internal(exc, debug, scheduler, fn.__name__)
@@ -216,10 +217,10 @@ _WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EF
 
 
 def _internal(exc: BaseException, debug: bool, scheduler: str | None = None, name: str = "") -> NoReturn:
-    """Exit 1 for what is dpriv's own fault (130 for Ctrl-C inside a compiled kernel, 3 for a
+    """Exit 1 for what is dpriv's own fault (130/143 for Ctrl-C/SIGTERM inside a compiled kernel, 3 for a
     lost Dask worker or scheduler)."""
-    if by_interrupt(exc):  # Ctrl-C inside a compiled kernel surfaces as a SystemError
-        interrupted(debug)
+    if (interrupt := interrupt_of(exc)) is not None:  # Ctrl-C inside a compiled kernel: a SystemError
+        interrupted(debug, interrupt, name)
     if debug:
         traceback.print_exc()
     if cluster_loss(exc) is not None:
