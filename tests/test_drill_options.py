@@ -124,3 +124,34 @@ def test_a_hierarchy_given_twice_for_one_column_is_refused(tmp_path):
         res, r"--hierarchy names 'city' twice, as \S*a\.csv and \S*b\.csv: give one hierarchy per column"
     )
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("release_format", ["generalized", "anatomy"])
+def test_the_effective_policy_marks_what_only_a_baseline_enforces(dates_csv, tmp_path, release_format):
+    """With JS-reduce (anonymize; anatomy too) l was printed as `l=3 [default]`, as if enforced."""
+    out = tmp_path / "d.csv"
+    args = ["--qi", "birth,adm,sex", "--date", "birth,adm", "--release-format", release_format]
+    res = run("anonymize", dates_csv, "--out", out, *args, *DATES)
+    assert res.exit_code == 0, res.output
+    assert " l=3 [default; mondrian-l only] " in res.output
+    assert " bt_b=0.3 [default; mondrian-bt only] bt_t=0.25 [default; mondrian-bt only] " in res.output
+    assert " k=4 [flag] " in res.output
+
+
+def test_a_mondrian_l_release_prints_l_unmarked(tmp_path):
+    src = tmp_path / "h.csv"
+    random_view(40).assign(view=1).to_csv(src, index=False)
+    args = ["--time", "view", "--qi", "age,gender", "--sensitive", "exam_result", "--id", "respondent_id"]
+    res = run(
+        "release",
+        src,
+        "--ledger",
+        tmp_path / "L",
+        *args,
+        "--k",
+        "3",
+        "--method",
+        "mondrian-l",
+        "--no-cluster",
+    )
+    assert " l=3 [default] bt_b=0.3 [default; mondrian-bt only] " in res.output, res.output

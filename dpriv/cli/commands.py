@@ -335,7 +335,7 @@ def release(
         release_format=release_format,
         retro_max_gain=retro_max_gain,
     )
-    method = method or recorded_method or "jsreduce"
+    method = eff.method = method or recorded_method or "jsreduce"
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
         allow_repeated_view,
