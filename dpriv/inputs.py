@@ -24,6 +24,7 @@ from dpriv._dispatch import meta_of
 from dpriv.dates import date_qi, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
+from dpriv.released import GROUP
 from dpriv.user_warning import warn_user
 from dpriv.value_types import mixed_types
 
@@ -258,3 +259,42 @@ def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy, view: in
             "allow_single_sensitive = true in [privacy] to release it anyway"
         )
     warn_user(f"{what} (allow_single_sensitive = true)")
+
+
+def missing_columns(columns, policy: ReleasePolicy) -> None:
+    """Raise InputError listing every policy column absent from ``columns``."""
+    wanted = [policy.id, *policy.qi, policy.sensitive]
+    absent = [c for c in wanted if c not in columns]
+    if not absent:
+        return
+    if GROUP in columns or any(f"{c}_min" in columns and f"{c}_max" in columns for c in absent):
+        raise InputError(
+            f"missing column(s) {absent}; the input has {list(columns)}, which looks like a released "
+            "(already generalized) view: dpriv releases original data only, feed the original view"
+        )
+    raise InputError(
+        f"missing column(s) {absent}; the input has {list(columns)}. "
+        "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
+        + _missing_hints(
+            list(columns), policy.id in absent and policy.id == ReleasePolicy.model_fields["id"].default
+        )
+    )
+
+
+def _missing_hints(columns: list, no_id: bool) -> str:
+    """What a missing column may mean: a table without ids (``no_id``: the default id column is
+    missing), or a file whose first
+    line is data, not a header (a third or more of its column names are numbers)."""
+    numbers = [c for c in columns if re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", str(c))]
+    hints = []
+    if 3 * len(numbers) >= len(columns):
+        hints.append(
+            f" The file seems to have no header row (column names such as {numbers[:3]} look like "
+            "data): add a first line naming the columns."
+        )
+    if no_id:
+        hints.append(
+            " A table without respondent ids: pass --add-row-id to number its rows as the id "
+            "(or --id C to name its id column)."
+        )
+    return "".join(hints)

@@ -121,12 +121,20 @@ def anonymize(
     also = (table_out,) if result.sensitive is not None else ()
     # created meanwhile?
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,), also=also)
-    write_frame(result.released, out, kind="anonymize", checked=True)
+    metrics = out.with_name(out.name + METRICS_SUFFIX)
+    created = [p for p in (out, *also, metrics) if not p.exists()]
+    try:
+        write_frame(result.released, out, kind="anonymize", checked=True)
+        if result.sensitive is not None:
+            write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
+        write_record(metrics, result.metrics, mode=None)
+        record_output(metrics, "anonymize")
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM between two files: none of them (all were new)
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
     if result.sensitive is not None:
-        write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
         typer.echo(f"sensitive table written to {table_out}")
-    write_record(out.with_name(out.name + METRICS_SUFFIX), result.metrics, mode=None)
-    record_output(out.with_name(out.name + METRICS_SUFFIX), "anonymize")
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 
@@ -331,7 +339,7 @@ def release(
         release_format=release_format,
         retro_max_gain=retro_max_gain,
     )
-    method = method or recorded_method or "jsreduce"
+    method = eff.method = method or recorded_method or "jsreduce"
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
         allow_repeated_view,

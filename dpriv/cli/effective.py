@@ -77,6 +77,11 @@ def split_qi(flags: dict[str, Any]) -> None:
         )
 
 
+#: Fields that one baseline method alone enforces (docs/policy.md): printed as "[...; <method>
+#: only]" under any other method, so that l=3 is not read as l-diversity of a JS-reduce release.
+_METHOD_ONLY = {"l": "mondrian-l", "bt_b": "mondrian-bt", "bt_t": "mondrian-bt"}
+
+
 @dataclass
 class EffectivePolicy:
     """A policy and, per field, where its value came from ("flag", "file", "ledger", "default")."""
@@ -84,9 +89,11 @@ class EffectivePolicy:
     policy: ReleasePolicy
     sources: dict[str, str] = field(default_factory=dict)
     origin: str = ""  # the file or ledger the non-flag values came from
+    method: str = "jsreduce"  # the release method: a field only other methods use is marked so
 
     def lines(self) -> list[str]:
-        """One line per group of fields: ``name=value [source]``; long values shortened."""
+        """One line per group of fields: ``name=value [source]``; long values shortened; a
+        field only a baseline enforces, under another method: ``l=3 [default; mondrian-l only]``."""
         dump = self.policy.model_dump()
         out = [f"effective policy ({self.origin or 'flags and defaults'}):"]
         for group, names in _GROUPS.items():
@@ -95,7 +102,11 @@ class EffectivePolicy:
                 value = dump[name]
                 if name in _WHOLE_TABLES and not value:
                     continue
-                items.append(f"{name}={_show(value)} [{self.sources.get(name, 'default')}]")
+                source = self.sources.get(name, "default")
+                users = _METHOD_ONLY.get(name, self.method)
+                if self.method != users:
+                    source += f"; {users} only"
+                items.append(f"{name}={_show(value)} [{source}]")
             if group == "data" and not items:
                 items.append("domains inferred from the data")
             out.append(f"  {group}: " + " ".join(items))
