@@ -30,7 +30,8 @@ from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.datasets.model import TERMINAL
 from dpriv.errors import InputError
-from dpriv.experiment_files import check_out, check_views, save_figure, write_output
+from dpriv.experiment_files import check_out, check_views, write_output
+from dpriv.experiment_plots import plot
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -273,75 +274,3 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
             rows = retro[certain].fillna(0).gt(0).groupby([retro[k] for k in key]).sum()
             out = out.join(rows.astype("int64").add_prefix("rows_"))
     return out.reset_index()
-
-
-def _kind(method: str, params: str) -> str:
-    """Legend entry of a frontier point: the method, ``+anatomy`` for an Anatomy release
-    (its semiperimeter is 0 by construction; read its association_loss in frontier.csv)."""
-    return method + ("+anatomy" if json.loads(params).get("release_format") == "anatomy" else "")
-
-
-def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
-    """fig3_semiperimeter.png, gain_<method>.png per method, frontier.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs, gains, front = tables["runs"], tables["gains"], tables["frontier"]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for (method, params), g in runs.groupby(["method", "params"]):
-        ax.plot(g["release"], g["semi"], label=f"{method} {params}")
-    ax.set(xlabel="release", ylabel="average semiperimeter (E11)", title="Utility per release")
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    save_figure(fig, out / "fig3_semiperimeter.png")
-    plt.close(fig)
-    for method, g in gains.groupby("method"):
-        # many settings x knowledge: the legend goes beside the axes, the layout makes room
-        lines = g.groupby(["params", "knowledge"])
-        ncol = 1 if lines.ngroups <= 24 else 2
-        height = max(4.0, 1.5 + 0.12 * lines.ngroups / ncol)
-        fig, ax = plt.subplots(figsize=(7 + 4 * ncol, height), layout="constrained")
-        for (params, kind), h in lines:
-            ax.plot(h["release"], h["adversary_gain"], label=f"{params} {kind}")
-        ax.set(xlabel="release", ylabel="adversary gain (E10)", title=f"{method}: adversary gain")
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol)
-        save_figure(fig, out / f"gain_{method}.png")
-        plt.close(fig)
-    _frontier(front, out, plt)
-
-
-#: The goals of issue 12 drawn on the frontier (dotted): the largest gain against each
-#: adversary and the mean average semiperimeter.
-GOALS = {"paper": 0.05, "retrospective": 0.08, "semi": 0.3}
-
-
-def _frontier(front: pd.DataFrame, out: Path, plt) -> None:
-    """frontier.png: semiperimeter against the largest gain, one panel per adversary (the
-    paper's with full DK, and the retrospective one when it ran); marker area ~ suppression."""
-    paper = "max_gain_dk" if "max_gain_dk" in front else [c for c in front if c.startswith("max_gain_")][0]
-    panels = [(paper, "paper adversary", GOALS["paper"])]
-    if "max_retro_gain" in front and front["max_retro_gain"].notna().any():
-        panels.append(("max_retro_gain", "retrospective adversary (+ deductions)", GOALS["retrospective"]))
-    kinds = front.assign(kind=[_kind(m, p) for m, p in zip(front["method"], front["params"])])
-    # the histogram reference (every box the view's range) is a level, not a point to compare boxes with
-    reference, kinds = kinds[kinds["method"] == "histogram"], kinds[kinds["method"] != "histogram"]
-    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 5), squeeze=False)
-    for ax, (col, who, goal) in zip(axes[0], panels):
-        for kind, g in kinds.groupby("kind"):
-            ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=kind, alpha=0.7)
-        for level in reference[col].dropna():
-            ax.axhline(level, color="black", linestyle="--", linewidth=1, label="histogram (one group)")
-        ax.axhline(goal, color="grey", linestyle=":", linewidth=1)
-        ax.axvline(GOALS["semi"], color="grey", linestyle=":", linewidth=1)
-        ax.set(
-            xlabel="mean average semiperimeter (lower = more useful)",
-            ylabel=f"{col}: largest mean gain (lower = safer)",
-            title=who,
-        )
-        ax.legend(fontsize=8)
-    fig.suptitle("Frontier (marker area ~ mean suppression; dotted: issue 12's goals; dashed: the histogram)")
-    fig.tight_layout()
-    save_figure(fig, out / "frontier.png")
-    plt.close(fig)

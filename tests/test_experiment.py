@@ -207,7 +207,7 @@ def test_the_frontier_draws_the_histogram_as_a_level_not_a_point(tmp_path, monke
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    import dpriv.experiment as exp
+    import dpriv.experiment_plots as exp
 
     front = pd.DataFrame(
         {
@@ -221,7 +221,7 @@ def test_the_frontier_draws_the_histogram_as_a_level_not_a_point(tmp_path, monke
     )
     saved = []
     monkeypatch.setattr(exp, "save_figure", lambda fig, path: saved.append(fig))
-    exp._frontier(front, tmp_path, plt)
+    exp.frontier_figure(front, tmp_path, plt)
     (fig,) = saved
     for ax, level in zip(fig.axes, (0.14, 0.19)):
         points = np.concatenate([c.get_offsets() for c in ax.collections])
