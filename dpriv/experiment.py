@@ -31,7 +31,7 @@ from dpriv.datasets import medical_history, write_history
 from dpriv.datasets.model import TERMINAL
 from dpriv.errors import InputError
 from dpriv.experiment_files import check_out, check_views, write_output
-from dpriv.experiment_plots import plot
+from dpriv.experiment_plots import knowledge_label, paper_knowledge, plot
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -82,7 +82,13 @@ GRID: dict[str, list[dict]] = {
     # what the adversary's own knowledge predicts beyond it (docs/results/histogram-reference-24x5000)
     "histogram": [{}],
 }
-KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
+#: The paper adversary's knowledge kinds: none (snapshot), the full DK and the n-step DK that differ
+#: from it. dk-3 is not attacked: the generator's model is order 3, so its 3-step truncation is the
+#: full DK itself (:meth:`dpriv.datasets.MedicalHistory.n_step`), the same gains as dk.
+KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-2")
+#: Decimals of the gains the experiment writes: a mean of probabilities is not measured below
+#: 1e-12, and a gain that is 0 up to the float sums' noise (-2.6e-17) then reads 0.0.
+GAIN_DECIMALS = 12
 _GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision", "histogram_gain")
 _RETRO_KEEP = (
     "release",
@@ -128,7 +134,10 @@ def run_experiment(
     figures.
 
     A JS-reduce entry may name the defender's knowledge (``"defender": "dk-1"``); crossed
-    with the adversary's ``knowledge`` kinds it gives the paper's Fig. 6 combinations.
+    with the adversary's ``knowledge`` kinds it gives the paper's Fig. 6 combinations. ``say``
+    gets one line per setting, e.g. ``jsreduce_t1.0_j0.2: max gain (full DK) 0.030,
+    retrospective 0.041``: the largest gain that frontier.png plots (full DK, else the first
+    kind) and the retrospective one. Gains are written rounded to :data:`GAIN_DECIMALS`.
 
     Returns the tables: ``runs`` (method, params, release, groups, suppression, semi,
     association_loss, group_qi_span, share_pinned), ``gains`` (method, params, knowledge,
@@ -160,6 +169,7 @@ def run_experiment(
     base = ReleasePolicy.from_toml(policy_file).with_overrides(max_suppression=1.0)
     runs, gains, retro = [], [], []
     use_deductions = deductions_available()
+    paper = paper_knowledge(list(knowledge))  # the gain the frontier plots, printed as it names it
     for method, params in itertools.chain.from_iterable(((m, p) for p in ps) for m, ps in grid.items()):
         name = _name(method, params)
         policy = _policy(base, params)
@@ -186,12 +196,19 @@ def run_experiment(
                 {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
                 for row in g[list(_GAIN_KEEP)].to_dict("records")
             ]
-        last = [
-            g["adversary_gain"] for g in gains if g["method"] == method and g["params"] == json.dumps(params)
-        ]
-        msg = f"{name}: max gain {max(last, default=float('nan')):.3f}"
-        if not any(pd.notna(last)):  # no tuple released: no gain to measure (a frontier row of NaN)
-            msg += " (every tuple suppressed: no gain is defined)"
+        last = pd.Series(
+            [
+                g["adversary_gain"]
+                for g in gains
+                if (g["method"], g["params"], g["knowledge"]) == (method, json.dumps(params), paper)
+            ],
+            dtype="float64",
+        )
+        msg = f"{name}: max gain ({knowledge_label(paper)}) "
+        if last.isna().all():  # no tuple released: no gain to measure (a frontier row of NaN)
+            msg += "n/a (every tuple suppressed: no gain is defined)"
+        else:
+            msg += f"{last.max():.3f}"
         if retrospective:
             r = attack(
                 led,
@@ -211,14 +228,20 @@ def run_experiment(
         say(msg)
     tables = {
         "runs": pd.DataFrame(runs),
-        "gains": pd.DataFrame(gains),
-        "retro": pd.DataFrame(retro, columns=["method", "params", *_RETRO_KEEP]),
+        "gains": _denoised(pd.DataFrame(gains)),
+        "retro": _denoised(pd.DataFrame(retro, columns=["method", "params", *_RETRO_KEEP])),
     }
     tables["frontier"] = frontier(tables["runs"], tables["gains"], tables["retro"])
     for key, frame in tables.items():
         write_output(out / f"{key}.csv", frame.to_csv(index=False).encode())
     plot(tables, out)
     return tables
+
+
+def _denoised(frame: pd.DataFrame) -> pd.DataFrame:
+    """The gain columns rounded to :data:`GAIN_DECIMALS` (-0.0 as 0.0)."""
+    cols = [c for c in ("adversary_gain", "histogram_gain") if c in frame]
+    return frame.assign(**{c: pd.to_numeric(frame[c]).round(GAIN_DECIMALS) + 0.0 for c in cols})
 
 
 def _with_exits(r, led, history, policy, attendance, use_deductions) -> pd.DataFrame:
@@ -243,6 +266,13 @@ def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[in
     return {r["release"]: r["share_pinned"] for r in rows}
 
 
+def _largest(gains: pd.DataFrame, key: list[str], col: str) -> pd.DataFrame:
+    """The largest ``col`` per ``key`` (rows) and knowledge kind (columns), every kind attacked
+    a column (NaN where no release kept a tuple: no gain is defined)."""
+    top = gains.pivot_table(index=key, columns="knowledge", values=col, aggfunc="max")
+    return top.reindex(columns=sorted(gains["knowledge"].unique()))
+
+
 def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain, the
     max confident share and the max ``histogram_gain`` (the gain had each release been one
@@ -258,12 +288,10 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
         util = util.join(runs.groupby(key)[extra].mean())
     if "share_pinned" in runs:
         util = util.join(runs.groupby(key).agg(max_pinned_share=("share_pinned", "max")))
-    worst = gains.pivot_table(index=key, columns="knowledge", values="adversary_gain", aggfunc="max")
-    out = util.join(worst.add_prefix("max_gain_"))
+    out = util.join(_largest(gains, key, "adversary_gain").add_prefix("max_gain_"))
     for col, prefix in (("confident_share", "max_share_"), ("histogram_gain", "max_histogram_gain_")):
         if col in gains:  # the tail, and the level of the same releases as one QI-group each
-            top = gains.pivot_table(index=key, columns="knowledge", values=col, aggfunc="max")
-            out = out.join(top.add_prefix(prefix))
+            out = out.join(_largest(gains, key, col).add_prefix(prefix))
     if retro is not None and len(retro):
         top = {"max_retro_gain": ("adversary_gain", "max"), "max_retro_share": ("confident_share", "max")}
         if "histogram_gain" in retro:  # the retrospective level of the same releases as one QI-group each
