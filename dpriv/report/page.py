@@ -123,7 +123,7 @@ def render_report(
         Adversary gains (see :func:`gain_curves`).
     title : str, optional
         Page title; default from the policy (:func:`dpriv.report.explain.report_title`: its
-        ``title``, else the sensitive attribute, the QIs, the method and k, t, j).
+        ``title``, else the sensitive attribute, the QIs, the method and the thresholds it enforces).
     history : pandas or Dask DataFrame or path, optional
         The original history: the KPR reference line (each view against itself,
         :func:`dpriv.report.reference.reference_kprs`) is computed from it.
