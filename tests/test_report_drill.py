@@ -4,6 +4,10 @@ lists no release is refused (as is ``dpriv attack`` on it)."""
 
 from __future__ import annotations
 
+import re
+
+import pandas as pd
+
 from dpriv.report.explain import report_title
 
 POLICY = {
@@ -33,3 +37,34 @@ def test_the_title_names_the_thresholds_the_method_enforces():
     assert report_title(POLICY) == by + "JS-reduce release (k = 5, t = 0.3, j = 0.1)"
     rbk = report_title({**POLICY, "method": "jsreduce", "rbk_closeness": 0.2})
     assert rbk == by + "JS-reduce release (k = 5, t = 0.3, j = 0.1, rbk_closeness = 0.2)"
+
+
+def _cells(table: str) -> list[list[str]]:
+    rows = re.findall(r"<tr data-release.*?</tr>", table)
+    return [re.findall(r">([^<]*)</td>", row) for row in rows]
+
+
+def test_counts_print_as_integers_when_a_release_kept_no_tuple():
+    """jsreduce_t1.0_j0.2 (releases 3-4 fully suppressed): "k 25.0000, l 10.0000"."""
+    from dpriv.report.page import _release_table
+    from dpriv.report.tables import RELEASE_COLUMNS
+
+    rows = [
+        {"release": 1, "respondents": 300, "groups": 2, "released": 89, "suppressed": 211, "k": 25, "l": 10},
+        {
+            "release": 2,
+            "respondents": 300,
+            "groups": 0,
+            "released": 0,
+            "suppressed": 300,
+            "k": None,
+            "l": None,
+        },
+    ]
+    releases = pd.DataFrame(rows, columns=[c for c, _, _ in RELEASE_COLUMNS])
+    assert releases["k"].dtype == "float64"  # as release_frame builds it: None makes the column float
+    cells = _cells(_release_table(releases, {**POLICY, "method": "jsreduce"}))
+    assert [row[:5] + row[6:8] for row in cells] == [
+        ["1", "300", "2", "89", "211", "25", "10"],
+        ["2", "300", "0", "0", "300", "-", "-"],
+    ]

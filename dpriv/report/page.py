@@ -69,6 +69,10 @@ def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
     return breaks(col, val, policy.get(col))
 
 
+#: Columns of the Releases table that count (tuples, groups, members): shown as integers.
+_COUNTS = ("respondents", "groups", "released", "suppressed", "k", "l", "regroupings", "withheld")
+
+
 def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
     e = html.escape
     # KPR not computed, or no release gate: no empty columns
@@ -81,9 +85,8 @@ def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
         cells = []
         for col, _key, _ in cols:
             val = row[col]
-            counts = ("respondents", "groups", "released", "suppressed")
-            if isinstance(val, float) and val.is_integer() and col in counts:
-                val = int(val)
+            if isinstance(val, float) and val.is_integer() and col in _COUNTS:
+                val = int(val)  # a column with a missing value (NaN: "-") is float
             fail = _breaks(col, val, policy)
             if col == "suppression":  # one unit everywhere: percent of the view's tuples
                 pct = None if val is None else 100 * float(val)
