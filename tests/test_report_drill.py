@@ -4,10 +4,14 @@ lists no release is refused (as is ``dpriv attack`` on it)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
+import pytest
 
+from dpriv.errors import InputError
+from dpriv.report import render_report
 from dpriv.report.explain import report_title
 
 POLICY = {
@@ -68,3 +72,46 @@ def test_counts_print_as_integers_when_a_release_kept_no_tuple():
         ["1", "300", "2", "89", "211", "25", "10"],
         ["2", "300", "0", "0", "300", "-", "-"],
     ]
+
+
+def test_a_ledger_whose_manifest_lists_no_release_is_refused_by_report_and_attack(tmp_path):
+    """A hand-made ledger with policy.json but no release in manifest.json: "report of 0
+    release(s) written" and a header-only attack CSV (exit 0); now exit 2, nothing written."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+    from dpriv.datasets import medical_history, write_history
+    from dpriv.policy import ReleasePolicy
+    from dpriv.release import release_history
+
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path / "data", mh), max_suppression=1.0)
+    led = release_history(mh.history, policy, tmp_path / "gl").root
+    manifest = json.loads((led / "manifest.json").read_text())
+    (led / "manifest.json").write_text(json.dumps({**manifest, "releases": []}))
+    history = tmp_path / "h.csv"
+    mh.history.to_csv(history, index=False)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    said = "holds no committed release (its manifest.json lists none): nothing has been released into it yet"
+    runs = [
+        ["report", led, "--out", tmp_path / "r.html"],
+        ["attack", led, "--history", history, "--knowledge", "dk", "--out", tmp_path / "gla.csv"],
+        ["attack", led, "--history", history, "--knowledge", "dk"],  # to LEDGER/attack/gain_dk.csv
+        [
+            "attack",
+            led,
+            "--history",
+            history,
+            "--knowledge",
+            "dk",
+            "--policy",
+            tmp_path / "data" / "policy.toml",
+        ],
+    ]
+    for args in runs:
+        res = CliRunner().invoke(app, list(map(str, args)))
+        assert res.exit_code == 2 and said in res.output, (args, res.output)
+        assert "Empty DataFrame" not in res.output
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    with pytest.raises(InputError, match="holds no committed release"):
+        render_report(led)
