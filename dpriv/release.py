@@ -40,7 +40,7 @@ import pandas as pd
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_dask, to_pandas
 from dpriv.anonymized import Anonymized
-from dpriv.baselines import METHODS, baseline_view
+from dpriv.baselines import baseline_view, check_method_name
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
 from dpriv.errors import PolicyError
@@ -135,8 +135,7 @@ def release_history(
     InputError, PolicyError, LedgerError, VerificationError; the ledger stays at its last
     committed release in every case.
     """
-    if method not in METHODS:
-        raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    check_method_name(method)
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)

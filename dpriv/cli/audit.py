@@ -130,6 +130,10 @@ def attack(
     given = load_policy(policy) if policy is not None else None  # None: the ledger's own
     flag = {"source": f"--policy {policy}", "omit": "omit --policy", "theirs": "the file"}
     pol = attack_policy(ledger, given, history, **flag)  # columns checked against the ledger's
+    from dpriv.ledger import Ledger as Led
+    from dpriv.release_check import check_released_any
+
+    check_released_any(Led(ledger))  # nothing to attack: no header-only table written
     from dpriv.rows import rows_of
 
     try:

@@ -340,6 +340,9 @@ def release(
         retro_max_gain=retro_max_gain,
     )
     method = eff.method = method or recorded_method or "jsreduce"
+    from dpriv.baselines import check_method_name
+
+    check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
         allow_repeated_view,

@@ -17,6 +17,7 @@ from dpriv.attack_files import read_result
 from dpriv.attack_stamp import check_same_releases, read_stamps
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
+from dpriv.release_check import NOTHING_RELEASED, check_released_any
 from dpriv.report.coverage import NOT_OURS, check_held
 
 _GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
@@ -91,9 +92,11 @@ def check_columns(frame: object, columns: tuple[str, ...], function: str, source
 
 
 def _stored_policy(led: Ledger) -> dict[str, Any]:
+    """The ledger's policy.json; InputError when it has none, or no committed release."""
     path = led.root / POLICY
     if not path.is_file():
-        raise InputError(f"the ledger has no {POLICY}: nothing has been released into it yet")
+        raise InputError(f"the ledger has no {POLICY}: {NOTHING_RELEASED}")
+    check_released_any(led)
     return led.stored_policy()
 
 
