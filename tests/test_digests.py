@@ -42,20 +42,20 @@ def column(kind: str, draw_values: list) -> pd.Series:
     return pd.Series(draw_values, dtype=object)  # mixed objects
 
 
+def drawn_column(data, kinds: list[str], n: int) -> pd.Series:
+    """A column of ``n`` values of a kind drawn from ``kinds`` (:func:`column`)."""
+    kind = data.draw(st.sampled_from(kinds))
+    values = {"float": floats, "object": texts}.get(kind, st.integers(-3, 3))
+    return column(kind, data.draw(st.lists(values, min_size=n, max_size=n)))
+
+
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), n=st.integers(0, 12))
 def test_fingerprint_equals_the_row_by_row_texts(data, n):
     kinds = ["int", "float", "category", "string", "bool", "date", "nullable", "object"]
     frame = {"rid": pd.Series(np.arange(n, dtype=np.int64) * 7 - 3)}
     for name in ("a", "b", "s"):
-        kind = data.draw(st.sampled_from(kinds))
-        if kind in ("float",):
-            values = data.draw(st.lists(floats, min_size=n, max_size=n))
-        elif kind == "object":
-            values = data.draw(st.lists(texts, min_size=n, max_size=n))
-        else:
-            values = data.draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n))
-        frame[name] = column(kind, values)
+        frame[name] = drawn_column(data, kinds, n)
     frame = pd.DataFrame(frame, index=np.arange(n) * 2 + 5)
     assert input_fingerprint(frame, POLICY) == row_by_row(frame)
 
@@ -101,13 +101,6 @@ def test_rows_digest_equals_the_row_by_row_hashes(data, n):
 
     frame = {"qi_group": pd.Series(np.arange(n, dtype=np.int64) % 3), "_order": np.arange(n, dtype=np.uint64)}
     for name in ("age_min", "city", "s"):
-        kind = data.draw(st.sampled_from(["int", "float", "category", "string", "object"]))
-        if kind == "float":
-            values = data.draw(st.lists(floats, min_size=n, max_size=n))
-        elif kind == "object":
-            values = data.draw(st.lists(texts, min_size=n, max_size=n))
-        else:
-            values = data.draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n))
-        frame[name] = column(kind, values)
+        frame[name] = drawn_column(data, ["int", "float", "category", "string", "object"], n)
     frame = pd.DataFrame(frame)
     assert rows_digest(frame) == rows_digest_row_by_row(frame)

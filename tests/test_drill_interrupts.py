@@ -89,6 +89,15 @@ def test_sigterm_while_release_writes_keeps_the_ledger_at_its_last_commit(tmp_pa
     assert not [p for p in led.rglob("*") if p.name.endswith(".dpriv-tmp")]
 
 
+def _anonymize_interrupted(tmp_path) -> None:
+    """``dpriv anonymize`` of a 60-row view into ``o.csv``, interrupted: exit 130, its line."""
+    random_view(60).to_csv(tmp_path / "v.csv", index=False)
+    args = ["anonymize", tmp_path / "v.csv", "--out", tmp_path / "o.csv", *QI, *LOOSE, "--no-cluster"]
+    res = CliRunner().invoke(app, [str(a) for a in args])
+    assert res.exit_code == 130, res.output
+    assert res.output.splitlines()[-1] == "interrupted (Ctrl-C): nothing was written"
+
+
 def test_ctrl_c_in_anonymize_says_nothing_was_written(tmp_path, monkeypatch):
     import dpriv.release
 
@@ -96,19 +105,7 @@ def test_ctrl_c_in_anonymize_says_nothing_was_written(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(dpriv.release, "anonymize", interrupted)
-    random_view(60).to_csv(tmp_path / "v.csv", index=False)
-    args = [
-        "anonymize",
-        str(tmp_path / "v.csv"),
-        "--out",
-        str(tmp_path / "o.csv"),
-        *QI,
-        *LOOSE,
-        "--no-cluster",
-    ]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 130, res.output
-    assert res.output.splitlines()[-1] == "interrupted (Ctrl-C): nothing was written"
+    _anonymize_interrupted(tmp_path)
     assert not (tmp_path / "o.csv").exists()
 
 
@@ -120,17 +117,5 @@ def test_ctrl_c_between_anonymize_files_removes_those_it_wrote(tmp_path, monkeyp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(dpriv.metrics.record, "write_record", interrupted)
-    random_view(60).to_csv(tmp_path / "v.csv", index=False)
-    args = [
-        "anonymize",
-        str(tmp_path / "v.csv"),
-        "--out",
-        str(tmp_path / "o.csv"),
-        *QI,
-        *LOOSE,
-        "--no-cluster",
-    ]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 130, res.output
-    assert res.output.splitlines()[-1] == "interrupted (Ctrl-C): nothing was written"
+    _anonymize_interrupted(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) in (["v.csv"], [".dpriv-outputs", "v.csv"])
