@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -121,15 +121,15 @@ class AttackStep:
     """
 
     release: int
-    respondents: np.ndarray
-    groups: np.ndarray
-    s_true: np.ndarray
-    priors: np.ndarray
-    posteriors: np.ndarray
-    gain: np.ndarray
+    respondents: np.ndarray = field(repr=False)  # the arrays are private: the repr shows none
+    groups: np.ndarray = field(repr=False)
+    s_true: np.ndarray = field(repr=False)
+    priors: np.ndarray = field(repr=False)
+    posteriors: np.ndarray = field(repr=False)
+    gain: np.ndarray = field(repr=False)
     seconds: float
-    frequencies: np.ndarray | None = None
-    allowed: np.ndarray | None = None
+    frequencies: np.ndarray | None = field(default=None, repr=False)
+    allowed: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def adversary_gain(self) -> float:

@@ -40,6 +40,12 @@ def bt_allowable(view: pd.DataFrame, policy: ReleasePolicy) -> Callable[[np.ndar
     return allowable
 
 
+def check_method_name(method: str) -> None:
+    """PolicyError, listing :data:`METHODS`, for a release method that is none of them."""
+    if method not in METHODS:
+        raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+
+
 def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> MondrianRelease:
     """Release ``view`` with the Mondrian baseline ``method`` (one of :data:`METHODS`); with
     ``policy.exit_values`` the exit guard (:mod:`dpriv.exit_guard`) then merges its one-kind
@@ -58,7 +64,7 @@ def baseline_view(view: pd.DataFrame, policy: ReleasePolicy, method: str) -> Mon
     elif method == "histogram":  # no cut can keep k on both sides of a view of k tuples
         out = mondrian_view(view, policy.with_overrides(k=max(policy.k, len(view))), model="k")
     else:
-        raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+        check_method_name(method)
     if not policy.exit_values:
         return out
     s = out.assigned[SCODE].to_numpy(np.int64)

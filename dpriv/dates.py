@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
+from dpriv.rows import missing_message
 
 #: Day 0 of the grid.
 EPOCH = pd.Timestamp("1970-01-01")
@@ -165,10 +166,7 @@ def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
             "'no date' (9999-12-31, 0001-01-01)? correct or drop these rows"
         )
     if is_date_dtype(col.dtype) or not present.all():  # left as it was because a value is missing
-        return ~present, (
-            f"column {name!r} has missing values (NaN/None/NaT); dpriv refuses them by default: "
-            "drop or impute these rows before releasing"
-        )
+        return ~present, missing_message(name, "NaN/None/NaT")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # utc=True: texts of several offsets parse (to be refused below) on every pandas version

@@ -24,3 +24,8 @@ class LedgerError(DprivError, RuntimeError):
 
 class VerificationError(DprivError, RuntimeError):
     """A released view failed the independent verification; nothing was written."""
+
+
+class ClusterError(RuntimeError):
+    """The Dask cluster cannot run the work (no worker): not bad input, not dpriv's bug; the
+    CLI ends with exit 3 as for a lost worker (dpriv/cli/failures.py)."""

@@ -30,7 +30,8 @@ from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.datasets.model import TERMINAL
 from dpriv.errors import InputError
-from dpriv.experiment_files import check_out, check_views, save_figure, write_output
+from dpriv.experiment_files import check_out, check_views, write_output
+from dpriv.experiment_plots import knowledge_label, paper_knowledge, plot
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -81,7 +82,13 @@ GRID: dict[str, list[dict]] = {
     # what the adversary's own knowledge predicts beyond it (docs/results/histogram-reference-24x5000)
     "histogram": [{}],
 }
-KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-3")
+#: The paper adversary's knowledge kinds: none (snapshot), the full DK and the n-step DK that differ
+#: from it. dk-3 is not attacked: the generator's model is order 3, so its 3-step truncation is the
+#: full DK itself (:meth:`dpriv.datasets.MedicalHistory.n_step`), the same gains as dk.
+KNOWLEDGE = ("snapshot", "dk", "dk-1", "dk-2")
+#: Decimals of the gains the experiment writes: a mean of probabilities is not measured below
+#: 1e-12, and a gain that is 0 up to the float sums' noise (-2.6e-17) then reads 0.0.
+GAIN_DECIMALS = 12
 _GAIN_KEEP = ("release", "adversary_gain", "confident_share", "confident_precision", "histogram_gain")
 _RETRO_KEEP = (
     "release",
@@ -127,7 +134,10 @@ def run_experiment(
     figures.
 
     A JS-reduce entry may name the defender's knowledge (``"defender": "dk-1"``); crossed
-    with the adversary's ``knowledge`` kinds it gives the paper's Fig. 6 combinations.
+    with the adversary's ``knowledge`` kinds it gives the paper's Fig. 6 combinations. ``say``
+    gets one line per setting, e.g. ``jsreduce_t1.0_j0.2: max gain (full DK) 0.030,
+    retrospective 0.041``: the largest gain that frontier.png plots (full DK, else the first
+    kind) and the retrospective one. Gains are written rounded to :data:`GAIN_DECIMALS`.
 
     Returns the tables: ``runs`` (method, params, release, groups, suppression, semi,
     association_loss, group_qi_span, share_pinned), ``gains`` (method, params, knowledge,
@@ -159,6 +169,7 @@ def run_experiment(
     base = ReleasePolicy.from_toml(policy_file).with_overrides(max_suppression=1.0)
     runs, gains, retro = [], [], []
     use_deductions = deductions_available()
+    paper = paper_knowledge(list(knowledge))  # the gain the frontier plots, printed as it names it
     for method, params in itertools.chain.from_iterable(((m, p) for p in ps) for m, ps in grid.items()):
         name = _name(method, params)
         policy = _policy(base, params)
@@ -185,12 +196,19 @@ def run_experiment(
                 {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
                 for row in g[list(_GAIN_KEEP)].to_dict("records")
             ]
-        last = [
-            g["adversary_gain"] for g in gains if g["method"] == method and g["params"] == json.dumps(params)
-        ]
-        msg = f"{name}: max gain {max(last, default=float('nan')):.3f}"
-        if not any(pd.notna(last)):  # no tuple released: no gain to measure (a frontier row of NaN)
-            msg += " (every tuple suppressed: no gain is defined)"
+        last = pd.Series(
+            [
+                g["adversary_gain"]
+                for g in gains
+                if (g["method"], g["params"], g["knowledge"]) == (method, json.dumps(params), paper)
+            ],
+            dtype="float64",
+        )
+        msg = f"{name}: max gain ({knowledge_label(paper)}) "
+        if last.isna().all():  # no tuple released: no gain to measure (a frontier row of NaN)
+            msg += "n/a (every tuple suppressed: no gain is defined)"
+        else:
+            msg += f"{last.max():.3f}"
         if retrospective:
             r = attack(
                 led,
@@ -210,14 +228,20 @@ def run_experiment(
         say(msg)
     tables = {
         "runs": pd.DataFrame(runs),
-        "gains": pd.DataFrame(gains),
-        "retro": pd.DataFrame(retro, columns=["method", "params", *_RETRO_KEEP]),
+        "gains": _denoised(pd.DataFrame(gains)),
+        "retro": _denoised(pd.DataFrame(retro, columns=["method", "params", *_RETRO_KEEP])),
     }
     tables["frontier"] = frontier(tables["runs"], tables["gains"], tables["retro"])
     for key, frame in tables.items():
         write_output(out / f"{key}.csv", frame.to_csv(index=False).encode())
     plot(tables, out)
     return tables
+
+
+def _denoised(frame: pd.DataFrame) -> pd.DataFrame:
+    """The gain columns rounded to :data:`GAIN_DECIMALS` (-0.0 as 0.0)."""
+    cols = [c for c in ("adversary_gain", "histogram_gain") if c in frame]
+    return frame.assign(**{c: pd.to_numeric(frame[c]).round(GAIN_DECIMALS) + 0.0 for c in cols})
 
 
 def _with_exits(r, led, history, policy, attendance, use_deductions) -> pd.DataFrame:
@@ -242,6 +266,13 @@ def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[in
     return {r["release"]: r["share_pinned"] for r in rows}
 
 
+def _largest(gains: pd.DataFrame, key: list[str], col: str) -> pd.DataFrame:
+    """The largest ``col`` per ``key`` (rows) and knowledge kind (columns), every kind attacked
+    a column (NaN where no release kept a tuple: no gain is defined)."""
+    top = gains.pivot_table(index=key, columns="knowledge", values=col, aggfunc="max")
+    return top.reindex(columns=sorted(gains["knowledge"].unique()))
+
+
 def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (method, params): mean (max) suppression, mean semiperimeter, the max gain, the
     max confident share and the max ``histogram_gain`` (the gain had each release been one
@@ -257,12 +288,10 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
         util = util.join(runs.groupby(key)[extra].mean())
     if "share_pinned" in runs:
         util = util.join(runs.groupby(key).agg(max_pinned_share=("share_pinned", "max")))
-    worst = gains.pivot_table(index=key, columns="knowledge", values="adversary_gain", aggfunc="max")
-    out = util.join(worst.add_prefix("max_gain_"))
+    out = util.join(_largest(gains, key, "adversary_gain").add_prefix("max_gain_"))
     for col, prefix in (("confident_share", "max_share_"), ("histogram_gain", "max_histogram_gain_")):
         if col in gains:  # the tail, and the level of the same releases as one QI-group each
-            top = gains.pivot_table(index=key, columns="knowledge", values=col, aggfunc="max")
-            out = out.join(top.add_prefix(prefix))
+            out = out.join(_largest(gains, key, col).add_prefix(prefix))
     if retro is not None and len(retro):
         top = {"max_retro_gain": ("adversary_gain", "max"), "max_retro_share": ("confident_share", "max")}
         if "histogram_gain" in retro:  # the retrospective level of the same releases as one QI-group each
@@ -273,75 +302,3 @@ def frontier(runs: pd.DataFrame, gains: pd.DataFrame, retro: pd.DataFrame | None
             rows = retro[certain].fillna(0).gt(0).groupby([retro[k] for k in key]).sum()
             out = out.join(rows.astype("int64").add_prefix("rows_"))
     return out.reset_index()
-
-
-def _kind(method: str, params: str) -> str:
-    """Legend entry of a frontier point: the method, ``+anatomy`` for an Anatomy release
-    (its semiperimeter is 0 by construction; read its association_loss in frontier.csv)."""
-    return method + ("+anatomy" if json.loads(params).get("release_format") == "anatomy" else "")
-
-
-def plot(tables: dict[str, pd.DataFrame], out: Path) -> None:
-    """fig3_semiperimeter.png, gain_<method>.png per method, frontier.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs, gains, front = tables["runs"], tables["gains"], tables["frontier"]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for (method, params), g in runs.groupby(["method", "params"]):
-        ax.plot(g["release"], g["semi"], label=f"{method} {params}")
-    ax.set(xlabel="release", ylabel="average semiperimeter (E11)", title="Utility per release")
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    save_figure(fig, out / "fig3_semiperimeter.png")
-    plt.close(fig)
-    for method, g in gains.groupby("method"):
-        # many settings x knowledge: the legend goes beside the axes, the layout makes room
-        lines = g.groupby(["params", "knowledge"])
-        ncol = 1 if lines.ngroups <= 24 else 2
-        height = max(4.0, 1.5 + 0.12 * lines.ngroups / ncol)
-        fig, ax = plt.subplots(figsize=(7 + 4 * ncol, height), layout="constrained")
-        for (params, kind), h in lines:
-            ax.plot(h["release"], h["adversary_gain"], label=f"{params} {kind}")
-        ax.set(xlabel="release", ylabel="adversary gain (E10)", title=f"{method}: adversary gain")
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol)
-        save_figure(fig, out / f"gain_{method}.png")
-        plt.close(fig)
-    _frontier(front, out, plt)
-
-
-#: The goals of issue 12 drawn on the frontier (dotted): the largest gain against each
-#: adversary and the mean average semiperimeter.
-GOALS = {"paper": 0.05, "retrospective": 0.08, "semi": 0.3}
-
-
-def _frontier(front: pd.DataFrame, out: Path, plt) -> None:
-    """frontier.png: semiperimeter against the largest gain, one panel per adversary (the
-    paper's with full DK, and the retrospective one when it ran); marker area ~ suppression."""
-    paper = "max_gain_dk" if "max_gain_dk" in front else [c for c in front if c.startswith("max_gain_")][0]
-    panels = [(paper, "paper adversary", GOALS["paper"])]
-    if "max_retro_gain" in front and front["max_retro_gain"].notna().any():
-        panels.append(("max_retro_gain", "retrospective adversary (+ deductions)", GOALS["retrospective"]))
-    kinds = front.assign(kind=[_kind(m, p) for m, p in zip(front["method"], front["params"])])
-    # the histogram reference (every box the view's range) is a level, not a point to compare boxes with
-    reference, kinds = kinds[kinds["method"] == "histogram"], kinds[kinds["method"] != "histogram"]
-    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 5), squeeze=False)
-    for ax, (col, who, goal) in zip(axes[0], panels):
-        for kind, g in kinds.groupby("kind"):
-            ax.scatter(g["semi"], g[col], s=20 + 400 * g["suppression"], label=kind, alpha=0.7)
-        for level in reference[col].dropna():
-            ax.axhline(level, color="black", linestyle="--", linewidth=1, label="histogram (one group)")
-        ax.axhline(goal, color="grey", linestyle=":", linewidth=1)
-        ax.axvline(GOALS["semi"], color="grey", linestyle=":", linewidth=1)
-        ax.set(
-            xlabel="mean average semiperimeter (lower = more useful)",
-            ylabel=f"{col}: largest mean gain (lower = safer)",
-            title=who,
-        )
-        ax.legend(fontsize=8)
-    fig.suptitle("Frontier (marker area ~ mean suppression; dotted: issue 12's goals; dashed: the histogram)")
-    fig.tight_layout()
-    save_figure(fig, out / "frontier.png")
-    plt.close(fig)

@@ -272,10 +272,18 @@ def missing_leaves(h: Hierarchy, present: list[Any], column: str) -> InputError 
         return None
     shown = sorted(map(str, absent))[:5]
     more = f" (and {len(absent) - 5} more)" if len(absent) > 5 else ""
+    blanks = {leaf.strip(): leaf for leaf in leaves if leaf != leaf.strip()}
+    padded = sorted(blanks[str(v)] for v in absent if str(v) in blanks)[:5]
+    spaces = (
+        f"; the hierarchy lists {padded} with spaces at the start or end, which the data's values "
+        f"do not have: remove the spaces in {h.path}"
+        if padded
+        else ""
+    )
     return _fail(
         h.path,
         f"QI {column!r} holds value(s) {shown}{more} that the hierarchy does not list: add a row "
-        f"for each (value;...;{h.names[h.node_ids[0, -1]]}) to {h.path}, or correct the data",
+        f"for each (value;...;{h.names[h.node_ids[0, -1]]}) to {h.path}, or correct the data{spaces}",
     )
 
 

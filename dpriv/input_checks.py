@@ -16,7 +16,7 @@ from dpriv.hierarchy import hierarchy_domains
 from dpriv.inputs import policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of, spans
-from dpriv.validate import check_raw, check_rows, missing_columns
+from dpriv.validate import check_raw, check_rows, check_some_value, missing_columns
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 
@@ -35,6 +35,7 @@ def resolve_policy(
     if not policy.is_resolved():
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         data = to_pandas(view[cols])
+        check_some_value(view, data, policy)  # all missing: no domain to infer
         check_same_text(data)
         check_inferred_exit_values(data, policy)
         resolved, inferred = policy.resolve(data)

@@ -59,6 +59,7 @@ from dpriv.ledger_manifest import (
     release_index,
 )
 from dpriv.metrics.record import ReleaseRecord, write_record
+from dpriv.private_repr import ledger_repr
 from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
@@ -155,6 +156,8 @@ class Ledger:
         """The index of the last committed release; 0 when none is (LedgerError as :meth:`manifest`)."""
         releases = self.committed()
         return releases[-1]["index"] if releases else 0
+
+    __repr__ = ledger_repr  # root and count only (dpriv.private_repr)
 
     # -- policy -------------------------------------------------------------------------
     def check_policy(self, fingerprint: dict[str, Any], files: dict[str, str] | None = None) -> None:
@@ -271,14 +274,13 @@ class Ledger:
         of V*_i. The state is written as given. ``metrics.json`` (a
         :class:`~dpriv.metrics.record.ReleaseRecord`, or any mapping of its keys) comes last,
         with the seconds of this write under ``seconds.write`` when ``metrics["seconds"]`` is
-        a dict (:func:`~dpriv.metrics.record.write_record`). A failure
-        before the manifest is rewritten leaves the ledger at release ``index - 1``.
+        a dict (:func:`~dpriv.metrics.record.write_record`). A failure before the manifest is
+        rewritten leaves the ledger at release ``index - 1``.
         An Anatomy release (docs/released-format.md) passes its QI table as ``view`` and its
         ``sensitive`` table, written to ``releases/<i>/sensitive.parquet``.
         ``state_split`` = (id column, number of buckets) writes the state as one Parquet part
         per bucket, by the workers for a Dask state while the client writes the view
-        (:func:`dpriv.state_parts.staged_state`);
-        default: one bucket, ``state/<i>/state.parquet``.
+        (:func:`dpriv.state_parts.staged_state`); default: one bucket, ``state/<i>/state.parquet``.
         """
         if index != self.last_index() + 1:
             raise LedgerError(f"release {index} cannot follow release {self.last_index()}")

@@ -8,7 +8,7 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 
 from __future__ import annotations
 
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,7 +34,8 @@ from dpriv.policy_keys import (
     immutable,
     invalid_policy,
     is_number,
-    not_text,
+    overrides_named,
+    read_policy_doc,
     refuse_coercion,
     released_name_clash,
     unset_problem,
@@ -260,18 +261,19 @@ class ReleasePolicy(BaseModel):
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides: Any) -> ReleasePolicy:
-        """Read the policy TOML (docs/policy.md); ``overrides`` (CLI flags, not None) win."""
+        """Read the policy TOML (docs/policy.md); ``overrides`` (policy keys, not None) win. A
+        refusal names the file and the overrides: ``invalid policy (policy file p.toml with
+        overrides tt=0.5): unknown key 'tt' ...``."""
+        return cls.read_toml(path, overrides)
+
+    @classmethod
+    def read_toml(
+        cls, path: str | Path, overrides: dict[str, Any], named: Callable[[dict], str] = overrides_named
+    ) -> ReleasePolicy:
+        """:meth:`from_toml`, the overrides worded in a refusal by ``named`` (the CLI passes
+        :func:`dpriv.policy_keys.flags_named`: ``with --tt``)."""
         path = Path(path)
-        try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is skipped
-        except FileNotFoundError:
-            raise PolicyError(f"policy file {path} does not exist") from None
-        except (IsADirectoryError, PermissionError) as exc:
-            raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
-        except UnicodeDecodeError as exc:  # a Parquet file or another binary, or Latin-1 text
-            raise PolicyError(not_text(path, exc)) from None
+        doc = read_policy_doc(path)
         check_keys(path, doc, cls.model_fields)
         flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
         known = {"columns", "privacy", "domains", "kinds", "release", "knowledge", "hierarchies"}
@@ -288,9 +290,9 @@ class ReleasePolicy(BaseModel):
             flat |= {t: {c: v for c, v in flat[t].items() if c in kept} for t in tables if t in flat}
         try:
             return cls.from_dict(flat)
-        except PolicyError as exc:  # name the file (and the flags given with it)
-            flags = [f"--{k.replace('_', '-')}" for k, v in overrides.items() if v is not None]
-            where = f"policy file {path}" + (f" with {', '.join(flags)}" if flags else "")
+        except PolicyError as exc:  # name the file (and the overrides given with it)
+            given = {k: v for k, v in overrides.items() if v is not None}
+            where = f"policy file {path}" + (f" with {named(given)}" if given else "")
             raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({where}):", 1)) from None
 
     def with_overrides(self, **overrides: Any) -> ReleasePolicy:

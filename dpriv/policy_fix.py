@@ -16,11 +16,24 @@ from collections.abc import Iterator
 
 from dpriv.errors import InputError, PolicyError
 
+#: How to start a new ledger with a changed policy: the CLI's flag and the Python call.
+INTO_NEW_LEDGER = (
+    "release the history with it into --ledger NEW (release_history(history, policy, NEW) in Python), "
+    "from the first view"
+)
 #: What a policy change needs once a ledger holds committed releases.
 NEW_LEDGER = (
     "a ledger keeps the policy it was started with, so a changed policy needs a new ledger: "
-    "release the history with it into --ledger NEW (from the first view)"
+    + INTO_NEW_LEDGER
 )
+
+
+def declare_categorical(name: str) -> str:
+    """How to declare QI ``name`` categorical: the CLI's flag, the policy file and Python."""
+    return (
+        f'--categorical {name}, [kinds] {name} = "categorical" in the policy, or '
+        f"policy.with_overrides(kinds={{**policy.kinds, {name!r}: 'categorical'}}) in Python"
+    )
 
 
 def policy_change(fix: str, committed: int) -> str:
@@ -63,8 +76,7 @@ def _held(committed: int) -> str:
 #: What a ledger holding releases can take up without a new one (:data:`dpriv.ledger.TAKE_UP`).
 TAKE_UP_SMALL_VIEW = (
     '--small-view suppress (small_view = "suppress" in the policy) applies to this ledger as it '
-    "is; a lower k needs a new ledger: release the history with it into --ledger NEW (from the "
-    "first view)"
+    "is; a lower k needs a new ledger: " + INTO_NEW_LEDGER
 )
 
 

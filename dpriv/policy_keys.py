@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import tomllib
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,8 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
     field = fields.get(name) if name else None
     if error["type"] == "missing" and name:
         table = " under [columns]" if name in ("id", "time", "qi", "sensitive") else ""
-        return f"missing: set {name}{table} in the policy file, or pass --{name.replace('_', '-')}"
+        flag = name.replace("_", "-")
+        return f"missing: set {name}{table} in the policy file, or pass --{flag} ({name}=... in Python)"
     if error["type"] == "list_type" and name:
         return f'must be a list, e.g. {name} = ["a", "b"], got {error.get("input")!r}'
     if error["type"] in _TYPE_ERRORS:
@@ -312,11 +314,39 @@ def not_text(path, exc: UnicodeDecodeError) -> str:
     raw = exc.object if isinstance(exc.object, bytes) else b""
     if b"\x00" in raw[:4096] or raw.startswith(b"PAR1"):
         return (
-            f"policy file {path} is not text (a binary file: Parquet, a spreadsheet...): --policy takes "
-            "the TOML policy file (docs/policy.md), e.g. the policy.toml that dpriv generate medical writes"
+            f"policy file {path} is not text (a binary file: Parquet, a spreadsheet...): --policy "
+            "(ReleasePolicy.from_toml) takes the TOML policy file (docs/policy.md), e.g. the policy.toml "
+            "that dpriv generate medical writes"
         )
     line = raw[: exc.start].count(b"\n") + 1
     return (
         f"policy file {path} is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}): save it as "
         "UTF-8 (e.g. iconv -f latin1 -t utf-8)"
     )
+
+
+def read_policy_doc(path: Path) -> dict[str, Any]:
+    """The TOML of policy file ``path`` (a BOM, as Windows editors write it, skipped); PolicyError
+    naming the file when it is missing, unreadable, not TOML or not UTF-8 text."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise PolicyError(f"policy file {path} does not exist") from None
+    except (IsADirectoryError, PermissionError) as exc:
+        raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # a Parquet file or another binary, or Latin-1 text
+        raise PolicyError(not_text(path, exc)) from None
+
+
+def overrides_named(given: Mapping[str, Any]) -> str:
+    """How a refusal names the keyword arguments of a Python call (``from_toml(path, tt=0.5)``):
+    ``overrides tt=0.5`` (a long value as ``...``)."""
+    shown = (f"{k}={v!r}" if len(repr(v)) <= 40 else f"{k}=..." for k, v in given.items())
+    return "overrides " + ", ".join(shown)
+
+
+def flags_named(given: Mapping[str, Any]) -> str:
+    """How a refusal names the flags of a ``dpriv`` command: ``--tt, --max-suppression``."""
+    return ", ".join(f"--{k.replace('_', '-')}" for k in given)

@@ -43,4 +43,4 @@ def preflight(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     problems = raw_problems(head, policy, columns)
     problems = problems[problems["order"] == 1]  # generalized values; the rest needs every row
     if len(problems):
-        raise InputError(f"{source} (first {len(head)} rows): {first_problem(problems, policy, whole=True)}")
+        raise InputError(f"{source}: {first_problem(problems, policy, whole=True, checked=len(head))}")

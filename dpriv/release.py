@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import dask
@@ -38,8 +38,9 @@ import dask.dataframe as dd
 import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
-from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_pandas
-from dpriv.baselines import METHODS, baseline_view
+from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_dask, to_pandas
+from dpriv.anonymized import Anonymized
+from dpriv.baselines import baseline_view, check_method_name
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
 from dpriv.errors import PolicyError
@@ -52,7 +53,7 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note
+from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_files import discard_new_ledger
@@ -76,6 +77,7 @@ from dpriv.steps import Steps
 from dpriv.validate import validate_view
 from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
 from dpriv.view_summary import ViewSummary
+from dpriv.workers import require_workers
 
 
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
@@ -133,12 +135,14 @@ def release_history(
     InputError, PolicyError, LedgerError, VerificationError; the ledger stays at its last
     committed release in every case.
     """
-    if method not in METHODS:
-        raise PolicyError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    check_method_name(method)
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
     history = as_frame(history, "release_history", "history", policy.id)
+    warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
+    if is_dask(history):  # a cluster without workers would wait for ever on the first compute
+        require_workers("the release")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
@@ -185,8 +189,9 @@ def release_history(
                 continue
             if in_process(summaries[i].n_rows, n_state):
                 view = to_pandas(view).reset_index(drop=True)
-            elif not is_dask(view):
-                view = dd.from_pandas(view, npartitions=nparts, sort=False)
+            else:
+                require_workers(f"release {i}")  # a cluster without workers would wait for ever
+                view = view if is_dask(view) else to_dask(view, nparts)  # scattered under a client
             tables = tracker.tables()
             nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
             run = functools.partial(
@@ -283,8 +288,7 @@ def release_view(
         table = qig_table(result.assigned, policy)
         released, assigned = result.released, result.assigned
         if is_dask(view):
-            released = dd.from_pandas(released, npartitions=1, sort=False)
-            assigned = dd.from_pandas(assigned, npartitions=1, sort=False)
+            released, assigned = to_dask(released, 1), to_dask(assigned, 1)
         steps.lap("grouping")
         sensitive = None
     del frame
@@ -342,19 +346,6 @@ def release_view(
     return metrics, released, new_state, sensitive
 
 
-@dataclass
-class Anonymized:
-    """A verified released view (pandas), its private assignment and its metrics; for an
-    Anatomy release ``released`` is the QI table and ``sensitive`` the sensitive table."""
-
-    released: pd.DataFrame
-    assigned: pd.DataFrame
-    metrics: ReleaseRecord
-    policy: ReleasePolicy
-    notes: list[str] = field(default_factory=list)
-    sensitive: pd.DataFrame | None = None
-
-
 @shuffle_method()
 def anonymize(
     view: pd.DataFrame | dd.DataFrame,
@@ -376,6 +367,7 @@ def anonymize(
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
     notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
+    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)

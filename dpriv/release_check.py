@@ -10,6 +10,7 @@ order-free digest). Only reports, counts and digests reach the client.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -189,6 +190,21 @@ def _rows_named(history: pd.DataFrame, policy: ReleasePolicy) -> str | None:
     except InputError as exc:
         return str(exc)
     return None
+
+
+#: What a reading command (dpriv report, dpriv attack) says of a ledger with nothing to read.
+NOTHING_RELEASED = "nothing has been released into it yet"
+
+
+def check_released_any(ledger: Ledger) -> None:
+    """InputError when the manifest of ``ledger`` lists no committed release: an attack or a
+    report would read nothing and write an empty table or page."""
+    if not ledger.committed():
+        raise InputError(
+            f"the ledger {ledger.root} holds no committed release (its manifest.json lists none): "
+            f"{NOTHING_RELEASED}; release into it first (dpriv release HISTORY --ledger "
+            f"{shlex.quote(str(ledger.root))}); nothing was written"
+        )
 
 
 def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:

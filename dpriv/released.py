@@ -257,7 +257,7 @@ def rows_digest(part: pd.DataFrame) -> int:
         if pd.api.types.is_integer_dtype(x.dtype):
             cols.append(x.to_numpy(dtype=np.int64))
         else:
-            cols.append(x.to_numpy(dtype=np.float64 if pd.api.types.is_float_dtype(x.dtype) else object))
+            cols.append(x.to_numpy(dtype=np.float64) if pd.api.types.is_float_dtype(x.dtype) else x)
     return int(row_hashes(cols).sum(dtype=np.uint64))
 
 

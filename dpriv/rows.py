@@ -108,18 +108,42 @@ def _missing(value: Any) -> bool:
         return False
 
 
+def missing_message(name: str, what: str = "NaN/None", *, every: bool = False) -> str:
+    """The message of column ``name`` holding missing values (``what``: how they are held);
+    ``every``: it holds no value at all."""
+    if every:
+        return (
+            f"column {name!r} has missing values ({what}) in every row: it holds no value at all; "
+            "fill the column, or leave it out of the policy (--qi/--sensitive, [columns])"
+        )
+    return (
+        f"column {name!r} has missing values ({what}); dpriv refuses them by default: drop or "
+        "impute these rows before releasing"
+    )
+
+
 def place(rows: list[BadRow], offset: int) -> list[BadRow]:
     """``rows`` of one partition with their positions in the whole frame (``offset``: the rows
     of the partitions before it)."""
     return [r._replace(position=r.position + offset) for r in rows]
 
 
-def describe(rows: list[BadRow], count: int, id_col: str, time_col: str | None, *, whole: bool) -> str:
+def describe(
+    rows: list[BadRow],
+    count: int,
+    id_col: str,
+    time_col: str | None,
+    *,
+    whole: bool,
+    checked: int | None = None,
+) -> str:
     """``"3 rows: line 5 (rid=3), line 8 (rid=6), line 11 (rid=9) of in.csv (the header is
     line 1)"``: the first :data:`MAX_ROWS_SHOWN` of ``rows`` (sorted by position) and how many
     more of ``count``. Lines only when ``whole`` (the frame checked is the input file of
     :func:`rows_of`, whole and in order), else ``row <label>``, or ``row at position <p>`` (from 0)
-    when two of the rows named share their index label (a frame of repeated labels)."""
+    when two of the rows named share their index label (a frame of repeated labels).
+    ``checked``: only the first rows of the input were checked (``"62 of the first 1,000 rows,
+    the rest not checked yet: ..."``)."""
     rows = sorted(rows, key=lambda r: r.position)[:MAX_ROWS_SHOWN]
     source = input_file() if whole else None
     if source:
@@ -133,7 +157,12 @@ def describe(rows: list[BadRow], count: int, id_col: str, time_col: str | None, 
         about = [f"{id_col}={r.id!r}"] if r.id is not None else []
         about += [f"{time_col}={r.time!r}"] if time_col and r.time is not None else []
         parts.append(f"{w} ({', '.join(about)})" if about else w)
-    text = f"{count} rows: " + ", ".join(parts)
+    counted = (
+        f"{count} rows"
+        if checked is None
+        else f"{count} of the first {checked:,} rows, the rest not checked yet"
+    )
+    text = f"{counted}: " + ", ".join(parts)
     if count > len(rows):
         text += f" and {count - len(rows)} more"
     if source is not None:
@@ -269,14 +298,24 @@ _EXAMPLES = re.compile(r"\[[^\]]*\]|'[^']*'|\{[^}]*\}")
 MAX_OTHER_PROBLEMS = 3
 
 
-def problems_message(problems: pd.DataFrame, id_col: str, time_col: str | None, *, whole: bool) -> str:
+#: A missing-values message (:func:`missing_message`) up to the closing parenthesis of its
+#: "(NaN/None", and what a missing value is in a CSV file, said there when the input is one.
+_MISSING_HELD = re.compile(r"(has missing values \([^)]*)\)")
+CSV_MISSING = "; in a CSV file: an empty cell, or a text pandas reads as missing such as NA, N/A, null, NaN"
+
+
+def problems_message(
+    problems: pd.DataFrame, id_col: str, time_col: str | None, *, whole: bool, checked: int | None = None
+) -> str:
     """One message for every problem of a problems frame (:data:`PROBLEM_COLUMNS`, the rows of
     all partitions, :func:`placed`): the first (smallest order, then first found) in full, then
     ``"; also: "`` up to :data:`MAX_OTHER_PROBLEMS` other problems with their rows, then
     ``"; and N other problem(s)"``, so that fixing the first does not hide the next one.
     Each problem is a column and a message (its quoted example values aside: each partition
     names its own), its rows over all partitions (the first
-    :data:`MAX_ROWS_SHOWN` named, :func:`describe`)."""
+    :data:`MAX_ROWS_SHOWN` named, :func:`describe`; ``checked``: of the first rows checked).
+    Lines of a CSV file: a missing value is said to be an empty cell or a text such as NA."""
+    source = input_file() if whole else None
     texts = []
     # one problem over all partitions: its message up to the example values each partition names
     kind = problems["message"].map(lambda m: _EXAMPLES.sub("…", m))
@@ -284,9 +323,11 @@ def problems_message(problems: pd.DataFrame, id_col: str, time_col: str | None, 
         rows = sorted((r for found in same["rows"] for r in found), key=lambda r: r.position)
         count = int(same["count"].sum())
         key = (int(same["order"].min()), seen)  # as before: the smallest order, first found
-        where = describe(rows, count, id_col, time_col, whole=whole)
-        prefix = views_prefix(rows, time_col)
-        texts.append((key, f"{prefix}{same['message'].iloc[0]} ({where})"))
+        where = describe(rows, count, id_col, time_col, whole=whole, checked=checked)
+        message = same["message"].iloc[0]
+        if source is not None and source.csv:
+            message = _MISSING_HELD.sub(lambda m: m[1] + CSV_MISSING + ")", message, count=1)
+        texts.append((key, f"{views_prefix(rows, time_col)}{message} ({where})"))
     texts = [t for _, t in sorted(texts, key=lambda kt: kt[0])]
     out = texts[0]
     others = texts[1 : 1 + MAX_OTHER_PROBLEMS]

@@ -13,7 +13,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import is_dask, meta_of
+from dpriv._dispatch import is_dask, meta_of, to_dask
 from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
@@ -330,10 +330,10 @@ def next_state(
         return _next_state_pandas(state, posts, policy, window, index, n)
     meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
     if not is_dask(state):  # a first release's empty state, or one from an in-process release
-        state = dd.from_pandas(state, npartitions=1, sort=False)
+        state = to_dask(state, 1)
     held = 1 if state.npartitions == 1 else state_buckets  # one partition holds the one bucket of 1
     if not is_dask(posts):
-        posts = dd.from_pandas(posts, npartitions=1, sort=False)
+        posts = to_dask(posts, 1)
     return dd.map_partitions(
         _merge_advance,
         by_bucket(state, policy.id, n, held=held),

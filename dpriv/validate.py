@@ -20,10 +20,10 @@ import pandas as pd
 from dpriv._dispatch import is_dask
 from dpriv.domain_codes import codes as codes  # re-exported: many modules import it from here
 from dpriv.errors import InputError, PolicyError
-from dpriv.inputs import duplicate_columns
+from dpriv.inputs import duplicate_columns, missing_columns
 from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
-from dpriv.released import GROUP
+from dpriv.policy_fix import declare_categorical
 from dpriv.rows import (
     MAX_ROWS_SHOWN,
     PROBLEM_COLUMNS,
@@ -31,6 +31,7 @@ from dpriv.rows import (
     bad_rows,
     input_file,
     lazy_problems,
+    missing_message,
     placed,
     problems_message,
     problems_of,
@@ -41,23 +42,6 @@ from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summ
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
 #: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
 GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
-
-
-def missing_columns(columns, policy: ReleasePolicy) -> None:
-    """Raise InputError listing every policy column absent from ``columns``."""
-    wanted = [policy.id, *policy.qi, policy.sensitive]
-    absent = [c for c in wanted if c not in columns]
-    if not absent:
-        return
-    if GROUP in columns or any(f"{c}_min" in columns and f"{c}_max" in columns for c in absent):
-        raise InputError(
-            f"missing column(s) {absent}; the input has {list(columns)}, which looks like a released "
-            "(already generalized) view: dpriv releases original data only, feed the original view"
-        )
-    raise InputError(
-        f"missing column(s) {absent}; the input has {list(columns)}. "
-        "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
-    )
 
 
 def is_text(col: pd.Series) -> bool:
@@ -105,12 +89,14 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
     return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
-def first_problem(problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool = False) -> str:
+def first_problem(
+    problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool = False, checked: int | None = None
+) -> str:
     """One message for the problems found, the first in full and the others after it
     (:func:`dpriv.rows.problems_message`): rows over all partitions (and all views of a
     history), the first :data:`MAX_ROWS_SHOWN` named, by their line in the input file when
     ``whole`` (the frame checked is that file, whole and in order: :func:`dpriv.rows.describe`)."""
-    return problems_message(problems, policy.id, policy.time, whole=whole)
+    return problems_message(problems, policy.id, policy.time, whole=whole, checked=checked)
 
 
 def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
@@ -124,6 +110,27 @@ def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source:
         problems = _duplicates(view, policy)
     if len(problems):
         message = first_problem(problems, policy, whole=True)
+        raise InputError(message if input_file() or policy.time else f"{source}: {message}")
+
+
+def _empty_problems(part: pd.DataFrame, policy: ReleasePolicy, names: list[str]) -> pd.DataFrame:
+    """The rows of ``part`` missing a value of ``names``, columns that hold no value at all."""
+    found = [
+        (1, name, missing_message(name, every=True), _rows(part, mask, policy), int(mask.sum()))
+        for name in names
+        if (mask := part[name].isna().to_numpy()).any()
+    ]
+    return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
+
+
+def check_some_value(
+    view: pd.DataFrame | dd.DataFrame, data: pd.DataFrame, policy: ReleasePolicy, source: str = "the input"
+) -> None:
+    """InputError naming the columns of ``data`` (``view``'s columns whose domains are to be
+    inferred) that hold no value at all, before an inference that would find no domain."""
+    empty = [c for c in data.columns if data[c].isna().all()]
+    if empty:
+        message = first_problem(problems_of(view, _empty_problems, policy, empty), policy, whole=True)
         raise InputError(message if input_file() or policy.time else f"{source}: {message}")
 
 
@@ -241,13 +248,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
             found.append((order, column, message, _rows(part, mask, policy), int(mask.sum())))
 
     for name in [policy.id, *policy.qi, policy.sensitive]:
-        add(
-            1,
-            name,
-            part[name].isna().to_numpy(),
-            f"column {name!r} has missing values (NaN/None); dpriv refuses them by default: "
-            "drop or impute these rows before releasing",
-        )
+        add(1, name, part[name].isna().to_numpy(), missing_message(name))
     for name in policy.qi:
         col = part[name].dropna()
         if policy.kind(name) == "numeric":
@@ -310,8 +311,8 @@ def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
             name,
             other,
             f"numeric QI {name!r} holds text that is not a number: {shown}; correct each to a number "
-            "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical ([kinds] in the "
-            "policy, or --categorical)",
+            "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical "
+            f"({declare_categorical(name)})",
         )
 
 

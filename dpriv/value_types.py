@@ -17,9 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dpriv.dates import date_problem, is_date_dtype
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_fix import declare_categorical
 
 #: pandas' inferred kinds of an object column that hold ordinary scalars (no per-cell check).
 _SCALAR_KINDS = {
@@ -92,6 +94,14 @@ def _is_nested(v) -> bool:
     return isinstance(v, list | tuple | set | dict | np.ndarray)
 
 
+def is_decimal(values: pd.Series) -> bool:
+    """Whether ``values`` hold decimal numbers (Parquet's decimal128: Arrow decimals, or
+    ``decimal.Decimal`` objects)."""
+    if isinstance(values.dtype, pd.ArrowDtype):
+        return pa.types.is_decimal(values.dtype.pyarrow_dtype)
+    return pd.api.types.is_object_dtype(values.dtype) and pd.api.types.infer_dtype(values) == "decimal"
+
+
 def huge_values(x: np.ndarray, name: str) -> tuple[np.ndarray, str] | None:
     """The rows (mask) of QI ``name``'s values ``x`` (float64) beyond :data:`MAX_MAGNITUDE` and the
     message naming up to 5 of them; None when there is none."""
@@ -140,6 +150,16 @@ def type_problems(
                 np.ones(len(vals), dtype=bool),
                 f"{what} {name!r} holds durations ({vals.dtype}); dpriv does not generalize "
                 "durations: convert them to whole numbers (e.g. days) for a numeric QI",
+            )
+            continue
+        if name != policy.sensitive and is_decimal(vals):
+            present = vals.notna().to_numpy()
+            add(
+                name,
+                present,
+                f"QI {name!r} holds decimal numbers ({vals.dtype}, e.g. {vals[present][:1].tolist()}), "
+                "which dpriv does not generalize: convert the column to float (e.g. "
+                f"frame[{name!r}].astype(float), or DOUBLE in the tool that wrote the file)",
             )
             continue
         if isinstance(vals.dtype, pd.PeriodDtype):
@@ -213,8 +233,7 @@ def type_problems(
                     2,
                     name,
                     f"QI {name!r} holds numbers and text: {shown} are not numbers; correct or drop "
-                    f"these rows, or declare the QI categorical (--categorical {name}, or "
-                    f'[kinds] {name} = "categorical" in the policy)',
+                    f"these rows, or declare the QI categorical ({declare_categorical(name)})",
                     rows(part, text, policy),
                     int(text.sum()),
                 )

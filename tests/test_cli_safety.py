@@ -299,7 +299,7 @@ def test_anonymize_refuses_an_existing_output_unless_force(cli, tmp_path):
     assert_refused(res, rf"{re.escape(str(mine))} was not written by dpriv", "nothing was written")
     assert snapshot(tmp_path) == before and not metrics.exists()
     rel, rel_metrics = tmp_path / "rel.parquet", tmp_path / "rel.parquet.metrics.json"
-    assert cli("anonymize", src, "--out", rel, *QI, *LOOSE, "--k", "5").exit_code == 0
+    assert cli("anonymize", src, "--out", rel, *QI, "--k", "5", "--t", "0.9", "--j", "5").exit_code == 0
     first = snapshot(rel)
     res = cli("anonymize", src, "--out", rel, *QI, *LOOSE, "--force")
     assert res.exit_code == 0, res.output

@@ -98,3 +98,26 @@ def local_cluster():
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         yield cluster
+
+
+@pytest.mark.slow
+def test_a_pandas_history_above_the_in_process_size_sends_no_large_graph(client, tmp_path):
+    """The notebook drill: release_history of a pandas history of 60,000-tuple views (above
+    SMALL_VIEW_ROWS: the Dask path) under the user's client sent each view in the graph (Dask's
+    large-graph warning at every release); its row chunks are scattered now."""
+    from dpriv.datasets.files import RECOMMENDED_DEFENSE
+    from dpriv.release import SMALL_VIEW_ROWS, release_history
+
+    n = 60_000
+    assert n > SMALL_VIEW_ROWS
+    mh = medical_history(2, n, seed=0)
+    policy = ReleasePolicy.from_toml(write_history(tmp_path / "gen", mh, policy_extra=RECOMMENDED_DEFENSE))
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}),
+    ):
+        warnings.simplefilter("always")
+        led = release_history(mh.history, policy, tmp_path / "led")
+    large = [str(w.message).splitlines()[0] for w in caught if "large graph" in str(w.message)]
+    assert large == []
+    assert [led.read_metrics(i)["n_original"] for i in (1, 2)] == [n, n]

@@ -44,3 +44,45 @@ def test_meta_of_is_empty_with_the_dtypes_and_to_pandas_passes_pandas_through():
         assert isinstance(meta, pd.DataFrame) and len(meta) == 0
         assert list(meta.columns) == ["a", "b"] and meta["a"].dtype == np.int64
     assert to_pandas(df) is df
+
+
+def _big_frame(n: int = 300_000) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    words = np.array(["liver_1", "hiv_2", "deceased"], dtype=object)
+    return pd.DataFrame({"a": np.arange(n, dtype=np.int64), "b": rng.random(n), "s": rng.choice(words, n)})
+
+
+def test_to_dask_without_a_client_is_from_pandas():
+    from dpriv._dispatch import to_dask
+
+    df = _frame()
+    out = to_dask(df, 4)
+    assert out.npartitions == 4
+    pd.testing.assert_frame_equal(out.compute(), dd.from_pandas(df, npartitions=4, sort=False).compute())
+
+
+def test_to_dask_scatters_the_chunks_under_a_client_and_sends_no_large_graph(client):
+    """A pandas frame handed to Dask under a distributed client: from_pandas embeds its bytes
+    in the graph (Dask warns above its threshold, here lowered to 1 MB); to_dask's graph holds
+    the keys of scattered chunks. Same rows, index, order and dtypes as from_pandas."""
+    import warnings
+
+    import dask
+
+    from dpriv._dispatch import to_dask
+
+    df = _big_frame()
+    plain = dd.from_pandas(df, npartitions=3, sort=False)
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}),
+    ):
+        warnings.simplefilter("always")
+        out = to_dask(df, 3)
+        got = out.compute()
+        assert [w for w in caught if "large graph" in str(w.message)] == []
+        plain.compute()  # the warning this test would see with from_pandas
+        assert any("large graph" in str(w.message) for w in caught)
+    assert out.npartitions == 3 and out.dtypes.to_dict() == plain.dtypes.to_dict()
+    pd.testing.assert_frame_equal(got, plain.compute())
+    assert [len(p) for p in out.partitions] == [100_000] * 3

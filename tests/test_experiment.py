@@ -207,7 +207,7 @@ def test_the_frontier_draws_the_histogram_as_a_level_not_a_point(tmp_path, monke
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    import dpriv.experiment as exp
+    import dpriv.experiment_plots as exp
 
     front = pd.DataFrame(
         {
@@ -221,10 +221,74 @@ def test_the_frontier_draws_the_histogram_as_a_level_not_a_point(tmp_path, monke
     )
     saved = []
     monkeypatch.setattr(exp, "save_figure", lambda fig, path: saved.append(fig))
-    exp._frontier(front, tmp_path, plt)
+    exp.frontier_figure(front, tmp_path, plt)
     (fig,) = saved
     for ax, level in zip(fig.axes, (0.14, 0.19)):
         points = np.concatenate([c.get_offsets() for c in ax.collections])
         assert points.tolist() == [[0.4, 0.07 if level == 0.14 else 0.18]]  # the jsreduce point only
         dashed = [line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"]
         assert dashed == [level]
+
+
+def test_the_printed_gain_is_the_one_the_frontier_plots_and_says_so(tmp_path):
+    """Drill: "jsreduce_t1.0_j0.2: max gain 0.050" was the largest gain over every knowledge
+    kind (dk-1's), unlabelled, while frontier.png plots max_gain_dk (0.0296)."""
+    said = []
+    grid = {"jsreduce": [{"t": 1.0, "j": 0.8}]}
+    kinds = ("snapshot", "dk-1", "dk")
+    tables = run_experiment(
+        tmp_path, views=2, view_size=60, grid=grid, knowledge=kinds, retrospective=False, say=said.append
+    )
+    row = tables["frontier"].iloc[0]
+    assert said == [f"jsreduce_t1.0_j0.8: max gain (full DK) {row['max_gain_dk']:.3f}"]
+    assert row["max_gain_dk-1"] != row["max_gain_dk"]  # the kinds differ: the line names the one shown
+
+
+def test_an_experiment_that_suppresses_every_tuple_still_writes_its_frontier(tmp_path):
+    """Every release of every setting fully suppressed: the frontier had no max_gain_ column and
+    frontier.png an IndexError; now a NaN column per knowledge kind and the line says why."""
+    said = []
+    grid = {"jsreduce": [{"t": 1.0, "j": 0.2}]}
+    tables = run_experiment(
+        tmp_path, views=2, view_size=60, grid=grid, knowledge=("snapshot", "dk"), retrospective=False,
+        say=said.append,
+    )  # fmt: skip
+    assert said == ["jsreduce_t1.0_j0.2: max gain (full DK) n/a (every tuple suppressed: no gain is defined)"]
+    front = tables["frontier"]
+    assert (
+        front["suppression"].tolist() == [1.0]
+        and front[["max_gain_dk", "max_gain_snapshot"]].isna().all().all()
+    )
+    assert (tmp_path / "frontier.png").is_file()
+
+
+def test_gains_are_written_without_float_noise():
+    """-2.59e-17 and 4.09e-18 appeared in gains.csv where the gain is 0 (the sums' rounding)."""
+    from dpriv.experiment import _denoised
+
+    frame = pd.DataFrame(
+        {
+            "adversary_gain": [-2.590520390792032e-17, 4.0939474033052645e-18, 0.029638811936012345, None],
+            "histogram_gain": [7.93016446160826e-18, -0.25, None, 0.5],
+            "confident_share": [1e-17, 0.0, 0.0, 0.0],  # not a gain: as it is
+        }
+    )
+    out = _denoised(frame)
+    assert out.to_csv(index=False).splitlines() == [
+        "adversary_gain,histogram_gain,confident_share",
+        "0.0,0.0,1e-17",
+        "0.0,-0.25,0.0",
+        "0.029638811936,,0.0",
+        ",0.5,0.0",
+    ]
+
+
+def test_the_experiment_attacks_dk_2_and_not_dk_3_which_is_the_full_dk():
+    """The paper's n-step adversaries are n = 1, 2, 3; the generator's model is order 3, so dk-3
+    is dk itself (equal gains in every frontier of docs/results) and dk-2 was never attacked."""
+    from dpriv.datasets import medical_history
+    from dpriv.experiment import KNOWLEDGE
+
+    mh = medical_history(2, 30, seed=0)
+    assert mh.n_step(3) is mh.knowledge
+    assert KNOWLEDGE == ("snapshot", "dk", "dk-1", "dk-2")

@@ -469,8 +469,10 @@ def test_float_id_and_ids_with_gaps_between_views(tmp_path):
 
 
 def test_same_column_as_qi_and_sensitive_is_refused(cli, tmp_path):
-    res, out = anonymize_csv(cli, tmp_path, csv_of(view()), "--sensitive", "age")
-    refused(res, out, "columns ['age'] are used twice")
+    (tmp_path / "in.csv").write_text(csv_of(view()))
+    flags = [f if f != "s" else "age" for f in FLAGS]  # --sensitive age (given twice: refused as such)
+    res = cli("anonymize", tmp_path / "in.csv", "--out", tmp_path / "out.parquet", *flags)
+    refused(res, tmp_path / "out.parquet", "columns ['age'] are used twice")
 
 
 def test_empty_file_and_header_only(cli, tmp_path):
@@ -758,3 +760,15 @@ def test_release_indices_as_floats_and_blank_csv_rows_get_their_own_fix(tmp_path
     with pytest.raises(InputError, match=r"\(2 rows: .*\): give each of these rows the index of its view"):
         release_history(pd.concat([hist, half], ignore_index=True), {**POLICY, "time": "v"}, tmp_path / "led")
     assert not (tmp_path / "led").exists()
+
+
+@pytest.mark.parametrize("dtype", [object, "string"])
+def test_nfc_text_normalizes_each_text_dtype_and_keeps_missing_cells(dtype):
+    from dpriv.inputs import nfc_text
+
+    nfd = unicodedata.normalize("NFD", "Genève")
+    values = pd.Series([nfd, "Bern", None, nfd], dtype=dtype)
+    out = nfc_text(values)
+    assert out[0] == out[3] == unicodedata.normalize("NFC", "Genève") != nfd
+    assert out[1] == "Bern" and pd.isna(out[2])
+    assert out.dtype == values.dtype

@@ -136,7 +136,8 @@ def test_every_distinct_typo_of_a_declared_numeric_qi_is_named(cli, tmp_path):
     assert_refused(
         res,
         r"numeric QI 'weight' holds text that is not a number: 'heavy', '72kg', 'unknown'; correct each",
-        r"or --categorical",
+        r"declare the QI categorical \(--categorical weight, \[kinds\] weight = \"categorical\" in the ",
+        r"policy, or policy.with_overrides\(kinds=\{\*\*policy.kinds, 'weight': 'categorical'\}\) in Python",
         r"4 rows",
     )
 

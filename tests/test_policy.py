@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from dpriv.errors import PolicyError
 from dpriv.hilbert import grid_bits
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_keys import flags_named
 
 TOML = """
 [columns]
@@ -87,7 +88,8 @@ def test_bad_numeric_domain_and_unknown_table(tmp_path):
         ReleasePolicy.from_toml(tmp_path)  # a folder given for the file
     data = tmp_path / "history.parquet"  # a history given for the policy (not UTF-8 text)
     pd.DataFrame({"a": [1.5, 2.5]}).to_parquet(data)
-    with pytest.raises(PolicyError, match=r"history\.parquet is not text .* --policy takes the TOML"):
+    named = r"history\.parquet is not text .* --policy \(ReleasePolicy\.from_toml\) takes the TOML"
+    with pytest.raises(PolicyError, match=named):
         ReleasePolicy.from_toml(data)
     latin = tmp_path / "latin.toml"  # a comment saved as Latin-1 was called "not text (a binary file)"
     latin.write_bytes("[privacy]\nk = 5\n# caf\u00e9\n".encode("latin-1"))
@@ -162,8 +164,10 @@ def test_a_bad_value_in_a_policy_file_names_the_file_the_field_and_the_value(tmp
         ReleasePolicy.from_toml(path)
     said = str(caught.value)
     assert said.startswith(f"invalid policy (policy file {path}):") and words in said
-    with pytest.raises(PolicyError, match=re.escape(f"(policy file {path} with --j):")):  # and the flags
+    with pytest.raises(PolicyError, match=re.escape(f"(policy file {path} with overrides j=0.5):")):
         ReleasePolicy.from_toml(path, j=0.5)
+    with pytest.raises(PolicyError, match=re.escape(f"(policy file {path} with --j):")):  # the CLI's flags
+        ReleasePolicy.read_toml(path, {"j": 0.5}, flags_named)
 
 
 def test_a_key_set_in_two_tables_is_refused(tmp_path):

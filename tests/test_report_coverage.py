@@ -120,3 +120,77 @@ def test_results_of_releases_the_ledger_does_not_hold_are_refused(name, text, st
         "move the file out of attack/, then run dpriv attack on this ledger again",
     )
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.fixture(scope="module")
+def other(stale, tmp_path_factory) -> Path:
+    """Another ledger of 3 releases of 100-tuple views (another history, the same policy),
+    attacked with dk (paper and retrospective): its results name the same release indices."""
+    root = tmp_path_factory.mktemp("other")
+    mh = medical_history(n_views=3, view_size=100, seed=7)
+    mh.history.to_csv(root / "h.csv", index=False)
+    led = root / "led"
+    release_history(mh.history, ReleasePolicy.from_toml(stale[2]), led)
+    _attack(led, root / "h.csv", stale[2])
+    return led
+
+
+@pytest.mark.parametrize("name", ["gain_dk.csv", "retro_dk.csv"])
+def test_another_ledgers_results_under_the_same_indices_are_refused(name, stale, other, tmp_path):
+    """The drill: B's attack/ result copied into A's attack/ was shown as A's gains (its
+    releases 1..3 are indices A holds too). Each row carries the digest of the releases it was
+    computed on (views_sha), which the report recomputes from A's manifest."""
+    copy = tmp_path / "led"
+    shutil.copytree(stale[0], copy, ignore=shutil.ignore_patterns("state", "attack"))
+    (copy / "attack").mkdir()
+    shutil.copy(other / "attack" / name, copy / "attack" / name)
+    res = _dpriv("report", copy, "--out", tmp_path / "r.html")
+    assert_refused(
+        res,
+        rf"the results in attack/{name} for release\(s\) \[1, 2, 3\] were computed on other releases "
+        r"\(their views_sha differs from this ledger's\)",
+        "move the file out of attack/, then run dpriv attack on this ledger again",
+    )
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_results_without_a_stamp_are_checked_by_their_tuple_counts(stale, tmp_path):
+    """A result of an older dpriv (no views_sha column): its n_tuples must be the releases'."""
+    from dpriv.ledger import Ledger
+
+    copy = tmp_path / "led"
+    shutil.copytree(stale[0], copy, ignore=shutil.ignore_patterns("state", "attack"))
+    (copy / "attack").mkdir()
+    counts = [Ledger(copy).read_metrics(i)["n_released"] for i in (1, 2, 3)]
+    rows = "".join(f"{i},0.1,{n}\n" for i, n in enumerate(counts, 1))
+    (copy / "attack" / "gain_dk.csv").write_text("release,adversary_gain,n_tuples\n" + rows)
+    res = _dpriv("report", copy, "--out", tmp_path / "ok.html")
+    assert res.exit_code == 0, res.output
+    wrong = rows.replace(f"2,0.1,{counts[1]}\n", f"2,0.1,{counts[1] + 19900}\n")
+    (copy / "attack" / "gain_dk.csv").write_text("release,adversary_gain,n_tuples\n" + wrong)
+    res = _dpriv("report", copy, "--out", tmp_path / "r.html")
+    assert_refused(
+        res,
+        r"the results in attack/gain_dk.csv for release\(s\) \[2\] count other numbers of tuples than "
+        r"this ledger's releases hold \(n_tuples against n_released\)",
+    )
+
+
+def test_stamps_name_the_releases_and_a_ledger_made_again_alike_keeps_them(stale, tmp_path):
+    """views_sha of a row is the digest of the manifest entries of releases 1..r (r: release,
+    or as_of of a retrospective row): a ledger released again from the same history and
+    policy has the same releases, so its earlier results stay its own."""
+    from dpriv.attack_stamp import prefix_digests
+    from dpriv.ledger import Ledger
+
+    led, history, policy = stale
+    again = tmp_path / "again"
+    release_history(pd.read_csv(history), ReleasePolicy.from_toml(policy), again)
+    digests = prefix_digests(Ledger(led))
+    assert digests == prefix_digests(Ledger(again)) and len(set(digests.values())) == 3
+    assert all(len(d) == 16 for d in digests.values())
+    retro = pd.read_csv(led / "attack" / "retro_dk.csv", dtype={"views_sha": str})
+    assert (retro["views_sha"] == retro["as_of"].map(digests)).all()  # attacked after release 2
+    shutil.copytree(led / "attack", again / "attack")
+    res = _dpriv("report", again, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output

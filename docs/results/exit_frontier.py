@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpriv.experiment import _frontier  # noqa: E402
+from dpriv.experiment_plots import frontier_figure  # noqa: E402
 
 here = Path(sys.argv[1])
 seeds = sorted(int(d.name.removeprefix("seed")) for d in here.glob("seed*") if d.is_dir())
@@ -32,7 +32,7 @@ ours, base = allf[allf["method"] == "jsreduce"], allf[allf["method"] != "jsreduc
 allf.to_csv(here / "frontier.csv", index=False)
 for s, g in allf.groupby("seed"):
     (here / "tmp").mkdir(exist_ok=True)
-    _frontier(g, here / "tmp", plt)
+    frontier_figure(g, here / "tmp", plt)
     (here / "tmp" / "frontier.png").rename(here / f"frontier-seed{s}.png")
     (here / "tmp").rmdir()
 

@@ -1,6 +1,6 @@
 """The ``dpriv`` command (README.md "Commands"). Exit status: 0 ok, 2 bad input or a policy
 that cannot be met (message on stderr, no traceback unless ``--debug``), 3 the Dask cluster
-lost a worker or its scheduler (run again to resume), 130 Ctrl-C, 1 internal error.
+lost a worker or its scheduler (run again to resume), 130 Ctrl-C, 143 SIGTERM, 1 internal error.
 
 * ``common``: the app, option types, the error-to-exit mapping, policy loading, the writer;
 * ``failures``: a lost Dask worker or scheduler (exit 3) and Dask's logging of it;

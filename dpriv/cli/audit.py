@@ -59,7 +59,8 @@ def attack(
             "(confident_share, confident_precision, n_confident, max_posterior, n_certain), then "
             "prior_gain and prior_confident_share (the same with the adversary's prior), "
             "histogram_gain (had the release been one QI-group); "
-            "retrospective: one row per (release, as_of) with the same measures."
+            "retrospective: one row per (release, as_of) with the same measures; views_sha last "
+            "(the releases each row was computed on, which dpriv report checks)."
         ),
     ] = None,
     adversary: Annotated[
@@ -129,6 +130,10 @@ def attack(
     given = load_policy(policy) if policy is not None else None  # None: the ledger's own
     flag = {"source": f"--policy {policy}", "omit": "omit --policy", "theirs": "the file"}
     pol = attack_policy(ledger, given, history, **flag)  # columns checked against the ledger's
+    from dpriv.ledger import Ledger as Led
+    from dpriv.release_check import check_released_any
+
+    check_released_any(Led(ledger))  # nothing to attack: no header-only table written
     from dpriv.rows import rows_of
 
     try:
@@ -148,7 +153,9 @@ def attack(
         if policy is not None:
             raise
         raise with_hint(exc) from None
-    write_frame(gain, out, kind="attack", force=force, own=own)
+    from dpriv.attack_stamp import stamped
+
+    write_frame(stamped(gain, ledger), out, kind="attack", force=force, own=own)  # tied to the releases
     typer.echo(shown_gain(gain))
     what = "per (release, as_of)" if adversary == "retrospective" else "per release"
     typer.echo(f"adversary gain and tail risk {what} written to {out}")

@@ -108,8 +108,11 @@ def anonymize(
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
     placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input)
+    from dpriv.inputs import said_unused
     from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
+
+    said_unused()  # one of its notes, printed below
 
     with release_frame(placement, scheduler=scheduler, say=_say) as frame:
         result = run(frame, pol, prior=prior)
@@ -118,12 +121,20 @@ def anonymize(
     also = (table_out,) if result.sensitive is not None else ()
     # created meanwhile?
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,), also=also)
-    write_frame(result.released, out, kind="anonymize", checked=True)
+    metrics = out.with_name(out.name + METRICS_SUFFIX)
+    created = [p for p in (out, *also, metrics) if not p.exists()]
+    try:
+        write_frame(result.released, out, kind="anonymize", checked=True)
+        if result.sensitive is not None:
+            write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
+        write_record(metrics, result.metrics, mode=None)
+        record_output(metrics, "anonymize")
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM between two files: none of them (all were new)
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
     if result.sensitive is not None:
-        write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
         typer.echo(f"sensitive table written to {table_out}")
-    write_record(out.with_name(out.name + METRICS_SUFFIX), result.metrics, mode=None)
-    record_output(out.with_name(out.name + METRICS_SUFFIX), "anonymize")
     print_summary(result.metrics)
     typer.echo(f"released view written to {out}")
 
@@ -177,7 +188,7 @@ def _run_release(
     allow_repeated_view: bool = False,
 ) -> None:
     from dpriv.input_checks import date_hints_of
-    from dpriv.inputs import unused_note
+    from dpriv.inputs import said_unused, unused_note
     from dpriv.io import read_table
 
     check_ledger_folder(ledger)  # before any work
@@ -188,6 +199,7 @@ def _run_release(
     unused = unused_note(frame.columns, pol)
     if unused:
         _say(unused)
+        said_unused()
     for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
         _say(hint)
     from dpriv.cluster import ledger_start, release_frame, release_place
@@ -327,7 +339,10 @@ def release(
         release_format=release_format,
         retro_max_gain=retro_max_gain,
     )
-    method = method or recorded_method or "jsreduce"
+    method = eff.method = method or recorded_method or "jsreduce"
+    from dpriv.baselines import check_method_name
+
+    check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
         allow_repeated_view,

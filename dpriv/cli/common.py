@@ -19,6 +19,7 @@ import typer
 
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice
 from dpriv.cli.failures import CLUSTER_EXIT, cluster_loss, loss_message, quiet_dask_logs
+from dpriv.cli.interrupts import interrupt_of, interrupted, sigterm_interrupts
 from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
     TABLE_SUFFIXES,
     check_ledger_folder,
@@ -31,11 +32,12 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     write_frame,
 )
 from dpriv.cli.pipe import ClosedPipeSafe
+from dpriv.cli.repeats import App
 from dpriv.errors import DprivError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import rows_of
 
-app = typer.Typer(
+app = App(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,  # help texts hold [lo-hi], [hierarchies]: text, not markup
@@ -106,7 +108,7 @@ Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (D
 Ledger = Annotated[Path, typer.Argument(help="A release ledger.")]
 
 
-QI = Annotated[str | None, typer.Option(help="QI columns, comma-separated.")]
+QI = Annotated[str | None, typer.Option(help="QI columns, comma-separated (repeated: they add up).")]
 
 
 Sensitive = Annotated[str | None, typer.Option(help="Sensitive column.")]
@@ -156,25 +158,6 @@ def _input_file(name: str, kwargs: Mapping[str, Any]) -> str | None:
     return next((str(p) for p in paths if p is not None), None)
 
 
-def _by_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while a KeyboardInterrupt was pending (its cause or context)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def _interrupted(debug: bool):
-    """Ctrl-C: one line, exit 130 (128 + SIGINT, as a shell reports it)."""
-    if debug:
-        traceback.print_exc()
-    _say("interrupted (Ctrl-C): a ledger stays at its last committed release")
-    raise typer.Exit(130) from None
-
-
 def command(fn):
     """Map dpriv errors (and unreadable input) to exit 2, a lost Dask worker or scheduler to 3
     (:mod:`dpriv.cli.failures`) and anything else to exit 1, tracebacks only with --debug;
@@ -185,6 +168,7 @@ def command(fn):
         debug, scheduler = kwargs.get("debug", False), kwargs.get("scheduler")
         try:
             with (
+                sigterm_interrupts(),  # SIGTERM (timeout, systemd, SLURM) ends the command as Ctrl-C does
                 quiet_dask_logs(debug),
                 warnings.catch_warnings(),
                 rows_of(_input_file(fn.__name__, kwargs)),
@@ -202,8 +186,8 @@ def command(fn):
             raise typer.Exit(2) from None
         except typer.Exit:
             raise
-        except KeyboardInterrupt:
-            _interrupted(debug)
+        except KeyboardInterrupt as exc:
+            interrupted(debug, exc, fn.__name__)
         except OSError as exc:
             if not isinstance(exc, PermissionError) and exc.errno not in _WRITE_ERRORS:
                 _internal(exc, debug, scheduler, fn.__name__)
@@ -233,10 +217,10 @@ _WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EF
 
 
 def _internal(exc: BaseException, debug: bool, scheduler: str | None = None, name: str = "") -> NoReturn:
-    """Exit 1 for what is dpriv's own fault (130 for Ctrl-C inside a compiled kernel, 3 for a
+    """Exit 1 for what is dpriv's own fault (130/143 for Ctrl-C/SIGTERM inside a compiled kernel, 3 for a
     lost Dask worker or scheduler)."""
-    if _by_interrupt(exc):  # Ctrl-C inside a compiled kernel surfaces as a SystemError
-        _interrupted(debug)
+    if (interrupt := interrupt_of(exc)) is not None:  # Ctrl-C inside a compiled kernel: a SystemError
+        interrupted(debug, interrupt, name)
     if debug:
         traceback.print_exc()
     if cluster_loss(exc) is not None:
@@ -275,11 +259,14 @@ def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePoli
         col, sep, path = item.partition("=")
         if not sep or not col.strip() or not path.strip():
             raise PolicyError(f"--hierarchy {item!r}: write COL=PATH, e.g. --hierarchy education=edu.csv")
-        if col.strip() not in pol.qi:
+        col, path = col.strip(), str(Path(path.strip()).absolute())
+        if col not in pol.qi:
+            raise PolicyError(f"--hierarchy names {col!r}, which is not a QI ({pol.qi}): add it to --qi")
+        if given.get(col, path) != path:
             raise PolicyError(
-                f"--hierarchy names {col.strip()!r}, which is not a QI ({pol.qi}): add it to --qi"
+                f"--hierarchy names {col!r} twice, as {given[col]} and {path}: give one hierarchy per column"
             )
-        given[col.strip()] = str(Path(path.strip()).absolute())
+        given[col] = path
     pol = pol.with_overrides(hierarchies={**pol.hierarchies, **given})
     for col in given:
         pol.hierarchy(col)
@@ -289,11 +276,11 @@ def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePoli
 def load_policy(policy: Path | None, *, categorical: str | None = None, **flags: Any) -> ReleasePolicy:
     """Policy from the TOML file and/or flags (flags win); ``categorical`` (``--categorical
     A,B``) adds ``[kinds]`` entries to the file's."""
-    from dpriv.cli.effective import split_qi
+    from dpriv.cli.effective import flags_named, split_qi
 
     split_qi(flags)
     if policy is not None:
-        pol = ReleasePolicy.from_toml(policy, **flags)
+        pol = ReleasePolicy.read_toml(policy, flags, flags_named)
     else:
         missing = [f"--{k}" for k in ("qi", "sensitive") if not flags.get(k)]
         if missing:

@@ -16,6 +16,7 @@ from typing import Any
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import recorded_base
+from dpriv.policy_keys import flags_named
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
 _WHOLE_TABLES = ("domains", "kinds", "knowledge", "hierarchies")
@@ -76,6 +77,11 @@ def split_qi(flags: dict[str, Any]) -> None:
         )
 
 
+#: Fields that one baseline method alone enforces (docs/policy.md): printed as "[...; <method>
+#: only]" under any other method, so that l=3 is not read as l-diversity of a JS-reduce release.
+_METHOD_ONLY = {"l": "mondrian-l", "bt_b": "mondrian-bt", "bt_t": "mondrian-bt"}
+
+
 @dataclass
 class EffectivePolicy:
     """A policy and, per field, where its value came from ("flag", "file", "ledger", "default")."""
@@ -83,9 +89,11 @@ class EffectivePolicy:
     policy: ReleasePolicy
     sources: dict[str, str] = field(default_factory=dict)
     origin: str = ""  # the file or ledger the non-flag values came from
+    method: str = "jsreduce"  # the release method: a field only other methods use is marked so
 
     def lines(self) -> list[str]:
-        """One line per group of fields: ``name=value [source]``; long values shortened."""
+        """One line per group of fields: ``name=value [source]``; long values shortened; a
+        field only a baseline enforces, under another method: ``l=3 [default; mondrian-l only]``."""
         dump = self.policy.model_dump()
         out = [f"effective policy ({self.origin or 'flags and defaults'}):"]
         for group, names in _GROUPS.items():
@@ -94,7 +102,11 @@ class EffectivePolicy:
                 value = dump[name]
                 if name in _WHOLE_TABLES and not value:
                     continue
-                items.append(f"{name}={_show(value)} [{self.sources.get(name, 'default')}]")
+                source = self.sources.get(name, "default")
+                users = _METHOD_ONLY.get(name, self.method)
+                if self.method != users:
+                    source += f"; {users} only"
+                items.append(f"{name}={_show(value)} [{source}]")
             if group == "data" and not items:
                 items.append("domains inferred from the data")
             out.append(f"  {group}: " + " ".join(items))
@@ -159,7 +171,7 @@ def effective_policy(
     # resumed, as Mondrian)
     recorded = ledger_policy(ledger) if ledger is not None else None
     if policy_file is not None:
-        pol = ReleasePolicy.from_toml(policy_file, **given)
+        pol = ReleasePolicy.read_toml(policy_file, given, flags_named)
         sources = {**dict.fromkeys(_file_fields(policy_file), "file"), **sources}
         return EffectivePolicy(pol, sources, f"file {policy_file}"), recorded[1] if recorded else None
     if recorded is not None:
@@ -188,8 +200,7 @@ def _with_flags(data: dict[str, Any], given: dict[str, Any], where: str) -> Rele
     try:
         return ReleasePolicy.from_dict({**data, **given})
     except PolicyError as exc:
-        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-        named = f"{where} with {flags}" if data else f"flags {flags}"
+        named = f"{where} with {flags_named(given)}" if data else f"flags {flags_named(given)}"
         raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({named}):", 1)) from None
 
 

@@ -21,8 +21,10 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from dpriv.errors import ClusterError
+
 #: Exit status of a command whose Dask cluster lost a worker or its scheduler: nothing
-#: half-written, the same command resumes (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C).
+#: half-written, the same command resumes (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C, 143 SIGTERM).
 CLUSTER_EXIT = 3
 
 #: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.
@@ -71,7 +73,7 @@ def cluster_loss(exc: BaseException | None) -> BaseException | None:
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, (ClusterLost, *types)):
+        if isinstance(exc, (ClusterLost, ClusterError, *types)):
             return exc
         if isinstance(exc, OSError) and str(exc).startswith("Timed out trying to connect"):
             return exc
@@ -131,7 +133,7 @@ _WRITE_AFTER = ("anonymize",)
 def loss_message(exc: BaseException, scheduler: str | None = None, command: str = "") -> str:
     """The message of a command whose cluster failed: :class:`ClusterLost`'s own, else one
     naming ``command`` (``dpriv release`` raises :class:`ClusterLost` itself)."""
-    if isinstance(exc, ClusterLost):
+    if isinstance(exc, (ClusterLost, ClusterError)):
         return str(exc)
     lost, why = what_was_lost(exc)
     done = "Nothing was written" if command in _WRITE_AFTER else "The command did not finish"
@@ -150,7 +152,10 @@ def during_release(ledger: Path, committed: Callable[[], int], scheduler: str | 
     try:
         yield
     except BaseException as exc:
-        if isinstance(exc, (KeyboardInterrupt, SystemExit, ClusterLost)) or cluster_loss(exc) is None:
+        if (
+            isinstance(exc, (KeyboardInterrupt, SystemExit, ClusterLost, ClusterError))
+            or cluster_loss(exc) is None
+        ):
             raise
         last = _last_committed(ledger, committed)
         lost, why = what_was_lost(exc)

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from dpriv.cli.common import Attendance, Debug, Seed, Views, ViewSize, _say, command
+from dpriv.cli.repeats import App
 
-generate_app = typer.Typer(help="Generate synthetic histories.", no_args_is_help=True)
+generate_app = App(help="Generate synthetic histories.", no_args_is_help=True)
 
 
 @generate_app.command("medical")
@@ -121,7 +122,7 @@ def _generate_medical_partitioned(
     )
 
 
-experiment_app = typer.Typer(help="Reproduce the paper's experiment.", no_args_is_help=True)
+experiment_app = App(help="Reproduce the paper's experiment.", no_args_is_help=True)
 
 
 @experiment_app.command("paper")

@@ -150,13 +150,13 @@ def verify(
                 f"restore the sensitive table {beside} next to it"
             )
         table = read_table(str(path)).compute()
+    # the groups are held to what their method promised (a Mondrian l release: k and l)
+    method = eff.method = method or (recorded_method if ledger is not None else None) or "jsreduce"
     show_policy(eff)
     if ledger is not None:
         recorded, recorded_in = led.read_metrics(view).n_released, "its metrics.json"
     else:
         recorded, recorded_in = _recorded(Path(released), found)
-    # the groups are held to what their method promised (a Mondrian l release: k and l)
-    method = method or (recorded_method if ledger is not None else None) or "jsreduce"
     if method != "jsreduce":
         from dpriv.criteria import promised
 

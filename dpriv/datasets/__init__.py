@@ -8,7 +8,13 @@
   knowledge, policy).
 """
 
-from dpriv.datasets.files import policy_dict, write_history, write_medical_view, write_pbc
+from dpriv.datasets.files import (
+    RECOMMENDED_DEFENSE,
+    policy_dict,
+    write_history,
+    write_medical_view,
+    write_pbc,
+)
 from dpriv.datasets.medical import VIEW_BLOCK_ROWS, MedicalHistory, medical_history, medical_view_dask
 from dpriv.datasets.model import (
     AGE_RANGE,
@@ -32,6 +38,7 @@ from dpriv.datasets.pbc import (
 from dpriv.toml_writer import toml_dumps
 
 __all__ = [
+    "RECOMMENDED_DEFENSE",
     "PBC_COLUMNS",
     "PBC_MAX_SUPPRESSION",
     "PBC_PRIVACY",

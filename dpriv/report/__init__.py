@@ -1,8 +1,9 @@
 """An HTML release report of a ledger: one self-contained page a data owner reads before publishing.
 
 The page (:func:`write_report`) is titled from the policy (its ``title``, else the sensitive
-attribute, QIs, method and k, t, j; :func:`~dpriv.report.explain.report_title`), not from the
-folder name, and has seven sections (:data:`HEADINGS`):
+attribute, QIs, method and the thresholds it enforces, e.g. k, l for mondrian-l;
+:func:`~dpriv.report.explain.report_title`), not from the folder name, and has seven sections
+(:data:`HEADINGS`):
 
 * **Policy** -- the ledger's policy (``policy.json``): columns, k, t (with its EMD ground),
   j (with its unit, from ``log_base``), the suppression limit (percent of the view's tuples),

@@ -6,7 +6,8 @@ no result until the attack runs again. The report says so, next to the results a
 terminal (:meth:`AttackResults.notes`), and shows such a release as missing. A result naming a
 release the ledger does not hold is not this ledger's (an attack of another ledger, or of one
 made again since): it is refused (:func:`check_held`), not shown as if its other figures were
-of these releases.
+of these releases; so is a result computed on other releases under the same indices
+(:func:`dpriv.attack_stamp.check_same_releases`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpriv.attack_stamp import check_same_releases, read_stamps
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.report.explain import knowledge_key
@@ -128,5 +130,7 @@ def attack_results(led: Ledger, gains: Mapping[str, pd.DataFrame] | None = None)
     retros = retro_results(led.root / ATTACK_DIR)
     held = len(led.committed())
     for name, frame in retros.items():
-        check_held(frame, held, led.root, f"the results in {ATTACK_DIR}/retro_{name}.csv", NOT_OURS)
+        where = f"the results in {ATTACK_DIR}/retro_{name}.csv"
+        check_held(frame, held, led.root, where, NOT_OURS)
+        check_same_releases(read_stamps(led.root / ATTACK_DIR / f"retro_{name}.csv"), led, where, NOT_OURS)
     return AttackResults(held, curves, retros, frozenset(str(n) for n in gains or ()))

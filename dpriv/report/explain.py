@@ -115,16 +115,34 @@ _METHODS = {
 }
 
 
+#: Title parameters beyond :func:`dpriv.criteria.promised`: (B,t)-privacy's own bandwidth and
+#: bound (the verifier cannot check them, the method enforces them).
+_TITLE_EXTRA = {"mondrian-bt": ("bt_b", "bt_t")}
+#: Promised criteria the title leaves out: one group per view holds any t (EMD 0).
+_TITLE_SKIP = {"histogram": ("t",)}
+
+
+def title_parameters(method: str, policy: dict[str, Any]) -> tuple[str, ...]:
+    """The policy keys a ``method``'s release enforces, as the title names them: k, t, j for
+    JS-reduce (and ``rbk_closeness`` when set), k, l for mondrian-l, k, t for mondrian-t,
+    k, bt_b, bt_t for mondrian-bt, k for the histogram reference."""
+    names = promised(method, policy.get("rbk_closeness")) + _TITLE_EXTRA.get(method, ())
+    return tuple(n for n in names if n not in _TITLE_SKIP.get(method, ()))
+
+
 def report_title(policy: dict[str, Any]) -> str:
     """The page title from a ledger's ``policy.json``: its ``title`` when present, else the
-    sensitive attribute, the QIs and the method (e.g. ``"exam_result by age, gender, weight:
-    JS-reduce release (k = 5, t = 0.5, j = 0.8)"``)."""
+    sensitive attribute, the QIs, the method and the thresholds it enforces
+    (:func:`title_parameters`; e.g. ``"exam_result by age, gender, weight: JS-reduce release
+    (k = 5, t = 0.5, j = 0.8)"``, ``"...: Mondrian, distinct l-diversity release (k = 5, l = 2)"``)."""
     if policy.get("title"):
         return str(policy["title"])
     method = str(policy.get("method", "jsreduce"))
     qi = ", ".join(map(str, policy.get("qi", [])))
     params = ", ".join(
-        f"{p} = {policy[p]:g}" for p in ("k", "t", "j") if isinstance(policy.get(p), int | float)
+        f"{p} = {policy[p]:g}"
+        for p in title_parameters(method, policy)
+        if isinstance(policy.get(p), int | float) and not isinstance(policy.get(p), bool)
     )
     return f"{policy.get('sensitive')} by {qi}: {_METHODS.get(method, method)} release ({params})"
 

@@ -69,6 +69,10 @@ def _breaks(col: str, val: Any, policy: dict[str, Any]) -> bool:
     return breaks(col, val, policy.get(col))
 
 
+#: Columns of the Releases table that count (tuples, groups, members): shown as integers.
+_COUNTS = ("respondents", "groups", "released", "suppressed", "k", "l", "regroupings", "withheld")
+
+
 def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
     e = html.escape
     # KPR not computed, or no release gate: no empty columns
@@ -81,9 +85,8 @@ def _release_table(releases: pd.DataFrame, policy: dict[str, Any]) -> str:
         cells = []
         for col, _key, _ in cols:
             val = row[col]
-            counts = ("respondents", "groups", "released", "suppressed")
-            if isinstance(val, float) and val.is_integer() and col in counts:
-                val = int(val)
+            if isinstance(val, float) and val.is_integer() and col in _COUNTS:
+                val = int(val)  # a column with a missing value (NaN: "-") is float
             fail = _breaks(col, val, policy)
             if col == "suppression":  # one unit everywhere: percent of the view's tuples
                 pct = None if val is None else 100 * float(val)
@@ -123,7 +126,7 @@ def render_report(
         Adversary gains (see :func:`gain_curves`).
     title : str, optional
         Page title; default from the policy (:func:`dpriv.report.explain.report_title`: its
-        ``title``, else the sensitive attribute, the QIs, the method and k, t, j).
+        ``title``, else the sensitive attribute, the QIs, the method and the thresholds it enforces).
     history : pandas or Dask DataFrame or path, optional
         The original history: the KPR reference line (each view against itself,
         :func:`dpriv.report.reference.reference_kprs`) is computed from it.
@@ -168,49 +171,44 @@ def render_report(
         verdict_section(verdicts(releases, policy), method),
         '<h2 id="releases-heading">Releases</h2>',
     ]
-    if n == 0:
-        parts.append('<p class="note">The ledger holds no committed release yet.</p>')
-    else:
-        parts += [
-            f'<div style="overflow-x:auto">{_release_table(releases, policy)}</div>',
-            '<p class="note">Respondents: tuples of the view (one per respondent); released and '
-            "suppressed tuples; suppression: suppressed tuples in percent of the view's tuples. "
-            "Achieved values: k, l: smallest QI-group size and smallest number of distinct sensitive "
-            f"values in a group; t: largest EMD between a group and the view; j: largest JS divergence "
-            f"({e(j_unit)}) within a group's revised background knowledge; average semiperimeter (E11): "
-            f"mean normalized QI extent of a group (0 = exact values, {e(str(len(policy.get('qi', []))))} "
-            "= whole domains); GCP (E24): global certainty penalty, suppressed tuples counted as fully "
-            "generalized"
-            + (
-                ""
-                if releases["kpr"].isna().all()
-                else "; KPR (E21): knowledge protection rate of synthetic data drawn from the release "
-                "(see KPR below)"
-            )
-            + ". A red cell breaks a threshold the method guarantees (or the suppression limit).</p>",
-        ]
+    parts += [
+        f'<div style="overflow-x:auto">{_release_table(releases, policy)}</div>',
+        '<p class="note">Respondents: tuples of the view (one per respondent); released and '
+        "suppressed tuples; suppression: suppressed tuples in percent of the view's tuples. "
+        "Achieved values: k, l: smallest QI-group size and smallest number of distinct sensitive "
+        f"values in a group; t: largest EMD between a group and the view; j: largest JS divergence "
+        f"({e(j_unit)}) within a group's revised background knowledge; average semiperimeter (E11): "
+        f"mean normalized QI extent of a group (0 = exact values, {e(str(len(policy.get('qi', []))))} "
+        "= whole domains); GCP (E24): global certainty penalty, suppressed tuples counted as fully "
+        "generalized"
+        + (
+            ""
+            if releases["kpr"].isna().all()
+            else "; KPR (E21): knowledge protection rate of synthetic data drawn from the release "
+            "(see KPR below)"
+        )
+        + ". A red cell breaks a threshold the method guarantees (or the suppression limit).</p>",
+    ]
     parts.append('<h2 id="privacy">Privacy</h2>')
-    if n:
-        parts.append(
-            img(
-                plot_privacy(
-                    releases,
-                    t=policy.get("t"),
-                    j=policy.get("j"),
-                    j_unit=j_unit,
-                    enforced=promised(method, policy.get("rbk_closeness")),
-                ),
-                "achieved t and j per release against their thresholds",
-            )
+    parts.append(
+        img(
+            plot_privacy(
+                releases,
+                t=policy.get("t"),
+                j=policy.get("j"),
+                j_unit=j_unit,
+                enforced=promised(method, policy.get("rbk_closeness")),
+            ),
+            "achieved t and j per release against their thresholds",
         )
+    )
     parts.append('<h2 id="utility">Utility</h2>')
-    if n:
-        parts.append(
-            img(
-                plot_utility(releases, m=len(policy.get("qi", [])) or None),
-                "suppression (percent of the view) and average semiperimeter per release",
-            )
+    parts.append(
+        img(
+            plot_utility(releases, m=len(policy.get("qi", [])) or None),
+            "suppression (percent of the view) and average semiperimeter per release",
         )
+    )
     parts += ['<h2 id="kpr">KPR</h2>', kpr_section(releases)]
     retros = results.retros
     parts += ['<h2 id="adversary-gain">Adversary gain</h2>', knowledge_section(curves, tuple(retros))]
@@ -275,10 +273,11 @@ def write_report(
         ``ledger`` is not a ledger, or its last release is damaged (its view holds another
         count of tuples than its metrics.json records).
     InputError
-        The ledger has no policy yet, a gain / KPR table lacks its columns, or the history
-        lacks the policy's time column or a QI; ``out_html`` does not end in .html or .htm,
-        is a folder, lies in a release ledger outside its ``attack/`` folder, or exists and is
-        not a page an earlier report wrote (or has changed since): nothing is written.
+        The ledger has no policy or no committed release yet, a gain / KPR table lacks its
+        columns, or the history lacks the policy's time column or a QI; ``out_html`` does not
+        end in .html or .htm, is a folder, lies in a release ledger outside its ``attack/``
+        folder, or exists and is not a page an earlier report wrote (or has changed since):
+        nothing is written.
     """
     from dpriv.cli.outputs import check_outside_ledger, check_replaceable, check_suffix, record_output
 

@@ -23,7 +23,7 @@ from dpriv.errors import InputError
 from dpriv.ledger import POLICY, Ledger
 from dpriv.metrics.microdata import reference_kpr
 from dpriv.policy import ReleasePolicy
-from dpriv.release_check import check_released_history
+from dpriv.release_check import NOTHING_RELEASED, check_released_history
 
 _NOT_POLICY = ("method", "knowledge_sha256", "hierarchy_sha256", "title")
 
@@ -33,7 +33,7 @@ def ledger_release_policy(led: Ledger) -> ReleasePolicy:
     are not needed: only the columns and domains are used here)."""
     path = led.root / POLICY
     if not path.is_file():
-        raise InputError(f"the ledger has no {POLICY}: nothing has been released into it yet")
+        raise InputError(f"the ledger has no {POLICY}: {NOTHING_RELEASED}")
     data: dict[str, Any] = json.loads(path.read_text())
     return ReleasePolicy.from_dict(
         {k: v for k, v in data.items() if k not in _NOT_POLICY} | {"base_dir": None}

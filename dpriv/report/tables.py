@@ -14,8 +14,10 @@ from typing import Any
 import pandas as pd
 
 from dpriv.attack_files import read_result
+from dpriv.attack_stamp import check_same_releases, read_stamps
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
+from dpriv.release_check import NOTHING_RELEASED, check_released_any
 from dpriv.report.coverage import NOT_OURS, check_held
 
 _GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
@@ -90,9 +92,11 @@ def check_columns(frame: object, columns: tuple[str, ...], function: str, source
 
 
 def _stored_policy(led: Ledger) -> dict[str, Any]:
+    """The ledger's policy.json; InputError when it has none, or no committed release."""
     path = led.root / POLICY
     if not path.is_file():
-        raise InputError(f"the ledger has no {POLICY}: nothing has been released into it yet")
+        raise InputError(f"the ledger has no {POLICY}: {NOTHING_RELEASED}")
+    check_released_any(led)
     return led.stored_policy()
 
 
@@ -384,8 +388,11 @@ def gain_curves(
     held = len(led.committed())
     for name, frame in out.items():  # a file of another ledger's releases is refused
         if name not in passed:
-            check_held(frame, held, led.root, f"the results in {ATTACK_DIR}/gain_{name}.csv", NOT_OURS)
+            where = f"the results in {ATTACK_DIR}/gain_{name}.csv"
+            check_held(frame, held, led.root, where, NOT_OURS)
+            check_same_releases(read_stamps(folder / f"gain_{name}.csv"), led, where, NOT_OURS)
     for name, frame in passed.items():
         fix = "attack this ledger, or pass the gains of its own releases"
         check_held(frame, held, led.root, f"the gains of {name!r}", fix)
+        check_same_releases(frame, led, f"the gains of {name!r}", fix)
     return dict(sorted({**out, **passed}.items()))

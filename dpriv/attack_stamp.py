@@ -1,0 +1,89 @@
+"""Attack results tied to the releases they were computed on.
+
+A gain of release r depends on releases 1..r (the adversary's knowledge is revised by each);
+a retrospective row (release r as of a) on releases 1..a. ``dpriv attack`` and
+:func:`dpriv.attack.save_gain` write each row's :data:`STAMP`: a digest of the manifest's
+entries (``input_sha``, ``view_sha256``) of those releases. ``dpriv report`` recomputes it from
+the ledger and refuses a result whose rows were computed on other releases: another ledger's
+file copied into ``attack/``, or a ledger made again since the attack with other data. A
+result without the column (written by an older dpriv, or by hand) is checked by its
+``n_tuples`` against each release's ``n_released`` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dpriv.errors import InputError
+from dpriv.ledger import Ledger
+
+#: Column of an attack result: 16 hex digits of the releases the row was computed on.
+STAMP = "views_sha"
+
+
+def prefix_digests(led: Ledger) -> dict[int, str]:
+    """Release index -> :data:`STAMP` of releases 1..index of ``led`` (committed only)."""
+    out, chain = {}, hashlib.sha256()
+    for entry in led.committed():
+        fields = {k: entry.get(k, "") for k in ("index", "input_sha", "view_sha256")}
+        chain.update(json.dumps(fields, sort_keys=True).encode())
+        out[int(entry["index"])] = chain.copy().hexdigest()[:16]
+    return out
+
+
+def _last(frame: pd.DataFrame) -> pd.Series:
+    """Each row's last release it depends on (``as_of`` of a retrospective row, else
+    ``release``), as numbers (NaN where it is not one)."""
+    return pd.to_numeric(frame["as_of"] if "as_of" in frame else frame["release"], errors="coerce")
+
+
+def stamped(frame: pd.DataFrame, led: Ledger | Path) -> pd.DataFrame:
+    """``frame`` (an attack result of ``led``, a Ledger or its folder) with its :data:`STAMP`
+    column (replaced if there)."""
+    digests = prefix_digests(led if isinstance(led, Ledger) else Ledger(led))
+    return frame.assign(**{STAMP: [digests.get(int(r), "") for r in _last(frame)]})
+
+
+def read_stamps(path: Path) -> pd.DataFrame:
+    """The columns of a result file that tie it to releases (``release``, ``as_of``,
+    :data:`STAMP`, ``n_tuples``: those present), the stamp as text."""
+    wanted = ("release", "as_of", STAMP, "n_tuples")
+    try:
+        return pd.read_csv(path, usecols=lambda c: c in wanted, dtype={STAMP: str})
+    except (ValueError, OSError, pd.errors.ParserError):  # unreadable: its reader names the problem
+        return pd.DataFrame()
+
+
+def check_same_releases(frame: pd.DataFrame, led: Ledger, where: str, fix: str) -> None:
+    """Refuse (InputError) an attack result whose rows were computed on other releases than
+    ``led``'s: a :data:`STAMP` that differs from the ledger's, or, without one, an ``n_tuples``
+    that differs from the release's ``n_released`` (``metrics.json``). Rows naming releases the
+    ledger does not hold are left to :func:`dpriv.report.coverage.check_held`. ``where`` names the
+    result, ``fix`` says what to do."""
+    if not len(frame) or "release" not in frame:
+        return
+    digests = prefix_digests(led)
+    last = _last(frame)
+    held = last.isin(list(digests)).to_numpy()
+    rows, last = frame[held], last[held]
+    if STAMP in frame:
+        want = last.map(lambda r: digests[int(r)]).to_numpy()
+        bad = rows[rows[STAMP].astype(str).to_numpy() != want]
+        why = "were computed on other releases (their views_sha differs from this ledger's)"
+    elif "n_tuples" in frame:
+        release = rows["release"].astype("int64")
+        released = {r: led.read_metrics(r).get("n_released") for r in set(release)}
+        want = release.map(released)
+        bad = rows[
+            want.notna().to_numpy() & (pd.to_numeric(rows["n_tuples"], errors="coerce") != want).to_numpy()
+        ]
+        why = "count other numbers of tuples than this ledger's releases hold (n_tuples against n_released)"
+    else:
+        return
+    if len(bad):
+        releases = sorted({int(r) for r in bad["release"]})
+        raise InputError(f"{where} for release(s) {releases[:5]} {why}: {fix}")
