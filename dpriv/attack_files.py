@@ -121,7 +121,10 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     led = results_ledger(ledger, "save_gain")
     path = gain_path(led, knowledge)
     check_result_file(path)
-    from dpriv.attack_stamp import stamped
+    from dpriv.attack_stamp import check_same_releases, stamped
+
+    # another ledger's gains (their views_sha, else their n_tuples) are not relabelled as this one's
+    check_same_releases(gain, led, "the gains passed to save_gain", "save the gains of this ledger's attack")
     from dpriv.cli.outputs import record_output
 
     with made_folder(path.parent):

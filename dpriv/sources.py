@@ -148,23 +148,22 @@ def check_tables(tables: MarkovTables, policy: ReleasePolicy, where: object) -> 
 def class_map_problem(tables: MarkovTables, policy: ReleasePolicy, where: object) -> str | None:
     """Why the knowledge classes of ``tables`` (from ``where``, e.g. the file) cannot classify the
     policy's QIs, or None: a QI the tables cut into numeric ranges that the policy holds as
-    categorical values (or the reverse), which would fail only inside the release."""
+    categorical values which are not numbers (text codes such as "F"), which would fail only
+    inside the release. Categorical numbers (an age generalized along a hierarchy) are classified
+    by their value, as before."""
     for name, bins, numeric in zip(tables.classes.qi, tables.classes.bins, tables.classes.numeric):
-        if name not in policy.qi or numeric == (policy.kind(name) == "numeric"):
+        if not numeric or name not in policy.qi or policy.kind(name) == "numeric":
             continue
-        held = f"domain {list(policy.domains[name])}" if name in policy.domains else "kinds"
-        if numeric:
+        domain = list(policy.domains.get(name, []))
+        try:
+            np.asarray(domain, dtype=object).astype(float)
+        except (TypeError, ValueError):
             return (
                 f"knowledge file {where} classifies QI {name!r} by numeric ranges (cut points "
                 f"{list(bins)}) while the data and policy hold {name!r} as categorical values "
-                f"({held}): recode {name!r} as the numbers of the knowledge file, or use a knowledge "
-                f"file built for its categorical values"
+                f"(domain {domain}): recode {name!r} as the numbers of the knowledge file, or use a "
+                f"knowledge file built for its categorical values"
             )
-        return (
-            f"knowledge file {where} classifies QI {name!r} by its categorical values {list(bins)} "
-            f"while the data and policy hold {name!r} as numbers: recode {name!r} as those values "
-            f"(and declare it categorical), or use a knowledge file built for its numbers"
-        )
     return None
 
 

@@ -194,3 +194,19 @@ def test_stamps_name_the_releases_and_a_ledger_made_again_alike_keeps_them(stale
     shutil.copytree(led / "attack", again / "attack")
     res = _dpriv("report", again, "--out", tmp_path / "r.html")
     assert res.exit_code == 0, res.output
+
+
+def test_python_paths_refuse_another_ledgers_stamped_gains(stale, other, tmp_path):
+    """The regression drill: save_gain wrote B's gains into A's attack/ stamped as A's, and
+    write_report(gains=...) drew them; both read the rows' views_sha before anything else."""
+    from dpriv.attack import save_gain
+    from dpriv.errors import InputError
+
+    copy = tmp_path / "led"
+    shutil.copytree(stale[0], copy, ignore=shutil.ignore_patterns("state", "attack"))
+    theirs = pd.read_csv(other / "attack" / "gain_dk.csv", dtype={"views_sha": str})
+    with pytest.raises(InputError, match=r"the gains passed to save_gain for release\(s\) \[1, 2, 3\] were"):
+        save_gain(theirs, copy, "dk")
+    assert not (copy / "attack" / "gain_dk.csv").exists()
+    with pytest.raises(InputError, match=r"the gains of 'dk' for release\(s\) \[1, 2, 3\] were computed on"):
+        render_report(copy, gains={"dk": theirs})

@@ -384,7 +384,8 @@ def gain_curves(
                 out[match["name"]] = _in_release_order(
                     read_result(path, ["release", "adversary_gain"], where, optional=("histogram_gain",))
                 )
-    passed = checked_gains({} if gains is None else gains, "passed")
+    raw = {} if gains is None else gains
+    passed = checked_gains(raw, "passed")
     held = len(led.committed())
     for name, frame in out.items():  # a file of another ledger's releases is refused
         if name not in passed:
@@ -394,5 +395,5 @@ def gain_curves(
     for name, frame in passed.items():
         fix = "attack this ledger, or pass the gains of its own releases"
         check_held(frame, held, led.root, f"the gains of {name!r}", fix)
-        check_same_releases(frame, led, f"the gains of {name!r}", fix)
+        check_same_releases(raw[name] if name in raw else frame, led, f"the gains of {name!r}", fix)
     return dict(sorted({**out, **passed}.items()))
