@@ -104,15 +104,16 @@ def results_ledger(ledger: Ledger | str | Path, function: str) -> Ledger:
 
 def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:
     """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
-        that ``dpriv report LEDGER`` draws it, each row stamped with the releases it was computed on
-    (:data:`dpriv.attack_stamp.STAMP`); returns the path. The file is the ledger's own
-        derived result: a later attack with the same knowledge replaces it (only a result an
-        attack wrote, unchanged since: :func:`check_result_file`), and the file is recorded in
-        ``attack/.dpriv-outputs``.
+    that ``dpriv report LEDGER`` draws it, each row stamped with the releases it was computed on
+    (:data:`dpriv.attack_stamp.STAMP`); returns the path. The file is the ledger's own derived
+    result: a later attack with the same knowledge replaces it (only a result an attack wrote,
+    unchanged since: :func:`check_result_file`), and the file is recorded in
+    ``attack/.dpriv-outputs``.
 
-        Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, or
-        the file exists and is not an attack result; LedgerError when ``ledger`` is not a ledger
-        folder (:func:`results_ledger`). Nothing is written then."""
+    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, when its
+    rows were computed on another ledger's releases (:func:`dpriv.attack_stamp.check_same_releases`),
+    or the file exists and is not an attack result; LedgerError when ``ledger`` is not a ledger
+    folder (:func:`results_ledger`). Nothing is written then."""
     from dpriv.io import atomic_write, made_folder
 
     missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
