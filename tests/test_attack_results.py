@@ -49,11 +49,32 @@ def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
     pd.testing.assert_frame_equal(pd.read_csv(path)[cols], expected[cols])
     assert expected["release"].tolist() == [1, 2]
     worst = expected.loc[expected["adversary_gain"].idxmax()]
-    assert f"would leave {worst['histogram_gain']:.3f})" in " ".join(res.output.split())
+    printed = " ".join(res.output.split())
+    assert f"would leave {worst['histogram_gain']:.3f})" in printed
+    # the retrospective adversary (the generator's attendance, 1.0), recomputed independently
+    retro = attack(
+        Ledger(out / "ledger"),
+        medical_history(2, 300, seed=0).history,
+        policy,
+        "dk",
+        adversary="retrospective",
+        attendance=1.0,
+    )
+    written = pd.read_csv(out / "ledger" / "attack" / "retro_dk.csv")
+    cols = ["release", "as_of", "adversary_gain", "histogram_gain"]
+    pd.testing.assert_frame_equal(written[cols], retro[cols])
+    assert written[["release", "as_of"]].values.tolist() == [[1, 1], [1, 2], [2, 2]]
+    top = retro.loc[retro["adversary_gain"].idxmax()]
+    assert (
+        f"largest gain {top['adversary_gain']:.3f} on release {int(top['release'])} as of release "
+        f"{int(top['as_of'])} ({top['adversary_gain'] / worst['adversary_gain']:.1f}x the paper "
+        f"adversary's; as one QI-group that release would leave {top['histogram_gain']:.3f})"
+    ) in printed
 
     res = CliRunner().invoke(app, ["report", str(out / "ledger"), "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert "adversary gains: dk" in res.output and "no attack results" not in res.output
+    assert "retrospective adversary: dk (largest gain" in " ".join(res.output.split())
     page = (tmp_path / "r.html").read_text()
     assert "No attack results" not in page and "Adversary gain" in page
 
@@ -62,9 +83,12 @@ def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
 def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     out = tmp_path / "demo"
     res = CliRunner().invoke(
-        app, ["demo", "--views", "1", "--view-size", "200", "--out", str(out), "--scheduler", scheduler]
+        app,
+        ["demo", "--views", "1", "--view-size", "200", "--out", str(out), "--scheduler", scheduler]
+        + ["--no-retrospective"],
     )
     assert res.exit_code == 0, res.output
+    assert "retrospective" not in res.output and not (out / "ledger" / "attack" / "retro_dk.csv").exists()
     args = ["attack", str(out / "ledger"), "--history", str(out / "history.parquet"), "--policy"]
     res = CliRunner().invoke(app, [*args, str(out / "policy.toml"), "--knowledge", "snapshot"])
     assert res.exit_code == 0, res.output
