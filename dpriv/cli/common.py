@@ -32,7 +32,7 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     write_frame,
 )
 from dpriv.cli.pipe import ClosedPipeSafe
-from dpriv.cli.repeats import App
+from dpriv.cli.repeats import App, comma_names
 from dpriv.errors import DprivError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import rows_of
@@ -304,7 +304,7 @@ def with_categorical(pol: ReleasePolicy, categorical: str | None, dates: str | N
     as categorical (date); PolicyError names any that is not a QI."""
     kinds = dict(pol.kinds)
     for flag, kind, given in (("--categorical", "categorical", categorical), ("--date", "date", dates)):
-        names = [c.strip() for c in (given or "").split(",") if c.strip()]
+        names = comma_names(given)
         unknown = [c for c in names if c not in pol.qi]
         if unknown:
             raise PolicyError(f"{flag} names {unknown}, which are not QIs ({pol.qi}): add them to --qi")

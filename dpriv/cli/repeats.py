@@ -26,6 +26,11 @@ LIST_OPTIONS = frozenset({"qi", "categorical", "date", "known"})
 UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
+def comma_names(text: str | None) -> list[str]:
+    """The column names of a comma-list option's value, in order (``" a, b,,"`` is ``a``, ``b``)."""
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
 def _flags(opt: Any) -> str:
     """The spellings of a parser option, e.g. ``--id`` or ``--cluster``."""
     return "/".join([*opt._long_opts, *opt._short_opts])
