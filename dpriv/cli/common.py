@@ -79,7 +79,10 @@ T = Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")]
 J = Annotated[float | None, typer.Option(help="JS threshold (bits, >= 0).")]
 
 
-Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
+Scheduler = Annotated[
+    str | None,
+    typer.Option(help="Address of an existing Dask scheduler to run on (not with --cluster/--no-cluster)."),
+]
 
 
 Cluster = Annotated[
@@ -88,7 +91,8 @@ Cluster = Annotated[
         "--cluster/--no-cluster",
         help="Start a local Dask cluster (--cluster) or release in this process (--no-cluster); "
         "default: a cluster only when a view has over 50,000 tuples, the history over 500,000 "
-        "respondents or over 2,000,000 tuples (same bytes either way). --scheduler uses that scheduler.",
+        "respondents or over 2,000,000 tuples (same bytes either way). Not with --scheduler (that uses "
+        "the given scheduler).",
     ),
 ]
 

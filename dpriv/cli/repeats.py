@@ -1,4 +1,5 @@
-"""An option given twice on the command line: never one of its values silently dropped.
+"""An option given twice, or two options that contradict each other, on the command line: never
+one of the values silently dropped.
 
 click keeps the last value of an option given twice, so ``--date birth --date adm`` released
 ``birth`` as exact dates. Every ``dpriv`` command is an :class:`OnceCommand`: an option of
@@ -8,16 +9,18 @@ names each column once (``--qi age --qi age`` and ``--date d,d`` are refused); a
 given twice with different values (``--id a --id b``, ``--k 4 --k 5``, ``--cluster
 --no-cluster``) is refused naming the option and both values. The same value twice is harmless,
 however it is spelled (``--t .45 --t 0.45``, ``--out x --out ./x/``): values are compared as the
-command gets them. Each refusal is an :class:`OptionError`: exit 2 and ``error: ...`` as
-dpriv's other bad input, before the command does anything. ``--hierarchy`` (repeatable) naming
-one column twice is refused by :func:`dpriv.cli.common.with_hierarchies`.
+command gets them. ``--scheduler ADDR`` with ``--cluster`` or ``--no-cluster``, and a column
+both ``--categorical`` and ``--date``, are refused (:func:`_refuse_contradictions`). Each
+refusal is an :class:`OptionError`: exit 2 and ``error: ...`` as dpriv's other bad input,
+before the command does anything. ``--hierarchy`` (repeatable) naming one column twice is
+refused by :func:`dpriv.cli.common.with_hierarchies`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import typer
@@ -107,8 +110,30 @@ def _once(opt: Any, process: Callable[[Any, Any], None], ctx: Any, value: Any, s
     )
 
 
+def _refuse_contradictions(params: Mapping[str, Any]) -> None:
+    """OptionError for ``--scheduler ADDR`` with ``--cluster`` (start a local Dask cluster) or
+    ``--no-cluster`` (no cluster at all): each says where the command runs, differently; and for
+    a QI named by both ``--categorical`` and ``--date`` (one kind would be dropped)."""
+    both = [c for c in comma_names(params.get("categorical")) if c in comma_names(params.get("date"))]
+    if both:
+        raise OptionError(
+            f"--categorical and --date both name {both[0]!r}: a QI is released as a value set or as "
+            "date intervals, give it to one of them"
+        )
+    scheduler, cluster = params.get("scheduler"), params.get("cluster")
+    if not scheduler or cluster is None:
+        return
+    flag = "--cluster" if cluster else "--no-cluster"
+    alone = "start a local Dask cluster" if cluster else "release in this process"
+    raise OptionError(
+        f"--scheduler and {flag} contradict each other: drop {flag} to run on {scheduler}, "
+        f"or drop --scheduler to {alone}"
+    )
+
+
 class OnceCommand(TyperCommand):
-    """A typer command whose options refuse a second, different value (see the module)."""
+    """A typer command whose options refuse a second, different value and contradictions (see
+    the module)."""
 
     def make_parser(self, ctx: Any) -> Any:
         parser = super().make_parser(ctx)
@@ -119,6 +144,12 @@ class OnceCommand(TyperCommand):
             if opt.action in ("store", "store_const"):
                 opt.process = functools.partial(_once, opt, opt.process, ctx)
         return parser
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        if not ctx.resilient_parsing:
+            _refuse_contradictions(ctx.params)
+        return rest
 
 
 class App(typer.Typer):
