@@ -130,8 +130,8 @@ def test_flags_win_over_the_size():
 
 
 def test_scheduler_implies_a_cluster_and_contradicts_no_cluster():
-    """Item 2: --scheduler ADDR implies a cluster (that one): --cluster with it is redundant and
-    accepted, --no-cluster with it is the one contradiction, refused naming both flags."""
+    """Item 2: --scheduler ADDR implies a cluster (that one): --no-cluster with it is refused
+    naming both flags (the command refuses --cluster with it too, as it parses: dpriv.cli.repeats)."""
     frame = small_history()
     with pytest.raises(InputError, match=r"--scheduler and --no-cluster contradict each other"):
         place(frame, scheduler="tcp://h:8786", cluster=False)
@@ -359,10 +359,11 @@ def test_anonymize_flags_scheduler_and_cluster_like_release(one_view, tmp_path, 
         return real(address, **kwargs)
 
     monkeypatch.setattr(cluster_mod, "dask_client", spy)
-    # --scheduler implies a cluster, that one: --cluster with it changes nothing
+    # --cluster starts a local cluster, --scheduler uses that one: refused before connecting (s33)
     res = anonymize(one_view, tmp_path / "o.parquet", "--scheduler", scheduler, "--cluster")
-    assert res.exit_code == 0, res.output
-    assert asked == [scheduler] and f"connected to {scheduler}" in res.output
+    assert res.exit_code == 2
+    assert "--scheduler and --cluster contradict each other" in res.output
+    assert asked == [] and not (tmp_path / "o.parquet").exists()
 
 
 def test_a_small_history_is_read_once(medical, tmp_path, monkeypatch):

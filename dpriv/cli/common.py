@@ -32,7 +32,7 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     write_frame,
 )
 from dpriv.cli.pipe import ClosedPipeSafe
-from dpriv.cli.repeats import App
+from dpriv.cli.repeats import App, comma_names
 from dpriv.errors import DprivError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import rows_of
@@ -79,7 +79,10 @@ T = Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")]
 J = Annotated[float | None, typer.Option(help="JS threshold (bits, >= 0).")]
 
 
-Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
+Scheduler = Annotated[
+    str | None,
+    typer.Option(help="Address of an existing Dask scheduler to run on (not with --cluster/--no-cluster)."),
+]
 
 
 Cluster = Annotated[
@@ -88,7 +91,8 @@ Cluster = Annotated[
         "--cluster/--no-cluster",
         help="Start a local Dask cluster (--cluster) or release in this process (--no-cluster); "
         "default: a cluster only when a view has over 50,000 tuples, the history over 500,000 "
-        "respondents or over 2,000,000 tuples (same bytes either way). --scheduler uses that scheduler.",
+        "respondents or over 2,000,000 tuples (same bytes either way). Not with --scheduler (that uses "
+        "the given scheduler).",
     ),
 ]
 
@@ -304,7 +308,7 @@ def with_categorical(pol: ReleasePolicy, categorical: str | None, dates: str | N
     as categorical (date); PolicyError names any that is not a QI."""
     kinds = dict(pol.kinds)
     for flag, kind, given in (("--categorical", "categorical", categorical), ("--date", "date", dates)):
-        names = [c.strip() for c in (given or "").split(",") if c.strip()]
+        names = comma_names(given)
         unknown = [c for c in names if c not in pol.qi]
         if unknown:
             raise PolicyError(f"{flag} names {unknown}, which are not QIs ({pol.qi}): add them to --qi")

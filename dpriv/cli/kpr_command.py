@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from dpriv.cli.common import Debug, app, command
+from dpriv.cli.repeats import comma_names
 
 
 @app.command()
@@ -23,7 +24,7 @@ def kpr(
     from dpriv.io import read_table
     from dpriv.metrics.kpr import kpr as run
 
-    names = [k.strip() for k in known.split(",")]
+    names = comma_names(known)
     orig, synth = read_table(original, what="original"), read_table(synthetic, what="synthetic table")
     if len(orig.head(1, npartitions=-1)) == 0:  # before the types: a header-only CSV reads as text
         raise InputError(f"kpr: the original table {original} has no rows; KPR needs n > 0 records")
