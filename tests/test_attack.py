@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from dpriv.attack import GAIN_COLUMNS, attack, attack_steps
+from dpriv.attack_stamp import STAMP
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.knowledge.tables import ClassMap, MarkovTables
@@ -123,7 +124,7 @@ def test_hand_computed_gain_two_releases(tiny):
     rho2 = gain_by_hand(post2, {5: [(1, "a"), (3, "b")], 6: [(2, "b"), (5, "a")]})
 
     out = attack(led, hist, policy, "dk", deductions=False)
-    assert list(out.columns) == list(GAIN_COLUMNS)
+    assert list(out.columns) == [*GAIN_COLUMNS, STAMP]  # the measures, then the releases they are of
     assert out["release"].tolist() == [1, 2] and out["n_tuples"].tolist() == [4, 4]
     np.testing.assert_allclose(out["adversary_gain"], [float(rho1), float(rho2)], rtol=0, atol=1e-12)
     assert abs(float(rho1) - 0.1265855) < 1e-6
@@ -279,7 +280,7 @@ def test_history_that_was_not_released_is_refused(tiny, tmp_path):
 def test_ledger_without_releases_gives_an_empty_frame(tiny, tmp_path):
     _, hist, policy = tiny
     out = attack(Ledger(tmp_path / "empty", create=True), hist, policy, "dk", deductions=False)
-    assert out.empty and list(out.columns) == list(GAIN_COLUMNS)
+    assert out.empty and list(out.columns) == [*GAIN_COLUMNS, STAMP]
     assert str(out["adversary_gain"].dtype) == "float64" and str(out["release"].dtype) == "int64"
     with pytest.raises(PolicyError, match="valid"):
         attack(tmp_path / "empty", hist, policy, "nope", deductions=False)

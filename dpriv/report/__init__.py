@@ -59,6 +59,7 @@ file of the same knowledge name. A KPR value in ``metrics.json`` (key ``kpr``) w
 """
 
 from dpriv.report.explain import Check, Verdict, describe_knowledge, report_title, verdicts
+from dpriv.report.gains import gain_curves
 from dpriv.report.page import HEADINGS, render_report, write_report
 from dpriv.report.plots import plot_gains, plot_kpr, plot_privacy, plot_utility
 from dpriv.report.reference import reference_kprs
@@ -66,7 +67,6 @@ from dpriv.report.tables import (
     ATTACK_DIR,
     RELEASE_COLUMNS,
     defender_tail,
-    gain_curves,
     kpr_values,
     policy_summary,
     release_frame,

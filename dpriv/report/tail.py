@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.attack_files import read_result
+from dpriv.attack_stamp import STAMP
 
 _GAIN = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 _RETRO = re.compile(r"^retro_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
@@ -47,14 +48,14 @@ def retro_results(folder: str | Path) -> dict[str, pd.DataFrame]:
     -------
     dict
         Knowledge name (of ``retro_<knowledge>.csv``) -> frame with :data:`RETRO_NEEDED` (and
-        ``n_tuples``, ``histogram_gain`` where the file has them), sorted by as_of, then
-        release; names in alphabetical order; empty without the folder.
+        ``n_tuples``, ``histogram_gain`` and ``views_sha``, as text, where the file has them),
+        sorted by as_of, then release; names in alphabetical order; empty without the folder.
 
     Raises
     ------
     InputError
-        A file without :data:`RETRO_NEEDED` or with a value that is not a number (named
-        relative to the ledger).
+        A file without :data:`RETRO_NEEDED`, with a value that is not a number, or with a
+        (release, as_of) twice (named relative to the ledger).
     """
     folder = Path(folder)
     out: dict[str, pd.DataFrame] = {}
@@ -69,6 +70,8 @@ def retro_results(folder: str | Path) -> dict[str, pd.DataFrame]:
                 where,
                 whole=("release", "as_of"),
                 optional=("n_tuples", "histogram_gain"),
+                text=(STAMP,),
+                unique=("release", "as_of"),
             )
             out[m["name"]] = f.sort_values(["as_of", "release"], kind="stable").reset_index(drop=True)
     return dict(sorted(out.items()))
@@ -92,8 +95,9 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     Raises
     ------
     InputError
-        A retrospective file without ``release, as_of, adversary_gain, confident_share``
-        (named relative to the ledger).
+        A retrospective file without ``release, as_of, adversary_gain, confident_share``, or a
+        file holding a release (of a retrospective file: a (release, as_of)) twice (named
+        relative to the ledger).
     """
     folder = Path(folder)
     paper: dict[str, pd.DataFrame] = {}
@@ -103,7 +107,9 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     for path in sorted(folder.iterdir()):
         where = f"{folder.name}/{path.name}"
         if (m := _GAIN.match(path.name)) and path.is_file():
-            f = read_result(path, ["release", "adversary_gain"], where, optional=("confident_share",))
+            f = read_result(
+                path, ["release", "adversary_gain"], where, optional=("confident_share",), unique=("release",)
+            )
             if "confident_share" in f.columns:  # a gain file of an older dpriv has no tail measures
                 paper[m["name"]] = f.rename(
                     columns={"adversary_gain": "paper_gain", "confident_share": "paper_share"}
