@@ -103,14 +103,13 @@ def _retrospective(ledger: Path, mh: Any, policy: Any, paper_gain: float) -> Non
     every release as of every later one, written where ``dpriv report`` finds it, and its largest
     gain printed beside the paper adversary's (docs/algorithms.md, retrospective adversary)."""
     from dpriv.attack import attack as run_attack
-    from dpriv.attack_stamp import stamped
     from dpriv.cli.audit import default_out
     from dpriv.cli.outputs import write_frame
 
     attendance = float(mh.config["attendance"])
     retro = run_attack(ledger, mh.history, policy, "dk", adversary="retrospective", attendance=attendance)
     path = default_out(ledger, "dk", "retrospective")
-    write_frame(stamped(retro, ledger), path, kind="attack", own=True)  # a fresh ledger's own file
+    write_frame(retro, path, kind="attack", own=True)  # stamped by attack(); a fresh ledger's own file
     worst = retro.loc[retro["adversary_gain"].idxmax()]
     ratio = f"{worst['adversary_gain'] / paper_gain:.1f}x the paper adversary's; " if paper_gain > 0 else ""
     typer.echo(
