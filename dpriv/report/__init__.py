@@ -28,7 +28,10 @@ attribute, QIs, method and the thresholds it enforces, e.g. k, l for mondrian-l;
   the releases it covers and the command that updates it; a result naming a release the ledger
   does not hold is refused (:mod:`dpriv.report.coverage`).
 
-Suppression has one unit everywhere on the page: percent of the view's tuples.
+Suppression has one unit everywhere on the page: percent of the view's tuples. Line styles
+have one meaning each: solid = a measured curve, dotted = the level it is read against (the
+histogram gain, the KPR reference, the semiperimeter's maximum), dashed = the retrospective
+adversary (red dashed: a policy threshold), a wide grey band = the defender's own posteriors.
 
 Plots are PNG images from matplotlib embedded as base64 ``data:`` URIs; the page loads no
 external resource (no script, stylesheet, font or image from elsewhere). Every text taken

@@ -127,7 +127,8 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
 
 def plot_tail(curves: Mapping[str, pd.DataFrame], defender: pd.DataFrame | None = None):
     """Two panels: mean gain (E10) and confident share (posterior on the truth >= 0.9) per
-    release; solid = paper adversary, dashed = retrospective as of the last release.
+    release; solid with dots = paper adversary, dashed with triangles = retrospective as of the
+    last release (the one meaning of a dashed line on the report's adversary plots).
 
     Parameters
     ----------
@@ -135,7 +136,9 @@ def plot_tail(curves: Mapping[str, pd.DataFrame], defender: pd.DataFrame | None 
         :func:`tail_curves`.
     defender : pandas.DataFrame, optional
         ``release``, ``confident_share`` of the defender's own posteriors
-        (:func:`dpriv.report.tables.defender_tail`), drawn in black in the right panel.
+        (:func:`dpriv.report.tables.defender_tail`), drawn in the right panel as a wide grey
+        band under the adversaries' lines: the paper adversary with the defender's knowledge
+        reads the same posteriors, and its line must stay visible on it.
 
     Returns
     -------
@@ -145,19 +148,22 @@ def plot_tail(curves: Mapping[str, pd.DataFrame], defender: pd.DataFrame | None 
 
     fig = Figure(figsize=(10.4, 3.6), dpi=100, layout="constrained")
     a1, a2 = fig.subplots(1, 2)
+    if defender is not None and defender["confident_share"].notna().any():
+        a2.plot(
+            defender["release"], defender["confident_share"], color="black", alpha=0.25, lw=7,
+            solid_capstyle="round", zorder=1, label="defender's own posteriors (metrics.json)",
+        )  # fmt: skip
     for k, (name, f) in enumerate(curves.items()):
         color = f"C{k % 10}"
         for col, ax in (("gain", a1), ("share", a2)):
-            for who, ls in (("paper", "-"), ("retro", "--")):
+            for who, ls, marker, word in (
+                ("paper", "-", "o", "paper"),
+                ("retro", "--", "^", "retrospective"),
+            ):
                 y = f[f"{who}_{col}"].to_numpy()
                 if np.isfinite(y).any():
-                    label = f"{name} {'paper' if who == 'paper' else 'retrospective'}"
-                    ax.plot(f["release"], y, ls=ls, marker="o", ms=3, color=color, label=label)
-    if defender is not None and defender["confident_share"].notna().any():
-        a2.plot(
-            defender["release"], defender["confident_share"], color="black", marker="s", ms=3,
-            label="defender's own posteriors",
-        )  # fmt: skip
+                    ax.plot(f["release"], y, ls=ls, marker=marker, ms=4, color=color, label=f"{name} {word}")
+    if a2.get_legend_handles_labels()[0]:
         a2.legend(fontsize=7)
     a1.axhline(0, color="grey", lw=0.8)
     a1.set(xlabel="release", ylabel="adversary gain (E10)", title="Mean gain per release")
