@@ -28,6 +28,7 @@ from distributed import Client, LocalCluster
 
 from dpriv.allocator import worker_config
 from dpriv.errors import InputError
+from dpriv.io import parquet_rows
 from dpriv.numba_cache import CompileNotice
 from dpriv.policy import ReleasePolicy
 
@@ -319,8 +320,7 @@ def _read_if_small(frame: pd.DataFrame | dd.DataFrame, source: str | None) -> pd
 
     fs, _, paths = fsspec.get_fs_token_paths(source)
     if source.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]):  # as dpriv.io.read_table
-        with dask.config.set(scheduler="threads"):
-            small = len(frame) <= SMALL_HISTORY_ROWS  # the Parquet footers: no data read
+        small = sum(parquet_rows(fs, p) for p in paths) <= SMALL_HISTORY_ROWS  # footers only: no data read
     else:
         small = sum(fs.size(path) for path in paths) <= SMALL_CSV_BYTES  # every file of a glob
     if not small:

@@ -279,10 +279,17 @@ def placed(view: pd.DataFrame | dd.DataFrame, problems: pd.DataFrame) -> pd.Data
     if "part" not in problems.columns:
         return problems
     if len(problems):
-        lengths = view.map_partitions(len).compute().to_numpy()
+        lengths = partition_lengths(view)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         problems["rows"] = [place(r, int(offsets[p])) for r, p in zip(problems["rows"], problems["part"])]
     return problems.drop(columns="part").reset_index(drop=True)
+
+
+def partition_lengths(view: dd.DataFrame) -> np.ndarray:
+    """Rows of each partition of ``view``. The meta is given: without it (``len(view)``) Dask
+    builds a sample row of every column, which pyarrow cannot cast for a narrow decimal such as
+    ``decimal128(1, 1)`` (an internal error instead of the QI's type message)."""
+    return view.map_partitions(len, meta=(None, "int64")).compute().to_numpy()
 
 
 def problems_of(view: pd.DataFrame | dd.DataFrame, kernel, *args) -> pd.DataFrame:

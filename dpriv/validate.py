@@ -32,6 +32,7 @@ from dpriv.rows import (
     input_file,
     lazy_problems,
     missing_message,
+    partition_lengths,
     placed,
     problems_message,
     problems_of,
@@ -213,7 +214,7 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     missing_columns(view.columns, policy)
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
     if is_dask(view):
-        if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
+        if len(view.head(1, npartitions=1, compute=True)) == 0 and not partition_lengths(view).any():
             raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     elif len(view) == 0:
         raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
