@@ -145,6 +145,20 @@ def test_a_missing_value_of_a_csv_is_said_to_be_an_empty_cell_or_a_text_such_as_
     assert "CSV" not in res.output
 
 
+def test_a_missing_date_of_a_csv_is_said_to_be_an_empty_cell_too(tmp_path):
+    """The date check (dpriv.dates.date_problem) words its missing values as every other check."""
+    src = tmp_path / "dates.csv"
+    src.write_text("respondent_id,age,born,disease\n1,30,2001-01-02,flu\n2,31,,cold\n3,32,2003-04-05,flu\n")
+    res = run("anonymize", src, "--out", tmp_path / "o.csv", "--qi", "age,born", "--date", "born",
+              "--sensitive", "disease", *ARGS)  # fmt: skip
+    assert_refused(
+        res,
+        r"column 'born' has missing values \(NaN/None/NaT; in a CSV file: an empty cell, or a text pandas "
+        r"reads as missing such as NA, N/A, null, NaN\); dpriv refuses them by default",
+        r"\(1 rows: line 3 \(respondent_id=2\) of",
+    )
+
+
 def test_placeholders_of_the_first_rows_checked_are_counted_as_such(tmp_path):
     n = 1500
     frame = pd.DataFrame(
