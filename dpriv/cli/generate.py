@@ -97,6 +97,7 @@ def _generate_medical_partitioned(
     from dpriv.datasets import write_medical_view
     from dpriv.datasets.files import RECOMMENDED_DEFENSE, check_generated
     from dpriv.errors import InputError
+    from dpriv.wording import flag_named
 
     check_generated(out, overwrite=force, flag="--force")
     if views != 1:
@@ -105,7 +106,7 @@ def _generate_medical_partitioned(
             "several views are generated in this process (drop --partitions)"
         )
     _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
-    with dask_client(scheduler, say=_say):
+    with dask_client(scheduler, say=_say, named=flag_named):
         policy_path = write_medical_view(
             out,
             view_size,
@@ -140,7 +141,11 @@ def experiment_paper(
     from dpriv.experiment import run_experiment
 
     check_folder(out)  # an existing folder dpriv can write in holds --out (as for dpriv generate)
-    tables = run_experiment(out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=_say)
+    from dpriv.wording import flag_named
+
+    tables = run_experiment(
+        out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=_say, named=flag_named
+    )
     typer.echo(tables["frontier"].to_string(index=False))
     typer.echo(f"tables and figures in {out}")
 
