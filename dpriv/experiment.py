@@ -162,8 +162,8 @@ def run_experiment(
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
     check_views(mh.history, views, view_size, grid, named)
     policy_file = out / "data" / "policy.toml"
-    if not policy_file.exists():
-        policy_file = write_history(out / "data", mh)
+    if not policy_file.exists():  # written last: without it, data/ holds at most what an interrupted
+        policy_file = write_history(out / "data", mh, overwrite=True)  # run generated (check_out)
     elif not pd.read_parquet(out / "data" / "history.parquet").equals(mh.history):
         raise InputError(
             f"{out / 'data'} holds another history (not views={views}, view_size={view_size}, "

@@ -25,11 +25,12 @@ def check_out(
     """Refuse (InputError, before anything is generated or written) an ``out`` that is a file
     or lies inside a release ledger, a table or figure of the experiment there that an earlier
     experiment did not write as it is now (a user's ``runs.csv`` is never replaced; a rerun
-    replaces its own), a ``data/`` folder holding only part of a generated history, and a
+    replaces its own), a ``data/`` folder holding only part of a history it did not generate (the
+    files an interrupted run generated are replaced), and a
     ``ledgers/<name>`` (one per setting: ``ledgers``) that is neither absent, empty nor a ledger.
     ``named`` words the argument (``out``; the command line's ``--out``)."""
     from dpriv.cli.outputs import check_outside_ledger, written_by
-    from dpriv.datasets.files import GENERATED_FILES
+    from dpriv.datasets.generated import GENERATED_FILES
 
     flag, other = named("out"), f"choose another {named('out')}"
     if (out.exists() or out.is_symlink()) and not out.is_dir():
@@ -40,7 +41,9 @@ def check_out(
     check_outside_ledger(out, *files, flag=flag)  # (its own ledgers/<setting>/ aside)
     data = out / "data"
     have = [n for n in GENERATED_FILES if (data / n).exists() or (data / n).is_symlink()]
-    if have and not {"history.parquet", "policy.toml"} <= set(have):
+    # an interrupted run leaves the files written before policy.toml (the last), recorded: replaced
+    interrupted = "policy.toml" not in have and all(written_by(data / n) == "generate" for n in have)
+    if have and not interrupted and not {"history.parquet", "policy.toml"} <= set(have):
         missing = sorted({"history.parquet", "policy.toml"} - set(have))
         raise InputError(
             f"{flag} {out}: {data} holds {have} but not {missing}: not a history an experiment "

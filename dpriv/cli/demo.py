@@ -38,7 +38,7 @@ def demo(
     from dpriv.cli.outputs import check_outside_ledger, check_writable
     from dpriv.cluster import scheduler_identity
     from dpriv.datasets import medical_history, write_history
-    from dpriv.datasets.files import GENERATED_FILES, check_generated
+    from dpriv.datasets.generated import GENERATED_FILES, check_generated
     from dpriv.wording import flag_named
 
     check_outside_ledger(out, *GENERATED_FILES)  # raw data and a nested ledger inside a ledger

@@ -56,7 +56,7 @@ def generate_medical(
         from dpriv.errors import InputError
 
         raise InputError("--scheduler goes with --partitions (the default build runs in this process)")
-    from dpriv.datasets.files import check_generated
+    from dpriv.datasets.generated import check_generated
 
     check_generated(out, overwrite=force, flag="--force")  # before the (long) generation
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
@@ -95,7 +95,8 @@ def _generate_medical_partitioned(
     """``generate medical --partitions N``: one view built and written by Dask workers."""
     from dpriv.cluster import dask_client
     from dpriv.datasets import write_medical_view
-    from dpriv.datasets.files import RECOMMENDED_DEFENSE, check_generated
+    from dpriv.datasets.files import RECOMMENDED_DEFENSE
+    from dpriv.datasets.generated import check_generated
     from dpriv.errors import InputError
     from dpriv.wording import flag_named
 
@@ -171,7 +172,7 @@ def generate_pbc(
     """The Mayo Clinic PBC cohort as yearly views (visit year -> view), ready for release."""
     from dpriv.cli.outputs import check_folder
     from dpriv.datasets import write_pbc
-    from dpriv.datasets.files import PBC_FILES, check_generated
+    from dpriv.datasets.generated import PBC_FILES, check_generated
 
     check_folder(out)
     check_generated(out, overwrite=force, flag="--force", files=PBC_FILES)  # before reading the cohort
