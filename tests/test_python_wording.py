@@ -105,3 +105,20 @@ def test_where_a_release_runs_is_said_in_the_callers_words(named, small, lazy):
         with release_frame(Placement("process", size, frame), say=said.append, named=named):
             pass
     assert said[0].endswith(f"no Dask cluster started {small}") and said[1].startswith(lazy), said
+
+
+def test_write_history_names_out_dir_and_dpriv_generate_its_flag(tmp_path):
+    from dpriv.datasets import medical_history, write_history
+
+    mh = medical_history(1, 20, seed=0)
+    write_history(tmp_path, mh)
+    (tmp_path / "policy.toml").write_text("# edited\n")
+    edited = r"overwrite=True replaces only .* or choose another folder \(out_dir\)$"
+    with pytest.raises(InputError, match=edited):
+        write_history(tmp_path, mh, overwrite=True)
+    res = run("generate", "medical", "--out", tmp_path, "--views", 1, "--view-size", 20, "--force")
+    assert res.exit_code == 2 and "or choose another folder (--out)\n" in res.output, res.output
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    with pytest.raises(InputError, match=r"is a file, not a folder; choose a folder for .* \(out_dir\)$"):
+        write_history(afile, mh)

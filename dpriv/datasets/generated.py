@@ -68,11 +68,12 @@ def check_generated(
     (dpriv/cli/outputs.py)."""
     from dpriv.cli.outputs import RECORD, check_outside_ledger, written_by
 
+    folder = "--out" if flag == "--force" else "out_dir"  # the command's flag, or the argument
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise InputError(
-            f"{out} {not_a_folder(out)}, not a folder; choose a folder for the generated files (--out)"
+            f"{out} {not_a_folder(out)}, not a folder; choose a folder for the generated files ({folder})"
         )
-    check_outside_ledger(out, *files, flag="--out" if flag == "--force" else "out_dir")
+    check_outside_ledger(out, *files, flag=folder)
     if not overwrite:
         refuse_existing(out, flag, files)
         return
@@ -88,7 +89,7 @@ def check_generated(
             f"{out} holds {kept}, changed since dpriv wrote {it} or not written by dpriv (no "
             f"matching entry in {RECORD} of {'their' if len(kept) > 1 else 'its'} folder): {force} "
             f"replaces only generated files unchanged since; nothing was written: move {it} away, "
-            "or choose another folder (--out)"
+            f"or choose another folder ({folder})"
         )
 
 
