@@ -54,6 +54,19 @@ def _check_parquet_footers(fs, root: str) -> None:
             )
 
 
+def parquet_rows(fs, root: str) -> int:
+    """Rows of the Parquet file or folder ``root`` counted from its footers (no data read, and
+    no Dask meta: ``len()`` of a Dask frame builds a sample row of each column, which pyarrow
+    cannot cast for a narrow decimal such as ``decimal128(1, 1)``)."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for f in _folder_files(fs, root) if fs.isdir(root) else [root]:
+        with fs.open(f, "rb") as fh:
+            total += pq.read_metadata(fh).num_rows
+    return total
+
+
 def _folder_files(fs, root: str) -> list[str]:
     """The data files of a Parquet folder (sorted; names starting with ``.`` or ``_`` are
     metadata and markers: ``_metadata``, ``_SUCCESS``, ``.crc``); InputError for one that is

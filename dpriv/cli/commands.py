@@ -48,6 +48,7 @@ from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_new_ledger
+from dpriv.wording import flag_named
 
 
 @app.command()
@@ -107,14 +108,14 @@ def anonymize(
     from dpriv.cluster import release_frame, release_place
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
-    placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input)
+    placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input, named=flag_named)
     from dpriv.inputs import said_unused
     from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
 
     said_unused()  # one of its notes, printed below
 
-    with release_frame(placement, scheduler=scheduler, say=_say) as frame:
+    with release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as frame:
         result = run(frame, pol, prior=prior)
     for note in result.notes:
         _say(note)
@@ -208,7 +209,7 @@ def _run_release(
     # release in process (a small history is read once, here)
     start = ledger_start(ledger, pol.id) if ledger.is_dir() else None
     placement = release_place(
-        frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=history_path
+        frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=history_path, named=flag_named
     )
     from dpriv import steps
     from dpriv.release import release_history
@@ -244,7 +245,7 @@ def _run_release(
     # on a cluster: persisted on the workers, each view a filter of it, never collected
     with (
         during_release(ledger, committed, scheduler),  # a lost worker or scheduler: exit 3, named
-        release_frame(placement, scheduler=scheduler, say=_say) as history,
+        release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as history,
     ):
         try:
             led = release_history(

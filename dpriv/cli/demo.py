@@ -47,7 +47,8 @@ def demo(
     from dpriv.cli.outputs import check_outside_ledger, check_writable
     from dpriv.cluster import scheduler_identity
     from dpriv.datasets import medical_history, write_history
-    from dpriv.datasets.files import GENERATED_FILES, check_generated
+    from dpriv.datasets.generated import GENERATED_FILES, check_generated
+    from dpriv.wording import flag_named
 
     check_outside_ledger(out, *GENERATED_FILES)  # raw data and a nested ledger inside a ledger
     folder = next(p for p in (out, *out.absolute().parents) if p.exists() or p.is_symlink())
@@ -58,7 +59,7 @@ def demo(
             f"--out {out}: {folder} is a file, not a folder; choose another --out: nothing was written"
         )
     if scheduler:  # reached before anything is generated (the release would find out after)
-        scheduler_identity(scheduler)
+        scheduler_identity(scheduler, flag_named)
     led = out / "ledger"
     if not force and led.exists():
         raise LedgerError(

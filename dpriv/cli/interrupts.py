@@ -49,13 +49,19 @@ def interrupt_of(exc: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
+#: What stays of an interrupted ``dpriv generate`` (dpriv/datasets/generated.py: each file
+#: recorded as it is written, so that --force replaces it).
+_GENERATED = (
+    "a file being written was removed; files written before it stay, recorded as dpriv's: run "
+    "the command again with --force to replace them"
+)
 #: What stays after an interrupted command, by command (the function's name); others write
 #: nothing, or one file whole or not at all.
 _STAYS = {
     "release": "the release being written is dropped, the ledger stays at its last committed release",
     "demo": "the release being written is dropped, the ledger stays at its last committed release",
-    "generate_medical": "a file being written was removed; files written before it stay",
-    "generate_pbc": "a file being written was removed; files written before it stay",
+    "generate_medical": _GENERATED,
+    "generate_pbc": _GENERATED,
     "experiment_paper": "a file being written was removed; files written before it stay",
 }
 

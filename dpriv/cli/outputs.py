@@ -8,7 +8,7 @@ recorded in the hidden file ``.dpriv-outputs`` of its folder: a JSON object
 ``kind`` is the command that wrote it (``anonymize``, ``attack``, ``export``, ``report``;
 ``generate`` for the files of ``dpriv generate medical``, ``dpriv demo`` and
 :func:`dpriv.datasets.write_history`: ``history.parquet``, ``policy.toml``,
-``knowledge/*.npz``, see :func:`dpriv.datasets.files.check_generated`). An
+``knowledge/*.npz``, see :func:`dpriv.datasets.generated.check_generated`). An
 existing ``--out`` is replaced, and only with ``--force``, when that record says the same
 command wrote exactly these bytes (size and SHA-256 of the content): never a command's input,
 never a file of a release ledger other than its ``attack/`` folder, never a file another

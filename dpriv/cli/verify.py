@@ -92,6 +92,7 @@ def verify(
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
+    from dpriv.wording import flag_named
 
     if original is not None and history is not None and original != history:
         raise InputError("give the original as --original or --history, not both")
@@ -179,6 +180,7 @@ def verify(
         recorded=recorded,
         recorded_in=recorded_in,
         method=method,
+        named=flag_named,  # its refusals name the flags: --original, --view <index>
     )
     held = promised(method, pol.rbk_closeness)
     for key, val in report.to_dict().items():
