@@ -17,6 +17,7 @@ from test_cli import assert_refused
 from test_cli_safety import snapshot
 from typer.testing import CliRunner
 
+from dpriv.attack import attack
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
@@ -81,3 +82,22 @@ def test_export_into_a_ledger_is_refused_even_into_its_attack_folder(released, t
     assert snapshot(led) == before
     res = run("export", "--ledger", led, "--view", 1, "--out", tmp_path / "a.csv")
     assert res.exit_code == 0, res.output
+
+
+def test_attack_on_another_history_names_no_respondent_and_no_value(released):
+    """Was: "... (those holding ['liver_2', ...]: respondent_id [89, 91, 185, 200] ...)". The
+    ledger's digest of each view (input_sha) says which view is not the one released."""
+    led = released / "L"
+    policy = ReleasePolicy.from_toml(released / "policy.toml")
+    before = snapshot(led)
+    res = run("attack", led, "--history", released / "wrong.parquet", "--knowledge", "dk",
+              "--policy", released / "policy.toml")  # fmt: skip
+    said = assert_refused(res, r"view 1 of the history is not the one released into .*L",
+                          "give the history that was released")  # fmt: skip
+    with pytest.raises(InputError) as err:
+        attack(led, pd.read_parquet(released / "wrong.parquet"), policy, "dk", deductions=False)
+    for text in (said, str(err.value)):
+        assert "is not the one released" in text
+        assert not [v for v in policy.sensitive_domain if str(v) in text], text
+        assert "respondent_id" not in text and not re.search(r"\[\d+(, \d+)*", text)
+    assert snapshot(led) == before
