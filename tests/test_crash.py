@@ -96,7 +96,7 @@ def check_committed_prefix(ledger: Path, reference: dict) -> int:
         assert snap[i][2] == reference[i][2], f"release {i}: state differs"
     assert Ledger(ledger).last_index() == len(indices)
     assert snap["policy"] == reference["policy"] or (not indices and snap["policy"] is None)
-    assert manifest["releases"] == reference["manifest"]["releases"][: len(indices)]
+    assert snap["manifest"]["releases"] == reference["manifest"]["releases"][: len(indices)]
     return len(indices)
 
 
