@@ -380,12 +380,12 @@ class Ledger:
         return pd.read_parquet(path) if path.exists() else None
 
     def read_metrics(self, index: int) -> ReleaseRecord:
-        """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`;
-        LedgerError when it is missing, not JSON, or not a JSON object."""
+        """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`; LedgerError
+        when it is missing, not JSON, not a JSON object, or not the ``metrics_sha256`` committed."""
         path = self.release_dir(index) / "metrics.json"
         if not path.is_file():
             self.check_committed(index)
-        record = read_json(path)  # read once: the record is built from it
+        record = read_json(path, next((e for e in self.committed() if e["index"] == index), None))
         problem = (
             "not a JSON object" if not isinstance(record, dict) else ReleaseRecord.number_problem(record)
         )

@@ -26,7 +26,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 #: The released files of a release whose SHA-256 its manifest entry records (name -> entry key).
-RELEASED_DIGESTS = {"view.parquet": "view_sha256", "sensitive.parquet": "sensitive_sha256"}
+#: metrics.json holds the seconds of each step, so its digest differs from run to run: two runs
+#: of the same history give the same views and states, not the same manifest.
+RELEASED_DIGESTS = {
+    "view.parquet": "view_sha256",
+    "sensitive.parquet": "sensitive_sha256",
+    "metrics.json": "metrics_sha256",
+}
 
 
 #: A URL's scheme, which a Path keeps (``file:///x`` -> ``file:/x``, ``simplecache::s3://b``):
@@ -59,8 +65,8 @@ def file_sha256(path: Path) -> str:
 
 
 def released_digests(rdir: Path) -> dict[str, str]:
-    """The manifest fields ``view_sha256`` (and ``sensitive_sha256`` for an Anatomy release) of
-    the files of a release folder, as just written."""
+    """The manifest fields ``view_sha256``, ``metrics_sha256`` (and ``sensitive_sha256`` for an
+    Anatomy release) of the files of a release folder, as just written."""
     found = {key: rdir / name for name, key in RELEASED_DIGESTS.items()}
     return {key: file_sha256(path) for key, path in found.items() if path.is_file()}
 
@@ -77,12 +83,18 @@ def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
                 "the ledger is damaged; restore it from a backup"
             )
         if recorded is not None and file_sha256(rdir / name) != recorded:
-            raise LedgerError(
-                f"{rdir / name} is not the file release {entry['index']} committed (its SHA-256 is "
-                f"not the {key} manifest.json records): it, or that digest in manifest.json, was "
-                "changed after the release; restore the ledger from a backup (dpriv cannot tell "
-                "which of the two holds what was published)"
-            )
+            raise changed_since_commit(rdir / name, entry)
+
+
+def changed_since_commit(path: Path, entry: dict[str, Any]) -> LedgerError:
+    """The refusal of a released file (``path``: ``releases/<i>/<name>``) whose SHA-256 is not
+    the one the manifest ``entry`` of its release records (:data:`RELEASED_DIGESTS`)."""
+    return LedgerError(
+        f"{path} is not the file release {entry['index']} committed (its SHA-256 is not the "
+        f"{RELEASED_DIGESTS[path.name]} manifest.json records): it, or that digest in manifest.json, "
+        "was changed after the release; the ledger is damaged: restore it from a backup (dpriv "
+        "cannot tell which of the two holds what was published)"
+    )
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
@@ -277,16 +289,32 @@ def restore_file(path: Path, content: bytes | None) -> None:
         atomic_write(path, content)
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, entry: dict[str, Any] | None = None) -> Any:
     """The JSON of a ledger file; LedgerError naming the file when it is missing or damaged
-    (a report or an attack on a ledger must not pass one off as a dpriv bug)."""
+    (a report or an attack on a ledger must not pass one off as a dpriv bug). ``entry``: the
+    manifest entry of the release a released file (``releases/<i>/metrics.json``) belongs to;
+    LedgerError (:func:`changed_since_commit`) when the bytes read no longer have the SHA-256
+    it records (an edited figure would be shown as the release's); an entry without that
+    digest (an earlier ledger's) is not compared."""
     try:
-        return json.loads(path.read_text())
+        data = path.read_bytes()  # read once: the digest and the JSON are of the same bytes
     except FileNotFoundError:
         raise LedgerError(
             f"ledger file {path} is missing: the ledger is damaged; restore it from a backup"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LedgerError(
-            f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
-        ) from None
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    recorded = (entry or {}).get(RELEASED_DIGESTS.get(path.name, ""))
+    if entry is not None and recorded is not None and hashlib.sha256(data).hexdigest() != recorded:
+        raise changed_since_commit(path, entry)
+    try:
+        return json.loads(data.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: Path, exc: Exception) -> LedgerError:
+    """The refusal of a ledger file that cannot be read or parsed (``exc`` says why)."""
+    return LedgerError(
+        f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
+    )

@@ -190,8 +190,9 @@ def check_outside_ledger(out: Path, *names: str, attack: bool = False, flag: str
     files are the record of what was released: the file ``out``; or, given the ``names`` of the
     files a command writes into the folder ``out`` (``history.parquet``, ``knowledge/dk.npz``),
     any of them (``out`` a ledger, inside one, or ``out/knowledge`` a ledger). ``attack``: the
-    ledger's ``attack/`` folder takes results (what ``dpriv attack``, ``report`` and ``export``
-    write). A folder that merely holds a ledger further down is not refused."""
+    ledger's ``attack/`` folder takes results (what ``dpriv attack`` and ``report`` write; not
+    ``dpriv export``'s copy of a view). A folder that merely holds a ledger further down is not
+    refused."""
     for path in [out / name for name in names] or [out]:
         ledger = ledger_of(path)
         if ledger is None or (attack and path.resolve().is_relative_to(ledger / "attack")):
@@ -204,9 +205,11 @@ def check_outside_ledger(out: Path, *names: str, attack: bool = False, flag: str
         else:
             where = f"would put {path.relative_to(out)} inside the release ledger {ledger}"
             fix = "choose another folder"
+        results = not attack and path.resolve().is_relative_to(ledger / "attack")  # say what it is for
         raise InputError(
             f"{flag} {out} {where}, whose files are the record of what was released"
             + (" (only its attack/ folder takes results)" if attack else "")
+            + (" (its attack/ folder takes only the results of dpriv attack and report)" if results else "")
             + f": nothing was written; {fix}"
         )
 
