@@ -26,8 +26,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 #: The released files of a release whose SHA-256 its manifest entry records (name -> entry key).
-#: metrics.json holds the seconds of each step, so its digest differs from run to run: two runs
-#: of the same history give the same views and states, not the same manifest.
+#: metrics.json's is the digest of its figures without the seconds of each step
+#: (:func:`metrics_sha256`): two runs of the same history give the same manifest.
 RELEASED_DIGESTS = {
     "view.parquet": "view_sha256",
     "sensitive.parquet": "sensitive_sha256",
@@ -64,11 +64,27 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def metrics_sha256(data: bytes) -> str:
+    """SHA-256 (hex) of a metrics.json's figures: the JSON object without ``seconds`` (the
+    step timings, which differ from run to run), written with sorted keys and no blanks.
+    Raises ValueError (json.JSONDecodeError, UnicodeDecodeError) when ``data`` is no JSON."""
+    record = json.loads(data.decode())
+    if isinstance(record, dict):
+        record = {k: v for k, v in record.items() if k != "seconds"}
+    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _digest(path: Path) -> str:
+    """The digest a manifest records for the released file ``path`` (:data:`RELEASED_DIGESTS`)."""
+    return metrics_sha256(path.read_bytes()) if path.name == "metrics.json" else file_sha256(path)
+
+
 def released_digests(rdir: Path) -> dict[str, str]:
     """The manifest fields ``view_sha256``, ``metrics_sha256`` (and ``sensitive_sha256`` for an
     Anatomy release) of the files of a release folder, as just written."""
     found = {key: rdir / name for name, key in RELEASED_DIGESTS.items()}
-    return {key: file_sha256(path) for key, path in found.items() if path.is_file()}
+    return {key: _digest(path) for key, path in found.items() if path.is_file()}
 
 
 def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
@@ -82,8 +98,17 @@ def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
                 f"{rdir / name} is missing (release {entry['index']} is listed in manifest.json): "
                 "the ledger is damaged; restore it from a backup"
             )
-        if recorded is not None and file_sha256(rdir / name) != recorded:
+        if recorded is not None and _same(rdir / name, recorded) is False:
             raise changed_since_commit(rdir / name, entry)
+
+
+def _same(path: Path, recorded: str) -> bool | None:
+    """Whether ``path`` has the digest ``recorded``; None for a metrics.json that is no JSON
+    (its reader names that)."""
+    try:
+        return _digest(path) == recorded
+    except ValueError:
+        return None
 
 
 def changed_since_commit(path: Path, entry: dict[str, Any]) -> LedgerError:
@@ -293,9 +318,9 @@ def read_json(path: Path, entry: dict[str, Any] | None = None) -> Any:
     """The JSON of a ledger file; LedgerError naming the file when it is missing or damaged
     (a report or an attack on a ledger must not pass one off as a dpriv bug). ``entry``: the
     manifest entry of the release a released file (``releases/<i>/metrics.json``) belongs to;
-    LedgerError (:func:`changed_since_commit`) when the bytes read no longer have the SHA-256
-    it records (an edited figure would be shown as the release's); an entry without that
-    digest (an earlier ledger's) is not compared."""
+    LedgerError (:func:`changed_since_commit`) when the figures read no longer have the
+    digest it records (:func:`metrics_sha256`: an edited figure would be shown as the
+    release's); an entry without that digest (an earlier ledger's) is not compared."""
     try:
         data = path.read_bytes()  # read once: the digest and the JSON are of the same bytes
     except FileNotFoundError:
@@ -304,13 +329,14 @@ def read_json(path: Path, entry: dict[str, Any] | None = None) -> Any:
         ) from None
     except OSError as exc:
         raise _unreadable(path, exc) from None
-    recorded = (entry or {}).get(RELEASED_DIGESTS.get(path.name, ""))
-    if entry is not None and recorded is not None and hashlib.sha256(data).hexdigest() != recorded:
-        raise changed_since_commit(path, entry)
     try:
-        return json.loads(data.decode())
+        record = json.loads(data.decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _unreadable(path, exc) from None
+    recorded = (entry or {}).get(RELEASED_DIGESTS.get(path.name, ""))
+    if recorded is not None and path.name == "metrics.json" and metrics_sha256(data) != recorded:
+        raise changed_since_commit(path, entry)
+    return record
 
 
 def _unreadable(path: Path, exc: Exception) -> LedgerError:

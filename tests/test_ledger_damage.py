@@ -231,18 +231,28 @@ def test_a_hand_edited_view_is_refused_by_every_command(released, tmp_path):
 def test_a_hand_edited_metrics_json_is_refused_by_every_reader(released, tmp_path):
     """The drill: release 2's k_achieved 10 -> 50 and n_suppressed 0 -> 3: the report showed
     "k 50 (within)" and "3 suppressed", verify --ledger said ok. The manifest records the
-    file's SHA-256 (metrics_sha256), so every reader refuses it; a ledger from before it does not."""
+    file's figures' SHA-256 (metrics_sha256, without the seconds), so every reader refuses it; a
+    ledger from before it does not. Timings alone may differ (a re-run's are other seconds)."""
     from dpriv.errors import LedgerError
     from dpriv.ledger import Ledger
 
     entries = json.loads((released / "L" / "manifest.json").read_text())["releases"]
-    for entry in entries:  # an independent digest of the bytes on disk
-        metrics = released / "L" / "releases" / str(entry["index"]) / "metrics.json"
-        assert entry["metrics_sha256"] == hashlib.sha256(metrics.read_bytes()).hexdigest()
+    for entry in entries:  # an independent digest of the figures on disk, without the timings
+        record = json.loads((released / "L" / "releases" / str(entry["index"]) / "metrics.json").read_text())
+        assert isinstance(record.pop("seconds"), dict) and record["n_released"] > 0
+        canonical = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+        assert entry["metrics_sha256"] == hashlib.sha256(canonical).hexdigest()
 
     def inflate(root):
         path = root / "releases" / "2" / "metrics.json"
         path.write_text(json.dumps({**json.loads(path.read_text()), "k_achieved": 50, "n_suppressed": 3}))
+
+    retimed = tmp_path / "retimed"
+    shutil.copytree(released / "L", retimed)
+    path = retimed / "releases" / "2" / "metrics.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "seconds": {k: v + 1.5 for k, v in record["seconds"].items()}}))
+    assert Ledger(retimed).read_metrics(2)["k_achieved"] == record["k_achieved"]  # timings are not pinned
 
     root, before = damaged(released, tmp_path, inflate)
     named = ("releases/2/metrics.json is not the file release 2 committed", "metrics_sha256",
