@@ -88,9 +88,16 @@ def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[N
 CONNECT_SECONDS = 20.0
 
 
-def scheduler_identity(scheduler: str) -> dict:
+def scheduler_identity(scheduler: str, *, origin: str = "--scheduler") -> dict:
     """What the server at ``scheduler`` says it is (its ``identity`` reply), within
-    :data:`CONNECT_SECONDS`; InputError when it does not answer, or answers as no Dask server."""
+    :data:`CONNECT_SECONDS`; InputError when nothing listens there, the host is unknown (both
+    said at once, :func:`dpriv.scheduler_address.tcp_refusal`), it does not answer, or answers
+    as no Dask server. ``origin``: how the user gave the address, for the message."""
+    from dpriv.scheduler_address import tcp_refusal
+
+    refused = tcp_refusal(scheduler, CONNECT_SECONDS)
+    if refused is not None:
+        raise _unreachable(scheduler, refused, origin)
 
     async def ask() -> object:
         from distributed.comm import connect
@@ -113,23 +120,22 @@ def scheduler_identity(scheduler: str) -> dict:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             reply = pool.submit(run).result()
     except TimeoutError:
-        raise _unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s") from None
+        raise _unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s", origin) from None
     except (OSError, ValueError, TypeError) as exc:
-        raise _unreachable(scheduler, str(exc)) from None
+        raise _unreachable(scheduler, str(exc), origin) from None
     except Exception as exc:  # noqa: BLE001 -- bytes of another protocol fail anywhere in the decoder
         why = f"it answers, but not as a Dask scheduler: {type(exc).__name__}"
-        raise _unreachable(scheduler, why) from None
+        raise _unreachable(scheduler, why, origin) from None
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
-        raise _unreachable(scheduler, f"it answers, but as {kind!r}, not as a Dask scheduler")
+        raise _unreachable(scheduler, f"it answers, but as {kind!r}, not as a Dask scheduler", origin)
     return reply
 
 
-def _unreachable(scheduler: str, why: str) -> InputError:
-    return InputError(
-        f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({why}); give the address "
-        "a running scheduler prints (tcp://host:8786), or drop --scheduler to use this machine"
-    )
+def _unreachable(scheduler: str, why: str, origin: str = "--scheduler") -> InputError:
+    from dpriv.scheduler_address import unreachable
+
+    return unreachable(scheduler, why, origin)
 
 
 def _connect(scheduler: str) -> Client:

@@ -48,6 +48,7 @@ from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_new_ledger
+from dpriv.scheduler_address import chosen_scheduler
 
 
 @app.command()
@@ -84,6 +85,7 @@ def anonymize(
     if add_row_id and id is not None:
         raise PolicyError("--add-row-id numbers the rows as the id: give it or --id C, not both")
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
+    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before the input is read
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -324,6 +326,7 @@ def release(
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
     check_ledger_folder(ledger)
+    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,
         ledger=ledger if ledger.is_dir() else None,

@@ -97,13 +97,15 @@ def _generate_medical_partitioned(
     from dpriv.datasets import write_medical_view
     from dpriv.datasets.files import RECOMMENDED_DEFENSE, check_generated
     from dpriv.errors import InputError
+    from dpriv.scheduler_address import chosen_scheduler
 
-    check_generated(out, overwrite=force, flag="--force")
     if views != 1:
         raise InputError(
             f"--partitions builds one view (a first release): use --views 1, not {views}; "
             "several views are generated in this process (drop --partitions)"
         )
+    scheduler = chosen_scheduler(scheduler, None, _say)  # before any file is looked at
+    check_generated(out, overwrite=force, flag="--force")
     _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
     with dask_client(scheduler, say=_say):
         policy_path = write_medical_view(
