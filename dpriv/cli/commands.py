@@ -188,6 +188,7 @@ def _run_release(
     dates: str | None = None,
     cluster: bool | None = None,
     allow_repeated_view: bool = False,
+    allow_new_ids: bool = False,
 ) -> None:
     from dpriv.input_checks import date_hints_of
     from dpriv.inputs import said_unused, unused_note
@@ -251,7 +252,7 @@ def _run_release(
         try:
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
-                allow_repeated_view=allow_repeated_view,
+                allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
             )  # fmt: skip
         except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
@@ -312,6 +313,14 @@ def release(
             "an earlier week's file sent again).",
         ),
     ] = False,
+    allow_new_ids: Annotated[
+        bool,
+        typer.Option(
+            "--allow-new-ids",
+            help="Release a view whose ids are almost all unknown after views whose respondents "
+            "came back (refused by default: ids written in another format; docs/ledger.md#new-ids).",
+        ),
+    ] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     cluster: Cluster = None,
@@ -348,7 +357,7 @@ def release(
     check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
-        allow_repeated_view,
+        allow_repeated_view, allow_new_ids,
     )  # fmt: skip
 
 
