@@ -29,18 +29,25 @@ tuples beyond the state's respondents are returns.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
-from dpriv._dispatch import is_dask, to_dask, to_pandas
+from dpriv._dispatch import is_dask, to_dask
 from dpriv.errors import InputError
-from dpriv.id_format import sample, shape_of
+from dpriv.id_format import SAMPLE, sample, shape_of
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import spans
 from dpriv.state import by_bucket
 from dpriv.state_parts import HeldState
+from dpriv.view_summary import ViewSummary
+
+if TYPE_CHECKING:
+    from dpriv.ledger import Ledger
 
 #: A view is refused when fewer than this share of its ids are known ...
 KNOWN_SHARE = 0.01
@@ -109,26 +116,61 @@ def _new_counts(rows: pd.DataFrame, known: pd.DataFrame | None, id_col: str, tim
     return pd.DataFrame({"time": counts.index.to_numpy(np.int64), "new": counts.to_numpy(np.int64)})
 
 
+@dataclass(frozen=True)
+class KnownIds:
+    """The ids of a ledger's last state, read from its Parquet parts ``files`` (the id column
+    only): ``rows`` respondents, in parts that are ``buckets`` buckets of the id (None: not
+    known to be; :class:`dpriv.state_parts.HeldState`)."""
+
+    files: list[Path]
+    rows: int
+    buckets: int | None
+
+    @classmethod
+    def of(cls, ledger: Ledger, held: HeldState | None) -> KnownIds | None:
+        """The ids of ``ledger``'s last committed state (``held``: as the release takes it)."""
+        return None if held is None else cls(ledger.state_files(ledger.last_index()), held.rows, held.buckets)
+
+    def pandas(self, id_col: str) -> pd.DataFrame:
+        return pd.concat([_read_ids(str(f), id_col) for f in self.files], ignore_index=True)
+
+    def dask(self, id_col: str) -> dd.DataFrame:
+        """One partition per part (read on the workers, which may run in another folder)."""
+        meta = _read_ids(str(self.files[0]), id_col).iloc[:0]
+        return dd.from_map(_read_ids, [str(f.absolute()) for f in self.files], id_col=id_col, meta=meta)
+
+    def sample(self, id_col: str) -> list:
+        """The first :data:`dpriv.id_format.SAMPLE` ids of the first part (for their shape)."""
+        batches = pq.ParquetFile(self.files[0]).iter_batches(batch_size=SAMPLE, columns=[id_col])
+        first = next(iter(batches), None)
+        return [] if first is None else first.column(0).to_pylist()
+
+
+def _read_ids(path: str, id_col: str) -> pd.DataFrame:
+    return pd.read_parquet(path, columns=[id_col])
+
+
 def new_per_view(
-    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, todo: list[int], held: HeldState | None
+    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, todo: list[int], known: KnownIds | None
 ) -> dict[int, int]:
-    """For each view of ``todo``: its ids seen neither in the state ``held`` (None: none yet)
-    nor in an earlier view of ``todo``. In process for a pandas history and a small state;
-    else per bucket of the id on Dask (the state where it lies), counts to the client."""
+    """For each view of ``todo``: its ids seen neither in the state (``known``; None: none
+    yet) nor in an earlier view of ``todo``. In process for a pandas history and a state of at
+    most :data:`SMALL_STATE` rows; else per bucket of the id on Dask (the state's parts where
+    they lie when they are its buckets), counts to the client."""
     id_col, time_col = policy.id, policy.time
     rows = history[history[time_col].isin(todo)][[id_col, time_col]]
-    state = held.frame[[id_col]] if held is not None else None
-    if not is_dask(rows) and (held is None or held.rows <= SMALL_STATE):
-        counts = _new_counts(rows, to_pandas(state) if state is not None else None, id_col, time_col)
+    if not is_dask(rows) and (known is None or known.rows <= SMALL_STATE):
+        counts = _new_counts(rows, known.pandas(id_col) if known else None, id_col, time_col)
     else:
         rows = rows if is_dask(rows) else to_dask(rows, 1)
         meta = _new_counts(rows._meta, None, id_col, time_col)
-        if state is None:
+        if known is None:
             left = by_bucket(rows, id_col, rows.npartitions)
             parts = left.map_partitions(_new_counts, None, id_col, time_col, meta=meta)
         else:
-            n = held.buckets or max(state.npartitions, rows.npartitions)
-            right = by_bucket(state, id_col, n, held=held.buckets)
+            state = known.dask(id_col)
+            n = known.buckets or max(state.npartitions, rows.npartitions)
+            right = by_bucket(state, id_col, n, held=known.buckets)
             parts = dd.map_partitions(
                 _bucket_counts, by_bucket(rows, id_col, n), right, id_col, time_col, meta=meta,
                 clear_divisions=True,
@@ -145,35 +187,39 @@ def _bucket_counts(rows: pd.DataFrame, state: pd.DataFrame, id_col: str, time_co
 def check_new_ids(
     history: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy,
-    sizes: dict[int, int],
+    summaries: dict[int, ViewSummary],
     todo: list[int],
-    committed: set[int],
+    ledger: Ledger,
     held: HeldState | None,
 ) -> None:
     """InputError (exit 2, before anything is written) naming the first view of ``todo`` that
     the rule of this module finds :attr:`Overlap.suspicious`: its ids, the ids known, those
     shared, the shape of its ids and of the known ones (:func:`dpriv.id_format.shape_of`, no
-    id), and what to do. ``sizes``: tuples of each view of the history. Nothing is counted
-    when no view of ``todo`` could be refused (none after a second view)."""
+    id), and what to do. ``summaries``: every view of the history; ``ledger``: the ledger
+    released into, ``held``: its last state (None: none yet). Nothing is counted when no view
+    of ``todo`` could be refused (none after a second view)."""
     if not any(i > 2 for i in todo):  # view 2 has no earlier overlap to compare with
         return
-    new = new_per_view(history, policy, todo, held)
-    found = overlaps(sizes, new, committed, held.rows if held else 0, todo)
+    known = KnownIds.of(ledger, held)
+    committed = {int(r["index"]) for r in ledger.committed()}
+    sizes = {i: s.n_rows for i, s in summaries.items()}
+    found = overlaps(
+        sizes, new_per_view(history, policy, todo, known), committed, held.rows if held else 0, todo
+    )
     found = next((o for o in found if o.suspicious), None)
-    if found is None:
-        return
-    raise InputError(_message(history, policy, found, held, todo))
+    if found is not None:
+        raise InputError(_message(history, policy, found, known, todo))
 
 
-def _message(history, policy: ReleasePolicy, o: Overlap, held: HeldState | None, todo: list[int]) -> str:
+def _message(history, policy: ReleasePolicy, o: Overlap, known: KnownIds | None, todo: list[int]) -> str:
     """The refusal of view ``o.view``: the counts, the ids' shapes (a sample of each), what to do."""
     i, id_col = o.view, policy.id
     before = [j for j in todo if j < i]
     view_ids = sample(history[history[policy.time] == i][id_col])
-    known_ids = sample(held.frame[id_col]) if held is not None else []
+    known_ids = known.sample(id_col) if known is not None else []
     if len(known_ids) < 2 and before:  # a state of one respondent, or none: the run's views
         known_ids += sample(history[history[policy.time].isin(before)][id_col])
-    where = ["the ledger's state"] if held is not None else []
+    where = ["the ledger's state"] if known is not None else []
     where += [f"view{'s' if len(before) > 1 else ''} {spans(before)} of this run"] if before else []
     views = "view 2" if i == 3 else f"views 2..{i - 1}"
     shared = "none" if o.shared == 0 else f"only {o.shared}"

@@ -176,9 +176,7 @@ def release_history(
         nparts = npartitions or policy.npartitions or 2
         todo = [i for i in indices if i not in committed]
         if not allow_new_ids:  # a week of ids written otherwise: refused before anything is written
-            check_new_ids(
-                history, policy, {i: s.n_rows for i, s in summaries.items()}, todo, set(committed), held
-            )
+            check_new_ids(history, policy, summaries, todo, ledger, held)
         if todo:  # before any work; nothing to release: a user's file there is no obstacle
             ledger.prepare_next()
         # IE counts of the views before the first release to make, once; then view by view

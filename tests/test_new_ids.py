@@ -22,7 +22,7 @@ from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
 from dpriv.id_format import shape_of
 from dpriv.ledger import Ledger
-from dpriv.new_ids import EXPECTED_KNOWN, Overlap, check_new_ids, new_per_view, overlaps
+from dpriv.new_ids import EXPECTED_KNOWN, KnownIds, Overlap, new_per_view, overlaps
 from dpriv.policy import ReleasePolicy
 
 LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 1.5, "max_suppression": 1.0}}
@@ -124,8 +124,7 @@ def test_the_generators_histories_are_never_refused(attendance):
     found = overlaps(sizes, new_per_view(hist, policy, todo, None), set(), 0, todo)
     assert not any(o.suspicious for o in found)
     shares = [o.shared / o.ids for o in found[1:]]
-    assert min(shares) > 0.15  # 10 x the refusal bound
-    check_new_ids(hist, policy, sizes, todo, set(), None)  # no refusal
+    assert min(shares) > 0.15  # 15 x the refusal bound
 
 
 def test_the_rule():
@@ -146,21 +145,32 @@ def test_the_rule():
     assert (o.known, o.shared, o.returned, o.earlier) == (70, 0, 110, 120) and o.suspicious
 
 
-def test_the_count_on_dask_matches_the_count_in_process(base, tmp_path, monkeypatch):
+def test_the_count_on_dask_matches_the_count_in_process(base, monkeypatch):
     """The Dask path (a large state, or a Dask history): the views' ids cut into the state's
     buckets, counts per view and bucket to the client; the same counts as in process."""
-    policy = Ledger(base / "L3").policy()
+    led = Ledger(base / "L3")
+    policy = led.policy()
     hist = renamed(pd.read_parquet(base / "text.parquet"))
     hist.loc[(hist["view"] == 4).to_numpy().nonzero()[0][:3], ID] = hist[ID].iloc[0]  # 3 known ids
-    held = Ledger(base / "L3").held_state(3)
-    here = new_per_view(hist, policy, [4], held)
+    known = KnownIds.of(led, led.held_state(3))
+    here = new_per_view(hist, policy, [4], known)
     monkeypatch.setattr(new_ids, "SMALL_STATE", 0)
-    assert new_per_view(dd.from_pandas(hist, npartitions=3), policy, [4], held) == here == {4: 57}
-    assert new_per_view(hist, policy, [4], held) == here  # a pandas history, a large state
+    assert new_per_view(dd.from_pandas(hist, npartitions=3), policy, [4], known) == here == {4: 57}
+    assert new_per_view(hist, policy, [4], known) == here  # a pandas history, a large state
+    unknown = KnownIds(known.files, known.rows, None)  # parts that are not known to be buckets
+    assert new_per_view(dd.from_pandas(hist, npartitions=3), policy, [4], unknown) == here
     everything = list(range(1, 5))
     first_run = new_per_view(dd.from_pandas(hist, npartitions=3), policy, everything, None)
     assert first_run == new_per_view(hist, policy, everything, None)
     assert first_run[1] == 60 and first_run[4] == 57
+
+
+@pytest.mark.slow  # a distributed cluster
+def test_the_count_runs_on_a_distributed_cluster(base, client):
+    led = Ledger(base / "L3")
+    hist = dd.from_pandas(renamed(pd.read_parquet(base / "text.parquet")), npartitions=3)
+    known = KnownIds.of(led, led.held_state(3))
+    assert new_per_view(hist, led.policy(), [4], known) == {4: 60}
 
 
 def test_shapes_say_how_ids_are_written_without_an_id():
