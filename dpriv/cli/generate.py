@@ -31,7 +31,11 @@ def generate_medical(
     attendance: Attendance = 1.0,
     seed: Seed = 0,
     scheduler: Annotated[
-        str | None, typer.Option(help="With --partitions: address of an existing Dask scheduler.")
+        str | None,
+        typer.Option(
+            help="With --partitions: address of an existing Dask scheduler (default: Dask's "
+            "scheduler-address config, DASK_SCHEDULER_ADDRESS, when set)."
+        ),
     ] = None,
     force: Annotated[
         bool,
