@@ -136,7 +136,7 @@ class KnownIds:
 
     def dask(self, id_col: str) -> dd.DataFrame:
         """One partition per part (read on the workers, which may run in another folder)."""
-        meta = _read_ids(str(self.files[0]), id_col).iloc[:0]
+        meta = pq.read_schema(self.files[0]).empty_table().select([id_col]).to_pandas()
         return dd.from_map(_read_ids, [str(f.absolute()) for f in self.files], id_col=id_col, meta=meta)
 
     def sample(self, id_col: str) -> list:

@@ -24,6 +24,7 @@ from dpriv.id_format import shape_of
 from dpriv.ledger import Ledger
 from dpriv.new_ids import EXPECTED_KNOWN, KnownIds, Overlap, new_per_view, overlaps
 from dpriv.policy import ReleasePolicy
+from dpriv.state import state_buckets
 
 LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 1.5, "max_suppression": 1.0}}
 ID = "respondent_id"
@@ -145,7 +146,7 @@ def test_the_rule():
     assert (o.known, o.shared, o.returned, o.earlier) == (70, 0, 110, 120) and o.suspicious
 
 
-def test_the_count_on_dask_matches_the_count_in_process(base, monkeypatch):
+def test_the_count_on_dask_matches_the_count_in_process(base, tmp_path, monkeypatch):
     """The Dask path (a large state, or a Dask history): the views' ids cut into the state's
     buckets, counts per view and bucket to the client; the same counts as in process."""
     led = Ledger(base / "L3")
@@ -159,6 +160,13 @@ def test_the_count_on_dask_matches_the_count_in_process(base, monkeypatch):
     assert new_per_view(hist, policy, [4], known) == here  # a pandas history, a large state
     unknown = KnownIds(known.files, known.rows, None)  # parts that are not known to be buckets
     assert new_per_view(dd.from_pandas(hist, npartitions=3), policy, [4], unknown) == here
+    ids = pd.concat([pd.read_parquet(f, columns=[ID]) for f in known.files], ignore_index=True)
+    parts = []  # the state in 3 buckets of the id, one part each, as a larger release writes it
+    for b in range(3):
+        parts.append(tmp_path / f"part-{b}.parquet")
+        ids[state_buckets(ids[ID], 3) == b].to_parquet(parts[-1], index=False)
+    bucketed = KnownIds(parts, known.rows, 3)
+    assert new_per_view(dd.from_pandas(hist, npartitions=2), policy, [4], bucketed) == here
     everything = list(range(1, 5))
     first_run = new_per_view(dd.from_pandas(hist, npartitions=3), policy, everything, None)
     assert first_run == new_per_view(hist, policy, everything, None)
