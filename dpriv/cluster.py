@@ -93,10 +93,18 @@ def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[N
 CONNECT_SECONDS = 20.0
 
 
-def scheduler_identity(scheduler: str, named: Named = argument_named) -> dict:
+def scheduler_identity(scheduler: str, named: Named = argument_named, *, origin: str | None = None) -> dict:
     """What the server at ``scheduler`` says it is (its ``identity`` reply), within
-    :data:`CONNECT_SECONDS`; InputError when it does not answer, or answers as no Dask server
-    (:func:`_unreachable`, ``named`` wording the argument)."""
+    :data:`CONNECT_SECONDS`; InputError when nothing listens there, the host is unknown (both
+    said at once, :func:`dpriv.scheduler_address.tcp_refusal`), it does not answer, or answers
+    as no Dask server (:func:`_unreachable`). ``named`` words the argument (``scheduler`` in
+    Python, ``--scheduler`` on the command line); ``origin``: where the address came from when
+    not from that argument (Dask's config, :data:`dpriv.scheduler_address.CONFIG`)."""
+    from dpriv.scheduler_address import tcp_refusal
+
+    refused = tcp_refusal(scheduler, CONNECT_SECONDS)
+    if refused is not None:
+        raise _unreachable(scheduler, refused, named, origin)
 
     async def ask() -> object:
         from distributed.comm import connect
@@ -119,24 +127,25 @@ def scheduler_identity(scheduler: str, named: Named = argument_named) -> dict:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             reply = pool.submit(run).result()
     except TimeoutError:
-        raise _unreachable(scheduler, named, f"no answer within {CONNECT_SECONDS:g} s") from None
+        raise _unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s", named, origin) from None
     except (OSError, ValueError, TypeError) as exc:
-        raise _unreachable(scheduler, named, str(exc)) from None
+        raise _unreachable(scheduler, str(exc), named, origin) from None
     except Exception as exc:  # noqa: BLE001 -- bytes of another protocol fail anywhere in the decoder
         why = f"it answers, but not as a Dask scheduler: {type(exc).__name__}"
-        raise _unreachable(scheduler, named, why) from None
+        raise _unreachable(scheduler, why, named, origin) from None
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
-        raise _unreachable(scheduler, named, f"it answers, but as {kind!r}, not as a Dask scheduler")
+        why = f"it answers, but as {kind!r}, not as a Dask scheduler"
+        raise _unreachable(scheduler, why, named, origin)
     return reply
 
 
-def _unreachable(scheduler: str, named: Named, why: str) -> InputError:
-    return InputError(
-        f"{named('scheduler')} {scheduler}: cannot reach a Dask scheduler there ({why}); give the "
-        f"address a running scheduler prints (tcp://host:8786), or drop {named('scheduler')} to use "
-        "this machine"
-    )
+def _unreachable(
+    scheduler: str, why: str, named: Named = argument_named, origin: str | None = None
+) -> InputError:
+    from dpriv.scheduler_address import unreachable
+
+    return unreachable(scheduler, why, named, origin)
 
 
 def _connect(scheduler: str, named: Named) -> Client:
@@ -151,7 +160,7 @@ def _connect(scheduler: str, named: Named) -> Client:
             dask.config.config.pop("scheduler", None)
         else:
             dask.config.set(scheduler=before)
-        raise _unreachable(scheduler, named, str(exc)) from None
+        raise _unreachable(scheduler, str(exc), named) from None
 
 
 #: A history of at most this many tuples may be read into the ``dpriv release`` process

@@ -48,6 +48,7 @@ from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_new_ledger
+from dpriv.scheduler_address import chosen_scheduler
 from dpriv.wording import flag_named
 
 
@@ -85,6 +86,7 @@ def anonymize(
     if add_row_id and id is not None:
         raise PolicyError("--add-row-id numbers the rows as the id: give it or --id C, not both")
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
+    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before the input is read
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -187,6 +189,7 @@ def _run_release(
     dates: str | None = None,
     cluster: bool | None = None,
     allow_repeated_view: bool = False,
+    allow_new_ids: bool = False,
 ) -> None:
     from dpriv.input_checks import date_hints_of
     from dpriv.inputs import said_unused, unused_note
@@ -250,7 +253,7 @@ def _run_release(
         try:
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
-                allow_repeated_view=allow_repeated_view,
+                allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
             )  # fmt: skip
         except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
@@ -311,6 +314,14 @@ def release(
             "an earlier week's file sent again).",
         ),
     ] = False,
+    allow_new_ids: Annotated[
+        bool,
+        typer.Option(
+            "--allow-new-ids",
+            help="Release a view whose ids are almost all unknown after views whose respondents "
+            "came back (refused by default: ids written in another format; docs/ledger.md#new-ids).",
+        ),
+    ] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     cluster: Cluster = None,
@@ -325,6 +336,7 @@ def release(
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
     check_ledger_folder(ledger)
+    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,
         ledger=ledger if ledger.is_dir() else None,
@@ -346,7 +358,7 @@ def release(
     check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
-        allow_repeated_view,
+        allow_repeated_view, allow_new_ids,
     )  # fmt: skip
 
 

@@ -81,7 +81,10 @@ J = Annotated[float | None, typer.Option(help="JS threshold (bits, >= 0).")]
 
 Scheduler = Annotated[
     str | None,
-    typer.Option(help="Address of an existing Dask scheduler to run on (not with --cluster/--no-cluster)."),
+    typer.Option(
+        help="Address of an existing Dask scheduler to run on (not with --cluster/--no-cluster); "
+        "default: Dask's scheduler-address config (DASK_SCHEDULER_ADDRESS) when set."
+    ),
 ]
 
 

@@ -13,6 +13,7 @@ import typer
 from dpriv.cli.commands import _run_release
 from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, _say, app, command, load_effective
 from dpriv.errors import InputError, LedgerError
+from dpriv.scheduler_address import chosen_scheduler
 
 
 @app.command()
@@ -45,10 +46,8 @@ def demo(
     """Generate the paper-setting history, release it with JS-reduce (in this process, or on a
     local cluster with --cluster or for views over 50,000 tuples) and attack it."""
     from dpriv.cli.outputs import check_outside_ledger, check_writable
-    from dpriv.cluster import scheduler_identity
     from dpriv.datasets import medical_history, write_history
     from dpriv.datasets.generated import GENERATED_FILES, check_generated
-    from dpriv.wording import flag_named
 
     check_outside_ledger(out, *GENERATED_FILES)  # raw data and a nested ledger inside a ledger
     folder = next(p for p in (out, *out.absolute().parents) if p.exists() or p.is_symlink())
@@ -58,8 +57,8 @@ def demo(
         raise InputError(
             f"--out {out}: {folder} is a file, not a folder; choose another --out: nothing was written"
         )
-    if scheduler:  # reached before anything is generated (the release would find out after)
-        scheduler_identity(scheduler, flag_named)
+    # reached before anything is generated (the release would find out after)
+    scheduler = chosen_scheduler(scheduler, cluster, _say)
     led = out / "ledger"
     if not force and led.exists():
         raise LedgerError(

@@ -31,7 +31,11 @@ def generate_medical(
     attendance: Attendance = 1.0,
     seed: Seed = 0,
     scheduler: Annotated[
-        str | None, typer.Option(help="With --partitions: address of an existing Dask scheduler.")
+        str | None,
+        typer.Option(
+            help="With --partitions: address of an existing Dask scheduler (default: Dask's "
+            "scheduler-address config, DASK_SCHEDULER_ADDRESS, when set)."
+        ),
     ] = None,
     force: Annotated[
         bool,
@@ -98,14 +102,16 @@ def _generate_medical_partitioned(
     from dpriv.datasets.files import RECOMMENDED_DEFENSE
     from dpriv.datasets.generated import check_generated
     from dpriv.errors import InputError
+    from dpriv.scheduler_address import chosen_scheduler
     from dpriv.wording import flag_named
 
-    check_generated(out, overwrite=force, flag="--force")
     if views != 1:
         raise InputError(
             f"--partitions builds one view (a first release): use --views 1, not {views}; "
             "several views are generated in this process (drop --partitions)"
         )
+    scheduler = chosen_scheduler(scheduler, None, _say)  # before any file is looked at
+    check_generated(out, overwrite=force, flag="--force")
     _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
     with dask_client(scheduler, say=_say, named=flag_named):
         policy_path = write_medical_view(
