@@ -172,7 +172,7 @@ def command(fn):
         debug, scheduler = kwargs.get("debug", False), kwargs.get("scheduler")
         try:
             with (
-                sigterm_interrupts(),  # SIGTERM (timeout, systemd, SLURM) ends the command as Ctrl-C does
+                sigterm_interrupts(debug),  # SIGTERM (timeout, systemd, SLURM) ends it as Ctrl-C does
                 quiet_dask_logs(debug),
                 warnings.catch_warnings(),
                 rows_of(_input_file(fn.__name__, kwargs)),
