@@ -12,6 +12,7 @@ first): the shutdown after an interrupt is now quiet unless --debug.
 
 import gc
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -37,27 +38,52 @@ STAYS = (
 )
 
 
-def _sigterm_in_gc_callback() -> None:
-    """SIGTERM to this process from inside a gc callback: os.kill runs the handler at once, in
+def _signal_in_gc_callback(signum: int = signal.SIGTERM) -> None:
+    """``signum`` to this process from inside a gc callback: os.kill runs the handler at once, in
     the callback, and the gc reports its exception as unraisable and discards it."""
 
     def callback(phase: str, info: dict) -> None:
         gc.callbacks.remove(callback)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signum)
 
     gc.callbacks.append(callback)
     gc.collect()
 
 
-def test_a_sigterm_discarded_by_a_gc_callback_is_raised_at_the_next_step(capsys):
+@pytest.mark.parametrize(
+    ("signum", "kind"), [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)]
+)
+def test_a_signal_discarded_by_a_gc_callback_is_raised_at_the_next_step(capsys, signum, kind):
+    dask_log = logging.getLogger("distributed.scheduler")
     with sigterm_interrupts():
-        _sigterm_in_gc_callback()  # returns: the exception is gone
+        _signal_in_gc_callback(signum)  # returns: the exception is gone
+        assert not dask_log.isEnabledFor(logging.CRITICAL)  # the shutdown that follows is quiet
         steps = Steps()
-        with pytest.raises(Terminated):
+        with pytest.raises(kind) as raised:
             steps.lap("grouping")
         steps.lap("pk")  # raised once: the clean-up after it runs whole
+    assert type(raised.value) is kind
     assert "grouping" not in steps.seconds
     assert capsys.readouterr().err == ""  # not "Exception ignored in ... Terminated"
+    assert dask_log.isEnabledFor(logging.ERROR)  # after the command, as it was
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # --debug shows it
+def test_with_debug_the_shutdown_after_a_signal_logs_as_usual():
+    with sigterm_interrupts(debug=True):
+        _signal_in_gc_callback()
+        assert logging.getLogger("distributed.scheduler").isEnabledFor(logging.ERROR)
+        with pytest.raises(Terminated):
+            Steps().lap("grouping")
+
+
+def test_a_signal_caught_inside_the_command_still_ends_it():
+    """Swallowed by code that catches it (no safe point after): raised as the command ends."""
+    with pytest.raises(Terminated), sigterm_interrupts():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except KeyboardInterrupt:
+            pass
 
 
 def _two_views(tmp_path: Path) -> tuple[Path, Path]:
@@ -80,7 +106,7 @@ def test_a_sigterm_discarded_after_the_last_step_commits_nothing(tmp_path, monke
     def dates_interrupted_at_2(*args, **kwargs):
         calls.append(1)
         if len(calls) == 2:
-            _sigterm_in_gc_callback()
+            _signal_in_gc_callback()
         return dates(*args, **kwargs)
 
     monkeypatch.setattr(dpriv.release, "released_dates", dates_interrupted_at_2)
