@@ -38,6 +38,13 @@ def file_url_path(text: str) -> str | None:
     return LocalFileSystem._strip_protocol(text)
 
 
+def path_hint(text: str) -> str:
+    """For a message refusing the URL ``text`` where a path is wanted: `` (here: /x)`` naming
+    the path of a ``file://`` URL, else nothing."""
+    local = file_url_path(text)
+    return f" (here: {local})" if local else ""
+
+
 def filesystem(path: str, what: str = "input") -> tuple[fsspec.AbstractFileSystem, list[str]]:
     """``(fs, paths)`` of ``path`` (:func:`fsspec.get_fs_token_paths`); ``what`` names the
     input in a message ("input", "history"...). InputError for a URL whose scheme fsspec does

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dpriv.errors import LedgerError
-from dpriv.input_url import file_url_path, url_scheme
+from dpriv.input_url import path_hint, url_scheme
 from dpriv.io import TEMP_SUFFIX, atomic_write
 from dpriv.ledger_manifest import MANIFEST
 
@@ -37,11 +37,10 @@ def url_problem(root: str | Path, name: str = "the ledger") -> str | None:
     scheme = url_scheme(str(root))
     if scheme is None:
         return None
-    local = file_url_path(str(root))
-    here = f" (here: {local})" if local else ""
     return (
         f"{name} {root} is a URL ({scheme}:), but a ledger is a folder of this machine's file system "
-        f"(on a cluster: a shared file system mounted at the same path on every worker): give its path{here}"
+        f"(on a cluster: a shared file system mounted at the same path on every worker): give its "
+        f"path{path_hint(str(root))}"
     )
 
 

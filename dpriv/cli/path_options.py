@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dpriv.cli.repeats import OptionError, _flags, _is_path
-from dpriv.input_url import file_url_path, url_scheme
+from dpriv.input_url import path_hint, url_scheme
 
 #: The parameters that name an input, a local path or an fsspec URL (read through fsspec).
 INPUTS = frozenset({"input", "history", "original", "released", "synthetic", "path"})
@@ -39,11 +39,9 @@ def url_refusal(flag: str, given: str, name: str) -> str | None:
         return None
     if name == "ledger":  # the ledger's own wording: its commits rename files, it holds a lock
         return url_problem(given, flag)
-    local = file_url_path(given)
-    here = f" (here: {local})" if local else ""
     return (
         f"{flag} {given} is a URL ({scheme}:), but {flag} takes a path of this machine's file "
-        f"system: give its path{here}"
+        f"system: give its path{path_hint(given)}"
     )
 
 
