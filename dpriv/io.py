@@ -15,6 +15,7 @@ from typing import BinaryIO
 import dask.dataframe as dd
 import pandas as pd
 
+from dpriv import pending_interrupt
 from dpriv._dispatch import distributed_client, is_dask, meta_of
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.errors import InputError
@@ -169,7 +170,9 @@ def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int
     the permissions of an ordinary new file, ``0o666`` less the umask) and renamed over
     ``path``. ``data`` is the content, or a function that writes it to the open temp file (to
     stream a file larger than memory, see :func:`write_parquet`). If writing
-    raises, the temp file is removed and ``path`` is left as it was.
+    raises, the temp file is removed and ``path`` is left as it was. The rename is a safe point
+    of an interrupted command (:mod:`dpriv.pending_interrupt`): an interrupt whose exception was
+    discarded is raised there, so no file (a ledger's manifest: its commit) is put in place after it.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
@@ -181,6 +184,7 @@ def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, public_mode() if mode is None else mode)
+        pending_interrupt.raise_pending()
         os.replace(tmp, path)
     except OSError as exc:
         if exc.filename is None:  # a write or fsync on a full disk names no file: name the target

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dpriv.errors import LedgerError
+from dpriv.input_url import path_hint, url_scheme
 from dpriv.io import TEMP_SUFFIX, atomic_write
 from dpriv.ledger_manifest import MANIFEST
 
@@ -35,23 +36,17 @@ RELEASED_DIGESTS = {
 }
 
 
-#: A URL's scheme, which a Path keeps (``file:///x`` -> ``file:/x``, ``simplecache::s3://b``):
-#: two characters at least (a Windows drive ``C:`` is not one), then ``/`` or ``:`` (a folder
-#: named ``week:1`` is not one either).
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=[:/])")
-
-
 def url_problem(root: str | Path, name: str = "the ledger") -> str | None:
     """Why ``root`` cannot be a ledger when it is a URL (``s3://bucket/L``, ``file:///x``): a
     ledger is a local folder (its commits rename files and hold a lock); None for a path.
-    ``name`` names it in the message (``--ledger``)."""
-    url = _URL.match(str(root))
-    if url is None:
+    ``name`` names it in the message (``--ledger``); ``root`` is echoed as given."""
+    scheme = url_scheme(str(root))
+    if scheme is None:
         return None
-    local = f" (here: {str(root).split(':', 1)[1]})" if url[1] == "file" else ""
     return (
-        f"{name} {root} is a URL ({url[1]}:), but a ledger is a folder of this machine's file system "
-        f"(on a cluster: a shared file system mounted at the same path on every worker): give its path{local}"
+        f"{name} {root} is a URL ({scheme}:), but a ledger is a folder of this machine's file system "
+        f"(on a cluster: a shared file system mounted at the same path on every worker): give its "
+        f"path{path_hint(str(root))}"
     )
 
 

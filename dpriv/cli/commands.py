@@ -191,7 +191,7 @@ def _run_release(
     allow_repeated_view: bool = False,
     allow_new_ids: bool = False,
 ) -> None:
-    from dpriv.input_checks import date_hints_of
+    from dpriv.input_checks import check_history, date_hints_of
     from dpriv.inputs import said_unused, unused_note
     from dpriv.io import read_table
 
@@ -214,6 +214,8 @@ def _run_release(
     placement = release_place(
         frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=history_path, named=flag_named
     )
+    if placement.size is not None and placement.size.small:  # read here, cheap to check whole:
+        check_history(placement.frame, pol)  # a gap refused before the status line counts views left
     from dpriv import steps
     from dpriv.release import release_history
 

@@ -175,7 +175,7 @@ def command(fn):
         debug, scheduler = kwargs.get("debug", False), kwargs.get("scheduler")
         try:
             with (
-                sigterm_interrupts(),  # SIGTERM (timeout, systemd, SLURM) ends the command as Ctrl-C does
+                sigterm_interrupts(debug),  # SIGTERM (timeout, systemd, SLURM) ends it as Ctrl-C does
                 quiet_dask_logs(debug),
                 warnings.catch_warnings(),
                 rows_of(_input_file(fn.__name__, kwargs)),
@@ -256,9 +256,9 @@ Hierarchies = Annotated[
 
 def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePolicy:
     """``pol`` with ``--hierarchy COL=PATH`` items added to its ``[hierarchies]`` (flags win per
-    column; PATH made absolute, it is relative to the working folder). PolicyError names a
-    malformed item or a COL that is not a QI; the file itself is read and checked here
-    (InputError from :func:`dpriv.hierarchy.read_hierarchy`)."""
+    column; PATH made absolute, it is relative to the working folder, ``~`` expanded as in any
+    path). PolicyError names a malformed item or a COL that is not a QI; the file itself is read
+    and checked here (InputError from :func:`dpriv.hierarchy.read_hierarchy`)."""
     if not items:
         return pol
     given: dict[str, str] = {}
@@ -266,7 +266,7 @@ def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePoli
         col, sep, path = item.partition("=")
         if not sep or not col.strip() or not path.strip():
             raise PolicyError(f"--hierarchy {item!r}: write COL=PATH, e.g. --hierarchy education=edu.csv")
-        col, path = col.strip(), str(Path(path.strip()).absolute())
+        col, path = col.strip(), str(Path(path.strip()).expanduser().absolute())
         if col not in pol.qi:
             raise PolicyError(f"--hierarchy names {col!r}, which is not a QI ({pol.qi}): add it to --qi")
         if given.get(col, path) != path:

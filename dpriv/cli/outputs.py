@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.input_url import file_url_path, url_scheme
 from dpriv.ledger_files import file_sha256
 
 #: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
@@ -168,14 +169,15 @@ def ledger_of(path: Path) -> Path | None:
 
 def check_not_input(out: Path, *inputs: str) -> None:
     """Refuse (InputError, even with ``--force``) an output that is one of the ``inputs`` (the
-    same file under any spelling: relative, ``..``, symlink) or a file of a release ledger
+    same file under any spelling: relative, ``..``, symlink, ``~``, ``file://``) or a file of a release ledger
     other than its ``attack/`` folder (where ``dpriv attack`` writes): dpriv never overwrites
     its input or the ledger's record of what was released."""
     target = out.resolve()
     for given in inputs:
-        if "://" in given:
+        local = file_url_path(given) if url_scheme(given) else given  # file:///x is the file /x
+        if local is None:  # a remote input is never a local output
             continue
-        src = Path(given)
+        src = Path(local).expanduser()  # as fsspec reads it
         same = src.resolve() == target or (src.exists() and out.exists() and src.samefile(out))
         if same:
             raise InputError(

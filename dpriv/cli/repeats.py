@@ -143,6 +143,10 @@ class OnceCommand(TyperCommand):
         for opt in options.values():
             if opt.action in ("store", "store_const"):
                 opt.process = functools.partial(_once, opt, opt.process, ctx)
+        if not ctx.resilient_parsing:  # shell completion parses partial command lines: as given
+            from dpriv.cli.path_options import watch_paths  # it imports this module
+
+            watch_paths(parser)  # first, then the above: ~/x and /home/u/x are one value
         return parser
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
