@@ -91,18 +91,7 @@ def test_every_command_with_scheduler_refuses_it_at_once(
 ):
     """anonymize, demo and generate medical --partitions took 20 s to say "no answer" (distributed
     retries a refused connection until its timeout)."""
-    args = {
-        "anonymize": [
-            "anonymize",
-            generated / "history.parquet",
-            "--out",
-            tmp_path / "o.parquet",
-            "--policy",
-            generated / "policy.toml",
-        ],  # fmt: skip
-        "demo": ["demo", "--out", tmp_path / "D", "--views", "1", "--view-size", "20"],
-        "generate": ["generate", "medical", "--out", tmp_path / "G", "--views", "1", "--partitions", "2"],
-    }[command]
+    args = _args(command, generated, tmp_path)
     started = time.monotonic()
     res = run(*args, "--scheduler", closed_port)
     assert res.exit_code == 2, res.output
@@ -120,19 +109,7 @@ def test_an_unknown_host_is_named():
 @pytest.mark.parametrize("command", ["release", "anonymize", "demo", "generate"])
 def test_an_empty_scheduler_address_is_refused(generated, tmp_path, command, nothing_read):
     """``--scheduler "$SCHED"`` with SCHED unset: it ran on this machine, exit 0."""
-    args = {
-        "release": ["release", generated / "history.parquet", "--ledger", tmp_path / "L"],
-        "anonymize": [
-            "anonymize",
-            generated / "history.parquet",
-            "--out",
-            tmp_path / "o.parquet",
-            "--policy",
-            generated / "policy.toml",
-        ],  # fmt: skip
-        "demo": ["demo", "--out", tmp_path / "D", "--views", "1", "--view-size", "20"],
-        "generate": ["generate", "medical", "--out", tmp_path / "G", "--views", "1", "--partitions", "2"],
-    }[command]
+    args = _args(command, generated, tmp_path)
     res = run(*args, "--scheduler", "")
     assert res.exit_code == 2, res.output
     assert (
@@ -182,3 +159,14 @@ def test_the_configured_scheduler_runs_the_release(generated, tmp_path, schedule
     assert res.exit_code == 0, res.output
     assert f"connected to {scheduler}" in res.output
     assert (tmp_path / "L" / "releases" / "2" / "view.parquet").is_file()
+
+
+def _args(command: str, generated, tmp_path) -> list:
+    """The command line of ``command`` on the generated history, writing under ``tmp_path``."""
+    return {
+        "release": ["release", generated / "history.parquet", "--ledger", tmp_path / "L"],
+        "anonymize": ["anonymize", generated / "history.parquet", "--out", tmp_path / "o.parquet"]
+        + ["--policy", generated / "policy.toml"],
+        "demo": ["demo", "--out", tmp_path / "D", "--views", "1", "--view-size", "20"],
+        "generate": ["generate", "medical", "--out", tmp_path / "G", "--views", "1", "--partitions", "2"],
+    }[command]
