@@ -56,16 +56,18 @@ from dpriv.adversary.groups import masked_omega
 from dpriv.adversary.history_revision import PosteriorHistory
 from dpriv.adversary.masks import MasksAsOf, deductions_available
 from dpriv.adversary.retrospective import retrospective_attack
-from dpriv.adversary.tail import TAIL_COLUMNS, histogram_gain, tail_risk
+from dpriv.adversary.tail import histogram_gain, tail_risk
 from dpriv.attack_files import gain_path, save_gain  # noqa: F401  (public here)
-from dpriv.attack_input import (
-    AttackInput,
-    ReadRelease,
-    last_tables,
-    linkage_rows,
-    observed_releases,
-    read_attack,
+from dpriv.attack_frames import (  # noqa: F401  (the columns are public here)
+    GAIN_COLUMNS,
+    LINKAGE_COLUMNS,
+    PRIOR_COLUMNS,
+    RETRO_COLUMNS,
+    finished,
+    paper_frame,
+    retro_frame,
 )
+from dpriv.attack_input import AttackInput, ReadRelease, last_tables, observed_releases, read_attack
 from dpriv.attack_policy import attack_policy
 from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import HistoryInput, attack_history
@@ -87,19 +89,6 @@ REVISIONS = ("window", "history")
 
 #: What the adversary is given of the QI-group membership (:func:`attack` ``membership``).
 MEMBERSHIPS = ("known", "qi")
-
-#: Columns :func:`attack` appends with ``membership="qi"``.
-LINKAGE_COLUMNS = ("n_pinned", "share_pinned")
-
-#: What the paper adversary held before each release (its prior, RBK^sv): the mean gain (E10)
-#: with the prior in place of the posterior, and the share of tuples at >= 0.9 on the truth.
-PRIOR_COLUMNS = ("prior_gain", "prior_confident_share")
-
-#: Columns of the frame returned by :func:`attack` for the paper adversary.
-GAIN_COLUMNS = ("release", "adversary_gain", "n_tuples", *TAIL_COLUMNS, *PRIOR_COLUMNS, "histogram_gain")
-
-#: Columns of the frame returned by :func:`attack` for the retrospective adversary.
-RETRO_COLUMNS = ("release", "as_of", "adversary_gain", *TAIL_COLUMNS, "n_tuples", "histogram_gain")
 
 
 @dataclass
@@ -245,7 +234,7 @@ def _retrospective(
     that many partitions of respondents (:func:`dpriv.adversary.retrospective.retrospective_attack`).
     """
     if inp is None:
-        return _retro_frame([])
+        return retro_frame([])
     reads, history, policy, adv = inp.reads, inp.history, inp.policy, inp.adv
     tables = last_tables(reads, history, policy, adv)
     if not adv.revise:
@@ -253,12 +242,7 @@ def _retrospective(
     observed = observed_releases(reads, policy, tables.classes)
     masks = MasksAsOf(observed, last_tables(reads, history, policy, adv), attendance) if deductions else None
     rows = retrospective_attack(observed, tables, allowed=masks, attendance=attendance, partitions=partitions)
-    return _retro_frame(rows)
-
-
-def _retro_frame(rows: list[dict]) -> pd.DataFrame:
-    out = pd.DataFrame(rows, columns=list(RETRO_COLUMNS))
-    return out.astype({"release": "int64", "as_of": "int64", "n_tuples": "int64", "n_certain": "Int64"})
+    return retro_frame(rows)
 
 
 def attack(
@@ -341,7 +325,11 @@ def attack(
         ``prior_confident_share`` (float64, tuples whose prior on the true value is >= 0.9,
         over N), ``histogram_gain`` (:func:`dpriv.adversary.tail.histogram_gain`); NaN when
         N = 0. Retrospective: one row per (release, as_of), columns
-        :data:`RETRO_COLUMNS`. Empty (same columns) for a ledger without releases.
+        :data:`RETRO_COLUMNS`. Then :data:`LINKAGE_COLUMNS` with ``membership="qi"``, and last
+        ``views_sha`` (text, 16 hex digits: the releases 1..release, 1..as_of of a
+        retrospective row, the row was computed on, :mod:`dpriv.attack_stamp`), by which
+        :func:`save_gain` and ``render_report(gains=...)`` refuse the frame for another ledger.
+        Empty (same columns) for a ledger without releases.
 
     Raises
     ------
@@ -375,7 +363,7 @@ def attack(
     history, policy = attack_history(history, attack_policy(ledger, policy, history))  # as released
     inp = read_attack(ledger, history, policy, knowledge, corpus)
     if adversary == "retrospective":
-        return _with_linkage(_retrospective(inp, deductions, attendance, partitions), inp, membership)
+        return finished(_retrospective(inp, deductions, attendance, partitions), inp, membership, ledger)
     steps = () if inp is None else _paper_steps(inp, deductions, attendance, revision or "window")
     rows = []
     for step in steps:
@@ -383,18 +371,4 @@ def attack(
         rows.append(row)
         if on_release:
             on_release(step.release, {**row, "seconds": step.seconds})
-    out = pd.DataFrame(rows, columns=list(GAIN_COLUMNS))
-    out = out.astype(
-        {"release": "int64", "adversary_gain": "float64", "n_tuples": "int64", "n_certain": "Int64"}
-    )
-    return _with_linkage(out, inp, membership)
-
-
-def _with_linkage(out: pd.DataFrame, inp: AttackInput | None, membership: str) -> pd.DataFrame:
-    """``out`` with :data:`LINKAGE_COLUMNS` merged on ``release`` when ``membership == "qi"``."""
-    if membership != "qi":
-        return out
-    rows = [] if inp is None else linkage_rows(inp.reads, inp.policy)
-    link = pd.DataFrame(rows, columns=["release", *LINKAGE_COLUMNS])
-    link = link.astype({"release": "int64", "n_pinned": "int64", "share_pinned": "float64"})
-    return out.merge(link, on="release", how="left", validate="many_to_one")
+    return finished(paper_frame(rows), inp, membership, ledger)

@@ -111,9 +111,10 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     ``attack/.dpriv-outputs``.
 
     Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, when its
-    rows were computed on another ledger's releases (:func:`dpriv.attack_stamp.check_same_releases`),
-    or the file exists and is not an attack result; LedgerError when ``ledger`` is not a ledger
-    folder (:func:`results_ledger`). Nothing is written then."""
+    rows were computed on another ledger's releases or their ``views_sha`` is blank
+    (:func:`dpriv.attack_stamp.check_same_releases`), or the file exists and is not an attack
+    result; LedgerError when ``ledger`` is not a ledger folder (:func:`results_ledger`). Nothing
+    is written then."""
     from dpriv.io import atomic_write, made_folder
 
     missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
@@ -140,17 +141,23 @@ def read_result(
     where: str,
     whole: tuple[str, ...] = ("release",),
     optional: tuple[str, ...] = (),
+    *,
+    text: tuple[str, ...] = (),
+    unique: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """``columns`` of an attack result CSV (``attack/gain_<name>.csv``, ``kpr.csv``...) as
     numbers, and those of ``optional`` that the file has (an older file lacks them; the file is
     read once): the ``whole`` columns (release indices) int64, the others float64 (a blank is
-    NaN). ``where`` names the file in messages (relative to the ledger).
+    NaN); then those of ``text`` that the file has, as text (a blank is NaN; a stamp of decimal
+    digits keeps its leading zeros). ``where`` names the file in messages (relative to the
+    ledger).
 
-    Raises InputError, naming the file, when it cannot be parsed, lacks a column, or holds a
-    value that is not a number (naming its line and column): an edited or damaged result is
-    not shown as figures."""
+    Raises InputError, naming the file, when it cannot be parsed, lacks a column, holds a value
+    that is not a number (naming its line and column), or two rows with the same values of
+    ``unique`` (naming them and their lines): an edited or damaged result is not shown as
+    figures."""
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, dtype=dict.fromkeys(text, str))
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InputError(f"{where} cannot be read as a CSV table ({exc}); {AGAIN}") from None
     missing = [c for c in columns if c not in frame.columns]
@@ -169,4 +176,26 @@ def read_result(
                 f"{where} line {row + 2}: {col} {value!r} is not "
                 f"{'a whole number' if col in whole else 'a number'}; {AGAIN}"
             )
-    return out.astype({c: "int64" for c in whole if c in columns})
+    out = out.astype({c: "int64" for c in whole if c in columns})
+    _check_unique(out, unique, where)
+    return out.assign(**{c: frame[c] for c in text if c in frame.columns})
+
+
+def _check_unique(frame: pd.DataFrame, key: tuple[str, ...], where: str) -> None:
+    """Refuse (InputError) two rows of ``frame`` (read from the file ``where``) with the same
+    values of the ``key`` columns (``release``; ``release``, ``as_of``): an attack writes one row
+    for each, and a copy would count twice in the report's means."""
+    if not key:
+        return
+    twice = frame.duplicated(list(key), keep=False).to_numpy()
+    if not twice.any():
+        return
+    first = int(twice.argmax())
+    same = (frame[list(key)] == frame[list(key)].iloc[first]).all(axis=1).to_numpy()
+    lines = [int(i) + 2 for i in same.nonzero()[0][:2]]  # the header is line 1
+    named = "release " + " as of ".join(str(int(frame[c].iloc[first])) for c in key)  # release 2 as of 3
+    per = key[0] if len(key) == 1 else f"({', '.join(key)})"
+    raise InputError(
+        f"{where} holds {named} twice (lines {lines[0]} and {lines[1]}): dpriv attack writes one row "
+        f"per {per}; {AGAIN}"
+    )

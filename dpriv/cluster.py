@@ -28,8 +28,10 @@ from distributed import Client, LocalCluster
 
 from dpriv.allocator import worker_config
 from dpriv.errors import InputError
+from dpriv.io import parquet_rows
 from dpriv.numba_cache import CompileNotice
 from dpriv.policy import ReleasePolicy
+from dpriv.wording import Named, argument_named
 
 
 @contextlib.contextmanager
@@ -39,6 +41,7 @@ def dask_client(
     n_workers: int | None = None,
     say: Callable[[str], None] = print,
     notice: CompileNotice | None = None,
+    named: Named = argument_named,
 ) -> Iterator[Client]:
     """A distributed Client for the duration of a command; prints the dashboard link.
 
@@ -46,9 +49,11 @@ def dask_client(
     LocalCluster (one single-threaded worker process per core, 2 here) that is closed after,
     its workers keeping freed memory for reuse (:mod:`dpriv.allocator`).
     ``notice``: told when a worker compiles a dpriv kernel (:class:`dpriv.worker_notice.WorkerCompileNotice`).
+    InputError when the scheduler cannot be reached, naming it as ``named`` words the argument
+    (``scheduler``; the command line's ``--scheduler``).
     """
     if scheduler:
-        with _connect(scheduler) as client, _compile_reports(client, notice):
+        with _connect(scheduler, named) as client, _compile_reports(client, notice):
             say(f"connected to {scheduler}; dashboard: {client.dashboard_link}")
             yield client
         return
@@ -88,9 +93,18 @@ def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[N
 CONNECT_SECONDS = 20.0
 
 
-def scheduler_identity(scheduler: str) -> dict:
+def scheduler_identity(scheduler: str, named: Named = argument_named, *, origin: str | None = None) -> dict:
     """What the server at ``scheduler`` says it is (its ``identity`` reply), within
-    :data:`CONNECT_SECONDS`; InputError when it does not answer, or answers as no Dask server."""
+    :data:`CONNECT_SECONDS`; InputError when nothing listens there, the host is unknown (both
+    said at once, :func:`dpriv.scheduler_address.tcp_refusal`), it does not answer, or answers
+    as no Dask server (:func:`_unreachable`). ``named`` words the argument (``scheduler`` in
+    Python, ``--scheduler`` on the command line); ``origin``: where the address came from when
+    not from that argument (Dask's config, :data:`dpriv.scheduler_address.CONFIG`)."""
+    from dpriv.scheduler_address import tcp_refusal
+
+    refused = tcp_refusal(scheduler, CONNECT_SECONDS)
+    if refused is not None:
+        raise _unreachable(scheduler, refused, named, origin)
 
     async def ask() -> object:
         from distributed.comm import connect
@@ -113,28 +127,30 @@ def scheduler_identity(scheduler: str) -> dict:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             reply = pool.submit(run).result()
     except TimeoutError:
-        raise _unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s") from None
+        raise _unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s", named, origin) from None
     except (OSError, ValueError, TypeError) as exc:
-        raise _unreachable(scheduler, str(exc)) from None
+        raise _unreachable(scheduler, str(exc), named, origin) from None
     except Exception as exc:  # noqa: BLE001 -- bytes of another protocol fail anywhere in the decoder
         why = f"it answers, but not as a Dask scheduler: {type(exc).__name__}"
-        raise _unreachable(scheduler, why) from None
+        raise _unreachable(scheduler, why, named, origin) from None
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
-        raise _unreachable(scheduler, f"it answers, but as {kind!r}, not as a Dask scheduler")
+        why = f"it answers, but as {kind!r}, not as a Dask scheduler"
+        raise _unreachable(scheduler, why, named, origin)
     return reply
 
 
-def _unreachable(scheduler: str, why: str) -> InputError:
-    return InputError(
-        f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({why}); give the address "
-        "a running scheduler prints (tcp://host:8786), or drop --scheduler to use this machine"
-    )
+def _unreachable(
+    scheduler: str, why: str, named: Named = argument_named, origin: str | None = None
+) -> InputError:
+    from dpriv.scheduler_address import unreachable
+
+    return unreachable(scheduler, why, named, origin)
 
 
-def _connect(scheduler: str) -> Client:
+def _connect(scheduler: str, named: Named) -> Client:
     """A Client of the scheduler at ``scheduler``; InputError (exit 2) when it cannot be reached."""
-    scheduler_identity(scheduler)
+    scheduler_identity(scheduler, named)
     before = dask.config.get("scheduler", None)
     try:
         return Client(scheduler, timeout=f"{CONNECT_SECONDS:g}s")
@@ -144,7 +160,7 @@ def _connect(scheduler: str) -> Client:
             dask.config.config.pop("scheduler", None)
         else:
             dask.config.set(scheduler=before)
-        raise _unreachable(scheduler, str(exc)) from None
+        raise _unreachable(scheduler, str(exc), named) from None
 
 
 #: A history of at most this many tuples may be read into the ``dpriv release`` process
@@ -276,6 +292,7 @@ def release_place(
     cluster: bool | None,
     start: LedgerStart | None = None,
     source: str | None = None,
+    named: Named = argument_named,
 ) -> Placement:
     """Where ``dpriv release``/``anonymize`` run, checked before any cluster starts: the input
     is refused at once when bad (:func:`dpriv.preflight.preflight`), then placed at
@@ -290,15 +307,17 @@ def release_place(
     from that frame (never read again), as is any input read here with ``--no-cluster``; one
     placed on a cluster is read again by the workers.
 
-    Raises InputError for ``--scheduler`` with ``--no-cluster`` (they contradict), or for a bad
-    input (:func:`dpriv.preflight.preflight`, which names the column and the fix).
+    Raises InputError for ``--scheduler`` with ``--no-cluster`` (they contradict; ``named``
+    words the arguments: ``scheduler`` and ``cluster=False`` in Python), or for a bad input
+    (:func:`dpriv.preflight.preflight`, which names the column and the fix).
     """
     from dpriv.preflight import preflight
 
     if scheduler and cluster is False:
+        address, local = named("scheduler"), named("cluster", False)
         raise InputError(
-            "--scheduler and --no-cluster contradict each other: drop --no-cluster to run on "
-            f"{scheduler}, or drop --scheduler to release in this process"
+            f"{address} and {local} contradict each other: drop {local} to run on {scheduler}, or drop "
+            f"{address} to release in this process"
         )
     if scheduler or cluster:
         preflight(frame, policy, source or "the input")
@@ -319,8 +338,7 @@ def _read_if_small(frame: pd.DataFrame | dd.DataFrame, source: str | None) -> pd
 
     fs, _, paths = fsspec.get_fs_token_paths(source)
     if source.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]):  # as dpriv.io.read_table
-        with dask.config.set(scheduler="threads"):
-            small = len(frame) <= SMALL_HISTORY_ROWS  # the Parquet footers: no data read
+        small = sum(parquet_rows(fs, p) for p in paths) <= SMALL_HISTORY_ROWS  # footers only: no data read
     else:
         small = sum(fs.size(path) for path in paths) <= SMALL_CSV_BYTES  # every file of a glob
     if not small:
@@ -347,16 +365,18 @@ def release_frame(
     *,
     scheduler: str | None = None,
     say: Callable[[str], None] = print,
+    named: Named = argument_named,
 ) -> Iterator[pd.DataFrame | dd.DataFrame]:
     """The input to release, for the duration of the release, at ``placement.place``
     (:func:`release_place`): persisted on the workers of the scheduler or of a LocalCluster
     (each view is a filter of it, never collected), or in this process on the threaded
     scheduler: the frame read here (pandas), else left lazy. numba's first
-    compile of a dpriv kernel, here or on a worker, is said once (:class:`CompileNotice`)."""
+    compile of a dpriv kernel, here or on a worker, is said once (:class:`CompileNotice`).
+    ``named`` words the arguments in what is said (``cluster=True``; the command's ``--cluster``)."""
     notice = CompileNotice(say)
     if placement.place != "process":
         address = scheduler if placement.place == "scheduler" else None
-        with dask_client(address, say=say, notice=notice), notice.listening():
+        with dask_client(address, say=say, notice=notice, named=named), notice.listening():
             yield placement.frame.persist()
         return
     with dask.config.set(scheduler="threads"), notice.listening():
@@ -365,8 +385,8 @@ def release_frame(
             plan = "to be released in this process, " if placement.size.largest_view else ""
             say(
                 f"{placement.size.describe()}: {plan}no Dask cluster started "
-                "(--cluster starts one, --scheduler ADDR uses yours)"
+                f"({named('cluster', True)} starts one, {named('scheduler', 'ADDR')} uses yours)"
             )
         else:
-            say("--no-cluster: to be released in this process on Dask's threaded scheduler")
+            say(f"{named('cluster', False)}: to be released in this process on Dask's threaded scheduler")
         yield placement.frame

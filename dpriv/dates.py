@@ -151,8 +151,9 @@ def _beyond_timestamps(value) -> bool:
     return not FIRST_DAY <= day <= LAST_DAY
 
 
-def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
-    """(rows, message) for a date QI that :func:`to_days` could not convert, else None."""
+def date_problem(col: pd.Series, name: str, *, csv: bool = False) -> tuple[np.ndarray, str] | None:
+    """(rows, message) for a date QI that :func:`to_days` could not convert, else None; ``csv``:
+    ``col`` is a CSV file's (:func:`dpriv.rows.missing_message`)."""
     if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
         return None
     present = col.notna().to_numpy()
@@ -166,7 +167,7 @@ def date_problem(col: pd.Series, name: str) -> tuple[np.ndarray, str] | None:
             "'no date' (9999-12-31, 0001-01-01)? correct or drop these rows"
         )
     if is_date_dtype(col.dtype) or not present.all():  # left as it was because a value is missing
-        return ~present, missing_message(name, "NaN/None/NaT")
+        return ~present, missing_message(name, "NaN/None/NaT", csv=csv)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # utc=True: texts of several offsets parse (to be refused below) on every pandas version

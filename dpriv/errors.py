@@ -1,4 +1,7 @@
-"""All dpriv exceptions. The CLI maps :class:`DprivError` subclasses to exit status 2."""
+"""All dpriv exceptions (and :func:`check_count`, the check of a count argument that raises
+one). The CLI maps :class:`DprivError` subclasses to exit status 2."""
+
+import numbers
 
 
 class DprivError(Exception):
@@ -29,3 +32,14 @@ class VerificationError(DprivError, RuntimeError):
 class ClusterError(RuntimeError):
     """The Dask cluster cannot run the work (no worker): not bad input, not dpriv's bug; the
     CLI ends with exit 3 as for a lost worker (dpriv/cli/failures.py)."""
+
+
+def check_count(name: str, value: object, meaning: str, *, optional: bool = False) -> None:
+    """InputError unless the argument ``name`` is a whole number >= 1 (or None when
+    ``optional``), naming the value given and what it counts (``meaning``): a 0 or -3 failed deep
+    inside Dask or pyarrow, a bool or a text was taken for a number."""
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        allowed = "a whole number >= 1" + (f" ({meaning}) or None" if optional else f" ({meaning})")
+        raise InputError(f"{name} must be {allowed}, not {value!r}")

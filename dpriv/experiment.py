@@ -34,6 +34,7 @@ from dpriv.experiment_files import check_out, check_views, write_output
 from dpriv.experiment_plots import knowledge_label, paper_knowledge, plot
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
+from dpriv.wording import Named, argument_named
 
 #: (t, j) of the Anatomy (bucketization) settings of the grid (issue 12, direction 3;
 #: docs/results/anatomy-8x2000/); each with :data:`ANATOMY`.
@@ -129,6 +130,7 @@ def run_experiment(
     knowledge: tuple[str, ...] = KNOWLEDGE,
     retrospective: bool = True,
     say: Callable[[str], None] = print,
+    named: Named = argument_named,
 ) -> dict[str, pd.DataFrame]:
     """Run the grid and write ``runs.csv``, ``gains.csv``, ``retro.csv``, ``frontier.csv`` and
     figures.
@@ -150,19 +152,22 @@ def run_experiment(
     knowledge, max_share and max_histogram_gain per knowledge, max_retro_gain, max_retro_share
     and max_retro_histogram_gain over every (release, as_of), rows_n_certain and rows_n_exit:
     how many (release, as_of) rows hold a certain value / a revealed terminal value).
+
+    A refusal (InputError, before anything is written) names the arguments as ``named`` words
+    them: ``out``, ``view_size`` (``dpriv experiment paper`` passes its flags: ``--out``).
     """
     out = Path(out)
     grid = grid or GRID
-    check_out(out, grid, [_name(m, p) for m, ps in grid.items() for p in ps])
+    check_out(out, grid, [_name(m, p) for m, ps in grid.items() for p in ps], named)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
-    check_views(mh.history, views, view_size, grid)
+    check_views(mh.history, views, view_size, grid, named)
     policy_file = out / "data" / "policy.toml"
-    if not policy_file.exists():
-        policy_file = write_history(out / "data", mh)
+    if not policy_file.exists():  # written last: without it, data/ holds at most what an interrupted
+        policy_file = write_history(out / "data", mh, overwrite=True)  # run generated (check_out)
     elif not pd.read_parquet(out / "data" / "history.parquet").equals(mh.history):
         raise InputError(
             f"{out / 'data'} holds another history (not views={views}, view_size={view_size}, "
-            f"attendance={attendance}, seed={seed}); nothing was written: choose another --out"
+            f"attendance={attendance}, seed={seed}); nothing was written: choose another {named('out')}"
         )
     # the experiment measures suppression along each method's grid (the paper's Fig. 3), so no
     # release is refused for it: max_suppression is lifted here, and reported per release instead

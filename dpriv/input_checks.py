@@ -11,7 +11,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 from dpriv._dispatch import is_dask, to_pandas
-from dpriv.errors import InputError, PolicyError
+from dpriv.errors import InputError, PolicyError, check_count
 from dpriv.hierarchy import hierarchy_domains
 from dpriv.inputs import policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
@@ -171,13 +171,13 @@ def date_hints_of(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> l
 
 def check_until(until: object) -> None:
     """InputError unless ``until`` (release the views up to this index) is None or an int >= 1."""
-    _check_count("until", until, "release the views up to this index")
+    check_count("until", until, "release the views up to this index", optional=True)
 
 
 def check_npartitions(npartitions: object) -> None:
     """InputError unless ``npartitions`` (Hilbert ranges per view) is None or an int >= 1 (0
     fell back to the default without a word, -3 failed deep inside Dask)."""
-    _check_count("npartitions", npartitions, "Hilbert ranges per view, --npartitions")
+    check_count("npartitions", npartitions, "Hilbert ranges per view, --npartitions", optional=True)
 
 
 def check_loop_args(until: object, npartitions: object, on_release: object) -> None:
@@ -187,11 +187,6 @@ def check_loop_args(until: object, npartitions: object, on_release: object) -> N
     check_npartitions(npartitions)
     if on_release is not None and not callable(on_release):
         raise InputError(f"on_release must be a function of (index, metrics) or None, not {on_release!r}")
-
-
-def _check_count(name: str, value: object, meaning: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InputError(f"{name} must be a whole number >= 1 ({meaning}) or None, not {value!r}")
 
 
 def missing_time(columns, policy: ReleasePolicy) -> str:

@@ -16,6 +16,34 @@ from dpriv.errors import InputError
 #: Schemes to suggest for an unknown one.
 _EXAMPLES = "file://, s3://, gs://, az://, https://, ..."
 
+#: A URL's scheme (``file:///x``, ``s3://b``, ``simplecache::s3://b``; also once pathlib has
+#: collapsed ``//``: ``file:/x``): two characters at least (a Windows drive ``C:`` is not one),
+#: then ``/`` or ``:`` (a folder named ``week:1`` is not one either).
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=[:/])")
+
+
+def url_scheme(text: str) -> str | None:
+    """The scheme of ``text`` when it is a URL (the first of a chain), else None (a path)."""
+    url = _URL.match(text)
+    return url[1] if url else None
+
+
+def file_url_path(text: str) -> str | None:
+    """The local path a ``file://`` URL names, as fsspec reads it (``file:///tmp/x`` and
+    ``file:/tmp/x``: ``/tmp/x``); None for any other URL or a path."""
+    if url_scheme(text) not in ("file", "local"):
+        return None
+    from fsspec.implementations.local import LocalFileSystem
+
+    return LocalFileSystem._strip_protocol(text)
+
+
+def path_hint(text: str) -> str:
+    """For a message refusing the URL ``text`` where a path is wanted: `` (here: /x)`` naming
+    the path of a ``file://`` URL, else nothing."""
+    local = file_url_path(text)
+    return f" (here: {local})" if local else ""
+
 
 def filesystem(path: str, what: str = "input") -> tuple[fsspec.AbstractFileSystem, list[str]]:
     """``(fs, paths)`` of ``path`` (:func:`fsspec.get_fs_token_paths`); ``what`` names the

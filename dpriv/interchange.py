@@ -234,6 +234,7 @@ def to_interchange(
     """
     if suppressed not in ("mark", "omit"):
         raise InputError(f"suppressed = {suppressed!r}: choose 'mark' (rows of '*', as ARX) or 'omit'")
+    lay = layout_of(list(released.columns), qi, sensitive)  # first: a table that is no released view
     if suppressed == "mark":
         if n_suppressed is None:
             raise InputError(
@@ -242,7 +243,6 @@ def to_interchange(
             )
         if int(n_suppressed) < 0:
             raise InputError(f"n_suppressed = {n_suppressed} is negative; it counts suppressed tuples")
-    lay = layout_of(list(released.columns), qi, sensitive)
     n = len(released)
     labels = released[GROUP]
     if labels.isna().any():

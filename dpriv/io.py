@@ -15,6 +15,7 @@ from typing import BinaryIO
 import dask.dataframe as dd
 import pandas as pd
 
+from dpriv import pending_interrupt
 from dpriv._dispatch import distributed_client, is_dask, meta_of
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.errors import InputError
@@ -52,6 +53,19 @@ def _check_parquet_footers(fs, root: str) -> None:
                 f"{root} holds Parquet files of different tables: {f} has columns {names}, {first[0]} "
                 f"has {first[1]}; a folder is read as the parts of one table: keep one table's parts in it"
             )
+
+
+def parquet_rows(fs, root: str) -> int:
+    """Rows of the Parquet file or folder ``root`` counted from its footers (no data read, and
+    no Dask meta: ``len()`` of a Dask frame builds a sample row of each column, which pyarrow
+    cannot cast for a narrow decimal such as ``decimal128(1, 1)``)."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for f in _folder_files(fs, root) if fs.isdir(root) else [root]:
+        with fs.open(f, "rb") as fh:
+            total += pq.read_metadata(fh).num_rows
+    return total
 
 
 def _folder_files(fs, root: str) -> list[str]:
@@ -156,7 +170,9 @@ def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int
     the permissions of an ordinary new file, ``0o666`` less the umask) and renamed over
     ``path``. ``data`` is the content, or a function that writes it to the open temp file (to
     stream a file larger than memory, see :func:`write_parquet`). If writing
-    raises, the temp file is removed and ``path`` is left as it was.
+    raises, the temp file is removed and ``path`` is left as it was. The rename is a safe point
+    of an interrupted command (:mod:`dpriv.pending_interrupt`): an interrupt whose exception was
+    discarded is raised there, so no file (a ledger's manifest: its commit) is put in place after it.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
@@ -168,6 +184,7 @@ def atomic_write(path: Path, data: bytes | Callable[[BinaryIO], None], mode: int
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, public_mode() if mode is None else mode)
+        pending_interrupt.raise_pending()
         os.replace(tmp, path)
     except OSError as exc:
         if exc.filename is None:  # a write or fsync on a full disk names no file: name the target

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dpriv.errors import LedgerError
+from dpriv.errors import LedgerError, check_count
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
 from dpriv.ledger_files import (
     LOCK,
@@ -60,7 +60,7 @@ from dpriv.ledger_manifest import (
 )
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.private_repr import ledger_repr
-from dpriv.state_parts import HeldState, held_state, read_state_files, staged_state, state_files
+from dpriv.state_parts import HeldState, dask_state, held_state, read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -331,13 +331,10 @@ class Ledger:
         For states too large for one process: a later release can read them in partitions of
         bounded size. There are no known divisions; a file with no rows gives one empty
         partition. Strings may come back as Arrow-backed strings (Dask's ``convert-string``).
+        InputError for a ``row_groups`` that is not a whole number >= 1, before any file is read.
         """
-        import dask.dataframe as dd
-
-        if row_groups < 1:
-            raise ValueError(f"row_groups must be a positive integer, not {row_groups!r}")
-        files = [str(f.absolute()) for f in self._readable_state(index)]  # workers may run elsewhere
-        return dd.read_parquet(files, split_row_groups=row_groups, index=False)
+        check_count("row_groups", row_groups, f"Parquet row groups of {ROW_GROUP:,} rows per partition")
+        return dask_state(self._readable_state(index), int(row_groups))
 
     def held_state(self, index: int) -> HeldState:
         """The state after release ``index`` as the next release takes it: a Dask DataFrame of
@@ -383,12 +380,12 @@ class Ledger:
         return pd.read_parquet(path) if path.exists() else None
 
     def read_metrics(self, index: int) -> ReleaseRecord:
-        """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`;
-        LedgerError when it is missing, not JSON, or not a JSON object."""
+        """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`; LedgerError
+        when it is missing, not JSON, not a JSON object, or not the ``metrics_sha256`` committed."""
         path = self.release_dir(index) / "metrics.json"
         if not path.is_file():
             self.check_committed(index)
-        record = read_json(path)  # read once: the record is built from it
+        record = read_json(path, next((e for e in self.committed() if e["index"] == index), None))
         problem = (
             "not a JSON object" if not isinstance(record, dict) else ReleaseRecord.number_problem(record)
         )

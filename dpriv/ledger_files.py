@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dpriv.errors import LedgerError
+from dpriv.input_url import path_hint, url_scheme
 from dpriv.io import TEMP_SUFFIX, atomic_write
 from dpriv.ledger_manifest import MANIFEST
 
@@ -26,26 +27,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 #: The released files of a release whose SHA-256 its manifest entry records (name -> entry key).
-RELEASED_DIGESTS = {"view.parquet": "view_sha256", "sensitive.parquet": "sensitive_sha256"}
-
-
-#: A URL's scheme, which a Path keeps (``file:///x`` -> ``file:/x``, ``simplecache::s3://b``):
-#: two characters at least (a Windows drive ``C:`` is not one), then ``/`` or ``:`` (a folder
-#: named ``week:1`` is not one either).
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=[:/])")
+#: metrics.json's is the digest of its figures without the seconds of each step
+#: (:func:`metrics_sha256`): two runs of the same history give the same manifest.
+RELEASED_DIGESTS = {
+    "view.parquet": "view_sha256",
+    "sensitive.parquet": "sensitive_sha256",
+    "metrics.json": "metrics_sha256",
+}
 
 
 def url_problem(root: str | Path, name: str = "the ledger") -> str | None:
     """Why ``root`` cannot be a ledger when it is a URL (``s3://bucket/L``, ``file:///x``): a
     ledger is a local folder (its commits rename files and hold a lock); None for a path.
-    ``name`` names it in the message (``--ledger``)."""
-    url = _URL.match(str(root))
-    if url is None:
+    ``name`` names it in the message (``--ledger``); ``root`` is echoed as given."""
+    scheme = url_scheme(str(root))
+    if scheme is None:
         return None
-    local = f" (here: {str(root).split(':', 1)[1]})" if url[1] == "file" else ""
     return (
-        f"{name} {root} is a URL ({url[1]}:), but a ledger is a folder of this machine's file system "
-        f"(on a cluster: a shared file system mounted at the same path on every worker): give its path{local}"
+        f"{name} {root} is a URL ({scheme}:), but a ledger is a folder of this machine's file system "
+        f"(on a cluster: a shared file system mounted at the same path on every worker): give its "
+        f"path{path_hint(str(root))}"
     )
 
 
@@ -58,11 +59,27 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def metrics_sha256(data: bytes) -> str:
+    """SHA-256 (hex) of a metrics.json's figures: the JSON object without ``seconds`` (the
+    step timings, which differ from run to run), written with sorted keys and no blanks.
+    Raises ValueError (json.JSONDecodeError, UnicodeDecodeError) when ``data`` is no JSON."""
+    record = json.loads(data.decode())
+    if isinstance(record, dict):
+        record = {k: v for k, v in record.items() if k != "seconds"}
+    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _digest(path: Path) -> str:
+    """The digest a manifest records for the released file ``path`` (:data:`RELEASED_DIGESTS`)."""
+    return metrics_sha256(path.read_bytes()) if path.name == "metrics.json" else file_sha256(path)
+
+
 def released_digests(rdir: Path) -> dict[str, str]:
-    """The manifest fields ``view_sha256`` (and ``sensitive_sha256`` for an Anatomy release) of
-    the files of a release folder, as just written."""
+    """The manifest fields ``view_sha256``, ``metrics_sha256`` (and ``sensitive_sha256`` for an
+    Anatomy release) of the files of a release folder, as just written."""
     found = {key: rdir / name for name, key in RELEASED_DIGESTS.items()}
-    return {key: file_sha256(path) for key, path in found.items() if path.is_file()}
+    return {key: _digest(path) for key, path in found.items() if path.is_file()}
 
 
 def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
@@ -76,13 +93,28 @@ def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
                 f"{rdir / name} is missing (release {entry['index']} is listed in manifest.json): "
                 "the ledger is damaged; restore it from a backup"
             )
-        if recorded is not None and file_sha256(rdir / name) != recorded:
-            raise LedgerError(
-                f"{rdir / name} is not the file release {entry['index']} committed (its SHA-256 is "
-                f"not the {key} manifest.json records): it, or that digest in manifest.json, was "
-                "changed after the release; restore the ledger from a backup (dpriv cannot tell "
-                "which of the two holds what was published)"
-            )
+        if recorded is not None and _same(rdir / name, recorded) is False:
+            raise changed_since_commit(rdir / name, entry)
+
+
+def _same(path: Path, recorded: str) -> bool | None:
+    """Whether ``path`` has the digest ``recorded``; None for a metrics.json that is no JSON
+    (its reader names that)."""
+    try:
+        return _digest(path) == recorded
+    except ValueError:
+        return None
+
+
+def changed_since_commit(path: Path, entry: dict[str, Any]) -> LedgerError:
+    """The refusal of a released file (``path``: ``releases/<i>/<name>``) whose SHA-256 is not
+    the one the manifest ``entry`` of its release records (:data:`RELEASED_DIGESTS`)."""
+    return LedgerError(
+        f"{path} is not the file release {entry['index']} committed (its SHA-256 is not the "
+        f"{RELEASED_DIGESTS[path.name]} manifest.json records): it, or that digest in manifest.json, "
+        "was changed after the release; the ledger is damaged: restore it from a backup (dpriv "
+        "cannot tell which of the two holds what was published)"
+    )
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
@@ -277,16 +309,33 @@ def restore_file(path: Path, content: bytes | None) -> None:
         atomic_write(path, content)
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, entry: dict[str, Any] | None = None) -> Any:
     """The JSON of a ledger file; LedgerError naming the file when it is missing or damaged
-    (a report or an attack on a ledger must not pass one off as a dpriv bug)."""
+    (a report or an attack on a ledger must not pass one off as a dpriv bug). ``entry``: the
+    manifest entry of the release a released file (``releases/<i>/metrics.json``) belongs to;
+    LedgerError (:func:`changed_since_commit`) when the figures read no longer have the
+    digest it records (:func:`metrics_sha256`: an edited figure would be shown as the
+    release's); an entry without that digest (an earlier ledger's) is not compared."""
     try:
-        return json.loads(path.read_text())
+        data = path.read_bytes()  # read once: the digest and the JSON are of the same bytes
     except FileNotFoundError:
         raise LedgerError(
             f"ledger file {path} is missing: the ledger is damaged; restore it from a backup"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LedgerError(
-            f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
-        ) from None
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    try:
+        record = json.loads(data.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _unreadable(path, exc) from None
+    recorded = (entry or {}).get(RELEASED_DIGESTS.get(path.name, ""))
+    if recorded is not None and path.name == "metrics.json" and metrics_sha256(data) != recorded:
+        raise changed_since_commit(path, entry)
+    return record
+
+
+def _unreadable(path: Path, exc: Exception) -> LedgerError:
+    """The refusal of a ledger file that cannot be read or parsed (``exc`` says why)."""
+    return LedgerError(
+        f"ledger file {path} cannot be read ({exc}): the ledger is damaged; restore it from a backup"
+    )

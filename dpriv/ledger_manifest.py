@@ -86,8 +86,8 @@ def entries_problem(entries: list[dict[str, Any]]) -> str | None:
     """What is wrong with the committed releases' entries of a manifest, else None: releases
     are committed one after the other from 1; the input view's digest ``input_sha`` (a string;
     a ledger written by hand may lack it: its views are then not compared), ``state_buckets`` (a
-    count), ``policy_sha256``, ``view_sha256`` and ``sensitive_sha256`` (strings) are optional
-    (earlier ledgers lack all but the first)."""
+    count), ``policy_sha256``, ``view_sha256``, ``sensitive_sha256`` and ``metrics_sha256``
+    (strings) are optional (earlier ledgers lack all but the first)."""
     for pos, entry in enumerate(entries, start=1):
         index = entry.get("index")
         if isinstance(index, bool) or index != pos:
@@ -97,7 +97,7 @@ def entries_problem(entries: list[dict[str, Any]]) -> str | None:
         buckets = entry.get("state_buckets", 1)
         if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
             return f"release {pos} has state_buckets {buckets!r}, not a positive whole number"
-        for key in ("policy_sha256", "view_sha256", "sensitive_sha256"):
+        for key in ("policy_sha256", "view_sha256", "sensitive_sha256", "metrics_sha256"):
             if not isinstance(entry.get(key, ""), str):
                 return f"release {pos} has a {key} that is not a digest"
     return None

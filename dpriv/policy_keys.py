@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpriv.errors import PolicyError
+from dpriv.wording import flag_named
 
 if TYPE_CHECKING:
     from dpriv.policy import ReleasePolicy
@@ -349,4 +350,4 @@ def overrides_named(given: Mapping[str, Any]) -> str:
 
 def flags_named(given: Mapping[str, Any]) -> str:
     """How a refusal names the flags of a ``dpriv`` command: ``--tt, --max-suppression``."""
-    return ", ".join(f"--{k.replace('_', '-')}" for k in given)
+    return ", ".join(flag_named(k) for k in given)

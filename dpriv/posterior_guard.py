@@ -262,8 +262,8 @@ def guard_posteriors(
     if is_dask(assigned):
         raise PolicyError(
             f"posterior_bound = {policy.posterior_bound} is applied on the pandas path only and this "
-            "view went through Dask: for `dpriv anonymize` use --no-cluster, or remove "
-            "posterior_bound from the policy"
+            "view went through Dask: for `dpriv anonymize` use --no-cluster (in Python: anonymize a "
+            "pandas DataFrame, e.g. view.compute()), or remove posterior_bound from the policy"
         )
     rows = assigned.sort_values([LABEL, policy.id], kind="stable")
     stats = group_stats(rows, policy)
@@ -302,7 +302,8 @@ def refuse_unsupported(policy: ReleasePolicy, sizes: list[int], max_view: int, m
         f"posterior_bound = {policy.posterior_bound} is applied on the pandas path only (views of "
         f"at most {max_view:,} tuples, histories of at most {max_history:,}); this history has "
         f"{max(sizes):,} tuples in its largest view and {sum(sizes):,} in all, released through "
-        "Dask even with --no-cluster: remove posterior_bound from the policy or release smaller histories"
+        "Dask even with --no-cluster (in Python: even from a pandas DataFrame): remove posterior_bound "
+        "from the policy or release smaller histories"
     )
 
 

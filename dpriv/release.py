@@ -60,6 +60,7 @@ from dpriv.ledger_files import discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
+from dpriv.new_ids import check_new_ids
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
@@ -107,6 +108,7 @@ def release_history(
     on_release: Callable[[int, ReleaseRecord], None] | None = None,
     method: str = "jsreduce",
     allow_repeated_view: bool = False,
+    allow_new_ids: bool = False,
 ) -> Ledger:
     """Release every view of ``history`` not yet committed in the ledger, in order.
 
@@ -129,6 +131,8 @@ def release_history(
         the client; the defender's PK/RBK cycle and the ledger are the same for all methods.
     allow_repeated_view : release a view holding exactly the rows of an earlier one (refused by
         default: :func:`dpriv.release_check.check_repeated`).
+    allow_new_ids : release a view whose ids are almost all unknown after views whose
+        respondents came back (refused by default: :func:`dpriv.new_ids.check_new_ids`).
 
     Raises
     ------
@@ -171,6 +175,8 @@ def release_history(
         n_state, state_buckets = (held.rows, held.buckets) if held else (0, None)
         nparts = npartitions or policy.npartitions or 2
         todo = [i for i in indices if i not in committed]
+        if not allow_new_ids:  # a week of ids written otherwise: refused before anything is written
+            check_new_ids(history, policy, summaries, todo, ledger, held)
         if todo:  # before any work; nothing to release: a user's file there is no obstacle
             ledger.prepare_next()
         # IE counts of the views before the first release to make, once; then view by view

@@ -28,11 +28,12 @@ import pyarrow.parquet as pq
 
 from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import InputError, LedgerError
+from dpriv.id_format import shape_of, views_not_numbers
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.ledger_manifest import MANIFEST
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import bound_dtype
-from dpriv.rows import MAX_ROWS_SHOWN, BadRow, describe, input_file
+from dpriv.rows import MAX_ROWS_SHOWN, BadRow, describe, input_file, spans
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def resumed_types(history, policy: ReleasePolicy, ledger_dir: str | Path):
         return history
     meta = meta_of(history)
     changed = []
-    for rec in recorded_types(ledger, max(int(e["index"]) for e in entries), policy):
+    last = max(int(e["index"]) for e in entries)
+    for rec in recorded_types(ledger, last, policy):
         if rec.column not in meta.columns:  # another column set: the policy check names it
             continue
         now = meta[rec.column].dtype
@@ -131,7 +133,7 @@ def resumed_types(history, policy: ReleasePolicy, ledger_dir: str | Path):
             history = _cast_ids(history, policy.id, rec)
     if changed:
         also = "".join(f"; also: column {r.column!r} is {t} (the ledger: {r.shown})" for r, t in changed[1:])
-        raise InputError(_message(history, policy, *changed[0]) + also)
+        raise InputError(_message(history, policy, *changed[0], view=last + 1) + also)
     return history
 
 
@@ -162,9 +164,10 @@ class Cause(NamedTuple):
     example: str
 
 
-def _message(history, policy: ReleasePolicy, rec: Recorded, now) -> str:
+def _message(history, policy: ReleasePolicy, rec: Recorded, now, view: int) -> str:
     """Why the type of ``rec.column`` (``now`` in the input) cannot differ from the ledger's,
-    what made it so (a CSV's lines such as ``64.0``) and how to convert it back."""
+    what made it so (a CSV's lines such as ``64.0``) and how to convert it back. ``view``: the
+    next view to release."""
     c = rec.column
     cause = _cause(history, policy, rec, now)
     head = f"{c!r} is {now} in this input where the ledger recorded {rec.shown} ({rec.where}){cause.text}"
@@ -172,11 +175,12 @@ def _message(history, policy: ReleasePolicy, rec: Recorded, now) -> str:
         value = _first(history[c])  # a real id for the example
         other = _as_family(value, rec.family)  # the same text for an object column of ints
         pair = f"{value!r} and {other!r}" if repr(value) != repr(other) else "an id and it as another type"
+        where, fix = _text_ids(history, policy, rec, now, view)
         return (
-            f"id column {head}; the new views are joined with the respondents' state on the id, by "
-            f"value and type ({pair} are two respondents), so each of their tuples would be released "
+            f"id column {head}{where}; the new views are joined with the respondents' state on the id, "
+            f"by value and type ({pair} are two respondents), so each of their tuples would be released "
             "as if its respondent had no history: the sequential defense would be off without a word; "
-            f"{_fix(rec, now, cause)}"
+            f"{fix or _fix(rec, now, cause)}"
         )
     what = "QI" if c in policy.qi else "sensitive column"
     publish = bound_dtype(now) if rec.bounds else now
@@ -185,6 +189,28 @@ def _message(history, policy: ReleasePolicy, rec: Recorded, now) -> str:
     return (
         f"{what} {head}; the next release would publish it as {publish} where the committed "
         f"releases hold {rec.shown}{differ}: {_fix(rec, now, cause)}"
+    )
+
+
+def _text_ids(history, policy: ReleasePolicy, rec: Recorded, now, view: int) -> tuple[str, str | None]:
+    """For ids read as text where the ledger holds numbers: which views write them so, and,
+    when some ids are not numbers (``'R3977'``: pd.to_numeric cannot read them), the fix
+    (None: converting the column works). The ids' shape only, no id (:mod:`dpriv.id_format`)."""
+    if family(now) != "text" or rec.family == "text" or not policy.time:
+        return "", None
+    views, ids = views_not_numbers(history, policy.id, policy.time)
+    if not views:
+        return f"; every view holds its ids so, view {view} (the next to release) included", None
+    first, *rest = views
+    also = f"; so do views {spans(rest)}" if len(rest) > 1 else f"; so does view {rest[0]}" if rest else ""
+    where = (
+        f"; view {first} writes ids that are not numbers ({views[first]} of its ids, like "
+        f"{shape_of(ids)}{also})"
+    )
+    return where, (
+        f"pd.to_numeric cannot read such ids: give view {first} the ids its respondents have in the "
+        f"views released ({rec.shown}: the same respondent, the same id), or start a new ledger (a "
+        "ledger's column types are fixed by its first release)"
     )
 
 

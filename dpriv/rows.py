@@ -85,6 +85,14 @@ def input_file() -> InputFile | None:
     return _FILE.get()
 
 
+def csv_rows(whole: bool = True) -> bool:
+    """Whether the rows checked are those of a CSV file: the enclosing :func:`rows_of` names one
+    and the frame checked is that file, ``whole`` (not one view of a history). Read here, in the
+    command's process, and passed to the checks' kernels (on a Dask worker no file is named)."""
+    source = input_file()
+    return whole and source is not None and source.csv
+
+
 def bad_rows(part: pd.DataFrame, mask: np.ndarray, id_col: str, time_col: str | None) -> list[BadRow]:
     """The first :data:`MAX_ROWS_SHOWN` rows of ``part`` where ``mask`` (bool, shape (n,)) holds,
     then the first such row of each other time (view) of ``time_col``: a message names the views
@@ -108,9 +116,16 @@ def _missing(value: Any) -> bool:
         return False
 
 
-def missing_message(name: str, what: str = "NaN/None", *, every: bool = False) -> str:
+#: What a missing value is in a CSV file, said in :func:`missing_message` when the input is one.
+CSV_MISSING = "; in a CSV file: an empty cell, or a text pandas reads as missing such as NA, N/A, null, NaN"
+
+
+def missing_message(name: str, what: str = "NaN/None", *, every: bool = False, csv: bool = False) -> str:
     """The message of column ``name`` holding missing values (``what``: how they are held);
-    ``every``: it holds no value at all."""
+    ``every``: it holds no value at all. ``csv``: the rows are those of a CSV file
+    (:func:`csv_rows`), where a user sees no NaN: the message says what pandas reads as missing."""
+    if csv:
+        what += CSV_MISSING
     if every:
         return (
             f"column {name!r} has missing values ({what}) in every row: it holds no value at all; "
@@ -279,10 +294,17 @@ def placed(view: pd.DataFrame | dd.DataFrame, problems: pd.DataFrame) -> pd.Data
     if "part" not in problems.columns:
         return problems
     if len(problems):
-        lengths = view.map_partitions(len).compute().to_numpy()
+        lengths = partition_lengths(view)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         problems["rows"] = [place(r, int(offsets[p])) for r, p in zip(problems["rows"], problems["part"])]
     return problems.drop(columns="part").reset_index(drop=True)
+
+
+def partition_lengths(view: dd.DataFrame) -> np.ndarray:
+    """Rows of each partition of ``view``. The meta is given: without it (``len(view)``) Dask
+    builds a sample row of every column, which pyarrow cannot cast for a narrow decimal such as
+    ``decimal128(1, 1)`` (an internal error instead of the QI's type message)."""
+    return view.map_partitions(len, meta=(None, "int64")).compute().to_numpy()
 
 
 def problems_of(view: pd.DataFrame | dd.DataFrame, kernel, *args) -> pd.DataFrame:
@@ -298,12 +320,6 @@ _EXAMPLES = re.compile(r"\[[^\]]*\]|'[^']*'|\{[^}]*\}")
 MAX_OTHER_PROBLEMS = 3
 
 
-#: A missing-values message (:func:`missing_message`) up to the closing parenthesis of its
-#: "(NaN/None", and what a missing value is in a CSV file, said there when the input is one.
-_MISSING_HELD = re.compile(r"(has missing values \([^)]*)\)")
-CSV_MISSING = "; in a CSV file: an empty cell, or a text pandas reads as missing such as NA, N/A, null, NaN"
-
-
 def problems_message(
     problems: pd.DataFrame, id_col: str, time_col: str | None, *, whole: bool, checked: int | None = None
 ) -> str:
@@ -313,9 +329,7 @@ def problems_message(
     ``"; and N other problem(s)"``, so that fixing the first does not hide the next one.
     Each problem is a column and a message (its quoted example values aside: each partition
     names its own), its rows over all partitions (the first
-    :data:`MAX_ROWS_SHOWN` named, :func:`describe`; ``checked``: of the first rows checked).
-    Lines of a CSV file: a missing value is said to be an empty cell or a text such as NA."""
-    source = input_file() if whole else None
+    :data:`MAX_ROWS_SHOWN` named, :func:`describe`; ``checked``: of the first rows checked)."""
     texts = []
     # one problem over all partitions: its message up to the example values each partition names
     kind = problems["message"].map(lambda m: _EXAMPLES.sub("…", m))
@@ -325,8 +339,6 @@ def problems_message(
         key = (int(same["order"].min()), seen)  # as before: the smallest order, first found
         where = describe(rows, count, id_col, time_col, whole=whole, checked=checked)
         message = same["message"].iloc[0]
-        if source is not None and source.csv:
-            message = _MISSING_HELD.sub(lambda m: m[1] + CSV_MISSING + ")", message, count=1)
         texts.append((key, f"{views_prefix(rows, time_col)}{message} ({where})"))
     texts = [t for _, t in sorted(texts, key=lambda kt: kt[0])]
     out = texts[0]

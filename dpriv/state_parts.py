@@ -252,6 +252,15 @@ class HeldState:
     rows: int
 
 
+def dask_state(files: list[Path], row_groups: int) -> dd.DataFrame:
+    """The state in ``files`` as a Dask DataFrame of ``row_groups`` Parquet row groups per
+    partition (:meth:`dpriv.ledger.Ledger.read_state_dask`)."""
+    import dask.dataframe as dd
+
+    paths = [str(f.absolute()) for f in files]  # workers may run elsewhere
+    return dd.read_parquet(paths, split_row_groups=row_groups, index=False)
+
+
 def held_state(files: list[Path], nbuckets: int | None) -> HeldState:
     """The state parts ``files`` (:func:`state_files` order) for the next release: one Dask
     partition per bucket when ``nbuckets`` (the count the manifest recorded) is known and the

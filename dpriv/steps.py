@@ -16,6 +16,7 @@ import time
 
 import dask
 
+from dpriv import pending_interrupt
 from dpriv._dispatch import distributed_client, is_dask
 
 #: Show Dask's text progress bar (on stderr) for each persisted step; the CLI turns it on
@@ -35,7 +36,9 @@ class Steps:
         self._tick = time.perf_counter()
 
     def lap(self, name: str) -> None:
-        """Close step ``name``: the time since the previous lap (or the start)."""
+        """Close step ``name``: the time since the previous lap (or the start). A safe point: an
+        interrupt whose exception was discarded (:mod:`dpriv.pending_interrupt`) is raised here."""
+        pending_interrupt.raise_pending()
         now = time.perf_counter()
         self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._tick, 4)
         self._tick = now

@@ -29,9 +29,11 @@ from dpriv.rows import (
     PROBLEM_COLUMNS,
     BadRow,
     bad_rows,
+    csv_rows,
     input_file,
     lazy_problems,
     missing_message,
+    partition_lengths,
     placed,
     problems_message,
     problems_of,
@@ -105,7 +107,7 @@ def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source:
     ``view`` (every view of a history at once), so that
     one message names the bad rows of all views by their line in the input file (first
     :data:`MAX_ROWS_SHOWN`, then how many more). Raises InputError."""
-    problems = problems_of(view, partition_problems, policy)
+    problems = problems_of(view, partition_problems, policy, csv_rows())
     if not len(problems) and policy.time and policy.time in view.columns:
         problems = _duplicates(view, policy)
     if len(problems):
@@ -113,10 +115,11 @@ def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source:
         raise InputError(message if input_file() or policy.time else f"{source}: {message}")
 
 
-def _empty_problems(part: pd.DataFrame, policy: ReleasePolicy, names: list[str]) -> pd.DataFrame:
-    """The rows of ``part`` missing a value of ``names``, columns that hold no value at all."""
+def _empty_problems(part: pd.DataFrame, policy: ReleasePolicy, names: list[str], csv: bool) -> pd.DataFrame:
+    """The rows of ``part`` missing a value of ``names``, columns that hold no value at all
+    (``csv``: of a CSV file, :func:`dpriv.rows.missing_message`)."""
     found = [
-        (1, name, missing_message(name, every=True), _rows(part, mask, policy), int(mask.sum()))
+        (1, name, missing_message(name, every=True, csv=csv), _rows(part, mask, policy), int(mask.sum()))
         for name in names
         if (mask := part[name].isna().to_numpy()).any()
     ]
@@ -130,7 +133,8 @@ def check_some_value(
     inferred) that hold no value at all, before an inference that would find no domain."""
     empty = [c for c in data.columns if data[c].isna().all()]
     if empty:
-        message = first_problem(problems_of(view, _empty_problems, policy, empty), policy, whole=True)
+        problems = problems_of(view, _empty_problems, policy, empty, csv_rows())
+        message = first_problem(problems, policy, whole=True)
         raise InputError(message if input_file() or policy.time else f"{source}: {message}")
 
 
@@ -187,10 +191,11 @@ def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.
     return placed(view, lazy_problems(view, _duplicate_part, policy, dup.index).compute())
 
 
-def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
-    """Type problems of every policy column (:func:`dpriv.value_types.type_problems`) and the raw
-    problems of the text columns without a declared domain (:func:`raw_problems`)."""
-    typed = pd.DataFrame(type_problems(part, policy, _rows), columns=PROBLEM_COLUMNS)
+def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str], csv: bool) -> pd.DataFrame:
+    """Type problems of every policy column (:func:`dpriv.value_types.type_problems`; ``csv``: of
+    a CSV file) and the raw problems of the text columns without a declared domain
+    (:func:`raw_problems`)."""
+    typed = pd.DataFrame(type_problems(part, policy, _rows, csv=csv), columns=PROBLEM_COLUMNS)
     # a generalized value ('[45-52]', '*': order 1) is named before a mix of numbers and text (2)
     unusable = set(typed.loc[typed["order"] == 0, "column"])
     raw = raw_problems(part, policy, [c for c in columns if c not in unusable])
@@ -213,15 +218,15 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     missing_columns(view.columns, policy)
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
     if is_dask(view):
-        if len(view.head(1, npartitions=1, compute=True)) == 0 and len(view) == 0:
+        if len(view.head(1, npartitions=1, compute=True)) == 0 and not partition_lengths(view).any():
             raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     elif len(view) == 0:
         raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
     if not is_dask(view):
-        problems = _raw_all(view, policy, columns)
+        problems = _raw_all(view, policy, columns, csv_rows())
     else:  # with the kinds of ids each partition holds, in the same compute
         ids = view[policy.id].map_partitions(id_kinds, meta=ID_KINDS_META)
-        problems, kinds = dask.compute(lazy_problems(view, _raw_all, policy, columns), ids)
+        problems, kinds = dask.compute(lazy_problems(view, _raw_all, policy, columns, csv_rows()), ids)
         problems = placed(view, problems)
         if not len(problems) and kinds["kind"].nunique() > 1:
             shown = kinds.drop_duplicates("kind").set_index("kind")["example"]
@@ -239,8 +244,9 @@ def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> list[B
     return bad_rows(part, mask, policy.id, policy.time)
 
 
-def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """Problems of one frame as rows (order, column, message, rows); empty when valid."""
+def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = False) -> pd.DataFrame:
+    """Problems of one frame as rows (order, column, message, rows); empty when valid. ``csv``:
+    the frame is a CSV file's rows (:func:`dpriv.rows.csv_rows`), said in a missing value's message."""
     found: list[tuple] = []
 
     def add(order: int, column: str, mask: np.ndarray, message: str) -> None:
@@ -248,7 +254,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFram
             found.append((order, column, message, _rows(part, mask, policy), int(mask.sum())))
 
     for name in [policy.id, *policy.qi, policy.sensitive]:
-        add(1, name, part[name].isna().to_numpy(), missing_message(name))
+        add(1, name, part[name].isna().to_numpy(), missing_message(name, csv=csv))
     for name in policy.qi:
         col = part[name].dropna()
         if policy.kind(name) == "numeric":
@@ -334,8 +340,9 @@ def validate_view(
     if not policy.is_resolved():
         absent = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains]
         raise PolicyError(f"no domain for {absent}; declare [domains] or let dpriv infer them (resolve)")
+    csv = csv_rows(policy.time is None)  # as the message's lines: only for a view that is the whole file
     if is_dask(view):
-        problems = lazy_problems(view, partition_problems, policy)
+        problems = lazy_problems(view, partition_problems, policy, csv)
         counts = view.map_partitions(counts_and_digest, policy, meta=counts_meta(policy))
         ids = view[policy.id].value_counts()
         dups = ids[ids > 1]
@@ -343,7 +350,7 @@ def validate_view(
             problems, counts, dups.head(MAX_ROWS_SHOWN, npartitions=-1), view.shape[0]
         )
     else:
-        problems, counts = partition_problems(view, policy), counts_and_digest(view, policy)
+        problems, counts = partition_problems(view, policy, csv), counts_and_digest(view, policy)
         vc = view[policy.id].value_counts()
         dups, n = vc[vc > 1].head(MAX_ROWS_SHOWN), len(view)
     if len(problems):  # lines of the input file only for a view that is the whole file

@@ -123,10 +123,13 @@ def type_problems(
     part: pd.DataFrame,
     policy: ReleasePolicy,
     rows: Callable[[pd.DataFrame, np.ndarray, ReleasePolicy], list],
+    *,
+    csv: bool = False,
 ) -> list[tuple]:
     """Problems (order, column, message, rows, count) of the QI and sensitive columns' values.
 
     ``rows`` lists the first offending rows (:func:`dpriv.validate._rows`: :class:`dpriv.rows.BadRow`).
+    ``csv``: ``part`` holds a CSV file's rows (a missing date is said as a CSV holds it).
     """
     found: list[tuple] = []
 
@@ -140,7 +143,7 @@ def type_problems(
         vals = part[name]
         what = "sensitive column" if name == policy.sensitive else "QI"
         if name in policy.kinds and policy.kinds[name] == "date" and name != policy.sensitive:
-            problem = date_problem(vals, name)  # None once prepare_view made it days
+            problem = date_problem(vals, name, csv=csv)  # None once prepare_view made it days
             if problem is not None:
                 add(name, *problem)
             continue

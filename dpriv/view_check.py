@@ -25,6 +25,7 @@ from dpriv.input_checks import resolve_policy
 from dpriv.inputs import nfc_text, prepared
 from dpriv.policy import ReleasePolicy
 from dpriv.validate import check_unique_ids, codes
+from dpriv.wording import Named, argument_named
 
 
 def verify_view(
@@ -37,6 +38,7 @@ def verify_view(
     recorded: int | None = None,
     recorded_in: str = "its metrics.json",
     method: str = "jsreduce",
+    named: Named = argument_named,
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
 
@@ -48,7 +50,8 @@ def verify_view(
     (a truncated file is not a valid release), and exactly ``recorded`` tuples when the release
     recorded that many (``n_released`` of the metrics file ``recorded_in``): :func:`count_problems`.
     The groups are held to what ``method`` promises (:data:`dpriv.criteria.GUARANTEES`: a Mondrian
-    l-diversity release is checked for k and l, not t). Raises InputError / PolicyError.
+    l-diversity release is checked for k and l, not t). Raises InputError / PolicyError, naming
+    the arguments as ``named`` words them (``dpriv verify`` passes its flags: ``--original``).
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
@@ -58,18 +61,20 @@ def verify_view(
     if sensitive is not None and policy.sensitive in sensitive.columns:
         sensitive = sensitive.assign(**{policy.sensitive: nfc_text(sensitive[policy.sensitive])})
     if policy.id in original.columns:  # a respondent counted twice would skew every check
-        check_unique_ids(original, policy, "--original")
+        check_unique_ids(original, policy, named("original"))
     if policy.time and policy.time in original.columns:
         times = sorted(original[policy.time].unique().tolist())
         if view is None and len(times) > 1:
             raise InputError(
-                f"--original holds {len(times)} views ({policy.time} = {times[0]}..{times[-1]}); t is "
-                f"checked against the view a release was made from: pass --view <index>"
+                f"{named('original')} holds {len(times)} views ({policy.time} = {times[0]}..{times[-1]}); "
+                f"t is checked against the view a release was made from: pass {named('view', '<index>')}"
             )
         if view is not None:
             original = original[original[policy.time] == view]
             if original.empty:
-                raise InputError(f"--original has no rows with {policy.time} = {view}; it holds {times[:10]}")
+                raise InputError(
+                    f"{named('original')} has no rows with {policy.time} = {view}; it holds {times[:10]}"
+                )
     policy, _ = resolve_policy(original, policy)
     c = codes(original[policy.sensitive], policy.sensitive_domain)
     counts = np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain))
@@ -107,7 +112,7 @@ def count_problems(
     if n_released > n_view:
         problems.append(
             f"the release holds {n_released} tuples, more than the {n_view} of the view: a released row "
-            "was duplicated or added, or --original is not the view it was made from"
+            "was duplicated or added, or the original is not the view it was made from"
         )
     missing = n_view - n_released
     small = n_released == 0 and n_view < policy.k and policy.small_view != "refuse"

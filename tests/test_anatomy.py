@@ -346,7 +346,9 @@ def test_attacks_on_anatomy_equal_attacks_on_the_same_groups_generalized(history
     for kw in ({"deductions": False}, {"adversary": "retrospective", "attendance": 0.5}):
         a = attack(anat, mh.history, policy, "dk", **kw)
         b = attack(gen, mh.history, policy, "dk", **kw)
-        pd.testing.assert_frame_equal(a, b)
+        # the same figures; each stamped with its own ledger's releases (other files, other views_sha)
+        pd.testing.assert_frame_equal(a.drop(columns="views_sha"), b.drop(columns="views_sha"))
+        assert not (a["views_sha"] == b["views_sha"]).any() and a["views_sha"].str.len().eq(16).all()
         assert (a["adversary_gain"] > 0).any()  # a real attack, not an empty table
     # the counts come from the sensitive table: with one count moved the attack input is refused
     t1 = anat.read_sensitive(1)

@@ -1,17 +1,22 @@
 """Attack results land in LEDGER/attack/ (issue 16 item 4): `dpriv demo` and `dpriv attack`
 write the gain curve where `dpriv report` draws it, and the curve is the attack's."""
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from dpriv.attack import attack, gain_path, save_gain
+from dpriv.attack_stamp import STAMP, prefix_digests
 from dpriv.cli import app
-from dpriv.datasets import medical_history
+from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+from dpriv.report import gain_curves, render_report
 
 
 def test_gain_path_names():
@@ -49,11 +54,32 @@ def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
     pd.testing.assert_frame_equal(pd.read_csv(path)[cols], expected[cols])
     assert expected["release"].tolist() == [1, 2]
     worst = expected.loc[expected["adversary_gain"].idxmax()]
-    assert f"would leave {worst['histogram_gain']:.3f})" in " ".join(res.output.split())
+    printed = " ".join(res.output.split())
+    assert f"would leave {worst['histogram_gain']:.3f})" in printed
+    # the retrospective adversary (the generator's attendance, 1.0), recomputed independently
+    retro = attack(
+        Ledger(out / "ledger"),
+        medical_history(2, 300, seed=0).history,
+        policy,
+        "dk",
+        adversary="retrospective",
+        attendance=1.0,
+    )
+    written = pd.read_csv(out / "ledger" / "attack" / "retro_dk.csv")
+    cols = ["release", "as_of", "adversary_gain", "histogram_gain"]
+    pd.testing.assert_frame_equal(written[cols], retro[cols])
+    assert written[["release", "as_of"]].values.tolist() == [[1, 1], [1, 2], [2, 2]]
+    top = retro.loc[retro["adversary_gain"].idxmax()]
+    assert (
+        f"largest gain {top['adversary_gain']:.3f} on release {int(top['release'])} as of release "
+        f"{int(top['as_of'])} ({top['adversary_gain'] / worst['adversary_gain']:.1f}x the paper "
+        f"adversary's; as one QI-group that release would leave {top['histogram_gain']:.3f})"
+    ) in printed
 
     res = CliRunner().invoke(app, ["report", str(out / "ledger"), "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert "adversary gains: dk" in res.output and "no attack results" not in res.output
+    assert "retrospective adversary: dk (largest gain" in " ".join(res.output.split())
     page = (tmp_path / "r.html").read_text()
     assert "No attack results" not in page and "Adversary gain" in page
 
@@ -62,9 +88,12 @@ def test_demo_ledger_report_has_the_gain_curve(tmp_path, scheduler):
 def test_attack_without_out_writes_into_the_ledger(tmp_path, scheduler):
     out = tmp_path / "demo"
     res = CliRunner().invoke(
-        app, ["demo", "--views", "1", "--view-size", "200", "--out", str(out), "--scheduler", scheduler]
+        app,
+        ["demo", "--views", "1", "--view-size", "200", "--out", str(out), "--scheduler", scheduler]
+        + ["--no-retrospective"],
     )
     assert res.exit_code == 0, res.output
+    assert "retrospective" not in res.output and not (out / "ledger" / "attack" / "retro_dk.csv").exists()
     args = ["attack", str(out / "ledger"), "--history", str(out / "history.parquet"), "--policy"]
     res = CliRunner().invoke(app, [*args, str(out / "policy.toml"), "--knowledge", "snapshot"])
     assert res.exit_code == 0, res.output
@@ -98,3 +127,47 @@ def test_the_printed_gain_table_shows_zero_as_zero_and_says_what_a_dash_is():
     ]
     assert shown_gain(gain.iloc[1:]).splitlines()[-1].endswith("1.000000")  # no footnote without a dash
     assert "-0.000000" not in shown_gain(gain.assign(adversary_gain=-1e-17))
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory) -> list[tuple[Ledger, pd.DataFrame]]:
+    """Two ledgers of 2 views x 60 tuples of two histories (seeds 0 and 1; thresholds that
+    suppress nothing), each with its attack() frame (dk): the same releases 1, 2 and tuple counts,
+    other data."""
+    root = tmp_path_factory.mktemp("twins")
+    out = []
+    for seed in (0, 1):
+        mh = medical_history(n_views=2, view_size=60, seed=seed)
+        data = write_history(root / f"data{seed}", mh)
+        policy = ReleasePolicy.from_toml(data, t=1.0, j=1.0, k=3, max_suppression=1.0)
+        led = release_history(mh.history, policy, root / f"led{seed}")
+        out.append((led, attack(led, mh.history, policy, "dk", deductions=False)))
+    return out
+
+
+def test_another_ledgers_attack_frame_is_refused_by_its_views_sha(twins, tmp_path):
+    """save_gain(B's attack() frame, A) wrote it as A's gain curve: attack() returned no stamp,
+    and B's tuple counts (the check of an unstamped frame) are A's. Now attack() stamps its rows,
+    and a curve gain_curves() read from B's attack/ keeps the stamp."""
+    (a, ours), (b, theirs) = twins
+    assert theirs["n_tuples"].tolist() == ours["n_tuples"].tolist() == [60, 60]  # counts alike
+    assert ours[STAMP].tolist() == [prefix_digests(a)[r] for r in (1, 2)] != theirs[STAMP].tolist()
+    mine = tmp_path / "a"
+    shutil.copytree(a.root, mine, ignore=shutil.ignore_patterns("state"))
+    other = r"for release\(s\) \[1, 2\] were computed on other releases \(their views_sha differs"
+    with pytest.raises(InputError, match="the gains passed to save_gain " + other):
+        save_gain(theirs, mine, "dk")
+    assert not gain_path(mine, "dk").exists()
+    with pytest.raises(InputError, match="the gains of 'dk' " + other):
+        render_report(mine, gains={"dk": theirs})
+    path = save_gain(ours, mine, "dk")  # its own frame
+    assert pd.read_csv(path, dtype={STAMP: str})[STAMP].tolist() == ours[STAMP].tolist()
+    assert "adversary gain" in render_report(mine, gains={"dk": ours}).lower()
+    # the curves read from B's folder are B's
+    theirs_dir = tmp_path / "b"
+    shutil.copytree(b.root, theirs_dir, ignore=shutil.ignore_patterns("state"))
+    save_gain(theirs, theirs_dir, "dk")
+    curves = gain_curves(theirs_dir)
+    assert curves["dk"][STAMP].tolist() == theirs[STAMP].tolist()
+    with pytest.raises(InputError, match="the gains of 'dk' " + other):
+        render_report(mine, gains=curves)

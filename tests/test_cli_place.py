@@ -130,10 +130,20 @@ def test_flags_win_over_the_size():
 
 
 def test_scheduler_implies_a_cluster_and_contradicts_no_cluster():
-    """Item 2: --scheduler ADDR implies a cluster (that one): --cluster with it is redundant and
-    accepted, --no-cluster with it is the one contradiction, refused naming both flags."""
+    """Item 2: --scheduler ADDR implies a cluster (that one): --no-cluster with it is refused
+    naming both flags (both arguments in Python: they were named as flags there too); the
+    command refuses --cluster with it too, as it parses (dpriv.cli.repeats)."""
+    from dpriv.wording import flag_named
+
     frame = small_history()
-    with pytest.raises(InputError, match=r"--scheduler and --no-cluster contradict each other"):
+    flags = r"^--scheduler and --no-cluster contradict each other: drop --no-cluster to run"
+    with pytest.raises(InputError, match=flags):
+        place(frame, scheduler="tcp://h:8786", cluster=False, named=flag_named)
+    python = (
+        r"^scheduler and cluster=False contradict each other: drop cluster=False to run on "
+        r"tcp://h:8786, or drop scheduler to release in this process$"
+    )
+    with pytest.raises(InputError, match=python):
         place(frame, scheduler="tcp://h:8786", cluster=False)
 
 
@@ -239,7 +249,8 @@ def test_an_unreachable_scheduler_is_a_clear_input_error():
     connect timeout (20 s) through the same except (checked by hand: exit 2, nothing written)."""
     address = "notanaddress"
     before = dask.config.get("scheduler", None)
-    with pytest.raises(InputError, match=f"--scheduler {address}: cannot reach a Dask scheduler there"):
+    said = f"^scheduler {address}: cannot reach a Dask scheduler there.*drop scheduler to use"
+    with pytest.raises(InputError, match=said):
         with cluster_mod.dask_client(address, say=lambda _: None):
             pass
     assert dask.config.get("scheduler", None) == before  # the failed Client left no default behind
@@ -286,7 +297,7 @@ def test_a_port_that_is_no_scheduler_is_a_clear_input_error_within_the_timeout(m
     before = dask.config.get("scheduler", None)
     with _server(answer) as address:
         started = time.monotonic()
-        expected = f"--scheduler {address}: cannot reach a Dask scheduler there.*{why}"
+        expected = f"^scheduler {address}: cannot reach a Dask scheduler there.*{why}"
         with pytest.raises(InputError, match=expected):
             with cluster_mod.dask_client(address, say=lambda _: None):
                 pass
@@ -359,10 +370,11 @@ def test_anonymize_flags_scheduler_and_cluster_like_release(one_view, tmp_path, 
         return real(address, **kwargs)
 
     monkeypatch.setattr(cluster_mod, "dask_client", spy)
-    # --scheduler implies a cluster, that one: --cluster with it changes nothing
+    # --cluster starts a local cluster, --scheduler uses that one: refused before connecting (s33)
     res = anonymize(one_view, tmp_path / "o.parquet", "--scheduler", scheduler, "--cluster")
-    assert res.exit_code == 0, res.output
-    assert asked == [scheduler] and f"connected to {scheduler}" in res.output
+    assert res.exit_code == 2
+    assert "--scheduler and --cluster contradict each other" in res.output
+    assert asked == [] and not (tmp_path / "o.parquet").exists()
 
 
 def test_a_small_history_is_read_once(medical, tmp_path, monkeypatch):

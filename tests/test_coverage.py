@@ -337,7 +337,7 @@ def test_a_duplicated_row_is_named_by_its_groups_and_value():
     assert not report.ok
     assert report.problems[-3:] == [
         "the release holds 7 tuples, more than the 6 of the view: a released row was duplicated or "
-        "added, or --original is not the view it was made from",
+        "added, or the original is not the view it was made from",
         "QI-groups 10, 20 release 4 tuples with s = 'b' between them; their boxes hold 3 tuple(s) of the "
         "original with that value",
         WHY,

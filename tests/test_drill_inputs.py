@@ -94,6 +94,41 @@ def test_a_decimal_qi_is_refused_by_its_type(tmp_path):
     assert "min <= max" not in res.output
 
 
+def decimal_file(tmp_path, precision: int, scale: int):
+    """``small()`` with a QI ``x`` of Parquet type ``decimal128(precision, scale)``."""
+    values = pa.array([decimal.Decimal("0.5"), decimal.Decimal("0.1")] * 3, pa.decimal128(precision, scale))
+    src = tmp_path / "dec.parquet"
+    pq.write_table(pa.Table.from_pandas(small(), preserve_index=False).append_column("x", values), src)
+    return src
+
+
+DECIMAL_MESSAGE = r"QI 'x' holds decimal numbers \(decimal128\({}, {}\)\[pyarrow\], e\.g\. \[Decimal\('0\.5"
+
+
+@pytest.mark.parametrize("precision, scale", [(1, 1), (2, 2), (4, 1), (38, 1)])
+def test_a_decimal_qi_of_any_width_is_refused_by_its_type(tmp_path, precision, scale):
+    """decimal128(1, 1) was an internal error (ArrowInvalid): Dask's len() of the input builds a
+    sample value of each column, 1.0, which does not fit one digit after the point."""
+    res = anonymize(tmp_path, decimal_file(tmp_path, precision, scale), qi="age,x")
+    assert_refused(res, DECIMAL_MESSAGE.format(precision, scale), r"6 rows: row 1 \(respondent_id=1\)")
+
+
+def test_a_narrow_decimal_qi_of_a_dask_frame_is_refused_by_its_type(tmp_path):
+    """The Python API (and --cluster) check a Dask frame partition by partition: the rows of a
+    problem were placed by Dask's len() of each partition, the same internal error."""
+    import dask
+    import dask.dataframe as dd
+
+    from dpriv.errors import InputError
+    from dpriv.policy import ReleasePolicy
+    from dpriv.release import anonymize as release
+
+    frame = dd.read_parquet(decimal_file(tmp_path, 1, 1))
+    policy = ReleasePolicy(id="respondent_id", qi=["age", "x"], sensitive="disease", k=2, t=0.9, j=5)
+    with dask.config.set(scheduler="sync"), pytest.raises(InputError, match=DECIMAL_MESSAGE.format(1, 1)):
+        release(frame, policy)
+
+
 def test_a_missing_value_of_a_csv_is_said_to_be_an_empty_cell_or_a_text_such_as_na(tmp_path):
     src = tmp_path / "na.csv"
     src.write_text("respondent_id,age,sex,city,disease\n1,30,F,NA,flu\n2,31,M,Metz,cold\n3,32,F,,flu\n")
@@ -108,6 +143,20 @@ def test_a_missing_value_of_a_csv_is_said_to_be_an_empty_cell_or_a_text_such_as_
     res = anonymize(tmp_path, small().assign(city=["Metz", None, "Nancy"] * 2), suffix="parquet")
     assert_refused(res, r"column 'city' has missing values \(NaN/None\); dpriv refuses them")
     assert "CSV" not in res.output
+
+
+def test_a_missing_date_of_a_csv_is_said_to_be_an_empty_cell_too(tmp_path):
+    """The date check (dpriv.dates.date_problem) words its missing values as every other check."""
+    src = tmp_path / "dates.csv"
+    src.write_text("respondent_id,age,born,disease\n1,30,2001-01-02,flu\n2,31,,cold\n3,32,2003-04-05,flu\n")
+    res = run("anonymize", src, "--out", tmp_path / "o.csv", "--qi", "age,born", "--date", "born",
+              "--sensitive", "disease", *ARGS)  # fmt: skip
+    assert_refused(
+        res,
+        r"column 'born' has missing values \(NaN/None/NaT; in a CSV file: an empty cell, or a text pandas "
+        r"reads as missing such as NA, N/A, null, NaN\); dpriv refuses them by default",
+        r"\(1 rows: line 3 \(respondent_id=2\) of",
+    )
 
 
 def test_placeholders_of_the_first_rows_checked_are_counted_as_such(tmp_path):

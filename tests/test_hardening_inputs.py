@@ -623,7 +623,7 @@ def test_verify_refuses_an_original_holding_a_respondent_twice(cli, tmp_path):
     assert "duplicate 'rid' within one view" in r.output
     assert "line 6 (rid=4), line 32 (rid=4) of" in r.output and "ok: True" not in r.output
     policy = ReleasePolicy.from_dict({"id": "rid", "qi": QI.split(","), "sensitive": "s", "k": 3, "t": 1})
-    with pytest.raises(InputError, match=r"--original: duplicate 'rid' .* row 4 \(rid=4\), row 30"):
+    with pytest.raises(InputError, match=r"^original: duplicate 'rid' .* row 4 \(rid=4\), row 30"):
         verify_view(pd.read_parquet(out), doubled, policy)
 
 

@@ -5,7 +5,6 @@ pandas, matplotlib or pathlib, and nothing written (a fresh user's drill, sessio
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -185,7 +184,7 @@ def test_a_ledger_given_as_a_url_is_refused_before_anything_is_made(
         release_history(mh.history, pol, given)
     res = CliRunner().invoke(app, ["release", str(root / "g" / "history.parquet"), "--ledger", given])
     assert res.exit_code == 2, res.output
-    assert f"--ledger {Path(given)} is a URL ({scheme}:)" in res.output
+    assert f"--ledger {given} is a URL ({scheme}:)" in res.output  # as given: pathlib drops a '/' of '//'
     assert (f"give its path (here: {local})" in res.output) is (local is not None)
     assert list(tmp_path.iterdir()) == []  # no folder named after the URL
 

@@ -10,10 +10,13 @@ now exits 2 with the damaged file named and writes nothing.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 
 import pandas as pd
 import pytest
+from conftest import forget_digests
 from typer.testing import CliRunner
 
 from dpriv.cli import app
@@ -133,10 +136,14 @@ def test_anonymize_of_several_views_says_so(released):
 
 @pytest.mark.parametrize("content", ["{}", '{"seconds": 1.0}'])
 def test_a_release_whose_metrics_record_no_threshold_gets_no_verdict(released, tmp_path, content):
-    """``{}`` showed every figure missing and the verdict "within the policy"."""
-    root, _ = damaged(
-        released, tmp_path, lambda r: (r / "releases" / "2" / "metrics.json").write_text(content)
-    )
+    """``{}`` showed every figure missing and the verdict "within the policy". A ledger written
+    since records the file's digest (an edit is refused): one from before does not."""
+
+    def emptied(root):
+        (root / "releases" / "2" / "metrics.json").write_text(content)
+        forget_digests(root, "metrics_sha256")
+
+    root, _ = damaged(released, tmp_path, emptied)
     res = run(released, "report", root, "--out", tmp_path / "r.html")
     assert res.exit_code == 0, res.output
     page = (tmp_path / "r.html").read_text()
@@ -199,7 +206,6 @@ def test_the_manifest_records_each_released_files_sha256(released):
 def test_a_hand_edited_view_is_refused_by_every_command(released, tmp_path):
     """One group's age interval narrowed in release 2's view, rows and footer still whole:
     verify --ledger checked the edited groups and passed, export published them."""
-    import json
 
     def narrow(root):
         path = root / "releases" / "2" / "view.parquet"
@@ -218,11 +224,52 @@ def test_a_hand_edited_view_is_refused_by_every_command(released, tmp_path):
     refused(run(released, "report", root, "--out", tmp_path / "r.html"), *named)
     refused(release_onto(released, root), *named)
     assert snapshot(root) == before and not (tmp_path / "x.csv").exists()
-    manifest = json.loads((root / "manifest.json").read_text())  # a ledger from before the digests
-    for entry in manifest["releases"]:
-        del entry["view_sha256"]
-    (root / "manifest.json").write_text(json.dumps(manifest))
+    forget_digests(root, "view_sha256")  # a ledger from before the digests
     assert run(released, "verify", "--ledger", root, "--view", "1", "--history", hist).exit_code == 0
+
+
+def test_a_hand_edited_metrics_json_is_refused_by_every_reader(released, tmp_path):
+    """The drill: release 2's k_achieved 10 -> 50 and n_suppressed 0 -> 3: the report showed
+    "k 50 (within)" and "3 suppressed", verify --ledger said ok. The manifest records the
+    file's figures' SHA-256 (metrics_sha256, without the seconds), so every reader refuses it; a
+    ledger from before it does not. Timings alone may differ (a re-run's are other seconds)."""
+    from dpriv.errors import LedgerError
+    from dpriv.ledger import Ledger
+
+    entries = json.loads((released / "L" / "manifest.json").read_text())["releases"]
+    for entry in entries:  # an independent digest of the figures on disk, without the timings
+        record = json.loads((released / "L" / "releases" / str(entry["index"]) / "metrics.json").read_text())
+        assert isinstance(record.pop("seconds"), dict) and record["n_released"] > 0
+        canonical = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+        assert entry["metrics_sha256"] == hashlib.sha256(canonical).hexdigest()
+
+    def inflate(root):
+        path = root / "releases" / "2" / "metrics.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "k_achieved": 50, "n_suppressed": 3}))
+
+    retimed = tmp_path / "retimed"
+    shutil.copytree(released / "L", retimed)
+    path = retimed / "releases" / "2" / "metrics.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "seconds": {k: v + 1.5 for k, v in record["seconds"].items()}}))
+    assert Ledger(retimed).read_metrics(2)["k_achieved"] == record["k_achieved"]  # timings are not pinned
+
+    root, before = damaged(released, tmp_path, inflate)
+    named = ("releases/2/metrics.json is not the file release 2 committed", "metrics_sha256",
+             "changed after the release", "restore it from a backup")  # fmt: skip
+    hist = released / "h12.parquet"
+    refused(run(released, "verify", "--ledger", root, "--view", "2", "--history", hist), *named)
+    refused(run(released, "export", "--ledger", root, "--view", "1", "--out", tmp_path / "x.csv"), *named)
+    refused(run(released, "attack", root, "--history", hist, "--knowledge", "dk"), *named)
+    refused(run(released, "report", root, "--out", tmp_path / "r.html"), *named)
+    refused(release_onto(released, root), *named)
+    with pytest.raises(LedgerError, match="metrics.json is not the file release 2 committed"):
+        Ledger(root).read_metrics(2)  # the Python API (dpriv.report.tables, experiment) too
+    assert snapshot(root) == before and not (tmp_path / "x.csv").exists()
+    assert Ledger(root).read_metrics(1).n_released > 0  # an untouched release reads
+    forget_digests(root, "metrics_sha256")  # a ledger from before the digest: read as it is
+    assert Ledger(root).read_metrics(2)["k_achieved"] == 50
+    assert run(released, "report", root, "--out", tmp_path / "r.html").exit_code == 0
 
 
 def test_a_hand_edited_policy_json_is_refused_not_taken_up(released, tmp_path):

@@ -18,6 +18,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import forget_digests
 
 import dpriv.ledger as ledger_mod
 from dpriv.errors import LedgerError, PolicyError
@@ -437,7 +438,9 @@ def test_a_first_commit_that_fails_leaves_no_policy_behind(tmp_path, monkeypatch
 
 
 def test_a_metrics_file_with_text_for_a_number_is_named(ledger):
-    """report: internal ValueError (could not convert string to float: 'x')."""
+    """report: internal ValueError (could not convert string to float: 'x'). (A ledger written
+    since records the file's SHA-256 and refuses any edit: this one is from before.)"""
+    forget_digests(ledger.root, "metrics_sha256")
     path = ledger.release_dir(1) / "metrics.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "t_achieved": "x"}))
     with pytest.raises(LedgerError, match=r"holds no release's metrics \(t_achieved = 'x' is not"):

@@ -9,6 +9,7 @@ in the middle of the stream leaves no file, no temp file and the manifest as it 
 from __future__ import annotations
 
 import json
+import re
 import stat
 
 import dask
@@ -291,6 +292,23 @@ def test_read_state_dask_reads_in_row_group_partitions(tmp_path, object_strings)
         assert back["s"].dropna().tolist() == whole["s"].dropna().tolist()
     with pytest.raises(ValueError, match="row_groups"):
         led.read_state_dask(1, row_groups=0)
+
+
+@pytest.mark.parametrize("given", [0, -1, 1.5, True, "2", None])
+def test_read_state_dask_refuses_a_row_groups_that_is_no_count(tmp_path, given):
+    """Refused up front, naming the argument, the value and the allowed range: "2" and None
+    were TypeErrors of a comparison, 1.5 and True were taken as numbers of row groups."""
+    from dpriv.errors import InputError
+
+    led = ledger_with_one_release(tmp_path)
+    said = (
+        "row_groups must be a whole number >= 1 "
+        f"(Parquet row groups of 262,144 rows per partition), not {given!r}"
+    )
+    with pytest.raises(InputError, match=re.escape(said)):
+        led.read_state_dask(1, row_groups=given)
+    with pytest.raises(InputError, match="row_groups"):  # before the release index is looked up
+        led.read_state_dask(7, row_groups=given)
 
 
 def test_read_state_dask_of_an_empty_state(tmp_path):

@@ -306,6 +306,24 @@ def test_problems_message_merges_partitions_and_counts_the_rest():
     assert "'s'" not in msg and msg.endswith("; and 1 other problem(s)")
 
 
+def test_missing_message_says_what_a_missing_value_is_in_a_csv_file():
+    """The CSV clause is built by missing_message, given csv (it was patched into the finished
+    text by a regex in problems_message, which rewrote any message so worded)."""
+    from dpriv.rows import PROBLEM_COLUMNS, BadRow, missing_message, problems_message, rows_of
+
+    clause = "; in a CSV file: an empty cell, or a text pandas reads as missing such as NA, N/A, null, NaN"
+    said = missing_message("city", csv=True)
+    assert said.startswith(f"column 'city' has missing values (NaN/None{clause}); ")
+    assert missing_message("d", "NaN/None/NaT", every=True, csv=True).startswith(
+        f"column 'd' has missing values (NaN/None/NaT{clause}) in every row: "
+    )
+    assert "CSV" not in missing_message("city") + missing_message("city", every=True)
+    given = missing_message("city")  # a message as its kernel wrote it: not rewritten
+    found = pd.DataFrame([(1, "city", given, [BadRow(0, 0, 1, None)], 1)], columns=PROBLEM_COLUMNS)
+    with rows_of("in.csv"):
+        assert problems_message(found, "id", None, whole=True).startswith(given + " (")
+
+
 @pytest.mark.parametrize(
     ("flags", "named"),
     [

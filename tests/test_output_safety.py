@@ -180,8 +180,8 @@ def test_force_never_replaces_another_commands_file_in_the_ledgers_attack_folder
     assert not (out / "led" / RECORD).exists() and not (out / "led" / "releases" / RECORD).exists()
     before = snapshot(out / "led")
     res = cli("export", "--ledger", out / "led", "--view", "1", "--out", gain, "--force")
-    assert_refused(res, r"gain_dk\.csv was written by dpriv attack, not by dpriv export",
-                   "only a file an earlier dpriv export wrote")  # fmt: skip
+    assert_refused(res, r"gain_dk\.csv lies inside the release ledger",  # no export goes there
+                   "its attack/ folder takes only the results of dpriv attack and report")  # fmt: skip
     res = cli("report", out / "led", "--out", out / "led" / "policy.html", "--force")
     assert_refused(res, "lies inside the release ledger")
     assert snapshot(out / "led") == before
@@ -199,7 +199,7 @@ def test_force_never_replaces_another_commands_file_in_the_ledgers_attack_folder
     record = gain.parent / RECORD
     record.unlink()
     before = snapshot(out / "led")
-    res = cli("export", "--ledger", out / "led", "--view", "1", "--out", gain, "--force")
+    res = cli(*_attack(out, "--out", gain, "--force"))
     assert_refused(res, r"gain_dk\.csv is a result file of the release ledger .* without a record")
     res = cli(*_attack(out))
     assert_refused(res, r"gain_dk\.csv exists and no dpriv attack recorded writing it", "--out")

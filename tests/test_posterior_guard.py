@@ -113,7 +113,11 @@ def test_off_changes_nothing_and_is_not_in_the_fingerprint():
 
 def test_a_dask_membership_is_refused_with_what_to_do():
     asg = dd.from_pandas(_assigned([(1, 10, "a", 10, 0.5), (2, 11, "b", 10, 0.5)]), npartitions=1)
-    with pytest.raises(PolicyError, match="pandas path only and this view went through Dask.*--no-cluster"):
+    said = (  # raised deep inside a release: both the command's flag and the Python way
+        r"pandas path only and this view went through Dask: for `dpriv anonymize` use --no-cluster "
+        r"\(in Python: anonymize a pandas DataFrame, e\.g\. view\.compute\(\)\), or remove posterior_bound"
+    )
+    with pytest.raises(PolicyError, match=said):
         guard_posteriors(asg, _policy(0.9), np.array([1, 1]))
 
 
@@ -178,7 +182,8 @@ def test_a_history_too_large_for_the_in_process_path_is_refused_before_anything_
     mh = medical_history(n_views=2, view_size=60, seed=0)
     policy = ReleasePolicy.from_toml(write_history(tmp_path, mh), t=0.45, j=1.5, posterior_bound=0.9)
     monkeypatch.setattr(release_mod, "SMALL_VIEW_ROWS", 50)  # the 60-tuple views would go to Dask
-    with pytest.raises(PolicyError, match=r"pandas path only \(views of at most 50 tuples.*60"):
+    said = r"pandas path only \(views of at most 50 tuples.*60.*--no-cluster \(in Python: even from a pandas"
+    with pytest.raises(PolicyError, match=said):
         release_history(mh.history, policy, tmp_path / "led")
     assert not (tmp_path / "led").exists()
     monkeypatch.undo()

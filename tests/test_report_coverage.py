@@ -210,3 +210,76 @@ def test_python_paths_refuse_another_ledgers_stamped_gains(stale, other, tmp_pat
     assert not (copy / "attack" / "gain_dk.csv").exists()
     with pytest.raises(InputError, match=r"the gains of 'dk' for release\(s\) \[1, 2, 3\] were computed on"):
         render_report(copy, gains={"dk": theirs})
+
+
+def _copy_with_results(led: Path, tmp_path: Path) -> Path:
+    """A copy of ``led`` (its public files and attack/ results, not its state)."""
+    copy = tmp_path / "led"
+    shutil.copytree(led, copy, ignore=shutil.ignore_patterns("state"))
+    return copy
+
+
+@pytest.mark.parametrize("name", ["gain_dk.csv", "retro_dk.csv"])
+def test_a_blank_stamp_is_said_missing_with_what_to_do(name, stale, tmp_path):
+    """A stamped result whose views_sha was blanked on a row was refused as "differs from this
+    ledger's": the stamp is not another ledger's, it is missing."""
+    from dpriv.attack import save_gain
+    from dpriv.errors import InputError
+
+    copy = _copy_with_results(stale[0], tmp_path)
+    path = copy / "attack" / name
+    frame = pd.read_csv(path, dtype={"views_sha": str})
+    frame.loc[frame["release"] == 2, "views_sha"] = None
+    frame.to_csv(path, index=False)
+    res = _dpriv("report", copy, "--out", tmp_path / "r.html")
+    out = assert_refused(
+        res,
+        rf"the results in attack/{name} for release\(s\) \[2\] carry no views_sha",
+        "move the file away, then run dpriv attack again",
+    )
+    assert "differs" not in out
+    if name == "gain_dk.csv":  # the same frame passed in Python
+        said = r"for release\(s\) \[2\] carry no views_sha .*: run the attack on this ledger again"
+        with pytest.raises(InputError, match="the gains of 'dk' " + said):
+            render_report(copy, gains={"dk": frame})
+        path.unlink()
+        with pytest.raises(InputError, match="the gains passed to save_gain " + said):
+            save_gain(frame, copy, "dk")
+
+
+@pytest.mark.parametrize(
+    "name, key, said",
+    [("gain_dk.csv", ["release"], "release 2"), ("retro_dk.csv", ["release", "as_of"], "release 2 as of 2")],
+)
+def test_a_duplicated_row_of_a_result_file_is_named_with_its_file(name, key, said, stale, tmp_path):
+    """A row of attack/gain_dk.csv twice was refused as gains "passed to plot_gains()" (the
+    file was not named); one of retro_dk.csv was drawn without a word (its mean counted it twice)."""
+    copy = _copy_with_results(stale[0], tmp_path)
+    path = copy / "attack" / name
+    frame = pd.read_csv(path, dtype={"views_sha": str})
+    twice = frame[(frame[key] == 2).all(axis=1)]
+    pd.concat([frame, twice]).to_csv(path, index=False)
+    line = len(frame) + 2  # the header is line 1
+    res = _dpriv("report", copy, "--out", tmp_path / "r.html")
+    out = assert_refused(
+        res,
+        rf"attack/{name} holds {said} twice \(lines \d+ and {line}\): dpriv attack writes one row per",
+        "move the file away, then run dpriv attack again",
+    )
+    assert "plot_gains" not in out
+
+
+def test_a_stamp_read_as_a_number_keeps_its_leading_zeros(stale, monkeypatch):
+    """pandas.read_csv without dtype reads a column of stamps that are all decimal digits as
+    numbers: 0123456789012345 became 123456789012345, and the gains "differed" from the ledger's."""
+    import io
+
+    import dpriv.attack_stamp as stamp
+    from dpriv.ledger import Ledger
+
+    digits = {1: "0123456789012345", 2: "1234567890123456", 3: "abcdef0123456789"}
+    monkeypatch.setattr(stamp, "prefix_digests", lambda led: digits)
+    text = f"release,adversary_gain,views_sha\n1,0.1,{digits[1]}\n2,0.2,{digits[2]}\n"
+    frame = pd.read_csv(io.StringIO(text))
+    assert frame["views_sha"].dtype == "int64"
+    stamp.check_same_releases(frame, Ledger(stale[0]), "the gains", "attack this ledger")

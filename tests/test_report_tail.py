@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from dpriv.attack import GAIN_COLUMNS, RETRO_COLUMNS, attack
+from dpriv.attack_stamp import STAMP
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
@@ -59,7 +60,7 @@ def test_attack_frames_and_the_report_section(small):
     led, mh, policy = small
     paper = attack(led, mh.history, policy, "dk", deductions=False)
     retro = attack(led, mh.history, policy, "dk", adversary="retrospective", deductions=False)
-    assert list(paper.columns) == list(GAIN_COLUMNS) and list(retro.columns) == list(RETRO_COLUMNS)
+    assert list(paper.columns) == [*GAIN_COLUMNS, STAMP] and list(retro.columns) == [*RETRO_COLUMNS, STAMP]
     assert list(zip(retro["release"], retro["as_of"])) == [(1, 1), (1, 2), (2, 2), (1, 3), (2, 3), (3, 3)]
     assert retro["adversary_gain"].iloc[0] == pytest.approx(paper["adversary_gain"].iloc[0], abs=1e-12)
     assert (

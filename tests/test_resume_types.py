@@ -80,6 +80,33 @@ def test_text_ids_onto_a_ledger_of_integer_ids_are_refused_naming_both_types(bas
     assert f"id column '{ID}' is string in this input where the ledger recorded int64 (state/2/" in res.output
     assert f"('{first}' and {first} are two respondents)" in res.output
     assert f"frame['{ID}'] = pd.to_numeric(frame['{ID}']).astype('int64')" in res.output
+    assert "; every view holds its ids so, view 3 (the next to release) included;" in res.output
+    assert snapshot(root) == before
+
+
+def test_ids_that_are_no_numbers_onto_a_ledger_of_integer_ids_name_the_view_and_a_fix_that_works(
+    base, tmp_path
+):
+    """A drill (session 33): the new week's ids written 'R' + 6 digits; the advice was
+    pd.to_numeric(...), which fails on them, and no view was named. Now the view, how many of
+    its ids and their shape (no id) are named, and the fix is the ledger's ids."""
+    hist = history(base)
+    text = hist.astype({ID: str})
+    new = text["view"] == 3
+    text.loc[new, ID] = "R" + text.loc[new, ID].str.zfill(6)
+    text.to_parquet(tmp_path / "ids.parquet", index=False)
+    res, root, before = resumed(base, tmp_path, "int_ids", hist, tmp_path / "ids.parquet")
+    assert res.exit_code == 2, res.output
+    assert f"id column '{ID}' is string in this input where the ledger recorded int64 (state/2/" in res.output
+    assert (
+        f"; view 3 writes ids that are not numbers ({int(new.sum())} of its ids, like 1 letter + 6 digits);"
+        in (res.output)
+    )
+    assert (
+        "pd.to_numeric cannot read such ids: give view 3 the ids its respondents have in the views "
+        "released (int64: the same respondent, the same id), or start a new ledger"
+    ) in res.output
+    assert "pd.to_numeric(frame" not in res.output and "'R0" not in res.output
     assert snapshot(root) == before
 
 

@@ -150,7 +150,8 @@ class SqueuePoller(threading.Thread):
 
 def _ledger_files(ledger: Path) -> dict[str, bytes]:
     """Every file of a ledger; metrics.json without its timings (``seconds``), the only
-    field that may differ between two runs of the same release."""
+    field that may differ between two runs of the same release, and so manifest.json without
+    their digests."""
     files = {}
     for path in sorted(p for p in ledger.rglob("*") if p.is_file()):
         data = path.read_bytes()

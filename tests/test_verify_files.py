@@ -176,3 +176,23 @@ def test_a_release_saved_in_nfd_verifies_as_the_original_is_read(tmp_path):
     assert unicodedata.normalize("NFD", "Köln") in out.read_text(encoding="utf-8")
     res = run("verify", out, "--original", tmp_path / "v.csv", *flags)
     assert res.exit_code == 0 and "ok: True" in res.output, res.output
+
+
+def test_a_value_not_checked_says_so_with_what_the_release_recorded(anonymized):
+    """A drill: ``j_achieved: None`` with no word in the output (only --help said that j needs
+    the members' private priors and is checked by the release itself)."""
+    out, metrics = anonymized / "r.csv", anonymized / "r.csv.metrics.json"
+    res = run("verify", out, "--original", anonymized / "v.csv", *FLAGS)
+    assert res.exit_code == 0, res.output
+    assert "  j_achieved: None (not checked here: it needs the members' private priors; see the note)" in (
+        res.stdout.splitlines()
+    )
+    j = json.loads(metrics.read_text())["j_achieved"]
+    assert (
+        "note: j = 0.1 is not checked here: it needs the members' priors, which only the release has "
+        f"(it checked them before writing: metrics.json); {metrics} records j_achieved {j:.4f}"
+    ) in res.stderr.splitlines()
+    # a method that does not promise j: said on the value's line, no note
+    res = run("verify", out, "--original", anonymized / "v.csv", *FLAGS, "--method", "mondrian-t")
+    assert "  j_achieved: None (not checked: mondrian-t does not promise j)" in res.stdout.splitlines()
+    assert "note: j =" not in res.stderr

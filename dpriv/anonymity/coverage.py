@@ -39,13 +39,13 @@ from dpriv.validate import codes
 WHY = (
     "every released tuple must be a tuple of the original inside its group's box, with its own "
     "sensitive value (docs/released-format.md): a box or a value of the release was changed, a row "
-    "duplicated or added, or --original is not the view the release was made from"
+    "duplicated or added, or the original is not the view the release was made from"
 )
 #: Why a box wider than its candidates is wrong.
 WHY_TIGHT = (
     "a box is tight: its bounds are values of its members, its value set their values, its "
     "hierarchy node their lowest common node (docs/released-format.md): a box was widened after "
-    "the release, or --original is not the view the release was made from"
+    "the release, or the original is not the view the release was made from"
 )
 #: The sorted candidates of :func:`_edges` are used while they number at most this fraction of
 #: the (tuples x QI-groups) cells (a candidate costs a few gathers, a cell a few vector ops:

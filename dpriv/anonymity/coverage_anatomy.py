@@ -32,7 +32,7 @@ from dpriv.validate import codes
 WHY = (
     "every row of an Anatomy QI table must be a tuple of the original, and each QI-group's rows "
     "tuples with the sensitive values its sensitive table counts (docs/released-format.md): a row "
-    "or a count was changed, or --original is not the view the release was made from"
+    "or a count was changed, or the original is not the view the release was made from"
 )
 
 

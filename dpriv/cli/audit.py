@@ -153,10 +153,10 @@ def attack(
         if policy is not None:
             raise
         raise with_hint(exc) from None
-    from dpriv.attack_stamp import stamped
+    from dpriv.attack_stamp import STAMP
 
-    write_frame(stamped(gain, ledger), out, kind="attack", force=force, own=own)  # tied to the releases
-    typer.echo(shown_gain(gain))
+    write_frame(gain, out, kind="attack", force=force, own=own)  # with attack()'s views_sha per row
+    typer.echo(shown_gain(gain.drop(columns=STAMP)))  # the digests are for dpriv report, not the reader
     what = "per (release, as_of)" if adversary == "retrospective" else "per release"
     typer.echo(f"adversary gain and tail risk {what} written to {out}")
 

@@ -48,6 +48,8 @@ from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
 from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_new_ledger
+from dpriv.scheduler_address import chosen_scheduler
+from dpriv.wording import flag_named
 
 
 @app.command()
@@ -84,6 +86,7 @@ def anonymize(
     if add_row_id and id is not None:
         raise PolicyError("--add-row-id numbers the rows as the id: give it or --id C, not both")
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
+    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before the input is read
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -107,14 +110,14 @@ def anonymize(
     from dpriv.cluster import release_frame, release_place
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
-    placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input)
+    placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input, named=flag_named)
     from dpriv.inputs import said_unused
     from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
 
     said_unused()  # one of its notes, printed below
 
-    with release_frame(placement, scheduler=scheduler, say=_say) as frame:
+    with release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as frame:
         result = run(frame, pol, prior=prior)
     for note in result.notes:
         _say(note)
@@ -186,8 +189,9 @@ def _run_release(
     dates: str | None = None,
     cluster: bool | None = None,
     allow_repeated_view: bool = False,
+    allow_new_ids: bool = False,
 ) -> None:
-    from dpriv.input_checks import date_hints_of
+    from dpriv.input_checks import check_history, date_hints_of
     from dpriv.inputs import said_unused, unused_note
     from dpriv.io import read_table
 
@@ -208,8 +212,10 @@ def _run_release(
     # release in process (a small history is read once, here)
     start = ledger_start(ledger, pol.id) if ledger.is_dir() else None
     placement = release_place(
-        frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=history_path
+        frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=history_path, named=flag_named
     )
+    if placement.size is not None and placement.size.small:  # read here, cheap to check whole:
+        check_history(placement.frame, pol)  # a gap refused before the status line counts views left
     from dpriv import steps
     from dpriv.release import release_history
 
@@ -244,12 +250,12 @@ def _run_release(
     # on a cluster: persisted on the workers, each view a filter of it, never collected
     with (
         during_release(ledger, committed, scheduler),  # a lost worker or scheduler: exit 3, named
-        release_frame(placement, scheduler=scheduler, say=_say) as history,
+        release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as history,
     ):
         try:
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
-                allow_repeated_view=allow_repeated_view,
+                allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
             )  # fmt: skip
         except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
@@ -310,6 +316,14 @@ def release(
             "an earlier week's file sent again).",
         ),
     ] = False,
+    allow_new_ids: Annotated[
+        bool,
+        typer.Option(
+            "--allow-new-ids",
+            help="Release a view whose ids are almost all unknown after views whose respondents "
+            "came back (refused by default: ids written in another format; docs/ledger.md#new-ids).",
+        ),
+    ] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     cluster: Cluster = None,
@@ -324,6 +338,7 @@ def release(
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
     check_ledger_folder(ledger)
+    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,
         ledger=ledger if ledger.is_dir() else None,
@@ -345,7 +360,7 @@ def release(
     check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
-        allow_repeated_view,
+        allow_repeated_view, allow_new_ids,
     )  # fmt: skip
 
 

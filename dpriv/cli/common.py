@@ -32,7 +32,7 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     write_frame,
 )
 from dpriv.cli.pipe import ClosedPipeSafe
-from dpriv.cli.repeats import App
+from dpriv.cli.repeats import App, comma_names
 from dpriv.errors import DprivError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import rows_of
@@ -79,7 +79,13 @@ T = Annotated[float | None, typer.Option(help="EMD threshold in [0, 1].")]
 J = Annotated[float | None, typer.Option(help="JS threshold (bits, >= 0).")]
 
 
-Scheduler = Annotated[str | None, typer.Option(help="Address of an existing Dask scheduler.")]
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        help="Address of an existing Dask scheduler to run on (not with --cluster/--no-cluster); "
+        "default: Dask's scheduler-address config (DASK_SCHEDULER_ADDRESS) when set."
+    ),
+]
 
 
 Cluster = Annotated[
@@ -88,7 +94,8 @@ Cluster = Annotated[
         "--cluster/--no-cluster",
         help="Start a local Dask cluster (--cluster) or release in this process (--no-cluster); "
         "default: a cluster only when a view has over 50,000 tuples, the history over 500,000 "
-        "respondents or over 2,000,000 tuples (same bytes either way). --scheduler uses that scheduler.",
+        "respondents or over 2,000,000 tuples (same bytes either way). Not with --scheduler (that uses "
+        "the given scheduler).",
     ),
 ]
 
@@ -168,7 +175,7 @@ def command(fn):
         debug, scheduler = kwargs.get("debug", False), kwargs.get("scheduler")
         try:
             with (
-                sigterm_interrupts(),  # SIGTERM (timeout, systemd, SLURM) ends the command as Ctrl-C does
+                sigterm_interrupts(debug),  # SIGTERM (timeout, systemd, SLURM) ends it as Ctrl-C does
                 quiet_dask_logs(debug),
                 warnings.catch_warnings(),
                 rows_of(_input_file(fn.__name__, kwargs)),
@@ -249,9 +256,9 @@ Hierarchies = Annotated[
 
 def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePolicy:
     """``pol`` with ``--hierarchy COL=PATH`` items added to its ``[hierarchies]`` (flags win per
-    column; PATH made absolute, it is relative to the working folder). PolicyError names a
-    malformed item or a COL that is not a QI; the file itself is read and checked here
-    (InputError from :func:`dpriv.hierarchy.read_hierarchy`)."""
+    column; PATH made absolute, it is relative to the working folder, ``~`` expanded as in any
+    path). PolicyError names a malformed item or a COL that is not a QI; the file itself is read
+    and checked here (InputError from :func:`dpriv.hierarchy.read_hierarchy`)."""
     if not items:
         return pol
     given: dict[str, str] = {}
@@ -259,7 +266,7 @@ def with_hierarchies(pol: ReleasePolicy, items: list[str] | None) -> ReleasePoli
         col, sep, path = item.partition("=")
         if not sep or not col.strip() or not path.strip():
             raise PolicyError(f"--hierarchy {item!r}: write COL=PATH, e.g. --hierarchy education=edu.csv")
-        col, path = col.strip(), str(Path(path.strip()).absolute())
+        col, path = col.strip(), str(Path(path.strip()).expanduser().absolute())
         if col not in pol.qi:
             raise PolicyError(f"--hierarchy names {col!r}, which is not a QI ({pol.qi}): add it to --qi")
         if given.get(col, path) != path:
@@ -304,7 +311,7 @@ def with_categorical(pol: ReleasePolicy, categorical: str | None, dates: str | N
     as categorical (date); PolicyError names any that is not a QI."""
     kinds = dict(pol.kinds)
     for flag, kind, given in (("--categorical", "categorical", categorical), ("--date", "date", dates)):
-        names = [c.strip() for c in (given or "").split(",") if c.strip()]
+        names = comma_names(given)
         unknown = [c for c in names if c not in pol.qi]
         if unknown:
             raise PolicyError(f"{flag} names {unknown}, which are not QIs ({pol.qi}): add them to --qi")

@@ -13,6 +13,7 @@ import typer
 from dpriv.cli.commands import _run_release
 from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, _say, app, command, load_effective
 from dpriv.errors import InputError, LedgerError
+from dpriv.scheduler_address import chosen_scheduler
 
 
 @app.command()
@@ -31,14 +32,22 @@ def demo(
             "replaced (refused if changed since)."
         ),
     ] = False,
+    retrospective: Annotated[
+        bool,
+        typer.Option(
+            help="Also attack every release again once the whole history is out (the "
+            "retrospective adversary, who knows the generator's attendance): its largest gain is "
+            "what the history leaks in the end, often twice the paper adversary's; about as long "
+            "as the release itself."
+        ),
+    ] = True,
     debug: Debug = False,
 ) -> None:
-    """Generate the paper-setting history and release it with JS-reduce (in this process, or on a
-    local cluster with --cluster or for views over 50,000 tuples)."""
+    """Generate the paper-setting history, release it with JS-reduce (in this process, or on a
+    local cluster with --cluster or for views over 50,000 tuples) and attack it."""
     from dpriv.cli.outputs import check_outside_ledger, check_writable
-    from dpriv.cluster import scheduler_identity
     from dpriv.datasets import medical_history, write_history
-    from dpriv.datasets.files import GENERATED_FILES, check_generated
+    from dpriv.datasets.generated import GENERATED_FILES, check_generated
 
     check_outside_ledger(out, *GENERATED_FILES)  # raw data and a nested ledger inside a ledger
     folder = next(p for p in (out, *out.absolute().parents) if p.exists() or p.is_symlink())
@@ -48,8 +57,8 @@ def demo(
         raise InputError(
             f"--out {out}: {folder} is a file, not a folder; choose another --out: nothing was written"
         )
-    if scheduler:  # reached before anything is generated (the release would find out after)
-        scheduler_identity(scheduler)
+    # reached before anything is generated (the release would find out after)
+    scheduler = chosen_scheduler(scheduler, cluster, _say)
     led = out / "ledger"
     if not force and led.exists():
         raise LedgerError(
@@ -82,8 +91,32 @@ def demo(
     typer.echo(
         f"adversary with the generator's exact knowledge (full DK): largest gain "
         f"{worst['adversary_gain']:.3f} at release {int(worst['release'])} (E10; as one QI-group that "
-        f"release would leave {worst['histogram_gain']:.3f}); per release in "
-        f"{path}; the HTML report: dpriv report {shlex.quote(str(out / 'ledger'))}"
+        f"release would leave {worst['histogram_gain']:.3f}); per release in {path}"
+    )
+    if retrospective:
+        _retrospective(out / "ledger", mh, policy, float(worst["adversary_gain"]))
+    typer.echo(f"the HTML report: dpriv report {shlex.quote(str(out / 'ledger'))}")
+
+
+def _retrospective(ledger: Path, mh: Any, policy: Any, paper_gain: float) -> None:
+    """The retrospective adversary (full DK, the generator's attendance, exact deductions) on
+    every release as of every later one, written where ``dpriv report`` finds it, and its largest
+    gain printed beside the paper adversary's (docs/algorithms.md, retrospective adversary)."""
+    from dpriv.attack import attack as run_attack
+    from dpriv.cli.audit import default_out
+    from dpriv.cli.outputs import write_frame
+
+    attendance = float(mh.config["attendance"])
+    retro = run_attack(ledger, mh.history, policy, "dk", adversary="retrospective", attendance=attendance)
+    path = default_out(ledger, "dk", "retrospective")
+    write_frame(retro, path, kind="attack", own=True)  # stamped by attack(); a fresh ledger's own file
+    worst = retro.loc[retro["adversary_gain"].idxmax()]
+    ratio = f"{worst['adversary_gain'] / paper_gain:.1f}x the paper adversary's; " if paper_gain > 0 else ""
+    typer.echo(
+        f"the same adversary attacking each release again once later ones are out (retrospective, "
+        f"attendance {attendance:g}): largest gain {worst['adversary_gain']:.3f} on release "
+        f"{int(worst['release'])} as of release {int(worst['as_of'])} ({ratio}as one QI-group that "
+        f"release would leave {worst['histogram_gain']:.3f}); per (release, as_of) in {path}"
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpriv.cli.repeats import comma_names
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import recorded_base
@@ -69,7 +70,7 @@ def split_qi(flags: dict[str, Any]) -> None:
     text = flags.get("qi")
     if not isinstance(text, str):
         return
-    flags["qi"] = [q.strip() for q in text.split(",") if q.strip()]
+    flags["qi"] = comma_names(text)
     if not flags["qi"]:
         raise PolicyError(
             f"--qi {text!r} names no column: give the quasi-identifier columns, comma-separated "

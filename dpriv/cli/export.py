@@ -61,14 +61,16 @@ def export(
 ) -> None:
     """Write a released view as ARX and pyCANON read it: [lo-hi] and {a,b} in the QI columns,
     '*' rows for suppressed tuples, short G001 group labels."""
+    from dpriv.cli.outputs import check_outside_ledger
     from dpriv.dates import date_qi
-    from dpriv.interchange import to_interchange
+    from dpriv.interchange import layout_of, to_interchange
     from dpriv.io import atomic_write, made_folder, read_table
     from dpriv.ledger import SENSITIVE
 
     if sep not in SEPARATORS:
         raise InputError(f"--sep {sep!r}: choose ',', ';' or 'tab'")
     check_suffix(out, "export")  # CSV, the file ARX and pyCANON read (the release is the Parquet file)
+    check_outside_ledger(out)  # not even its attack/ folder, which takes attack results only
     if ledger is not None:
         led = ledger_view(ledger, released, view, "export")
         source = str(led.release_dir(view) / "view.parquet")
@@ -91,7 +93,13 @@ def export(
         )
     check_out(out, source, kind="export", force=force)
     n_suppressed = None
-    frame = read_table(source, what="released view").compute()
+    table = read_table(source, what="released view")
+    qi, sensitive = (None, None) if pol is None else (list(pol.qi), pol.sensitive)
+    try:  # a released view at all? (a history has no metrics: their absence is not what is wrong)
+        layout_of(list(table.columns), qi, sensitive)
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
+    frame = table.compute()
     if suppressed == "mark" and metrics is not None:
         try:
             record = json.loads(Path(metrics).read_text())
@@ -118,8 +126,8 @@ def export(
             )
     result = to_interchange(
         frame,
-        qi=None if pol is None else list(pol.qi),
-        sensitive=None if pol is None else pol.sensitive,
+        qi=qi,
+        sensitive=sensitive,
         n_suppressed=n_suppressed,
         suppressed=suppressed,  # type: ignore[arg-type]
         dates=None if pol is None else date_qi(pol),

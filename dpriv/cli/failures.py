@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dpriv.errors import ClusterError
+from dpriv.errors import ClusterError, DprivError
 
 #: Exit status of a command whose Dask cluster lost a worker or its scheduler: nothing
 #: half-written, the same command resumes (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C, 143 SIGTERM).
@@ -148,12 +148,15 @@ def loss_message(exc: BaseException, scheduler: str | None = None, command: str 
 def during_release(ledger: Path, committed: Callable[[], int], scheduler: str | None) -> Iterator[None]:
     """Turn a cluster failure inside the block into :class:`ClusterLost` naming the release
     being made, the one after the last committed: as the ledger's manifest says (a failure can
-    come between a commit and the command's report of it), else ``committed()`` (0: none)."""
+    come between a commit and the command's report of it), else ``committed()`` (0: none).
+    A :class:`~dpriv.errors.DprivError` passes as it is (exit 2)."""
     try:
         yield
     except BaseException as exc:
+        # bad input (exit 2) stays so, whatever its context: a scheduler found unreachable
+        # raises InputError from distributed's "Timed out trying to connect"
         if (
-            isinstance(exc, (KeyboardInterrupt, SystemExit, ClusterLost, ClusterError))
+            isinstance(exc, (KeyboardInterrupt, SystemExit, ClusterLost, ClusterError, DprivError))
             or cluster_loss(exc) is None
         ):
             raise

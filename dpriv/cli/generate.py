@@ -31,7 +31,11 @@ def generate_medical(
     attendance: Attendance = 1.0,
     seed: Seed = 0,
     scheduler: Annotated[
-        str | None, typer.Option(help="With --partitions: address of an existing Dask scheduler.")
+        str | None,
+        typer.Option(
+            help="With --partitions: address of an existing Dask scheduler (default: Dask's "
+            "scheduler-address config, DASK_SCHEDULER_ADDRESS, when set)."
+        ),
     ] = None,
     force: Annotated[
         bool,
@@ -56,7 +60,7 @@ def generate_medical(
         from dpriv.errors import InputError
 
         raise InputError("--scheduler goes with --partitions (the default build runs in this process)")
-    from dpriv.datasets.files import check_generated
+    from dpriv.datasets.generated import check_generated
 
     check_generated(out, overwrite=force, flag="--force")  # before the (long) generation
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
@@ -95,17 +99,21 @@ def _generate_medical_partitioned(
     """``generate medical --partitions N``: one view built and written by Dask workers."""
     from dpriv.cluster import dask_client
     from dpriv.datasets import write_medical_view
-    from dpriv.datasets.files import RECOMMENDED_DEFENSE, check_generated
+    from dpriv.datasets.files import RECOMMENDED_DEFENSE
+    from dpriv.datasets.generated import check_generated
     from dpriv.errors import InputError
+    from dpriv.scheduler_address import chosen_scheduler
+    from dpriv.wording import flag_named
 
-    check_generated(out, overwrite=force, flag="--force")
     if views != 1:
         raise InputError(
             f"--partitions builds one view (a first release): use --views 1, not {views}; "
             "several views are generated in this process (drop --partitions)"
         )
+    scheduler = chosen_scheduler(scheduler, None, _say)  # before any file is looked at
+    check_generated(out, overwrite=force, flag="--force")
     _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
-    with dask_client(scheduler, say=_say):
+    with dask_client(scheduler, say=_say, named=flag_named):
         policy_path = write_medical_view(
             out,
             view_size,
@@ -140,7 +148,11 @@ def experiment_paper(
     from dpriv.experiment import run_experiment
 
     check_folder(out)  # an existing folder dpriv can write in holds --out (as for dpriv generate)
-    tables = run_experiment(out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=_say)
+    from dpriv.wording import flag_named
+
+    tables = run_experiment(
+        out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=_say, named=flag_named
+    )
     typer.echo(tables["frontier"].to_string(index=False))
     typer.echo(f"tables and figures in {out}")
 
@@ -166,7 +178,7 @@ def generate_pbc(
     """The Mayo Clinic PBC cohort as yearly views (visit year -> view), ready for release."""
     from dpriv.cli.outputs import check_folder
     from dpriv.datasets import write_pbc
-    from dpriv.datasets.files import PBC_FILES, check_generated
+    from dpriv.datasets.generated import PBC_FILES, check_generated
 
     check_folder(out)
     check_generated(out, overwrite=force, flag="--force", files=PBC_FILES)  # before reading the cohort

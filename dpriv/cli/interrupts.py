@@ -1,18 +1,30 @@
 """A command interrupted: Ctrl-C (SIGINT, exit 130) or SIGTERM (what ``timeout``, systemd and
 SLURM send; exit 143 = 128 + 15). Both end the same way: the files being written are removed
 (each writer cleans up on an exception), one line on stderr says what stays, no traceback
-unless --debug."""
+unless --debug.
+
+Each interrupt is also recorded (:mod:`dpriv.pending_interrupt`): its exception, raised inside
+a gc callback or a ``__del__``, is discarded by Python, and the command's next safe point
+raises it again. From the interrupt on, the shutdown's noise is kept off stderr unless
+--debug: a local Dask cluster whose workers got the signal too (``timeout`` signals the whole
+process group) logs ``distributed.scheduler - ERROR`` lines and asyncio's "Future exception
+was never retrieved" tracebacks while it closes."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import signal
+import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import typer
+
+from dpriv import pending_interrupt
 
 
 class Terminated(KeyboardInterrupt):
@@ -20,21 +32,64 @@ class Terminated(KeyboardInterrupt):
     runs for it too)."""
 
 
-def _terminate(signum: int, frame: Any) -> NoReturn:
-    raise Terminated()
+class _Shutdown:
+    """Whether an interrupt arrived during the command (its shutdown is then quiet)."""
+
+    quiet = False
+
+
+def _quiet_shutdown() -> None:
+    """Keep the shutdown that follows an interrupt off stderr: every logger (distributed's, and
+    asyncio's, which reports the futures of a closed connection "never retrieved") and the
+    exceptions Python can only report ("Exception ignored in ..."); dpriv's own line is echoed."""
+    _Shutdown.quiet = True
+    logging.disable(logging.CRITICAL)
+
+
+def _interrupt(kind: type[KeyboardInterrupt], debug: bool, signum: int, frame: Any) -> NoReturn:
+    pending_interrupt.record(kind)  # before raising: the exception may be discarded (see module)
+    if not debug:
+        _quiet_shutdown()
+    raise kind()
+
+
+def _unraisable(previous: Callable[[Any], None], debug: bool, unraisable: Any) -> None:
+    """``sys.unraisablehook`` while a command runs: an interrupt discarded is recorded (a Ctrl-C
+    the default handler raised) and, as whatever shutdown noise follows an interrupt, not
+    printed unless --debug."""
+    interrupt = isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type, KeyboardInterrupt)
+    if interrupt:
+        pending_interrupt.record(unraisable.exc_type)
+    if debug or not (interrupt or _Shutdown.quiet):
+        previous(unraisable)
 
 
 @contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While active (in the main thread), SIGTERM raises :class:`Terminated`."""
+def sigterm_interrupts(debug: bool = False) -> Iterator[None]:
+    """While active (in the main thread), SIGTERM raises :class:`Terminated` and Ctrl-C its
+    KeyboardInterrupt (unless a handler of the caller's own is set), each also recorded; one
+    recorded and not raised by the command's end ends it as interrupted all the same. Unless
+    ``debug``, the shutdown after an interrupt prints nothing (:func:`_quiet_shutdown`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    pending_interrupt.clear()
+    previous_hook, logging_disabled = sys.unraisablehook, logging.root.manager.disable
+    kinds = {signal.SIGTERM: Terminated}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Python's own: raise as it does
+        kinds[signal.SIGINT] = KeyboardInterrupt
+    previous = {n: signal.signal(n, functools.partial(_interrupt, kind, debug)) for n, kind in kinds.items()}
+    sys.unraisablehook = functools.partial(_unraisable, previous_hook, debug)
     try:
         yield
+        pending_interrupt.raise_pending()  # discarded after the last safe point: still interrupted
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        sys.unraisablehook = previous_hook
+        pending_interrupt.clear()
+        _Shutdown.quiet = False
+        logging.disable(logging_disabled)
 
 
 def interrupt_of(exc: BaseException) -> KeyboardInterrupt | None:
@@ -49,13 +104,19 @@ def interrupt_of(exc: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
+#: What stays of an interrupted ``dpriv generate`` (dpriv/datasets/generated.py: each file
+#: recorded as it is written, so that --force replaces it).
+_GENERATED = (
+    "a file being written was removed; files written before it stay, recorded as dpriv's: run "
+    "the command again with --force to replace them"
+)
 #: What stays after an interrupted command, by command (the function's name); others write
 #: nothing, or one file whole or not at all.
 _STAYS = {
     "release": "the release being written is dropped, the ledger stays at its last committed release",
     "demo": "the release being written is dropped, the ledger stays at its last committed release",
-    "generate_medical": "a file being written was removed; files written before it stay",
-    "generate_pbc": "a file being written was removed; files written before it stay",
+    "generate_medical": _GENERATED,
+    "generate_pbc": _GENERATED,
     "experiment_paper": "a file being written was removed; files written before it stay",
 }
 

@@ -8,7 +8,7 @@ recorded in the hidden file ``.dpriv-outputs`` of its folder: a JSON object
 ``kind`` is the command that wrote it (``anonymize``, ``attack``, ``export``, ``report``;
 ``generate`` for the files of ``dpriv generate medical``, ``dpriv demo`` and
 :func:`dpriv.datasets.write_history`: ``history.parquet``, ``policy.toml``,
-``knowledge/*.npz``, see :func:`dpriv.datasets.files.check_generated`). An
+``knowledge/*.npz``, see :func:`dpriv.datasets.generated.check_generated`). An
 existing ``--out`` is replaced, and only with ``--force``, when that record says the same
 command wrote exactly these bytes (size and SHA-256 of the content): never a command's input,
 never a file of a release ledger other than its ``attack/`` folder, never a file another
@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.input_url import file_url_path, url_scheme
 from dpriv.ledger_files import file_sha256
 
 #: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
@@ -168,14 +169,15 @@ def ledger_of(path: Path) -> Path | None:
 
 def check_not_input(out: Path, *inputs: str) -> None:
     """Refuse (InputError, even with ``--force``) an output that is one of the ``inputs`` (the
-    same file under any spelling: relative, ``..``, symlink) or a file of a release ledger
+    same file under any spelling: relative, ``..``, symlink, ``~``, ``file://``) or a file of a release ledger
     other than its ``attack/`` folder (where ``dpriv attack`` writes): dpriv never overwrites
     its input or the ledger's record of what was released."""
     target = out.resolve()
     for given in inputs:
-        if "://" in given:
+        local = file_url_path(given) if url_scheme(given) else given  # file:///x is the file /x
+        if local is None:  # a remote input is never a local output
             continue
-        src = Path(given)
+        src = Path(local).expanduser()  # as fsspec reads it
         same = src.resolve() == target or (src.exists() and out.exists() and src.samefile(out))
         if same:
             raise InputError(
@@ -190,8 +192,9 @@ def check_outside_ledger(out: Path, *names: str, attack: bool = False, flag: str
     files are the record of what was released: the file ``out``; or, given the ``names`` of the
     files a command writes into the folder ``out`` (``history.parquet``, ``knowledge/dk.npz``),
     any of them (``out`` a ledger, inside one, or ``out/knowledge`` a ledger). ``attack``: the
-    ledger's ``attack/`` folder takes results (what ``dpriv attack``, ``report`` and ``export``
-    write). A folder that merely holds a ledger further down is not refused."""
+    ledger's ``attack/`` folder takes results (what ``dpriv attack`` and ``report`` write; not
+    ``dpriv export``'s copy of a view). A folder that merely holds a ledger further down is not
+    refused."""
     for path in [out / name for name in names] or [out]:
         ledger = ledger_of(path)
         if ledger is None or (attack and path.resolve().is_relative_to(ledger / "attack")):
@@ -204,9 +207,11 @@ def check_outside_ledger(out: Path, *names: str, attack: bool = False, flag: str
         else:
             where = f"would put {path.relative_to(out)} inside the release ledger {ledger}"
             fix = "choose another folder"
+        results = not attack and path.resolve().is_relative_to(ledger / "attack")  # say what it is for
         raise InputError(
             f"{flag} {out} {where}, whose files are the record of what was released"
             + (" (only its attack/ folder takes results)" if attack else "")
+            + (" (its attack/ folder takes only the results of dpriv attack and report)" if results else "")
             + f": nothing was written; {fix}"
         )
 

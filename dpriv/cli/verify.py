@@ -3,6 +3,7 @@ own policy) against the original it was made from."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 from typing import Annotated
@@ -30,7 +31,14 @@ from dpriv.cli.common import (
     with_categorical,
     with_hierarchies,
 )
-from dpriv.cli.verify_files import Recorded, ledger_release, metrics_beside, recorded_beside, sensitive_beside
+from dpriv.cli.verify_files import (
+    LEDGER_METRICS,
+    Recorded,
+    ledger_release,
+    metrics_beside,
+    recorded_beside,
+    sensitive_beside,
+)
 
 
 @app.command()
@@ -76,13 +84,15 @@ def verify(
     """Check a released view: k, distinct l and t per QI-group, its tuple count against the
     view's, and that the original's tuples fit the released boxes (exit 2 when one fails).
     j, rbk_closeness and posterior_bound need the adversary's priors of the members (private):
-    the release checks them before writing (metrics.json), so they are not checked here (a
-    note says so when the policy sets one). Beside a released file, its recorded tuple count
-    (OUT.metrics.json, or a ledger release's metrics.json) is checked too."""
+    the release checks them before writing (metrics.json), so they are not checked here
+    (j_achieved prints None and says why; a note gives the value the release recorded).
+    Beside a released file, its recorded tuple count (OUT.metrics.json, or a ledger release's
+    metrics.json) is checked too."""
     from dpriv.baselines import METHODS
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
+    from dpriv.wording import flag_named
 
     if original is not None and history is not None and original != history:
         raise InputError("give the original as --original or --history, not both")
@@ -157,9 +167,9 @@ def verify(
         recorded, recorded_in = led.read_metrics(view).n_released, "its metrics.json"
     else:
         recorded, recorded_in = _recorded(Path(released), found)
-    if method != "jsreduce":
-        from dpriv.criteria import promised
+    from dpriv.criteria import promised
 
+    if method != "jsreduce":
         typer.echo(f"  method: {method} (checked: {', '.join(promised(method))})")
     report = verify_view(
         rel,
@@ -170,15 +180,21 @@ def verify(
         recorded=recorded,
         recorded_in=recorded_in,
         method=method,
+        named=flag_named,  # its refusals name the flags: --original, --view <index>
     )
+    held = promised(method, pol.rbk_closeness)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):
-            typer.echo(f"{key:>12}: {val}")
-    for name in ("rbk_closeness", "posterior_bound"):
-        if getattr(pol, name) is not None:
+            typer.echo(f"{key:>12}: {val}{_unchecked(key, val, method, held)}")
+    metrics = (
+        led.release_dir(view) / LEDGER_METRICS if ledger is not None else (found.path if found else None)
+    )
+    for name in ("j", "rbk_closeness", "posterior_bound"):
+        if getattr(pol, name) is not None and (name != "j" or name in held):
             _say(
                 f"note: {name} = {getattr(pol, name)} is not checked here: it needs the members' priors, "
                 "which only the release has (it checked them before writing: metrics.json)"
+                + _recorded_value(metrics, f"{name}_achieved")
             )
     for p in report.problems:  # each kind already capped at 20 lines and a count of the rest
         typer.echo(f"  FAIL {p}")
@@ -186,6 +202,34 @@ def verify(
         _hints(Path(released), table is not None, method, report.problems)
     if not report.ok:
         raise typer.Exit(2)
+
+
+def _unchecked(key: str, value: object, method: str, held: tuple[str, ...]) -> str:
+    """Why an achieved value printed as None is not known here: ``" (...)"``, or ``""``. The
+    value line alone read as a failure, or a bug (a drill: ``j_achieved: None``)."""
+    if value is not None:
+        return ""
+    if key == "j_achieved":  # the verifier has the released groups, not the members' priors
+        return (
+            " (not checked here: it needs the members' private priors; see the note)"
+            if "j" in held
+            else f" (not checked: {method} does not promise j)"
+        )
+    if key in ("k_achieved", "l_achieved", "t_achieved"):
+        return " (no QI-group released)"
+    return ""
+
+
+def _recorded_value(metrics: Path | None, key: str) -> str:
+    """``"; <metrics> records <key> 0.5301"`` when the release's metrics file holds that number
+    (what the release checked before writing), else ``""``."""
+    try:
+        value = json.loads(metrics.read_text(encoding="utf-8")).get(key) if metrics else None
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return ""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return ""
+    return f"; {metrics} records {key} {value:.4f}"
 
 
 def _recorded(released: Path, found: Recorded | None) -> tuple[int | None, str]:

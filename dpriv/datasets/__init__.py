@@ -5,7 +5,8 @@
   :func:`medical_view_dask` (one large view, partition by partition);
 * ``pbc``: the Mayo Clinic PBC cohort as yearly views (a real longitudinal history);
 * ``files``: the files of ``dpriv generate medical`` / ``dpriv generate pbc`` (history,
-  knowledge, policy).
+  knowledge, policy);
+* ``generated``: which of them may be written or replaced, each written whole and recorded.
 """
 
 from dpriv.datasets.files import (

@@ -5,8 +5,9 @@ policy (README.md "Commands": ``dpriv generate medical``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from dpriv.datasets.generated import PBC_FILES, check_generated, put_generated
 from dpriv.datasets.medical import MedicalHistory, medical_view_dask
 from dpriv.datasets.model import (
     _DEFAULT_WEIGHT_VIEW_SIZE,
@@ -20,11 +21,7 @@ from dpriv.datasets.model import (
 )
 from dpriv.datasets.pbc import PBC_PRIVACY, pbc_history
 from dpriv.errors import InputError
-from dpriv.io import not_a_folder
 from dpriv.toml_writer import toml_dumps
-
-if TYPE_CHECKING:
-    pass
 
 
 def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +88,9 @@ def write_history(
     pins ``policy.toml``'s knowledge files by SHA-256 and its releases by the history; even
     with ``overwrite=True`` a file dpriv did not write, or one changed since, e.g. an edited
     ``policy.toml``, is refused: :func:`check_generated`). They are recorded in
-    ``.dpriv-outputs`` of their folders (dpriv/cli/outputs.py)::
+    ``.dpriv-outputs`` of their folders (dpriv/cli/outputs.py), each as soon as it is written
+    (:func:`dpriv.datasets.generated.put_generated`: an interrupted call leaves no part of a
+    file, and the files written before recorded: ``overwrite=True`` replaces them)::
 
         out_dir/history.parquet          mh.history
         out_dir/knowledge/dk.npz         exact order-3 DK (full DK-BK^seq)
@@ -116,114 +115,18 @@ def write_history(
     out = Path(out_dir)
     check_generated(out, overwrite=overwrite)
     text = _policy_text(mh, policy_extra)
-    (out / "knowledge").mkdir(parents=True, exist_ok=True)
-    target = out / "history.parquet"
-    if target.is_dir():  # a Parquet dataset of generate --partitions, checked unchanged above
-        _remove_dataset(target)
-    mh.history.to_parquet(target, index=False)
+    put_generated(out, "history.parquet", lambda path: mh.history.to_parquet(path, index=False))
     return _write_knowledge_and_policy(out, mh, text)
-
-
-#: What :func:`write_history` / :func:`write_medical_view` write, relative to ``out_dir``.
-GENERATED_FILES = (
-    "history.parquet",
-    "policy.toml",
-    "knowledge/dk.npz",
-    "knowledge/dk-1.npz",
-    "knowledge/dk-2.npz",
-    "knowledge/dk-3.npz",
-)
-
-
-#: What :func:`write_pbc` writes, relative to ``out_dir``.
-PBC_FILES = ("history.parquet", "policy.toml")
-
-
-def refuse_existing(
-    out: Path, flag: str = "overwrite=True (CLI: --force)", files: tuple[str, ...] = GENERATED_FILES
-) -> None:
-    """Raise InputError naming the generated ``files`` that already exist in ``out``."""
-    from dpriv.errors import InputError
-
-    present = [name for name in files if (out / name).exists() or (out / name).is_symlink()]
-    if present:
-        ledger = " next to a ledger that may pin them by SHA-256" if (out / "ledger").exists() else ""
-        raise InputError(
-            f"{out} already holds {present}{ledger}; nothing was written: choose another folder, "
-            f"or pass {flag} to replace them"
-        )
-
-
-def check_generated(
-    out: Path,
-    *,
-    overwrite: bool,
-    flag: str = "overwrite=True (CLI: --force)",
-    files: tuple[str, ...] = GENERATED_FILES,
-) -> None:
-    """Refuse (InputError, before anything is written or generated) the generated ``files`` of
-    ``out`` (default :data:`GENERATED_FILES`; :data:`PBC_FILES` for :func:`write_pbc`) that
-    would land in a release ledger (raw data among its public files, even with ``overwrite``:
-    :func:`dpriv.cli.outputs.check_outside_ledger`) or that exist: all of them without
-    ``overwrite`` (:func:`refuse_existing`); with it, those dpriv did not write or that changed
-    since (a user's edit of ``policy.toml``): only a file recorded in ``.dpriv-outputs`` of its
-    folder as written by ``generate`` with these very bytes may be replaced
-    (dpriv/cli/outputs.py)."""
-    from dpriv.cli.outputs import RECORD, check_outside_ledger, written_by
-
-    if (out.exists() or out.is_symlink()) and not out.is_dir():
-        raise InputError(
-            f"{out} {not_a_folder(out)}, not a folder; choose a folder for the generated files (--out)"
-        )
-    check_outside_ledger(out, *files, flag="--out" if flag == "--force" else "out_dir")
-    if not overwrite:
-        refuse_existing(out, flag, files)
-        return
-    kept = [
-        name
-        for name in files
-        if ((out / name).exists() or (out / name).is_symlink()) and written_by(out / name) != "generate"
-    ]
-    if kept:
-        force = "--force" if flag == "--force" else "overwrite=True"
-        it = "them" if len(kept) > 1 else "it"
-        raise InputError(
-            f"{out} holds {kept}, changed since dpriv wrote {it} or not written by dpriv (no "
-            f"matching entry in {RECORD} of {'their' if len(kept) > 1 else 'its'} folder): {force} "
-            f"replaces only generated files unchanged since; nothing was written: move {it} away, "
-            "or choose another folder (--out)"
-        )
-
-
-def _remove_dataset(folder: Path) -> None:
-    """Delete a Parquet dataset folder :func:`check_generated` found unchanged since dpriv wrote
-    it (every file under it is one dpriv recorded; empty subfolders go too)."""
-    for f in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        f.rmdir() if f.is_dir() and not f.is_symlink() else f.unlink()
-    folder.rmdir()
-
-
-def _record_generated(out: Path, files: tuple[str, ...] = GENERATED_FILES) -> None:
-    """Record the generated ``files`` in ``.dpriv-outputs`` (kind ``generate``): a later
-    ``--force`` / ``overwrite=True`` may replace them while they are unchanged."""
-    from dpriv.cli.outputs import record_output
-
-    for name in files:
-        if (out / name).exists():
-            record_output(out / name, "generate")
 
 
 def _write_knowledge_and_policy(out: Path, mh: MedicalHistory, text: str) -> Path:
     """``knowledge/dk.npz``, ``knowledge/dk-{1,2,3}.npz`` and ``policy.toml`` (``text``, from
-    :func:`_policy_text`) of ``mh`` (uses ``mh.knowledge``, ``mh.values``; not ``mh.history``)."""
-    (out / "knowledge").mkdir(parents=True, exist_ok=True)
-    mh.knowledge.save(out / "knowledge" / "dk.npz")
+    :func:`_policy_text`) of ``mh`` (uses ``mh.knowledge``, ``mh.values``; not ``mh.history``),
+    each through :func:`put_generated`; ``policy.toml`` last, so that it names files that exist."""
+    put_generated(out, "knowledge/dk.npz", mh.knowledge.save)
     for n in (1, 2, 3):
-        mh.n_step(n).save(out / "knowledge" / f"dk-{n}.npz")
-    path = out / "policy.toml"
-    path.write_text(text, encoding="utf-8")
-    _record_generated(out)
-    return path
+        put_generated(out, f"knowledge/dk-{n}.npz", mh.n_step(n).save)
+    return put_generated(out, "policy.toml", lambda path: path.write_text(text, encoding="utf-8"))
 
 
 def _policy_text(mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> str:
@@ -307,13 +210,7 @@ def write_medical_view(
     out = Path(out_dir)
     check_generated(out, overwrite=overwrite)
     text = _policy_text(mh, policy_extra)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / "history.parquet"
-    if target.is_file():  # checked unchanged since dpriv wrote it
-        target.unlink()
-    elif target.is_dir():
-        _remove_dataset(target)
-    frame.to_parquet(target, write_index=False)
+    put_generated(out, "history.parquet", lambda path: frame.to_parquet(path, write_index=False))
     return _write_knowledge_and_policy(out, mh, text)
 
 
@@ -370,11 +267,8 @@ def write_pbc(
         j=float(params["j"]),
         min_view_size=min_view_size,
     )
-    out.mkdir(parents=True, exist_ok=True)
     frame = history.copy()
     frame.attrs = {}
-    frame.to_parquet(out / "history.parquet", index=False)
-    policy_path = out / "policy.toml"
-    policy_path.write_text(toml_dumps(policy), encoding="utf-8")
-    _record_generated(out, PBC_FILES)
-    return policy_path
+    put_generated(out, "history.parquet", lambda path: frame.to_parquet(path, index=False))
+    text = toml_dumps(policy)
+    return put_generated(out, "policy.toml", lambda path: path.write_text(text, encoding="utf-8"))

@@ -45,6 +45,7 @@ from dpriv.metrics.kpr_binning import (
     bin_index,
 )
 from dpriv.metrics.kpr_dask import dask_counts
+from dpriv.metrics.kpr_inputs import size_warning
 from dpriv.metrics.kpr_kernel import Setup, pandas_counts
 from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
 from dpriv.user_warning import warn_user
@@ -161,8 +162,10 @@ def kpr(
     Raises
     ------
     InputError
-        Empty or repeated ``known``, a name missing from a table, a refused dtype, a
-        variable numeric in one table and categorical in the other, an empty original
+        Empty or repeated ``known``, a name missing from a table (a released view's
+        ``<name>_min`` / ``<name>_max`` are named as such), a refused dtype, a variable
+        numeric in one table and categorical in the other (its first value that is not a
+        number named, with its row), an empty original
         table, infinite (or overflowing) values of a numeric variable among the unique
         originals, invalid ``tolerance``/``padding``/``ddof``.
 
@@ -171,7 +174,10 @@ def kpr(
     KPRWarning
         A numeric known variable has at most 10 distinct values in the original table
         (probably a coded category; it is binned as numeric, which amounts to a
-        near-exact match).
+        near-exact match). One table has twice the rows of the other or more (legal, §5.3,
+        but a profile repeated within a table is never a unique match: a whole history
+        against one view reads as ~100); the warning names a column of the larger table
+        that looks like a history's time column (:func:`dpriv.metrics.kpr_inputs.size_warning`).
 
     Notes
     -----
@@ -225,18 +231,25 @@ def kpr(
                 "'category' in both tables (it is binned as numeric here)",
                 KPRWarning,
             )
+    if hint := size_warning(original, synthetic, n, n_syn, known_t):
+        warn_user(hint, KPRWarning)
     notes = []
     if n_u == 0:
         notes.append("no original record is unique: KPR = 100")
     else:
-        for name, rep in zip(num_names, specs.reports, strict=True):
-            if rep.count == 0:
+        reports = dict(zip(num_names, specs.reports, strict=True))
+        cat_names = [k for k in known_t if k not in reports]
+        # records of U missing each variable, numeric or categorical alike (a drill found a
+        # blank number noted and a blank text cell not)
+        missing = {k: n_u - r.count for k, r in reports.items()} | dict(zip(cat_names, res.cat_missing))
+        for name in known_t:
+            if missing[name] == n_u:
                 notes.append(f"{name!r} is missing in every unique original: only missing values match")
-            elif rep.step == 0.0:
+            elif name in reports and reports[name].step == 0.0:
                 notes.append(f"{name!r} is 0 in every unique original: single bin, exact match")
-            if 0 < rep.count < n_u:  # legal (a missing value is its own level) but worth saying
+            if 0 < missing[name] < n_u:  # legal (a missing value is its own level) but worth saying
                 notes.append(
-                    f"{name!r} is missing in {n_u - rep.count} of {n_u} unique originals: "
+                    f"{name!r} is missing in {missing[name]} of {n_u} unique originals: "
                     "a missing value matches only a missing value"
                 )
     if n_syn == 0:

@@ -247,8 +247,11 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
         )
     else:
         distinct = _Distinct([])
-    n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v = dask.compute(
-        original.shape[0], synthetic.shape[0], u.shape[0], specs, n_b1, n_s, distinct
+    # records of U missing each categorical variable (code 0), as the pandas path counts them
+    cat_missing = [(u[f"k{i}"] == 0).sum() for i, nm in enumerate(numeric) if not nm]
+    n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v, cat_missing_v = dask.compute(
+        original.shape[0], synthetic.shape[0], u.shape[0], specs, n_b1, n_s, distinct, cat_missing
     )
     n_distinct = tuple(len(v) for v in distinct_v.values)
-    return Counts(int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), n_distinct)
+    missing = tuple(int(c) for c in cat_missing_v)
+    return Counts(int(n), int(n_syn), int(n_u), specs_v, int(n_b1), int(n_s), n_distinct, missing)

@@ -53,9 +53,10 @@ class Setup:
 
 @dataclass(frozen=True)
 class Counts:
-    """What both paths count: n, |avatars|, |U|, the bin grids, |B1|, |S| and the number
+    """What both paths count: n, |avatars|, |U|, the bin grids, |B1|, |S|, the number
     of distinct non-missing values of each numeric known variable in the original table
-    (capped at the low-cardinality limit + 1)."""
+    (capped at the low-cardinality limit + 1) and the number of records of U missing each
+    categorical known variable (a numeric one's is in its bin report: ``count``)."""
 
     n: int
     n_synthetic: int
@@ -64,6 +65,7 @@ class Counts:
     n_b1: int
     n_matched: int
     n_distinct: tuple[int, ...]
+    cat_missing: tuple[int, ...] = ()
 
 
 def binned_card(grid: _Grid | None) -> int | None:
@@ -126,6 +128,7 @@ def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup)
         cards.append(card)
     u_idx = np.arange(n) if separated else np.flatnonzero(unique_rows(codes, cards))
     u_cat = {i: c[u_idx] for i, c in cat_codes.items()}
+    cat_missing = tuple(int(np.count_nonzero(u_cat[i] == 0)) for i in sorted(u_cat))  # code 0: missing
     del cat_codes
     del codes
     u_num: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -137,7 +140,7 @@ def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup)
             stats.append(var_stats(vals[~miss], binary=False))
     specs = _finalize_specs([_Partial(stats)], setup.num_names, setup.tolerance, setup.padding, setup.ddof)
     if specs.errors:
-        return Counts(n, n_syn, len(u_idx), specs, 0, 0, tuple(n_distinct))
+        return Counts(n, n_syn, len(u_idx), specs, 0, 0, tuple(n_distinct), cat_missing)
     grids: dict[int, _Grid | None] = dict(zip(u_num, specs.grids, strict=True))
     bcards = [cat_card[i] if i in cat_card else binned_card(grids[i]) for i in range(len(known))]
 
@@ -174,4 +177,4 @@ def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup)
         key, card = profile_key(jcodes, jcards)
         key_u, key_s = key[:n_u], key[n_u:]
     n_b1, n_s = match_counts(key_u, key_s, card)
-    return Counts(n, n_syn, len(u_idx), specs, n_b1, n_s, tuple(n_distinct))
+    return Counts(n, n_syn, len(u_idx), specs, n_b1, n_s, tuple(n_distinct), cat_missing)

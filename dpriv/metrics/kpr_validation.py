@@ -14,6 +14,7 @@ from pandas.api import types as ptypes
 
 from dpriv._dispatch import is_dask
 from dpriv.errors import InputError
+from dpriv.metrics.kpr_inputs import kind_mismatch, released_view_error
 
 _LOW_CARDINALITY = 10  # numeric known variable with <= 10 distinct values -> warning (§5.2)
 
@@ -74,6 +75,8 @@ def _validate(
         raise InputError(f"kpr: ddof must be an integer >= 0, got {ddof!r}")
     for label, obj in (("original", original), ("synthetic", synthetic)):
         missing = [k for k in known_t if k not in obj.columns]
+        if missing and (released := released_view_error(label, missing, list(obj.columns))):
+            raise released
         if missing:
             raise InputError(
                 f"kpr: known variable(s) {missing} not found in the {label} table "
@@ -94,10 +97,7 @@ def _validate(
                     "tables, e.g. to a number of days or to a category"
                 )
         if ko != ks:
-            raise InputError(
-                f"kpr: known variable {k!r} is {ko} in the original table "
-                f"({original.dtypes[k]}) but {ks} in the synthetic table "
-                f"({synthetic.dtypes[k]}); cast it to the same type in both tables"
-            )
+            kinds = {"original": (ko, original.dtypes[k]), "synthetic": (ks, synthetic.dtypes[k])}
+            raise kind_mismatch(k, kinds, {"original": original, "synthetic": synthetic})
         numeric.append(ko == "numeric")
     return known_t, tuple(numeric)

@@ -28,7 +28,10 @@ attribute, QIs, method and the thresholds it enforces, e.g. k, l for mondrian-l;
   the releases it covers and the command that updates it; a result naming a release the ledger
   does not hold is refused (:mod:`dpriv.report.coverage`).
 
-Suppression has one unit everywhere on the page: percent of the view's tuples.
+Suppression has one unit everywhere on the page: percent of the view's tuples. Line styles
+have one meaning each: solid = a measured curve, dotted = the level it is read against (the
+histogram gain, the KPR reference, the semiperimeter's maximum), dashed = the retrospective
+adversary (red dashed: a policy threshold), a wide grey band = the defender's own posteriors.
 
 Plots are PNG images from matplotlib embedded as base64 ``data:`` URIs; the page loads no
 external resource (no script, stylesheet, font or image from elsewhere). Every text taken
@@ -59,6 +62,7 @@ file of the same knowledge name. A KPR value in ``metrics.json`` (key ``kpr``) w
 """
 
 from dpriv.report.explain import Check, Verdict, describe_knowledge, report_title, verdicts
+from dpriv.report.gains import gain_curves
 from dpriv.report.page import HEADINGS, render_report, write_report
 from dpriv.report.plots import plot_gains, plot_kpr, plot_privacy, plot_utility
 from dpriv.report.reference import reference_kprs
@@ -66,7 +70,6 @@ from dpriv.report.tables import (
     ATTACK_DIR,
     RELEASE_COLUMNS,
     defender_tail,
-    gain_curves,
     kpr_values,
     policy_summary,
     release_frame,

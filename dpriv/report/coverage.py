@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpriv.attack_stamp import check_same_releases, read_stamps
+from dpriv.attack_files import AGAIN
+from dpriv.attack_stamp import check_same_releases
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.report.explain import knowledge_key
@@ -61,7 +62,7 @@ def knowledge_arg(name: str) -> str:
 @dataclass(frozen=True)
 class AttackResults:
     """The attack results of a ledger of ``held`` committed releases: the gain curves
-    (:func:`dpriv.report.tables.gain_curves`; ``passed``: the names passed in, not read from
+    (:func:`dpriv.report.gains.gain_curves`; ``passed``: the names passed in, not read from
     ``attack/``) and the retrospective results (:func:`dpriv.report.tail.retro_results`)."""
 
     held: int
@@ -123,7 +124,7 @@ def attack_results(led: Ledger, gains: Mapping[str, pd.DataFrame] | None = None)
     """The gain curves (``gains`` passed in win over ``attack/gain_<knowledge>.csv``) and the
     retrospective results of ``led``. InputError for a result that names a release ``led`` does
     not hold (:func:`check_held`) or that cannot be read."""
-    from dpriv.report.tables import gain_curves
+    from dpriv.report.gains import gain_curves
     from dpriv.report.tail import retro_results
 
     curves = gain_curves(led, gains)
@@ -132,5 +133,5 @@ def attack_results(led: Ledger, gains: Mapping[str, pd.DataFrame] | None = None)
     for name, frame in retros.items():
         where = f"the results in {ATTACK_DIR}/retro_{name}.csv"
         check_held(frame, held, led.root, where, NOT_OURS)
-        check_same_releases(read_stamps(led.root / ATTACK_DIR / f"retro_{name}.csv"), led, where, NOT_OURS)
+        check_same_releases(frame, led, where, NOT_OURS, unstamped=AGAIN)
     return AttackResults(held, curves, retros, frozenset(str(n) for n in gains or ()))

@@ -53,9 +53,10 @@ GAIN_TEXT = (
     "probability on a respondent's true sensitive value minus that value's frequency in her "
     "QI-group -- how much better than reading the group's histogram the adversary guesses; "
     "0 = nothing learnt beyond the published group, 1 = every value named with certainty. "
-    "Suppressed tuples do not enter it. Dashed: the same adversary's gain had the release been "
+    "Suppressed tuples do not enter it. Dotted: the same adversary's gain had the release been "
     "one QI-group (its histogram only; column histogram_gain), what its own knowledge predicts "
-    "beyond the counts whatever the grouping: read the solid line against it."
+    "beyond the counts whatever the grouping: read the solid line against it. (Dashed lines are "
+    "the retrospective adversary's, in the tail-risk plot below.)"
 )
 
 KPR_TEXT = (
@@ -64,7 +65,7 @@ KPR_TEXT = (
     "record in synthetic microdata drawn inside the released QI-groups (100 % = nobody singled "
     "out). Even the original view matched against itself does not reach 0 %: respondents who "
     "share their QI profile, or whose profile falls in a bin (E22) with another one, cannot be "
-    "singled out either. That value is the dashed reference line; read a release's KPR against "
+    "singled out either. That value is the dotted reference line; read a release's KPR against "
     "it, not against 0: what the release adds is its distance above the line (below it, the drawn "
     "microdata single out more respondents than the original itself would)."
 )
@@ -75,9 +76,39 @@ TAIL_TEXT = (
     "right about; the mean gain hides them. Solid lines: the paper adversary, each release "
     "attacked when it comes out (attack/gain_<knowledge>.csv, column confident_share); dashed: "
     "the retrospective adversary, each release attacked again after the last one "
-    "(attack/retro_<knowledge>.csv); black: the defender's own posteriors of its knowledge "
-    "(metrics.json). The CSV files give the precision of those claims and the certain deductions."
+    "(attack/retro_<knowledge>.csv). The CSV files give the precision of those claims and the "
+    "certain deductions."
 )
+
+DEFENDER_TEXT = (
+    "Wide grey band: the defender's own posteriors (metrics.json), the Ω posteriors (E14) the "
+    "release loop computed before writing each release, with its own model of the adversary "
+    "(the policy's [knowledge]) and the true QI-group membership: what the paper adversary with "
+    "that same knowledge reads before any exact deduction, so its line runs on the band when "
+    "the deductions exclude nothing, and the band usually lies above adversaries of weaker "
+    "knowledge. "
+    "The retrospective adversary reads each respondent's whole history at once (forward-backward) "
+    "instead of pushing the earlier posteriors forward (E7) as the defender does, so its share "
+    "may lie above or below the band (compare confident_precision in the CSV files)."
+)
+
+
+#: What each column of the verdict table holds (:class:`Check` names), for its caption.
+CHECK_TEXT: dict[str, str] = {
+    "k": "k is the smallest QI-group size",
+    "l": "l the smallest number of distinct sensitive values in a group",
+    "t": "t the largest EMD between a group and the view",
+    "j": "j the largest JS divergence within a group's revised knowledge",
+    "rbk_closeness": (
+        "rbk_closeness the largest total variation between a group's sensitive distribution and "
+        "its members' mean revised prior"
+    ),
+    "retro_gain": (
+        "retrospective gain the largest mean gain (E10) of the retrospective adversary over "
+        "releases 1..i as of release i (the release gate)"
+    ),
+    "suppression": "suppression the share of the view's tuples left out (percent of the view)",
+}
 
 
 def knowledge_key(name: str) -> str:

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 import pandas as pd
 
 from dpriv.errors import InputError
-from dpriv.report.tables import check_columns, checked_gains
+from dpriv.report.gains import checked_gains
+from dpriv.report.tables import check_columns
 
 #: Where the frame of the release plots comes from (their messages say so).
 _RELEASES = "the per-release frame release_frame(ledger) returns"
@@ -112,7 +113,8 @@ def plot_privacy(
 
 
 def plot_gains(curves: Mapping[str, pd.DataFrame]):
-    """Adversary gain (E10) per release, one line per adversary knowledge.
+    """Adversary gain (E10) per release, one line per adversary knowledge, and dotted in the
+    same colour its histogram level (``histogram_gain``: the release as one QI-group).
 
     Parameters
     ----------
@@ -129,8 +131,9 @@ def plot_gains(curves: Mapping[str, pd.DataFrame]):
     for name, frame in curves.items():
         (line,) = ax.plot(frame["release"], frame["adversary_gain"], marker="o", label=name)
         if "histogram_gain" in frame and frame["histogram_gain"].notna().any():  # the one-group level
-            level = frame["histogram_gain"]
-            ax.plot(frame["release"], level, ls="--", color=line.get_color(), label=f"{name}: histogram")
+            # dotted, as every level a line is read against: dashed is the retrospective adversary
+            level, label = frame["histogram_gain"], f"{name}: histogram level (one QI-group)"
+            ax.plot(frame["release"], level, ls=":", lw=1.6, color=line.get_color(), label=label)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel="release", ylabel="adversary gain (E10)", title="Adversary gain per release")
     ax.xaxis.get_major_locator().set_params(integer=True)
@@ -141,7 +144,7 @@ def plot_gains(curves: Mapping[str, pd.DataFrame]):
 
 def plot_kpr(releases: pd.DataFrame):
     """KPR (E21, percent) per release, with the original view's KPR against itself as the
-    dashed reference line (drawn where ``kpr_reference`` is known).
+    dotted reference line (drawn where ``kpr_reference`` is known).
 
     Parameters
     ----------
@@ -160,7 +163,7 @@ def plot_kpr(releases: pd.DataFrame):
     ax.plot(x, kpr, marker="o", color="#4f81bd", label="KPR of microdata drawn from the release")
     if ref.notna().any():
         label = "reference: the original view against itself"
-        ax.plot(x, ref, ls="--", marker="_", color="#c0504d", label=label)
+        ax.plot(x, ref, ls=":", lw=1.6, marker="_", color="#c0504d", label=label)
     ax.set(xlabel="release", ylabel="KPR (%)", title="Knowledge Protection Rate per release")
     ax.set_ylim(0, 105)
     ax.xaxis.get_major_locator().set_params(integer=True)

@@ -18,6 +18,8 @@ import pandas as pd
 
 from dpriv.report.coverage import AttackResults
 from dpriv.report.explain import (
+    CHECK_TEXT,
+    DEFENDER_TEXT,
     GAIN_TEXT,
     KNOWLEDGE_TEXT,
     KPR_TEXT,
@@ -115,12 +117,12 @@ def verdict_section(verdicts: list[Verdict], method: str) -> str:
         cells.append(cell(verdict, cls="" if v.within else "fail"))
         rows.append(f'<tr data-release="{v.release}">' + "".join(cells) + "</tr>")
     loose = [c.name for c in first if not c.enforced]
+    # only the columns of this table: a JS-reduce verdict has no l (mondrian-l's), a drill found
+    # the caption explaining l all the same
+    said = "; ".join(CHECK_TEXT[c.name] for c in first if c.name in CHECK_TEXT)
     note = (
-        '<p class="note">Each achieved value against the policy\'s threshold: k and l are the '
-        "smallest QI-group size and number of distinct sensitive values, t the largest EMD between "
-        "a group and the view, j the largest JS divergence within a group's revised knowledge, "
-        "suppression the share of the view's tuples left out (percent of the view). Respondents: "
-        "tuples of the view, one per respondent."
+        f'<p class="note">Each achieved value against the policy\'s threshold: {e(said)}. '
+        "Respondents: tuples of the view, one per respondent."
         + (
             f" The {e(method)} method does not guarantee {e(', '.join(loose))}: the policy states "
             "it, so a release beyond it is reported, not refused."
@@ -155,13 +157,55 @@ def kpr_section(releases: pd.DataFrame) -> str:
     else:
         known = releases[ref.notna()]
         gaps = known["kpr"] - known["kpr_reference"]
+        refs = _span(fmt(float(known["kpr_reference"].min()), 2), fmt(float(known["kpr_reference"].max()), 2))
         parts.append(
             f'<p class="note" id="kpr-reference">Reference (the original view against itself): '
-            f"{e(fmt(float(known['kpr_reference'].min()), 2))} % to "
-            f"{e(fmt(float(known['kpr_reference'].max()), 2))} %; a release's KPR minus its "
-            f"reference: {float(gaps.min()):+.2f} to {float(gaps.max()):+.2f} points.</p>"
+            f"{e(refs)} %; a release's KPR minus its reference: "
+            f"{_span(f'{float(gaps.min()):+.2f}', f'{float(gaps.max()):+.2f}')} points.</p>"
         )
+        parts.append(f'<p class="note" id="kpr-reading">{e(kpr_reading(known))}</p>')
     return "".join(parts)
+
+
+def _span(low: str, high: str) -> str:
+    """``"a to b"`` of two displayed values, or ``"a"`` when they read the same."""
+    return low if low == high else f"{low} to {high}"
+
+
+#: A reference KPR at least this high leaves the measure little room between it and 100 %.
+_HIGH_REFERENCE = 95.0
+
+
+def kpr_reading(known: pd.DataFrame) -> str:
+    """How to read the KPR of releases against their reference (a drill: releases a few tenths
+    below a reference of 99.85 % came with no word). ``known``: the rows of
+    :func:`dpriv.report.release_frame` with a ``kpr_reference``. Both KPRs are over the same
+    respondents (E21's n: the view's tuples), so a gap of g points is g * n / 100 respondents."""
+    ref, gaps = known["kpr_reference"], known["kpr"] - known["kpr_reference"]
+    share = _span(f"{100 - float(ref.max()):.2f}", f"{100 - float(ref.min()):.2f}")
+    text = (
+        f"How to read it: the original records themselves single out {share} % of the respondents "
+        "(100 % minus the reference). A release near its reference protects against this attack "
+        "about as well as the unreleased view would"
+    )
+    if float(ref.min()) >= _HIGH_REFERENCE:
+        text += (
+            "; with a reference this close to 100 %, KPR has little room to tell releases apart: "
+            "read k, t, j and the adversary gain for them"
+        )
+    text += "."
+    below = gaps < 0
+    if below.any():
+        respondents = pd.to_numeric(known["respondents"], errors="coerce")
+        more = (-gaps[below] * respondents[below] / 100).round()
+        count = f": {int(more.max())} respondent(s) in one release" if more.notna().any() else ""
+        text += (
+            f" A release below its reference (here by up to {-float(gaps.min()):.2f} points{count}) "
+            "leaves a lone look-alike for more respondents than the original does: its records are "
+            "drawn at random in each QI-group's box, and (E21) counts a lone look-alike whichever "
+            "respondent's record it was drawn for."
+        )
+    return text
 
 
 def knowledge_section(curves: Mapping[str, pd.DataFrame], retro: tuple[str, ...] = ()) -> str:
@@ -274,6 +318,8 @@ def tail_section(tails: Mapping[str, pd.DataFrame], defender: pd.DataFrame) -> s
             )
         )
     parts.append(f'<p class="note">{e(TAIL_TEXT)}</p>')
+    if has_defender:  # a drill: the highest line, and the page never said what it was
+        parts.append(f'<p class="note" id="defender-tail">{e(DEFENDER_TEXT)}</p>')
     if not tails:
         parts.append(
             '<p class="note" id="tail-missing">No adversary tail yet: <code>dpriv attack LEDGER '

@@ -1,12 +1,12 @@
 """The report's data, read from a ledger's public files: the policy, one row per release
-(``metrics.json``), KPR values and adversary-gain curves (see :mod:`dpriv.report`).
+(``metrics.json``), KPR values (see :mod:`dpriv.report`); the adversary-gain curves are
+:mod:`dpriv.report.gains`' (re-exported here).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,14 +14,10 @@ from typing import Any
 import pandas as pd
 
 from dpriv.attack_files import read_result
-from dpriv.attack_stamp import check_same_releases, read_stamps
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
 from dpriv.release_check import NOTHING_RELEASED, check_released_any
-from dpriv.report.coverage import NOT_OURS, check_held
-
-_GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
-
+from dpriv.report.gains import checked_gains, gain_curves  # noqa: F401  (public here too)
 
 #: Columns of :func:`release_frame`: (column, metrics.json key, header text of the report).
 RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -285,115 +281,3 @@ def defender_tail(ledger: Ledger | str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["release", "confident_share"]).astype(
         {"release": "int64", "confident_share": "float64"}
     )
-
-
-def checked_gains(gains: object, where: str) -> dict[str, pd.DataFrame]:
-    """``gains`` (knowledge name -> the frame :func:`dpriv.attack.attack` returns) checked
-    and each in release order (:func:`_check_gain`); InputError for anything else."""
-    if not isinstance(gains, Mapping):
-        raise InputError(
-            f"the adversary gains {where} must be a mapping knowledge name -> DataFrame (the frames "
-            f"attack() returns), not a {type(gains).__name__}"
-        )
-    out = {}
-    for name, frame in gains.items():
-        if not isinstance(frame, pd.DataFrame):
-            raise InputError(
-                f"the adversary gains {where} for {name!r} are a {type(frame).__name__}, not a DataFrame: "
-                "pass the frame attack() returns (read a saved gain CSV with pandas.read_csv)"
-            )
-        out[str(name)] = _check_gain(frame, f"{where} for {name!r}")
-    return out
-
-
-def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
-    """A gain frame passed in (``release``: whole numbers >= 1, ``adversary_gain``: numbers in
-    [-1, 1] (E10: a mean posterior minus a frequency) or blank), in release order."""
-    missing = [c for c in ("release", "adversary_gain") if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"adversary gains {where} lack column(s) {missing}; expected release, adversary_gain "
-            "(the output of dpriv attack)"
-        )
-    if frame.columns.duplicated().any():
-        raise InputError(
-            f"adversary gains {where}: the columns must be named once, not {list(frame.columns)}"
-        )
-    if pd.api.types.is_bool_dtype(frame["release"]):
-        raise InputError(
-            f"adversary gains {where}: release must hold release indices 1, 2, ..., not booleans"
-        )
-    kept = ["release", "adversary_gain", *(["histogram_gain"] if "histogram_gain" in frame else [])]
-    out = frame[kept].apply(pd.to_numeric, errors="coerce")
-    release, gain = out["release"], out["adversary_gain"]
-    if release.duplicated().any():
-        raise InputError(
-            f"adversary gains {where} hold release {int(release[release.duplicated()].iloc[0])} twice: a "
-            "gain curve has one row per release (of a retrospective attack, keep as_of == its last release)"
-        )
-    bad = release.isna() | (release % 1 != 0) | (release < 1)
-    for col in kept[1:]:  # the gain and, when given, its histogram level
-        bad |= frame[col].notna() & ~out[col].between(-1.0, 1.0)
-    if bad.any():
-        row = int(bad.to_numpy().argmax())
-        release, gain = (frame[c].iloc[[row]].tolist()[0] for c in ("release", "adversary_gain"))
-        raise InputError(
-            f"adversary gains {where}: row {row} holds release {release!r}, gain {gain!r}; a release "
-            "is a whole number >= 1 and a gain a number in [-1, 1] (or blank)"
-        )
-    return _in_release_order(out.astype({"release": "int64"}).astype({c: "float64" for c in kept[1:]}))
-
-
-def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.sort_values("release", kind="stable").reset_index(drop=True)
-
-
-def gain_curves(
-    ledger: Ledger | str | Path, gains: Mapping[str, pd.DataFrame] | None = None
-) -> dict[str, pd.DataFrame]:
-    """Adversary-gain curves of a ledger: those passed in, then ``attack/gain_<knowledge>.csv``.
-
-    Parameters
-    ----------
-    ledger : Ledger, str or Path
-        A release ledger (or its folder).
-    gains : mapping knowledge name -> DataFrame, optional
-        Frames with columns ``release`` and ``adversary_gain`` (the return value of
-        :func:`dpriv.attack.attack`); they win over a file of the same name.
-
-    Returns
-    -------
-    dict
-        Knowledge name -> frame (``release``, ``adversary_gain``, and ``histogram_gain`` where
-        the attack wrote it) sorted by release, names in alphabetical order.
-
-    Raises
-    ------
-    InputError
-        A frame or file without the two columns (the file is named relative to the ledger), or
-        naming a release the ledger does not hold (:func:`dpriv.report.coverage.check_held`).
-    """
-    led = _ledger(ledger)
-    out: dict[str, pd.DataFrame] = {}
-    folder = led.root / ATTACK_DIR
-    if folder.is_dir():
-        for path in sorted(folder.iterdir()):
-            match = _GAIN_FILE.match(path.name)
-            if match and path.is_file():
-                where = f"{ATTACK_DIR}/{path.name}"
-                out[match["name"]] = _in_release_order(
-                    read_result(path, ["release", "adversary_gain"], where, optional=("histogram_gain",))
-                )
-    raw = {} if gains is None else gains
-    passed = checked_gains(raw, "passed")
-    held = len(led.committed())
-    for name, frame in out.items():  # a file of another ledger's releases is refused
-        if name not in passed:
-            where = f"the results in {ATTACK_DIR}/gain_{name}.csv"
-            check_held(frame, held, led.root, where, NOT_OURS)
-            check_same_releases(read_stamps(folder / f"gain_{name}.csv"), led, where, NOT_OURS)
-    for name, frame in passed.items():
-        fix = "attack this ledger, or pass the gains of its own releases"
-        check_held(frame, held, led.root, f"the gains of {name!r}", fix)
-        check_same_releases(raw[name] if name in raw else frame, led, f"the gains of {name!r}", fix)
-    return dict(sorted({**out, **passed}.items()))

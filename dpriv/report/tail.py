@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.attack_files import read_result
+from dpriv.attack_stamp import STAMP
 
 _GAIN = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
 _RETRO = re.compile(r"^retro_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
@@ -47,14 +48,14 @@ def retro_results(folder: str | Path) -> dict[str, pd.DataFrame]:
     -------
     dict
         Knowledge name (of ``retro_<knowledge>.csv``) -> frame with :data:`RETRO_NEEDED` (and
-        ``n_tuples``, ``histogram_gain`` where the file has them), sorted by as_of, then
-        release; names in alphabetical order; empty without the folder.
+        ``n_tuples``, ``histogram_gain`` and ``views_sha``, as text, where the file has them),
+        sorted by as_of, then release; names in alphabetical order; empty without the folder.
 
     Raises
     ------
     InputError
-        A file without :data:`RETRO_NEEDED` or with a value that is not a number (named
-        relative to the ledger).
+        A file without :data:`RETRO_NEEDED`, with a value that is not a number, or with a
+        (release, as_of) twice (named relative to the ledger).
     """
     folder = Path(folder)
     out: dict[str, pd.DataFrame] = {}
@@ -69,6 +70,8 @@ def retro_results(folder: str | Path) -> dict[str, pd.DataFrame]:
                 where,
                 whole=("release", "as_of"),
                 optional=("n_tuples", "histogram_gain"),
+                text=(STAMP,),
+                unique=("release", "as_of"),
             )
             out[m["name"]] = f.sort_values(["as_of", "release"], kind="stable").reset_index(drop=True)
     return dict(sorted(out.items()))
@@ -92,8 +95,9 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     Raises
     ------
     InputError
-        A retrospective file without ``release, as_of, adversary_gain, confident_share``
-        (named relative to the ledger).
+        A retrospective file without ``release, as_of, adversary_gain, confident_share``, or a
+        file holding a release (of a retrospective file: a (release, as_of)) twice (named
+        relative to the ledger).
     """
     folder = Path(folder)
     paper: dict[str, pd.DataFrame] = {}
@@ -103,7 +107,9 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
     for path in sorted(folder.iterdir()):
         where = f"{folder.name}/{path.name}"
         if (m := _GAIN.match(path.name)) and path.is_file():
-            f = read_result(path, ["release", "adversary_gain"], where, optional=("confident_share",))
+            f = read_result(
+                path, ["release", "adversary_gain"], where, optional=("confident_share",), unique=("release",)
+            )
             if "confident_share" in f.columns:  # a gain file of an older dpriv has no tail measures
                 paper[m["name"]] = f.rename(
                     columns={"adversary_gain": "paper_gain", "confident_share": "paper_share"}
@@ -121,7 +127,8 @@ def tail_curves(folder: str | Path) -> dict[str, pd.DataFrame]:
 
 def plot_tail(curves: Mapping[str, pd.DataFrame], defender: pd.DataFrame | None = None):
     """Two panels: mean gain (E10) and confident share (posterior on the truth >= 0.9) per
-    release; solid = paper adversary, dashed = retrospective as of the last release.
+    release; solid with dots = paper adversary, dashed with triangles = retrospective as of the
+    last release (the one meaning of a dashed line on the report's adversary plots).
 
     Parameters
     ----------
@@ -129,7 +136,9 @@ def plot_tail(curves: Mapping[str, pd.DataFrame], defender: pd.DataFrame | None 
         :func:`tail_curves`.
     defender : pandas.DataFrame, optional
         ``release``, ``confident_share`` of the defender's own posteriors
-        (:func:`dpriv.report.tables.defender_tail`), drawn in black in the right panel.
+        (:func:`dpriv.report.tables.defender_tail`), drawn in the right panel as a wide grey
+        band under the adversaries' lines: the paper adversary with the defender's knowledge
+        reads the same posteriors, and its line must stay visible on it.
 
     Returns
     -------
@@ -139,19 +148,22 @@ def plot_tail(curves: Mapping[str, pd.DataFrame], defender: pd.DataFrame | None 
 
     fig = Figure(figsize=(10.4, 3.6), dpi=100, layout="constrained")
     a1, a2 = fig.subplots(1, 2)
+    if defender is not None and defender["confident_share"].notna().any():
+        a2.plot(
+            defender["release"], defender["confident_share"], color="black", alpha=0.25, lw=7,
+            solid_capstyle="round", zorder=1, label="defender's own posteriors (metrics.json)",
+        )  # fmt: skip
     for k, (name, f) in enumerate(curves.items()):
         color = f"C{k % 10}"
         for col, ax in (("gain", a1), ("share", a2)):
-            for who, ls in (("paper", "-"), ("retro", "--")):
+            for who, ls, marker, word in (
+                ("paper", "-", "o", "paper"),
+                ("retro", "--", "^", "retrospective"),
+            ):
                 y = f[f"{who}_{col}"].to_numpy()
                 if np.isfinite(y).any():
-                    label = f"{name} {'paper' if who == 'paper' else 'retrospective'}"
-                    ax.plot(f["release"], y, ls=ls, marker="o", ms=3, color=color, label=label)
-    if defender is not None and defender["confident_share"].notna().any():
-        a2.plot(
-            defender["release"], defender["confident_share"], color="black", marker="s", ms=3,
-            label="defender's own posteriors",
-        )  # fmt: skip
+                    ax.plot(f["release"], y, ls=ls, marker=marker, ms=4, color=color, label=f"{name} {word}")
+    if a2.get_legend_handles_labels()[0]:
         a2.legend(fontsize=7)
     a1.axhline(0, color="grey", lw=0.8)
     a1.set(xlabel="release", ylabel="adversary gain (E10)", title="Mean gain per release")

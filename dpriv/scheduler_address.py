@@ -1,0 +1,120 @@
+"""Which Dask scheduler a command runs on, settled before the command reads anything.
+
+Every command that takes ``--scheduler`` (``anonymize``, ``release``, ``demo``, ``generate
+medical --partitions``) calls :func:`chosen_scheduler` first:
+
+* an empty address (``--scheduler "$SCHED"`` with ``SCHED`` unset) is refused: it would run on
+  this machine without a word;
+* without ``--scheduler``, Dask's own ``scheduler-address`` config (``DASK_SCHEDULER_ADDRESS``,
+  or a Dask YAML file) is used as if it were given, as a Dask ``Client()`` would, and said on
+  stderr; ``--cluster`` or ``--no-cluster`` still say where to run (the config is then said to
+  be left unused);
+* the address is probed (:func:`dpriv.cluster.scheduler_identity`): nothing listening, an
+  unknown host (both at once, :func:`tcp_refusal`), a silent port or another protocol (within
+  :data:`dpriv.cluster.CONNECT_SECONDS`) is bad input, exit 2, before any input is read. Found
+  later, by the release, it was taken for a lost cluster (exit 3), which a scheduled job retries
+  for ever.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+
+import dask
+
+from dpriv.errors import InputError
+from dpriv.wording import Named, argument_named, flag_named
+
+#: How an address from Dask's config is named in messages.
+CONFIG = "Dask's scheduler-address config (DASK_SCHEDULER_ADDRESS or a Dask YAML file)"
+
+
+def configured_scheduler() -> str | None:
+    """Dask's ``scheduler-address`` config (``DASK_SCHEDULER_ADDRESS``...), None when unset or
+    empty (an empty one: Dask's ``Client()`` starts a local cluster too)."""
+    value = dask.config.get("scheduler-address", None)
+    if value is None:
+        return None
+    return str(value).strip() or None
+
+
+def chosen_scheduler(
+    scheduler: str | None, cluster: bool | None, say: Callable[[str], None] = print
+) -> str | None:
+    """The scheduler address the command runs on (None: this machine, a LocalCluster or this
+    process as ``cluster`` and the input decide), checked.
+
+    ``scheduler``: ``--scheduler`` as given (None: not given); ``cluster``: ``--cluster`` (True),
+    ``--no-cluster`` (False) or neither (None). Raises InputError (exit 2) for an empty
+    ``--scheduler``, and for an address (given, or from Dask's config) where no Dask scheduler
+    answers (:func:`dpriv.cluster.scheduler_identity`)."""
+    from dpriv import cluster as cluster_mod  # looked up at call time (tests replace the probe)
+
+    if scheduler is not None and not scheduler.strip():
+        raise InputError(
+            f"--scheduler is empty ({scheduler!r}; an unset shell variable?): give the address a "
+            "running Dask scheduler prints (tcp://host:8786), or leave --scheduler out to run on "
+            "this machine"
+        )
+    configured = configured_scheduler() if scheduler is None else None
+    if configured is None:
+        if scheduler is not None:
+            cluster_mod.scheduler_identity(scheduler, flag_named)
+        return scheduler
+    if cluster is not None:
+        flag = "--cluster" if cluster else "--no-cluster"
+        say(f"note: {CONFIG} names {configured}; not used: {flag} runs on this machine")
+        return None
+    say(
+        f"note: {CONFIG} names {configured}: used as --scheduler {configured} would be; "
+        "--cluster or --no-cluster runs on this machine instead"
+    )
+    cluster_mod.scheduler_identity(configured, flag_named, origin=CONFIG)
+    return configured
+
+
+def unreachable(
+    scheduler: str, why: str, named: Named = argument_named, origin: str | None = None
+) -> InputError:
+    """The refusal of an address where no Dask scheduler answers (``why``), named as the user
+    gave it: the argument ``named`` words (``--scheduler`` or ``scheduler``), or ``origin``
+    (:data:`CONFIG`)."""
+    if origin is None:
+        flag = named("scheduler")
+        return InputError(
+            f"{flag} {scheduler}: cannot reach a Dask scheduler there ({why}); give the address "
+            f"a running scheduler prints (tcp://host:8786), or drop {flag} to use this machine"
+        )
+    return InputError(
+        f"{origin} names {scheduler}: cannot reach a Dask scheduler there ({why}); start it, correct "
+        "the address, or unset it (or give --cluster or --no-cluster) to use this machine"
+    )
+
+
+def tcp_refusal(address: str, timeout: float) -> str | None:
+    """Why a TCP connection to ``address`` (``tcp://`` or ``tls://``, or a bare ``host:port``)
+    fails: an unknown host, nothing listening, no answer within ``timeout`` seconds. None when
+    it connects, or when the address is of another kind or malformed (distributed's connect
+    then says why). distributed's own connect retries a refused connection until its timeout:
+    a typo in the port took 20 s to be told."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address, strict=False)
+        if scheme not in ("tcp", "tls"):
+            return None
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError):
+        return None
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except socket.gaierror as exc:
+        return f"unknown host {host!r}: {exc.strerror or exc}"
+    except ConnectionRefusedError:
+        return f"nothing listens on port {port} of {host}: connection refused"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:  # no route to the host, the network down
+        return f"{host}:{port}: {exc.strerror or exc}"
+    return None
