@@ -31,6 +31,7 @@ from dpriv.errors import InputError
 from dpriv.io import parquet_rows
 from dpriv.numba_cache import CompileNotice
 from dpriv.policy import ReleasePolicy
+from dpriv.scheduler_address import tcp_refusal, unreachable
 from dpriv.wording import Named, argument_named
 
 
@@ -97,14 +98,13 @@ def scheduler_identity(scheduler: str, named: Named = argument_named, *, origin:
     """What the server at ``scheduler`` says it is (its ``identity`` reply), within
     :data:`CONNECT_SECONDS`; InputError when nothing listens there, the host is unknown (both
     said at once, :func:`dpriv.scheduler_address.tcp_refusal`), it does not answer, or answers
-    as no Dask server (:func:`_unreachable`). ``named`` words the argument (``scheduler`` in
-    Python, ``--scheduler`` on the command line); ``origin``: where the address came from when
-    not from that argument (Dask's config, :data:`dpriv.scheduler_address.CONFIG`)."""
-    from dpriv.scheduler_address import tcp_refusal
-
+    as no Dask server (:func:`dpriv.scheduler_address.unreachable`). ``named`` words the
+    argument (``scheduler`` in Python, ``--scheduler`` on the command line); ``origin``: where
+    the address came from when not from that argument (Dask's config,
+    :data:`dpriv.scheduler_address.CONFIG`)."""
     refused = tcp_refusal(scheduler, CONNECT_SECONDS)
     if refused is not None:
-        raise _unreachable(scheduler, refused, named, origin)
+        raise unreachable(scheduler, refused, named, origin)
 
     async def ask() -> object:
         from distributed.comm import connect
@@ -127,25 +127,17 @@ def scheduler_identity(scheduler: str, named: Named = argument_named, *, origin:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             reply = pool.submit(run).result()
     except TimeoutError:
-        raise _unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s", named, origin) from None
+        raise unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s", named, origin) from None
     except (OSError, ValueError, TypeError) as exc:
-        raise _unreachable(scheduler, str(exc), named, origin) from None
+        raise unreachable(scheduler, str(exc), named, origin) from None
     except Exception as exc:  # noqa: BLE001 -- bytes of another protocol fail anywhere in the decoder
         why = f"it answers, but not as a Dask scheduler: {type(exc).__name__}"
-        raise _unreachable(scheduler, why, named, origin) from None
+        raise unreachable(scheduler, why, named, origin) from None
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
         why = f"it answers, but as {kind!r}, not as a Dask scheduler"
-        raise _unreachable(scheduler, why, named, origin)
+        raise unreachable(scheduler, why, named, origin)
     return reply
-
-
-def _unreachable(
-    scheduler: str, why: str, named: Named = argument_named, origin: str | None = None
-) -> InputError:
-    from dpriv.scheduler_address import unreachable
-
-    return unreachable(scheduler, why, named, origin)
 
 
 def _connect(scheduler: str, named: Named) -> Client:
@@ -160,7 +152,7 @@ def _connect(scheduler: str, named: Named) -> Client:
             dask.config.config.pop("scheduler", None)
         else:
             dask.config.set(scheduler=before)
-        raise _unreachable(scheduler, str(exc), named) from None
+        raise unreachable(scheduler, str(exc), named) from None
 
 
 #: A history of at most this many tuples may be read into the ``dpriv release`` process

@@ -172,16 +172,12 @@ def new_per_view(
             n = known.buckets or max(state.npartitions, rows.npartitions)
             right = by_bucket(state, id_col, n, held=known.buckets)
             parts = dd.map_partitions(
-                _bucket_counts, by_bucket(rows, id_col, n), right, id_col, time_col, meta=meta,
+                _new_counts, by_bucket(rows, id_col, n), right, id_col, time_col, meta=meta,
                 clear_divisions=True,
             )  # fmt: skip
         counts = parts.compute()
     summed = counts.groupby("time")["new"].sum()
     return {int(t): int(n) for t, n in summed.items()}
-
-
-def _bucket_counts(rows: pd.DataFrame, state: pd.DataFrame, id_col: str, time_col: str) -> pd.DataFrame:
-    return _new_counts(rows, state, id_col, time_col)
 
 
 def check_new_ids(
