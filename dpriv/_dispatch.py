@@ -99,7 +99,11 @@ def shuffle_method() -> Iterator[str]:
     (``dataframe.shuffle.method``, e.g. ``DASK_DATAFRAME__SHUFFLE__METHOD=p2p``) names one,
     which is then kept (but ``"p2p"`` without a distributed client, where it cannot run:
     ``"tasks"`` then); yields the method in use. The bytes released are the same under
-    either (each step orders its rows itself)."""
+    either (each step orders its rows itself). ConfigError for a method Dask does not have
+    (:func:`dpriv.dask_config.check_dask_config`)."""
+    from dpriv.dask_config import check_dask_config
+
+    check_dask_config()
     chosen = dask.config.get("dataframe.shuffle.method", None)
     if chosen is None or (chosen == "p2p" and distributed_client() is None):
         chosen = SHUFFLE_METHOD

@@ -1,5 +1,5 @@
 """All dpriv exceptions (and :func:`check_count`, the check of a count argument that raises
-one). The CLI maps :class:`DprivError` subclasses to exit status 2."""
+one). The CLI maps :class:`DprivError` subclasses to exit status 2 (:class:`LedgerBusy`: 3)."""
 
 import numbers
 
@@ -23,6 +23,17 @@ class KnowledgeFileError(PolicyError):
 
 class LedgerError(DprivError, RuntimeError):
     """The release ledger is missing, corrupt, or refuses the operation asked for."""
+
+
+class LedgerBusy(LedgerError):
+    """Another dpriv command holds the ledger's lock (:func:`dpriv.ledger_files.hold_lock`): a
+    transient refusal, the same command succeeds once that one has ended; the CLI ends with
+    exit 3 (as for a lost worker: worth a retry), not 2."""
+
+
+class ConfigError(DprivError, ValueError):
+    """The Dask configuration (a ``DASK_...`` environment variable, a Dask config file) holds a
+    value dpriv cannot run with (:func:`dpriv.dask_config.check_dask_config`)."""
 
 
 class VerificationError(DprivError, RuntimeError):

@@ -13,7 +13,8 @@ ledger/
 ``state/`` links respondents to posteriors over their sensitive values: it is created
 readable by its owner only (0700 folders, 0600 files) and must never be published.
 A release counts only once ``manifest.json`` lists it; files of a release that was not
-committed are overwritten by the next attempt, so a crash leaves the ledger as it was.
+committed are removed by the next attempt (those its writer recorded: dpriv.ledger_written),
+so a crash leaves the ledger as it was.
 
 Views and states may be pandas or Dask DataFrames: :func:`dpriv.io.write_parquet` streams a Dask frame
 partition by partition into one Parquet file, so the client never holds the whole frame, and
@@ -40,9 +41,7 @@ from dpriv.ledger_files import (
     is_temp,
     open_parquet,
     read_json,
-    refuse_foreign,
     released_digests,
-    remove_own,
     remove_temp,
     restore_file,
     url_problem,
@@ -58,6 +57,7 @@ from dpriv.ledger_manifest import (
     recorded_digest,
     release_index,
 )
+from dpriv.ledger_written import forget_written, place, refuse_foreign, remove_written, staged
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.private_repr import ledger_repr
 from dpriv.state_parts import HeldState, dask_state, held_state, read_state_files, staged_state, state_files
@@ -107,6 +107,7 @@ class Ledger:
             if not (self.root / MANIFEST).exists():
                 self._write_manifest({"releases": []})
             remove_temp(self.root)  # what a killed writer left
+            forget_written(self.root, self.last_index())  # killed just after its commit
             if not self.committed() and (self.root / POLICY).is_file():  # a first commit killed half-way:
                 (self.root / POLICY).unlink()  # it would pin a policy nothing was released under
             if prepare:
@@ -123,18 +124,20 @@ class Ledger:
     def prepare_next(self) -> None:
         """Ready the folders of the release after the last commit (``releases/<j>/``,
         ``state/<j>/``, ``j`` = last + 1: commits are sequential, so no writer ever left a later
-        one) for writing: remove dpriv's own files there, and those folders if they are then
-        empty. Raises LedgerError, removing nothing, when such a folder holds a file dpriv does
-        not write (the next commit would mix it into a release)."""
+        one): remove what a killed writer of release ``j`` recorded writing there
+        (:mod:`dpriv.ledger_written`), then those folders if empty. LedgerError, nothing removed,
+        when they hold a file no such record names (a user's, even one named ``view.parquet``)."""
         nxt = self.last_index() + 1
         self._refuse_foreign(nxt)
-        for d in (self.release_dir(nxt), self.state_dir(nxt)):
-            remove_own(d)
+        remove_written(self.root, nxt, self._folders(nxt))
+
+    def _folders(self, index: int) -> tuple[Path, Path]:  # releases/<index>/, state/<index>/
+        return self.release_dir(index), self.state_dir(index)
 
     def _refuse_foreign(self, index: int) -> None:
         """LedgerError naming what ``releases/<index>/`` and ``state/<index>/`` hold that dpriv
-        does not write there (:func:`dpriv.ledger_files.refuse_foreign`)."""
-        refuse_foreign(self.root, index, (self.release_dir(index), self.state_dir(index)))
+        did not write there (:func:`dpriv.ledger_written.refuse_foreign`)."""
+        refuse_foreign(self.root, index, self._folders(index))
 
     # -- manifest -----------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
@@ -292,15 +295,18 @@ class Ledger:
         id_col, nbuckets = state_split or (None, 1)
         pending = getattr(self, "_pending_policy", None)  # a new ledger's policy, or one taken up
         before = (self.root / POLICY).read_bytes() if pending and (self.root / POLICY).exists() else None
-        try:
-            with staged_state(self.state_dir(index), state, id_col, nbuckets):  # workers write parts
-                write_parquet(rdir / "view.parquet", view, drop_private=drop_private)
+        finals = [rdir / "view.parquet", *([rdir / SENSITIVE] if sensitive is not None else [])]
+        finals += [rdir / "metrics.json", self.state_dir(index)]
+        try:  # each under a temp name, then recorded and renamed (dpriv.ledger_written)
+            with staged_state(staged(self.state_dir(index)), state, id_col, nbuckets):  # workers write parts
+                write_parquet(staged(finals[0]), view, drop_private=drop_private)
                 if sensitive is not None:
-                    write_parquet(rdir / SENSITIVE, sensitive, drop_private=drop_private)
+                    write_parquet(staged(rdir / SENSITIVE), sensitive, drop_private=drop_private)
             if isinstance(metrics.get("seconds"), dict):  # the write step's own time, last
                 seconds = {**metrics["seconds"], "write": round(time.perf_counter() - tick, 4)}
                 metrics = {**metrics, "seconds": seconds}
-            write_record(rdir / "metrics.json", metrics)
+            write_record(staged(rdir / "metrics.json"), metrics)
+            place(self.root, index, finals)
             if pending is not None:
                 atomic_write(self.root / POLICY, json.dumps(pending, indent=2, sort_keys=True).encode())
             manifest = self.manifest()
@@ -313,12 +319,11 @@ class Ledger:
             self._write_manifest(manifest)
             self._pending_policy = None
         except BaseException:  # an interrupt or a failed write: release `index` was never committed
-            remove_own(self.state_dir(index))
-            if made:
-                remove_own(rdir)
+            remove_written(self.root, index, self._folders(index), keep=None if made else rdir)
             if pending is not None:  # the policy as it was before this commit
                 restore_file(self.root / POLICY, before)
             raise
+        forget_written(self.root)  # committed: the files are the release's now
 
     def read_state(self, index: int) -> pd.DataFrame:
         """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""

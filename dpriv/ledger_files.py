@@ -1,7 +1,7 @@
-"""Which files of a release ledger's folders are dpriv's own (docs/ledger.md): what the clean-up
-of an interrupted release removes, and what it refuses to touch (a user's file); how a
-ledger's Parquet file is opened (a damaged one named); and the removal of a new ledger whose
-first release failed."""
+"""A release ledger's files (docs/ledger.md): their digests, dpriv's temp files (removed as a
+killed writer's; what else an interrupted release left: dpriv.ledger_written), the writer's
+lock, how a ledger's Parquet file is opened (a damaged one named), and the removal of a new
+ledger whose first release failed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dpriv.errors import LedgerError
+from dpriv.errors import LedgerBusy, LedgerError
 from dpriv.input_url import path_hint, url_scheme
 from dpriv.io import TEMP_SUFFIX, atomic_write
 from dpriv.ledger_manifest import MANIFEST
@@ -151,9 +151,6 @@ def remove_if_unused(root: Path, manifest: Path, *, keep_root: bool = False) -> 
         root.rmdir()
 
 
-#: Names dpriv writes in ``releases/<i>/`` and ``state/<i>/`` (docs/ledger.md): the only files
-#: the clean-up of an uncommitted release removes.
-OWN_FILES = re.compile(r"(view|sensitive|state)\.parquet|metrics\.json|part-\d{5}\.parquet")
 #: A temp file or folder of :func:`dpriv.io.atomic_write` or :func:`dpriv.state_parts.staged_state`:
 #: ``.<name>.``, the 8 characters of :func:`tempfile.mkstemp` and :data:`dpriv.io.TEMP_SUFFIX`.
 _TEMP = re.compile(r"\..+\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
@@ -164,10 +161,6 @@ _TEMP = re.compile(r"\..+\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
 #: index twice (or removing the first one's temp files as a killed writer's). The kernel drops
 #: the lock when the process ends, however it ends.
 LOCK = ".dpriv-lock"
-
-
-class LedgerBusy(LedgerError):
-    """Another process holds the ledger's lock (:func:`hold_lock`)."""
 
 
 def hold_lock(root: Path) -> int:
@@ -191,8 +184,9 @@ def hold_lock(root: Path) -> int:
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
             raise LedgerBusy(
-                f"another dpriv command is writing the ledger {root} (it holds {path}); wait for it "
-                "to finish, then run this one again (never delete the lock file by hand)"
+                f"another dpriv command is writing the ledger {root} (it holds {path}); nothing was "
+                "written: wait for it to finish, then run this one again (never delete the lock "
+                "file by hand)"
             ) from None
         raise LedgerError(
             f"cannot lock {path} ({exc.strerror}): the file system has no file locks; keep the "
@@ -220,47 +214,6 @@ def remove_temp(root: Path) -> None:
 def is_temp(path: Path) -> bool:
     """A temp file or folder of dpriv's writers (``.<name>.<8 random characters>.dpriv-tmp``)."""
     return _TEMP.fullmatch(path.name) is not None
-
-
-def foreign(folder: Path) -> list[Path]:
-    """What ``folder`` holds besides dpriv's own files (:data:`OWN_FILES`) and temp files."""
-    if folder.is_symlink():
-        return [folder]
-    if not folder.is_dir():
-        return [folder] if folder.exists() else []
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if p.is_symlink() or not p.is_file() or not (OWN_FILES.fullmatch(p.name) or is_temp(p))
-    )
-
-
-def refuse_foreign(root: Path, index: int, folders: tuple[Path, ...]) -> None:
-    """LedgerError naming what the ``folders`` of release ``index`` of the ledger at ``root``
-    (``releases/<index>/``, ``state/<index>/``) hold that dpriv does not write there
-    (:data:`OWN_FILES`): the next commit would mix it into a release."""
-    found = [p for d in folders for p in foreign(d)]
-    if found:
-        names = ", ".join(str(p.relative_to(root)) for p in found[:5])
-        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-        raise LedgerError(
-            f"the ledger {root} holds {names}{more}, which dpriv did not write, where "
-            f"release {index} goes; nothing was written or removed: move these out of the "
-            "ledger folder (dpriv never deletes a file it did not create), then run the "
-            "command again"
-        )
-
-
-def remove_own(folder: Path) -> None:
-    """Remove dpriv's own files (and temp files) from ``folder``, then ``folder`` if it is then
-    empty; anything else stays where it is."""
-    if folder.is_symlink() or not folder.is_dir():
-        return
-    for p in folder.iterdir():
-        if p.is_file() and not p.is_symlink() and (OWN_FILES.fullmatch(p.name) or is_temp(p)):
-            p.unlink()
-    if not any(folder.iterdir()):
-        folder.rmdir()
 
 
 def discard_new_ledger(fn: F) -> F:

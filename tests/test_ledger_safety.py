@@ -24,6 +24,7 @@ import dpriv.ledger as ledger_mod
 from dpriv.errors import LedgerError, PolicyError
 from dpriv.io import atomic_write
 from dpriv.ledger import Ledger
+from dpriv.ledger_written import WRITTEN
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -103,18 +104,33 @@ def test_a_failed_first_release_leaves_the_users_folder_as_it_was(tmp_path, monk
     assert not new.exists()
 
 
-def test_opening_removes_own_leftovers_of_the_next_release_only(ledger):
+def killed_commit(led: Ledger, index: int, monkeypatch) -> None:
+    """Commit release ``index`` as a run SIGKILLed just before its manifest: its files renamed
+    into place and recorded, its own clean-up never run."""
+
+    class Killed(BaseException):
+        pass
+
+    def die(*args, **kwargs):
+        raise Killed
+
+    with monkeypatch.context() as m:
+        m.setattr(ledger_mod, "remove_written", lambda *args, **kwargs: None)
+        m.setattr(Ledger, "_write_manifest", die)
+        with pytest.raises(Killed):
+            commit(led, index)
+
+
+def test_opening_removes_own_leftovers_of_the_next_release_only(ledger, monkeypatch):
     root = ledger.root
-    (root / "releases" / "2").mkdir()
-    (root / "releases" / "2" / "view.parquet").write_bytes(b"PAR1 from a killed run")
+    killed_commit(ledger, 2, monkeypatch)
+    assert (root / "releases" / "2" / "view.parquet").exists() and (root / WRITTEN).exists()
     (root / "releases" / "2" / ".metrics.json.ab12cd34.dpriv-tmp").write_bytes(b"{")
-    (root / "state" / "2").mkdir()
-    (root / "state" / "2" / "part-00003.parquet").write_bytes(b"PAR1")
     (root / ".manifest.json.zz99yy88.dpriv-tmp").write_bytes(b'{"releases": [')
     (root / ".notes.bak").write_text("mine")  # a dotfile of the user's: not a temp file
     Ledger(root, create=True)
     assert not (root / "releases" / "2").exists() and not (root / "state" / "2").exists()
-    assert not (root / ".manifest.json.zz99yy88.dpriv-tmp").exists()
+    assert not (root / ".manifest.json.zz99yy88.dpriv-tmp").exists() and not (root / WRITTEN).exists()
     assert (root / ".notes.bak").read_text() == "mine"
     assert (root / "releases" / "1" / "view.parquet").exists()  # committed: untouched
 
@@ -127,10 +143,11 @@ def test_opening_removes_own_leftovers_of_the_next_release_only(ledger):
         ("releases/2/sub/x.csv", "releases/2/sub"),  # a folder is named as a whole
     ],
 )
-def test_a_users_file_where_the_next_release_goes_is_refused_and_nothing_removed(ledger, where, named):
+def test_a_users_file_where_the_next_release_goes_is_refused_and_nothing_removed(
+    ledger, monkeypatch, where, named
+):
     root = ledger.root
-    (root / "releases" / "2").mkdir()
-    (root / "releases" / "2" / "view.parquet").write_bytes(b"PAR1 leftover")  # own: would go
+    killed_commit(ledger, 2, monkeypatch)  # its files would go
     (root / where).parent.mkdir(parents=True, exist_ok=True)
     (root / where).write_text("mine")
     before = snapshot(root)
@@ -156,13 +173,14 @@ def test_later_folders_are_left_alone_and_refused_only_when_their_release_comes(
 
 
 @pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
-def test_a_commit_that_fails_leaves_nothing_of_its_release(ledger, monkeypatch, failure):
+@pytest.mark.parametrize("where", ["write_record", "Ledger._write_manifest"])  # before, after the renames
+def test_a_commit_that_fails_leaves_nothing_of_its_release(ledger, monkeypatch, failure, where):
     before = snapshot(ledger.root)
 
     def fail(*args, **kwargs):
         raise failure("stop")
 
-    monkeypatch.setattr(ledger_mod, "write_record", fail)  # after the view and the state
+    monkeypatch.setattr(f"dpriv.ledger.{where}", fail)
     with pytest.raises(failure):
         commit(ledger, 2)
     assert snapshot(ledger.root) == before

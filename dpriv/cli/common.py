@@ -33,7 +33,8 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
 )
 from dpriv.cli.pipe import ClosedPipeSafe
 from dpriv.cli.repeats import App, comma_names
-from dpriv.errors import DprivError, PolicyError
+from dpriv.dask_config import check_dask_config
+from dpriv.errors import DprivError, LedgerBusy, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import rows_of
 
@@ -182,6 +183,7 @@ def command(fn):
                 contextlib.redirect_stdout(ClosedPipeSafe(sys.stdout)),
             ):
                 warnings.showwarning = _show_warning
+                check_dask_config()  # before anything is read: a bad value failed deep inside Dask
                 if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
                     warnings.filterwarnings("ignore", message="Sending large graph")
                 return fn(*args, **kwargs)
@@ -190,7 +192,8 @@ def command(fn):
                 traceback.print_exc()
             prefix = "" if isinstance(exc, DprivError) else "cannot parse the input: "
             _say(f"error: {prefix}{exc}".rstrip())
-            raise typer.Exit(2) from None
+            # a ledger another command is writing: the same command succeeds later (a retry, as on 3)
+            raise typer.Exit(CLUSTER_EXIT if isinstance(exc, LedgerBusy) else 2) from None
         except typer.Exit:
             raise
         except KeyboardInterrupt as exc:

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from dpriv.errors import ClusterError, DprivError
 
-#: Exit status of a command whose Dask cluster lost a worker or its scheduler: nothing
-#: half-written, the same command resumes (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C, 143 SIGTERM).
+#: Exit status of a command whose Dask cluster lost a worker or its scheduler, or whose ledger
+#: another command holds (dpriv.errors.LedgerBusy): nothing half-written, the same command
+#: resumes (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C, 143 SIGTERM).
 CLUSTER_EXIT = 3
 
 #: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.

@@ -1,0 +1,147 @@
+"""What the writer of an uncommitted release made in its folders, and nothing else, is removed
+(docs/ledger.md, "A release killed mid-write").
+
+A commit writes each file of release ``i`` (``releases/<i>/view.parquet``, ``metrics.json``...,
+the ``state/<i>/`` folder) under a temp name (:func:`staged`), records the identity of every
+staged file (inode, size, modification time) in :data:`WRITTEN` at the ledger's root, and only
+then renames them to their names. A run killed after that leaves files that the record names
+with their identity: the next run removes them. A file the user put there, even one named
+``view.parquet`` or ``part-00000.parquet``, has another identity (or no record names it): it is
+refused, never removed (dpriv never deletes a file it did not create). A run killed before the
+record leaves only temp files, removed as such (:func:`dpriv.ledger_files.remove_temp`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from dpriv.errors import LedgerError
+from dpriv.io import TEMP_SUFFIX, atomic_write
+from dpriv.ledger_files import is_temp
+
+#: The record, at the ledger's root, of the files the commit of release ``index`` renamed into
+#: place: ``{"index": i, "files": {"releases/i/view.parquet": [inode, size, mtime_ns], ...}}``.
+#: It lives from a commit's renames to its manifest (a kill leaves it for the next run).
+WRITTEN = ".dpriv-written.json"
+#: Names dpriv writes in ``releases/<i>/`` and ``state/<i>/`` (docs/ledger.md): named in a
+#: refusal, since such a file without a record is a user's or an earlier dpriv's leftover.
+OWN_FILES = re.compile(r"(view|sensitive|state)\.parquet|metrics\.json|part-\d{5}\.parquet")
+#: The 8 characters of a staged file's temp name (:func:`staged`).
+_STAGE = "uncommit"
+
+
+def staged(final: Path) -> Path:
+    """The temp name (``.<name>.uncommit.dpriv-tmp``, :func:`dpriv.ledger_files.is_temp`) a file or
+    folder of release ``i`` is written under before :func:`place` gives it its name ``final``."""
+    return final.with_name(f".{final.name}.{_STAGE}{TEMP_SUFFIX}")
+
+
+def _identity(path: Path) -> list[int]:
+    """Inode, size and modification time (ns) of ``path``: kept by a rename, not by a copy or an
+    edit. No device number: a ledger on NFS may be cleaned up from another machine."""
+    st = path.stat()
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def place(root: Path, index: int, finals: Iterable[Path]) -> None:
+    """Rename the staged files and folders of release ``index`` (:func:`staged`) to ``finals``,
+    recording first in :data:`WRITTEN` the identity of every file they are or hold: a kill after
+    the record leaves only what it names. An empty folder at a ``final`` of a folder is replaced."""
+    finals = list(finals)
+    files: dict[str, list[int]] = {}
+    for final in finals:
+        stage = staged(final)
+        for f in sorted(stage.iterdir()) if stage.is_dir() else [stage]:
+            named = final / f.name if stage.is_dir() else final
+            files[named.relative_to(root).as_posix()] = _identity(f)
+    atomic_write(root / WRITTEN, json.dumps({"index": index, "files": files}, indent=1).encode(), mode=0o600)
+    for final in finals:
+        os.replace(staged(final), final)
+
+
+def _written(root: Path, index: int) -> dict[str, list[int]]:
+    """The files :data:`WRITTEN` names for release ``index``; none when it is missing, is of
+    another release, or cannot be read (then nothing is removed that a record would allow)."""
+    try:
+        record = json.loads((root / WRITTEN).read_text())
+    except (OSError, ValueError):
+        return {}
+    files = record.get("files") if isinstance(record, dict) and record.get("index") == index else None
+    return files if isinstance(files, dict) else {}
+
+
+def _own(path: Path, root: Path, written: dict[str, list[int]]) -> bool:
+    """``path`` is a temp file, or a regular file :data:`WRITTEN` names with its identity."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    return is_temp(path) or written.get(path.relative_to(root).as_posix()) == _identity(path)
+
+
+def refuse_foreign(root: Path, index: int, folders: tuple[Path, ...]) -> None:
+    """LedgerError naming what the ``folders`` of release ``index`` of the ledger at ``root``
+    (``releases/<index>/``, ``state/<index>/``) hold that the writer of an uncommitted release
+    ``index`` did not record writing: the next commit would mix it into a release."""
+    written = _written(root, index)
+    found = []
+    for d in folders:
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            found.append(d)
+        elif d.is_dir():
+            found += sorted(p for p in d.iterdir() if not _own(p, root, written))
+    if not found:
+        return
+    names = ", ".join(str(p.relative_to(root)) for p in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    own = [p.name for p in found if OWN_FILES.fullmatch(p.name)]
+    hint = (
+        f"; {own[0]} is named like a file dpriv writes, but {WRITTEN} records no interrupted "
+        "release writing it: if it is the leftover of a release interrupted under an earlier "
+        "dpriv, delete it yourself"
+        if own
+        else ""
+    )
+    raise LedgerError(
+        f"the ledger {root} holds {names}{more}, which dpriv did not write, where release {index} "
+        "goes; nothing was written or removed: move these out of the ledger folder (dpriv never "
+        f"deletes a file it did not create){hint}, then run the command again"
+    )
+
+
+def remove_written(root: Path, index: int, folders: Iterable[Path], *, keep: Path | None = None) -> None:
+    """Remove from ``folders`` what the writer of the uncommitted release ``index`` recorded
+    writing (:data:`WRITTEN`) and temp files, then each folder if it is then empty (but
+    ``keep``), then the record; anything else stays where it is. The staged names of
+    :func:`staged` of ``folders`` go too (a commit that failed before :func:`place`)."""
+    written = _written(root, index)
+    for folder in folders:
+        stage = staged(folder)
+        if stage.is_dir() and not stage.is_symlink():
+            shutil.rmtree(stage)
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for p in folder.iterdir():
+            if _own(p, root, written):
+                p.unlink()
+        if folder != keep and not any(folder.iterdir()):
+            folder.rmdir()
+    forget_written(root)
+
+
+def forget_written(root: Path, committed: int | None = None) -> None:
+    """Remove :data:`WRITTEN`; with ``committed`` (the last committed index) only a record of a
+    release committed since (a kill between the manifest and this removal): its files are
+    that release's now, and the record would stay for ever when nothing is left to release."""
+    path = root / WRITTEN
+    if committed is not None:
+        try:
+            index = json.loads(path.read_text()).get("index")
+        except (OSError, ValueError, AttributeError):
+            return
+        if not isinstance(index, int) or index > committed:
+            return
+    path.unlink(missing_ok=True)

@@ -1,0 +1,60 @@
+"""A Dask config value dpriv cannot run with is bad input (exit 2, named), not an internal error:
+``DASK_DATAFRAME__SHUFFLE__METHOD=bogus`` ended a release on a cluster with ``internal error:
+ValueError: bogus not supported`` (exit 1) after the ledger was made."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dask
+import pytest
+
+from dpriv.dask_config import check_dask_config, env_name
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_a_bogus_shuffle_method_in_the_environment_is_exit_2_naming_the_variable(tmp_path):
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    write_history(tmp_path, mh, policy_extra={"privacy": {"k": 5, "t": 0.9, "j": 5, "max_suppression": 1.0}})
+    led = tmp_path / "led"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DASK_DATAFRAME__SHUFFLE__METHOD": "bogus"}
+    args = ["release", tmp_path / "history.parquet", "--ledger", led, "--policy", tmp_path / "policy.toml"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpriv", *map(str, args), "--cluster"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        "error: the environment variable DASK_DATAFRAME__SHUFFLE__METHOD=bogus cannot be used: Dask's "
+        "shuffle methods are tasks, disk, p2p and simple; set one of them, or unset it for dpriv's "
+        "default (tasks), then run the command again"
+    )
+    assert "Traceback" not in proc.stderr and not led.exists()
+
+
+def test_a_value_set_elsewhere_is_named_by_its_config_key(monkeypatch):
+    monkeypatch.delenv("DASK_DATAFRAME__BACKEND", raising=False)
+    with dask.config.set({"dataframe.backend": "cudf"}):
+        with pytest.raises(ConfigError) as err:
+            check_dask_config()
+    assert str(err.value).startswith("the Dask config dataframe.backend: 'cudf' (a Dask config file")
+    assert "dpriv's steps run on Dask's pandas backend only; unset it or set pandas" in str(err.value)
+    for method in ("tasks", "disk", "p2p", "simple"):
+        with dask.config.set({"dataframe.shuffle.method": method, "dataframe.backend": "pandas"}):
+            check_dask_config()  # Dask's own values pass
+
+
+def test_the_environment_variable_of_a_key():
+    assert env_name("dataframe.shuffle.method") == "DASK_DATAFRAME__SHUFFLE__METHOD"
+    assert env_name("dataframe.convert-string") == "DASK_DATAFRAME__CONVERT_STRING"

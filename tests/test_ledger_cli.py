@@ -1,0 +1,44 @@
+"""The ledger's refusals through the ``dpriv`` command: their exit status and message."""
+
+from __future__ import annotations
+
+import pytest
+from test_cli import tree
+from typer.testing import CliRunner
+
+from dpriv.cli import app
+from dpriv.datasets import medical_history, write_history
+from dpriv.ledger import Ledger
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
+    return out
+
+
+def release(history, led):
+    args = ["release", history / "history.parquet", "--ledger", led, "--policy", history / "policy.toml"]
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_a_ledger_another_command_writes_is_exit_3_retry_later(history, tmp_path):
+    """A busy lock was exit 2 ('needs a person'), so a scheduler that retries only on 3 gave up
+    on a weekly run that merely overlapped the previous, slow one."""
+    led = tmp_path / "led"
+    other = Ledger(led, create=True, lock=True)  # another dpriv release, mid-write
+    before = tree(led)
+    res = release(history, led)
+    assert res.exit_code == 3, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: another dpriv command is writing the ledger {led} "
+    )
+    assert "nothing was written: wait for it to finish, then run this one again" in res.output
+    assert "Traceback" not in res.output and tree(led) == before
+    other.unlock()  # it ended: the same command now goes through
+    res = release(history, led)
+    assert res.exit_code == 0, res.output
+    assert [r["index"] for r in Ledger(led).committed()] == [1, 2]
