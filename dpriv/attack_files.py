@@ -165,8 +165,8 @@ def save_gain(
     check_result_file(path)
     where, fix = "the gains passed to save_gain", "save the gains of this ledger's attack"
     # a blank or fractional release would be stamped as another release's (or fail in int())
-    checked_gains({knowledge: gain}, "passed to save_gain")
-    check_held(gain, len(led.committed()), led.root, where, fix)
+    checked = checked_gains({knowledge: gain}, "passed to save_gain")[str(knowledge)]  # releases as int64
+    check_held(checked, len(led.committed()), led.root, where, fix)
     if STAMP not in gain.columns and not assume_this_ledger:
         raise InputError(
             f"{where} have no {STAMP} column (the digest of the releases each row was computed on, "
