@@ -177,6 +177,9 @@ def save_gain(
         )
     # another ledger's gains (their views_sha, else their n_tuples) are not relabelled as this one's
     check_same_releases(gain, led, where, fix)
+    gain = gain.assign(
+        release=pd.to_numeric(gain["release"]).astype("int64")
+    )  # checked: 1, 2, ... as written
     from dpriv.cli.outputs import record_output
 
     with made_folder(path.parent):

@@ -69,6 +69,19 @@ def test_a_release_that_is_not_a_whole_number_is_named_by_its_row(ledger, releas
     assert not gain_path(ledger, "dk").exists()
 
 
+def test_releases_given_as_text_are_checked_and_written_as_numbers(ledger):
+    """A release "1.0" (text, as a CSV read with dtype=str gives it) failed with a raw ValueError
+    in the check of n_tuples; now checked as the number it is, and written as 1."""
+    frame = _unstamped().assign(release=["1.0", "2"])
+    path = save_gain(frame, ledger, "dk", assume_this_ledger=True)
+    saved = pd.read_csv(path, dtype={STAMP: str})
+    digests = prefix_digests(ledger)
+    assert saved["release"].tolist() == [1, 2] and saved[STAMP].tolist() == [digests[1], digests[2]]
+    path.unlink()
+    with pytest.raises(InputError, match=r"release\(s\) \[1\] count other numbers of tuples"):
+        save_gain(frame.assign(n_tuples=[59, 60]), ledger, "dk", assume_this_ledger=True)
+
+
 def test_a_release_the_ledger_does_not_hold_is_refused(ledger):
     """Release 3 of a two-release ledger was written with a blank stamp (the report then refused
     the ledger's own file)."""
