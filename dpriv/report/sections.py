@@ -154,7 +154,7 @@ def kpr_section(releases: pd.DataFrame) -> str:
         parts.append(
             '<p class="note" id="kpr-reference-missing">The reference line needs the original '
             "history, which the report does not read by itself: run <code>dpriv report LEDGER "
-            "--history HISTORY</code> (or put a kpr_reference column in attack/kpr.csv).</p>"
+            f"--history HISTORY</code> (or put a kpr_reference column in {ATTACK_DIR}/{KPR_FILE}).</p>"
         )
     else:
         known = releases[ref.notna()]
