@@ -3,6 +3,7 @@ atomically, where ``dpriv report`` finds the gain curves (re-exported by :mod:`d
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -12,21 +13,47 @@ from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.ledger_manifest import MANIFEST
 from dpriv.sources import check_knowledge_name
 
+#: The names of a ledger's attack results in ``attack/``, spelled here only: the paper
+#: adversary's gains and the retrospective adversary's results of the knowledge ``<name>``
+#: (:func:`gain_path`), and the KPR table.
+GAIN_FILE = "gain_{name}.csv"
+RETRO_FILE = "retro_{name}.csv"
+KPR_FILE = "kpr.csv"
+
+
+def result_files(template: str) -> re.Pattern[str]:
+    """The file names of ``template`` (:data:`GAIN_FILE`, :data:`RETRO_FILE`) as a pattern whose
+    group ``name`` is the knowledge (``gain_dk-2.csv`` -> ``dk-2``)."""
+    head, tail = template.split("{name}")
+    return re.compile(rf"^{re.escape(head)}(?P<name>[A-Za-z0-9_.+-]+){re.escape(tail)}$")
+
+
 #: What to do about a damaged or edited result: an attack never replaces one, so it goes first.
 AGAIN = "move the file away, then run dpriv attack again (an attack never replaces an edited result)"
 
 
-def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
-    """``LEDGER/attack/gain_<name>.csv``, where ``dpriv report`` looks for the gain curve of
-    ``knowledge``: ``<name>`` is the knowledge as given (``dk``, ``dk-2``, ``ie``...),
-    ``spm`` for ``spm:PATH`` and ``snapshot+dk`` for ``snapshot:dk``.
+def result_name(knowledge: str) -> str:
+    """The ``<name>`` of the result files of ``knowledge``: the knowledge as given (``dk``,
+    ``dk-2``, ``ie``...), ``spm`` for ``spm:PATH`` and ``snapshot+dk`` for ``snapshot:dk``.
 
     Raises PolicyError for an unknown knowledge (the message lists the valid ones)."""
     check_knowledge_name(knowledge)
     spec = str(knowledge).strip()
-    name = "spm" if spec.startswith("spm:") else spec.replace(":", "+")
+    return "spm" if spec.startswith("spm:") else spec.replace(":", "+")
+
+
+def gain_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
+    """``LEDGER/attack/gain_<name>.csv`` (:data:`GAIN_FILE`, :func:`result_name`), where
+    ``dpriv report`` looks for the gain curve of ``knowledge``. PolicyError for an unknown
+    knowledge."""
     root = ledger.root if isinstance(ledger, Ledger) else Path(ledger)
-    return root / ATTACK_DIR / f"gain_{name}.csv"
+    return root / ATTACK_DIR / GAIN_FILE.format(name=result_name(knowledge))
+
+
+def retro_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
+    """``LEDGER/attack/retro_<name>.csv`` (:data:`RETRO_FILE`), where ``dpriv report`` looks for
+    the retrospective adversary's results of ``knowledge``. PolicyError for an unknown knowledge."""
+    return gain_path(ledger, knowledge).with_name(RETRO_FILE.format(name=result_name(knowledge)))
 
 
 def check_attack_folder(folder: Path) -> None:
@@ -102,7 +129,9 @@ def results_ledger(ledger: Ledger | str | Path, function: str) -> Ledger:
     return led
 
 
-def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -> Path:
+def save_gain(
+    gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str, *, assume_this_ledger: bool = False
+) -> Path:
     """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
     that ``dpriv report LEDGER`` draws it, each row stamped with the releases it was computed on
     (:data:`dpriv.attack_stamp.STAMP`); returns the path. The file is the ledger's own derived
@@ -110,12 +139,23 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     unchanged since: :func:`check_result_file`), and the file is recorded in
     ``attack/.dpriv-outputs``.
 
-    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, when its
-    rows were computed on another ledger's releases or their ``views_sha`` is blank
-    (:func:`dpriv.attack_stamp.check_same_releases`), or the file exists and is not an attack
-    result; LedgerError when ``ledger`` is not a ledger folder (:func:`results_ledger`). Nothing
-    is written then."""
+    ``gain`` must carry the ``views_sha`` column :func:`attack` gives every row: it proves the
+    rows were computed on this ledger's releases. A frame without it (made by hand, or read
+    without the column) is stamped only with ``assume_this_ledger=True``: the caller then
+    states it was computed on this ledger's releases (its ``n_tuples``, where given, are still
+    checked against them).
+
+    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, holds a
+    release that is not a whole number >= 1 or this ledger's (blank, 1.5, 99), a gain outside
+    [-1, 1] or a release twice (the row is named), has no ``views_sha`` column (without
+    ``assume_this_ledger``), when its rows were computed on another ledger's releases or their
+    ``views_sha`` is blank (:func:`dpriv.attack_stamp.check_same_releases`), or the file exists
+    and is not an attack result; LedgerError when ``ledger`` is not a ledger folder
+    (:func:`results_ledger`). Nothing is written then."""
+    from dpriv.attack_stamp import STAMP, check_same_releases, stamped
     from dpriv.io import atomic_write, made_folder
+    from dpriv.report.coverage import check_held
+    from dpriv.report.gains import checked_gains
 
     missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
     if missing:
@@ -123,10 +163,23 @@ def save_gain(gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str) -
     led = results_ledger(ledger, "save_gain")
     path = gain_path(led, knowledge)
     check_result_file(path)
-    from dpriv.attack_stamp import check_same_releases, stamped
-
+    where, fix = "the gains passed to save_gain", "save the gains of this ledger's attack"
+    # a blank or fractional release would be stamped as another release's (or fail in int())
+    checked = checked_gains({knowledge: gain}, "passed to save_gain")[str(knowledge)]  # releases as int64
+    check_held(checked, len(led.committed()), led.root, where, fix)
+    if STAMP not in gain.columns and not assume_this_ledger:
+        raise InputError(
+            f"{where} have no {STAMP} column (the digest of the releases each row was computed on, "
+            "which dpriv.attack.attack writes on every row), so nothing proves they are this "
+            f"ledger's; nothing was written: pass the frame dpriv.attack.attack(...) returned for "
+            f"{led.root}, or, if these gains were computed on its releases, save_gain(..., "
+            "assume_this_ledger=True)"
+        )
     # another ledger's gains (their views_sha, else their n_tuples) are not relabelled as this one's
-    check_same_releases(gain, led, "the gains passed to save_gain", "save the gains of this ledger's attack")
+    check_same_releases(gain, led, where, fix)
+    gain = gain.assign(
+        release=pd.to_numeric(gain["release"]).astype("int64")
+    )  # checked: 1, 2, ... as written
     from dpriv.cli.outputs import record_output
 
     with made_folder(path.parent):

@@ -96,7 +96,7 @@ def check_same_releases(
                 "which an attack writes on every row), so they cannot be checked against this ledger"
             )
     elif "n_tuples" in frame:
-        release = rows["release"].astype("int64")
+        release = pd.to_numeric(rows["release"]).astype("int64")  # held: whole numbers, perhaps as text
         released = {r: led.read_metrics(r).get("n_released") for r in set(release)}
         want = release.map(released)
         bad = rows[
@@ -106,5 +106,5 @@ def check_same_releases(
     else:
         return
     if len(bad):
-        releases = sorted({int(r) for r in bad["release"]})
+        releases = sorted({int(r) for r in pd.to_numeric(bad["release"])})
         raise InputError(f"{where} for release(s) {releases[:5]} {why}: {fix}")

@@ -30,7 +30,14 @@ from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.datasets.model import TERMINAL
 from dpriv.errors import InputError
-from dpriv.experiment_files import check_out, check_views, write_output
+from dpriv.experiment_files import (
+    check_out,
+    check_views,
+    read_tables,  # noqa: F401  (public here)
+    setting_name,
+    stamp_tables,
+    write_output,
+)
 from dpriv.experiment_plots import knowledge_label, paper_knowledge, plot
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
@@ -103,13 +110,6 @@ _RETRO_KEEP = (
 )
 
 
-def _name(method: str, params: dict) -> str:
-    """The ledger folder of a setting: ``jsreduce_t0.5_j0.8``; a list joins with ``+``."""
-    return method + "".join(
-        f"_{k}{'+'.join(map(str, v)) if isinstance(v, list | tuple) else v}" for k, v in params.items()
-    )
-
-
 def _policy(base: ReleasePolicy, params: dict) -> ReleasePolicy:
     """``params`` override the policy; ``defender`` picks the defender's BK^seq (Fig. 6)."""
     params = dict(params)
@@ -151,14 +151,17 @@ def run_experiment(
     max suppression, mean semi, mean association_loss and group_qi_span, max_gain per
     knowledge, max_share and max_histogram_gain per knowledge, max_retro_gain, max_retro_share
     and max_retro_histogram_gain over every (release, as_of), rows_n_certain and rows_n_exit:
-    how many (release, as_of) rows hold a certain value / a revealed terminal value).
+    how many (release, as_of) rows hold a certain value / a revealed terminal value). Each
+    table ends with ``views_sha``: per row the releases of its setting's ledger it was computed
+    on (:func:`dpriv.experiment_files.stamp_tables`), which
+    :func:`dpriv.experiment_files.read_tables` checks when it reads the tables back.
 
     A refusal (InputError, before anything is written) names the arguments as ``named`` words
     them: ``out``, ``view_size`` (``dpriv experiment paper`` passes its flags: ``--out``).
     """
     out = Path(out)
     grid = grid or GRID
-    check_out(out, grid, [_name(m, p) for m, ps in grid.items() for p in ps], named)
+    check_out(out, grid, [setting_name(m, p) for m, ps in grid.items() for p in ps], named)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
     check_views(mh.history, views, view_size, grid, named)
     policy_file = out / "data" / "policy.toml"
@@ -176,7 +179,7 @@ def run_experiment(
     use_deductions = deductions_available()
     paper = paper_knowledge(list(knowledge))  # the gain the frontier plots, printed as it names it
     for method, params in itertools.chain.from_iterable(((m, p) for p in ps) for m, ps in grid.items()):
-        name = _name(method, params)
+        name = setting_name(method, params)
         policy = _policy(base, params)
         led = release_history(mh.history, policy, out / "ledgers" / name, method=method)
         pinned = _pinned_shares(led, mh.history, policy)
@@ -237,6 +240,7 @@ def run_experiment(
         "retro": _denoised(pd.DataFrame(retro, columns=["method", "params", *_RETRO_KEEP])),
     }
     tables["frontier"] = frontier(tables["runs"], tables["gains"], tables["retro"])
+    tables = stamp_tables(tables, out)  # a table read later is checked against these ledgers (read_tables)
     for key, frame in tables.items():
         write_output(out / f"{key}.csv", frame.to_csv(index=False).encode())
     plot(tables, out)

@@ -6,6 +6,7 @@ replaces its own files and never a user's."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -14,9 +15,19 @@ from dpriv.errors import InputError
 from dpriv.io import not_a_folder
 from dpriv.wording import Named, argument_named
 
+#: The experiment's tables, ``<key>.csv`` in its folder, each row stamped (:func:`stamp_tables`).
+TABLES = ("runs", "gains", "retro", "frontier")
+
 #: The files an experiment writes into its folder, besides ``gain_<method>.png`` per method,
 #: ``data/`` (:func:`dpriv.datasets.write_history`) and ``ledgers/<setting>/``.
-OUTPUTS = ("runs.csv", "gains.csv", "retro.csv", "frontier.csv", "fig3_semiperimeter.png", "frontier.png")
+OUTPUTS = (*(f"{key}.csv" for key in TABLES), "fig3_semiperimeter.png", "frontier.png")
+
+
+def setting_name(method: str, params: dict) -> str:
+    """The ledger folder of a setting: ``jsreduce_t0.5_j0.8``; a list joins with ``+``."""
+    return method + "".join(
+        f"_{k}{'+'.join(map(str, v)) if isinstance(v, list | tuple) else v}" for k, v in params.items()
+    )
 
 
 def check_out(
@@ -114,3 +125,105 @@ def save_figure(fig, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
     write_output(path, buf.getvalue())
+
+
+def _ledger_root(out: Path, method: object, params: object) -> Path | None:
+    """``out/ledgers/<setting>/``, the ledger of a table row; None when its params are not the
+    JSON object the experiment writes."""
+    try:
+        return out / "ledgers" / setting_name(str(method), json.loads(str(params)))
+    except (ValueError, AttributeError):
+        return None
+
+
+def _expected_stamps(
+    frame: pd.DataFrame, out: Path, cache: dict[tuple[str, str], dict[int, str]]
+) -> list[str]:
+    """Per row of an experiment table, the :data:`dpriv.attack_stamp.STAMP` of the releases of
+    its setting's ledger (:func:`_ledger_root`) it was computed on: 1..``as_of`` of a
+    retrospective row, 1..``release`` of a run or gain, every release of a frontier row; ``""``
+    when the ledger or the release is not there. ``cache``: (method, params) -> digests."""
+    from dpriv.attack_stamp import prefix_digests
+    from dpriv.ledger import Ledger
+
+    last = "as_of" if "as_of" in frame else "release" if "release" in frame else None
+    stamps = []
+    for i, key in enumerate(zip(frame["method"].astype(str), frame["params"].astype(str))):
+        if key not in cache:
+            root = _ledger_root(out, *key)
+            cache[key] = prefix_digests(Ledger(root)) if root and (root / "manifest.json").is_file() else {}
+        digests = cache[key]
+        if last is None:
+            index = max(digests, default=None)
+        else:  # a blank, fractional or text release names no release
+            value = pd.to_numeric(frame[last].iloc[i], errors="coerce")
+            index = int(value) if value == value and value % 1 == 0 else None
+        stamps.append(digests.get(index, ""))
+    return stamps
+
+
+def stamp_tables(tables: dict[str, pd.DataFrame], out: Path) -> dict[str, pd.DataFrame]:
+    """``tables`` (:data:`TABLES`, each with ``method`` and ``params`` columns: a setting of the
+    grid, released into ``out/ledgers/<setting>/``) each with a last column ``views_sha`` (text):
+    per row the digest of the releases it was computed on (:func:`_expected_stamps`), as
+    ``dpriv attack`` stamps its rows, so that :func:`read_tables` refuses a table of another run."""
+    from dpriv.attack_stamp import STAMP
+
+    cache: dict[tuple[str, str], dict[int, str]] = {}
+    return {
+        key: frame.assign(
+            **{STAMP: pd.Series(_expected_stamps(frame, out, cache), index=frame.index, dtype=str)}
+        )
+        for key, frame in tables.items()
+    }
+
+
+def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
+    """The tables an experiment wrote into ``out`` (``runs.csv``, ``gains.csv``, ``retro.csv``,
+    ``frontier.csv``), checked against the ledgers beside them.
+
+    Returns key (:data:`TABLES`) -> the table as written (``params`` and ``views_sha`` text).
+
+    Raises InputError, naming the file (and line), when a table is missing or not a CSV table,
+    lacks ``method``, ``params`` or ``views_sha`` (written by a dpriv from before the stamp), or
+    holds a row whose ``views_sha`` is blank or not that of its setting's ledger in
+    ``out/ledgers/`` (a table copied from another run, or ledgers made again since): tables of
+    different runs are never read as one experiment."""
+    from dpriv.attack_stamp import STAMP
+
+    out = Path(out)
+    again = f"run dpriv experiment paper --out {out} again (it replaces its own tables)"
+    cache: dict[tuple[str, str], dict[int, str]] = {}
+    tables = {}
+    for key in TABLES:
+        path = out / f"{key}.csv"
+        if not path.is_file():
+            raise InputError(f"{path} is missing: not the folder of a finished experiment; {again}")
+        try:
+            frame = pd.read_csv(path, dtype={"params": str, STAMP: str})
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path} cannot be read as a CSV table ({exc}); {again}") from None
+        if missing := [c for c in ("method", "params", STAMP) if c not in frame]:
+            raise InputError(
+                f"{path} lacks column(s) {missing}, which tie each row to its setting's ledger "
+                f"(a table of a dpriv from before the stamp, or not an experiment's); {again}"
+            )
+        have = frame[STAMP].fillna("").astype(str).str.strip().to_numpy()
+        want = _expected_stamps(frame, out, cache)
+        bad = [i for i, (h, w) in enumerate(zip(have, want)) if not h or h != w]
+        if bad:
+            i = bad[0]
+            where = _ledger_root(out, frame["method"].iloc[i], frame["params"].iloc[i]) or out / "ledgers"
+            why = (
+                "is blank"
+                if not have[i]
+                else f"is not that of the releases of {where}"
+                if want[i]
+                else f"names releases that {where} does not hold (or the ledger is missing)"
+            )
+            raise InputError(
+                f"{path} line {i + 2}: its {STAMP} (the releases the row was computed on) {why}: a table "
+                f"of another run, or the ledgers made again since; nothing was read: {again}"
+            )
+        tables[key] = frame
+    return tables

@@ -67,7 +67,7 @@ def test_save_gain_writes_only_into_a_ledger(released, tmp_path):
     assert snapshot(tmp_path) == before
     assert not (mine / "attack").exists() and not (webapp / "attack").exists()
     assert not (out / "led" / "releases" / "attack").exists()
-    path = save_gain(GAIN, out / "led", "dk-3")  # a ledger: its attack/ folder
+    path = save_gain(GAIN, out / "led", "dk-3", assume_this_ledger=True)  # a ledger: its attack/ folder
     assert path == out / "led" / "attack" / "gain_dk-3.csv"
     assert pd.read_csv(path)["adversary_gain"].tolist() == [0.1]
 

@@ -245,9 +245,11 @@ def test_write_report_replaces_only_its_own_page(released, tmp_path):
 def test_save_gain_and_the_cli_replace_only_an_attack_result(released, tmp_path):
     out, _, _ = released
     gain = pd.DataFrame({"release": [1, 2], "adversary_gain": [0.1, 0.2]})
-    path = save_gain(gain, out / "led", "ie")
+    path = save_gain(gain, out / "led", "ie", assume_this_ledger=True)  # made here, not by attack()
     assert path == gain_path(out / "led", "ie")
-    save_gain(gain.assign(adversary_gain=[0.3, 0.4]), out / "led", "ie")  # its own result
+    save_gain(
+        gain.assign(adversary_gain=[0.3, 0.4]), out / "led", "ie", assume_this_ledger=True
+    )  # its own result
     assert pd.read_csv(path)["adversary_gain"].tolist() == [0.3, 0.4]
     # an attack result the user edited keeps its header but is no longer dpriv's to replace
     path.write_text(path.read_text() + "3,0.5\n")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dpriv.attack_files import GAIN_FILE, RETRO_FILE
 from dpriv.cli.common import (
     Debug,
     Ledger,
@@ -21,6 +22,7 @@ from dpriv.cli.common import (
 )
 from dpriv.cli.outputs import changed_since_written
 from dpriv.errors import PolicyError
+from dpriv.ledger import ATTACK_DIR
 from dpriv.policy_base import with_hint
 
 if TYPE_CHECKING:
@@ -33,12 +35,12 @@ def default_out(ledger: Path, knowledge: str, adversary: str) -> Path:
     """Where ``dpriv attack`` writes without ``--out``: ``LEDGER/attack/gain_<knowledge>.csv``
     for the paper adversary, ``LEDGER/attack/retro_<knowledge>.csv`` for the retrospective one
     (where ``dpriv report`` finds each). PolicyError for an unknown knowledge or adversary."""
-    from dpriv.attack import ADVERSARIES, gain_path
+    from dpriv.attack import ADVERSARIES
+    from dpriv.attack_files import gain_path, retro_path
 
     if adversary not in ADVERSARIES:
         raise PolicyError(f"unknown adversary {adversary!r}; valid: {', '.join(ADVERSARIES)}")
-    path = gain_path(ledger, knowledge)
-    return path if adversary == "paper" else path.with_name("retro_" + path.name.removeprefix("gain_"))
+    return (gain_path if adversary == "paper" else retro_path)(ledger, knowledge)
 
 
 @app.command()
@@ -52,8 +54,9 @@ def attack(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="CSV (or .parquet); default LEDGER/attack/gain_<knowledge>.csv for the paper "
-            "adversary and LEDGER/attack/retro_<knowledge>.csv for the retrospective one, where "
+            help=f"CSV (or .parquet); default LEDGER/{ATTACK_DIR}/{GAIN_FILE.format(name='<knowledge>')} "
+            f"for the paper adversary and LEDGER/{ATTACK_DIR}/{RETRO_FILE.format(name='<knowledge>')} "
+            "for the retrospective one, where "
             "dpriv report finds them (these two are the ledger's own files, replaced by a later "
             "attack while unchanged). paper: release, adversary_gain, n_tuples and the tail risk "
             "(confident_share, confident_precision, n_confident, max_posterior, n_certain), then "

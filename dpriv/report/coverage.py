@@ -18,12 +18,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpriv.attack_files import AGAIN
+from dpriv.attack_files import AGAIN, GAIN_FILE, RETRO_FILE
 from dpriv.attack_stamp import check_same_releases
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.report.explain import knowledge_key
 from dpriv.rows import spans
+
+#: Where the examples of the report's notes write and read the gains (``attack/gain_dk.csv``), and
+#: the name of any knowledge's gain file.
+GAIN_DK = f"{ATTACK_DIR}/{GAIN_FILE.format(name='dk')}"
+GAIN_ANY = f"{ATTACK_DIR}/{GAIN_FILE.format(name='<knowledge>')}"
 
 
 def check_held(frame: pd.DataFrame, held: int, root: Path, where: str, fix: str) -> None:
@@ -101,8 +106,8 @@ class AttackResults:
                     continue
                 command = f"dpriv attack {ledger} --history HISTORY --knowledge {knowledge_arg(name)}"
                 out.append(
-                    f"the attack results {ATTACK_DIR}/gain_{name}.csv cover {self.coverage(name)}: "
-                    f"run `{command}` again to include {_releases(missing)}"
+                    f"the attack results {ATTACK_DIR}/{GAIN_FILE.format(name=name)} cover "
+                    f"{self.coverage(name)}: run `{command}` again to include {_releases(missing)}"
                 )
         for name in self.retros:
             if missing := self.missing(name, retro=True):
@@ -112,7 +117,7 @@ class AttackResults:
                 )
                 as_of = self.covered(name, retro=True)
                 out.append(
-                    f"the retrospective attack results {ATTACK_DIR}/retro_{name}.csv cover "
+                    f"the retrospective attack results {ATTACK_DIR}/{RETRO_FILE.format(name=name)} cover "
                     f"{self.coverage(name, retro=True)}"
                     + (f" (as of release {max(as_of)})" if as_of else "")
                     + f": run `{command}` again to include {_releases(missing)}"
@@ -131,7 +136,7 @@ def attack_results(led: Ledger, gains: Mapping[str, pd.DataFrame] | None = None)
     retros = retro_results(led.root / ATTACK_DIR)
     held = len(led.committed())
     for name, frame in retros.items():
-        where = f"the results in {ATTACK_DIR}/retro_{name}.csv"
+        where = f"the results in {ATTACK_DIR}/{RETRO_FILE.format(name=name)}"
         check_held(frame, held, led.root, where, NOT_OURS)
         check_same_releases(frame, led, where, NOT_OURS, unstamped=AGAIN)
     return AttackResults(held, curves, retros, frozenset(str(n) for n in gains or ()))

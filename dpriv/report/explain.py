@@ -21,7 +21,9 @@ from typing import Any
 
 import pandas as pd
 
+from dpriv.attack_files import GAIN_FILE, RETRO_FILE
 from dpriv.criteria import breaks, promised
+from dpriv.ledger import ATTACK_DIR
 
 #: One sentence per adversary knowledge of ``dpriv attack --knowledge`` (dpriv.sources).
 KNOWLEDGE_TEXT: dict[str, str] = {
@@ -74,10 +76,10 @@ TAIL_TEXT = (
     "Tail risk: the share of the released tuples whose posterior on the true sensitive value is "
     "at least 0.9 -- respondents whose value the adversary names with 90 % confidence and is "
     "right about; the mean gain hides them. Solid lines: the paper adversary, each release "
-    "attacked when it comes out (attack/gain_<knowledge>.csv, column confident_share); dashed: "
-    "the retrospective adversary, each release attacked again after the last one "
-    "(attack/retro_<knowledge>.csv). The CSV files give the precision of those claims and the "
-    "certain deductions."
+    f"attacked when it comes out ({ATTACK_DIR}/{GAIN_FILE.format(name='<knowledge>')}, column "
+    "confident_share); dashed: the retrospective adversary, each release attacked again after the "
+    f"last one ({ATTACK_DIR}/{RETRO_FILE.format(name='<knowledge>')}). The CSV files give the "
+    "precision of those claims and the certain deductions."
 )
 
 DEFENDER_TEXT = (

@@ -6,19 +6,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from dpriv.attack_files import AGAIN, as_ledger, read_result
+from dpriv.attack_files import AGAIN, GAIN_FILE, as_ledger, read_result, result_files
 from dpriv.attack_stamp import STAMP, check_same_releases
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.report.coverage import NOT_OURS, check_held
 
-_GAIN_FILE = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
+_GAIN_FILE = result_files(GAIN_FILE)
 
 #: Columns of a gain curve that tie it to the releases it was computed on
 #: (:func:`dpriv.attack_stamp.check_same_releases`), kept where given.
@@ -142,7 +141,7 @@ def gain_curves(
     held = len(led.committed())
     for name, frame in out.items():  # a file of another ledger's releases is refused
         if name not in passed:
-            where = f"the results in {ATTACK_DIR}/gain_{name}.csv"
+            where = f"the results in {ATTACK_DIR}/{GAIN_FILE.format(name=name)}"
             check_held(frame, held, led.root, where, NOT_OURS)
             check_same_releases(frame, led, where, NOT_OURS, unstamped=AGAIN)
     for name, frame in passed.items():

@@ -15,7 +15,7 @@ import pandas as pd
 from dpriv.criteria import breaks, promised
 from dpriv.io import atomic_write, made_folder
 from dpriv.ledger import Ledger
-from dpriv.report.coverage import attack_results
+from dpriv.report.coverage import GAIN_ANY, GAIN_DK, attack_results
 from dpriv.report.explain import percent, report_title, verdicts
 from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
 from dpriv.report.reference import reference_kprs
@@ -218,14 +218,15 @@ def render_report(
         parts.append(gains_table(results))
     elif retros:
         parts.append(
-            '<p class="note" id="paper-missing">No paper-adversary results (attack/gain_&lt;knowledge&gt;'
-            ".csv), only the retrospective adversary's below. <code>dpriv attack LEDGER --history "
-            "HISTORY --knowledge dk</code> writes attack/gain_dk.csv; re-run <code>dpriv report</code>.</p>"
+            '<p class="note" id="paper-missing">No paper-adversary results '
+            f"({html.escape(GAIN_ANY)}), only the retrospective adversary's below. <code>dpriv attack "
+            f"LEDGER --history HISTORY --knowledge dk</code> writes {GAIN_DK}; re-run <code>dpriv "
+            "report</code>.</p>"
         )
     else:
         parts.append(
             '<p class="note">No attack results. Run <code>dpriv attack LEDGER --history HISTORY '
-            "--knowledge dk --out LEDGER/attack/gain_dk.csv</code> (one file per knowledge) and "
+            f"--knowledge dk --out LEDGER/{GAIN_DK}</code> (one file per knowledge) and "
             "re-run <code>dpriv report</code>.</p>"
         )
     if retros:

@@ -16,7 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from dpriv.report.coverage import AttackResults
+from dpriv.attack_files import KPR_FILE
+from dpriv.ledger import ATTACK_DIR
+from dpriv.report.coverage import GAIN_DK, AttackResults
 from dpriv.report.explain import (
     CHECK_TEXT,
     DEFENDER_TEXT,
@@ -143,7 +145,7 @@ def kpr_section(releases: pd.DataFrame) -> str:
         return (
             f'<p class="note">{e(KPR_TEXT)}</p><p class="note">No KPR is recorded for these '
             "releases (ledgers written by dpriv record it in metrics.json; or put release, kpr "
-            "in attack/kpr.csv).</p>"
+            f"in {ATTACK_DIR}/{KPR_FILE}).</p>"
         )
     parts = [img(plot_kpr(releases), "KPR per release with the original view's KPR against itself")]
     parts.append(f'<p class="note">{e(KPR_TEXT)}</p>')
@@ -152,7 +154,7 @@ def kpr_section(releases: pd.DataFrame) -> str:
         parts.append(
             '<p class="note" id="kpr-reference-missing">The reference line needs the original '
             "history, which the report does not read by itself: run <code>dpriv report LEDGER "
-            "--history HISTORY</code> (or put a kpr_reference column in attack/kpr.csv).</p>"
+            f"--history HISTORY</code> (or put a kpr_reference column in {ATTACK_DIR}/{KPR_FILE}).</p>"
         )
     else:
         known = releases[ref.notna()]
@@ -323,7 +325,7 @@ def tail_section(tails: Mapping[str, pd.DataFrame], defender: pd.DataFrame) -> s
     if not tails:
         parts.append(
             '<p class="note" id="tail-missing">No adversary tail yet: <code>dpriv attack LEDGER '
-            "--history HISTORY --knowledge dk</code> writes confident_share into "
-            "attack/gain_dk.csv; re-run <code>dpriv report</code>.</p>"
+            f"--history HISTORY --knowledge dk</code> writes confident_share into {GAIN_DK}; re-run "
+            "<code>dpriv report</code>.</p>"
         )
     return "".join(parts)

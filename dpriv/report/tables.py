@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpriv.attack_files import read_result
+from dpriv.attack_files import KPR_FILE, read_result
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
 from dpriv.release_check import NOTHING_RELEASED, check_released_any
@@ -194,10 +194,10 @@ def kpr_values(ledger: Ledger | str | Path, column: str = "kpr") -> dict[int, fl
     lacks ``release`` or ``kpr``.
     """
     led = _ledger(ledger)
-    path = led.root / ATTACK_DIR / "kpr.csv"
+    path = led.root / ATTACK_DIR / KPR_FILE
     if not path.is_file():
         return {}
-    where = f"{ATTACK_DIR}/kpr.csv"
+    where = f"{ATTACK_DIR}/{KPR_FILE}"
     frame = read_result(path, ["release", "kpr"], where, optional=(column,))
     if column not in frame.columns:  # a kpr.csv without the optional kpr_reference
         return {}

@@ -14,18 +14,16 @@ most the adversary knows).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dpriv.attack_files import read_result
+from dpriv.attack_files import GAIN_FILE, RETRO_FILE, read_result, result_files
 from dpriv.attack_stamp import STAMP
 
-_GAIN = re.compile(r"^gain_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
-_RETRO = re.compile(r"^retro_(?P<name>[A-Za-z0-9_.+-]+)\.csv$")
+_GAIN, _RETRO = result_files(GAIN_FILE), result_files(RETRO_FILE)
 
 #: Columns of a frame of :func:`tail_curves`.
 TAIL_CURVE_COLUMNS = ("release", "paper_gain", "paper_share", "retro_gain", "retro_share")

@@ -1,0 +1,115 @@
+"""save_gain stamps only gains it can tie to the ledger (an unstamped frame only when the caller
+says so) and names a bad release by its row; the attack result file names are spelled once
+(dpriv/attack_files.py)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.attack import save_gain
+from dpriv.attack_files import gain_path
+from dpriv.attack_stamp import STAMP, prefix_digests, stamped
+from dpriv.cli.audit import default_out
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory):
+    """A ledger of two small releases (60 tuples each)."""
+    root = tmp_path_factory.mktemp("saved")
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    data = write_history(root / "data", mh)
+    policy = ReleasePolicy.from_toml(data, t=1.0, j=1.0, k=3, max_suppression=1.0)
+    return release_history(mh.history, policy, root / "led")
+
+
+def _unstamped() -> pd.DataFrame:
+    return pd.DataFrame({"release": [1, 2], "adversary_gain": [0.1, 0.2], "n_tuples": [60, 60]})
+
+
+def test_an_unstamped_frame_is_saved_only_when_the_caller_says_it_is_this_ledgers(ledger):
+    """A frame without views_sha was stamped as this ledger's (its n_tuples, alike in any ledger of
+    the same view sizes, were the only check): now it is refused, saying what to pass."""
+    path = gain_path(ledger, "dk")
+    with pytest.raises(InputError, match="the gains passed to save_gain have no views_sha column") as err:
+        save_gain(_unstamped(), ledger, "dk")
+    assert "pass the frame dpriv.attack.attack(...) returned" in str(err.value)
+    assert "assume_this_ledger=True" in str(err.value)
+    assert not path.exists()
+    # stated: stamped with this ledger's releases 1..r, r the row's release
+    saved = pd.read_csv(save_gain(_unstamped(), ledger, "dk", assume_this_ledger=True), dtype={STAMP: str})
+    digests = prefix_digests(ledger)
+    assert saved[STAMP].tolist() == [digests[1], digests[2]] and digests[1] != digests[2]
+    assert saved["adversary_gain"].tolist() == [0.1, 0.2]
+    # stating it does not silence a count that is not this ledger's
+    with pytest.raises(InputError, match=r"release\(s\) \[2\] count other numbers of tuples"):
+        save_gain(_unstamped().assign(n_tuples=[60, 59]), ledger, "dk", assume_this_ledger=True)
+    assert pd.read_csv(path)["adversary_gain"].tolist() == [0.1, 0.2]  # left as it was
+    path.unlink()
+
+
+@pytest.mark.parametrize(
+    "release, said",
+    [
+        (np.nan, "row 1 holds release nan"),  # was a raw "cannot convert float NaN to integer"
+        (1.5, "row 1 holds release 1.5"),  # was stamped and written as release 1
+        (0, "row 1 holds release 0.0"),
+    ],
+)
+def test_a_release_that_is_not_a_whole_number_is_named_by_its_row(ledger, release, said):
+    frame = stamped(_unstamped(), ledger).astype({"release": "float64"})
+    frame.loc[1, "release"] = release
+    with pytest.raises(
+        InputError, match=f"passed to save_gain for 'dk': {said}, gain 0.2; a release is a whole"
+    ):
+        save_gain(frame, ledger, "dk")
+    assert not gain_path(ledger, "dk").exists()
+
+
+def test_releases_given_as_text_are_checked_and_written_as_numbers(ledger):
+    """A release "1.0" (text, as a CSV read with dtype=str gives it) failed with a raw ValueError
+    in the check of n_tuples; now checked as the number it is, and written as 1."""
+    frame = _unstamped().assign(release=["1.0", "2"])
+    path = save_gain(frame, ledger, "dk", assume_this_ledger=True)
+    saved = pd.read_csv(path, dtype={STAMP: str})
+    digests = prefix_digests(ledger)
+    assert saved["release"].tolist() == [1, 2] and saved[STAMP].tolist() == [digests[1], digests[2]]
+    path.unlink()
+    with pytest.raises(InputError, match=r"release\(s\) \[1\] count other numbers of tuples"):
+        save_gain(frame.assign(n_tuples=[59, 60]), ledger, "dk", assume_this_ledger=True)
+
+
+def test_a_release_the_ledger_does_not_hold_is_refused(ledger):
+    """Release 3 of a two-release ledger was written with a blank stamp (the report then refused
+    the ledger's own file)."""
+    frame = stamped(_unstamped(), ledger).assign(release=[1, 3])
+    with pytest.raises(
+        InputError, match=r"the gains passed to save_gain name release\(s\) \[3\] that .* holds 2"
+    ):
+        save_gain(frame, ledger, "dk")
+    assert not gain_path(ledger, "dk").exists()
+
+
+def test_result_file_names_are_spelled_once():
+    from dpriv.attack_files import GAIN_FILE, KPR_FILE, RETRO_FILE, result_files, retro_path
+
+    assert (GAIN_FILE.format(name="dk"), RETRO_FILE.format(name="dk"), KPR_FILE) == (
+        "gain_dk.csv",
+        "retro_dk.csv",
+        "kpr.csv",
+    )
+    assert retro_path("L", "dk-2").as_posix() == "L/attack/retro_dk-2.csv"
+    assert retro_path("L", "snapshot:dk").name == "retro_snapshot+dk.csv"
+    assert retro_path("L", "spm:/data/c.csv").name == "retro_spm.csv"
+    with pytest.raises(PolicyError, match="unknown adversary knowledge 'dkk'"):
+        retro_path("L", "dkk")
+    assert default_out("L", "ie", "retrospective") == retro_path("L", "ie")
+    assert default_out("L", "ie", "paper") == gain_path("L", "ie")
+    gains, retros = result_files(GAIN_FILE), result_files(RETRO_FILE)
+    assert gains.match("gain_snapshot+dk.csv")["name"] == "snapshot+dk"
+    assert retros.match("retro_dk-1.csv")["name"] == "dk-1"
+    for other in ("retro_dk.csv", "gain_dk.csv.bak", "gain_.csv", "gain_dk.parquet", "xgain_dk.csv"):
+        assert gains.match(other) is None, other
