@@ -66,12 +66,28 @@ def chosen_scheduler(
         flag = "--cluster" if cluster else "--no-cluster"
         say(f"note: {CONFIG} names {configured}; not used: {flag} runs on this machine")
         return None
-    say(
-        f"note: {CONFIG} names {configured}: used as --scheduler {configured} would be; "
-        "--cluster or --no-cluster runs on this machine instead"
-    )
+    say(config_used(configured, flag_named, "--cluster or --no-cluster runs on this machine instead"))
     cluster_mod.scheduler_identity(configured, flag_named, origin=CONFIG)
     return configured
+
+
+def config_used(address: str, named: Named, instead: str) -> str:
+    """The note said when Dask's config (:data:`CONFIG`) names the scheduler ``address`` to run
+    on: as the argument ``named`` words would (``--scheduler ADDR``, ``scheduler=ADDR``), and
+    what runs on this machine ``instead``."""
+    return f"note: {CONFIG} names {address}: used as {named('scheduler', address)} would be; {instead}"
+
+
+def contradiction(scheduler: str, cluster: bool, named: Named = argument_named) -> str:
+    """Why a scheduler address and ``cluster`` (True: start a LocalCluster; False: this process)
+    cannot be given together, as ``named`` words the arguments (``--scheduler``/``--cluster``,
+    ``scheduler``/``cluster=True``): each says where to run, differently."""
+    address, flag = named("scheduler"), named("cluster", cluster)
+    alone = "start a local Dask cluster" if cluster else "release in this process"
+    return (
+        f"{address} and {flag} contradict each other: drop {flag} to run on {scheduler}, "
+        f"or drop {address} to {alone}"
+    )
 
 
 def unreachable(

@@ -127,12 +127,10 @@ def _refuse_contradictions(params: Mapping[str, Any]) -> None:
     scheduler, cluster = params.get("scheduler"), params.get("cluster")
     if not scheduler or cluster is None:
         return
-    flag = "--cluster" if cluster else "--no-cluster"
-    alone = "start a local Dask cluster" if cluster else "release in this process"
-    raise OptionError(
-        f"--scheduler and {flag} contradict each other: drop {flag} to run on {scheduler}, "
-        f"or drop --scheduler to {alone}"
-    )
+    from dpriv.scheduler_address import contradiction
+    from dpriv.wording import flag_named
+
+    raise OptionError(contradiction(scheduler, cluster, flag_named))
 
 
 class OnceCommand(TyperCommand):
