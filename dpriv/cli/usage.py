@@ -63,6 +63,7 @@ def _given(command: Any, ctx: Any, args: list[str], param: Any) -> str | None:
 
 
 def _flag(param: Any) -> str:
+    """How the command line names ``param``: its long option (``--k``), an argument's name."""
     names = [o for o in getattr(param, "opts", []) if o.startswith("--")] or list(getattr(param, "opts", []))
     if getattr(param, "param_type_name", "") == "argument" or not names:
         return param.name.upper()
@@ -72,7 +73,7 @@ def _flag(param: Any) -> str:
 def _message(exc: Any) -> str:
     """click's own message, as a clause (no leading capital, no closing period)."""
     text = str(exc.message if getattr(exc, "message", None) else exc.format_message()).strip().rstrip(".")
-    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) == 1 else text
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text  # "No such", not "URL"
 
 
 def worded(exc: Exception, command: Any, ctx: Any, args: list[str]) -> Exception:
