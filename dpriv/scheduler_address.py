@@ -8,7 +8,7 @@ medical --partitions``) calls :func:`chosen_scheduler` first:
 * without ``--scheduler``, Dask's own ``scheduler-address`` config (``DASK_SCHEDULER_ADDRESS``,
   or a Dask YAML file) is used as if it were given, as a Dask ``Client()`` would, and said on
   stderr; ``--cluster`` or ``--no-cluster`` still say where to run (the config is then said to
-  be left unused);
+  be left unused); in Python, :func:`dpriv.cluster.dask_client` without an address does the same;
 * the address is probed (:func:`dpriv.cluster.scheduler_identity`): nothing listening, an
   unknown host (both at once, :func:`tcp_refusal`), a silent port or another protocol (within
   :data:`dpriv.cluster.CONNECT_SECONDS`) is bad input, exit 2, before any input is read. Found
