@@ -6,8 +6,8 @@ released in process anyway (:data:`dpriv.release.SMALL_VIEW_ROWS`,
 :data:`dpriv.release.SMALL_STATE_ROWS`) is read once into this process and released here, on
 Dask's threaded scheduler, with the same bytes (docs/architecture.md "Small views"); the
 worker processes of a cluster would only cost their start-up and the round trips.
-``--scheduler ADDR`` implies a cluster (that one): ``--cluster`` with it is redundant,
-``--no-cluster`` with it an error.
+``--scheduler ADDR`` implies a cluster (that one): ``--cluster`` or ``--no-cluster`` with it is
+an error (each says where to run).
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ from dpriv.errors import InputError
 from dpriv.io import parquet_rows
 from dpriv.numba_cache import CompileNotice
 from dpriv.policy import ReleasePolicy
-from dpriv.scheduler_address import tcp_refusal, unreachable
+from dpriv.scheduler_address import (
+    CONFIG,
+    config_used,
+    configured_scheduler,
+    contradiction,
+    tcp_refusal,
+    unreachable,
+)
 from dpriv.wording import Named, argument_named
 
 
@@ -43,18 +50,25 @@ def dask_client(
     say: Callable[[str], None] = print,
     notice: CompileNotice | None = None,
     named: Named = argument_named,
+    config: bool = True,
 ) -> Iterator[Client]:
     """A distributed Client for the duration of a command; prints the dashboard link.
 
-    ``scheduler``: address of an existing scheduler (``tcp://host:8786``); ``None`` starts a
-    LocalCluster (one single-threaded worker process per core, 2 here) that is closed after,
-    its workers keeping freed memory for reuse (:mod:`dpriv.allocator`).
+    ``scheduler``: address of an existing scheduler (``tcp://host:8786``); ``None``: the one Dask's
+    ``scheduler-address`` config (``DASK_SCHEDULER_ADDRESS``) names, said, as ``Client()`` and the
+    commands take it, else a LocalCluster (one single-threaded worker process per core), closed
+    after, its workers keeping freed memory (:mod:`dpriv.allocator`); with ``config=False`` a
+    LocalCluster whatever the config says (the commands settle the address first).
     ``notice``: told when a worker compiles a dpriv kernel (:class:`dpriv.worker_notice.WorkerCompileNotice`).
     InputError when the scheduler cannot be reached, naming it as ``named`` words the argument
-    (``scheduler``; the command line's ``--scheduler``).
+    (``scheduler``; the command line's ``--scheduler``) or as the config.
     """
+    origin = None
+    if not scheduler and config and (configured := configured_scheduler()) is not None:
+        say(config_used(configured, named, "dask_client(config=False) starts a local cluster instead"))
+        scheduler, origin = configured, CONFIG
     if scheduler:
-        with _connect(scheduler, named) as client, _compile_reports(client, notice):
+        with _connect(scheduler, named, origin) as client, _compile_reports(client, notice):
             say(f"connected to {scheduler}; dashboard: {client.dashboard_link}")
             yield client
         return
@@ -140,9 +154,10 @@ def scheduler_identity(scheduler: str, named: Named = argument_named, *, origin:
     return reply
 
 
-def _connect(scheduler: str, named: Named) -> Client:
-    """A Client of the scheduler at ``scheduler``; InputError (exit 2) when it cannot be reached."""
-    scheduler_identity(scheduler, named)
+def _connect(scheduler: str, named: Named, origin: str | None = None) -> Client:
+    """A Client of the scheduler at ``scheduler`` (given as ``named`` words it, or by ``origin``,
+    :func:`scheduler_identity`); InputError (exit 2) when it cannot be reached."""
+    scheduler_identity(scheduler, named, origin=origin)
     before = dask.config.get("scheduler", None)
     try:
         return Client(scheduler, timeout=f"{CONNECT_SECONDS:g}s")
@@ -152,7 +167,7 @@ def _connect(scheduler: str, named: Named) -> Client:
             dask.config.config.pop("scheduler", None)
         else:
             dask.config.set(scheduler=before)
-        raise unreachable(scheduler, str(exc), named) from None
+        raise unreachable(scheduler, str(exc), named, origin) from None
 
 
 #: A history of at most this many tuples may be read into the ``dpriv release`` process
@@ -288,7 +303,7 @@ def release_place(
 ) -> Placement:
     """Where ``dpriv release``/``anonymize`` run, checked before any cluster starts: the input
     is refused at once when bad (:func:`dpriv.preflight.preflight`), then placed at
-    ``"scheduler"`` (``--scheduler ADDR``, always: it implies a cluster), ``"cluster"`` (a
+    ``"scheduler"`` (``--scheduler ADDR``, always), ``"cluster"`` (a
     LocalCluster: ``--cluster``, or by default an input that is not :attr:`HistorySize.small`)
     or ``"process"`` (``--no-cluster``, or by default a small input).
 
@@ -299,18 +314,15 @@ def release_place(
     from that frame (never read again), as is any input read here with ``--no-cluster``; one
     placed on a cluster is read again by the workers.
 
-    Raises InputError for ``--scheduler`` with ``--no-cluster`` (they contradict; ``named``
-    words the arguments: ``scheduler`` and ``cluster=False`` in Python), or for a bad input
-    (:func:`dpriv.preflight.preflight`, which names the column and the fix).
+    Raises InputError (a ValueError) for ``--scheduler`` with ``--cluster`` or ``--no-cluster``
+    (they contradict, as on the command line; ``named`` words the arguments: ``scheduler`` and
+    ``cluster=True`` in Python), or for a bad input (:func:`dpriv.preflight.preflight`, which
+    names the column and the fix).
     """
     from dpriv.preflight import preflight
 
-    if scheduler and cluster is False:
-        address, local = named("scheduler"), named("cluster", False)
-        raise InputError(
-            f"{address} and {local} contradict each other: drop {local} to run on {scheduler}, or drop "
-            f"{address} to release in this process"
-        )
+    if scheduler and cluster is not None:
+        raise InputError(contradiction(scheduler, cluster, named))
     if scheduler or cluster:
         preflight(frame, policy, source or "the input")
         return Placement("scheduler" if scheduler else "cluster", None, frame)
@@ -368,7 +380,10 @@ def release_frame(
     notice = CompileNotice(say)
     if placement.place != "process":
         address = scheduler if placement.place == "scheduler" else None
-        with dask_client(address, say=say, notice=notice, named=named), notice.listening():
+        # a LocalCluster asked for (cluster=True, --cluster: no size measured) whatever Dask's
+        # config says; one the size asked for runs where the config says, as dask_client(None)
+        config = placement.place == "cluster" and placement.size is not None
+        with dask_client(address, say=say, notice=notice, named=named, config=config), notice.listening():
             yield placement.frame.persist()
         return
     with dask.config.set(scheduler="threads"), notice.listening():

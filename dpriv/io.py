@@ -8,6 +8,7 @@ import contextlib
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -89,6 +90,20 @@ def _is_parquet(fs, path: str) -> bool:
     """A Parquet file whatever its name: it starts with the magic bytes ``PAR1``."""
     with fs.open(path, "rb") as fh:
         return fh.read(4) == b"PAR1"
+
+
+def ignore_dask_reset_index() -> None:
+    """For the ``dpriv`` commands, which print every warning: drop pandas >= 3.1's deprecation of
+    ``reset_index(inplace=True)``, raised by Dask's Parquet reader for every partition that
+    :func:`read_table` (``dd.read_parquet``) reads (``dask/dataframe/io/parquet/arrow.py``): the
+    call is Dask's, nothing the user changes silences it; it was printed as a ``warning:`` line
+    (and failed the command under ``-W error``). Only that warning, from that module."""
+    warnings.filterwarnings(
+        "ignore",
+        message=r"The inplace keyword in DataFrame\.reset_index is deprecated",
+        category=DeprecationWarning,  # pandas.errors.Pandas4Warning
+        module=r"dask\.dataframe\.io\.parquet\.",
+    )
 
 
 def read_table(

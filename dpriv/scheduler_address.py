@@ -8,7 +8,7 @@ medical --partitions``) calls :func:`chosen_scheduler` first:
 * without ``--scheduler``, Dask's own ``scheduler-address`` config (``DASK_SCHEDULER_ADDRESS``,
   or a Dask YAML file) is used as if it were given, as a Dask ``Client()`` would, and said on
   stderr; ``--cluster`` or ``--no-cluster`` still say where to run (the config is then said to
-  be left unused);
+  be left unused); in Python, :func:`dpriv.cluster.dask_client` without an address does the same;
 * the address is probed (:func:`dpriv.cluster.scheduler_identity`): nothing listening, an
   unknown host (both at once, :func:`tcp_refusal`), a silent port or another protocol (within
   :data:`dpriv.cluster.CONNECT_SECONDS`) is bad input, exit 2, before any input is read. Found
@@ -66,12 +66,28 @@ def chosen_scheduler(
         flag = "--cluster" if cluster else "--no-cluster"
         say(f"note: {CONFIG} names {configured}; not used: {flag} runs on this machine")
         return None
-    say(
-        f"note: {CONFIG} names {configured}: used as --scheduler {configured} would be; "
-        "--cluster or --no-cluster runs on this machine instead"
-    )
+    say(config_used(configured, flag_named, "--cluster or --no-cluster runs on this machine instead"))
     cluster_mod.scheduler_identity(configured, flag_named, origin=CONFIG)
     return configured
+
+
+def config_used(address: str, named: Named, instead: str) -> str:
+    """The note said when Dask's config (:data:`CONFIG`) names the scheduler ``address`` to run
+    on: as the argument ``named`` words would (``--scheduler ADDR``, ``scheduler=ADDR``), and
+    what runs on this machine ``instead``."""
+    return f"note: {CONFIG} names {address}: used as {named('scheduler', address)} would be; {instead}"
+
+
+def contradiction(scheduler: str, cluster: bool, named: Named = argument_named) -> str:
+    """Why a scheduler address and ``cluster`` (True: start a LocalCluster; False: this process)
+    cannot be given together, as ``named`` words the arguments (``--scheduler``/``--cluster``,
+    ``scheduler``/``cluster=True``): each says where to run, differently."""
+    address, flag = named("scheduler"), named("cluster", cluster)
+    alone = "start a local Dask cluster" if cluster else "release in this process"
+    return (
+        f"{address} and {flag} contradict each other: drop {flag} to run on {scheduler}, "
+        f"or drop {address} to {alone}"
+    )
 
 
 def unreachable(

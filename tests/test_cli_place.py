@@ -123,7 +123,8 @@ def test_the_thresholds_decide_between_process_and_cluster(monkeypatch):
 def test_flags_win_over_the_size():
     frame = small_history()
     assert place(frame, scheduler="tcp://h:8786") == ("scheduler", None)
-    assert place(frame, scheduler="tcp://h:8786", cluster=True) == ("scheduler", None)
+    with pytest.raises(InputError, match="scheduler and cluster=True contradict"):  # as --cluster
+        place(frame, scheduler="tcp://h:8786", cluster=True)
     assert place(frame, cluster=True) == ("cluster", None)
     where, size = place(frame, cluster=False)
     assert where == "process" and size.small

@@ -329,8 +329,8 @@ def test_missing_message_says_what_a_missing_value_is_in_a_csv_file():
     [
         (["--views", "0"], "--views"),
         (["--view-size", "-5"], "--view-size"),
-        (["--attendance", "2"], "--attendance': 2.0 is not a probability in (0, 1]"),
-        (["--attendance", "0"], "--attendance': 0.0 is not a probability in (0, 1]"),
+        (["--attendance", "2"], "--attendance '2': 2.0 is not a probability in (0, 1]"),
+        (["--attendance", "0"], "--attendance '0': 0.0 is not a probability in (0, 1]"),
     ],
 )
 def test_generate_names_the_flag_not_the_python_argument(cli, tmp_path, flags, named):

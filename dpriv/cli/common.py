@@ -186,6 +186,9 @@ def command(fn):
                 check_dask_config()  # before anything is read: a bad value failed deep inside Dask
                 if not debug:  # the knowledge tables (~19 MiB) travel with each release's graph
                     warnings.filterwarnings("ignore", message="Sending large graph")
+                from dpriv.io import ignore_dask_reset_index  # dask.dataframe: not for --help
+
+                ignore_dask_reset_index()
                 return fn(*args, **kwargs)
         except (DprivError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             if debug:

@@ -113,7 +113,7 @@ def _generate_medical_partitioned(
     scheduler = chosen_scheduler(scheduler, None, _say)  # before any file is looked at
     check_generated(out, overwrite=force, flag="--force")
     _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
-    with dask_client(scheduler, say=_say, named=flag_named):
+    with dask_client(scheduler, say=_say, named=flag_named, config=False):  # the config was read above
         policy_path = write_medical_view(
             out,
             view_size,

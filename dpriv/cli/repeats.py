@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 #: The options of comma-separated names (their parameter names): repeated, they add up.
 LIST_OPTIONS = frozenset({"qi", "categorical", "date", "known"})
@@ -65,15 +65,19 @@ def _is_path(param: Any) -> bool:
     return desc.is_path if desc is not None else getattr(getattr(param, "type", None), "name", "") == "path"
 
 
+def _convert(param: Any, ctx: Any, value: Any) -> Any:
+    """``value`` converted by ``param``'s type (UsageError when it does not convert)."""
+    if hasattr(param, "get_runtime_param"):  # typer >= 0.2x converts values itself
+        return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+    return param.type_cast_value(ctx, value)
+
+
 def _converted(param: Any, ctx: Any, value: Any) -> Any:
     """``value`` as the command gets it (``.45`` and ``0.45`` one number), a path made absolute
     and normal (``x``, ``x/`` and ``./x`` one path); the text itself when it does not convert
     (two such values are compared as written, and click names a bad one once it is single)."""
     try:
-        if hasattr(param, "get_runtime_param"):  # typer >= 0.2x converts values itself
-            value = param.get_runtime_param().coerce(value, param=param, ctx=ctx)
-        else:
-            value = param.type_cast_value(ctx, value)
+        value = _convert(param, ctx, value)
     except UsageError:
         return value
     return os.path.abspath(value) if _is_path(param) and value is not None else value
@@ -123,12 +127,10 @@ def _refuse_contradictions(params: Mapping[str, Any]) -> None:
     scheduler, cluster = params.get("scheduler"), params.get("cluster")
     if not scheduler or cluster is None:
         return
-    flag = "--cluster" if cluster else "--no-cluster"
-    alone = "start a local Dask cluster" if cluster else "release in this process"
-    raise OptionError(
-        f"--scheduler and {flag} contradict each other: drop {flag} to run on {scheduler}, "
-        f"or drop --scheduler to {alone}"
-    )
+    from dpriv.scheduler_address import contradiction
+    from dpriv.wording import flag_named
+
+    raise OptionError(contradiction(scheduler, cluster, flag_named))
 
 
 class OnceCommand(TyperCommand):
@@ -150,14 +152,48 @@ class OnceCommand(TyperCommand):
         return parser
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        rest = super().parse_args(ctx, args)
+        given = list(args)  # click's parser consumes the list
+        try:
+            rest = super().parse_args(ctx, args)
+        except UsageError as exc:
+            raise _worded(exc, self, ctx, given) from None
         if not ctx.resilient_parsing:
             _refuse_contradictions(ctx.params)
         return rest
 
 
+def _worded(exc: Exception, command: Any, ctx: Any, args: list[str]) -> Exception:
+    if ctx.resilient_parsing:  # shell completion: click's own errors, never printed
+        return exc
+    from dpriv.cli.usage import worded  # it imports this module
+
+    return worded(exc, command, ctx, args)
+
+
+class OnceGroup(TyperGroup):
+    """A typer group (``dpriv``, ``dpriv generate``...) whose usage errors (an unknown option or
+    command) print as dpriv's other bad input (:mod:`dpriv.cli.usage`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as exc:
+            raise _worded(exc, self, ctx, given) from None
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        given = list(args)
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            raise _worded(exc, self, ctx, given) from None
+
+
 class App(typer.Typer):
-    """``typer.Typer`` whose commands are :class:`OnceCommand` s."""
+    """``typer.Typer`` whose groups are :class:`OnceGroup` s and commands :class:`OnceCommand` s."""
+
+    def __init__(self, *, cls: Any = None, **kwargs: Any) -> None:
+        super().__init__(cls=cls or OnceGroup, **kwargs)
 
     def command(self, name: str | None = None, *, cls: Any = None, **kwargs: Any) -> Any:
         return super().command(name, cls=cls or OnceCommand, **kwargs)
