@@ -277,8 +277,8 @@ def from_interchange(
     view's columns.
 
     Each ``numeric`` QI ``q`` (of ``qi``) becomes ``q_min``, ``q_max`` in its place (int64 when
-    every bound is an integer, else float64; ``datetime64`` days for ``dates``); a categorical QI
-    (the others, unless a hierarchy node in ``hierarchies``) becomes its value set
+    every bound is an integer, else float64; ``datetime64`` at midnight for ``dates``); a
+    categorical QI (the others, unless a hierarchy node in ``hierarchies``) becomes its value set
     (``Male`` -> ``{Male}``, ``{F, M}`` -> ``{F,M}``); other columns (``qi_group``, the
     sensitive one) stay as they are. Rows whose ``qi_group`` is ``*`` (suppressed tuples of a
     ``suppressed="mark"`` export) are dropped. DataFrame of the kept rows, index kept.

@@ -197,6 +197,10 @@ def test_an_arx_spelled_file_is_read():
     assert parse_dates("2024-01-06/2024-01-12") == parse_dates("[2024-01-06/2024-01-12]")
     assert parse_dates("2024-01-06") == (pd.Timestamp("2024-01-06"),) * 2
     assert date_interval_text(19728, 19734) == "2024-01-06/2024-01-12"
+    days = pd.DataFrame({"adm": ["2024-01-06/2024-01-12", "2023-12-31"], "s": ["a", "b"]})
+    dated = from_interchange(days, qi=["adm"], numeric=["adm"], dates=["adm"])
+    assert dated["adm_min"].dt.date.tolist() == [dt.date(2024, 1, 6), dt.date(2023, 12, 31)]
+    assert dated["adm_max"].dt.date.tolist() == [dt.date(2024, 1, 12), dt.date(2023, 12, 31)]
     with pytest.raises(InputError, match=r"column 'age', row 2: '\*' is not an interval .*suppressed record"):
         from_interchange(table.assign(age=["0-4", "*", "5-9", "7"]), qi=["age"], numeric=["age"])
     with pytest.raises(InputError, match=r"no column \['height'\]"):
