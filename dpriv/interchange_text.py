@@ -73,7 +73,14 @@ def parse_interval(text: str) -> tuple[float, float] | tuple[int, int]:
 
 
 def parse_dates(text: str) -> tuple[pd.Timestamp, pd.Timestamp]:
-    """First and last day of a date cell: ``[first/last]``, ``first/last`` or one day."""
+    """First and last day (Timestamps at midnight) of a date cell in either spelling:
+    ``[first/last]`` (dpriv), ``first/last`` or one day (ARX), ISO 8601.
+
+    Raises
+    ------
+    InputError
+        ``text`` is none of these, or its first day is after its last.
+    """
     body = str(text).strip()
     body = body[1:-1] if body.startswith("[") and body.endswith("]") else body
     parts = body.split("/")
