@@ -1,17 +1,23 @@
 """The interchange export of a released view (``dpriv export``; docs/released-format.md
-"Interchange export").
+"Interchange export"), and its reading back.
 
 dpriv's released format keeps exact typed bounds (``<qi>_min``/``<qi>_max``) and an int64
 group label. Tools that read anonymized tables as ARX writes them (ARX itself, pyCANON,
 sdcMicro, a spreadsheet) expect one column per QI holding the generalized value as text,
 suppressed records marked with ``*``, and no 19-digit number that a spreadsheet rounds. This
-module turns a released view into that shape, and reads its intervals back:
+module turns a released view into that shape (:func:`to_interchange`) and back
+(:func:`from_interchange`). The generalized values are spelled as ARX writes its hierarchy
+labels (``spelling="arx"``, the default): a value that is not generalized stands alone, a range
+is ``lo-hi`` without brackets (ARX's own example hierarchies: ``0-4``, ``5-9``):
 
-* a numeric QI ``q``: one column ``q`` with ``[lo-hi]`` (the group's true min and max, bounds
-  inclusive, shortest decimal text: ``[45-52]``, ``[72.5-80]``, ``[-3--1]``); a date QI
-  ``[first/last]`` in ISO 8601 (``[2024-01-06/2024-01-12]``: ``-`` is inside the dates);
-* a categorical QI: its released cell unchanged (a value set ``{F,M}`` with the escape rule
-  of :mod:`dpriv.released`, or a hierarchy node);
+* a numeric QI ``q``: one column ``q`` with ``lo-hi`` (the group's true min and max, bounds
+  inclusive, shortest decimal text: ``45-52``, ``72.5-80``, ``-3--1``), or ``45`` when the
+  group has one value; a date QI ``first/last`` in ISO 8601 (``2024-01-06/2024-01-12``: ``-``
+  is inside the dates), or the one day;
+* a categorical QI: its released cell (a value set ``{F,M}`` with the escape rule of
+  :mod:`dpriv.released`, or a hierarchy node), a set of one value written as that value
+  (``Male``, not ``{Male}``) unless the value holds ``,``, ``{``, ``}`` or ``\\`` (then the
+  escaped set, which reads back unambiguously);
 * ``qi_group``: a short opaque text label ``G001`` ... (rank of the released int64 label,
   which is a seeded hash: the rank says nothing about where a group lies);
 * suppressed tuples (their number comes from the release's metrics): appended rows with
@@ -24,6 +30,9 @@ module turns a released view into that shape, and reads its intervals back:
   ``suppressed="omit"`` (a kept group generalized to ``*`` in every QI, a hierarchy's root,
   keeps its ``G...`` label and its sensitive values).
 
+``spelling="dpriv"`` writes the spelling of exports before December 2026: ``[lo-hi]`` always
+(``[45-45]``), ``[first/last]``, value sets always braced (``{Male}``). Reading accepts both.
+
 Two QI-groups may carry the same generalized text (hierarchy nodes, equal bounds): a tool that
 groups rows by the QI text (pyCANON) then sees one class where dpriv released two;
 :attr:`Interchange.n_text_classes` counts the classes such a tool sees.
@@ -31,24 +40,29 @@ groups rows by the QI text (pyCANON) then sees one class where dpriv released tw
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from dpriv.dates import EPOCH, bound_days, is_date_dtype
+from dpriv.dates import bound_days, is_date_dtype
 from dpriv.errors import InputError
-from dpriv.released import GROUP
+from dpriv.interchange_text import (  # noqa: F401 (format_number, parse_interval: public here too)
+    Spelling,
+    arx_cell,
+    date_interval_text,
+    format_number,
+    interval_text,
+    parse_dates,
+    parse_interval,
+)
+from dpriv.released import GROUP, escape_value, parse_value_set
 
 #: ARX's default suppression string: every cell of a suppressed record.
 SUPPRESSED = "*"
 #: Prefix of the short group labels.
 GROUP_PREFIX = "G"
-
-_NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)"
-_INTERVAL = re.compile(rf"^\[({_NUMBER})-({_NUMBER})\]$")
 
 
 @dataclass(frozen=True)
@@ -85,45 +99,6 @@ class Interchange:
     n_groups: int
     layout: Layout
     n_text_classes: int
-
-
-def format_number(x) -> str:
-    """Shortest decimal text of a bound that reads back to the same number: integers as
-    integers (exact beyond 2**53), floats without exponent and without a trailing ``.0``
-    (``45.0 -> "45"``, ``72.5 -> "72.5"``, ``1e-05 -> "0.00001"``)."""
-    if isinstance(x, int | np.integer):
-        return str(int(x))
-    return np.format_float_positional(float(x), unique=True, trim="-")
-
-
-def interval_text(lo, hi) -> str:
-    """``[lo-hi]`` (bounds inclusive): ``interval_text(45, 52) == "[45-52]"``."""
-    return f"[{format_number(lo)}-{format_number(hi)}]"
-
-
-def date_interval_text(lo_days: int, hi_days: int) -> str:
-    """``[first/last]`` of a date QI's bounds in whole days since 1970-01-01, ISO 8601
-    (``date_interval_text(19728, 19734) == "[2024-01-06/2024-01-12]"``)."""
-    first, last = (str((EPOCH + pd.Timedelta(days=int(d))).date()) for d in (lo_days, hi_days))
-    return f"[{first}/{last}]"
-
-
-def parse_interval(text: str) -> tuple[float, float] | tuple[int, int]:
-    """Bounds of an interval written by :func:`interval_text` (ints when both are integers).
-
-    Raises
-    ------
-    InputError
-        ``text`` is not ``[lo-hi]`` with two decimal numbers and ``lo <= hi``.
-    """
-    m = _INTERVAL.match(str(text).strip())
-    if m is None:
-        raise InputError(f"{text!r} is not an interval [lo-hi] of two decimal numbers (e.g. [45-52])")
-    a, b = m.groups()
-    lo, hi = (int(a), int(b)) if "." not in a + b else (float(a), float(b))
-    if lo > hi:
-        raise InputError(f"interval {text!r} has its lower bound above its upper bound")
-    return lo, hi
 
 
 def group_names(labels: np.ndarray) -> np.ndarray:
@@ -205,6 +180,8 @@ def to_interchange(
     n_suppressed: int | None = None,
     suppressed: Literal["mark", "omit"] = "mark",
     dates: list[str] | None = None,
+    spelling: Spelling = "arx",
+    hierarchies: list[str] | None = None,
 ) -> Interchange:
     """A released view in the interchange shape (module docstring).
 
@@ -219,6 +196,10 @@ def to_interchange(
         required with ``suppressed="mark"``.
     suppressed : ``"mark"`` appends ``n_suppressed`` rows of ``*`` (ARX); ``"omit"`` leaves
         them out (the released rows only, as pyCANON wants them).
+    spelling : ``"arx"`` (``45-52``, ``45``, ``Male``) or ``"dpriv"`` (``[45-52]``, ``[45-45]``,
+        ``{Male}``: the exports before December 2026); module docstring.
+    hierarchies : QIs released as hierarchy nodes (the policy's ``[hierarchies]``): their
+        cells are names, written verbatim in either spelling.
 
     Returns
     -------
@@ -230,8 +211,13 @@ def to_interchange(
         The layout is wrong (:func:`layout_of`), a numeric bound is missing or not a
         number, a bound pair is inverted, a group's generalized cells differ between its
         rows, ``n_suppressed`` is missing or negative with ``suppressed="mark"``, or
-        ``suppressed`` is neither mark nor omit. Each message names the column and the fix.
+        ``suppressed`` is neither mark nor omit, ``spelling`` is neither arx nor dpriv. Each
+        message names the column and the fix.
     """
+    if spelling not in ("arx", "dpriv"):
+        raise InputError(
+            f"spelling = {spelling!r}: choose 'arx' (45-52, Male) or 'dpriv' ([45-52], {{Male}})"
+        )
     if suppressed not in ("mark", "omit"):
         raise InputError(f"suppressed = {suppressed!r}: choose 'mark' (rows of '*', as ARX) or 'omit'")
     lay = layout_of(list(released.columns), qi, sensitive)  # first: a table that is no released view
@@ -251,15 +237,19 @@ def to_interchange(
     codes, _ = pd.factorize(labels, sort=True)
     for q in lay.qi:
         if q in lay.numeric:
-            out[q] = _intervals(released, q, codes, q in (dates or []))
+            out[q] = _intervals(released, q, codes, q in (dates or []), spelling)
         else:
             cells = released[q]
             if cells.isna().any():
                 raise InputError(
                     f"column {q!r} has empty cells: every kept row carries its group's value set"
                 )
-            _same_within_groups(cells.astype(str).to_numpy(dtype=object), codes, q)
-            out[q] = cells.astype(str).to_numpy(dtype=object)
+            text = cells.astype(str).to_numpy(dtype=object)
+            _same_within_groups(text, codes, q)
+            if spelling == "arx" and q not in (hierarchies or []):  # a node name is never a set
+                uniques, inverse = np.unique(text, return_inverse=True)
+                text = np.array([arx_cell(u) for u in uniques], dtype=object)[inverse.reshape(-1)]
+            out[q] = text
     out[lay.sensitive] = released[lay.sensitive].to_numpy(dtype=object)
     index = pd.RangeIndex(n)
     # object (text) columns under pandas 2 and 3 alike (pandas 3 would infer its str dtype)
@@ -274,9 +264,69 @@ def to_interchange(
     return Interchange(table, n, marked, int(codes.max()) + 1 if n else 0, lay, n_text)
 
 
-def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray, date: bool) -> np.ndarray:
-    """``[lo-hi]`` per row of numeric QI ``q`` (``[first/last]`` of a ``date`` QI, or of bounds
-    held as dates), formatted once per group."""
+def from_interchange(
+    table: pd.DataFrame,
+    *,
+    qi: list[str],
+    numeric: list[str],
+    dates: list[str] | None = None,
+    hierarchies: list[str] | None = None,
+) -> pd.DataFrame:
+    """An interchange table in either spelling (:func:`to_interchange`, or a table as ARX writes
+    it, e.g. read with ``pd.read_csv(f, dtype=str, keep_default_na=False)``) in the released
+    view's columns.
+
+    Each ``numeric`` QI ``q`` (of ``qi``) becomes ``q_min``, ``q_max`` in its place (int64 when
+    every bound is an integer, else float64; ``datetime64`` at midnight for ``dates``); a
+    categorical QI (the others, unless a hierarchy node in ``hierarchies``) becomes its value set
+    (``Male`` -> ``{Male}``, ``{F, M}`` -> ``{F,M}``); other columns (``qi_group``, the
+    sensitive one) stay as they are. Rows whose ``qi_group`` is ``*`` (suppressed tuples of a
+    ``suppressed="mark"`` export) are dropped. DataFrame of the kept rows, index kept.
+
+    Raises
+    ------
+    InputError
+        A QI column is missing, or a numeric cell is no interval (column, row and the fix
+        named; ``*`` in a numeric column, ARX's suppressed record, is told as such).
+    """
+    missing = [q for q in qi if q not in table.columns]
+    if missing:
+        raise InputError(f"the table has no column {missing} of the QIs {qi}: give the QIs it holds")
+    if GROUP in table.columns:
+        table = table[table[GROUP].astype(str) != SUPPRESSED]
+    out: dict[str, object] = {}
+    for c in table.columns:
+        cells = table[c].astype(str)
+        if c in numeric:
+            uniques, inverse = np.unique(cells.to_numpy(dtype=object), return_inverse=True)
+            read = parse_dates if c in (dates or []) else parse_interval
+            bounds = []
+            for u in uniques:
+                try:
+                    bounds.append(read(u))
+                except InputError as exc:
+                    row = int(np.flatnonzero(cells.to_numpy(dtype=object) == u)[0]) + 1
+                    hint = " (a suppressed record: drop such rows first)" if u == SUPPRESSED else ""
+                    raise InputError(f"column {c!r}, row {row}: {exc}{hint}") from None
+            for i, end in enumerate(("_min", "_max")):
+                values = [b[i] for b in bounds]
+                out[c + end] = pd.Series(
+                    np.array(values)[inverse.reshape(-1)] if values else np.array([], dtype=np.int64),
+                    index=table.index,
+                )
+        elif c in qi and c not in (hierarchies or []):
+            sets = {u: "{" + ",".join(map(escape_value, parse_value_set(u))) + "}" for u in cells.unique()}
+            out[c] = pd.Series(cells.map(sets).to_numpy(dtype=object), index=table.index, dtype=object)
+        else:
+            out[c] = table[c]
+    return pd.DataFrame(out, index=table.index)
+
+
+def _intervals(
+    released: pd.DataFrame, q: str, codes: np.ndarray, date: bool, spelling: Spelling
+) -> np.ndarray:
+    """The interval text per row of numeric QI ``q`` (of dates for a ``date`` QI, or for bounds
+    held as dates) in ``spelling``, formatted once per group."""
     lo_c, hi_c = f"{q}_min", f"{q}_max"
     date = date or is_date_dtype(released[lo_c].dtype)
     if date:
@@ -300,7 +350,9 @@ def _intervals(released: pd.DataFrame, q: str, codes: np.ndarray, date: bool) ->
     first = np.zeros(int(codes.max()) + 1, dtype=np.int64)
     first[codes[::-1]] = np.arange(len(codes))[::-1]  # a row of each group
     write = date_interval_text if date else interval_text
-    text = np.array([write(a, b) for a, b in zip(lo[first].tolist(), hi[first].tolist())], dtype=object)
+    text = np.array(
+        [write(a, b, spelling) for a, b in zip(lo[first].tolist(), hi[first].tolist())], dtype=object
+    )
     return text[codes]
 
 

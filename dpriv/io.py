@@ -69,6 +69,37 @@ def parquet_rows(fs, root: str) -> int:
     return total
 
 
+def folder_rows(path: str, positions: list[int]) -> list[tuple[str, int]] | None:
+    """For each 0-based row ``positions`` of the Parquet folder ``path`` read as one table, the
+    file holding it (``path``/name) and the row's 0-based position in it: the files in Dask's
+    order (natural order of the names: ``part.2`` before ``part.10``), rows counted from the
+    footers. None when ``path`` is no folder, a footer is unreadable or a row lies past the end."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    from dask.utils import natural_sort_key
+
+    try:
+        fs, paths = filesystem(path)
+        root = paths[0].rstrip("/")
+        if not fs.isdir(root):
+            return None
+        files = sorted(_folder_files(fs, root), key=natural_sort_key)
+        counts = []
+        for f in files:
+            with fs.open(f, "rb") as fh:
+                counts.append(pq.read_metadata(fh).num_rows)
+    except (OSError, ValueError):  # InputError is a ValueError: a file that is no longer Parquet
+        return None
+    starts = np.cumsum([0, *counts])
+    out = []
+    for p in positions:
+        i = int(np.searchsorted(starts, p, side="right")) - 1
+        if not 0 <= i < len(files):
+            return None
+        out.append((f"{path.rstrip('/')}/{files[i][len(root) + 1 :]}", int(p - starts[i])))
+    return out
+
+
 def _folder_files(fs, root: str) -> list[str]:
     """The data files of a Parquet folder (sorted; names starting with ``.`` or ``_`` are
     metadata and markers: ``_metadata``, ``_SUCCESS``, ``.crc``); InputError for one that is

@@ -370,10 +370,11 @@ def anonymize(
     policy = as_policy(policy, "anonymize")
     check_npartitions(npartitions)
     view = as_frame(view, "anonymize", "view", policy.id)
+    unused = unused_note(view.columns, policy)  # before prepared() leaves those columns out
+    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
-    notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
-    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
+    notes += [n for n in (unused, anonymize_note(policy)) if n]
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)

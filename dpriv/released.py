@@ -241,6 +241,42 @@ def by_label_ranges(assigned: dd.DataFrame, npartitions: int) -> dd.DataFrame:
     return ranged.reset_index()[list(assigned.columns)].astype(dtypes)
 
 
+def is_text_dtype(dtype) -> bool:
+    """Whether ``dtype`` is one of pandas' string dtypes (``str`` of pandas 3, ``string``,
+    ``string[pyarrow]``, an Arrow ``string``/``large_string``), not ``object``."""
+    if isinstance(dtype, pd.StringDtype):
+        return True
+    arrow = getattr(dtype, "pyarrow_dtype", None)
+    return arrow is not None and str(arrow) in ("string", "large_string", "string_view")
+
+
+def text_as_object(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each text column of a pandas string dtype (:func:`is_text_dtype`) as
+    ``object`` holding Python ``str``: the dtype of the released view's text columns in every
+    frame dpriv returns (docs/released-format.md "Columns"), on pandas 2 and 3 alike. Other
+    columns, and a frame without such columns, are returned as they are."""
+    text = [c for c in frame.columns if is_text_dtype(frame[c].dtype)]
+    if not text:
+        return frame
+    # to_numpy(object) keeps Python str; astype(object) of pandas 3's str would too, but a missing
+    # value becomes None here, as in the object columns of a release
+    return frame.assign(
+        **{
+            c: pd.Series(frame[c].to_numpy(dtype=object, na_value=None), index=frame.index, dtype=object)
+            for c in text
+        }
+    )
+
+
+def read_released(path) -> pd.DataFrame:
+    """A released view's Parquet file (a ledger's ``releases/<i>/view.parquet``, or the
+    ``--out`` of ``dpriv anonymize``) as the release returned it: text columns ``object``
+    (:func:`text_as_object`; ``pd.read_parquet`` alone gives pandas 3's ``str``), ``qi_group``
+    int64, the bounds as written. Raises what ``pd.read_parquet`` raises for a missing or
+    damaged file."""
+    return text_as_object(pd.read_parquet(path))
+
+
 def public(frame: pd.DataFrame | dd.DataFrame) -> pd.DataFrame | dd.DataFrame:
     """``frame`` without its private ``_`` columns (e.g. the ``_order`` shuffle key)."""
     private = [c for c in frame.columns if str(c).startswith("_")]

@@ -13,7 +13,8 @@ HISTORY``); elsewhere (a DataFrame given in Python, one view of a history) a row
 label, as before. In a CSV file a line is counted as the reader counts it (a quoted newline
 inside a value makes a row span two lines; blank lines are skipped by the reader and counted
 here; over the first :data:`LINE_SCAN_LINES` lines, then one line per row); in a Parquet file
-a row is the 1-based row of the file (of the files of a folder, in name order).
+a row is the 1-based row of the file, and a row of a Parquet folder is named in its own file
+(``row 7 of DIR/part.1.parquet``, :func:`dpriv.io.folder_rows`).
 """
 
 from __future__ import annotations
@@ -161,8 +162,9 @@ def describe(
     the rest not checked yet: ..."``)."""
     rows = sorted(rows, key=lambda r: r.position)[:MAX_ROWS_SHOWN]
     source = input_file() if whole else None
+    in_files = False
     if source:
-        where = _where(source, [r.position for r in rows])
+        where, in_files = _where(source, [r.position for r in rows])
     elif len({r.label for r in rows}) < len(rows):
         where = [f"row at position {r.position}" for r in rows]
     else:
@@ -180,7 +182,9 @@ def describe(
     text = f"{counted}: " + ", ".join(parts)
     if count > len(rows):
         text += f" and {count - len(rows)} more"
-    if source is not None:
+    if in_files:  # a Parquet folder: each row named in its own file
+        text += " (the first row of a file is row 1)"
+    elif source is not None:
         text += f" of {source.path}" + (
             " (the header is line 1)" if source.csv else " (the first row is row 1)"
         )
@@ -219,11 +223,18 @@ def spans(values, most: int | None = None) -> str:
     return ", ".join(texts) or "none"
 
 
-def _where(source: InputFile, positions: list[int]) -> list[str]:
+def _where(source: InputFile, positions: list[int]) -> tuple[list[str], bool]:
+    """The names of the rows at ``positions`` of the input file, and whether each names its own
+    file (the rows of a Parquet folder: ``row 7 of DIR/part.1.parquet``)."""
     if not source.csv:
-        return [f"row {p + 1}" for p in positions]
+        from dpriv.io import folder_rows
+
+        files = folder_rows(source.path, positions)
+        if files is not None:
+            return [f"row {r + 1} of {f}" for f, r in files], True
+        return [f"row {p + 1}" for p in positions], False
     lines = csv_lines(source.path, positions)
-    return [f"line {n}" for n in lines]
+    return [f"line {n}" for n in lines], False
 
 
 def csv_lines(path: str, positions: list[int]) -> list[int]:

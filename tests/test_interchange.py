@@ -20,15 +20,17 @@ from dpriv.errors import InputError
 from dpriv.interchange import (
     SUPPRESSED,
     format_number,
+    from_interchange,
     group_names,
     interval_text,
     layout_of,
     parse_interval,
     to_interchange,
 )
+from dpriv.interchange_text import arx_cell, date_interval_text, parse_dates
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, verify_view
-from dpriv.released import GROUP
+from dpriv.released import GROUP, parse_value_set
 
 QI = ["age", "gender", "weight"]
 POLICY = ReleasePolicy(
@@ -40,29 +42,36 @@ POLICY = ReleasePolicy(
 @pytest.mark.parametrize(
     ("lo", "hi", "text"),
     [
-        (45, 52, "[45-52]"),
-        (45.0, 52.0, "[45-52]"),
-        (72.5, 80.0, "[72.5-80]"),
-        (-3, -1, "[-3--1]"),
-        (-0.5, 0.25, "[-0.5-0.25]"),
-        (1e-05, 0.1, "[0.00001-0.1]"),
-        (2**62 + 1, 2**62 + 3, "[4611686018427387905-4611686018427387907]"),
-        (np.int64(7), np.int64(7), "[7-7]"),
+        (45, 52, "45-52"),
+        (45.0, 52.0, "45-52"),
+        (72.5, 80.0, "72.5-80"),
+        (-3, -1, "-3--1"),
+        (-0.5, 0.25, "-0.5-0.25"),
+        (1e-05, 0.1, "0.00001-0.1"),
+        (2**62 + 1, 2**62 + 3, "4611686018427387905-4611686018427387907"),
+        (np.int64(7), np.int64(7), "7"),  # one value: ARX writes it alone, as a leaf
+        (-2.5, -2.5, "-2.5"),
     ],
 )
 def test_interval_text_by_hand(lo, hi, text):
+    """ARX's spelling (its hierarchies' 0-4, a value alone) and dpriv's earlier [lo-hi]; both
+    read back to the same bounds."""
+    dpriv = f"[{text}-{text}]" if lo == hi else f"[{text}]"
     assert interval_text(lo, hi) == text
-    back = parse_interval(text)
-    assert back == (lo, hi)
-    # an integer bound stays exact (2**62 + 1 is not a float64)
-    assert all(type(b) is int for b in back) == ("." not in text)
+    assert interval_text(lo, hi, "dpriv") == dpriv
+    for written in (text, dpriv):
+        back = parse_interval(written)
+        assert back == (lo, hi)
+        # an integer bound stays exact (2**62 + 1 is not a float64)
+        assert all(type(b) is int for b in back) == ("." not in text)
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False, width=64), st.floats(0, 1e6))
 def test_interval_text_reads_back_the_same_floats(lo, width):
     hi = lo + width
-    got = parse_interval(interval_text(lo, hi))
-    assert float(got[0]) == lo and float(got[1]) == hi
+    for spelling in ("arx", "dpriv"):
+        got = parse_interval(interval_text(lo, hi, spelling))
+        assert float(got[0]) == lo and float(got[1]) == hi
 
 
 @given(st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**20))
@@ -71,7 +80,9 @@ def test_interval_text_reads_back_the_same_integers(lo, width):
     assert parse_interval(interval_text(np.int64(lo), np.int64(hi))) == (lo, hi)
 
 
-@pytest.mark.parametrize("bad", ["45", "[52-45]", "[a-b]", "{F,M}", "[45,52]", "*", "[1e5-2e5]"])
+@pytest.mark.parametrize(
+    "bad", ["[52-45]", "52-45", "[a-b]", "{F,M}", "[45,52]", "*", "[1e5-2e5]", "[45-52", "45-52]", "45-", ""]
+)
 def test_parse_interval_refuses_what_it_did_not_write(bad):
     with pytest.raises(InputError, match="interval"):
         parse_interval(bad)
@@ -110,14 +121,22 @@ def test_to_interchange_by_hand():
     x = to_interchange(hand_view(), n_suppressed=2)
     assert list(x.table.columns) == [GROUP, "age", "city", "w", "disease"]
     assert x.table.values.tolist() == [
-        ["G2", "[45-52]", "{Paris\\, FR,Metz}", "[60.5-61]", "flu"],
-        ["G1", "[30-39]", "{Metz}", "[70-88.25]", "flu"],
-        ["G1", "[30-39]", "{Metz}", "[70-88.25]", "hiv"],
-        ["G2", "[45-52]", "{Paris\\, FR,Metz}", "[60.5-61]", "hiv"],
-        ["G1", "[30-39]", "{Metz}", "[70-88.25]", "cold"],
+        ["G2", "45-52", "{Paris\\, FR,Metz}", "60.5-61", "flu"],
+        ["G1", "30-39", "Metz", "70-88.25", "flu"],
+        ["G1", "30-39", "Metz", "70-88.25", "hiv"],
+        ["G2", "45-52", "{Paris\\, FR,Metz}", "60.5-61", "hiv"],
+        ["G1", "30-39", "Metz", "70-88.25", "cold"],
         ["*"] * 5,
         ["*"] * 5,
     ]
+    # dpriv's earlier spelling, kept for scripts that read it
+    old = to_interchange(hand_view(), n_suppressed=2, spelling="dpriv")
+    assert old.table.iloc[:2].values.tolist() == [
+        ["G2", "[45-52]", "{Paris\\, FR,Metz}", "[60.5-61]", "flu"],
+        ["G1", "[30-39]", "{Metz}", "[70-88.25]", "flu"],
+    ]
+    with pytest.raises(InputError, match="spelling = 'ARX': choose 'arx'"):
+        to_interchange(hand_view(), n_suppressed=2, spelling="ARX")  # type: ignore[arg-type]
     assert (x.n_kept, x.n_marked, x.n_groups) == (5, 2, 2)
     assert x.layout.numeric == ["age", "w"] and x.layout.categorical == ["city"]
     omitted = to_interchange(hand_view(), suppressed="omit")
@@ -130,6 +149,62 @@ def test_to_interchange_by_hand():
     back = pd.read_csv(io.StringIO(buf.getvalue()), dtype=str, keep_default_na=False)
     assert back["city"].tolist()[:1] == ["{Paris\\, FR,Metz}"]
     assert (back.iloc[5:] == SUPPRESSED).all().all()
+
+
+@pytest.mark.parametrize(
+    ("cell", "arx"),
+    [
+        ("{Male}", "Male"),
+        ("{F,M}", "{F,M}"),  # a set of two stays a set
+        ("{Paris\\, FR}", "{Paris\\, FR}"),  # alone it would read as two values
+        ("{\\{x\\}}", "{\\{x\\}}"),  # alone it would read as a set
+        ("Lorraine", "Lorraine"),  # a hierarchy node
+        ("*", "*"),
+    ],
+)
+def test_arx_cell_writes_a_set_of_one_value_alone_when_it_reads_back_the_same(cell, arx):
+    assert arx_cell(cell) == arx
+    assert parse_value_set(arx) == parse_value_set(cell)
+
+
+@pytest.mark.parametrize("spelling", ["arx", "dpriv"])
+def test_from_interchange_reads_back_the_released_view(spelling):
+    """Round trip: export (either spelling) -> released columns again, the '*' rows left out."""
+    view = hand_view().assign(city=["{Paris\\, FR,Metz}", "{Metz}", "{Metz}", "{Paris\\, FR,Metz}", "{Metz}"])
+    x = to_interchange(view, n_suppressed=2, spelling=spelling)
+    back = from_interchange(x.table, qi=["age", "city", "w"], numeric=["age", "w"])
+    assert list(back.columns) == list(view.columns) and len(back) == len(view)
+    pd.testing.assert_frame_equal(back.drop(columns=GROUP), view.drop(columns=GROUP), check_dtype=False)
+    bounds = back.dtypes[["age_min", "age_max", "w_min", "w_max"]].tolist()
+    assert bounds == ["int64", "int64", "float64", "float64"]
+    assert back[GROUP].tolist() == ["G2", "G1", "G1", "G2", "G1"]
+
+
+def test_an_arx_spelled_file_is_read():
+    """A table as ARX writes it: ';', its hierarchy labels (0-4, a value alone), no braces, no
+    qi_group; the earlier spelling mixed in reads the same."""
+    text = (
+        "age;sex;zip;disease\n0-4;Male;816*;flu\n0-4;Male;816*;cold\n"
+        "[5-9];{F,M};816*;flu\n7;{Female};816*;hiv\n"
+    )
+    table = pd.read_csv(io.StringIO(text), sep=";", dtype=str, keep_default_na=False)
+    back = from_interchange(table, qi=["age", "sex", "zip"], numeric=["age"], hierarchies=["zip"])
+    assert list(back.columns) == ["age_min", "age_max", "sex", "zip", "disease"]
+    assert back["age_min"].tolist() == [0, 0, 5, 7] and back["age_max"].tolist() == [4, 4, 9, 7]
+    assert back["age_min"].dtype == np.int64
+    assert back["sex"].tolist() == ["{Male}", "{Male}", "{F,M}", "{Female}"]
+    assert back["zip"].tolist() == ["816*"] * 4  # a hierarchy node, verbatim
+    assert parse_dates("2024-01-06/2024-01-12") == parse_dates("[2024-01-06/2024-01-12]")
+    assert parse_dates("2024-01-06") == (pd.Timestamp("2024-01-06"),) * 2
+    assert date_interval_text(19728, 19734) == "2024-01-06/2024-01-12"
+    days = pd.DataFrame({"adm": ["2024-01-06/2024-01-12", "2023-12-31"], "s": ["a", "b"]})
+    dated = from_interchange(days, qi=["adm"], numeric=["adm"], dates=["adm"])
+    assert dated["adm_min"].dt.date.tolist() == [dt.date(2024, 1, 6), dt.date(2023, 12, 31)]
+    assert dated["adm_max"].dt.date.tolist() == [dt.date(2024, 1, 12), dt.date(2023, 12, 31)]
+    with pytest.raises(InputError, match=r"column 'age', row 2: '\*' is not an interval .*suppressed record"):
+        from_interchange(table.assign(age=["0-4", "*", "5-9", "7"]), qi=["age"], numeric=["age"])
+    with pytest.raises(InputError, match=r"no column \['height'\]"):
+        from_interchange(table, qi=["height"], numeric=[])
 
 
 def test_date_bounds_and_groups_that_share_their_text_by_hand(cli, tmp_path):
@@ -145,7 +220,9 @@ def test_date_bounds_and_groups_that_share_their_text_by_hand(cli, tmp_path):
         }
     )
     x = to_interchange(v, suppressed="omit")
-    assert x.table["adm"].tolist() == ["[2024-01-06/2024-01-12]"] * 4 + ["[2023-12-31/2023-12-31]"]
+    assert x.table["adm"].tolist() == ["2024-01-06/2024-01-12"] * 4 + ["2023-12-31"]
+    old = to_interchange(v, suppressed="omit", spelling="dpriv")
+    assert old.table["adm"].tolist() == ["[2024-01-06/2024-01-12]"] * 4 + ["[2023-12-31/2023-12-31]"]
     assert x.table[GROUP].tolist() == ["G1", "G3", "G1", "G3", "G2"]  # the all-'*' groups keep labels
     assert (x.n_groups, x.n_text_classes) == (3, 2)  # groups 3 and 9 read as one class by their text
     assert x.layout.numeric == ["adm"]
@@ -215,8 +292,15 @@ def test_export_of_a_release_keeps_every_group_and_bound(release):
         bounds = kept[q].map(parse_interval)
         assert bounds.str[0].tolist() == rel[f"{q}_min"].tolist()
         assert bounds.str[1].tolist() == rel[f"{q}_max"].tolist()
-    assert kept["gender"].tolist() == rel["gender"].tolist()
+    assert kept["gender"].map(parse_value_set).tolist() == rel["gender"].map(parse_value_set).tolist()
+    assert kept["gender"].isin(["F", "M", "{F,M}"]).all()  # ARX's spelling: one value alone
     assert kept["exam_result"].tolist() == rel["exam_result"].tolist()
+    back = from_interchange(x.table, qi=QI, numeric=["age", "weight"])  # the round trip
+    pd.testing.assert_frame_equal(
+        back.drop(columns=GROUP).reset_index(drop=True),
+        rel.drop(columns=GROUP).reset_index(drop=True),
+        check_dtype=False,
+    )
 
 
 def _pycanon_input(csv_text: str, qi: list[str] = QI) -> pd.DataFrame:
@@ -280,16 +364,18 @@ def test_cli_export_writes_the_interchange_csv(cli, anonymized):
     rel = pd.read_parquet(d / "rel.parquet")
     assert list(e.columns) == [GROUP, "age", "gender", "weight", "exam_result"]
     assert len(e) == 200 and (e.iloc[len(rel) :] == "*").all().all() and len(e) - len(rel) == n_supp
-    expected = [f"[{a}-{b}]" for a, b in zip(rel["age_min"], rel["age_max"])]
+    expected = [f"{a}-{b}" if a != b else f"{a}" for a, b in zip(rel["age_min"], rel["age_max"])]
     assert e["age"].iloc[: len(rel)].tolist() == expected
     # ';' for ARX's usual CSVs: the value sets keep their commas
     r = cli("export", d / "rel.parquet", "--out", d / "e2.csv", "--sep", ";", "--suppressed", "omit")
     assert r.exit_code == 0, r.output
     e2 = pd.read_csv(d / "e2.csv", sep=";", dtype=str, keep_default_na=False)
     pd.testing.assert_frame_equal(e2, e.iloc[: len(rel)])
-    # an export fed back as input is refused: it is generalized data
-    r = cli("anonymize", d / "e.csv", "--out", d / "again.csv", "--add-row-id", "--qi", "age", "--sensitive",
-            "exam_result", "--k", 2)  # fmt: skip
+    # an export fed back as input is refused: it is generalized data (a value set of two values;
+    # ARX's 45-52 and a value alone are also what original categories can look like)
+    assert e["gender"].str.startswith("{").any()
+    r = cli("anonymize", d / "e.csv", "--out", d / "again.csv", "--add-row-id", "--qi", "age,gender",
+            "--sensitive", "exam_result", "--k", 2)  # fmt: skip
     assert r.exit_code == 2 and "generalized or placeholder value" in r.output
     assert not (d / "again.csv").exists()
 

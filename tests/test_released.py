@@ -74,3 +74,44 @@ def test_create_qig_keeps_the_meta_dtypes_under_pandas_2_and_3():
     assert out.dtypes.to_dict() == meta.dtypes.to_dict()
     assert out["city"].tolist() == ["{Metz,Paris\\, FR}"] * 2 + ["{Metz}"] * 2
     assert out[["age_min", "age_max"]].values.tolist() == [[30, 41]] * 2 + [[35, 50]] * 2
+
+
+# ------------------------------------------------------------------ dtype of the text columns (s34)
+def test_released_text_columns_are_object_in_memory_and_read_back(tmp_path):
+    """anonymize() returns object text columns; pd.read_parquet of the same file gives pandas 3's
+    str (object on pandas 2): read_released gives the release's own frame back on both."""
+    from conftest import random_view
+
+    from dpriv.io import write_parquet
+    from dpriv.release import anonymize
+    from dpriv.released import read_released
+
+    view = random_view(120, seed=3)  # gender as text F/M: a categorical QI
+    policy = ReleasePolicy(id="respondent_id", qi=["age", "gender"], sensitive="exam_result", k=4, t=0.9, j=5)
+    rel = anonymize(view, policy, prior="uniform").released
+    assert rel["gender"].dtype == object and rel["exam_result"].dtype == object
+    assert isinstance(rel["gender"].iloc[0], str)
+    write_parquet(tmp_path / "view.parquet", rel)  # the ledger's writer
+    back = read_released(tmp_path / "view.parquet")
+    pd.testing.assert_frame_equal(back, rel.reset_index(drop=True), check_dtype=True)
+    assert {str(t) for t in back.dtypes} == {"int64", "object"}
+
+
+def test_text_as_object_converts_every_pandas_string_dtype_and_nothing_else():
+    from dpriv.released import text_as_object
+
+    frame = pd.DataFrame(
+        {
+            "s": pd.array(["a", None], dtype="string"),
+            "p": pd.array(["{F,M}", "b"], dtype="string[pyarrow]"),
+            "o": pd.Series(["x", "y"], dtype=object),  # object stays (pandas 3 would infer str from an array)
+            "n": [1, 2],
+            "f": [0.5, np.nan],
+        }
+    )
+    out = text_as_object(frame)
+    assert [str(t) for t in out.dtypes] == ["object", "object", "object", "int64", "float64"]
+    assert out["s"].tolist() == ["a", None] and out["p"].tolist() == ["{F,M}", "b"]
+    assert out["o"].tolist() == ["x", "y"] and out[["n", "f"]].equals(frame[["n", "f"]])
+    plain = frame[["o", "n", "f"]]
+    assert text_as_object(plain) is plain  # nothing to convert: the frame itself
