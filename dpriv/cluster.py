@@ -28,8 +28,8 @@ from distributed import Client, LocalCluster
 
 from dpriv.allocator import worker_config
 from dpriv.errors import InputError
-from dpriv.io import parquet_rows
 from dpriv.numba_cache import CompileNotice
+from dpriv.parquet_files import parquet_rows
 from dpriv.policy import ReleasePolicy
 from dpriv.scheduler_address import (
     CONFIG,

@@ -166,24 +166,27 @@ def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, id
 
 def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: bool = True):
     """(:func:`prepare_view` of ``view``, ``policy``) with date and timestamp QIs detected first
-    (:func:`dpriv.dates.with_date_kinds`): the entry points' one input-normalising step. The
-    frame returned holds only the policy's columns (id, QIs, sensitive, time), in their input
-    order: say which others were left out (:func:`warn_unused`) before."""
+    (:func:`dpriv.dates.with_date_kinds`): the entry points' one input-normalising step."""
     duplicate_columns(view.columns)  # before a column is looked up by name
     meta = meta_of(view)
     named = dict.fromkeys([*policy.qi, policy.sensitive])
     odd = [c for c in named if c in meta and meta[c].dtype.kind == "c"]
     if odd:  # min/max and EMD need an order: complex numbers have none
         raise InputError(f"column(s) {odd} hold complex numbers: use their real part, magnitude or text")
-    # only the columns a step reads (order kept): a column the policy does not use is never
-    # released, and Dask could not even count the rows of a frame that has one of a type it cannot
-    # sample (decimal128(1, 1): its sample value 1.0 does not fit), which pandas reads
-    used = {*policy_columns(policy), *([policy.time] if policy.time else [])}
-    if not set(meta.columns) <= used:
-        view = view[[c for c in meta.columns if c in used]]
     policy = with_date_kinds(view, policy)
     _numbers_as_dates(meta, policy)
     return prepare_view(view, policy, ids=ids), policy
+
+
+def policy_only(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame | dd.DataFrame:
+    """``view`` with only the columns ``policy`` uses (id, QIs, sensitive, time), in their input
+    order: a column the policy does not use is never released, and Dask cannot even count the
+    rows of a frame holding one of a type it cannot sample (``decimal128(1, 1)``: its sample
+    value 1.0 does not fit), which pandas reads. After :func:`dpriv.input_checks.resolve_policy`,
+    whose hint for a renamed column reads the others."""
+    used = {*policy_columns(policy), *([policy.time] if policy.time else [])}
+    meta = meta_of(view)
+    return view if set(meta.columns) <= used else view[[c for c in meta.columns if c in used]]
 
 
 def _numbers_as_dates(meta: pd.DataFrame, policy: ReleasePolicy) -> None:

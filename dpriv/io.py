@@ -21,6 +21,7 @@ from dpriv._dispatch import distributed_client, is_dask, meta_of
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.errors import InputError
 from dpriv.input_url import filesystem
+from dpriv.parquet_files import check_parquet_footers, is_parquet
 
 ROW_ID = "row_id"
 
@@ -30,97 +31,6 @@ def _reason(exc: Exception) -> str:
     text = str(exc).split("Original Message:")[-1]
     text = re.sub(r"\s+", " ", text).strip().rstrip(".")
     return text or type(exc).__name__
-
-
-def _check_parquet_footers(fs, root: str) -> None:
-    """Read the footer of every Parquet file now, so a truncated one is an InputError that
-    names it instead of a failure in the middle of a computation; in a folder, also refuse a
-    file that is not Parquet (a CSV beside the parts would be left out silently) and parts
-    whose columns differ (e.g. an original and a released view side by side)."""
-    import pyarrow.parquet as pq
-
-    files = _folder_files(fs, root) if fs.isdir(root) else [root]
-    first = None
-    for f in files:
-        try:
-            with fs.open(f, "rb") as fh:
-                names = pq.read_metadata(fh).schema.names
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read {f}: {exc}. Is it a complete Parquet file?") from None
-        if first is None:
-            first = (f, names)
-        elif sorted(names) != sorted(first[1]):
-            raise InputError(
-                f"{root} holds Parquet files of different tables: {f} has columns {names}, {first[0]} "
-                f"has {first[1]}; a folder is read as the parts of one table: keep one table's parts in it"
-            )
-
-
-def parquet_rows(fs, root: str) -> int:
-    """Rows of the Parquet file or folder ``root`` counted from its footers (no data read, and
-    no Dask meta: ``len()`` of a Dask frame builds a sample row of each column, which pyarrow
-    cannot cast for a narrow decimal such as ``decimal128(1, 1)``)."""
-    import pyarrow.parquet as pq
-
-    total = 0
-    for f in _folder_files(fs, root) if fs.isdir(root) else [root]:
-        with fs.open(f, "rb") as fh:
-            total += pq.read_metadata(fh).num_rows
-    return total
-
-
-def folder_rows(path: str, positions: list[int]) -> list[tuple[str, int]] | None:
-    """For each 0-based row ``positions`` of the Parquet folder ``path`` read as one table, the
-    file holding it (``path``/name) and the row's 0-based position in it: the files in Dask's
-    order (natural order of the names: ``part.2`` before ``part.10``), rows counted from the
-    footers. None when ``path`` is no folder, a footer is unreadable or a row lies past the end."""
-    import numpy as np
-    import pyarrow.parquet as pq
-    from dask.utils import natural_sort_key
-
-    try:
-        fs, paths = filesystem(path)
-        root = paths[0].rstrip("/")
-        if not fs.isdir(root):
-            return None
-        files = sorted(_folder_files(fs, root), key=natural_sort_key)
-        counts = []
-        for f in files:
-            with fs.open(f, "rb") as fh:
-                counts.append(pq.read_metadata(fh).num_rows)
-    except (OSError, ValueError):  # InputError is a ValueError: a file that is no longer Parquet
-        return None
-    starts = np.cumsum([0, *counts])
-    out = []
-    for p in positions:
-        i = int(np.searchsorted(starts, p, side="right")) - 1
-        if not 0 <= i < len(files):
-            return None
-        out.append((f"{path.rstrip('/')}/{files[i][len(root) + 1 :]}", int(p - starts[i])))
-    return out
-
-
-def _folder_files(fs, root: str) -> list[str]:
-    """The data files of a Parquet folder (sorted; names starting with ``.`` or ``_`` are
-    metadata and markers: ``_metadata``, ``_SUCCESS``, ``.crc``); InputError for one that is
-    not Parquet."""
-    files = []
-    for f in sorted(fs.find(root)):
-        if any(part.startswith((".", "_")) for part in f[len(root.rstrip("/")) + 1 :].split("/")):
-            continue
-        if not f.endswith((".parquet", ".pq")) and not _is_parquet(fs, f):
-            raise InputError(
-                f"{root} holds {f}, which is not a Parquet file: a folder is read as the Parquet parts "
-                "of one table; move that file out of it (a CSV is read as a file of its own)"
-            )
-        files.append(f)
-    return files
-
-
-def _is_parquet(fs, path: str) -> bool:
-    """A Parquet file whatever its name: it starts with the magic bytes ``PAR1``."""
-    with fs.open(path, "rb") as fh:
-        return fh.read(4) == b"PAR1"
 
 
 def ignore_dask_reset_index() -> None:
@@ -165,8 +75,8 @@ def read_table(
             "dpriv verify and dpriv export also read as --ledger PATH --view I"
         )
     try:
-        if path.rstrip("/").endswith((".parquet", ".pq")) or folder or _is_parquet(fs, paths[0]):
-            _check_parquet_footers(fs, paths[0])
+        if path.rstrip("/").endswith((".parquet", ".pq")) or folder or is_parquet(fs, paths[0]):
+            check_parquet_footers(fs, paths[0])
             frame = dd.read_parquet(path)
         else:
             sep = sniff_delimiter(path)

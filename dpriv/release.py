@@ -53,7 +53,7 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_note, warn_unused
+from dpriv.inputs import as_frame, check_sensitive_values, policy_only, prepared, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_files import discard_new_ledger
@@ -152,6 +152,7 @@ def release_history(
     history, policy = prepared(history, policy)
     indices = check_history(history, policy)[:until]
     policy, _ = resolve_policy(history, policy)
+    history = policy_only(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices)
@@ -370,11 +371,11 @@ def anonymize(
     policy = as_policy(policy, "anonymize")
     check_npartitions(npartitions)
     view = as_frame(view, "anonymize", "view", policy.id)
-    unused = unused_note(view.columns, policy)  # before prepared() leaves those columns out
-    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
     view, policy = prepared(view, policy)
     policy, notes = resolve_policy(view, policy)
-    notes += [n for n in (unused, anonymize_note(policy)) if n]
+    notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
+    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
+    view = policy_only(view, policy)
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)

@@ -14,7 +14,7 @@ label, as before. In a CSV file a line is counted as the reader counts it (a quo
 inside a value makes a row span two lines; blank lines are skipped by the reader and counted
 here; over the first :data:`LINE_SCAN_LINES` lines, then one line per row); in a Parquet file
 a row is the 1-based row of the file, and a row of a Parquet folder is named in its own file
-(``row 7 of DIR/part.1.parquet``, :func:`dpriv.io.folder_rows`).
+(``row 7 of DIR/part.1.parquet``, :func:`dpriv.parquet_files.folder_rows`).
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def _where(source: InputFile, positions: list[int]) -> tuple[list[str], bool]:
     """The names of the rows at ``positions`` of the input file, and whether each names its own
     file (the rows of a Parquet folder: ``row 7 of DIR/part.1.parquet``)."""
     if not source.csv:
-        from dpriv.io import folder_rows
+        from dpriv.parquet_files import folder_rows
 
         files = folder_rows(source.path, positions)
         if files is not None:

@@ -184,7 +184,8 @@ def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.
     if some count is above 1, their rows)."""
     if not is_dask(view):
         return _duplicate_part(view, policy, None)
-    sizes = view.groupby(_key(view, policy)).size()
+    key = _key(view, policy)  # the key columns alone: Dask cannot sample some others (decimal128(1, 1))
+    sizes = view[key].groupby(key).size()
     dup = sizes[sizes > 1].compute()
     if not len(dup):
         return pd.DataFrame([], columns=PROBLEM_COLUMNS)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
-from dpriv.io import folder_rows
+from dpriv.parquet_files import folder_rows
 
 #: The parts of the folder and the history rows each holds (natural order of the names, which is
 #: not the text order: part.10 sorts before part.2 as text).
