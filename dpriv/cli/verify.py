@@ -34,6 +34,7 @@ from dpriv.cli.common import (
 from dpriv.cli.verify_files import (
     LEDGER_METRICS,
     Recorded,
+    check_ledger_file,
     ledger_release,
     metrics_beside,
     recorded_beside,
@@ -126,6 +127,8 @@ def verify(
             f"--method {method}: an Anatomy release is made by JS-reduce only (the baselines publish "
             "generalized views); leave --method out, or check a generalized view"
         )
+    if ledger is None:  # a ledger's file edited after its release: refused before work, as --ledger does
+        check_ledger_file(Path(released))
     found = recorded_beside(Path(released)) if ledger is None else None  # damaged: refused before work
     if ledger is not None and policy is not None:  # the releases read with the ledger's columns
         from dpriv.release_check import check_same_columns
