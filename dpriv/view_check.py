@@ -17,6 +17,8 @@ import pandas as pd
 
 from dpriv.anonymity.coverage import coverage_problems
 from dpriv.anonymity.coverage_anatomy import anatomy_coverage_problems
+from dpriv.anonymity.format_check import format_problems
+from dpriv.anonymity.membership import box_problems
 from dpriv.anonymity.verify import VerificationReport, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
@@ -24,6 +26,7 @@ from dpriv.errors import InputError
 from dpriv.input_checks import resolve_policy
 from dpriv.inputs import nfc_text, prepared
 from dpriv.policy import ReleasePolicy
+from dpriv.released import GROUP, LABEL
 from dpriv.validate import check_unique_ids, codes
 from dpriv.wording import Named, argument_named
 
@@ -39,6 +42,7 @@ def verify_view(
     recorded_in: str = "its metrics.json",
     method: str = "jsreduce",
     named: Named = argument_named,
+    members: pd.DataFrame | None = None,
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
 
@@ -52,6 +56,12 @@ def verify_view(
     The groups are held to what ``method`` promises (:data:`dpriv.criteria.GUARANTEES`: a Mondrian
     l-diversity release is checked for k and l, not t). Raises InputError / PolicyError, naming
     the arguments as ``named`` words them (``dpriv verify`` passes its flags: ``--original``).
+
+    ``members``: the private membership of release ``view`` of a ledger, the respondent id and
+    ``_label`` (int64, its QI-group) of each kept tuple (:func:`release_members`). With it,
+    each box is held to its own members (:func:`dpriv.anonymity.membership.box_problems`:
+    tight, not only admitting some assignment of the original's tuples); a problem names the
+    release, the QI-groups and the QI, no value.
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
@@ -88,7 +98,35 @@ def verify_view(
         extra += coverage_problems(released, original, policy)
     else:  # the QI rows must be the original's tuples, with the values each group counts
         extra += anatomy_coverage_problems(released, sensitive, original, policy)
+    if sensitive is None and members is not None:  # with the membership: its own members' boxes
+        extra += member_problems(released, original, members, policy, view)
     return replace(report, ok=False, problems=report.problems + extra) if extra else report
+
+
+def release_members(state: pd.DataFrame, index: int, policy: ReleasePolicy) -> pd.DataFrame:
+    """The membership of release ``index`` from a ledger's state after it (``state/<index>/``:
+    a respondent's ``last_release`` and ``last_group``): the id and ``_label`` (int64) of each
+    tuple it kept; a suppressed respondent kept none."""
+    mine = state[state["last_release"].to_numpy() == index]
+    return pd.DataFrame(
+        {policy.id: mine[policy.id].array, LABEL: mine["last_group"].to_numpy(dtype=np.int64)}
+    )
+
+
+def member_problems(
+    released: pd.DataFrame, original: pd.DataFrame, members: pd.DataFrame, policy: ReleasePolicy, index
+) -> list[str]:
+    """:func:`dpriv.anonymity.membership.box_problems` of release ``index``'s boxes against the
+    tuples of ``original`` (the view, read as the release read it) that ``members`` puts in
+    them, each problem prefixed ``release <index>: ``."""
+    assigned = original.merge(members, on=policy.id, how="inner")
+    if assigned.empty or GROUP not in released.columns:  # the format checks name a missing column
+        return []
+    usable = format_problems(released, policy)[1]
+    labels = assigned[LABEL]
+    if labels.dtype != released[GROUP].dtype:  # labels read back as text (a CSV of the view)
+        labels, released = labels.astype(str), released.assign(**{GROUP: released[GROUP].astype(str)})
+    return [f"release {index}: {p}" for p in box_problems(released, labels, assigned, policy, usable)]
 
 
 def count_problems(
