@@ -17,8 +17,6 @@ import pandas as pd
 
 from dpriv.anonymity.coverage import coverage_problems
 from dpriv.anonymity.coverage_anatomy import anatomy_coverage_problems
-from dpriv.anonymity.format_check import format_problems
-from dpriv.anonymity.membership import box_problems
 from dpriv.anonymity.verify import VerificationReport, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.dates import released_days
@@ -26,9 +24,9 @@ from dpriv.errors import InputError
 from dpriv.input_checks import resolve_policy
 from dpriv.inputs import nfc_text, prepared
 from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP, LABEL
+from dpriv.release_members import member_problems
 from dpriv.validate import check_unique_ids, codes
-from dpriv.wording import Named, argument_named
+from dpriv.wording import Named, argument_named, counted
 
 
 def verify_view(
@@ -58,7 +56,8 @@ def verify_view(
     the arguments as ``named`` words them (``dpriv verify`` passes its flags: ``--original``).
 
     ``members``: the private membership of release ``view`` of a ledger, the respondent id and
-    ``_label`` (int64, its QI-group) of each kept tuple (:func:`release_members`). With it,
+    ``_label`` (int64, its QI-group) of each kept tuple
+    (:func:`dpriv.release_members.release_members`). With it,
     each box is held to its own members (:func:`dpriv.anonymity.membership.box_problems`:
     tight, not only admitting some assignment of the original's tuples); a problem names the
     release, the QI-groups and the QI, no value.
@@ -103,32 +102,6 @@ def verify_view(
     return replace(report, ok=False, problems=report.problems + extra) if extra else report
 
 
-def release_members(state: pd.DataFrame, index: int, policy: ReleasePolicy) -> pd.DataFrame:
-    """The membership of release ``index`` from a ledger's state after it (``state/<index>/``:
-    a respondent's ``last_release`` and ``last_group``): the id and ``_label`` (int64) of each
-    tuple it kept; a suppressed respondent kept none."""
-    mine = state[state["last_release"].to_numpy() == index]
-    return pd.DataFrame(
-        {policy.id: mine[policy.id].array, LABEL: mine["last_group"].to_numpy(dtype=np.int64)}
-    )
-
-
-def member_problems(
-    released: pd.DataFrame, original: pd.DataFrame, members: pd.DataFrame, policy: ReleasePolicy, index
-) -> list[str]:
-    """:func:`dpriv.anonymity.membership.box_problems` of release ``index``'s boxes against the
-    tuples of ``original`` (the view, read as the release read it) that ``members`` puts in
-    them, each problem prefixed ``release <index>: ``."""
-    assigned = original.merge(members, on=policy.id, how="inner")
-    if assigned.empty or GROUP not in released.columns:  # the format checks name a missing column
-        return []
-    usable = format_problems(released, policy)[1]
-    labels = assigned[LABEL]
-    if labels.dtype != released[GROUP].dtype:  # labels read back as text (a CSV of the view)
-        labels, released = labels.astype(str), released.assign(**{GROUP: released[GROUP].astype(str)})
-    return [f"release {index}: {p}" for p in box_problems(released, labels, assigned, policy, usable)]
-
-
 def count_problems(
     n_view: int,
     n_released: int,
@@ -144,19 +117,19 @@ def count_problems(
     problems = []
     if recorded is not None and n_released != recorded:
         problems.append(
-            f"the release holds {n_released} tuples where it recorded {recorded} "
+            f"the release holds {counted(n_released, 'tuple')} where it recorded {recorded} "
             f"(n_released of {recorded_in}): the released file was changed after the release"
         )
     if n_released > n_view:
         problems.append(
-            f"the release holds {n_released} tuples, more than the {n_view} of the view: a released row "
-            "was duplicated or added, or the original is not the view it was made from"
+            f"the release holds {counted(n_released, 'tuple')}, more than the {n_view} of the view: a "
+            "released row was duplicated or added, or the original is not the view it was made from"
         )
     missing = n_view - n_released
     small = n_released == 0 and n_view < policy.k and policy.small_view != "refuse"
     if n_view and missing / n_view > policy.max_suppression + 1e-12 and not small:
         problems.append(
-            f"{missing} of the view's {n_view} tuples ({missing / n_view:.1%}) are missing from "
+            f"{missing} of the view's {counted(n_view, 'tuple')} ({missing / n_view:.1%}) are missing from "
             f"the release, above max_suppression {policy.max_suppression:g}: the file was truncated "
             "or was not made from this view"
         )

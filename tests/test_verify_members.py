@@ -19,7 +19,7 @@ def run(*args):
 
 
 @pytest.fixture(scope="module")
-def ledger(tmp_path_factory):
+def made(tmp_path_factory):
     root = tmp_path_factory.mktemp("members")
     res = run("generate", "medical", "--out", root / "gen", "--views", "2", "--view-size", "300")
     assert res.exit_code == 0, res.output
@@ -31,6 +31,15 @@ def ledger(tmp_path_factory):
     res = run("release", root / "gen/history.parquet", "--ledger", root / "L", "--policy", policy)
     assert res.exit_code == 0, res.output
     return root
+
+
+@pytest.fixture
+def ledger(made, tmp_path):
+    """A copy of the module's ledger and history, for a test to edit."""
+    import shutil
+
+    shutil.copytree(made, tmp_path / "copy")
+    return tmp_path / "copy"
 
 
 def _widened(root):
@@ -77,3 +86,49 @@ def test_a_box_widened_to_another_tuples_value_fails_against_its_members(ledger)
     # no value of the box or of a member is printed: the release, the group and the QI only
     (fail,) = [line for line in res.output.splitlines() if "release 2: QI" in line]
     assert not any(c.isdigit() for c in fail.replace("release 2", "").replace(str(group), ""))
+
+
+def _members(root):
+    from dpriv.ledger import Ledger
+
+    state = Ledger(root / "L").read_state(2)
+    return state[state["last_release"] == 2].set_index("respondent_id")["last_group"]
+
+
+@pytest.mark.parametrize("edit", ["value", "row"])
+def test_a_view_that_is_not_the_released_one_names_the_first_qi_group_that_differs(ledger, edit):
+    """A drill: 'view 2 differs from the one committed' (and verify's 'the history's view 2 is
+    not the one released') said nothing of where: the user had 300 rows to compare by hand."""
+    history = pd.read_parquet(ledger / "gen/history.parquet")
+    members = _members(ledger)
+    rel = pd.read_parquet(ledger / "L/releases/2/view.parquet")
+    first = rel["qi_group"].iloc[0]  # the released file's first group: the first to be compared
+    rid = members[members == first].index[0]
+    at = history.index[(history["view"] == 2) & (history["respondent_id"] == rid)][0]
+    if edit == "value":  # another sensitive value for one member of the group
+        old = history.at[at, "exam_result"]
+        history.at[at, "exam_result"] = next(v for v in history["exam_result"].unique() if v != old)
+        where = f"QI-group {first}: its members' sensitive values are not the ones it released"
+    else:  # one member's row removed
+        history = history.drop(index=at)
+        n = int((rel["qi_group"] == first).sum())
+        where = f"QI-group {first}: {n - 1} of its members are in the view where it released {n} tuples"
+    edited = ledger / "edited.parquet"
+    history.to_parquet(edited, index=False)
+    res = run("verify", "--ledger", ledger / "L", "--view", "2", "--history", edited)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2, said
+    assert (
+        f"the history's view 2 is not the one released into {ledger / 'L'} (its rows differ from the "
+        f"digest the ledger recorded; first difference: {where}): give the history that was released"
+    ) in said
+    res = run("release", edited, "--ledger", ledger / "L")  # a resumed history: the same place named
+    said = " ".join(res.output.split())
+    assert (
+        res.exit_code == 2
+        and f"view 2 differs from the one committed in the ledger (first difference: {where}): " in said
+    ), said
+    # no respondent id, no sensitive value in the refusal
+    error = said[said.index("error: view 2 differs") :]
+    assert "respondent_id" not in error
+    assert not any(str(v) in error for v in history["exam_result"].unique())

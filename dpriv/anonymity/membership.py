@@ -15,6 +15,7 @@ from dpriv.criteria import js_per_group, tv_per_group
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, LABEL, SCODE, split_value_sets
 from dpriv.validate import codes
+from dpriv.wording import counted
 
 
 def exact_numbers(values: pd.Series) -> np.ndarray:
@@ -78,8 +79,8 @@ def check_assigned(
         problems += listed(
             "",
             [
-                f"QI-group {as_python(g)!r}: {sizes.at[g, 'pub']} released tuples but "
-                f"{sizes.at[g, 'priv']} kept tuples assigned to it"
+                f"QI-group {as_python(g)!r}: {counted(int(sizes.at[g, 'pub']), 'released tuple')} but "
+                f"{counted(int(sizes.at[g, 'priv']), 'kept tuple')} assigned to it"
                 for g in bad
             ],
         )
@@ -142,8 +143,8 @@ def box_problems(
             out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
             if out.any():
                 problems.append(
-                    f"QI {q!r}: {int(out.sum())} kept tuples lie outside the interval "
-                    f"[{lo}, {hi}] of their QI-group (groups "
+                    f"QI {q!r}: {counted(int(out.sum()), 'kept tuple lies', 'kept tuples lie')} outside "
+                    f"the interval [{lo}, {hi}] of their QI-group (groups "
                     f"{named(pd.unique(labels.to_numpy()[out]))})"
                 )
             span = pd.DataFrame({"g": labels.to_numpy(), "x": x}).groupby("g")["x"].agg(["min", "max"])

@@ -177,7 +177,7 @@ def verify(
 
     members = None  # a ledger's state says which respondent each box holds: its boxes are held to them
     if ledger is not None and table is None:
-        from dpriv.view_check import release_members
+        from dpriv.release_members import release_members
 
         members = release_members(led.read_state(view), view, pol)
 
