@@ -326,12 +326,13 @@ def check_unchanged(entry: dict, index: int, digest: str, where: str = "") -> No
         )
 
 
-def _located(root: Path, index: int, view: pd.DataFrame, policy: ReleasePolicy, prefix: str = "; ") -> str:
-    """``"; first difference: QI-group ..."`` (:func:`dpriv.release_members.differing_group`),
-    or "" when the ledger cannot say."""
+def _located(root: Path, index: int, view, policy: ReleasePolicy, prefix: str = "; ") -> str:
+    """``"; first difference: QI-group ..."`` (:func:`dpriv.release_members.differing_group`) of
+    ``view`` (pandas or Dask: one view, computed on the way to a refusal), or "" when the ledger
+    cannot say."""
     from dpriv.release_members import differing_group
 
-    found = differing_group(root, index, view, policy)
+    found = differing_group(root, index, view.compute() if is_dask(view) else view, policy)
     return f"{prefix}first difference: {found}" if found else ""
 
 
@@ -376,7 +377,6 @@ def check_views(
         i = entry["index"]
         if i in summaries and entry.get("input_sha", summaries[i].input_sha) != summaries[i].input_sha:
             view = None if history is None else history[history[policy.time] == i]
-            view = view.compute() if is_dask(view) else view  # one view, on the way to a refusal
             where = "" if view is None else _located(Path(ledger_dir), i, view, policy, prefix="")
             check_unchanged(entry, i, summaries[i].input_sha, where)
     if not allow_repeated:
