@@ -160,7 +160,7 @@ def release_history(
     refuse_ignored(policy, method)
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
     refuse_unreachable(policy)
-    check_views(ledger_dir, summaries, policy, allow_repeated_view)  # an edited committed view first, ...
+    check_views(ledger_dir, summaries, policy, allow_repeated_view, history)  # an edited committed view first
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
     ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work

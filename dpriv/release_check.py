@@ -33,6 +33,7 @@ from dpriv.resume_types import open_committed
 from dpriv.rows import spans
 from dpriv.validate import check_rows, codes, validate_view
 from dpriv.view_summary import ViewSummary
+from dpriv.wording import counted
 
 
 @dataclass
@@ -163,7 +164,8 @@ def check_released_history(
         if digest != recorded[i]:
             raise InputError(
                 f"the history's view {i} is not the one released into {ledger.root} (its rows differ "
-                "from the digest the ledger recorded): give the history that was released"
+                f"from the digest the ledger recorded{_located(ledger.root, i, view, policy)}): give "
+                "the history that was released"
             )
     return history
 
@@ -234,7 +236,7 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
         anatomy = (ledger.release_dir(index) / SENSITIVE).exists()
         if not anatomy and recorded not in (None, rows):
             raise LedgerError(
-                f"{view} holds {rows} tuples where release {index} recorded {recorded} "
+                f"{view} holds {counted(rows, 'tuple')} where release {index} recorded {recorded} "
                 "(metrics.json): the ledger is damaged; restore it from a backup"
             )
         check_released_files(ledger.release_dir(index), entry)  # edited after the release
@@ -308,18 +310,30 @@ def _cut(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def check_unchanged(entry: dict, index: int, digest: str) -> None:
+def check_unchanged(entry: dict, index: int, digest: str, where: str = "") -> None:
     """InputError when view ``index`` of a resumed history is not the one the ledger committed
     (``entry``: its manifest entry; ``digest``: the view's now). Not compared when the entry
     records no digest (a ledger of an early dpriv). A column whose type the ledger records was
     compared before, by name (:func:`dpriv.resume_types.resumed_types`): what is left is rows,
-    values, or how a categorical QI's values are written."""
+    values, or how a categorical QI's values are written. ``where``: what locates the
+    difference (:func:`dpriv.release_members.differing_group`), "" when unknown."""
     if entry.get("input_sha", digest) != digest:
         raise InputError(
-            f"view {index} differs from the one committed in the ledger: a row was added, removed or "
+            f"view {index} differs from the one committed in the ledger{f' ({where})' if where else ''}: "
+            "a row was added, removed or "
             "edited since, or a value is written otherwise (a level 2 now written 2.0); a committed "
             "release cannot change: restore the input as it was released, or start a new ledger"
         )
+
+
+def _located(root: Path, index: int, view, policy: ReleasePolicy, prefix: str = "; ") -> str:
+    """``"; first difference: QI-group ..."`` (:func:`dpriv.release_members.differing_group`) of
+    ``view`` (pandas or Dask: one view, computed on the way to a refusal), or "" when the ledger
+    cannot say."""
+    from dpriv.release_members import differing_group
+
+    found = differing_group(root, index, view.compute() if is_dask(view) else view, policy)
+    return f"{prefix}first difference: {found}" if found else ""
 
 
 def check_repeated(digests: dict[int, str], committed: set[int]) -> None:
@@ -343,11 +357,16 @@ def check_repeated(digests: dict[int, str], committed: set[int]) -> None:
 
 
 def check_views(
-    ledger_dir, summaries: dict[int, ViewSummary], policy: ReleasePolicy, allow_repeated: bool = False
+    ledger_dir,
+    summaries: dict[int, ViewSummary],
+    policy: ReleasePolicy,
+    allow_repeated: bool = False,
+    history: pd.DataFrame | dd.DataFrame | None = None,
 ) -> None:
     """Before any release, in the order a user can act on: is a view the ledger at
-    ``ledger_dir`` committed edited since (:func:`check_unchanged`; a missing or damaged
-    manifest is left to the ledger's own checks), is a view to release a copy of an earlier one
+    ``ledger_dir`` committed edited since (:func:`check_unchanged`, the QI-group that differs
+    located in ``history`` when given; a missing or damaged manifest is left to the ledger's own
+    checks), is a view to release a copy of an earlier one
     (:func:`check_repeated`, unless ``allow_repeated``), then each view's size (PolicyError
     ``view = 3: k = 5 is larger ...`` unless ``small_view = "suppress"``) and sensitive values."""
     from dpriv.inputs import check_sensitive_values
@@ -355,8 +374,11 @@ def check_views(
 
     entries = open_committed(ledger_dir)[1]
     for entry in entries:
-        if entry["index"] in summaries:
-            check_unchanged(entry, entry["index"], summaries[entry["index"]].input_sha)
+        i = entry["index"]
+        if i in summaries and entry.get("input_sha", summaries[i].input_sha) != summaries[i].input_sha:
+            view = None if history is None else history[history[policy.time] == i]
+            where = "" if view is None else _located(Path(ledger_dir), i, view, policy, prefix="")
+            check_unchanged(entry, i, summaries[i].input_sha, where)
     if not allow_repeated:
         recorded = {e["index"]: e.get("input_sha", "") for e in entries}
         check_repeated({**{i: s.input_sha for i, s in summaries.items()}, **recorded}, set(recorded))

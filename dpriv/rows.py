@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
+from dpriv.wording import counted
 
 #: The columns of a problems frame (one row per problem found in a partition): its order (the
 #: first problem is reported), column, message, :class:`BadRow` list and row count.
@@ -174,12 +175,12 @@ def describe(
         about = [f"{id_col}={r.id!r}"] if r.id is not None else []
         about += [f"{time_col}={r.time!r}"] if time_col and r.time is not None else []
         parts.append(f"{w} ({', '.join(about)})" if about else w)
-    counted = (
-        f"{count} rows"
+    how_many = (
+        counted(count, "row")
         if checked is None
         else f"{count} of the first {checked:,} rows, the rest not checked yet"
     )
-    text = f"{counted}: " + ", ".join(parts)
+    text = f"{how_many}: " + ", ".join(parts)
     if count > len(rows):
         text += f" and {count - len(rows)} more"
     if in_files:  # a Parquet folder: each row named in its own file

@@ -40,6 +40,7 @@ from dpriv.rows import (
 )
 from dpriv.value_types import GROUPED_NUMBER, ID_KINDS_META, huge_values, id_kinds, type_problems
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
+from dpriv.wording import counted
 
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
 #: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
@@ -377,4 +378,6 @@ def check_size(n: int, policy: ReleasePolicy, allow_small: bool) -> None:
     if policy.k > n and not allow_small:
         hint = ', or set small_view = "suppress" in [privacy] (this view is then released fully '
         hint = hint + "suppressed and the history goes on)" if policy.time else ""
-        raise PolicyError(f"k = {policy.k} is larger than the view ({n} rows): lower k or add data{hint}")
+        raise PolicyError(
+            f"k = {policy.k} is larger than the view ({counted(n, 'row')}): lower k or add data{hint}"
+        )

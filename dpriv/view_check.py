@@ -24,8 +24,9 @@ from dpriv.errors import InputError
 from dpriv.input_checks import resolve_policy
 from dpriv.inputs import nfc_text, prepared
 from dpriv.policy import ReleasePolicy
+from dpriv.release_members import member_problems
 from dpriv.validate import check_unique_ids, codes
-from dpriv.wording import Named, argument_named
+from dpriv.wording import Named, argument_named, counted
 
 
 def verify_view(
@@ -39,6 +40,7 @@ def verify_view(
     recorded_in: str = "its metrics.json",
     method: str = "jsreduce",
     named: Named = argument_named,
+    members: pd.DataFrame | None = None,
 ) -> VerificationReport:
     """Verify a released view against the original view it was made from (``dpriv verify``).
 
@@ -52,6 +54,13 @@ def verify_view(
     The groups are held to what ``method`` promises (:data:`dpriv.criteria.GUARANTEES`: a Mondrian
     l-diversity release is checked for k and l, not t). Raises InputError / PolicyError, naming
     the arguments as ``named`` words them (``dpriv verify`` passes its flags: ``--original``).
+
+    ``members``: the private membership of release ``view`` of a ledger, the respondent id and
+    ``_label`` (int64, its QI-group) of each kept tuple
+    (:func:`dpriv.release_members.release_members`). With it,
+    each box is held to its own members (:func:`dpriv.anonymity.membership.box_problems`:
+    tight, not only admitting some assignment of the original's tuples); a problem names the
+    release, the QI-groups and the QI, no value.
     """
     original, policy = prepared(original, policy)
     released = released_days(released, policy)
@@ -88,6 +97,8 @@ def verify_view(
         extra += coverage_problems(released, original, policy)
     else:  # the QI rows must be the original's tuples, with the values each group counts
         extra += anatomy_coverage_problems(released, sensitive, original, policy)
+    if sensitive is None and members is not None:  # with the membership: its own members' boxes
+        extra += member_problems(released, original, members, policy, view)
     return replace(report, ok=False, problems=report.problems + extra) if extra else report
 
 
@@ -106,19 +117,19 @@ def count_problems(
     problems = []
     if recorded is not None and n_released != recorded:
         problems.append(
-            f"the release holds {n_released} tuples where it recorded {recorded} "
+            f"the release holds {counted(n_released, 'tuple')} where it recorded {recorded} "
             f"(n_released of {recorded_in}): the released file was changed after the release"
         )
     if n_released > n_view:
         problems.append(
-            f"the release holds {n_released} tuples, more than the {n_view} of the view: a released row "
-            "was duplicated or added, or the original is not the view it was made from"
+            f"the release holds {counted(n_released, 'tuple')}, more than the {n_view} of the view: a "
+            "released row was duplicated or added, or the original is not the view it was made from"
         )
     missing = n_view - n_released
     small = n_released == 0 and n_view < policy.k and policy.small_view != "refuse"
     if n_view and missing / n_view > policy.max_suppression + 1e-12 and not small:
         problems.append(
-            f"{missing} of the view's {n_view} tuples ({missing / n_view:.1%}) are missing from "
+            f"{missing} of the view's {counted(n_view, 'tuple')} ({missing / n_view:.1%}) are missing from "
             f"the release, above max_suppression {policy.max_suppression:g}: the file was truncated "
             "or was not made from this view"
         )

@@ -36,3 +36,10 @@ def flag_named(name: str, value: object = None) -> str:
     if isinstance(value, bool):
         return f"--{flag}" if value else f"--no-{flag}"
     return f"--{flag}" if value is None else f"--{flag} {value}"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, singular for one: ``counted(1, "row")`` is ``"1 row"``,
+    ``counted(3, "row")`` ``"3 rows"``; ``plural`` for a noun not made plural by an ``s``
+    (``counted(2, "QI-group of", "QI-groups of")``)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

@@ -93,7 +93,7 @@ BAD_VIEWS = {
         lambda: _set(view(), "respondent_id", 5, np.nan),
         "csv",
         [],
-        [r"'respondent_id' has missing values", r"1 rows: line 7 of"],
+        [r"'respondent_id' has missing values", r"1 row: line 7 of"],
     ),
     "empty-string category": (
         lambda: _set(view(), "gender", 6, ""),
@@ -168,7 +168,7 @@ BAD_VIEWS = {
         lambda: view().head(1),
         "csv",
         ["--k", "2"],
-        [r"k = 2 is larger than the view \(1 rows\)"],
+        [r"k = 2 is larger than the view \(1 row\)"],
     ),
     "k larger than the view": (
         lambda: view(),
@@ -566,13 +566,13 @@ BAD_HISTORIES = {
         lambda h: h.assign(view=h["view"].where(h.index != 5)),
         [
             r"'view' must hold release indices .*it holds a missing value",
-            r"\(1 rows: row 6 \(respondent_id=\d+\) of",
+            r"\(1 row: row 6 \(respondent_id=\d+\) of",
         ],
     ),
     "fractional time": (
         lambda h: h.assign(view=h["view"].astype(float).where(h.index != 5, 2.5)),
         [
-            r"'view' must hold release indices .*it holds 2\.5 \(1 rows: row 6",
+            r"'view' must hold release indices .*it holds 2\.5 \(1 row: row 6",
             r"\(respondent_id=\d+\) of .*\): renumber",
         ],
     ),
@@ -612,7 +612,7 @@ def test_a_header_line_inside_a_history_is_named(cli, history, tmp_path):
     res = cli("release", path, "--ledger", tmp_path / "led", "--policy", history / "policy.toml")
     assert_refused(
         res,
-        rf"it holds 'view' \(1 rows: line {line} \(respondent_id='respondent_id'\) of .*h\.csv",
+        rf"it holds 'view' \(1 row: line {line} \(respondent_id='respondent_id'\) of .*h\.csv",
         r": delete the header line\(s\) repeated inside the file",
     )
     assert not (tmp_path / "led").exists()

@@ -598,7 +598,7 @@ def check_small_view_ledger(led: Ledger, n_views: int, small: int, history: pd.D
 def test_small_view_refuses_by_default_naming_the_option(client, tmp_path):
     h = small_history(4, 2)
     with pytest.raises(
-        PolicyError, match=r'view = 2: k = 3 is larger than the view \(1 rows\).*small_view = "suppress"'
+        PolicyError, match=r'view = 2: k = 3 is larger than the view \(1 row\).*small_view = "suppress"'
     ):
         release_history(h, small_policy(), tmp_path / "led")
     assert not (tmp_path / "led").exists()
@@ -641,7 +641,7 @@ def test_small_view_in_the_cli(cli, tmp_path):
     )
     pol.write_text(body)
     res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol)
-    assert_refused(res, r"view = 3: k = 3 is larger than the view \(1 rows\)", "small_view")
+    assert_refused(res, r"view = 3: k = 3 is larger than the view \(1 row\)", "small_view")
     assert not (tmp_path / "a").exists()
     res = cli("release", h, "--ledger", tmp_path / "a", "--policy", pol, "--small-view", "merge")
     assert_refused(res, r'small_view = "merge" is refused: .*two times in one release', '"suppress"')

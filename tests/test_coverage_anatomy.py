@@ -73,7 +73,7 @@ def test_values_that_one_row_alone_could_carry_but_not_together_fail():
     got = anatomy_coverage_problems(qi, counts((1, "b", 1), (1, "c", 1)), original, POLICY)
     assert got == [
         "no assignment of the QI table's 2 rows to tuples of the original gives every QI-group the s "
-        "values its sensitive table counts: at most 1 rows fit",
+        "values its sensitive table counts: at most 1 row fits",
         WHY,
     ]
     assert anatomy_coverage_problems(qi, counts((1, "a", 1), (1, "c", 1)), original, POLICY) == []

@@ -155,7 +155,7 @@ def test_a_missing_date_of_a_csv_is_said_to_be_an_empty_cell_too(tmp_path):
         res,
         r"column 'born' has missing values \(NaN/None/NaT; in a CSV file: an empty cell, or a text pandas "
         r"reads as missing such as NA, N/A, null, NaN\); dpriv refuses them by default",
-        r"\(1 rows: line 3 \(respondent_id=2\) of",
+        r"\(1 row: line 3 \(respondent_id=2\) of",
     )
 
 

@@ -173,7 +173,7 @@ def test_k_larger_than_a_view_of_a_ledger_with_releases_says_how_to_go_on(small)
     res = run("release", small / "h123.csv", "--ledger", small / "led")
     assert_refused(
         res,
-        r"view = 3: k = 2 is larger than the view \(1 rows\): lower k or add data",
+        r"view = 3: k = 2 is larger than the view \(1 row\): lower k or add data",
         r"\(releases 1\.\.2 are committed: " + re.escape(TAKE_UP_SMALL_VIEW),
     )
     assert res.stdout == ""  # not even the table's header
@@ -201,7 +201,7 @@ def test_k_larger_than_a_view_of_a_ledger_with_releases_says_how_to_go_on(small)
 
 def test_k_larger_than_the_first_view_keeps_its_words(small):
     res = run("release", small / "h123.csv", "--ledger", small / "new", "--policy", small / "pol.toml")
-    out = assert_refused(res, r"k = 2 is larger than the view \(1 rows\)")
+    out = assert_refused(res, r"k = 2 is larger than the view \(1 row\)")
     assert "committed" not in out and res.stdout == ""
     assert not (small / "new").exists()
 

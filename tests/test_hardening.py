@@ -196,7 +196,7 @@ def test_missing_sensitive_value_is_refused(missing, medical, tmp_path):
 # == 1d. a single record with k = 2: nothing released =============================================
 def test_single_record_k2_is_never_released(medical, tmp_path, cli):
     one = small_view(1)
-    with pytest.raises(PolicyError, match=r"k = 2 is larger than the view \(1 rows\)"):
+    with pytest.raises(PolicyError, match=r"k = 2 is larger than the view \(1 row\)"):
         anonymize(one, LOOSE.with_overrides(k=2))
     with pytest.raises(PolicyError, match="k = 2 is larger"):
         anonymize(dd.from_pandas(one, npartitions=1), LOOSE.with_overrides(k=2))
@@ -205,7 +205,7 @@ def test_single_record_k2_is_never_released(medical, tmp_path, cli):
     hist = mh.history[
         (mh.history.view != 2) | (mh.history.index == mh.history.index[mh.history.view == 2][0])
     ]
-    with pytest.raises(PolicyError, match=r"view = 2: k = 5 is larger than the view \(1 rows\)"):
+    with pytest.raises(PolicyError, match=r"view = 2: k = 5 is larger than the view \(1 row\)"):
         release_history(hist, policy, tmp_path / "led")
     assert not (tmp_path / "led").exists()
     one.to_csv(tmp_path / "one.csv", index=False)

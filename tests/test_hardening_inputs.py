@@ -157,9 +157,9 @@ def test_non_finite_numeric_qi_is_refused_naming_row_and_value(cli, tmp_path, va
     v.loc[7, "weight"] = value
     res, out = anonymize_csv(cli, tmp_path, csv_of(v))
     if value == "nan":
-        refused(res, out, "column 'weight' has missing values", "1 rows: line 9 (rid=7) of")
+        refused(res, out, "column 'weight' has missing values", "1 row: line 9 (rid=7) of")
     else:
-        refused(res, out, f"QI 'weight' holds {float(value)!r}", "finite", "1 rows: line 9 (rid=7) of")
+        refused(res, out, f"QI 'weight' holds {float(value)!r}", "finite", "1 row: line 9 (rid=7) of")
     with pytest.raises(InputError, match="row 7"):
         policy = ReleasePolicy(id="rid", qi=["weight"], sensitive="s", k=3, domains={"weight": [0, 100]})
         anonymize(v.astype({"weight": float}), policy)
@@ -179,7 +179,7 @@ def test_a_huge_number_in_a_numeric_qi_is_refused_before_anything_runs(cli, tmp_
         (tmp_path / "p.toml").write_text(f"[domains]\nweight = {domain}\n")
         extra = ("--policy", tmp_path / "p.toml")
     res, out = anonymize_csv(cli, tmp_path, csv_of(v), *extra)
-    refused(res, out, HUGE, "rescale the column", "1 rows: line 9 (rid=7) of")
+    refused(res, out, HUGE, "rescale the column", "1 row: line 9 (rid=7) of")
     assert "kpr:" not in res.output
 
 

@@ -298,7 +298,7 @@ def test_problems_message_merges_partitions_and_counts_the_rest():
         (4, "s", "sensitive column 's' has values ['q'] not in its declared domain", row(6), 1),
     ]
     msg = problems_message(pd.DataFrame(found, columns=PROBLEM_COLUMNS), "id", None, whole=False)
-    assert msg.startswith("column 'age' has missing values (1 rows: row 7 (id=7)); also: ")
+    assert msg.startswith("column 'age' has missing values (1 row: row 7 (id=7)); also: ")
     # by order: the two text problems, then weight once with both rows; the last one counted
     assert msg.index("'w2'") < msg.index("'w3'") < msg.index("'weight'")
     assert "has values [200]" in msg and "has values [5]" not in msg

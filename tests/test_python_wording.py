@@ -122,3 +122,12 @@ def test_write_history_names_out_dir_and_dpriv_generate_its_flag(tmp_path):
     afile.write_text("mine")
     with pytest.raises(InputError, match=r"is a file, not a folder; choose a folder for .* \(out_dir\)$"):
         write_history(afile, mh)
+
+
+def test_a_count_of_one_takes_the_singular():
+    """A drill: '(1 rows: line 7 of h.csv)' and 'larger than the view (1 rows)'."""
+    from dpriv.wording import counted
+
+    assert [counted(n, "row") for n in (0, 1, 2)] == ["0 rows", "1 row", "2 rows"]
+    assert counted(1, "kept tuple lies", "kept tuples lie") == "1 kept tuple lies"
+    assert counted(3, "kept tuple lies", "kept tuples lie") == "3 kept tuples lie"

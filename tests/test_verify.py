@@ -256,7 +256,7 @@ def test_tuple_outside_its_interval_or_value_set_is_caught():
         a4 = a.copy()
         a4.loc[0, "age"] = age
         problems = _problems(assigned=a4)
-        assert any("1 kept tuples lie outside the interval" in p and "10" in p for p in problems)
+        assert any("1 kept tuple lies outside the interval" in p and "10" in p for p in problems)
     a3 = a.copy()
     a3.loc[4, "sex"] = "F"  # group 20 is {M}
     assert any("outside their group's value set" in p and "20" in p for p in _problems(assigned=a3))

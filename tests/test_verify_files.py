@@ -153,7 +153,58 @@ def test_a_ledger_release_without_its_sensitive_table_says_what_to_restore(ledge
     check[1] = copy / "releases/1/view.parquet"
     res = run(*check, "--release-format", "anatomy")
     said = " ".join(res.output.split())
-    assert res.exit_code == 2 and "restore the sensitive table its ledger wrote next to it" in said, said
+    # the manifest records the table (sensitive_sha256): refused as dpriv verify --ledger refuses it
+    missing = f"{copy / 'releases/1/sensitive.parquet'} is missing (release 1 is listed in manifest.json)"
+    assert res.exit_code == 2 and missing in said and "restore it from a backup" in said, said
+    # a ledger whose manifest records no digests (an early dpriv's): the table beside the view is named
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for entry in manifest["releases"]:
+        entry.pop("sensitive_sha256", None)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    said = " ".join(run(*check, "--release-format", "anatomy").output.split())
+    assert "restore the sensitive table its ledger wrote next to it" in said, said
+
+
+def test_a_ledger_release_edited_after_it_was_committed_is_refused_by_path(ledgers, tmp_path):
+    """A drill: a ledger's view.parquet given by path was checked against its metrics.json
+    only, not against the digests the manifest recorded: a QI-group cut from the file with the
+    count in metrics.json lowered to match (or any edit of metrics.json) verified ok."""
+    import shutil
+
+    copy = tmp_path / "M"
+    shutil.copytree(ledgers / "M", copy)
+    check = [*_file_check(ledgers, "M"), "--method", "mondrian-l"]
+    check[1] = view = copy / "releases/1/view.parquet"
+    assert run(*check).exit_code == 0
+    metrics = copy / "releases/1/metrics.json"
+    record = json.loads(metrics.read_text())
+    record["k_achieved"] = 50  # only a figure of the metrics edited
+    metrics.write_text(json.dumps(record))
+    res = run(*check)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and (
+        f"{metrics} is not the file release 1 committed (its SHA-256 is not the metrics_sha256 "
+        "manifest.json records)" in said
+    ), said
+    rel = pd.read_parquet(view)
+    cut = rel[rel["qi_group"] != rel["qi_group"].iloc[0]]  # a whole group gone, within max_suppression
+    cut.to_parquet(view, index=False)
+    record = {**json.loads((ledgers / "M/releases/1/metrics.json").read_text()), "n_released": len(cut)}
+    metrics.write_text(json.dumps(record))
+    res = run(*check)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and (
+        f"{view} is not the file release 1 committed (its SHA-256 is not the view_sha256 manifest.json "
+        "records): it, or that digest in manifest.json, was changed after the release" in said
+    ), said
+    assert "ok: True" not in said
+    # the files of a release the manifest does not list (an interrupted release's) are no release
+    shutil.copytree(ledgers / "M/releases/1", copy / "releases/7")
+    check[1] = copy / "releases/7/view.parquet"
+    res = run(*check)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "is not a committed release of the ledger" in said, said
+    assert "its manifest.json lists releases 1, 2)" in said
 
 
 def test_a_release_saved_in_nfd_verifies_as_the_original_is_read(tmp_path):

@@ -27,6 +27,7 @@ from dpriv.dates import date_qi, to_days
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP
 from dpriv.validate import codes
+from dpriv.wording import counted
 
 #: What the problems mean and what to do.
 WHY = (
@@ -90,8 +91,9 @@ def anatomy_coverage_problems(
     if placed == n_rel:
         return []
     return [
-        f"no assignment of the QI table's {n_rel} rows to tuples of the original gives every "
-        f"QI-group the {s_name} values its sensitive table counts: at most {placed} rows fit",
+        f"no assignment of the QI table's {counted(n_rel, 'row')} to tuples of the original gives "
+        f"every QI-group the {s_name} values its sensitive table counts: at most "
+        f"{counted(placed, 'row fits', 'rows fit')}",
         WHY,
     ]
 

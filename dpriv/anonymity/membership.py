@@ -15,6 +15,7 @@ from dpriv.criteria import js_per_group, tv_per_group
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, LABEL, SCODE, split_value_sets
 from dpriv.validate import codes
+from dpriv.wording import counted
 
 
 def exact_numbers(values: pd.Series) -> np.ndarray:
@@ -78,8 +79,8 @@ def check_assigned(
         problems += listed(
             "",
             [
-                f"QI-group {as_python(g)!r}: {sizes.at[g, 'pub']} released tuples but "
-                f"{sizes.at[g, 'priv']} kept tuples assigned to it"
+                f"QI-group {as_python(g)!r}: {counted(int(sizes.at[g, 'pub']), 'released tuple')} but "
+                f"{counted(int(sizes.at[g, 'priv']), 'kept tuple')} assigned to it"
                 for g in bad
             ],
         )
@@ -93,7 +94,44 @@ def check_assigned(
         )
 
     # every kept tuple inside its group's interval / value set, bounds tight
-    first = released.assign(**{GROUP: rel_labels}).drop_duplicates(GROUP).set_index(GROUP)
+    problems += box_problems(released.assign(**{GROUP: rel_labels}), labels, assigned, policy, usable)
+
+    # JS (E8) of each group's priors, equal weights
+    priors = assigned[policy.prior_columns].to_numpy(dtype=np.float64)
+    rows_ok = (
+        np.isfinite(priors).all(axis=1)
+        & (priors >= 0).all(axis=1)
+        & (np.abs(priors.sum(axis=1) - 1.0) <= 1e-6)
+    )
+    if not rows_ok.all():
+        problems.append(
+            f"assigned: {int((~rows_ok).sum())} prior rows ({policy.prior_columns[:3]}...) "
+            "are not distributions (non-negative, summing to 1)"
+        )
+    js_by_label = js_per_group(priors, labels, policy.log_base)
+    at = stats_labels.to_numpy()
+    both = {"js": js_by_label.reindex(at).to_numpy(), "rbk_tv": np.full(len(at), np.nan)}
+    if policy.rbk_closeness is not None:  # only a policy with the bound promises it
+        tv_by_label = tv_per_group(priors, np.where(s_priv >= 0, s_priv, 0), labels)
+        both["rbk_tv"] = tv_by_label.reindex(at).to_numpy()
+    return problems, pd.DataFrame(both)
+
+
+def box_problems(
+    released: pd.DataFrame,
+    labels: pd.Series,
+    assigned: pd.DataFrame,
+    policy: ReleasePolicy,
+    usable: list[str],
+) -> list[str]:
+    """Problems of the released boxes against their members: a member outside its group's
+    interval, value set or hierarchy node, or a box that is not tight (its bounds not the
+    members' min/max, its value set not their values, its node not their lowest common one).
+    ``labels``: the QI-group of each row of ``assigned`` (its QIs as the release read them);
+    ``usable``: the released columns whose format is sound (:func:`format_problems`). Each
+    problem names the QI and the QI-groups, never a value."""
+    problems: list[str] = []
+    first = released.drop_duplicates(GROUP).set_index(GROUP)
     for q in policy.qi:
         if policy.kind(q) == "numeric":
             lo, hi = f"{q}_min", f"{q}_max"
@@ -105,8 +143,8 @@ def check_assigned(
             out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
             if out.any():
                 problems.append(
-                    f"QI {q!r}: {int(out.sum())} kept tuples lie outside the interval "
-                    f"[{lo}, {hi}] of their QI-group (groups "
+                    f"QI {q!r}: {counted(int(out.sum()), 'kept tuple lies', 'kept tuples lie')} outside "
+                    f"the interval [{lo}, {hi}] of their QI-group (groups "
                     f"{named(pd.unique(labels.to_numpy()[out]))})"
                 )
             span = pd.DataFrame({"g": labels.to_numpy(), "x": x}).groupby("g")["x"].agg(["min", "max"])
@@ -145,26 +183,7 @@ def check_assigned(
                     f"QI {q!r}: the value sets of QI-groups {named(unused)} list values "
                     "no tuple of the group has"
                 )
-
-    # JS (E8) of each group's priors, equal weights
-    priors = assigned[policy.prior_columns].to_numpy(dtype=np.float64)
-    rows_ok = (
-        np.isfinite(priors).all(axis=1)
-        & (priors >= 0).all(axis=1)
-        & (np.abs(priors.sum(axis=1) - 1.0) <= 1e-6)
-    )
-    if not rows_ok.all():
-        problems.append(
-            f"assigned: {int((~rows_ok).sum())} prior rows ({policy.prior_columns[:3]}...) "
-            "are not distributions (non-negative, summing to 1)"
-        )
-    js_by_label = js_per_group(priors, labels, policy.log_base)
-    at = stats_labels.to_numpy()
-    both = {"js": js_by_label.reindex(at).to_numpy(), "rbk_tv": np.full(len(at), np.nan)}
-    if policy.rbk_closeness is not None:  # only a policy with the bound promises it
-        tv_by_label = tv_per_group(priors, np.where(s_priv >= 0, s_priv, 0), labels)
-        both["rbk_tv"] = tv_by_label.reindex(at).to_numpy()
-    return problems, pd.DataFrame(both)
+    return problems
 
 
 def _node_problems(q: str, h, leaf: np.ndarray, labels: np.ndarray, shown: pd.Series) -> list[str]:

@@ -34,6 +34,7 @@ from dpriv.cli.common import (
 from dpriv.cli.verify_files import (
     LEDGER_METRICS,
     Recorded,
+    check_ledger_file,
     ledger_release,
     metrics_beside,
     recorded_beside,
@@ -83,6 +84,9 @@ def verify(
 ) -> None:
     """Check a released view: k, distinct l and t per QI-group, its tuple count against the
     view's, and that the original's tuples fit the released boxes (exit 2 when one fails).
+    With --ledger, each box is held to its own members too (the ledger's state says who they
+    are): tight, its bounds their min and max. A file inside a ledger must be the one its
+    manifest recorded.
     j, rbk_closeness and posterior_bound need the adversary's priors of the members (private):
     the release checks them before writing (metrics.json), so they are not checked here
     (j_achieved prints None and says why; a note gives the value the release recorded).
@@ -126,6 +130,8 @@ def verify(
             f"--method {method}: an Anatomy release is made by JS-reduce only (the baselines publish "
             "generalized views); leave --method out, or check a generalized view"
         )
+    if ledger is None:  # a ledger's file edited after its release: refused before work, as --ledger does
+        check_ledger_file(Path(released))
     found = recorded_beside(Path(released)) if ledger is None else None  # damaged: refused before work
     if ledger is not None and policy is not None:  # the releases read with the ledger's columns
         from dpriv.release_check import check_same_columns
@@ -169,6 +175,12 @@ def verify(
         recorded, recorded_in = _recorded(Path(released), found)
     from dpriv.criteria import promised
 
+    members = None  # a ledger's state says which respondent each box holds: its boxes are held to them
+    if ledger is not None and table is None:
+        from dpriv.release_members import release_members
+
+        members = release_members(led.read_state(view), view, pol)
+
     if method != "jsreduce":
         typer.echo(f"  method: {method} (checked: {', '.join(promised(method))})")
     report = verify_view(
@@ -181,6 +193,7 @@ def verify(
         recorded_in=recorded_in,
         method=method,
         named=flag_named,  # its refusals name the flags: --original, --view <index>
+        members=members,
     )
     held = promised(method, pol.rbk_closeness)
     for key, val in report.to_dict().items():

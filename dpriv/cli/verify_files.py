@@ -40,6 +40,31 @@ def ledger_release(released: Path) -> LedgerRelease | None:
     return LedgerRelease(root, int(folder.name)) if (root / MANIFEST).is_file() else None
 
 
+def check_ledger_file(released: Path) -> None:
+    """For a file inside a ledger (:func:`ledger_release`): LedgerError (exit 2) when its release
+    is not committed, or when the release's view, metrics.json or sensitive table is not the
+    file the manifest recorded (:func:`dpriv.ledger_files.check_released_files`: a view or a
+    metrics.json edited after the release); as ``dpriv verify --ledger`` refuses them. A check
+    of the file alone would hold an edited box, or a tuple count edited with the rows, against
+    nothing the ledger recorded."""
+    from dpriv.errors import LedgerError
+    from dpriv.ledger import Ledger
+    from dpriv.ledger_files import check_released_files
+    from dpriv.rows import spans
+
+    lr = ledger_release(released)
+    if lr is None:
+        return
+    entries = {int(e["index"]): e for e in Ledger(lr.root).committed()}
+    if lr.index not in entries:
+        raise LedgerError(
+            f"{released} is not a committed release of the ledger {lr.root} (its manifest.json lists "
+            f"releases {spans(sorted(entries))}): what an interrupted release left is no release; "
+            "verify a committed one"
+        )
+    check_released_files(released.parent, entries[lr.index])
+
+
 def sensitive_beside(released: Path) -> Path:
     """Where an Anatomy release's sensitive table lies: ``sensitive.parquet`` beside a ledger's
     view, ``OUT.sensitive.<ext>`` beside what ``dpriv anonymize`` wrote."""
