@@ -14,7 +14,7 @@ from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
-from tests.test_deductions import CYCLE, as_sets, cycle_history, own_releases, release
+from tests.test_deductions import CYCLE, EXIT, as_sets, cycle_history, own_releases, release
 
 
 def test_head_start_reaches_the_masks_of_the_presence_channel():
@@ -57,6 +57,20 @@ def test_a_start_that_does_not_fit_is_refused():
     with pytest.raises(InputError, match="presence channel"):
         MasksAsOf([r1, r2, r3], CYCLE, None, start=MasksAsOf([r1, r2, r3], CYCLE, 1.0))
     assert as_sets(MasksAsOf(weak.observed, CYCLE, 1.0, start=weak)(2)[2], "abc") == ["c", "b"]
+
+
+def test_a_contradiction_with_a_head_start_is_the_one_without():
+    # r2 is absent from a view that examined every active respondent yet not terminal: only the
+    # presence channel sees the contradiction; the masks started from those without it say so
+    # as the masks from scratch do
+    obs = [release(1, "ax", [(1, 0, "a"), (2, 0, "a")]), release(2, "ax", [(1, 0, "a"), (3, 0, "a")])]
+    weak = MasksAsOf(obs, EXIT, None)
+    assert as_sets(weak(1)[0], "ax") == ["a", "a"]  # no contradiction without it
+    with pytest.raises(InputError, match="contradict") as scratch:
+        MasksAsOf(obs, EXIT, 1.0)(1)
+    with pytest.raises(InputError, match="contradict") as started:
+        MasksAsOf(obs, EXIT, 1.0, start=weak)(1)
+    assert str(started.value) == str(scratch.value)
 
 
 @pytest.fixture(scope="module")

@@ -87,20 +87,36 @@ class MasksAsOf:
     def __call__(self, k: int) -> list[np.ndarray]:
         if k not in self._cache:
             from dpriv.adversary._assign import NoAssignment
-            from dpriv.adversary.deductions import deduce
 
             try:
-                seen = self.observed[: k + 1]
-                d = self._head_start(k)
-                if d is None or d.presence != self.presence:  # none, or a head start
-                    d = deduce(seen, self.tables, attendance=self.attendance, support=self.support, start=d)
-                    self.seconds += d.seconds
+                d = self._deduce(k)
             except NoAssignment:  # an estimated model (mined, snapshot) that rules out what was published
                 self._cache[k] = self._nothing_certain(k)
                 return self._cache[k]
             self._cache[k] = d.allowed
             self._deduced[k] = d
         return self._cache[k]
+
+    def _deduce(self, k: int) -> Deductions:
+        """The deductions of prefix ``k``: the start's as they are (same presence channel), or
+        started from them, or from scratch."""
+        from dpriv.adversary._assign import NoAssignment
+        from dpriv.adversary.deductions import deduce
+
+        head = self._head_start(k)
+        if head is not None and head.presence == self.presence:
+            return head
+        seen, tables = self.observed[: k + 1], self.tables
+        if head is not None:
+            try:
+                d = deduce(seen, tables, attendance=self.attendance, support=self.support, start=head)
+                self.seconds += d.seconds
+                return d
+            except (NoAssignment, InputError):  # a contradiction: raised as from scratch would raise it
+                pass
+        d = deduce(seen, tables, attendance=self.attendance, support=self.support)
+        self.seconds += d.seconds
+        return d
 
     def _head_start(self, k: int) -> Deductions | None:
         """The start's Deductions of prefix ``k`` when it has them (not a contradicted prefix, so a
