@@ -23,6 +23,7 @@ from dpriv.adversary.observed import ObservedRelease
 from dpriv.attack_files import as_ledger
 from dpriv.attack_input import AttackInput, last_tables, observed_releases, read_attack
 from dpriv.attack_policy import attack_policy
+from dpriv.errors import DprivError
 from dpriv.inputs import HistoryInput, attack_history
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -95,15 +96,21 @@ class AttackShare:
         return masks
 
 
-def _committed(ledger: Ledger | str | Path) -> list[dict[str, Any]]:
-    """The ledger's committed releases (a release committed since changes the key)."""
-    return as_ledger(ledger, "attack").committed()
+def _committed(ledger: Ledger | str | Path) -> list[dict[str, Any]] | None:
+    """The ledger's committed releases (a release committed since changes the key); None when
+    they cannot be read now (then the attack reads afresh, and raises what it raises)."""
+    try:
+        return as_ledger(ledger, "attack").committed()
+    except (DprivError, OSError):
+        return None
 
 
 def _same_args(held: tuple, args: tuple) -> bool:
     """The same ledger (folder), the same history, knowledge and corpus objects (or knowledge
     name), an equal policy."""
     (led, hist, pol, know, corpus), (led2, hist2, pol2, know2, corpus2) = held, args
+    if not isinstance(led2, Ledger | str | Path):  # refused by the attack itself
+        return False
     root = [Path(x.root if isinstance(x, Ledger) else x).resolve() for x in (led, led2)]
     same_know = know is know2 or (isinstance(know, str) and know == know2)
     return root[0] == root[1] and hist is hist2 and corpus is corpus2 and same_know and pol == pol2

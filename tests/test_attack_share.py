@@ -127,3 +127,5 @@ def test_a_share_given_other_arguments_reads_afresh(ledger_run):
     snap = attack(led, other, policy, "snapshot", share=share)
     assert share.reads == 3
     pd.testing.assert_frame_equal(snap, attack(led, other, policy, "snapshot"), check_exact=True)
+    with pytest.raises(InputError, match="ledger is a int"):  # refused as without a share
+        attack(3, other, policy, "snapshot", share=share)

@@ -215,7 +215,8 @@ def deduce(
     start : Deductions, optional
         A head start (module doc): :func:`deduce` of the same ``releases`` and ``tables``
         without the presence channel (``presence`` False) that converged. The result is the
-        one without ``start``, bit for bit; ``rounds`` and ``seconds`` count this call only.
+        one without ``start`` (if that converges), bit for bit; ``rounds`` and ``seconds``
+        count this call only.
 
     Returns
     -------
