@@ -35,11 +35,9 @@ word); no per-tuple Python loop. Measured on 2 shared cores, 24 views x 5,000 (s
 attendance 1): 1.3 s on a JS-reduce ledger, 2.2 s on a Mondrian-l one (11 rounds), 2.3 s on
 random groups of 10 (26 rounds); 8 x 2,000: 0.1-0.4 s.
 
-**A head start** (``deduce(..., start=weaker)``): the presence channel and the gap bound only
-add constraints, and every pass is monotone (fewer values in, fewer out), so the fixed point
-with them lies inside the one without them; started from that one, the passes reach the same
-greatest fixed point, bit for bit, re-checking only the respondents whose history the two
-channels touch (``dpriv demo``'s retrospective adversary starts from its paper adversary's).
+**A head start** (``start=``): presence and the gap bound only add constraints and every pass is
+monotone (fewer values in, fewer out), so started from the fixed point without them the passes
+reach the same greatest one, re-checking only the histories those two touch.
 """
 
 from __future__ import annotations
