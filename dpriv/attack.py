@@ -67,10 +67,10 @@ from dpriv.attack_frames import (  # noqa: F401  (the columns are public here)
     paper_frame,
     retro_frame,
 )
-from dpriv.attack_input import AttackInput, ReadRelease, last_tables, observed_releases, read_attack
-from dpriv.attack_policy import attack_policy
+from dpriv.attack_input import AttackInput, ReadRelease
+from dpriv.attack_share import AttackShare
 from dpriv.errors import InputError, PolicyError
-from dpriv.inputs import HistoryInput, attack_history
+from dpriv.inputs import HistoryInput
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
@@ -153,22 +153,17 @@ def attack_steps(
     """
     if revision not in REVISIONS:
         raise PolicyError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
-    history, policy = attack_history(history, attack_policy(ledger, policy, history))
-    inp = read_attack(ledger, history, policy, knowledge, corpus)
-    return iter(()) if inp is None else _paper_steps(inp, deductions, attendance, revision)
+    share = AttackShare()
+    inp = share.input(ledger, history, policy, knowledge, corpus)
+    return iter(()) if inp is None else _paper_steps(inp, deductions, attendance, revision, share)
 
 
 def _paper_steps(
-    inp: AttackInput, deductions: bool, attendance: float | None, revision: str
+    inp: AttackInput, deductions: bool, attendance: float | None, revision: str, share: AttackShare
 ) -> Iterator[AttackStep]:
     """The deduction masks (now, so that their errors are raised at the call), then the steps."""
-    masks = _masks(inp, attendance) if deductions else None
+    masks = share.masks(inp, attendance) if deductions else None
     return _steps(inp.reads, inp.history, inp.policy, inp.adv, masks, revision, attendance)
-
-
-def _masks(inp: AttackInput, attendance: float | None) -> MasksAsOf:
-    tables = last_tables(inp.reads, inp.history, inp.policy, inp.adv)
-    return MasksAsOf(observed_releases(inp.reads, inp.policy, tables.classes), tables, attendance)
 
 
 def _steps(
@@ -225,7 +220,11 @@ def _steps(
 
 
 def _retrospective(
-    inp: AttackInput | None, deductions: bool, attendance: float | None, partitions: int | None
+    inp: AttackInput | None,
+    deductions: bool,
+    attendance: float | None,
+    partitions: int | None,
+    share: AttackShare,
 ) -> pd.DataFrame:
     """The retrospective adversary over every committed release (:data:`RETRO_COLUMNS`).
 
@@ -235,12 +234,10 @@ def _retrospective(
     """
     if inp is None:
         return retro_frame([])
-    reads, history, policy, adv = inp.reads, inp.history, inp.policy, inp.adv
-    tables = last_tables(reads, history, policy, adv)
-    if not adv.revise:
+    tables, observed = share.observed(inp)
+    if not inp.adv.revise:
         tables = MarkovTables(tables.values, tables.classes, tables.tables[:1])
-    observed = observed_releases(reads, policy, tables.classes)
-    masks = MasksAsOf(observed, last_tables(reads, history, policy, adv), attendance) if deductions else None
+    masks = share.masks(inp, attendance) if deductions else None
     rows = retrospective_attack(observed, tables, allowed=masks, attendance=attendance, partitions=partitions)
     return retro_frame(rows)
 
@@ -258,6 +255,7 @@ def attack(
     attendance: float | None = None,
     membership: str = "known",
     revision: str | None = None,
+    share: AttackShare | None = None,
 ) -> pd.DataFrame:
     """Simulate the §1.1 adversary over every committed release; the gain (E10) per release.
 
@@ -311,6 +309,11 @@ def attack(
         (:mod:`dpriv.adversary.history_revision`; with ``attendance`` a missing week is one
         step of the weekly chain). The retrospective adversary always reads whole histories:
         ``"window"`` is refused with it.
+    share : AttackShare, optional
+        Passed to several attacks of the same ledger, history, policy and knowledge (``dpriv
+        demo``'s two adversaries): what the first computed that a later one needs (the read
+        releases, the exact deductions) is taken from it (:mod:`dpriv.attack_share`); the
+        frames are the same as without it.
 
     Returns
     -------
@@ -360,11 +363,12 @@ def attack(
             "applies to the paper adversary; drop it or pass revision 'history'"
         )
     partitions = history.npartitions if is_dask(history) else None
-    history, policy = attack_history(history, attack_policy(ledger, policy, history))  # as released
-    inp = read_attack(ledger, history, policy, knowledge, corpus)
+    share = share if share is not None else AttackShare()
+    inp = share.input(ledger, history, policy, knowledge, corpus)
     if adversary == "retrospective":
-        return finished(_retrospective(inp, deductions, attendance, partitions), inp, membership, ledger)
-    steps = () if inp is None else _paper_steps(inp, deductions, attendance, revision or "window")
+        frame = _retrospective(inp, deductions, attendance, partitions, share)
+        return finished(frame, inp, membership, ledger)
+    steps = () if inp is None else _paper_steps(inp, deductions, attendance, revision or "window", share)
     rows = []
     for step in steps:
         row = step.row()

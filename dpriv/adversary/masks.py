@@ -4,20 +4,25 @@ adversary (issue 11, items 1-3).
 An adversary attacking release ``i`` "as of" release ``k`` may use every certain deduction
 that releases ``1 .. k`` allow (:func:`dpriv.adversary.deductions.deduce` over that prefix);
 the paper adversary attacks release ``k`` as of ``k``. :class:`MasksAsOf` runs the fixed point
-once per prefix and caches it.
+once per prefix and caches it; given the masks of a weaker adversary of the same releases (no
+presence channel), it starts each fixed point from theirs (the same masks, sooner).
 """
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.errors import PolicyError
+from dpriv.errors import InputError, PolicyError
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.user_warning import warn_user
+
+if TYPE_CHECKING:
+    from dpriv.adversary.deductions import Deductions
 
 
 def deductions_available() -> bool:
@@ -37,42 +42,87 @@ class MasksAsOf:
         The model whose support the deductions use.
     attendance : float or None
         Passed to ``deduce`` (only 1.0 unlocks the presence channel).
+    start : MasksAsOf, optional
+        Masks of the same ``observed`` and ``tables`` (the same objects) by an adversary who
+        knows no more: the prefixes it has deduced are reused as they are when it has the same
+        presence channel (:func:`dpriv.adversary.deductions.presence_known`), else (it has
+        none) they start the fixed points here (``deduce(start=...)``). The masks are the same
+        without it. Its chain support is reused.
 
     Raises
     ------
     PolicyError
         When the deductions module is not installed.
+    InputError
+        A ``start`` of other releases or tables, or one with the presence channel.
     """
 
     def __init__(
-        self, observed: Sequence[ObservedRelease], tables: MarkovTables, attendance: float | None
+        self,
+        observed: Sequence[ObservedRelease],
+        tables: MarkovTables,
+        attendance: float | None,
+        *,
+        start: MasksAsOf | None = None,
     ) -> None:
         if not deductions_available():
             raise PolicyError("exact deductions need dpriv.adversary.deductions; run without them")
-        from dpriv.adversary.deductions import chain_support
+        from dpriv.adversary.deductions import chain_support, presence_known
 
         self.observed = list(observed)
         self.tables = tables
         self.attendance = attendance
-        self.support = chain_support(tables)
+        self.presence = presence_known(attendance)
+        if start is not None and not _same(start, self.observed, tables):
+            raise InputError("start must be the masks of the same releases and tables")
+        if start is not None and start.presence and not self.presence:
+            raise InputError("start must be masks without the presence channel (attendance below 1)")
+        self.start = start
+        self.support = start.support if start is not None else chain_support(tables)
         self._cache: dict[int, list[np.ndarray]] = {}
+        self._deduced: dict[int, Deductions] = {}  # of each prefix (a later head start)
         self.seconds = 0.0
         self.contradicted: list[int] = []  # releases as of which the model ruled out the counts
 
     def __call__(self, k: int) -> list[np.ndarray]:
         if k not in self._cache:
             from dpriv.adversary._assign import NoAssignment
-            from dpriv.adversary.deductions import deduce
 
             try:
-                seen = self.observed[: k + 1]
-                d = deduce(seen, self.tables, attendance=self.attendance, support=self.support)
+                d = self._deduce(k)
             except NoAssignment:  # an estimated model (mined, snapshot) that rules out what was published
                 self._cache[k] = self._nothing_certain(k)
                 return self._cache[k]
-            self.seconds += d.seconds
             self._cache[k] = d.allowed
+            self._deduced[k] = d
         return self._cache[k]
+
+    def _deduce(self, k: int) -> Deductions:
+        """The deductions of prefix ``k``: the start's as they are (same presence channel), or
+        started from them, or from scratch."""
+        from dpriv.adversary._assign import NoAssignment
+        from dpriv.adversary.deductions import deduce
+
+        head = self._head_start(k)
+        if head is not None and head.presence == self.presence:
+            return head
+        seen, tables = self.observed[: k + 1], self.tables
+        if head is not None:
+            try:
+                d = deduce(seen, tables, attendance=self.attendance, support=self.support, start=head)
+                self.seconds += d.seconds
+                return d
+            except (NoAssignment, InputError):  # a contradiction: raised as from scratch would raise it
+                pass
+        d = deduce(seen, tables, attendance=self.attendance, support=self.support)
+        self.seconds += d.seconds
+        return d
+
+    def _head_start(self, k: int) -> Deductions | None:
+        """The start's Deductions of prefix ``k`` when it has them (not a contradicted prefix, so a
+        contradiction is warned about again) and they converged; None otherwise."""
+        d = None if self.start is None else self.start._deduced.get(k)
+        return d if d is not None and d.converged else None
 
     def _nothing_certain(self, k: int) -> list[np.ndarray]:
         """Every value allowed for the releases up to position ``k``: the model's zeros ruled out
@@ -91,3 +141,10 @@ class MasksAsOf:
     def release(self, k: int) -> np.ndarray:
         """Mask of the release at position ``k`` as known right after it."""
         return self(k)[k]
+
+
+def _same(masks: MasksAsOf, observed: list[ObservedRelease], tables: MarkovTables) -> bool:
+    """Whether ``masks`` were made for these very releases and tables (the same objects: a head
+    start is only sound for the same inputs)."""
+    same = len(masks.observed) == len(observed) and all(a is b for a, b in zip(masks.observed, observed))
+    return same and masks.tables is tables

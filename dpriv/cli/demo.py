@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,6 +14,9 @@ from dpriv.cli.commands import _run_release
 from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, _say, app, command, load_effective
 from dpriv.errors import InputError, LedgerError
 from dpriv.scheduler_address import chosen_scheduler
+
+if TYPE_CHECKING:
+    from dpriv.attack_share import AttackShare
 
 
 @app.command()
@@ -84,8 +87,10 @@ def demo(
     policy = eff.policy
     from dpriv.attack import attack as run_attack
     from dpriv.attack import save_gain
+    from dpriv.attack_share import AttackShare
 
-    gain = run_attack(out / "ledger", mh.history, policy, "dk")
+    share = AttackShare()  # the retrospective attack takes the releases and deductions read here
+    gain = run_attack(out / "ledger", mh.history, policy, "dk", share=share)
     path = save_gain(gain, out / "ledger", "dk")  # where `dpriv report` finds the gain curve
     worst = gain.loc[gain["adversary_gain"].idxmax()]
     typer.echo(
@@ -94,11 +99,11 @@ def demo(
         f"release would leave {worst['histogram_gain']:.3f}); per release in {path}"
     )
     if retrospective:
-        _retrospective(out / "ledger", mh, policy, float(worst["adversary_gain"]))
+        _retrospective(out / "ledger", mh, policy, float(worst["adversary_gain"]), share)
     typer.echo(f"the HTML report: dpriv report {shlex.quote(str(out / 'ledger'))}")
 
 
-def _retrospective(ledger: Path, mh: Any, policy: Any, paper_gain: float) -> None:
+def _retrospective(ledger: Path, mh: Any, policy: Any, paper_gain: float, share: AttackShare) -> None:
     """The retrospective adversary (full DK, the generator's attendance, exact deductions) on
     every release as of every later one, written where ``dpriv report`` finds it, and its largest
     gain printed beside the paper adversary's (docs/algorithms.md, retrospective adversary)."""
@@ -107,7 +112,9 @@ def _retrospective(ledger: Path, mh: Any, policy: Any, paper_gain: float) -> Non
     from dpriv.cli.outputs import write_frame
 
     attendance = float(mh.config["attendance"])
-    retro = run_attack(ledger, mh.history, policy, "dk", adversary="retrospective", attendance=attendance)
+    retro = run_attack(
+        ledger, mh.history, policy, "dk", adversary="retrospective", attendance=attendance, share=share
+    )
     path = default_out(ledger, "dk", "retrospective")
     write_frame(retro, path, kind="attack", own=True)  # stamped by attack(); a fresh ledger's own file
     worst = retro.loc[retro["adversary_gain"].idxmax()]
