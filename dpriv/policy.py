@@ -118,8 +118,8 @@ class ReleasePolicy(BaseModel):
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
     hierarchies : categorical QI -> path of its ARX-format generalization hierarchy
-        (:mod:`dpriv.hierarchy`; relative to the file), released as the group's lowest common node.
-        In both, a path starting with ``~`` is from the home folder, as a shell reads it
+        (:mod:`dpriv.hierarchy`; relative to the file, ``~`` the home folder), released as the
+        group's lowest common node
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -189,8 +189,7 @@ class ReleasePolicy(BaseModel):
     @field_validator("qi", "kinds", "domains", "exit_values", "knowledge", "hierarchies")
     @classmethod
     def _read_only(cls, value: Any, info: ValidationInfo) -> Any:
-        """The lists and tables read-only (dpriv/frozen.py): ``p.qi.append(...)`` is refused; a ``~/``
-        path of [knowledge]/[hierarchies] made absolute (it was a folder ``~`` in the policy's)."""
+        """Read-only lists and tables (dpriv/frozen.py); ``~/`` paths of knowledge/hierarchies expanded."""
         if info.field_name in ("knowledge", "hierarchies") and isinstance(value, dict):
             value = {k: os.path.expanduser(v) if isinstance(v, str) else v for k, v in value.items()}
         return freeze(value, str(info.field_name))
