@@ -178,17 +178,6 @@ def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: b
     return prepare_view(view, policy, ids=ids), policy
 
 
-def policy_only(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame | dd.DataFrame:
-    """``view`` with only the columns ``policy`` uses (id, QIs, sensitive, time), in their input
-    order: a column the policy does not use is never released, and Dask cannot even count the
-    rows of a frame holding one of a type it cannot sample (``decimal128(1, 1)``: its sample
-    value 1.0 does not fit), which pandas reads. After :func:`dpriv.input_checks.resolve_policy`,
-    whose hint for a renamed column reads the others."""
-    used = {*policy_columns(policy), *([policy.time] if policy.time else [])}
-    meta = meta_of(view)
-    return view if set(meta.columns) <= used else view[[c for c in meta.columns if c in used]]
-
-
 def _numbers_as_dates(meta: pd.DataFrame, policy: ReleasePolicy) -> None:
     """InputError for a QI declared a date (``--date``, ``[kinds] q = "date"``) whose input
     column holds numbers: inside, a date is a whole number of days since 1970-01-01, so ages

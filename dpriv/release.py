@@ -53,7 +53,7 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, check_sensitive_values, policy_only, prepared, unused_note, warn_unused
+from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_columns, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_files import discard_new_ledger
@@ -152,7 +152,6 @@ def release_history(
     history, policy = prepared(history, policy)
     indices = check_history(history, policy)[:until]
     policy, _ = resolve_policy(history, policy)
-    history = policy_only(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices)
@@ -375,10 +374,13 @@ def anonymize(
     policy, notes = resolve_policy(view, policy)
     notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
     warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
-    view = policy_only(view, policy)
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)
     with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)
+    # never released, and on Dask some types cannot even be sampled (decimal128(1, 1)); after the
+    # priors: a knowledge's class map may read a column the policy does not name
+    unused = set(unused_columns(view.columns, policy))
+    with_priors = with_priors[[c for c in with_priors.columns if str(c) not in unused]]
     result = generalize_view(with_priors, policy, summary, npartitions=npartitions or policy.npartitions)
     released, assigned = result.released, result.assigned
     if is_dask(released):

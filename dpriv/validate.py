@@ -349,8 +349,8 @@ def validate_view(
         ids = view[policy.id].value_counts()
         dups = ids[ids > 1]
         problems, counts, dups, n = dask.compute(
-            problems, counts, dups.head(MAX_ROWS_SHOWN, npartitions=-1), view.shape[0]
-        )
+            problems, counts, dups.head(MAX_ROWS_SHOWN, npartitions=-1), view[policy.id].shape[0]
+        )  # rows counted on one column: Dask cannot sample some others (decimal128(1, 1))
     else:
         problems, counts = partition_problems(view, policy, csv), counts_and_digest(view, policy)
         vc = view[policy.id].value_counts()

@@ -65,7 +65,7 @@ def test_a_bad_row_of_a_history_folder_is_named_in_its_file(history, tmp_path, r
     assert_refused(
         res,
         r"column 'age' has missing values",
-        rf"1 rows: row {in_file} of {folder}/{name} \(respondent_id={rid}, view={view}\) "
+        rf"1 row: row {in_file} of {folder}/{name} \(respondent_id={rid}, view={view}\) "
         r"\(the first row of a file is row 1\)",
     )
     assert f"of {folder} " not in res.output and f"row {row + 1} " not in res.output
