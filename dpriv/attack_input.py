@@ -36,7 +36,7 @@ from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.release_check import check_ledger_whole
 from dpriv.released import GROUP
-from dpriv.rows import csv_lines, input_file
+from dpriv.rows import input_file, row_places
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
 from dpriv.validate import codes
 
@@ -312,13 +312,13 @@ def _first_outside(read: ReadRelease, policy: ReleasePolicy) -> tuple[int, str, 
 
 def _row_name(position: int, label) -> str:
     """``line 7 of h.csv`` (the history file under :func:`dpriv.rows.rows_of`; the header is
-    line 1), ``row 7 of h.parquet``, or ``row <label>`` of a DataFrame given in Python."""
+    line 1), ``row 7 of h.parquet``, ``row 7 of DIR/part.1.parquet`` (a Parquet folder: the row in
+    its own file), or ``row <label>`` of a DataFrame given in Python (:func:`dpriv.rows.row_places`)."""
     src = input_file()
     if src is None:
         return f"row {label!r}"
-    if src.csv:
-        return f"line {csv_lines(src.path, [position])[0]} of {src.path}"
-    return f"row {position + 1} of {src.path}"
+    (name,), in_file = row_places(src, [position])
+    return name if in_file else f"{name} of {src.path}"
 
 
 def observed_releases(reads: list[ReadRelease], policy: ReleasePolicy, classes) -> list[ObservedRelease]:

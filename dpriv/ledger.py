@@ -60,6 +60,7 @@ from dpriv.ledger_manifest import (
 from dpriv.ledger_written import forget_written, place, refuse_foreign, remove_written, staged
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.private_repr import ledger_repr
+from dpriv.released import read_released
 from dpriv.state_parts import HeldState, dask_state, held_state, read_state_files, staged_state, state_files
 
 if TYPE_CHECKING:
@@ -364,25 +365,24 @@ class Ledger:
             raise LedgerError(f"{self.root} has no release {index!r}: it holds {span}")
 
     def read_view(self, index: int) -> pd.DataFrame:
-        """The released view V*_i of release ``index`` (an int) as written, one row per kept
-        tuple (docs/released-format.md): ``qi_group`` (int64); per numeric QI ``<q>_min``,
-        ``<q>_max`` (int64, float64, or ``datetime.date`` for a date QI); per categorical QI
-        ``<q>``, text (a value set ``{a,b}`` or a hierarchy node); the sensitive column as
-        released. Text reads as pandas reads Parquet strings (``str`` dtype on pandas 3, else
-        ``object``). An Anatomy release gives its QI table (exact QIs, ``qi_group``; S is in
-        :meth:`read_sensitive`). InputError for an index that is not an int; LedgerError when
-        release ``index`` is not committed (naming those that are) or its file is missing."""
+        """The released view V*_i of release ``index`` as written, one row per kept tuple
+        (docs/released-format.md): ``qi_group`` (int64); per numeric QI ``<q>_min``, ``<q>_max`` (int64,
+        float64, or ``datetime.date`` for a date QI); per categorical QI ``<q>``, a value set ``{a,b}`` or a
+        hierarchy node; the sensitive column as released. Text columns are ``object`` (Python ``str``) on
+        pandas 2 and 3 alike (:func:`dpriv.released.read_released`). An Anatomy release gives its QI table
+        (exact QIs, ``qi_group``; S: :meth:`read_sensitive`). InputError for an index that is not an int;
+        LedgerError when release ``index`` is not committed (naming those that are) or its file is missing."""
         path = self.release_dir(index) / "view.parquet"
         if not path.is_file():
             self.check_committed(index)
             raise LedgerError(f"{path} is missing: the ledger is damaged; restore it from a backup")
-        return pd.read_parquet(path)
+        return read_released(path)
 
     def read_sensitive(self, index: int) -> pd.DataFrame | None:
-        """The sensitive table of an Anatomy release ``index`` (``qi_group``, S, ``count``);
-        None for a generalized release (its view holds S)."""
+        """The sensitive table of an Anatomy release ``index`` (``qi_group``, S, ``count``; text ``object``
+        as in :meth:`read_view`); None for a generalized release (its view holds S)."""
         path = self.release_dir(index) / SENSITIVE
-        return pd.read_parquet(path) if path.exists() else None
+        return read_released(path) if path.exists() else None
 
     def read_metrics(self, index: int) -> ReleaseRecord:
         """``releases/<index>/metrics.json`` as a :class:`~dpriv.metrics.record.ReleaseRecord`; LedgerError

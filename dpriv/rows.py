@@ -165,7 +165,7 @@ def describe(
     source = input_file() if whole else None
     in_files = False
     if source:
-        where, in_files = _where(source, [r.position for r in rows])
+        where, in_files = row_places(source, [r.position for r in rows])
     elif len({r.label for r in rows}) < len(rows):
         where = [f"row at position {r.position}" for r in rows]
     else:
@@ -224,9 +224,10 @@ def spans(values, most: int | None = None) -> str:
     return ", ".join(texts) or "none"
 
 
-def _where(source: InputFile, positions: list[int]) -> tuple[list[str], bool]:
-    """The names of the rows at ``positions`` of the input file, and whether each names its own
-    file (the rows of a Parquet folder: ``row 7 of DIR/part.1.parquet``)."""
+def row_places(source: InputFile, positions: list[int]) -> tuple[list[str], bool]:
+    """The names of the rows at 0-based ``positions`` of the input file ``source`` (``line 7`` of a
+    CSV file, :func:`csv_lines`; ``row 7`` of a Parquet file), and whether each names its own file:
+    a row of a Parquet folder is ``row 7 of DIR/part.1.parquet`` (else the caller adds ``of PATH``)."""
     if not source.csv:
         from dpriv.parquet_files import folder_rows
 

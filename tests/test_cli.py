@@ -872,7 +872,7 @@ def test_python_dash_m_runs_the_same_command_line(tmp_path):
 def test_help_keeps_bracketed_text():
     """Help texts name policy tables and released intervals in brackets; none is lost as markup."""
     wide = {"COLUMNS": "250"}
-    assert "[lo-hi] and {a,b}" in " ".join(
+    assert "writes the earlier [45-52], [45-45] and {Male}" in " ".join(
         CliRunner().invoke(app, ["export", "--help"], env=wide).output.split()
     )
     release = CliRunner().invoke(app, ["release", "--help"], env=wide).output

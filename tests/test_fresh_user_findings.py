@@ -2,7 +2,8 @@
 fix, and writes nothing (every byte and mtime of the files around unchanged).
 
 1. ``dpriv attack`` refuses a history with one QI changed in a released view (the digest the
-   ledger recorded), naming the view and the first row outside its group by its line;
+   ledger recorded), naming the view and the first row outside its group by its line (a row of a
+   Parquet folder by its part and its row there);
 2. ``--out nodir/x.csv`` is refused, ``nodir`` is not created;
 3. ``dpriv release`` prints nothing to stdout before its checks pass;
 4. a policy number outside its bounds (NaN) names the whole interval;
@@ -19,6 +20,7 @@ import pandas as pd
 import pytest
 from test_cli import assert_refused
 from test_cli_safety import snapshot
+from test_folder_rows import PARTS, _folder
 from test_pbc import ROWS, quiet, visits_csv
 from typer.testing import CliRunner
 
@@ -92,6 +94,29 @@ def test_attack_refuses_a_qi_changed_outside_its_group_naming_the_line(released,
         "give the history that was released",
     )
     assert snapshot(out / "led") == before  # gain_dk.csv not rewritten
+
+
+def test_attack_names_a_changed_row_of_a_parquet_folder_in_its_file(released, tmp_path):
+    """A history given as a folder of Parquet parts: the row was named in the whole folder (``row
+    N of DIR``, which no file shows); now in its own part, as the input checks name it."""
+    out, history, policy = released
+    pos, age = _member(out, history, policy, inside=False)
+    changed = history.copy()
+    changed.loc[changed.index[pos], "age"] = age
+    folder = _folder(tmp_path / "h", changed)  # part.1, part.2, part.10: Dask's order, not the text order
+    name, (start, _) = next((n, ab) for n, ab in PARTS.items() if ab[0] <= pos < ab[1])
+    before = snapshot(out / "led")
+    res = run("attack", out / "led", "--history", folder, "--knowledge", "dk")
+    rid = history.iloc[pos][policy.id].item()
+    assert_refused(
+        res,
+        r"view 1 of the history is not the one released into",
+        rf"row {pos - start + 1} of {folder}/{re.escape(name)} \(respondent_id={rid!r}\)",
+        rf"has age = {age}, outside the age \[",
+        "give the history that was released",
+    )
+    assert f"row {pos + 1} of {folder} " not in res.output
+    assert snapshot(out / "led") == before
 
 
 def test_attack_refuses_a_qi_changed_within_its_group_naming_the_view(released, tmp_path):

@@ -380,6 +380,31 @@ def test_cli_export_writes_the_interchange_csv(cli, anonymized):
     assert not (d / "again.csv").exists()
 
 
+def test_cli_export_spells_as_arx_by_default_and_as_before_on_request(cli, anonymized):
+    """--spelling arx (the default: 45-52, 45, Male, as ARX writes) or dpriv (the exports before
+    December 2026: [45-52], [45-45], {Male}, for a script that reads them); nothing else differs."""
+    d = anonymized
+    rel = pd.read_parquet(d / "rel.parquet")
+    for name, extra in (("arx", ()), ("dpriv", ("--spelling", "dpriv"))):
+        r = cli("export", d / "rel.parquet", "--out", d / f"{name}.csv", "--suppressed", "omit", *extra)
+        assert r.exit_code == 0, r.output
+        assert f"export, {name} spelling" in r.output
+    arx, old = (pd.read_csv(d / f"{n}.csv", dtype=str, keep_default_na=False) for n in ("arx", "dpriv"))
+    bounds = list(zip(rel["age_min"], rel["age_max"]))
+    assert arx["age"].tolist() == [f"{a}-{b}" if a != b else f"{a}" for a, b in bounds]
+    assert old["age"].tolist() == [f"[{a}-{b}]" for a, b in bounds]
+    sets = rel["gender"].astype(str)
+    assert {"{F}", "{F,M}"} <= set(sets) or {"{M}", "{F,M}"} <= set(sets)  # a set of one and of two
+    assert old["gender"].tolist() == sets.tolist()  # as released, {F} braced
+    assert arx["gender"].tolist() == [s if "," in s else s[1:-1] for s in sets]
+    pd.testing.assert_frame_equal(
+        arx.drop(columns=["age", "gender", "weight"]), old.drop(columns=["age", "gender", "weight"])
+    )
+    r = cli("export", d / "rel.parquet", "--out", d / "x.csv", "--spelling", "ARX")
+    assert r.exit_code == 2 and "--spelling 'ARX': choose arx (45-52, 45, Male) or dpriv" in r.output
+    assert not (d / "x.csv").exists()
+
+
 def test_cli_export_refuses_without_writing(cli, anonymized):
     d = anonymized
     (d / "keep.csv").write_text("mine\n")

@@ -3,6 +3,7 @@ one parser, checked end to end by the verifier."""
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dpriv.anonymity import mondrian_view, verify_release
 from dpriv.metrics import draw_microdata
@@ -115,3 +116,41 @@ def test_text_as_object_converts_every_pandas_string_dtype_and_nothing_else():
     assert out["o"].tolist() == ["x", "y"] and out[["n", "f"]].equals(frame[["n", "f"]])
     plain = frame[["o", "n", "f"]]
     assert text_as_object(plain) is plain  # nothing to convert: the frame itself
+
+
+@pytest.mark.parametrize("release_format", ["generalized", "anatomy"])
+def test_ledger_reads_a_release_back_with_object_text_columns(tmp_path, release_format):
+    """Ledger.read_view (and read_sensitive of an Anatomy release) gave pandas 3's str dtype for the
+    text columns; they now give object columns of Python str on pandas 2 and 3, as the released view
+    anonymize() returns."""
+    from conftest import random_view
+
+    from dpriv.ledger import Ledger
+    from dpriv.release import anonymize
+    from dpriv.released import text_as_object
+
+    view = random_view(120, seed=3, qi=("age", "gender"))  # gender F/M, exam_result a, b, c: text
+    policy = ReleasePolicy(
+        id="respondent_id",
+        qi=["age", "gender"],
+        sensitive="exam_result",
+        k=4,
+        t=0.9,
+        j=5,
+        release_format=release_format,
+    )
+    out = anonymize(view, policy, prior="uniform")
+    led = Ledger(tmp_path / "led", create=True)
+    led.commit(1, out.released, {}, view, {}, sensitive=out.sensitive)
+    back = led.read_view(1)
+    assert back["gender"].dtype == object and isinstance(back["gender"].iloc[0], str)
+    pd.testing.assert_frame_equal(
+        back, out.released.drop(columns="_order", errors="ignore").reset_index(drop=True)
+    )
+    if release_format == "anatomy":
+        table = led.read_sensitive(1)
+        assert table["exam_result"].dtype == object and set(table["exam_result"]) == {"a", "b", "c"}
+        # anonymize() keeps this table str on pandas 3 (object would change the bytes of sensitive.parquet)
+        pd.testing.assert_frame_equal(table, text_as_object(out.sensitive.reset_index(drop=True)))
+    else:
+        assert back["exam_result"].dtype == object and led.read_sensitive(1) is None

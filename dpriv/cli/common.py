@@ -41,7 +41,7 @@ from dpriv.rows import rows_of
 app = App(
     add_completion=False,
     no_args_is_help=True,
-    rich_markup_mode=None,  # help texts hold [lo-hi], [hierarchies]: text, not markup
+    rich_markup_mode=None,  # help texts hold [45-52], [hierarchies]: text, not markup
     help="Privacy-preserving sequential data release (JS-reduce) on Dask. Docs: docs/README.md.",
 )
 

@@ -27,6 +27,8 @@ from dpriv.errors import InputError
 
 #: ``--sep`` choices: the delimiter as typed -> the character written.
 SEPARATORS = {",": ",", ";": ";", "tab": "\t", "\t": "\t"}
+#: ``--spelling`` choices (:func:`dpriv.interchange.to_interchange`'s ``spelling``) -> how they write.
+SPELLINGS = {"arx": "45-52, 45, Male", "dpriv": "[45-52], [45-45], {Male}"}
 
 
 @app.command()
@@ -54,13 +56,21 @@ def export(
         str, typer.Option(help="mark: one row of '*' per suppressed tuple (ARX); omit: leave them out.")
     ] = "mark",
     sep: Annotated[str, typer.Option(help="Field delimiter: ',' (default), ';' or 'tab'.")] = ",",
+    spelling: Annotated[
+        str,
+        typer.Option(
+            help="arx: ranges and values as ARX writes them (45-52, 45, Male); dpriv: the spelling of "
+            "exports before December 2026 ([45-52], [45-45], {Male}), for scripts that read it."
+        ),
+    ] = "arx",
     force: Annotated[
         bool, typer.Option(help="Replace an existing --out file that an earlier dpriv export wrote.")
     ] = False,
     debug: Debug = False,
 ) -> None:
-    """Write a released view as ARX and pyCANON read it: [lo-hi] and {a,b} in the QI columns,
-    '*' rows for suppressed tuples, short G001 group labels."""
+    """Write a released view as ARX and pyCANON read it: ranges lo-hi (45-52) and values alone
+    (45, Male; {F,M} for several) in the QI columns, '*' rows for suppressed tuples, short G001
+    group labels. --spelling dpriv writes the earlier [45-52], [45-45] and {Male}."""
     from dpriv.cli.outputs import check_outside_ledger
     from dpriv.dates import date_qi
     from dpriv.interchange import layout_of, to_interchange
@@ -69,6 +79,10 @@ def export(
 
     if sep not in SEPARATORS:
         raise InputError(f"--sep {sep!r}: choose ',', ';' or 'tab'")
+    if spelling not in SPELLINGS:
+        raise InputError(
+            f"--spelling {spelling!r}: choose {' or '.join(f'{k} ({v})' for k, v in SPELLINGS.items())}"
+        )
     check_suffix(out, "export")  # CSV, the file ARX and pyCANON read (the release is the Parquet file)
     check_outside_ledger(out)  # not even its attack/ folder, which takes attack results only
     if ledger is not None:
@@ -131,10 +145,12 @@ def export(
         n_suppressed=n_suppressed,
         suppressed=suppressed,  # type: ignore[arg-type]
         dates=None if pol is None else date_qi(pol),
+        spelling=spelling,  # type: ignore[arg-type]
     )
     lay = result.layout
     _say(
-        f"export: QIs {lay.qi} (numeric as [lo-hi]: {lay.numeric}), sensitive {lay.sensitive!r}; "
+        f"export, {spelling} spelling ({SPELLINGS[spelling]}): QIs {lay.qi} (numeric: {lay.numeric}), "
+        f"sensitive {lay.sensitive!r}; "
         f"{result.n_kept} released rows in {result.n_groups} QI-groups"
         + (
             f", {result.n_marked} suppressed rows marked '*'"
