@@ -121,7 +121,7 @@ class MasksAsOf:
             try:
                 d = deduce(seen, tables, attendance=self.attendance, support=self.support, start=head)
                 self.seconds += d.seconds
-                if d.converged:  # (else the passes from scratch, stopped at max_rounds elsewhere)
+                if d.converged:  # else the result from scratch (it may stop at max_rounds elsewhere)
                     return d
             except (NoAssignment, InputError):  # a contradiction: raised as from scratch would raise it
                 pass
