@@ -6,7 +6,8 @@ the assignment in some solution iff it carries it in the one max flow we find, o
 ends lie in one strongly connected component of the residual graph (an alternating cycle
 moves the assignment onto it): the Dulmage–Mendelsohn decomposition, here with capacities.
 One max flow and one SCC pass for the whole problem, however many disjoint blocks (groups)
-it holds; no per-edge re-solve.
+it holds; no per-edge re-solve. :func:`group_feasibility` is the problem of a release's
+QI-groups and their published counts (the exact deductions, :mod:`dpriv.adversary.deductions`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from scipy.sparse.csgraph import connected_components, maximum_flow
 
 from dpriv.errors import InputError
 
-__all__ = ["feasible_edges", "max_assigned", "max_flow_edges", "transported"]
+__all__ = ["feasible_edges", "group_feasibility", "max_assigned", "max_flow_edges", "transported"]
 
 
 class NoAssignment(InputError):
@@ -130,3 +131,40 @@ def _csr32(data: tuple, n: int) -> sp.csr_array:
     graph = sp.csr_array(data, shape=(n, n))
     graph.indices, graph.indptr = graph.indices.astype(np.int32), graph.indptr.astype(np.int32)
     return graph
+
+
+def group_feasibility(group: np.ndarray, counts: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Values each member can hold in some assignment of her group's published multiset.
+
+    Parameters
+    ----------
+    group : int array of shape (n,)
+        QI-group of each tuple, ``0 .. G - 1``.
+    counts : int array of shape (G, M)
+        Published value counts of each group (``counts[g].sum()`` = size of group ``g``).
+    allowed : bool array of shape (n, M)
+        Values each tuple may still hold.
+
+    Returns
+    -------
+    bool array of shape (n, M)
+        ``allowed`` restricted to the values ``s`` for which some assignment (each member one
+        value of her allowed set, value ``s`` of group ``g`` used exactly ``counts[g, s]``
+        times) gives that member an ``s``. One max flow and one SCC pass per call.
+
+    Raises
+    ------
+    InputError
+        No assignment exists (the allowed sets contradict the counts).
+    """
+    group = np.asarray(group, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    n, m = allowed.shape
+    if np.bincount(group, minlength=counts.shape[0]).tolist() != counts.sum(axis=1).tolist():
+        raise InputError("group sizes differ from the published counts")
+    t, s = np.nonzero(allowed & (counts[group] > 0))
+    node = group[t] * m + s
+    ok = feasible_edges(t, node, n, counts.ravel())
+    out = np.zeros_like(allowed)
+    out[t[ok], s[ok]] = True
+    return out

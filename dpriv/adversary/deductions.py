@@ -35,9 +35,13 @@ word); no per-tuple Python loop. Measured on 2 shared cores, 24 views x 5,000 (s
 attendance 1): 1.3 s on a JS-reduce ledger, 2.2 s on a Mondrian-l one (11 rounds), 2.3 s on
 random groups of 10 (26 rounds); 8 x 2,000: 0.1-0.4 s.
 
-**A head start** (``start=``): presence and the gap bound only add constraints and every pass is
-monotone (fewer values in, fewer out), so started from the fixed point without them the passes
-reach the same greatest one, re-checking only the histories those two touch.
+**A head start** (``start=``): every pass is monotone and only removes values, so from masks that
+hold the greatest fixed point and that the passes leave as they are where the constraints did not
+change, they reach that fixed point re-checking only what changed: the fixed point without the
+presence channel (it and the gap bound only add constraints), or that of a prefix of the releases
+(issue 13): the constraints among earlier tuples (gaps, groups, views admitting newcomers) are read
+from views up to theirs, and a later release only adds its tuples, links to them and exits at the
+release before it, so earlier masks only narrow.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary._assign import feasible_edges
+from dpriv.adversary._assign import group_feasibility
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.support import ChainSupport, _Graph, _pack, _unpack, chain_support
 from dpriv.errors import InputError
@@ -63,48 +67,6 @@ def presence_known(attendance: float | None) -> bool:
     only); it is all :func:`deduce` reads of the attendance, so two attendances with the same
     answer give the same deductions."""
     return attendance is not None and float(attendance) >= 1.0
-
-
-# --------------------------------------------------------------------------------------
-# Group counts
-# --------------------------------------------------------------------------------------
-
-
-def group_feasibility(group: np.ndarray, counts: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Values each member can hold in some assignment of her group's published multiset.
-
-    Parameters
-    ----------
-    group : int array of shape (n,)
-        QI-group of each tuple, ``0 .. G - 1``.
-    counts : int array of shape (G, M)
-        Published value counts of each group (``counts[g].sum()`` = size of group ``g``).
-    allowed : bool array of shape (n, M)
-        Values each tuple may still hold.
-
-    Returns
-    -------
-    bool array of shape (n, M)
-        ``allowed`` restricted to the values ``s`` for which some assignment (each member one
-        value of her allowed set, value ``s`` of group ``g`` used exactly ``counts[g, s]``
-        times) gives that member an ``s``. One max flow and one SCC pass per call.
-
-    Raises
-    ------
-    InputError
-        No assignment exists (the allowed sets contradict the counts).
-    """
-    group = np.asarray(group, dtype=np.int64)
-    counts = np.asarray(counts, dtype=np.int64)
-    n, m = allowed.shape
-    if np.bincount(group, minlength=counts.shape[0]).tolist() != counts.sum(axis=1).tolist():
-        raise InputError("group sizes differ from the published counts")
-    t, s = np.nonzero(allowed & (counts[group] > 0))
-    node = group[t] * m + s
-    ok = feasible_edges(t, node, n, counts.ravel())
-    out = np.zeros_like(allowed)
-    out[t[ok], s[ok]] = True
-    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -211,10 +173,11 @@ def deduce(
     support : ChainSupport, optional
         Precomputed :func:`chain_support` of ``tables``.
     start : Deductions, optional
-        A head start (module doc): :func:`deduce` of the same ``releases`` and ``tables``
-        without the presence channel (``presence`` False) that converged. The result is the
-        one without ``start`` (if that converges), bit for bit; ``rounds`` and ``seconds``
-        count this call only.
+        A head start (module doc): :func:`deduce` of the same ``tables`` and of the same
+        ``releases`` or of their first ``p`` (``releases[:p]``), that converged, without the
+        presence channel (``presence`` False) or with the presence channel of this call. The
+        result is the one without ``start`` (if that converges), bit for bit; ``rounds`` and
+        ``seconds`` count this call only.
 
     Returns
     -------
@@ -224,8 +187,8 @@ def deduce(
     ------
     InputError
         Releases out of order, counts of the wrong width, or releases that contradict the
-        model (some tuple left with no possible value); a ``start`` of other shapes, with the
-        presence channel or not converged.
+        model (some tuple left with no possible value); a ``start`` of more releases or other
+        shapes, with the presence channel when this call has none, or not converged.
     """
     tick = time.perf_counter()
     m = tables.n_values
@@ -243,7 +206,7 @@ def deduce(
     offs = np.concatenate([[0], np.cumsum(sizes)])
     n = int(offs[-1])
     if start is not None:
-        _check_start(start, releases, m)
+        _check_start(start, releases, m, sure)
     if n_rel == 0:
         return Deductions([], [], np.zeros(0, bool), 0, time.perf_counter() - tick, sup.exit_value, sure)
     # respondent ids of any type (int, float, text): int64 codes, the ids kept for messages
@@ -325,12 +288,18 @@ def deduce(
     chain_todo = np.ones(n, dtype=bool)  # tuples of respondents whose masks changed
     group_todo = [np.ones(r.n_groups, dtype=bool) for r in releases]
     if start is not None and n:
-        # a fixed point of the passes without the two channels: only the histories with an exit
-        # or a gap bound (lo > 0) pass differently now; every group already fits its counts
-        allowed = np.concatenate(start.allowed)
-        touched = exited | (lo > 0)
+        # a fixed point over its releases (every group fits its counts); a history passes differently
+        # only with a later tuple, a new exit or a gap bound it lacked (lo > 0; kept with presence)
+        p, n_old = len(start.allowed), int(offs[len(start.allowed)])
+        had_exit = np.zeros(n, dtype=bool)
+        if p:
+            allowed[:n_old] = np.concatenate(start.allowed)
+            had_exit[:n_old] = np.concatenate(start.exited)
+        touched = (exited & ~had_exit) | (np.arange(n) >= n_old)
+        if not start.presence:
+            touched |= lo > 0
         chain_todo = np.bincount(resp[touched], minlength=resp.max() + 1)[resp] > 0
-        group_todo = [np.zeros(r.n_groups, dtype=bool) for r in releases]
+        group_todo = [np.full(r.n_groups, k >= p) for k, r in enumerate(releases)]
     rounds, converged = 0, False
     while rounds < max_rounds:
         rounds += 1
@@ -393,10 +362,10 @@ def deduce(
     )
 
 
-def _check_start(start: Deductions, releases: list[ObservedRelease], m: int) -> None:
+def _check_start(start: Deductions, releases: list[ObservedRelease], m: int, sure: bool) -> None:
     """InputError unless ``start`` can start :func:`deduce` over ``releases`` (its doc)."""
-    shapes = [(len(r.respondent), m) for r in releases]
-    if [a.shape for a in start.allowed] != shapes:
+    shapes = [(len(r.respondent), m) for r in releases][: len(start.allowed)]
+    if [a.shape for a in start.allowed] != shapes or len(start.allowed) > len(releases):
         raise InputError(f"start has masks of shapes {[a.shape for a in start.allowed]}, not {shapes}")
-    if start.presence or not start.converged:
-        raise InputError("start must be deductions without the presence channel that converged")
+    if (start.presence and not sure) or not start.converged:
+        raise InputError("start must be deductions that converged, with no presence channel or this call's")
