@@ -82,12 +82,30 @@ def _described(key: tuple, found: list[list[int]]) -> str:
     return " + ".join(_named(kind, [n[i] for n in found]) for i, kind in enumerate(key))
 
 
+def representative(col: pd.Series, k: int = SAMPLE) -> list:
+    """Up to ``k`` first values of the pandas column ``col`` and its extremes: the shortest and
+    longest written as text, and the smallest and largest of a numeric column. The first values
+    alone may all be short (a state sorted by id holds its 1-2 digit ids first while the others
+    have 4): :func:`shape_of` spans the lengths of what it is given."""
+    values = col.dropna()
+    if not len(values):
+        return []
+    lengths = values.astype(str).str.len().to_numpy()
+    picks = [values.iloc[int(lengths.argmin())], values.iloc[int(lengths.argmax())]]
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        picks += [values.min(), values.max()]
+    return values.head(k).tolist() + [p.item() if isinstance(p, np.generic) else p for p in picks]
+
+
 def sample(col: pd.Series, k: int = SAMPLE) -> list:
-    """Up to ``k`` values of a pandas or Dask column: on Dask, up to ``k`` of each partition
-    reach the client (never the column)."""
+    """:func:`representative` values of a pandas or Dask column: on Dask, those of each
+    partition reach the client (never the column), and the representatives of them are kept."""
     if not is_dask(col):
-        return col.head(k).tolist()
-    return col.map_partitions(pd.Series.head, k, meta=col._meta).compute().head(k).tolist()
+        return representative(col, k)
+    found = col.map_partitions(
+        lambda part: pd.Series(representative(part, k), dtype=object), meta=(col.name, object)
+    )
+    return representative(found.compute().reset_index(drop=True), k)
 
 
 def _not_numbers(part: pd.DataFrame, id_col: str, time_col: str, k: int) -> pd.DataFrame:

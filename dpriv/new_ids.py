@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from dpriv._dispatch import is_dask, to_dask
 from dpriv.errors import InputError
-from dpriv.id_format import SAMPLE, sample, shape_of
+from dpriv.id_format import representative, sample, shape_of
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import spans
 from dpriv.state import by_bucket
@@ -140,10 +140,11 @@ class KnownIds:
         return dd.from_map(_read_ids, [str(f.absolute()) for f in self.files], id_col=id_col, meta=meta)
 
     def sample(self, id_col: str) -> list:
-        """The first :data:`dpriv.id_format.SAMPLE` ids of the first part (for their shape)."""
-        batches = pq.ParquetFile(self.files[0]).iter_batches(batch_size=SAMPLE, columns=[id_col])
-        first = next(iter(batches), None)
-        return [] if first is None else first.column(0).to_pylist()
+        """:func:`dpriv.id_format.representative` ids of each part, then of them all (for their
+        shape): the first ids of a part are its smallest when it is sorted by id. Read part by
+        part, only when a view is refused."""
+        found = [i for f in self.files for i in representative(_read_ids(str(f), id_col)[id_col])]
+        return representative(pd.Series(found, dtype=object))
 
 
 def _read_ids(path: str, id_col: str) -> pd.DataFrame:

@@ -154,13 +154,15 @@ def describe(
     whole: bool,
     checked: int | None = None,
 ) -> str:
-    """``"3 rows: line 5 (rid=3), line 8 (rid=6), line 11 (rid=9) of in.csv (the header is
+    """``"3 rows: line 5 (view=2), line 8 (view=2), line 11 (view=3) of in.csv (the header is
     line 1)"``: the first :data:`MAX_ROWS_SHOWN` of ``rows`` (sorted by position) and how many
     more of ``count``. Lines only when ``whole`` (the frame checked is the input file of
     :func:`rows_of`, whole and in order), else ``row <label>``, or ``row at position <p>`` (from 0)
     when two of the rows named share their index label (a frame of repeated labels).
     ``checked``: only the first rows of the input were checked (``"62 of the first 1,000 rows,
-    the rest not checked yet: ..."``)."""
+    the rest not checked yet: ..."``). A row is never named by its id (``id_col``, kept for the
+    callers): a message may be logged or shown where the ids must not go, and the line or row
+    with its time locates it."""
     rows = sorted(rows, key=lambda r: r.position)[:MAX_ROWS_SHOWN]
     source = input_file() if whole else None
     in_files = False
@@ -172,8 +174,7 @@ def describe(
         where = [f"row {r.label}" for r in rows]
     parts = []
     for w, r in zip(where, rows):
-        about = [f"{id_col}={r.id!r}"] if r.id is not None else []
-        about += [f"{time_col}={r.time!r}"] if time_col and r.time is not None else []
+        about = [f"{time_col}={r.time!r}"] if time_col and r.time is not None else []
         parts.append(f"{w} ({', '.join(about)})" if about else w)
     how_many = (
         counted(count, "row")

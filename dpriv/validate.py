@@ -20,6 +20,7 @@ import pandas as pd
 from dpriv._dispatch import is_dask
 from dpriv.domain_codes import codes as codes  # re-exported: many modules import it from here
 from dpriv.errors import InputError, PolicyError
+from dpriv.id_format import shape_of
 from dpriv.inputs import duplicate_columns, missing_columns
 from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
@@ -233,9 +234,9 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
         if not len(problems) and kinds["kind"].nunique() > 1:
             shown = kinds.drop_duplicates("kind").set_index("kind")["example"]
             raise InputError(
-                f"{source}: id column {policy.id!r} holds numbers (such as {shown['number']!r}) in "
-                f"some partitions and text (such as {shown['text']!r}) in others: write every id "
-                "as text (or every id as a number)"
+                f"{source}: id column {policy.id!r} holds numbers ({shape_of([shown['number']])}) in "
+                f"some partitions and text ({shape_of([shown['text']])}) in others: write every id "
+                "as text (or every id as a number)"  # ids by their shape: never printed
             )
     if len(problems):
         raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")

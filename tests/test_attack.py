@@ -258,7 +258,7 @@ def test_history_that_was_not_released_is_refused(tiny, tmp_path):
     with pytest.raises(InputError, match="respondent 5 is in release 2"):
         attack(led, hist[hist.rid != 5], policy, "dk", deductions=False)
     # the one duplicate check of every input names the respondent and the view of both rows
-    dup = r"duplicate 'rid' within one view.*row 1 \(rid=2, t=1\), row 8 \(rid=2, t=1\)"
+    dup = r"duplicate 'rid' within one view.*row 1 \(t=1\), row 8 \(t=1\)"
     with pytest.raises(InputError, match=dup):
         attack(led, pd.concat([hist, hist.iloc[[1]]], ignore_index=True), policy, "dk", deductions=False)
     with pytest.raises(LedgerError, match="nowhere does not exist"):

@@ -81,13 +81,13 @@ BAD_VIEWS = {
         lambda: _set(view(), "age", 3, np.nan),
         "csv",
         [],
-        [r"'age' has missing values", r"line 5 \(respondent_id=3\) of .*in\.csv", "drop or impute"],
+        [r"'age' has missing values", r"line 5 of .*in\.csv", "drop or impute"],
     ),
     "None in the sensitive column": (
         lambda: _set(view(), "exam_result", 4, None),
         "parquet",
         [],
-        [r"'exam_result' has missing values", r"respondent_id=4"],
+        [r"'exam_result' has missing values", r"row 5 of"],
     ),
     "NaN in the id": (
         lambda: _set(view(), "respondent_id", 5, np.nan),
@@ -99,7 +99,7 @@ BAD_VIEWS = {
         lambda: _set(view(), "gender", 6, ""),
         "parquet",
         [],
-        [r"'gender' has empty strings", r"row 7 \(respondent_id=6\) of .*\(the first row is row 1\)"],
+        [r"'gender' has empty strings", r"row 7 of .*\(the first row is row 1\)"],
     ),
     "numeric QI stored as text": (
         lambda: view().astype({"age": str}),
@@ -126,7 +126,7 @@ BAD_VIEWS = {
         lambda: _set(view(), "age", 7, "[45-52]"),
         "csv",
         [],
-        [r"'age' holds '\[45-52\]'", "already anonymized", r"line 9 \(respondent_id=7\)"],
+        [r"'age' holds '\[45-52\]'", "already anonymized", r"line 9 of"],
     ),
     "star in a QI": (lambda: _set(view(), "age", 0, "*"), "csv", [], [r"'age' holds '\*'"]),
     "value set in a QI": (
@@ -139,13 +139,13 @@ BAD_VIEWS = {
         lambda: _set(view(), "age", 7, "[45-52]"),
         "csv",
         ["policy"],
-        [r"numeric QI 'age' holds text", r"line 9 \(respondent_id=7\)"],
+        [r"numeric QI 'age' holds text", r"line 9 of"],
     ),
     "sensitive value outside the domain": (
         lambda: _set(view(), "exam_result", 8, "zzz"),
         "csv",
         ["policy"],
-        [r"'exam_result' has values \['zzz'\] not in its declared domain", r"line 10 \(respondent_id=8\)"],
+        [r"'exam_result' has values \['zzz'\] not in its declared domain", r"line 10 of"],
     ),
     "QI value outside the domain": (
         lambda: _set(view(), "weight", 9, 200),
@@ -159,7 +159,7 @@ BAD_VIEWS = {
         [],
         [
             r"duplicate 'respondent_id' within one view.*"
-            r"\(2 rows: line 2 \(respondent_id=0\), line 11 \(respondent_id=0\) of"
+            r"\(2 rows: line 2, line 11 of"
         ],
     ),
     "empty view (csv)": (lambda: view().head(0), "csv", [], [r"header but no rows"]),
@@ -269,7 +269,7 @@ def test_text_far_down_a_csv_is_named(cli, tmp_path):
     df = _set(view(6000), "age", 5500, "*")
     df.to_csv(tmp_path / "v.csv", index=False)
     res = cli("anonymize", tmp_path / "v.csv", "--out", tmp_path / "o.parquet", *QI, *LOOSE)
-    assert_refused(res, r"'age' holds '\*'", r"line 5502 \(respondent_id=5500\) of")
+    assert_refused(res, r"'age' holds '\*'", r"line 5502 of")
 
 
 @pytest.mark.parametrize(
@@ -566,14 +566,14 @@ BAD_HISTORIES = {
         lambda h: h.assign(view=h["view"].where(h.index != 5)),
         [
             r"'view' must hold release indices .*it holds a missing value",
-            r"\(1 row: row 6 \(respondent_id=\d+\) of",
+            r"\(1 row: row 6 of",
         ],
     ),
     "fractional time": (
         lambda h: h.assign(view=h["view"].astype(float).where(h.index != 5, 2.5)),
         [
             r"'view' must hold release indices .*it holds 2\.5 \(1 row: row 6",
-            r"\(respondent_id=\d+\) of .*\): renumber",
+            r"\(1 row: row 6 of .*\): renumber",
         ],
     ),
     "duplicate id in view 2": (_dup_in_view_2, [r"view = 2: duplicate 'respondent_id'"]),
@@ -612,7 +612,7 @@ def test_a_header_line_inside_a_history_is_named(cli, history, tmp_path):
     res = cli("release", path, "--ledger", tmp_path / "led", "--policy", history / "policy.toml")
     assert_refused(
         res,
-        rf"it holds 'view' \(1 row: line {line} \(respondent_id='respondent_id'\) of .*h\.csv",
+        rf"it holds 'view' \(1 row: line {line} of .*h\.csv",
         r": delete the header line\(s\) repeated inside the file",
     )
     assert not (tmp_path / "led").exists()

@@ -61,11 +61,11 @@ def test_a_bad_row_of_a_history_folder_is_named_in_its_file(history, tmp_path, r
     res = CliRunner().invoke(
         app, ["release", str(folder), "--ledger", str(tmp_path / "led"), "--policy", str(out / "policy.toml")]
     )
-    rid, view = bad.loc[row, "respondent_id"], bad.loc[row, "view"]
+    view = bad.loc[row, "view"]
     assert_refused(
         res,
         r"column 'age' has missing values",
-        rf"1 row: row {in_file} of {folder}/{name} \(respondent_id={rid}, view={view}\) "
+        rf"1 row: row {in_file} of {folder}/{name} \(view={view}\) "
         r"\(the first row of a file is row 1\)",
     )
     assert f"of {folder} " not in res.output and f"row {row + 1} " not in res.output

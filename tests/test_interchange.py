@@ -511,3 +511,30 @@ def test_an_id_column_added_to_a_view_is_told_as_such():
         to_interchange(last, suppressed="omit")
     with pytest.raises(InputError, match=r"extra \['respondent_id'\]"):  # with the policy: named
         to_interchange(last, qi=["age", "city", "w"], sensitive="disease", suppressed="omit")
+
+
+def test_an_inverted_or_missing_bound_names_its_file_and_rows(cli, tmp_path):
+    """A drill: ``QI 'age': 1 rows have age_min > age_max: not a released view``, no file or row.
+    Now the rows are named as the input checks name them: the line of a CSV file, the row of a
+    Parquet file, the index label of a frame given in Python."""
+    view = hand_view()
+    view.loc[3, ["age_min", "age_max"]] = [52, 45]  # its group's other row keeps 45-52
+    with pytest.raises(
+        InputError, match=r"^QI 'age': age_min > age_max \(1 row: row 3\): not a released view$"
+    ):
+        to_interchange(view, suppressed="omit")
+    view.to_csv(tmp_path / "r.csv", index=False)
+    view.to_parquet(tmp_path / "r.parquet", index=False)
+    for name, where in (("r.csv", "line 5"), ("r.parquet", "row 4")):
+        r = cli("export", tmp_path / name, "--out", tmp_path / "e.csv", "--suppressed", "omit")
+        said = " ".join(r.output.split())
+        assert r.exit_code == 2, r.output
+        assert (
+            f"error: QI 'age': age_min > age_max (1 row: {where} of {tmp_path / name} "
+            f"(the {'header is line 1' if name == 'r.csv' else 'first row is row 1'})): not a released view"
+        ) in said, said
+        assert not (tmp_path / "e.csv").exists()
+    twice = hand_view().astype({"w_max": float})
+    twice.loc[[1, 4], "w_max"] = np.nan
+    with pytest.raises(InputError, match=r"'w_max' has missing bounds \(2 rows: row 1, row 4\)"):
+        to_interchange(twice, suppressed="omit")

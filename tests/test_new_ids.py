@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import dpriv.new_ids as new_ids
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
-from dpriv.id_format import shape_of
+from dpriv.id_format import SAMPLE, sample, shape_of
 from dpriv.ledger import Ledger
 from dpriv.new_ids import EXPECTED_KNOWN, KnownIds, Overlap, new_per_view, overlaps
 from dpriv.policy import ReleasePolicy
@@ -179,6 +179,36 @@ def test_the_count_runs_on_a_distributed_cluster(base, client):
     hist = dd.from_pandas(renamed(pd.read_parquet(base / "text.parquet")), npartitions=3)
     known = KnownIds.of(led, led.held_state(3))
     assert new_per_view(hist, led.policy(), [4], known) == {4: 60}
+
+
+@pytest.mark.parametrize("as_dask", [False, True])
+@pytest.mark.parametrize("as_text", [False, True])
+def test_the_shape_spans_every_id_not_only_the_first(as_dask, as_text):
+    """A drill: ids 1..4081 (sorted, as a state is) were described as "1-2 digits", the shape of
+    the first 20; the sample now holds the shortest and longest of every partition."""
+    ids = pd.Series(range(1, 4082))
+    ids = ids.astype(str) if as_text else ids
+    col = dd.from_pandas(ids, npartitions=3) if as_dask else ids
+    assert shape_of(sample(col)) == ("1-4 digits" if as_text else "integers of 1-4 digits")
+    assert len(sample(col)) <= 2 * SAMPLE  # a sample, not the column
+
+
+def test_the_known_ids_shape_spans_every_id_of_the_state(base, tmp_path):
+    """A drill: a ledger of ids of 1-4 digits was said to know ids "like 1-2 digits" (the first
+    ids of its state). One respondent's id has 4 digits here: the refusal names 1-4 digits."""
+    hist = pd.read_parquet(base / "text.parquet")
+    top = hist.loc[hist["view"] <= 3, ID].astype(int).max()
+    hist[ID] = hist[ID].replace({str(top): str(top + 9000)})  # the only id of 4 digits
+    hist[hist["view"] <= 3].to_parquet(tmp_path / "first3.parquet", index=False)
+    renamed(hist).to_parquet(tmp_path / "renamed.parquet", index=False)
+    root = tmp_path / "L"
+    assert release(tmp_path / "first3.parquet", root, base).exit_code == 0
+    known = Ledger(root).state_files(3)
+    assert str(top + 9000) in set(pd.concat(pd.read_parquet(f, columns=[ID]) for f in known)[ID])
+    res = release(tmp_path / "renamed.parquet", root, base)
+    assert res.exit_code == 2, res.output
+    assert "its ids look like 1 letter + 6 digits, the known ones like 1-4 digits. Were" in res.output
+    assert str(top + 9000) not in res.output
 
 
 def test_shapes_say_how_ids_are_written_without_an_id():

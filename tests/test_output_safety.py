@@ -251,10 +251,7 @@ def test_release_names_the_bad_rows_of_every_view_by_their_line(note, cli, relea
     assert np.flatnonzero(frame["weight"].isna()).tolist() == bad.tolist()  # the reader's rows
     lines = bad + 2 + (1 if note else 0)  # header = line 1; the note's newline shifts rows 1..
     res = cli("release", path, "--ledger", tmp_path / "led", "--policy", released / "policy.toml")
-    shown = ", ".join(
-        f"line {n} (respondent_id={frame['respondent_id'][b]}, view={frame['view'][b]})"
-        for n, b in zip(lines[:5], bad[:5])
-    )
+    shown = ", ".join(f"line {n} (view={frame['view'][b]})" for n, b in zip(lines[:5], bad[:5]))
     assert_refused(
         res,
         r"view = 2, 3: column 'weight' has missing values",  # the views, exactly (no "...")
@@ -325,7 +322,7 @@ def test_verify_and_report_name_the_bad_rows_by_their_line_as_release_does(cli, 
     h.loc[bad, "weight"] = "heavy"  # text in a numeric QI of the released view 2
     path = tmp_path / "text.csv"
     h.to_csv(path, index=False)
-    first = f"line {bad[0] + 2} (respondent_id="
+    first = f"2 rows: line {bad[0] + 2} "
     led = released / "led"
     res = cli("verify", "--ledger", led, "--view", "2", "--history", path)
     assert_refused(res, re.escape(first), re.escape(f"of {path} (the header is line 1)"))
@@ -360,8 +357,8 @@ def test_the_message_is_the_same_for_any_number_of_partitions(npartitions, relea
                 got.append(str(err.value))
             assert got[0] == got[1]
             messages.append(got[0])
-    lines = [f"line {b + 2} (respondent_id={h['respondent_id'][b]}" for b in bad[:5]]
-    assert all(all(line in m for line in lines) and "and 2 more of" in m for m in messages), messages
+    lines = [rf"line {b + 2}\b" for b in bad[:5]]
+    assert all(all(re.search(line, m) for line in lines) and "and 2 more of" in m for m in messages), messages
 
 
 def test_a_respondent_twice_in_one_view_is_named_in_every_view(cli, released, tmp_path):
@@ -380,10 +377,7 @@ def test_a_respondent_twice_in_one_view_is_named_in_every_view(cli, released, tm
     path = tmp_path / "dup.csv"
     h.to_csv(path, index=False)
     res = cli("release", path, "--ledger", tmp_path / "led", "--policy", released / "policy.toml")
-    rid = h["respondent_id"]
-    rows = ", ".join(
-        f"line {i + 2} (respondent_id={rid[i]}, view={h['view'][i]})" for i in (10, 11, 250, 260)
-    )
+    rows = ", ".join(f"line {i + 2} (view={h['view'][i]})" for i in (10, 11, 250, 260))
     text = assert_refused(
         res, r"view = 1, 3: duplicate 'respondent_id' within one view", re.escape(f"(4 rows: {rows} of")
     )
@@ -410,7 +404,7 @@ def test_python_api_names_rows_by_their_labels_over_all_views(released, tmp_path
     path, bad = _bad_history(released, tmp_path)
     h = pd.read_csv(path)
     h.index = h.index + 1000
-    with pytest.raises(InputError, match=rf"7 rows: row {bad[0] + 1000} \(respondent_id=.*, view=2\), "):
+    with pytest.raises(InputError, match=rf"7 rows: row {bad[0] + 1000} \(view=2\), "):
         release_history(h, ReleasePolicy.from_toml(released / "policy.toml"), tmp_path / "led")
     assert not (tmp_path / "led").exists()
 

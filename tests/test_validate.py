@@ -44,14 +44,14 @@ def test_valid_view_gives_size_and_counts(as_dask):
     "changes, pattern",
     [
         ({"age": (2, np.nan)}, r"'age' has missing values.*row 2"),
-        ({"s": (1, None)}, r"'s' has missing values.*id=2"),
+        ({"s": (1, None)}, r"'s' has missing values.*row 1\)"),
         ({"id": (0, None)}, r"'id' has missing values"),
         ({"age": (1, "[45-52]")}, r"numeric QI 'age' holds text.*already generalized.*row 1"),
         ({"age": (3, 130)}, r"outside its declared domain \[0, 100\].*row 3"),
         ({"sex": (0, "X")}, r"'sex' has values \['X'\] not in its declared levels.*row 0"),
         ({"sex": (0, " ")}, r"'sex' has empty strings"),
         ({"s": (2, "z")}, r"sensitive column 's' has values \['z'\] not in its declared domain.*row 2"),
-        ({"id": (1, 1)}, r"duplicate 'id' within one view.*\(2 rows: row 0 \(id='?1'?\), row 1 \(id='?1'?\)"),
+        ({"id": (1, 1)}, r"duplicate 'id' within one view.*\(2 rows: row 0, row 1\)"),
     ],
 )
 def test_bad_input_names_column_and_row(changes, pattern, as_dask):

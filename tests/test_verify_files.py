@@ -247,3 +247,37 @@ def test_a_value_not_checked_says_so_with_what_the_release_recorded(anonymized):
     res = run("verify", out, "--original", anonymized / "v.csv", *FLAGS, "--method", "mondrian-t")
     assert "  j_achieved: None (not checked: mondrian-t does not promise j)" in res.stdout.splitlines()
     assert "note: j =" not in res.stderr
+
+
+def test_a_ledger_state_or_a_metrics_file_is_refused_as_no_view(ledgers, anonymized):
+    """A drill: the ledger's state (private: ids and posteriors) was checked as a release (FAIL
+    lines listing its id and pk columns), a metrics.json read as CSV. Both refused by name."""
+    from dpriv.ledger import Ledger
+
+    root = ledgers / "M"
+    check = [
+        "--original",
+        ledgers / "gen/history.parquet",
+        "--view",
+        "2",
+        "--policy",
+        ledgers / "gen/policy.toml",
+    ]
+    for state in (Ledger(root).state_files(2)[0], Ledger(root).state_files(1)[0]):
+        res = run("verify", state, *check)
+        said = " ".join(res.output.split())
+        assert res.exit_code == 2, res.output
+        assert f"error: {state} is the ledger's state ({root}/state/), not a released view" in said
+        assert (
+            f"pass a release's view ({root}/releases/<i>/view.parquet), or --ledger {root} --view I" in said
+        )
+        assert "FAIL" not in said and "respondent_id" not in said
+    metrics = root / "releases/2/metrics.json"
+    res = run("verify", metrics, *check)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2, res.output
+    assert f"error: {metrics} is a release's metrics (JSON), not a released view: pass the view it " in said
+    assert f"describes ({root / 'releases/2/view.parquet'}), or --ledger L --view I" in said
+    out = anonymized / "r.csv.metrics.json"
+    res = run("verify", out, "--original", anonymized / "v.csv", *FLAGS)
+    assert res.exit_code == 2 and f"describes ({anonymized / 'r.csv'})" in " ".join(res.output.split())

@@ -76,6 +76,7 @@ def export(
     from dpriv.interchange import layout_of, to_interchange
     from dpriv.io import atomic_write, made_folder, read_table
     from dpriv.ledger import SENSITIVE
+    from dpriv.rows import rows_of
 
     if sep not in SEPARATORS:
         raise InputError(f"--sep {sep!r}: choose ',', ';' or 'tab'")
@@ -138,15 +139,16 @@ def export(
                 f"{metrics} records {shown}: these are another release's metrics; give this "
                 "release's metrics.json (--metrics F), or leave the suppressed tuples out (--suppressed omit)"
             )
-    result = to_interchange(
-        frame,
-        qi=qi,
-        sensitive=sensitive,
-        n_suppressed=n_suppressed,
-        suppressed=suppressed,  # type: ignore[arg-type]
-        dates=None if pol is None else date_qi(pol),
-        spelling=spelling,  # type: ignore[arg-type]
-    )
+    with rows_of(source):  # a bad row named by its line or row in the file (read whole, in order)
+        result = to_interchange(
+            frame,
+            qi=qi,
+            sensitive=sensitive,
+            n_suppressed=n_suppressed,
+            suppressed=suppressed,  # type: ignore[arg-type]
+            dates=None if pol is None else date_qi(pol),
+            spelling=spelling,  # type: ignore[arg-type]
+        )
     lay = result.layout
     _say(
         f"export, {spelling} spelling ({SPELLINGS[spelling]}): QIs {lay.qi} (numeric: {lay.numeric}), "

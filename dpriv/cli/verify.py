@@ -38,6 +38,7 @@ from dpriv.cli.verify_files import (
     ledger_release,
     metrics_beside,
     recorded_beside,
+    refuse_not_a_view,
     sensitive_beside,
 )
 
@@ -107,6 +108,8 @@ def verify(
         led = ledger_view(ledger, released, view, "check")  # a damaged release: exit 2, named
     elif released is None:
         raise InputError("give the RELEASED view to check, or --ledger L --view I")
+    else:
+        refuse_not_a_view(Path(released))  # a state or metrics file: before anything is read
     if method is not None and method not in METHODS:
         raise InputError(f"--method {method!r} is not a method; choose one of {', '.join(METHODS)}")
     eff, recorded_method = load_effective(

@@ -40,6 +40,32 @@ def ledger_release(released: Path) -> LedgerRelease | None:
     return LedgerRelease(root, int(folder.name)) if (root / MANIFEST).is_file() else None
 
 
+def refuse_not_a_view(released: Path) -> None:
+    """InputError (exit 2) when ``released`` is a file dpriv writes beside a release but no
+    released view: a ledger's state (``L/state/<i>/state.parquet`` or a part of it, the ledger's
+    private link of ids to posteriors: read as a release it printed its columns, ids among them)
+    or a metrics JSON (``metrics.json``, ``OUT.metrics.json``: read as CSV)."""
+    root = next(
+        (p.parent for p in released.parents if p.name == "state" and (p.parent / MANIFEST).is_file()), None
+    )
+    if root is not None:
+        raise InputError(
+            f"{released} is the ledger's state ({root}/state/), not a released view: it links "
+            "respondent ids to what an adversary would believe of them and is never published; "
+            f"pass a release's view ({root}/releases/<i>/view.parquet), or --ledger {root} --view I"
+        )
+    if released.name == LEDGER_METRICS or released.name.endswith(METRICS_SUFFIX):
+        view = (
+            released.parent / "view.parquet"
+            if released.name == LEDGER_METRICS
+            else released.with_name(released.name[: -len(METRICS_SUFFIX)])
+        )
+        raise InputError(
+            f"{released} is a release's metrics (JSON), not a released view: pass the view it "
+            f"describes ({view}), or --ledger L --view I for a ledger's release"
+        )
+
+
 def check_ledger_file(released: Path) -> None:
     """For a file inside a ledger (:func:`ledger_release`): LedgerError (exit 2) when its release
     is not committed, or when the release's view, metrics.json or sensitive table is not the
