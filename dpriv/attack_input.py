@@ -267,9 +267,9 @@ def check_released_view(
     row = read.members.iloc[k]
     at = int(pd.Index(read.view[policy.id]).get_indexer([row[policy.id]])[0])  # ids are unique
     name = _row_name(int(where[at]), as_python(read.view.index[at]))
-    rid, value = as_python(row[policy.id]), as_python(row[q])
+    value = as_python(row[q])  # a QI's value, never the respondent's id (README "Bad input")
     raise InputError(
-        f"{text}: {name} ({policy.id}={rid!r}) has {q} = {value!r}, outside {box} "
+        f"{text}: {name} has {q} = {value!r}, outside {box} "
         f"published for her group in release {i}; give the history that was released"
     )
 

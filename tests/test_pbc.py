@@ -116,7 +116,7 @@ def test_years_with_fewer_patients_than_k_are_merged_into_the_previous_view(tmp_
 def test_missing_stage_is_refused_or_dropped(tmp_path):
     rows = [*ROWS[:3], (1, 50.9, "f", 400, None), (2, 61.2, "m", 0, None), *ROWS[6:]]
     path = visits_csv(tmp_path, rows)
-    with pytest.raises(InputError, match=r"2 visit\(s\) have no stage.*row 4 \(id=1\), row 5 \(id=2\)"):
+    with pytest.raises(InputError, match=r"2 visit\(s\) have no stage.*row 4, row 5"):
         pbc_history(path)
     with pytest.warns(UserWarning, match="dropped 2 of 8 visits"):
         history, _ = pbc_history(path, drop_missing=True, min_view_size=1)

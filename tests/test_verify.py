@@ -619,3 +619,20 @@ def test_cli_verify_names_every_failed_criterion_with_true_counts(cli, tmp_path)
     assert sum(" < k = 40" in line for line in fails) == 20
     assert f"  FAIL ... and {n_small - 20} more QI-groups that fail k" in fails
     assert any("> t = 0.001" in line for line in fails)  # t named too
+
+
+def test_a_swapped_bound_is_counted_in_the_singular_and_in_the_plural():
+    """``1 row has age_min > age_max`` (the drill read ``1 rows have``); ``2 rows have`` for two;
+    a missing bound alike."""
+    from dpriv.anonymity.format_check import format_problems
+
+    released = hand_release()[0]
+    one = released.copy()
+    one.loc[0, ["age_min", "age_max"]] = [61, 50]
+    assert "QI 'age': 1 row has age_min > age_max" in " ".join(format_problems(one, POLICY)[0])
+    two = one.copy()
+    two.loc[1, ["age_min", "age_max"]] = [38, 30]
+    assert "QI 'age': 2 rows have age_min > age_max" in " ".join(format_problems(two, POLICY)[0])
+    gap = released.astype({"age_min": "float64"})
+    gap.loc[3, "age_min"] = np.nan
+    assert "QI 'age': 1 row has a missing interval bound" in " ".join(format_problems(gap, POLICY)[0])

@@ -12,6 +12,7 @@ import pandas as pd
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, released_columns, split_value_sets
+from dpriv.wording import counted
 
 MAX_LISTED = 20  # groups named per kind of problem; the rest are counted
 
@@ -77,12 +78,14 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
                 continue
             nan = released[lo].isna() | released[hi].isna()
             if nan.any():
-                problems.append(f"QI {q!r}: {int(nan.sum())} rows have a missing interval bound")
+                problems.append(
+                    f"QI {q!r}: {counted(int(nan.sum()), 'row has', 'rows have')} a missing interval bound"
+                )
             inverted = (released[lo] > released[hi]).to_numpy()
             if inverted.any():
                 where = released.loc[inverted, GROUP].unique() if has_group else []
                 problems.append(
-                    f"QI {q!r}: {int(inverted.sum())} rows have {lo} > {hi}"
+                    f"QI {q!r}: {counted(int(inverted.sum()), 'row has', 'rows have')} {lo} > {hi}"
                     + (f" (QI-groups {named(where)})" if has_group else "")
                 )
             usable += [lo, hi]

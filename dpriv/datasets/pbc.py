@@ -112,10 +112,10 @@ def _read(path: Path, source: str) -> tuple[pd.DataFrame, str]:
 
 
 def _rows_text(frame: pd.DataFrame, mask: np.ndarray, limit: int = 10) -> str:
-    """``row <n> (id=<id>)`` of the first offending rows; n = 1-based data row of the file."""
+    """``row <n>`` of the first offending rows; n = 1-based data row of the file (no patient id:
+    README "Bad input")."""
     rows = np.flatnonzero(mask)
-    ids = frame["id"].to_numpy()[rows[:limit]].tolist()
-    shown = ", ".join(f"row {r + 1} (id={i!r})" for r, i in zip(rows[:limit].tolist(), ids))
+    shown = ", ".join(f"row {r + 1}" for r in rows[:limit].tolist())
     return shown + (f", ... ({len(rows) - limit} more)" if len(rows) > limit else "")
 
 
