@@ -103,8 +103,8 @@ def refuse_foreign(root: Path, index: int, folders: tuple[Path, ...]) -> None:
     where = f"release {index} goes" if len(here) == len(found) else f"releases {index} and later go"
     raise LedgerError(
         f"the ledger {root} holds {names}{more}, which dpriv did not write, where {where}; nothing "
-        "was written or removed: move these out of the ledger folder (dpriv never deletes a file "
-        f"it did not create){_hint(root, here, written)}, then run the command again"
+        "was written and none of your files was removed: move these out of the ledger folder (dpriv "
+        f"never deletes a file it did not create){_hint(root, here, written)}, then run the command again"
     )
 
 
@@ -116,10 +116,17 @@ def _later(folder: Path, index: int) -> list[Path]:
 
 
 def _hint(root: Path, found: list[Path], written: dict[str, list[int]]) -> str:
-    """Why a file named like dpriv's own output is refused."""
+    """Why a file named like dpriv's own output is refused: the record names it but it changed
+    since (the user edited it after a kill), or no record names it (a user's, or a leftover of a
+    release interrupted under an earlier dpriv)."""
     own = [p for p in found if OWN_FILES.fullmatch(p.name) and p.is_file()]
     if not own:
         return ""
+    if own[0].relative_to(root).as_posix() in written:
+        return (
+            f"; {own[0].name} was changed since the interrupted release wrote it (its {WRITTEN} "
+            "record no longer matches): keep your version elsewhere if you need it"
+        )
     return (
         f"; {own[0].name} is named like a file dpriv writes, but {WRITTEN} records no interrupted "
         "release writing it: if it is the leftover of a release interrupted under an earlier "
