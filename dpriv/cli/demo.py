@@ -52,7 +52,7 @@ def demo(
     from dpriv.cli.outputs import check_outside_ledger, check_writable
     from dpriv.datasets import write_history
     from dpriv.datasets.generated import GENERATED_FILES
-    from dpriv.ledger_files import drop_lock, hold_lock
+    from dpriv.ledger_files import LOCK, drop_lock, hold_lock
 
     check_outside_ledger(out, *GENERATED_FILES)  # raw data and a nested ledger inside a ledger
     folder = next(p for p in (out, *out.absolute().parents) if p.exists() or p.is_symlink())
@@ -72,7 +72,8 @@ def demo(
         )
     # a running release holds the ledger's lock: moving its folder aside under it made
     # it fail mid-write; held from here (before anything is generated) until the move
-    lock = hold_lock(led) if led.is_dir() else None
+    made = led.is_dir() and not (led / LOCK).exists()  # a lock file this command makes goes again
+    lock, aside = hold_lock(led) if led.is_dir() else None, None  # aside: where it was moved
     try:
         mh = _generate_checked(out, views, view_size, force)
         if led.exists() or led.is_symlink():
@@ -81,6 +82,8 @@ def demo(
             _say(f"--force: the existing ledger was moved to {aside} (kept)")
     finally:
         drop_lock(lock)
+        if made:  # in the folder as it was, moved aside or not
+            ((aside or led) / LOCK).unlink(missing_ok=True)
     policy_path = write_history(out, mh, policy_extra=_demo_privacy(), overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
     eff, _ = load_effective(policy_path)
