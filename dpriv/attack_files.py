@@ -181,8 +181,9 @@ def save_gain(
         release=pd.to_numeric(gain["release"]).astype("int64")
     )  # checked: 1, 2, ... as written
     from dpriv.cli.outputs import record_output
+    from dpriv.ledger_files import writing_results
 
-    with made_folder(path.parent):
+    with made_folder(path.parent), writing_results(path.parent):
         atomic_write(path, stamped(gain, led).to_csv(index=False).encode(), mode=None)
         record_output(path, "attack")
     return path

@@ -5,13 +5,14 @@ ledger whose first release failed."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -214,6 +215,32 @@ def remove_temp(root: Path) -> None:
 def is_temp(path: Path) -> bool:
     """A temp file or folder of dpriv's writers (``.<name>.<8 random characters>.dpriv-tmp``)."""
     return _TEMP.fullmatch(path.name) is not None
+
+
+@contextlib.contextmanager
+def writing_results(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock (``flock`` on the folder itself: no lock file among the results)
+    on a ledger's ``attack/`` ``folder`` while the block writes there, first removing the temp
+    files (:func:`is_temp`) a killed writer left in it, and nothing else: an attack takes no
+    ledger lock, so its temp files were never removed. Under the lock no live writer's temp
+    file is there (each writer of the folder holds it); another one waits for it. On a file
+    system without locks nothing is removed."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: a temp file there may be a live writer's
+            locked = False
+        else:
+            locked = True
+        for p in folder.iterdir() if locked else ():
+            if is_temp(p) and p.is_file() and not p.is_symlink():
+                p.unlink()
+        yield
+    finally:
+        os.close(fd)  # drops the lock
 
 
 def discard_new_ledger(fn: F) -> F:

@@ -85,30 +85,52 @@ def _own(path: Path, root: Path, written: dict[str, list[int]]) -> bool:
 def refuse_foreign(root: Path, index: int, folders: tuple[Path, ...]) -> None:
     """LedgerError naming what the ``folders`` of release ``index`` of the ledger at ``root``
     (``releases/<index>/``, ``state/<index>/``) hold that the writer of an uncommitted release
-    ``index`` did not record writing: the next commit would mix it into a release."""
+    ``index`` did not record writing, and whatever the folders of any later release hold (commits
+    are sequential: no writer of dpriv's left a file there): a commit would mix it into a
+    release, and one found only at its release's commit came after earlier ones were written."""
     written = _written(root, index)
     found = []
-    for d in folders:
+    for d in (*folders, *(p for f in folders for p in _later(f, index))):
         if d.is_symlink() or (d.exists() and not d.is_dir()):
             found.append(d)
         elif d.is_dir():
-            found += sorted(p for p in d.iterdir() if not _own(p, root, written))
+            found += sorted(p for p in d.iterdir() if not _own(p, root, written if d in folders else {}))
     if not found:
         return
     names = ", ".join(str(p.relative_to(root)) for p in found[:5])
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    own = [p.name for p in found if OWN_FILES.fullmatch(p.name)]
-    hint = (
-        f"; {own[0]} is named like a file dpriv writes, but {WRITTEN} records no interrupted "
+    here = [p for p in found if p in folders or p.parent in folders]  # (not of a later release)
+    where = f"release {index} goes" if len(here) == len(found) else f"releases {index} and later go"
+    raise LedgerError(
+        f"the ledger {root} holds {names}{more}, which dpriv did not write, where {where}; nothing "
+        "was written and none of your files was removed: move these out of the ledger folder (dpriv "
+        f"never deletes a file it did not create){_hint(root, here, written)}, then run the command again"
+    )
+
+
+def _later(folder: Path, index: int) -> list[Path]:
+    """The folders beside ``folder`` (``releases/<index>/``) of releases after ``index``."""
+    if folder.parent.is_symlink() or not folder.parent.is_dir():
+        return []
+    return sorted(p for p in folder.parent.iterdir() if p.name.isdecimal() and int(p.name) > index)
+
+
+def _hint(root: Path, found: list[Path], written: dict[str, list[int]]) -> str:
+    """Why a file named like dpriv's own output is refused: the record names it but it changed
+    since (the user edited it after a kill), or no record names it (a user's, or a leftover of a
+    release interrupted under an earlier dpriv)."""
+    own = [p for p in found if OWN_FILES.fullmatch(p.name) and p.is_file()]
+    if not own:
+        return ""
+    if own[0].relative_to(root).as_posix() in written:
+        return (
+            f"; {own[0].name} was changed since the interrupted release wrote it (its {WRITTEN} "
+            "record no longer matches): keep your version elsewhere if you need it"
+        )
+    return (
+        f"; {own[0].name} is named like a file dpriv writes, but {WRITTEN} records no interrupted "
         "release writing it: if it is the leftover of a release interrupted under an earlier "
         "dpriv, delete it yourself"
-        if own
-        else ""
-    )
-    raise LedgerError(
-        f"the ledger {root} holds {names}{more}, which dpriv did not write, where release {index} "
-        "goes; nothing was written or removed: move these out of the ledger folder (dpriv never "
-        f"deletes a file it did not create){hint}, then run the command again"
     )
 
 

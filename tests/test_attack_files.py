@@ -113,3 +113,21 @@ def test_result_file_names_are_spelled_once():
     assert retros.match("retro_dk-1.csv")["name"] == "dk-1"
     for other in ("retro_dk.csv", "gain_dk.csv.bak", "gain_.csv", "gain_dk.parquet", "xgain_dk.csv"):
         assert gains.match(other) is None, other
+
+
+def test_a_killed_attacks_temp_files_are_removed_by_the_next_write_and_nothing_else(ledger):
+    """A killed `dpriv attack` left attack/.gain_dk.csv.XXXXXXXX.dpriv-tmp for ever: an attack
+    takes no ledger lock, so no later command removed it."""
+    from dpriv.cli.outputs import write_frame
+
+    folder = ledger.root / "attack"
+    folder.mkdir(exist_ok=True)
+    left = [folder / ".gain_dk.csv.k2j4x9_q.dpriv-tmp", folder / ".retro_dk.csv.abcdefgh.dpriv-tmp"]
+    mine = [folder / ".gain_dk.csv.short.dpriv-tmp", folder / "notes.dpriv-tmp", folder / ".notes.txt"]
+    for p in left + mine:
+        p.write_text("half")
+    save_gain(_unstamped(), ledger, "dk", assume_this_ledger=True)
+    assert [p.exists() for p in left + mine] == [False, False, True, True, True]
+    left[0].write_text("half")  # the retrospective result's writer does the same
+    write_frame(_unstamped(), default_out(ledger.root, "dk", "retrospective"), kind="attack", own=True)
+    assert not left[0].exists() and all(p.read_text() == "half" for p in mine)

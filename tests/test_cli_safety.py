@@ -85,6 +85,12 @@ def test_generate_medical_refuses_to_overwrite_and_force_replaces(cli, tmp_path)
     res = cli("generate", "medical", "--views", "3", "--view-size", "40", "--out", out, "--force")
     assert res.exit_code == 0, res.output
     assert sorted(pd.read_parquet(out / "history.parquet")["view"].unique()) == [1, 2, 3]
+    # it replaced files the ledger pins without a word
+    assert "note: --force replaces ['history.parquet', 'policy.toml', 'knowledge/dk.npz'" in res.output
+    assert f"the ledger {out / 'ledger'} may have been released" in res.output
+    (out / "ledger").rmdir()
+    res = cli("generate", "medical", "--views", "2", "--view-size", "40", "--out", out, "--force")
+    assert res.exit_code == 0 and "note:" not in res.output  # no ledger beside them
     (tmp_path / "link").symlink_to(tmp_path / "gone")  # a dangling link was called "a file"
     res = cli("generate", "medical", "--views", "2", "--view-size", "50", "--out", tmp_path / "link")
     assert_refused(res, r"link is a broken symbolic link \(to .*gone\), not a folder")

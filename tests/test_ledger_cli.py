@@ -42,3 +42,21 @@ def test_a_ledger_another_command_writes_is_exit_3_retry_later(history, tmp_path
     res = release(history, led)
     assert res.exit_code == 0, res.output
     assert [r["index"] for r in Ledger(led).committed()] == [1, 2]
+
+
+def test_demo_force_leaves_a_ledger_a_release_is_writing_where_it_is(tmp_path):
+    """demo --force moved a running release's ledger aside to ledger.1: the release died
+    (FileNotFoundError) and demo exited 0."""
+    from dpriv.ledger_files import drop_lock, hold_lock
+
+    out = tmp_path / "dmf"
+    led = out / "ledger"
+    Ledger(led, create=True)
+    fd = hold_lock(led)  # another dpriv release, mid-write
+    before = tree(out)
+    args = ["demo", "--out", str(out), "--force", "--no-retrospective", "--views", "2", "--view-size", "60"]
+    res = CliRunner().invoke(app, args)
+    drop_lock(fd)
+    assert res.exit_code == 3, res.output
+    assert f"error: another dpriv command is writing the ledger {led} " in res.output
+    assert tree(out) == before and not (out / "ledger.1").exists()  # nothing moved, nothing generated

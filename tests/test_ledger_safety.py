@@ -151,23 +151,37 @@ def test_a_users_file_where_the_next_release_goes_is_refused_and_nothing_removed
     (root / where).parent.mkdir(parents=True, exist_ok=True)
     (root / where).write_text("mine")
     before = snapshot(root)
-    with pytest.raises(LedgerError, match=rf"holds {named}.*did not write.*nothing was written or removed"):
+    with pytest.raises(
+        LedgerError,
+        match=rf"holds {named}.*did not write.*nothing was written and none of your files was removed",
+    ):
         Ledger(root, create=True)
     assert snapshot(root) == before
 
 
-def test_later_folders_are_left_alone_and_refused_only_when_their_release_comes(ledger):
+def test_a_users_file_in_a_later_releases_folder_is_refused_before_the_first_commit(ledger):
+    """Found only at its release's commit, a user's file two releases ahead was refused after
+    the releases before it were committed, with "nothing was written"."""
     root = ledger.root
     for sub, name in (("releases/7", "notes.txt"), ("state/9", "keep.txt"), ("releases/3", "view.parquet")):
         (root / sub).mkdir(parents=True)
         (root / sub / name).write_text("mine")
-    led = Ledger(root, create=True)  # opening touches none of them
-    assert (root / "releases" / "7" / "notes.txt").read_text() == "mine"
-    assert (root / "state" / "9" / "keep.txt").read_text() == "mine"
-    assert (root / "releases" / "3" / "view.parquet").read_text() == "mine"
+    (root / "releases" / "5").mkdir()  # an empty folder holds nothing to mix in
+    before = snapshot(root)
+    with pytest.raises(LedgerError) as err:
+        Ledger(root, create=True)  # prepares release 2: before its commit
+    said = str(err.value)
+    assert "holds releases/3/view.parquet, releases/7/notes.txt, state/9/keep.txt, which dpriv" in said
+    assert "where releases 2 and later go" in said and "records no interrupted" not in said
+    assert snapshot(root) == before and ledger.last_index() == 1
+    for p in (root / "releases/3/view.parquet", root / "releases/7/notes.txt", root / "state/9/keep.txt"):
+        p.unlink()  # the user moves them out
+    led = Ledger(root, create=True)
     commit(led, 2)
     (root / "releases" / "3" / "extra.txt").write_text("mine too")
-    with pytest.raises(LedgerError, match="releases/3/extra.txt"):
+    with pytest.raises(
+        LedgerError, match="holds releases/3/extra.txt, which dpriv did not write, where release 3"
+    ):
         commit(led, 3)
     assert led.last_index() == 2 and (root / "releases" / "3" / "extra.txt").read_text() == "mine too"
 

@@ -66,6 +66,23 @@ def test_a_killed_commits_file_the_user_then_replaced_is_refused(ledger, monkeyp
     assert led.last_index() == 2 and not (root / WRITTEN).exists()
 
 
+def test_a_file_the_record_names_but_the_user_edited_is_said_to_be_changed(ledger, monkeypatch):
+    """The record names releases/2/metrics.json; the message said it records no interrupted
+    release writing it, and 'nothing was written or removed' while the same open removed a
+    killed writer's temp file."""
+    root = ledger.root
+    killed_commit(ledger, 2, monkeypatch)
+    (root / "releases" / "2" / "metrics.json").write_text('{"mine": 1}')  # edited after the kill
+    temp = root / "releases" / ".view.parquet.abcdefgh.dpriv-tmp"
+    temp.write_bytes(b"half a file")
+    with pytest.raises(LedgerError) as err:
+        Ledger(root, create=True)
+    said = str(err.value)
+    assert "; metrics.json was changed since the interrupted release wrote it" in said
+    assert "records no interrupted" not in said and "or removed" not in said
+    assert "nothing was written and none of your files was removed" in said and not temp.exists()
+
+
 def test_a_record_of_a_release_committed_since_is_dropped_at_the_next_open(ledger, monkeypatch):
     """Killed between the manifest and the removal of the record: the record would stay for ever
     (nothing to release, so no next release's folders to clean up)."""

@@ -32,7 +32,8 @@ def demo(
         typer.Option(
             help="Re-use a folder of an earlier demo: its ledger is moved aside to ledger.<n> "
             "(kept, never deleted) and the generated files an earlier demo or generate wrote are "
-            "replaced (refused if changed since)."
+            "replaced (refused if changed since); refused (exit 3) while a dpriv release writes that "
+            "ledger."
         ),
     ] = False,
     retrospective: Annotated[
@@ -49,8 +50,9 @@ def demo(
     """Generate the paper-setting history, release it with JS-reduce (in this process, or on a
     local cluster with --cluster or for views over 50,000 tuples) and attack it."""
     from dpriv.cli.outputs import check_outside_ledger, check_writable
-    from dpriv.datasets import medical_history, write_history
-    from dpriv.datasets.generated import GENERATED_FILES, check_generated
+    from dpriv.datasets import write_history
+    from dpriv.datasets.generated import GENERATED_FILES
+    from dpriv.ledger_files import LOCK, drop_lock, hold_lock
 
     check_outside_ledger(out, *GENERATED_FILES)  # raw data and a nested ledger inside a ledger
     folder = next(p for p in (out, *out.absolute().parents) if p.exists() or p.is_symlink())
@@ -68,18 +70,20 @@ def demo(
             f"{led} exists (an earlier release, perhaps not a demo): nothing was changed; choose another "
             f"--out, or pass --force to move it aside to {led}.<n> (kept) and run the demo again"
         )
-    check_generated(out, overwrite=force, flag="--force")  # an edited policy.toml is kept
-    k = _demo_privacy()["privacy"].get("k", 5)
-    if view_size < k:  # refused before anything is generated: every tuple would be suppressed
-        raise InputError(
-            f"--view-size {view_size} is smaller than the demo's k = {k}: no QI-group can form; "
-            f"choose --view-size {k} or more (nothing was written)"
-        )
-    mh = medical_history(views, view_size, seed=0)
-    if led.exists() or led.is_symlink():
-        aside = next(p for n in itertools.count(1) if not (p := led.with_name(f"ledger.{n}")).exists())
-        led.rename(aside)
-        _say(f"--force: the existing ledger was moved to {aside} (kept)")
+    # a running release holds the ledger's lock: moving its folder aside under it made
+    # it fail mid-write; held from here (before anything is generated) until the move
+    made = led.is_dir() and not (led / LOCK).exists()  # a lock file this command makes goes again
+    lock, aside = hold_lock(led) if led.is_dir() else None, None  # aside: where it was moved
+    try:
+        mh = _generate_checked(out, views, view_size, force)
+        if led.exists() or led.is_symlink():
+            aside = next(p for n in itertools.count(1) if not (p := led.with_name(f"ledger.{n}")).exists())
+            led.rename(aside)
+            _say(f"--force: the existing ledger was moved to {aside} (kept)")
+    finally:
+        drop_lock(lock)
+        if made:  # in the folder as it was, moved aside or not
+            ((aside or led) / LOCK).unlink(missing_ok=True)
     policy_path = write_history(out, mh, policy_extra=_demo_privacy(), overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
     eff, _ = load_effective(policy_path)
@@ -101,6 +105,21 @@ def demo(
     if retrospective:
         _retrospective(out / "ledger", mh, policy, float(worst["adversary_gain"]), share)
     typer.echo(f"the HTML report: dpriv report {shlex.quote(str(out / 'ledger'))}")
+
+
+def _generate_checked(out: Path, views: int, view_size: int, force: bool) -> Any:
+    """The demo's MedicalHistory, after the checks that refuse before anything is generated."""
+    from dpriv.datasets import medical_history
+    from dpriv.datasets.generated import check_generated
+
+    check_generated(out, overwrite=force, flag="--force")  # an edited policy.toml is kept
+    k = _demo_privacy()["privacy"].get("k", 5)
+    if view_size < k:  # refused before anything is generated: every tuple would be suppressed
+        raise InputError(
+            f"--view-size {view_size} is smaller than the demo's k = {k}: no QI-group can form; "
+            f"choose --view-size {k} or more (nothing was written)"
+        )
+    return medical_history(views, view_size, seed=0)
 
 
 def _retrospective(ledger: Path, mh: Any, policy: Any, paper_gain: float, share: AttackShare) -> None:

@@ -63,6 +63,7 @@ def generate_medical(
     from dpriv.datasets.generated import check_generated
 
     check_generated(out, overwrite=force, flag="--force")  # before the (long) generation
+    _note_pinned(out, force)
     mh = medical_history(views, view_size, attendance=attendance, seed=seed)
     policy_path = write_history(out, mh, policy_extra=RECOMMENDED_DEFENSE, overwrite=force)
     typer.echo(
@@ -112,6 +113,7 @@ def _generate_medical_partitioned(
         )
     scheduler = chosen_scheduler(scheduler, None, _say)  # before any file is looked at
     check_generated(out, overwrite=force, flag="--force")
+    _note_pinned(out, force)
     _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
     with dask_client(scheduler, say=_say, named=flag_named, config=False):  # the config was read above
         policy_path = write_medical_view(
@@ -182,5 +184,15 @@ def generate_pbc(
 
     check_folder(out)
     check_generated(out, overwrite=force, flag="--force", files=PBC_FILES)  # before reading the cohort
+    _note_pinned(out, force, PBC_FILES)
     policy_path = write_pbc(out, path, keep=keep, drop_missing=drop_missing, overwrite=force)
     typer.echo(f"history and policy written: {policy_path}")
+
+
+def _note_pinned(out: Path, force: bool, files: tuple[str, ...] | None = None) -> None:
+    """With --force (checked: every file it replaces is an earlier generate's), say on stderr
+    that a ledger beside them pins the files being replaced."""
+    from dpriv.datasets.generated import GENERATED_FILES, pinned_note
+
+    if force and (note := pinned_note(out, files or GENERATED_FILES)):
+        _say(note)

@@ -22,6 +22,7 @@ at once) only makes ``--force`` refuse, never replace.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.input_url import file_url_path, url_scheme
-from dpriv.ledger_files import file_sha256
+from dpriv.ledger_files import file_sha256, writing_results
 
 #: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
 #: temp files, ``.<name>.<random>``, leaves it alone).
@@ -376,7 +377,7 @@ def write_frame(
 
     if not (checked or own):
         check_out(out, kind=kind, force=force)
-    with made_folder(out.parent):
+    with made_folder(out.parent), writing_results(out.parent) if own else contextlib.nullcontext():
         if out.suffix.lower() in (".parquet", ".pq"):
             atomic_write(out, lambda fh: frame.to_parquet(fh, index=False), mode=None)
         else:

@@ -51,6 +51,19 @@ def refuse_existing(
         )
 
 
+def pinned_note(out: Path, files: tuple[str, ...] = GENERATED_FILES) -> str | None:
+    """The note for ``--force`` replacing generated ``files`` of ``out`` beside ``out/ledger``
+    (a ledger pins its history and knowledge files by SHA-256); None when there is none."""
+    present = [name for name in files if (out / name).exists()]
+    if not present or not (out / "ledger").exists():
+        return None
+    return (
+        f"note: --force replaces {present}, from which the ledger {out / 'ledger'} may have been "
+        "released: it pins them by SHA-256, so a later dpriv attack or verify of it with the new "
+        "files is refused (keep the old ones elsewhere first if you need them)"
+    )
+
+
 def check_generated(
     out: Path,
     *,
