@@ -10,6 +10,9 @@ from typing import NoReturn
 def main() -> None:
     """The ``dpriv`` script's entry point."""
     try:
+        from dpriv.dask_start import import_dask
+
+        import_dask(sys.argv)  # a Dask config Dask cannot load: exit 2, named, not a traceback
         from dpriv.cli import app
     except KeyboardInterrupt:
         sys.stderr.write("interrupted (Ctrl-C) while starting: nothing was read or written\n")

@@ -882,12 +882,12 @@ def test_a_release_piped_into_a_reader_that_stops_goes_on_to_its_last_view(tmp_p
 @pytest.mark.parametrize(
     "flag, value, message",
     [
-        ("--t", "nan", "t: must be a number in [0, 1], got nan"),
-        ("--j", "nan", "j: must be a number in [0, inf), got nan"),
-        ("--t", "1.5", "t: must be a number in [0, 1], got 1.5"),
-        ("--j", "-1", "j: must be a number in [0, inf), got -1.0"),
+        ("--t", "nan", "--t must be a number in [0, 1], not 'nan'"),
+        ("--j", "nan", "--j must be a number in [0, inf), not 'nan'"),
+        ("--t", "1.5", "--t must be a number in [0, 1], not '1.5'"),
+        ("--j", "-1", "--j must be a number in [0, inf), not '-1'"),
         # a seed past 2**60 - 1 was an internal OverflowError (the keyed salt is a uint64)
-        ("--seed", str(2**63 - 1), f"seed: must be a number in [0, {2**60 - 1}], got {2**63 - 1}"),
+        ("--seed", str(2**63 - 1), f"--seed must be a number in [0, {2**60 - 1}], not '{2**63 - 1}'"),
     ],
 )
 def test_a_threshold_flag_out_of_range_names_the_whole_range(tmp_path, flag, value, message):

@@ -4,6 +4,8 @@ greater than or equal to 1`` (the value given not named). Every command now says
 line naming the option, the value as typed and what the option takes; exit 2, nothing written;
 ``--help`` and ``dpriv`` alone still print the help."""
 
+import re
+
 import pytest
 from test_drill_repeats import only_error
 from typer.testing import CliRunner
@@ -89,3 +91,23 @@ def test_help_is_still_printed():
     assert "release" in res.output and "error:" not in res.output
     res = run("generate", "medical", "--help")
     assert res.exit_code == 0 and "--views" in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (["release", "h", "--kk", "3"], " (did you mean --k?)"),  # a letter added
+        (["release", "h", "--polcy", "p"], " (did you mean --policy?)"),  # a letter dropped
+        (["release", "h", "--ledgr", "L"], " (did you mean --ledger?)"),
+        (["release", "h", "--clsuter"], " (did you mean --cluster?)"),  # two letters swapped
+        # click's guesses (difflib >= 0.6 with the dashes) named options nothing like the one typed
+        (["demo", "--nosuch"], ""),
+        (["attack", "L", "--t", "1"], ""),
+        (["release", "h", "--out", "o"], ""),
+        (["release", "h", "--views", "2"], ""),
+    ],
+)
+def test_an_unknown_option_is_offered_only_a_plausible_typo_of_it(args, meant):
+    command, option = args[0], next(a for a in args if a.startswith("--"))
+    said = f"error: dpriv {command} has no option {option}{meant}: dpriv {command} --help lists its options"
+    only_error(run(*args), "^" + re.escape(said) + "$")

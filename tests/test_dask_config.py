@@ -58,3 +58,50 @@ def test_a_value_set_elsewhere_is_named_by_its_config_key(monkeypatch):
 def test_the_environment_variable_of_a_key():
     assert env_name("dataframe.shuffle.method") == "DASK_DATAFRAME__SHUFFLE__METHOD"
     assert env_name("dataframe.convert-string") == "DASK_DATAFRAME__CONVERT_STRING"
+
+
+def run_dpriv(args: list[str], **env: str) -> subprocess.CompletedProcess:
+    """``python -m dpriv args`` with ``env`` added to the environment (no DASK_* of the caller's)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    return subprocess.run(
+        [sys.executable, "-m", "dpriv", *args],
+        env={**base, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_dask_config_dask_cannot_load_is_exit_2_on_every_command_naming_the_variable():
+    # DASK_DATAFRAME__SHUFFLE makes dataframe.shuffle a string where Dask has a section: it
+    # fails inside `import dask`, before dpriv's own check of the values
+    proc = run_dpriv(["--version"], DASK_DATAFRAME__SHUFFLE="bogus")
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: Dask could not load its config (AttributeError: ")
+    assert (
+        "check the environment variable DASK_DATAFRAME__SHUFFLE and the YAML files in ~/.config/dask" in line
+    )
+    assert "unset or fix the value" in line and "bogus" not in line
+    debug = run_dpriv(["--version", "--debug"], DASK_DATAFRAME__SHUFFLE="bogus")
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_a_dask_config_folder_with_a_bad_or_malformed_file_is_exit_2_naming_it(tmp_path):
+    shaped, malformed = tmp_path / "shaped", tmp_path / "malformed"
+    shaped.mkdir()
+    malformed.mkdir()
+    (shaped / "dask.yaml").write_text("dataframe: {shuffle: tasks}\n")
+    (malformed / "dask.yaml").write_text("dataframe: [\n")
+    proc = run_dpriv(["--version"], DASK_CONFIG=str(shaped))
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert f"check the YAML files in {shaped} (DASK_CONFIG) and /etc/dask: unset or fix" in line
+    proc = run_dpriv(["--version"], DASK_CONFIG=str(malformed))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: the Dask config file {malformed / 'dask.yaml'} is not valid YAML: fix it or move it out of "
+        "its folder, then run the command again (--debug shows Dask's error)"
+    ]
+    assert run_dpriv(["--version"]).stdout.startswith("dpriv ")

@@ -32,6 +32,7 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     write_frame,
 )
 from dpriv.cli.pipe import ClosedPipeSafe
+from dpriv.cli.policy_message import error_text
 from dpriv.cli.repeats import App, comma_names
 from dpriv.dask_config import check_dask_config
 from dpriv.errors import DprivError, LedgerBusy, PolicyError
@@ -193,8 +194,7 @@ def command(fn):
         except (DprivError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             if debug:
                 traceback.print_exc()
-            prefix = "" if isinstance(exc, DprivError) else "cannot parse the input: "
-            _say(f"error: {prefix}{exc}".rstrip())
+            _say(f"error: {error_text(exc)}".rstrip())  # one bad policy value: one line
             # a ledger another command is writing: the same command succeeds later (a retry, as on 3)
             raise typer.Exit(CLUSTER_EXIT if isinstance(exc, LedgerBusy) else 2) from None
         except typer.Exit:

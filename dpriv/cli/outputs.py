@@ -273,6 +273,7 @@ def check_writable(folder: Path, flag: str = "--out") -> None:
     """Refuse (InputError) a folder this process cannot create a file in, before any work: a
     probe file is created and removed (permission bits alone do not tell: root, read-only
     mounts, immutable folders)."""
+    import errno
     import os
     import tempfile
 
@@ -281,9 +282,10 @@ def check_writable(folder: Path, flag: str = "--out") -> None:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".dpriv-probe-"):
             pass
         os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns))  # the folder as it was
-    except OSError as exc:
+    except OSError as exc:  # ENOENT for a folder that exists: /proc, /sys make no new files
+        why = "its file system takes no new files" if exc.errno == errno.ENOENT and folder.is_dir() else ""
         raise InputError(
-            f"{flag}: dpriv cannot write in folder {folder} ({exc.strerror or exc}); choose a "
+            f"{flag}: dpriv cannot write in folder {folder} ({why or exc.strerror or exc}); choose a "
             "folder you can write to: nothing was written"
         ) from None
 

@@ -12,6 +12,8 @@ conversion (:func:`watch_paths`, for every :class:`dpriv.cli.repeats.OnceCommand
   typed ``Path``) is where dpriv writes, or a local file it reads: a URL (``file://``,
   ``s3://``...) is refused as given, naming the path to give for a ``file://`` one
   (:func:`url_refusal`); what dpriv reads through fsspec (:data:`INPUTS`) takes URLs;
+* an empty value (``--ledger ""``, ``--ledger "$UNSET"``) is refused as empty: pathlib read it as
+  ``.``, so the ledger was the current folder ("error: . is not empty and is not a ledger");
 * a leading ``~`` of a path option or of an input (:data:`INPUTS`) is expanded, as fsspec and a
   shell do (``--hierarchy COL=~/h.csv``: :func:`dpriv.cli.common.with_hierarchies`).
 """
@@ -47,9 +49,12 @@ def url_refusal(flag: str, given: str, name: str) -> str | None:
 
 def given_path(flag: str, name: str, is_path: bool, value: Any) -> Any:
     """``value`` (a parsed string; None or click's marker when absent) as the command takes it:
-    ``~`` expanded; OptionError for a URL given to a path option (``is_path``)."""
+    ``~`` expanded; OptionError for an empty value (``--ledger ""`` was the current folder) and
+    for a URL given to a path option (``is_path``)."""
     if not isinstance(value, str):
         return value
+    if not value.strip():  # "" read as "." (the folder the command runs in), or as no file at all
+        raise OptionError(f"{flag} is empty ({value!r}; an unset shell variable?): give a path")
     if is_path and (problem := url_refusal(flag, value, name)):
         raise OptionError(problem)
     return os.path.expanduser(value)

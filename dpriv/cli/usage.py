@@ -12,6 +12,7 @@ instead of click's. ``dpriv`` alone still prints the help (click's NoArgsIsHelpE
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from dpriv.cli.repeats import OptionError, UsageError, _convert
@@ -85,7 +86,7 @@ def worded(exc: Exception, command: Any, ctx: Any, args: list[str]) -> Exception
     where = getattr(getattr(exc, "ctx", None) or ctx, "command_path", "") or "dpriv"
     param = getattr(exc, "param", None)
     if type(exc).__name__ == "NoSuchOption":
-        guesses = sorted(getattr(exc, "possibilities", None) or [])
+        guesses = likely_meant(exc.option_name, getattr(exc, "ctx", None) or ctx, command)
         maybe = f" (did you mean {' or '.join(guesses)}?)" if guesses else ""
         text = f"{where} has no option {exc.option_name}{maybe}: {where} --help lists its options"
     elif type(exc).__name__ == "BadParameter" and param is not None:
@@ -97,6 +98,30 @@ def worded(exc: Exception, command: Any, ctx: Any, args: list[str]) -> Exception
     error = OptionError(text, ctx=getattr(exc, "ctx", None) or ctx)
     error.exit_code = getattr(exc, "exit_code", 2)
     return error
+
+
+def likely_meant(name: str, ctx: Any, command: Any) -> list[str]:
+    """The options of the command (``ctx``'s, else ``command``) that ``name`` (an unknown ``--x``)
+    is plausibly a typo of, sorted: compared without the dashes, similar by difflib's ratio >= 0.75
+    or one letter added, dropped, changed or two swapped (``--kk`` -> ``--k``). click's own guesses
+    (ratio >= 0.6 with the dashes) offered ``--out`` for ``--nosuch`` and ``--t`` for ``--out``."""
+    params = getattr(getattr(ctx, "command", None) or command, "params", [])
+    opts = {o.lstrip("-"): o for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}
+    typed = name.lstrip("-")
+    close = set(difflib.get_close_matches(typed, list(opts), n=3, cutoff=0.75))
+    close |= {o for o in opts if len(typed) > 1 and _one_edit(typed, o)}
+    return sorted(opts[o] for o in close)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one letter added, dropped or changed, or two swapped."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    if len(a) == len(b):
+        return a[i + 1 :] == b[i + 1 :] or (a[i + 2 :] == b[i + 2 :] and a[i : i + 2] == b[i : i + 2][::-1])
+    short, long_ = sorted((a, b), key=len)
+    return short[i:] == long_[i + 1 :]
 
 
 def _bad_value(exc: Any, command: Any, ctx: Any, args: list[str], param: Any) -> str:

@@ -1,0 +1,76 @@
+"""A policy value out of its range is one ``error:`` line (README: "an out-of-range value ... one
+``error:`` line"), naming the flag, the value as typed and where the policy came from: ``dpriv
+release ... --t -1`` said ``error: invalid policy (policy file p.toml with --t):`` and, on a second
+line, ``t: must be a number in [0, 1], got -1.0``; ``--j 1e400`` said ``got inf``."""
+
+import pytest
+from typer.testing import CliRunner
+
+from dpriv.cli import app
+from dpriv.cli.policy_message import one_line_policy
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "h.csv").write_text("respondent_id,view,age,exam_result\n1,1,50,a\n")
+    (tmp_path / "p.toml").write_text(
+        '[columns]\nid = "respondent_id"\ntime = "view"\nqi = ["age"]\nsensitive = "exam_result"\n'
+        "[privacy]\nk = 2\nt = 0.5\nj = 1.0\n"
+    )
+    return tmp_path
+
+
+def refused(files, *flags):
+    args = ["release", files / "h.csv", "--ledger", files / "L", "--policy", files / "p.toml", *flags]
+    res = CliRunner().invoke(app, [str(a) for a in args], prog_name="dpriv")
+    assert res.exit_code == 2 and not (files / "L").exists(), res.output
+    return [line for line in res.output.splitlines() if line.startswith(("error:", "  "))]
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--t", "-1"], "--t must be a number in [0, 1], not '-1' (policy file {p} with --t)"),
+        (["--t", "nan"], "--t must be a number in [0, 1], not 'nan' (policy file {p} with --t)"),
+        (["--t", "1.5"], "--t must be a number in [0, 1], not '1.5' (policy file {p} with --t)"),
+        (
+            ["--retro-max-gain", "-1"],
+            "--retro-max-gain must be a number in (0, 1], not '-1' (policy file {p} with --retro-max-gain)",
+        ),
+        (
+            ["--j", "1e400"],
+            "--j must be a number in [0, inf), not 'inf': too large to be a finite number "
+            "(policy file {p} with --j)",
+        ),
+        # a flag given beside the bad one: the bad one named as the flag still
+        (
+            ["--k", "3", "--t", "-0.5"],
+            "--t must be a number in [0, 1], not '-0.5' (policy file {p} with --k, --t)",
+        ),
+    ],
+)
+def test_one_bad_flag_value_is_one_error_line(files, flags, said):
+    assert refused(files, *flags) == ["error: " + said.format(p=files / "p.toml")]
+
+
+def test_a_bad_value_of_the_file_names_the_key_and_several_problems_stay_a_line_each(files):
+    text = (files / "p.toml").read_text().replace("t = 0.5", "t = 2")
+    (files / "p.toml").write_text(text)
+    p = files / "p.toml"
+    assert refused(files) == [f"error: t must be a number in [0, 1], not '2' (policy file {p})"]
+    assert refused(files, "--j", "-1") == [
+        f"error: invalid policy (policy file {p} with --j):",
+        "  t: must be a number in [0, 1], got 2",
+        "  j: must be a number in [0, inf), got -1.0",
+    ]
+
+
+def test_other_one_problem_refusals_are_one_line_and_other_messages_unchanged():
+    said = "invalid policy (policy file p.toml with --qi):\n  columns ['a'] are used twice"
+    assert (
+        one_line_policy(said) == "invalid policy (policy file p.toml with --qi): columns ['a'] are used twice"
+    )
+    # --tt is not --t: the key is named as in the file
+    said = "invalid policy (flags --tt):\n  t: must be a number in [0, 1], got 2"
+    assert one_line_policy(said) == "t must be a number in [0, 1], not '2' (flags --tt)"
+    assert one_line_policy("no policy file: give --policy FILE") == "no policy file: give --policy FILE"
