@@ -35,6 +35,7 @@ import pandas as pd
 from dpriv.errors import LedgerError, check_count
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
 from dpriv.ledger_files import (
+    ATTACK_DIR,  # noqa: F401 (re-exported: where the ledger keeps attack results)
     LOCK,
     drop_lock,
     hold_lock,
@@ -69,9 +70,6 @@ if TYPE_CHECKING:
 POLICY = "policy.json"
 #: The sensitive table of an Anatomy release (dpriv.anatomy.SENSITIVE_FILE).
 SENSITIVE = "sensitive.parquet"
-#: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
-#: the report; :func:`dpriv.attack.save_gain` writes there.
-ATTACK_DIR = "attack"
 
 
 class Ledger:

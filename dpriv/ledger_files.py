@@ -202,10 +202,19 @@ def drop_lock(fd: int | None) -> None:
         os.close(fd)
 
 
+#: Folder of a ledger holding attack results (``gain_<knowledge>.csv``, ``kpr.csv``), read by
+#: the report; :func:`dpriv.attack.save_gain` writes there (under :func:`writing_results`).
+ATTACK_DIR = "attack"
+
+
 def remove_temp(root: Path) -> None:
-    """Remove what a killed writer left anywhere under ``root``: temp files and temp state
-    folders (``.<name>.<8 random characters>.dpriv-tmp``), and nothing else."""
+    """Remove what a killed writer left anywhere under ``root`` but ``attack/``: temp files and
+    temp state folders (``.<name>.<8 random characters>.dpriv-tmp``), and nothing else. The
+    attack results' writers, who take no ledger lock, clean ``attack/`` under its own lock
+    (:func:`writing_results`): a temp file there may be a running attack's."""
     for p in sorted(root.rglob(".*"), reverse=True):
+        if p.relative_to(root).parts[0] == ATTACK_DIR:
+            continue
         if is_temp(p) and p.is_dir() and not p.is_symlink():  # a state's temp folder
             shutil.rmtree(p)
         elif is_temp(p) and p.exists() and p.is_file():

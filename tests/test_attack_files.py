@@ -131,3 +131,20 @@ def test_a_killed_attacks_temp_files_are_removed_by_the_next_write_and_nothing_e
     left[0].write_text("half")  # the retrospective result's writer does the same
     write_frame(_unstamped(), default_out(ledger.root, "dk", "retrospective"), kind="attack", own=True)
     assert not left[0].exists() and all(p.read_text() == "half" for p in mine)
+
+
+def test_a_ledger_opened_for_writing_leaves_a_running_attacks_temp_file(ledger):
+    """A release opening the ledger removes a killed writer's temp files, but not under
+    ``attack/``: an attack takes no ledger lock, so its temp file there may be a live one
+    (it is removed by the next result written there, under that folder's lock)."""
+    from dpriv.ledger import Ledger
+
+    folder = ledger.root / "attack"
+    folder.mkdir(exist_ok=True)
+    live = folder / ".gain_dk.csv.q7w3e9r1.dpriv-tmp"
+    killed = ledger.root / "releases" / ".view.parquet.a1b2c3d4.dpriv-tmp"
+    live.write_text("a running attack's")
+    killed.write_text("a killed release's")
+    Ledger(ledger.root, create=True)  # as a release opens it
+    assert live.read_text() == "a running attack's" and not killed.exists()
+    live.unlink()
