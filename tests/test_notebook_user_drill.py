@@ -134,7 +134,7 @@ def test_python_refusals_name_python_arguments_the_cli_its_flags(generated, tmp_
     args = ["release", str(tmp_path / "h.parquet"), "--policy", str(pf), "--t", "2", "--k", "5"]
     res = CliRunner().invoke(app, [*args, "--ledger", str(tmp_path / "led"), "--no-cluster"])
     assert res.exit_code == 2, res.output
-    assert f"(policy file {pf} with --k, --t):\n  t: must be a number in [0, 1], got 2.0" in res.output
+    assert f"error: --t must be a number in [0, 1], not '2' (policy file {pf} with --k, --t)\n" in res.output
 
 
 # -- 5. columns the policy does not name: dropped, and said in Python too -----------------------------
