@@ -20,6 +20,8 @@ def import_dask(argv: list[str]) -> None:
     try:
         import dask  # noqa: F401
         import dask.dataframe  # noqa: F401
+    except ImportError:  # a missing or broken install, not its config: Python's own message
+        raise
     except Exception as exc:  # Dask raises whatever its config parsing hits (AttributeError, ValueError)
         if "--debug" in argv:
             raise

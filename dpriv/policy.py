@@ -8,7 +8,6 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -118,8 +117,7 @@ class ReleasePolicy(BaseModel):
     l, bt_b, bt_t : the baselines' distinct l-diversity and (B,t)-privacy parameters (§4.2, §3.5)
     knowledge : knowledge sources, e.g. ``{"dk": "knowledge/dk.npz"}`` (paths relative to the file)
     hierarchies : categorical QI -> path of its ARX-format generalization hierarchy
-        (:mod:`dpriv.hierarchy`; relative to the file, ``~`` the home folder), released as the
-        group's lowest common node
+        (:mod:`dpriv.hierarchy`; relative to the file, or ``~/``), released as the group's lowest common node
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -191,7 +189,7 @@ class ReleasePolicy(BaseModel):
     def _read_only(cls, value: Any, info: ValidationInfo) -> Any:
         """Read-only lists and tables (dpriv/frozen.py); ``~/`` paths of knowledge/hierarchies expanded."""
         if info.field_name in ("knowledge", "hierarchies") and isinstance(value, dict):
-            value = {k: os.path.expanduser(v) if isinstance(v, str) else v for k, v in value.items()}
+            value = {k: str(Path(v).expanduser()) if str(v).startswith("~") else v for k, v in value.items()}
         return freeze(value, str(info.field_name))
 
     @model_validator(mode="after")

@@ -105,3 +105,22 @@ def test_a_dask_config_folder_with_a_bad_or_malformed_file_is_exit_2_naming_it(t
         "its folder, then run the command again (--debug shows Dask's error)"
     ]
     assert run_dpriv(["--version"]).stdout.startswith("dpriv ")
+
+
+def test_a_missing_dask_module_is_not_blamed_on_the_config(monkeypatch):
+    """Only a failure of Dask's config is an `error:` line: an ImportError (a broken install)
+    keeps Python's own message, not 'Dask could not load its config'."""
+    import builtins
+
+    from dpriv.dask_start import import_dask
+
+    real = builtins.__import__
+
+    def broken(name, *args, **kwargs):
+        if name == "dask.dataframe":
+            raise ModuleNotFoundError("No module named 'dask.dataframe'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    with pytest.raises(ModuleNotFoundError, match="dask.dataframe"):
+        import_dask([])
