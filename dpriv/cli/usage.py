@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from dpriv.cli.repeats import OptionError, UsageError, _convert
+from dpriv.cli.repeats import GIVEN, OptionError, UsageError, _convert, current_context
 
 #: What a value of each Python type is called in a message.
 _KINDS = {int: "a whole number", float: "a number", bool: "true or false"}
@@ -61,6 +61,17 @@ def _given(command: Any, ctx: Any, args: list[str], param: Any) -> str | None:
     if isinstance(value, list | tuple):  # an option given several times, or nargs > 1
         value = " ".join(map(str, value))
     return value if isinstance(value, str) else None
+
+
+def typed_value(flag: str) -> str | None:
+    """The text given for option ``flag`` (``--j``) on the command line of the command being run,
+    as typed (``1e400``, which the command got as inf); None outside a command or when not given."""
+    ctx = current_context()
+    args = ctx.meta.get(GIVEN) if ctx is not None else None
+    if not args:
+        return None
+    param = next((p for p in ctx.command.params if flag in p.opts), None)
+    return None if param is None else _given(ctx.command, ctx, args, param)
 
 
 def _flag(param: Any) -> str:
