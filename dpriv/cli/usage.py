@@ -114,13 +114,19 @@ def worded(exc: Exception, command: Any, ctx: Any, args: list[str]) -> Exception
 def likely_meant(name: str, ctx: Any, command: Any) -> list[str]:
     """The options of the command (``ctx``'s, else ``command``) that ``name`` (an unknown ``--x``)
     is plausibly a typo of, sorted: compared without the dashes, similar by difflib's ratio >= 0.75
-    or one letter added, dropped, changed or two swapped (``--kk`` -> ``--k``). click's own guesses
+    or one letter added, dropped, changed or two swapped (``--kk`` -> ``--k``); of an option's two
+    spellings the nearer (``--no-clustr`` -> ``--no-cluster``, not ``--cluster``). click's own guesses
     (ratio >= 0.6 with the dashes) offered ``--out`` for ``--nosuch`` and ``--t`` for ``--out``."""
     params = getattr(getattr(ctx, "command", None) or command, "params", [])
     opts = {o.lstrip("-"): o for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}
     typed = name.lstrip("-")
     close = set(difflib.get_close_matches(typed, list(opts), n=3, cutoff=0.75))
     close |= {o for o in opts if len(typed) > 1 and _one_edit(typed, o)}
+    for p in params:  # two spellings of one option (--cluster/--no-cluster): the nearer one only
+        both = [o[2:] for o in (*p.opts, *p.secondary_opts) if o.startswith("--") and o[2:] in close]
+        if len(both) > 1:
+            near = {o: difflib.SequenceMatcher(None, typed, o).ratio() for o in both}
+            close -= {o for o, ratio in near.items() if ratio < max(near.values())}
     return sorted(opts[o] for o in close)
 
 
