@@ -320,7 +320,7 @@ def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
             name,
             other,
             f"numeric QI {name!r} holds text that is not a number: {shown}; correct each to a number "
-            "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical "
+            "(e.g. 72 for '72kg') or drop the rows, or declare the QI categorical "
             f"({declare_categorical(name)})",
         )
 
