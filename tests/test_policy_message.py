@@ -85,3 +85,13 @@ def test_other_one_problem_refusals_are_one_line_and_other_messages_unchanged():
     said = "invalid policy (flags --tt):\n  t: must be a number in [0, 1], got 2"
     assert one_line_policy(said) == "t must be a number in [0, 1], not '2' (flags --tt)"
     assert one_line_policy("no policy file: give --policy FILE") == "no policy file: give --policy FILE"
+    # the value as given, when known: a number read as inf is said too large unless typed inf
+    said = "invalid policy (flags --j):\n  j: must be a number in [0, inf), got inf"
+    too_large = "--j must be a number in [0, inf), not '{}': too large to be a finite number (flags --j)"
+    assert one_line_policy(said, lambda name, where: "1E+400") == too_large.format("1E+400")
+    assert one_line_policy(said) == too_large.format("inf")  # not known: as before
+    assert (
+        one_line_policy(said, lambda name, where: "+inf")
+        == "--j must be a number in [0, inf), not '+inf' (flags --j)"
+    )
+    assert one_line_policy(said, lambda name, where: "7") == too_large.format("inf")  # not the number shown

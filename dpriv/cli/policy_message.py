@@ -85,7 +85,8 @@ def _typed(shown: str, given: str | None = None) -> str:
         text = str(int(value))
     else:
         text = shown
-    too_large = math.isinf(value) and text.lower().lstrip("+-") not in ("inf", "infinity")
+    typed_inf = given is not None and given.lower().lstrip("+-") in ("inf", "infinity")
+    too_large = math.isinf(value) and not typed_inf  # 1e400, or a text unknown (most likely so)
     return f"'{text}'" + (": too large to be a finite number" if too_large else "")
 
 
