@@ -232,7 +232,7 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
             fix = "delete these empty rows (every cell blank, such as a CSV's trailing ',,,,' lines)"
         elif not header and has_nan:
             fix = "give each of these rows the index of its view (1..n), or delete them"
-        where = f" ({describe(rows, count, policy.id, None, whole=True)})" if rows else ""
+        where = f" ({describe(rows, count, None, whole=True)})" if rows else ""
         raise InputError(
             f"time column {policy.time!r} must hold release indices 1, 2, ... (integers, no NaN); "
             f"it holds {_not_indices(idx)}{where}: {fix}"
@@ -258,7 +258,7 @@ def _time_problems(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """The rows of ``part`` whose time is not a whole number (missing, text, 1.5)."""
     num = pd.to_numeric(part[policy.time].astype(object), errors="coerce")
     bad = (num.isna() | (num % 1 != 0)).to_numpy()
-    found = [(0, policy.time, "release indices", bad_rows(part, bad, policy.id, None), int(bad.sum()))]
+    found = [(0, policy.time, "release indices", bad_rows(part, bad, None), int(bad.sum()))]
     return pd.DataFrame(found if bad.any() else [], columns=PROBLEM_COLUMNS)
 
 

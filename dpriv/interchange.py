@@ -367,8 +367,8 @@ def _rows_named(released: pd.DataFrame, mask: np.ndarray) -> str:
 
     hit = np.flatnonzero(mask)
     labels = released.index[hit[:MAX_ROWS_SHOWN]].tolist()
-    rows = [BadRow(int(p), label, None, None) for p, label in zip(hit[:MAX_ROWS_SHOWN].tolist(), labels)]
-    return describe(rows, len(hit), "", None, whole=input_file() is not None)
+    rows = [BadRow(int(p), label, None) for p, label in zip(hit[:MAX_ROWS_SHOWN].tolist(), labels)]
+    return describe(rows, len(hit), None, whole=input_file() is not None)
 
 
 def _same_within_groups(values: np.ndarray, codes: np.ndarray, column: str) -> None:

@@ -5,7 +5,8 @@ refuses any other), so "raise retro_max_gain" or "allow more suppression with [p
 max_suppression" cannot be followed on the same ledger once a release is committed: the
 changed policy needs a new ledger, into which the history is released from its first view.
 The one exception: ``small_view = "suppress"`` may be taken up by a running ledger
-(:data:`dpriv.ledger.TAKE_UP`), so the refusal of a view smaller than k says so.
+(:data:`dpriv.ledger.TAKE_UP`), so the refusal of a view smaller than k says so. Text in a
+numeric QI is not met by declaring it categorical there (:func:`with_kind_hint`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,27 @@ def declare_categorical(name: str) -> str:
     return (
         f'--categorical {name}, [kinds] {name} = "categorical" in the policy, or '
         f"policy.with_overrides(kinds={{**policy.kinds, {name!r}: 'categorical'}}) in Python"
+    )
+
+
+#: The advice to declare a QI categorical (:func:`declare_categorical`; ``[kinds]`` alone where a
+#: message names no flag), which a ledger holding releases cannot follow: its QIs' kinds are fixed.
+_DECLARE = re.compile(
+    r", or declare the QI categorical(?: in \[kinds\]| \((?:--categorical .*? in Python|\[kinds\] .*?)\))"
+)
+
+
+def with_kind_hint(exc: InputError, committed: int) -> InputError:
+    """``exc`` without its advice to declare a QI categorical when ``committed`` > 0 releases are
+    in the ledger (which refuses a changed policy), and with what that needs instead: a new
+    ledger; else ``exc`` itself."""
+    text = str(exc)
+    if committed <= 0 or not _DECLARE.search(text):
+        return exc
+    return type(exc)(
+        f"{_DECLARE.sub('', text, count=1)} ({_held(committed)} committed and the ledger keeps the kind "
+        f"of each QI; declaring one categorical changes the policy, which needs a new ledger: "
+        f"{INTO_NEW_LEDGER})"
     )
 
 

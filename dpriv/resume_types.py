@@ -258,7 +258,7 @@ def _cause(history, policy: ReleasePolicy, rec: Recorded, now) -> Cause:
     found = _csv_rows(source.path, rec.column, policy) if source is not None and source.csv else None
     if found is not None:
         rows, count, example = found
-        where = describe(rows, count, policy.id, policy.time, whole=True)
+        where = describe(rows, count, policy.time, whole=True)
         if _POINT_ZERO.match(example):
             return Cause(
                 f"; it is read as {now} because lines write whole numbers as {example!r} ({where})",
@@ -287,14 +287,14 @@ def _first(col):
 
 def _csv_rows(path: str, column: str, policy: ReleasePolicy) -> tuple[list[BadRow], int, str] | None:
     """The rows of the CSV ``path`` whose ``column`` is not written as a whole number: the first
-    :data:`~dpriv.rows.MAX_ROWS_SHOWN` (position in the file, id, time), their count and the
+    :data:`~dpriv.rows.MAX_ROWS_SHOWN` (position in the file, time), their count and the
     first text; the file read again as text by pyarrow, batch by batch (on this refusal only).
     None when the file cannot be read so (the message then names no lines)."""
     from pyarrow import csv as arrow_csv
 
     from dpriv.csv_read import sniff_delimiter
 
-    keep = [c for c in dict.fromkeys([policy.id, policy.time, column]) if c]
+    keep = [c for c in dict.fromkeys([policy.time, column]) if c]
     rows: list[BadRow] = []
     count, start, example = 0, 0, ""
     try:
@@ -317,4 +317,4 @@ def _bad_rows(frame: pd.DataFrame, positions: np.ndarray, start: int, policy: Re
     sub = frame.iloc[positions]
     times = sub[policy.time].tolist() if policy.time else [None] * len(sub)
     at = (start + positions).tolist()
-    return [BadRow(p, p, as_python(i), t) for p, i, t in zip(at, sub[policy.id].tolist(), times)]
+    return [BadRow(p, p, t) for p, t in zip(at, times)]

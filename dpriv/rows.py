@@ -47,11 +47,11 @@ LINE_SCAN_LINES = 1_000_000
 
 class BadRow(NamedTuple):
     """One offending row: its 0-based position in the frame checked (or its partition), its
-    index label, its id (None without an id column) and its time (None without a time column)."""
+    index label and its time (None without a time column). Never its id: a message may be logged
+    or shown where the ids must not go."""
 
     position: int
     label: Any
-    id: Any
     time: Any
 
 
@@ -95,7 +95,7 @@ def csv_rows(whole: bool = True) -> bool:
     return whole and source is not None and source.csv
 
 
-def bad_rows(part: pd.DataFrame, mask: np.ndarray, id_col: str, time_col: str | None) -> list[BadRow]:
+def bad_rows(part: pd.DataFrame, mask: np.ndarray, time_col: str | None) -> list[BadRow]:
     """The first :data:`MAX_ROWS_SHOWN` rows of ``part`` where ``mask`` (bool, shape (n,)) holds,
     then the first such row of each other time (view) of ``time_col``: a message names the views
     of every bad row (:func:`views_prefix`), not only of the rows it shows."""
@@ -105,17 +105,8 @@ def bad_rows(part: pd.DataFrame, mask: np.ndarray, id_col: str, time_col: str | 
         first = pd.Series(part[time_col].to_numpy()[hit]).drop_duplicates().index.to_numpy()
         pos = np.union1d(pos, hit[first])  # one row per view beyond the rows shown
     sub = part.iloc[pos]
-    ids = sub[id_col].tolist() if id_col in sub else [None] * len(pos)
     times = sub[time_col].tolist() if time_col and time_col in sub else [None] * len(pos)
-    ids = [None if _missing(i) else i for i in ids]  # a missing id is the problem, not a name
-    return [BadRow(int(p), lab, i, t) for p, lab, i, t in zip(pos.tolist(), sub.index.tolist(), ids, times)]
-
-
-def _missing(value: Any) -> bool:
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):  # a list or array: not missing
-        return False
+    return [BadRow(int(p), lab, t) for p, lab, t in zip(pos.tolist(), sub.index.tolist(), times)]
 
 
 #: What a missing value is in a CSV file, said in :func:`missing_message` when the input is one.
@@ -148,7 +139,6 @@ def place(rows: list[BadRow], offset: int) -> list[BadRow]:
 def describe(
     rows: list[BadRow],
     count: int,
-    id_col: str,
     time_col: str | None,
     *,
     whole: bool,
@@ -160,9 +150,8 @@ def describe(
     :func:`rows_of`, whole and in order), else ``row <label>``, or ``row at position <p>`` (from 0)
     when two of the rows named share their index label (a frame of repeated labels).
     ``checked``: only the first rows of the input were checked (``"62 of the first 1,000 rows,
-    the rest not checked yet: ..."``). A row is never named by its id (``id_col``, kept for the
-    callers): a message may be logged or shown where the ids must not go, and the line or row
-    with its time locates it."""
+    the rest not checked yet: ..."``). A row is never named by its id (:class:`BadRow`): the
+    line or row with its time locates it."""
     rows = sorted(rows, key=lambda r: r.position)[:MAX_ROWS_SHOWN]
     source = input_file() if whole else None
     in_files = False
@@ -335,7 +324,7 @@ MAX_OTHER_PROBLEMS = 3
 
 
 def problems_message(
-    problems: pd.DataFrame, id_col: str, time_col: str | None, *, whole: bool, checked: int | None = None
+    problems: pd.DataFrame, time_col: str | None, *, whole: bool, checked: int | None = None
 ) -> str:
     """One message for every problem of a problems frame (:data:`PROBLEM_COLUMNS`, the rows of
     all partitions, :func:`placed`): the first (smallest order, then first found) in full, then
@@ -351,7 +340,7 @@ def problems_message(
         rows = sorted((r for found in same["rows"] for r in found), key=lambda r: r.position)
         count = int(same["count"].sum())
         key = (int(same["order"].min()), seen)  # as before: the smallest order, first found
-        where = describe(rows, count, id_col, time_col, whole=whole, checked=checked)
+        where = describe(rows, count, time_col, whole=whole, checked=checked)
         message = same["message"].iloc[0]
         texts.append((key, f"{views_prefix(rows, time_col)}{message} ({where})"))
     texts = [t for _, t in sorted(texts, key=lambda kt: kt[0])]

@@ -100,7 +100,7 @@ def first_problem(
     (:func:`dpriv.rows.problems_message`): rows over all partitions (and all views of a
     history), the first :data:`MAX_ROWS_SHOWN` named, by their line in the input file when
     ``whole`` (the frame checked is that file, whole and in order: :func:`dpriv.rows.describe`)."""
-    return problems_message(problems, policy.id, policy.time, whole=whole, checked=checked)
+    return problems_message(problems, policy.time, whole=whole, checked=checked)
 
 
 def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
@@ -244,7 +244,7 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
 
 def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> list[BadRow]:
     """The first offending rows of ``part`` (:func:`dpriv.rows.bad_rows`)."""
-    return bad_rows(part, mask, policy.id, policy.time)
+    return bad_rows(part, mask, policy.time)
 
 
 def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = False) -> pd.DataFrame:
@@ -320,7 +320,7 @@ def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
             name,
             other,
             f"numeric QI {name!r} holds text that is not a number: {shown}; correct each to a number "
-            "(e.g. 72 for '72kg'), drop the rows, or declare the QI categorical "
+            "(e.g. 72 for '72kg') or drop the rows, or declare the QI categorical "
             f"({declare_categorical(name)})",
         )
 

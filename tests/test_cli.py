@@ -922,6 +922,33 @@ def test_a_later_week_outside_the_ledgers_domains_is_told_to_start_a_new_ledger(
     assert "Traceback" not in out and tree(tmp_path / "L") == before
 
 
+def test_text_in_a_running_ledgers_numeric_qi_is_not_told_to_declare_it_categorical(cli, tmp_path):
+    """'declare the QI categorical (--categorical age, ...)' was the advice for week 2 of a ledger
+    holding week 1, whose policy (age numeric) the ledger keeps: --categorical is refused there."""
+    week = view(30, seed=0)  # week 2: week 1's QIs (inside the ledger's domains), other results
+    second = week.assign(week=2, exam_result=week["exam_result"].to_numpy()[::-1])
+    history = pd.concat([week.assign(week=1), second], ignore_index=True).astype({"age": object})
+    history[history["week"] == 1].to_csv(tmp_path / "h1.csv", index=False)
+    history.loc[33, "age"] = "unknown"
+    history.to_csv(tmp_path / "h.csv", index=False)
+    flags = ("--id", "respondent_id", "--time", "week", "--qi", "age,gender,weight",
+             "--sensitive", "exam_result", "--k", "3", "--t", "1", "--j", "10")  # fmt: skip
+    assert cli("release", tmp_path / "h1.csv", "--ledger", tmp_path / "L", *flags).exit_code == 0
+    before = tree(tmp_path / "L")
+    out = assert_refused(
+        cli("release", tmp_path / "h.csv", "--ledger", tmp_path / "L", *flags),
+        r"numeric QI 'age' holds text that is not a number: 'unknown'; correct each to a number "
+        r"\(e\.g\. 72 for '72kg'\) or drop the rows \(1 row: line 35 \(week=2\) of",
+        r"\(release 1 is committed and the ledger keeps the kind of each QI; declaring one categorical "
+        r"changes the policy, which needs a new ledger: release the history with it into --ledger NEW",
+    )
+    assert "--categorical" not in out and "[kinds]" not in out and "also:" not in out
+    assert tree(tmp_path / "L") == before
+    # a new ledger: the advice stands (a policy may still declare the QI categorical)
+    out = assert_refused(cli("release", tmp_path / "h.csv", "--ledger", tmp_path / "new", *flags))
+    assert "or declare the QI categorical (--categorical age, " in out and "committed" not in out
+
+
 def test_csv_ids_that_read_as_one_number_are_refused(cli, tmp_path):
     """'004' in week 1 and '4' in week 2 were read as the number 4: two patients linked as one."""
     weeks = [view(30, seed=w).assign(week=w + 1) for w in range(2)]

@@ -100,6 +100,10 @@ def test_help_is_still_printed():
         (["release", "h", "--polcy", "p"], " (did you mean --policy?)"),  # a letter dropped
         (["release", "h", "--ledgr", "L"], " (did you mean --ledger?)"),
         (["release", "h", "--clsuter"], " (did you mean --cluster?)"),  # two letters swapped
+        # of a flag's two spellings, the one typed: --no-clustr was offered --cluster too
+        (["release", "h", "--no-clustr"], " (did you mean --no-cluster?)"),
+        (["release", "h", "--clustr"], " (did you mean --cluster?)"),
+        (["release", "h", "--no-progres"], " (did you mean --no-progress?)"),
         # click's guesses (difflib >= 0.6 with the dashes) named options nothing like the one typed
         (["demo", "--nosuch"], ""),
         (["attack", "L", "--t", "1"], ""),

@@ -499,6 +499,36 @@ def test_cli_export_of_a_ledger_release(cli, tmp_path):
     assert r.exit_code == 2 and "number of suppressed tuples is unknown" in r.output
 
 
+def test_cli_export_writes_a_hierarchy_node_as_named(cli, tmp_path):
+    """A node named with braces ({x}, a name the hierarchy file allows) lost them in ARX's
+    spelling: export did not tell the writer which QIs hold node names, so {x} was read as a set
+    of one value and written x, which a reader takes for the leaf x."""
+    (tmp_path / "city.csv").write_text("Metz;{x};*\nNancy;{x};*\nParis;IDF;*\nx;IDF;*\n")
+    view = pd.DataFrame(
+        {
+            GROUP: np.array([1, 1, 2, 2], dtype=np.int64),
+            "age_min": [30, 30, 40, 40],
+            "age_max": [39, 39, 49, 49],
+            "city": ["{x}", "{x}", "IDF", "IDF"],
+            "s": ["a", "b", "a", "b"],
+        }
+    )
+    view.to_parquet(tmp_path / "v.parquet", index=False)
+    pol = tmp_path / "policy.toml"
+    pol.write_text(
+        '[columns]\nid = "rid"\nqi = ["age", "city"]\nsensitive = "s"\n[hierarchies]\ncity = "city.csv"\n'
+    )
+    r = cli(
+        "export", tmp_path / "v.parquet", "--policy", pol, "--out", tmp_path / "e.csv", "--suppressed", "omit"
+    )
+    assert r.exit_code == 0, r.output
+    e = pd.read_csv(tmp_path / "e.csv", dtype=str, keep_default_na=False)
+    assert e["city"].tolist() == ["{x}", "{x}", "IDF", "IDF"]
+    assert e["age"].tolist() == ["30-39", "30-39", "40-49", "40-49"]
+    back = from_interchange(e, qi=["age", "city"], numeric=["age"], hierarchies=["city"])
+    pd.testing.assert_frame_equal(back.drop(columns=GROUP), view.drop(columns=GROUP), check_dtype=False)
+
+
 def test_an_id_column_added_to_a_view_is_told_as_such():
     """A drill: a view with a respondent_id column was refused as "column 'exam_result' differs
     between rows", never saying an id was there (the columns are read by their order)."""

@@ -284,7 +284,7 @@ def test_problems_message_merges_partitions_and_counts_the_rest():
     from dpriv.rows import PROBLEM_COLUMNS, BadRow, problems_message
 
     def row(p):
-        return [BadRow(p, p, f"ID{p}", None)]  # the id is never named
+        return [BadRow(p, p, None)]
 
     dom = "outside its declared domain [60, 89]: widen [domains] or correct the data"
     found = [  # partition 1 then partition 2: the same problem names other example values
@@ -295,13 +295,24 @@ def test_problems_message_merges_partitions_and_counts_the_rest():
         (2, "w3", "numeric QI 'w3' holds text that is not a number: 'y'", row(4), 1),
         (4, "s", "sensitive column 's' has values ['q'] not in its declared domain", row(6), 1),
     ]
-    msg = problems_message(pd.DataFrame(found, columns=PROBLEM_COLUMNS), "id", None, whole=False)
+    msg = problems_message(pd.DataFrame(found, columns=PROBLEM_COLUMNS), None, whole=False)
     assert msg.startswith("column 'age' has missing values (1 row: row 7); also: ")
     # by order: the two text problems, then weight once with both rows; the last one counted
     assert msg.index("'w2'") < msg.index("'w3'") < msg.index("'weight'")
     assert "has values [200]" in msg and "has values [5]" not in msg
-    assert "(2 rows: row 40, row 90)" in msg and "ID" not in msg
+    assert "(2 rows: row 40, row 90)" in msg
     assert "'s'" not in msg and msg.endswith("; and 1 other problem(s)")
+
+
+def test_the_bad_rows_a_check_keeps_hold_no_respondent_id():
+    """A bad row is named by its line or row and its view, never its id: the rows a kernel keeps
+    (and a Dask worker sends back) carried each row's id all the same, unused."""
+    from dpriv.rows import bad_rows
+
+    part = pd.DataFrame({"rid": ["P-0071", "P-0072", "P-0073"], "view": [1, 2, 2], "age": [1, -5, -6]})
+    rows = bad_rows(part, part["age"].to_numpy() < 0, "view")
+    assert [(r.position, r.label, r.time) for r in rows] == [(1, 1, 2), (2, 2, 2)]
+    assert not {v for r in rows for v in r} & set(part["rid"])
 
 
 def test_missing_message_says_what_a_missing_value_is_in_a_csv_file():
@@ -317,9 +328,9 @@ def test_missing_message_says_what_a_missing_value_is_in_a_csv_file():
     )
     assert "CSV" not in missing_message("city") + missing_message("city", every=True)
     given = missing_message("city")  # a message as its kernel wrote it: not rewritten
-    found = pd.DataFrame([(1, "city", given, [BadRow(0, 0, 1, None)], 1)], columns=PROBLEM_COLUMNS)
+    found = pd.DataFrame([(1, "city", given, [BadRow(0, 0, None)], 1)], columns=PROBLEM_COLUMNS)
     with rows_of("in.csv"):
-        assert problems_message(found, "id", None, whole=True).startswith(given + " (")
+        assert problems_message(found, None, whole=True).startswith(given + " (")
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """A policy value out of its range is one ``error:`` line (README: "an out-of-range value ... one
 ``error:`` line"), naming the flag, the value as typed and where the policy came from: ``dpriv
 release ... --t -1`` said ``error: invalid policy (policy file p.toml with --t):`` and, on a second
-line, ``t: must be a number in [0, 1], got -1.0``; ``--j 1e400`` said ``got inf``."""
+line, ``t: must be a number in [0, 1], got -1.0``; ``--j 1e400`` said ``got inf``, then ``not 'inf'``:
+the value is quoted as the flag or the policy file gave it."""
 
 import pytest
 from typer.testing import CliRunner
@@ -39,9 +40,11 @@ def refused(files, *flags):
         ),
         (
             ["--j", "1e400"],
-            "--j must be a number in [0, inf), not 'inf': too large to be a finite number "
+            "--j must be a number in [0, inf), not '1e400': too large to be a finite number "
             "(policy file {p} with --j)",
         ),
+        (["--t", "2.50"], "--t must be a number in [0, 1], not '2.50' (policy file {p} with --t)"),
+        (["--j", "inf"], "--j must be a number in [0, inf), not 'inf' (policy file {p} with --j)"),
         # a flag given beside the bad one: the bad one named as the flag still
         (
             ["--k", "3", "--t", "-0.5"],
@@ -58,6 +61,14 @@ def test_a_bad_value_of_the_file_names_the_key_and_several_problems_stay_a_line_
     (files / "p.toml").write_text(text)
     p = files / "p.toml"
     assert refused(files) == [f"error: t must be a number in [0, 1], not '2' (policy file {p})"]
+    (files / "p.toml").write_text(text.replace("t = 2", "t = 0.5").replace("j = 1.0", "j = 1e400  # big"))
+    assert refused(files, "--k", "3") == [
+        f"error: j must be a number in [0, inf), not '1e400': too large to be a finite number "
+        f"(policy file {p} with --k)"
+    ]
+    (files / "p.toml").write_text(text.replace("t = 2", "t = 1_0.0"))  # TOML's digit separator
+    assert refused(files) == [f"error: t must be a number in [0, 1], not '1_0.0' (policy file {p})"]
+    (files / "p.toml").write_text(text)
     assert refused(files, "--j", "-1") == [
         f"error: invalid policy (policy file {p} with --j):",
         "  t: must be a number in [0, 1], got 2",
@@ -74,3 +85,13 @@ def test_other_one_problem_refusals_are_one_line_and_other_messages_unchanged():
     said = "invalid policy (flags --tt):\n  t: must be a number in [0, 1], got 2"
     assert one_line_policy(said) == "t must be a number in [0, 1], not '2' (flags --tt)"
     assert one_line_policy("no policy file: give --policy FILE") == "no policy file: give --policy FILE"
+    # the value as given, when known: a number read as inf is said too large unless typed inf
+    said = "invalid policy (flags --j):\n  j: must be a number in [0, inf), got inf"
+    too_large = "--j must be a number in [0, inf), not '{}': too large to be a finite number (flags --j)"
+    assert one_line_policy(said, lambda name, where: "1E+400") == too_large.format("1E+400")
+    assert one_line_policy(said) == too_large.format("inf")  # not known: as before
+    assert (
+        one_line_policy(said, lambda name, where: "+inf")
+        == "--j must be a number in [0, inf), not '+inf' (flags --j)"
+    )
+    assert one_line_policy(said, lambda name, where: "7") == too_large.format("inf")  # not the number shown

@@ -109,3 +109,34 @@ def test_numbers_read_as_levels_are_refused_in_the_words_of_a_numeric_domain():
     with pytest.raises(InputError, match=r"^categorical QI 'age' has values \[71\.5, 58\.5,"):
         validate_view(floats, codes)
     assert validate_view(df.assign(age=np.repeat([20, 50, 79], 100)), three).n_rows == 300
+
+
+DECLARED = {"age": [0, 100], "s": ["a", "b"]}  # a resolved policy: validate_view's own checks
+
+
+@pytest.mark.parametrize(
+    ("age", "kinds", "domains", "kept"),
+    [
+        (["45+", "50", "51", "52"], {}, {}, "correct or drop these rows"),  # numbers and text
+        (["*", "50", "51", "52"], {"age": "numeric"}, DECLARED, "feed the original data"),  # generalized
+        (["thirty", "50", "51", "52"], {"age": "numeric"}, DECLARED, "or drop the rows"),
+        (["March 1st", "2020-03-01", "2020-03-02", "2020-03-03"], {"age": "date"}, {}, "correct or drop"),
+    ],
+)
+def test_the_advice_to_declare_a_qi_categorical_is_dropped_on_a_running_ledger(age, kinds, domains, kept):
+    """Every wording of "declare the QI categorical" (flag, [kinds] alone) gives way, once a
+    ledger holds releases, to the new ledger that a changed kind needs; kept on a new ledger."""
+    from dpriv.input_checks import resolve_policy
+    from dpriv.policy_fix import INTO_NEW_LEDGER, with_kind_hint
+
+    pol = ReleasePolicy(id="rid", qi=["age"], sensitive="s", k=2, t=1.0, j=5.0, kinds=kinds, domains=domains)
+    view = pd.DataFrame({"rid": range(4), "age": age, "s": ["a", "b", "a", "b"]})
+    with pytest.raises(InputError, match="declare the QI categorical") as caught:
+        validate_view(view, pol) if domains else resolve_policy(view, pol)
+    assert with_kind_hint(caught.value, 0) is caught.value
+    said = str(with_kind_hint(caught.value, 3))
+    assert "categorical (" not in said and "categorical in [kinds]" not in said and kept in said
+    assert said.endswith(
+        "(releases 1..3 are committed and the ledger keeps the kind of each QI; declaring "
+        f"one categorical changes the policy, which needs a new ledger: {INTO_NEW_LEDGER})"
+    )

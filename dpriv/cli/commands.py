@@ -47,7 +47,7 @@ from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
-from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_new_ledger
+from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_kind_hint, with_new_ledger
 from dpriv.scheduler_address import chosen_scheduler
 from dpriv.wording import flag_named
 
@@ -261,8 +261,9 @@ def _run_release(
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
                 raise with_hint(exc) from None
             raise with_new_ledger(exc, max(start.committed, default=0) if start else 0) from None
-        except InputError as exc:  # a week outside the domains the ledger keeps
-            raise with_domain_hint(exc, max(start.committed, default=0) if start else 0) from None
+        except InputError as exc:  # a week outside the domains (or kinds) the ledger keeps
+            held = max(start.committed, default=0) if start else 0
+            raise with_kind_hint(with_domain_hint(exc, held), held) from None
     if not released:
         typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
     typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")

@@ -148,6 +148,7 @@ def export(
             suppressed=suppressed,  # type: ignore[arg-type]
             dates=None if pol is None else date_qi(pol),
             spelling=spelling,  # type: ignore[arg-type]
+            hierarchies=None if pol is None else list(pol.hierarchies),  # node names written as named
         )
     lay = result.layout
     _say(

@@ -19,6 +19,7 @@ refused by :func:`dpriv.cli.common.with_hierarchies`.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,6 +32,15 @@ LIST_OPTIONS = frozenset({"qi", "categorical", "date", "known"})
 
 #: click's UsageError (exit 2), of the click typer runs on (typer >= 0.20 bundles its own click).
 UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+#: The key of ``ctx.meta`` holding a command's arguments as given (:meth:`OnceCommand.parse_args`).
+GIVEN = "dpriv.given"
+
+
+def current_context() -> Any | None:
+    """The click context of the command being run (None outside one), of that click too."""
+    return importlib.import_module(UsageError.__module__.rsplit(".", 1)[0] + ".globals").get_current_context(
+        silent=True
+    )
 
 
 class OptionError(UsageError):
@@ -153,6 +163,7 @@ class OnceCommand(TyperCommand):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         given = list(args)  # click's parser consumes the list
+        ctx.meta[GIVEN] = given  # a refusal quotes a value as typed (dpriv.cli.usage.typed_value)
         try:
             rest = super().parse_args(ctx, args)
         except UsageError as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from dpriv.cli.repeats import OptionError, UsageError, _convert
+from dpriv.cli.repeats import GIVEN, OptionError, UsageError, _convert, current_context
 
 #: What a value of each Python type is called in a message.
 _KINDS = {int: "a whole number", float: "a number", bool: "true or false"}
@@ -63,6 +63,17 @@ def _given(command: Any, ctx: Any, args: list[str], param: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def typed_value(flag: str) -> str | None:
+    """The text given for option ``flag`` (``--j``) on the command line of the command being run,
+    as typed (``1e400``, which the command got as inf); None outside a command or when not given."""
+    ctx = current_context()
+    args = ctx.meta.get(GIVEN) if ctx is not None else None
+    if not args:
+        return None
+    param = next((p for p in ctx.command.params if flag in p.opts), None)
+    return None if param is None else _given(ctx.command, ctx, args, param)
+
+
 def _flag(param: Any) -> str:
     """How the command line names ``param``: its long option (``--k``), an argument's name."""
     names = [o for o in getattr(param, "opts", []) if o.startswith("--")] or list(getattr(param, "opts", []))
@@ -103,13 +114,19 @@ def worded(exc: Exception, command: Any, ctx: Any, args: list[str]) -> Exception
 def likely_meant(name: str, ctx: Any, command: Any) -> list[str]:
     """The options of the command (``ctx``'s, else ``command``) that ``name`` (an unknown ``--x``)
     is plausibly a typo of, sorted: compared without the dashes, similar by difflib's ratio >= 0.75
-    or one letter added, dropped, changed or two swapped (``--kk`` -> ``--k``). click's own guesses
+    or one letter added, dropped, changed or two swapped (``--kk`` -> ``--k``); of an option's two
+    spellings the nearer (``--no-clustr`` -> ``--no-cluster``, not ``--cluster``). click's own guesses
     (ratio >= 0.6 with the dashes) offered ``--out`` for ``--nosuch`` and ``--t`` for ``--out``."""
     params = getattr(getattr(ctx, "command", None) or command, "params", [])
     opts = {o.lstrip("-"): o for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}
     typed = name.lstrip("-")
     close = set(difflib.get_close_matches(typed, list(opts), n=3, cutoff=0.75))
     close |= {o for o in opts if len(typed) > 1 and _one_edit(typed, o)}
+    for p in params:  # two spellings of one option (--cluster/--no-cluster): the nearer one only
+        both = [o[2:] for o in (*p.opts, *p.secondary_opts) if o.startswith("--") and o[2:] in close]
+        if len(both) > 1:
+            near = {o: difflib.SequenceMatcher(None, typed, o).ratio() for o in both}
+            close -= {o for o, ratio in near.items() if ratio < max(near.values())}
     return sorted(opts[o] for o in close)
 
 

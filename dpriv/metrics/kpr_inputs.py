@@ -63,7 +63,7 @@ class KindMismatchError(KPRTableError):
     def _text(self) -> str:
         if not self.rows:  # no text value (bool, category dtype): the types alone differ
             return f"{self.head}; cast it to the same type in both tables"
-        where = describe(self.rows, self.count, "", None, whole=True)
+        where = describe(self.rows, self.count, None, whole=True)
         return (
             f"{self.head}: the {self.table} table's {self.value} is not a number ({where}); correct "
             "or drop such rows, or cast the column to the same type in both tables"
@@ -105,7 +105,7 @@ def _text_part(part: pd.DataFrame, column: str) -> pd.DataFrame:
     found = []
     if text.any():
         first = values.to_numpy(dtype=object)[np.flatnonzero(text)[0]]
-        found.append((0, column, repr(first), bad_rows(part, text, "", None), int(text.sum())))
+        found.append((0, column, repr(first), bad_rows(part, text, None), int(text.sum())))
     return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
