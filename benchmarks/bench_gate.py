@@ -8,7 +8,7 @@ A synthetic medical history (``medical_history``, generator attendance 0.5, as `
 experiment paper``) is released with JS-reduce (t 0.5, j 0.8, max_suppression 1.0) under the
 gate (``retro_max_gain`` 1.0: every check runs, none refuses; ``retro_attendance`` as given).
 At every check the gate's reading (:meth:`dpriv.gate.RetroGate.read`, the new path) is timed,
-then the whole-window path (:func:`dpriv.gate.read_whole_windows`, the old one) on the same
+then the whole-window path (:func:`dpriv.adversary.retro_last.read_whole_windows`, the old one) on the same
 observed releases and masks; the two must give the same bytes (checked, else the run stops).
 Printed per check: the deductions' time (the masks, the same for both paths), the new read
 with its forward and backward kernel times, the old read, and new / old; then totals and the
@@ -61,6 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
+import dpriv.adversary.retro_last as rl
 import dpriv.adversary.retro_trellis as rt
 import dpriv.gate as gate_mod
 from dpriv.datasets import medical_history, write_history
@@ -105,7 +106,7 @@ def _warm_up() -> None:
 
     tables, rels = _world(0, n_rel=3)
     for q in (None, 0.5):
-        gate_mod.read_whole_windows(rels, tables, None, q)
+        rl.read_whole_windows(rels, tables, None, q)
         gate_mod.Reading(tables, q).read(rels)
 
 
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
         t_new = time.perf_counter() - tick
         fwd, bwd = clock.take()
         tick = time.perf_counter()
-        old = gate_mod.read_whole_windows(observed, tables, masks, attendance)
+        old = rl.read_whole_windows(observed, tables, masks, attendance)
         t_old = time.perf_counter() - tick
         clock.take()
         for a, b in zip(new.posteriors, old.posteriors):

@@ -42,10 +42,10 @@ every release and, through Ω, the evidence of every later release
 
 from __future__ import annotations
 
-import collections
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -54,7 +54,7 @@ from dpriv._dispatch import to_pandas
 from dpriv.adversary.masks import deductions_available
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retro_last import Reading
-from dpriv.adversary.retrospective import AsOf, retrospective_posteriors
+from dpriv.adversary.retrospective import AsOf
 from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
@@ -65,6 +65,9 @@ from dpriv.policy import ReleasePolicy
 from dpriv.policy_fix import policy_change
 from dpriv.policy_gate import gate_on
 from dpriv.released import GROUP
+
+if TYPE_CHECKING:
+    from dpriv.gate_deductions import GateDeductions
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,7 @@ class RetroGate:
         self.policy = policy
         self.reads: list[ReadRelease] = list(reads or [])
         self.reading: Reading | None = None  # the last check's reading, continued by the next
+        self.deduced: GateDeductions | None = None  # the checks' deductions, started from the committed
 
     @classmethod
     def from_ledger(cls, ledger: Ledger, history: pd.DataFrame, policy: ReleasePolicy) -> RetroGate:
@@ -219,13 +223,15 @@ class RetroGate:
     ) -> tuple[list[ObservedRelease], list[np.ndarray] | None]:
         """The committed releases and ``candidate`` as the adversary observes them, and the
         exact-deduction masks (bool (n_i, M) per release) known as of ``candidate`` (None
-        without the deductions module)."""
+        without the deductions module), started from the committed releases' (gate_deductions)."""
         observed = observed_releases([*self.reads, candidate], self.policy, tables.classes)
         if not deductions_available():
             return observed, None
-        from dpriv.adversary.deductions import deduce
+        if self.deduced is None:
+            from dpriv.gate_deductions import GateDeductions
 
-        return observed, deduce(observed, tables, attendance=self.policy.retro_attendance).allowed
+            self.deduced = GateDeductions(self.policy.retro_attendance)
+        return observed, self.deduced(observed, tables, candidate).allowed
 
     def read(self, observed: list[ObservedRelease], tables: MarkovTables, masks) -> AsOf:
         """Posteriors of every release as of the last of ``observed`` (the retrospective
@@ -235,8 +241,10 @@ class RetroGate:
         return self.reading.read(observed, masks, tables)
 
     def accept(self, candidate: ReadRelease) -> None:
-        """Record ``candidate`` as committed (the next checks read it)."""
+        """Record ``candidate`` as committed (the next checks read it and start from its deductions)."""
         self.reads.append(candidate)
+        if self.deduced is not None:
+            self.deduced.accept(candidate)
 
     def release(
         self, run: Callable[..., tuple], original: pd.DataFrame, index: int, tables: MarkovTables
@@ -327,16 +335,6 @@ def held_refusal(check: GateCheck, index: int, n_withheld: int) -> str:
         f"written and the ledger stays at the last committed release; what can help: {fix} "
         "(docs/policy.md#retro-posterior-bound)"
     )
-
-
-def read_whole_windows(
-    observed: list[ObservedRelease], tables: MarkovTables, masks, attendance: float | None
-) -> AsOf:
-    """The gate's reading as it was first built (every as-of snapshot of
-    :func:`retrospective_posteriors`, each respondent's whole window at every as-of step, the
-    last kept): the oracle of :meth:`RetroGate.read` in tests and benchmarks."""
-    snapshots = retrospective_posteriors(observed, tables, allowed=masks, attendance=attendance)
-    return collections.deque(snapshots, maxlen=1)[0]
 
 
 #: RBK-closeness's first bound when the gate tightens it on a policy without one (then halved).

@@ -24,7 +24,7 @@ from dpriv.knowledge.tables import MarkovTables
 from dpriv.user_warning import warn_user
 
 if TYPE_CHECKING:
-    from dpriv.adversary.deductions import Deductions
+    from dpriv.adversary.deductions import ChainSupport, Deductions
 
 
 def deductions_available() -> bool:
@@ -108,25 +108,13 @@ class MasksAsOf:
     def _deduce(self, k: int) -> Deductions:
         """The deductions of prefix ``k``: the start's as they are (same presence channel), or
         started from the start's, else from the longest shorter prefix here, or from scratch."""
-        from dpriv.adversary._assign import NoAssignment
-        from dpriv.adversary.deductions import deduce
-
         head = self._head_start(k)
         if head is not None and head.presence == self.presence:
             return head
         if head is None:  # (the start's prefix first: on the demo's ledger 4.4 s against 6.3 s)
             head = self._prefix_start(k)
-        seen, tables = self.observed[: k + 1], self.tables
-        if head is not None:
-            try:
-                d = deduce(seen, tables, attendance=self.attendance, support=self.support, start=head)
-                self.seconds += d.seconds
-                if d.converged:  # else the result from scratch (it may stop at max_rounds elsewhere)
-                    return d
-            except (NoAssignment, InputError):  # a contradiction: raised as from scratch would raise it
-                pass
-        d = deduce(seen, tables, attendance=self.attendance, support=self.support)
-        self.seconds += d.seconds
+        d, seconds = deduce_started(self.observed[: k + 1], self.tables, self.attendance, self.support, head)
+        self.seconds += seconds
         return d
 
     def _head_start(self, k: int) -> Deductions | None:
@@ -158,6 +146,39 @@ class MasksAsOf:
     def release(self, k: int) -> np.ndarray:
         """Mask of the release at position ``k`` as known right after it."""
         return self(k)[k]
+
+
+def deduce_started(
+    releases: list[ObservedRelease],
+    tables: MarkovTables,
+    attendance: float | None,
+    support: ChainSupport,
+    head: Deductions | None,
+) -> tuple[Deductions, float]:
+    """``deduce(releases, tables, ...)`` started from ``head`` (deductions of the same releases or
+    of a prefix of them, with the same model support; ``deduce(start=...)``), from scratch without
+    it, when it does not converge, or when it raises NoAssignment/InputError (raised then as from
+    scratch raises it). Returns the deductions, equal to those from scratch, and the seconds of
+    both runs.
+
+    Raises
+    ------
+    InputError
+        As :func:`dpriv.adversary.deductions.deduce` from scratch.
+    """
+    from dpriv.adversary.deductions import deduce
+
+    seconds = 0.0
+    if head is not None and head.converged:
+        try:
+            d = deduce(releases, tables, attendance=attendance, support=support, start=head)
+            seconds += d.seconds
+            if d.converged:  # else the result from scratch (it may stop at max_rounds elsewhere)
+                return d, seconds
+        except InputError:  # a contradiction (NoAssignment too): raised as from scratch would raise it
+            pass
+    d = deduce(releases, tables, attendance=attendance, support=support)
+    return d, seconds + d.seconds
 
 
 def _same(masks: MasksAsOf, observed: list[ObservedRelease], tables: MarkovTables) -> bool:
