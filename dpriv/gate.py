@@ -37,7 +37,8 @@ O(T^2)). When the releases and masks the previous check read are unchanged it co
 reading (:class:`dpriv.adversary.retro_last.Reading`: one as-of step per new release); in
 practice only without deductions, since with them the masks of earlier releases change at
 every release and, through Ω, the evidence of every later release
-(benchmarks/bench_gate.py has the figures; docs/policy.md#release-gate).
+(benchmarks/bench_gate.py has the figures; docs/policy.md#release-gate). The deductions start
+from those of the committed releases while the model's support stays (:mod:`dpriv.gate_deductions`).
 """
 
 from __future__ import annotations
