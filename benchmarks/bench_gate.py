@@ -2,17 +2,28 @@
 whole-window path it replaced, on the same inputs in the same process.
 
 Run: python benchmarks/bench_gate.py [--views 24] [--view-size 2000] [--seed 0]
-     [--attendance 0.5 | --attendance none] [--no-deductions] [--out FILE.json]
+     [--attendance 0.5 | --attendance none] [--no-deductions] [--no-old-read] [--out FILE.json]
 
 A synthetic medical history (``medical_history``, generator attendance 0.5, as ``dpriv
 experiment paper``) is released with JS-reduce (t 0.5, j 0.8, max_suppression 1.0) under the
 gate (``retro_max_gain`` 1.0: every check runs, none refuses; ``retro_attendance`` as given).
 At every check the gate's reading (:meth:`dpriv.gate.RetroGate.read`, the new path) is timed,
-then the whole-window path (:func:`dpriv.adversary.retro_last.read_whole_windows`, the old one) on the same
-observed releases and masks; the two must give the same bytes (checked, else the run stops).
-Printed per check: the deductions' time (the masks, the same for both paths), the new read
-with its forward and backward kernel times, the old read, and new / old; then totals and the
-last check vs the first. The kernels are compiled on a small world before anything is timed.
+then the whole-window path (:func:`dpriv.adversary.retro_last.read_whole_windows`, the old
+one; not with ``--no-old-read``) on the same observed releases and masks; the two must give the
+same bytes (checked, else the run stops). The deductions are timed the same way: the gate's,
+started from the committed releases' (:mod:`dpriv.gate_deductions`), then from scratch as the
+gate ran them before, on the same releases (the same masks, checked). Printed per check: the
+deductions' time both ways (the masks, the same for both read paths), the new read with its
+forward and backward kernel times, the old read, and new / old; then totals and the last check
+vs the first. The kernels are compiled on a small world before anything is timed.
+
+Measured 2026-12-06 (branch s35-h1; seed 0, retro_attendance 0.5, ``--no-old-read``; the 2-core
+machine shared with 4 other jobs): the deductions of the 24 checks of 24 x 2,000 took 6.7 s
+started against 9.9 s from scratch (new / old 0.68; the last check 0.87 s vs 0.99 s; every check
+the same masks), 1.19 s vs 1.42 s (0.84) on 8 x 2,000. The read (74 s) stays most of the gate.
+On one check alone, best of 3 (release 12 of 12 x 2,000 as of 12): 0.155 s vs 0.305 s (0.51);
+the new release re-reads the histories of its members (6,503 of the 21,677 earlier tuples) and
+half of the started run is the group counts of the earlier groups they are in.
 
 Measured 2026-12-01 (branch gate; 24 views x 2,000, seed 0; the 2-core machine shared, load
 5-10, so read the ratios within one run, both paths timed back to back on the same inputs;
