@@ -232,7 +232,7 @@ class RetroGate:
             from dpriv.gate_deductions import GateDeductions
 
             self.deduced = GateDeductions(self.policy.retro_attendance)
-        return observed, self.deduced(observed, tables, candidate).allowed
+        return observed, self.deduced.masks(observed, tables, candidate)
 
     def read(self, observed: list[ObservedRelease], tables: MarkovTables, masks) -> AsOf:
         """Posteriors of every release as of the last of ``observed`` (the retrospective

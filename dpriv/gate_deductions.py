@@ -11,7 +11,11 @@ gate's tables are the defender's at each release and may change between releases
 knowledge), so the start is used only when every committed tuple keeps its states and moves
 (:func:`dpriv.adversary.support.same_moves`), else the check deduces from scratch. A started run
 that does not converge, or finds a contradiction, is run again from scratch
-(:func:`dpriv.adversary.masks.deduce_started`).
+(:func:`dpriv.adversary.masks.deduce_started`). A check whose model rules out what the releases
+published (an estimated model, e.g. mined knowledge, that never saw a value or transition) has
+no certain deductions: :meth:`GateDeductions.masks` then allows every value and warns once, as
+:class:`dpriv.adversary.masks.MasksAsOf` does; each later check deduces again (its model may be
+a new one), from the last committed release whose check did not contradict.
 
 Needs :mod:`dpriv.adversary.deductions` (imported on first use).
 """
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpriv.adversary.masks import deduce_started
+from dpriv.adversary.masks import deduce_started, nothing_certain
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.knowledge.tables import MarkovTables
 
@@ -58,6 +62,8 @@ class GateDeductions:
         ``benchmarks/bench_gate.py --from-scratch``). The deductions are the same either way.
     started : int
         Checks started from the committed releases' deductions.
+    contradicted : list of int
+        Releases whose checks' models ruled out what was published (:meth:`masks`), in order.
     seconds : float
         Time of every ``deduce`` run (a started run redone from scratch counts twice).
     """
@@ -71,6 +77,7 @@ class GateDeductions:
         self.started = 0
         self.seconds = 0.0
         self._support: tuple[MarkovTables, ChainSupport] | None = None  # of the last tables seen
+        self.contradicted: list[int] = []
 
     def __call__(self, observed: list[ObservedRelease], tables: MarkovTables, key: object) -> Deductions:
         """The deductions over ``observed`` (committed releases first, ``key``'s last)."""
@@ -81,6 +88,29 @@ class GateDeductions:
         self.seconds += seconds
         self.last = (key, _Deduced(list(observed), sup, d))
         return d
+
+    def masks(self, observed: list[ObservedRelease], tables: MarkovTables, key: object) -> list[np.ndarray]:
+        """The allowed sets (bool (n_i, M) per release of ``observed``) of ``self(observed, tables,
+        key)``; when ``tables`` rule out what the releases published (no complete assignment),
+        every value allowed (:func:`dpriv.adversary.masks.nothing_certain`: warned the first
+        time, naming the release of ``key``), and accepting ``key`` keeps the start it had.
+
+        Raises
+        ------
+        InputError
+            As :func:`dpriv.adversary.deductions.deduce` (not a contradiction: bad releases).
+        """
+        from dpriv.adversary._assign import NoAssignment
+
+        try:
+            return self(observed, tables, key).allowed
+        except NoAssignment:
+            self.last = None  # no deductions to start the next checks from
+            index = observed[-1].index
+            warn = not self.contradicted
+            if index not in self.contradicted:
+                self.contradicted.append(index)
+            return nothing_certain(observed, tables.n_values, index, warn=warn)
 
     def support(self, tables: MarkovTables) -> ChainSupport:
         """``chain_support(tables)``, once per tables object (the checks of one release share theirs)."""

@@ -130,22 +130,33 @@ class MasksAsOf:
         return self._deduced[max(done)] if done else None
 
     def _nothing_certain(self, k: int) -> list[np.ndarray]:
-        """Every value allowed for the releases up to position ``k``: the model's zeros ruled out
-        what they published (a transition first seen in them), so none of its deductions is certain;
-        said once (a warning naming the first such release)."""
-        if not self.contradicted:
-            warn_user(
-                f"the adversary's model rules out what release {self.observed[k].index} published (a "
-                "value or transition its tables never saw): no exact deductions from this release on, "
-                "the gains are those of its posteriors alone"
-            )
-        self.contradicted.append(self.observed[k].index)
-        m = self.tables.n_values
-        return [np.ones((len(o.respondent), m), dtype=bool) for o in self.observed[: k + 1]]
+        """:func:`nothing_certain` for the releases up to position ``k``, said once (naming the
+        first such release)."""
+        index = self.observed[k].index
+        warn = not self.contradicted
+        self.contradicted.append(index)
+        return nothing_certain(self.observed[: k + 1], self.tables.n_values, index, warn=warn)
 
     def release(self, k: int) -> np.ndarray:
         """Mask of the release at position ``k`` as known right after it."""
         return self(k)[k]
+
+
+def nothing_certain(
+    observed: Sequence[ObservedRelease], n_values: int, index: int, *, warn: bool
+) -> list[np.ndarray]:
+    """Every value allowed (bool (n_i, n_values), all True) for each release of ``observed``: the
+    model's zeros ruled out what release ``index`` published (a transition first seen in it, as an
+    estimated model, mined or a snapshot, may), so none of its deductions is certain. With
+    ``warn``, said in a warning naming release ``index`` (callers say it once: :class:`MasksAsOf`
+    per attack, :class:`dpriv.gate_deductions.GateDeductions` per gated run)."""
+    if warn:
+        warn_user(
+            f"the adversary's model rules out what release {index} published (e.g. a "
+            "value or transition its tables never saw): no exact deductions from this release on, "
+            "the gains are those of its posteriors alone"
+        )
+    return [np.ones((len(o.respondent), n_values), dtype=bool) for o in observed]
 
 
 def deduce_started(
