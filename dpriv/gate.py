@@ -281,7 +281,7 @@ class RetroGate:
     ) -> tuple[tuple, ReadRelease, GateCheck]:  # fmt: skip
         """``run``'s output, the candidate and its check after withholding every member of
         release ``index`` the check finds over ``retro_posterior_bound`` (none without it)."""
-        withheld = np.empty(0, dtype=original[self.policy.id].dtype)
+        withheld = original[self.policy.id].to_numpy()[:0]  # no ids yet (text ids: object, not pandas' str)
         seconds = 0.0
         for n in range(1, HOLD_PASSES + 1):
             try:
