@@ -37,15 +37,16 @@ O(T^2)). When the releases and masks the previous check read are unchanged it co
 reading (:class:`dpriv.adversary.retro_last.Reading`: one as-of step per new release); in
 practice only without deductions, since with them the masks of earlier releases change at
 every release and, through Ω, the evidence of every later release
-(benchmarks/bench_gate.py has the figures; docs/policy.md#release-gate).
+(benchmarks/bench_gate.py has the figures; docs/policy.md#release-gate). The deductions start
+from those of the committed releases while the model's support stays (:mod:`dpriv.gate_deductions`).
 """
 
 from __future__ import annotations
 
-import collections
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -53,8 +54,8 @@ import pandas as pd
 from dpriv._dispatch import to_pandas
 from dpriv.adversary.masks import deductions_available
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.adversary.retro_last import Reading
-from dpriv.adversary.retrospective import AsOf, retrospective_posteriors
+from dpriv.adversary.retro_last import Reading, read_whole_windows  # noqa: F401 (its home until issue 13)
+from dpriv.adversary.retrospective import AsOf
 from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
@@ -65,6 +66,9 @@ from dpriv.policy import ReleasePolicy
 from dpriv.policy_fix import policy_change
 from dpriv.policy_gate import gate_on
 from dpriv.released import GROUP
+
+if TYPE_CHECKING:
+    from dpriv.gate_deductions import GateDeductions
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,7 @@ class RetroGate:
         self.policy = policy
         self.reads: list[ReadRelease] = list(reads or [])
         self.reading: Reading | None = None  # the last check's reading, continued by the next
+        self.deduced: GateDeductions | None = None  # the checks' deductions, started from the committed
 
     @classmethod
     def from_ledger(cls, ledger: Ledger, history: pd.DataFrame, policy: ReleasePolicy) -> RetroGate:
@@ -219,13 +224,15 @@ class RetroGate:
     ) -> tuple[list[ObservedRelease], list[np.ndarray] | None]:
         """The committed releases and ``candidate`` as the adversary observes them, and the
         exact-deduction masks (bool (n_i, M) per release) known as of ``candidate`` (None
-        without the deductions module)."""
+        without the deductions module), started from the committed releases' (gate_deductions)."""
         observed = observed_releases([*self.reads, candidate], self.policy, tables.classes)
         if not deductions_available():
             return observed, None
-        from dpriv.adversary.deductions import deduce
+        if self.deduced is None:
+            from dpriv.gate_deductions import GateDeductions
 
-        return observed, deduce(observed, tables, attendance=self.policy.retro_attendance).allowed
+            self.deduced = GateDeductions(self.policy.retro_attendance)
+        return observed, self.deduced.masks(observed, tables, candidate)
 
     def read(self, observed: list[ObservedRelease], tables: MarkovTables, masks) -> AsOf:
         """Posteriors of every release as of the last of ``observed`` (the retrospective
@@ -235,8 +242,10 @@ class RetroGate:
         return self.reading.read(observed, masks, tables)
 
     def accept(self, candidate: ReadRelease) -> None:
-        """Record ``candidate`` as committed (the next checks read it)."""
+        """Record ``candidate`` as committed (the next checks read it and start from its deductions)."""
         self.reads.append(candidate)
+        if self.deduced is not None:
+            self.deduced.accept(candidate)
 
     def release(
         self, run: Callable[..., tuple], original: pd.DataFrame, index: int, tables: MarkovTables
@@ -272,7 +281,7 @@ class RetroGate:
     ) -> tuple[tuple, ReadRelease, GateCheck]:  # fmt: skip
         """``run``'s output, the candidate and its check after withholding every member of
         release ``index`` the check finds over ``retro_posterior_bound`` (none without it)."""
-        withheld = np.empty(0, dtype=original[self.policy.id].dtype)
+        withheld = original[self.policy.id].to_numpy()[:0]  # no ids yet (text ids: object, not pandas' str)
         seconds = 0.0
         for n in range(1, HOLD_PASSES + 1):
             try:
@@ -327,16 +336,6 @@ def held_refusal(check: GateCheck, index: int, n_withheld: int) -> str:
         f"written and the ledger stays at the last committed release; what can help: {fix} "
         "(docs/policy.md#retro-posterior-bound)"
     )
-
-
-def read_whole_windows(
-    observed: list[ObservedRelease], tables: MarkovTables, masks, attendance: float | None
-) -> AsOf:
-    """The gate's reading as it was first built (every as-of snapshot of
-    :func:`retrospective_posteriors`, each respondent's whole window at every as-of step, the
-    last kept): the oracle of :meth:`RetroGate.read` in tests and benchmarks."""
-    snapshots = retrospective_posteriors(observed, tables, allowed=masks, attendance=attendance)
-    return collections.deque(snapshots, maxlen=1)[0]
 
 
 #: RBK-closeness's first bound when the gate tightens it on a policy without one (then halved).

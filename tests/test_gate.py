@@ -184,6 +184,22 @@ def test_cli_release_gate_refuses_with_exit_2_and_writes_nothing(setting, open_g
     assert "error: --retro-max-gain must be a number in (0, 1], not '0'" in res.output  # one line
 
 
+@pytest.mark.slow
+def test_text_ids_are_gated_and_read_as_the_attack_reads_them(setting, tmp_path, monkeypatch):
+    """The gate's list of withheld ids took the id column's dtype, which numpy cannot make of
+    pandas' text dtype (pandas 3: every gated release of text ids stopped with a TypeError)."""
+    mh, policy = setting
+    monkeypatch.setattr(gate_mod, "deductions_available", lambda: False)
+    text = mh.history.assign(respondent_id="p" + mh.history["respondent_id"].astype(str))
+    led = release_history(text, policy.with_overrides(retro_max_gain=1.0), tmp_path / "led")
+    rows = attack(led, text, policy, "dk", adversary="retrospective", deductions=False)
+    for i in (1, 2, 3):
+        got = json.loads((led.root / "releases" / str(i) / "metrics.json").read_text())["gate"]
+        worst = rows[rows["as_of"] == i].set_index("release")["adversary_gain"]
+        assert got["worst_release"] == worst.idxmax()
+        assert got["max_gain"] == pytest.approx(worst.max(), abs=1e-6)
+
+
 def test_a_resumed_gated_history_equals_an_uninterrupted_one(setting, open_gate, tmp_path):
     """On resume the gate reads the committed releases back from the ledger (RetroGate.from_ledger):
     release 3's check and bytes equal those of the uninterrupted run."""

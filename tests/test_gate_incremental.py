@@ -13,10 +13,9 @@ import dpriv.adversary.retro_kernels as rk
 import dpriv.adversary.retro_trellis as rt
 import dpriv.gate as gate_mod
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.adversary.retro_last import Reading, retrospective_last
+from dpriv.adversary.retro_last import Reading, read_whole_windows, retrospective_last
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
-from dpriv.gate import read_whole_windows
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from tests.test_adversary_smoothing import M, hand_tables

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary._assign import group_feasibility
+from dpriv.adversary._assign import NoAssignment, group_feasibility
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.support import ChainSupport, _Graph, _pack, _unpack, chain_support
 from dpriv.errors import InputError
@@ -187,7 +187,8 @@ def deduce(
     ------
     InputError
         Releases out of order, counts of the wrong width, or releases that contradict the
-        model (some tuple left with no possible value); a ``start`` of more releases or other
+        model (:class:`dpriv.adversary._assign.NoAssignment`: some tuple left with no possible
+        value, or no complete assignment of a group); a ``start`` of more releases or other
         shapes, with the presence channel when this call has none, or not converged.
     """
     tick = time.perf_counter()
@@ -273,8 +274,8 @@ def deduce(
     def ea(cols):
         return None if ea_all is None else _pack(ea_all[:, cols])
 
-    def contradiction(k: int) -> InputError:
-        return InputError(
+    def contradiction(k: int) -> NoAssignment:  # an empty set admits no assignment: the same contradiction
+        return NoAssignment(
             f"release {int(view[k])}: the tuple of respondent {as_python(ids.iloc[k])!r} has no possible "
             "value; the releases contradict the model (wrong tables, attendance or releases?)"
         )

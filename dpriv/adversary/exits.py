@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary.deductions import chain_support, deduce
+from dpriv.adversary.deductions import chain_support
+from dpriv.adversary.masks import deduce_started
 from dpriv.attack_input import last_tables, observed_releases, read_attack
 from dpriv.exit_guard import one_kind_groups
 from dpriv.inputs import attack_history
@@ -84,9 +85,9 @@ def exit_deductions(
     for o in obs:
         one = one_kind_groups(o.counts, exits)
         worst.append(int(o.counts[one][:, exits].sum()))
-    rows = []
-    for k in range(len(obs)):
-        d = deduce(obs[: k + 1], tables, attendance=attendance, support=sup)
+    rows, d = [], None
+    for k in range(len(obs)):  # each prefix started from the one before: the same deductions, sooner
+        d, _ = deduce_started(obs[: k + 1], tables, attendance, sup, d)
         for p in range(k + 1):
             a = d.allowed[p]
             only_exit = a.any(axis=1) & ~(a & ~d.exit_value).any(axis=1)

@@ -24,7 +24,7 @@ from dpriv.knowledge.tables import MarkovTables
 from dpriv.user_warning import warn_user
 
 if TYPE_CHECKING:
-    from dpriv.adversary.deductions import Deductions
+    from dpriv.adversary.deductions import ChainSupport, Deductions
 
 
 def deductions_available() -> bool:
@@ -108,25 +108,13 @@ class MasksAsOf:
     def _deduce(self, k: int) -> Deductions:
         """The deductions of prefix ``k``: the start's as they are (same presence channel), or
         started from the start's, else from the longest shorter prefix here, or from scratch."""
-        from dpriv.adversary._assign import NoAssignment
-        from dpriv.adversary.deductions import deduce
-
         head = self._head_start(k)
         if head is not None and head.presence == self.presence:
             return head
         if head is None:  # (the start's prefix first: on the demo's ledger 4.4 s against 6.3 s)
             head = self._prefix_start(k)
-        seen, tables = self.observed[: k + 1], self.tables
-        if head is not None:
-            try:
-                d = deduce(seen, tables, attendance=self.attendance, support=self.support, start=head)
-                self.seconds += d.seconds
-                if d.converged:  # else the result from scratch (it may stop at max_rounds elsewhere)
-                    return d
-            except (NoAssignment, InputError):  # a contradiction: raised as from scratch would raise it
-                pass
-        d = deduce(seen, tables, attendance=self.attendance, support=self.support)
-        self.seconds += d.seconds
+        d, seconds = deduce_started(self.observed[: k + 1], self.tables, self.attendance, self.support, head)
+        self.seconds += seconds
         return d
 
     def _head_start(self, k: int) -> Deductions | None:
@@ -142,22 +130,66 @@ class MasksAsOf:
         return self._deduced[max(done)] if done else None
 
     def _nothing_certain(self, k: int) -> list[np.ndarray]:
-        """Every value allowed for the releases up to position ``k``: the model's zeros ruled out
-        what they published (a transition first seen in them), so none of its deductions is certain;
-        said once (a warning naming the first such release)."""
-        if not self.contradicted:
-            warn_user(
-                f"the adversary's model rules out what release {self.observed[k].index} published (a "
-                "value or transition its tables never saw): no exact deductions from this release on, "
-                "the gains are those of its posteriors alone"
-            )
-        self.contradicted.append(self.observed[k].index)
-        m = self.tables.n_values
-        return [np.ones((len(o.respondent), m), dtype=bool) for o in self.observed[: k + 1]]
+        """:func:`nothing_certain` for the releases up to position ``k``, said once (naming the
+        first such release)."""
+        index = self.observed[k].index
+        warn = not self.contradicted
+        self.contradicted.append(index)
+        return nothing_certain(self.observed[: k + 1], self.tables.n_values, index, warn=warn)
 
     def release(self, k: int) -> np.ndarray:
         """Mask of the release at position ``k`` as known right after it."""
         return self(k)[k]
+
+
+def nothing_certain(
+    observed: Sequence[ObservedRelease], n_values: int, index: int, *, warn: bool
+) -> list[np.ndarray]:
+    """Every value allowed (bool (n_i, n_values), all True) for each release of ``observed``: the
+    model's zeros ruled out what release ``index`` published (a transition first seen in it, as an
+    estimated model, mined or a snapshot, may), so none of its deductions is certain. With
+    ``warn``, said in a warning naming release ``index`` (callers say it once: :class:`MasksAsOf`
+    per attack, :class:`dpriv.gate_deductions.GateDeductions` per gated run)."""
+    if warn:
+        warn_user(
+            f"the adversary's model rules out what release {index} published (e.g. a "
+            "value or transition its tables never saw): no exact deductions from this release on, "
+            "the gains are those of its posteriors alone"
+        )
+    return [np.ones((len(o.respondent), n_values), dtype=bool) for o in observed]
+
+
+def deduce_started(
+    releases: list[ObservedRelease],
+    tables: MarkovTables,
+    attendance: float | None,
+    support: ChainSupport,
+    head: Deductions | None,
+) -> tuple[Deductions, float]:
+    """``deduce(releases, tables, ...)`` started from ``head`` (deductions of the same releases or
+    of a prefix of them, with the same model support; ``deduce(start=...)``), from scratch without
+    it, when it does not converge, or when it raises NoAssignment/InputError (raised then as from
+    scratch raises it). Returns the deductions, equal to those from scratch, and the seconds of
+    both runs.
+
+    Raises
+    ------
+    InputError
+        As :func:`dpriv.adversary.deductions.deduce` from scratch.
+    """
+    from dpriv.adversary.deductions import deduce
+
+    seconds = 0.0
+    if head is not None and head.converged:
+        try:
+            d = deduce(releases, tables, attendance=attendance, support=support, start=head)
+            seconds += d.seconds
+            if d.converged:  # else the result from scratch (it may stop at max_rounds elsewhere)
+                return d, seconds
+        except InputError:  # a contradiction (NoAssignment too): raised as from scratch would raise it
+            pass
+    d = deduce(releases, tables, attendance=attendance, support=support)
+    return d, seconds + d.seconds
 
 
 def _same(masks: MasksAsOf, observed: list[ObservedRelease], tables: MarkovTables) -> bool:

@@ -34,6 +34,7 @@ every release depends on the masks through Ω, so the gate then reads the histor
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,7 +45,7 @@ from dpriv.adversary.groups import group_posterior
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retro_parts import Steps
 from dpriv.adversary.retro_trellis import Trellis
-from dpriv.adversary.retrospective import AsOf, _checked
+from dpriv.adversary.retrospective import AsOf, _checked, retrospective_posteriors
 from dpriv.adversary.smoothing import attendance_q
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
@@ -285,3 +286,13 @@ def _carry(old: Sweep, new: Sweep) -> None:
     nt.done[r_map] = ot.done
     new.live[r_map] = old.live
     new.last_end[r_map] = sn.start[r_map] + (old.last_end - so.start)
+
+
+def read_whole_windows(
+    observed: list[ObservedRelease], tables: MarkovTables, masks, attendance: float | None
+) -> AsOf:
+    """The gate's reading as it was first built (every as-of snapshot of
+    :func:`retrospective_posteriors`, each respondent's whole window at every as-of step, the
+    last kept): the oracle of :meth:`dpriv.gate.RetroGate.read` in tests and benchmarks."""
+    snapshots = retrospective_posteriors(observed, tables, allowed=masks, attendance=attendance)
+    return collections.deque(snapshots, maxlen=1)[0]

@@ -15,7 +15,7 @@ import numpy as np
 
 from dpriv.knowledge.tables import MarkovTables
 
-__all__ = ["ChainSupport", "chain_support"]
+__all__ = ["ChainSupport", "chain_support", "same_moves"]
 
 
 # --------------------------------------------------------------------------------------
@@ -204,3 +204,21 @@ class _Graph:
             r = step(r, ea)
             out |= r & _pack(((lo <= j) & (hi >= j))[None, :])
         return out
+
+
+def same_moves(a: ChainSupport, a_cls: np.ndarray, b: ChainSupport, b_cls: np.ndarray) -> bool:
+    """Whether tuples of knowledge classes ``a_cls`` (int64, (n,)) under support ``a`` have the
+    states, moves and exit values that the same tuples of classes ``b_cls`` have under ``b``: all
+    that :func:`dpriv.adversary.deductions.deduce` reads of the model, so deductions about them
+    under ``a`` are those under ``b``. Exact (False may still be the same support, e.g. listed in
+    another order); O(n + pairs of patterns x E)."""
+    graph = a.contexts == b.contexts and all(
+        np.array_equal(getattr(a, f), getattr(b, f)) for f in ("src", "value", "dst", "exit_value")
+    )
+    if not graph or a_cls.shape != b_cls.shape:
+        return False
+    if not a_cls.size:
+        return True
+    # a tuple's dead ends follow from its allowed edges and ``src``: its edge row is the rest
+    pairs = np.unique(np.stack([a.class_support[a_cls], b.class_support[b_cls]]), axis=1)
+    return bool(np.array_equal(a.edge_allowed[pairs[0]], b.edge_allowed[pairs[1]]))
