@@ -217,6 +217,18 @@ def test_presence_contradiction_raises():
         deduce([r1, r2], EXIT, attendance=1.0)
 
 
+def test_contradiction_messages_name_no_respondent():
+    # ids are never printed (README): neither the tuple left without a value nor a doubled one
+    r1 = release(1, "ax", [(7001, 0, "a"), (7002, 0, "a")])
+    r2 = release(2, "ax", [(7001, 0, "a"), (7003, 0, "a")])
+    with pytest.raises(InputError, match="release 1: a released tuple has no possible value") as e:
+        deduce([r1, r2], EXIT, attendance=1.0)
+    twice = release(1, "ax", [(7001, 0, "a"), (7001, 0, "x")])
+    with pytest.raises(InputError, match="a respondent has two tuples in release 1") as f:
+        deduce([twice], EXIT, attendance=None)
+    assert "700" not in str(e.value) + str(f.value)
+
+
 def test_releases_out_of_order_are_refused():
     r1, r2 = exit_history()
     with pytest.raises(InputError, match="increasing"):

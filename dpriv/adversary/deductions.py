@@ -57,7 +57,6 @@ from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.support import ChainSupport, _Graph, _pack, _unpack, chain_support
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
-from dpriv.policy import as_python
 
 __all__ = ["ChainSupport", "Deductions", "chain_support", "deduce", "group_feasibility", "presence_known"]
 
@@ -210,7 +209,7 @@ def deduce(
         _check_start(start, releases, m, sure)
     if n_rel == 0:
         return Deductions([], [], np.zeros(0, bool), 0, time.perf_counter() - tick, sup.exit_value, sure)
-    # respondent ids of any type (int, float, text): int64 codes, the ids kept for messages
+    # respondent ids of any type (int, float, text) as int64 codes (never printed)
     ids = pd.concat([pd.Series(np.asarray(r.respondent)) for r in releases], ignore_index=True)
     rid = pd.factorize(ids)[0].astype(np.int64)
     cls = np.concatenate([np.asarray(r.cls, dtype=np.int64) for r in releases])
@@ -222,9 +221,7 @@ def deduce(
     twice = same & (view[order][1:] == view[order][:-1])
     if twice.any():
         k = int(order[1:][twice][0])
-        raise InputError(
-            f"respondent {as_python(ids.iloc[k])!r} has two tuples in release {int(view[k])}; keep one"
-        )
+        raise InputError(f"a respondent has two tuples in release {int(view[k])}; keep one")
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
     prev[order[1:][same]] = order[:-1][same]
@@ -276,8 +273,8 @@ def deduce(
 
     def contradiction(k: int) -> NoAssignment:  # an empty set admits no assignment: the same contradiction
         return NoAssignment(
-            f"release {int(view[k])}: the tuple of respondent {as_python(ids.iloc[k])!r} has no possible "
-            "value; the releases contradict the model (wrong tables, attendance or releases?)"
+            f"release {int(view[k])}: a released tuple has no possible value; the releases "
+            "contradict the model (wrong tables, attendance or releases?)"
         )
 
     # per tuple (rows): states before (pre) / after (post) its exam, and after it with the
