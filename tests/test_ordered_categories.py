@@ -109,3 +109,24 @@ def test_the_cli_reads_the_order_of_a_parquet_categorical_and_verify_checks_by_i
         "verify", tmp_path / "abc.parquet", "--original", tmp_path / "ordered.parquet", "--policy", policy
     )
     assert bad.exit_code == 2 and "FAIL" in bad.output, bad.output
+
+
+@pytest.mark.slow
+def test_release_says_the_order_of_the_sensitive_domain_it_inferred(cli, tmp_path):
+    """``dpriv release`` prints the ledger's inferred domains: the alphabet's order said as such
+    under emd_ground = "ordered", an ordered Categorical's order without that hint."""
+    history = pd.concat([view(60).assign(v=1), view(60).assign(v=2, rid=lambda f: f["rid"] + 100)])
+    history.to_parquet(tmp_path / "ordered.parquet", index=False)
+    history.assign(s=history["s"].astype(str)).to_parquet(tmp_path / "text.parquet", index=False)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[columns]\nid = "rid"\ntime = "v"\nqi = ["age", "weight"]\nsensitive = "s"\n'
+        '[privacy]\nk = 5\nt = 1.0\nj = 10.0\nemd_ground = "ordered"\nmax_suppression = 0.5\n'
+    )
+    text = cli("release", tmp_path / "text.parquet", "--ledger", tmp_path / "T", "--policy", policy)
+    assert text.exit_code == 0, text.output
+    assert "inferred sensitive domain of 's': ['high', 'low', 'mid'] (in alphabetical order" in text.output
+    ordered = cli("release", tmp_path / "ordered.parquet", "--ledger", tmp_path / "O", "--policy", policy)
+    assert ordered.exit_code == 0, ordered.output
+    assert "inferred sensitive domain of 's': ['low', 'mid', 'high']" in ordered.output
+    assert "alphabetical" not in ordered.output
