@@ -23,6 +23,7 @@ import pandas as pd
 from dpriv._dispatch import meta_of, to_pandas
 from dpriv.dates import date_qi, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
+from dpriv.id_format import representative, shape_of
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_values import as_python, domain_note
 from dpriv.released import GROUP
@@ -121,9 +122,13 @@ def _is_text_id(col: pd.Series) -> bool:
 def _refuse_mixed_ids(col: pd.Series) -> None:
     """InputError for an id column of values of several types (``7`` and ``"x8"``): the state
     is kept in id order, and 7 and "7" would be two respondents."""
-    if found := mixed_types(col):
+    if mixed_types(col):  # the ids by their shape per type: never printed
+        types = col.map(lambda v: type(v).__name__, na_action="ignore")
+        counts = sorted(types.value_counts().items(), key=lambda tn: (-tn[1], tn[0]))  # most common first
+        shapes = "; ".join(f"{t}: {shape_of(representative(col[types == t]))}" for t, _ in counts)
         raise InputError(
-            f"id column {col.name!r} holds {found[1]}: write every id as text (or every id as a number)"
+            f"id column {col.name!r} holds values of several types ({shapes}): write every id as "
+            "text (or every id as a number)"
         )
 
 
