@@ -223,6 +223,10 @@ def category_domains(
         order = [c for c in col.dtype.categories.tolist() if c in present]
         if not order:
             continue  # no value at all: validation names the column
+        if not qi:  # exit_values it lacks: said as of any inferred domain, not as an invalid policy
+            from dpriv.input_checks import check_inferred_exit_values  # it imports this module
+
+            check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy)
         # the values as prepare_view gives them (text in NFC, NumPy scalars as Python ones)
         domains[name] = list(dict.fromkeys(_nfc(as_python(c)) for c in order))
         if qi:

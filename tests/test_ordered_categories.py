@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpriv.errors import PolicyError
 from dpriv.release import anonymize
 
 ORDER = ["low", "mid", "high"]
@@ -130,3 +131,12 @@ def test_release_says_the_order_of_the_sensitive_domain_it_inferred(cli, tmp_pat
     assert ordered.exit_code == 0, ordered.output
     assert "inferred sensitive domain of 's': ['low', 'mid', 'high']" in ordered.output
     assert "alphabetical" not in ordered.output
+
+
+def test_exit_values_an_ordered_sensitive_lacks_are_said_as_for_an_inferred_domain():
+    """Not "invalid policy" (the domain read from the categories is not one the user wrote)."""
+    policy = POLICY | {"t": 1.0, "exit_values": ["dead", "gone"]}
+    with pytest.raises(
+        PolicyError, match=r"no domain of 's' is declared, so it was inferred from this input"
+    ):
+        anonymize(view(60), policy)
