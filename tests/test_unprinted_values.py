@@ -73,3 +73,19 @@ def test_a_sensitive_list_is_named_by_its_row_without_its_value():
     said = str(err.value)
     assert "sensitive column 's' holds lists or arrays, not one value per row" in said and "row 4" in said
     assert "hiv_secret" not in said, said
+
+
+def test_a_generalized_sensitive_value_is_named_by_its_row_without_its_value():
+    """A value set in the sensitive column may hold true values (``{hiv_secret,a}``); a QI's
+    generalized value is still quoted."""
+    v = view().astype({"s": object})
+    v.at[5, "s"] = "{hiv_secret,a}"
+    with pytest.raises(InputError) as err:
+        anonymize(v, POLICY)
+    said = str(err.value)
+    assert "column 's' holds a value, a generalized or placeholder value" in said and "row 5" in said
+    assert "hiv_secret" not in said, said
+    v = view().astype({"age": object})
+    v.at[5, "age"] = "[45-52]"
+    with pytest.raises(InputError, match=r"column 'age' holds '\[45-52\]', a generalized"):
+        anonymize(v, POLICY)
