@@ -20,10 +20,12 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import meta_of
+from dpriv._dispatch import meta_of, to_pandas
 from dpriv.dates import date_qi, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
+from dpriv.id_format import representative, shape_of
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_values import as_python, domain_note
 from dpriv.released import GROUP
 from dpriv.user_warning import warn_user
 from dpriv.value_types import mixed_types
@@ -120,9 +122,13 @@ def _is_text_id(col: pd.Series) -> bool:
 def _refuse_mixed_ids(col: pd.Series) -> None:
     """InputError for an id column of values of several types (``7`` and ``"x8"``): the state
     is kept in id order, and 7 and "7" would be two respondents."""
-    if found := mixed_types(col):
+    if mixed_types(col):  # the ids by their shape per type: never printed
+        types = col.map(lambda v: type(v).__name__, na_action="ignore")
+        counts = sorted(types.value_counts().items(), key=lambda tn: (-tn[1], tn[0]))  # most common first
+        shapes = "; ".join(f"{t}: {shape_of(representative(col[types == t]))}" for t, _ in counts)
         raise InputError(
-            f"id column {col.name!r} holds {found[1]}: write every id as text (or every id as a number)"
+            f"id column {col.name!r} holds values of several types ({shapes}): write every id as "
+            "text (or every id as a number)"
         )
 
 
@@ -164,9 +170,17 @@ def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, id
     return _prepare_part(view, columns, id_col, dates)
 
 
-def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: bool = True):
+def prepared(
+    view: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    *,
+    ids: bool = True,
+    notes: list[str] | None = None,
+):
     """(:func:`prepare_view` of ``view``, ``policy``) with date and timestamp QIs detected first
-    (:func:`dpriv.dates.with_date_kinds`): the entry points' one input-normalising step."""
+    (:func:`dpriv.dates.with_date_kinds`) and the domains of ordered categorical columns taken
+    from their categories (:func:`category_domains`, whose notes are appended to ``notes``):
+    the entry points' one input-normalising step."""
     duplicate_columns(view.columns)  # before a column is looked up by name
     meta = meta_of(view)
     named = dict.fromkeys([*policy.qi, policy.sensitive])
@@ -175,7 +189,57 @@ def prepared(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, ids: b
         raise InputError(f"column(s) {odd} hold complex numbers: use their real part, magnitude or text")
     policy = with_date_kinds(view, policy)
     _numbers_as_dates(meta, policy)
+    policy, said = category_domains(view, policy)
+    if notes is not None:
+        notes += said
     return prepare_view(view, policy, ids=ids), policy
+
+
+def category_domains(
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+) -> tuple[ReleasePolicy, list[str]]:
+    """``policy`` with the domain of each QI or sensitive column that it does not declare (nor a
+    hierarchy gives) and that holds an **ordered** pandas Categorical set to the categories the
+    data holds, in the categories' order (``low < mid < high``, which ``emd_ground = "ordered"``
+    and a QI's Hilbert key use; sorting would give ``high, low, mid``), a QI's kind categorical;
+    and one note per such domain (the words of an inferred one). Unused categories stay out, as
+    for any inferred domain. A QI of numeric categories not declared categorical stays numeric.
+    Computes those columns of a Dask frame (their categories and present values)."""
+    meta, domains, kinds, notes = meta_of(view), dict(policy.domains), dict(policy.kinds), []
+    for name in dict.fromkeys([*policy.qi, policy.sensitive]):
+        dtype = meta[name].dtype if name in meta.columns else None
+        if not isinstance(dtype, pd.CategoricalDtype) or not dtype.ordered:
+            continue
+        qi = name != policy.sensitive
+        if name in domains or name in policy.hierarchies or (qi and kinds.get(name) == "date"):
+            continue
+        numeric = pd.api.types.is_numeric_dtype(dtype.categories.dtype)
+        if qi and numeric and kinds.get(name) != "categorical":
+            continue  # a numeric QI: [min, max] as ever
+        col = view[name]
+        if isinstance(col, dd.Series) and not col.cat.known:
+            col = col.cat.as_known()
+        present = set(to_pandas(col.dropna().drop_duplicates()).tolist())
+        order = [c for c in col.dtype.categories.tolist() if c in present]
+        if not order:
+            continue  # no value at all: validation names the column
+        if not qi:  # exit_values it lacks: said as of any inferred domain, not as an invalid policy
+            from dpriv.input_checks import check_inferred_exit_values  # it imports this module
+
+            check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy)
+        # the values as prepare_view gives them (text in NFC, NumPy scalars as Python ones)
+        domains[name] = list(dict.fromkeys(_nfc(as_python(c)) for c in order))
+        if qi:
+            kinds[name] = "categorical"
+        said = domain_note(name, kinds.get(name) if qi else None, domains[name])
+        notes.append(f"{said} (the order of its ordered categories)")
+    if not notes:
+        return policy, []
+    return policy.with_overrides(kinds=kinds, domains=domains), notes
+
+
+def _nfc(v):
+    return unicodedata.normalize("NFC", v) if isinstance(v, str) else v
 
 
 def _numbers_as_dates(meta: pd.DataFrame, policy: ReleasePolicy) -> None:

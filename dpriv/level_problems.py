@@ -35,12 +35,19 @@ def add_unknown(
     kind: str,
     fix: str = "add them to [domains]",
 ) -> None:
-    """A problem for values of ``name`` that are not in ``domain``, naming a few of them."""
+    """A problem for values of ``name`` that are not in ``domain``, naming a few of them; the
+    sensitive column's (``kind`` "domain") are not named: the message names their rows, and a
+    sensitive value is never printed beside its row (a batch job's log)."""
     bad, values = _unknown(part, name, domain)
     if not bad.any():
         return
     shown = f"{domain[:8]}" + (f" (+{len(domain) - 8} more)" if len(domain) > 8 else "")
-    message = f"{what} has values {values} not in its declared {kind} {shown}: "
+    named = (
+        "values (not printed beside their rows: see the rows named)"
+        if kind == "domain"
+        else f"values {values}"
+    )
+    message = f"{what} has {named} not in its declared {kind} {shown}: "
     have = sorted({type(as_python(v)).__name__ for v in values})
     want = sorted({type(as_python(v)).__name__ for v in domain})
     if not set(have) & set(want):

@@ -75,5 +75,22 @@ def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> tuple[dict, d
             domains[name] = [as_python(v) for v in sorted(col.unique(), key=sort_key)]
             if name != policy.sensitive:
                 kinds[name] = "categorical"
-        notes.append(domain_note(name, kinds.get(name), domains[name]))
+        notes.append(
+            domain_note(name, kinds.get(name), domains[name]) + order_hint(policy, name, domains[name])
+        )
     return kinds, domains, notes
+
+
+def order_hint(policy: ReleasePolicy, name: str, domain: list) -> str:
+    """What the note of an inferred sensitive domain of text in sorted order adds under
+    ``emd_ground = "ordered"``: its order is the alphabet's, which t-closeness then measures
+    distances by (``""`` otherwise: numbers, or an ordered Categorical's own order)."""
+    if name != policy.sensitive or policy.emd_ground != "ordered" or all(is_number(v) for v in domain):
+        return ""
+    if domain != sorted(domain, key=sort_key):
+        return ""
+    return (
+        ' (in alphabetical order, the order emd_ground = "ordered" measures distances by: to use '
+        f"the values' own order, declare it, [domains] {name} = [...] in the policy, or give the "
+        "column as an ordered pandas Categorical)"
+    )

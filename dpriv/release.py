@@ -370,9 +370,9 @@ def anonymize(
     policy = as_policy(policy, "anonymize")
     check_npartitions(npartitions)
     view = as_frame(view, "anonymize", "view", policy.id)
-    view, policy = prepared(view, policy)
-    policy, notes = resolve_policy(view, policy)
-    notes += [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
+    view, policy = prepared(view, policy, notes=(notes := []))
+    policy, inferred = resolve_policy(view, policy)
+    notes += inferred + [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
     warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
     summary = validate_view(view, policy)
     check_sensitive_values(summary.s_counts, policy)

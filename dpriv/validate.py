@@ -60,14 +60,18 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
         vals = part[name]
         text = vals.notna() & vals.astype(str).str.match(GENERALIZED)
         if text.any():
-            example = vals[text].iloc[0]
+            # a sensitive value is never printed beside its rows (a value set may hold true values);
+            # a placeholder of no letter or digit ('*', '?') holds none
+            example = repr(vals[text].iloc[0])
+            hidden = name == policy.sensitive and re.search(r"[^\W_]", example[1:-1]) is not None
+            example, held = ("it", "a value") if hidden else (example, example)
             found.append(
                 (
                     1,
                     name,
-                    f"column {name!r} holds {example!r}, a generalized or placeholder value (interval, "
+                    f"column {name!r} holds {held}, a generalized or placeholder value (interval, "
                     "value set, '*' or '?'): dpriv releases original data, not an already anonymized "
-                    f"file; feed the original values, or drop or impute the rows with {example!r}",
+                    f"file; feed the original values, or drop or impute the rows with {example}",
                     _rows(part, text.to_numpy(), policy),
                     int(text.sum()),
                 )

@@ -51,8 +51,9 @@ GROUPED_NUMBER = re.compile(r"^\s*[+-]?(?:\d{1,3}(?:[,.\u00a0' ]\d{3})+(?:[.,]\d
 
 def mixed_types(values: pd.Series) -> tuple[np.ndarray, str] | None:
     """For an object column of values of several Python types (pandas infers "mixed..."): the
-    rows not of its most common type and how to say it ("int and e.g. 's0' (str)"); all rows
-    for values of one type that is neither text nor a number (tuples). None otherwise."""
+    rows not of its most common type and how to say it by the types alone ("int, and str in
+    some rows": a message names the rows, never a value beside them); all rows for values of
+    one type that is neither text nor a number (tuples). None otherwise."""
     if not pd.api.types.infer_dtype(values, skipna=True).startswith("mixed"):
         return None
     types = values.map(lambda v: type(v).__name__, na_action="ignore")
@@ -60,7 +61,8 @@ def mixed_types(values: pd.Series) -> tuple[np.ndarray, str] | None:
     odd = (types.notna() & (types != usual)).to_numpy(dtype=bool)
     if not odd.any():
         return types.notna().to_numpy(dtype=bool), f"values of type {usual}, neither text nor numbers"
-    return odd, f"values of several types ({usual} and e.g. {values[odd].iloc[0]!r} ({types[odd].iloc[0]}))"
+    others = " and ".join(sorted(set(types[odd])))
+    return odd, f"values of several types ({usual}, and {others} in some rows)"
 
 
 #: What :func:`id_kinds` says of a partition of an id column.
@@ -88,6 +90,12 @@ def id_kinds(values: pd.Series) -> pd.DataFrame:
 
 def _listed(v):
     return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+def _example(values: pd.Series, name: str, policy: ReleasePolicy) -> str:
+    """`` (e.g. [1, 2])``: the first of a QI's ``values``; ``""`` for the sensitive column, whose
+    values are never printed beside their rows."""
+    return "" if name == policy.sensitive else f" (e.g. {_listed(values.iloc[0])!r})"
 
 
 def _is_nested(v) -> bool:
@@ -208,7 +216,7 @@ def type_problems(
                 add(
                     name,
                     nested,
-                    f"{what} {name!r} holds lists or arrays (e.g. {_listed(vals[nested].iloc[0])!r}), "
+                    f"{what} {name!r} holds lists or arrays{_example(vals[nested], name, policy)}, "
                     "not one value per row: flatten the column (one value per row) or drop it from "
                     "the policy",
                 )

@@ -646,7 +646,8 @@ def test_ids_of_several_types_are_refused_by_name(tmp_path):
     hist["rid"] = [i if i % 2 else f"x{i}" for i in range(len(hist))]
     pol = {**POLICY, "time": "v"}
     with pytest.raises(
-        InputError, match=r"id column 'rid' holds values of several types \(int and e.g. 'x0' \(str\)\)"
+        InputError,
+        match=r"id column 'rid' holds values of several types \(int: integers of 1-2 digits; str: ",
     ):
         release_history(hist, pol, tmp_path / "led")
     assert not (tmp_path / "led").exists()
@@ -719,13 +720,13 @@ def test_a_value_written_two_ways_and_periods_are_refused_by_name():
     v = view(30)
     v["s"] = pd.Series([1 if i % 2 else "1" for i in range(30)], dtype=object)
     with pytest.raises(
-        InputError, match=r"sensitive column 's' holds values of several types \(int and e.g. '1'"
+        InputError, match=r"sensitive column 's' holds values of several types \(int, and str in some rows\)"
     ):
         anonymize(v, POLICY)
     v = view(30)
     v["s"] = pd.Series([i % 3 if i % 2 else f"s{i}" for i in range(30)], dtype=object)  # no two alike
     with pytest.raises(
-        InputError, match=r"sensitive column 's' holds values of several types \(int and e.g."
+        InputError, match=r"sensitive column 's' holds values of several types \(int, and str in some rows\)"
     ):
         anonymize(v, POLICY)  # drill 2: an ArrowTypeError when the view was written
     v = view(30)

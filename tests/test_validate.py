@@ -50,7 +50,10 @@ def test_valid_view_gives_size_and_counts(as_dask):
         ({"age": (3, 130)}, r"outside its declared domain \[0, 100\].*row 3"),
         ({"sex": (0, "X")}, r"'sex' has values \['X'\] not in its declared levels.*row 0"),
         ({"sex": (0, " ")}, r"'sex' has empty strings"),
-        ({"s": (2, "z")}, r"sensitive column 's' has values \['z'\] not in its declared domain.*row 2"),
+        (
+            {"s": (2, "z")},
+            r"sensitive column 's' has values \(not printed.*\) not in its declared domain.*row 2",
+        ),
         ({"id": (1, 1)}, r"duplicate 'id' within one view.*\(2 rows: row 0, row 1\)"),
     ],
 )

@@ -18,6 +18,7 @@ from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import recorded_base
 from dpriv.policy_keys import flags_named
+from dpriv.policy_values import order_hint
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
 _WHOLE_TABLES = ("domains", "kinds", "knowledge", "hierarchies")
@@ -210,6 +211,7 @@ def inferred_domains(pol: ReleasePolicy, recorded: ReleasePolicy) -> list[str]:
     says them): a weekly job sees what its later weeks must stay within."""
     return [
         domain_note(name, recorded.kinds.get(name) if name != pol.sensitive else None, recorded.domains[name])
+        + order_hint(recorded, name, recorded.domains[name])
         for name in (*pol.qi, pol.sensitive)
         if name not in pol.domains and name in recorded.domains
     ]
