@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpriv._dispatch import broadcast
 from dpriv.adversary.groups import group_posterior
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retro_parts import TASKS, Part, split, subset
@@ -218,7 +219,11 @@ def _run(observed, tables, static, allowed, attendance, n_parts: int, lazy: bool
     shared_tables, shared_obs, shared_pos = compiled, observed, positions
     if lazy:  # one copy of the shared inputs in the graph, not one per task
         tag = uuid.uuid4().hex
-        shared_tables = dask.delayed(compiled, name=f"retro-tables-{tag}", traverse=False)
+        # the tables (~19 MiB of order 3, at any history size) go to the workers once, as a
+        # future: embedded, they made the graph ~20 MiB (Dask's large-graph warning)
+        shared_tables = broadcast(compiled)
+        if shared_tables is compiled:  # no distributed client: the same objects, one graph key
+            shared_tables = dask.delayed(compiled, name=f"retro-tables-{tag}", traverse=False)
         shared_obs = dask.delayed(observed, name=f"retro-observed-{tag}", traverse=False)
         shared_pos = dask.delayed(positions, name=f"retro-positions-{tag}", traverse=False)
     parts = [
