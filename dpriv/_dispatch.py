@@ -55,9 +55,13 @@ def shared(obj: Any, frame: Any) -> Any:
 def broadcast(obj: Any) -> Any:
     """``obj`` scattered once to every worker of the current distributed client (a future,
     which tasks take as an argument: the graph holds its key, not its bytes), or ``obj``
-    itself without a distributed client (Dask's local schedulers share the process's memory)."""
+    itself without a distributed client (Dask's local schedulers share the process's memory),
+    or when the Dask config names another scheduler for the graph (a future cannot be read
+    there: ``dask.config.set(scheduler="sync")`` while a client exists)."""
     client = distributed_client()
-    return obj if client is None else client.scatter(obj, broadcast=True, hash=True)
+    if client is None or getattr(dask.base.get_scheduler(), "__self__", None) is not client:
+        return obj
+    return client.scatter(obj, broadcast=True, hash=True)
 
 
 def to_dask(frame: pd.DataFrame, npartitions: int) -> Any:
