@@ -49,8 +49,19 @@ def shared(obj: Any, frame: Any) -> Any:
     Dask ``frame``, a future of ``obj`` scattered once to every worker (the graph then holds
     its key, not its bytes: BK^seq tables of order 3 are ~19 MB, which Dask would embed and
     warn about as a large graph); ``obj`` itself otherwise (pandas, or no distributed client)."""
-    client = distributed_client() if is_dask(frame) else None
-    return obj if client is None else client.scatter(obj, broadcast=True, hash=True)
+    return broadcast(obj) if is_dask(frame) else obj
+
+
+def broadcast(obj: Any) -> Any:
+    """``obj`` scattered once to every worker of the current distributed client (a future,
+    which tasks take as an argument: the graph holds its key, not its bytes), or ``obj``
+    itself without a distributed client (Dask's local schedulers share the process's memory),
+    or when the Dask config names another scheduler for the graph (a future cannot be read
+    there: ``dask.config.set(scheduler="sync")`` while a client exists)."""
+    client = distributed_client()
+    if client is None or getattr(dask.base.get_scheduler(), "__self__", None) is not client:
+        return obj
+    return client.scatter(obj, broadcast=True, hash=True)
 
 
 def to_dask(frame: pd.DataFrame, npartitions: int) -> Any:

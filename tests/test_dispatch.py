@@ -86,3 +86,29 @@ def test_to_dask_scatters_the_chunks_under_a_client_and_sends_no_large_graph(cli
     assert out.npartitions == 3 and out.dtypes.to_dict() == plain.dtypes.to_dict()
     pd.testing.assert_frame_equal(got, plain.compute())
     assert [len(p) for p in out.partitions] == [100_000] * 3
+
+
+_PICKED = {"a": "int64", "b": "int64"}
+
+
+def _pick(part, values):
+    return part.assign(b=values[part["a"].to_numpy()])
+
+
+def test_shared_is_a_future_only_when_the_client_runs_the_graph(client):
+    """Under a client the tables travel as a future; with ``dask.config.set(scheduler="sync")``
+    the graph runs in this process, where a future is a missing dependency: the object itself."""
+    import dask
+    from distributed import Future
+
+    from dpriv._dispatch import shared
+
+    frame = dd.from_pandas(pd.DataFrame({"a": [1, 2, 3]}), npartitions=1)
+    obj = np.arange(5)
+    out = shared(obj, frame)
+    assert isinstance(out, Future)
+    np.testing.assert_array_equal(frame.map_partitions(_pick, out, meta=_PICKED)["b"].compute(), [1, 2, 3])
+    with dask.config.set(scheduler="sync"):
+        assert shared(obj, frame) is obj
+        got = frame.map_partitions(_pick, shared(obj, frame), meta=_PICKED)["b"].compute()
+    np.testing.assert_array_equal(got, [1, 2, 3])

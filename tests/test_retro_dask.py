@@ -74,3 +74,56 @@ def test_attack_with_a_dask_history(tmp_path, ledger_run):  # noqa: F811
     with dask.config.set(scheduler="sync"):
         got = attack(led, dd.from_pandas(mh.history, npartitions=3), policy, "dk", adversary="retrospective")
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def _masks(kind, observed, knowledge):
+    if kind is None:
+        return None
+    masks = MasksAsOf(observed, knowledge, 1.0)
+    return masks(len(observed) - 1) if kind == "static" else masks
+
+
+@pytest.mark.parametrize("kind", [None, "static", "as_of"])
+def test_on_a_client_the_graph_holds_no_tables_nor_masks(ledger_run, client, kind):  # noqa: F811
+    """The drill: on a distributed client the compiled BK^seq tables (order 3, ~19 MiB) were
+    embedded in the graph of any history (Dask's "Sending large graph of size 19.73 MiB" for
+    4 x 1,000 tuples), and the masks known as of each release, O(releases^2) tuples (7 MiB
+    with the tables scattered, for 12 x 2,000). Both are scattered now: Dask's threshold
+    lowered to 100 kB, the graph of these 4 x 300 tuples stays below it (it held ~0.2 MB of
+    releases and masks). Same rows as in process."""
+    import warnings
+
+    from dpriv.adversary.compiled import CompiledTables
+
+    mh, _, observed = ledger_run
+    assert CompiledTables(mh.knowledge).flat.nbytes > 10 * 2**20  # what would make the graph large
+    expected = _frame(
+        retrospective_attack(
+            observed, mh.knowledge, allowed=_masks(kind, observed, mh.knowledge), attendance=1.0
+        )
+    )
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        dask.config.set({"distributed.admin.large-graph-warning-threshold": "100kB"}),
+    ):
+        warnings.simplefilter("always")
+        allowed = _masks(kind, observed, mh.knowledge)
+        got = _frame(
+            retrospective_attack(observed, mh.knowledge, allowed=allowed, attendance=1.0, partitions=2)
+        )
+    large = [str(w.message).splitlines()[0] for w in caught if "large graph" in str(w.message)]
+    assert large == []
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert expected["n_certain"].isna().all() == (kind is None)
+
+
+def test_static_masks_on_dask_without_a_client(ledger_run):  # noqa: F811
+    """The same masks for every as-of release, one graph key sliced per as-of (local scheduler)."""
+    mh, _, observed = ledger_run
+    allowed = _masks("static", observed, mh.knowledge)
+    expected = _frame(retrospective_attack(observed, mh.knowledge, allowed=allowed, attendance=1.0))
+    with dask.config.set(scheduler="sync"):
+        got = _frame(
+            retrospective_attack(observed, mh.knowledge, allowed=allowed, attendance=1.0, partitions=3)
+        )
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)

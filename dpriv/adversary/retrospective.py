@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpriv._dispatch import broadcast
 from dpriv.adversary.groups import group_posterior
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retro_parts import TASKS, Part, split, subset
@@ -163,15 +164,6 @@ def retrospective_posteriors(
     yield from _run(observed, tables, static, allowed, attendance, 1, lazy=False)
 
 
-def _masks_at(observed, tables, static, allowed, a) -> list:
-    """Masks of releases ``0 .. a`` known after ``a`` (Nones without masks)."""
-    if allowed is None:
-        return [None] * (a + 1)
-    if static is not None:
-        return static[: a + 1]
-    return _check_masks(observed[: a + 1], allowed(a), tables.n_values)
-
-
 def _assemble(n: int, m: int, positions: Sequence[np.ndarray], pieces: Sequence[np.ndarray]) -> np.ndarray:
     out = np.zeros((n, m))
     for pos, piece in zip(positions, pieces):
@@ -179,12 +171,12 @@ def _assemble(n: int, m: int, positions: Sequence[np.ndarray], pieces: Sequence[
     return out
 
 
-def _emissions(observed, a: int, positions, preds, mask) -> list[np.ndarray]:
-    """Ω of the groups of release ``a`` with the members' predictions; each partition's
-    emissions (Ω posterior / prediction, the Ω likelihood up to a constant)."""
+def _emissions(observed, a: int, positions, preds, masks) -> list[np.ndarray]:
+    """Ω of the groups of release ``a`` with the members' predictions (``masks[a]`` applied);
+    each partition's emissions (Ω posterior / prediction, the Ω likelihood up to a constant)."""
     obs, positions = observed[a], [p[a] for p in positions]
     prior = _assemble(obs.respondent.size, obs.counts.shape[1], positions, preds)
-    post = group_posterior(obs.group, obs.counts, prior, mask)
+    post = group_posterior(obs.group, obs.counts, prior, masks[a])
     with np.errstate(divide="ignore", invalid="ignore"):
         emis = np.where(prior > 0, post / np.where(prior > 0, prior, 1.0), post)
     return [emis[pos] for pos in positions]
@@ -203,6 +195,30 @@ def _as_of(observed, a, positions, cavs, masks, with_masks) -> AsOf:
     return AsOf(observed[a].index, releases, tuple(posts), used, tuple(levels))
 
 
+def _part(observed, positions, k: int, sigma, compiled, attendance) -> Part:
+    """Partition ``k`` of the respondents (its tuples of every release)."""
+    return Part([subset(o, pos) for o, pos in zip(observed, positions[k])], sigma, compiled, attendance)
+
+
+def _part_masks(masks, positions, k: int, a: int) -> list[np.ndarray]:
+    """Partition ``k``'s rows of the masks of releases ``0 .. a - 1``."""
+    return [masks[i][positions[k][i]] for i in range(a)]
+
+
+def _one_copy(obj, name: str, lazy: bool):
+    """``obj`` as an argument of many tasks, its bytes once: in process ``obj``; on Dask a
+    future scattered to the workers under a distributed client (the graph holds its key: the
+    order-3 tables are ~19 MiB, the masks as of every release O(releases^2) tuples, which
+    embedded made the graph grow with them, Dask's large-graph warning), else one graph key.
+    A list comes back as a list (of futures), so a slice of it is the list of a prefix."""
+    if not lazy:
+        return obj
+    import dask
+
+    out = broadcast(obj)
+    return dask.delayed(obj, name=name, traverse=False) if out is obj else out
+
+
 def _run(observed, tables, static, allowed, attendance, n_parts: int, lazy: bool):
     """Every as-of release over ``n_parts`` partitions of respondents (module doc): eager
     (yields AsOf) or, with ``lazy``, a Dask graph (yields a Delayed list of rows per as-of)."""
@@ -215,25 +231,29 @@ def _run(observed, tables, static, allowed, attendance, n_parts: int, lazy: bool
         sigma.append(o.n_suppressed / n_all if n_all else 0.0)
     positions = split(observed, n_parts)
     wrap = dask.delayed if lazy else (lambda f, **_: f)
-    shared_tables, shared_obs, shared_pos = compiled, observed, positions
-    if lazy:  # one copy of the shared inputs in the graph, not one per task
-        tag = uuid.uuid4().hex
-        shared_tables = dask.delayed(compiled, name=f"retro-tables-{tag}", traverse=False)
-        shared_obs = dask.delayed(observed, name=f"retro-observed-{tag}", traverse=False)
-        shared_pos = dask.delayed(positions, name=f"retro-positions-{tag}", traverse=False)
-    parts = [
-        wrap(Part)([subset(o, pos[p]) for p, o in enumerate(observed)], sigma, shared_tables, attendance)
-        for pos in positions
-    ]
+    tag = uuid.uuid4().hex
+    shared_tables = _one_copy(compiled, f"retro-tables-{tag}", lazy)
+    shared_obs = _one_copy(observed, f"retro-observed-{tag}", lazy)
+    shared_pos = _one_copy(positions, f"retro-positions-{tag}", lazy)
+    shared_static = None if static is None else _one_copy(static, f"retro-masks-{tag}", lazy)
+    parts = [wrap(_part)(shared_obs, shared_pos, k, sigma, shared_tables, attendance) for k in range(n_parts)]
     for a in range(len(observed)):
-        masks = _masks_at(observed, tables, static, allowed, a)
+        if allowed is None:
+            masks = [None] * (a + 1)
+        elif static is not None:
+            masks = shared_static[: a + 1]
+        else:
+            known = _check_masks(observed[: a + 1], allowed(a), tables.n_values)
+            masks = _one_copy(known, f"retro-masks-{a}-{tag}", lazy)
         preds = []
-        for k, pos in enumerate(positions):
+        for k in range(n_parts):
             # masks known only later tighten earlier emissions (static masks are already in them)
-            pm = [masks[i][pos[i]] for i in range(a)] if static is None and allowed is not None else None
+            pm = (
+                wrap(_part_masks)(masks, shared_pos, k, a) if static is None and allowed is not None else None
+            )
             parts[k], pred = wrap(TASKS["predict"], nout=2)(parts[k], a, pm)
             preds.append(pred)
-        emis = wrap(_emissions, nout=n_parts)(shared_obs, a, shared_pos, preds, masks[a])
+        emis = wrap(_emissions, nout=n_parts)(shared_obs, a, shared_pos, preds, masks)
         cavs = []
         for k in range(n_parts):
             parts[k], cav = wrap(TASKS["absorb"], nout=2)(parts[k], a, emis[k])
