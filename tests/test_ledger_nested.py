@@ -5,6 +5,8 @@ ledger inside an existing one is refused before anything is written, in the CLI 
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -88,3 +90,20 @@ def test_a_folder_holding_a_ledger_is_no_new_ledger(outer):
     with pytest.raises(LedgerError, match=rf"{parent} is not empty and is not a ledger"):
         Ledger(parent, create=True)
     assert snapshot(parent) == before
+
+
+def test_a_ledger_an_earlier_dpriv_made_inside_is_named_as_a_ledger_not_as_a_users_files(outer, tmp_path):
+    """The drill's next weekly run said the ledger held "releases/9/.dpriv-lock,
+    releases/9/manifest.json, ... which dpriv did not write": it was dpriv's own nested ledger."""
+    release_history(weeks(), ReleasePolicy.from_dict(POLICY), tmp_path / "elsewhere")
+    shutil.move(tmp_path / "elsewhere", outer / "releases" / "9")  # where a dpriv before the refusal put it
+    before = snapshot(outer)
+    with pytest.raises(LedgerError) as exc:
+        release_history(weeks(3), ReleasePolicy.from_dict(POLICY), outer)
+    assert str(exc.value) == (
+        f"the ledger {outer} holds another release ledger (releases/9, made inside it by an earlier dpriv) "
+        "where releases 3 and later go; nothing was written and none of its files was removed: move "
+        f"releases/9 out of {outer} (a ledger of its own: keep its state/ private), then run the "
+        "command again"
+    )
+    assert snapshot(outer) == before
