@@ -28,6 +28,7 @@ from distributed import Client, LocalCluster
 
 from dpriv.allocator import worker_config
 from dpriv.errors import InputError
+from dpriv.history_size import HistorySize
 from dpriv.numba_cache import CompileNotice
 from dpriv.parquet_files import parquet_rows
 from dpriv.policy import ReleasePolicy
@@ -181,43 +182,6 @@ SMALL_HISTORY_ROWS = 2_000_000
 SMALL_CSV_BYTES = 100_000_000
 
 
-@dataclass(frozen=True)
-class HistorySize:
-    """What decides where a history is released (:func:`history_size`).
-
-    ``rows``: tuples of the history; ``largest_view``: tuples of its largest view still to
-    release and ``respondents``: distinct ids of the ledger's last state and of the views still
-    to release, the most any release of the run starts from (both None when ``rows`` alone
-    exceeds :data:`SMALL_HISTORY_ROWS`: not counted)."""
-
-    rows: int
-    largest_view: int | None
-    respondents: int | None
-
-    @property
-    def small(self) -> bool:
-        """Every view is released in process (:func:`dpriv.release.in_process`) and the whole
-        history fits the client: no cluster is needed."""
-        from dpriv.release import SMALL_STATE_ROWS, SMALL_VIEW_ROWS
-
-        return (
-            self.rows <= SMALL_HISTORY_ROWS
-            and self.largest_view is not None
-            and self.largest_view <= SMALL_VIEW_ROWS
-            and self.respondents is not None
-            and self.respondents <= SMALL_STATE_ROWS
-        )
-
-    def describe(self) -> str:
-        """For the status line; the views counted are those still to release."""
-        if not self.largest_view:
-            return f"{self.rows} tuples, no view left to release"
-        return (
-            f"{self.rows} tuples, views still to release of at most {self.largest_view} tuples, "
-            f"at most {self.respondents} respondents"
-        )
-
-
 @dataclass(frozen=True, eq=False)
 class LedgerStart:
     """What a resumed release starts from: ``committed``, the indices of the releases in the
@@ -274,7 +238,7 @@ def history_size(
         by_view, ids = dask.compute(by_view, todo[policy.id].drop_duplicates())
     largest = rows if by_view is None else (int(by_view.max()) if len(by_view) else 0)
     respondents = (len(pd.Index(ids).union(start.ids)) if len(start.ids) else len(ids)) + start.unread
-    return HistorySize(int(rows), largest, respondents)
+    return HistorySize(int(rows), largest, respondents, 1 if by_view is None else len(by_view))
 
 
 Place = Literal["scheduler", "cluster", "process"]

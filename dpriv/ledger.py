@@ -40,6 +40,7 @@ from dpriv.ledger_files import (
     drop_lock,
     hold_lock,
     is_temp,
+    nested_problem,
     open_parquet,
     read_json,
     released_digests,
@@ -78,16 +79,16 @@ class Ledger:
     def __init__(
         self, root: str | Path, *, create: bool = False, prepare: bool = True, lock: bool = False
     ) -> None:
-        """Open the ledger at ``root``; ``create`` makes it when new and removes what a killed
-        writer left (temp files; the policy.json of a first commit killed before its manifest),
-        with ``prepare`` the next release's folders too (:meth:`prepare_next`). A caller that
-        may have nothing to release passes ``prepare=False`` and calls :meth:`prepare_next` once
-        it knows a release will be written: a run with nothing to write neither refuses nor
-        touches a file of the user's there.
+        """Open the ledger at ``root``; ``create`` makes it when new (LedgerError inside another
+        ledger: :func:`~dpriv.ledger_files.nested_problem`) and removes what a killed writer left
+        (temp files; the policy.json of a first commit killed before its manifest), with ``prepare``
+        the next release's folders too (:meth:`prepare_next`). A caller that may have nothing to
+        release passes ``prepare=False`` and calls :meth:`prepare_next` once it knows a release will
+        be written: a run with nothing to write neither refuses nor touches a file of the user's there.
         ``lock``: hold ``.dpriv-lock`` until :meth:`unlock` (LedgerError while another holds it)."""
         if not isinstance(root, str | Path):
             raise LedgerError(f"a ledger is a folder path (str or Path), not {type(root).__name__} {root!r}")
-        if problem := url_problem(root):
+        if problem := url_problem(root) or (create and nested_problem(root)):  # one inside another
             raise LedgerError(problem)
         self.root = Path(root)
         self._lock: int | None = None
@@ -199,10 +200,8 @@ class Ledger:
                 f"{self.root} holds no release yet (no {POLICY}): release into it first "
                 f"(dpriv release HISTORY --ledger {shlex.quote(str(self.root))})"
             )
-        stored = self.stored_policy()
-        for key in ("method", "knowledge_sha256", "hierarchy_sha256"):
-            stored.pop(key, None)
-        return ReleasePolicy.from_dict(stored)
+        pinned = ("method", "knowledge_sha256", "hierarchy_sha256")  # recorded beside the policy's fields
+        return ReleasePolicy.from_dict({k: v for k, v in self.stored_policy().items() if k not in pinned})
 
     def check_policy_file(self) -> None:
         """LedgerError when policy.json was changed, or removed, after ``manifest.json``

@@ -51,6 +51,32 @@ def url_problem(root: str | Path, name: str = "the ledger") -> str | None:
     )
 
 
+def enclosing_ledger(path: str | Path) -> Path | None:
+    """The release ledger folder ``path`` lies in, resolved (a parent holding ``manifest.json``
+    and ``releases/``, ``state/`` or ``policy.json``), or None (``path`` itself is not looked at)."""
+    for parent in Path(path).resolve().parents:
+        if (parent / MANIFEST).is_file() and any(
+            (parent / name).exists() for name in ("releases", "state", "policy.json")
+        ):
+            return parent
+    return None
+
+
+def nested_problem(root: str | Path, name: str = "the ledger") -> str | None:
+    """Why ``root`` cannot be a ledger written to when it lies inside another ledger (``L/releases/9``,
+    ``L/state/new``): its sensitive ``state/`` would sit among that ledger's published files, and its
+    files where that ledger's next releases go; None otherwise. ``name`` as in :func:`url_problem`."""
+    outer = enclosing_ledger(root)
+    if outer is None:
+        return None
+    return (
+        f"{name} {root} lies inside the release ledger {outer}, whose files are the record of what "
+        "was released: a ledger there would put its sensitive state/ among that ledger's files and "
+        f"block its next release; nothing was written: give {outer} itself to release into that "
+        "ledger, or a folder outside it for a new ledger"
+    )
+
+
 def file_sha256(path: Path) -> str:
     """SHA-256 (hex) of a file's bytes, read 1 MiB at a time."""
     h = hashlib.sha256()

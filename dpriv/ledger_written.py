@@ -23,6 +23,7 @@ from pathlib import Path
 from dpriv.errors import LedgerError
 from dpriv.io import TEMP_SUFFIX, atomic_write
 from dpriv.ledger_files import is_temp
+from dpriv.ledger_manifest import MANIFEST
 
 #: The record, at the ledger's root, of the files the commit of release ``index`` renamed into
 #: place: ``{"index": i, "files": {"releases/i/view.parquet": [inode, size, mtime_ns], ...}}``.
@@ -90,7 +91,16 @@ def refuse_foreign(root: Path, index: int, folders: tuple[Path, ...]) -> None:
     release, and one found only at its release's commit came after earlier ones were written."""
     written = _written(root, index)
     found = []
-    for d in (*folders, *(p for f in folders for p in _later(f, index))):
+    checked = (*folders, *(p for f in folders for p in _later(f, index)))
+    if inner := [d for d in checked if (d / MANIFEST).is_file()]:  # made by a dpriv before the refusal
+        names = ", ".join(str(d.relative_to(root)) for d in inner)
+        raise LedgerError(
+            f"the ledger {root} holds another release ledger ({names}, made inside it by an earlier "
+            f"dpriv) where releases {index} and later go; nothing was written and none of its files was "
+            f"removed: move {names} out of {root} (a ledger of its own: keep its state/ private), then "
+            "run the command again"
+        )
+    for d in checked:
         if d.is_symlink() or (d.exists() and not d.is_dir()):
             found.append(d)
         elif d.is_dir():

@@ -70,7 +70,7 @@ from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
 from dpriv.release_check import check_ledger_whole, check_unchanged, check_views, verify_parts
 from dpriv.released import LABEL, public, qig_table, secret_policy
-from dpriv.resume_types import resumed_types
+from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import defender_knowledge
 from dpriv.state import attach_priors, empty_state, next_state
 from dpriv.state_parts import state_nbuckets
@@ -159,12 +159,14 @@ def release_history(
     refuse_ignored(policy, method)
     posterior_guard.refuse_unsupported(policy, sizes, SMALL_VIEW_ROWS, SMALL_STATE_ROWS)
     refuse_unreachable(policy)
-    check_views(ledger_dir, summaries, policy, allow_repeated_view, history)  # an edited committed view first
     knowledge = defender_knowledge(policy)  # a missing knowledge file: refused, no ledger made
     pinned = {"method": method, "knowledge_sha256": knowledge.digest, **hierarchy_digests(policy)}
+    fingerprint, files = {**policy.fingerprint(), **pinned}, pinned_files(policy, knowledge.source)
+    check_resumed_policy(ledger_dir, fingerprint, files)  # other QIs change every view's digest
+    check_views(ledger_dir, summaries, policy, allow_repeated_view, history)  # an edited committed view
     ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work
     try:  # the ledger's lock (one writer at a time) is dropped however this ends
-        ledger.check_policy({**policy.fingerprint(), **pinned}, files=pinned_files(policy, knowledge.source))
+        ledger.check_policy(fingerprint, files=files)
         check_ledger_whole(ledger)
         window = knowledge.order
         committed = {r["index"]: r for r in ledger.committed()}

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import InputError, LedgerError
 from dpriv.id_format import shape_of, views_not_numbers
-from dpriv.ledger import SENSITIVE, Ledger
+from dpriv.ledger import POLICY, SENSITIVE, Ledger
 from dpriv.ledger_manifest import MANIFEST
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import bound_dtype
@@ -73,6 +73,21 @@ def open_committed(ledger_dir: str | Path) -> tuple[Ledger | None, list[dict]]:
         return ledger, ledger.committed()
     except LedgerError:
         return None, []
+
+
+def check_resumed_policy(ledger_dir: str | Path, fingerprint: dict, files: dict[str, str]) -> None:
+    """Refuse (LedgerError, :meth:`~dpriv.ledger.Ledger.check_policy`) a policy other than the
+    one the ledger at ``ledger_dir`` was started with, before its committed views' digests are
+    compared: another QI or sensitive column changes every view's digest, which would otherwise
+    be told as an edited row. Domains aside: inferred from the data, an edited row changes
+    them, and that row is what to report (the whole policy is checked again once the views
+    are). Nothing for a new folder or a ledger without a policy yet; nothing is written."""
+    ledger = open_committed(ledger_dir)[0]
+    if ledger is None or not (ledger.root / POLICY).is_file():
+        return
+    stored = ledger.stored_policy()
+    given = {k: v for k, v in fingerprint.items() if k != "domains"}
+    ledger.check_policy({**given, **{k: stored[k] for k in ("domains",) if k in stored}}, files)
 
 
 def recorded_types(ledger: Ledger, index: int, policy: ReleasePolicy) -> list[Recorded]:

@@ -89,6 +89,28 @@ def test_a_resumed_history_counts_the_views_still_to_release(npartitions):
     assert done.describe() == "6 tuples, no view left to release"
 
 
+def test_the_status_line_counts_the_views_left_and_reads_right_for_one():
+    """A drill: anonymize of one 400-tuple view said "400 tuples, views still to release of at most
+    400 tuples, at most 400 respondents"; a weekly run with one week left said the same plural."""
+    one = POLICY.without("time")
+    view = small_history()[lambda d: d.view == 1].drop(columns="view")
+    assert history_size(view, one).describe() == "one view of 3 tuples and 3 respondents"
+    start = LedgerStart(frozenset({1, 2}), pd.Index([1, 2, 3, 7]))  # view 3 (id 2) is left
+    assert history_size(small_history(), POLICY, start).describe() == (
+        "6 tuples, one view left to release (1 tuples, 4 respondents)"
+    )
+    start = LedgerStart(frozenset({1}), pd.Index([1, 2, 3]))
+    assert history_size(small_history(), POLICY, start).describe() == (
+        "6 tuples, 2 views still to release of at most 2 tuples, at most 4 respondents"
+    )
+    said = []
+    with release_frame(release_place(view, one, scheduler=None, cluster=None), say=said.append):
+        pass
+    assert said[0].startswith("one view of 3 tuples and 3 respondents: to be released in this process, "), (
+        said
+    )
+
+
 @pytest.mark.parametrize("largest_view", [2, 0])
 def test_the_status_line_says_what_will_happen_before_the_release(largest_view):
     """Said before the release starts, so before any refusal: a future, and nothing about

@@ -194,3 +194,14 @@ def test_a_folder_whose_name_holds_a_colon_is_still_a_ledger(small, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     assert release_history(mh.history, pol, "week:1", until=1).last_index() == 1
     assert (tmp_path / "week:1" / "manifest.json").is_file()
+
+
+def test_dashboard_of_dask_client_itself_says_to_take_the_client_of_its_with():
+    """A drill: ``client = dask_client()`` (as a function returning a client) gives a context
+    manager, which dashboard() refused as "not <contextlib._GeneratorContextManager ...>"."""
+    from dpriv.cluster import dask_client
+
+    with pytest.raises(InputError, match=r"not a context manager \(the client is what its with gives\)$"):
+        dashboard(dask_client())  # never entered: no cluster started
+    with pytest.raises(InputError, match=r"`with dpriv.cluster.dask_client\(\) as client:`.*not 'http://x'$"):
+        dashboard("http://x")

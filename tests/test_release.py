@@ -66,6 +66,40 @@ def test_changed_input_or_policy_is_refused(setting, tmp_path):
         release_history(mh.history, policy.with_overrides(retro_max_gain=0.1), tmp_path / "led")
 
 
+def test_another_qi_or_sensitive_column_is_told_as_the_policy_change_not_as_edited_rows(setting, tmp_path):
+    """A drill: ``--qi age,gender`` on a ledger released with age, gender, weight was told "view 1
+    differs ...: a row was added, removed or edited" (the view digests were compared first)."""
+    mh, policy = setting
+    release_history(mh.history, policy, tmp_path / "led", until=1)
+    before = files(tmp_path / "led")
+    fewer = policy.with_overrides(
+        qi=["age", "gender"], domains={q: policy.domains[q] for q in ("age", "gender", policy.sensitive)}
+    )
+    with pytest.raises(
+        LedgerError,
+        match=r"policy differs .*\(fields \['qi'\]: qi: \[\"age\", \"gender\", \"weight\"\] recorded, "
+        r"\[\"age\", \"gender\"\] given\)",
+    ):
+        release_history(mh.history, fewer, tmp_path / "led")
+    moved = {**{q: policy.domains[q] for q in policy.qi}, "s2": policy.domains[policy.sensitive]}
+    with pytest.raises(
+        LedgerError, match=r"policy differs .*\(fields \['sensitive'\]: sensitive: \"exam_result\" recorded"
+    ):
+        release_history(
+            mh.history.assign(s2=mh.history[policy.sensitive]),
+            policy.with_overrides(sensitive="s2", domains=moved),
+            tmp_path / "led",
+        )
+    # an edited row of a committed view is still told as such, also when it moves an inferred domain
+    inferred = policy.with_overrides(domains={q: policy.domains[q] for q in ("gender", policy.sensitive)})
+    release_history(mh.history, inferred, tmp_path / "inf", until=1)
+    edited = mh.history.copy()
+    edited.loc[edited.index[edited.view == 1][0], "age"] = int(mh.history["age"].max()) + 5
+    with pytest.raises(InputError, match="view 1 differs from the one committed"):
+        release_history(edited, inferred, tmp_path / "inf")
+    assert files(tmp_path / "led") == before
+
+
 def test_not_a_ledger_and_history_with_a_gap(setting, tmp_path):
     mh, policy = setting
     (tmp_path / "x").mkdir()

@@ -32,7 +32,7 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.input_url import file_url_path, url_scheme
-from dpriv.ledger_files import file_sha256, writing_results
+from dpriv.ledger_files import enclosing_ledger, file_sha256, nested_problem, url_problem, writing_results
 
 #: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
 #: temp files, ``.<name>.<random>``, leaves it alone).
@@ -157,17 +157,6 @@ def record_output(path: Path, kind: str) -> None:
     atomic_write(folder / RECORD, body.encode("utf-8"), mode=None)
 
 
-def ledger_of(path: Path) -> Path | None:
-    """The release ledger folder ``path`` lies in (a parent holding ``manifest.json`` and
-    ``releases/``, ``state/`` or ``policy.json``), or None."""
-    for parent in path.resolve().parents:
-        if (parent / "manifest.json").is_file() and any(
-            (parent / name).exists() for name in ("releases", "state", "policy.json")
-        ):
-            return parent
-    return None
-
-
 def check_not_input(out: Path, *inputs: str) -> None:
     """Refuse (InputError, even with ``--force``) an output that is one of the ``inputs`` (the
     same file under any spelling: relative, ``..``, symlink, ``~``, ``file://``) or a file of a release ledger
@@ -186,6 +175,10 @@ def check_not_input(out: Path, *inputs: str) -> None:
                 "choose another output file"
             )
     check_outside_ledger(out, attack=True)
+
+
+#: The release ledger a path lies in (re-exported: its callers' name).
+ledger_of = enclosing_ledger
 
 
 def check_outside_ledger(out: Path, *names: str, attack: bool = False, flag: str = "--out") -> None:
@@ -258,11 +251,10 @@ def check_ledger_folder(ledger: Path | None) -> None:
     releases pass None for a missing required option), a file, or a folder (or, for a new
     ledger, its parent) dpriv cannot write in."""
     from dpriv.errors import LedgerError
-    from dpriv.ledger_files import url_problem
 
     if ledger is None:
         raise LedgerError("give the ledger folder: --ledger DIR (created if new)")
-    if problem := url_problem(ledger, "--ledger"):
+    if problem := url_problem(ledger, "--ledger") or nested_problem(ledger, "--ledger"):
         raise LedgerError(problem)
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")

@@ -35,9 +35,15 @@ def dashboard(client: Any):
     from IPython.display import HTML
 
     if not hasattr(client, "dashboard_link") or not hasattr(client, "scheduler_info"):
+        # dask_client() is a context manager: `client = dask_client()` holds no client yet
+        given = (
+            "a context manager (the client is what its with gives)"
+            if hasattr(client, "__enter__")
+            else repr(client)
+        )
         raise InputError(
-            f"dashboard() takes a distributed.Client (e.g. dpriv.cluster.dask_client() or "
-            f"Client()), not {client!r}"
+            f"dashboard() takes a distributed.Client (the one of `with dpriv.cluster.dask_client() as "
+            f"client:`, or Client()), not {given}"
         )
     link = html.escape(str(client.dashboard_link))
     workers = len(client.scheduler_info().get("workers", {}))
