@@ -1,14 +1,14 @@
-"""Counterfeit tuples at histogram level against an adversary who knows their count and rule
-(issue 12, direction 4): a measurement study, nothing of it is in the release path.
+"""Counterfeit tuples against an adversary who knows their count and rule (issue 12, direction
+4): a measurement study, nothing of it is in the release path. From the repository's root:
 
-Run:   PYTHONPATH=. python docs/results/counterfeit-study/study.py run OUT SEED [VIEWS SIZE [RULES [SHARES]]]
-       (releases the medical history, VIEWS x SIZE (default 8 x 2,000), attendance 0.5, as one
-       QI-group per view with `dpriv.experiment.run_experiment` (grid {"histogram": [{}]}) into
-       OUT/seedS/, then for every rule of RULES and share of SHARES adds the counterfeits to the
-       published counts and attacks them: the paper adversary (full DK, window revision, no
-       deductions, as the experiment's) and the retrospective one (attendance 0.5, no
-       deductions); writes OUT/seedS/counterfeit.csv (one row per rule, share, adversary,
-       release, as_of)); RULES and SHARES: comma-separated subsets of RULES and SHARES)
+Run:   PYTHONPATH=. python docs/results/counterfeit-study/study.py run OUT SEED [VIEWS SIZE [R [C [S]]]]
+       (releases the medical history, VIEWS x SIZE (default 8 x 2,000), attendance 0.5, with
+       `dpriv.experiment.run_experiment` and the setting S of SETTINGS (default histogram: one
+       QI-group per view) into OUT/seedS/, then for every rule of R (default RULES) and share of
+       C (default SHARES; both comma-separated) adds the counterfeits to the published counts
+       and attacks them: the paper adversary (full DK, window revision, no deductions, as the
+       experiment's) and the retrospective one (attendance 0.5, no deductions); writes
+       OUT/seedS/counterfeit.csv (one row per rule, share, adversary, release, as_of))
 Table: PYTHONPATH=. python docs/results/counterfeit-study/study.py table OUT
        (prints the Markdown tables of README.md from OUT/seed*/counterfeit.csv)
 
@@ -31,7 +31,8 @@ import pandas as pd
 import dpriv.adversary.retrospective as retro
 from dpriv.adversary.groups import group_posterior
 from dpriv.attack_share import AttackShare
-from dpriv.experiment import run_experiment
+from dpriv.experiment import EXITS, run_experiment
+from dpriv.experiment_files import setting_name
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.rbk import revised_priors
@@ -43,6 +44,12 @@ SHARES = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0)
 #: how the counterfeit values are chosen (see draw()); "none" is the limit of infinitely many
 #: counterfeits: the adversary's posterior is its prior, the counts tell it nothing.
 RULES = ("prior", "rbk", "uniform", "flatten", "mode", "none")
+#: the released settings the counterfeits are added to: method -> params (one QI-group per view;
+#: the recommended top-down defense of docs/results/exit-frontier-24x5000)
+SETTINGS = {
+    "histogram": ("histogram", {}),
+    "recommended": ("jsreduce", {"grouping": "topdown", "t": 0.45, "j": 1.5, "exit_values": EXITS}),
+}
 
 
 def draw(
@@ -86,7 +93,8 @@ def draw(
 
 
 def tv(published: np.ndarray, real: np.ndarray) -> float:
-    """Total-variation distance between the published and the real histogram of a release."""
+    """Total-variation distance between a published and a real histogram (of a release: `tv`;
+    of each group, weighted by its real size: `tv_group`, the same at histogram level)."""
     return 0.5 * float(np.abs(published / published.sum() - real / real.sum()).sum())
 
 
@@ -126,6 +134,8 @@ def paper(inp, rule: str, share: float, seed: int) -> tuple[list[dict], dict]:
                 ),
                 "share_09": float((on_truth >= 0.9).mean()),
                 "tv": tv(pub.sum(axis=0), counts.sum(axis=0)),
+                "tv_group": sum(tv(pub[g], counts[g]) * counts[g].sum() for g in range(len(labels)))
+                / counts.sum(),
             }
         )
         prev = pub.sum(axis=0) / pub.sum()
@@ -179,8 +189,9 @@ def retrospective(share_: AttackShare, inp, fakes: dict, rule: str) -> list[dict
     return rows
 
 
-def run(out: Path, seed: int, views: int, size: int, rules=RULES, shares=SHARES) -> None:
+def run(out: Path, seed: int, views: int, size: int, rules=RULES, shares=SHARES, setting="histogram") -> None:
     here = out / f"seed{seed}"
+    method, params = SETTINGS[setting]
     if not (here / "frontier.csv").exists():
         run_experiment(
             here,
@@ -189,12 +200,12 @@ def run(out: Path, seed: int, views: int, size: int, rules=RULES, shares=SHARES)
             attendance=0.5,
             seed=seed,
             knowledge=("dk",),
-            grid={"histogram": [{}]},
+            grid={method: [params]},
         )
     history = pd.read_parquet(here / "data" / "history.parquet")
     policy = ReleasePolicy.from_toml(here / "data" / "policy.toml").with_overrides(max_suppression=1.0)
     share_ = AttackShare()
-    inp = share_.input(Ledger(here / "ledgers" / "histogram"), history, policy, "dk", None)
+    inp = share_.input(Ledger(here / "ledgers" / setting_name(method, params)), history, policy, "dk", None)
     rows = []
     for rule in rules:
         for share in shares:
@@ -210,7 +221,12 @@ def run(out: Path, seed: int, views: int, size: int, rules=RULES, shares=SHARES)
                 f"retro {max(x['gain'] for x in r):.3f} ({time.perf_counter() - tick:.0f} s)",
                 flush=True,
             )
-    pd.DataFrame(rows).to_csv(here / "counterfeit.csv", index=False)
+    new, old = pd.DataFrame(rows), here / "counterfeit.csv"
+    if old.exists():  # keep the rows of the (rule, share) pairs not run now
+        before = pd.read_csv(old)
+        done = before.set_index(["rule", "share"]).index.isin(new.set_index(["rule", "share"]).index)
+        new = pd.concat([before[~done], new], ignore_index=True)
+    new.to_csv(old, index=False)
 
 
 def table(out: Path) -> pd.DataFrame:
@@ -233,8 +249,8 @@ def table(out: Path) -> pd.DataFrame:
                     "retro": r.gain.max(),
                     "retro_true": r.gain_true_freq.max(),
                     "share_09": g.share_09.max(),
-                    "tv_mean": p.tv.mean(),
-                    "tv_max": p.tv.max(),
+                    "tv_mean": p.get("tv_group", p.tv).mean(),
+                    "tv_max": p.get("tv_group", p.tv).max(),
                 }
             )
     t = pd.DataFrame(rows)
@@ -318,6 +334,7 @@ if __name__ == "__main__":
         views, size = (int(sys.argv[4]), int(sys.argv[5])) if len(sys.argv) > 5 else (8, 2000)
         rules = sys.argv[6].split(",") if len(sys.argv) > 6 else RULES
         shares = tuple(map(float, sys.argv[7].split(","))) if len(sys.argv) > 7 else SHARES
-        run(out, int(sys.argv[3]), views, size, rules, shares)
+        setting = sys.argv[8] if len(sys.argv) > 8 else "histogram"
+        run(out, int(sys.argv[3]), views, size, rules, shares, setting)
     else:
         plot(table(out), out)
