@@ -317,12 +317,14 @@ def plot(t: pd.DataFrame, out: Path) -> None:
         ax.axhline(goal, color="grey", linestyle=":", linewidth=1, label="goal")
         ax.set_ylim(bottom=min(goal, t[col].min()) - 0.01)
         ax.set(
-            xlabel="TV(published, true histogram), mean over releases",
+            xlabel="TV(published, true histogram) per group, weighted, mean over releases",
             ylabel="max gain over releases (true frequencies)",
             title=who,
         )
         ax.legend(fontsize=7)
-    fig.suptitle("Counterfeits at histogram level, c/n 0-1, against an adversary who knows c and the rule")
+    fig.suptitle(
+        f"Counterfeits ({out.name}), one line per rule and seed along c/n, against an adversary who knows c and the rule"
+    )
     fig.tight_layout()
     fig.savefig(out / "counterfeit.png", dpi=110)
     plt.close(fig)
