@@ -323,7 +323,7 @@ def plot(t: pd.DataFrame, out: Path) -> None:
         )
         ax.legend(fontsize=7)
     fig.suptitle(
-        f"Counterfeits ({out.name}), one line per rule and seed along c/n, against an adversary who knows c and the rule"
+        f"Counterfeits ({out.name}), one line per rule and seed along c/n; the adversary knows c and the rule"
     )
     fig.tight_layout()
     fig.savefig(out / "counterfeit.png", dpi=110)
