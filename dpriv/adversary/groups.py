@@ -98,7 +98,13 @@ def masked_omega(
 
 
 def group_posterior(
-    group: np.ndarray, counts: np.ndarray, priors: np.ndarray, allowed: np.ndarray | None = None
+    group: np.ndarray,
+    counts: np.ndarray,
+    priors: np.ndarray,
+    allowed: np.ndarray | None = None,
+    *,
+    phantoms: np.ndarray | None = None,
+    phantom_priors: np.ndarray | None = None,
 ) -> np.ndarray:
     """:func:`masked_omega` from each group's released counts instead of per-tuple codes.
 
@@ -107,23 +113,58 @@ def group_posterior(
     group : ndarray of int64, shape (n,)
         Group of each tuple, ``0 .. G - 1``.
     counts : ndarray of int64, shape (G, M)
-        Released value counts per group.
+        Released value counts per group (with ``phantoms``: real and counterfeit together).
     priors : ndarray of float64, shape (n, M)
         Each member's prior.
     allowed : ndarray of bool, shape (n, M), optional
         Values each tuple may hold.
+    phantoms : ndarray of int64, shape (G,), optional
+        Counterfeit tuples published in each group (issue 12, direction 4; a study kernel,
+        docs/results/counterfeit-study/): Ω runs over the n members plus ``phantoms[g]``
+        phantom members per group, which absorb their share of the counts and are left out
+        of the result. None (default): no phantoms, the plain Ω.
+    phantom_priors : ndarray of float64, shape (G, M), optional
+        The counterfeit rule's distribution in each group, the phantoms' prior (required with
+        ``phantoms``); a phantom may hold only values where it is positive.
 
     Returns
     -------
-    ndarray of float64, shape (n, M), as :func:`masked_omega`.
+    ndarray of float64, shape (n, M), as :func:`masked_omega` (the real members only).
 
     Raises
     ------
     InputError
-        Mismatched shapes, or group sizes that differ from the counts.
+        Mismatched shapes, group sizes (plus phantoms) that differ from the counts, negative
+        phantom counts, or ``phantoms`` without ``phantom_priors``.
     """
     priors = np.asarray(priors, dtype=np.float64)
+    if phantoms is not None:
+        return _with_phantoms(group, counts, priors, allowed, phantoms, phantom_priors)
     s = released_codes(group, counts)
     if priors.shape != (s.size, counts.shape[1]):
         raise InputError(f"priors must have shape {(s.size, counts.shape[1])}, got {priors.shape}")
     return masked_omega(group, s, priors, allowed)
+
+
+def _with_phantoms(group, counts, priors, allowed, phantoms, phantom_priors) -> np.ndarray:
+    """:func:`group_posterior` over the members plus each group's phantoms (rows appended after
+    the members, prior ``phantom_priors[g]``, allowed where it is positive); the members' rows."""
+    group = np.asarray(group, dtype=np.int64)
+    phantoms = np.asarray(phantoms, dtype=np.int64)
+    g, m = np.shape(counts)
+    if phantom_priors is None or np.shape(phantom_priors) != (g, m) or phantoms.shape != (g,):
+        raise InputError(f"phantoms must have shape {(g,)} and phantom_priors {(g, m)}")
+    if (phantoms < 0).any():
+        raise InputError("phantom counts must be >= 0")
+    n = group.size
+    if priors.shape != (n, m):
+        raise InputError(f"priors must have shape {(n, m)}, got {priors.shape}")
+    fake = np.repeat(np.arange(g, dtype=np.int64), phantoms)
+    q = np.asarray(phantom_priors, dtype=np.float64)[fake]
+    member = np.ones((n, m), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    if member.shape != (n, m):
+        raise InputError(f"allowed must have shape {(n, m)}, got {member.shape}")
+    both = np.concatenate([group, fake])
+    s = released_codes(both, counts)
+    post = masked_omega(both, s, np.concatenate([priors, q]), np.concatenate([member, q > 0]))
+    return post[:n]
