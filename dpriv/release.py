@@ -68,7 +68,7 @@ from dpriv.policy_fix import view_named
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
-from dpriv.release_check import check_ledger_whole, check_unchanged, check_views, verify_parts
+from dpriv.release_check import canonical_rows, check_ledger_whole, check_unchanged, check_views, verify_parts
 from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.resume_types import resumed_types
 from dpriv.sources import defender_knowledge
@@ -307,6 +307,8 @@ def release_view(
         "regroup", assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
     )
     del assigned
+    if not is_dask(asg_g):  # in process: one (label, id) sort serves the verification and pk
+        asg_g = canonical_rows(asg_g, policy)
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
         problem = f"a view of {summary.n_rows} < k tuples released a QI-group"

@@ -18,6 +18,7 @@ from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
+from dpriv.row_order import stable_positions
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -60,8 +61,7 @@ def canonical_order(assigned: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray
     """Positions (int64) of the rows of ``assigned`` in (QI-group label, id) order, stable: the
     group sums of Ω, hence their last bits, do not depend on how a shuffle ordered the rows.
     Only the two key columns are sorted (sorting the whole frame moved every column)."""
-    keys = assigned[[LABEL, policy.id]].reset_index(drop=True)
-    return keys.sort_values([LABEL, policy.id], kind="stable").index.to_numpy()
+    return stable_positions(assigned, [LABEL, policy.id])
 
 
 def group_posteriors(
