@@ -300,8 +300,10 @@ def _next_state_pandas(
 def _state_order(ids: pd.Series, n: int) -> np.ndarray:
     """Positions (int64) of ``ids`` (unique) in the state's row order: bucket
     (:func:`state_buckets` of ``n``), then id."""
-    by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
-    return by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
+    # the ids are unique, so any stable (bucket, id) sort is this order; the new state's ids
+    # come in it already on a first release (no second sort)
+    keys = pd.DataFrame({"bucket": state_buckets(ids, n), "id": ids.reset_index(drop=True)})
+    return stable_positions(keys, ["bucket", "id"])
 
 
 def next_state(
