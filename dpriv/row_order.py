@@ -1,11 +1,12 @@
 """Stable multi-column row orders of a frame, the same as pandas' ``sort_values(columns,
-kind="stable")``, cheaper when the keys allow it.
+kind="stable")``, without the sort when the rows are in that order already.
 
 A release sorts large frames several times by integer keys: the Hilbert (key, tie), the
-membership's (label, id) in the verification and again in the pk step, the released rows'
-(group, order). pandas ranks every key column first (a hash table per column) and then moves
-every column of the frame; here integer keys go straight to NumPy's stable ``lexsort``, and a
-frame already in the order is handed back as it is (one O(n) comparison, no copy).
+membership's (label, id) in the verification and again in the pk step, the new state's
+(bucket, id). A frame whose integer keys are already in order is handed back as it is (one
+O(n) comparison, no copy); any other goes to pandas. (NumPy's ``lexsort`` on the raw keys
+was measured instead of pandas' sort at 10^6 rows: 0.92x and 1.08x of its time on the
+Hilbert and the released-row sorts, within the noise, so pandas keeps the sorting.)
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def in_order(keys: Sequence[np.ndarray]) -> bool:
 
 def _integer_keys(frame: pd.DataFrame, columns: Sequence[str]) -> list[np.ndarray] | None:
     """The key columns as NumPy integer arrays, or None when one is not of a NumPy integer
-    dtype (a nullable, float, string or object column: pandas' own ranking decides those)."""
+    dtype (nullable, float, string or object columns: only pandas' sort decides those)."""
     keys = []
     for c in columns:
         dtype = frame[c].dtype
@@ -45,21 +46,16 @@ def stable_positions(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """Positions (int64, (n,)) of the rows of ``frame`` in stable ``columns`` order: the
     positions ``frame.reset_index(drop=True).sort_values(columns, kind="stable").index`` gives."""
     keys = _integer_keys(frame, columns)
-    if keys is None:
-        ranked = frame[list(columns)].reset_index(drop=True)
-        return ranked.sort_values(list(columns), kind="stable").index.to_numpy(np.int64)
-    if in_order(keys):
+    if keys is not None and in_order(keys):
         return np.arange(len(frame), dtype=np.int64)
-    # integers are ordered by value, so ranking them first (pandas) gives the same order
-    return np.lexsort(keys[::-1]).astype(np.int64, copy=False)
+    ranked = frame[list(columns)].reset_index(drop=True)
+    return ranked.sort_values(list(columns), kind="stable").index.to_numpy(np.int64)
 
 
 def stably_sorted(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     """``frame.sort_values(columns, kind="stable")``: the same rows, index and dtypes; ``frame``
     itself when it is already in that order (integer keys)."""
     keys = _integer_keys(frame, columns)
-    if keys is None:
-        return frame.sort_values(list(columns), kind="stable")
-    if in_order(keys):
+    if keys is not None and in_order(keys):
         return frame
-    return frame.take(np.lexsort(keys[::-1]))
+    return frame.sort_values(list(columns), kind="stable")

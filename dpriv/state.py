@@ -18,7 +18,7 @@ from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
-from dpriv.row_order import stable_positions
+from dpriv.row_order import in_order, stable_positions
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -300,10 +300,11 @@ def _next_state_pandas(
 def _state_order(ids: pd.Series, n: int) -> np.ndarray:
     """Positions (int64) of ``ids`` (unique) in the state's row order: bucket
     (:func:`state_buckets` of ``n``), then id."""
-    # the ids are unique, so any stable (bucket, id) sort is this order; the new state's ids
-    # come in it already on a first release (no second sort)
-    keys = pd.DataFrame({"bucket": state_buckets(ids, n), "id": ids.reset_index(drop=True)})
-    return stable_positions(keys, ["bucket", "id"])
+    buckets, values = state_buckets(ids, n), ids.to_numpy()
+    if values.dtype.kind in "iu" and in_order([buckets, values]):  # a first release's new state
+        return np.arange(len(values), dtype=np.int64)
+    by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
+    return by_id[np.argsort(buckets[by_id], kind="stable")]
 
 
 def next_state(
