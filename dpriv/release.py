@@ -303,12 +303,11 @@ def release_view(
     nparts = released.npartitions if is_dask(released) else 1
     # whole QI-groups per part: Generalize's Dask path cut them so, in process the one frame is
     by_group = getattr(result, "by_group", False) or not is_dask(assigned)
-    (asg_g,) = steps.run(
-        "regroup", assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
-    )
+    regrouped = assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
     del assigned
-    if not is_dask(asg_g):  # in process: one (label, id) sort serves the verification and pk
-        asg_g = canonical_rows(asg_g, policy)
+    # each part sorted by (label, id) once: the verification and the pk step find it so
+    sorted_parts = map_frame(canonical_rows, regrouped, policy, meta=meta_of(regrouped))
+    (asg_g,) = steps.run("regroup", sorted_parts)
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
         problem = f"a view of {summary.n_rows} < k tuples released a QI-group"
