@@ -47,6 +47,7 @@ from dpriv.released import (
     released_meta,
     secret_policy,
 )
+from dpriv.row_order import stably_sorted
 from dpriv.steps import Steps
 from dpriv.view_summary import ViewSummary
 
@@ -144,7 +145,7 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
     timed under the Dask path's step names (keys, shuffle = the sort, grouping, repair, qig)."""
     frame = add_keys(view, policy)
     steps.lap("keys")
-    frame = frame.sort_values([HKEY, TIE], kind="stable")
+    frame = stably_sorted(frame, [HKEY, TIE])
     divisions = divisions or pandas_divisions(frame[HKEY].to_numpy(), npartitions or 1)
     steps.lap("shuffle")
     plan = fixed = None

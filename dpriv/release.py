@@ -68,7 +68,7 @@ from dpriv.policy_fix import view_named
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
-from dpriv.release_check import check_ledger_whole, check_unchanged, check_views, verify_parts
+from dpriv.release_check import canonical_rows, check_ledger_whole, check_unchanged, check_views, verify_parts
 from dpriv.released import LABEL, public, qig_table, secret_policy
 from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import defender_knowledge
@@ -305,10 +305,11 @@ def release_view(
     nparts = released.npartitions if is_dask(released) else 1
     # whole QI-groups per part: Generalize's Dask path cut them so, in process the one frame is
     by_group = getattr(result, "by_group", False) or not is_dask(assigned)
-    (asg_g,) = steps.run(
-        "regroup", assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
-    )
+    regrouped = assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
     del assigned
+    # each part sorted by (label, id) once: the verification and the pk step find it so
+    sorted_parts = map_frame(canonical_rows, regrouped, policy, meta=meta_of(regrouped))
+    (asg_g,) = steps.run("regroup", sorted_parts)
     report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
     if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
         problem = f"a view of {summary.n_rows} < k tuples released a QI-group"

@@ -30,6 +30,7 @@ from dpriv.ledger_files import check_released_files, open_parquet
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
 from dpriv.resume_types import open_committed
+from dpriv.row_order import stably_sorted
 from dpriv.rows import spans
 from dpriv.validate import check_rows, codes, validate_view
 from dpriv.view_summary import ViewSummary
@@ -93,7 +94,7 @@ def check_anatomy_groups(
 def canonical_rows(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """``assigned`` sorted by (QI-group label, respondent id): an order that does not depend
     on the partitioning (nor on the path, in process or Dask)."""
-    return assigned.sort_values([LABEL, policy.id], kind="stable")
+    return stably_sorted(assigned, [LABEL, policy.id])
 
 
 def anatomy_table_digest(table: pd.DataFrame) -> int:

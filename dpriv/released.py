@@ -18,6 +18,7 @@ from dpriv._random import keyed, row_hashes, stable_hash
 from dpriv.domain_codes import codes
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
+from dpriv.row_order import stably_sorted
 
 #: Public column of the opaque QI-group label.
 GROUP = "qi_group"
@@ -221,7 +222,7 @@ def in_release_order(rows: pd.DataFrame) -> pd.DataFrame:
     private seeded key ``_order`` of each respondent inside a group. Neither key says anything
     about the input order or the Hilbert order, and both are the same for any partitioning.
     On Dask each part of :func:`by_label_ranges` is sorted so; its parts are in label order."""
-    return rows.sort_values([GROUP, ORDER], kind="stable").reset_index(drop=True)
+    return stably_sorted(rows, [GROUP, ORDER]).reset_index(drop=True)
 
 
 def label_divisions(n: int) -> tuple:

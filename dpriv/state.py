@@ -18,6 +18,7 @@ from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
+from dpriv.row_order import in_order, stable_positions
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -60,8 +61,7 @@ def canonical_order(assigned: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray
     """Positions (int64) of the rows of ``assigned`` in (QI-group label, id) order, stable: the
     group sums of Ω, hence their last bits, do not depend on how a shuffle ordered the rows.
     Only the two key columns are sorted (sorting the whole frame moved every column)."""
-    keys = assigned[[LABEL, policy.id]].reset_index(drop=True)
-    return keys.sort_values([LABEL, policy.id], kind="stable").index.to_numpy()
+    return stable_positions(assigned, [LABEL, policy.id])
 
 
 def group_posteriors(
@@ -300,8 +300,11 @@ def _next_state_pandas(
 def _state_order(ids: pd.Series, n: int) -> np.ndarray:
     """Positions (int64) of ``ids`` (unique) in the state's row order: bucket
     (:func:`state_buckets` of ``n``), then id."""
+    buckets, values = state_buckets(ids, n), ids.to_numpy()
+    if values.dtype.kind in "iu" and in_order([buckets, values]):  # a first release's new state
+        return np.arange(len(values), dtype=np.int64)
     by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
-    return by_id[np.argsort(state_buckets(ids, n)[by_id], kind="stable")]
+    return by_id[np.argsort(buckets[by_id], kind="stable")]
 
 
 def next_state(

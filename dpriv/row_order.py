@@ -1,0 +1,61 @@
+"""Stable multi-column row orders of a frame, the same as pandas' ``sort_values(columns,
+kind="stable")``, without the sort when the rows are in that order already.
+
+A release sorts large frames several times by integer keys: the Hilbert (key, tie), the
+membership's (label, id) in the verification and again in the pk step, the new state's
+(bucket, id). A frame whose integer keys are already in order is handed back as it is (one
+O(n) comparison, no copy); any other goes to pandas. (NumPy's ``lexsort`` on the raw keys
+was measured instead of pandas' sort at 10^6 rows: 0.92x and 1.08x of its time on the
+Hilbert and the released-row sorts, within the noise, so pandas keeps the sorting.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def in_order(keys: Sequence[np.ndarray]) -> bool:
+    """Whether rows with the key arrays ``keys`` (most significant first, each (n,)) are in
+    non-decreasing lexicographic order."""
+    n = len(keys[0]) if len(keys) else 0
+    if n < 2:
+        return True
+    after, tied = np.zeros(n - 1, dtype=bool), np.ones(n - 1, dtype=bool)
+    for key in keys:
+        after |= tied & (key[1:] > key[:-1])
+        tied &= key[1:] == key[:-1]
+    return bool((after | tied).all())
+
+
+def _integer_keys(frame: pd.DataFrame, columns: Sequence[str]) -> list[np.ndarray] | None:
+    """The key columns as NumPy integer arrays, or None when one is not of a NumPy integer
+    dtype (nullable, float, string or object columns: only pandas' sort decides those)."""
+    keys = []
+    for c in columns:
+        dtype = frame[c].dtype
+        if not (isinstance(dtype, np.dtype) and dtype.kind in "iu"):
+            return None
+        keys.append(frame[c].to_numpy())
+    return keys
+
+
+def stable_positions(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Positions (int64, (n,)) of the rows of ``frame`` in stable ``columns`` order: the
+    positions ``frame.reset_index(drop=True).sort_values(columns, kind="stable").index`` gives."""
+    keys = _integer_keys(frame, columns)
+    if keys is not None and in_order(keys):
+        return np.arange(len(frame), dtype=np.int64)
+    ranked = frame[list(columns)].reset_index(drop=True)
+    return ranked.sort_values(list(columns), kind="stable").index.to_numpy(np.int64)
+
+
+def stably_sorted(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``frame.sort_values(columns, kind="stable")``: the same rows, index and dtypes; ``frame``
+    itself when it is already in that order (integer keys)."""
+    keys = _integer_keys(frame, columns)
+    if keys is not None and in_order(keys):
+        return frame
+    return frame.sort_values(list(columns), kind="stable")
