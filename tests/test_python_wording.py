@@ -13,7 +13,7 @@ from test_cli import QI
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.errors import InputError
+from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.wording import argument_named, flag_named
 
@@ -212,4 +212,30 @@ def test_a_frame_whose_id_is_its_index_is_told_to_reset_it_not_to_pass_add_row_i
     history = view.assign(view=1)
     with pytest.raises(InputError, match=r"^release_history\(\) .* index: pass history\.reset_index\(\)$"):
         release_history(history, ReleasePolicy.from_dict({**fields, "time": "view"}), tmp_path / "led")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "field, said",
+    [
+        ({"release_format": "anatomy"}, 'or release_format = "generalized"'),
+        ({"persistent_groups": True}, "or persistent_groups = false"),
+        ({"posterior_bound": 0.9}, "or remove posterior_bound from the policy"),
+    ],
+)
+def test_a_method_refusal_names_the_python_argument_too(field, said, tmp_path):
+    """release_history(..., method=...) refused with only 'use --method jsreduce', a flag; a
+    refusal raised inside the release names both forms (dpriv/wording.py)."""
+    from dpriv.release import release_history
+
+    fields = {
+        "id": "respondent_id",
+        "time": "view",
+        "qi": ["age", "gender", "weight"],
+        "sensitive": "exam_result",
+    }
+    policy = ReleasePolicy.from_dict({**fields, "k": 3, **field})
+    both = re.escape(f'use --method jsreduce (method="jsreduce" in Python) {said}')
+    with pytest.raises(PolicyError, match=f"method 'mondrian-t' .*{both}$"):
+        release_history(random_view(30).assign(view=1), policy, tmp_path / "led", method="mondrian-t")
     assert list(tmp_path.iterdir()) == []
