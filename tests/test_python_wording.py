@@ -239,3 +239,24 @@ def test_a_method_refusal_names_the_python_argument_too(field, said, tmp_path):
     with pytest.raises(PolicyError, match=f"method 'mondrian-t' .*{both}$"):
         release_history(random_view(30).assign(view=1), policy, tmp_path / "led", method="mondrian-t")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_to_interchange_names_its_arguments_beside_dpriv_exports_flags():
+    """to_interchange refused with '--metrics F', '--suppressed omit' and '--policy F' only, flags
+    of dpriv export; its refusals name the Python arguments too."""
+    from test_interchange import hand_view
+
+    from dpriv.interchange import to_interchange
+
+    unknown = (
+        '(--metrics F; n_suppressed=N in Python), or leave them out (--suppressed omit; suppressed="omit" in'
+    )
+    with pytest.raises(InputError, match=re.escape(unknown) + " Python\\)$"):
+        to_interchange(hand_view())
+    policy = "(--policy F, or --ledger L --view I; qi=[...], sensitive=... in Python)"
+    with pytest.raises(InputError, match=r"extra \['respondent_id'\].*" + re.escape(policy) + "$"):
+        to_interchange(
+            hand_view().assign(respondent_id=range(5)), qi=["age", "city", "w"], sensitive="disease"
+        )
+    with pytest.raises(InputError, match=re.escape("(--policy F; qi=[...], sensitive=... in Python) if the")):
+        to_interchange(hand_view().drop(columns="w_max"), suppressed="omit")
