@@ -56,28 +56,36 @@ def retro_path(ledger: Ledger | str | Path, knowledge: str) -> Path:
     return gain_path(ledger, knowledge).with_name(RETRO_FILE.format(name=result_name(knowledge)))
 
 
-def check_attack_folder(folder: Path) -> None:
+#: How a Python caller (:func:`save_gain`) writes its frame elsewhere when dpriv refuses the
+#: ledger's file; the command line's refusals say ``--out`` instead.
+SAVE_ELSEWHERE = "save the frame elsewhere with frame.to_csv(path)"
+
+
+def check_attack_folder(folder: Path, elsewhere: str = "write the results elsewhere with --out") -> None:
     """Refuse (InputError) a ledger's ``attack/`` that is not a folder (a file, a broken link):
-    the results go there, and dpriv does not replace what it did not make."""
+    the results go there, and dpriv does not replace what it did not make. ``elsewhere`` says
+    how the caller writes them elsewhere (:data:`SAVE_ELSEWHERE` for a Python call)."""
     from dpriv.io import not_a_folder
 
     if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
         raise InputError(
             f"{folder} {not_a_folder(folder)}, not the ledger's attack/ folder where the results go: "
-            "nothing was written; move it away, or write the results elsewhere with --out"
+            f"nothing was written; move it away, or {elsewhere}"
         )
 
 
-def check_result_file(path: Path) -> None:
+def check_result_file(path: Path, elsewhere: str | None = None) -> None:
     """Refuse (InputError) to replace ``path`` in a ledger's ``attack/`` folder unless it is
     absent or a result an attack wrote there, unchanged since: the folder's record
     (``attack/.dpriv-outputs``, dpriv/cli/outputs.py) names it as written by ``attack`` with
     these bytes. An edited result, or a file without a record (someone else's file under that
     name, or a result of a dpriv from before the record), is never overwritten; nor is a file
-    where the ``attack/`` folder goes (:func:`check_attack_folder`)."""
+    where the ``attack/`` folder goes (:func:`check_attack_folder`). ``elsewhere`` says how the
+    caller writes its result elsewhere (:data:`SAVE_ELSEWHERE` for a Python call; by default
+    ``dpriv attack``'s ``--out``)."""
     from dpriv.cli.outputs import RECORD, _read_record, written_by
 
-    check_attack_folder(path.parent)
+    check_attack_folder(path.parent, *([elsewhere] if elsewhere else []))
     if not (path.exists() or path.is_symlink()):
         return
     entry = (_read_record(path.absolute().parent) or {}).get(path.name)
@@ -91,8 +99,8 @@ def check_result_file(path: Path) -> None:
     )
     raise InputError(
         f"{path} {why}: dpriv replaces only its own attack/ results as they were written, never "
-        "another file; nothing was written: move it away first, or write this attack elsewhere "
-        "with --out"
+        "another file; nothing was written: move it away first, or "
+        f"{elsewhere or 'write this attack elsewhere with --out'}"
     )
 
 
@@ -162,7 +170,7 @@ def save_gain(
         raise InputError(f"attack result lacks column(s) {missing}; pass the frame attack() returns")
     led = results_ledger(ledger, "save_gain")
     path = gain_path(led, knowledge)
-    check_result_file(path)
+    check_result_file(path, SAVE_ELSEWHERE)
     where, fix = "the gains passed to save_gain", "save the gains of this ledger's attack"
     # a blank or fractional release would be stamped as another release's (or fail in int())
     checked = checked_gains({knowledge: gain}, "passed to save_gain")[str(knowledge)]  # releases as int64

@@ -274,7 +274,7 @@ def refuse_ignored(policy: ReleasePolicy, method: str) -> None:
         if getattr(policy, field, None) is not None:
             raise PolicyError(
                 f"{field} is applied by JS-reduce's grouping; method {method!r} would ignore it: "
-                f"use --method jsreduce or remove {field} from the policy"
+                f'use --method jsreduce (method="jsreduce" in Python) or remove {field} from the policy'
             )
 
 

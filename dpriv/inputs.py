@@ -267,13 +267,19 @@ def as_frame(
 ) -> pd.DataFrame | dd.DataFrame:
     """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
     :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
-    InputError naming what was given."""
+    InputError naming what was given, as is a frame whose id column ``id_column`` is its index."""
     if isinstance(data, pd.DataFrame | dd.DataFrame):
         if isinstance(data.columns, pd.MultiIndex):  # a column is then a tuple: no policy names it
             raise InputError(
                 f"{function}() takes a {name} with one level of column names, not a MultiIndex "
                 f"({list(data.columns[:3])}...): flatten it first (e.g. frame.columns = ['_'.join(c) "
                 "for c in frame.columns])"
+            )
+        if id_column is not None and id_column not in data.columns and id_column in meta_of(data).index.names:
+            # set_index(id) leaves no id column: the missing-column refusal's advice would not fit
+            raise InputError(
+                f"{function}() takes the {name}'s id column {id_column!r} as a column, but it is the "
+                f"frame's index: pass {name}.reset_index()"
             )
         return data
     if isinstance(data, str | Path):

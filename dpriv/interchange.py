@@ -101,6 +101,10 @@ class Interchange:
     n_text_classes: int
 
 
+#: The policy's columns as a Python call gives them, beside the command's ``--policy F``.
+_IN_PYTHON = "qi=[...], sensitive=... in Python"
+
+
 def group_names(labels: np.ndarray) -> np.ndarray:
     """Short opaque text label per row for the int64 QI-group ``labels`` (shape (n,)): ``G``
     and the 1-based rank of the label among the distinct labels, zero-padded to one width
@@ -140,7 +144,7 @@ def layout_of(columns: list[str], qi: list[str] | None = None, sensitive: str | 
             raise InputError(
                 f"the released view has the columns {cols}, but the policy's released format is "
                 f"{expected} (missing {missing}, extra {extra}): export the view released under this "
-                "policy, or give its policy (--policy F, or --ledger L --view I)"
+                f"policy, or give its policy (--policy F, or --ledger L --view I; {_IN_PYTHON})"
             )
         return Layout(list(qi), num, [q for q in qi if q not in num], sensitive)
     if len(cols) < 3 or cols[0] != GROUP:
@@ -158,8 +162,8 @@ def layout_of(columns: list[str], qi: list[str] | None = None, sensitive: str | 
             if i + 1 >= len(body) or body[i + 1] != f"{q}_max":
                 raise InputError(
                     f"column {c!r} is not followed by {q + '_max'!r}: a numeric QI of a released view "
-                    "has the pair <qi>_min, <qi>_max; give the policy (--policy F) if the columns are "
-                    "named otherwise"
+                    f"has the pair <qi>_min, <qi>_max; give the policy (--policy F; {_IN_PYTHON}) if the "
+                    "columns are named otherwise"
                 )
             found.append(q)
             num.append(q)
@@ -225,7 +229,8 @@ def to_interchange(
         if n_suppressed is None:
             raise InputError(
                 "the number of suppressed tuples is unknown (no metrics): give the release's "
-                "metrics.json (--metrics F), or leave them out (--suppressed omit)"
+                "metrics.json (--metrics F; n_suppressed=N in Python), or leave them out (--suppressed "
+                'omit; suppressed="omit" in Python)'
             )
         if int(n_suppressed) < 0:
             raise InputError(f"n_suppressed = {n_suppressed} is negative; it counts suppressed tuples")
@@ -385,6 +390,6 @@ def _same_within_groups(values: np.ndarray, codes: np.ndarray, column: str) -> N
                 if every
                 else ""
             )
-            + ". Without a policy the columns are read by their order: give it (--policy F) to have an "
-            "extra column named, and never publish a view with respondent ids"
+            + f". Without a policy the columns are read by their order: give it (--policy F; {_IN_PYTHON}) "
+            "to have an extra column named, and never publish a view with respondent ids"
         )

@@ -281,12 +281,14 @@ def check_method(policy: ReleasePolicy, method: str) -> None:
     if policy.release_format == "anatomy" and method != "jsreduce":
         raise PolicyError(
             f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
-            'generalized view: use --method jsreduce or release_format = "generalized"'
+            'generalized view: use --method jsreduce (method="jsreduce" in Python) or release_format = '
+            '"generalized"'
         )
     if policy.persistent_groups and method != "jsreduce":  # dpriv.anonymity.persistent
         raise PolicyError(
             f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
-            "does not keep groups: use --method jsreduce or persistent_groups = false"
+            'does not keep groups: use --method jsreduce (method="jsreduce" in Python) or '
+            "persistent_groups = false"
         )
     # the gate regroups with its lever: a parameter the method must use
     if method == "histogram" and policy.retro_max_gain is not None:  # one group whatever the parameters

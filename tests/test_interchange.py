@@ -537,7 +537,9 @@ def test_an_id_column_added_to_a_view_is_told_as_such():
     with pytest.raises(InputError, match="'respondent_id' differs on every row: a respondent id"):
         to_interchange(inside, suppressed="omit")
     last = hand_view().assign(respondent_id=range(5))  # read as the sensitive column: disease as a QI
-    with pytest.raises(InputError, match=r"'disease' differs between rows.*give it \(--policy F\)"):
+    with pytest.raises(
+        InputError, match=r"'disease' differs between rows.*give it \(--policy F; qi=.* in Python\)"
+    ):
         to_interchange(last, suppressed="omit")
     with pytest.raises(InputError, match=r"extra \['respondent_id'\]"):  # with the policy: named
         to_interchange(last, qi=["age", "city", "w"], sensitive="disease", suppressed="omit")

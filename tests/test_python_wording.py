@@ -4,6 +4,7 @@ flags (``--original``, ``--view <index>``, ``--out``, ``--view-size``, ``--no-cl
 named flags to a Python caller too (dpriv/wording.py; session 32's ``read_toml(named=...)``)."""
 
 import re
+import shutil
 
 import pandas as pd
 import pytest
@@ -12,7 +13,7 @@ from test_cli import QI
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.errors import InputError
+from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.wording import argument_named, flag_named
 
@@ -131,3 +132,131 @@ def test_a_count_of_one_takes_the_singular():
     assert [counted(n, "row") for n in (0, 1, 2)] == ["0 rows", "1 row", "2 rows"]
     assert counted(1, "kept tuple lies", "kept tuples lie") == "1 kept tuple lies"
     assert counted(3, "kept tuple lies", "kept tuples lie") == "3 kept tuples lie"
+
+
+@pytest.fixture(scope="module")
+def small_ledger(tmp_path_factory):
+    """A ledger of 2 views of 12 respondents (k = 2), and its history as CSV."""
+    from dpriv.release import release_history
+
+    folder = tmp_path_factory.mktemp("small")
+    rows = [
+        {"rid": r, "view": v, "age": 20 + 3 * r + v, "gender": "FM"[r % 2], "s": "abc"[(r + v) % 3]}
+        for v in (1, 2)
+        for r in range(12)
+    ]
+    history = pd.DataFrame(rows)
+    history.to_csv(folder / "h12.csv", index=False)
+    fields = {"id": "rid", "time": "view", "qi": ["age", "gender"], "sensitive": "s", "k": 2}
+    release_history(history, ReleasePolicy.from_dict({**fields, "t": 1.0, "j": 1.0}), folder / "led")
+    return folder
+
+
+def test_write_report_names_out_html_and_no_force_flag_it_lacks(small_ledger, tmp_path):
+    """A drill: write_report onto a user's page said '--out ... --force replaces only ...', but
+    write_report takes out_html and no force (it always replaces its own unchanged page)."""
+    from dpriv.report import write_report
+
+    page = tmp_path / "notes.html"
+    page.write_text("mine")
+    theirs = f"{page} was not written by dpriv (no record of it in {tmp_path / '.dpriv-outputs'}): "
+    rule = "replaces only a file an earlier dpriv report wrote, never another file; nothing was written"
+    with pytest.raises(InputError, match=f"^out_html {re.escape(theirs)}write_report {rule}") as caught:
+        write_report(small_ledger / "led", page)
+    assert "--" not in str(caught.value), caught.value
+    res = run("report", small_ledger / "led", "--out", page, "--force")  # the command's words
+    assert res.exit_code == 2 and f"error: --out {theirs}--force {rule}" in res.output, res.output
+    assert page.read_text() == "mine"
+
+
+def test_save_gain_says_how_to_save_elsewhere_in_python_and_dpriv_attack_with_out(small_ledger):
+    """A drill: save_gain onto an edited result said 'write this attack elsewhere with --out'."""
+    from dpriv.attack import save_gain
+
+    led = small_ledger / "led"
+    gain = pd.DataFrame({"release": [1, 2], "adversary_gain": [0.1, 0.2]})
+    path = save_gain(gain, led, "dk", assume_this_ledger=True)
+    path.write_text(path.read_text() + "3,0.5\n")  # edited: no longer dpriv's to replace
+    edited = path.read_text()
+    with pytest.raises(
+        InputError, match=r"move it away first, or save the frame elsewhere with frame\.to_csv"
+    ):
+        save_gain(gain, led, "dk", assume_this_ledger=True)
+    res = run("attack", led, "--history", small_ledger / "h12.csv", "--knowledge", "dk")
+    assert res.exit_code == 2 and "or write this attack elsewhere with --out\n" in res.output, res.output
+    assert path.read_text() == edited
+    shutil.rmtree(path.parent)  # the attack/ folder, its record with it
+    path.parent.write_text("mine")  # a file where the attack/ folder goes
+    with pytest.raises(InputError, match=r"nothing was written; move it away, or save the frame elsewhere"):
+        save_gain(gain, led, "dk", assume_this_ledger=True)
+    res = run("attack", led, "--history", small_ledger / "h12.csv", "--knowledge", "dk")
+    assert res.exit_code == 2 and "or write the results elsewhere with --out\n" in res.output, res.output
+    assert path.parent.read_text() == "mine"
+    path.parent.unlink()
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_frame_whose_id_is_its_index_is_told_to_reset_it_not_to_pass_add_row_id(lazy, tmp_path):
+    """A drill: anonymize(frame.set_index(id)) said 'pass --add-row-id ... --id C', flags a
+    Python call has not; the ids are there, as the index."""
+    import dask.dataframe as dd
+
+    from dpriv.release import anonymize, release_history
+
+    view = random_view(30).set_index("respondent_id")
+    view = dd.from_pandas(view, npartitions=2) if lazy else view
+    fields = {"id": "respondent_id", "qi": ["age", "gender"], "sensitive": "exam_result", "k": 3}
+    said = "takes the view's id column 'respondent_id' as a column, but it is the frame's index: "
+    with pytest.raises(InputError, match=f"^anonymize\\(\\) {re.escape(said)}pass view\\.reset_index\\(\\)$"):
+        anonymize(view, fields)
+    history = view.assign(view=1)
+    with pytest.raises(InputError, match=r"^release_history\(\) .* index: pass history\.reset_index\(\)$"):
+        release_history(history, ReleasePolicy.from_dict({**fields, "time": "view"}), tmp_path / "led")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "field, said",
+    [
+        ({"release_format": "anatomy"}, 'or release_format = "generalized"'),
+        ({"persistent_groups": True}, "or persistent_groups = false"),
+        ({"posterior_bound": 0.9}, "or remove posterior_bound from the policy"),
+    ],
+)
+def test_a_method_refusal_names_the_python_argument_too(field, said, tmp_path):
+    """release_history(..., method=...) refused with only 'use --method jsreduce', a flag; a
+    refusal raised inside the release names both forms (dpriv/wording.py)."""
+    from dpriv.release import release_history
+
+    fields = {
+        "id": "respondent_id",
+        "time": "view",
+        "qi": ["age", "gender", "weight"],
+        "sensitive": "exam_result",
+    }
+    policy = ReleasePolicy.from_dict({**fields, "k": 3, **field})
+    both = re.escape(f'use --method jsreduce (method="jsreduce" in Python) {said}')
+    with pytest.raises(PolicyError, match=f"method 'mondrian-t' .*{both}$"):
+        release_history(random_view(30).assign(view=1), policy, tmp_path / "led", method="mondrian-t")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_to_interchange_names_its_arguments_beside_dpriv_exports_flags():
+    """to_interchange refused with '--metrics F', '--suppressed omit' and '--policy F' only, flags
+    of dpriv export; its refusals name the Python arguments too."""
+    from test_interchange import hand_view
+
+    from dpriv.interchange import to_interchange
+
+    unknown = (
+        '(--metrics F; n_suppressed=N in Python), or leave them out (--suppressed omit; suppressed="omit" in'
+    )
+    with pytest.raises(InputError, match=re.escape(unknown) + " Python\\)$"):
+        to_interchange(hand_view())
+    policy = "(--policy F, or --ledger L --view I; qi=[...], sensitive=... in Python)"
+    with pytest.raises(InputError, match=r"extra \['respondent_id'\].*" + re.escape(policy) + "$"):
+        to_interchange(
+            hand_view().assign(respondent_id=range(5)), qi=["age", "city", "w"], sensitive="disease"
+        )
+    with pytest.raises(InputError, match=re.escape("(--policy F; qi=[...], sensitive=... in Python) if the")):
+        to_interchange(hand_view().drop(columns="w_max"), suppressed="omit")

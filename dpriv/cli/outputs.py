@@ -282,16 +282,29 @@ def check_writable(folder: Path, flag: str = "--out") -> None:
         ) from None
 
 
-def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = None) -> None:
+def check_replaceable(
+    path: Path,
+    kind: str,
+    *,
+    force: bool,
+    out: Path | None = None,
+    flag: str = "--out",
+    replacer: str = "--force",
+) -> None:
     """Refuse (InputError) to write ``path`` when it exists, unless ``force`` and
     :func:`written_by` says the command ``kind`` wrote it as it is now. ``out`` (the ``--out``
-    that ``path`` belongs to, e.g. for ``OUT.metrics.json``) only words the message."""
+    that ``path`` belongs to, e.g. for ``OUT.metrics.json``) only words the message, as do
+    ``flag`` (how the caller gave ``out``: ``out_html`` in Python) and ``replacer`` (what
+    replaces a file dpriv wrote: ``--force``, or a Python function that always does, such as
+    ``write_report``)."""
     if not (path.exists() or path.is_symlink()):
         return
-    what = f"--out {path}" if out is None or out == path else f"--out {out}: {path}"
+    what = f"{flag} {path}" if out is None or out == path else f"{flag} {out}: {path}"
     if not force:
         other = (
-            "choose another output file" if what == f"--out {path}" else "move it away, choose another --out"
+            "choose another output file"
+            if what == f"{flag} {path}"
+            else f"move it away, choose another {flag}"
         )
         raise InputError(
             f"{what} exists already; nothing was written: {other}, or pass --force to replace it "
@@ -300,7 +313,7 @@ def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = 
     if path.is_symlink() or not path.is_file():
         why = "a symbolic link" if path.is_symlink() else "not a regular file"
         raise InputError(
-            f"{what} is {why}; --force replaces only a file an earlier dpriv {kind} wrote: "
+            f"{what} is {why}; {replacer} replaces only a file an earlier dpriv {kind} wrote: "
             "nothing was written; choose another output file"
         )
     owner = written_by(path)
@@ -317,7 +330,7 @@ def check_replaceable(path: Path, kind: str, *, force: bool, out: Path | None = 
     else:
         why = f"was not written by dpriv (no record of it in {path.absolute().parent / RECORD})"
     raise InputError(
-        f"{what} {why}: --force replaces only a file an earlier dpriv {kind} wrote, never "
+        f"{what} {why}: {replacer} replaces only a file an earlier dpriv {kind} wrote, never "
         "another file; nothing was written: choose another output file, or move it away first"
     )
 

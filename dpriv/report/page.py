@@ -285,7 +285,8 @@ def write_report(
     out = Path(out_html)
     check_suffix(out, "report", flag="out_html")  # HTML in a .txt or .csv file: refused
     check_outside_ledger(out, attack=True, flag="out_html")  # a ledger's record: its attack/ only
-    check_replaceable(out, "report", force=True)  # before any work: never another file
+    # before any work: never another file (write_report has no force: it replaces only its own page)
+    check_replaceable(out, "report", force=True, flag="out_html", replacer="write_report")
     page = render_report(ledger, gains=gains, title=title, history=history)
     with made_folder(out.parent):
         atomic_write(out, page.encode("utf-8"), mode=None)
