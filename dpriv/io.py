@@ -22,6 +22,7 @@ from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delim
 from dpriv.errors import InputError
 from dpriv.input_url import filesystem
 from dpriv.parquet_files import check_parquet_footers, is_parquet
+from dpriv.parquet_index import stored_index, with_stored_index
 
 ROW_ID = "row_id"
 
@@ -57,6 +58,8 @@ def read_table(
 ) -> dd.DataFrame:
     """A Dask DataFrame over ``path`` (``.parquet``/``.pq`` or a folder of Parquet, else CSV).
 
+    A Parquet file's named index levels (pandas' ``df.set_index("respondent_id").to_parquet()``)
+    are read as ordinary columns, first; unnamed ones (pandas' row labels) are left out.
     ``add_row_id`` adds ``row_id`` (int64, the 0-based data-row number) for tables that
     have no respondent id (e.g. Adult). ``id_column``: the respondent id, which a CSV of at most
     :data:`CSV_SAMPLE` bytes is checked for two ids written differently that read as one number
@@ -76,8 +79,10 @@ def read_table(
         )
     try:
         if path.rstrip("/").endswith((".parquet", ".pq")) or folder or is_parquet(fs, paths[0]):
+            # a named index (df.set_index("respondent_id").to_parquet()) is data: read as columns
+            index = stored_index(fs, paths[0])
             check_parquet_footers(fs, paths[0])
-            frame = dd.read_parquet(path)
+            frame = dd.read_parquet(path) if index is None else with_stored_index(path, index)
         else:
             sep = sniff_delimiter(path)
             frame = dd.read_csv(
