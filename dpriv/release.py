@@ -143,7 +143,7 @@ def release_history(
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
-    history = as_frame(history, "release_history", "history", policy.id)
+    history = as_frame(history, "release_history", "history", policy.id, policy)
     warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute
         require_workers("the release")
@@ -372,7 +372,7 @@ def anonymize(
     start = time.perf_counter()
     policy = as_policy(policy, "anonymize")
     check_npartitions(npartitions)
-    view = as_frame(view, "anonymize", "view", policy.id)
+    view = as_frame(view, "anonymize", "view", policy.id, policy)
     view, policy = prepared(view, policy, notes=(notes := []))
     policy, inferred = resolve_policy(view, policy)
     notes += inferred + [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]

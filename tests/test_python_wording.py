@@ -260,3 +260,55 @@ def test_to_interchange_names_its_arguments_beside_dpriv_exports_flags():
         )
     with pytest.raises(InputError, match=re.escape("(--policy F; qi=[...], sensitive=... in Python) if the")):
         to_interchange(hand_view().drop(columns="w_max"), suppressed="omit")
+
+
+def test_a_frame_without_ids_is_told_the_pandas_and_policy_fix_not_add_row_id(tmp_path):
+    """A drill: anonymize(frame_without_id, policy) said 'pass --add-row-id ... (or --id C ...)'
+    and 'pass --id/--qi/--sensitive', flags a Python call has not; dpriv anonymize keeps them."""
+    from dpriv.release import anonymize, release_history
+
+    view = random_view(30).drop(columns="respondent_id")
+    fields = {"qi": ["age", "gender"], "sensitive": "exam_result", "k": 3}
+    with pytest.raises(InputError) as caught:
+        anonymize(view, fields)
+    said = str(caught.value)
+    assert "name them in the policy's id, qi and sensitive fields" in said, said
+    assert "number its rows as the id with view.assign(respondent_id=range(len(view)))" in said, said
+    assert "--" not in said, said
+    with pytest.raises(InputError, match=r"name its id column in the policy's id field\.$") as caught:
+        release_history(
+            view.assign(view=1), ReleasePolicy.from_dict({**fields, "time": "view"}), tmp_path / "l"
+        )
+    assert "--" not in str(caught.value) and "assign" not in str(caught.value), caught.value
+    assert list(tmp_path.iterdir()) == []
+    view.to_csv(tmp_path / "v.csv", index=False)  # the command's words, as before
+    res = run("anonymize", tmp_path / "v.csv", "--out", tmp_path / "o.csv", *QI, "--k", 3)
+    assert (
+        res.exit_code == 2
+        and "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)." in res.output
+    )
+    assert "pass --add-row-id to number its rows as the id (or --id C to name its id column)." in res.output
+
+
+def test_a_history_given_to_anonymize_is_told_release_history_in_python_too():
+    """A drill: anonymize(history) with its repeated ids said only 'dpriv release FILE --ledger ...'."""
+    from dpriv.release import anonymize
+
+    history = pd.concat([random_view(30).assign(view=v) for v in (1, 2)], ignore_index=True)
+    fields = {"id": "respondent_id", "qi": ["age", "gender"], "sensitive": "exam_result", "k": 3}
+    both = "dpriv release FILE --ledger LEDGER (release_history(history, policy, ledger) in Python)"
+    with pytest.raises(InputError, match=re.escape(both)):
+        anonymize(history, fields)
+
+
+def test_a_date_hint_names_the_python_override_too():
+    """A drill: anonymize's note on a QI of ISO dates said only 'pass --date adm'."""
+    from dpriv.release import anonymize
+
+    view = random_view(60, qi=("age", "gender"))
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(view["respondent_id"] % 9 * 17, unit="D")
+    view["adm"] = days.dt.strftime("%Y-%m-%d")
+    fields = {"qi": ["age", "adm"], "sensitive": "exam_result", "k": 3, "t": 0.9, "j": 5}
+    notes = anonymize(view, fields).notes
+    hint = "in Python, policy.with_overrides(kinds={**policy.kinds, 'adm': 'date'}))"
+    assert any("'adm' looks like dates: pass --date adm" in n and hint in n for n in notes), notes
