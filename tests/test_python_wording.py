@@ -312,3 +312,29 @@ def test_a_date_hint_names_the_python_override_too():
     notes = anonymize(view, fields).notes
     hint = "in Python, policy.with_overrides(kinds={**policy.kinds, 'adm': 'date'}))"
     assert any("'adm' looks like dates: pass --date adm" in n and hint in n for n in notes), notes
+
+
+def test_release_history_on_a_running_ledger_is_not_told_to_declare_a_qi_categorical(tmp_path):
+    """A drill: release_history's week 2 with text in numeric age, into a ledger holding week 1,
+    said 'declare the QI categorical (--categorical age, ...)', which the ledger refuses
+    (dpriv release already said a new ledger is needed: dpriv/policy_fix.py)."""
+    from dpriv.ledger import Ledger
+    from dpriv.release import release_history
+
+    week = random_view(30, seed=0)
+    second = week.assign(week=2, exam_result=week["exam_result"].to_numpy()[::-1])
+    history = pd.concat([week.assign(week=1), second], ignore_index=True)
+    fields = {"id": "respondent_id", "time": "week", "qi": ["age", "gender", "weight"]}
+    policy = ReleasePolicy.from_dict({**fields, "sensitive": "exam_result", "k": 3, "t": 1.0, "j": 10.0})
+    release_history(history[history["week"] == 1], policy, tmp_path / "L")
+    history = history.astype({"age": object})
+    history.loc[33, "age"] = "unknown"
+    with pytest.raises(InputError) as caught:
+        release_history(history, policy, tmp_path / "L")
+    said = str(caught.value)
+    assert "(release 1 is committed and the ledger keeps the kind of each QI;" in said, said
+    assert "declare the QI categorical" not in said and "[kinds]" not in said, said
+    assert [r["index"] for r in Ledger(tmp_path / "L").committed()] == [1]
+    with pytest.raises(InputError, match=r"or declare the QI categorical \(--categorical age, ") as caught:
+        release_history(history, policy, tmp_path / "new")  # a new ledger: the advice stands
+    assert "committed" not in str(caught.value)
