@@ -147,7 +147,8 @@ def date_hints(data: pd.DataFrame, given: ReleasePolicy, resolved: ReleasePolicy
             continue  # 2024-13-45 matches the pattern but is no date
         hints.append(
             f"warning: {name!r} looks like dates: pass --date {name} to release it as date "
-            f'intervals (or [kinds] {name} = "date" in the policy)'
+            f'intervals (or [kinds] {name} = "date" in the policy; in Python, '
+            f"policy.with_overrides(kinds={{**policy.kinds, {name!r}: 'date'}}))"
         )
     return hints
 

@@ -263,11 +263,17 @@ def _numbers_as_dates(meta: pd.DataFrame, policy: ReleasePolicy) -> None:
 
 
 def as_frame(
-    data: object, function: str, name: str, id_column: str | None = None
+    data: object,
+    function: str,
+    name: str,
+    id_column: str | None = None,
+    policy: ReleasePolicy | None = None,
 ) -> pd.DataFrame | dd.DataFrame:
     """``data`` itself when it is a pandas or Dask DataFrame; a ``str``/``Path`` is read with
     :func:`dpriv.io.read_table` (CSV or Parquet, a Dask DataFrame); anything else is an
-    InputError naming what was given, as is a frame whose id column ``id_column`` is its index."""
+    InputError naming what was given, as is a frame whose id column ``id_column`` is its index
+    and, given ``policy``, a frame lacking one of its columns (:func:`missing_columns` in a
+    Python caller's words: the frame is ``name``)."""
     if isinstance(data, pd.DataFrame | dd.DataFrame):
         if isinstance(data.columns, pd.MultiIndex):  # a column is then a tuple: no policy names it
             raise InputError(
@@ -281,11 +287,14 @@ def as_frame(
                 f"{function}() takes the {name}'s id column {id_column!r} as a column, but it is the "
                 f"frame's index: pass {name}.reset_index()"
             )
-        return data
-    if isinstance(data, str | Path):
+    elif isinstance(data, str | Path):
         from dpriv.io import read_table
 
-        return read_table(str(data), id_column=id_column, what=name)
+        data = read_table(str(data), id_column=id_column, what=name)
+    if isinstance(data, pd.DataFrame | dd.DataFrame):
+        if policy is not None:
+            missing_columns(data.columns, policy, frame=name)
+        return data
     raise InputError(
         f"{function}() takes the {name} as a pandas or Dask DataFrame (or the path of a CSV or "
         f"Parquet file), not a {type(data).__name__}: e.g. dpriv.io.read_table(path)"
@@ -331,8 +340,13 @@ def check_sensitive_values(s_counts: np.ndarray, policy: ReleasePolicy, view: in
     warn_user(f"{what} (allow_single_sensitive = true)")
 
 
-def missing_columns(columns, policy: ReleasePolicy) -> None:
-    """Raise InputError listing every policy column absent from ``columns``."""
+_DEFAULT_ID = ReleasePolicy.model_fields["id"].default
+
+
+def missing_columns(columns, policy: ReleasePolicy, frame: str | None = None) -> None:
+    """Raise InputError listing every policy column absent from ``columns``; its advice names
+    ``dpriv``'s flags, or, given ``frame`` (the name of a Python caller's frame: ``"view"``),
+    the policy's fields and pandas."""
     wanted = [policy.id, *policy.qi, policy.sensitive]
     absent = [c for c in wanted if c not in columns]
     if not absent:
@@ -344,17 +358,19 @@ def missing_columns(columns, policy: ReleasePolicy) -> None:
         )
     raise InputError(
         f"missing column(s) {absent}; the input has {list(columns)}. "
-        "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
-        + _missing_hints(
-            list(columns), policy.id in absent and policy.id == ReleasePolicy.model_fields["id"].default
+        + (
+            "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
+            if frame is None
+            else "Rename the columns or name them in the policy's id, qi and sensitive fields."
         )
+        + _missing_hints(list(columns), policy.id in absent and policy.id == _DEFAULT_ID, frame)
     )
 
 
-def _missing_hints(columns: list, no_id: bool) -> str:
+def _missing_hints(columns: list, no_id: bool, frame: str | None = None) -> str:
     """What a missing column may mean: a table without ids (``no_id``: the default id column is
-    missing), or a file whose first
-    line is data, not a header (a third or more of its column names are numbers)."""
+    missing; the fix in a Python caller's words given ``frame``, :func:`missing_columns`), or a
+    file whose first line is data, not a header (a third or more of its column names are numbers)."""
     numbers = [c for c in columns if re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", str(c))]
     hints = []
     if 3 * len(numbers) >= len(columns):
@@ -362,7 +378,14 @@ def _missing_hints(columns: list, no_id: bool) -> str:
             f" The file seems to have no header row (column names such as {numbers[:3]} look like "
             "data): add a first line naming the columns."
         )
-    if no_id:
+    if no_id and frame == "view":  # one view: its rows may be numbered as the ids
+        hints.append(
+            f" A table without respondent ids: number its rows as the id with {frame}.assign({_DEFAULT_ID}="
+            f"range(len({frame}))), or name its id column in the policy's id field."
+        )
+    elif no_id and frame is not None:  # a history: one id per respondent, the same in every view
+        hints.append(" A table without respondent ids: name its id column in the policy's id field.")
+    elif no_id:
         hints.append(
             " A table without respondent ids: pass --add-row-id to number its rows as the id "
             "(or --id C to name its id column)."

@@ -12,8 +12,11 @@ numeric QI is not met by declaring it categorical there (:func:`with_kind_hint`)
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
 
 from dpriv.errors import InputError, PolicyError
 
@@ -56,6 +59,35 @@ def with_kind_hint(exc: InputError, committed: int) -> InputError:
         f"of each QI; declaring one categorical changes the policy, which needs a new ledger: "
         f"{INTO_NEW_LEDGER})"
     )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def ledger_kind_hint(fn: F) -> F:
+    """Decorate a release into a ledger (its third argument or ``ledger_dir=``, as
+    :func:`dpriv.release.release_history`): an InputError it raises gets :func:`with_kind_hint`
+    for the releases the ledger holds, as ``dpriv release`` words it."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            if not _DECLARE.search(str(exc)):
+                raise
+            from dpriv.ledger import MANIFEST, Ledger
+
+            root = Path(kwargs["ledger_dir"] if "ledger_dir" in kwargs else args[2])
+            if not (root / MANIFEST).is_file():  # no ledger yet: its policy may still change
+                raise
+            try:
+                held = max((int(r["index"]) for r in Ledger(root).committed()), default=0)
+            except Exception:  # an unreadable ledger: the refusal as it was
+                raise exc from None
+            raise with_kind_hint(exc, held) from None
+
+    return wrapped  # type: ignore[return-value]
 
 
 def policy_change(fix: str, committed: int) -> str:

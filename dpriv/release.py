@@ -64,7 +64,7 @@ from dpriv.new_ids import check_new_ids
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
-from dpriv.policy_fix import view_named
+from dpriv.policy_fix import ledger_kind_hint, view_named
 from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
@@ -97,6 +97,7 @@ MERGE_REFUSED = (
 
 
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
+@ledger_kind_hint  # a running ledger's QIs keep their kind: not "declare the QI categorical"
 @shuffle_method()  # Dask's shuffles as measured fastest here, unless the user's config says
 def release_history(
     history: pd.DataFrame | dd.DataFrame,
@@ -143,7 +144,7 @@ def release_history(
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
-    history = as_frame(history, "release_history", "history", policy.id)
+    history = as_frame(history, "release_history", "history", policy.id, policy)
     warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute
         require_workers("the release")
@@ -372,7 +373,7 @@ def anonymize(
     start = time.perf_counter()
     policy = as_policy(policy, "anonymize")
     check_npartitions(npartitions)
-    view = as_frame(view, "anonymize", "view", policy.id)
+    view = as_frame(view, "anonymize", "view", policy.id, policy)
     view, policy = prepared(view, policy, notes=(notes := []))
     policy, inferred = resolve_policy(view, policy)
     notes += inferred + [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]

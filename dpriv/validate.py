@@ -163,7 +163,8 @@ DUPLICATE = (
 #: anonymize given a whole history: its repeated ids are the respondents' later views.
 _HISTORY_HINT = (
     "; or, if this file is a whole history (one view per time), release it with dpriv release "
-    "FILE --ledger LEDGER and its time column ([columns] time, e.g. --time view)"
+    "FILE --ledger LEDGER (release_history(history, policy, ledger) in Python) and its time "
+    "column ([columns] time, e.g. --time view)"
 )
 
 

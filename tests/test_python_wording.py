@@ -260,3 +260,81 @@ def test_to_interchange_names_its_arguments_beside_dpriv_exports_flags():
         )
     with pytest.raises(InputError, match=re.escape("(--policy F; qi=[...], sensitive=... in Python) if the")):
         to_interchange(hand_view().drop(columns="w_max"), suppressed="omit")
+
+
+def test_a_frame_without_ids_is_told_the_pandas_and_policy_fix_not_add_row_id(tmp_path):
+    """A drill: anonymize(frame_without_id, policy) said 'pass --add-row-id ... (or --id C ...)'
+    and 'pass --id/--qi/--sensitive', flags a Python call has not; dpriv anonymize keeps them."""
+    from dpriv.release import anonymize, release_history
+
+    view = random_view(30).drop(columns="respondent_id")
+    fields = {"qi": ["age", "gender"], "sensitive": "exam_result", "k": 3}
+    with pytest.raises(InputError) as caught:
+        anonymize(view, fields)
+    said = str(caught.value)
+    assert "name them in the policy's id, qi and sensitive fields" in said, said
+    assert "number its rows as the id with view.assign(respondent_id=range(len(view)))" in said, said
+    assert "--" not in said, said
+    with pytest.raises(InputError, match=r"name its id column in the policy's id field\.$") as caught:
+        release_history(
+            view.assign(view=1), ReleasePolicy.from_dict({**fields, "time": "view"}), tmp_path / "l"
+        )
+    assert "--" not in str(caught.value) and "assign" not in str(caught.value), caught.value
+    assert list(tmp_path.iterdir()) == []
+    view.to_csv(tmp_path / "v.csv", index=False)  # the command's words, as before
+    res = run("anonymize", tmp_path / "v.csv", "--out", tmp_path / "o.csv", *QI, "--k", 3)
+    assert (
+        res.exit_code == 2
+        and "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)." in res.output
+    )
+    assert "pass --add-row-id to number its rows as the id (or --id C to name its id column)." in res.output
+
+
+def test_a_history_given_to_anonymize_is_told_release_history_in_python_too():
+    """A drill: anonymize(history) with its repeated ids said only 'dpriv release FILE --ledger ...'."""
+    from dpriv.release import anonymize
+
+    history = pd.concat([random_view(30).assign(view=v) for v in (1, 2)], ignore_index=True)
+    fields = {"id": "respondent_id", "qi": ["age", "gender"], "sensitive": "exam_result", "k": 3}
+    both = "dpriv release FILE --ledger LEDGER (release_history(history, policy, ledger) in Python)"
+    with pytest.raises(InputError, match=re.escape(both)):
+        anonymize(history, fields)
+
+
+def test_a_date_hint_names_the_python_override_too():
+    """A drill: anonymize's note on a QI of ISO dates said only 'pass --date adm'."""
+    from dpriv.release import anonymize
+
+    view = random_view(60, qi=("age", "gender"))
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(view["respondent_id"] % 9 * 17, unit="D")
+    view["adm"] = days.dt.strftime("%Y-%m-%d")
+    fields = {"qi": ["age", "adm"], "sensitive": "exam_result", "k": 3, "t": 0.9, "j": 5}
+    notes = anonymize(view, fields).notes
+    hint = "in Python, policy.with_overrides(kinds={**policy.kinds, 'adm': 'date'}))"
+    assert any("'adm' looks like dates: pass --date adm" in n and hint in n for n in notes), notes
+
+
+def test_release_history_on_a_running_ledger_is_not_told_to_declare_a_qi_categorical(tmp_path):
+    """A drill: release_history's week 2 with text in numeric age, into a ledger holding week 1,
+    said 'declare the QI categorical (--categorical age, ...)', which the ledger refuses
+    (dpriv release already said a new ledger is needed: dpriv/policy_fix.py)."""
+    from dpriv.ledger import Ledger
+    from dpriv.release import release_history
+
+    week = random_view(30, seed=0)
+    second = week.assign(week=2, exam_result=week["exam_result"].to_numpy()[::-1])
+    history = pd.concat([week.assign(week=1), second], ignore_index=True)
+    fields = {"id": "respondent_id", "time": "week", "qi": ["age", "gender", "weight"]}
+    policy = ReleasePolicy.from_dict({**fields, "sensitive": "exam_result", "k": 3, "t": 1.0, "j": 10.0})
+    release_history(history[history["week"] == 1], policy, tmp_path / "L")
+    history = history.astype({"age": object})
+    history.loc[33, "age"] = "unknown"
+    with pytest.raises(InputError) as caught:
+        release_history(history, policy, tmp_path / "L")
+    said = str(caught.value)
+    assert "(release 1 is committed and the ledger keeps the kind of each QI;" in said, said
+    assert "declare the QI categorical" not in said and "[kinds]" not in said, said
+    assert [r["index"] for r in Ledger(tmp_path / "L").committed()] == [1]
+    with pytest.raises(InputError, match=r"or declare the QI categorical \(--categorical age, ") as caught:
+        release_history(history, policy, tmp_path / "new")  # a new ledger: the advice stands
+    assert "committed" not in str(caught.value)
