@@ -60,6 +60,7 @@ from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
 from dpriv.errors import PolicyError
+from dpriv.gate_record import gate_record
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
@@ -104,6 +105,8 @@ class GateCheck:
     groupings : int
         Groupings of release ``as_of`` checked for the bound above (1 without it); ``seconds``
         is then the time of all their checks.
+    exact_deductions : bool
+        False when the model ruled out what was published: the check read every value allowed.
     """
 
     as_of: int
@@ -117,6 +120,7 @@ class GateCheck:
     withheld: int = 0
     posterior_bound: float | None = None
     groupings: int = 1
+    exact_deductions: bool = True
 
     @property
     def worst(self) -> tuple[int, float]:
@@ -133,24 +137,8 @@ class GateCheck:
         return self.bound is None or not np.isfinite(gain) or gain <= self.bound
 
     def as_record(self) -> dict:
-        """The ``gate`` entry of the release's metrics.json."""
-        release, gain = self.worst
-        return {
-            "retro_max_gain": self.bound,
-            "max_gain": round(gain, 6) if np.isfinite(gain) else None,  # JSON has no NaN
-            "worst_release": release,
-            "confident_share": round(self.confident_share, 6),
-            "k_used": self.used["k"],
-            "t_used": self.used["t"],
-            "j_used": self.used["j"],
-            **({"rbk_closeness_used": self.used["rbk_closeness"]} if "rbk_closeness" in self.used else {}),
-            "regroupings": self.regroupings,
-            "retro_posterior_bound": self.posterior_bound,
-            "n_withheld": self.withheld,
-            "n_over": int(self.over.size),
-            "groupings": self.groupings,
-            "seconds": round(self.seconds, 3),
-        }
+        """The ``gate`` entry of the release's metrics.json (:func:`dpriv.gate_record.gate_record`)."""
+        return gate_record(self)
 
 
 class RetroGate:
@@ -217,7 +205,10 @@ class RetroGate:
         bound = self.policy.retro_max_gain
         params, seconds = used(grouped), time.perf_counter() - tick
         ids = np.unique(np.concatenate(over)) if over else np.empty(0, dtype=np.int64)
-        return GateCheck(candidate.index, gains, confident, bound, params, regroupings, seconds, ids, 0, cap)
+        exact = self.deduced is None or self.deduced.certain  # None: without the deductions module
+        return GateCheck(
+            candidate.index, gains, confident, bound, params, regroupings, seconds, ids, 0, cap, 1, exact
+        )
 
     def evidence(
         self, candidate: ReadRelease, tables: MarkovTables

@@ -64,6 +64,8 @@ class GateDeductions:
         Checks started from the committed releases' deductions.
     contradicted : list of int
         Releases whose checks' models ruled out what was published (:meth:`masks`), in order.
+    certain : bool
+        Whether the last :meth:`masks` had exact deductions (False: every value allowed).
     seconds : float
         Time of every ``deduce`` run (a started run redone from scratch counts twice).
     """
@@ -78,6 +80,7 @@ class GateDeductions:
         self.seconds = 0.0
         self._support: tuple[MarkovTables, ChainSupport] | None = None  # of the last tables seen
         self.contradicted: list[int] = []
+        self.certain = True
 
     def __call__(self, observed: list[ObservedRelease], tables: MarkovTables, key: object) -> Deductions:
         """The deductions over ``observed`` (committed releases first, ``key``'s last)."""
@@ -102,15 +105,22 @@ class GateDeductions:
         """
         from dpriv.adversary._assign import NoAssignment
 
+        self.certain = True
         try:
             return self(observed, tables, key).allowed
         except NoAssignment:
             self.last = None  # no deductions to start the next checks from
+            self.certain = False
             index = observed[-1].index
             warn = not self.contradicted
             if index not in self.contradicted:
                 self.contradicted.append(index)
-            return nothing_certain(observed, tables.n_values, index, warn=warn)
+            # the next release's model may allow what this one rules out: this check's loss only
+            lost = (
+                f"no exact deductions in the gate's check of release {index} (a later check tries "
+                'again; a gate record without them has "exact_deductions": false)'
+            )
+            return nothing_certain(observed, tables.n_values, index, warn=warn, lost=lost)
 
     def support(self, tables: MarkovTables) -> ChainSupport:
         """``chain_support(tables)``, once per tables object (the checks of one release share theirs)."""

@@ -22,6 +22,8 @@ from tests.test_deductions_prefix import assert_same
 from tests.test_gate_deductions import R1, R2, R3
 
 RULED_OUT = "the adversary's model rules out what release"
+# the gate's model may change at the next release: the loss is that check's, not "from this release on"
+GATE_LOSS = "no exact deductions in the gate's check of release 2 (a later check tries again"
 # a is always followed by x and x is terminal: nobody is seen twice (R1, R2's respondent 1 is)
 NO_RETURN = tables("ax", {"a": 0.5, "x": 0.5}, {"a": {"x": 1.0}})
 
@@ -30,9 +32,12 @@ def test_a_contradicted_check_allows_everything_and_the_next_starts_from_the_las
     gd = GateDeductions(None)
     assert as_sets(gd.masks([R1], EXIT, "r1")[0], "ax") == ["ax", "ax"]
     gd.accept("r1")
+    assert gd.certain
     with pytest.warns(UserWarning, match=f"^{RULED_OUT} 2 published .*no exact deductions") as rec:
         got = gd.masks([R1, R2], NO_RETURN, "r2")
-    assert len([w for w in rec if RULED_OUT in str(w.message)]) == 1
+    said = [str(w.message) for w in rec if RULED_OUT in str(w.message)]
+    assert len(said) == 1 and GATE_LOSS in said[0] and "from this release on" not in said[0], said
+    assert not gd.certain
     assert [m.shape for m in got] == [(2, 2), (2, 2)] and all(m.all() for m in got)
     gd.accept("r2")
     assert len(gd.committed.observed) == 1  # release 2's check deduced nothing: release 1's stays
@@ -42,6 +47,7 @@ def test_a_contradicted_check_allows_everything_and_the_next_starts_from_the_las
         # the model of release 3 allows what was published: its deductions again, started from
         # release 1's (release 2 has none), the same as from scratch
         masks = gd.masks([R1, R2, R3], EXIT, "r3")
+    assert gd.certain  # this check deduced again
     assert gd.contradicted == [2, 3] and gd.started == 1
     want = deduce([R1, R2, R3], EXIT, attendance=None)
     assert_same(gd.last[1].deductions, want)
@@ -90,7 +96,14 @@ def test_a_model_that_rules_out_a_release_reads_the_posteriors_alone(mined, tmp_
         release_history(mh.history, policy, led)
     said = [str(w.message) for w in rec if RULED_OUT in str(w.message)]
     assert len(said) == 1 and said[0].startswith(f"{RULED_OUT} 2 published"), said
+    assert GATE_LOSS in said[0] and "from this release on" not in said[0], said
     assert gates[-1].deduced.contradicted == [2, 3]
+    records = [
+        json.loads((led / "releases" / str(i) / "metrics.json").read_text())["gate"] for i in (1, 2, 3)
+    ]
+    # release 1's check had its deductions: its record is as before, without the entry
+    assert "exact_deductions" not in records[0] and list(records[0])[-1] == "seconds"
+    assert [r.get("exact_deductions") for r in records[1:]] == [False, False]
     assert [c["observed"][-1].index for c in checks] == [1, 2, 3]  # no regrouping: one check each
     for c in checks[1:]:
         assert all(m.all() for m in c["masks"])

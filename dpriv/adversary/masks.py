@@ -142,18 +142,23 @@ class MasksAsOf:
         return self(k)[k]
 
 
+#: What an attack loses when its (fixed) model rules out a release (:func:`nothing_certain`).
+FROM_HERE_ON = "no exact deductions from this release on"
+
+
 def nothing_certain(
-    observed: Sequence[ObservedRelease], n_values: int, index: int, *, warn: bool
+    observed: Sequence[ObservedRelease], n_values: int, index: int, *, warn: bool, lost: str = FROM_HERE_ON
 ) -> list[np.ndarray]:
     """Every value allowed (bool (n_i, n_values), all True) for each release of ``observed``: the
     model's zeros ruled out what release ``index`` published (a transition first seen in it, as an
     estimated model, mined or a snapshot, may), so none of its deductions is certain. With
-    ``warn``, said in a warning naming release ``index`` (callers say it once: :class:`MasksAsOf`
-    per attack, :class:`dpriv.gate_deductions.GateDeductions` per gated run)."""
+    ``warn``, said in a warning naming release ``index`` and what is lost, ``lost`` (callers say
+    it once: :class:`MasksAsOf` per attack, :class:`dpriv.gate_deductions.GateDeductions`, whose
+    model may change at the next release, per gated run)."""
     if warn:
         warn_user(
             f"the adversary's model rules out what release {index} published (e.g. a "
-            "value or transition its tables never saw): no exact deductions from this release on, "
+            f"value or transition its tables never saw): {lost}, "
             "the gains are those of its posteriors alone"
         )
     return [np.ones((len(o.respondent), n_values), dtype=bool) for o in observed]
