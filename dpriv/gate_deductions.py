@@ -112,15 +112,12 @@ class GateDeductions:
             self.last = None  # no deductions to start the next checks from
             self.certain = False
             index = observed[-1].index
-            warn = not self.contradicted
-            if index not in self.contradicted:
-                self.contradicted.append(index)
             # the next release's model may allow what this one rules out: this check's loss only
             lost = (
                 f"no exact deductions in the gate's check of release {index} (a later check tries "
                 'again; a gate record without them has "exact_deductions": false)'
             )
-            return nothing_certain(observed, tables.n_values, index, warn=warn, lost=lost)
+            return nothing_certain(observed, tables.n_values, index, said=self.contradicted, lost=lost)
 
     def support(self, tables: MarkovTables) -> ChainSupport:
         """``chain_support(tables)``, once per tables object (the checks of one release share theirs)."""

@@ -228,7 +228,7 @@ def category_domains(
 
             check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy)
         # the values as prepare_view gives them (text in NFC, NumPy scalars as Python ones)
-        domains[name] = list(dict.fromkeys(_nfc(as_python(c)) for c in order))
+        domains[name] = list(dict.fromkeys(nfc_text(pd.Series([as_python(c) for c in order], dtype=object))))
         if qi:
             kinds[name] = "categorical"
         said = domain_note(name, kinds.get(name) if qi else None, domains[name])
@@ -236,10 +236,6 @@ def category_domains(
     if not notes:
         return policy, []
     return policy.with_overrides(kinds=kinds, domains=domains), notes
-
-
-def _nfc(v):
-    return unicodedata.normalize("NFC", v) if isinstance(v, str) else v
 
 
 def _numbers_as_dates(meta: pd.DataFrame, policy: ReleasePolicy) -> None:

@@ -133,9 +133,7 @@ class MasksAsOf:
         """:func:`nothing_certain` for the releases up to position ``k``, said once (naming the
         first such release)."""
         index = self.observed[k].index
-        warn = not self.contradicted
-        self.contradicted.append(index)
-        return nothing_certain(self.observed[: k + 1], self.tables.n_values, index, warn=warn)
+        return nothing_certain(self.observed[: k + 1], self.tables.n_values, index, said=self.contradicted)
 
     def release(self, k: int) -> np.ndarray:
         """Mask of the release at position ``k`` as known right after it."""
@@ -147,14 +145,23 @@ FROM_HERE_ON = "no exact deductions from this release on"
 
 
 def nothing_certain(
-    observed: Sequence[ObservedRelease], n_values: int, index: int, *, warn: bool, lost: str = FROM_HERE_ON
+    observed: Sequence[ObservedRelease],
+    n_values: int,
+    index: int,
+    *,
+    said: list[int],
+    lost: str = FROM_HERE_ON,
 ) -> list[np.ndarray]:
     """Every value allowed (bool (n_i, n_values), all True) for each release of ``observed``: the
     model's zeros ruled out what release ``index`` published (a transition first seen in it, as an
-    estimated model, mined or a snapshot, may), so none of its deductions is certain. With
-    ``warn``, said in a warning naming release ``index`` and what is lost, ``lost`` (callers say
-    it once: :class:`MasksAsOf` per attack, :class:`dpriv.gate_deductions.GateDeductions`, whose
-    model may change at the next release, per gated run)."""
+    estimated model, mined or a snapshot, may), so none of its deductions is certain. ``said``: the
+    caller's releases contradicted so far (:class:`MasksAsOf` per attack,
+    :class:`dpriv.gate_deductions.GateDeductions`, whose model may change at the next release, per
+    gated run); the first is said in a warning naming release ``index`` and what is lost,
+    ``lost``; ``index`` is appended to it (once)."""
+    warn = not said
+    if index not in said:
+        said.append(index)
     if warn:
         warn_user(
             f"the adversary's model rules out what release {index} published (e.g. a "
