@@ -232,7 +232,7 @@ def category_domains(
         if not qi:  # exit_values it lacks: said as of any inferred domain, not as an invalid policy
             from dpriv.input_checks import check_inferred_exit_values  # it imports this module
 
-            check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy)
+            check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy, True)
         # the values as prepare_view gives them (text in NFC, NumPy scalars as Python ones)
         domains[name] = list(dict.fromkeys(nfc_text(pd.Series([as_python(c) for c in order], dtype=object))))
         if qi:
