@@ -17,6 +17,7 @@ from dpriv.divergence import GROUNDS, emd_num_den, emd_within, entropy, js_from_
 from dpriv.errors import InputError, PolicyError
 from dpriv.released import GROUP
 from dpriv.validate import codes
+from dpriv.wording import counted
 
 #: EMD ground name by its code in the numba kernels.
 GROUND_NAMES = {code: name for name, code in GROUNDS.items()}
@@ -152,8 +153,11 @@ def group_statistics(
         raise PolicyError(f"unknown EMD ground {ground!r}; expected one of {sorted(GROUNDS)}")
     s = codes(released[sensitive], domain)
     if (s < 0).any():
-        bad = pd.unique(released[sensitive].to_numpy()[s < 0])[:5].tolist()
-        raise InputError(f"sensitive column {sensitive!r} holds values outside its domain: {bad}")
+        raise InputError(  # by count: a sensitive value is never printed
+            f"sensitive column {sensitive!r} holds {counted(int((s < 0).sum()), 'value')} outside the "
+            f"domain given ({m} values; the values are not printed): correct those rows or give the "
+            "whole domain"
+        )
 
     if group_column is not None:
         gid, labels = pd.factorize(released[group_column], sort=True)

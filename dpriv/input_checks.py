@@ -101,14 +101,17 @@ def check_same_text(data: pd.DataFrame) -> None:
             )
 
 
-def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy) -> None:
+def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy, ordered: bool = False) -> None:
     """PolicyError when the sensitive domain is to be inferred from ``data`` and some of
     ``policy.exit_values`` do not occur there: the message says the domain was inferred from
-    this input and that declaring ``[domains] <sensitive>`` fixes it."""
+    this input and that declaring ``[domains] <sensitive>`` fixes it, listing the domain as it
+    was inferred: sorted, or with ``ordered`` in the order of ``data`` (the values of an ordered
+    Categorical in the order of its categories, :func:`dpriv.inputs.category_domains`)."""
     s = policy.sensitive
     if not policy.exit_values or s in policy.domains or s not in data.columns:
         return
-    seen = sorted({str(v) for v in data[s].dropna().unique()})
+    seen = [str(v) for v in data[s].dropna().unique()]
+    seen = list(dict.fromkeys(seen)) if ordered else sorted(set(seen))
     unknown = [v for v in policy.exit_values if str(v) not in seen]
     if unknown:
         full = seen + [str(v) for v in unknown]

@@ -29,6 +29,7 @@ from dpriv.policy_values import as_python, domain_note
 from dpriv.released import GROUP
 from dpriv.user_warning import warn_user
 from dpriv.value_types import mixed_types
+from dpriv.wording import Named, argument_named
 
 
 def policy_columns(policy: ReleasePolicy) -> list[str]:
@@ -55,23 +56,28 @@ def unused_columns(columns, policy: ReleasePolicy) -> list[str]:
 
 #: How :func:`unused_note` starts.
 UNUSED = "not released: column(s)"
+#: How a Python caller adds a QI to a policy (a command's user passes --qi).
+ADD_QI = "policy.with_overrides(qi=[*policy.qi, COLUMN]) in Python"
 
 
-def unused_note(columns, policy: ReleasePolicy) -> str | None:
-    """``not released: column(s) ['name'] ...`` for the input's columns the policy does not name."""
+def unused_note(columns, policy: ReleasePolicy, named: Named = argument_named) -> str | None:
+    """``not released: column(s) ['name'] ...`` for the input's columns the policy does not name;
+    how to add a QI in a Python caller's words, or with ``named=flag_named`` in ``dpriv``'s
+    (``--qi``)."""
     extra = unused_columns(columns, policy)
     if not extra:
         return None
+    how = ADD_QI if named is argument_named else named("qi")
     return (
         f"{UNUSED} {extra} (not named by the policy as id, time, QI or sensitive); "
-        "a quasi-identifier among them belongs in the policy's qi (--qi) to be released generalized "
+        f"a quasi-identifier among them belongs in the policy's qi ({how}) to be released generalized "
         "(never an identifier)"
     )
 
 
 def warn_unused(columns, policy: ReleasePolicy) -> None:
-    """:func:`unused_note` as a UserWarning, the user's line named (a Python call), unless a
-    ``dpriv`` command printed it itself (:func:`said_unused`)."""
+    """:func:`unused_note` (in a Python caller's words) as a UserWarning, the user's line named,
+    unless a ``dpriv`` command printed it itself (:func:`said_unused`)."""
     if note := unused_note(columns, policy):
         warn_user(note)
 
@@ -226,7 +232,7 @@ def category_domains(
         if not qi:  # exit_values it lacks: said as of any inferred domain, not as an invalid policy
             from dpriv.input_checks import check_inferred_exit_values  # it imports this module
 
-            check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy)
+            check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy, True)
         # the values as prepare_view gives them (text in NFC, NumPy scalars as Python ones)
         domains[name] = list(dict.fromkeys(nfc_text(pd.Series([as_python(c) for c in order], dtype=object))))
         if qi:

@@ -58,6 +58,7 @@ from dpriv.interchange_text import (  # noqa: F401 (format_number, parse_interva
     parse_interval,
 )
 from dpriv.released import GROUP, escape_value, parse_value_set
+from dpriv.rows import rows_named
 
 #: ARX's default suppression string: every cell of a suppressed record.
 SUPPRESSED = "*"
@@ -344,11 +345,11 @@ def _intervals(
                 "is this a released view of dpriv?"
             )
         if x.isna().any():
-            where = _rows_named(released, x.isna().to_numpy())
+            where = rows_named(released, x.isna().to_numpy())
             raise InputError(f"column {c!r} has missing bounds ({where}): not a released view")
     lo, hi = released[lo_c].to_numpy(), released[hi_c].to_numpy()
     if (lo > hi).any():
-        where = _rows_named(released, lo > hi)
+        where = rows_named(released, lo > hi)
         raise InputError(f"QI {q!r}: {lo_c} > {hi_c} ({where}): not a released view")
     if len(codes) == 0:
         return np.array([], dtype=object)
@@ -361,19 +362,6 @@ def _intervals(
         [write(a, b, spelling) for a, b in zip(lo[first].tolist(), hi[first].tolist())], dtype=object
     )
     return text[codes]
-
-
-def _rows_named(released: pd.DataFrame, mask: np.ndarray) -> str:
-    """The rows of ``released`` where ``mask`` holds, counted and the first named as the input
-    checks name them (:func:`dpriv.rows.describe`): ``line 9 of r.csv`` inside
-    :func:`dpriv.rows.rows_of` (``dpriv export`` reads the file whole and in order), else by
-    index label. Never by a column's value (a view with ids added would print them)."""
-    from dpriv.rows import MAX_ROWS_SHOWN, BadRow, describe, input_file
-
-    hit = np.flatnonzero(mask)
-    labels = released.index[hit[:MAX_ROWS_SHOWN]].tolist()
-    rows = [BadRow(int(p), label, None) for p, label in zip(hit[:MAX_ROWS_SHOWN].tolist(), labels)]
-    return describe(rows, len(hit), None, whole=input_file() is not None)
 
 
 def _same_within_groups(values: np.ndarray, codes: np.ndarray, column: str) -> None:

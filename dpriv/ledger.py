@@ -37,16 +37,15 @@ from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_G
 from dpriv.ledger_files import (
     ATTACK_DIR,  # noqa: F401 (re-exported: where the ledger keeps attack results)
     LOCK,
+    check_place,
     drop_lock,
     hold_lock,
     is_temp,
-    nested_problem,
     open_parquet,
     read_json,
     released_digests,
     remove_temp,
     restore_file,
-    url_problem,
 )
 from dpriv.ledger_manifest import (
     MANIFEST,
@@ -86,10 +85,7 @@ class Ledger:
         release passes ``prepare=False`` and calls :meth:`prepare_next` once it knows a release will
         be written: a run with nothing to write neither refuses nor touches a file of the user's there.
         ``lock``: hold ``.dpriv-lock`` until :meth:`unlock` (LedgerError while another holds it)."""
-        if not isinstance(root, str | Path):
-            raise LedgerError(f"a ledger is a folder path (str or Path), not {type(root).__name__} {root!r}")
-        if problem := url_problem(root) or (create and nested_problem(root)):  # one inside another
-            raise LedgerError(problem)
+        check_place(root, create=create)
         self.root = Path(root)
         self._lock: int | None = None
         if create and self.root.exists() and not self.root.is_dir():

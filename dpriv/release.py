@@ -56,7 +56,7 @@ from dpriv.input_checks import (
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_columns, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
-from dpriv.ledger_files import discard_new_ledger
+from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import checked_metrics, release_metrics, require
@@ -144,6 +144,7 @@ def release_history(
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
+    check_place(ledger_dir)  # no ledger there (a URL, inside another): refused before any work
     history = as_frame(history, "release_history", "history", policy.id, policy)
     warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute

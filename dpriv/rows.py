@@ -182,6 +182,18 @@ def describe(
     return text
 
 
+def rows_named(frame: pd.DataFrame, mask: np.ndarray, *, whole: bool = True) -> str:
+    """The rows of ``frame`` where ``mask`` (bool, shape (n,)) holds, counted and the first named
+    by :func:`describe`: ``line 9 of r.csv`` when ``frame`` is the file of :func:`rows_of`, read
+    whole and in order (``dpriv export``), else by index label (``whole=False``: ``frame`` is
+    not that file, e.g. the released view ``dpriv verify`` checks against its --original). Never
+    by a column's value (a view with ids added would print them; a sensitive value is secret)."""
+    hit = np.flatnonzero(mask)
+    labels = frame.index[hit[:MAX_ROWS_SHOWN]].tolist()
+    rows = [BadRow(int(p), label, None) for p, label in zip(hit[:MAX_ROWS_SHOWN].tolist(), labels)]
+    return describe(rows, len(hit), None, whole=whole)
+
+
 def views_prefix(rows: list[BadRow], time_col: str | None) -> str:
     """``"view = 5: "``, ``"view = 2, 3: "``, ``"view = 5..9, 12: "``: the views of a history
     the bad ``rows`` are in (:func:`bad_rows` keeps a row of each); ``""`` without a time."""

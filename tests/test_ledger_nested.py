@@ -5,6 +5,7 @@ ledger inside an existing one is refused before anything is written, in the CLI 
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -54,6 +55,20 @@ def test_a_new_ledger_inside_a_ledger_is_refused_and_nothing_is_written(outer, i
     Ledger(outer, create=True).unlock()  # the ledger itself still opens (and its parent's folders)
     release_history(weeks(3), ReleasePolicy.from_dict(POLICY), outer)  # its next week is released
     assert Ledger(outer).last_index() == 3
+
+
+def test_release_history_refuses_a_nested_ledger_before_it_reads_or_checks_the_views(outer, tmp_path):
+    """A drill: release_history into L/releases/9 with a respondent twice in week 3 said
+    "duplicate 'pid' within one view" (the views were checked first): fixing the data would only
+    have led to the nested-ledger refusal. Refused first, as dpriv release does; a history file
+    that does not exist is not even looked for."""
+    bad = weeks(3)
+    bad.iloc[65, 0] = bad.iloc[64, 0]  # a respondent twice in week 3
+    before, inner = snapshot(outer), outer / "releases" / "9"
+    for history in (bad, tmp_path / "no-such-history.parquet"):
+        with pytest.raises(LedgerError, match=f"^the ledger {re.escape(str(inner))} lies inside "):
+            release_history(history, ReleasePolicy.from_dict(POLICY), inner)
+    assert snapshot(outer) == before
 
 
 def test_the_cli_refuses_ledger_inside_a_ledger_with_exit_2_naming_both(outer, tmp_path):

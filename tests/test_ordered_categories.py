@@ -5,6 +5,8 @@ the CLI's Parquet; an unordered text sensitive column says its order is alphabet
 
 from __future__ import annotations
 
+import re
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -140,3 +142,21 @@ def test_exit_values_an_ordered_sensitive_lacks_are_said_as_for_an_inferred_doma
         PolicyError, match=r"no domain of 's' is declared, so it was inferred from this input"
     ):
         anonymize(view(60), policy)
+
+
+def test_exit_values_an_ordered_sensitive_lacks_list_its_domain_in_the_categories_order():
+    """A drill: the refusal listed the inferred domain alphabetically (['dead', 'high', 'low',
+    'mid']) and suggested [domains] s = ['dead', 'high', 'low', 'mid', 'gone']: declared so, the
+    ordered EMD would measure by the alphabet, not by the categories' order."""
+    v = view(60)
+    v["s"] = v["s"].cat.add_categories("dead").cat.reorder_categories([*ORDER, "dead", "unused"])
+    v.loc[[3, 7], "s"] = "dead"
+    policy = POLICY | {"t": 1.0, "exit_values": ["dead", "gone"]}
+    order = "['low', 'mid', 'high', 'dead']"
+    with pytest.raises(PolicyError) as caught:
+        anonymize(v, policy)
+    said = str(caught.value)
+    assert f"inferred from this input ({order})" in said, said
+    assert "[domains] s = ['low', 'mid', 'high', 'dead', 'gone'], or drop them" in said, said
+    with pytest.raises(PolicyError, match=re.escape(f"({order})")):  # a Dask frame alike
+        anonymize(dd.from_pandas(v, npartitions=2), policy)

@@ -71,9 +71,32 @@ def test_a_bad_value_of_the_file_names_the_key_and_several_problems_stay_a_line_
     (files / "p.toml").write_text(text)
     assert refused(files, "--j", "-1") == [
         f"error: invalid policy (policy file {p} with --j):",
-        "  t: must be a number in [0, 1], got 2",
-        "  j: must be a number in [0, inf), got -1.0",
+        "  t must be a number in [0, 1], not '2'",
+        "  --j must be a number in [0, inf), not '-1'",
     ]
+
+
+def test_several_bad_values_and_a_table_are_each_quoted_as_typed_in_the_file(files):
+    """A drill: one bad value was quoted as typed, but of two each line showed the number read
+    (``got -1.0`` for ``-1e0``, ``got inf`` for ``1e400``), and a table Python's repr (``{'a': 1}``
+    for ``{a = 1}``)."""
+    p, text = files / "p.toml", (files / "p.toml").read_text()
+    p.write_text(text.replace("t = 0.5", "t = -1e0").replace("j = 1.0", "j = 1e400  # big"))
+    assert refused(files) == [
+        f"error: invalid policy (policy file {p}):",
+        "  t must be a number in [0, 1], not '-1e0'",
+        "  j must be a number in [0, inf), not '1e400': too large to be a finite number",
+    ]
+    p.write_text(text.replace("t = 0.5", "t = {a = 1}"))
+    assert refused(files) == [f"error: t must be a number, not '{{a = 1}}' (policy file {p})"]
+    p.write_text(text.replace("t = 0.5", "t = [0.5, 1]").replace("j = 1.0", "j = -2.50"))
+    assert refused(files) == [
+        f"error: invalid policy (policy file {p}):",
+        "  t must be a number, not '[0.5, 1]'",
+        "  j must be a number in [0, inf), not '-2.50'",
+    ]
+    p.write_text(text.replace("t = 0.5\n", "") + "[privacy.t]\na = 1\n")  # a table of its own
+    assert refused(files) == [f"error: t must be a number, not the table [privacy.t] (policy file {p})"]
 
 
 def test_other_one_problem_refusals_are_one_line_and_other_messages_unchanged():

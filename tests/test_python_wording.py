@@ -338,3 +338,35 @@ def test_release_history_on_a_running_ledger_is_not_told_to_declare_a_qi_categor
     with pytest.raises(InputError, match=r"or declare the QI categorical \(--categorical age, ") as caught:
         release_history(history, policy, tmp_path / "new")  # a new ledger: the advice stands
     assert "committed" not in str(caught.value)
+
+
+def test_columns_left_out_are_told_how_to_add_a_qi_in_the_callers_words(tmp_path):
+    """A drill: anonymize(view with a zip column) warned '... belongs in the policy's qi (--qi)',
+    a flag a Python call has not; the command line still names --qi."""
+    import warnings
+
+    from dpriv.release import anonymize, release_history
+
+    view = random_view(40).assign(zip=57000)
+    fields = {"id": "respondent_id", "qi": ["age", "gender", "weight"], "sensitive": "exam_result", "k": 3}
+    python = "belongs in the policy's qi (policy.with_overrides(qi=[*policy.qi, COLUMN]) in Python) to be"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        notes = anonymize(view, {**fields, "t": 0.9, "j": 5}).notes
+        release_history(view.assign(view=1), {**fields, "time": "view", "t": 1.0, "j": 10.0}, tmp_path / "L")
+    said = [str(w.message) for w in caught if "not released: column(s) ['zip']" in str(w.message)]
+    unused = [n for n in notes if n.startswith("not released")]
+    assert len(said) == 2 and len(unused) == 1, (said, notes)
+    assert all(python in s and "--qi" not in s for s in [*said, *unused]), (said, unused)
+
+    view.to_csv(tmp_path / "v.csv", index=False)
+    flag = "not released: column(s) ['zip'] (not named by the policy as id, time, QI or sensitive); a "
+    flag += "quasi-identifier among them belongs in the policy's qi (--qi) to be released generalized"
+    privacy = ["--k", 3, "--t", 0.9, "--j", 5]
+    res = run("anonymize", tmp_path / "v.csv", "--out", tmp_path / "o.csv", *QI, *privacy)
+    assert res.exit_code == 0 and flag in " ".join(res.output.split()), res.output
+    assert "with_overrides" not in res.output
+    view.assign(view=1).to_csv(tmp_path / "h.csv", index=False)
+    res = run("release", tmp_path / "h.csv", "--ledger", tmp_path / "cli", "--time", "view", *QI, *privacy)
+    assert res.exit_code == 0 and flag in " ".join(res.output.split()), res.output
+    assert "with_overrides" not in res.output

@@ -271,10 +271,18 @@ def test_interval_not_tight_is_caught():
     assert any("not the true min/max" in p and "20" in p for p in _problems(r))
 
 
-def test_unknown_sensitive_value_is_caught():
+def test_unknown_sensitive_value_is_caught_by_its_rows_never_printed():
+    """It said "values 'zzz' are outside its domain": a sensitive value printed (and "its" of
+    what?); the rows are named by their label instead, and the domain and what to do."""
     r, _, _ = hand_release()
-    r.loc[0, "s"] = "zzz"
-    assert any("values 'zzz' are outside its domain" in p for p in _problems(r))
+    r.loc[[1, 6], "s"] = ["hiv_secret", "zzz"]
+    said = [p for p in _problems(r) if "outside the sensitive domain" in p]
+    assert said == [
+        "sensitive column 's' holds values outside the sensitive domain ['a', 'b', 'c', 'd'] in the "
+        "released view (2 rows: row 1, row 6; the values are not printed): correct those rows, or give "
+        "the policy the release was made with ([domains] s); those rows are left out of the statistics"
+    ], _problems(r)
+    assert not any("hiv_secret" in p or "zzz" in p for p in _problems(r))
 
 
 # ------------------------------------------------------------------ a real release
@@ -489,9 +497,10 @@ def test_adult_t_matches_pycanon_large(shared_data, name):
 
 
 def test_group_statistics_errors():
-    df = pd.DataFrame({"qi_group": [1, 1], "s": ["a", "x"]})
-    with pytest.raises(InputError, match="outside its domain"):
+    df = pd.DataFrame({"qi_group": [1, 1], "s": ["a", "secret_x"]})
+    with pytest.raises(InputError, match="holds 1 value outside the domain given") as caught:
         group_statistics(df, [], "s", ["a", "b"], np.array([1, 1]), "equal")
+    assert "secret_x" not in str(caught.value)
     with pytest.raises(InputError, match="shape"):
         group_statistics(df, [], "s", ["a", "b"], np.array([1, 1, 1]), "equal")
     with pytest.raises(PolicyError, match="unknown EMD ground"):

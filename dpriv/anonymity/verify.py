@@ -32,12 +32,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.format_check import MAX_LISTED, format_problems, named
+from dpriv.anonymity.format_check import MAX_LISTED, format_problems
 from dpriv.anonymity.membership import check_assigned
 from dpriv.criteria import JSBound, KAnonymity, RBKCloseness, TCloseness, criteria_for, group_statistics
 from dpriv.errors import InputError, PolicyError, VerificationError
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP
+from dpriv.rows import rows_named
 from dpriv.validate import codes
 
 
@@ -210,11 +211,13 @@ def check_groups(
         return VerificationReport(pd.DataFrame(), None, None, None, None, False, problems, len(released), 0)
 
     s = codes(released[policy.sensitive], domain)
-    if (s < 0).any():
-        bad = pd.unique(released[policy.sensitive].to_numpy()[s < 0])
+    if (s < 0).any():  # a sensitive value is never printed: the rows are named by their place
         problems.append(
-            f"sensitive column {policy.sensitive!r}: values {named(bad)} are outside its domain "
-            "(those rows are left out of the statistics)"
+            f"sensitive column {policy.sensitive!r} holds values outside the sensitive domain "
+            f"{list(map(as_python, domain[:8]))}{'...' if len(domain) > 8 else ''} in the released view "
+            f"({rows_named(released, s < 0, whole=False)}; the values are not printed): correct those "
+            f"rows, or give the policy the release was made with ([domains] {policy.sensitive}); those "
+            "rows are left out of the statistics"
         )
         released = released[s >= 0]
         s = s[s >= 0]

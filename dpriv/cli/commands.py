@@ -111,7 +111,7 @@ def anonymize(
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
     placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input, named=flag_named)
-    from dpriv.inputs import said_unused
+    from dpriv.inputs import UNUSED, said_unused, unused_note
     from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
 
@@ -119,8 +119,8 @@ def anonymize(
 
     with release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as frame:
         result = run(frame, pol, prior=prior)
-    for note in result.notes:
-        _say(note)
+    for note in result.notes:  # the unused columns' note in the command line's words (--qi)
+        _say(unused_note(view.columns, result.policy, flag_named) if note.startswith(UNUSED) else note)
     also = (table_out,) if result.sensitive is not None else ()
     # created meanwhile?
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,), also=also)
@@ -200,7 +200,7 @@ def _run_release(
     pol = show_policy(eff)
     _say(f"  method: {method}")
     pol = with_hierarchies(with_categorical(pol, categorical, dates), hierarchy)
-    unused = unused_note(frame.columns, pol)
+    unused = unused_note(frame.columns, pol, flag_named)
     if unused:
         _say(unused)
         said_unused()

@@ -32,7 +32,7 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.input_url import file_url_path, url_scheme
-from dpriv.ledger_files import enclosing_ledger, file_sha256, nested_problem, url_problem, writing_results
+from dpriv.ledger_files import check_place, enclosing_ledger, file_sha256, writing_results
 
 #: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
 #: temp files, ``.<name>.<random>``, leaves it alone).
@@ -254,8 +254,7 @@ def check_ledger_folder(ledger: Path | None) -> None:
 
     if ledger is None:
         raise LedgerError("give the ledger folder: --ledger DIR (created if new)")
-    if problem := url_problem(ledger, "--ledger") or nested_problem(ledger, "--ledger"):
-        raise LedgerError(problem)
+    check_place(ledger, "--ledger")
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     check_writable(ledger if ledger.is_dir() else ledger.absolute().parent, "--ledger")
