@@ -57,10 +57,12 @@ def _text_hashes(col: pd.Series) -> np.ndarray:
     values as texts row by row were ~1 s of a release in process). Missing values (whose text
     depends on their kind), dates (formatted over the whole column), nullable and other
     extension types, a float -0.0 (factorized with 0.0) and objects whose texts collide (1 and
-    "1") are hashed row by row. Integers (a view's ids: mostly distinct) are hashed from their
-    digits, no text built (:func:`dpriv.int_text_hash.int_text_hashes`, the same values)."""
+    "1") are hashed row by row. Distinct integers (a view's ids: mostly distinct) are hashed
+    from their digits, no text built (:func:`dpriv.int_text_hash.int_text_hashes`, the same
+    values)."""
     if isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu":
-        return int_text_hashes(col.to_numpy())
+        codes, uniques = pd.factorize(col)  # an integer column has no missing value
+        return int_text_hashes(np.asarray(uniques)).take(codes)
     dtype = col.dtype.categories.dtype if isinstance(col.dtype, pd.CategoricalDtype) else col.dtype
     plain = isinstance(dtype, pd.StringDtype) or (isinstance(dtype, np.dtype) and dtype.kind in "iufbO")
     if plain and dtype.kind == "f":
