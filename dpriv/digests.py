@@ -13,6 +13,7 @@ try:  # pandas' combination of a row's column hashes, as hash_pandas_object appl
 except ImportError:  # pragma: no cover - a pandas that moved it: input_fingerprint's plain formula
     combine_hash_arrays = None
 from dpriv.domain_codes import codes
+from dpriv.int_text_hash import int_text_hashes
 from dpriv.policy import ReleasePolicy
 
 
@@ -56,7 +57,12 @@ def _text_hashes(col: pd.Series) -> np.ndarray:
     values as texts row by row were ~1 s of a release in process). Missing values (whose text
     depends on their kind), dates (formatted over the whole column), nullable and other
     extension types, a float -0.0 (factorized with 0.0) and objects whose texts collide (1 and
-    "1") are hashed row by row."""
+    "1") are hashed row by row. Distinct integers (a view's ids: mostly distinct) are hashed
+    from their digits, no text built (:func:`dpriv.int_text_hash.int_text_hashes`, the same
+    values)."""
+    if isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu":
+        codes, uniques = pd.factorize(col)  # an integer column has no missing value
+        return int_text_hashes(np.asarray(uniques)).take(codes)
     dtype = col.dtype.categories.dtype if isinstance(col.dtype, pd.CategoricalDtype) else col.dtype
     plain = isinstance(dtype, pd.StringDtype) or (isinstance(dtype, np.dtype) and dtype.kind in "iufbO")
     if plain and dtype.kind == "f":

@@ -17,12 +17,13 @@ import dask.dataframe as dd
 import pandas as pd
 
 from dpriv import pending_interrupt
-from dpriv._dispatch import distributed_client, is_dask, meta_of
+from dpriv._dispatch import meta_of
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.errors import InputError
 from dpriv.input_url import filesystem
 from dpriv.parquet_files import check_parquet_footers, is_parquet
 from dpriv.parquet_index import stored_index, with_stored_index
+from dpriv.parquet_pieces import arrow_pieces
 
 ROW_ID = "row_id"
 
@@ -223,10 +224,12 @@ def write_parquet(
 ) -> int:
     """Write ``frame`` to ONE Parquet file at ``path`` atomically; return the number of rows.
 
-    ``frame`` is a pandas DataFrame (one part) or a Dask DataFrame, whose partitions are
-    computed one at a time: under a distributed client on a worker, fetched in pieces of
-    :data:`PIECE_ROWS` rows (the client's memory is about one piece plus fewer than
-    ``row_group_size`` buffered rows), else in this process (one partition at a time). The
+    ``frame`` is a pandas DataFrame (one part) or a Dask DataFrame: under a distributed client
+    its partitions are computed on the workers, which convert pieces of
+    :data:`dpriv.parquet_pieces.PIECE_ROWS` rows to Arrow, a few ahead of the writer (the
+    client's memory is about :data:`~dpriv.parquet_pieces.AHEAD` + 1 pieces plus fewer than
+    ``row_group_size`` buffered rows; :func:`dpriv.parquet_pieces.arrow_pieces`), else they are
+    computed in this process, one at a time. The
     rows are re-cut into row groups of exactly ``row_group_size`` rows (the last one shorter;
     one empty row group if there are no rows), each encoded from contiguous arrays, so the
     same rows in the same order with the same dtypes give the same bytes however they are
@@ -241,8 +244,8 @@ def write_parquet(
     same folder, fsync, ``mode``, rename): if a partition fails to compute or the disk fills up,
     ``path`` is left as it was and no temp file remains.
 
-    Note: each Dask partition is computed separately, so work shared by all partitions (a
-    shuffle) is repeated per partition; persist such a frame first.
+    Note: without a distributed client each Dask partition is computed separately, so work
+    shared by all partitions (a shuffle) is repeated per partition; persist such a frame first.
     Limitation: a column of the first non-empty part (piece) with only missing values in an
     object column gets Arrow type ``null``, which later parts with values cannot be converted to.
     """
@@ -267,18 +270,12 @@ def write_parquet(
             writer.write_table(table.combine_chunks(), row_group_size=row_group_size)
 
         try:
-            for part in _parts(frame):
-                if len(part) == 0:
-                    continue
-                if schema is None:  # the first part's own conversion gives the file's schema
-                    table = pa.Table.from_pandas(part, columns=columns, preserve_index=False)
-                    schema = table.schema
-                else:
-                    table = pa.Table.from_pandas(part, schema=schema, preserve_index=False)
-                del part
-                buffered.append(table.replace_schema_metadata(schema.metadata))
+            for table in arrow_pieces(frame, columns):
+                schema = table.schema
+                buffered.append(table)
                 n_buffered += len(table)
                 rows += len(table)
+                del table
                 if n_buffered >= row_group_size:
                     pending = pa.concat_tables(buffered)
                     full = n_buffered - n_buffered % row_group_size
@@ -300,33 +297,3 @@ def write_parquet(
 
     atomic_write(Path(path), stream, mode)
     return rows
-
-
-#: Rows fetched to the client at a time when a Dask frame is written (:func:`_parts`).
-PIECE_ROWS = 131_072
-
-
-def _parts(frame: pd.DataFrame | dd.DataFrame) -> Iterator[pd.DataFrame]:
-    """The frame's rows as pandas DataFrames, in order, each computed only when asked for.
-
-    Under a distributed client each partition is computed once on a worker and fetched in
-    pieces of :data:`PIECE_ROWS` rows: the client holds one piece, not one partition (a
-    partition of a 10^7-tuple view is ~10^6 rows, a visible share of the client's peak
-    memory). Without one, partition after partition in this process."""
-    if not is_dask(frame):
-        yield frame
-        return
-    client = distributed_client()
-    for part in frame.to_delayed():
-        if client is None:
-            yield part.compute()
-            continue
-        held = client.compute(part)  # stays on its worker while the pieces are fetched
-        n_rows = client.submit(len, held).result()
-        for start in range(0, n_rows, PIECE_ROWS):
-            yield client.submit(_rows, held, start, start + PIECE_ROWS).result()
-        held.release()
-
-
-def _rows(part: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
-    return part.iloc[start:stop]

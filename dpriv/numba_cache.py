@@ -35,6 +35,7 @@ KERNEL_MODULES = (
     "dpriv.knowledge.revision",
     "dpriv.adversary.smoothing",
     "dpriv.adversary.history_revision",
+    "dpriv.int_text_hash",
 )
 
 

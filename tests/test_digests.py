@@ -104,3 +104,43 @@ def test_rows_digest_equals_the_row_by_row_hashes(data, n):
         frame[name] = drawn_column(data, ["int", "float", "category", "string", "object"], n)
     frame = pd.DataFrame(frame)
     assert rows_digest(frame) == rows_digest_row_by_row(frame)
+
+
+def text_hash_reference(values: np.ndarray) -> np.ndarray:
+    """pandas' hash of each value's text, the texts built (what the fingerprint hashed before)."""
+    return pd.util.hash_array(pd.Series(values).astype(str).to_numpy(dtype=object), categorize=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]),
+    data=st.data(),
+)
+def test_integer_text_hashes_equal_pandas_hash_of_the_texts(dtype, data):
+    """Integers' texts hashed without building them: every width and sign, the extremes, texts
+    of every length 1..20 (SipHash's 8-byte blocks and the tail) and a leading minus."""
+    from dpriv.int_text_hash import int_text_hashes
+
+    info = np.iinfo(dtype)
+    edges = [info.min, info.max, 0, 1, -1, 9, 10, 99999999, 100000000, -100000000]
+    values = data.draw(st.lists(st.integers(int(info.min), int(info.max)), max_size=40))
+    values += [v for v in edges if info.min <= v <= info.max]
+    values += [int(v) for v in (10 ** np.arange(20, dtype=np.uint64)) if v <= info.max]
+    array = np.asarray(values, dtype=dtype)
+    assert (int_text_hashes(array) == text_hash_reference(array)).all()
+
+
+def test_integer_ids_fingerprint_as_their_texts():
+    """A view of distinct int64 ids (negative ones too) and unsigned QIs: the same fingerprint as
+    the row-by-row texts."""
+    rng = np.random.default_rng(3)
+    n = 5_000
+    frame = pd.DataFrame(
+        {
+            "rid": rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64),
+            "a": rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True),
+            "b": rng.integers(-5, 5, n).astype(np.int8),
+            "s": rng.choice(np.array(["flu", "cold"], dtype=object), n),
+        }
+    )
+    assert input_fingerprint(frame, POLICY) == row_by_row(frame)

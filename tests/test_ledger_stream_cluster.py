@@ -32,7 +32,7 @@ def test_on_a_cluster_pieces_give_the_same_bytes_and_the_client_holds_one_piece(
     than one piece."""
     from distributed import Client
 
-    import dpriv.io as io_mod
+    import dpriv.parquet_pieces as io_mod
 
     df = frame()
     write_parquet(tmp_path / "pandas.parquet", df, row_group_size=R)
@@ -43,7 +43,7 @@ def test_on_a_cluster_pieces_give_the_same_bytes_and_the_client_holds_one_piece(
     async def spy(self, futures, *args, **kwargs):
         result = await real(self, futures, *args, **kwargs)
         fetched.extend(
-            len(r) for r in (result if isinstance(result, list) else [result]) if hasattr(r, "iloc")
+            len(r) for r in (result if isinstance(result, list) else [result]) if hasattr(r, "num_rows")
         )
         return result
 
@@ -57,7 +57,7 @@ def test_on_a_cluster_pieces_give_the_same_bytes_and_the_client_holds_one_piece(
 
 
 def test_on_a_cluster_a_failing_partition_leaves_the_old_file(client, tmp_path, monkeypatch):
-    import dpriv.io as io_mod
+    import dpriv.parquet_pieces as io_mod
 
     monkeypatch.setattr(io_mod, "PIECE_ROWS", 2)
     path = tmp_path / "x.parquet"
@@ -67,3 +67,36 @@ def test_on_a_cluster_a_failing_partition_leaves_the_old_file(client, tmp_path, 
         write_parquet(path, ddf, row_group_size=2)
     assert path.read_bytes() == b"old"
     assert no_temp_files(tmp_path)
+
+
+def test_on_a_cluster_the_workers_convert_and_the_client_gets_only_the_written_columns(
+    client, tmp_path, object_strings, monkeypatch
+):
+    """The pieces reach the client as Arrow tables of the written columns (converted on the
+    workers; a private ``_`` helper column never leaves them), and the file is the pandas
+    write's, byte for byte."""
+    import pyarrow as pa
+    from distributed import Client
+
+    import dpriv.parquet_pieces as pieces
+
+    df = frame()
+    write_parquet(tmp_path / "pandas.parquet", df, row_group_size=R)
+    monkeypatch.setattr(pieces, "PIECE_ROWS", 3)
+    fetched: list = []
+    real = Client._gather
+
+    async def spy(self, futures, *args, **kwargs):
+        result = await real(self, futures, *args, **kwargs)
+        fetched.extend(r for r in (result if isinstance(result, list) else [result]) if hasattr(r, "__len__"))
+        return result
+
+    monkeypatch.setattr(Client, "_gather", spy)
+    private = df.assign(_order=np.arange(N, dtype="uint64")[::-1])
+    path = tmp_path / "dask.parquet"
+    assert write_parquet(path, dask_frame(private, CUTS[7]), row_group_size=R, drop_private=True) == N
+    assert path.read_bytes() == (tmp_path / "pandas.parquet").read_bytes()
+    tables = [r for r in fetched if not isinstance(r, int | list)]
+    assert tables and all(isinstance(t, pa.Table) for t in tables)
+    assert all(t.column_names == list(df.columns) for t in tables)
+    assert sum(len(t) for t in tables) == N
