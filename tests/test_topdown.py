@@ -331,7 +331,7 @@ def test_node_sums_have_numpys_bits(n, m, seed):
     # must carry the bits of the NumPy expressions they replace (cumulative sums read at
     # each boundary; a node's prior sums along axis 0), or a release's groups would change
     from dpriv.anonymity.jsreduce import entropies
-    from dpriv.anonymity.topdown import _prefix_sums, _row_sum  # noqa: PLC2701
+    from dpriv.anonymity.topdown_sums import _prefix_sums, node_stats  # noqa: PLC2701
 
     rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.full(m, rng.uniform(0.05, 2.0)), size=2 * n)
@@ -344,7 +344,43 @@ def test_node_sums_have_numpys_bits(n, m, seed):
     np.testing.assert_array_equal(cc, np.cumsum(onehot, axis=0)[b - 1])
     assert np.array_equal(cp, np.cumsum(p[rows], axis=0)[b - 1])
     assert np.array_equal(ch, np.cumsum(ent[rows])[b - 1])
-    assert np.array_equal(_row_sum(p, rows), p[rows].sum(axis=0))
+    x = rng.integers(0, 4, size=(2 * n, 3)) / rng.choice([3.0, 7.0])
+    x[rng.random((2 * n, 3)) < 0.02] = np.nan
+    counts, sum_p, xt, span = node_stats(rows, s, p, x)
+    np.testing.assert_array_equal(counts, np.bincount(s[rows], minlength=m))
+    assert np.array_equal(sum_p, p[rows].sum(axis=0))
+    np.testing.assert_array_equal(xt, x[rows].T)
+    np.testing.assert_array_equal(span, x[rows].max(axis=0) - x[rows].min(axis=0))  # NaN where NumPy's is
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(n=st.integers(1, 300), k=st.integers(1, 6), values=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
+def test_a_dimensions_cuts_and_halves_are_those_of_the_sorted_node(n, k, values, seed):
+    # a node's candidate cuts along one dimension: the boundaries between distinct values of
+    # the stably sorted coordinates leaving >= k rows each side, the cumulative sums of the
+    # rows in that order at each, and the halves of a cut as sorted positions
+    from dpriv.anonymity.jsreduce import entropies
+    from dpriv.anonymity.topdown_sums import dim_prefix, split_rows
+
+    rng = np.random.default_rng(seed)
+    m = 4
+    p = rng.dirichlet(np.ones(m), size=2 * n)
+    s = rng.integers(0, m, size=2 * n)
+    ent = entropies(p)
+    idx = np.sort(rng.permutation(2 * n)[:n])
+    vals = rng.integers(0, values, size=n) / values
+    o = np.argsort(vals, kind="stable")
+    b, cc, cp, ch = dim_prefix(vals, o, idx, s, p, ent, k)
+    want = [i for i in range(1, n) if vals[o[i]] != vals[o[i - 1]] and k <= i <= n - k]
+    np.testing.assert_array_equal(b, want)
+    rows = idx[o]
+    assert np.array_equal(cp, np.cumsum(p[rows], axis=0)[b - 1])
+    assert np.array_equal(ch, np.cumsum(ent[rows])[b - 1])
+    np.testing.assert_array_equal(cc, np.cumsum(np.eye(m, dtype=np.int64)[s[rows]], axis=0)[b - 1])
+    for bb in {0, n // 2, n}:
+        lhs, rhs = split_rows(idx, o, bb)
+        np.testing.assert_array_equal(lhs, np.sort(rows[:bb]))
+        np.testing.assert_array_equal(rhs, np.sort(rows[bb:]))
 
 
 @settings(max_examples=EXAMPLES, deadline=None)

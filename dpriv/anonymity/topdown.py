@@ -55,9 +55,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
 from dpriv.anonymity.jsreduce import entropies
+from dpriv.anonymity.topdown_sums import dim_prefix, node_stats, split_rows
 from dpriv.divergence import ORDERED, emd_num_den, emd_within, tv_from_sums
 from dpriv.hilbert.keys import grouping_coords, is_anatomy
 from dpriv.policy import ReleasePolicy
@@ -66,62 +66,16 @@ UNGROUPED = -1
 _PEEL_MAX = 8  # an uncut node breaking (E9) sheds members only up to this many k
 
 
-@njit(cache=True, nogil=True)
-def _prefix_sums(rows, s, p, ent, b):  # pragma: no cover - compiled
-    """Prefix sums of the tuples ``rows`` (in that order) at each boundary of ``b`` (sizes of
-    the left-hand side, increasing, in ``1..len(rows)``): sensitive counts int64 (B, M), prior
-    sums float64 (B, M), entropy sums float64 (B,). Each sum adds one row after the other, as
-    ``np.cumsum(..., axis=0)`` does, so the bits are those of the cumulative sums read at
-    ``b - 1``; fused with the gather, without the (n, M) arrays (numpy's cumsum along axis 0
-    of an (n, 19) array was ~40 % of a 10^6-tuple top-down split)."""
-    m = p.shape[1]
-    nb = len(b)
-    cc = np.zeros((nb, m), np.int64)
-    cp = np.zeros((nb, m))
-    ch = np.zeros(nb)
-    cnt = np.zeros(m, np.int64)
-    acc = np.zeros(m)
-    h = 0.0
-    q = 0
-    for i in range(len(rows)):
-        if q == nb:
-            break
-        r = rows[i]
-        cnt[s[r]] += 1
-        for v in range(m):
-            acc[v] += p[r, v]
-        h += ent[r]
-        if i + 1 == b[q]:
-            cc[q] = cnt
-            cp[q] = acc
-            ch[q] = h
-            q += 1
-    return cc, cp, ch
-
-
-@njit(cache=True, nogil=True)
-def _row_sum(p, rows):  # pragma: no cover - compiled
-    """``p[rows].sum(axis=0)`` with its bits (NumPy adds the rows one after the other along
-    axis 0) without the (len(rows), M) copy."""
-    acc = np.zeros(p.shape[1])
-    for i in range(len(rows)):
-        r = rows[i]
-        for v in range(p.shape[1]):
-            acc[v] += p[r, v]
-    return acc
-
-
 class _Split:
     """The data of one root (block) and the (E9) thresholds; :meth:`groups` runs the split."""
 
     def __init__(
-        self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False, cut="median", ent=None, c=1.0
+        self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False, cut="median", c=1.0
     ):
         self.x = np.ascontiguousarray(x, dtype=np.float64)
         self.s = np.ascontiguousarray(s, dtype=np.int64)
         self.p = np.ascontiguousarray(priors, dtype=np.float64)
-        # each row's entropy alone: a root takes its rows' from the whole set (same bits)
-        self.ent = entropies(self.p, log_base) if ent is None else ent
+        self.ent = entropies(self.p, log_base)  # each row's entropy alone
         self.vc = np.ascontiguousarray(view_counts, dtype=np.int64)
         self.n_view = int(self.vc.sum())
         self.pv = self.vc / max(self.n_view, 1)
@@ -188,32 +142,28 @@ class _Split:
         return np.round(h @ axis, 12)
 
     # -- one node ---------------------------------------------------------------------------
-    def _sums(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """Sensitive counts int64 (M,), prior sums float64 (M,) and entropy sum of node ``idx``."""
-        counts = np.bincount(self.s[idx], minlength=self.m).astype(np.int64, copy=False)
-        return counts, _row_sum(self.p, idx), float(self.ent[idx].sum())
+    def _node(self, idx: np.ndarray) -> tuple:
+        """Node ``idx`` (positions, increasing): its sensitive counts int64 (M,), prior sums
+        float64 (M,), entropy sum, whether it satisfies (E9), its coordinates (d, u) and spans (d,)."""
+        counts, sum_p, xt, span = node_stats(idx, self.s, self.p, self.x)
+        sum_h = float(self.ent[idx].sum())  # NumPy's pairwise sum: its bits decide JS <= j
+        return counts, sum_p, sum_h, self._holds(counts, sum_p, sum_h, len(idx)), xt, span
 
-    def _cut(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """The halves of the chosen cut of node ``idx`` (positions), or None."""
+    def _cut(self, idx: np.ndarray, node: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+        """The halves of the chosen cut of node ``idx`` (positions, increasing), or None."""
         u, k = len(idx), self.k
         if u < 2 * k:
             return None
-        counts, sum_p, sum_h = self._sums(idx)
-        valid = self._holds(counts, sum_p, sum_h, u)
-        sub = self.x[idx]
-        span = sub.max(axis=0) - sub.min(axis=0)
-        dims = [sub[:, d] for d in np.argsort(-span, kind="stable") if span[d] > 0]
+        counts, sum_p, sum_h, valid, xt, span = node
+        dims = [xt[d] for d in np.argsort(-span, kind="stable") if span[d] > 0]
         if self.pc and (self.pc_valid or not valid):
             dims.append(self._principal(idx))
         best, best_key = None, None
         for col in dims:
             o = np.argsort(col, kind="stable")
-            vs = col[o]
-            b = np.flatnonzero(vs[1:] != vs[:-1]) + 1  # size of the LHS at each boundary
-            b = b[(b >= k) & (b <= u - k)]
+            b, cc, cp, ch = dim_prefix(col, o, idx, self.s, self.p, self.ent, k)  # b: sizes of the LHS
             if not len(b):
                 continue
-            cc, cp, ch = _prefix_sums(idx[o], self.s, self.p, self.ent, b)
             bl, br = b.astype(np.float64), (u - b).astype(np.float64)
             vl = self._violation(cc, cp, ch, bl)
             vr = self._violation(counts - cc, sum_p - cp, sum_h - ch, br)
@@ -224,7 +174,8 @@ class _Split:
                     mid = ok[np.minimum(b[ok], u - b[ok]) >= u / 4]
                     ok = mid if len(mid) else ok
                 if self.cut == "box":
-                    load = bl * _spans(sub[o], b) + br * _spans(sub[o][::-1], u - b)
+                    so = np.ascontiguousarray(xt.T[o])  # the layout of x[idx][o]: same sums
+                    load = bl * _spans(so, b) + br * _spans(so[::-1], u - b)
                 elif self.cut == "gini":
                     load = _impurity(cc, bl) + _impurity(counts - cc, br)
                 else:
@@ -237,7 +188,7 @@ class _Split:
                     if self._holds(cc[c], cp[c], float(ch[c]), bb) and self._holds(
                         counts - cc[c], sum_p - cp[c], sum_h - float(ch[c]), u - bb
                     ):
-                        best_key, best = (load[c], off[c]), (np.sort(idx[o[:bb]]), np.sort(idx[o[bb:]]))
+                        best_key, best = (load[c], off[c]), split_rows(idx, o, bb)
                         break
                 if best is not None and self.cut == "slack-widest":
                     return best  # Mondrian's dimension: the widest with a valid cut
@@ -250,42 +201,39 @@ class _Split:
                     if self._holds(cc[c], cp[c], float(ch[c]), bb) and self._holds(
                         counts - cc[c], sum_p - cp[c], sum_h - float(ch[c]), u - bb
                     ):
-                        return np.sort(idx[o[:bb]]), np.sort(idx[o[bb:]])
+                        return split_rows(idx, o, bb)
                 continue  # Mondrian: the next widest dimension
             score = bl * vl + br * vr
             c = int(np.lexsort((off, score))[0])
             key = (score[c], off[c])
             if best_key is None or key < best_key:
-                best_key, best = key, (np.sort(idx[o[: b[c]]]), np.sort(idx[o[b[c] :]]))
+                best_key, best = key, split_rows(idx, o, b[c])
         return best
 
-    def groups(self) -> np.ndarray:
-        """int64 (n,): group number in [0, G), numbered LHS first; -1 for a leftover."""
-        n = len(self.s)
-        out = np.full(n, UNGROUPED, dtype=np.int64)
-        if n == 0:
-            return out
-        stack, g = [np.arange(n, dtype=np.int64)], 0
+    def groups(self, root: np.ndarray) -> list[np.ndarray]:
+        """The QI-groups of the root ``root`` (positions, increasing), in their numbering
+        order (LHS first), each its positions (increasing); the rest are leftovers."""
+        stack, out = [root], []
         while stack:
             idx = stack.pop()
-            halves = self._cut(idx)
+            node = self._node(idx)
+            halves = self._cut(idx, node)
             if halves is not None:
                 stack.append(halves[1])
                 stack.append(halves[0])
                 continue
-            kept = self._peel(idx)
+            kept = self._peel(idx, node)
             if len(kept):
-                out[kept] = g
-                g += 1
+                out.append(kept)
         return out
 
-    def _peel(self, idx: np.ndarray) -> np.ndarray:
+    def _peel(self, idx: np.ndarray, node: tuple) -> np.ndarray:
         """The members of an uncut node that form a group: all of them when (E9) holds; else,
         for a node of at most ``_PEEL_MAX * k`` tuples, the rest after taking out, one at a
         time, the member whose removal lowers the violation most, until (E9) holds (the
         removed ones are leftovers for the repair); empty when that fails before k."""
-        counts, sum_p, sum_h = self._sums(idx)
-        if self._holds(counts, sum_p, sum_h, len(idx)):
+        counts, sum_p, sum_h, valid = node[:4]
+        if valid:
             return idx
         if len(idx) > _PEEL_MAX * self.k:
             return idx[:0]
@@ -356,34 +304,25 @@ def topdown_groups(
     int64 (n,): group number in [0, G) (blocks in order of first appearance), -1 for a
     leftover (a tuple the split could not place in a group satisfying (E9)).
     """
-    split = _Split(x, s, priors, view_counts, k=k, t=t, j=j, ground=ground, log_base=log_base)
+    split = _Split(
+        x, s, priors, view_counts, k=k, t=t, j=j, ground=ground, log_base=log_base, pc=pc, cut=cut, c=c
+    )
     n = len(split.s)
     out = np.full(n, UNGROUPED, dtype=np.int64)
+    if n == 0:
+        return out
     if blocks is None:
-        blocks = np.zeros(n, dtype=np.int64)
-    _, first, inv = np.unique(blocks, return_index=True, return_inverse=True)
+        roots = [np.arange(n, dtype=np.int64)]
+    else:  # each block's positions (increasing), blocks in order of first appearance
+        order = np.argsort(np.asarray(blocks), kind="stable")
+        sb = np.asarray(blocks)[order]
+        ends = np.flatnonzero(sb[1:] != sb[:-1]) + 1
+        roots = sorted(np.split(order, ends), key=lambda rows: rows[0])
     g = 0
-    for b in np.argsort(first, kind="stable"):
-        rows = np.flatnonzero(inv == b)
-        sub = _Split(
-            split.x[rows],
-            split.s[rows],
-            split.p[rows],
-            split.vc,
-            k=k,
-            t=t,
-            j=j,
-            ground=ground,
-            log_base=log_base,
-            pc=pc,
-            cut=cut,
-            ent=split.ent[rows],
-            c=c,
-        )
-        local = sub.groups()
-        kept = local >= 0
-        out[rows[kept]] = local[kept] + g
-        g += int(local.max()) + 1 if kept.any() else 0
+    for root in roots:
+        for kept in split.groups(root):
+            out[kept] = g
+            g += 1
     return out
 
 
