@@ -84,20 +84,31 @@ def tv_per_group(priors: np.ndarray, s: np.ndarray, labels: np.ndarray | pd.Seri
     """RBK-closeness distance of every group, indexed by label: the total variation between
     the group's sensitive distribution (codes ``s`` (n,) in [0, M)) and the mean of its
     members' priors (``priors`` (n, M), rows summing to 1); float64 in [0, 1]."""
-    g_codes, uniq = pd.factorize(labels, sort=True)
-    order = np.argsort(g_codes, kind="stable")
-    starts = np.searchsorted(g_codes[order], np.arange(len(uniq) + 1)).astype(np.int64)
-    p = np.ascontiguousarray(priors[order], dtype=np.float64)
-    codes_ = np.ascontiguousarray(np.asarray(s)[order], dtype=np.int64)
+    order, starts, uniq = _segments(labels)
+    p = np.ascontiguousarray(priors if order is None else priors[order], dtype=np.float64)
+    codes_ = np.ascontiguousarray(np.asarray(s) if order is None else np.asarray(s)[order], dtype=np.int64)
     return pd.Series(_tv_all(p, codes_, starts, p.shape[1]), index=uniq)
 
 
 def js_per_group(priors: np.ndarray, labels: np.ndarray | pd.Series, log_base: float) -> pd.Series:
     """JS (E8, equal weights, ``log_base``) of the priors of every group, indexed by label."""
+    order, starts, uniq = _segments(labels)
+    rows = priors if order is None else priors[order]
+    return pd.Series(_js_all(np.ascontiguousarray(rows), starts, float(log_base)), index=uniq)
+
+
+def _segments(labels: np.ndarray | pd.Series) -> tuple[np.ndarray | None, np.ndarray, pd.Index]:
+    """The rows of each group of ``labels`` as segments: the stable row order that groups them
+    (None when the rows are grouped in label order already), the segment starts (int64 (G+1,))
+    and the sorted distinct labels (the per-group index)."""
+    values = np.asarray(labels)
+    if values.dtype.kind in "iu" and bool(np.all(values[1:] >= values[:-1])):
+        # integer labels in order (a release's parts, sorted by label): no hash, sort or gather
+        starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]]) if len(values) else np.arange(0)
+        return None, np.r_[starts, len(values)].astype(np.int64), pd.Index(values[starts])
     g_codes, uniq = pd.factorize(labels, sort=True)
     order = np.argsort(g_codes, kind="stable")
-    starts = np.searchsorted(g_codes[order], np.arange(len(uniq) + 1)).astype(np.int64)
-    return pd.Series(_js_all(np.ascontiguousarray(priors[order]), starts, float(log_base)), index=uniq)
+    return order, np.searchsorted(g_codes[order], np.arange(len(uniq) + 1)).astype(np.int64), uniq
 
 
 # --------------------------------------------------------------------------------------

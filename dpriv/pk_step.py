@@ -28,7 +28,8 @@ def posteriors_with_truth(assigned: pd.DataFrame, policy: ReleasePolicy) -> pd.D
     in the same (label, id) order."""
     order = canonical_order(assigned, policy)  # one sort for both
     posts = group_posteriors(assigned, policy, order)
-    return posts.assign(**{SCODE: assigned[SCODE].to_numpy(dtype=np.int64)[order]})
+    posts[SCODE] = assigned[SCODE].to_numpy(dtype=np.int64)[order]  # the fresh table: no copy of it
+    return posts
 
 
 def without_truth(posts: pd.DataFrame) -> pd.DataFrame:

@@ -53,8 +53,10 @@ def posterior_table(
 ) -> pd.DataFrame:
     """Respondent id, ``_label`` (int64) and posterior ``post__<value>`` (float64) columns."""
     # nullable: an outer join with the state must not turn the 63-bit labels into float64
-    cols = {policy.id: ids, LABEL: pd.array(np.asarray(labels, dtype=np.int64), dtype="Int64")}
-    return pd.DataFrame({**cols, **{c: posteriors[:, i] for i, c in enumerate(_post_columns(policy))}})
+    cols = pd.DataFrame({policy.id: ids, LABEL: pd.array(np.asarray(labels, dtype=np.int64), dtype="Int64")})
+    # the (n, M) posteriors as one float block as they are: M columns stacked anew cost a pass
+    post = pd.DataFrame(np.asarray(posteriors, dtype=np.float64), columns=_post_columns(policy), copy=False)
+    return pd.concat([cols, post], axis=1)
 
 
 def canonical_order(assigned: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
@@ -70,14 +72,26 @@ def group_posteriors(
     """PK^sv (Ω-estimate, E14) of the tuples of ``assigned``, which holds whole QI-groups, in
     :func:`canonical_order` (``order``: that order, if the caller has it already)."""
     order = canonical_order(assigned, policy) if order is None else order
-    labels = assigned[LABEL].to_numpy()[order]
-    priors = assigned[policy.prior_columns].to_numpy(dtype=float)[order]
-    post = omega_posterior(labels, assigned[SCODE].to_numpy()[order], priors)
+    # rows already in that order (the release's parts, canonical_rows): no (n, 19) gather
+    ordered = _identity(order)
+
+    def taken(values):
+        return values if ordered else values[order]
+
+    labels = taken(assigned[LABEL].to_numpy())
+    priors = taken(assigned[policy.prior_columns].to_numpy(dtype=float))
+    post = omega_posterior(labels, taken(assigned[SCODE].to_numpy()), priors)
     # .array keeps the id's dtype (string ids stay string[pyarrow], as in the state's meta)
-    table = posterior_table(assigned[policy.id].array.take(order), labels, post, policy)
+    ids = assigned[policy.id].array
+    table = posterior_table(ids if ordered else ids.take(order), labels, post, policy)
     if PNEXT in assigned.columns:  # persistent groups: each one's group after this release
-        table[PNEXT] = pd.array(assigned[PNEXT].to_numpy(np.int64)[order], dtype="Int64")
+        table[PNEXT] = pd.array(taken(assigned[PNEXT].to_numpy(np.int64)), dtype="Int64")
     return table
+
+
+def _identity(order: np.ndarray) -> bool:
+    """Whether positions ``order`` (int64) are 0, 1, ..., n-1: taking them would copy the rows as they are."""
+    return bool(len(order) == 0 or (order[0] == 0 and np.array_equal(order, np.arange(len(order)))))
 
 
 def advance_state(merged: pd.DataFrame, policy: ReleasePolicy, window: int, index: int) -> pd.DataFrame:

@@ -122,15 +122,34 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
         if released[GROUP].isna().any():
             problems.append(f"column {GROUP!r} has missing labels")
         elif usable:
-            spread = released.groupby(GROUP, sort=True)[usable].nunique(dropna=False)
-            for c in usable:
-                bad = spread.index[spread[c].to_numpy() > 1]
+            for c, bad in _not_constant(released, usable):
                 if len(bad):
                     problems.append(
                         f"QI-groups {named(bad)}: column {c!r} is not the same on all "
                         "rows of the group (one interval / value set per group)"
                     )
     return problems, usable
+
+
+def _not_constant(released: pd.DataFrame, columns: list[str]) -> list[tuple[str, np.ndarray | pd.Index]]:
+    """Per column of ``columns``, the QI-groups (sorted labels) whose rows hold more than one
+    value of it (a missing value counts as a value). Integer labels in order (a release's parts
+    come sorted by label): adjacent rows compared, no groupby."""
+    g = released[GROUP].to_numpy()
+    if not (g.dtype.kind in "iu" and bool(np.all(g[1:] >= g[:-1]))):
+        spread = released.groupby(GROUP, sort=True)[columns].nunique(dropna=False)
+        return [(c, spread.index[spread[c].to_numpy() > 1]) for c in columns]
+    same = g[1:] == g[:-1]
+    out = []
+    for c in columns:
+        v = released[c]
+        plain = isinstance(v.dtype, np.dtype) and v.dtype.kind in "iuf"
+        v = v.to_numpy() if plain else pd.factorize(v)[0]  # missing: one code, -1
+        differ = v[1:] != v[:-1]
+        if v.dtype.kind == "f":  # NaN and NaN are one value
+            differ &= ~(np.isnan(v[1:]) & np.isnan(v[:-1]))
+        out.append((c, np.unique(g[1:][same & differ])))
+    return out
 
 
 def _exact(cols: list, policy: ReleasePolicy) -> bool:

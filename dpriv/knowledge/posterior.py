@@ -108,11 +108,13 @@ def omega_posterior(groups: np.ndarray, s: np.ndarray, priors: np.ndarray) -> np
         scale = np.where(small, 0.0, counts / np.where(small, 1.0, colsum))  # n_E(s)/ΣΠ
         omega = pi * scale[gid]
         guard = small & (counts > 0)
-        omega = np.where(guard[gid], freq[gid], omega)
+        if guard.any():  # the (n, M) gathers of the guard only when a group needs it (rare)
+            omega = np.where(guard[gid], freq[gid], omega)
         rowsum = omega.sum(axis=1)
         bad = ~np.isfinite(rowsum) | (rowsum <= 0)
-        post = omega / np.where(bad, 1.0, rowsum)[:, None]
-    post[bad] = freq[gid[bad]]
+        post = np.divide(omega, np.where(bad, 1.0, rowsum)[:, None], out=omega)  # omega is not read again
+    if bad.any():
+        post[bad] = freq[gid[bad]]
     if ordered:
         return post
     out = np.empty_like(post)
