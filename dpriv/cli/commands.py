@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -207,6 +208,7 @@ def _run_release(
     for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
         _say(hint)
     from dpriv.cluster import ledger_start, release_frame, release_place
+    from dpriv.input_checked import held_until_checked
 
     # checked before any cluster; a cluster only when asked for or when a view is too large to
     # release in process (a small history is read once, here)
@@ -247,10 +249,12 @@ def _run_release(
     def committed() -> int:  # the last commit the command saw (the manifest, when readable, is read first)
         return released[-1] if released else max(start.committed, default=0) if start else 0
 
-    # on a cluster: persisted on the workers, each view a filter of it, never collected
+    # on a cluster: persisted on the workers, each view a filter of it, never collected; in
+    # process, the status line is said once the input passed release_history's checks
     with (
         during_release(ledger, committed, scheduler),  # a lost worker or scheduler: exit 3, named
-        release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as history,
+        held_until_checked(_say) if placement.place == "process" else nullcontext(_say) as say,
+        release_frame(placement, scheduler=scheduler, say=say, named=flag_named) as history,
     ):
         try:
             led = release_history(
