@@ -30,7 +30,6 @@ from dpriv.cli.common import (
     T,
     _say,
     app,
-    check_ledger_folder,
     check_out,
     command,
     load_effective,
@@ -45,6 +44,7 @@ from dpriv.cli.common import (
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
+from dpriv.cli.read_only import ledger_folder_checked, refuse_if_left
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
@@ -196,7 +196,7 @@ def _run_release(
     from dpriv.inputs import said_unused, unused_note
     from dpriv.io import read_table
 
-    check_ledger_folder(ledger)  # before any work
+    unwritable = ledger_folder_checked(ledger)  # before any work; a ledger it cannot write: below
     frame = read_table(history_path, id_column=eff.policy.id, what="history")
     pol = show_policy(eff)
     _say(f"  method: {method}")
@@ -218,6 +218,7 @@ def _run_release(
     )
     if placement.size is not None and placement.size.small:  # read here, cheap to check whole:
         check_history(placement.frame, pol)  # a gap refused before the status line counts views left
+    refuse_if_left(unwritable, placement.frame, pol.time, start.committed if start else frozenset())
     from dpriv import steps
     from dpriv.release import release_history
 
@@ -342,7 +343,7 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
-    check_ledger_folder(ledger)
+    ledger_folder_checked(ledger)  # one it cannot write: refused by _run_release if it has work
     scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,
