@@ -202,7 +202,8 @@ LOCK = ".dpriv-lock"
 
 def hold_lock(root: Path) -> int:
     """Lock ``root/.dpriv-lock`` for this process (a regular file, created 0600 if new, never
-    through a symbolic link); the open descriptor, for :func:`drop_lock`. LedgerBusy when
+    through a symbolic link; opened read-only in a ledger this process cannot write, such as a
+    read-only copy); the open descriptor, for :func:`drop_lock`. LedgerBusy when
     another process holds it; LedgerError when it cannot be a lock (a folder, a link) or the
     file system has no locks."""
     import errno
@@ -212,9 +213,14 @@ def hold_lock(root: Path) -> int:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.EISDIR):
+        if exc.errno in (errno.EROFS, errno.EACCES) and path.is_file() and not path.is_symlink():
+            # a ledger this process cannot write (a read-only copy, checked with nothing left to
+            # release): a lock needs no write access, so a writer elsewhere is still kept out
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        elif exc.errno not in (errno.ELOOP, errno.EISDIR):
             raise
-        raise LedgerError(f"{path} is not dpriv's lock file (a folder or a link): remove it") from None
+        else:
+            raise LedgerError(f"{path} is not dpriv's lock file (a folder or a link): remove it") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

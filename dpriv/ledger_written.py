@@ -107,14 +107,58 @@ def refuse_foreign(root: Path, index: int, folders: tuple[Path, ...]) -> None:
             found += sorted(p for p in d.iterdir() if not _own(p, root, written if d in folders else {}))
     if not found:
         return
-    names = ", ".join(str(p.relative_to(root)) for p in found[:5])
-    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    here = [p for p in found if p in folders or p.parent in folders]  # (not of a later release)
-    where = f"release {index} goes" if len(here) == len(found) else f"releases {index} and later go"
+    # a file the record names under another identity: the interrupted run's file copied or edited
+    unlike = [p for p in found if p.parent in folders and _recorded(p, root, written)]
+    problems, todo = [], []
+    if others := [p for p in found if p not in unlike]:
+        here = [p for p in others if p in folders or p.parent in folders]  # (not of a later release)
+        where = f"release {index} goes" if len(here) == len(others) else f"releases {index} and later go"
+        problems.append(f"{_names(root, others)}, which dpriv did not write, where {where}")
+        todo.append(f"move these out of the ledger folder{_hint(here)}")
+    if unlike:
+        problems.append(_unlike(root, index, unlike, written))
+        dirs = " and ".join(str(d) for d in sorted({p.parent for p in unlike}))
+        todo.append(
+            f"if you did not put these files there, remove or move away {dirs} by hand (keep a copy "
+            f"elsewhere if you need one: release {index} is then made anew)"
+        )
+    copy = ", and a copy of one is another file" if unlike else ""
     raise LedgerError(
-        f"the ledger {root} holds {names}{more}, which dpriv did not write, where {where}; nothing "
-        "was written and none of your files was removed: move these out of the ledger folder (dpriv "
-        f"never deletes a file it did not create){_hint(root, here, written)}, then run the command again"
+        f"the ledger {root} holds {'; it also holds '.join(problems)}; nothing was written and none of "
+        f"these files was removed (dpriv never deletes a file it did not create{copy}): "
+        f"{'; '.join(todo)}, then run the command again"
+    )
+
+
+def _names(root: Path, paths: list[Path]) -> str:
+    """The first five of ``paths`` relative to ``root``, and how many more."""
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return ", ".join(str(p.relative_to(root)) for p in paths[:5]) + more
+
+
+def _recorded(path: Path, root: Path, written: dict[str, list[int]]) -> bool:
+    """``path`` is a regular file :data:`WRITTEN` names (with whatever identity)."""
+    return not path.is_symlink() and path.is_file() and path.relative_to(root).as_posix() in written
+
+
+def _unlike(root: Path, index: int, files: list[Path], written: dict[str, list[int]]) -> str:
+    """Why ``files``, named by the record of the interrupted release ``index``, are not its files:
+    copies (the recorded size and modification time, another inode: ``cp -a``, ``rsync -a``, a
+    backup restored; all a kill-then-copy leaves) or changed since (another size or time)."""
+    changed = [p for p in files if _identity(p)[1:] != written[p.relative_to(root).as_posix()][1:]]
+    if changed:
+        why = (
+            f"{_names(root, changed)} changed since that run wrote {'them' if len(changed) > 1 else 'it'} "
+            "(another size or modification time than recorded: edited, or copied without keeping times)"
+        )
+    else:
+        why = (
+            "they are copies, with the recorded sizes and modification times but other inodes, as when "
+            "the ledger folder is copied or restored (cp -a, rsync, a backup) after a run was killed"
+        )
+    return (
+        f"files of the uncommitted release {index} ({_names(root, files)}) that are not the ones this "
+        f"ledger's interrupted run recorded writing ({WRITTEN}): {why}"
     )
 
 
@@ -125,18 +169,13 @@ def _later(folder: Path, index: int) -> list[Path]:
     return sorted(p for p in folder.parent.iterdir() if p.name.isdecimal() and int(p.name) > index)
 
 
-def _hint(root: Path, found: list[Path], written: dict[str, list[int]]) -> str:
-    """Why a file named like dpriv's own output is refused: the record names it but it changed
-    since (the user edited it after a kill), or no record names it (a user's, or a leftover of a
-    release interrupted under an earlier dpriv)."""
+def _hint(found: list[Path]) -> str:
+    """Why a file named like dpriv's own output that no record names is refused: a user's, or a
+    leftover of a release interrupted under an earlier dpriv (one the record names is
+    :func:`_unlike`)."""
     own = [p for p in found if OWN_FILES.fullmatch(p.name) and p.is_file()]
     if not own:
         return ""
-    if own[0].relative_to(root).as_posix() in written:
-        return (
-            f"; {own[0].name} was changed since the interrupted release wrote it (its {WRITTEN} "
-            "record no longer matches): keep your version elsewhere if you need it"
-        )
     return (
         f"; {own[0].name} is named like a file dpriv writes, but {WRITTEN} records no interrupted "
         "release writing it: if it is the leftover of a release interrupted under an earlier "

@@ -22,7 +22,7 @@ def check_parquet_footers(fs, root: str) -> None:
             with fs.open(f, "rb") as fh:
                 names = pq.read_metadata(fh).schema.names
         except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read {f}: {exc}. Is it a complete Parquet file?") from None
+            raise InputError(_unreadable(f, exc)) from None
         if first is None:
             first = (f, names)
         elif sorted(names) != sorted(first[1]):
@@ -30,6 +30,21 @@ def check_parquet_footers(fs, root: str) -> None:
                 f"{root} holds Parquet files of different tables: {f} has columns {names}, {first[0]} "
                 f"has {first[1]}; a folder is read as the parts of one table: keep one table's parts in it"
             )
+
+
+def _unreadable(path: str, exc: OSError | ValueError) -> str:
+    """Why the footer of Parquet file ``path`` cannot be read, and what to do: pyarrow's reason
+    ends with a period of its own, and a file cut short is most often still being written."""
+    reason = str(exc).strip().rstrip(".")
+    if isinstance(exc, PermissionError):
+        return (
+            f"cannot read {path} ({reason}): let the user running dpriv read it, then run the command again"
+        )
+    return (
+        f"cannot read {path} as Parquet ({reason}): it was cut short (its writer not done yet, or a copy "
+        "or download that stopped) or is not a Parquet file; nothing was written: wait until it is "
+        "written whole, or export or copy it again, then run the command again"
+    )
 
 
 def parquet_rows(fs, root: str) -> int:

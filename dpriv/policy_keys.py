@@ -311,6 +311,16 @@ def _bound(x: float) -> str:
     return str(x) if isinstance(x, int) else f"{x:g}"
 
 
+def missing_policy(path: Path) -> str:
+    """A policy file that does not exist, and what to do: a relative path (a cron job's, run
+    from the home folder) is read from the current folder, which is named."""
+    where = "" if path.is_absolute() else f" (a relative path is read from the current folder, {Path.cwd()})"
+    return (
+        f"policy file {path} does not exist{where}: give the path of your TOML policy file (docs/policy.md "
+        "describes it; dpriv generate medical --out DIR writes an example, DIR/policy.toml)"
+    )
+
+
 def not_text(path, exc: UnicodeDecodeError) -> str:
     """Why a policy file is not read: text in another encoding than UTF-8 (the byte and its
     line named: a Latin-1 comment), or no text at all (a Parquet file, a spreadsheet)."""
@@ -334,7 +344,7 @@ def read_policy_doc(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
-        raise PolicyError(f"policy file {path} does not exist") from None
+        raise PolicyError(missing_policy(path)) from None
     except (IsADirectoryError, PermissionError) as exc:
         raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
     except tomllib.TOMLDecodeError as exc:

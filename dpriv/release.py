@@ -46,6 +46,7 @@ from dpriv.dates import released_dates
 from dpriv.errors import PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
+from dpriv.input_checked import input_checked
 from dpriv.input_checks import (
     check_history,
     check_loop_args,
@@ -181,6 +182,7 @@ def release_history(
         todo = [i for i in indices if i not in committed]
         if not allow_new_ids:  # a week of ids written otherwise: refused before anything is written
             check_new_ids(history, policy, summaries, todo, ledger, held)
+        input_checked()  # a status line held until now (dpriv release) is said
         if todo:  # before any work; nothing to release: a user's file there is no obstacle
             ledger.prepare_next()
         # IE counts of the views before the first release to make, once; then view by view

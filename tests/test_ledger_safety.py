@@ -153,7 +153,7 @@ def test_a_users_file_where_the_next_release_goes_is_refused_and_nothing_removed
     before = snapshot(root)
     with pytest.raises(
         LedgerError,
-        match=rf"holds {named}.*did not write.*nothing was written and none of your files was removed",
+        match=rf"holds {named}.*did not write.*nothing was written and none of these files was removed",
     ):
         Ledger(root, create=True)
     assert snapshot(root) == before

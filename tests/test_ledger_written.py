@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,8 +58,11 @@ def test_a_killed_commits_file_the_user_then_replaced_is_refused(ledger, monkeyp
     killed_commit(ledger, 2, monkeypatch)
     (root / "releases" / "2" / "metrics.json").write_text('{"mine": 1}')  # the user's now
     before = snapshot(root)
-    with pytest.raises(LedgerError, match=r"holds releases/2/metrics\.json, which dpriv did not write"):
+    with pytest.raises(LedgerError) as err:
         Ledger(root, create=True)
+    said = str(err.value)
+    assert "holds files of the uncommitted release 2 (releases/2/metrics.json) that are not the ones" in said
+    assert f"remove or move away {root / 'releases' / '2'} by hand" in said and "did not write" not in said
     assert snapshot(root) == before  # the killed writer's other files stay too: nothing removed
     (root / "releases" / "2" / "metrics.json").unlink()  # the user moves it away
     led = Ledger(root, create=True)
@@ -78,9 +82,37 @@ def test_a_file_the_record_names_but_the_user_edited_is_said_to_be_changed(ledge
     with pytest.raises(LedgerError) as err:
         Ledger(root, create=True)
     said = str(err.value)
-    assert "; metrics.json was changed since the interrupted release wrote it" in said
-    assert "records no interrupted" not in said and "or removed" not in said
-    assert "nothing was written and none of your files was removed" in said and not temp.exists()
+    assert "releases/2/metrics.json changed since that run wrote it (another size or modification" in said
+    assert "records no interrupted" not in said and "or removed" not in said and "copies" not in said
+    assert "nothing was written and none of these files was removed" in said and not temp.exists()
+
+
+def test_a_copied_ledger_of_a_killed_commit_is_refused_as_a_copy_with_the_folders_to_remove(
+    ledger, monkeypatch, tmp_path
+):
+    """Restored with cp -a after a kill: the files are the killed run's bytes, sizes and times
+    under other inodes. Refused (a copy is not what the record names), but the message said they
+    were files "which dpriv did not write" and that metrics.json "was changed since"."""
+    killed_commit(ledger, 2, monkeypatch)
+    copy = tmp_path / "restored"
+    shutil.copytree(ledger.root, copy, copy_function=shutil.copy2)  # keeps sizes and mtimes (ns)
+    before = snapshot(copy)
+    with pytest.raises(LedgerError) as err:
+        Ledger(copy, create=True)
+    said = str(err.value)
+    assert (
+        "holds files of the uncommitted release 2 (releases/2/metrics.json, releases/2/view.parquet, "
+        "state/2/state.parquet) that are not the ones this ledger's interrupted run recorded writing"
+    ) in said
+    assert "they are copies, with the recorded sizes and modification times but other inodes" in said
+    assert f"remove or move away {copy / 'releases' / '2'} and {copy / 'state' / '2'} by hand" in said
+    assert "did not write" not in said and "changed since" not in said
+    assert snapshot(copy) == before  # still refused: nothing removed
+    shutil.rmtree(copy / "releases" / "2")  # as the message says
+    shutil.rmtree(copy / "state" / "2")
+    led = Ledger(copy, create=True)
+    commit(led, 2)
+    assert led.last_index() == 2 and not (copy / WRITTEN).exists()
 
 
 def test_a_record_of_a_release_committed_since_is_dropped_at_the_next_open(ledger, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +30,6 @@ from dpriv.cli.common import (
     T,
     _say,
     app,
-    check_ledger_folder,
     check_out,
     command,
     load_effective,
@@ -44,6 +44,7 @@ from dpriv.cli.common import (
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
+from dpriv.cli.read_only import ledger_folder_checked, refuse_if_left
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
@@ -195,7 +196,7 @@ def _run_release(
     from dpriv.inputs import said_unused, unused_note
     from dpriv.io import read_table
 
-    check_ledger_folder(ledger)  # before any work
+    unwritable = ledger_folder_checked(ledger)  # before any work; a ledger it cannot write: below
     frame = read_table(history_path, id_column=eff.policy.id, what="history")
     pol = show_policy(eff)
     _say(f"  method: {method}")
@@ -207,6 +208,7 @@ def _run_release(
     for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
         _say(hint)
     from dpriv.cluster import ledger_start, release_frame, release_place
+    from dpriv.input_checked import held_until_checked
 
     # checked before any cluster; a cluster only when asked for or when a view is too large to
     # release in process (a small history is read once, here)
@@ -216,6 +218,7 @@ def _run_release(
     )
     if placement.size is not None and placement.size.small:  # read here, cheap to check whole:
         check_history(placement.frame, pol)  # a gap refused before the status line counts views left
+    refuse_if_left(unwritable, placement.frame, pol.time, start.committed if start else frozenset())
     from dpriv import steps
     from dpriv.release import release_history
 
@@ -247,10 +250,12 @@ def _run_release(
     def committed() -> int:  # the last commit the command saw (the manifest, when readable, is read first)
         return released[-1] if released else max(start.committed, default=0) if start else 0
 
-    # on a cluster: persisted on the workers, each view a filter of it, never collected
+    # on a cluster: persisted on the workers, each view a filter of it, never collected; in
+    # process, the status line is said once the input passed release_history's checks
     with (
         during_release(ledger, committed, scheduler),  # a lost worker or scheduler: exit 3, named
-        release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as history,
+        held_until_checked(_say) if placement.place == "process" else nullcontext(_say) as say,
+        release_frame(placement, scheduler=scheduler, say=say, named=flag_named) as history,
     ):
         try:
             led = release_history(
@@ -338,7 +343,7 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
-    check_ledger_folder(ledger)
+    ledger_folder_checked(ledger)  # one it cannot write: refused by _run_release if it has work
     scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,

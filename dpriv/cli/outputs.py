@@ -136,12 +136,15 @@ def changed_since_written(folder: Path) -> list[str]:
 
 def record_output(path: Path, kind: str) -> None:
     """Record that the command ``kind`` has just written ``path`` (in ``.dpriv-outputs`` of its
-    folder, written atomically). A ``.dpriv-outputs`` that is not a dpriv record is left as it
-    is, and inside a release ledger only files of its ``attack/`` folder are recorded (the
-    ledger's other files are the record of what was released, never replaced)."""
+    folder, written atomically); a killed write's temp file of it there is warned about. A
+    ``.dpriv-outputs`` that is not a dpriv record is left as it is, and inside a release ledger
+    only files of its ``attack/`` folder are recorded (the ledger's other files are the record
+    of what was released, never replaced)."""
     from dpriv.io import atomic_write
+    from dpriv.stale_temps import warn_stale_temps
 
     path = Path(path)
+    warn_stale_temps(path)  # a killed write's temp file beside it: named, never removed
     folder = path.absolute().parent
     entries = _read_record(folder)
     ledger = ledger_of(path)
