@@ -56,6 +56,7 @@ from dpriv.input_checks import (
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_columns, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.ledger_expect import check_existing
 from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
@@ -110,6 +111,7 @@ def release_history(
     method: str = "jsreduce",
     allow_repeated_view: bool = False,
     allow_new_ids: bool = False,
+    existing_ledger: bool = False,
 ) -> Ledger:
     """Release every view of ``history`` not yet committed in the ledger, in order.
 
@@ -134,6 +136,8 @@ def release_history(
         default: :func:`dpriv.release_check.check_repeated`).
     allow_new_ids : release a view whose ids are almost all unknown after views whose
         respondents came back (refused by default: :func:`dpriv.new_ids.check_new_ids`).
+    existing_ledger : refuse (LedgerError, before any work) a ledger that holds no committed
+        release, a missing or empty folder (:func:`dpriv.ledger_expect.check_existing`).
 
     Raises
     ------
@@ -145,6 +149,8 @@ def release_history(
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
     check_place(ledger_dir)  # no ledger there (a URL, inside another): refused before any work
+    if existing_ledger:  # a scheduled run: a path not mounted or unset is no new ledger
+        check_existing(Path(ledger_dir))
     history = as_frame(history, "release_history", "history", policy.id, policy)
     warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute

@@ -44,6 +44,7 @@ from dpriv.cli.common import (
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
+from dpriv.cli.new_ledger import checked_ledger
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
 from dpriv.policy_base import record_base, with_hint
@@ -325,6 +326,14 @@ def release(
             "came back (refused by default: ids written in another format; docs/ledger.md#new-ids).",
         ),
     ] = False,
+    existing_ledger: Annotated[
+        bool,
+        typer.Option(
+            "--existing-ledger",
+            help="Refuse (exit 2, nothing written) a --ledger that holds no committed release: a missing "
+            "or empty folder (a share not mounted, $LEDGER unset). For scheduled runs after the first week.",
+        ),
+    ] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     cluster: Cluster = None,
@@ -338,7 +347,7 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
-    check_ledger_folder(ledger)
+    checked_ledger(ledger, existing_ledger)  # a new ledger said, or refused with --existing-ledger
     scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,

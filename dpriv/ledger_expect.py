@@ -1,0 +1,59 @@
+"""What a scheduled run expects of the ledger it resumes (docs/ledger.md#scheduled-runs).
+
+A weekly job names its ledger by a path that may not be there this week: a share not mounted,
+``$LEDGER`` unset. Without a check the release starts a new ledger there, releases every week
+again from view 1 and leaves the sensitive ``state/`` on whatever disk holds that path. And a
+history export that failed upstream leaves last month's file, which holds fewer views than the
+ledger: "nothing to release" then reads as success.
+
+:func:`new_ledger_note` says, for every release, that a new ledger is started;
+``existing_ledger`` (``dpriv release --existing-ledger``, ``release_history(...,
+existing_ledger=True)``) makes a run refuse a ledger that holds no committed release
+(:func:`check_existing`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dpriv.errors import LedgerError
+from dpriv.ledger_manifest import MANIFEST, read_manifest
+from dpriv.wording import Named, argument_named
+
+
+def new_ledger_note(ledger: Path) -> str | None:
+    """The note a release prints when it starts a new ledger at ``ledger`` (no ``manifest.json``
+    there: a missing or empty folder); None for an existing ledger."""
+    if (ledger / MANIFEST).is_file():
+        return None
+    return f"note: starting a new ledger at {ledger} (no {MANIFEST} there): releases from view 1"
+
+
+def _held(ledger: Path) -> list[int]:
+    """The indices of the ledger's committed releases; [] when there is no manifest."""
+    if not (ledger / MANIFEST).is_file():
+        return []
+    return [int(r["index"]) for r in read_manifest(ledger)["releases"]]
+
+
+def check_existing(ledger: Path, named: Named = argument_named) -> None:
+    """LedgerError (before any work: nothing written) unless ``ledger`` holds at least one
+    committed release: what ``existing_ledger`` (``named`` as the caller gave it) asks for. The
+    message names the path, what is there and how the first release is run."""
+    if _held(ledger):
+        return
+    if not ledger.exists():
+        what = "does not exist"
+    elif not ledger.is_dir():
+        what = "is a file, not a ledger folder"
+    elif not any(ledger.iterdir()):
+        what = "is an empty folder"
+    elif not (ledger / MANIFEST).is_file():
+        what = f"is not a ledger (no {MANIFEST})"
+    else:
+        what = "is a ledger that holds no committed release"
+    flag = named("existing_ledger", True)
+    raise LedgerError(
+        f"{flag}: the ledger {ledger} {what}: nothing was written. Is its file system mounted, is the "
+        f"path (an environment variable) set? A new ledger's first release is run without {flag}"
+    )

@@ -1,0 +1,88 @@
+"""A scheduled release's ledger: a new one is said, and refused with --existing-ledger
+(dpriv.ledger_expect); a history older than the ledger is warned of."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_cli import tree
+from typer.testing import CliRunner
+
+from dpriv.cli import app
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import LedgerError
+from dpriv.ledger import Ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
+    return out
+
+
+def release(history, led, *extra, file="history.parquet"):
+    args = ["release", history / file, "--ledger", led, "--policy", history / "policy.toml", *extra]
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_a_new_ledger_is_said_once_and_not_when_resumed(history, tmp_path):
+    """A missing --ledger (an unmounted share) silently became a new ledger: every week was
+    released again from view 1 and nothing in the log said so."""
+    led = tmp_path / "ledger"  # the parent: an empty mount point
+    res = release(history, led)
+    assert res.exit_code == 0, res.output
+    notes = [line for line in res.output.splitlines() if "new ledger" in line]
+    assert notes == [f"note: starting a new ledger at {led} (no manifest.json there): releases from view 1"]
+    assert [r["index"] for r in Ledger(led).committed()] == [1, 2]
+    res = release(history, led)
+    assert res.exit_code == 0, res.output
+    assert "new ledger" not in res.output
+
+
+@pytest.mark.parametrize("made", ["missing", "empty"])
+def test_existing_ledger_refuses_a_missing_or_empty_folder(history, tmp_path, made):
+    led = tmp_path / "share" / "ledger"
+    if made == "empty":
+        led.mkdir(parents=True)
+    before = tree(tmp_path)
+    res = release(history, led, "--existing-ledger")
+    assert res.exit_code == 2, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    what = "does not exist" if made == "missing" else "is an empty folder"
+    assert errors == [
+        f"error: --existing-ledger: the ledger {led} {what}: nothing was written. Is its file system "
+        "mounted, is the path (an environment variable) set? A new ledger's first release is run "
+        "without --existing-ledger"
+    ]
+    assert tree(tmp_path) == before  # nothing made, not even the folder
+    assert "Traceback" not in res.output
+
+
+def test_existing_ledger_resumes_a_ledger_that_holds_releases(history, tmp_path):
+    led = tmp_path / "led"
+    assert release(history, led).exit_code == 0  # the first week: run without the flag
+    res = release(history, led, "--existing-ledger")
+    assert res.exit_code == 0, res.output
+    assert "nothing to release: the ledger already holds releases 1..2" in res.output
+
+
+def test_existing_ledger_refuses_a_ledger_without_a_committed_release(history, tmp_path):
+    led = tmp_path / "led"
+    Ledger(led, create=True)  # a first run that failed before its commit
+    res = release(history, led, "--existing-ledger")
+    assert res.exit_code == 2, res.output
+    assert f"the ledger {led} is a ledger that holds no committed release" in res.output
+    assert Ledger(led).committed() == []
+
+
+def test_release_history_existing_ledger_refuses_a_missing_folder(history, tmp_path):
+    frame = pd.read_parquet(history / "history.parquet")
+    pol = ReleasePolicy.read_toml(history / "policy.toml", {})
+    led = tmp_path / "nowhere"
+    with pytest.raises(LedgerError, match=r"existing_ledger=True: the ledger .*nowhere does not exist"):
+        release_history(frame, pol, led, existing_ledger=True)
+    assert not led.exists()
