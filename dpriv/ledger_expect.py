@@ -9,15 +9,17 @@ ledger: "nothing to release" then reads as success.
 :func:`new_ledger_note` says, for every release, that a new ledger is started;
 ``existing_ledger`` (``dpriv release --existing-ledger``, ``release_history(...,
 existing_ledger=True)``) makes a run refuse a ledger that holds no committed release
-(:func:`check_existing`).
+(:func:`check_existing`) and such a history (:func:`check_stale`; otherwise a warning).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from dpriv.errors import LedgerError
+from dpriv.errors import InputError, LedgerError
 from dpriv.ledger_manifest import MANIFEST, read_manifest
+from dpriv.user_warning import warn_user
 from dpriv.wording import Named, argument_named
 
 
@@ -57,3 +59,31 @@ def check_existing(ledger: Path, named: Named = argument_named) -> None:
         f"{flag}: the ledger {ledger} {what}: nothing was written. Is its file system mounted, is the "
         f"path (an environment variable) set? A new ledger's first release is run without {flag}"
     )
+
+
+def stale_history(views: Sequence[int], held: Sequence[int]) -> str | None:
+    """The warning for a history whose last view (``views``: its release indices) comes before
+    the ledger's last committed release (``held``): an old export where this week's was
+    expected. None otherwise (last week's file again is a retry: nothing to say)."""
+    if not views or not held or max(views) >= max(held):
+        return None
+    return (
+        f"the history's views stop at {max(views)} but the ledger already holds releases "
+        f"1..{max(held)}: is it an old or incomplete export? No new week arrived"
+    )
+
+
+def check_stale(ledger: Path, views: Sequence[int], existing: bool) -> None:
+    """:func:`stale_history` of ``views`` (the history's release indices) against the ledger at
+    ``ledger``: InputError with ``existing`` (a scheduled run expected a new week), else a
+    UserWarning naming the user's line (a ``dpriv`` command prints it as ``warning: ...``)."""
+    held = _held(ledger)
+    warning = stale_history(views, held)
+    if warning and existing:
+        raise InputError(
+            f"{warning}; nothing was released: give the history that holds view {max(held) + 1} "
+            "(dpriv release --existing-ledger, release_history(..., existing_ledger=True), refuses a "
+            "history older than the ledger)"
+        )
+    if warning:
+        warn_user(warning)

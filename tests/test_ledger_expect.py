@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 from test_cli import tree
@@ -86,3 +88,56 @@ def test_release_history_existing_ledger_refuses_a_missing_folder(history, tmp_p
     with pytest.raises(LedgerError, match=r"existing_ledger=True: the ledger .*nowhere does not exist"):
         release_history(frame, pol, led, existing_ledger=True)
     assert not led.exists()
+
+
+def _first_view(history, tmp_path):
+    """The history's view 1 alone: last month's export where this week's was expected."""
+    pol = ReleasePolicy.read_toml(history / "policy.toml", {})
+    frame = pd.read_parquet(history / "history.parquet")
+    path = tmp_path / "old.parquet"
+    frame[frame[pol.time] == 1].to_parquet(path, index=False)
+    return path
+
+
+STALE = (
+    "the history's views stop at 1 but the ledger already holds releases 1..2: is it an old or "
+    "incomplete export? No new week arrived"
+)
+
+
+def test_a_history_older_than_the_ledger_is_a_warning(history, tmp_path):
+    """A failed upstream export (fewer views than the ledger holds) ended with exit 0 and
+    only 'nothing to release': it looked like success."""
+    led = tmp_path / "led"
+    assert release(history, led).exit_code == 0
+    res = release(history, led, file=_first_view(history, tmp_path))
+    assert res.exit_code == 0, res.output
+    assert [line for line in res.output.splitlines() if line.startswith("warning:")] == [f"warning: {STALE}"]
+    assert "nothing to release: the ledger already holds releases 1..2" in res.output
+    res = release(history, led)  # last week's file again (a retry): nothing to warn of
+    assert res.exit_code == 0 and "warning:" not in res.output, res.output
+
+
+def test_existing_ledger_refuses_a_history_older_than_the_ledger(history, tmp_path):
+    led = tmp_path / "led"
+    assert release(history, led).exit_code == 0
+    before = tree(led)
+    res = release(history, led, "--existing-ledger", file=_first_view(history, tmp_path))
+    assert res.exit_code == 2, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: {STALE}; nothing was released: give the history that holds view 3 (dpriv release "
+        "--existing-ledger, release_history(..., existing_ledger=True), refuses a history older than "
+        "the ledger)"
+    ]
+    assert tree(led) == before
+
+
+def test_release_history_warns_of_a_history_older_than_the_ledger(history, tmp_path):
+    pol = ReleasePolicy.read_toml(history / "policy.toml", {})
+    led = tmp_path / "led"
+    release_history(pd.read_parquet(history / "history.parquet"), pol, led)
+    old = pd.read_parquet(_first_view(history, tmp_path))
+    with pytest.warns(UserWarning, match=re.escape(STALE)) as got:
+        assert release_history(old, pol, led).last_index() == 2
+    assert got[0].filename == __file__  # the user's line named

@@ -191,6 +191,7 @@ def _run_release(
     cluster: bool | None = None,
     allow_repeated_view: bool = False,
     allow_new_ids: bool = False,
+    existing_ledger: bool = False,
 ) -> None:
     from dpriv.input_checks import check_history, date_hints_of
     from dpriv.inputs import said_unused, unused_note
@@ -257,6 +258,7 @@ def _run_release(
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
                 allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
+                existing_ledger=existing_ledger,
             )  # fmt: skip
         except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
@@ -330,8 +332,9 @@ def release(
         bool,
         typer.Option(
             "--existing-ledger",
-            help="Refuse (exit 2, nothing written) a --ledger that holds no committed release: a missing "
-            "or empty folder (a share not mounted, $LEDGER unset). For scheduled runs after the first week.",
+            help="Refuse (exit 2, nothing written) a --ledger that holds no committed release (a missing "
+            "or empty folder: a share not mounted, $LEDGER unset), and a history whose views stop before "
+            "the ledger's last release (otherwise a warning). For scheduled runs after the first week.",
         ),
     ] = False,
     npartitions: Partitions = None,
@@ -370,7 +373,7 @@ def release(
     check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
-        allow_repeated_view, allow_new_ids,
+        allow_repeated_view, allow_new_ids, existing_ledger,
     )  # fmt: skip
 
 
