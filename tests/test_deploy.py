@@ -247,6 +247,21 @@ def test_release_sbatch_passes_existing_ledger_but_the_first_week(tmp_path, firs
     ] + ([] if first else ["--existing-ledger"])
 
 
+def test_scheduled_recipes_tell_the_exporter_to_rename_the_history_into_place():
+    """A CSV picked up while the exporter was still writing it (cut at a row boundary) released
+    a partial week for good; nothing in deploy/ said to write it elsewhere and rename it."""
+    readme = (DEPLOY / "README.md").read_text()
+    i = readme.index("under a temporary name, then rename it into place")
+    said = readme[i : readme.index("\n## ", i)]
+    # the rename is shown as a command: a temp name that is no history, mv'ed over HISTORY
+    tmp, final = re.search(r"> (\S+\.tmp) && mv \1 (\S+)$", said, re.M).groups()
+    assert final.endswith((".csv", ".parquet")) and tmp.startswith(final)
+    assert "os.replace(tmp, path)" in said and re.search(r"same\s+file system", said)
+    for recipe in ("schedule/dpriv-release.cron", "schedule/dpriv-release.service", "slurm/release.sbatch"):
+        comments = " ".join(ln for ln in (DEPLOY / recipe).read_text().splitlines() if ln.startswith("#"))
+        assert "under a temporary name and mv it into place (deploy/README.md)" in comments, recipe
+
+
 # -- container and schedule -------------------------------------------------------------------------
 def test_containerfile_installs_the_project():
     lines = [ln.strip() for ln in (DEPLOY / "container" / "Containerfile").read_text().splitlines()]
