@@ -38,22 +38,25 @@ def _held(ledger: Path) -> list[int]:
     return [int(r["index"]) for r in read_manifest(ledger)["releases"]]
 
 
+def absence(ledger: Path) -> str | None:
+    """Why ``ledger`` is no ledger, in words that follow its path ("does not exist", "is an
+    empty folder", ...); None when it holds a ``manifest.json``."""
+    if (ledger / MANIFEST).is_file():
+        return None
+    if not ledger.exists():
+        return "does not exist"
+    if not ledger.is_dir():
+        return "is a file, not a ledger folder"
+    return "is an empty folder" if not any(ledger.iterdir()) else f"is not a ledger (no {MANIFEST})"
+
+
 def check_existing(ledger: Path, named: Named = argument_named) -> None:
     """LedgerError (before any work: nothing written) unless ``ledger`` holds at least one
     committed release: what ``existing_ledger`` (``named`` as the caller gave it) asks for. The
     message names the path, what is there and how the first release is run."""
     if _held(ledger):
         return
-    if not ledger.exists():
-        what = "does not exist"
-    elif not ledger.is_dir():
-        what = "is a file, not a ledger folder"
-    elif not any(ledger.iterdir()):
-        what = "is an empty folder"
-    elif not (ledger / MANIFEST).is_file():
-        what = f"is not a ledger (no {MANIFEST})"
-    else:
-        what = "is a ledger that holds no committed release"
+    what = absence(ledger) or "is a ledger that holds no committed release"
     flag = named("existing_ledger", True)
     raise LedgerError(
         f"{flag}: the ledger {ledger} {what}: nothing was written. Is its file system mounted, is the "

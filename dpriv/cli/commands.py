@@ -11,6 +11,7 @@ import typer
 
 from dpriv.cli import audit as _audit  # noqa: F401 - registers ``dpriv attack`` and ``dpriv report``
 from dpriv.cli import export as _export  # noqa: F401 - registers ``dpriv export``
+from dpriv.cli import status as _status  # noqa: F401 - registers ``dpriv status``
 from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify``
 from dpriv.cli.common import (
     QI,
