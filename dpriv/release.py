@@ -57,6 +57,7 @@ from dpriv.input_checks import (
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_columns, unused_note, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.ledger_expect import check_existing, check_stale
 from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
@@ -111,6 +112,7 @@ def release_history(
     method: str = "jsreduce",
     allow_repeated_view: bool = False,
     allow_new_ids: bool = False,
+    existing_ledger: bool = False,
 ) -> Ledger:
     """Release every view of ``history`` not yet committed in the ledger, in order.
 
@@ -135,6 +137,8 @@ def release_history(
         default: :func:`dpriv.release_check.check_repeated`).
     allow_new_ids : release a view whose ids are almost all unknown after views whose
         respondents came back (refused by default: :func:`dpriv.new_ids.check_new_ids`).
+    existing_ledger : refuse a ledger that holds no committed release (LedgerError, before any work)
+        and a history older than the ledger (InputError; a warning without): dpriv.ledger_expect.
 
     Raises
     ------
@@ -146,6 +150,8 @@ def release_history(
     check_method(policy, method)
     check_loop_args(until, npartitions, on_release)
     check_place(ledger_dir)  # no ledger there (a URL, inside another): refused before any work
+    if existing_ledger:  # a scheduled run: a path not mounted or unset is no new ledger
+        check_existing(Path(ledger_dir))
     history = as_frame(history, "release_history", "history", policy.id, policy)
     warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute
@@ -153,7 +159,7 @@ def release_history(
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
-    indices = check_history(history, policy)[:until]
+    indices = (views := check_history(history, policy))[:until]
     policy, _ = resolve_policy(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing
@@ -167,6 +173,7 @@ def release_history(
     fingerprint, files = {**policy.fingerprint(), **pinned}, pinned_files(policy, knowledge.source)
     check_resumed_policy(ledger_dir, fingerprint, files)  # other QIs change every view's digest
     check_views(ledger_dir, summaries, policy, allow_repeated_view, history)  # an edited committed view
+    check_stale(Path(ledger_dir), views, existing_ledger)  # an old export (nothing new): said or refused
     ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work
     try:  # the ledger's lock (one writer at a time) is dropped however this ends
         ledger.check_policy(fingerprint, files=files)

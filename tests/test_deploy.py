@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import os
 import re
 import shlex
 import subprocess
@@ -43,11 +44,13 @@ def _release_argv(command: str) -> list[str]:
     return words[i:end]
 
 
-def _check_release_argv(argv: list[str]) -> None:
+def _check_release_argv(argv: list[str], scheduled: bool = True) -> None:
     assert argv[1] == "release"
     assert not argv[2].startswith("-"), "the history comes first"
     assert "--ledger" in argv and not argv[argv.index("--ledger") + 1].startswith("-")
     assert "--policy" in argv
+    # a scheduled run (cron, systemd): a share not mounted is refused, not taken for a new ledger
+    assert ("--existing-ledger" in argv) == scheduled
 
 
 def test_deploy_layout():
@@ -124,7 +127,7 @@ def test_release_job_manifest():
     (container,) = pod["containers"]
     argv = container["command"] + container.get("args", [])
     assert argv[0] == "dpriv"
-    _check_release_argv(argv)
+    _check_release_argv(argv, scheduled=False)  # applied by hand: its volume is always there
     (cluster,) = _docs(DEPLOY / "kubernetes" / "daskcluster.yaml")
     scheduler = argv[argv.index("--scheduler") + 1]
     assert scheduler == f"tcp://{cluster['metadata']['name']}-scheduler:8786"
@@ -213,6 +216,50 @@ def test_release_sbatch():
     assert re.search(r'--ledger "\$LEDGER"', text) and re.search(r'--policy "\$POLICY"', text)
     launcher = (DEPLOY / "slurm" / "launch.py").read_text()
     assert '"dpriv", "release"' in launcher and '"--scheduler", cluster.scheduler_address' in launcher
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_release_sbatch_passes_existing_ledger_but_the_first_week(tmp_path, first):
+    """The scheduled job made a new ledger in a missing $LEDGER (a share not mounted)."""
+    home = tmp_path / "home"
+    (home / "deploy" / "slurm").mkdir(parents=True)
+    (home / ".venv" / "bin").mkdir(parents=True)
+    # a stand-in python that prints the launcher's argv instead of running it
+    fake = home / ".venv" / "bin" / "python"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    fake.chmod(0o755)
+    (home / ".venv" / "bin" / "activate").write_text(f'PATH="{fake.parent}:$PATH"\n')
+    env = {
+        "PATH": os.environ["PATH"], "DPRIV_HOME": str(home), "HISTORY": "/d/h.parquet",
+        "LEDGER": "/d/ledger", "POLICY": "/d/p.toml", **({"DPRIV_NEW_LEDGER": "1"} if first else {}),
+    }  # fmt: skip
+    done = subprocess.run(
+        ["bash", DEPLOY / "slurm" / "release.sbatch"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    argv = done.stdout.splitlines()
+    assert argv[argv.index("--") + 1 :] == [
+        "/d/h.parquet",
+        "--ledger",
+        "/d/ledger",
+        "--policy",
+        "/d/p.toml",
+    ] + ([] if first else ["--existing-ledger"])
+
+
+def test_scheduled_recipes_tell_the_exporter_to_rename_the_history_into_place():
+    """A CSV picked up while the exporter was still writing it (cut at a row boundary) released
+    a partial week for good; nothing in deploy/ said to write it elsewhere and rename it."""
+    readme = (DEPLOY / "README.md").read_text()
+    i = readme.index("under a temporary name, then rename it into place")
+    said = readme[i : readme.index("\n## ", i)]
+    # the rename is shown as a command: a temp name that is no history, mv'ed over HISTORY
+    tmp, final = re.search(r"> (\S+\.tmp) && mv \1 (\S+)$", said, re.M).groups()
+    assert final.endswith((".csv", ".parquet")) and tmp.startswith(final)
+    assert "os.replace(tmp, path)" in said and re.search(r"same\s+file system", said)
+    for recipe in ("schedule/dpriv-release.cron", "schedule/dpriv-release.service", "slurm/release.sbatch"):
+        comments = " ".join(ln for ln in (DEPLOY / recipe).read_text().splitlines() if ln.startswith("#"))
+        assert "under a temporary name and mv it into place (deploy/README.md)" in comments, recipe
 
 
 # -- container and schedule -------------------------------------------------------------------------

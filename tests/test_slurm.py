@@ -262,6 +262,7 @@ def test_release_sbatch_job_releases_as_on_a_local_cluster(local_slurm, history,
         "DPRIV_HOME": str(home),
         "DPRIV_JOBQUEUE": str(_jobqueue_config(tmp_path)),
         "DPRIV_JOBS": "1",
+        "DPRIV_NEW_LEDGER": "1",  # the first week: the ledger is made
     }
     tick = time.monotonic()
     done = subprocess.run(

@@ -12,6 +12,7 @@ import typer
 
 from dpriv.cli import audit as _audit  # noqa: F401 - registers ``dpriv attack`` and ``dpriv report``
 from dpriv.cli import export as _export  # noqa: F401 - registers ``dpriv export``
+from dpriv.cli import status as _status  # noqa: F401 - registers ``dpriv status``
 from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify``
 from dpriv.cli.common import (
     QI,
@@ -44,6 +45,7 @@ from dpriv.cli.common import (
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
+from dpriv.cli.new_ledger import checked_ledger
 from dpriv.cli.read_only import ledger_folder_checked, refuse_if_left
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
@@ -191,6 +193,7 @@ def _run_release(
     cluster: bool | None = None,
     allow_repeated_view: bool = False,
     allow_new_ids: bool = False,
+    existing_ledger: bool = False,
 ) -> None:
     from dpriv.input_checks import check_history, date_hints_of
     from dpriv.inputs import said_unused, unused_note
@@ -261,6 +264,7 @@ def _run_release(
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
                 allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
+                existing_ledger=existing_ledger,
             )  # fmt: skip
         except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
             if eff.origin.startswith("ledger") and "knowledge" in str(exc):
@@ -330,6 +334,15 @@ def release(
             "came back (refused by default: ids written in another format; docs/ledger.md#new-ids).",
         ),
     ] = False,
+    existing_ledger: Annotated[
+        bool,
+        typer.Option(
+            "--existing-ledger",
+            help="Refuse (exit 2, nothing written) a --ledger that holds no committed release (a missing "
+            "or empty folder: a share not mounted, $LEDGER unset), and a history whose views stop before "
+            "the ledger's last release (otherwise a warning). For scheduled runs after the first week.",
+        ),
+    ] = False,
     npartitions: Partitions = None,
     scheduler: Scheduler = None,
     cluster: Cluster = None,
@@ -343,7 +356,9 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
-    ledger_folder_checked(ledger)  # one it cannot write: refused by _run_release if it has work
+    # a new ledger said, or refused with --existing-ledger; one it cannot write: refused by
+    # _run_release if it has work
+    checked_ledger(ledger, existing_ledger)
     scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,
@@ -366,7 +381,7 @@ def release(
     check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
-        allow_repeated_view, allow_new_ids,
+        allow_repeated_view, allow_new_ids, existing_ledger,
     )  # fmt: skip
 
 
