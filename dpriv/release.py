@@ -47,9 +47,9 @@ from dpriv.errors import PolicyError
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checks import (
-    check_history,
     check_loop_args,
     check_npartitions,
+    checked_history,
     history_summaries,
     resolve_policy,
 )
@@ -152,7 +152,7 @@ def release_history(
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
-    indices = check_history(history, policy)[:until]
+    history, indices = checked_history(history, policy, until)  # one view: read once (persisted)
     policy, _ = resolve_policy(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing
