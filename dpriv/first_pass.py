@@ -152,8 +152,10 @@ def topdown_range(
         part = pd.concat([carry, part], ignore_index=True)
     part = key_ordered(part)
     blocks = block_ids(part[HKEY].to_numpy(np.uint64), policy)
-    carried = (blocks == blocks[-1]) if (len(part) and not last) else np.zeros(len(part), dtype=bool)
-    rows = part[~carried] if carried.any() else part
+    # blocks are key prefixes and the rows in key order: the carried last block is a suffix,
+    # cut by slicing (no take of every column)
+    end = int(np.searchsorted(blocks, blocks[-1])) if (len(part) and not last) else len(part)
+    rows = part.iloc[:end]
     th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
     group = topdown_groups(
         split_coords(rows, policy),
@@ -165,10 +167,10 @@ def topdown_range(
         j=th["j"],
         ground=GROUNDS[policy.emd_ground],
         log_base=policy.log_base,
-        blocks=blocks[~carried],
+        blocks=blocks[:end],
         pc=policy.topdown_pc,
         cut=policy.topdown_cut,
         c=th.get("rbk_closeness", 1.0),
     )
     done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
-    return RangeResult(done.reset_index(drop=True), part[carried].reset_index(drop=True))
+    return RangeResult(done.reset_index(drop=True), part.iloc[end:].reset_index(drop=True))

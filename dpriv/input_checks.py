@@ -252,6 +252,21 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
     return idx
 
 
+def checked_history(
+    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, until: int | None = None
+) -> tuple[pd.DataFrame | dd.DataFrame, list[int]]:
+    """The history to release from and its release indices up to ``until``
+    (:func:`check_history`'s refusals). A Dask history of ONE view comes persisted (on the
+    workers under a distributed client): its raw and row checks, its digests and the release's
+    ``rbk`` step then read the input once instead of once each (issue 13), and the release
+    persists that view in its ``rbk`` step anyway. A history of several views stays as it was
+    given (each view a filter of it, pushed down to a Parquet reader), as does a pandas one."""
+    indices = check_history(history, policy)
+    if is_dask(history) and len(indices) == 1:
+        history = history.persist()
+    return history, indices[:until]
+
+
 def _blank_rows(frame: pd.DataFrame | dd.DataFrame) -> int:
     """How many rows of ``frame`` have every cell missing."""
     blank = frame.isna().all(axis=1).sum()

@@ -48,9 +48,9 @@ from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checked import input_checked
 from dpriv.input_checks import (
-    check_history,
     check_loop_args,
     check_npartitions,
+    checked_history,
     history_summaries,
     resolve_policy,
 )
@@ -159,7 +159,8 @@ def release_history(
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
-    indices = (views := check_history(history, policy))[:until]
+    history, views = checked_history(history, policy)  # one view: read once (persisted)
+    indices = views[:until]
     policy, _ = resolve_policy(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing

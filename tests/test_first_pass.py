@@ -18,8 +18,8 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpriv.first_pass import chained_scan, resynced_scan, side_by_side
-from dpriv.hilbert.keys import HKEY, add_keys
+from dpriv.first_pass import chained_scan, resynced_scan, side_by_side, topdown_range
+from dpriv.hilbert.keys import HKEY, TIE, add_keys, grid_bits, key_dims
 from dpriv.released import LABEL, secret_policy
 from dpriv.validate import validate_view
 from tests.test_properties import views_and_policies
@@ -56,6 +56,34 @@ def test_side_by_side_gives_the_chains_rows_range_by_range(case, level, cuts):
     for got, expected in zip(side, chain):
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
     assert sum(len(p) for p in side) == len(view)  # every row once: grouped or left over
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(views_and_policies(), st.sampled_from([0, 1, 2, 5]), st.booleans(), st.integers(0, 2**40))
+def test_topdown_range_hands_on_exactly_the_rows_of_its_last_block(case, level, last, cut):
+    """One range (rows in any order, indexed by key) after carried rows: it groups every row in
+    (key, tie) order except, unless it is the last range, those whose key starts with the same
+    ``level * d`` bits as its largest key (read off the keys' binary digits), which it hands on."""
+    view, policy = case
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy.with_overrides(grouping="topdown", topdown_level=level), summary)
+    keyed = add_keys(view, policy).sample(frac=1.0, random_state=cut % 97)
+    keyed = keyed.set_index(HKEY).reset_index()  # the key first, as a range's carried rows hold it
+    keys = keyed[HKEY].to_numpy(np.uint64)
+    at = keys.min() + np.uint64(cut % (int(keys.max() - keys.min()) + 1))
+    carry = keyed[keys < at].sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    part = keyed[keys >= at].set_index(HKEY)
+    done, handed = topdown_range(part, carry if len(carry) else None, policy, summary.s_counts, last)
+    whole = keyed.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
+    width, lead = grid_bits(policy) * key_dims(policy), min(level, grid_bits(policy)) * key_dims(policy)
+    prefix = np.array([format(int(k), f"0{width}b")[:lead] for k in whole[HKEY]], dtype=object)
+    held = (prefix == prefix[-1]) if (len(whole) and not last) else np.zeros(len(whole), dtype=bool)
+    pd.testing.assert_frame_equal(handed, whole[held].reset_index(drop=True), check_exact=True)
+    pd.testing.assert_frame_equal(
+        done.drop(columns=LABEL), whole[~held].reset_index(drop=True), check_exact=True
+    )
+    grouped = done[done[LABEL] >= 0]
+    assert (grouped.groupby(LABEL).size() >= policy.k).all()
 
 
 def test_no_range_waits_for_another_ranges_grouping():
