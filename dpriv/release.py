@@ -28,18 +28,15 @@ the view's bytes outside the metrics); the BK^seq tables go to the workers once 
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import dask
 import dask.dataframe as dd
 import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_dask, to_pandas
-from dpriv.anonymized import Anonymized
 from dpriv.baselines import baseline_view, check_method_name
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
@@ -49,35 +46,34 @@ from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checked import input_checked
 from dpriv.input_checks import (
     check_loop_args,
-    check_npartitions,
     checked_history,
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_columns, unused_note, warn_unused
+from dpriv.inputs import as_frame, prepared, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_expect import check_existing, check_stale
 from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
-from dpriv.metrics.release import checked_metrics, release_metrics, require
+from dpriv.metrics.release import release_metrics, require
 from dpriv.new_ids import check_new_ids
+from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
 from dpriv.policy_fix import ledger_kind_hint, view_named
-from dpriv.policy_gate import anonymize_note, gate_on, refuse_unreachable
+from dpriv.policy_gate import gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
 from dpriv.release_check import canonical_rows, check_ledger_whole, check_unchanged, check_views, verify_parts
-from dpriv.released import LABEL, public, qig_table, secret_policy
+from dpriv.released import LABEL, qig_table, secret_policy
 from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import defender_knowledge
-from dpriv.state import attach_priors, empty_state, next_state
+from dpriv.state import empty_state, next_state
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
-from dpriv.validate import validate_view
 from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
 from dpriv.view_summary import ViewSummary
 from dpriv.workers import require_workers
@@ -365,47 +361,3 @@ def release_view(
         small_view="suppressed" if small else None, posterior_guard=getattr(result, "posterior_guard", None),
     )  # fmt: skip
     return metrics, released, new_state, sensitive
-
-
-@shuffle_method()
-def anonymize(
-    view: pd.DataFrame | dd.DataFrame,
-    policy: ReleasePolicy | dict,
-    *,
-    prior: str = "class",
-    npartitions: int | None = None,
-) -> Anonymized:
-    """Release one view under (k, t, j) with one-shot priors (no history); ``policy`` is a
-    :class:`ReleasePolicy` or a dict of its fields.
-
-    Raises InputError / PolicyError for bad input, PolicyError when the suppression exceeds
-    ``policy.max_suppression``, VerificationError when the independent check fails.
-    """
-    start = time.perf_counter()
-    policy = as_policy(policy, "anonymize")
-    check_npartitions(npartitions)
-    view = as_frame(view, "anonymize", "view", policy.id, policy)
-    view, policy = prepared(view, policy, notes=(notes := []))
-    policy, inferred = resolve_policy(view, policy)
-    notes += inferred + [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
-    warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
-    summary = validate_view(view, policy)
-    check_sensitive_values(summary.s_counts, policy)
-    with_priors = attach_priors(view, policy, prior, n_rows=summary.n_rows, notes=notes)
-    # never released, and on Dask some types cannot even be sampled (decimal128(1, 1)); after the
-    # priors: a knowledge's class map may read a column the policy does not name
-    unused = set(unused_columns(view.columns, policy))
-    with_priors = with_priors[[c for c in with_priors.columns if str(c) not in unused]]
-    result = generalize_view(with_priors, policy, summary, npartitions=npartitions or policy.npartitions)
-    released, assigned = result.released, result.assigned
-    if is_dask(released):
-        released, assigned = dask.compute(released, assigned)
-    original = view[policy.qi].compute() if is_dask(view) else view
-    metrics = checked_metrics(
-        released, assigned, original, policy, summary, result.n_suppressed, sensitive=result.sensitive
-    )
-    seconds = round(time.perf_counter() - start, 3)
-    metrics = replace(metrics, seconds=seconds, posterior_guard=result.posterior_guard)
-    assigned = assigned.drop(columns=[c for c in assigned.columns if c.startswith("_") and c != LABEL])
-    released = released_dates(public(released).reset_index(drop=True), policy)
-    return Anonymized(released, assigned, metrics, policy, notes, result.sensitive)
