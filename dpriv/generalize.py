@@ -38,6 +38,7 @@ from dpriv.hilbert.keys import (
 from dpriv.policy import ReleasePolicy
 from dpriv.posterior_guard import guard_posteriors
 from dpriv.released import (
+    GROUP,
     LABEL,
     apply_qig,
     by_label_ranges,
@@ -50,6 +51,7 @@ from dpriv.released import (
 from dpriv.row_order import stably_sorted
 from dpriv.steps import Steps
 from dpriv.view_summary import ViewSummary
+from dpriv.whole_groups import whole_groups
 
 
 @dataclass
@@ -199,32 +201,27 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     assigned, n_suppressed, record = _guarded(assigned, policy, counts, n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
-    # whole QI-groups per part, parts in label order (one range shuffle on the label): CreateQIG
-    # per part on the workers, no table on the client nor in the graph, and each part sorted
-    # gives the released rows in their written order; the release loop verifies these parts
-    assigned = by_label_ranges(assigned, len(divisions) - 1)
+    # whole QI-groups per part, moving only the rows of the groups spread over several parts
+    # (dpriv.whole_groups): CreateQIG per part on the workers, no table on the client nor in the
+    # graph; the release loop verifies these parts. The narrow released rows are then
+    # range-shuffled on the label, each part sorted: their written order (issue 13, qig step)
+    (guarded,) = dask.persist(assigned)  # read twice; held until the qig step has persisted
+    assigned = whole_groups(guarded)
     table = None
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         rmeta = apply_anatomy(assigned._meta, policy)
-        released = map_frame(_anatomy_rows, assigned, policy, meta=rmeta)
+        released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)
     else:
         # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
         rmeta = released_meta(
             policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
         )
-        released = map_frame(_qig_rows, assigned, policy, meta=rmeta)
+        released = map_frame(create_qig, assigned, policy, meta=rmeta)
+    released = by_label_ranges(released, len(divisions) - 1, GROUP)
+    released = map_frame(in_release_order, released, meta=released._meta)
     released, assigned = steps.run("qig", released, assigned)
+    del guarded
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
-
-
-def _qig_rows(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """CreateQIG of a part of whole QI-groups, rows in their written order."""
-    return in_release_order(create_qig(part, policy))
-
-
-def _anatomy_rows(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """The Anatomy QI-table rows of a part of whole QI-groups, in their written order."""
-    return in_release_order(apply_anatomy(part, policy))
 
 
 def _repair_on_worker(
