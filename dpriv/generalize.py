@@ -38,10 +38,8 @@ from dpriv.hilbert.keys import (
 from dpriv.policy import ReleasePolicy
 from dpriv.posterior_guard import guard_posteriors
 from dpriv.released import (
-    GROUP,
     LABEL,
     apply_qig,
-    by_label_ranges,
     create_qig,
     in_release_order,
     qig_table,
@@ -51,7 +49,7 @@ from dpriv.released import (
 from dpriv.row_order import stably_sorted
 from dpriv.steps import Steps
 from dpriv.view_summary import ViewSummary
-from dpriv.whole_groups import whole_groups
+from dpriv.whole_groups import in_label_ranges, whole_groups
 
 
 @dataclass
@@ -203,8 +201,8 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
     # whole QI-groups per part, moving only the rows of the groups spread over several parts
     # (dpriv.whole_groups): CreateQIG per part on the workers, no table on the client nor in the
-    # graph; the release loop verifies these parts. The narrow released rows are then
-    # range-shuffled on the label, each part sorted: their written order (issue 13, qig step)
+    # graph; the release loop verifies these parts. The released rows are then cut into label
+    # ranges, each sorted: their written order (issue 13, qig step)
     (guarded,) = dask.persist(assigned)  # read twice; held until the qig step has persisted
     assigned = whole_groups(guarded)
     table = None
@@ -217,8 +215,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
             policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
         )
         released = map_frame(create_qig, assigned, policy, meta=rmeta)
-    released = by_label_ranges(released, len(divisions) - 1, GROUP)
-    released = map_frame(in_release_order, released, meta=released._meta)
+    released = in_label_ranges(released, len(divisions) - 1)
     released, assigned = steps.run("qig", released, assigned)
     del guarded
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)

@@ -231,16 +231,15 @@ def label_divisions(n: int) -> tuple:
     return (0, *[min(x, 2**63 - 2) for x in inner], 2**63 - 1)
 
 
-def by_label_ranges(rows: dd.DataFrame, npartitions: int, label: str = LABEL) -> dd.DataFrame:
-    """Rows range-partitioned by their QI-group label (column ``label``: ``_label`` of a
-    membership, ``qi_group`` of released rows; int64 >= 0) into ``npartitions`` parts: every
-    part holds whole QI-groups and the parts come in label order, so each part sorted by
-    :func:`in_release_order` gives the released rows in their written order.
-    One shuffle, fixed divisions (no quantile pass); columns and dtypes as ``rows``'
+def by_label_ranges(assigned: dd.DataFrame, npartitions: int) -> dd.DataFrame:
+    """A membership (``_label`` >= 0) range-partitioned by label into ``npartitions`` parts:
+    every part holds whole QI-groups and the parts come in label order, so CreateQIG runs
+    per part and the released rows need no second shuffle to be in :func:`in_release_order`.
+    One shuffle, fixed divisions (no quantile pass); columns and dtypes as ``assigned``'s
     (the shuffle's Arrow round trip turns object strings into pandas 3's "str": cast back)."""
-    dtypes = rows._meta.dtypes.to_dict()
-    ranged = rows.set_index(label, divisions=label_divisions(max(npartitions, 1)))
-    return ranged.reset_index()[list(rows.columns)].astype(dtypes)
+    dtypes = assigned._meta.dtypes.to_dict()
+    ranged = assigned.set_index(LABEL, divisions=label_divisions(max(npartitions, 1)))
+    return ranged.reset_index()[list(assigned.columns)].astype(dtypes)
 
 
 def is_text_dtype(dtype) -> bool:

@@ -6,8 +6,10 @@ several parts need their rows brought together. :func:`whole_groups` gives each 
 home part (the part holding most of its rows) and moves only its rows held elsewhere: the wide
 membership (id, QIs, sensitive code, label and every prior column) is not shuffled whole, as a
 range shuffle on the label would (issue 13, the qig step). The parts then hold whole groups in
-no particular label order; the released rows, narrow, are range-shuffled on the label
-(:func:`dpriv.released.by_label_ranges`) to come in their written order.
+no particular label order; :func:`in_label_ranges` then cuts the released rows of those parts
+into label ranges (:func:`dpriv.released.label_divisions`), each sorted in
+:func:`dpriv.released.in_release_order`: the parts in their written order, with no Dask shuffle
+(its set_index, sort and casts cost as much for the narrow released rows as for the membership).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv.released import LABEL
+from dpriv.released import GROUP, LABEL, in_release_order, label_divisions
 
 
 def whole_groups(assigned: dd.DataFrame) -> dd.DataFrame:
@@ -38,7 +40,52 @@ def whole_groups(assigned: dd.DataFrame) -> dd.DataFrame:
     split = [dask.delayed(_split, nout=n, pure=True)(p, keys, home_of, i, n) for i, p in enumerate(parts)]
     pieces = [[split[j][i] for j in range(n)] for i in range(n)]
     joined = [dask.delayed(_joined, pure=True)(i, pieces[i]) for i in range(n)]
-    return dd.from_delayed(joined, meta=assigned._meta, verify_meta=False)
+    return _from_parts(joined, assigned._meta)
+
+
+def in_label_ranges(released: dd.DataFrame, npartitions: int) -> dd.DataFrame:
+    """Released rows (Dask, parts of whole QI-groups, ``qi_group`` int64 >= 0) cut into
+    ``npartitions`` label ranges (:func:`dpriv.released.label_divisions`, as a range shuffle
+    on the label would), each part in :func:`dpriv.released.in_release_order`: the parts in
+    order are the released rows in their written order. Columns and dtypes as ``released``'s;
+    an empty range is ``released``'s meta."""
+    n = max(npartitions, 1)
+    divisions = np.asarray(label_divisions(n), dtype=np.int64)
+    parts = released.to_delayed()
+    split = [dask.delayed(_cut, nout=n, pure=True)(p, divisions) for p in parts]
+    ranged = [
+        dask.delayed(_ranged, pure=True)([split[j][i] for j in range(len(parts))], released._meta)
+        for i in range(n)
+    ]
+    return _from_parts(ranged, released._meta)
+
+
+def _from_parts(parts: list, meta: pd.DataFrame) -> dd.DataFrame:
+    """A Dask frame of delayed ``parts`` of ``meta``'s dtypes, as they are: Dask would convert
+    object text columns to Arrow strings (``dataframe.convert-string``), which a
+    ``map_partitions`` of the same kernels does not, and the bytes released would change."""
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def _cut(part: pd.DataFrame, divisions: np.ndarray) -> tuple:
+    """``part`` cut into the label ranges of ``divisions`` (range ``i``: ``divisions[i] <= label
+    < divisions[i + 1]``, the last one closed), rows in their order."""
+    n = len(divisions) - 1
+    dest = (np.searchsorted(divisions, part[GROUP].to_numpy(np.int64), side="right") - 1).clip(0, n - 1)
+    return tuple(part[dest == i] for i in range(n))
+
+
+def _ranged(pieces: list[pd.DataFrame], meta: pd.DataFrame) -> pd.DataFrame:
+    """One label range of the released rows from its pieces, in their written order."""
+    rows = [p for p in pieces if len(p)]
+    if not rows:
+        return meta
+    rows = in_release_order(pd.concat(rows) if len(rows) > 1 else rows[0])
+    # the meta's dtypes, as a range shuffle's cast would give them: a text column that came in
+    # as a pandas string dtype (the membership was never shuffled) is released as the meta says
+    differ = {c: t for c, t in meta.dtypes.items() if rows[c].dtype != t}
+    return rows.astype(differ) if differ else rows
 
 
 def _label_counts(part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
