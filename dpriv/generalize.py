@@ -3,8 +3,10 @@
 keys (map_partitions) -> set_index on the Hilbert key (partitions = contiguous Hilbert
 ranges, divisions from quantiles) -> greedy QI-groups per range (map_partitions) ->
 stitch the leftovers of all ranges in Hilbert order (one task on a worker: only the number
-of suppressed tuples reaches the client) -> hash shuffle on the QI-group label -> CreateQIG
-per partition (no table on the client or in the graph) -> seeded shuffle of the rows.
+of suppressed tuples reaches the client) -> the guards -> whole QI-groups per partition (only
+the rows of groups spread over several partitions move, :mod:`dpriv.whole_groups`) -> CreateQIG
+per partition (no table on the client or in the graph) -> the released rows cut into label
+ranges, each in its written order.
 A pandas view runs the same kernels in-process over the same Hilbert ranges, so both paths
 give the same release for the same divisions.
 """
