@@ -103,8 +103,10 @@ def _homes(counted) -> pd.Series:
     # by label, then most rows first, then the first part: the first row of each label wins
     order = np.lexsort((part, -counts, labels))
     labels, part = labels[order], part[order]
-    first = np.r_[True, labels[1:] != labels[:-1]]
-    keep = first & np.r_[labels[1:] == labels[:-1], False]  # the home of a label of several parts
+    same = labels[1:] == labels[:-1]  # (an empty membership has no label at all)
+    first, followed = np.ones(len(labels), dtype=bool), np.zeros(len(labels), dtype=bool)
+    first[1:], followed[:-1] = ~same, same
+    keep = first & followed  # the home of a label found in several parts
     return pd.Series(part[keep], index=labels[keep])
 
 

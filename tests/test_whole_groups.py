@@ -63,6 +63,12 @@ def test_whole_groups_each_label_in_one_part_same_rows(seed):
         assert set(kept) == set(p[p[LABEL].isin(alone)]["id"])
 
 
+def test_whole_groups_of_an_empty_membership():
+    empty = pd.DataFrame({"id": pd.Series([], dtype=object), LABEL: np.array([], dtype=np.int64)})
+    got = [p.compute() for p in whole_groups(_frame([empty, empty.copy()])).to_delayed()]
+    assert [len(p) for p in got] == [0, 0]
+
+
 def test_whole_groups_home_is_the_part_with_most_rows():
     a = pd.DataFrame({"id": ["a", "b", "c"], LABEL: [7, 7, 9]}).astype({"id": object})
     b = pd.DataFrame({"id": ["d", "e", "f", "g"], LABEL: [7, 9, 9, 9]}).astype({"id": object})
