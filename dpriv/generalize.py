@@ -3,8 +3,10 @@
 keys (map_partitions) -> set_index on the Hilbert key (partitions = contiguous Hilbert
 ranges, divisions from quantiles) -> greedy QI-groups per range (map_partitions) ->
 stitch the leftovers of all ranges in Hilbert order (one task on a worker: only the number
-of suppressed tuples reaches the client) -> hash shuffle on the QI-group label -> CreateQIG
-per partition (no table on the client or in the graph) -> seeded shuffle of the rows.
+of suppressed tuples reaches the client) -> the guards -> whole QI-groups per partition (only
+the rows of groups spread over several partitions move, :mod:`dpriv.whole_groups`) -> CreateQIG
+per partition (no table on the client or in the graph) -> the released rows cut into label
+ranges, each in its written order.
 A pandas view runs the same kernels in-process over the same Hilbert ranges, so both paths
 give the same release for the same divisions.
 """
@@ -40,7 +42,6 @@ from dpriv.posterior_guard import guard_posteriors
 from dpriv.released import (
     LABEL,
     apply_qig,
-    by_label_ranges,
     create_qig,
     in_release_order,
     qig_table,
@@ -50,6 +51,7 @@ from dpriv.released import (
 from dpriv.row_order import stably_sorted
 from dpriv.steps import Steps
 from dpriv.view_summary import ViewSummary
+from dpriv.whole_groups import in_label_ranges, whole_groups
 
 
 @dataclass
@@ -199,32 +201,26 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     assigned, n_suppressed, record = _guarded(assigned, policy, counts, n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
-    # whole QI-groups per part, parts in label order (one range shuffle on the label): CreateQIG
-    # per part on the workers, no table on the client nor in the graph, and each part sorted
-    # gives the released rows in their written order; the release loop verifies these parts
-    assigned = by_label_ranges(assigned, len(divisions) - 1)
+    # whole QI-groups per part, moving only the rows of the groups spread over several parts
+    # (dpriv.whole_groups): CreateQIG per part on the workers, no table on the client nor in the
+    # graph; the release loop verifies these parts. The released rows are then cut into label
+    # ranges, each sorted: their written order (issue 13, qig step)
+    (guarded,) = dask.persist(assigned)  # read twice; held until the qig step has persisted
+    assigned = whole_groups(guarded)
     table = None
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         rmeta = apply_anatomy(assigned._meta, policy)
-        released = map_frame(_anatomy_rows, assigned, policy, meta=rmeta)
+        released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)
     else:
         # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
         rmeta = released_meta(
             policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
         )
-        released = map_frame(_qig_rows, assigned, policy, meta=rmeta)
+        released = map_frame(create_qig, assigned, policy, meta=rmeta)
+    released = in_label_ranges(released, len(divisions) - 1)
     released, assigned = steps.run("qig", released, assigned)
+    del guarded
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
-
-
-def _qig_rows(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """CreateQIG of a part of whole QI-groups, rows in their written order."""
-    return in_release_order(create_qig(part, policy))
-
-
-def _anatomy_rows(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
-    """The Anatomy QI-table rows of a part of whole QI-groups, in their written order."""
-    return in_release_order(apply_anatomy(part, policy))
 
 
 def _repair_on_worker(

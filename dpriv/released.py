@@ -221,7 +221,8 @@ def in_release_order(rows: pd.DataFrame) -> pd.DataFrame:
     QI-group label (a seeded hash, so the groups come in no meaningful order), then by the
     private seeded key ``_order`` of each respondent inside a group. Neither key says anything
     about the input order or the Hilbert order, and both are the same for any partitioning.
-    On Dask each part of :func:`by_label_ranges` is sorted so; its parts are in label order."""
+    On Dask each part of :func:`dpriv.whole_groups.in_label_ranges` is sorted so; its parts are in
+    label order."""
     return stably_sorted(rows, [GROUP, ORDER]).reset_index(drop=True)
 
 
@@ -229,17 +230,6 @@ def label_divisions(n: int) -> tuple:
     """Divisions of ``n`` equal ranges of the labels ``[0, 2**63 - 1]`` (they are uniform on it)."""
     inner = sorted({int(x) for x in np.linspace(0, 2**63 - 1, n + 1, dtype=np.float64)[1:-1]})
     return (0, *[min(x, 2**63 - 2) for x in inner], 2**63 - 1)
-
-
-def by_label_ranges(assigned: dd.DataFrame, npartitions: int) -> dd.DataFrame:
-    """A membership (``_label`` >= 0) range-partitioned by label into ``npartitions`` parts:
-    every part holds whole QI-groups and the parts come in label order, so CreateQIG runs
-    per part and the released rows need no second shuffle to be in :func:`in_release_order`.
-    One shuffle, fixed divisions (no quantile pass); columns and dtypes as ``assigned``'s
-    (the shuffle's Arrow round trip turns object strings into pandas 3's "str": cast back)."""
-    dtypes = assigned._meta.dtypes.to_dict()
-    ranged = assigned.set_index(LABEL, divisions=label_divisions(max(npartitions, 1)))
-    return ranged.reset_index()[list(assigned.columns)].astype(dtypes)
 
 
 def is_text_dtype(dtype) -> bool:

@@ -1,0 +1,129 @@
+"""Whole QI-groups per part of a Dask membership, moving only the rows that must move.
+
+After the grouping, the repair and the guards, almost every QI-group already lies in one part
+(a Hilbert range); only the groups that the repair, a guard or a range boundary spread over
+several parts need their rows brought together. :func:`whole_groups` gives each such group a
+home part (the part holding most of its rows) and moves only its rows held elsewhere: the wide
+membership (id, QIs, sensitive code, label and every prior column) is not shuffled whole, as a
+range shuffle on the label would (issue 13, the qig step). The parts then hold whole groups in
+no particular label order; :func:`in_label_ranges` then cuts the released rows of those parts
+into label ranges (:func:`dpriv.released.label_divisions`), each sorted in
+:func:`dpriv.released.in_release_order`: the parts in their written order, with no Dask shuffle
+(its set_index, sort and casts cost as much for the narrow released rows as for the membership).
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.released import GROUP, LABEL, in_release_order, label_divisions
+
+
+def whole_groups(assigned: dd.DataFrame) -> dd.DataFrame:
+    """``assigned`` (Dask, ``_label`` int64 >= 0) with every QI-group's rows in one part.
+
+    The same number of parts, columns and dtypes; a part keeps its rows (in their order), less
+    those leaving, followed by the rows arriving from the other parts in part order. One small
+    compute: the labels and their row counts per part (reach the client, no other values).
+    """
+    n = assigned.npartitions
+    parts = assigned.to_delayed()
+    counted = dask.compute(*[dask.delayed(_label_counts)(p) for p in parts])
+    home = _homes(counted)
+    if not len(home):  # every group already whole in one part
+        return assigned
+    keys = home.index.to_numpy(np.int64)
+    home_of = home.to_numpy(np.int64)
+    split = [dask.delayed(_split, nout=n, pure=True)(p, keys, home_of, i, n) for i, p in enumerate(parts)]
+    pieces = [[split[j][i] for j in range(n)] for i in range(n)]
+    joined = [dask.delayed(_joined, pure=True)(i, pieces[i]) for i in range(n)]
+    return _from_parts(joined, assigned._meta)
+
+
+def in_label_ranges(released: dd.DataFrame, npartitions: int) -> dd.DataFrame:
+    """Released rows (Dask, parts of whole QI-groups, ``qi_group`` int64 >= 0) cut into
+    ``npartitions`` label ranges (:func:`dpriv.released.label_divisions`, as a range shuffle
+    on the label would), each part in :func:`dpriv.released.in_release_order`: the parts in
+    order are the released rows in their written order. Columns and dtypes as ``released``'s;
+    an empty range is ``released``'s meta."""
+    n = max(npartitions, 1)
+    divisions = np.asarray(label_divisions(n), dtype=np.int64)
+    parts = released.to_delayed()
+    split = [dask.delayed(_cut, nout=n, pure=True)(p, divisions) for p in parts]
+    ranged = [
+        dask.delayed(_ranged, pure=True)([split[j][i] for j in range(len(parts))], released._meta)
+        for i in range(n)
+    ]
+    return _from_parts(ranged, released._meta)
+
+
+def _from_parts(parts: list, meta: pd.DataFrame) -> dd.DataFrame:
+    """A Dask frame of delayed ``parts`` of ``meta``'s dtypes, as they are: Dask would convert
+    object text columns to Arrow strings (``dataframe.convert-string``), which a
+    ``map_partitions`` of the same kernels does not, and the bytes released would change."""
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def _cut(part: pd.DataFrame, divisions: np.ndarray) -> tuple:
+    """``part`` cut into the label ranges of ``divisions`` (range ``i``: ``divisions[i] <= label
+    < divisions[i + 1]``, the last one closed), rows in their order."""
+    n = len(divisions) - 1
+    dest = (np.searchsorted(divisions, part[GROUP].to_numpy(np.int64), side="right") - 1).clip(0, n - 1)
+    return tuple(part[dest == i] for i in range(n))
+
+
+def _ranged(pieces: list[pd.DataFrame], meta: pd.DataFrame) -> pd.DataFrame:
+    """One label range of the released rows from its pieces, in their written order."""
+    rows = [p for p in pieces if len(p)]
+    if not rows:
+        return meta
+    rows = in_release_order(pd.concat(rows) if len(rows) > 1 else rows[0])
+    # the meta's dtypes, as a range shuffle's cast would give them: a text column that came in
+    # as a pandas string dtype (the membership was never shuffled) is released as the meta says
+    differ = {c: t for c, t in meta.dtypes.items() if rows[c].dtype != t}
+    return rows.astype(differ) if differ else rows
+
+
+def _label_counts(part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct labels of a part and their row counts (int64, int64)."""
+    labels, counts = np.unique(part[LABEL].to_numpy(np.int64), return_counts=True)
+    return labels, counts.astype(np.int64)
+
+
+def _homes(counted) -> pd.Series:
+    """Home part of each label found in more than one part (int64 labels -> part, sorted by
+    label): the part holding most of its rows, the first such part on a tie."""
+    labels = np.concatenate([c[0] for c in counted])
+    counts = np.concatenate([c[1] for c in counted])
+    part = np.concatenate([np.full(len(c[0]), i, dtype=np.int64) for i, c in enumerate(counted)])
+    # by label, then most rows first, then the first part: the first row of each label wins
+    order = np.lexsort((part, -counts, labels))
+    labels, part = labels[order], part[order]
+    same = labels[1:] == labels[:-1]  # (an empty membership has no label at all)
+    first, followed = np.ones(len(labels), dtype=bool), np.zeros(len(labels), dtype=bool)
+    first[1:], followed[:-1] = ~same, same
+    keep = first & followed  # the home of a label found in several parts
+    return pd.Series(part[keep], index=labels[keep])
+
+
+def _split(part: pd.DataFrame, keys: np.ndarray, home: np.ndarray, me: int, n: int) -> tuple:
+    """``part`` cut into ``n`` pieces: piece ``i`` its rows whose group's home is part ``i``
+    (piece ``me``: the rows staying, every group not spread and those at home here)."""
+    lab = part[LABEL].to_numpy(np.int64)
+    at = np.searchsorted(keys, lab).clip(0, max(len(keys) - 1, 0))
+    dest = np.where(keys[at] == lab, home[at], me) if len(keys) else np.full(len(lab), me)
+    if (dest == me).all():
+        return tuple(part if i == me else part.iloc[:0] for i in range(n))
+    return tuple(part[dest == i] for i in range(n))
+
+
+def _joined(me: int, pieces: list[pd.DataFrame]) -> pd.DataFrame:
+    """Part ``me`` of the result: its own rows, then those arriving, in part order."""
+    arriving = [p for i, p in enumerate(pieces) if i != me and len(p)]
+    if not arriving:
+        return pieces[me]
+    return pd.concat([pieces[me], *arriving])
