@@ -140,3 +140,48 @@ def test_deferred_in_another_thread_runs_the_block_as_it_is():
     thread.start()
     thread.join()
     assert errors == [] and ran == [signal.getsignal(signal.SIGINT)]
+
+
+#: ``dpriv ARGS`` that sends itself SIGTERM just after the rename of a manifest listing release 2
+#: (os.replace returned: the window the drill hit by polling for the files).
+_SIGTERM_AFTER_COMMIT = """
+import json, os, signal, sys
+real = os.replace
+def replace(src, dst):
+    real(src, dst)
+    if str(dst).endswith("manifest.json") and len(json.load(open(dst))["releases"]) == 2:
+        os.kill(os.getpid(), signal.SIGTERM)
+os.replace = replace
+sys.argv = ["dpriv", *sys.argv[1:]]
+from dpriv.__main__ import main
+main()
+"""
+
+
+@pytest.mark.slow
+def test_a_real_sigterm_just_after_the_commit_of_release_2_leaves_it_committed(tmp_path):
+    import subprocess
+    import sys
+
+    import dpriv
+
+    policy = write_history(tmp_path, medical_history(n_views=3, view_size=60, seed=0), policy_extra=LOOSE)
+    led = tmp_path / "L"
+    args = ["release", str(tmp_path / "history.parquet"), "--ledger", str(led), "--policy", str(policy)]
+    env = {**os.environ, "PYTHONPATH": str(Path(dpriv.__file__).resolve().parents[1])}
+    res = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_AFTER_COMMIT, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert res.returncode == 143, res.stderr
+    assert res.stderr.splitlines()[-1].endswith(
+        "its last committed release, release 2; a release not committed by then is dropped"
+    )
+    assert Ledger(led).last_index() == 2 and len(Ledger(led).read_view(2)) > 0
+    assert Ledger(led).state_files(2) and not (led / WRITTEN).exists()
+    res = _release(tmp_path / "history.parquet", policy, led)
+    assert res.exit_code == 0, res.output
+    assert Ledger(led).last_index() == 3
