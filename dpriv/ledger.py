@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dpriv import pending_interrupt
 from dpriv.errors import LedgerError, check_count
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
 from dpriv.ledger_files import (
@@ -310,14 +311,32 @@ class Ledger:
             # manifest's own then reads as damage, not as an earlier ledger without one
             digest = {"policy_sha256": manifest["policy_sha256"]} if "policy_sha256" in manifest else {}
             manifest["releases"].append({"index": index, **entry, **digest, **released_digests(rdir)})
-            self._write_manifest(manifest)
-            self._pending_policy = None
-        except BaseException:  # an interrupt or a failed write: release `index` was never committed
+            with pending_interrupt.deferred():  # the commit point: an interrupt waits until it is whole
+                self._write_manifest(manifest)
+                self._committed(index)
+        except BaseException:  # an interrupt or a failed write
+            listed = self._lists(index)
+            if listed is not False:  # committed after all (an interrupt raised just after the rename)
+                if listed:  # or the manifest cannot be read: kept, the next run tells (module doc)
+                    self._committed(index)
+                raise
             remove_written(self.root, index, self._folders(index), keep=None if made else rdir)
             if pending is not None:  # the policy as it was before this commit
                 restore_file(self.root / POLICY, before)
             raise
-        forget_written(self.root)  # committed: the files are the release's now
+
+    def _committed(self, index: int) -> None:
+        """Release ``index`` is listed in the manifest: its files are the release's now."""
+        self._pending_policy = None
+        forget_written(self.root)
+
+    def _lists(self, index: int) -> bool | None:
+        """Whether the manifest on disk lists release ``index`` (None: it cannot be read). A
+        commit's clean-up asks it, never removing the files of a committed release."""
+        try:
+            return any(r["index"] == index for r in self.committed())
+        except (OSError, LedgerError):
+            return None
 
     def read_state(self, index: int) -> pd.DataFrame:
         """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""

@@ -10,12 +10,20 @@ and :data:`sys.unraisablehook`) and the safe points of a command raise it again
 before a file is renamed into place (:func:`dpriv.io.atomic_write`, a ledger's manifest, its
 commit point, last). A discarded interrupt delays the stop by at most one step, and nothing
 is committed after it.
+
+A commit point itself (a ledger's manifest renamed, then its bookkeeping) runs with interrupts
+:func:`deferred`: the signal's exception, raised just after the rename took effect, made the
+clean-up of a failed commit remove the files of the release it had just committed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 _pending: type[KeyboardInterrupt] | None = None
 
@@ -49,3 +57,34 @@ def raise_pending() -> None:
         return
     clear()
     raise kind()
+
+
+#: The signals whose Python handlers :func:`deferred` holds back (Ctrl-C; SIGTERM as the CLI
+#: handles it: timeout, systemd and SLURM send it).
+DEFERRED = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Run the block with SIGINT and SIGTERM held back: their Python handlers (the CLI's, or
+    Python's own Ctrl-C handler) are called only once the block ends, whole or raising, for the
+    first signal that arrived meanwhile. For a commit point that must not be cut between its
+    rename and its bookkeeping. Not a mask of the process's threads (a signal blocked in the main
+    thread goes to another), a recording handler instead: a signal with no Python handler
+    (SIGTERM's default, which ends the process like a kill -9) is left as it is. In a thread
+    other than the main one (where no handler can be set) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[tuple[int, Any]] = []
+    held = {n: h for n in DEFERRED if callable(h := signal.getsignal(n))}
+    for signum in held:
+        signal.signal(signum, lambda n, frame: arrived.append((n, frame)))
+    try:
+        yield
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        if arrived:  # raised now, after the block (an exception of the block's own is kept as context)
+            signum, frame = arrived[0]
+            held[signum](signum, frame)

@@ -79,8 +79,8 @@ def test_sigterm_while_release_writes_keeps_the_ledger_at_its_last_commit(tmp_pa
     res = _sigterm_at_write("view.parquet", "release", tmp_path / "history.parquet", "--ledger", led)
     assert res.returncode == 143, res.stderr
     assert res.stderr.splitlines()[-1] == (
-        "terminated (SIGTERM): the release being written is dropped, the ledger stays at its last "
-        "committed release"
+        "terminated (SIGTERM): the ledger stays at its last committed release, release 1; a release "
+        "not committed by then is dropped"
     )
     assert (led / "manifest.json").read_bytes() == manifest
     assert [r["index"] for r in Ledger(led).committed()] == [1]

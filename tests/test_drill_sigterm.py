@@ -32,9 +32,9 @@ from dpriv.steps import Steps
 
 ROOT = Path(dpriv.__file__).resolve().parents[1]  # the dpriv under test
 LOOSE = {"privacy": {"k": 3, "t": 0.9, "j": 5, "max_suppression": 1}}
-STAYS = (
-    "terminated (SIGTERM): the release being written is dropped, the ledger stays at its last "
-    "committed release"
+STAYS = (  # the ledger holds release 1: release 2 was being written
+    "terminated (SIGTERM): the ledger stays at its last committed release, release 1; a release not "
+    "committed by then is dropped"
 )
 
 

@@ -200,10 +200,10 @@ def command(fn):
         except typer.Exit:
             raise
         except KeyboardInterrupt as exc:
-            interrupted(debug, exc, fn.__name__)
+            interrupted(debug, exc, fn.__name__, _ledger_of(fn.__name__, kwargs))
         except OSError as exc:
             if not isinstance(exc, PermissionError) and exc.errno not in _WRITE_ERRORS:
-                _internal(exc, debug, scheduler, fn.__name__)
+                _internal(exc, debug, scheduler, fn.__name__, _ledger_of(fn.__name__, kwargs))
             if debug:  # a folder read-only (or made so after the checks), a full disk or quota
                 traceback.print_exc()
             why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
@@ -219,7 +219,7 @@ def command(fn):
             )
             raise typer.Exit(2) from None
         except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - the CLI's last resort
-            _internal(exc, debug, scheduler, fn.__name__)
+            _internal(exc, debug, scheduler, fn.__name__, _ledger_of(fn.__name__, kwargs))
 
     return wrapper
 
@@ -229,11 +229,21 @@ def command(fn):
 _WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EFBIG)
 
 
-def _internal(exc: BaseException, debug: bool, scheduler: str | None = None, name: str = "") -> NoReturn:
+def _ledger_of(name: str, kwargs: Mapping[str, Any]) -> Path | None:
+    """The ledger command ``name`` writes (``release``: --ledger; ``demo``: OUT/ledger), else None."""
+    if name == "demo":
+        return Path(kwargs.get("out") or "demo-out") / "ledger"
+    ledger = kwargs.get("ledger") if name == "release" else None
+    return Path(ledger) if ledger is not None else None
+
+
+def _internal(
+    exc: BaseException, debug: bool, scheduler: str | None = None, name: str = "", ledger: Path | None = None
+) -> NoReturn:
     """Exit 1 for what is dpriv's own fault (130/143 for Ctrl-C/SIGTERM inside a compiled kernel, 3 for a
-    lost Dask worker or scheduler)."""
+    lost Dask worker or scheduler); ``ledger``: the one the command writes (:func:`interrupted`)."""
     if (interrupt := interrupt_of(exc)) is not None:  # Ctrl-C inside a compiled kernel: a SystemError
-        interrupted(debug, interrupt, name)
+        interrupted(debug, interrupt, name, ledger)
     if debug:
         traceback.print_exc()
     if cluster_loss(exc) is not None:

@@ -20,6 +20,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -121,11 +122,39 @@ _STAYS = {
 }
 
 
-def interrupted(debug: bool, exc: BaseException | None = None, name: str = "") -> NoReturn:
+#: The commands that write a ledger (their line names its last committed release).
+_LEDGER_WRITERS = ("release", "demo")
+
+
+def _last_committed(ledger: Path) -> int | None:
+    """The last release the manifest of ``ledger`` lists (0: none), None when it cannot be read."""
+    from dpriv.errors import DprivError
+    from dpriv.ledger_manifest import read_manifest
+
+    try:
+        releases = read_manifest(ledger)["releases"]
+    except (OSError, DprivError):
+        return None
+    return int(releases[-1]["index"]) if releases else 0
+
+
+def interrupted(
+    debug: bool, exc: BaseException | None = None, name: str = "", ledger: Path | None = None
+) -> NoReturn:
     """One line, then exit 130 for Ctrl-C or 143 for SIGTERM (128 + the signal, as a shell
-    reports it); ``name``: the command's function, whose outcome the line says."""
+    reports it); ``name``: the command's function, whose outcome the line says; ``ledger``: the
+    ledger it writes, whose last committed release the line names as its manifest says now (an
+    interrupt can come just after a commit, before the command reported it)."""
     if debug:
         traceback.print_exc()
     how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
-    typer.echo(f"{how}: {_STAYS.get(name, 'nothing was written')}", err=True)
+    stays = _STAYS.get(name, "nothing was written")
+    if ledger is not None and name in _LEDGER_WRITERS and (last := _last_committed(ledger)) is not None:
+        stays = (
+            f"the ledger stays at its last committed release, release {last}; a release not committed "
+            "by then is dropped"
+            if last
+            else "the release being written is dropped, the ledger holds no committed release"
+        )
+    typer.echo(f"{how}: {stays}", err=True)
     raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
