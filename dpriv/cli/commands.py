@@ -194,6 +194,7 @@ def _run_release(
     allow_repeated_view: bool = False,
     allow_new_ids: bool = False,
     existing_ledger: bool = False,
+    new_ledger_note: str | None = None,
 ) -> None:
     from dpriv.input_checks import check_history, date_hints_of
     from dpriv.inputs import said_unused, unused_note
@@ -260,6 +261,8 @@ def _run_release(
         held_until_checked(_say) if placement.place == "process" else nullcontext(_say) as say,
         release_frame(placement, scheduler=scheduler, say=say, named=flag_named) as history,
     ):
+        if new_ledger_note:  # in process: held until the input passed its checks
+            say(new_ledger_note)
         try:
             led = release_history(
                 history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
@@ -356,9 +359,9 @@ def release(
 ) -> None:
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
-    # a new ledger said, or refused with --existing-ledger; one it cannot write: refused by
-    # _run_release if it has work
-    checked_ledger(ledger, existing_ledger)
+    # a new ledger said (after the checks), or refused with --existing-ledger; one it cannot
+    # write: refused by _run_release if it has work
+    note = checked_ledger(ledger, existing_ledger)
     scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,
@@ -381,7 +384,7 @@ def release(
     check_method_name(method)  # before the policy is printed and the history read
     _run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
-        allow_repeated_view, allow_new_ids, existing_ledger,
+        allow_repeated_view, allow_new_ids, existing_ledger, note,
     )  # fmt: skip
 
 
