@@ -26,18 +26,17 @@ def whole_groups(assigned: dd.DataFrame) -> dd.DataFrame:
     """``assigned`` (Dask, ``_label`` int64 >= 0) with every QI-group's rows in one part.
 
     The same number of parts, columns and dtypes; a part keeps its rows (in their order), less
-    those leaving, followed by the rows arriving from the other parts in part order. One small
-    compute: the labels and their row counts per part (reach the client, no other values).
+    those leaving, followed by the rows arriving from the other parts in part order. Nothing
+    is computed here, and nothing but the result's parts comes back when it is: the labels
+    and their row counts per part meet in one task, whose homes go to the parts' splits.
     """
     n = assigned.npartitions
     parts = assigned.to_delayed()
-    counted = dask.compute(*[dask.delayed(_label_counts)(p) for p in parts])
-    home = _homes(counted)
-    if not len(home):  # every group already whole in one part
-        return assigned
-    keys = home.index.to_numpy(np.int64)
-    home_of = home.to_numpy(np.int64)
-    split = [dask.delayed(_split, nout=n, pure=True)(p, keys, home_of, i, n) for i, p in enumerate(parts)]
+    # the homes are found on a worker and handed to the splits there: a list of labels per
+    # part is O(groups), too much to bring to the client (tests/test_client_bytes.py)
+    counted = [dask.delayed(_label_counts, pure=True)(p) for p in parts]
+    home = dask.delayed(_homes, pure=True)(counted)
+    split = [dask.delayed(_split, nout=n, pure=True)(p, home, i, n) for i, p in enumerate(parts)]
     pieces = [[split[j][i] for j in range(n)] for i in range(n)]
     joined = [dask.delayed(_joined, pure=True)(i, pieces[i]) for i in range(n)]
     return _from_parts(joined, assigned._meta)
@@ -94,9 +93,9 @@ def _label_counts(part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return labels, counts.astype(np.int64)
 
 
-def _homes(counted) -> pd.Series:
-    """Home part of each label found in more than one part (int64 labels -> part, sorted by
-    label): the part holding most of its rows, the first such part on a tie."""
+def _homes(counted) -> tuple[np.ndarray, np.ndarray]:
+    """Home part of each label found in more than one part: (labels, parts), int64, sorted by
+    label; the part holding most of its rows, the first such part on a tie."""
     labels = np.concatenate([c[0] for c in counted])
     counts = np.concatenate([c[1] for c in counted])
     part = np.concatenate([np.full(len(c[0]), i, dtype=np.int64) for i, c in enumerate(counted)])
@@ -107,12 +106,14 @@ def _homes(counted) -> pd.Series:
     first, followed = np.ones(len(labels), dtype=bool), np.zeros(len(labels), dtype=bool)
     first[1:], followed[:-1] = ~same, same
     keep = first & followed  # the home of a label found in several parts
-    return pd.Series(part[keep], index=labels[keep])
+    return labels[keep], part[keep]
 
 
-def _split(part: pd.DataFrame, keys: np.ndarray, home: np.ndarray, me: int, n: int) -> tuple:
-    """``part`` cut into ``n`` pieces: piece ``i`` its rows whose group's home is part ``i``
-    (piece ``me``: the rows staying, every group not spread and those at home here)."""
+def _split(part: pd.DataFrame, homes: tuple[np.ndarray, np.ndarray], me: int, n: int) -> tuple:
+    """``part`` cut into ``n`` pieces: piece ``i`` its rows whose group's home (``homes``:
+    :func:`_homes`) is part ``i`` (piece ``me``: the rows staying, every group not spread and
+    those at home here)."""
+    keys, home = homes
     lab = part[LABEL].to_numpy(np.int64)
     at = np.searchsorted(keys, lab).clip(0, max(len(keys) - 1, 0))
     dest = np.where(keys[at] == lab, home[at], me) if len(keys) else np.full(len(lab), me)

@@ -16,6 +16,7 @@ from test_small_views import ledger_files
 from typer.testing import CliRunner
 
 import dpriv.cluster as cluster_mod
+import dpriv.one_view as one_view_mod
 import dpriv.release as release_mod
 from dpriv.cli import app
 from dpriv.cluster import (
@@ -353,11 +354,11 @@ def test_a_small_view_is_anonymized_without_a_cluster_with_the_cluster_bytes(
         yield
 
     calls = []
-    real = release_mod.generalize_view
+    real = one_view_mod.generalize_view
     with monkeypatch.context() as m:
         m.setattr(cluster_mod, "dask_client", no_cluster)
         spy = lambda v, *a, **k: calls.append(type(v)) or real(v, *a, **k)  # noqa: E731
-        m.setattr(release_mod, "generalize_view", spy)
+        m.setattr(one_view_mod, "generalize_view", spy)
         res = anonymize(one_view, tmp_path / "here.parquet")
     assert res.exit_code == 0, res.output
     assert "300 tuples" in res.output and "no Dask cluster started" in res.output
