@@ -26,9 +26,9 @@ def whole_groups(assigned: dd.DataFrame) -> dd.DataFrame:
     """``assigned`` (Dask, ``_label`` int64 >= 0) with every QI-group's rows in one part.
 
     The same number of parts, columns and dtypes; a part keeps its rows (in their order), less
-    those leaving, followed by the rows arriving from the other parts in part order. Nothing
-    is computed here, and nothing but the result's parts comes back when it is: the labels
-    and their row counts per part meet in one task, whose homes go to the parts' splits.
+    those leaving, followed by the rows arriving from the other parts in part order. One small
+    compute: the labels and their row counts per part meet in one task (on a worker) and only
+    the number of spread groups comes back to the client; the splits' tasks find the homes again.
     """
     n = assigned.npartitions
     parts = assigned.to_delayed()
@@ -36,6 +36,10 @@ def whole_groups(assigned: dd.DataFrame) -> dd.DataFrame:
     # part is O(groups), too much to bring to the client (tests/test_client_bytes.py)
     counted = [dask.delayed(_label_counts, pure=True)(p) for p in parts]
     home = dask.delayed(_homes, pure=True)(counted)
+    # only the number comes back; when groups are spread, the splits' graph finds the homes
+    # again (a persisted home would be lost with this function's reference to it)
+    if not dask.compute(dask.delayed(_n_spread, pure=True)(home))[0]:  # every group whole: nothing moves
+        return assigned
     split = [dask.delayed(_split, nout=n, pure=True)(p, home, i, n) for i, p in enumerate(parts)]
     pieces = [[split[j][i] for j in range(n)] for i in range(n)]
     joined = [dask.delayed(_joined, pure=True)(i, pieces[i]) for i in range(n)]
@@ -107,6 +111,11 @@ def _homes(counted) -> tuple[np.ndarray, np.ndarray]:
     first[1:], followed[:-1] = ~same, same
     keep = first & followed  # the home of a label found in several parts
     return labels[keep], part[keep]
+
+
+def _n_spread(homes: tuple[np.ndarray, np.ndarray]) -> int:
+    """How many QI-groups :func:`_homes` found spread over several parts."""
+    return len(homes[0])
 
 
 def _split(part: pd.DataFrame, homes: tuple[np.ndarray, np.ndarray], me: int, n: int) -> tuple:
