@@ -207,7 +207,6 @@ def hold_lock(root: Path) -> int:
     another process holds it; LedgerError when it cannot be a lock (a folder, a link) or the
     file system has no locks."""
     import errno
-    import fcntl
 
     path = root / LOCK
     try:
@@ -222,7 +221,7 @@ def hold_lock(root: Path) -> int:
         else:
             raise LedgerError(f"{path} is not dpriv's lock file (a folder or a link): remove it") from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _flock_exclusive(fd)
     except OSError as exc:
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
@@ -236,6 +235,30 @@ def hold_lock(root: Path) -> int:
             "ledger on a local disk or a file system with locks"
         ) from None
     return fd
+
+
+#: Seconds a writer waits for the lock before it says another command holds it: a reader
+#: (``dpriv status``) probes the lock with a shared lock dropped at once, which must not make a
+#: release starting in that instant exit 3 (LedgerBusy).
+LOCK_PATIENCE = 0.5
+
+
+def _flock_exclusive(fd: int) -> None:
+    """An exclusive ``flock`` on ``fd``, tried again every 10 ms for :data:`LOCK_PATIENCE`
+    seconds while another open file holds a lock (then the last EWOULDBLOCK is raised)."""
+    import errno
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + LOCK_PATIENCE
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def drop_lock(fd: int | None) -> None:

@@ -107,3 +107,29 @@ def test_status_of_no_ledger_is_exit_2(tmp_path, made):
         == f"error: {led} {what}: give the folder of a ledger (the one that holds its manifest.json)"
     )
     assert (made == "empty") == led.exists()  # nothing made
+
+
+def test_a_status_probe_does_not_make_a_release_starting_then_busy(tmp_path):
+    """``dpriv status`` probes the lock with a shared lock it drops at once: a release taking the
+    lock in that instant waits for it (dpriv.ledger_files.LOCK_PATIENCE) instead of exiting 3;
+    a writer's lock held longer still makes it busy."""
+    import fcntl
+    import threading
+
+    from dpriv.ledger_files import LOCK, LedgerBusy
+
+    (tmp_path / LOCK).touch()
+    probe = os.open(tmp_path / LOCK, os.O_RDONLY)
+    fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # the probe, caught between its two calls
+    timer = threading.Timer(0.1, fcntl.flock, (probe, fcntl.LOCK_UN))
+    timer.start()
+    try:
+        fd = hold_lock(tmp_path)  # before: LedgerBusy at once
+    finally:
+        timer.join()
+        os.close(probe)
+    try:
+        with pytest.raises(LedgerBusy, match="another dpriv command is writing the ledger"):
+            hold_lock(tmp_path)  # a real writer holds it: busy once the patience is spent
+    finally:
+        drop_lock(fd)
