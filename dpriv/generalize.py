@@ -206,7 +206,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
     # graph; the release loop verifies these parts. The released rows are then cut into label
     # ranges, each sorted: their written order (issue 13, qig step)
     (guarded,) = dask.persist(assigned)  # read twice; held until the qig step has persisted
-    assigned = whole_groups(guarded)
+    assigned, homes = whole_groups(guarded)  # the homes (persisted) likewise
     table = None
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         rmeta = apply_anatomy(assigned._meta, policy)
@@ -219,7 +219,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps):
         released = map_frame(create_qig, assigned, policy, meta=rmeta)
     released = in_label_ranges(released, len(divisions) - 1)
     released, assigned = steps.run("qig", released, assigned)
-    del guarded
+    del guarded, homes
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
 
 

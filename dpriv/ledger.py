@@ -10,6 +10,8 @@ ledger/
   state/<i>/                  per-respondent posteriors and QI-group labels (SENSITIVE): one
                               state.parquet, or part-<b>.parquet per bucket (dpriv.state_parts)
 ```
+A committed state is read by the methods :class:`~dpriv.ledger_state.StateReaders` gives
+:class:`Ledger` (``read_state``, ``read_state_dask``, ``held_state``).
 ``state/`` links respondents to posteriors over their sensitive values: it is created
 readable by its owner only (0700 folders, 0600 files) and must never be published.
 A release counts only once ``manifest.json`` lists it; files of a release that was not
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dpriv import pending_interrupt
-from dpriv.errors import LedgerError, check_count
+from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
 from dpriv.ledger_files import (
     ATTACK_DIR,  # noqa: F401 (re-exported: where the ledger keeps attack results)
@@ -42,7 +44,6 @@ from dpriv.ledger_files import (
     drop_lock,
     hold_lock,
     is_temp,
-    open_parquet,
     read_json,
     released_digests,
     remove_temp,
@@ -59,11 +60,12 @@ from dpriv.ledger_manifest import (
     recorded_digest,
     release_index,
 )
+from dpriv.ledger_state import StateReaders
 from dpriv.ledger_written import forget_written, place, refuse_foreign, remove_written, staged
 from dpriv.metrics.record import ReleaseRecord, write_record
 from dpriv.private_repr import ledger_repr
 from dpriv.released import read_released
-from dpriv.state_parts import HeldState, dask_state, held_state, read_state_files, staged_state, state_files
+from dpriv.state_parts import staged_state
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -73,8 +75,10 @@ POLICY = "policy.json"
 SENSITIVE = "sensitive.parquet"
 
 
-class Ledger:
-    """A release ledger on the local file system (see module doc)."""
+class Ledger(StateReaders):
+    """A release ledger on the local file system (see module doc); its state readers
+    (:meth:`read_state`, :meth:`read_state_dask`, :meth:`held_state`...) are
+    :class:`dpriv.ledger_state.StateReaders`'."""
 
     def __init__(
         self, root: str | Path, *, create: bool = False, prepare: bool = True, lock: bool = False
@@ -229,27 +233,6 @@ class Ledger:
         int (:func:`dpriv.ledger_manifest.release_index`: ``"1"`` is refused)."""
         return self.root / "releases" / str(release_index(index))
 
-    def state_path(self, index: int) -> Path:
-        """``state/<index>/state.parquet``: the file of a one-part state (:meth:`state_files`)."""
-        return self.state_dir(index) / "state.parquet"
-
-    def state_dir(self, index: int) -> Path:
-        """``state/<index>/`` (SENSITIVE; whether or not it exists). InputError as :meth:`release_dir`."""
-        return self.root / "state" / str(release_index(index))
-
-    def state_files(self, index: int) -> list[Path]:
-        """The Parquet parts of the state after release ``index``, in order
-        (:func:`dpriv.state_parts.state_files`); LedgerError when there is none."""
-        files = state_files(self.state_dir(index))
-        if not files:
-            self.check_committed(index)
-            raise LedgerError(
-                f"{self.state_dir(index)} holds no state (no .parquet file): the ledger is damaged "
-                f"(release {index} is committed in its manifest); restore the folder from a backup, "
-                "or start a new ledger"
-            )
-        return files
-
     def commit(
         self,
         index: int,
@@ -337,37 +320,6 @@ class Ledger:
             return any(r["index"] == index for r in self.committed())
         except (OSError, LedgerError):
             return None
-
-    def read_state(self, index: int) -> pd.DataFrame:
-        """The state after release ``index``, whole, as a pandas DataFrame (RangeIndex)."""
-        return read_state_files(self._readable_state(index))
-
-    def read_state_dask(self, index: int, row_groups: int = 1) -> dd.DataFrame:
-        """The state after release ``index`` as a Dask DataFrame, ``row_groups`` Parquet row
-        groups (:data:`ROW_GROUP` rows each, the last one shorter) per partition.
-
-        For states too large for one process: a later release can read them in partitions of
-        bounded size. There are no known divisions; a file with no rows gives one empty
-        partition. Strings may come back as Arrow-backed strings (Dask's ``convert-string``).
-        InputError for a ``row_groups`` that is not a whole number >= 1, before any file is read.
-        """
-        check_count("row_groups", row_groups, f"Parquet row groups of {ROW_GROUP:,} rows per partition")
-        return dask_state(self._readable_state(index), int(row_groups))
-
-    def held_state(self, index: int) -> HeldState:
-        """The state after release ``index`` as the next release takes it: a Dask DataFrame of
-        one partition per bucket when the manifest records its bucket count (``state_buckets``)
-        and every bucket has its part, with that count and the number of rows
-        (:func:`dpriv.state_parts.held_state`)."""
-        entry = next((r for r in self.committed() if r["index"] == index), {})
-        return held_state(self._readable_state(index), entry.get("state_buckets"))
-
-    def _readable_state(self, index: int) -> list[Path]:
-        """:meth:`state_files` whose footers read (LedgerError naming a damaged part)."""
-        files = self.state_files(index)
-        for f in files:
-            open_parquet(f)
-        return files
 
     def check_committed(self, index: int) -> None:
         """LedgerError unless release ``index`` is committed (names the ones that are)."""

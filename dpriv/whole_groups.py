@@ -18,32 +18,35 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.delayed import Delayed
 
 from dpriv.released import GROUP, LABEL, in_release_order, label_divisions
 
 
-def whole_groups(assigned: dd.DataFrame) -> dd.DataFrame:
-    """``assigned`` (Dask, ``_label`` int64 >= 0) with every QI-group's rows in one part.
+def whole_groups(assigned: dd.DataFrame) -> tuple[dd.DataFrame, Delayed]:
+    """``assigned`` (Dask, ``_label`` int64 >= 0) with every QI-group's rows in one part, and
+    the homes the result's graph reads (persisted): the caller holds them until it has
+    persisted the result, or a later compute of it finds them gone ("lost dependencies").
 
     The same number of parts, columns and dtypes; a part keeps its rows (in their order), less
     those leaving, followed by the rows arriving from the other parts in part order. One small
-    compute: the labels and their row counts per part meet in one task (on a worker) and only
-    the number of spread groups comes back to the client; the splits' tasks find the homes again.
+    compute: the labels and their row counts per part meet in one task on a worker, whose homes
+    of the spread groups (:func:`_homes`) stay there, persisted, for the parts' splits; only the
+    number of spread groups comes back to the client. Every group whole: ``assigned`` itself.
     """
     n = assigned.npartitions
     parts = assigned.to_delayed()
     # the homes are found on a worker and handed to the splits there: a list of labels per
-    # part is O(groups), too much to bring to the client (tests/test_client_bytes.py)
+    # part is O(groups), too much to bring to the client (tests/test_client_bytes.py); persisted,
+    # so that the splits read them rather than count every part's labels again
     counted = [dask.delayed(_label_counts, pure=True)(p) for p in parts]
-    home = dask.delayed(_homes, pure=True)(counted)
-    # only the number comes back; when groups are spread, the splits' graph finds the homes
-    # again (a persisted home would be lost with this function's reference to it)
+    (home,) = dask.persist(dask.delayed(_homes, pure=True)(counted))
     if not dask.compute(dask.delayed(_n_spread, pure=True)(home))[0]:  # every group whole: nothing moves
-        return assigned
+        return assigned, home
     split = [dask.delayed(_split, nout=n, pure=True)(p, home, i, n) for i, p in enumerate(parts)]
     pieces = [[split[j][i] for j in range(n)] for i in range(n)]
     joined = [dask.delayed(_joined, pure=True)(i, pieces[i]) for i in range(n)]
-    return _from_parts(joined, assigned._meta)
+    return _from_parts(joined, assigned._meta), home
 
 
 def in_label_ranges(released: dd.DataFrame, npartitions: int) -> dd.DataFrame:

@@ -42,7 +42,7 @@ def test_whole_groups_each_label_in_one_part_same_rows(seed):
     n_parts = int(rng.integers(1, 6))
     parts = _parts(rng, n_parts, int(rng.integers(1, 30)), spread=float(rng.choice([0.0, 0.05, 0.5])))
     frame = _frame(parts)
-    out = [p for p in whole_groups(frame).to_delayed()]
+    out = [p for p in whole_groups(frame)[0].to_delayed()]
     got = [p.compute() for p in out]
     assert len(got) == frame.npartitions
     seen: dict[int, int] = {}
@@ -65,14 +65,14 @@ def test_whole_groups_each_label_in_one_part_same_rows(seed):
 
 def test_whole_groups_of_an_empty_membership():
     empty = pd.DataFrame({"id": pd.Series([], dtype=object), LABEL: np.array([], dtype=np.int64)})
-    got = [p.compute() for p in whole_groups(_frame([empty, empty.copy()])).to_delayed()]
+    got = [p.compute() for p in whole_groups(_frame([empty, empty.copy()]))[0].to_delayed()]
     assert [len(p) for p in got] == [0, 0]
 
 
 def test_whole_groups_home_is_the_part_with_most_rows():
     a = pd.DataFrame({"id": ["a", "b", "c"], LABEL: [7, 7, 9]}).astype({"id": object})
     b = pd.DataFrame({"id": ["d", "e", "f", "g"], LABEL: [7, 9, 9, 9]}).astype({"id": object})
-    got = [p.compute() for p in whole_groups(_frame([a, b])).to_delayed()]
+    got = [p.compute() for p in whole_groups(_frame([a, b]))[0].to_delayed()]
     assert sorted(got[0]["id"]) == ["a", "b", "d"]
     assert sorted(got[1]["id"]) == ["c", "e", "f", "g"]
 

@@ -282,7 +282,7 @@ def _run_release(
 
 
 @app.command()
-@command
+@command(ledger="ledger")  # an interrupted release names its last committed release
 def release(
     history: Annotated[str, typer.Argument(help="History: id, time (1..n), QIs, sensitive.")],
     ledger: Annotated[Path, typer.Option(help="Ledger folder (created if new).")],

@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import functools
 import sys
 import traceback
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
 
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice
-from dpriv.cli.failures import CLUSTER_EXIT, cluster_loss, loss_message, quiet_dask_logs
-from dpriv.cli.interrupts import interrupt_of, interrupted, sigterm_interrupts
+from dpriv.cli.failures import (
+    CLUSTER_EXIT,
+    internal_failure,
+    is_write_failure,
+    quiet_dask_logs,
+    write_failure,
+)
+from dpriv.cli.interrupts import LedgerOf, interrupted, ledger_written, sigterm_interrupts
 from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for every --out FILE
     TABLE_SUFFIXES,
     check_ledger_folder,
@@ -167,10 +172,15 @@ def _input_file(name: str, kwargs: Mapping[str, Any]) -> str | None:
     return next((str(p) for p in paths if p is not None), None)
 
 
-def command(fn):
+def command(fn: Callable | None = None, *, ledger: LedgerOf | None = None):
     """Map dpriv errors (and unreadable input) to exit 2, a lost Dask worker or scheduler to 3
     (:mod:`dpriv.cli.failures`) and anything else to exit 1, tracebacks only with --debug;
-    warnings print as one "warning: ..." line."""
+    warnings print as one "warning: ..." line. ``ledger``: for a command that writes a ledger, its
+    parameter or a function of its arguments giving the folder
+    (:data:`~dpriv.cli.interrupts.LedgerOf`): an interrupted run names its last committed release.
+    Used as ``@command`` or ``@command(ledger=...)``."""
+    if fn is None:
+        return functools.partial(command, ledger=ledger)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -200,57 +210,15 @@ def command(fn):
         except typer.Exit:
             raise
         except KeyboardInterrupt as exc:
-            interrupted(debug, exc, fn.__name__, _ledger_of(fn.__name__, kwargs))
+            interrupted(debug, exc, fn.__name__, ledger_written(ledger, kwargs))
         except OSError as exc:
-            if not isinstance(exc, PermissionError) and exc.errno not in _WRITE_ERRORS:
-                _internal(exc, debug, scheduler, fn.__name__, _ledger_of(fn.__name__, kwargs))
-            if debug:  # a folder read-only (or made so after the checks), a full disk or quota
-                traceback.print_exc()
-            why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
-            fix = {
-                errno.ENOSPC: "free space or ",
-                errno.EDQUOT: "free space or ",
-                errno.EFBIG: "raise the file-size limit (ulimit -f) or ",
-            }.get(exc.errno, "")
-            _say(
-                f"error: {why.lower()} writing {exc.filename or 'a file'}; {fix}choose a folder you "
-                "can write to (--out FILE where the command has it; a ledger keeps its last "
-                "committed release)"
-            )
-            raise typer.Exit(2) from None
+            if not is_write_failure(exc):
+                internal_failure(exc, debug, scheduler, fn.__name__, ledger_written(ledger, kwargs))
+            write_failure(exc, debug)  # a folder read-only (or made so after the checks), a full disk
         except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - the CLI's last resort
-            _internal(exc, debug, scheduler, fn.__name__, _ledger_of(fn.__name__, kwargs))
+            internal_failure(exc, debug, scheduler, fn.__name__, ledger_written(ledger, kwargs))
 
     return wrapper
-
-
-#: errno values of a write the user can fix: read-only file system, no space left, quota, a
-#: file-size limit (``ulimit -f``).
-_WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EFBIG)
-
-
-def _ledger_of(name: str, kwargs: Mapping[str, Any]) -> Path | None:
-    """The ledger command ``name`` writes (``release``: --ledger; ``demo``: OUT/ledger), else None."""
-    if name == "demo":
-        return Path(kwargs.get("out") or "demo-out") / "ledger"
-    ledger = kwargs.get("ledger") if name == "release" else None
-    return Path(ledger) if ledger is not None else None
-
-
-def _internal(
-    exc: BaseException, debug: bool, scheduler: str | None = None, name: str = "", ledger: Path | None = None
-) -> NoReturn:
-    """Exit 1 for what is dpriv's own fault (130/143 for Ctrl-C/SIGTERM inside a compiled kernel, 3 for a
-    lost Dask worker or scheduler); ``ledger``: the one the command writes (:func:`interrupted`)."""
-    if (interrupt := interrupt_of(exc)) is not None:  # Ctrl-C inside a compiled kernel: a SystemError
-        interrupted(debug, interrupt, name, ledger)
-    if debug:
-        traceback.print_exc()
-    if cluster_loss(exc) is not None:
-        _say(f"error: {loss_message(exc, scheduler, name)}")
-        raise typer.Exit(CLUSTER_EXIT) from None
-    _say(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-    raise typer.Exit(1) from None
 
 
 Categorical = Annotated[

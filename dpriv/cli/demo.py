@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,8 +20,13 @@ if TYPE_CHECKING:
     from dpriv.attack_share import AttackShare
 
 
+def demo_ledger(kwargs: Mapping[str, Any]) -> Path:
+    """The ledger ``dpriv demo`` writes: ``OUT/ledger`` (``OUT`` by default ``demo-out``)."""
+    return Path(kwargs.get("out") or "demo-out") / "ledger"
+
+
 @app.command()
-@command
+@command(ledger=demo_ledger)  # an interrupted demo names its ledger's last committed release
 def demo(
     out: Annotated[Path, typer.Option(help="Working folder.")] = Path("demo-out"),
     views: Views = 24,

@@ -1,4 +1,5 @@
-"""A Dask cluster that fails under a command: a worker or the scheduler lost (exit 3).
+"""A command that fails for a reason outside its input: a Dask cluster lost (exit 3), a file it
+cannot write (exit 2), dpriv's own fault (exit 1, :func:`internal_failure`).
 
 A lost worker whose results Dask cannot compute again, or a lost scheduler, ends a command
 with exceptions from :mod:`distributed` (``FutureCancelledError``/``FuturesCancelledError``,
@@ -9,6 +10,8 @@ ledger stayed at its last committed release and that the same command resumes.
 ``dpriv release`` adds which release was being made (:func:`during_release`).
 While a command runs, Dask's own logging of the loss (``distributed.client - ERROR`` with
 tracebacks) is silenced unless ``--debug`` (:func:`quiet_dask_logs`).
+A folder made read-only, a full disk, a quota or a file-size limit is the user's to fix: one
+``error:`` line naming the file (:func:`write_failure`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import logging
 import re
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
+import typer
+
+from dpriv.cli.interrupts import interrupt_of, interrupted
 from dpriv.errors import ClusterError, DprivError
 
 #: Exit status of a command whose Dask cluster lost a worker or its scheduler, or whose ledger
@@ -203,3 +212,50 @@ def quiet_dask_logs(debug: bool) -> Iterator[None]:
         yield
     finally:
         client_log.removeFilter(drop)
+
+
+#: errno values of a write the user can fix: read-only file system, no space left, quota, a
+#: file-size limit (``ulimit -f``).
+_WRITE_ERRORS = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EFBIG)
+
+
+def is_write_failure(exc: OSError) -> bool:
+    """Whether ``exc`` is a write the user can fix (:func:`write_failure`), not dpriv's fault."""
+    return isinstance(exc, PermissionError) or exc.errno in _WRITE_ERRORS
+
+
+def write_failure(exc: OSError, debug: bool) -> NoReturn:
+    """Exit 2 with one line naming the file and the fix: a folder read-only (or made so after
+    the checks), a full disk or quota, a file-size limit (:func:`is_write_failure`)."""
+    if debug:
+        traceback.print_exc()
+    why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+    fix = {
+        errno.ENOSPC: "free space or ",
+        errno.EDQUOT: "free space or ",
+        errno.EFBIG: "raise the file-size limit (ulimit -f) or ",
+    }.get(exc.errno, "")
+    typer.echo(
+        f"error: {why.lower()} writing {exc.filename or 'a file'}; {fix}choose a folder you "
+        "can write to (--out FILE where the command has it; a ledger keeps its last "
+        "committed release)",
+        err=True,
+    )
+    raise typer.Exit(2) from None
+
+
+def internal_failure(
+    exc: BaseException, debug: bool, scheduler: str | None = None, name: str = "", ledger: Path | None = None
+) -> NoReturn:
+    """Exit 1 for what is dpriv's own fault (130/143 for Ctrl-C/SIGTERM inside a compiled kernel, 3 for a
+    lost Dask worker or scheduler); ``ledger``: the one the command writes
+    (:func:`dpriv.cli.interrupts.interrupted`)."""
+    if (interrupt := interrupt_of(exc)) is not None:  # Ctrl-C inside a compiled kernel: a SystemError
+        interrupted(debug, interrupt, name, ledger)
+    if debug:
+        traceback.print_exc()
+    if cluster_loss(exc) is not None:
+        typer.echo(f"error: {loss_message(exc, scheduler, name)}", err=True)
+        raise typer.Exit(CLUSTER_EXIT) from None
+    typer.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
+    raise typer.Exit(1) from None

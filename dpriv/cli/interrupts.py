@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -111,19 +111,29 @@ _GENERATED = (
     "a file being written was removed; files written before it stay, recorded as dpriv's: run "
     "the command again with --force to replace them"
 )
-#: What stays after an interrupted command, by command (the function's name); others write
-#: nothing, or one file whole or not at all.
+#: What stays after an interrupted command that writes no ledger, by command (the function's
+#: name); others write nothing, or one file whole or not at all.
 _STAYS = {
-    "release": "the release being written is dropped, the ledger stays at its last committed release",
-    "demo": "the release being written is dropped, the ledger stays at its last committed release",
     "generate_medical": _GENERATED,
     "generate_pbc": _GENERATED,
     "experiment_paper": "a file being written was removed; files written before it stay",
 }
+#: What stays of a command that writes a ledger whose manifest cannot be read now.
+_LEDGER_STAYS = "the release being written is dropped, the ledger stays at its last committed release"
+
+#: How a command names the ledger it writes, given to :func:`dpriv.cli.common.command` by the
+#: commands that write one: the name of its parameter holding the folder (``dpriv release``:
+#: ``"ledger"``), or a function of its arguments (``dpriv demo``: ``OUT/ledger``).
+LedgerOf = str | Callable[[Mapping[str, Any]], "str | Path | None"]
 
 
-#: The commands that write a ledger (their line names its last committed release).
-_LEDGER_WRITERS = ("release", "demo")
+def ledger_written(ledger_of: LedgerOf | None, kwargs: Mapping[str, Any]) -> Path | None:
+    """The ledger a command writes, found by ``ledger_of`` in its arguments ``kwargs``; None for
+    a command that writes none (``ledger_of`` None) or a ledger argument not given."""
+    if ledger_of is None:
+        return None
+    place = kwargs.get(ledger_of) if isinstance(ledger_of, str) else ledger_of(kwargs)
+    return None if place is None else Path(place)
 
 
 def _last_committed(ledger: Path) -> int | None:
@@ -143,18 +153,19 @@ def interrupted(
 ) -> NoReturn:
     """One line, then exit 130 for Ctrl-C or 143 for SIGTERM (128 + the signal, as a shell
     reports it); ``name``: the command's function, whose outcome the line says; ``ledger``: the
-    ledger it writes, whose last committed release the line names as its manifest says now (an
-    interrupt can come just after a commit, before the command reported it)."""
+    ledger it writes (:func:`ledger_written`), whose last committed release the line names as its
+    manifest says now (an interrupt can come just after a commit, before the command reported it)."""
     if debug:
         traceback.print_exc()
     how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
-    stays = _STAYS.get(name, "nothing was written")
-    if ledger is not None and name in _LEDGER_WRITERS and (last := _last_committed(ledger)) is not None:
+    stays = _STAYS.get(name, "nothing was written") if ledger is None else _LEDGER_STAYS
+    last = None if ledger is None else _last_committed(ledger)  # None: its manifest unreadable
+    if last == 0:
+        stays = "the release being written is dropped, the ledger holds no committed release"
+    elif last is not None:
         stays = (
             f"the ledger stays at its last committed release, release {last}; a release not committed "
             "by then is dropped"
-            if last
-            else "the release being written is dropped, the ledger holds no committed release"
         )
     typer.echo(f"{how}: {stays}", err=True)
     raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
