@@ -66,8 +66,9 @@ def test_an_interrupted_demo_names_the_last_committed_release_of_its_ledger(tmp_
 
 
 def test_a_demo_interrupted_before_its_first_commit_speaks_of_its_ledger(tmp_path, monkeypatch):
-    """The new ledger is removed with its first release: no manifest names a release, and the
-    line says what stays of a ledger (not "nothing was written", a command's without one)."""
+    """The new ledger is removed with its first release: the line says that no ledger is left
+    (not that it "stays at its last committed release", nor "nothing was written": the demo's
+    history stays)."""
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -75,8 +76,11 @@ def test_a_demo_interrupted_before_its_first_commit_speaks_of_its_ledger(tmp_pat
     monkeypatch.setattr(ledger_mod, "write_parquet", interrupted)  # the first view's write
     res = _demo(tmp_path / "D")
     assert res.exit_code == 130, res.output
-    assert res.output.splitlines()[-1] == f"interrupted (Ctrl-C): {NOT_NAMED}"
-    assert (tmp_path / "D" / "history.parquet").is_file() and not (tmp_path / "D" / "ledger").exists()
+    led = tmp_path / "D" / "ledger"
+    assert res.output.splitlines()[-1] == (
+        f"interrupted (Ctrl-C): no ledger is left at {led}: the next run starts it again from release 1"
+    )
+    assert (tmp_path / "D" / "history.parquet").is_file() and not led.exists()
 
 
 @pytest.fixture

@@ -160,7 +160,9 @@ def interrupted(
     how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
     stays = _STAYS.get(name, "nothing was written") if ledger is None else _LEDGER_STAYS
     last = None if ledger is None else _last_committed(ledger)  # None: its manifest unreadable
-    if last == 0:
+    if ledger is not None and not ledger.exists():  # a new ledger removed with its first release
+        stays = f"no ledger is left at {ledger}: the next run starts it again from release 1"
+    elif last == 0:
         stays = "the release being written is dropped, the ledger holds no committed release"
     elif last is not None:
         stays = (
