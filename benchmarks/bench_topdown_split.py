@@ -10,13 +10,17 @@ with the median (the machine may be shared: only paired ratios mean something). 
 tree's modules are loaded under other names, so give it a copy no other process imports
 (numba's cache in it records the module names).
 
-    python benchmarks/bench_topdown_split.py --old /tmp/old [--rows 200000] [--pairs 7]
+    python benchmarks/bench_topdown_split.py --old /tmp/old [--rows 200000] [--pairs 7] [--calls F]
+
+``--calls F`` keeps the recorded ranges in the pickle ``F`` (written once, read by later runs:
+the recording is a whole in-process release).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import pickle
 import statistics
 import sys
 import tempfile
@@ -46,8 +50,10 @@ def _load(name: str, path: Path):
 def old_kernel(old: Path):
     """``topdown_range`` of the tree at ``old``, calling that tree's top-down split."""
     topdown = _load("old_dpriv_topdown", old / "dpriv" / "anonymity" / "topdown.py")
+    released = _load("old_dpriv_released", old / "dpriv" / "released.py")
     kernel = _load("old_dpriv_first_pass", old / "dpriv" / "first_pass.py")
     kernel.topdown_groups, kernel.split_coords = topdown.topdown_groups, topdown.split_coords
+    kernel.group_labels = released.group_labels  # the labels' hashing is part of the kernel
     return kernel.topdown_range
 
 
@@ -75,10 +81,16 @@ def main() -> None:
     ap.add_argument("--old", required=True, help="folder of the older tree (holding dpriv/)")
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--pairs", type=int, default=7)
+    ap.add_argument("--calls", help="a pickle of the recorded ranges: read if it exists, else written")
     args = ap.parse_args()
     old, new = old_kernel(Path(args.old)), first_pass.topdown_range
-    with tempfile.TemporaryDirectory(prefix="dpriv-topdown-") as work:
-        calls = recorded_ranges(args.rows, Path(work))
+    if args.calls and Path(args.calls).exists():  # recorded before (by this script, trusted)
+        calls = pickle.loads(Path(args.calls).read_bytes())
+    else:
+        with tempfile.TemporaryDirectory(prefix="dpriv-topdown-") as work:
+            calls = recorded_ranges(args.rows, Path(work))
+        if args.calls:
+            Path(args.calls).write_bytes(pickle.dumps(calls, protocol=5))
     for call in calls:
         a, b = old(*call), new(*call)
         assert a[0].equals(b[0]) and a[1].equals(b[1]), "the two trees group differently"

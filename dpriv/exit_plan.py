@@ -239,11 +239,13 @@ class Plan:
 
     def apply(self, assigned, id_column: str) -> ExitGuard:
         lab = self.labels
-        remap = {int(lab[g]): int(lab[self.root(g)]) for g in range(len(lab)) if self.root(g) != g}
+        roots = _roots(self.parent)
+        merged = np.flatnonzero(roots != np.arange(len(roots)))
+        remap = dict(zip(np.asarray(lab)[merged].tolist(), np.asarray(lab)[roots[merged]].tolist()))
         moved = {}
         if self.rows is not None:
-            for i in np.flatnonzero((self.at != self.rows.group) & (self.at >= 0)):  # moved/merged rows
-                moved[self.rows.ids[i]] = int(lab[self.root(int(self.at[i]))])
+            i = np.flatnonzero((self.at != self.rows.group) & (self.at >= 0))  # moved/merged rows
+            moved = dict(zip(self.rows.ids[i], np.asarray(lab)[roots[self.at[i]]].tolist()))
         gone_exit = {int(lab[g]) for g in self.drop_exit}
         gone_all = {int(lab[g]) for g in self.drop_all}
         meta = assigned._meta if is_dask(assigned) else None
@@ -251,6 +253,17 @@ class Plan:
             apply_plan, assigned, id_column, remap, moved, gone_exit, gone_all, self.exits, meta=meta
         )
         return ExitGuard(out, self.n_sup, self.n_merged, self.n_one_kind, self.n_moved, self.n_swapped)
+
+
+def _roots(parent: np.ndarray) -> np.ndarray:
+    """int (G,): the root of every position of the union-find ``parent`` (what
+    :meth:`Plan.root` finds one at a time), by pointer jumping."""
+    roots = np.asarray(parent, dtype=np.int64).copy()
+    while True:
+        up = roots[roots]
+        if np.array_equal(up, roots):
+            return roots
+        roots = up
 
 
 def apply_plan(
@@ -268,8 +281,14 @@ def apply_plan(
     term = np.isin(part[SCODE].to_numpy(np.int64), exits)
     drop = np.isin(lab, list(gone_all)) | (np.isin(lab, list(gone_exit)) & term)
     new = lab.copy()
-    for a, b in remap.items():
-        new[lab == a] = b
+    if remap:  # one sorted lookup, not a pass over the part per merged group
+        src = np.fromiter(remap.keys(), dtype=np.int64, count=len(remap))
+        dst = np.fromiter(remap.values(), dtype=np.int64, count=len(remap))
+        order = np.argsort(src)
+        src, dst = src[order], dst[order]
+        at = np.minimum(np.searchsorted(src, lab), len(src) - 1)
+        hit = src[at] == lab
+        new[hit] = dst[at[hit]]
     if moved:  # by id, through positions (a map to float would round 64-bit labels)
         at = pd.Index(list(moved)).get_indexer(part[id_column])
         hit = at >= 0

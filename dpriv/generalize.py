@@ -123,11 +123,16 @@ def generalize_view(
 
 
 def _repair(
-    stats: pd.DataFrame, leftovers: pd.DataFrame, policy: ReleasePolicy, counts: np.ndarray, steps: Steps
+    stats: pd.DataFrame | None,
+    leftovers: pd.DataFrame,
+    policy: ReleasePolicy,
+    counts: np.ndarray,
+    steps: Steps,
 ) -> tuple[pd.DataFrame, int]:
     """Global repair of the leftovers of all ranges (pandas, on the client): the placed
-    leftovers (label >= 0) and the number of suppressed tuples."""
-    placed = repair_leftovers(stats, leftovers, policy, counts)
+    leftovers (label >= 0) and the number of suppressed tuples. ``stats`` None: there are no
+    leftovers (their group statistics were not computed)."""
+    placed = _placed(stats, leftovers, policy, counts)
     n_suppressed = int((placed[LABEL] < 0).sum())
     steps.lap("repair")
     return placed[placed[LABEL] >= 0], n_suppressed
@@ -161,7 +166,8 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps):
         parts.append(done)
     grouped = pd.concat(parts, ignore_index=True)
     steps.lap("grouping")
-    stats, leftovers = _with_units(range_stats(grouped, policy), plan), grouped[grouped[LABEL] < 0]
+    leftovers = grouped[grouped[LABEL] < 0]
+    stats = _with_units(range_stats(grouped, policy), plan) if len(leftovers) else None
     placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
     kept = [grouped[grouped[LABEL] >= 0], *([fixed] if plan else [])]
     assigned = pd.concat([*kept, placed], ignore_index=True)
@@ -236,11 +242,15 @@ def _repair_on_worker(
     in range order as a compute would, and only the number of suppressed tuples comes back
     to the client; the placed leftovers stay on the worker (a one-partition Dask frame of
     ``meta``'s dtypes). Persisted and timed as the ``repair`` step."""
-    stats = map_frame(range_stats, grouped, policy, meta=range_stats(grouped._meta, policy))
+    leftovers = grouped[grouped[LABEL] < 0].to_delayed()
+    # the group statistics (a pass over every part) serve only to place leftovers: each part's
+    # task learns, inside the graph, whether any range left one (at 10^6 none usually does)
+    needed = dask.delayed(_any_rows, pure=True)([dask.delayed(len, pure=True)(x) for x in leftovers])
+    stats = [dask.delayed(_stats_if, pure=True)(part, policy, needed) for part in grouped.to_delayed()]
     task = dask.delayed(_repair_task, nout=2, pure=True)
     placed, n_suppressed = task(
-        stats.to_delayed(),
-        grouped[grouped[LABEL] < 0].to_delayed(),
+        stats,
+        leftovers,
         plan,
         policy,
         counts,
@@ -261,10 +271,30 @@ def _repair_task(
     dtypes: dict,
 ) -> tuple[pd.DataFrame, int]:
     """The worker side of :func:`_repair_on_worker`: (placed leftovers, number suppressed)."""
-    stats, leftovers = _concat(stats), _concat(leftovers)
-    placed = repair_leftovers(_with_units(stats, plan), leftovers, policy, counts)
+    leftovers = _concat(leftovers)
+    stats = _with_units(_concat(stats), plan) if len(leftovers) else None
+    placed = _placed(stats, leftovers, policy, counts)
     n_suppressed = int((placed[LABEL] < 0).sum())
     return placed[placed[LABEL] >= 0].astype(dtypes), n_suppressed
+
+
+def _any_rows(sizes: list[int]) -> bool:
+    return any(sizes)
+
+
+def _stats_if(part: pd.DataFrame, policy: ReleasePolicy, needed: bool) -> pd.DataFrame | None:
+    """The range statistics of one grouped part (:func:`range_stats`) if the repair needs them."""
+    return range_stats(part, policy) if needed else None
+
+
+def _placed(
+    stats: pd.DataFrame | None, leftovers: pd.DataFrame, policy: ReleasePolicy, counts: np.ndarray
+) -> pd.DataFrame:
+    """:func:`repair_leftovers`; with no leftovers (``stats`` None) what it returns for none,
+    the empty frame with a fresh index, without its passes over the group statistics."""
+    if stats is None or not len(leftovers):
+        return leftovers.reset_index(drop=True)
+    return repair_leftovers(stats, leftovers, policy, counts)
 
 
 def _with_units(stats: pd.DataFrame, plan: UnitPlan | None) -> pd.DataFrame:

@@ -107,8 +107,11 @@ def group_labels(ties: np.ndarray, group: np.ndarray, seed: int) -> np.ndarray:
     label = np.full(len(group), -1, dtype=np.int64)
     kept = group >= 0
     if kept.any():
-        first = pd.Series(ties[kept]).groupby(group[kept]).transform("min").to_numpy(np.uint64)
-        label[kept] = (keyed(first, seed, "label") >> np.uint64(1)).astype(np.int64)
+        # each group's smallest key, hashed once per group (not once per tuple)
+        codes, uniques = pd.factorize(np.asarray(group)[kept])
+        first = np.full(len(uniques), np.iinfo(np.uint64).max, dtype=np.uint64)
+        np.minimum.at(first, codes, np.asarray(ties, dtype=np.uint64)[kept])
+        label[kept] = (keyed(first, seed, "label") >> np.uint64(1)).astype(np.int64)[codes]
     return label
 
 

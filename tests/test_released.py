@@ -4,11 +4,14 @@ one parser, checked end to end by the verifier."""
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from dpriv._random import keyed
 from dpriv.anonymity import mondrian_view, verify_release
 from dpriv.metrics import draw_microdata
 from dpriv.policy import ReleasePolicy
-from dpriv.released import escape_value, parse_value_set, split_value_sets, value_set_items
+from dpriv.released import escape_value, group_labels, parse_value_set, split_value_sets, value_set_items
 
 ODD = ["a", "a,b", "{x}", "b\\", "\\,"]
 
@@ -154,3 +157,31 @@ def test_ledger_reads_a_release_back_with_object_text_columns(tmp_path, release_
         pd.testing.assert_frame_equal(table, text_as_object(out.sensitive.reset_index(drop=True)))
     else:
         assert back["exam_result"].dtype == object and led.read_sensitive(1) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(
+            st.sampled_from([-1, 0, 1, 2, 7, 10**6, 2**40]),
+            st.sampled_from([0, 1, 5, 2**63, 2**64 - 1, 123456789]) | st.integers(0, 2**64 - 1),
+        ),
+        max_size=40,
+    ),
+    seed=st.integers(0, 2**40),
+)
+def test_group_labels_hash_each_groups_smallest_key(pairs, seed):
+    # reference written out: a group's label is its smallest tie-break key, seeded hash, >> 1
+    group = np.array([g for g, _ in pairs], dtype=np.int64)
+    ties = np.array([t for _, t in pairs], dtype=np.uint64)
+    smallest: dict[int, int] = {}
+    for g, t in pairs:
+        if g >= 0:
+            smallest[g] = min(smallest.get(g, t), t)
+    hashed = {
+        g: int(keyed(np.array([t], dtype=np.uint64), seed, "label")[0] >> np.uint64(1))
+        for g, t in smallest.items()
+    }
+    want = [hashed.get(g, -1) for g, _ in pairs]
+    got = group_labels(ties, group, seed)
+    assert got.dtype == np.int64 and got.tolist() == want
