@@ -28,7 +28,7 @@ from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
 from dpriv.ledger_files import check_released_files, open_parquet
 from dpriv.policy import ReleasePolicy
-from dpriv.released import LABEL, apply_qig, public, qig_table, rows_digest
+from dpriv.released import LABEL, public, qig_rows, qig_table, rows_digest
 from dpriv.resume_types import open_committed
 from dpriv.row_order import stably_sorted
 from dpriv.rows import spans
@@ -63,7 +63,7 @@ def check_qi_groups(
     made on Dask keeps no global table)."""
     assigned = canonical_rows(assigned, policy)
     table = qig_table(assigned, policy) if table is None else table
-    released = public(apply_qig(assigned, table, policy))
+    released = qig_rows(assigned, table, policy)
     report = verify_release(released, policy, view_counts=view_counts, assigned=assigned, method=method)
     counts = np.bincount(
         codes(released[policy.sensitive], policy.sensitive_domain).clip(0),

@@ -160,15 +160,25 @@ def released_columns(policy: ReleasePolicy) -> list[str]:
 
 def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """Released rows of ``part`` (grouped rows) with the private ``_order`` shuffle key."""
-    keys = table.index.to_numpy(dtype=np.int64)  # sorted by qig_table
-    gen = table.iloc[np.searchsorted(keys, part[LABEL].to_numpy(dtype=np.int64))]
-    out = pd.DataFrame({GROUP: part[LABEL].to_numpy()})
-    # the NumPy dtype as is (pandas 3 would infer "str" from object strings; the meta says object)
-    for c in gen.columns:
-        out[c] = _as_is(gen[c].to_numpy(), out.index)
-    out[policy.sensitive] = _as_is(part[policy.sensitive].to_numpy(), out.index)
+    out = qig_rows(part, table, policy)
     out[ORDER] = keyed(stable_hash(part[policy.id]), policy.seed, "order")
     return out
+
+
+def qig_rows(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+    """The public released rows of ``part`` (grouped rows, ``_label``) by the CreateQIG
+    ``table`` (:func:`qig_table`): ``apply_qig`` without its private ``_order`` key (the
+    verifier needs no shuffle key), columns in :func:`released_columns` order, on a fresh
+    RangeIndex."""
+    keys = table.index.to_numpy(dtype=np.int64)  # sorted by qig_table
+    at = np.searchsorted(keys, part[LABEL].to_numpy(dtype=np.int64))
+    index = pd.RangeIndex(len(part))
+    # the NumPy dtype as is (pandas 3 would infer "str" from object strings; the meta says object)
+    columns = {GROUP: pd.Series(part[LABEL].to_numpy(), index=index)}
+    taken = {c: table[c].to_numpy()[at] for c in table.columns}  # new arrays: held without a copy
+    taken[policy.sensitive] = part[policy.sensitive].to_numpy()
+    columns.update({c: pd.Series(v, dtype=v.dtype, index=index, copy=False) for c, v in taken.items()})
+    return pd.DataFrame(columns, index=index, copy=False)
 
 
 def _as_is(values: np.ndarray, index: pd.Index | None = None) -> pd.Series:

@@ -132,14 +132,20 @@ def box_problems(
     problem names the QI and the QI-groups, never a value."""
     problems: list[str] = []
     first = _first_rows(released).set_index(GROUP)
+    numeric = [q for q in policy.qi if policy.kind(q) == "numeric" and f"{q}_min" in usable]
+    # each member's group row and the members' min/max per group: looked up / grouped once for all QIs
+    at_rows = _Rows(first, labels.to_numpy())
+    xs = {q: exact_numbers(assigned[q]) for q in numeric}
+    spans = _spans(labels, xs)
+    at_span = _Rows(first, spans.index)
     for q in policy.qi:
         if policy.kind(q) == "numeric":
             lo, hi = f"{q}_min", f"{q}_max"
             if lo not in usable:
                 continue
-            x = exact_numbers(assigned[q])
-            xl, lo_v = comparable(x, exact_numbers(first[lo].reindex(labels.to_numpy())))
-            xh, hi_v = comparable(x, exact_numbers(first[hi].reindex(labels.to_numpy())))
+            x = xs[q]
+            xl, lo_v = comparable(x, exact_numbers(at_rows.of(lo)))
+            xh, hi_v = comparable(x, exact_numbers(at_rows.of(hi)))
             out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
             if out.any():
                 problems.append(
@@ -147,10 +153,9 @@ def box_problems(
                     f"the interval [{lo}, {hi}] of their QI-group (groups "
                     f"{named(pd.unique(labels.to_numpy()[out]))})"
                 )
-            span = pd.DataFrame({"g": labels.to_numpy(), "x": x}).groupby("g")["x"].agg(["min", "max"])
-            smin, rmin = comparable(span["min"].to_numpy(), exact_numbers(first[lo].reindex(span.index)))
-            smax, rmax = comparable(span["max"].to_numpy(), exact_numbers(first[hi].reindex(span.index)))
-            loose = span.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
+            smin, rmin = comparable(spans[(q, "min")].to_numpy(), exact_numbers(at_span.of(lo)))
+            smax, rmax = comparable(spans[(q, "max")].to_numpy(), exact_numbers(at_span.of(hi)))
+            loose = spans.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
             if len(loose) and not out.any():
                 problems.append(
                     f"QI {q!r}: the interval of QI-groups {named(loose)} is not the true "
@@ -184,6 +189,33 @@ def box_problems(
                     "no tuple of the group has"
                 )
     return problems
+
+
+class _Rows:
+    """The rows of ``first`` (one per group label, a unique index) at ``labels``: a column's
+    values there as ``first[column].reindex(labels)`` gives them, the labels looked up once."""
+
+    def __init__(self, first: pd.DataFrame, labels) -> None:
+        self.first, self.labels = first, labels
+        self.at = first.index.get_indexer(labels) if first.index.is_unique else None
+        self.whole = self.at is not None and bool((self.at >= 0).all())
+
+    def of(self, column: str) -> pd.Series:
+        if not self.whole:  # a label without a row: NaN there (a duplicated label: refused), as reindex does
+            return self.first[column].reindex(self.labels)
+        return self.first[column].iloc[self.at]
+
+
+def _spans(labels: pd.Series, values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Per group label (sorted index), the min and max of each column of ``values`` (columns
+    ``(name, "min")``, ``(name, "max")``): one groupby for every numeric QI."""
+    names = list(values)
+    frame = pd.DataFrame({"g": labels.to_numpy(), **{f"v{i}": values[q] for i, q in enumerate(names)}})
+    if not names:
+        return pd.DataFrame(index=frame.groupby("g").size().index)
+    agg = frame.groupby("g").agg(["min", "max"])
+    agg.columns = pd.MultiIndex.from_tuples([(names[int(c[1:])], f) for c, f in agg.columns])
+    return agg
 
 
 def _first_rows(released: pd.DataFrame) -> pd.DataFrame:

@@ -56,12 +56,35 @@ def view_association_loss(view_counts: np.ndarray) -> float | None:
 def association_per_group(released: Any, policy: ReleasePolicy) -> np.ndarray:
     """``sum_s c_gs^2 / n_g`` of each QI-group of a generalized view (float64, one per group,
     in no particular order; pandas or Dask): the per-value counts stay on the workers, only
-    one row per group (``n_g``, ``sum_s c_gs^2``) is computed."""
+    one row per group (``n_g``, ``sum_s c_gs^2``) is computed. A pandas frame is counted in one
+    pass over integer codes (:func:`pair_association`), not a two-key groupby of its texts."""
+    if isinstance(released, pd.DataFrame):
+        return pair_association(released[GROUP], released[policy.sensitive])
     counts = released[[GROUP, policy.sensitive]].groupby([GROUP, policy.sensitive]).size()
     frame = counts.rename(COUNT).reset_index()
     frame = frame.assign(c2=frame[COUNT] * frame[COUNT])
     per_group = to_pandas(frame.groupby(GROUP).agg(n=(COUNT, "sum"), c2=("c2", "sum")))
     return per_group["c2"].to_numpy(dtype=np.float64) / per_group["n"].to_numpy(dtype=np.float64)
+
+
+def pair_association(groups: pd.Series, values: pd.Series) -> np.ndarray:
+    """``sum_s c_gs^2 / n_g`` (float64, one per group that has a value, in no particular order)
+    of the (group, value) pairs of two equal-length columns; a pair with a missing key is left
+    out, as a groupby leaves it. Both keys are factorized once and the pairs counted from one
+    sorted int64 key, summed as integers: the same per-group figures as the groupby's, in
+    another order, which the exact sum of :class:`GroupSums` does not see."""
+    g = pd.factorize(groups)[0]
+    s, distinct = pd.factorize(values)
+    keep = (g >= 0) & (s >= 0)
+    width = max(len(distinct), 1)  # key = g * width + s < len(values) ** 2: no overflow below 3e9 rows
+    pairs, counts = np.unique(g[keep].astype(np.int64) * width + s[keep], return_counts=True)
+    if not len(pairs):
+        return np.zeros(0, dtype=np.float64)
+    owner = pairs // width  # sorted: each group's pairs are one run
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    counts = counts.astype(np.int64)  # integer sums, converted once, as the groupby's
+    n, c2 = np.add.reduceat(counts, starts), np.add.reduceat(counts * counts, starts)
+    return c2.astype(np.float64) / n.astype(np.float64)
 
 
 def released_association_loss(released: Any, policy: ReleasePolicy) -> float | None:

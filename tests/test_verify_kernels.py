@@ -1,0 +1,142 @@
+"""Kernels of the verify and metrics steps against simple references (issue 13, the 10^6 release):
+the released rows the verifier rebuilds (:func:`dpriv.released.qig_rows`), the per-group
+association sums (:func:`dpriv.metrics.anatomy.pair_association`) and the membership's box
+checks, which look the group rows up once for every numeric QI."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpriv.anonymity import verify_release
+from dpriv.metrics.anatomy import association_per_group, pair_association
+from dpriv.policy import ReleasePolicy
+from dpriv.released import GROUP, LABEL, qig_rows, qig_table, released_columns
+
+DOM = ["flu", "hiv", "none", "sepsis"]
+
+
+def _assigned(seed: int, n: int = 400) -> tuple[pd.DataFrame, ReleasePolicy]:
+    """A membership of ``n`` tuples in groups of 3-9 (hashed-looking int64 labels, rows in no
+    order) with two numeric QIs, a categorical one and uniform priors."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(3, 10, n)
+    group = np.repeat(np.arange(n), sizes)[:n]
+    labels = rng.choice(2**62, group.max() + 1, replace=False)[group]
+    frame = pd.DataFrame(
+        {
+            "rid": rng.permutation(10 * n)[:n],
+            "age": rng.integers(18, 90, n),
+            "weight": rng.integers(40, 120, n),
+            "sex": rng.choice(["F", "M", "X"], n),
+            "s": rng.choice(DOM, n),
+            LABEL: labels,
+        }
+    ).sample(frac=1.0, random_state=seed)
+    for v in DOM:
+        frame[f"p__{v}"] = 1.0 / len(DOM)
+    policy = ReleasePolicy(
+        id="rid",
+        qi=["age", "weight", "sex"],
+        sensitive="s",
+        k=3,
+        t=1.0,
+        j=1.0,
+        kinds={"sex": "categorical"},
+        domains={"age": [0, 100], "weight": [0, 200], "sex": ["F", "M", "X"], "s": DOM},
+    )
+    return frame, policy
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qig_rows_are_each_rows_group_values(seed):
+    assigned, policy = _assigned(seed)
+    table = qig_table(assigned, policy)
+    rows = qig_rows(assigned, table, policy)
+    assert list(rows.columns) == released_columns(policy)
+    assert len(rows) == len(assigned) and rows.index.equals(pd.RangeIndex(len(assigned)))
+    assert rows["sex"].dtype == object and rows["age_min"].dtype == np.int64
+    by_label = {label: table.loc[label] for label in table.index}
+    for i, (label, s) in enumerate(zip(assigned[LABEL], assigned["s"])):
+        want = by_label[label]
+        got = rows.iloc[i]
+        assert got[GROUP] == label and got["s"] == s
+        assert [got[c] for c in table.columns] == [want[c] for c in table.columns]
+    # the generalized values are the true min/max of each group's members
+    members = assigned.groupby(LABEL)
+    assert (table["age_min"] == members["age"].min()).all()
+    assert (table["weight_max"] == members["weight"].max()).all()
+
+
+def _reference_association(groups, values) -> list[float]:
+    """sum_s c_gs^2 / n_g per group, counted pair by pair (missing keys left out)."""
+    counts: dict = {}
+    for g, v in zip(groups, values):
+        if pd.isna(g) or pd.isna(v):
+            continue
+        counts.setdefault(g, Counter())[v] += 1
+    return sorted(sum(c * c for c in cnt.values()) / sum(cnt.values()) for cnt in counts.values())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pair_association_counts_every_pair(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    groups = pd.Series(rng.integers(0, max(n // 4, 1), n) * 7919, dtype="float64")
+    values = pd.Series(rng.choice(["a", "b", "c", "d", "e"], n), dtype=object)
+    if seed % 2:  # missing keys: left out, and a group with only missing values has no figure
+        groups[rng.random(n) < 0.1] = np.nan
+        values[rng.random(n) < 0.1] = None
+    got = sorted(pair_association(groups, values).tolist())
+    assert got == _reference_association(groups, values)
+
+
+def test_pair_association_without_pairs_is_empty():
+    assert pair_association(pd.Series([np.nan, 1.0]), pd.Series([None, None], dtype=object)).shape == (0,)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_association_per_group_pandas_equals_the_dask_groupby(seed):
+    assigned, policy = _assigned(seed)
+    rows = qig_rows(assigned, qig_table(assigned, policy), policy)
+    in_memory = np.sort(association_per_group(rows, policy))
+    on_dask = np.sort(association_per_group(dd.from_pandas(rows, npartitions=3), policy))
+    assert np.array_equal(in_memory, on_dask)
+    assert in_memory.tolist() == _reference_association(rows[GROUP], rows["s"])
+
+
+def _box_problems(released: pd.DataFrame, assigned: pd.DataFrame, policy: ReleasePolicy) -> list[str]:
+    counts = np.array([(assigned["s"] == v).sum() for v in DOM])
+    report = verify_release(released, policy, view_counts=counts, assigned=assigned)
+    return [p for p in report.problems if p.startswith("QI ")]
+
+
+def test_box_checks_name_the_qi_and_the_groups():
+    """The members' spans of every numeric QI come from one grouping and each member's group
+    row from one look-up: a loose bound of one QI, a member outside another QI's interval and
+    a group with a released row for no member must each be named for their own QI and group."""
+    assigned, policy = _assigned(7)
+    released = qig_rows(assigned, qig_table(assigned, policy), policy)
+    assert _box_problems(released, assigned, policy) == []
+    labels = released[GROUP].unique()
+    loose, outside = labels[3], labels[5]
+    r = released.copy()
+    r.loc[r[GROUP] == loose, "weight_max"] += 1
+    assert _box_problems(r, assigned, policy) == [
+        f"QI 'weight': the interval of QI-groups {loose} is not the true min/max of their tuples"
+    ]
+    r = released.copy()
+    r.loc[r[GROUP] == outside, "age_min"] += 1  # the group's youngest member now lies below it
+    said = _box_problems(r, assigned, policy)
+    assert len(said) == 1 and said[0].startswith("QI 'age': ") and f"(groups {outside})" in said[0]
+    # released rows of a group without members (the released labels not the assigned ones):
+    # each member's row is looked up by reindex then, NaN bounds make every member "outside"
+    r = released.copy()
+    r.loc[r[GROUP] == loose, GROUP] = 12345
+    said = _box_problems(r, assigned, policy)
+    assert [p.split(":")[0] for p in said] == ["QI 'age'", "QI 'weight'", "QI 'sex'"]
+    assert all(str(loose) in p for p in said)
