@@ -326,6 +326,12 @@ def history_summaries(
 def _view_stats(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """:func:`dpriv.view_summary.counts_and_digest` of each view present in ``part``, with its time
     and its number of rows in ``part``."""
-    views = [counts_and_digest(v, policy).assign(time=int(t), n=len(v)) for t, v in part.groupby(policy.time)]
+    t = part[policy.time].to_numpy()
+    if len(t) and (t == t[0]).all():  # one view (a 10^6 release's part): no split, no copy
+        views = [counts_and_digest(part, policy).assign(time=int(t[0]), n=len(part))]
+    else:
+        views = [
+            counts_and_digest(v, policy).assign(time=int(i), n=len(v)) for i, v in part.groupby(policy.time)
+        ]
     meta = counts_meta(policy).assign(time=pd.Series(dtype="int64"), n=pd.Series(dtype="int64"))
     return pd.concat([meta, *views], ignore_index=True).astype(meta.dtypes.to_dict())

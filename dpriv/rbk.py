@@ -127,18 +127,20 @@ def _revised_at(
     revising only those with a window gives the bits of revising all."""
     m = len(policy.sensitive_domain)
     cls = tables.classes.classify(view)
-    bk = tables.tables[0][cls, 0]
+    # BK^sv (n, M) of each row's class, column-major: each value's column is one contiguous run,
+    # which the frame copies as a block (the same floats as tables[0][cls, 0])
+    bk = np.take(np.ascontiguousarray(tables.tables[0][:, 0].T), cls, axis=1).T
     at = np.flatnonzero(pos >= 0)
     lengths = state["n_post"].iloc[pos[at]].fillna(0).to_numpy(np.int64)
     rows, src = at[lengths > 0], pos[at][lengths > 0]
-    if not rows.size:
-        return np.array(bk, dtype=float)
+    if not rows.size:  # bk is a fresh array (a fancy index of the table): no copy of (n, M) floats
+        return np.asarray(bk, dtype=float)
     pk = sum(pk_columns(window, policy), [])
     hist = np.empty((rows.size, len(pk)))
     for j, col in enumerate(pk):  # only the rows needed, a column at a time (no whole-state copy)
         hist[:, j] = state[col].to_numpy(dtype=float)[src]
     hist = np.where(np.isnan(hist), 1.0 / m, hist).reshape(rows.size, window, m)
-    out = np.array(bk, dtype=float)
+    out = np.asarray(bk, dtype=float)  # bk[rows] below is read (a copy) before out[rows] is written
     out[rows] = revise(hist, lengths[lengths > 0], cls[rows], tables, bk[rows])
     return out
 

@@ -25,6 +25,7 @@ from dpriv.inputs import duplicate_columns, missing_columns
 from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.policy_fix import declare_categorical
+from dpriv.repeated_keys import may_repeat
 from dpriv.rows import (
     MAX_ROWS_SHOWN,
     PROBLEM_COLUMNS,
@@ -109,13 +110,20 @@ def first_problem(
 
 def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
     """The row checks of :func:`validate_view` (missing values, text in a numeric QI, values
-    outside the domains; then a respondent twice in one view of a history) over the whole
-    ``view`` (every view of a history at once), so that
-    one message names the bad rows of all views by their line in the input file (first
-    :data:`MAX_ROWS_SHOWN`, then how many more). Raises InputError."""
-    problems = problems_of(view, partition_problems, policy, csv_rows())
-    if not len(problems) and policy.time and policy.time in view.columns:
-        problems = _duplicates(view, policy)
+    outside the domains; then a respondent twice in one view of a history) over the whole ``view``
+    (every view of a history at once), so that one message names the bad rows of all views by
+    their line in the input file (first :data:`MAX_ROWS_SHOWN`, then how many more). InputError."""
+    history = bool(policy.time) and policy.time in view.columns
+    if is_dask(view):  # the hash check of repeated (time, id) keys in the same compute
+        found, repeats = dask.compute(
+            lazy_problems(view, partition_problems, policy, csv_rows()),
+            may_repeat(view[_key(view, policy)]) if history else False,
+        )
+        problems = placed(view, found)
+    else:
+        problems, repeats = partition_problems(view, policy, csv_rows()), history
+    if not len(problems) and repeats:
+        problems = _duplicates(view, policy, hashed=True)
     if len(problems):
         message = first_problem(problems, policy, whole=True)
         raise InputError(message if input_file() or policy.time else f"{source}: {message}")
@@ -185,13 +193,16 @@ def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.Index | 
     return out.astype({"order": "int64", "count": "int64"})
 
 
-def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, hashed: bool = False):
     """Rows of a history whose respondent has two tuples in one view, over every view, or of
-    one view (no time column) whose id occurs twice (on Dask: one count per key, then, only
-    if some count is above 1, their rows)."""
+    one view (no time column) whose id occurs twice (on Dask: a hash per key, then, only if two
+    hashes are equal, one count per key (``hashed``: the hashes were found equal already), then,
+    only if some count is above 1, their rows: :mod:`dpriv.repeated_keys`)."""
     if not is_dask(view):
         return _duplicate_part(view, policy, None)
     key = _key(view, policy)  # the key columns alone: Dask cannot sample some others (decimal128(1, 1))
+    if not hashed and not dask.compute(may_repeat(view[key]))[0]:
+        return pd.DataFrame([], columns=PROBLEM_COLUMNS)
     sizes = view[key].groupby(key).size()
     dup = sizes[sizes > 1].compute()
     if not len(dup):
@@ -364,7 +375,7 @@ def validate_view(
     if len(problems):  # lines of the input file only for a view that is the whole file
         raise InputError(first_problem(placed(view, problems), policy, whole=policy.time is None))
     if len(dups):  # the rows, by their line in the input file
-        found = _duplicates(view, policy)
+        found = _duplicates(view, policy, hashed=True)
         if not len(found):  # each respondent once per view of the time column: several views
             raise InputError(
                 f"respondent {as_python(dups.index[0])!r} has tuples in more than one view of the time "

@@ -30,17 +30,20 @@ class ViewSummary:
     input_sha: str = ""
 
 
-def sensitive_counts(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
-    """Count of each sensitive value of ``part`` in domain order, (M,) int64."""
-    c = codes(part[policy.sensitive], policy.sensitive_domain)
+def sensitive_counts(part: pd.DataFrame, policy: ReleasePolicy, c: np.ndarray | None = None) -> np.ndarray:
+    """Count of each sensitive value of ``part`` in domain order, (M,) int64 (``c``: the
+    sensitive codes, when the caller has them)."""
+    c = codes(part[policy.sensitive], policy.sensitive_domain) if c is None else c
     return np.bincount(c[c >= 0], minlength=len(policy.sensitive_domain)).astype(np.int64)
 
 
 def counts_and_digest(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
     """One row: the sensitive counts of ``part`` (columns 0..M-1) and its two digests (Python
-    ints, object columns): summed over the parts of a view by :func:`summary_of`."""
-    out = pd.DataFrame([sensitive_counts(part, policy)])
-    content, fingerprint = view_digests(part, policy)
+    ints, object columns): summed over the parts of a view by :func:`summary_of`. The sensitive
+    codes are found once, for the counts and both digests."""
+    c = codes(part[policy.sensitive], policy.sensitive_domain)
+    out = pd.DataFrame([sensitive_counts(part, policy, c)])
+    content, fingerprint = view_digests(part, policy, c)
     return out.assign(digest=pd.Series([content], dtype=object), input=pd.Series([fingerprint], dtype=object))
 
 

@@ -144,3 +144,26 @@ def test_integer_ids_fingerprint_as_their_texts():
         }
     )
     assert input_fingerprint(frame, POLICY) == row_by_row(frame)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), n=st.integers(0, 12), dtype=st.sampled_from(["string", "object", "string[pyarrow]"]))
+def test_fingerprint_with_the_sensitive_codes_equals_the_row_by_row_texts(data, n, dtype):
+    """The summaries' kernel hands the sensitive codes it found to the fingerprint: values all
+    in the domain are hashed by code, others (outside it, missing, not text) by their texts."""
+    from dpriv.domain_codes import codes
+
+    domain = ["flu", "cold", "1", "élan", ""]
+    policy = SimpleNamespace(id="rid", qi=["a", "b"], sensitive="s", sensitive_domain=domain)
+    s = data.draw(st.lists(st.sampled_from([*domain, "x", "flu ", None]), min_size=n, max_size=n))
+    frame = pd.DataFrame(
+        {
+            "rid": np.arange(n, dtype=np.int64) * 7 - 3,
+            "a": np.asarray(data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), np.uint64)
+            + np.uint64(2**64 - 6),  # the largest unsigned values: offsets from the smallest
+            "b": np.asarray(data.draw(st.lists(st.integers(-128, 127), min_size=n, max_size=n)), np.int8),
+            "s": pd.Series(s, dtype=dtype),
+        }
+    )
+    assert input_fingerprint(frame, policy, codes(frame["s"], domain)) == row_by_row(frame)
+    assert input_fingerprint(frame, policy) == row_by_row(frame)
