@@ -41,6 +41,7 @@ from dpriv.baselines import baseline_view, check_method_name
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
 from dpriv.errors import PolicyError
+from dpriv.first_priors import deferred
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checked import input_checked
@@ -291,10 +292,14 @@ def release_view(
         view = view[~view[policy.id].isin(withheld)]
     small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
     # a Dask view is read once, with RBK: the metrics step measures KPR against it
-    frame = revised(view, state, tables, policy, window, npartitions, state_buckets)
+    # a first release's priors are looked up after Generalize's shuffle (dpriv.first_priors)
+    later = deferred(view, state, tables, policy, window) if method == "jsreduce" else None
+    frame, priors = later or (revised(view, state, tables, policy, window, npartitions, state_buckets), None)
+    if method == "jsreduce" and policy.time in frame.columns:  # read by no step after: not shuffled
+        frame = frame.drop(columns=policy.time)
     frame, view = steps.run("rbk", frame, view)
     if method == "jsreduce":
-        result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps)
+        result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps, priors=priors)
         released, assigned, table = result.released, result.assigned, result.table
         sensitive = result.sensitive
     else:  # the Mondrian baselines are in-memory (client) algorithms
