@@ -50,13 +50,19 @@ def tail_of_posteriors(posts: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFra
     if n and (truth.min() < 0 or truth.max() >= m):
         raise InputError(f"true codes must lie in 0..{m - 1}")
     if n:
-        # a row is confident when its largest posterior (NaN if the row has one) is >= the
-        # threshold: found in one pass over the flat (n * M) values instead of the row maxima
-        # (a reduction over M = 19 values per row was most of this kernel's time at 10^6)
-        hits = np.flatnonzero(post.ravel() >= CONFIDENT) // m  # rows, sorted, repeated per hit
-        rows = hits[np.r_[True, hits[1:] != hits[:-1]]] if hits.size else hits
-        rows = rows[~np.isnan(post[rows]).any(axis=1)]
         on_truth = post[np.arange(n), truth]
-        values = [rows.size, int((on_truth >= CONFIDENT).sum()), float(on_truth.max())]
+        values = [_n_confident(post), int((on_truth >= CONFIDENT).sum()), float(on_truth.max())]
     row = {c: [v] for c, v in zip(PART_COLUMNS, [n, *values])}
     return pd.DataFrame(row).astype({c: "float64" if c == "max_posterior" else "int64" for c in PART_COLUMNS})
+
+
+def _n_confident(post: np.ndarray) -> int:
+    """Rows of ``post`` (float64, (n, M)) whose largest value is >= the threshold (a row
+    holding a NaN has a NaN maximum: never), as ``(post.max(axis=1) >= CONFIDENT).sum()``."""
+    if not post.flags.c_contiguous:  # column-major (pandas < 3 copies the block): maxima run by column
+        return int((post.max(axis=1) >= CONFIDENT).sum())
+    # row-major (the pk table's block): one pass over the flat (n * M) values; a reduction over
+    # M = 19 values per row was most of this kernel's time at 10^6
+    hits = np.flatnonzero(post.ravel() >= CONFIDENT) // post.shape[1]  # rows, sorted, one per hit
+    rows = hits[np.r_[True, hits[1:] != hits[:-1]]] if hits.size else hits
+    return int(np.count_nonzero(~np.isnan(post[rows]).any(axis=1)))

@@ -73,11 +73,13 @@ def test_a_release_runs_omega_once_per_part(setting, tmp_path, monkeypatch):
     assert calls == kept  # one Ω over the kept tuples per release (was two)
 
 
+@pytest.mark.parametrize("by_row", [True, False])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_tail_counts_equal_a_row_by_row_count(setting, seed):
+def test_the_tail_counts_equal_a_row_by_row_count(setting, seed, by_row):
     """The tail read column by column equals counting row by row: confident rows (largest
     posterior >= 0.9, ties at exactly 0.9 included), right ones (>= 0.9 on the truth) and the
-    largest posterior on the truth; rows of posts in any order."""
+    largest posterior on the truth; rows of posts in any order, values held row by row (as
+    the pk table's block) or column by column."""
     _, policy = setting
     m, rng = len(policy.sensitive_domain), np.random.default_rng(seed)
     n = int(rng.integers(1, 60))
@@ -87,7 +89,8 @@ def test_the_tail_counts_equal_a_row_by_row_count(setting, seed):
     post[tie, rng.integers(0, m, n)[tie]] = 0.9  # exactly at the threshold
     truth = rng.integers(0, m, n)
     truth[::3] = post[::3].argmax(axis=1)  # a third right on their largest value
-    posts = pd.DataFrame({f"post__{v}": post[:, i] for i, v in enumerate(policy.sensitive_domain)})
+    names = [f"post__{v}" for v in policy.sensitive_domain]
+    posts = pd.DataFrame(post if by_row else np.asfortranarray(post), columns=names, copy=False)
     posts[SCODE] = truth
     confident = right = 0
     top = -1.0
@@ -120,7 +123,8 @@ def test_a_row_with_a_nan_posterior_is_not_confident(setting):
     post[0, :2] = [np.nan, 0.95]
     post[1, 1] = 0.97  # confident and right
     post[2, 0] = 0.5
-    posts = pd.DataFrame({f"post__{v}": post[:, i] for i, v in enumerate(policy.sensitive_domain)})
-    got = tail_of_posteriors(posts.assign(**{SCODE: [1, 1, 0]}), policy).iloc[0]
-    assert got[["n_tuples", "n_confident", "n_right"]].tolist() == [3, 1, 2]
-    assert got["max_posterior"] == 0.97
+    for values in (post, np.asfortranarray(post)):
+        posts = pd.DataFrame(values, columns=[f"post__{v}" for v in policy.sensitive_domain], copy=False)
+        got = tail_of_posteriors(posts.assign(**{SCODE: [1, 1, 0]}), policy).iloc[0]
+        assert got[["n_tuples", "n_confident", "n_right"]].tolist() == [3, 1, 2]
+        assert got["max_posterior"] == 0.97
