@@ -314,11 +314,13 @@ def _next_state_pandas(
 def _state_order(ids: pd.Series, n: int) -> np.ndarray:
     """Positions (int64) of ``ids`` (unique) in the state's row order: bucket
     (:func:`state_buckets` of ``n``), then id."""
-    buckets, values = state_buckets(ids, n), ids.to_numpy()
+    # one bucket (a Dask bucket's own rows, a one-part state): every row in bucket 0, no hash
+    values = ids.to_numpy()
+    buckets = state_buckets(ids, n) if n > 1 else np.zeros(len(values), dtype=np.int64)
     if values.dtype.kind in "iu" and in_order([buckets, values]):  # a first release's new state
         return np.arange(len(values), dtype=np.int64)
     by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
-    return by_id[np.argsort(buckets[by_id], kind="stable")]
+    return by_id if n <= 1 else by_id[np.argsort(buckets[by_id], kind="stable")]
 
 
 def next_state(

@@ -19,6 +19,7 @@ from dpriv.knowledge.tables import ClassMap, MarkovTables
 from dpriv.policy import ReleasePolicy
 from dpriv.rbk import _state_rows, revised, revised_priors, revised_view, with_revised_priors, with_state  # noqa: PLC2701
 from dpriv.state import (
+    _state_order,
     advance_state,
     empty_state,
     next_state,
@@ -308,3 +309,19 @@ def test_the_state_update_with_the_state_where_it_lies_equals_the_full_join(pers
         pd.testing.assert_frame_equal(
             lazy.compute(scheduler="sync").reset_index(drop=True), expected, check_exact=True
         )
+
+
+@pytest.mark.parametrize("string_ids", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_the_state_order_is_bucket_then_id(string_ids, n):
+    """Positions of ids in the state's order: by bucket, then id (one bucket: by id alone)."""
+    rng = np.random.default_rng(n)
+    values = rng.permutation(500)[:200]
+    ids = pd.Series(values.astype(str) if string_ids else values)
+    if string_ids:
+        ids = ids.astype("string[pyarrow]")
+    got = _state_order(ids, n)
+    keys = [(int(b), v) for b, v in zip(state_buckets(ids, n), ids.tolist())]
+    assert [keys[i] for i in got] == sorted(keys)
+    in_order = ids.iloc[got].reset_index(drop=True)
+    assert np.array_equal(_state_order(in_order, n), np.arange(len(ids)))
