@@ -85,3 +85,28 @@ def test_anonymize_and_attack_interrupted_in_a_kernel_raise_keyboard_interrupt(s
         with pytest.raises(KeyboardInterrupt):
             attack(ledger, history, policy, "dk")
     assert isinstance(attack(ledger, history, policy, "dk"), pd.DataFrame)  # unpatched: runs
+
+
+def test_ctrl_c_while_typer_builds_the_command_is_one_line_exit_130(monkeypatch, capsys):
+    """A Ctrl-C 3.8 s into `dpriv release` (inside typer's get_params_from_function, before
+    dpriv's handler) printed a traceback; README: no exit prints one without --debug."""
+    import typer.main
+
+    import dpriv.__main__ as entry
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    def leave(code):  # the real one ends the process (os._exit)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(typer.main, "get_command", interrupted)
+    monkeypatch.setattr(entry, "leave", leave)
+    monkeypatch.setattr("sys.argv", ["dpriv", "status", "nowhere"])
+    try:
+        with pytest.raises(SystemExit) as done:
+            entry.main()
+    except KeyboardInterrupt:  # not let through to pytest, which would stop the session
+        pytest.fail("the KeyboardInterrupt left dpriv's entry point (a traceback)")
+    assert done.value.code == 130
+    assert capsys.readouterr().err == "interrupted (Ctrl-C) while starting: nothing was read or written\n"
