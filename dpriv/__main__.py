@@ -19,6 +19,10 @@ def _terminated_starting(signum: int, frame: object) -> NoReturn:
     os._exit(143)
 
 
+#: The line of a Ctrl-C before a command's own handler runs (dpriv/cli/interrupts.py).
+STARTING_INTERRUPTED = "interrupted (Ctrl-C) while starting: nothing was read or written\n"
+
+
 def main() -> None:
     """The ``dpriv`` script's entry point."""
     default = signal.signal(signal.SIGTERM, _terminated_starting)
@@ -28,7 +32,7 @@ def main() -> None:
         import_dask(sys.argv)  # a Dask config Dask cannot load: exit 2, named, not a traceback
         from dpriv.cli import app
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted (Ctrl-C) while starting: nothing was read or written\n")
+        sys.stderr.write(STARTING_INTERRUPTED)
         raise SystemExit(130) from None
     finally:  # the command's own handler says what stays (dpriv/cli/interrupts.py)
         signal.signal(signal.SIGTERM, default)
@@ -36,6 +40,11 @@ def main() -> None:
         app(prog_name="dpriv")
     except SystemExit as exc:
         leave(exc.code)
+    except KeyboardInterrupt:
+        # Ctrl-C while typer builds the command from its functions' signatures, before the
+        # command's handler (which ends every later interrupt with its own line) runs
+        sys.stderr.write(STARTING_INTERRUPTED)
+        leave(130)
     leave(0)
 
 

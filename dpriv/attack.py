@@ -73,6 +73,7 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.inputs import HistoryInput
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.pending_interrupt import as_interrupt
 from dpriv.policy import ReleasePolicy
 from dpriv.rbk import revised_priors
 from dpriv.released import LABEL
@@ -242,6 +243,7 @@ def _retrospective(
     return retro_frame(rows)
 
 
+@as_interrupt  # Ctrl-C inside a numba kernel: a KeyboardInterrupt, not a SystemError
 def attack(
     ledger: Ledger | str | Path,
     history: HistoryInput,

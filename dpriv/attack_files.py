@@ -138,13 +138,22 @@ def results_ledger(ledger: Ledger | str | Path, function: str) -> Ledger:
 
 
 def save_gain(
-    gain: pd.DataFrame, ledger: Ledger | str | Path, knowledge: str, *, assume_this_ledger: bool = False
+    gain: pd.DataFrame,
+    ledger: Ledger | str | Path,
+    knowledge: str,
+    *,
+    assume_this_ledger: bool = False,
+    adversary: str | None = None,
 ) -> Path:
-    """Write ``gain`` (the frame :func:`attack` returns) to :func:`gain_path` atomically, so
-    that ``dpriv report LEDGER`` draws it, each row stamped with the releases it was computed on
-    (:data:`dpriv.attack_stamp.STAMP`); returns the path. The file is the ledger's own derived
-    result: a later attack with the same knowledge replaces it (only a result an attack wrote,
-    unchanged since: :func:`check_result_file`), and the file is recorded in
+    """Write ``gain`` (the frame :func:`attack` returns) where ``dpriv report LEDGER`` draws it,
+    atomically, each row stamped with the releases it was computed on
+    (:data:`dpriv.attack_stamp.STAMP`); returns the path. The paper adversary's gain curve (one
+    row per release) goes to :func:`gain_path`, a retrospective attack's result (one row per
+    (release, as_of), :data:`RETRO_NEEDED`) to :func:`retro_path`, as ``dpriv attack`` writes
+    them. ``adversary`` (``"paper"`` or ``"retrospective"``) says which the frame is; by default
+    a frame with an ``as_of`` column is a retrospective result. The file is the ledger's own
+    derived result: a later attack with the same knowledge replaces it (only a result an attack
+    wrote, unchanged since: :func:`check_result_file`), and the file is recorded in
     ``attack/.dpriv-outputs``.
 
     ``gain`` must carry the ``views_sha`` column :func:`attack` gives every row: it proves the
@@ -153,27 +162,38 @@ def save_gain(
     states it was computed on this ledger's releases (its ``n_tuples``, where given, are still
     checked against them).
 
-    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain``, holds a
-    release that is not a whole number >= 1 or this ledger's (blank, 1.5, 99), a gain outside
-    [-1, 1] or a release twice (the row is named), has no ``views_sha`` column (without
-    ``assume_this_ledger``), when its rows were computed on another ledger's releases or their
-    ``views_sha`` is blank (:func:`dpriv.attack_stamp.check_same_releases`), or the file exists
-    and is not an attack result; LedgerError when ``ledger`` is not a ledger folder
+    Raises InputError when ``gain`` lacks the columns ``release`` and ``adversary_gain`` (of a
+    retrospective result: :data:`RETRO_NEEDED`), holds a release (or as_of) that is not a whole
+    number >= 1 or this ledger's (blank, 1.5, 99), an as_of before its release, a gain outside
+    [-1, 1] or a release (of a retrospective result: a (release, as_of)) twice (the row is
+    named), when ``adversary`` is neither kind or does not match the frame's ``as_of`` column,
+    has no ``views_sha`` column (without ``assume_this_ledger``), when its rows were computed
+    on another ledger's releases or their ``views_sha`` is blank
+    (:func:`dpriv.attack_stamp.check_same_releases`), or the file exists and is not an attack
+    result; LedgerError when ``ledger`` is not a ledger folder
     (:func:`results_ledger`). Nothing is written then."""
     from dpriv.attack_stamp import STAMP, check_same_releases, stamped
     from dpriv.io import atomic_write, made_folder
     from dpriv.report.coverage import check_held
     from dpriv.report.gains import checked_gains
 
-    missing = [c for c in ("release", "adversary_gain") if c not in gain.columns]
+    retro = _is_retro(gain, adversary)
+    needed = RETRO_NEEDED if retro else ("release", "adversary_gain")
+    missing = [c for c in needed if c not in gain.columns]
     if missing:
-        raise InputError(f"attack result lacks column(s) {missing}; pass the frame attack() returns")
+        raise InputError(
+            f"the {'retrospective ' if retro else ''}attack result passed to save_gain lacks column(s) "
+            f"{missing}; nothing was written: pass the frame dpriv.attack.attack(...) returns"
+        )
     led = results_ledger(ledger, "save_gain")
-    path = gain_path(led, knowledge)
+    path = (retro_path if retro else gain_path)(led, knowledge)
     check_result_file(path, SAVE_ELSEWHERE)
     where, fix = "the gains passed to save_gain", "save the gains of this ledger's attack"
     # a blank or fractional release would be stamped as another release's (or fail in int())
-    checked = checked_gains({knowledge: gain}, "passed to save_gain")[str(knowledge)]  # releases as int64
+    if retro:
+        checked = checked_retro(gain, f"passed to save_gain for {str(knowledge)!r}")
+    else:
+        checked = checked_gains({knowledge: gain}, "passed to save_gain")[str(knowledge)]  # releases as int64
     check_held(checked, len(led.committed()), led.root, where, fix)
     if STAMP not in gain.columns and not assume_this_ledger:
         raise InputError(
@@ -185,9 +205,8 @@ def save_gain(
         )
     # another ledger's gains (their views_sha, else their n_tuples) are not relabelled as this one's
     check_same_releases(gain, led, where, fix)
-    gain = gain.assign(
-        release=pd.to_numeric(gain["release"]).astype("int64")
-    )  # checked: 1, 2, ... as written
+    whole = ("release", "as_of") if retro else ("release",)  # checked: 1, 2, ... as written
+    gain = gain.assign(**{c: pd.to_numeric(gain[c]).astype("int64") for c in whole})
     from dpriv.cli.outputs import record_output
     from dpriv.ledger_files import writing_results
 
@@ -195,6 +214,80 @@ def save_gain(
         atomic_write(path, stamped(gain, led).to_csv(index=False).encode(), mode=None)
         record_output(path, "attack")
     return path
+
+
+#: Columns a retrospective result must have (``dpriv report`` reads them from
+#: ``retro_<knowledge>.csv``, :func:`dpriv.report.tail.retro_results`).
+RETRO_NEEDED = ("release", "as_of", "adversary_gain", "confident_share")
+
+#: The kinds of adversary whose results :func:`save_gain` writes (``dpriv attack --adversary``).
+ADVERSARIES = ("paper", "retrospective")
+
+
+def _is_retro(gain: object, adversary: str | None) -> bool:
+    """Whether :func:`save_gain` writes ``gain`` as a retrospective result: ``adversary`` when
+    given (InputError when it is neither kind or contradicts the frame's ``as_of`` column), else
+    whether the frame has an ``as_of`` column. InputError when ``gain`` is no DataFrame."""
+    if not isinstance(gain, pd.DataFrame):
+        raise InputError(
+            f"save_gain: the gains are a {type(gain).__name__}, not a DataFrame; nothing was written: "
+            "pass the frame dpriv.attack.attack(...) returns"
+        )
+    if adversary is not None and adversary not in ADVERSARIES:
+        raise InputError(
+            f"save_gain: adversary must be 'paper' or 'retrospective', not {adversary!r}; nothing was written"
+        )
+    has_as_of = "as_of" in gain.columns
+    if adversary == "paper" and has_as_of:
+        raise InputError(
+            "save_gain(..., adversary='paper'): the frame has an as_of column, so it is a retrospective "
+            "attack's result (one row per (release, as_of)), not a gain curve; nothing was written: "
+            "save the whole frame with adversary='retrospective' (or without adversary=), which "
+            "writes attack/retro_<knowledge>.csv"
+        )
+    if adversary == "retrospective" and not has_as_of:
+        raise InputError(
+            "save_gain(..., adversary='retrospective'): the frame has no as_of column, so it is not a "
+            "retrospective attack's result (one row per (release, as_of)); nothing was written: pass the "
+            "frame attack(..., adversary='retrospective') returns, or save a paper gain curve "
+            "without adversary="
+        )
+    return adversary == "retrospective" or (adversary is None and has_as_of)
+
+
+def checked_retro(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """The ``release``, ``as_of``, ``adversary_gain`` (and ``histogram_gain`` where given) of a
+    retrospective result passed in, as numbers (release and as_of int64), with ``n_tuples`` and
+    the stamp as given. InputError, naming the row, for a release or as_of that is not a whole
+    number >= 1, an as_of before its release, a gain outside [-1, 1] (blank is allowed), or a
+    (release, as_of) twice."""
+    kept = ["release", "as_of", "adversary_gain", *(["histogram_gain"] if "histogram_gain" in frame else [])]
+    out = frame[kept].apply(pd.to_numeric, errors="coerce")
+    bad = pd.Series(False, index=frame.index)
+    for col in ("release", "as_of"):
+        bad |= out[col].isna() | (out[col] % 1 != 0) | (out[col] < 1)
+    bad |= out["as_of"] < out["release"]
+    for col in kept[2:]:
+        bad |= frame[col].notna() & ~out[col].between(-1.0, 1.0)
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        said = ", ".join(f"{c} {frame[c].iloc[[row]].tolist()[0]!r}" for c in kept[:3])
+        raise InputError(
+            f"the retrospective results {where}: row {row} holds {said}; release and as_of are whole "
+            "numbers >= 1, as_of >= release, and a gain a number in [-1, 1] (or blank); nothing was written"
+        )
+    out = out.astype({"release": "int64", "as_of": "int64"})
+    twice = out.duplicated(["release", "as_of"]).to_numpy()
+    if twice.any():
+        r, a = out.iloc[int(twice.argmax())][["release", "as_of"]]
+        raise InputError(
+            f"the retrospective results {where} hold release {int(r)} as of {int(a)} twice: an attack "
+            "gives one row per (release, as_of); nothing was written: pass the frame attack() returned"
+        )
+    from dpriv.attack_stamp import STAMP
+
+    # as given, so that check_same_releases checks them (positional: the index may repeat)
+    return out.assign(**{c: frame[c].to_numpy() for c in ("n_tuples", STAMP) if c in frame})
 
 
 def read_result(

@@ -20,6 +20,7 @@ from dpriv.generalize import generalize_view
 from dpriv.input_checks import check_npartitions, resolve_policy
 from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_columns, unused_note, warn_unused
 from dpriv.metrics.release import checked_metrics
+from dpriv.pending_interrupt import as_interrupt
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_gate import anonymize_note
 from dpriv.policy_keys import as_policy
@@ -28,6 +29,7 @@ from dpriv.state import attach_priors
 from dpriv.validate import validate_view
 
 
+@as_interrupt  # Ctrl-C inside a numba kernel: a KeyboardInterrupt, not a SystemError
 @shuffle_method()
 def anonymize(
     view: pd.DataFrame | dd.DataFrame,

@@ -14,16 +14,24 @@ is committed after it.
 A commit point itself (a ledger's manifest renamed, then its bookkeeping) runs with interrupts
 :func:`deferred`: the signal's exception, raised just after the rename took effect, made the
 clean-up of a failed commit remove the files of the release it had just committed.
+
+An interrupt inside a compiled (numba) kernel surfaces as another exception chained from the
+KeyboardInterrupt (``SystemError: CPUDispatcher(...) returned a result with an exception
+set``): the public entry points re-raise it as the interrupt it is (:func:`as_interrupt`), so
+that a caller's ``except KeyboardInterrupt`` (Jupyter's interrupt) catches it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _pending: type[KeyboardInterrupt] | None = None
 
@@ -88,3 +96,35 @@ def deferred() -> Iterator[None]:
         if arrived:  # raised now, after the block (an exception of the block's own is kept as context)
             signum, frame = arrived[0]
             held[signum](signum, frame)
+
+
+def interrupt_of(exc: BaseException | None) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt (or the CLI's SIGTERM, a subclass) ``exc`` is, or was raised while
+    pending (its cause or context, followed down the chain), else None."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def as_interrupt(function: F) -> F:
+    """``function`` re-raising an exception chained from an interrupt (:func:`interrupt_of`) as
+    that KeyboardInterrupt: an interrupt inside a numba kernel comes out as a ``SystemError``
+    that a caller's ``except KeyboardInterrupt`` would miss. Other exceptions pass as they are."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            interrupt = interrupt_of(exc)
+            if interrupt is None:
+                raise
+            raise interrupt from None  # itself, with its traceback; the SystemError it became not shown
+
+    return wrapper  # type: ignore[return-value]

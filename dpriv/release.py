@@ -61,6 +61,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import release_metrics, require
 from dpriv.new_ids import check_new_ids
 from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
+from dpriv.pending_interrupt import as_interrupt
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
@@ -95,6 +96,7 @@ MERGE_REFUSED = (
 )
 
 
+@as_interrupt  # Ctrl-C inside a numba kernel: a KeyboardInterrupt, not a SystemError
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
 @ledger_kind_hint  # a running ledger's QIs keep their kind: not "declare the QI categorical"
 @shuffle_method()  # Dask's shuffles as measured fastest here, unless the user's config says

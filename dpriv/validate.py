@@ -263,6 +263,20 @@ def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> list[B
     return bad_rows(part, mask, policy.time)
 
 
+def _outside_domain(policy: ReleasePolicy, name: str, shown: list, domain: list) -> str:
+    """The message of values ``shown`` of QI ``name`` outside its ``domain``; a date QI's
+    (held as days since 1970-01-01) as dates, not as those day numbers, saying how a domain
+    written as numbers is read (a numeric domain given to a date column)."""
+    from dpriv.dates import shown_domain
+
+    first, last = shown_domain(policy, name, domain)
+    values = shown_domain(policy, name, shown)
+    said = f"QI {name!r} has values {values} outside its declared domain [{first}, {last}]"
+    if policy.kinds.get(name) == "date":  # before the fix, whose words policy_fix.with_domain_hint rewrites
+        said += " (a date QI: write its [domains] bounds as dates; numbers there count days from 1970-01-01)"
+    return f"{said}: widen [domains] or correct the data"
+
+
 def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = False) -> pd.DataFrame:
     """Problems of one frame as rows (order, column, message, rows); empty when valid. ``csv``:
     the frame is a CSV file's rows (:func:`dpriv.rows.csv_rows`), said in a missing value's message."""
@@ -291,13 +305,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = Fa
             # a nullable column's comparison holds NA for a missing value (reported on its own)
             out = ((num < lo) | (num > hi)).to_numpy(dtype=bool, na_value=False)
             shown = pd.unique(np.asarray(num)[out])[:5].tolist() if out.any() else []
-            add(
-                3,
-                name,
-                out,
-                f"QI {name!r} has values {shown} outside its declared domain [{lo}, {hi}]: widen "
-                "[domains] or correct the data",
-            )
+            add(3, name, out, _outside_domain(policy, name, shown, [lo, hi]))
         else:
             text = part[name].astype(str)
             add(

@@ -148,3 +148,80 @@ def test_a_ledger_opened_for_writing_leaves_a_running_attacks_temp_file(ledger):
     Ledger(ledger.root, create=True)  # as a release opens it
     assert live.read_text() == "a running attack's" and not killed.exists()
     live.unlink()
+
+
+def test_a_retrospective_attack_is_saved_where_the_report_reads_it(ledger):
+    """save_gain refused a retrospective attack's frame ("release 1 twice") and advised keeping
+    as_of == its last release, which then wrote retrospective rows into the paper adversary's
+    gain_dk.csv (and dpriv report blamed their views_sha). Now the frame (its as_of column) goes
+    to retro_dk.csv, as dpriv attack --adversary retrospective writes it, and the paper curve
+    is left alone."""
+    from dpriv.attack import attack
+    from dpriv.attack_files import retro_path
+    from dpriv.report.coverage import attack_results
+
+    mh = medical_history(n_views=2, view_size=60, seed=0)
+    policy = ReleasePolicy.from_toml(ledger.root.parent / "data" / "policy.toml", t=1.0, j=1.0, k=3)
+    retro = attack(ledger, mh.history, policy, "dk", adversary="retrospective", attendance=0.5)
+    assert sorted(zip(retro["release"], retro["as_of"])) == [(1, 1), (1, 2), (2, 2)]
+    paper = save_gain(_unstamped(), ledger, "dk", assume_this_ledger=True)
+    before = paper.read_bytes()
+    path = save_gain(retro, ledger, "dk")
+    assert path == retro_path(ledger, "dk") and paper.read_bytes() == before
+    saved = pd.read_csv(path, dtype={STAMP: str})
+    assert saved[["release", "as_of"]].values.tolist() == retro[["release", "as_of"]].values.tolist()
+    digests = prefix_digests(ledger)
+    assert saved[STAMP].tolist() == [digests[a] for a in retro["as_of"]]  # stamped by as_of
+    results = attack_results(ledger)  # what dpriv report reads and checks: no refusal
+    assert results.retros["dk"]["adversary_gain"].tolist() == pytest.approx(
+        retro.sort_values(["as_of", "release"])["adversary_gain"].tolist()
+    )
+    # the drill's filtered frame: still a retrospective result, written to retro_dk.csv
+    last = retro[retro["as_of"] == retro["as_of"].max()]
+    assert save_gain(last, ledger, "dk") == path and paper.read_bytes() == before
+    assert pd.read_csv(path)["as_of"].tolist() == [2, 2]
+    assert attack_results(ledger).curves["dk"]["release"].tolist() == [1, 2]
+    # saying which kind it is: a retrospective frame is no gain curve, nor a gain curve retrospective
+    with pytest.raises(InputError, match="as_of column, so it is a retrospective attack's") as err:
+        save_gain(retro, ledger, "dk", adversary="paper")
+    assert "keep as_of" not in str(err.value) and "retro_<knowledge>.csv" in str(err.value)
+    with pytest.raises(InputError, match="has no as_of column"):
+        save_gain(_unstamped(), ledger, "dk", adversary="retrospective", assume_this_ledger=True)
+    with pytest.raises(InputError, match="adversary must be 'paper' or 'retrospective', not 'retro'"):
+        save_gain(retro, ledger, "dk", adversary="retro")
+    assert paper.read_bytes() == before and pd.read_csv(path)["as_of"].tolist() == [2, 2]
+    path.unlink()
+    paper.unlink()
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"as_of": [1, 1, 2]}, "row 1 holds release 2, as_of 1, adversary_gain 0.2"),  # before its release
+        ({"release": [1, 1, 2], "as_of": [2, 2, 2]}, "hold release 1 as of 2 twice"),
+        ({"adversary_gain": [0.1, 1.5, 0.3]}, "row 1 holds release 2, as_of 2, adversary_gain 1.5"),
+    ],
+)
+def test_a_retrospective_frame_that_is_not_one_is_refused_by_its_row(ledger, change, said):
+    from dpriv.attack_files import retro_path
+
+    frame = pd.DataFrame(
+        {"release": [1, 2, 2], "as_of": [1, 2, 2], "adversary_gain": [0.1, 0.2, 0.3], "confident_share": 0.0}
+    )
+    frame = stamped(frame.assign(release=[1, 2, 1], as_of=[1, 2, 2]).assign(**change), ledger)
+    with pytest.raises(InputError, match=f"retrospective results passed to save_gain for 'dk'.*{said}"):
+        save_gain(frame, ledger, "dk")
+    assert not retro_path(ledger, "dk").exists()
+
+
+def test_a_gain_curve_holding_a_release_twice_is_not_told_to_keep_the_last_as_of(ledger):
+    """The refusal of a release twice advised filtering as_of (the wrong fix, above) even for a
+    frame without as_of; a retrospective frame named as a gain curve is told where it goes."""
+    twice = stamped(_unstamped().assign(release=[1, 1]), ledger)
+    with pytest.raises(InputError, match="hold release 1 twice: a gain curve has one row per release$"):
+        save_gain(twice, ledger, "dk")
+    from dpriv.report.gains import checked_gains
+
+    retro = twice.assign(as_of=[1, 2])
+    with pytest.raises(InputError, match=r"saved whole with save_gain\(frame, ledger, knowledge\)"):
+        checked_gains({"dk": retro}, "passed to render_report")

@@ -25,6 +25,14 @@ def test_python_example_runs(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out == out
     after = {p: p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()}
     assert after == before
+    # the Python recipe of `dpriv verify --ledger --view --history`, on that ledger and history
+    recipe = re.search(r"--history H` checks, in Python.*?```python\n(.*?)```", text, re.S).group(1)
+    names: dict = {}
+    exec(compile(block, "README.md", "exec"), names)
+    capsys.readouterr()
+    exec(compile(recipe, "README.md", "exec"), names)
+    assert capsys.readouterr().out == "True []\n"
+    assert names["report"].n_rows == names["led"].read_metrics(3)["n_released"]
 
 
 def _synopsis(command: str) -> str:

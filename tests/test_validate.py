@@ -143,3 +143,19 @@ def test_the_advice_to_declare_a_qi_categorical_is_dropped_on_a_running_ledger(a
         "(releases 1..3 are committed and the ledger keeps the kind of each QI; declaring "
         f"one categorical changes the policy, which needs a new ledger: {INTO_NEW_LEDGER})"
     )
+
+
+def test_a_date_column_outside_a_numeric_domain_is_shown_as_dates():
+    """A datetime QI checked against a domain written as numbers reported "values [18317, ...]
+    outside its declared domain [45, 74]": dpriv's internal day numbers (a fresh user's drill, s37)."""
+    from dpriv.release import anonymize
+
+    df = view().assign(age=pd.to_datetime(["2020-02-25", "2020-02-28", "2020-03-01", "2020-03-05"]))
+    with pytest.raises(InputError) as err:
+        anonymize(df, POLICY.with_overrides(domains={**POLICY.domains, "age": [45, 74]}))
+    said = str(err.value)
+    days = "['2020-02-25', '2020-02-28', '2020-03-01', '2020-03-05']"
+    assert f"values {days} outside its declared domain" in said
+    assert "[1970-02-15, 1970-03-16]" in said  # day 45 and day 74 after 1970-01-01
+    assert "numbers there count days from 1970-01-01): widen [domains] or correct" in said
+    assert "18317" not in said

@@ -175,6 +175,18 @@ def test_to_dict_is_json_ready_and_raise_if_failed():
         bad.raise_if_failed()
 
 
+def test_repr_gives_the_verdict_first_and_the_groups_table_by_its_shape():
+    """Printed in a notebook, the report showed the whole groups table first and ok=False,
+    problems=[...] only at its end (a fresh user's drill, s37)."""
+    released, _, original = hand_release()
+    bad = verify_release(released, POLICY.with_overrides(k=5), original=original)
+    text = repr(bad)
+    assert text.startswith(f"VerificationReport(ok=False, problems={bad.problems!r}, n_rows=8, n_groups=2")
+    assert text.endswith(f"groups=<DataFrame: 2 rows x {len(bad.groups.columns)} columns>)")
+    assert "emd_num" not in text and "size 4 < k = 5" in text  # the table's columns are not printed
+    assert bad.groups.shape[0] == 2 and bad.problems  # the attributes as they were
+
+
 def test_needs_the_view_distribution():
     released, _, original = hand_release()
     with pytest.raises(InputError, match="view_counts or original"):  # a DprivError: CLI exit 2

@@ -91,6 +91,24 @@ class VerificationReport:
             "problems": list(self.problems),
         }
 
+    def __repr__(self) -> str:
+        """The verdict first (``ok``, ``problems``), then the figures, and the per-group table
+        by its shape only (``report.groups`` shows it): printed in a notebook, the whole table
+        came first and the verdict at its end, easy to miss."""
+        figures = (
+            "n_rows",
+            "n_groups",
+            "k_achieved",
+            "l_achieved",
+            "t_achieved",
+            "j_achieved",
+            "rbk_achieved",
+        )
+        shape = f"<DataFrame: {len(self.groups)} rows x {len(self.groups.columns)} columns>"
+        fields = [f"ok={self.ok!r}", f"problems={self.problems!r}"]
+        fields += [f"{name}={getattr(self, name)!r}" for name in figures] + [f"groups={shape}"]
+        return f"VerificationReport({', '.join(fields)})"
+
     def raise_if_failed(self) -> None:
         """Raise :class:`~dpriv.errors.VerificationError` listing the problems, if any."""
         if not self.ok:

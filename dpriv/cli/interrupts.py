@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 import typer
 
 from dpriv import pending_interrupt
+from dpriv.pending_interrupt import interrupt_of  # noqa: F401  (the CLI's name for it)
 
 
 class Terminated(KeyboardInterrupt):
@@ -91,18 +92,6 @@ def sigterm_interrupts(debug: bool = False) -> Iterator[None]:
         pending_interrupt.clear()
         _Shutdown.quiet = False
         logging.disable(logging_disabled)
-
-
-def interrupt_of(exc: BaseException) -> KeyboardInterrupt | None:
-    """The KeyboardInterrupt (or :class:`Terminated`) ``exc`` is or was raised while pending
-    (its cause or context), else None."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
 
 
 #: What stays of an interrupted ``dpriv generate`` (dpriv/datasets/generated.py: each file

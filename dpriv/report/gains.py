@@ -65,9 +65,16 @@ def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     out = frame[kept].apply(pd.to_numeric, errors="coerce")
     release, gain = out["release"], out["adversary_gain"]
     if release.duplicated().any():
+        # a retrospective result is not cut down to a gain curve: it has a file of its own
+        retro = (
+            "; a retrospective attack's result (its as_of column) is saved whole with "
+            "save_gain(frame, ledger, knowledge), which writes attack/retro_<knowledge>.csv"
+            if "as_of" in frame
+            else ""
+        )
         raise InputError(
             f"adversary gains {where} hold release {int(release[release.duplicated()].iloc[0])} twice: a "
-            "gain curve has one row per release (of a retrospective attack, keep as_of == its last release)"
+            f"gain curve has one row per release{retro}"
         )
     bad = release.isna() | (release % 1 != 0) | (release < 1)
     for col in kept[1:]:  # the gain and, when given, its histogram level

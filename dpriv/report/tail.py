@@ -20,17 +20,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv.attack_files import GAIN_FILE, RETRO_FILE, read_result, result_files
+from dpriv.attack_files import GAIN_FILE, RETRO_FILE, RETRO_NEEDED, read_result, result_files
 from dpriv.attack_stamp import STAMP
 
 _GAIN, _RETRO = result_files(GAIN_FILE), result_files(RETRO_FILE)
 
 #: Columns of a frame of :func:`tail_curves`.
 TAIL_CURVE_COLUMNS = ("release", "paper_gain", "paper_share", "retro_gain", "retro_share")
-
-
-#: Columns every ``attack/retro_<knowledge>.csv`` must have (:func:`retro_results`).
-RETRO_NEEDED = ("release", "as_of", "adversary_gain", "confident_share")
 
 
 def retro_results(folder: str | Path) -> dict[str, pd.DataFrame]:
