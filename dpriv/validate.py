@@ -25,7 +25,7 @@ from dpriv.inputs import duplicate_columns, missing_columns
 from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.policy_fix import declare_categorical
-from dpriv.repeated_keys import may_repeat
+from dpriv.repeated_keys import duplicate_rows, key_columns, may_repeat
 from dpriv.rows import (
     MAX_ROWS_SHOWN,
     PROBLEM_COLUMNS,
@@ -117,13 +117,13 @@ def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source:
     if is_dask(view):  # the hash check of repeated (time, id) keys in the same compute
         found, repeats = dask.compute(
             lazy_problems(view, partition_problems, policy, csv_rows()),
-            may_repeat(view[_key(view, policy)]) if history else False,
+            may_repeat(view[key_columns(view, policy)]) if history else False,
         )
         problems = placed(view, found)
     else:
         problems, repeats = partition_problems(view, policy, csv_rows()), history
     if not len(problems) and repeats:
-        problems = _duplicates(view, policy, hashed=True)
+        problems = duplicate_rows(view, policy, hashed=True)
     if len(problems):
         message = first_problem(problems, policy, whole=True)
         raise InputError(message if input_file() or policy.time else f"{source}: {message}")
@@ -157,15 +157,9 @@ def check_unique_ids(view: pd.DataFrame, policy: ReleasePolicy, source: str = "t
     view, naming the id and rows (a verification against such an original would count a
     respondent twice). ``view`` is the input file as read (rows named by their line in it
     under :func:`dpriv.rows.rows_of`)."""
-    problems = _duplicates(view, policy)
+    problems = duplicate_rows(view, policy)
     if len(problems):
         raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")
-
-
-DUPLICATE = (
-    "duplicate {id!r} within one view: a view holds at most one tuple per respondent: keep one "
-    "row per respondent (e.g. the latest exam)"
-)
 
 
 #: anonymize given a whole history: its repeated ids are the respondents' later views.
@@ -174,40 +168,6 @@ _HISTORY_HINT = (
     "FILE --ledger LEDGER (release_history(history, policy, ledger) in Python) and its time "
     "column ([columns] time, e.g. --time view)"
 )
-
-
-def _key(frame, policy: ReleasePolicy) -> list[str]:
-    """What a respondent may hold once: (time, id) in a history, the id in one view."""
-    return [policy.time, policy.id] if policy.time and policy.time in frame.columns else [policy.id]
-
-
-def _duplicate_part(part: pd.DataFrame, policy: ReleasePolicy, keys: pd.Index | None) -> pd.DataFrame:
-    """The rows of ``part`` whose :func:`_key` is in ``keys`` (None: duplicated within ``part``)."""
-    cols = _key(part, policy)
-    if keys is None:
-        mask = part.duplicated(cols, keep=False).to_numpy()
-    else:
-        mask = pd.MultiIndex.from_frame(part[cols]).isin(keys) if len(cols) > 1 else part[cols[0]].isin(keys)
-    found = [(4, policy.id, DUPLICATE.format(id=policy.id), _rows(part, mask, policy), int(mask.sum()))]
-    out = pd.DataFrame(found if mask.any() else [], columns=PROBLEM_COLUMNS)
-    return out.astype({"order": "int64", "count": "int64"})
-
-
-def _duplicates(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, hashed: bool = False):
-    """Rows of a history whose respondent has two tuples in one view, over every view, or of
-    one view (no time column) whose id occurs twice (on Dask: a hash per key, then, only if two
-    hashes are equal, one count per key (``hashed``: the hashes were found equal already), then,
-    only if some count is above 1, their rows: :mod:`dpriv.repeated_keys`)."""
-    if not is_dask(view):
-        return _duplicate_part(view, policy, None)
-    key = _key(view, policy)  # the key columns alone: Dask cannot sample some others (decimal128(1, 1))
-    if not hashed and not dask.compute(may_repeat(view[key]))[0]:
-        return pd.DataFrame([], columns=PROBLEM_COLUMNS)
-    sizes = view[key].groupby(key).size()
-    dup = sizes[sizes > 1].compute()
-    if not len(dup):
-        return pd.DataFrame([], columns=PROBLEM_COLUMNS)
-    return placed(view, lazy_problems(view, _duplicate_part, policy, dup.index).compute())
 
 
 def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str], csv: bool) -> pd.DataFrame:
@@ -383,7 +343,7 @@ def validate_view(
     if len(problems):  # lines of the input file only for a view that is the whole file
         raise InputError(first_problem(placed(view, problems), policy, whole=policy.time is None))
     if len(dups):  # the rows, by their line in the input file
-        found = _duplicates(view, policy, hashed=True)
+        found = duplicate_rows(view, policy, hashed=True)
         if not len(found):  # each respondent once per view of the time column: several views
             raise InputError(
                 f"respondent {as_python(dups.index[0])!r} has tuples in more than one view of the time "
