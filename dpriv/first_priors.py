@@ -23,24 +23,19 @@ from dpriv.anonymity.persistent import PGROUP
 from dpriv.hilbert.keys import HKEY, TIE, is_anatomy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
+from dpriv.rbk import background_priors
 from dpriv.released import SCODE
 from dpriv.state import STATE, pk_columns
 
 KEY_COLUMNS = (HKEY, TIE, SCODE)  # added by dpriv.hilbert.keys.add_keys, after the priors
 
 
-def background_priors(part: pd.DataFrame, tables: MarkovTables) -> np.ndarray:
-    """BK^sv (float64 (n, M)) of each row of ``part``: the background row of its QI class
-    (raises :class:`~dpriv.errors.InputError` for a QI value outside the class map)."""
-    return np.array(tables.tables[0][tables.classes.classify(part), 0], dtype=float)
-
-
 def with_first_priors(part: pd.DataFrame, tables: MarkovTables, policy: ReleasePolicy) -> pd.DataFrame:
     """``part`` with its BK^sv in the ``p__<value>`` columns, inserted before the first key
     column (``_hkey``, ``_tie``, ``_s``) or at the end; the index is kept."""
-    # one float64 block of M columns (Fortran order: each column one run), not M blocks: every
+    # one float64 block of M columns (column-major: each column one run), not M blocks: every
     # later take and to_numpy of the priors (verify, pk, regroup) is 2x-50x slower over M blocks
-    prior = np.asfortranarray(background_priors(part, tables))
+    prior = np.asarray(background_priors(tables.classes.classify(part), tables), dtype=float)
     cols = list(part.columns)
     at = min((cols.index(c) for c in KEY_COLUMNS if c in cols), default=len(cols))
     block = pd.DataFrame(prior, index=part.index, columns=policy.prior_columns, copy=False)

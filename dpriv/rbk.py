@@ -113,6 +113,13 @@ def _state_rows(view: pd.DataFrame, state: pd.DataFrame, policy: ReleasePolicy) 
     return index.get_indexer(view[policy.id]) if index.is_unique else None
 
 
+def background_priors(cls: np.ndarray, tables: MarkovTables) -> np.ndarray:
+    """BK^sv (float64 (n, M), a fresh array) of QI classes ``cls`` (int, (n,)): the same floats
+    as ``tables.tables[0][cls, 0]``, column-major, so that each value's column is one contiguous
+    run, which a frame copies as one block."""
+    return np.take(np.ascontiguousarray(tables.tables[0][:, 0].T), cls, axis=1).T
+
+
 def _revised_at(
     view: pd.DataFrame,
     state: pd.DataFrame,
@@ -127,9 +134,7 @@ def _revised_at(
     revising only those with a window gives the bits of revising all."""
     m = len(policy.sensitive_domain)
     cls = tables.classes.classify(view)
-    # BK^sv (n, M) of each row's class, column-major: each value's column is one contiguous run,
-    # which the frame copies as a block (the same floats as tables[0][cls, 0])
-    bk = np.take(np.ascontiguousarray(tables.tables[0][:, 0].T), cls, axis=1).T
+    bk = background_priors(cls, tables)
     at = np.flatnonzero(pos >= 0)
     lengths = state["n_post"].iloc[pos[at]].fillna(0).to_numpy(np.int64)
     rows, src = at[lengths > 0], pos[at][lengths > 0]

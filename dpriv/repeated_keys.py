@@ -83,9 +83,8 @@ def duplicate_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, has
     only if some count is above 1, their rows)."""
     if not is_dask(view):
         return _duplicate_part(view, policy, None)
-    key = key_columns(
-        view, policy
-    )  # the key columns alone: Dask cannot sample some others (decimal128(1, 1))
+    # the key columns alone: Dask cannot sample some others (decimal128(1, 1))
+    key = key_columns(view, policy)
     if not hashed and not dask.compute(may_repeat(view[key]))[0]:
         return pd.DataFrame([], columns=PROBLEM_COLUMNS)
     sizes = view[key].groupby(key).size()

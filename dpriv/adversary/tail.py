@@ -115,7 +115,7 @@ def tail_risk(
         nan = float("nan")
         return TailRisk(0, nan, 0, nan, nan, nan, n_certain)
     on_truth = post[np.arange(n), truth]
-    n_confident = int((post.max(axis=1) >= threshold).sum())
+    n_confident = count_confident(post, threshold)
     n_right = int((on_truth >= threshold).sum())
     return TailRisk(
         n_tuples=n,
@@ -126,6 +126,18 @@ def tail_risk(
         max_posterior=float(on_truth.max()),
         n_certain=n_certain,
     )
+
+
+def count_confident(post: np.ndarray, threshold: float = CONFIDENT) -> int:
+    """Rows of ``post`` (float64, (n, M)) whose largest value is >= ``threshold`` (a row holding
+    a NaN has a NaN maximum: never), as ``(post.max(axis=1) >= threshold).sum()``."""
+    if not post.flags.c_contiguous:  # column-major (pandas < 3 copies a block so): maxima by column
+        return int((post.max(axis=1) >= threshold).sum())
+    # row-major: one pass over the flat (n * M) values; the reduction over M values per row was
+    # most of the defender's tail at 10^6 (issue 13, pk step)
+    hits = np.flatnonzero(post.ravel() >= threshold) // post.shape[1]  # rows, sorted, one per hit
+    rows = hits[np.r_[True, hits[1:] != hits[:-1]]] if hits.size else hits
+    return int(np.count_nonzero(~np.isnan(post[rows]).any(axis=1)))
 
 
 def histogram_gain(priors: np.ndarray, s_true: np.ndarray) -> float:
