@@ -31,6 +31,7 @@ from dpriv.divergence import GROUNDS
 from dpriv.hilbert.keys import HKEY, TIE, add_keys, grid_bits, key_dims, key_ordered
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
+from dpriv.row_order import in_order
 
 
 def range_kernel(policy: ReleasePolicy):
@@ -119,15 +120,18 @@ def _last_block(part: pd.DataFrame, policy: ReleasePolicy) -> int | None:
 
 
 def _block_rows(part: pd.DataFrame, block: int, policy: ReleasePolicy) -> pd.DataFrame:
-    """The range's rows in ``block``, key as a column."""
+    """The range's rows in ``block``, key as a column, in the range's order."""
     rows = _keyed(part)
-    return rows[block_ids(rows[HKEY].to_numpy(np.uint64), policy) == np.uint64(block)]
+    ids = block_ids(rows[HKEY].to_numpy(np.uint64), policy)
+    if in_order([ids]):  # key-sorted (as the shuffle hands ranges on): the block is a slice
+        return rows.iloc[np.searchsorted(ids, block, "left") : np.searchsorted(ids, block, "right")]
+    return rows[ids == np.uint64(block)]
 
 
 def _joined(pieces: list[pd.DataFrame]) -> pd.DataFrame:
     """The carried rows in (key, tie) order, as the chain's kernel hands them on."""
-    rows = pd.concat(pieces, ignore_index=True)
-    return key_ordered(rows)
+    # one piece (the usual case) is not copied by a concat before its sort
+    return key_ordered(pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True))
 
 
 def block_ids(keys: np.ndarray, policy: ReleasePolicy) -> np.ndarray:
@@ -146,16 +150,15 @@ def topdown_range(
     """The top-down split over the complete blocks of one Hilbert range (after the carried
     block of the previous range); same contract as :func:`dpriv.anonymity.jsreduce.scan_range`
     (the carried rows: the last block, empty when ``last``)."""
-    if HKEY not in part.columns:
-        part = part.rename_axis(HKEY).reset_index()
-    if carry is not None and len(carry):
-        part = pd.concat([carry, part], ignore_index=True)
-    part = key_ordered(part)
-    blocks = block_ids(part[HKEY].to_numpy(np.uint64), policy)
+    head, tail = _in_key_order(carry, _keyed(part))
+    blocks = block_ids(
+        np.concatenate([head[HKEY].to_numpy(np.uint64), tail[HKEY].to_numpy(np.uint64)]), policy
+    )
+    n = len(blocks)
     # blocks are key prefixes and the rows in key order: the carried last block is a suffix,
     # cut by slicing (no take of every column)
-    end = int(np.searchsorted(blocks, blocks[-1])) if (len(part) and not last) else len(part)
-    rows = part.iloc[:end]
+    end = int(np.searchsorted(blocks, blocks[-1])) if (n and not last) else n
+    rows, rest = _cut_at(head, tail, end)
     th = {c.name: c.threshold for c in criteria_for(policy, "jsreduce")}
     group = topdown_groups(
         split_coords(rows, policy),
@@ -173,4 +176,30 @@ def topdown_range(
         c=th.get("rbk_closeness", 1.0),
     )
     done = rows.assign(**{LABEL: group_labels(rows[TIE].to_numpy(np.uint64), group, policy.seed)})
-    return RangeResult(done.reset_index(drop=True), part.iloc[end:].reset_index(drop=True))
+    return RangeResult(done.reset_index(drop=True), rest)
+
+
+def _in_key_order(carry: pd.DataFrame | None, part: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The carried rows and the range's (keyed) as two frames whose rows, one after the other,
+    are ``key_ordered(pd.concat([carry, part]))``: the range's rows alone are sorted when the
+    carried rows come before them, in (key, tie) order and with the same dtypes (as the ranges
+    before hand them on); else the whole concatenation (and no rows after it)."""
+    if carry is None or not len(carry):
+        return key_ordered(part), part.iloc[:0]
+    tail = key_ordered(part)
+    ends = [
+        np.concatenate([carry[c].to_numpy(np.uint64), tail[c].to_numpy(np.uint64)[:1]]) for c in (HKEY, TIE)
+    ]
+    if carry.dtypes.equals(part.dtypes) and in_order(ends):
+        return carry.reset_index(drop=True), tail
+    return key_ordered(pd.concat([carry, part], ignore_index=True)), part.iloc[:0]
+
+
+def _cut_at(head: pd.DataFrame, tail: pd.DataFrame, end: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The first ``end`` rows of ``head`` then ``tail`` and the rest, each with a fresh index."""
+    if not len(tail):
+        return head.iloc[:end], head.iloc[end:].reset_index(drop=True)
+    if end >= len(head):
+        rows = pd.concat([head, tail.iloc[: end - len(head)]], ignore_index=True)
+        return rows, tail.iloc[end - len(head) :].reset_index(drop=True)
+    return head.iloc[:end], pd.concat([head.iloc[end:], tail], ignore_index=True)

@@ -6,7 +6,10 @@ membership's (label, id) in the verification and again in the pk step, the new s
 (bucket, id). A frame whose integer keys are already in order is handed back as it is (one
 O(n) comparison, no copy); any other goes to pandas. (NumPy's ``lexsort`` on the raw keys
 was measured instead of pandas' sort at 10^6 rows: 0.92x and 1.08x of its time on the
-Hilbert and the released-row sorts, within the noise, so pandas keeps the sorting.)
+Hilbert and the released-row sorts, within the noise, so pandas keeps the sorting.) The
+Hilbert ranges are the exception (:func:`key_tie_positions`): they come out of the shuffle
+sorted by key alone, a few hundred rows per key, so only the ties within each key's run are
+sorted, by a compiled loop (a third of the time of either sort of both columns).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 
 def in_order(keys: Sequence[np.ndarray]) -> bool:
@@ -59,3 +63,35 @@ def stably_sorted(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     if keys is not None and in_order(keys):
         return frame
     return frame.sort_values(list(columns), kind="stable")
+
+
+@njit(cache=True, nogil=True)
+def _ties_within_runs(key, tie):  # pragma: no cover - compiled
+    """Positions of rows whose ``key`` is non-decreasing in stable (key, tie) order: each run of
+    equal keys sorted by tie (mergesort, stable), the runs where they are."""
+    n = len(key)
+    out = np.arange(n)
+    a = 0
+    while a < n:
+        b = a + 1
+        while b < n and key[b] == key[a]:
+            b += 1
+        if b - a > 1:
+            out[a:b] = np.argsort(tie[a:b], kind="mergesort") + a
+        a = b
+    return out
+
+
+def key_tie_positions(key: np.ndarray, tie: np.ndarray) -> np.ndarray | None:
+    """Positions (int64 (n,)) of rows with uint64 ``key`` and ``tie`` (n,) in stable (key, tie)
+    order, the permutation ``np.lexsort((tie, key))`` gives; None when they are in that order.
+
+    Ranges come out of the shuffle sorted by key alone, with a few hundred rows per key at 10^6
+    tuples: only the ties within each run of a key are then sorted (compiled), ~3x faster
+    than a sort of both columns."""
+    key, tie = np.asarray(key, dtype=np.uint64), np.asarray(tie, dtype=np.uint64)
+    if in_order([key, tie]):
+        return None
+    if in_order([key]):
+        return _ties_within_runs(key, tie).astype(np.int64, copy=False)
+    return np.lexsort((tie, key)).astype(np.int64, copy=False)

@@ -74,6 +74,12 @@ def test_topdown_range_hands_on_exactly_the_rows_of_its_last_block(case, level, 
     carry = keyed[keys < at].sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
     part = keyed[keys >= at].set_index(HKEY)
     done, handed = topdown_range(part, carry if len(carry) else None, policy, summary.s_counts, last)
+    _check_range_output(done, handed, keyed, policy, level, last)
+
+
+def _check_range_output(done, handed, keyed, policy, level, last):
+    """``done`` holds every row of ``keyed`` in (key, tie) order but the last block (unless
+    ``last``), which ``handed`` holds; its groups have at least k rows."""
     whole = keyed.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
     width, lead = grid_bits(policy) * key_dims(policy), min(level, grid_bits(policy)) * key_dims(policy)
     prefix = np.array([format(int(k), f"0{width}b")[:lead] for k in whole[HKEY]], dtype=object)
@@ -84,6 +90,22 @@ def test_topdown_range_hands_on_exactly_the_rows_of_its_last_block(case, level, 
     )
     grouped = done[done[LABEL] >= 0]
     assert (grouped.groupby(LABEL).size() >= policy.k).all()
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(views_and_policies(), st.sampled_from([0, 1, 5]), st.booleans(), st.integers(0, 2**40))
+def test_topdown_range_sorts_carried_rows_that_do_not_come_first(case, level, last, seed):
+    """Carried rows in any order, with keys among the range's own (not as ranges hand them on):
+    the range still groups all its rows in (key, tie) order, as one sorted frame."""
+    view, policy = case
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy.with_overrides(grouping="topdown", topdown_level=level), summary)
+    keyed = add_keys(view, policy).set_index(HKEY).reset_index()
+    carry = keyed.sample(frac=0.5, random_state=seed % 89)
+    part = keyed.drop(index=carry.index).set_index(HKEY)
+    carry = carry.reset_index(drop=True)
+    done, handed = topdown_range(part, carry if len(carry) else None, policy, summary.s_counts, last)
+    _check_range_output(done, handed, keyed, policy, level, last)
 
 
 def test_no_range_waits_for_another_ranges_grouping():

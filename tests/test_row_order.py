@@ -125,3 +125,40 @@ def test_state_order_of_ordered_ids_sorts_nothing(monkeypatch):
     ):
         monkeypatch.setattr(owner, name, no_sort)
     np.testing.assert_array_equal(_state_order(ordered, 4), np.arange(2000))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0, 1, 7, 2**63, 2**64 - 1])), max_size=40),
+    st.booleans(),
+)
+def test_key_tie_positions_is_the_stable_order_of_the_pairs(pairs, key_sorted):
+    """Positions in (key, tie) order, equal pairs in input order, whether the keys come sorted
+    (ties then sorted within each run of a key) or not; None exactly when nothing moves. The
+    reference is Python's stable sort of the pairs (large uint64 values compared as integers)."""
+    from dpriv.row_order import key_tie_positions
+
+    if key_sorted:
+        pairs = sorted(pairs, key=lambda p: p[0])
+    key = np.array([p[0] for p in pairs], dtype=np.uint64)
+    tie = np.array([p[1] for p in pairs], dtype=np.uint64)
+    want = sorted(range(len(pairs)), key=lambda i: pairs[i])
+    got = key_tie_positions(key, tie)
+    if want == list(range(len(pairs))):
+        assert got is None
+    else:
+        assert got.dtype == np.int64 and got.tolist() == want
+
+
+def test_key_tie_positions_sorts_long_runs_of_one_key():
+    """A run of one key longer than a few rows (hundreds per key at 10^6 tuples) is sorted by its
+    ties as a whole, between runs left in place."""
+    from dpriv.row_order import key_tie_positions
+
+    rng = np.random.default_rng(5)
+    key = np.repeat(np.array([3, 9, 2**40], dtype=np.uint64), [1, 600, 250])
+    tie = rng.integers(0, 2**63, len(key), dtype=np.uint64)
+    tie[100:110] = tie[100]  # equal pairs keep their input order
+    got = key_tie_positions(key, tie)
+    assert got.tolist() == np.lexsort((tie, key)).tolist()
+    assert got[0] == 0 and set(got[1:601]) == set(range(1, 601))

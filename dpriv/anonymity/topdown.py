@@ -81,6 +81,7 @@ class _Split:
         self.pv = self.vc / max(self.n_view, 1)
         self.m = len(self.vc)
         self.k, self.t, self.j, self.ground, self.log_base = k, t, j, ground, log_base
+        self.log_e_base = np.log(log_base)
         self.c = c  # RBK-closeness; 1.0: off (every set is within a total variation of 1)
         self.pc, self.cut = pc, cut
         self.pc_valid = cut in ("slack", "gini")  # the knowledge axis is a candidate for valid boxes too
@@ -128,7 +129,16 @@ class _Split:
             return False
         if self.c < 1.0 and tv_from_sums(counts, sum_p, u) > self.c:
             return False
-        return bool(self._js(sum_p[None, :], np.array([sum_h]), np.array([float(u)]))[0] <= self.j)
+        return bool(self._js_one(sum_p, sum_h, float(u)) <= self.j)
+
+    def _js_one(self, sum_p: np.ndarray, sum_h: float, u: float) -> float:
+        """:meth:`_js` of one set, with its bits (the same operations on the row alone, the same
+        pairwise sum along it), without the (1, M) arrays: ~900 calls per 10^6-tuple range."""
+        q = sum_p / u
+        pos = q > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = -np.where(pos, q * np.log(np.where(pos, q, 1.0)), 0.0).sum() / self.log_e_base
+        return np.maximum(h - sum_h / u, 0.0)
 
     def _principal(self, idx: np.ndarray) -> np.ndarray:
         """Projection of the node's priors, in Hellinger coordinates sqrt(p), on their first
