@@ -7,6 +7,8 @@ their interval / value set with tight bounds, and the members' priors give the J
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -134,18 +136,18 @@ def box_problems(
     first = _first_rows(released).set_index(GROUP)
     numeric = [q for q in policy.qi if policy.kind(q) == "numeric" and f"{q}_min" in usable]
     # each member's group row and the members' min/max per group: looked up / grouped once for all QIs
-    at_rows = _Rows(first, labels.to_numpy())
+    at_rows = _looked_up(first, labels.to_numpy())
     xs = {q: exact_numbers(assigned[q]) for q in numeric}
     spans = _spans(labels, xs)
-    at_span = _Rows(first, spans.index)
+    at_span = _looked_up(first, spans.index)
     for q in policy.qi:
         if policy.kind(q) == "numeric":
             lo, hi = f"{q}_min", f"{q}_max"
             if lo not in usable:
                 continue
             x = xs[q]
-            xl, lo_v = comparable(x, exact_numbers(at_rows.of(lo)))
-            xh, hi_v = comparable(x, exact_numbers(at_rows.of(hi)))
+            xl, lo_v = comparable(x, exact_numbers(at_rows(lo)))
+            xh, hi_v = comparable(x, exact_numbers(at_rows(hi)))
             out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
             if out.any():
                 problems.append(
@@ -153,8 +155,8 @@ def box_problems(
                     f"the interval [{lo}, {hi}] of their QI-group (groups "
                     f"{named(pd.unique(labels.to_numpy()[out]))})"
                 )
-            smin, rmin = comparable(spans[(q, "min")].to_numpy(), exact_numbers(at_span.of(lo)))
-            smax, rmax = comparable(spans[(q, "max")].to_numpy(), exact_numbers(at_span.of(hi)))
+            smin, rmin = comparable(spans[(q, "min")].to_numpy(), exact_numbers(at_span(lo)))
+            smax, rmax = comparable(spans[(q, "max")].to_numpy(), exact_numbers(at_span(hi)))
             loose = spans.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
             if len(loose) and not out.any():
                 problems.append(
@@ -191,19 +193,13 @@ def box_problems(
     return problems
 
 
-class _Rows:
-    """The rows of ``first`` (one per group label, a unique index) at ``labels``: a column's
-    values there as ``first[column].reindex(labels)`` gives them, the labels looked up once."""
-
-    def __init__(self, first: pd.DataFrame, labels) -> None:
-        self.first, self.labels = first, labels
-        self.at = first.index.get_indexer(labels) if first.index.is_unique else None
-        self.whole = self.at is not None and bool((self.at >= 0).all())
-
-    def of(self, column: str) -> pd.Series:
-        if not self.whole:  # a label without a row: NaN there (a duplicated label: refused), as reindex does
-            return self.first[column].reindex(self.labels)
-        return self.first[column].iloc[self.at]
+def _looked_up(first: pd.DataFrame, labels) -> Callable[[str], pd.Series]:
+    """A column of ``first`` (one row per group label, a unique index) at ``labels``, as
+    ``first[column].reindex(labels)`` gives it, the labels looked up once for every column."""
+    at = first.index.get_indexer(labels) if first.index.is_unique else None
+    if at is None or not bool((at >= 0).all()):  # a label without a row: NaN there, as reindex does
+        return lambda column: first[column].reindex(labels)  # (a duplicated label: refused)
+    return lambda column: first[column].iloc[at]
 
 
 def _spans(labels: pd.Series, values: dict[str, np.ndarray]) -> pd.DataFrame:
