@@ -134,6 +134,14 @@ def box_problems(
     problem names the QI and the QI-groups, never a value."""
     problems: list[str] = []
     first = _first_rows(released).set_index(GROUP)
+    cut = ~labels.isin(first.index).to_numpy()
+    if cut.any():  # a QI-group cut from the file: its members have no box to lie in (not "outside" it)
+        problems.append(
+            f"QI-groups {named(pd.unique(labels.to_numpy()[cut]))} hold "
+            f"{counted(int(cut.sum()), 'kept tuple')} of the view but have no row in the release: the file "
+            "was truncated or is not this release"
+        )
+        labels, assigned = labels[~cut], assigned[~cut]
     numeric = [q for q in policy.qi if policy.kind(q) == "numeric" and f"{q}_min" in usable]
     # each member's group row and the members' min/max per group: looked up / grouped once for all QIs
     at_rows = _looked_up(first, labels.to_numpy())
