@@ -89,9 +89,13 @@ def sigterm_interrupts(debug: bool = False) -> Iterator[None]:
     _Shutdown.stays = None  # the previous command's (in one process: tests, notebooks)
     previous_hook, logging_disabled = sys.unraisablehook, logging.root.manager.disable
     kinds = {signal.SIGTERM: Terminated}
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Python's own: raise as it does
+    sigint = signal.getsignal(signal.SIGINT)
+    if sigint is signal.default_int_handler or _starting(sigint):  # Python's own: raise as it does
         kinds[signal.SIGINT] = KeyboardInterrupt
     previous = {n: signal.signal(n, functools.partial(_interrupt, kind, debug)) for n, kind in kinds.items()}
+    # after the command, not the start-up's line ("nothing was read or written") but the defaults
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    previous = {n: defaults[n] if _starting(h) else h for n, h in previous.items()}
     sys.unraisablehook = functools.partial(_unraisable, previous_hook, debug)
     try:
         yield
@@ -103,6 +107,12 @@ def sigterm_interrupts(debug: bool = False) -> Iterator[None]:
         pending_interrupt.clear()
         _Shutdown.quiet = False
         logging.disable(logging_disabled)
+
+
+def _starting(handler: Any) -> bool:
+    """Whether ``handler`` is that of the ``dpriv`` script while it starts (dpriv/__main__.py:
+    one line, exit at once), which a command's own handler replaces."""
+    return bool(getattr(handler, "dpriv_starting", False))
 
 
 #: What stays of an interrupted ``dpriv generate`` (dpriv/datasets/generated.py: each file
