@@ -174,6 +174,7 @@ def save_gain(
     (:func:`results_ledger`). Nothing is written then."""
     from dpriv.attack_stamp import STAMP, check_same_releases, stamped
     from dpriv.io import atomic_write, made_folder
+    from dpriv.passed_results import RETRO, checked_result
     from dpriv.report.coverage import check_held
     from dpriv.report.gains import checked_gains
 
@@ -191,7 +192,7 @@ def save_gain(
     where, fix = "the gains passed to save_gain", "save the gains of this ledger's attack"
     # a blank or fractional release would be stamped as another release's (or fail in int())
     if retro:
-        checked = checked_retro(gain, f"passed to save_gain for {str(knowledge)!r}")
+        checked = checked_result(gain, f"passed to save_gain for {str(knowledge)!r}", RETRO)
     else:
         checked = checked_gains({knowledge: gain}, "passed to save_gain")[str(knowledge)]  # releases as int64
     check_held(checked, len(led.committed()), led.root, where, fix)
@@ -253,41 +254,6 @@ def _is_retro(gain: object, adversary: str | None) -> bool:
             "without adversary="
         )
     return adversary == "retrospective" or (adversary is None and has_as_of)
-
-
-def checked_retro(frame: pd.DataFrame, where: str) -> pd.DataFrame:
-    """The ``release``, ``as_of``, ``adversary_gain`` (and ``histogram_gain`` where given) of a
-    retrospective result passed in, as numbers (release and as_of int64), with ``n_tuples`` and
-    the stamp as given. InputError, naming the row, for a release or as_of that is not a whole
-    number >= 1, an as_of before its release, a gain outside [-1, 1] (blank is allowed), or a
-    (release, as_of) twice."""
-    kept = ["release", "as_of", "adversary_gain", *(["histogram_gain"] if "histogram_gain" in frame else [])]
-    out = frame[kept].apply(pd.to_numeric, errors="coerce")
-    bad = pd.Series(False, index=frame.index)
-    for col in ("release", "as_of"):
-        bad |= out[col].isna() | (out[col] % 1 != 0) | (out[col] < 1)
-    bad |= out["as_of"] < out["release"]
-    for col in kept[2:]:
-        bad |= frame[col].notna() & ~out[col].between(-1.0, 1.0)
-    if bad.any():
-        row = int(bad.to_numpy().argmax())
-        said = ", ".join(f"{c} {frame[c].iloc[[row]].tolist()[0]!r}" for c in kept[:3])
-        raise InputError(
-            f"the retrospective results {where}: row {row} holds {said}; release and as_of are whole "
-            "numbers >= 1, as_of >= release, and a gain a number in [-1, 1] (or blank); nothing was written"
-        )
-    out = out.astype({"release": "int64", "as_of": "int64"})
-    twice = out.duplicated(["release", "as_of"]).to_numpy()
-    if twice.any():
-        r, a = out.iloc[int(twice.argmax())][["release", "as_of"]]
-        raise InputError(
-            f"the retrospective results {where} hold release {int(r)} as of {int(a)} twice: an attack "
-            "gives one row per (release, as_of); nothing was written: pass the frame attack() returned"
-        )
-    from dpriv.attack_stamp import STAMP
-
-    # as given, so that check_same_releases checks them (positional: the index may repeat)
-    return out.assign(**{c: frame[c].to_numpy() for c in ("n_tuples", STAMP) if c in frame})
 
 
 def read_result(

@@ -238,16 +238,19 @@ class Plan:
             self.cur[g][self.exits] = 0
 
     def apply(self, assigned, id_column: str) -> ExitGuard:
-        lab = self.labels
+        lab = np.asarray(self.labels, dtype=np.int64)
         roots = _roots(self.parent)
         merged = np.flatnonzero(roots != np.arange(len(roots)))
-        remap = dict(zip(np.asarray(lab)[merged].tolist(), np.asarray(lab)[roots[merged]].tolist()))
-        moved = {}
+        order = np.argsort(lab[merged], kind="stable")  # apply_plan looks labels up by bisection
+        remap = (lab[merged][order], lab[roots[merged]][order])
+        moved = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         if self.rows is not None:
             i = np.flatnonzero((self.at != self.rows.group) & (self.at >= 0))  # moved/merged rows
-            moved = dict(zip(self.rows.ids[i], np.asarray(lab)[roots[self.at[i]]].tolist()))
-        gone_exit = {int(lab[g]) for g in self.drop_exit}
-        gone_all = {int(lab[g]) for g in self.drop_all}
+            moved = (self.rows.ids[i], lab[roots[self.at[i]]])
+        gone_exit, gone_all = (
+            lab[np.asarray(self.drop_exit, dtype=np.int64)],
+            lab[np.asarray(self.drop_all, dtype=np.int64)],
+        )
         meta = assigned._meta if is_dask(assigned) else None
         out = map_frame(
             apply_plan, assigned, id_column, remap, moved, gone_exit, gone_all, self.exits, meta=meta
@@ -269,28 +272,32 @@ def _roots(parent: np.ndarray) -> np.ndarray:
 def apply_plan(
     part: pd.DataFrame,
     id_column: str,
-    remap: dict,
-    moved: dict,
-    gone_exit: set,
-    gone_all: set,
+    remap: tuple[np.ndarray, np.ndarray],
+    moved: tuple[np.ndarray, np.ndarray],
+    gone_exit: np.ndarray,
+    gone_all: np.ndarray,
     exits: np.ndarray,
 ) -> pd.DataFrame:
     """One part: drop the guarded tuples, relabel merged groups and moved tuples (rows keep
-    their order)."""
+    their order).
+
+    ``remap``: int64 labels of merged groups, sorted and unique, and (same length) the label
+    each merges into (applied once: a chain is not followed). ``moved``: unique ids and
+    (int64) the label each row of that id now has; it wins over ``remap``. ``gone_all``,
+    ``gone_exit``: int64 labels of the groups suppressed whole, and of those whose terminal
+    tuples (sensitive code in ``exits``) are suppressed."""
     lab = part[LABEL].to_numpy(np.int64)
     term = np.isin(part[SCODE].to_numpy(np.int64), exits)
-    drop = np.isin(lab, list(gone_all)) | (np.isin(lab, list(gone_exit)) & term)
+    drop = np.isin(lab, gone_all) | (np.isin(lab, gone_exit) & term)
     new = lab.copy()
-    if remap:  # one sorted lookup, not a pass over the part per merged group
-        src = np.fromiter(remap.keys(), dtype=np.int64, count=len(remap))
-        dst = np.fromiter(remap.values(), dtype=np.int64, count=len(remap))
-        order = np.argsort(src)
-        src, dst = src[order], dst[order]
+    src, dst = remap
+    if len(src):  # one sorted lookup, not a pass over the part per merged group
         at = np.minimum(np.searchsorted(src, lab), len(src) - 1)
         hit = src[at] == lab
         new[hit] = dst[at[hit]]
-    if moved:  # by id, through positions (a map to float would round 64-bit labels)
-        at = pd.Index(list(moved)).get_indexer(part[id_column])
+    ids, to = moved
+    if len(ids):  # by id, through positions (a map to float would round 64-bit labels)
+        at = pd.Index(ids).get_indexer(part[id_column])
         hit = at >= 0
-        new[hit] = np.fromiter(moved.values(), dtype=np.int64, count=len(moved))[at[hit]]
+        new[hit] = np.asarray(to, dtype=np.int64)[at[hit]]
     return part.assign(**{LABEL: new})[~drop]

@@ -147,7 +147,12 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
     # each column keeps its NumPy dtype: pandas 3 would infer "str" from the object value
     # sets, pandas 2 and the Dask meta (released_meta) say object; one dtype on every path
     index = pd.Index(labels, name=LABEL)
-    table = pd.DataFrame({c: _as_is(p[c].to_numpy(), index) for p in parts for c in p.columns}, index=index)
+    columns = {}
+    for p in parts:
+        for c in p.columns:
+            values = p[c].to_numpy()
+            columns[c] = pd.Series(values, dtype=values.dtype, index=index)
+    table = pd.DataFrame(columns, index=index)
     return table[released_columns(policy)[1:-1]]
 
 
@@ -179,12 +184,6 @@ def qig_rows(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) -> 
     taken[policy.sensitive] = part[policy.sensitive].to_numpy()
     columns.update({c: pd.Series(v, dtype=v.dtype, index=index, copy=False) for c, v in taken.items()})
     return pd.DataFrame(columns, index=index, copy=False)
-
-
-def _as_is(values: np.ndarray, index: pd.Index | None = None) -> pd.Series:
-    """``values`` as a Series of their own NumPy dtype (object stays object under pandas 3,
-    whose constructors would infer the ``str`` dtype from an object array of strings)."""
-    return pd.Series(values, dtype=values.dtype, index=index)
 
 
 def create_qig(part: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:

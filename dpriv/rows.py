@@ -64,22 +64,27 @@ class InputFile:
 
 
 _FILE: ContextVar[InputFile | None] = ContextVar("dpriv_input_file", default=None)
+#: The released file ``dpriv verify`` checks (:func:`rows_of` with ``released=True``).
+_RELEASED: ContextVar[InputFile | None] = ContextVar("dpriv_released_file", default=None)
 
 
 @contextlib.contextmanager
-def rows_of(path: str | None) -> Iterator[None]:
+def rows_of(path: str | None, *, released: bool = False) -> Iterator[None]:
     """While active, bad rows of a frame checked whole are named by their line in ``path`` (the
-    input file, read whole and in order); None: by their labels."""
+    input file, read whole and in order); None: by their labels. ``released``: ``path`` is the
+    released view ``dpriv verify`` checks, read whole and in order: a bad row of it
+    (:func:`rows_named` with ``whole=False``) is named by its line or row in that file."""
     if path is None:
         yield
         return
     text = str(path).rstrip("/")
     parquet = text.endswith((".parquet", ".pq")) or ("://" not in text and os.path.isdir(text))
-    token = _FILE.set(InputFile(str(path), not parquet))
+    var = _RELEASED if released else _FILE
+    token = var.set(InputFile(str(path), not parquet))
     try:
         yield
     finally:
-        _FILE.reset(token)
+        var.reset(token)
 
 
 def input_file() -> InputFile | None:
@@ -143,6 +148,7 @@ def describe(
     *,
     whole: bool,
     checked: int | None = None,
+    source: InputFile | None = None,
 ) -> str:
     """``"3 rows: line 5 (view=2), line 8 (view=2), line 11 (view=3) of in.csv (the header is
     line 1)"``: the first :data:`MAX_ROWS_SHOWN` of ``rows`` (sorted by position) and how many
@@ -151,9 +157,10 @@ def describe(
     when two of the rows named share their index label (a frame of repeated labels).
     ``checked``: only the first rows of the input were checked (``"62 of the first 1,000 rows,
     the rest not checked yet: ..."``). A row is never named by its id (:class:`BadRow`): the
-    line or row with its time locates it."""
+    line or row with its time locates it. ``source``: the file the rows are of (their positions
+    its rows), instead of that of :func:`rows_of`."""
     rows = sorted(rows, key=lambda r: r.position)[:MAX_ROWS_SHOWN]
-    source = input_file() if whole else None
+    source = source or (input_file() if whole else None)
     in_files = False
     if source:
         where, in_files = row_places(source, [r.position for r in rows])
@@ -185,13 +192,15 @@ def describe(
 def rows_named(frame: pd.DataFrame, mask: np.ndarray, *, whole: bool = True) -> str:
     """The rows of ``frame`` where ``mask`` (bool, shape (n,)) holds, counted and the first named
     by :func:`describe`: ``line 9 of r.csv`` when ``frame`` is the file of :func:`rows_of`, read
-    whole and in order (``dpriv export``), else by index label (``whole=False``: ``frame`` is
-    not that file, e.g. the released view ``dpriv verify`` checks against its --original). Never
-    by a column's value (a view with ids added would print them; a sensitive value is secret)."""
+    whole and in order (``dpriv export``); ``whole=False``: ``frame`` is the released view
+    ``dpriv verify`` checks against its --original, its rows named in the released file
+    (:func:`rows_of` with ``released=True``: ``line 6 of o.csv``, ``row 5 of view.parquet``), else
+    by index label. Never by a column's value (a view with ids added would print them; a
+    sensitive value is secret)."""
     hit = np.flatnonzero(mask)
     labels = frame.index[hit[:MAX_ROWS_SHOWN]].tolist()
     rows = [BadRow(int(p), label, None) for p, label in zip(hit[:MAX_ROWS_SHOWN].tolist(), labels)]
-    return describe(rows, len(hit), None, whole=whole)
+    return describe(rows, len(hit), None, whole=whole, source=None if whole else _RELEASED.get())
 
 
 def views_prefix(rows: list[BadRow], time_col: str | None) -> str:

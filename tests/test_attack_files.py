@@ -225,3 +225,30 @@ def test_a_gain_curve_holding_a_release_twice_is_not_told_to_keep_the_last_as_of
     retro = twice.assign(as_of=[1, 2])
     with pytest.raises(InputError, match=r"saved whole with save_gain\(frame, ledger, knowledge\)"):
         checked_gains({"dk": retro}, "passed to render_report")
+
+
+def test_paper_and_retrospective_results_are_checked_alike(ledger):
+    """The two checkers were near-copies that had drifted: two blank releases in a gain curve
+    raised a raw "cannot convert float NaN to integer" (the check for a release twice ran before
+    the check of each row), and a retrospective result took booleans as release numbers (True
+    saved as release 1). One checker (dpriv.passed_results) refuses both, naming the row."""
+    from dpriv.attack_files import retro_path
+    from dpriv.report.gains import checked_gains
+
+    blank = _unstamped().assign(release=[None, None])
+    with pytest.raises(
+        InputError, match="adversary gains passed for 'dk': row 0 holds release None, gain 0.1"
+    ):
+        checked_gains({"dk": blank}, "passed")
+    text = _unstamped().assign(release=["x", "y"])
+    with pytest.raises(InputError, match="row 0 holds release 'x', gain 0.1; a release is a whole number"):
+        checked_gains({"dk": text}, "passed")
+    retro = pd.DataFrame(
+        {"release": [True, True], "as_of": [1, 2], "adversary_gain": [0.1, 0.2], "confident_share": 0.0}
+    )
+    with pytest.raises(
+        InputError,
+        match="retrospective results passed to save_gain for 'dk': release must hold release indices",
+    ):
+        save_gain(stamped(retro.assign(release=[1, 1]), ledger).assign(release=[True, True]), ledger, "dk")
+    assert not retro_path(ledger, "dk").exists()

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import random_view
 from test_cli import LOOSE, QI
@@ -119,3 +120,54 @@ def test_ctrl_c_between_anonymize_files_removes_those_it_wrote(tmp_path, monkeyp
     monkeypatch.setattr(dpriv.metrics.record, "write_record", interrupted)
     _anonymize_interrupted(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) in (["v.csv"], [".dpriv-outputs", "v.csv"])
+
+
+def _anonymize(tmp_path, *extra: str):
+    """``dpriv anonymize`` of a 60-row view into ``o.csv`` (the view written once)."""
+    if not (tmp_path / "v.csv").exists():
+        random_view(60).to_csv(tmp_path / "v.csv", index=False)
+    args = ["anonymize", tmp_path / "v.csv", "--out", tmp_path / "o.csv", *QI, *LOOSE, "--no-cluster", *extra]
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize(
+    "kind, code, how", [("ctrl-c", 130, "interrupted (Ctrl-C)"), ("term", 143, "terminated (SIGTERM)")]
+)
+def test_an_anonymize_interrupted_after_its_files_says_where_they_are(tmp_path, monkeypatch, kind, code, how):
+    """Interrupted while its summary was printed, anonymize said "nothing was written" though its
+    view and metrics were there (and rightly kept): the line now names them."""
+    import dpriv.cli.commands
+    from dpriv.cli.interrupts import Terminated
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt if kind == "ctrl-c" else Terminated
+
+    monkeypatch.setattr(dpriv.cli.commands, "print_summary", interrupted)
+    res = _anonymize(tmp_path)
+    assert res.exit_code == code, res.output
+    out, metrics = tmp_path / "o.csv", tmp_path / "o.csv.metrics.json"
+    assert res.output.splitlines()[-1] == f"{how}: the released view was written to {out} (with {metrics})"
+    assert len(pd.read_csv(out)) > 0 and json.loads(metrics.read_text())["n_groups"] > 0
+
+
+def test_an_anonymize_interrupted_after_replacing_its_view_names_it(tmp_path, monkeypatch):
+    """With --force, interrupted after the new view replaced the old one, before its metrics:
+    the old view is gone, so "nothing was written" was untrue; the line names the file replaced
+    and the old metrics file stays as it was."""
+    import dpriv.metrics.record
+
+    assert _anonymize(tmp_path).exit_code == 0
+    out, metrics = tmp_path / "o.csv", tmp_path / "o.csv.metrics.json"
+    old_view, old_metrics = out.stat().st_ino, metrics.read_bytes()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dpriv.metrics.record, "write_record", interrupted)
+    res = _anonymize(tmp_path, "--force")
+    assert res.exit_code == 130, res.output
+    assert res.output.splitlines()[-1] == (
+        f"interrupted (Ctrl-C): {out} was already replaced (--force), the other files not: run the "
+        "command again with --force to write them all"
+    )
+    assert out.stat().st_ino != old_view and metrics.read_bytes() == old_metrics  # a new file there

@@ -45,22 +45,74 @@ def test_sigterm_while_the_command_line_loads_is_one_line_exit_143():
 
 
 def test_once_loaded_a_sigterm_is_the_commands_again(monkeypatch):
-    """The start-up's handler is dropped before the command runs: the command's own says what
-    stays of it (dpriv/cli/interrupts.py), never "while starting"."""
+    """The start-up's handler is replaced when the command runs: the command's own says what
+    stays of it (dpriv/cli/interrupts.py), never "while starting"; after the command, and after
+    main, the handlers are those before."""
+    import functools
+
     import dpriv.__main__ as entry
     import dpriv.cli
+    from dpriv.cli.interrupts import _interrupt, sigterm_interrupts
 
     seen = []
 
     def app(**kwargs):
-        seen.append(signal.getsignal(signal.SIGTERM))
+        with sigterm_interrupts():
+            seen.append([signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)])
+        seen.append([signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)])
 
     def leave(code):
         raise SystemExit(code)
 
     monkeypatch.setattr(dpriv.cli, "app", app)
     monkeypatch.setattr(entry, "leave", leave)
-    before = signal.getsignal(signal.SIGTERM)
+    before = [signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)]
     with pytest.raises(SystemExit):
         entry.main()
-    assert seen == [before] and signal.getsignal(signal.SIGTERM) == before
+    inside, after = seen
+    assert all(isinstance(h, functools.partial) and h.func is _interrupt for h in inside)
+    assert after == [signal.default_int_handler, signal.SIG_DFL]
+    assert [signal.getsignal(n) for n in (signal.SIGINT, signal.SIGTERM)] == before
+
+
+PARSING = textwrap.dedent(
+    """
+    import os, signal, sys
+    import typer.core
+
+    # click's Command (a newer typer carries its own click): every command parses through it
+    command = next(c for c in typer.core.TyperGroup.__mro__ if c.__name__ == "Command")
+    parse, sent = command.parse_args, getattr(signal, sys.argv[1])
+
+    def signalled(self, ctx, args):  # the signal lands while click parses the arguments
+        os.kill(os.getpid(), sent)
+        return parse(self, ctx, args)
+
+    command.parse_args = signalled
+    sys.argv = ["dpriv", "status", "nowhere"]
+    from dpriv.__main__ import main
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "sig, code, line",
+    [
+        ("SIGINT", 130, "interrupted (Ctrl-C) while starting: nothing was read or written\n"),
+        ("SIGTERM", 143, "terminated (SIGTERM) while starting: nothing was read or written\n"),
+    ],
+)
+def test_a_signal_while_the_arguments_are_parsed_is_one_line(sig, code, line):
+    """A Ctrl-C while click parsed the arguments (after the libraries loaded, before the
+    command's handler) printed click's "Aborted!", exit 1; a SIGTERM then ended the process with
+    nothing on stderr. Both now get the start-up's line and exit code."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PARSING, sig],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (code, line)

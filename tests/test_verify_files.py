@@ -64,17 +64,27 @@ def test_a_row_dropped_from_a_released_file_is_caught_by_its_metrics(anonymized)
     assert res.exit_code == 0 and f"note: no {metrics} beside it: the tuple count is not checked" in said
 
 
-def test_a_value_outside_the_domain_is_not_counted_as_a_missing_row(anonymized):
+PLACES = [
+    (".csv", "line 9 of {out} (the header is line 1)"),
+    (".parquet", "row 8 of {out} (the first row is row 1)"),
+]
+
+
+@pytest.mark.parametrize("suffix, place", PLACES)
+def test_a_value_outside_the_domain_is_not_counted_as_a_missing_row(anonymized, suffix, place):
     """A drill: one sensitive value changed to one outside D[S] was reported as a row missing
-    from the file (the rows the checks could read were counted, not the file's)."""
-    out = anonymized / "r.csv"
-    rel = pd.read_csv(out)
-    rel.loc[0, "s"] = "zzz"
-    rel.to_csv(out, index=False)
+    from the file (the rows the checks could read were counted, not the file's). The row was
+    named "row 7", its position from 0, which no editor shows: now its line in the CSV file (the
+    header is line 1), its row in a Parquet file (from 1)."""
+    rel = pd.read_csv(anonymized / "r.csv")
+    rel.loc[7, "s"] = "zzz"
+    out = anonymized / f"edited{suffix}"
+    rel.to_csv(out, index=False) if suffix == ".csv" else rel.to_parquet(out, index=False)
     res = run("verify", out, "--original", anonymized / "v.csv", *FLAGS)
     said = " ".join(res.output.split())
     outside = "FAIL sensitive column 's' holds values outside the sensitive domain ['a', 'b', 'c', 'd', 'e'] "
-    assert res.exit_code == 2 and outside + "in the released view (1 row: row 0; the values" in said, said
+    where = place.format(out=out)
+    assert res.exit_code == 2 and f"{outside}in the released view (1 row: {where}; the values" in said, said
     assert "zzz" not in said  # a sensitive value is never printed
     assert "tuples where it recorded" not in said
 

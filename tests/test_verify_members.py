@@ -132,3 +132,31 @@ def test_a_view_that_is_not_the_released_one_names_the_first_qi_group_that_diffe
     error = said[said.index("error: view 2 differs") :]
     assert "respondent_id" not in error
     assert not any(str(v) in error for v in history["exam_result"].unique())
+
+
+def test_a_truncated_release_checked_against_its_members_says_so_without_a_warning(made):
+    """A release file cut short, verified with its membership: the members of a QI-group no
+    longer in the file were compared with a missing box (NaN), a NumPy RuntimeWarning ("invalid
+    value encountered in greater_equal"), and the problem was not named; now the report says
+    which QI-groups lost their rows and how many kept tuples they hold."""
+    import warnings
+
+    from dpriv.ledger import Ledger
+    from dpriv.release import verify_view
+    from dpriv.release_members import release_members
+
+    led = Ledger(made / "L")
+    policy, rel = led.policy(), led.read_view(2)
+    history = pd.read_parquet(made / "gen/history.parquet")
+    members = release_members(led.read_state(2), 2, policy)
+    kept = rel["qi_group"].unique()[:3]
+    cut = rel[rel["qi_group"].isin(kept)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = verify_view(cut, history, policy, view=2, members=members)
+    assert not report.ok
+    (said,) = [p for p in report.problems if "no row in the release" in p]
+    lost = len(members) - int(members["_label"].isin(kept).sum())
+    assert said.startswith("release 2: QI-groups ") and f" hold {lost} kept tuples of the view " in said
+    assert said.endswith("the file was truncated or is not this release")
+    assert not any("outside the interval" in p for p in report.problems)

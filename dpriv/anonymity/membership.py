@@ -7,6 +7,8 @@ their interval / value set with tight bounds, and the members' priors give the J
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -132,20 +134,28 @@ def box_problems(
     problem names the QI and the QI-groups, never a value."""
     problems: list[str] = []
     first = _first_rows(released).set_index(GROUP)
+    cut = ~labels.isin(first.index).to_numpy()
+    if cut.any():  # a QI-group cut from the file: its members have no box to lie in (not "outside" it)
+        problems.append(
+            f"QI-groups {named(pd.unique(labels.to_numpy()[cut]))} hold "
+            f"{counted(int(cut.sum()), 'kept tuple')} of the view but have no row in the release: the file "
+            "was truncated or is not this release"
+        )
+        labels, assigned = labels[~cut], assigned[~cut]
     numeric = [q for q in policy.qi if policy.kind(q) == "numeric" and f"{q}_min" in usable]
     # each member's group row and the members' min/max per group: looked up / grouped once for all QIs
-    at_rows = _Rows(first, labels.to_numpy())
+    at_rows = _looked_up(first, labels.to_numpy())
     xs = {q: exact_numbers(assigned[q]) for q in numeric}
     spans = _spans(labels, xs)
-    at_span = _Rows(first, spans.index)
+    at_span = _looked_up(first, spans.index)
     for q in policy.qi:
         if policy.kind(q) == "numeric":
             lo, hi = f"{q}_min", f"{q}_max"
             if lo not in usable:
                 continue
             x = xs[q]
-            xl, lo_v = comparable(x, exact_numbers(at_rows.of(lo)))
-            xh, hi_v = comparable(x, exact_numbers(at_rows.of(hi)))
+            xl, lo_v = comparable(x, exact_numbers(at_rows(lo)))
+            xh, hi_v = comparable(x, exact_numbers(at_rows(hi)))
             out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
             if out.any():
                 problems.append(
@@ -153,8 +163,8 @@ def box_problems(
                     f"the interval [{lo}, {hi}] of their QI-group (groups "
                     f"{named(pd.unique(labels.to_numpy()[out]))})"
                 )
-            smin, rmin = comparable(spans[(q, "min")].to_numpy(), exact_numbers(at_span.of(lo)))
-            smax, rmax = comparable(spans[(q, "max")].to_numpy(), exact_numbers(at_span.of(hi)))
+            smin, rmin = comparable(spans[(q, "min")].to_numpy(), exact_numbers(at_span(lo)))
+            smax, rmax = comparable(spans[(q, "max")].to_numpy(), exact_numbers(at_span(hi)))
             loose = spans.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
             if len(loose) and not out.any():
                 problems.append(
@@ -191,19 +201,13 @@ def box_problems(
     return problems
 
 
-class _Rows:
-    """The rows of ``first`` (one per group label, a unique index) at ``labels``: a column's
-    values there as ``first[column].reindex(labels)`` gives them, the labels looked up once."""
-
-    def __init__(self, first: pd.DataFrame, labels) -> None:
-        self.first, self.labels = first, labels
-        self.at = first.index.get_indexer(labels) if first.index.is_unique else None
-        self.whole = self.at is not None and bool((self.at >= 0).all())
-
-    def of(self, column: str) -> pd.Series:
-        if not self.whole:  # a label without a row: NaN there (a duplicated label: refused), as reindex does
-            return self.first[column].reindex(self.labels)
-        return self.first[column].iloc[self.at]
+def _looked_up(first: pd.DataFrame, labels) -> Callable[[str], pd.Series]:
+    """A column of ``first`` (one row per group label, a unique index) at ``labels``, as
+    ``first[column].reindex(labels)`` gives it, the labels looked up once for every column."""
+    at = first.index.get_indexer(labels) if first.index.is_unique else None
+    if at is None or not bool((at >= 0).all()):  # a label without a row: NaN there, as reindex does
+        return lambda column: first[column].reindex(labels)  # (a duplicated label: refused)
+    return lambda column: first[column].iloc[at]
 
 
 def _spans(labels: pd.Series, values: dict[str, np.ndarray]) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from dpriv.cli import audit as _audit  # noqa: F401 - registers ``dpriv attack``
 from dpriv.cli import export as _export  # noqa: F401 - registers ``dpriv export``
 from dpriv.cli import status as _status  # noqa: F401 - registers ``dpriv status``
 from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify``
+from dpriv.cli.anonymized import write_anonymized
 from dpriv.cli.common import (
     QI,
     Categorical,
@@ -35,12 +36,10 @@ from dpriv.cli.common import (
     command,
     load_effective,
     print_summary,
-    record_output,
     sensitive_out,
     show_policy,
     with_categorical,
     with_hierarchies,
-    write_frame,
 )
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.cli.failures import during_release
@@ -115,7 +114,6 @@ def anonymize(
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
     placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input, named=flag_named)
     from dpriv.inputs import UNUSED, said_unused, unused_note
-    from dpriv.metrics.record import write_record
     from dpriv.release import anonymize as run
 
     said_unused()  # one of its notes, printed below
@@ -127,18 +125,8 @@ def anonymize(
     also = (table_out,) if result.sensitive is not None else ()
     # created meanwhile?
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,), also=also)
-    metrics = out.with_name(out.name + METRICS_SUFFIX)
-    created = [p for p in (out, *also, metrics) if not p.exists()]
-    try:
-        write_frame(result.released, out, kind="anonymize", checked=True)
-        if result.sensitive is not None:
-            write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
-        write_record(metrics, result.metrics, mode=None)
-        record_output(metrics, "anonymize")
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM between two files: none of them (all were new)
-        for path in created:
-            path.unlink(missing_ok=True)
-        raise
+    # an interrupt from here on names what is written (dpriv/cli/anonymized.py)
+    write_anonymized(result, out, table_out, out.with_name(out.name + METRICS_SUFFIX))
     if result.sensitive is not None:
         typer.echo(f"sensitive table written to {table_out}")
     print_summary(result.metrics)

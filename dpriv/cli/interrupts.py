@@ -35,9 +35,19 @@ class Terminated(KeyboardInterrupt):
 
 
 class _Shutdown:
-    """Whether an interrupt arrived during the command (its shutdown is then quiet)."""
+    """Whether an interrupt arrived during the command (its shutdown is then quiet), and what
+    stays of the command if it is interrupted now, when the command said so (:func:`stays`)."""
 
     quiet = False
+    stays: str | None = None
+
+
+def stays(what: str | None) -> None:
+    """Say that an interrupt of the running command from now on leaves ``what`` (the end of the
+    line :func:`interrupted` prints: "the released view was written to ..."); None: the
+    command's usual line (:data:`_STAYS`, "nothing was written"). For a command that writes its
+    outputs in steps; forgotten when the next command starts."""
+    _Shutdown.stays = what
 
 
 def _quiet_shutdown() -> None:
@@ -76,11 +86,16 @@ def sigterm_interrupts(debug: bool = False) -> Iterator[None]:
         yield
         return
     pending_interrupt.clear()
+    _Shutdown.stays = None  # the previous command's (in one process: tests, notebooks)
     previous_hook, logging_disabled = sys.unraisablehook, logging.root.manager.disable
     kinds = {signal.SIGTERM: Terminated}
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Python's own: raise as it does
+    sigint = signal.getsignal(signal.SIGINT)
+    if sigint is signal.default_int_handler or _starting(sigint):  # Python's own: raise as it does
         kinds[signal.SIGINT] = KeyboardInterrupt
     previous = {n: signal.signal(n, functools.partial(_interrupt, kind, debug)) for n, kind in kinds.items()}
+    # after the command, not the start-up's line ("nothing was read or written") but the defaults
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    previous = {n: defaults[n] if _starting(h) else h for n, h in previous.items()}
     sys.unraisablehook = functools.partial(_unraisable, previous_hook, debug)
     try:
         yield
@@ -92,6 +107,12 @@ def sigterm_interrupts(debug: bool = False) -> Iterator[None]:
         pending_interrupt.clear()
         _Shutdown.quiet = False
         logging.disable(logging_disabled)
+
+
+def _starting(handler: Any) -> bool:
+    """Whether ``handler`` is that of the ``dpriv`` script while it starts (dpriv/__main__.py:
+    one line, exit at once), which a command's own handler replaces."""
+    return bool(getattr(handler, "dpriv_starting", False))
 
 
 #: What stays of an interrupted ``dpriv generate`` (dpriv/datasets/generated.py: each file
@@ -147,16 +168,17 @@ def interrupted(
     if debug:
         traceback.print_exc()
     how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted (Ctrl-C)"
-    stays = _STAYS.get(name, "nothing was written") if ledger is None else _LEDGER_STAYS
+    said = _STAYS.get(name, "nothing was written") if ledger is None else _LEDGER_STAYS
+    said = _Shutdown.stays or said  # as the command said it last, when it did
     last = None if ledger is None else _last_committed(ledger)  # None: its manifest unreadable
     if ledger is not None and not ledger.exists():  # a new ledger removed with its first release
-        stays = f"no ledger is left at {ledger}: the next run starts it again from release 1"
+        said = f"no ledger is left at {ledger}: the next run starts it again from release 1"
     elif last == 0:
-        stays = "the release being written is dropped, the ledger holds no committed release"
+        said = "the release being written is dropped, the ledger holds no committed release"
     elif last is not None:
-        stays = (
+        said = (
             f"the ledger stays at its last committed release, release {last}; a release not committed "
             "by then is dropped"
         )
-    typer.echo(f"{how}: {stays}", err=True)
+    typer.echo(f"{how}: {said}", err=True)
     raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None

@@ -97,6 +97,7 @@ def verify(
     from dpriv.errors import InputError
     from dpriv.io import ROW_ID, read_table
     from dpriv.release import verify_view
+    from dpriv.rows import rows_of
     from dpriv.wording import flag_named
 
     if original is not None and history is not None and original != history:
@@ -186,18 +187,26 @@ def verify(
 
     if method != "jsreduce":
         typer.echo(f"  method: {method} (checked: {', '.join(promised(method))})")
-    report = verify_view(
-        rel,
-        orig,
-        with_categorical(pol, categorical, date),
-        view=view,
-        sensitive=table,
-        recorded=recorded,
-        recorded_in=recorded_in,
-        method=method,
-        named=flag_named,  # its refusals name the flags: --original, --view <index>
-        members=members,
+    # a bad row of a generalized release is named in its file (an Anatomy release's checked rows
+    # are its sensitive table expanded, no file's)
+    shown = (
+        (led.release_dir(view) / "view.parquet" if ledger is not None else released)
+        if table is None
+        else None
     )
+    with rows_of(None if shown is None else str(shown), released=True):
+        report = verify_view(
+            rel,
+            orig,
+            with_categorical(pol, categorical, date),
+            view=view,
+            sensitive=table,
+            recorded=recorded,
+            recorded_in=recorded_in,
+            method=method,
+            named=flag_named,  # its refusals name the flags: --original, --view <index>
+            members=members,
+        )
     held = promised(method, pol.rbk_closeness)
     for key, val in report.to_dict().items():
         if not isinstance(val, list | dict):

@@ -15,19 +15,16 @@ from dpriv.attack_files import AGAIN, GAIN_FILE, as_ledger, read_result, result_
 from dpriv.attack_stamp import STAMP, check_same_releases
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, Ledger
+from dpriv.passed_results import checked_result
 from dpriv.report.coverage import NOT_OURS, check_held
 
 _GAIN_FILE = result_files(GAIN_FILE)
 
-#: Columns of a gain curve that tie it to the releases it was computed on
-#: (:func:`dpriv.attack_stamp.check_same_releases`), kept where given.
-TIES = ("n_tuples", STAMP)
-
 
 def checked_gains(gains: object, where: str) -> dict[str, pd.DataFrame]:
     """``gains`` (knowledge name -> the frame :func:`dpriv.attack.attack` returns) checked
-    and each in release order (:func:`_check_gain`: ``release``, ``adversary_gain``,
-    ``histogram_gain`` and :data:`TIES` where given); InputError for anything else."""
+    and each in release order (:func:`dpriv.passed_results.checked_result`: ``release``, ``adversary_gain``,
+    ``histogram_gain`` and :data:`dpriv.passed_results.TIES` where given); InputError for anything else."""
     if not isinstance(gains, Mapping):
         raise InputError(
             f"the adversary gains {where} must be a mapping knowledge name -> DataFrame (the frames "
@@ -40,56 +37,8 @@ def checked_gains(gains: object, where: str) -> dict[str, pd.DataFrame]:
                 f"the adversary gains {where} for {name!r} are a {type(frame).__name__}, not a DataFrame: "
                 "pass the frame attack() returns (read a saved gain CSV with pandas.read_csv)"
             )
-        out[str(name)] = _check_gain(frame, f"{where} for {name!r}")
+        out[str(name)] = checked_result(frame, f"{where} for {name!r}")
     return out
-
-
-def _check_gain(frame: pd.DataFrame, where: str) -> pd.DataFrame:
-    """A gain frame passed in (``release``: whole numbers >= 1, ``adversary_gain``: numbers in
-    [-1, 1] (E10: a mean posterior minus a frequency) or blank), in release order."""
-    missing = [c for c in ("release", "adversary_gain") if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"adversary gains {where} lack column(s) {missing}; expected release, adversary_gain "
-            "(the output of dpriv attack)"
-        )
-    if frame.columns.duplicated().any():
-        raise InputError(
-            f"adversary gains {where}: the columns must be named once, not {list(frame.columns)}"
-        )
-    if pd.api.types.is_bool_dtype(frame["release"]):
-        raise InputError(
-            f"adversary gains {where}: release must hold release indices 1, 2, ..., not booleans"
-        )
-    kept = ["release", "adversary_gain", *(["histogram_gain"] if "histogram_gain" in frame else [])]
-    out = frame[kept].apply(pd.to_numeric, errors="coerce")
-    release, gain = out["release"], out["adversary_gain"]
-    if release.duplicated().any():
-        # a retrospective result is not cut down to a gain curve: it has a file of its own
-        retro = (
-            "; a retrospective attack's result (its as_of column) is saved whole with "
-            "save_gain(frame, ledger, knowledge), which writes attack/retro_<knowledge>.csv"
-            if "as_of" in frame
-            else ""
-        )
-        raise InputError(
-            f"adversary gains {where} hold release {int(release[release.duplicated()].iloc[0])} twice: a "
-            f"gain curve has one row per release{retro}"
-        )
-    bad = release.isna() | (release % 1 != 0) | (release < 1)
-    for col in kept[1:]:  # the gain and, when given, its histogram level
-        bad |= frame[col].notna() & ~out[col].between(-1.0, 1.0)
-    if bad.any():
-        row = int(bad.to_numpy().argmax())
-        release, gain = (frame[c].iloc[[row]].tolist()[0] for c in ("release", "adversary_gain"))
-        raise InputError(
-            f"adversary gains {where}: row {row} holds release {release!r}, gain {gain!r}; a release "
-            "is a whole number >= 1 and a gain a number in [-1, 1] (or blank)"
-        )
-    out = out.astype({"release": "int64"}).astype({c: "float64" for c in kept[1:]})
-    # as given (positional: the frame's index may repeat), so that a curve passed on is checked again
-    out = out.assign(**{c: frame[c].to_numpy() for c in TIES if c in frame})
-    return _in_release_order(out)
 
 
 def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -113,9 +62,9 @@ def gain_curves(
     -------
     dict
         Knowledge name -> frame (``release`` int64, ``adversary_gain`` float64, and where the
-        attack wrote them ``histogram_gain`` float64 and :data:`TIES`: ``n_tuples``, ``views_sha``
-        text, so that the curve passed to another ledger's report is refused) sorted by
-        release, names in alphabetical order.
+        attack wrote them ``histogram_gain`` float64 and :data:`dpriv.passed_results.TIES`:
+        ``n_tuples``, ``views_sha`` text, so that the curve passed to another ledger's report
+        is refused) sorted by release, names in alphabetical order.
 
     Raises
     ------
