@@ -70,8 +70,7 @@ def sorted_pieces(part: pd.DataFrame, policy: ReleasePolicy, divisions: np.ndarr
     ranges of ``divisions``: a :class:`Piece` per range (piece ``i``: ``divisions[i] <= label <
     divisions[i + 1]``, the last one closed), columns as :func:`dpriv.released.apply_qig`'s."""
     label = part[LABEL].to_numpy(dtype=np.int64)
-    codes, firsts = pd.factorize(label)
-    keys = np.sort(firsts)  # the groups' labels, sorted as in qig_table
+    keys = np.sort(pd.unique(label))  # the groups' labels, sorted as in qig_table
     rank = np.searchsorted(keys, label)  # each row's group: its label's rank
     order = keyed(stable_hash(part[policy.id]), policy.seed, "order")
     pos = written_positions(rank, order, len(keys))
