@@ -40,10 +40,10 @@ from dpriv.hilbert.keys import (
 )
 from dpriv.policy import ReleasePolicy
 from dpriv.posterior_guard import guard_posteriors
+from dpriv.qig_ranges import released_ranges
 from dpriv.released import (
     LABEL,
     apply_qig,
-    create_qig,
     in_release_order,
     qig_table,
     released_meta,
@@ -227,13 +227,15 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps, priors
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
         rmeta = apply_anatomy(assigned._meta, policy)
         released = map_frame(apply_anatomy, assigned, policy, meta=rmeta)
+        released = in_label_ranges(released, len(divisions) - 1)
     else:
         # apply_qig copies S as a NumPy array: the meta has that dtype (object for strings)
         rmeta = released_meta(
             policy, view._meta[policy.sensitive].to_numpy().dtype, view._meta.dtypes.to_dict()
         )
-        released = map_frame(create_qig, assigned, policy, meta=rmeta)
-    released = in_label_ranges(released, len(divisions) - 1)
+        # CreateQIG per part, its rows built in their written order and cut into the label
+        # ranges as slices (dpriv.qig_ranges)
+        released = released_ranges(assigned, policy, len(divisions) - 1, rmeta)
     released, assigned = steps.run("qig", released, assigned)
     del guarded, homes
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)

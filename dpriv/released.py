@@ -233,8 +233,8 @@ def in_release_order(rows: pd.DataFrame) -> pd.DataFrame:
     QI-group label (a seeded hash, so the groups come in no meaningful order), then by the
     private seeded key ``_order`` of each respondent inside a group. Neither key says anything
     about the input order or the Hilbert order, and both are the same for any partitioning.
-    On Dask each part of :func:`dpriv.whole_groups.in_label_ranges` is sorted so; its parts are in
-    label order."""
+    On Dask each part of :func:`dpriv.qig_ranges.released_ranges` (anatomy:
+    :func:`dpriv.whole_groups.in_label_ranges`) is sorted so; its parts are in label order."""
     return stably_sorted(rows, [GROUP, ORDER]).reset_index(drop=True)
 
 

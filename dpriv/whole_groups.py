@@ -46,7 +46,7 @@ def whole_groups(assigned: dd.DataFrame) -> tuple[dd.DataFrame, Delayed]:
     split = [dask.delayed(_split, nout=n, pure=True)(p, home, i, n) for i, p in enumerate(parts)]
     pieces = [[split[j][i] for j in range(n)] for i in range(n)]
     joined = [dask.delayed(_joined, pure=True)(i, pieces[i]) for i in range(n)]
-    return _from_parts(joined, assigned._meta), home
+    return from_delayed_parts(joined, assigned._meta), home
 
 
 def in_label_ranges(released: dd.DataFrame, npartitions: int) -> dd.DataFrame:
@@ -63,10 +63,10 @@ def in_label_ranges(released: dd.DataFrame, npartitions: int) -> dd.DataFrame:
         dask.delayed(_ranged, pure=True)([split[j][i] for j in range(len(parts))], released._meta)
         for i in range(n)
     ]
-    return _from_parts(ranged, released._meta)
+    return from_delayed_parts(ranged, released._meta)
 
 
-def _from_parts(parts: list, meta: pd.DataFrame) -> dd.DataFrame:
+def from_delayed_parts(parts: list, meta: pd.DataFrame) -> dd.DataFrame:
     """A Dask frame of delayed ``parts`` of ``meta``'s dtypes, as they are: Dask would convert
     object text columns to Arrow strings (``dataframe.convert-string``), which a
     ``map_partitions`` of the same kernels does not, and the bytes released would change."""
