@@ -46,7 +46,8 @@ import dpriv.release as release_mod
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
 from dpriv.datasets import write_medical_view
 from dpriv.datasets.files import RECOMMENDED_DEFENSE
-from dpriv.hilbert import HKEY, balanced_divisions, hilbert_keys
+from dpriv.first_pass import range_divisions
+from dpriv.hilbert import HKEY, hilbert_keys
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -103,7 +104,7 @@ def balance(src: Path, policy: ReleasePolicy, npartitions: int) -> float:
     """Largest / smallest Hilbert range with the release's divisions (exact key histogram)."""
     keys = dd.read_parquet(src).map_partitions(_keys, policy, meta=pd.Series(dtype="uint64"))
     hist = keys.value_counts().compute().sort_index()
-    divisions = balanced_divisions(hist, npartitions)
+    divisions = range_divisions(hist, npartitions, policy)
     edges = np.searchsorted(hist.index.to_numpy(np.uint64), np.asarray(divisions[1:-1], np.uint64))
     cum = np.concatenate([[0], np.cumsum(hist.to_numpy())])
     sizes = np.diff(cum[np.concatenate([[0], edges, [len(hist)]])])

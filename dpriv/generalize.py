@@ -26,13 +26,12 @@ from dpriv.anatomy import apply_anatomy, sensitive_table
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers
 from dpriv.anonymity.persistent import PGROUP, UnitPlan, apply_plan, plan_units, unit_stats, with_next
 from dpriv.exit_guard import guard_exits
-from dpriv.first_pass import first_pass, range_kernel
+from dpriv.first_pass import first_pass, range_divisions, range_kernel
 from dpriv.first_priors import FirstPriors
 from dpriv.hilbert.keys import (
     HKEY,
     TIE,
     add_keys,
-    balanced_divisions,
     is_anatomy,
     keyed_meta,
     pandas_divisions,
@@ -197,7 +196,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps, priors
     (keyed_view,) = steps.run("keys", map_frame(add_keys, view, policy, meta=keyed_meta(view._meta, policy)))
     if not divisions:
         histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
-        divisions = balanced_divisions(histogram, npartitions or view.npartitions)
+        divisions = range_divisions(histogram, npartitions or view.npartitions, policy)
     ranges = keyed_view.set_index(HKEY, sort=True, divisions=divisions)
     del keyed_view
     if priors is not None:  # a first release's priors, looked up per range: not shuffled

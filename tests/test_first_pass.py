@@ -18,8 +18,15 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpriv.first_pass import chained_scan, resynced_scan, side_by_side, topdown_range
-from dpriv.hilbert.keys import HKEY, TIE, add_keys, grid_bits, key_dims
+from dpriv.first_pass import (
+    block_ids,
+    chained_scan,
+    range_divisions,
+    resynced_scan,
+    side_by_side,
+    topdown_range,
+)
+from dpriv.hilbert.keys import HKEY, TIE, add_keys, balanced_divisions, grid_bits, key_dims
 from dpriv.released import LABEL, secret_policy
 from dpriv.validate import validate_view
 from tests.test_properties import views_and_policies
@@ -43,7 +50,7 @@ def ranges_of(view: pd.DataFrame, policy, cuts: list[int]):
     st.sampled_from([0, 1, 2, 3]),
     st.lists(st.integers(0, 2**40), min_size=0, max_size=9),
 )
-def test_side_by_side_gives_the_chains_rows_range_by_range(case, level, cuts):
+def test_side_by_side_gives_the_chains_rows_in_the_chains_order(case, level, cuts):
     view, policy = case
     policy = policy.with_overrides(grouping="topdown", topdown_level=level)
     summary = validate_view(view, policy)
@@ -53,8 +60,10 @@ def test_side_by_side_gives_the_chains_rows_range_by_range(case, level, cuts):
         chain = dask.compute(*chained_scan(parts, policy, summary.s_counts))
         side = dask.compute(*side_by_side(parts, policy, summary.s_counts))
     assert len(side) == len(chain) == len(parts)
-    for got, expected in zip(side, chain):
-        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    # a block that ends where a range ends is grouped by that range side by side, by the next
+    # one in the chain: the same rows and labels, one after the other in the same order
+    both = [pd.concat(frames, ignore_index=True) for frames in (side, chain)]
+    pd.testing.assert_frame_equal(*both, check_exact=True)
     assert sum(len(p) for p in side) == len(view)  # every row once: grouped or left over
 
 
@@ -182,3 +191,44 @@ def test_resync_stops_where_both_scans_close_a_group():
     pd.testing.assert_frame_equal(spliced(done, fix, upto), expected, check_exact=True)
     pd.testing.assert_frame_equal(carried, expected_tail, check_exact=True)
     assert expected[LABEL].nunique() == 3  # {a, b}, {a, a, b}, {b, a}
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(views_and_policies(), st.sampled_from([0, 1, 2]), st.integers(1, 9))
+def test_topdown_ranges_are_cut_at_the_block_starts_nearest_to_balance(case, level, n):
+    view, policy = case
+    policy = policy.with_overrides(grouping="topdown", topdown_level=level)
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy, summary)
+    hist = add_keys(view, policy)[HKEY].value_counts().sort_index()
+    keys, counts = hist.index.to_numpy(np.uint64), hist.to_numpy()
+    divisions = range_divisions(hist, n, policy)
+    # the oracle: every block start (a key whose block differs from the key before it), its
+    # rows before, and for each balanced target the start with the fewest rows off (ties: the earlier)
+    blocks = block_ids(keys, policy).tolist()
+    starts = [i for i in range(len(keys)) if i == 0 or blocks[i] != blocks[i - 1]]
+    before = {i: int(counts[:i].sum()) for i in starts}
+    total = int(counts.sum())
+    chosen = set()
+    for m in range(1, n):
+        target = total * m / n
+        best = min(starts, key=lambda i: (abs(before[i] - target), i))
+        if best > 0:
+            chosen.add(int(keys[best]))
+    assert divisions == (int(keys[0]), *sorted(chosen), int(keys[-1]))
+    # ranges of whole blocks: side by side, no range hands rows on to the next
+    parts = dd.from_pandas(add_keys(view, policy), npartitions=1, sort=False)
+    parts = parts.set_index(HKEY, sort=True, divisions=list(divisions)).to_delayed()
+    with dask.config.set(scheduler="sync"):
+        sizes = [len(p) for p in dask.compute(*parts)]
+        side = dask.compute(*side_by_side(parts, policy, summary.s_counts))
+    assert [len(p) for p in side] == sizes
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(views_and_policies(), st.integers(1, 9))
+def test_scan_ranges_keep_the_balanced_cuts(case, n):
+    view, policy = case
+    policy = policy.with_overrides(grouping="scan")
+    hist = add_keys(view, policy)[HKEY].value_counts()
+    assert range_divisions(hist, n, policy) == balanced_divisions(hist, n)
