@@ -317,10 +317,27 @@ def _state_order(ids: pd.Series, n: int) -> np.ndarray:
     # one bucket (a Dask bucket's own rows, a one-part state): every row in bucket 0, no hash
     values = ids.to_numpy()
     buckets = state_buckets(ids, n) if n > 1 else np.zeros(len(values), dtype=np.int64)
-    if values.dtype.kind in "iu" and in_order([buckets, values]):  # a first release's new state
+    ints = values.dtype.kind in "iu"
+    if ints and in_order([buckets, values]):  # a first release's new state
         return np.arange(len(values), dtype=np.int64)
-    by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
-    return by_id if n <= 1 else by_id[np.argsort(buckets[by_id], kind="stable")]
+    by_id = _id_order(values) if ints else None
+    if by_id is None:
+        by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
+    if n <= 1:
+        return by_id
+    # a stable sort of 16-bit keys is a radix sort (numpy), of int64 a merge sort: the same order
+    keys = buckets[by_id].astype(np.uint16) if n <= 2**16 else buckets[by_id]
+    return by_id[np.argsort(keys, kind="stable")]
+
+
+def _id_order(values: np.ndarray) -> np.ndarray | None:
+    """Positions (int64) of the integer ``values`` in increasing order, or None when two are
+    equal. For distinct values every sort gives this one order, and numpy's default sort
+    (vectorized where the CPU allows) took ~2 ms for a 10^6/8-row bucket of ids against ~12 ms
+    for pandas' stable one; with ties only a stable sort keeps the order of the rows."""
+    order = np.argsort(values)
+    ranked = values[order]
+    return order.astype(np.int64, copy=False) if bool((ranked[1:] > ranked[:-1]).all()) else None
 
 
 def next_state(

@@ -325,3 +325,22 @@ def test_the_state_order_is_bucket_then_id(string_ids, n):
     assert [keys[i] for i in got] == sorted(keys)
     in_order = ids.iloc[got].reset_index(drop=True)
     assert np.array_equal(_state_order(in_order, n), np.arange(len(ids)))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint64"])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("n", [1, 3, 8, 70_000])
+def test_the_state_order_of_integer_ids_is_the_stable_one(dtype, ties, n):
+    """Integer ids: the positions of a stable sort by (bucket, id), rows of equal ids in the
+    order they came (an unstable sort of ties would reorder them); 70,000 buckets are more
+    than a 16-bit bucket key holds."""
+    rng = np.random.default_rng(n + 7 * ties)
+    values = rng.choice(10**6, size=3000, replace=False)
+    if ties:  # a few ids twice or three times, far apart
+        values[rng.choice(3000, size=300, replace=False)] = values[:300]
+    ids = pd.Series(values.astype(dtype))
+    buckets = state_buckets(ids, n) if n > 1 else np.zeros(len(ids), dtype=np.int64)
+    expected = sorted(range(len(ids)), key=lambda i: (int(buckets[i]), int(values[i]), i))
+    got = _state_order(ids, n)
+    assert got.dtype == np.int64
+    assert got.tolist() == expected
