@@ -58,7 +58,7 @@ from dpriv.ledger_expect import check_existing, check_stale
 from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
-from dpriv.metrics.release import release_metrics, require
+from dpriv.metrics.release import release_metrics, release_sums_with, require
 from dpriv.new_ids import check_new_ids
 from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
 from dpriv.pending_interrupt import as_interrupt
@@ -351,6 +351,8 @@ def release_view(
     tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = steps.run("pk", new_state, tail)
     posterior_guard.check(posts, policy, f"release {index}", method)  # a Dask view was refused
+    # the group sums and the tail rows in one compute (an Anatomy release sums its own tables)
+    sums, tail = release_sums_with(released, policy, by_group, tail) if sensitive is None else (None, tail)
     measured = release_metrics(
         released,
         view,
@@ -360,6 +362,7 @@ def release_view(
         sensitive=sensitive,
         view_counts=summary.s_counts,
         by_group=by_group,  # the released parts hold whole QI-groups
+        sums=sums,
     )
     defender_tail = combine_tail(to_pandas(tail))
     steps.lap("metrics")

@@ -170,19 +170,27 @@ def apply_qig(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) ->
     return out
 
 
-def qig_rows(part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy) -> pd.DataFrame:
+def qig_rows(
+    part: pd.DataFrame, table: pd.DataFrame, policy: ReleasePolicy, *, sensitive_as_is: bool = False
+) -> pd.DataFrame:
     """The public released rows of ``part`` (grouped rows, ``_label``) by the CreateQIG
     ``table`` (:func:`qig_table`): ``apply_qig`` without its private ``_order`` key (the
     verifier needs no shuffle key), columns in :func:`released_columns` order, on a fresh
-    RangeIndex."""
+    RangeIndex. ``sensitive_as_is``: the sensitive column keeps the dtype of ``part``'s (an
+    Arrow string column stays Arrow, not one Python string per row: the verifier reads its
+    codes and digest, which are the same either way), else it is a NumPy array as released."""
     keys = table.index.to_numpy(dtype=np.int64)  # sorted by qig_table
     at = np.searchsorted(keys, part[LABEL].to_numpy(dtype=np.int64))
     index = pd.RangeIndex(len(part))
     # the NumPy dtype as is (pandas 3 would infer "str" from object strings; the meta says object)
     columns = {GROUP: pd.Series(part[LABEL].to_numpy(), index=index)}
     taken = {c: table[c].to_numpy()[at] for c in table.columns}  # new arrays: held without a copy
-    taken[policy.sensitive] = part[policy.sensitive].to_numpy()
+    sensitive = part[policy.sensitive]
+    if not sensitive_as_is:
+        taken[policy.sensitive] = sensitive.to_numpy()
     columns.update({c: pd.Series(v, dtype=v.dtype, index=index, copy=False) for c, v in taken.items()})
+    if sensitive_as_is:
+        columns[policy.sensitive] = pd.Series(sensitive.array, index=index, copy=False)
     return pd.DataFrame(columns, index=index, copy=False)
 
 

@@ -78,9 +78,9 @@ def test_a_dask_release_brings_back_o1_percent_of_the_view_and_sends_no_large_gr
     large = [str(w.message).splitlines()[0] for w in caught if "large graph" in str(w.message)]
     assert large == []
     steps = gathered
-    assert len(steps) >= 4  # the spy saw the steps' gathers (histogram, repair, verify, tail, metrics)
+    assert len(steps) >= 4  # the spy saw the steps' gathers (histogram, repair, verify, sums + tail, kpr)
     assert any("_repair_on_worker" in stack for _, stack in steps)
-    assert any("release_sums" in stack for _, stack in steps)
+    assert any("release_sums_with" in stack for _, stack in steps)  # the sums and the tail: one gather
     total = sum(size for size, _ in steps)
     biggest = sorted(steps, key=lambda s: -s[0])[:3]
     assert total <= 0.01 * view_bytes, (total, view_bytes, biggest)

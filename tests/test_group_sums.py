@@ -101,3 +101,32 @@ def test_merging_keeps_the_extremes_and_an_empty_part_changes_nothing():
     assert (whole.min_size, whole.max_size, whole.n_released) == (sizes.min(), sizes.max(), len(view))
     assert empty.utility(3, 2, 2)["average_semiperimeter"] is None
     assert empty.association_loss() is None
+
+
+def test_the_sums_and_the_tail_rows_come_in_one_compute(monkeypatch):
+    """The metrics step takes the per-part group sums and the pk step's tail rows in one
+    ``dask.compute`` (each a round trip to the scheduler), with the figures of the pandas sums;
+    the KPR then reads the released row count from the sums instead of counting the rows."""
+    import dask
+
+    from dpriv.metrics.release import release_metrics, release_sums_with
+
+    view = released_view(np.random.default_rng(8), 40).sort_values("qi_group", kind="stable")
+    lazy = dd.from_pandas(view, npartitions=3, sort=False)  # contiguous: whole groups
+    tail = pd.DataFrame({"n_tuples": [4, 0, 7], "max_posterior": [0.5, np.nan, 0.25]})
+    lazy_tail = dd.from_pandas(tail, npartitions=2, sort=False)
+    calls = []
+    real = dask.compute
+    monkeypatch.setattr(dask, "compute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    sums, got = release_sums_with(lazy, POLICY, True, lazy_tail)
+    assert len(calls) == 1
+    monkeypatch.undo()
+    assert sums == release_sums(view, POLICY, by_group=False)
+    pd.testing.assert_frame_equal(got, tail)
+    assert release_sums_with(view, POLICY, False, tail)[0] == sums  # in process: the same sums
+    original = view.rename(columns={"age_min": "age", "weight_min": "weight"})[["age", "weight", "s"]]
+    with_sums = release_metrics(lazy, original, POLICY, len(view) + 2, 2, by_group=True, sums=sums)
+    assert with_sums == release_metrics(lazy, original, POLICY, len(view) + 2, 2, by_group=True)
+    empty = release_sums_with(lazy[lazy["qi_group"] < 0], POLICY, True)[0]  # no rows: no KPR
+    assert empty.n_released == 0
+    assert release_metrics(lazy, original, POLICY, 2, 2, by_group=True, sums=empty).kpr is None

@@ -13,9 +13,12 @@ import pandas as pd
 import pytest
 
 from dpriv.anonymity import verify_release
+from dpriv.anonymity.membership import same_pairs
 from dpriv.metrics.anatomy import association_per_group, pair_association
 from dpriv.policy import ReleasePolicy
-from dpriv.released import GROUP, LABEL, qig_rows, qig_table, released_columns
+from dpriv.released import GROUP, LABEL, qig_rows, qig_table, released_columns, rows_digest
+from dpriv.validate import codes
+from dpriv.wording import counted
 
 DOM = ["flu", "hiv", "none", "sepsis"]
 
@@ -143,3 +146,63 @@ def test_box_checks_name_the_qi_and_the_groups():
         f"QI-groups {loose} hold {n} kept tuples of the view but have no row in the release: the file "
         "was truncated or is not this release"
     ]
+
+
+def _count_problems(released, assigned, policy) -> list[str]:
+    """The verifier's problems about groups whose released sizes or sensitive values differ."""
+    view_counts = np.array([(assigned["s"] == v).sum() + len(assigned) for v in DOM])
+    report = verify_release(released, policy, view_counts=view_counts, assigned=assigned)
+    return sorted(p for p in report.problems if p.endswith(("assigned to it", "assigned to the group")))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sizes_and_sensitive_counts_are_checked_in_the_members_order_and_in_any_other(seed):
+    """The verifier compares the released (group, sensitive) pairs with the members' without
+    grouping when both come in one order (its rebuilt rows do); a changed sensitive value or a
+    row moved to another group must still be named, in that order and shuffled alike."""
+    assigned, policy = _assigned(seed)
+    released = qig_rows(assigned, qig_table(assigned, policy), policy)
+    g, s = assigned[LABEL].to_numpy(), codes(assigned["s"], DOM)
+    assert same_pairs(g, s, released[GROUP].to_numpy(), codes(released["s"], DOM))
+    shuffled = released.sample(frac=1.0, random_state=seed)
+    assert not same_pairs(g, s, shuffled[GROUP].to_numpy(), codes(shuffled["s"], DOM))
+    assert _count_problems(released, assigned, policy) == _count_problems(shuffled, assigned, policy) == []
+    rng = np.random.default_rng(seed)
+    # two rows of different groups and values swap their sensitive values: sizes stay, counts differ
+    i, j = next((i, j) for i, j in rng.integers(0, len(released), (200, 2)) if g[i] != g[j] and s[i] != s[j])
+    swapped = released.copy()
+    swapped.loc[[i, j], "s"] = swapped.loc[[j, i], "s"].to_numpy()
+    for rows in (swapped, swapped.sample(frac=1.0, random_state=seed)):
+        (said,) = _count_problems(rows, assigned, policy)
+        named, why = said.removeprefix("QI-groups ").split(": ")
+        assert set(named.split(", ")) == {str(g[i]), str(g[j])}
+        assert why == "the released sensitive values differ from those of the tuples assigned to the group"
+    # a released row changes group: both groups' sizes differ from their members'
+    moved = released.copy()
+    k = int(np.flatnonzero(g != g[i])[0])
+    moved.loc[i, GROUP] = g[k]
+    sizes = Counter(g.tolist())
+
+    def said(label, released: int) -> str:
+        kept = counted(sizes[label], "kept tuple")
+        return f"QI-group {label}: {counted(released, 'released tuple')} but {kept} assigned to it"
+
+    want = sorted([said(g[i], sizes[g[i]] - 1), said(g[k], sizes[g[k]] + 1)])
+    for rows in (moved, moved.sample(frac=1.0, random_state=seed)):
+        assert _count_problems(rows, assigned, policy) == want
+
+
+def test_the_verifiers_rows_keep_an_arrow_sensitive_column_with_the_same_codes_and_digest():
+    """The verifier rebuilds the released rows with the sensitive column in the membership's
+    dtype (an Arrow string column is not turned into one Python string per row): the same
+    values, codes and order-free digest as the released rows, whose column is object."""
+    assigned, policy = _assigned(3)
+    assigned["s"] = assigned["s"].astype("string[pyarrow]")
+    table = qig_table(assigned, policy)
+    plain, kept = qig_rows(assigned, table, policy), qig_rows(assigned, table, policy, sensitive_as_is=True)
+    assert plain["s"].dtype == object and kept["s"].dtype == assigned["s"].dtype
+    assert list(kept.columns) == list(plain.columns) == released_columns(policy)
+    pd.testing.assert_frame_equal(kept.astype({"s": object}), plain)
+    assert (codes(kept["s"], DOM) == codes(plain["s"], DOM)).all()
+    assert rows_digest(kept) == rows_digest(plain) == rows_digest(plain.sample(frac=1.0, random_state=1))
+    assert rows_digest(kept) != rows_digest(kept.assign(s=kept["s"].iloc[::-1].to_numpy()))

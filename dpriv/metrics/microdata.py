@@ -75,15 +75,20 @@ def reference_kpr(original: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) 
 
 
 def release_kpr(
-    released: pd.DataFrame | dd.DataFrame, original: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+    released: pd.DataFrame | dd.DataFrame,
+    original: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    n_rows: int | None = None,
 ) -> float | None:
     """KPR (percent, E21) of microdata drawn from ``released`` against the original view,
-    known variables = the QIs; None for an empty release. Pandas or Dask (per partition)."""
+    known variables = the QIs; None for an empty release. Pandas or Dask (per partition).
+    ``n_rows``: the number of rows of ``released`` when known (a Dask release's is otherwise
+    counted, one more compute)."""
     with warnings.catch_warnings():  # integer-coded QIs (gender 1/2) trigger the <= 10 levels hint
         warnings.simplefilter("ignore")
         known = _known(original, policy)
         if is_dask(released):
-            if len(released.index) == 0:  # row counts of the (persisted) release, not a draw
+            if (len(released.index) if n_rows is None else n_rows) == 0:  # row counts, not a draw
                 return None
             meta = draw_microdata(released._meta, policy)
             micro = released.map_partitions(draw_microdata, policy, meta=meta)

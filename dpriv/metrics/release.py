@@ -91,6 +91,7 @@ def release_metrics(
     sensitive: pd.DataFrame | None = None,
     view_counts: np.ndarray | None = None,
     by_group: bool = False,
+    sums: GroupSums | None = None,
 ) -> ReleaseMetrics:
     """Utility (E11, E24-E26), KPR of the release (E21) and sizes; pandas or Dask frames.
 
@@ -99,16 +100,19 @@ def release_metrics(
     counts of S over the view, and ``group_qi_span``). An Anatomy release passes its QI
     table as ``released`` and its ``sensitive`` table. ``by_group``: every Dask partition
     of ``released`` holds whole QI-groups (the release's label ranges), so the group sums are
-    taken per partition on the workers (:func:`release_sums`)."""
+    taken per partition on the workers (:func:`release_sums`). ``sums``: those sums, already
+    taken (:func:`release_sums_with`, which computes them with other small results in one
+    ``dask.compute``); the KPR then reads the number of released rows from them."""
     if sensitive is not None:
         util = anatomy_utility(released, sensitive, original, policy, n_original, view_counts)
         return ReleaseMetrics(util, util.pop("kpr"), n_original, n_suppressed)
-    sums = release_sums(released, policy, by_group)
+    n_rows = None if sums is None else sums.n_released
+    sums = release_sums(released, policy, by_group) if sums is None else sums
     util = sums.utility(n_original, len(policy.qi), policy.k)
     util["association_loss"] = sums.association_loss()
     util["association_loss_view"] = None if view_counts is None else view_association_loss(view_counts)
     util["group_qi_span"] = util["average_semiperimeter"]
-    return ReleaseMetrics(util, release_kpr(released, original, policy), n_original, n_suppressed)
+    return ReleaseMetrics(util, release_kpr(released, original, policy, n_rows), n_original, n_suppressed)
 
 
 def part_sums(part: pd.DataFrame, policy: ReleasePolicy) -> GroupSums:
@@ -133,6 +137,27 @@ def release_sums(released: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, b
         )
     sums = GroupSums.of(group_table(released, **utility_domains(policy)))
     return sums.with_association(association_per_group(released, policy))
+
+
+def release_sums_with(
+    released: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, by_group: bool, *more: Any
+) -> tuple:
+    """(:func:`release_sums` of ``released``, then each of ``more`` computed: a Dask collection
+    as pandas, anything else as it is). On Dask with whole QI-groups per partition, the
+    per-partition sums and ``more`` (e.g. the pk step's persisted tail rows) come in one
+    ``dask.compute``: each compute is a round trip to the scheduler."""
+    if is_dask(released) and (by_group or released.npartitions == 1):
+        task = dask.delayed(part_sums, pure=True)
+        # a Dask frame as its partitions' Delayed (no expressions mixed with Delayed in one compute)
+        rest = [_concat(x.to_delayed()) if isinstance(x, dd.DataFrame) else x for x in more]
+        parts, rest = dask.compute([task(p, policy) for p in released.to_delayed()], rest)
+        return functools.reduce(GroupSums.merge, parts), *rest
+    return release_sums(released, policy, by_group), *dask.compute(*more)
+
+
+@dask.delayed(pure=True)
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(parts)
 
 
 def checked_metrics(
