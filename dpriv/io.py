@@ -71,7 +71,10 @@ def read_table(
     """
     fs, paths = filesystem(path, what)
     if not paths or not fs.exists(paths[0]):
-        raise InputError(f"input {path} does not exist")
+        raise InputError(
+            f"input {path} does not exist: nothing was written; check the path (and that the export "
+            "writing it has finished)"
+        )
     folder = fs.isdir(paths[0])
     if folder and fs.exists(f"{paths[0].rstrip('/')}/manifest.json"):  # dpriv.ledger.MANIFEST
         raise InputError(

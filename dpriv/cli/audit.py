@@ -12,7 +12,6 @@ from dpriv.attack_files import GAIN_FILE, RETRO_FILE
 from dpriv.cli.common import (
     Debug,
     Ledger,
-    PolicyFile,
     _say,
     app,
     check_out,
@@ -105,7 +104,14 @@ def attack(
             "the weekly chain). The retrospective adversary always reads whole histories."
         ),
     ] = None,
-    policy: PolicyFile = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="Policy TOML (docs/policy.md). Optional: by default the policy the ledger recorded "
+            "with its releases is used; a file given must read the releases with the same columns.",
+        ),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
