@@ -21,6 +21,7 @@ pair of values to the client; in process for a pandas history.
 
 from __future__ import annotations
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
@@ -37,7 +38,9 @@ MAX_PAIRS = 4
 _COUNTS = {"time": "int64", "exit": "bool", "prev": "int64", "cur": "int64", "n": "int64"}
 
 
-def _jumps(rows: pd.DataFrame, cols: tuple[str, str, str], exits: np.ndarray, zero: np.ndarray, first: int):
+def _jumps(
+    rows: pd.DataFrame, cols: tuple[str, str, str], exits: np.ndarray, zero: np.ndarray, first: int
+) -> pd.DataFrame:
     """Per (view >= ``first``, kind, previous code, code): the tuples of ``rows`` (id, time,
     sensitive ``cols``; whole respondents) after an exit (``exit`` True; ``prev``: the exit
     value) or after a change ``zero`` forbids from the view just before (``exit`` False)."""
@@ -49,7 +52,7 @@ def _jumps(rows: pd.DataFrame, cols: tuple[str, str, str], exits: np.ndarray, ze
     same = np.zeros(len(rows), dtype=bool)
     same[1:] = ids[1:] == ids[:-1]  # the row before is the same respondent's
     is_exit = (s >= 0) & exits[np.maximum(s, 0)]
-    # the first exit value of the respondent so far (-1: none), carried along her rows
+    # the position of the respondent's first exit row (len(rows): none), carried along her rows
     starts = np.flatnonzero(~same)
     group = np.cumsum(~same) - 1
     exit_at = np.where(is_exit, np.arange(len(rows)), len(rows))
@@ -67,7 +70,9 @@ def _jumps(rows: pd.DataFrame, cols: tuple[str, str, str], exits: np.ndarray, ze
     return found.groupby(["time", "exit", "prev", "cur"], as_index=False)["n"].sum().astype(_COUNTS)
 
 
-def value_jumps(history, policy: ReleasePolicy, todo: list[int], tables: MarkovTables | None) -> pd.DataFrame:
+def value_jumps(
+    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, todo: list[int], tables: MarkovTables | None
+) -> pd.DataFrame:
     """The counts of :func:`_jumps` for the views ``todo`` of ``history`` (pandas or Dask):
     columns time, exit, prev, cur (codes of the sensitive domain), n (int64). ``tables``: the
     defender's fixed tables (None: IE, mined from the data, so no change is ruled out)."""
@@ -101,7 +106,9 @@ def value_jumps(history, policy: ReleasePolicy, todo: list[int], tables: MarkovT
     return found.groupby(["time", "exit", "prev", "cur"], as_index=False)["n"].sum().astype(_COUNTS)
 
 
-def warn_value_jumps(history, policy: ReleasePolicy, todo: list[int], tables: MarkovTables | None) -> None:
+def warn_value_jumps(
+    history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, todo: list[int], tables: MarkovTables | None
+) -> None:
     """A warning per view of ``todo`` holding returns after an exit or changes the knowledge
     rules out (:func:`value_jumps`): the counts and the values involved, what to check."""
     found = value_jumps(history, policy, todo, tables)
