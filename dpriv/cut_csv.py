@@ -27,12 +27,16 @@ def _open(path: str, fs=None):
 
 def unfinished_line(path: str, fs=None) -> str | None:
     """The last line of the CSV file ``path`` (text, UTF-8) when the file does not end with a
-    newline, else None (also for an empty file, a last line longer than :data:`TAIL` bytes and
-    a last line inside a quoted value: its fields cannot be told from its end)."""
-    with _open(path, fs) as fh:
-        size = fh.seek(0, 2)
-        fh.seek(max(0, size - TAIL))
-        tail = fh.read()
+    newline, else None (also for an empty file, a last line longer than :data:`TAIL` bytes, a
+    last line inside a quoted value: its fields cannot be told from its end, and a file that
+    cannot be read again)."""
+    try:
+        with _open(path, fs) as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - TAIL))
+            tail = fh.read()
+    except (OSError, ValueError):  # not to be read again (gone, a stream): the check is moot
+        return None
     if not tail or tail.endswith((b"\n", b"\r")):
         return None
     cut = max(tail.rfind(b"\n"), tail.rfind(b"\r"))
