@@ -72,6 +72,7 @@ def test_a_bad_row_before_the_last_line_of_a_file_without_newline_keeps_its_mess
 LOOSE = {"privacy": {"k": 3, "t": 0.9, "j": 5, "max_suppression": 1}}
 
 
+@pytest.mark.slow  # a first release, then the refused one
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # as the command line has it (dask's, pandas 3.1)
 @pytest.mark.parametrize("cut", ["fields", "value"])
 def test_a_weekly_history_cut_off_mid_line_leaves_the_ledger_as_it_was(tmp_path, cut):
