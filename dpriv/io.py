@@ -19,6 +19,7 @@ import pandas as pd
 from dpriv import pending_interrupt
 from dpriv._dispatch import meta_of
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
+from dpriv.cut_csv import check_not_cut
 from dpriv.errors import InputError
 from dpriv.input_url import filesystem
 from dpriv.parquet_files import check_parquet_footers, is_parquet
@@ -70,7 +71,10 @@ def read_table(
     """
     fs, paths = filesystem(path, what)
     if not paths or not fs.exists(paths[0]):
-        raise InputError(f"input {path} does not exist")
+        raise InputError(
+            f"input {path} does not exist: nothing was written; check the path (and that the export "
+            "writing it has finished)"
+        )
     folder = fs.isdir(paths[0])
     if folder and fs.exists(f"{paths[0].rstrip('/')}/manifest.json"):  # dpriv.ledger.MANIFEST
         raise InputError(
@@ -96,6 +100,8 @@ def read_table(
                 sample_rows=CSV_SAMPLE // 2,  # dask's default infers the types from 10 rows
                 skipinitialspace=True,
             )
+            for one in paths:  # an export still being written: refused before its rows are checked
+                check_not_cut(one if len(paths) > 1 else path, sep, len(frame.columns), fs)
             if id_column in frame.columns and pd.api.types.is_numeric_dtype(frame._meta[id_column].dtype):
                 check_id_texts(fs, paths, sep, id_column, path)
     except InputError:  # a footer's own message (an InputError is a ValueError too)

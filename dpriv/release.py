@@ -76,6 +76,7 @@ from dpriv.sources import defender_knowledge
 from dpriv.state import empty_state, next_state
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
+from dpriv.value_jumps import warn_value_jumps
 from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
 from dpriv.view_summary import ViewSummary
 from dpriv.workers import require_workers
@@ -190,6 +191,7 @@ def release_history(
         if not allow_new_ids:  # a week of ids written otherwise: refused before anything is written
             check_new_ids(history, policy, summaries, todo, ledger, held)
         input_checked()  # a status line held until now (dpriv release) is said
+        warn_value_jumps(history, policy, todo, knowledge.tables)  # said, not refused: data may hold them
         if todo:  # before any work; nothing to release: a user's file there is no obstacle
             ledger.prepare_next()
         # IE counts of the views before the first release to make, once; then view by view

@@ -354,6 +354,9 @@ def problems_message(
     Each problem is a column and a message (its quoted example values aside: each partition
     names its own), its rows over all partitions (the first
     :data:`MAX_ROWS_SHOWN` named, :func:`describe`; ``checked``: of the first rows checked)."""
+    cut = _cut_off(problems) if whole else None
+    if cut is not None:  # the last line of a CSV file still being written: not a row to correct
+        return cut
     texts = []
     # one problem over all partitions: its message up to the example values each partition names
     kind = problems["message"].map(lambda m: _EXAMPLES.sub("…", m))
@@ -372,3 +375,17 @@ def problems_message(
     if len(texts) > 1 + MAX_OTHER_PROBLEMS:
         out += f"; and {len(texts) - 1 - MAX_OTHER_PROBLEMS} other problem(s)"
     return out
+
+
+def _cut_off(problems: pd.DataFrame) -> str | None:
+    """The refusal of the CSV input of :func:`rows_of` when a row of ``problems`` is its last
+    line, written without a newline (:func:`dpriv.cut_csv.cut_problem`), else None."""
+    source = input_file()
+    if source is None or not source.csv:
+        return None
+    from dpriv.cut_csv import cut_problem
+
+    rows = [
+        (r.position, column) for column, found in zip(problems["column"], problems["rows"]) for r in found
+    ]
+    return cut_problem(source.path, rows)

@@ -299,13 +299,15 @@ def _add_text(add, col: pd.Series, text: np.ndarray, name: str) -> None:
         shown = ", ".join(repr(v) for v in values[:5]) + (
             f" and {len(values) - 5} more" if len(values) > 5 else ""
         )
+        # the example is the column's own: the number in its first text holding one, if any
+        numbers = ((v, re.search(r"-?\d+(?:\.\d+)?", str(v))) for v in values[:5])
+        example = next((f" (e.g. {n.group()} for {v!r})" for v, n in numbers if n), "")
         add(
             2,
             name,
             other,
-            f"numeric QI {name!r} holds text that is not a number: {shown}; correct each to a number "
-            "(e.g. 72 for '72kg') or drop the rows, or declare the QI categorical "
-            f"({declare_categorical(name)})",
+            f"numeric QI {name!r} holds text that is not a number: {shown}; correct each to a number"
+            f"{example} or drop the rows, or declare the QI categorical ({declare_categorical(name)})",
         )
 
 

@@ -946,11 +946,12 @@ def test_text_in_a_running_ledgers_numeric_qi_is_not_told_to_declare_it_categori
     out = assert_refused(
         cli("release", tmp_path / "h.csv", "--ledger", tmp_path / "L", *flags),
         r"numeric QI 'age' holds text that is not a number: 'unknown'; correct each to a number "
-        r"\(e\.g\. 72 for '72kg'\) or drop the rows \(1 row: line 35 \(week=2\) of",
+        r"or drop the rows \(1 row: line 35 \(week=2\) of",
         r"\(release 1 is committed and the ledger keeps the kind of each QI; declaring one categorical "
         r"changes the policy, which needs a new ledger: release the history with it into --ledger NEW",
     )
     assert "--categorical" not in out and "[kinds]" not in out and "also:" not in out
+    assert "72kg" not in out  # an example of another column's text (s38): none when no number is in it
     assert tree(tmp_path / "L") == before
     # a new ledger: the advice stands (a policy may still declare the QI categorical)
     out = assert_refused(cli("release", tmp_path / "h.csv", "--ledger", tmp_path / "new", *flags))

@@ -12,7 +12,6 @@ from dpriv.attack_files import GAIN_FILE, RETRO_FILE
 from dpriv.cli.common import (
     Debug,
     Ledger,
-    PolicyFile,
     _say,
     app,
     check_out,
@@ -105,7 +104,14 @@ def attack(
             "the weekly chain). The retrospective adversary always reads whole histories."
         ),
     ] = None,
-    policy: PolicyFile = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="Policy TOML (docs/policy.md). Optional: by default the policy the ledger recorded "
+            "with its releases is used; a file given must read the releases with the same columns.",
+        ),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -126,6 +132,11 @@ def attack(
 
         out = default_out(ledger, knowledge, adversary)
         check_result_file(out)  # an attack's earlier result only, never a file put there
+        from dpriv.cli.outputs import check_writable
+
+        where = out.parent if out.parent.is_dir() else ledger  # attack/ is made by the first attack
+        fix = "give --out FILE in a folder you can write to, or make the ledger's folder writable"
+        check_writable(where, f"the ledger's {ATTACK_DIR}/ folder", fix)  # before the attack's work
     else:  # before the attack: an unknown suffix, the history itself, an existing file
         check_out(out, history, kind="attack", force=force)
     from dpriv.attack_policy import attack_policy

@@ -214,7 +214,7 @@ def command(fn: Callable | None = None, *, ledger: LedgerOf | None = None):
         except OSError as exc:
             if not is_write_failure(exc):
                 internal_failure(exc, debug, scheduler, fn.__name__, ledger_written(ledger, kwargs))
-            write_failure(exc, debug)  # a folder read-only (or made so after the checks), a full disk
+            write_failure(exc, debug, fn.__name__)  # a folder read-only (or made so since), a full disk
         except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - the CLI's last resort
             internal_failure(exc, debug, scheduler, fn.__name__, ledger_written(ledger, kwargs))
 

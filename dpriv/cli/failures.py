@@ -224,23 +224,49 @@ def is_write_failure(exc: OSError) -> bool:
     return isinstance(exc, PermissionError) or exc.errno in _WRITE_ERRORS
 
 
-def write_failure(exc: OSError, debug: bool) -> NoReturn:
-    """Exit 2 with one line naming the file and the fix: a folder read-only (or made so after
-    the checks), a full disk or quota, a file-size limit (:func:`is_write_failure`)."""
+#: Commands whose output goes where ``--out`` says (a file, or a folder): a failed write is fixed
+#: by another ``--out``.
+OUT_COMMANDS = frozenset(
+    {"anonymize", "export", "report", "demo", "generate_medical", "generate_pbc", "experiment_paper"}
+)
+
+
+def write_fix(exc: OSError, name: str) -> str:
+    """What to do after the failed write ``exc`` of the command ``name`` (the function's name):
+    ``release`` writes only its ledger (no --out), ``attack`` the ledger's attack/ folder unless
+    given --out, the commands of :data:`OUT_COMMANDS` their --out."""
+    room = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if exc.errno == errno.EFBIG:
+        first = "raise the file-size limit (ulimit -f)"
+    elif name == "release":
+        first = "free space on the ledger's disk" if room else "make the ledger's folder writable"
+    elif name == "attack":
+        first = "free space, or " if room else ""
+    else:
+        first = "free space or " if room else ""
+    if name == "release":
+        return (
+            f"{first} (or copy the ledger to a folder you can write to) and run the same command again; "
+            "the ledger keeps its last committed release (dpriv status LEDGER)"
+        )
+    if name == "attack":
+        return (
+            f"{first}give --out FILE in a folder you can write to (without --out the result goes into "
+            "the ledger's attack/ folder); the ledger's releases are untouched"
+        )
+    if exc.errno == errno.EFBIG:
+        first += " or "
+    return f"{first}choose a folder you can write to" + (" (--out)" if name in OUT_COMMANDS else "")
+
+
+def write_failure(exc: OSError, debug: bool, name: str = "") -> NoReturn:
+    """Exit 2 with one line naming the file and the fix (:func:`write_fix`, for the command
+    ``name``): a folder read-only (or made so after the checks), a full disk or quota, a
+    file-size limit (:func:`is_write_failure`)."""
     if debug:
         traceback.print_exc()
     why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
-    fix = {
-        errno.ENOSPC: "free space or ",
-        errno.EDQUOT: "free space or ",
-        errno.EFBIG: "raise the file-size limit (ulimit -f) or ",
-    }.get(exc.errno, "")
-    typer.echo(
-        f"error: {why.lower()} writing {exc.filename or 'a file'}; {fix}choose a folder you "
-        "can write to (--out FILE where the command has it; a ledger keeps its last "
-        "committed release)",
-        err=True,
-    )
+    typer.echo(f"error: {why.lower()} writing {exc.filename or 'a file'}; {write_fix(exc, name)}", err=True)
     raise typer.Exit(2) from None
 
 

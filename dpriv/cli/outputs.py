@@ -263,10 +263,10 @@ def check_ledger_folder(ledger: Path | None) -> None:
     check_writable(ledger if ledger.is_dir() else ledger.absolute().parent, "--ledger")
 
 
-def check_writable(folder: Path, flag: str = "--out") -> None:
+def check_writable(folder: Path, flag: str = "--out", fix: str = "choose a folder you can write to") -> None:
     """Refuse (InputError) a folder this process cannot create a file in, before any work: a
     probe file is created and removed (permission bits alone do not tell: root, read-only
-    mounts, immutable folders)."""
+    mounts, immutable folders). ``flag`` names where the folder comes from, ``fix`` what to do."""
     import errno
     import os
     import tempfile
@@ -279,8 +279,8 @@ def check_writable(folder: Path, flag: str = "--out") -> None:
     except OSError as exc:  # ENOENT for a folder that exists: /proc, /sys make no new files
         why = "its file system takes no new files" if exc.errno == errno.ENOENT and folder.is_dir() else ""
         raise InputError(
-            f"{flag}: dpriv cannot write in folder {folder} ({why or exc.strerror or exc}); choose a "
-            "folder you can write to: nothing was written"
+            f"{flag}: dpriv cannot write in folder {folder} ({why or exc.strerror or exc}); {fix}: "
+            "nothing was written"
         ) from None
 
 
