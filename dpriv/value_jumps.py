@@ -83,7 +83,9 @@ def value_jumps(
         zero = tables.tables[1].max(axis=0) == 0  # (M, M): zero in every knowledge class
         zero &= ~exits[:, None]  # after an exit: said as a return, not as a change
     empty = pd.DataFrame({c: pd.Series(dtype=t) for c, t in _COUNTS.items()})
-    if not todo or not (exits.any() or zero.any()):
+    # views count from 1: a first view alone has no earlier row to return or change from (a
+    # 10^6 first release would otherwise pay a shuffle of the whole view for nothing)
+    if not todo or max(todo) <= 1 or not (exits.any() or zero.any()):
         return empty
     t, s_col = history[policy.time], policy.sensitive
     first, last = min(todo), max(todo)

@@ -6,6 +6,7 @@ view, the counts, the values; never an id) and still released as the data says; 
 path the same counts."""
 
 import re
+from unittest import mock
 
 import dask.dataframe as dd
 import numpy as np
@@ -91,6 +92,15 @@ def test_the_generators_own_history_has_none(case):
     mh, _, _, _, policy, _, _ = case
     assert value_jumps(mh.history, policy, [2, 3], mh.knowledge).empty
     assert value_jumps(dd.from_pandas(mh.history, npartitions=2), policy, [2, 3], mh.knowledge).empty
+
+
+def test_a_first_view_alone_is_not_read(case):
+    """Releasing view 1 alone: no respondent has an earlier row, so nothing is read or moved."""
+    mh, h, _, _, policy, _, _ = case
+    lazy = dd.from_pandas(h, npartitions=2)
+    with mock.patch("dpriv.value_jumps.by_bucket", side_effect=AssertionError("read")):
+        assert value_jumps(lazy, policy, [1], mh.knowledge).empty
+    assert as_dict(value_jumps(lazy, policy, [1, 2], mh.knowledge)) == expected(h, *case[2:4], [1, 2])
 
 
 def test_without_fixed_tables_only_returns_after_an_exit_are_counted(case):
