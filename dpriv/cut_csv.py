@@ -12,6 +12,7 @@ the same bad row keeps its own message."""
 from __future__ import annotations
 
 import csv
+import io
 
 import fsspec
 
@@ -47,13 +48,15 @@ def unfinished_line(path: str, fs=None) -> str | None:
 
 
 def _line_count(path: str, fs=None) -> int:
-    """Lines of ``path`` (its newlines, plus the last line which has none): one read of the
-    file, only when a cut-off file is refused."""
-    count = 0
+    """Lines of ``path`` as :func:`dpriv.rows.csv_lines` counts them, the :mod:`csv` reader's
+    ``line_num``: ``\\n``, ``\\r\\n`` and a lone ``\\r`` each end a line (an export with old Mac line
+    ends read as one line was named "line 1"), a newline inside a quoted value too, and the last
+    line, which has none. One read of the file, only when a cut-off file is refused."""
     with _open(path, fs) as fh:
-        while chunk := fh.read(1 << 22):
-            count += chunk.count(b"\n")
-    return count + 1
+        # the text layer splits lines as the reader's file does (newline=""); a bad byte is
+        # the UTF-8 check's to name, not a reason to lose the refusal
+        text = io.TextIOWrapper(fh, encoding="utf-8", errors="replace", newline="")
+        return sum(1 for _ in text)
 
 
 def cut_message(path: str, line: int, why: str) -> str:
