@@ -23,6 +23,7 @@ TAIL = 65536
 
 
 def _open(path: str, fs=None):
+    """``path`` opened for reading bytes, on the file system ``fs`` (a URL's) or by fsspec."""
     return fs.open(path, "rb") if fs is not None else fsspec.open(path, "rb").open()
 
 
