@@ -12,10 +12,10 @@ the same bad row keeps its own message."""
 from __future__ import annotations
 
 import csv
-import io
 
 import fsspec
 
+from dpriv.csv_read import csv_text_lines
 from dpriv.errors import InputError
 
 #: Bytes read from the end of a CSV file to find its last line.
@@ -49,15 +49,12 @@ def unfinished_line(path: str, fs=None) -> str | None:
 
 
 def _line_count(path: str, fs=None) -> int:
-    """Lines of ``path`` as :func:`dpriv.rows.csv_lines` counts them, the :mod:`csv` reader's
-    ``line_num``: ``\\n``, ``\\r\\n`` and a lone ``\\r`` each end a line (an export with old Mac line
-    ends read as one line was named "line 1"), a newline inside a quoted value too, and the last
-    line, which has none. One read of the file, only when a cut-off file is refused."""
+    """Lines of ``path`` as :func:`dpriv.rows.csv_lines` counts them
+    (:func:`dpriv.csv_read.csv_text_lines`: an export with lone ``\\r`` line ends was one line),
+    the last line, which has no newline, included. One read of the file, only when a cut-off
+    file is refused."""
     with _open(path, fs) as fh:
-        # the text layer splits lines as the reader's file does (newline=""); a bad byte is
-        # the UTF-8 check's to name, not a reason to lose the refusal
-        text = io.TextIOWrapper(fh, encoding="utf-8", errors="replace", newline="")
-        return sum(1 for _ in text)
+        return sum(1 for _ in csv_text_lines(fh))
 
 
 def cut_message(path: str, line: int, why: str) -> str:
