@@ -141,3 +141,22 @@ def test_the_cut_off_line_is_the_line_a_bad_row_message_names(tmp_path, ends, cu
     assert "cut off" not in res["complete"].output
     out = assert_refused(res["cut"], CUT.replace("line 10", f"line {line}"), WAIT)
     assert "correct the data" not in out and "impute" not in out
+
+
+def test_a_cut_value_beyond_the_lines_counted_exactly_is_still_said_to_be_cut_off(tmp_path, monkeypatch):
+    """Beyond the first LINE_SCAN_LINES lines (10^6) a row's line is estimated at one line per
+    row: a blank line (or a quoted newline) before it made the estimate of the last row one
+    short of the file's last line, and the cut value was taken for a bad row to correct. (The
+    scan is cut to 3 lines here: the same as in a file of over a million.)"""
+    import dpriv.rows
+
+    monkeypatch.setattr(dpriv.rows, "LINE_SCAN_LINES", 3)
+    domains = tmp_path / "p.toml"
+    domains.write_text('[domains]\ndisease = ["flu_a", "cold_b"]\nsex = ["F", "M"]\nage = [30, 40]\n')
+    src = tmp_path / "in.csv"
+    rows = ROWS.splitlines(keepends=True)
+    src.write_text(HEADER + "".join(rows[:3]) + "\n" + "".join(rows[3:]) + "9,39,F,fl")  # line 5 blank
+    args = ["anonymize", str(src), "--out", str(tmp_path / "o.csv"), *ARGS, "--policy", str(domains)]
+    cut = CUT.replace("line 10", "line 11")  # the file's line: 1 + 8 rows + 1 blank + 1
+    out = assert_refused(CliRunner().invoke(app, args), cut + "its row fails", WAIT)
+    assert "correct the data" not in out
