@@ -51,7 +51,7 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, prepared, warn_unused
+from dpriv.inputs import as_frame, policy_columns, prepared, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_expect import check_existing, check_stale
@@ -61,6 +61,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import release_metrics, release_sums_with, require
 from dpriv.new_ids import check_new_ids
 from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
+from dpriv.part_types import as_data_types
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
@@ -160,6 +161,8 @@ def release_history(
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
     history, views = checked_history(history, policy)  # one view: read once (persisted)
+    # a Dask history's meta is its first part's: the type checks must see what every part holds
+    history = as_data_types(history, [*policy_columns(policy), policy.time])
     indices = views[:until]
     policy, _ = resolve_policy(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
