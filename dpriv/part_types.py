@@ -9,6 +9,8 @@ correct data. :func:`as_data_types` looks at what each partition holds (one pass
 policy's columns) and gives the history the type pandas gives the same rows concatenated
 (int64 and float64: float64; numbers and text: object), each partition cast to it: the checks
 that follow then refuse or accept it exactly as they do the same data given as a pandas frame.
+A partition lacking one of the policy's columns (a column renamed or dropped in a later week's
+file) is refused naming it, as the folder given as a path is.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 from pandas.core.dtypes.cast import find_common_type
 
 from dpriv._dispatch import is_dask, meta_of
+from dpriv.errors import InputError
 
 #: One row per partition and column: the dtype the partition holds (an object, not its name:
 #: ``category`` or ``datetime64[ns, UTC]`` would lose what a cast needs).
@@ -58,3 +61,46 @@ def _dtypes(part: pd.DataFrame) -> pd.DataFrame:
 def _cast(part: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
     """``part`` with its columns of ``dtypes`` cast to them (unchanged where they already are)."""
     return part.astype({c: d for c, d in dtypes.items() if part[c].dtype != d})
+
+
+def check_parts(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> None:
+    """InputError (before anything is computed) for a Dask history read from Parquet
+    (``dd.read_parquet``) one of whose files lacks one of ``columns`` (present in its meta: the
+    first file's): the folder's message naming both files (:func:`dpriv.parquet_files.
+    check_parquet_footers`, footers only), where the read would fail in the middle of a
+    computation with pandas' ``KeyError: "['weight'] not in index"``. Other frames: nothing."""
+    if not is_dask(history):
+        return
+    from dask.dataframe.dask_expr.io.parquet import ReadParquet
+
+    from dpriv.input_url import filesystem
+    from dpriv.parquet_files import check_parquet_footers, folder_files
+
+    wanted = [c for c in dict.fromkeys(columns) if c in meta_of(history).columns]
+    for op in history.expr.find_operations(ReadParquet):
+        given = op.operand("path")
+        for root in given if isinstance(given, list | tuple) else [given]:
+            fs, paths = filesystem(str(root), "history")
+            for path in paths:
+                files = folder_files(fs, path) if fs.isdir(path) else [path]
+                try:
+                    missing = {f: [c for c in wanted if c not in _columns(fs, f)] for f in files}
+                except OSError:  # unreadable here: the read itself reports it
+                    continue
+                for f, lacks in missing.items():
+                    if lacks:
+                        if fs.isdir(path):
+                            check_parquet_footers(fs, path)  # the folder's own words, both files named
+                        raise InputError(
+                            f"{f} lacks column(s) {lacks} that {files[0]} holds: the files read as one "
+                            "history must be parts of one table (a column renamed or dropped in a later "
+                            "week?): name the columns alike in every file"
+                        )
+
+
+def _columns(fs, path: str) -> set[str]:
+    """The column names in the footer of Parquet file ``path``."""
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as fh:
+        return set(pq.read_metadata(fh).schema.names)

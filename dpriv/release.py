@@ -61,7 +61,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import release_metrics, release_sums_with, require
 from dpriv.new_ids import check_new_ids
 from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
-from dpriv.part_types import as_data_types
+from dpriv.part_types import as_data_types, check_parts
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
@@ -155,6 +155,7 @@ def release_history(
         check_existing(Path(ledger_dir))
     history = as_frame(history, "release_history", "history", policy.id, policy)
     warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
+    check_parts(history, [*policy_columns(policy), policy.time])  # a week's file with a column renamed
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute
         require_workers("the release")
     if policy.small_view == "merge":

@@ -5,7 +5,8 @@ wrote ages as floats, ids as floats or gender as text gave a frame whose meta (t
 types) said int64, and the resumed-types checks, which read the meta, let release 3 be committed
 with float bounds, float ids in the state or text in a numeric QI; the correct data was then
 refused. The same rows as a pandas frame were refused. Now the Dask history is refused with the
-pandas frame's message, nothing written.
+pandas frame's message, nothing written. M1: a week's file with a column renamed or dropped gave
+pandas' raw KeyError; now the folder's message naming both files.
 """
 
 from __future__ import annotations
@@ -99,6 +100,25 @@ def test_text_given_for_a_numeric_qi_in_a_later_part_is_refused_as_the_pandas_fr
     on_dask, on_pandas = refused(base, tmp_path, lambda w: w.assign(gender=w["gender"].astype(str)))
     assert "'gender'" in on_dask and "ledger recorded int64" in on_dask, on_dask
     assert on_dask == on_pandas
+
+
+@pytest.mark.parametrize("change", ["renamed", "dropped"])
+def test_a_column_renamed_or_dropped_in_a_later_part_names_the_files(base, tmp_path, change):
+    import shutil
+
+    out, hist, policy = base
+    week3 = hist[hist["view"] == 3]
+    week3 = week3.rename(columns={"weight": "wt"}) if change == "renamed" else week3.drop(columns="gender")
+    d = folder(tmp_path, hist, week3)
+    root = tmp_path / "L"
+    shutil.copytree(out / "L2", root)
+    before = digest(root)
+    with pytest.raises(InputError) as exc:
+        release_history(dd.read_parquet(d), policy, root)
+    assert digest(root) == before
+    message = str(exc.value)
+    assert "holds Parquet files of different tables" in message and "part.1.parquet" in message, message
+    assert ("'wt'" in message) == (change == "renamed")
 
 
 def test_a_dask_history_of_one_type_releases_as_before(base, tmp_path):
