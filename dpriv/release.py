@@ -71,6 +71,7 @@ from dpriv.policy_gate import gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
 from dpriv.release_check import canonical_rows, check_ledger_whole, check_unchanged, check_views, verify_parts
+from dpriv.release_stops import said_stops
 from dpriv.released import LABEL, qig_table, secret_policy
 from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import defender_knowledge
@@ -98,6 +99,7 @@ MERGE_REFUSED = (
 )
 
 
+@said_stops  # a closed client or an interrupt: which release the ledger stays at
 @as_interrupt  # Ctrl-C inside a numba kernel: a KeyboardInterrupt, not a SystemError
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
 @ledger_kind_hint  # a running ledger's QIs keep their kind: not "declare the QI categorical"
