@@ -46,6 +46,13 @@ def said_stops(fn: F) -> F:
         client = distributed_client()
         try:
             return fn(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            last = holds(root)
+            exc.add_note(
+                f"dpriv: interrupted; nothing half-written: the ledger {root} holds {_held(last)}; "
+                f"run release_history again to resume at release {last + 1}"
+            )
+            raise
         except Exception as exc:
             # any failure once the client is closed is its doing (a cancelled future, a closed
             # client, a persisted state gone: "Missing dependency"); dpriv's refusals pass as they are

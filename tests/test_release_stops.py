@@ -50,3 +50,17 @@ def test_a_client_closed_after_release_1_is_a_cluster_error_naming_release_2(
     assert "client was closed during release 2" in said, said
     assert "holds release 1" in said and "resume at release 2" in said, said
     assert Ledger(tmp_path / "L").last_index() == 1
+
+
+def test_an_interrupt_after_release_2_notes_that_the_ledger_holds_releases_1_2(data, tmp_path):
+    hist, policy = data
+
+    def interrupt(index, metrics):
+        if index == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as exc:
+        release_history(hist, policy, tmp_path / "L", on_release=interrupt)
+    notes = " ".join(getattr(exc.value, "__notes__", []))
+    assert "holds releases 1..2" in notes and "resume at release 3" in notes, notes
+    assert Ledger(tmp_path / "L").last_index() == 2
