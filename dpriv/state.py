@@ -19,6 +19,7 @@ from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
 from dpriv.row_order import in_order, stable_positions
+from dpriv.state_window import all_nan, nan_block, unfilled_slots
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -297,8 +298,12 @@ def _next_state_pandas(
         out[col] = both if in_order else both[order]
     src = np.maximum(pos, 0) if pos is not None else None
     firsts = to[len(kept) :][new] if new is not None else None  # first-timers' rows
-    block = np.empty((len(floats), len(order)))
-    for row, col in zip(block, floats):
+    # the window's oldest slots no row fills (a first release: all but the newest) are not written
+    nan_in = lambda c: not len(state) or all_nan(state[c].to_numpy())  # noqa: E731
+    moved_nan = lambda c: not len(moved_ids) or (isinstance(moved[c], str) and nan_in(moved[c]))  # noqa: E731
+    empty = unfilled_slots(floats, lambda c: not len(kept) or nan_in(c), moved_nan)
+    block = np.empty((len(floats) - empty, len(order)))
+    for row, col in zip(block, floats[empty:]):
         row[kept_to] = state[col].to_numpy(dtype=float)[kept]
         value = moved[col]
         if not isinstance(value, str):
@@ -308,7 +313,8 @@ def _next_state_pandas(
             row[firsts] = np.nan
         else:
             row[moved_to] = np.nan
-    return pd.concat([pd.DataFrame(out), _block(block, floats)], axis=1)
+    nans = [nan_block(len(order), floats[:empty])] if empty else []
+    return pd.concat([pd.DataFrame(out), *nans, _block(block, floats[empty:])], axis=1)
 
 
 def _state_order(ids: pd.Series, n: int) -> np.ndarray:
