@@ -19,7 +19,7 @@ from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
 from dpriv.row_order import in_order, stable_positions
-from dpriv.state_window import all_nan, nan_block, unfilled_slots
+from dpriv.state_window import nan_block, unfilled_slots
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -268,7 +268,8 @@ def _next_state_pandas(
     order gives the rows and order of the full join (``tests/test_next_state.py`` checks both
     against it). Each window column is written once, straight into the new state's float
     block: the window is most of the state's bytes (W x M float64 per respondent), and every
-    extra pass over it was a visible share of a 10^6-tuple release."""
+    extra pass over it was a visible share of a 10^6-tuple release (the slots no one has filled
+    yet are not written at all: :mod:`dpriv.state_window`)."""
     # the posteriors in the state's (bucket, id) order first: every gather below then reads
     # its sources nearly in order (57 columns gathered at random positions were ~1 s at 10^6)
     posts = posts.take(_state_order(posts[policy.id], n)).reset_index(drop=True)
@@ -298,10 +299,8 @@ def _next_state_pandas(
         out[col] = both if in_order else both[order]
     src = np.maximum(pos, 0) if pos is not None else None
     firsts = to[len(kept) :][new] if new is not None else None  # first-timers' rows
-    # the window's oldest slots no row fills (a first release: all but the newest) are not written
-    nan_in = lambda c: not len(state) or all_nan(state[c].to_numpy())  # noqa: E731
-    moved_nan = lambda c: not len(moved_ids) or (isinstance(moved[c], str) and nan_in(moved[c]))  # noqa: E731
-    empty = unfilled_slots(floats, lambda c: not len(kept) or nan_in(c), moved_nan)
+    # the oldest slots no row fills (a first release: all but the newest): one shared NaN column
+    empty = unfilled_slots(floats, state, moved, bool(len(kept)), bool(len(moved_ids)))
     block = np.empty((len(floats) - empty, len(order)))
     for row, col in zip(block, floats[empty:]):
         row[kept_to] = state[col].to_numpy(dtype=float)[kept]

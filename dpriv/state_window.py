@@ -1,4 +1,4 @@
-"""The window slots of a new state that no respondent has filled yet, held without their bytes.
+"""The window slots of a new state that no respondent has filled yet, held as one NaN column.
 
 A state keeps each respondent's last ``W`` posteriors (``pk<w>__<value>``, oldest first, NaN
 before the first: :func:`dpriv.state.empty_state`). After the first release every respondent
@@ -35,15 +35,21 @@ def all_nan(values: np.ndarray) -> bool:
     return bool(len(values) and np.isnan(sample).all() and np.isnan(values).all())
 
 
-def unfilled_slots(floats: list[str], kept_nan, moved_nan) -> int:
+def unfilled_slots(floats: list[str], state: pd.DataFrame, moved: dict, kept: bool, advanced: bool) -> int:
     """How many of the window columns ``floats`` (oldest first), from the first, are NaN in
-    every row of the new state: ``kept_nan(col)`` says the kept rows' values are, and
-    ``moved_nan(col)`` that the advanced rows' values are (both known without reading them).
-    Only a leading run counts (the window empties from its oldest slots), so the NaN columns
-    stay one block before the others."""
+    every row of the new state (:func:`dpriv.state._next_state_pandas`): in the kept rows
+    (``kept``: there are some) the ``state``'s column, in the advanced rows (``advanced``: there
+    are some) ``moved[col]``, the name of the state column one slot newer (NaN for a
+    first-timer) or the values themselves (not looked into: posteriors). Only a leading run
+    counts (the window empties from its oldest slots), so the NaN columns come before the others."""
+
+    def empty(col: str) -> bool:  # the state's column: NaN in every row (a state without rows: no value)
+        return not len(state) or all_nan(state[col].to_numpy())
+
     count = 0
     for col in floats:
-        if not (kept_nan(col) and moved_nan(col)):
+        source = moved[col]
+        if (kept and not empty(col)) or (advanced and not (isinstance(source, str) and empty(source))):
             break
         count += 1
     return count
