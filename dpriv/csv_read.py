@@ -6,6 +6,7 @@ column twice, a quote that never closes, ids written two ways that read as one n
 from __future__ import annotations
 
 import csv
+import io
 import re
 
 import fsspec
@@ -22,6 +23,15 @@ from dpriv.errors import InputError
 CSV_SAMPLE = 64_000_000
 
 
+def csv_text_lines(fh) -> io.TextIOWrapper:
+    """The binary file ``fh`` as text whose lines are those :mod:`csv` reads from a file opened
+    with ``newline=""`` (the reader's ``line_num``, :func:`dpriv.rows.csv_lines`): a line ends at
+    ``\\n``, ``\\r\\n`` or a lone ``\\r`` (an old Mac export), inside a quoted value too. Every
+    message naming a line of a CSV file counts them so. UTF-8, a bad byte replaced: naming it is
+    :func:`_text_sample`'s job."""
+    return io.TextIOWrapper(fh, encoding="utf-8", errors="replace", newline="")
+
+
 def _text_sample(path: str, size: int = 65536) -> str:
     """The first ``size`` bytes of ``path`` as UTF-8 text (a leading BOM removed).
 
@@ -34,7 +44,8 @@ def _text_sample(path: str, size: int = 65536) -> str:
     except UnicodeDecodeError as exc:
         if exc.start >= len(raw) - 3 and exc.reason == "unexpected end of data":
             return raw[: exc.start].decode("utf-8-sig")  # a character cut by the sample's end
-        line = raw[: exc.start].count(b"\n") + 1
+        ends = (x for x in csv_text_lines(io.BytesIO(raw[: exc.start])) if x.endswith(("\n", "\r")))
+        line = sum(1 for _ in ends) + 1
         raise InputError(
             f"cannot read {path}: it is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}); "
             "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or save it as Parquet"
@@ -83,8 +94,8 @@ def unclosed_quote(fs, path: str) -> int | None:
     (a doubled ``""`` inside a quoted value is an escaped quote; a value may span lines)."""
     opened = None
     with fs.open(path, "rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            if line.count(b'"') % 2:
+        for number, line in enumerate(csv_text_lines(fh), start=1):
+            if line.count('"') % 2:
                 opened = number if opened is None else None
     return opened
 

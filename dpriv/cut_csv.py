@@ -15,6 +15,7 @@ import csv
 
 import fsspec
 
+from dpriv.csv_read import csv_text_lines, sniff_delimiter
 from dpriv.errors import InputError
 
 #: Bytes read from the end of a CSV file to find its last line.
@@ -22,6 +23,7 @@ TAIL = 65536
 
 
 def _open(path: str, fs=None):
+    """``path`` opened for reading bytes, on the file system ``fs`` (a URL's) or by fsspec."""
     return fs.open(path, "rb") if fs is not None else fsspec.open(path, "rb").open()
 
 
@@ -47,13 +49,22 @@ def unfinished_line(path: str, fs=None) -> str | None:
 
 
 def _line_count(path: str, fs=None) -> int:
-    """Lines of ``path`` (its newlines, plus the last line which has none): one read of the
-    file, only when a cut-off file is refused."""
-    count = 0
+    """Lines of ``path`` as :func:`dpriv.rows.csv_lines` counts them
+    (:func:`dpriv.csv_read.csv_text_lines`: an export with lone ``\\r`` line ends was one line),
+    the last line, which has no newline, included. One read of the file, only when a cut-off
+    file is refused."""
     with _open(path, fs) as fh:
-        while chunk := fh.read(1 << 22):
-            count += chunk.count(b"\n")
-    return count + 1
+        return sum(1 for _ in csv_text_lines(fh))
+
+
+def _row_count(path: str) -> int:
+    """Data rows of the CSV file ``path`` as the reader counts them (blank lines skipped, a
+    quoted value over several lines one row): the whole file parsed (~5 s per 10^6 lines), only
+    when a file beyond :data:`dpriv.rows.LINE_SCAN_LINES` lines is refused, where
+    :func:`dpriv.rows.csv_lines` estimates one line per row."""
+    with _open(path) as fh:
+        records = csv.reader(csv_text_lines(fh), delimiter=sniff_delimiter(path))
+        return sum(1 for record in records if record) - 1
 
 
 def cut_message(path: str, line: int, why: str) -> str:
@@ -85,11 +96,13 @@ def cut_problem(path: str, rows: list[tuple[int, str]]) -> str | None:
     below the range) though its line has every field."""
     if not rows or unfinished_line(path) is None:
         return None
-    from dpriv.rows import csv_lines
+    import dpriv.rows  # not at the top: dpriv.rows imports this module
 
     position = max(p for p, _ in rows)
     last = _line_count(path)
-    if csv_lines(path, [position])[0] != last:
+    if dpriv.rows.csv_lines(path, [position])[0] != last and (
+        last <= dpriv.rows.LINE_SCAN_LINES or position != _row_count(path) - 1
+    ):
         return None
     names = ", ".join(repr(c) for c in dict.fromkeys(c for p, c in rows if p == position))
     return cut_message(path, last, f"its row fails the checks of column(s) {names}")

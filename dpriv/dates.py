@@ -182,13 +182,14 @@ def date_problem(col: pd.Series, name: str, *, csv: bool = False) -> tuple[np.nd
             "(optionally with a time, e.g. 2020-03-01 14:30, and one UTC offset for the column), "
             f'correct or drop these rows, or declare the QI categorical ([kinds] {name} = "categorical")'
         )
-    zones = {_zone(v) for v in values[present]}
+    # by name: pytz (pandas 2) gives Berlin's summer and winter times two tzinfo objects
+    zones = {"no offset" if (z := _zone(v)) is None else str(z) for v in values[present]}
     if len(zones) < 2:
         return present, (
             f"date QI {name!r} could not be read as dates ({col.dtype}); write dates as YYYY-MM-DD "
             "(or store them as a date/timestamp column)"
         )
-    shown = sorted("no offset" if z is None else str(z) for z in zones)
+    shown = sorted(zones)
     return present, (
         f"QI {name!r} holds timestamps in {len(shown)} different time zones (UTC offsets or zones "
         f"{shown}); dpriv counts days on one calendar: convert the column to one time zone (e.g. "

@@ -238,6 +238,13 @@ class Plan:
             self.cur[g][self.exits] = 0
 
     def apply(self, assigned, id_column: str) -> ExitGuard:
+        """The plan carried out on ``assigned`` (the membership, pandas or Dask: ``_label`` int64,
+        ``_s`` the sensitive code, the respondent id ``id_column``), part by part
+        (:func:`apply_plan`): merged groups relabelled to their root's label, moved rows to their
+        new group's, the suppressed tuples dropped; rows keep their order, columns and dtypes.
+        The labels, moves and suppressions go to the parts as int64 arrays (the merged labels
+        sorted: each part looks them up by bisection). Returns the result with the guard's
+        counts (:class:`ExitGuard`); lazy on Dask."""
         lab = np.asarray(self.labels, dtype=np.int64)
         roots = _roots(self.parent)
         merged = np.flatnonzero(roots != np.arange(len(roots)))

@@ -28,7 +28,16 @@ from dpriv.anonymity.resync import resync, scan_alone, spliced
 from dpriv.anonymity.topdown import split_coords, topdown_groups
 from dpriv.criteria import criteria_for
 from dpriv.divergence import GROUNDS
-from dpriv.hilbert.keys import HKEY, TIE, add_keys, balanced_divisions, grid_bits, key_dims, key_ordered
+from dpriv.hilbert.keys import (
+    HKEY,
+    TIE,
+    add_keys,
+    balance_targets,
+    balanced_divisions,
+    grid_bits,
+    key_dims,
+    key_ordered,
+)
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 from dpriv.row_order import in_order
@@ -68,13 +77,10 @@ def range_divisions(histogram: pd.Series, npartitions: int, policy: ReleasePolic
     blocks, so the same for any cuts."""
     if policy.grouping != "topdown":
         return balanced_divisions(histogram, npartitions)
-    hist = histogram.sort_index()
-    keys, counts = hist.index.to_numpy(np.uint64), hist.to_numpy()
+    keys, cum, targets = balance_targets(histogram, npartitions)
     blocks = block_ids(keys, policy)
     starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])  # each block's first key
-    before = np.r_[0, np.cumsum(counts)][starts]  # rows before it (increasing)
-    n = max(int(npartitions), 1)
-    targets = counts.sum() * np.arange(1, n) / n
+    before = np.r_[0, cum][starts]  # rows before it (increasing)
     right = np.minimum(np.searchsorted(before, targets), len(starts) - 1)
     left = np.maximum(right - 1, 0)
     nearest = np.where(np.abs(before[left] - targets) <= np.abs(before[right] - targets), left, right)

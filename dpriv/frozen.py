@@ -10,7 +10,8 @@ not do: pandas reads ``view[("age", "sex")]`` as one column label, and ``() != [
 
 pydantic's ``model_dump`` gives plain lists and dicts of the same values, so the policy's
 fingerprint, ``policy.json`` and its digest keep their bytes. A pickled container (a policy sent
-to a Dask worker) is rebuilt frozen (:meth:`FrozenList.__reduce__`).
+to a Dask worker) is rebuilt frozen (:meth:`FrozenList.__reduce__`). Being read-only, both are
+hashable (their items' hash), so a policy is: a dict key or an ``lru_cache`` argument.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class FrozenList(list):
     def _refused(self, *args: Any, **kwargs: Any) -> NoReturn:
         _refuse(self.field)
 
+    def __hash__(self) -> int:  # read-only: a policy holding it can be a dict key (docs/policy.md)
+        return hash(tuple(self))
+
     append = extend = insert = remove = pop = clear = sort = reverse = _refused
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refused
 
@@ -60,6 +64,9 @@ class FrozenDict(dict):
 
     def _refused(self, *args: Any, **kwargs: Any) -> NoReturn:
         _refuse(self.field)
+
+    def __hash__(self) -> int:  # read-only, as FrozenList's
+        return hash(frozenset(self.items()))
 
     update = setdefault = pop = popitem = clear = _refused
     __setitem__ = __delitem__ = __ior__ = _refused

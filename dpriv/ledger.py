@@ -192,9 +192,14 @@ class Ledger(StateReaders):
             )
 
     def policy(self):
-        """The ReleasePolicy this ledger was started with (knowledge paths as recorded).
-        LedgerError when nothing was released into it yet, or its policy.json is damaged."""
+        """The ReleasePolicy this ledger was started with (knowledge and hierarchy paths as
+        recorded), its relative paths resolved from the folder the ledger recorded them in, else
+        from the ledger's parent folder (as ``dpriv release`` without --policy and
+        ``attack(policy=None)`` read them): the policy works from any working folder. Left
+        relative to the working folder when neither holds them. LedgerError when nothing was
+        released into it yet, or its policy.json is damaged."""
         from dpriv.policy import ReleasePolicy
+        from dpriv.policy_base import recorded_base
 
         if not (self.root / POLICY).exists() and self.last_index() == 0:
             raise LedgerError(
@@ -202,7 +207,10 @@ class Ledger(StateReaders):
                 f"(dpriv release HISTORY --ledger {shlex.quote(str(self.root))})"
             )
         pinned = ("method", "knowledge_sha256", "hierarchy_sha256")  # recorded beside the policy's fields
-        return ReleasePolicy.from_dict({k: v for k, v in self.stored_policy().items() if k not in pinned})
+        policy = ReleasePolicy.from_dict({k: v for k, v in self.stored_policy().items() if k not in pinned})
+        near = [self.root.parent]
+        base = recorded_base(self.root, policy.knowledge, policy.hierarchies, near, strict=False)
+        return policy if base is None else policy.with_overrides(base_dir=base)
 
     def check_policy_file(self) -> None:
         """LedgerError when policy.json was changed, or removed, after ``manifest.json``

@@ -28,7 +28,6 @@ from numba.core.event import Listener
 #: The modules that define numba kernels (imported by the release anyway).
 KERNEL_MODULES = (
     "dpriv.divergence",
-    "dpriv.criteria",
     "dpriv.anonymity.generalize",
     "dpriv.hilbert.curve",
     "dpriv.knowledge.prior",
@@ -36,6 +35,13 @@ KERNEL_MODULES = (
     "dpriv.adversary.smoothing",
     "dpriv.adversary.history_revision",
     "dpriv.int_text_hash",
+    "dpriv.adversary.fb_steps",
+    "dpriv.adversary.retro_kernels",
+    "dpriv.anonymity.group_stats",
+    "dpriv.anonymity.topdown_levels",
+    "dpriv.anonymity.topdown_sums",
+    "dpriv.group_table",
+    "dpriv.row_order",
 )
 
 

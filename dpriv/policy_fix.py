@@ -67,14 +67,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 def ledger_kind_hint(fn: F) -> F:
     """Decorate a release into a ledger (its third argument or ``ledger_dir=``, as
     :func:`dpriv.release.release_history`): an InputError it raises gets :func:`with_kind_hint`
-    for the releases the ledger holds, as ``dpriv release`` words it."""
+    and :func:`with_domain_hint` (a value outside a domain: not "add them to [domains]", which
+    the ledger would refuse) for the releases the ledger holds, as ``dpriv release`` words it."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except InputError as exc:
-            if not _DECLARE.search(str(exc)):
+            if not _DECLARE.search(str(exc)) and not any(w in str(exc) for w in OUTSIDE_DOMAIN):
                 raise
             from dpriv.ledger import MANIFEST, Ledger
 
@@ -85,7 +86,7 @@ def ledger_kind_hint(fn: F) -> F:
                 held = max((int(r["index"]) for r in Ledger(root).committed()), default=0)
             except Exception:  # an unreadable ledger: the refusal as it was
                 raise exc from None
-            raise with_kind_hint(exc, held) from None
+            raise with_kind_hint(with_domain_hint(exc, held), held) from None
 
     return wrapped  # type: ignore[return-value]
 

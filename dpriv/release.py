@@ -51,7 +51,7 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, prepared, warn_unused
+from dpriv.inputs import as_frame, policy_columns, prepared, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_expect import check_existing, check_stale
@@ -61,6 +61,7 @@ from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import release_metrics, release_sums_with, require
 from dpriv.new_ids import check_new_ids
 from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
+from dpriv.part_types import as_data_types, check_parts
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
@@ -70,6 +71,7 @@ from dpriv.policy_gate import gate_on, refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
 from dpriv.release_check import canonical_rows, check_ledger_whole, check_unchanged, check_views, verify_parts
+from dpriv.release_stops import said_stops
 from dpriv.released import LABEL, qig_table, secret_policy
 from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import defender_knowledge
@@ -97,6 +99,7 @@ MERGE_REFUSED = (
 )
 
 
+@said_stops  # a closed client or an interrupt: which release the ledger stays at
 @as_interrupt  # Ctrl-C inside a numba kernel: a KeyboardInterrupt, not a SystemError
 @discard_new_ledger  # a refused first release leaves no ledger folder behind
 @ledger_kind_hint  # a running ledger's QIs keep their kind: not "declare the QI categorical"
@@ -154,12 +157,15 @@ def release_history(
         check_existing(Path(ledger_dir))
     history = as_frame(history, "release_history", "history", policy.id, policy)
     warn_unused(history.columns, policy)  # dropped, and said (dpriv release prints it itself)
+    check_parts(history, [*policy_columns(policy), policy.time])  # a week's file with a column renamed
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute
         require_workers("the release")
     if policy.small_view == "merge":
         raise PolicyError(MERGE_REFUSED)
     history, policy = prepared(history, policy)
     history, views = checked_history(history, policy)  # one view: read once (persisted)
+    # a Dask history's meta is its first part's: the type checks must see what every part holds
+    history = as_data_types(history, [*policy_columns(policy), policy.time])
     indices = views[:until]
     policy, _ = resolve_policy(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype

@@ -125,9 +125,11 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
         # integers stay exact (int64: 2**62 + 1 is not a float64); anything else (floats, a
         # numeric QI as a non-ordered pandas category) is aggregated as float64
         dtypes = {q: bound_dtype(rows[q].dtype) for q in num}
-        agg = rows[[LABEL, *num]].astype(dtypes).groupby(LABEL).agg(["min", "max"])
-        agg = to_pandas(agg)
-        agg.columns = [f"{q}_{f}" for q, f in agg.columns]
+        agg = _integer_bounds(rows, num)
+        if agg is None:
+            agg = rows[[LABEL, *num]].astype(dtypes).groupby(LABEL).agg(["min", "max"])
+            agg = to_pandas(agg)
+            agg.columns = [f"{q}_{f}" for q, f in agg.columns]
         parts.append(agg.astype({f"{q}_{f}": dtypes[q] for q in num for f in ("min", "max")}))
     for q in policy.categorical_qi:
         pairs = rows[[LABEL, q]].drop_duplicates()
@@ -154,6 +156,29 @@ def qig_table(rows: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> pd.Da
             columns[c] = pd.Series(values, dtype=values.dtype, index=index)
     table = pd.DataFrame(columns, index=index)
     return table[released_columns(policy)[1:-1]]
+
+
+def _integer_bounds(rows: pd.DataFrame | dd.DataFrame, num: list[str]) -> pd.DataFrame | None:
+    """:func:`qig_table`'s ``<qi>_min``/``<qi>_max`` columns (indexed by sorted label) as the
+    min and max of each label's run of rows, when ``rows`` is pandas with int64 labels and every
+    QI of ``num`` of a NumPy integer dtype (no missing value, min/max exact in any order); the
+    rows are sorted by label first unless they come so (a release's parts do). None otherwise
+    (the caller's groupby, which skips missing values)."""
+    if not isinstance(rows, pd.DataFrame) or not len(rows) or rows[LABEL].dtype != np.int64:
+        return None
+    if not all(isinstance(rows[q].dtype, np.dtype) and rows[q].dtype.kind in "iu" for q in num):
+        return None
+    label = rows[LABEL].to_numpy()
+    order = None if bool(np.all(label[1:] >= label[:-1])) else np.argsort(label, kind="stable")
+    label = label if order is None else label[order]
+    starts = np.flatnonzero(np.r_[True, label[1:] != label[:-1]])
+    bounds = {}
+    for q in num:
+        x = rows[q].to_numpy().astype(bound_dtype(rows[q].dtype), copy=False)
+        x = x if order is None else x[order]
+        bounds[f"{q}_min"] = np.minimum.reduceat(x, starts)
+        bounds[f"{q}_max"] = np.maximum.reduceat(x, starts)
+    return pd.DataFrame(bounds, index=pd.Index(label[starts], name=LABEL))
 
 
 def released_columns(policy: ReleasePolicy) -> list[str]:

@@ -19,6 +19,7 @@ from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
 from dpriv.row_order import in_order, stable_positions
+from dpriv.state_window import nan_block, unfilled_slots
 
 STATE = ("n_post", "last_release", "last_group")
 
@@ -267,7 +268,8 @@ def _next_state_pandas(
     order gives the rows and order of the full join (``tests/test_next_state.py`` checks both
     against it). Each window column is written once, straight into the new state's float
     block: the window is most of the state's bytes (W x M float64 per respondent), and every
-    extra pass over it was a visible share of a 10^6-tuple release."""
+    extra pass over it was a visible share of a 10^6-tuple release (the slots no one has filled
+    yet are not written at all: :mod:`dpriv.state_window`)."""
     # the posteriors in the state's (bucket, id) order first: every gather below then reads
     # its sources nearly in order (57 columns gathered at random positions were ~1 s at 10^6)
     posts = posts.take(_state_order(posts[policy.id], n)).reset_index(drop=True)
@@ -297,8 +299,10 @@ def _next_state_pandas(
         out[col] = both if in_order else both[order]
     src = np.maximum(pos, 0) if pos is not None else None
     firsts = to[len(kept) :][new] if new is not None else None  # first-timers' rows
-    block = np.empty((len(floats), len(order)))
-    for row, col in zip(block, floats):
+    # the oldest slots no row fills (a first release: all but the newest): one shared NaN column
+    empty = unfilled_slots(floats, state, moved, bool(len(kept)), bool(len(moved_ids)))
+    block = np.empty((len(floats) - empty, len(order)))
+    for row, col in zip(block, floats[empty:]):
         row[kept_to] = state[col].to_numpy(dtype=float)[kept]
         value = moved[col]
         if not isinstance(value, str):
@@ -308,7 +312,8 @@ def _next_state_pandas(
             row[firsts] = np.nan
         else:
             row[moved_to] = np.nan
-    return pd.concat([pd.DataFrame(out), _block(block, floats)], axis=1)
+    nans = [nan_block(len(order), floats[:empty])] if empty else []
+    return pd.concat([pd.DataFrame(out), *nans, _block(block, floats[empty:])], axis=1)
 
 
 def _state_order(ids: pd.Series, n: int) -> np.ndarray:

@@ -82,17 +82,25 @@ def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) 
             num = pd.to_numeric(vals.astype(object), errors="coerce")
             grouped = vals.notna() & num.isna() & vals.astype(str).str.match(GROUPED_NUMBER)
             if vals.notna().any() and ((num.notna() | grouped) == vals.notna()).all():
-                example = vals[grouped].iloc[0] if grouped.any() else vals.dropna().iloc[0]
+                # only the cells holding text: an object column may mix 1 (int) and '2' (str)
+                text = vals.map(lambda v: isinstance(v, str), na_action="ignore").fillna(False).astype(bool)
+                text = text if text.any() else vals.notna()
+                example = vals[grouped].iloc[0] if grouped.any() else vals[text].iloc[0]
                 how = " with thousands separators or a decimal comma" if grouped.any() else ""
+                mixed = (
+                    " (the others as numbers: the column mixes str and numbers)"
+                    if (~text & vals.notna()).any()
+                    else ""
+                )
                 found.append(
                     (
                         2,
                         name,
-                        f"QI {name!r} holds numbers stored as text{how} (e.g. {example!r}): store "
+                        f"QI {name!r} holds numbers stored as text{how} (e.g. {example!r}){mixed}: store "
                         f"them as plain numbers, declare its range in [domains] ({name} = [min, max]), or "
                         f'declare it categorical in [kinds] ({name} = "categorical")',
-                        _rows(part, vals.notna().to_numpy(), policy),
-                        int(vals.notna().sum()),
+                        _rows(part, text.to_numpy(), policy),
+                        int(text.sum()),
                     )
                 )
     return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})

@@ -107,3 +107,56 @@ def test_a_weekly_history_cut_off_mid_line_leaves_the_ledger_as_it_was(tmp_path,
     assert [r["index"] for r in Ledger(led).committed()] == [1]
     complete = pd.read_csv(src)
     assert len(complete) == len(mh.history)  # pandas reads the cut line as a row: it must not be released
+
+
+#: A file's lines as the reader counts them: a quoted value may span two lines, and a line may
+#: end with \r\n or (old Mac exports) a lone \r, which pandas reads as a line end too.
+NOTE = "respondent_id,age,sex,disease,note\n"
+NOTED = "".join(f"{i},{30 + i},{'FM'[i % 2]},{('flu_a', 'cold_b')[i % 3 == 0]},n\n" for i in range(1, 9))
+LINES = {
+    "lf": (HEADER + ROWS, 10),
+    "crlf": ((HEADER + ROWS).replace("\n", "\r\n"), 10),
+    "cr": ((HEADER + ROWS).replace("\n", "\r"), 10),
+    "quoted newline": (NOTE + NOTED.replace("3,33,M,cold_b,n", '3,33,M,cold_b,"two\nlines"'), 11),
+}
+
+
+@pytest.mark.parametrize("ends", LINES)
+@pytest.mark.parametrize("cut", ["9,39,F", "9,39,F,fl"])
+def test_the_cut_off_line_is_the_line_a_bad_row_message_names(tmp_path, ends, cut):
+    """The cut-off message named the line by counting the file's \\n: a file of lone \\r line ends
+    was "line 1" (and its cut value lost the refusal: the line of the failing row, counted by
+    the reader, was not the file's last). It names the line the message of the same bad row in
+    the complete file names."""
+    text, line = LINES[ends]
+    domains = tmp_path / "p.toml"
+    domains.write_text('[domains]\ndisease = ["flu_a", "cold_b"]\nsex = ["F", "M"]\nage = [30, 40]\n')
+    src = tmp_path / "in.csv"
+    res = {}
+    for name, last in (("cut", cut), ("complete", cut + text[-1])):  # the same line, ended
+        src.write_bytes((text + last).encode())
+        args = ["anonymize", str(src), "--out", str(tmp_path / "o.csv"), *ARGS, "--policy", str(domains)]
+        res[name] = CliRunner().invoke(app, args)
+    assert_refused(res["complete"], rf"line {line} of .*in\.csv \(the header is line 1\)")
+    assert "cut off" not in res["complete"].output
+    out = assert_refused(res["cut"], CUT.replace("line 10", f"line {line}"), WAIT)
+    assert "correct the data" not in out and "impute" not in out
+
+
+def test_a_cut_value_beyond_the_lines_counted_exactly_is_still_said_to_be_cut_off(tmp_path, monkeypatch):
+    """Beyond the first LINE_SCAN_LINES lines (10^6) a row's line is estimated at one line per
+    row: a blank line (or a quoted newline) before it made the estimate of the last row one
+    short of the file's last line, and the cut value was taken for a bad row to correct. (The
+    scan is cut to 3 lines here: the same as in a file of over a million.)"""
+    import dpriv.rows
+
+    monkeypatch.setattr(dpriv.rows, "LINE_SCAN_LINES", 3)
+    domains = tmp_path / "p.toml"
+    domains.write_text('[domains]\ndisease = ["flu_a", "cold_b"]\nsex = ["F", "M"]\nage = [30, 40]\n')
+    src = tmp_path / "in.csv"
+    rows = ROWS.splitlines(keepends=True)
+    src.write_text(HEADER + "".join(rows[:3]) + "\n" + "".join(rows[3:]) + "9,39,F,fl")  # line 5 blank
+    args = ["anonymize", str(src), "--out", str(tmp_path / "o.csv"), *ARGS, "--policy", str(domains)]
+    cut = CUT.replace("line 10", "line 11")  # the file's line: 1 + 8 rows + 1 blank + 1
+    out = assert_refused(CliRunner().invoke(app, args), cut + "its row fails", WAIT)
+    assert "correct the data" not in out

@@ -114,3 +114,26 @@ def test_a_compile_on_a_worker_is_said_once_on_the_client(client):
     # the plugin is gone with the command: a user's scheduler keeps nothing of dpriv
     plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
     assert all("dpriv-numba-compile-notice" not in names for names in plugins.values()), plugins
+
+
+def test_every_module_with_cached_kernels_is_listed():
+    """:data:`KERNEL_MODULES` is what :func:`uncached_kernels` and :func:`cache_dir` look at: a
+    module with ``@njit(cache=True)`` kernels left out of it is a kernel they never report."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    import dpriv
+    from dpriv.numba_cache import KERNEL_MODULES
+
+    with_kernels = set()
+    for info in pkgutil.walk_packages(dpriv.__path__, "dpriv."):
+        if info.name.startswith("dpriv.cli") or info.name == "dpriv.__main__":
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            cached = isinstance(value, CPUDispatcher) and getattr(value, "_cache", None) is not None
+            if cached and value.__module__ == info.name:
+                with_kernels.add(info.name)
+    assert with_kernels == set(KERNEL_MODULES)

@@ -4,24 +4,16 @@ where the command has it; a ledger keeps its last committed release)". ``dpriv r
 fits the command. And ``dpriv attack`` on a read-only ledger ran the whole attack before failing
 to write its result: the folder is now checked before the work (exit 2, nothing written).
 
-The read-only file system is a bind mount in a mount namespace of its own (``unshare -m``, as
-root), as in tests/test_read_only_ledger.py: permission bits would not stop root."""
+The read-only file system: tests/read_only_mount.py."""
 
 import errno
 import os
-import subprocess
-import sys
 
 import pytest
 import typer
-from test_read_only_ledger import ROOT, _can_mount_read_only, _files
-from typer.testing import CliRunner
+from read_only_mount import dpriv_read_only, files, released_ledger, skip_without_read_only_mount
 
-from dpriv.cli import app
 from dpriv.cli.common import command
-from dpriv.datasets import medical_history, write_history
-
-LOOSE = {"privacy": {"k": 3, "t": 0.9, "j": 5, "max_suppression": 1}}
 
 
 def said(name: str, code: int, capsys) -> str:
@@ -70,21 +62,10 @@ def test_a_command_with_out_is_told_of_it_and_one_without_is_not(capsys):
 
 @pytest.mark.slow
 def test_an_attack_on_a_read_only_ledger_is_refused_before_the_attack(tmp_path):
-    if not _can_mount_read_only(tmp_path):
-        pytest.skip("no read-only bind mount here (unshare -m needs root)")
-    mh = medical_history(n_views=2, view_size=60, seed=0)
-    policy = write_history(tmp_path, mh, policy_extra=LOOSE)
-    led = tmp_path / "L"
-    res = CliRunner().invoke(app, ["release", str(tmp_path / "history.parquet"), "--ledger", str(led),
-                                   "--policy", str(policy)])  # fmt: skip
-    assert res.exit_code == 0, res.output
-    before = _files(led)
-    argv = [sys.executable, "-m", "dpriv", "attack", led, "--history", tmp_path / "history.parquet",
-            "--knowledge", "dk", "--policy", policy]  # fmt: skip
-    quoted = " ".join(f"'{a}'" for a in argv)
-    script = f"mount --bind '{led}' '{led}' && mount -o remount,ro,bind '{led}' && exec {quoted}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True)
+    skip_without_read_only_mount(tmp_path)
+    led, policy, history = released_ledger(tmp_path, n_views=2, released=2)
+    before = files(led)
+    done = dpriv_read_only(led, "attack", led, "--history", history, "--knowledge", "dk", "--policy", policy)
     assert done.returncode == 2, done.stderr
     assert (
         f"error: the ledger's attack/ folder: dpriv cannot write in folder {led} (Read-only file system); "
@@ -92,4 +73,4 @@ def test_an_attack_on_a_read_only_ledger_is_refused_before_the_attack(tmp_path):
         "written"
     ) in done.stderr
     assert "adversary_gain" not in done.stdout  # refused before the attack ran
-    assert _files(led) == before
+    assert files(led) == before

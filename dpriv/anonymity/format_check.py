@@ -12,6 +12,7 @@ import pandas as pd
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, released_columns, split_value_sets
+from dpriv.rows import rows_named
 from dpriv.wording import counted
 
 MAX_LISTED = 20  # groups named per kind of problem; the rest are counted
@@ -76,10 +77,11 @@ def format_problems(released: pd.DataFrame, policy: ReleasePolicy) -> tuple[list
             if bad:
                 problems.append(f"columns {bad}: interval bounds of numeric QI {q!r} must be numeric")
                 continue
-            nan = released[lo].isna() | released[hi].isna()
-            if nan.any():
+            nan = (released[lo].isna() | released[hi].isna()).to_numpy()
+            if nan.any():  # named by their place in the released file, never by a value
                 problems.append(
-                    f"QI {q!r}: {counted(int(nan.sum()), 'row has', 'rows have')} a missing interval bound"
+                    f"QI {q!r}: {counted(int(nan.sum()), 'row has', 'rows have')} a missing interval bound "
+                    f"({rows_named(released, nan, whole=False)})"
                 )
             inverted = (released[lo] > released[hi]).to_numpy()
             if inverted.any():

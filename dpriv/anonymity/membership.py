@@ -14,6 +14,7 @@ import pandas as pd
 
 from dpriv.anonymity.format_check import listed, named
 from dpriv.criteria import js_per_group, tv_per_group
+from dpriv.group_table import label_segments
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, LABEL, SCODE, split_value_sets
 from dpriv.validate import codes
@@ -234,9 +235,21 @@ def _looked_up(first: pd.DataFrame, labels) -> Callable[[str], pd.Series]:
 
 def _spans(labels: pd.Series, values: dict[str, np.ndarray]) -> pd.DataFrame:
     """Per group label (sorted index), the min and max of each column of ``values`` (columns
-    ``(name, "min")``, ``(name, "max")``): one groupby for every numeric QI."""
+    ``(name, "min")``, ``(name, "max")``): one pass for every numeric QI. Integer labels and
+    integer values: the min/max of each label's run of rows (:func:`label_segments`, no sort
+    when the rows come sorted by label, as a release's parts do); otherwise one groupby, which
+    skips a missing value (NaN) as the bounds' writer does."""
     names = list(values)
-    frame = pd.DataFrame({"g": labels.to_numpy(), **{f"v{i}": values[q] for i, q in enumerate(names)}})
+    g = labels.to_numpy()
+    if names and len(g) and g.dtype.kind in "iu" and all(values[q].dtype.kind in "iu" for q in names):
+        order, starts, uniq = label_segments(g)
+        spans = {}
+        for q in names:
+            x = values[q] if order is None else values[q][order]
+            spans[(q, "min")] = np.minimum.reduceat(x, starts[:-1])
+            spans[(q, "max")] = np.maximum.reduceat(x, starts[:-1])
+        return pd.DataFrame(spans, index=pd.Index(uniq, name="g"))
+    frame = pd.DataFrame({"g": g, **{f"v{i}": values[q] for i, q in enumerate(names)}})
     if not names:
         return pd.DataFrame(index=frame.groupby("g").size().index)
     agg = frame.groupby("g").agg(["min", "max"])

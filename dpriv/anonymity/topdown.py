@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.anonymity.jsreduce import entropies
+from dpriv.anonymity.topdown_levels import median_groups
 from dpriv.anonymity.topdown_sums import dim_prefix, node_stats, split_rows
 from dpriv.divergence import ORDERED, emd_num_den, emd_within, tv_from_sums
 from dpriv.hilbert.keys import grouping_coords, is_anatomy
@@ -328,11 +329,12 @@ def topdown_groups(
         sb = np.asarray(blocks)[order]
         ends = np.flatnonzero(sb[1:] != sb[:-1]) + 1
         roots = sorted(np.split(order, ends), key=lambda rows: rows[0])
-    g = 0
-    for root in roots:
-        for kept in split.groups(root):
-            out[kept] = g
-            g += 1
+    if cut == "median" and not pc:  # the recommended policy's: one depth level at a time
+        groups = median_groups(split, roots)
+    else:
+        groups = [kept for root in roots for kept in split.groups(root)]
+    for g, kept in enumerate(groups):
+        out[kept] = g
     return out
 
 

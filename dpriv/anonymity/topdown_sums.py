@@ -56,7 +56,20 @@ def node_stats(idx, s, p, x):  # pragma: no cover - compiled
     m, d, u = p.shape[1], x.shape[1], len(idx)
     counts = np.zeros(m, np.int64)
     acc = np.zeros(m)
+    span = np.empty(d)
+    node_sums(idx, s, p, x, counts, acc, span)
     xt = np.empty((d, u))
+    for i in range(u):
+        for c in range(d):
+            xt[c, i] = x[idx[i], c]
+    return counts, acc, xt, span
+
+
+@njit(cache=True, nogil=True)
+def node_sums(idx, s, p, x, counts, acc, span):  # pragma: no cover - compiled
+    """:func:`node_stats` without the coordinates, into ``counts`` (zeros), ``acc`` (zeros)
+    and ``span``."""
+    m, d, u = p.shape[1], x.shape[1], len(idx)
     lo = np.full(d, np.inf)
     hi = np.full(d, -np.inf)
     nan = np.zeros(d, np.bool_)
@@ -67,16 +80,13 @@ def node_stats(idx, s, p, x):  # pragma: no cover - compiled
             acc[v] += p[r, v]
         for c in range(d):
             val = x[r, c]
-            xt[c, i] = val
             if val != val:
                 nan[c] = True
             else:
                 lo[c] = min(lo[c], val)
                 hi[c] = max(hi[c], val)
-    span = np.empty(d)
     for c in range(d):
         span[c] = np.nan if nan[c] else (hi[c] - lo[c] if u else np.nan)
-    return counts, acc, xt, span
 
 
 @njit(cache=True, nogil=True)
@@ -87,16 +97,23 @@ def dim_prefix(vals, o, idx, s, p, ent, k):  # pragma: no cover - compiled
     Returns the boundaries ``b`` int64 (B,) (sizes of the left-hand side where the sorted
     value changes, ``k <= b <= u - k``) and the prefix sums of :func:`_prefix_sums` of
     ``idx[o]`` at ``b``."""
-    u = len(vals)
+    b = cut_sizes(vals[o], k)
+    cc, cp, ch = _prefix_sums(idx[o[: b[-1]]] if len(b) else idx[:0], s, p, ent, b)
+    return b, cc, cp, ch
+
+
+@njit(cache=True, nogil=True)
+def cut_sizes(ordered, k):  # pragma: no cover - compiled
+    """The sizes ``b`` int64 (B,) of the left-hand side where the sorted values ``ordered``
+    (float64 (u,)) change, ``k <= b <= u - k`` (``b >= 1``): a dimension's candidate cuts."""
+    u = len(ordered)
     b = np.empty(max(u - 1, 0), np.int64)
     nb = 0
     for i in range(max(k, 1), min(u - k, u - 1) + 1):
-        if vals[o[i]] != vals[o[i - 1]]:
+        if ordered[i] != ordered[i - 1]:
             b[nb] = i
             nb += 1
-    b = b[:nb]
-    cc, cp, ch = _prefix_sums(idx[o[: b[-1]]] if nb else idx[:0], s, p, ent, b)
-    return b, cc, cp, ch
+    return b[:nb]
 
 
 @njit(cache=True, nogil=True)

@@ -165,12 +165,19 @@ def pandas_divisions(keys: np.ndarray, npartitions: int) -> tuple:
     return tuple(int(v) for v in np.unique(q.astype(np.uint64)))
 
 
+def balance_targets(histogram: pd.Series, npartitions: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted keys (uint64) of the key histogram (key -> count), their cumulative counts and
+    the ``npartitions - 1`` row counts (float64) at which balanced ranges would be cut."""
+    hist = histogram.sort_index()
+    keys, cum = hist.index.to_numpy(np.uint64), np.cumsum(hist.to_numpy())
+    n = max(int(npartitions), 1)
+    return keys, cum, cum[-1] * np.arange(1, n) / n
+
+
 def balanced_divisions(histogram: pd.Series, npartitions: int) -> tuple:
     """Divisions of at most ``npartitions`` Hilbert ranges of nearly equal size from the
     exact key histogram (key -> count); dask's approximate quantiles left 3-4.5x imbalance."""
-    hist = histogram.sort_index()
-    keys, cum = hist.index.to_numpy(np.uint64), np.cumsum(hist.to_numpy())
-    targets = cum[-1] * np.arange(1, npartitions) / npartitions
+    keys, cum, targets = balance_targets(histogram, npartitions)
     inner = keys[np.minimum(np.searchsorted(cum, targets, side="right"), len(keys) - 1)]
     cuts = [int(k) for k in np.unique(inner) if keys[0] < k]
     return (int(keys[0]), *cuts, int(keys[-1]))

@@ -1,0 +1,106 @@
+"""The column types a Dask history's partitions hold, not only those of its meta.
+
+A Dask frame's dtypes (its ``_meta``) are those of its first part: ``dd.read_parquet`` of a
+weekly folder whose week-5 file writes ages as ``55.0``, ids as floats or a numeric QI as text
+gives a frame that claims int64 while one partition holds float64 or text. Every type check
+before a release reads the meta (:mod:`dpriv.resume_types`: "column type changed between
+weeks"), so such a history was released with the changed types and the ledger then refused the
+correct data. :func:`as_data_types` looks at what each partition holds (one pass over the
+policy's columns) and gives the history the type pandas gives the same rows concatenated
+(int64 and float64: float64; numbers and text: object), each partition cast to it: the checks
+that follow then refuse or accept it exactly as they do the same data given as a pandas frame.
+A partition lacking one of the policy's columns (a column renamed or dropped in a later week's
+file) is refused naming it, as the folder given as a path is.
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import pandas as pd
+from pandas.core.dtypes.cast import find_common_type
+
+from dpriv._dispatch import is_dask, meta_of
+from dpriv.errors import InputError
+
+#: One row per partition and column: the dtype the partition holds (an object, not its name:
+#: ``category`` or ``datetime64[ns, UTC]`` would lose what a cast needs).
+_SURVEY_META = pd.DataFrame({"column": pd.Series(dtype=object), "dtype": pd.Series(dtype=object)})
+
+
+def as_data_types(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> pd.DataFrame | dd.DataFrame:
+    """``history`` with each of ``columns`` of the type its partitions hold (pandas: unchanged).
+
+    Dask: one compute reads ``columns`` of every partition; when a partition's dtype differs
+    from the meta's, every partition (and the meta) is cast, lazily, to the dtype pandas'
+    ``concat`` of the partitions would give. Categorical columns are left as they are (their
+    partitions may hold other categories, of one type)."""
+    if not is_dask(history):
+        return history
+    meta = meta_of(history)
+    cols = [c for c in dict.fromkeys(columns) if c in meta.columns]
+    found = history[cols].map_partitions(_dtypes, meta=_SURVEY_META).compute()
+    cast = {}
+    for c in cols:
+        now = meta[c].dtype
+        held = list({str(d): d for d in found.loc[found["column"] == c, "dtype"]}.values())
+        if isinstance(now, pd.CategoricalDtype) or all(d == now for d in held):
+            continue
+        cast[c] = find_common_type([now, *held])
+    if not cast:
+        return history
+    return history.map_partitions(_cast, cast, meta=meta.astype(cast))
+
+
+def _dtypes(part: pd.DataFrame) -> pd.DataFrame:
+    """The dtype of each column of ``part`` (one row each)."""
+    return pd.DataFrame(
+        {"column": list(part.columns), "dtype": list(part.dtypes)}, columns=["column", "dtype"]
+    )
+
+
+def _cast(part: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
+    """``part`` with its columns of ``dtypes`` cast to them (unchanged where they already are)."""
+    return part.astype({c: d for c, d in dtypes.items() if part[c].dtype != d})
+
+
+def check_parts(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> None:
+    """InputError (before anything is computed) for a Dask history read from Parquet
+    (``dd.read_parquet``) one of whose files lacks one of ``columns`` (present in its meta: the
+    first file's): the folder's message naming both files (:func:`dpriv.parquet_files.
+    check_parquet_footers`, footers only), where the read would fail in the middle of a
+    computation with pandas' ``KeyError: "['weight'] not in index"``. Other frames: nothing."""
+    if not is_dask(history):
+        return
+    from dask.dataframe.dask_expr.io.parquet import ReadParquet
+
+    from dpriv.input_url import filesystem
+    from dpriv.parquet_files import check_parquet_footers, folder_files
+
+    wanted = [c for c in dict.fromkeys(columns) if c in meta_of(history).columns]
+    for op in history.expr.find_operations(ReadParquet):
+        given = op.operand("path")
+        for root in given if isinstance(given, list | tuple) else [given]:
+            fs, paths = filesystem(str(root), "history")
+            for path in paths:
+                files = folder_files(fs, path) if fs.isdir(path) else [path]
+                try:
+                    missing = {f: [c for c in wanted if c not in _columns(fs, f)] for f in files}
+                except OSError:  # unreadable here: the read itself reports it
+                    continue
+                for f, lacks in missing.items():
+                    if lacks:
+                        if fs.isdir(path):
+                            check_parquet_footers(fs, path)  # the folder's own words, both files named
+                        raise InputError(
+                            f"{f} lacks column(s) {lacks} that {files[0]} holds: the files read as one "
+                            "history must be parts of one table (a column renamed or dropped in a later "
+                            "week?): name the columns alike in every file"
+                        )
+
+
+def _columns(fs, path: str) -> set[str]:
+    """The column names in the footer of Parquet file ``path``."""
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as fh:
+        return set(pq.read_metadata(fh).schema.names)

@@ -1,0 +1,57 @@
+"""A value outside a domain, met by ``release_history`` on a running ledger (a fresh user's drill,
+session 39, M4): the Python refusal said "add them to [domains] or correct the data", a dead end
+(the ledger refuses a changed policy); ``dpriv release`` said that the values need a new ledger.
+Now both say so; a first release keeps its advice to widen the domain.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from dpriv.datasets import medical_history, write_history
+from dpriv.errors import InputError
+from dpriv.policy import ReleasePolicy
+from dpriv.release import release_history
+
+LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 1.5, "max_suppression": 1.0}}
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    out = tmp_path_factory.mktemp("domains")
+    write_history(out, medical_history(n_views=3, view_size=60, seed=3), policy_extra=LOOSE)
+    hist = pd.read_parquet(out / "history.parquet")
+    policy = ReleasePolicy.from_toml(out / "policy.toml")
+    release_history(hist[hist["view"] <= 2], policy, out / "L2")
+    return out, hist, policy
+
+
+def week3_with(hist: pd.DataFrame, column: str, value) -> pd.DataFrame:
+    out = hist.astype({column: object}) if isinstance(value, str) else hist.copy()
+    out.loc[out.index[out["view"] == 3][:3], column] = value
+    return out
+
+
+@pytest.mark.parametrize(("column", "value"), [("exam_result", "covid_1"), ("age", 90)])
+def test_a_value_outside_a_domain_on_a_running_ledger_says_it_needs_a_new_ledger(
+    base, tmp_path, column, value
+):
+    out, hist, policy = base
+    shutil.copytree(out / "L2", tmp_path / "L")
+    with pytest.raises(InputError) as exc:
+        release_history(week3_with(hist, column, value), policy, tmp_path / "L")
+    said = str(exc.value)
+    assert "[domains] or correct the data" not in said, said
+    assert "releases 1..2 are committed with the domains of the ledger's first release" in said, said
+    assert "needs a new ledger" in said
+
+
+def test_a_first_release_keeps_the_advice_to_widen_the_domain(base, tmp_path):
+    out, hist, policy = base
+    with pytest.raises(InputError) as exc:
+        release_history(week3_with(hist, "age", 90), policy, tmp_path / "new")
+    assert "widen [domains] or correct the data" in str(exc.value)
+    assert "new ledger" not in str(exc.value)
