@@ -15,7 +15,7 @@ values involved (values of the sensitive domain, never an id) and what to check.
 
 Counted without collecting the history: the id, time and sensitive columns of the views up to
 the last one to release (the earlier views' exit rows only, and the view before the first one to
-release), per bucket of the id on Dask (:func:`dpriv.state.by_bucket`), a count per view and
+release), per bucket of the id on Dask (:func:`dpriv.state_buckets.by_bucket`), a count per view and
 pair of values to the client; in process for a pandas history.
 """
 
@@ -30,7 +30,7 @@ from dpriv.domain_codes import codes
 from dpriv.exit_guard import exit_codes
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
-from dpriv.state import by_bucket
+from dpriv.state_buckets import by_bucket
 from dpriv.user_warning import warn_user
 
 #: Value pairs named in a warning, the most frequent first; the rest counted.
