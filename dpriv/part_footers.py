@@ -26,6 +26,7 @@ index, a null count not written where it decides.
 from __future__ import annotations
 
 import inspect
+from typing import NamedTuple
 
 import dask.dataframe as dd
 import pandas as pd
@@ -40,24 +41,49 @@ class _Undecided(Exception):
 def footer_survey(history: dd.DataFrame, columns: list[str]) -> pd.DataFrame | None:
     """One row per partition of ``history`` and column of ``columns`` (all in its meta), its
     ``"column"`` name and the ``"dtype"`` (object) that partition holds, from the Parquet footers
-    only; None when they cannot tell (module doc). Reads each file's footer once; no row."""
+    only; None when they cannot tell (module doc). Reads each file's footer once, no row; files
+    of one schema are converted once (a weekly folder's usually are)."""
     chain = _read_chain(history.expr)
     if chain is None:
         return None
     read, prepares = chain
     footers: dict[str, object] = {}
+    converted: dict[bytes, _Converted] = {}
+    held: dict[tuple, list] = {}  # the dtypes of each (schema, columns holding a null) met
     found = []
     try:
         for part in read._plan["parts"]:
-            frame = _part_frame(read, _piece(part), columns, footers)
-            for args, kwargs in prepares:  # the innermost step first, as the graph runs them
-                frame = _prepared(frame, args, kwargs)
-            found += [(c, frame[c].dtype) for c in columns]
+            path, groups = _piece(part)
+            if path not in footers:  # a file split into row groups: one footer read
+                footers[path] = _footer(read, path)
+            meta = footers[path]
+            sub = _schema(meta, columns)
+            key = sub.serialize().to_pybytes()
+            if key not in converted:
+                converted[key] = _convert(read, sub)
+            empty, nulls, differ = converted[key]
+            groups = range(meta.num_row_groups) if groups is None else groups
+            nulled = tuple(c for c in differ if _has_nulls(meta, groups, c))
+            if (key, nulled) not in held:
+                frame = pd.DataFrame({c: (nulls if c in nulled else empty)[c].iloc[:0] for c in columns})
+                for args, kwargs in prepares:  # the innermost step first, as the graph runs them
+                    frame = _prepared(frame, args, kwargs)
+                held[key, nulled] = list(frame.dtypes)
+            found += zip(columns, held[key, nulled], strict=True)
     except _Undecided:
         return None
     except (OSError, ValueError, NotImplementedError):  # a footer unreadable here: the read reports it
         return None
     return pd.DataFrame(found, columns=["column", "dtype"], dtype=object)
+
+
+class _Converted(NamedTuple):
+    """A schema's columns as the read converts them: with no row, with one null row (empty
+    frames both), and the columns whose dtype a null changes."""
+
+    empty: pd.DataFrame
+    nulls: pd.DataFrame
+    differ: list[str]
 
 
 def _read_chain(expr) -> tuple[object, list[tuple[list, dict]]] | None:
@@ -110,16 +136,19 @@ def _piece(part) -> tuple[str, list[int] | None]:
     return path, list(row_groups) if isinstance(row_groups, list | tuple) else [row_groups]
 
 
-def _part_frame(read, piece: tuple[str, list[int] | None], columns: list[str], footers: dict) -> pd.DataFrame:
-    """An empty frame of ``columns`` with the dtypes the read gives partition ``piece``."""
-    import pyarrow as pa
+def _footer(read, path: str):
+    """The footer (``pyarrow.parquet.FileMetaData``) of file ``path`` of ``read``."""
     import pyarrow.parquet as pq
 
-    path, row_groups = piece
-    if path not in footers:
-        with read._dataset_info["fs"].open(path, "rb") as fh:
-            footers[path] = pq.read_metadata(fh)
-    meta = footers[path]
+    with read._dataset_info["fs"].open(path, "rb") as fh:
+        return pq.read_metadata(fh)
+
+
+def _schema(meta, columns: list[str]):
+    """The Arrow schema of ``columns`` in a footer ``meta`` (with the file's metadata, which the
+    conversion reads); _Undecided for a column missing, stored as the index or categorical."""
+    import pyarrow as pa
+
     schema = meta.schema.to_arrow_schema()
     index = set(map(str, (schema.pandas_metadata or {}).get("index_columns", [])))
     if any(c not in schema.names or c in index for c in columns):
@@ -127,17 +156,20 @@ def _part_frame(read, piece: tuple[str, list[int] | None], columns: list[str], f
     fields = [schema.field(c) for c in columns]
     if any(pa.types.is_dictionary(f.type) for f in fields):
         raise _Undecided
-    sub = pa.schema(fields, metadata=schema.metadata)
-    empty = _to_pandas(read, sub.empty_table())
-    nulls = _to_pandas(read, pa.Table.from_arrays([pa.nulls(1, f.type) for f in fields], schema=sub))
-    groups = range(meta.num_row_groups) if row_groups is None else row_groups
-    held = {}
-    for c in columns:
-        differ = empty[c].dtype != nulls[c].dtype
-        held[c] = (nulls if differ and _has_nulls(meta, groups, c) else empty)[c].iloc[:0]
-    if any(isinstance(s.dtype, pd.CategoricalDtype) for s in held.values()):  # read with categories=
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _convert(read, schema) -> _Converted:
+    """:class:`_Converted` of ``schema``; _Undecided for a column read as categorical (the
+    read's ``categories=``: its categories are data)."""
+    import pyarrow as pa
+
+    empty = _to_pandas(read, schema.empty_table())
+    nulls = _to_pandas(read, pa.Table.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema))
+    if any(isinstance(d, pd.CategoricalDtype) for d in empty.dtypes):
         raise _Undecided
-    return pd.DataFrame(held)
+    differ = [c for c in schema.names if empty[c].dtype != nulls[c].dtype]
+    return _Converted(empty, nulls.iloc[:0], differ)
 
 
 def _to_pandas(read, table) -> pd.DataFrame:
