@@ -105,6 +105,17 @@ def test_every_kind_in_later_files_surveys_as_the_compute(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("backend", ["numpy_nullable", "pyarrow"])
+def test_a_read_with_a_dtype_backend_surveys_as_the_compute(tmp_path, backend):
+    """The read's own options convert the footers' types too: nullable or Arrow dtypes, where a
+    null no longer changes the dtype."""
+    names = list(KINDS)
+    frames = [pd.DataFrame({"v": KINDS[a](N)}) for a in names]
+    found = same_survey(dd.read_parquet(write(tmp_path / "d", frames), dtype_backend=backend), ["v"])
+    held = dict(zip(names, [t for _, t in found], strict=True))
+    assert held["int-none"] == held["int64"] == ("Int64" if backend == "numpy_nullable" else "int64[pyarrow]")
+
+
 @pytest.mark.parametrize(
     "change, column, expected",
     [
