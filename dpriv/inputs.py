@@ -138,9 +138,15 @@ def _refuse_mixed_ids(col: pd.Series) -> None:
         )
 
 
-def _prepare_part(
+def prepare_part(
     part: pd.DataFrame, columns: list[str], id_col: str | None, dates: tuple[str, ...] = ()
 ) -> pd.DataFrame:
+    """:func:`prepare_view` of one pandas partition: ``part`` with those of ``columns`` it holds
+    normalised (categories as plain values, text in NFC, the date QIs ``dates`` as whole days
+    when every value is a date, the id column ``id_col`` as ``string[pyarrow]`` when it holds
+    text); ``part`` itself when nothing changes. Raises InputError for ids of several types.
+    Only the dates and an ``object`` id column are converted by their values (the rest by their
+    dtypes: :mod:`dpriv.part_footers` runs it on empty frames)."""
     out = {}
     for c in columns:
         if c not in part.columns:
@@ -169,11 +175,11 @@ def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, id
     id_col = policy.id if ids else None
     dates = tuple(date_qi(policy))
     if isinstance(view, dd.DataFrame):
-        meta = _prepare_part(view._meta, columns, id_col, dates)
+        meta = prepare_part(view._meta, columns, id_col, dates)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return view.map_partitions(_prepare_part, columns, id_col, dates, meta=meta)
-    return _prepare_part(view, columns, id_col, dates)
+            return view.map_partitions(prepare_part, columns, id_col, dates, meta=meta)
+    return prepare_part(view, columns, id_col, dates)
 
 
 def prepared(

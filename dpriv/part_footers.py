@@ -31,7 +31,7 @@ from typing import NamedTuple
 import dask.dataframe as dd
 import pandas as pd
 
-from dpriv.inputs import _prepare_part
+from dpriv.inputs import prepare_part
 
 
 class _Undecided(Exception):
@@ -97,7 +97,7 @@ def _read_chain(expr) -> tuple[object, list[tuple[list, dict]]] | None:
     while True:
         if isinstance(expr, Projection):  # a column selection keeps each column's dtype
             expr = expr.frame
-        elif isinstance(expr, MapPartitions) and expr.func is _prepare_part:
+        elif isinstance(expr, MapPartitions) and expr.func is prepare_part:
             prepares.append((list(expr.args[1:]), dict(expr.operand("kwargs") or {})))
             expr = expr.frame
         else:
@@ -201,10 +201,10 @@ def _prepared(frame: pd.DataFrame, args: list, kwargs: dict) -> pd.DataFrame:
     """:func:`~dpriv.inputs.prepare_view`'s step on the empty ``frame``, where its dtypes alone
     decide its result: a date QI is converted by its values (a missing one leaves the column as
     it is), an ``object`` id column by whether its values are text."""
-    given = inspect.signature(_prepare_part).bind(frame, *args, **kwargs).arguments
+    given = inspect.signature(prepare_part).bind(frame, *args, **kwargs).arguments
     id_col = given.get("id_col")
     if any(c in frame.columns for c in given.get("dates", ())):
         raise _Undecided
     if id_col in frame.columns and pd.api.types.is_object_dtype(frame[id_col].dtype):
         raise _Undecided
-    return _prepare_part(frame, *args, **kwargs)
+    return prepare_part(frame, *args, **kwargs)
