@@ -141,12 +141,10 @@ def _refuse_mixed_ids(col: pd.Series) -> None:
 def prepare_part(
     part: pd.DataFrame, columns: list[str], id_col: str | None, dates: tuple[str, ...] = ()
 ) -> pd.DataFrame:
-    """:func:`prepare_view` of one pandas partition: ``part`` with those of ``columns`` it holds
-    normalised (categories as plain values, text in NFC, the date QIs ``dates`` as whole days
-    when every value is a date, the id column ``id_col`` as ``string[pyarrow]`` when it holds
-    text); ``part`` itself when nothing changes. Raises InputError for ids of several types.
-    Only the dates and an ``object`` id column are converted by their values (the rest by their
-    dtypes: :mod:`dpriv.part_footers` runs it on empty frames)."""
+    """:func:`prepare_view` of one pandas partition (``part`` itself if nothing changes); only the
+    date QIs ``dates`` and an ``object`` id column ``id_col`` are converted by their values, the
+    rest by their dtypes (:mod:`dpriv.part_footers` runs it on empty frames). InputError for ids
+    of several types."""
     out = {}
     for c in columns:
         if c not in part.columns:
