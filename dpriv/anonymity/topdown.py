@@ -104,8 +104,6 @@ class Split:
             h = -np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0).sum(axis=1) / np.log(self.log_base)
         return np.maximum(h - sum_h / u, 0.0)
 
-    _js = js  # the name tests/test_topdown.py compares with _js_one (kept: the test is unchanged)
-
     def _emd(self, counts: np.ndarray, u: np.ndarray) -> np.ndarray:
         """EMD (E18 / E19) of sets with sensitive counts (c, M) to the view: float, for ranking."""
         r = counts / u[:, None] - self.pv
@@ -355,9 +353,6 @@ def topdown_groups(
     for g, kept in enumerate(groups):
         out[kept] = g
     return out
-
-
-_Split = Split  # the name tests/test_topdown*.py build (kept: the tests are unchanged)
 
 
 def split_coords(part: pd.DataFrame, policy: ReleasePolicy) -> np.ndarray:
