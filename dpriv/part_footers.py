@@ -43,6 +43,20 @@ def footer_survey(history: dd.DataFrame, columns: list[str]) -> pd.DataFrame | N
     ``"column"`` name and the ``"dtype"`` (object) that partition holds, from the Parquet footers
     only; None when they cannot tell (module doc). Reads each file's footer once, no row; files
     of one schema are converted once (a weekly folder's usually are)."""
+    try:
+        return _survey(history, columns)
+    except _Undecided:
+        return None
+    except (OSError, ValueError, NotImplementedError):  # a footer unreadable here: the read reports it
+        return None
+    except (ImportError, AttributeError, KeyError, TypeError, IndexError):
+        # Dask's private read plan or Arrow conversion has another shape (another Dask release):
+        # the computed survey, which reads the rows, decides
+        return None
+
+
+def _survey(history: dd.DataFrame, columns: list[str]) -> pd.DataFrame | None:
+    """:func:`footer_survey`'s rows; raises :class:`_Undecided` where the footers cannot tell."""
     chain = _read_chain(history.expr)
     if chain is None:
         return None
@@ -51,29 +65,24 @@ def footer_survey(history: dd.DataFrame, columns: list[str]) -> pd.DataFrame | N
     converted: dict[bytes, _Converted] = {}
     held: dict[tuple, list] = {}  # the dtypes of each (schema, columns holding a null) met
     found = []
-    try:
-        for part in read._plan["parts"]:
-            path, groups = _piece(part)
-            if path not in footers:  # a file split into row groups: one footer read
-                footers[path] = _footer(read, path)
-            meta = footers[path]
-            sub = _schema(meta, columns)
-            key = sub.serialize().to_pybytes()
-            if key not in converted:
-                converted[key] = _convert(read, sub)
-            empty, nulls, differ = converted[key]
-            groups = range(meta.num_row_groups) if groups is None else groups
-            nulled = tuple(c for c in differ if _has_nulls(meta, groups, c))
-            if (key, nulled) not in held:
-                frame = pd.DataFrame({c: (nulls if c in nulled else empty)[c].iloc[:0] for c in columns})
-                for args, kwargs in prepares:  # the innermost step first, as the graph runs them
-                    frame = _prepared(frame, args, kwargs)
-                held[key, nulled] = list(frame.dtypes)
-            found += zip(columns, held[key, nulled], strict=True)
-    except _Undecided:
-        return None
-    except (OSError, ValueError, NotImplementedError):  # a footer unreadable here: the read reports it
-        return None
+    for part in read._plan["parts"]:
+        path, groups = _piece(part)
+        if path not in footers:  # a file split into row groups: one footer read
+            footers[path] = _footer(read, path)
+        meta = footers[path]
+        sub = _schema(meta, columns)
+        key = sub.serialize().to_pybytes()
+        if key not in converted:
+            converted[key] = _convert(read, sub)
+        empty, nulls, differ = converted[key]
+        groups = range(meta.num_row_groups) if groups is None else groups
+        nulled = tuple(c for c in differ if _has_nulls(meta, groups, c))
+        if (key, nulled) not in held:
+            frame = pd.DataFrame({c: (nulls if c in nulled else empty)[c].iloc[:0] for c in columns})
+            for args, kwargs in prepares:  # the innermost step first, as the graph runs them
+                frame = _prepared(frame, args, kwargs)
+            held[key, nulled] = list(frame.dtypes)
+        found += zip(columns, held[key, nulled], strict=True)
     return pd.DataFrame(found, columns=["column", "dtype"], dtype=object)
 
 

@@ -292,3 +292,22 @@ def base(tmp_path_factory):
     write_history(out, medical_history(n_views=3, view_size=60, seed=3), policy_extra=loose)
     hist = pd.read_parquet(out / "history.parquet").sort_values("view", kind="stable").reset_index(drop=True)
     return hist, ReleasePolicy.from_toml(out / "policy.toml")
+
+
+@pytest.mark.parametrize("error", [AttributeError, KeyError, ImportError])
+def test_dask_internals_of_another_shape_fall_back_to_the_compute(tmp_path, monkeypatch, error):
+    """The footer path reads Dask's private read plan: where another Dask release gives it
+    another shape, the survey is left to the compute (same casts), not a failed release."""
+    frames = [pd.DataFrame({"v": KINDS["int64"](N)}), pd.DataFrame({"v": KINDS["float"](N)})]
+    history = dd.read_parquet(write(tmp_path / "d", frames))
+    assert footer_survey(history, ["v"]) is not None
+
+    def moved(*args):
+        raise error("moved")
+
+    monkeypatch.setattr("dpriv.part_footers._read_chain", moved)
+    assert footer_survey(history, ["v"]) is None
+    assert (
+        as_data_types(history, ["v"])._meta.dtypes.to_dict()
+        == computed_only(monkeypatch, history, ["v"])._meta.dtypes.to_dict()
+    )
