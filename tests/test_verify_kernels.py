@@ -148,7 +148,7 @@ def test_box_checks_name_the_qi_and_the_groups():
     ]
 
 
-def _count_problems(released, assigned, policy) -> list[str]:
+def _group_count_problems(released, assigned, policy) -> list[str]:
     """The verifier's problems about groups whose released sizes or sensitive values differ."""
     view_counts = np.array([(assigned["s"] == v).sum() + len(assigned) for v in DOM])
     report = verify_release(released, policy, view_counts=view_counts, assigned=assigned)
@@ -166,14 +166,18 @@ def test_sizes_and_sensitive_counts_are_checked_in_the_members_order_and_in_any_
     assert same_pairs(g, s, released[GROUP].to_numpy(), codes(released["s"], DOM))
     shuffled = released.sample(frac=1.0, random_state=seed)
     assert not same_pairs(g, s, shuffled[GROUP].to_numpy(), codes(shuffled["s"], DOM))
-    assert _count_problems(released, assigned, policy) == _count_problems(shuffled, assigned, policy) == []
+    assert (
+        _group_count_problems(released, assigned, policy)
+        == _group_count_problems(shuffled, assigned, policy)
+        == []
+    )
     rng = np.random.default_rng(seed)
     # two rows of different groups and values swap their sensitive values: sizes stay, counts differ
     i, j = next((i, j) for i, j in rng.integers(0, len(released), (200, 2)) if g[i] != g[j] and s[i] != s[j])
     swapped = released.copy()
     swapped.loc[[i, j], "s"] = swapped.loc[[j, i], "s"].to_numpy()
     for rows in (swapped, swapped.sample(frac=1.0, random_state=seed)):
-        (said,) = _count_problems(rows, assigned, policy)
+        (said,) = _group_count_problems(rows, assigned, policy)
         named, why = said.removeprefix("QI-groups ").split(": ")
         assert set(named.split(", ")) == {str(g[i]), str(g[j])}
         assert why == "the released sensitive values differ from those of the tuples assigned to the group"
@@ -189,7 +193,7 @@ def test_sizes_and_sensitive_counts_are_checked_in_the_members_order_and_in_any_
 
     want = sorted([said(g[i], sizes[g[i]] - 1), said(g[k], sizes[g[k]] + 1)])
     for rows in (moved, moved.sample(frac=1.0, random_state=seed)):
-        assert _count_problems(rows, assigned, policy) == want
+        assert _group_count_problems(rows, assigned, policy) == want
 
 
 def test_the_verifiers_rows_keep_an_arrow_sensitive_column_with_the_same_codes_and_digest():

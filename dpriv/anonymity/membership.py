@@ -72,7 +72,7 @@ def check_assigned(
     )
     s_pub = codes(released[policy.sensitive], policy.sensitive_domain)
     if not same_pairs(labels.to_numpy(), s_priv, rel_labels.to_numpy(), s_pub):
-        problems += count_problems(labels.to_numpy(), s_priv, rel_labels.to_numpy(), s_pub)
+        problems += group_count_problems(labels.to_numpy(), s_priv, rel_labels.to_numpy(), s_pub)
 
     # every kept tuple inside its group's interval / value set, bounds tight
     problems += box_problems(released.assign(**{GROUP: rel_labels}), labels, assigned, policy, usable)
@@ -103,7 +103,7 @@ def same_pairs(g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub:
     the same order (labels and codes (n,) each): then every group has the same size and the
     same sensitive counts on both sides, with no grouping. The verification of a release
     rebuilds its released rows from the membership row by row, so this holds unless a row was
-    lost, added or changed; any other order is counted by :func:`count_problems`."""
+    lost, added or changed; any other order is counted by :func:`group_count_problems`."""
     return (
         len(g_priv) == len(g_pub)
         and g_priv.dtype == g_pub.dtype
@@ -112,7 +112,9 @@ def same_pairs(g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub:
     )
 
 
-def count_problems(g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub: np.ndarray) -> list[str]:
+def group_count_problems(
+    g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub: np.ndarray
+) -> list[str]:
     """Problems of the groups whose released size or sensitive counts differ from their
     members' (labels and sensitive codes of the private and of the released rows)."""
     problems: list[str] = []
