@@ -148,6 +148,38 @@ def test_box_checks_name_the_qi_and_the_groups():
     ]
 
 
+def test_each_qi_names_members_outside_their_box_before_a_box_that_is_not_tight():
+    """Per QI, in the policy's order: members outside their group's box are named, and only
+    when there are none, the boxes that are not tight (an interval wider than its members, a
+    value set listing a value no member has: no other test makes that one). Guard of the split
+    of ``membership.box_problems`` into one function per kind of box: passes on the code before
+    it by design."""
+    assigned, policy = _assigned(7)
+    released = qig_rows(assigned, qig_table(assigned, policy), policy)
+    first = released.drop_duplicates(GROUP).set_index(GROUP)
+    a, b = first.index[first["sex"] == "{F,M}"][:2]
+    r = released.copy()
+    r.loc[r[GROUP] == a, "sex"] = "{F,M,X}"
+    unused = f"QI 'sex': the value sets of QI-groups {a} list values no tuple of the group has"
+    assert _box_problems(r, assigned, policy) == [unused]
+    r.loc[r[GROUP] == b, "sex"] = "{F}"  # b's members valued M now lie outside it: named alone
+    outside_set = f"QI 'sex': kept tuples of QI-groups {b} have values outside their group's value set"
+    assert _box_problems(r, assigned, policy) == [outside_set]
+    # age: one group's interval loose, another's upper bound below its oldest members; weight: loose
+    others = first.index[~first.index.isin([a, b]) & (first["age_min"] < first["age_max"])]
+    c, d, e = others[:3]
+    r.loc[r[GROUP] == c, "weight_max"] += 1
+    r.loc[r[GROUP] == d, "age_max"] += 1
+    r.loc[r[GROUP] == e, "age_max"] -= 1
+    oldest = int(((assigned[LABEL] == e) & (assigned["age"] == first.at[e, "age_max"])).sum())
+    assert _box_problems(r, assigned, policy) == [
+        f"QI 'age': {counted(oldest, 'kept tuple lies', 'kept tuples lie')} outside the interval "
+        f"[age_min, age_max] of their QI-group (groups {e})",
+        f"QI 'weight': the interval of QI-groups {c} is not the true min/max of their tuples",
+        outside_set,
+    ]
+
+
 def _group_count_problems(released, assigned, policy) -> list[str]:
     """The verifier's problems about groups whose released sizes or sensitive values differ."""
     view_counts = np.array([(assigned["s"] == v).sum() + len(assigned) for v in DOM])
