@@ -161,7 +161,8 @@ def measured(
     policy, summary, sensitive = ctx.policy, ctx.summary, grouped.sensitive
     sums = None
     if sensitive is None:  # an Anatomy release sums its own tables
-        sums, tail = release_sums_with(grouped.released, policy, grouped.by_group, tail)
+        both = release_sums_with(grouped.released, policy, grouped.by_group, tail)
+        sums, tail = both.sums, both.other
     measures = release_metrics(
         grouped.released,
         ctx.view,
