@@ -172,7 +172,15 @@ class _Checked(NamedTuple):
 
 
 def _checked_input(
-    history, policy, ledger_dir, method, until, npartitions, on_release, allow_repeated_view, existing_ledger
+    history: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy | dict,
+    ledger_dir: str | Path,
+    method: str,
+    until: int | None,
+    npartitions: int | None,
+    on_release: Callable[[int, ReleaseRecord], None] | None,
+    allow_repeated_view: bool,
+    existing_ledger: bool,
 ) -> _Checked:
     """Every check of ``release_history`` before the ledger is opened, in the order a user's
     mistake is found cheapest: the arguments, the place, the history's columns and types, every
