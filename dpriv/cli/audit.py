@@ -16,7 +16,8 @@ from dpriv.cli.common import (
     app,
     check_out,
     command,
-    load_policy,
+    ledger_policy_file,
+    policy_option,
     write_frame,
 )
 from dpriv.cli.outputs import changed_since_written
@@ -41,6 +42,13 @@ def default_out(ledger: Path, knowledge: str, adversary: str) -> Path:
     if adversary not in ADVERSARIES:
         raise PolicyError(f"unknown adversary {adversary!r}; valid: {', '.join(ADVERSARIES)}")
     return (gain_path if adversary == "paper" else retro_path)(ledger, knowledge)
+
+
+#: ``dpriv attack --policy FILE``: optional, the ledger's own policy by default.
+AttackPolicyFile = policy_option(
+    "Optional: by default the policy the ledger recorded with its releases is used; a file given must "
+    "read the releases with the same columns."
+)
 
 
 @app.command()
@@ -105,14 +113,7 @@ def attack(
             "the weekly chain). The retrospective adversary always reads whole histories."
         ),
     ] = None,
-    policy: Annotated[
-        Path | None,
-        typer.Option(
-            "--policy",
-            help="Policy TOML (docs/policy.md). Optional: by default the policy the ledger recorded "
-            "with its releases is used; a file given must read the releases with the same columns.",
-        ),
-    ] = None,
+    policy: AttackPolicyFile = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -125,11 +126,7 @@ def attack(
     """Attack a ledger as the adversary of docs/algorithms.md §1.1 would; adversary gain (E10) and tail
     risk per release."""
     target = _attack_out(ledger, knowledge, adversary, out, history, force)  # before the attack's work
-    from dpriv.attack_policy import attack_policy
-
-    given = load_policy(policy) if policy is not None else None  # None: the ledger's own
-    flag = {"source": f"--policy {policy}", "omit": "omit --policy", "theirs": "the file"}
-    pol = attack_policy(ledger, given, history, **flag)  # columns checked against the ledger's
+    pol = ledger_policy_file(policy, ledger, history)  # None: the ledger's own; else its columns checked
     from dpriv.ledger import Ledger as Led
     from dpriv.release_check import check_released_any
 
