@@ -9,13 +9,14 @@ Frames are pandas (a view released in process) or Dask (every step persisted by
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import dask.dataframe as dd
 import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
+from dpriv.anonymity.verify import VerificationReport
 from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import release_metrics, release_sums_with, require
@@ -42,11 +43,11 @@ class Grouped:
 
     released: pd.DataFrame | dd.DataFrame
     assigned: pd.DataFrame | dd.DataFrame
-    table: Any
+    table: pd.DataFrame | None
     sensitive: pd.DataFrame | None
     n_suppressed: int
     by_group: bool
-    posterior_guard: Any = None
+    posterior_guard: dict | None = None
 
 
 class ViewRelease(NamedTuple):
@@ -83,17 +84,16 @@ class Verified(NamedTuple):
     """A release verified: the verifier's report and the membership regrouped by QI-group,
     each part sorted by (label, id) (the pk step reads it so)."""
 
-    report: Any
+    report: VerificationReport
     members: pd.DataFrame | dd.DataFrame
 
 
 class Posteriors(NamedTuple):
-    """The pk step's output: the new state (in its buckets), the defender's tail rows and the
-    posteriors per member (the posterior guard reads them)."""
+    """The pk step's output: the new state (in its buckets) and the defender's tail rows (one
+    per part, persisted with it)."""
 
     state: pd.DataFrame | dd.DataFrame
     tail: pd.DataFrame | dd.DataFrame
-    posts: pd.DataFrame | dd.DataFrame
 
 
 def verified(ctx: ViewContext, grouped: Grouped) -> Verified:
@@ -149,11 +149,11 @@ def posteriors(
     tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
     new_state, tail = ctx.steps.run("pk", new_state, tail)
     posterior_guard.check(posts, policy, f"release {ctx.index}", ctx.method)  # a Dask view was refused
-    return Posteriors(new_state, tail, posts)
+    return Posteriors(new_state, tail)
 
 
 def measured(
-    ctx: ViewContext, grouped: Grouped, report: Any, tail: pd.DataFrame | dd.DataFrame
+    ctx: ViewContext, grouped: Grouped, report: VerificationReport, tail: pd.DataFrame | dd.DataFrame
 ) -> ReleaseRecord:
     """The release's metrics (the ``metrics`` step): the group sums and the tail rows in one
     compute (an Anatomy release sums its own tables), then :class:`ReleaseRecord` with the
