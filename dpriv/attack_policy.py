@@ -36,19 +36,27 @@ def ledger_policy(ledger: Ledger, history: object) -> ReleasePolicy:
     return pol.with_overrides(base_dir=base)
 
 
+#: How a refusal of :func:`dpriv.release_check.check_same_columns` words a policy given in Python
+#: (the command line's words, ``--policy FILE``, are that function's defaults).
+PYTHON_WORDING = {
+    "source": "the policy given to attack()",
+    "omit": "pass policy=None",
+    "theirs": "the policy given",
+}
+
+
 def attack_policy(
     ledger: Ledger | str | Path,
     policy: ReleasePolicy | dict | None,
     history: object,
     *,
-    source: str = "the policy given to attack()",
-    omit: str = "pass policy=None",
-    theirs: str = "the policy given",
+    flag: str | None = None,
 ) -> ReleasePolicy:
     """The policy to attack ``ledger`` with: its own (:func:`ledger_policy`) when ``policy`` is
     None, else ``policy`` (a ReleasePolicy, or a dict of its fields) once it is checked against
-    the recorded one (:func:`dpriv.release_check.check_same_columns`; ``source``, ``omit`` and
-    ``theirs`` word its message; a ledger without ``policy.json`` has none to compare).
+    the recorded one (:func:`dpriv.release_check.check_same_columns`; a ledger without
+    ``policy.json`` has none to compare). ``flag``: the command-line flag that gave ``policy``
+    (``--policy p.toml``), whose words the refusal then uses; None: :data:`PYTHON_WORDING`.
 
     Raises InputError when ``ledger`` is neither a Ledger nor a path; LedgerError when it is
     not a ledger, or holds no release while ``policy`` is None; PolicyError for a ``policy``
@@ -58,5 +66,6 @@ def attack_policy(
         return ledger_policy(led, history)
     given = as_policy(policy, "attack")
     if (led.root / POLICY).exists():  # a ledger committed without a policy has none to compare
-        check_same_columns(led.policy(), given, source, led.root, omit=omit, theirs=theirs)
+        wording = PYTHON_WORDING if flag is None else {"source": flag}
+        check_same_columns(led.policy(), given, ledger=led.root, **wording)
     return given

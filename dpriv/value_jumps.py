@@ -67,6 +67,13 @@ def _jumps(
     found = pd.DataFrame(
         {"time": time[keep], "exit": after_exit[keep], "prev": shown_prev[keep], "cur": s[keep], "n": 1}
     )
+    return _summed(found)
+
+
+def _summed(found: pd.DataFrame) -> pd.DataFrame:
+    """``found``'s counts summed per (time, exit, prev, cur), with the dtypes of ``_COUNTS``: one
+    row per tuple found in a part, and the rows of every part on Dask (a respondent's rows are in
+    one part, but a pair of values in many)."""
     return found.groupby(["time", "exit", "prev", "cur"], as_index=False)["n"].sum().astype(_COUNTS)
 
 
@@ -104,8 +111,7 @@ def value_jumps(
     if not is_dask(rows):
         return _jumps(coded(rows), cols, exits, zero, first)
     keyed = by_bucket(rows.map_partitions(coded, meta=coded(rows._meta)), policy.id, rows.npartitions)
-    found = keyed.map_partitions(_jumps, cols, exits, zero, first, meta=empty).compute()
-    return found.groupby(["time", "exit", "prev", "cur"], as_index=False)["n"].sum().astype(_COUNTS)
+    return _summed(keyed.map_partitions(_jumps, cols, exits, zero, first, meta=empty).compute())
 
 
 def warn_value_jumps(
