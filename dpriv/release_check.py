@@ -26,7 +26,8 @@ from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
-from dpriv.ledger_files import check_released_files, open_parquet
+from dpriv.ledger_digests import check_released_files
+from dpriv.ledger_files import open_parquet
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, public, qig_rows, qig_table, rows_digest
 from dpriv.resume_types import open_committed
@@ -214,7 +215,7 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
     """LedgerError unless every committed release's files are whole: its view and metrics
     are on disk, the view's Parquet footer reads and (a generalized view) holds the
     ``n_released`` tuples its metrics.json recorded, its released files have the SHA-256 the
-    manifest recorded (:func:`dpriv.ledger_files.check_released_files`), policy.json has the
+    manifest recorded (:func:`dpriv.ledger_digests.check_released_files`), policy.json has the
     digest the manifest recorded, and (``state``) the last release's state has at least one
     part. A release resumed from a damaged ledger would build on files that no longer say what
     was published; an attack or a report would read them as published. Reads the released
