@@ -169,7 +169,9 @@ def attack(
     except PolicyError as exc:
         if policy is not None:
             raise
-        raise with_hint(exc) from None
+        from dpriv.attack_policy import base_folders
+
+        raise with_hint(exc, base_folders(ledger, history)) from None
     from dpriv.attack_stamp import STAMP
 
     write_frame(gain, out, kind="attack", force=force, own=own)  # with attack()'s views_sha per row
