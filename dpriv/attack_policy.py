@@ -16,7 +16,7 @@ from pathlib import Path
 from dpriv.attack_files import as_ledger
 from dpriv.ledger import POLICY, Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_base import recorded_base
+from dpriv.policy_base import base_candidates, recorded_base
 from dpriv.policy_keys import as_policy
 from dpriv.release_check import check_same_columns
 
@@ -30,9 +30,7 @@ def ledger_policy(ledger: Ledger, history: object) -> ReleasePolicy:
     Raises LedgerError when nothing was released into ``ledger`` yet, or its ``policy.json``
     is damaged."""
     pol = ledger.policy()
-    near = [Path(history).parent] if isinstance(history, str | Path) and "://" not in str(history) else []
-    folders = [*near, ledger.root.parent]
-    base = recorded_base(ledger.root, pol.knowledge, pol.hierarchies, folders, strict=False)
+    base = recorded_base(ledger.root, pol.knowledge, pol.hierarchies, _near(ledger, history), strict=False)
     return pol.with_overrides(base_dir=base)
 
 
@@ -43,6 +41,19 @@ PYTHON_WORDING = {
     "omit": "pass policy=None",
     "theirs": "the policy given",
 }
+
+
+def _near(ledger: Ledger, history: object) -> list[Path]:
+    """The folders after the recorded one: ``history``'s (a file path), the ledger's parent."""
+    near = [Path(history).parent] if isinstance(history, str | Path) and "://" not in str(history) else []
+    return [*near, ledger.root.parent]
+
+
+def base_folders(ledger: Ledger | str | Path, history: object) -> list[Path]:
+    """Every folder :func:`ledger_policy` looks for the recorded relative paths in, in order
+    (:func:`dpriv.policy_base.base_candidates`), for a message naming them."""
+    led = as_ledger(ledger, "attack")
+    return base_candidates(led.root, _near(led, history))
 
 
 def attack_policy(

@@ -372,7 +372,7 @@ def check_views(
     (:func:`check_repeated`, unless ``allow_repeated``), then each view's size (PolicyError
     ``view = 3: k = 5 is larger ...`` unless ``small_view = "suppress"``) and sensitive values."""
     from dpriv.inputs import check_sensitive_values
-    from dpriv.validate import check_size
+    from dpriv.validate import check_k_below_largest, check_size
 
     entries = open_committed(ledger_dir)[1]
     for entry in entries:
@@ -384,6 +384,7 @@ def check_views(
     if not allow_repeated:
         recorded = {e["index"]: e.get("input_sha", "") for e in entries}
         check_repeated({**{i: s.input_sha for i, s in summaries.items()}, **recorded}, set(recorded))
+    check_k_below_largest(summaries, policy)
     for i, summary in summaries.items():
         try:
             check_size(summary.n_rows, policy, policy.small_view == "suppress")

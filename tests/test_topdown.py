@@ -298,7 +298,8 @@ def test_policy_topdown_cut_is_validated_and_kept_out_of_old_fingerprints():
     assert policy.topdown_cut == "median" and "topdown_cut" not in policy.fingerprint()
     assert policy.with_overrides(topdown_cut="slack").fingerprint()["topdown_cut"] == "slack"
     allowed = "'median', 'slack', 'box', 'slack-widest' or 'gini'"
-    with pytest.raises(PolicyError, match=f"topdown_cut: Input should be {allowed}"):
+    said = rf"topdown_cut: must be {allowed} \(did you mean 'slack-widest'\?\), got 'widest'"
+    with pytest.raises(PolicyError, match=said):
         policy.with_overrides(topdown_cut="widest")
 
 

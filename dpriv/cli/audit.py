@@ -165,7 +165,10 @@ def _attack_out(
     own = default_out(ledger, knowledge, adversary)
     check_result_file(own)
     where = own.parent if own.parent.is_dir() else ledger  # attack/ is made by the first attack
-    fix = "give --out FILE in a folder you can write to, or make the ledger's folder writable"
+    fix = (
+        f"give --out DIR/{own.name} in a folder DIR you can write to (dpriv report {ledger} "
+        "--attack-dir DIR then shows it), or make the ledger's folder writable"
+    )
     check_writable(where, f"the ledger's {ATTACK_DIR}/ folder", fix)
     return AttackOut(own, own=True)
 
@@ -186,7 +189,9 @@ def _gains(
     except PolicyError as exc:
         if given:
             raise
-        raise with_hint(exc) from None
+        from dpriv.attack_policy import base_folders
+
+        raise with_hint(exc, base_folders(ledger, history)) from None
 
 
 def shown_gain(gain: pd.DataFrame) -> str:
@@ -224,33 +229,47 @@ def report(
         str | None,
         typer.Option(help="Page title (default: from the policy: sensitive attribute, QIs, method)."),
     ] = None,
+    attack_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--attack-dir",
+            help="Read the attack results (gain_<knowledge>.csv, retro_<knowledge>.csv, kpr.csv) from "
+            "this folder instead of LEDGER/attack/, with the same checks (results of this ledger's "
+            "releases): for a ledger you cannot write in, attacked with --out DIR/gain_dk.csv.",
+        ),
+    ] = None,
     debug: Debug = False,
 ) -> None:
     """One self-contained HTML page: policy, a verdict per release against its thresholds,
     per-release metrics, privacy, utility and KPR plots, and the adversary gains and tail risk
-    found in LEDGER/attack/ (where dpriv attack writes), with what each of them means."""
+    found in LEDGER/attack/ (where dpriv attack writes; --attack-dir: another folder), with what
+    each of them means."""
     import shlex
 
     from dpriv.attack_files import AGAIN
     from dpriv.ledger import Ledger
     from dpriv.report import write_report
-    from dpriv.report.coverage import attack_results
+    from dpriv.report.coverage import attack_results, results_folder
 
     check_out(out, *([history] if history else []), kind="report", force=force)
     led = Ledger(ledger)
-    path = write_report(led, out, title=title, history=history)  # records it in .dpriv-outputs
-    results = attack_results(led)
-    for name in changed_since_written(led.root / "attack"):
+    folder, label = results_folder(led, attack_dir)  # before any work: an --attack-dir that is no folder
+    path = write_report(led, out, title=title, history=history, attack_dir=attack_dir)  # recorded
+    results = attack_results(led, attack_dir=attack_dir)
+    for name in changed_since_written(folder):
         _say(
-            f"note: attack/{name} changed since dpriv attack wrote it (its bytes differ from "
-            f"attack/.dpriv-outputs): the report shows the edited figures; {AGAIN}"
+            f"note: {label}{name} changed since dpriv attack wrote it (its bytes differ from "
+            f"{label}.dpriv-outputs): the report shows the edited figures; {AGAIN}"
         )
     for note in results.notes(shlex.quote(str(ledger))):
         _say(f"note: {note}")
-    typer.echo(
-        f"report of {results.held} release(s) written to {path}; "
-        + ("; ".join(found_results(results)) or "no attack results in attack/")
-    )
+    none = f"no attack results in {label}" + ("" if attack_dir else _ELSEWHERE)
+    found = "; ".join(found_results(results)) or none
+    typer.echo(f"report of {results.held} release(s) written to {path}; {found}")
+
+
+#: Where the report's line points when attack/ holds no results: those written with --out.
+_ELSEWHERE = " (results written elsewhere with dpriv attack --out DIR/gain_<knowledge>.csv: --attack-dir DIR)"
 
 
 def found_results(results: AttackResults) -> list[str]:
