@@ -8,7 +8,7 @@ in the same cluster:
 * ``held``: what ``dpriv release`` does. The state a Dask release returns is one partition
   per bucket; the next release cuts only the view into those buckets for RBK and, the bucket
   count being a power of two, splits or keeps the state's buckets in place for the state
-  update (``dpriv.state.by_bucket``); a resumed history reads the parts as one partition per
+  update (``dpriv.state_buckets.by_bucket``); a resumed history reads the parts as one partition per
   bucket (the manifest's ``state_buckets``).
 * ``shuffled``: the same code told nothing of the state's buckets (``state_buckets=None``):
   a hash join of the view and the state on the id, and the state cut into the new buckets by

@@ -1,4 +1,4 @@
-"""The state's row order (:func:`dpriv.state._state_order`) against pandas' stable sort, paired.
+"""The state's row order (:func:`dpriv.state_buckets.state_order`) against pandas' stable sort, paired.
 
 The pk step sorts the posteriors of each state bucket by id (on Dask: one bucket per task, a
 10^6-tuple view in 8 buckets of ~125,000 respondents), and in process the whole view by
@@ -7,7 +7,7 @@ sort gives; the bucket key is sorted as 16 bits (numpy's radix sort). This times
 in one process (CPU seconds), the order as dpriv computes it and the stable pandas sort it
 replaced, checks they are equal, and prints each pair's ratio and the median.
 
-    python benchmarks/bench_state_order.py [--rows 1000000] [--pairs 7]
+    python benchmarks/benchstate_order.py [--rows 1000000] [--pairs 7]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice
-from dpriv.state import _state_order, state_buckets
+from dpriv.state_buckets import state_buckets, state_order
 
 
 def stable_order(ids: pd.Series, n: int) -> np.ndarray:
@@ -49,11 +49,11 @@ def main() -> None:
         ratios = []
         for k in range(args.pairs + 1):
             timed = {}
-            for fn in (_state_order, stable_order) if k % 2 else (stable_order, _state_order):
+            for fn in (state_order, stable_order) if k % 2 else (stable_order, state_order):
                 timed[fn] = cpu(fn, frame, n)
-            assert np.array_equal(timed[_state_order][1], timed[stable_order][1])
+            assert np.array_equal(timed[state_order][1], timed[stable_order][1])
             if k:  # the first pair warms up
-                ratios.append(timed[_state_order][0] / timed[stable_order][0])
+                ratios.append(timed[state_order][0] / timed[stable_order][0])
         print(f"{name}, {len(frame)} ids: dpriv/stable ratios " + ", ".join(f"{r:.2f}" for r in ratios)
               + f"; median {np.median(ratios):.2f}")  # fmt: skip
 

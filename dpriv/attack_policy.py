@@ -16,7 +16,7 @@ from pathlib import Path
 from dpriv.attack_files import as_ledger
 from dpriv.ledger import POLICY, Ledger
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_base import recorded_base
+from dpriv.policy_base import base_candidates, recorded_base
 from dpriv.policy_keys import as_policy
 from dpriv.release_check import check_same_columns
 
@@ -30,10 +30,30 @@ def ledger_policy(ledger: Ledger, history: object) -> ReleasePolicy:
     Raises LedgerError when nothing was released into ``ledger`` yet, or its ``policy.json``
     is damaged."""
     pol = ledger.policy()
-    near = [Path(history).parent] if isinstance(history, str | Path) and "://" not in str(history) else []
-    folders = [*near, ledger.root.parent]
-    base = recorded_base(ledger.root, pol.knowledge, pol.hierarchies, folders, strict=False)
+    base = recorded_base(ledger.root, pol.knowledge, pol.hierarchies, _near(ledger, history), strict=False)
     return pol.with_overrides(base_dir=base)
+
+
+#: How a refusal of :func:`dpriv.release_check.check_same_columns` words a policy given in Python
+#: (the command line's words, ``--policy FILE``, are that function's defaults).
+PYTHON_WORDING = {
+    "source": "the policy given to attack()",
+    "omit": "pass policy=None",
+    "theirs": "the policy given",
+}
+
+
+def _near(ledger: Ledger, history: object) -> list[Path]:
+    """The folders after the recorded one: ``history``'s (a file path), the ledger's parent."""
+    near = [Path(history).parent] if isinstance(history, str | Path) and "://" not in str(history) else []
+    return [*near, ledger.root.parent]
+
+
+def base_folders(ledger: Ledger | str | Path, history: object) -> list[Path]:
+    """Every folder :func:`ledger_policy` looks for the recorded relative paths in, in order
+    (:func:`dpriv.policy_base.base_candidates`), for a message naming them."""
+    led = as_ledger(ledger, "attack")
+    return base_candidates(led.root, _near(led, history))
 
 
 def attack_policy(
@@ -41,14 +61,13 @@ def attack_policy(
     policy: ReleasePolicy | dict | None,
     history: object,
     *,
-    source: str = "the policy given to attack()",
-    omit: str = "pass policy=None",
-    theirs: str = "the policy given",
+    flag: str | None = None,
 ) -> ReleasePolicy:
     """The policy to attack ``ledger`` with: its own (:func:`ledger_policy`) when ``policy`` is
     None, else ``policy`` (a ReleasePolicy, or a dict of its fields) once it is checked against
-    the recorded one (:func:`dpriv.release_check.check_same_columns`; ``source``, ``omit`` and
-    ``theirs`` word its message; a ledger without ``policy.json`` has none to compare).
+    the recorded one (:func:`dpriv.release_check.check_same_columns`; a ledger without
+    ``policy.json`` has none to compare). ``flag``: the command-line flag that gave ``policy``
+    (``--policy p.toml``), whose words the refusal then uses; None: :data:`PYTHON_WORDING`.
 
     Raises InputError when ``ledger`` is neither a Ledger nor a path; LedgerError when it is
     not a ledger, or holds no release while ``policy`` is None; PolicyError for a ``policy``
@@ -58,5 +77,6 @@ def attack_policy(
         return ledger_policy(led, history)
     given = as_policy(policy, "attack")
     if (led.root / POLICY).exists():  # a ledger committed without a policy has none to compare
-        check_same_columns(led.policy(), given, source, led.root, omit=omit, theirs=theirs)
+        wording = PYTHON_WORDING if flag is None else {"source": flag}
+        check_same_columns(led.policy(), given, ledger=led.root, **wording)
     return given

@@ -70,6 +70,7 @@ from dpriv.released import GROUP
 
 if TYPE_CHECKING:
     from dpriv.gate_deductions import GateDeductions
+    from dpriv.view_steps import ViewRelease
 
 
 @dataclass(frozen=True)
@@ -239,8 +240,8 @@ class RetroGate:
             self.deduced.accept(candidate)
 
     def release(
-        self, run: Callable[..., tuple], original: pd.DataFrame, index: int, tables: MarkovTables
-    ) -> tuple:
+        self, run: Callable[..., ViewRelease], original: pd.DataFrame, index: int, tables: MarkovTables
+    ) -> ViewRelease:
         """Release ``index`` under the gate: ``run(policy, withheld=ids)`` (one step of the
         release loop, :func:`dpriv.release.release_view` bound to its view and state, returning
         the record, the released view, the new state and an Anatomy sensitive table or None)
@@ -249,8 +250,8 @@ class RetroGate:
         :data:`HOLD_PASSES` groupings, then PolicyError). With ``retro_max_gain``, a release
         over it is regrouped with ``retro_lever`` tightened, at most ``retro_retries`` times,
         then PolicyError (nothing is written here). ``original``: the view on pandas (the true
-        values); ``tables``: the defender's at ``index``. Returns ``run``'s tuple with the
-        record's ``gate`` set."""
+        values); ``tables``: the defender's at ``index``. Returns ``run``'s
+        :class:`~dpriv.view_steps.ViewRelease` with the record's ``gate`` set."""
         pol, check = self.policy, None
         for attempt in range(self.policy.retro_retries + 1):
             try:
@@ -261,15 +262,14 @@ class RetroGate:
                 raise PolicyError(f"{refusal(check)}; {regrouped_with(pol)}: {exc}") from None
             if check.ok:
                 self.accept(candidate)
-                metrics, *rest = out
-                return replace(metrics, gate=check.as_record()), *rest
+                return out._replace(metrics=replace(out.metrics, gate=check.as_record()))
             pol = tightened(pol)
         raise PolicyError(refusal(check))
 
     def held_back(
-        self, run: Callable[..., tuple], pol: ReleasePolicy, original: pd.DataFrame, index: int,
+        self, run: Callable[..., ViewRelease], pol: ReleasePolicy, original: pd.DataFrame, index: int,
         tables: MarkovTables, attempt: int,
-    ) -> tuple[tuple, ReadRelease, GateCheck]:  # fmt: skip
+    ) -> tuple[ViewRelease, ReadRelease, GateCheck]:  # fmt: skip
         """``run``'s output, the candidate and its check after withholding every member of
         release ``index`` the check finds over ``retro_posterior_bound`` (none without it)."""
         withheld = original[self.policy.id].to_numpy()[:0]  # no ids yet (text ids: object, not pandas' str)
@@ -296,9 +296,9 @@ class RetroGate:
             withheld = np.union1d(withheld, more)
         raise PolicyError(held_refusal(check, index, withheld.size))
 
-    def candidate_of(self, out: tuple, original: pd.DataFrame, index: int) -> ReadRelease:
+    def candidate_of(self, out: ViewRelease, original: pd.DataFrame, index: int) -> ReadRelease:
         """The candidate of ``run``'s output (record, released view, new state, sensitive)."""
-        _, released, new_state, sensitive = out
+        released, new_state, sensitive = out.released, out.state, out.sensitive
         # an Anatomy release's values are in its sensitive table (``sensitive``)
         cols = [GROUP] if sensitive is not None else [GROUP, self.policy.sensitive]
         values = to_pandas(released[cols])

@@ -212,8 +212,10 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
         raise InputError(missing_time(history.columns, policy))
     t = history[policy.time]
     bad_type = not pd.api.types.is_integer_dtype(t.dtype)
-    if is_dask(t):
-        has_nan, idx, n = dask.compute(t.isna().any(), t.drop_duplicates(), t.shape[0])
+    if is_dask(t):  # each part's distinct times, then the whole's here: Dask's drop_duplicates shuffles
+        parts = t.map_partitions(pd.Series.drop_duplicates, meta=t._meta)
+        has_nan, idx, n = dask.compute(t.isna().any(), parts, t.shape[0])
+        idx = idx.drop_duplicates()
     else:
         has_nan, idx, n = t.isna().any(), t.drop_duplicates(), len(t)
     if n == 0:  # a header-only file reads as text columns: not a time column problem

@@ -138,9 +138,13 @@ def _refuse_mixed_ids(col: pd.Series) -> None:
         )
 
 
-def _prepare_part(
+def prepare_part(
     part: pd.DataFrame, columns: list[str], id_col: str | None, dates: tuple[str, ...] = ()
 ) -> pd.DataFrame:
+    """:func:`prepare_view` of one pandas partition (``part`` itself if nothing changes); only the
+    date QIs ``dates`` and an ``object`` id column ``id_col`` are converted by their values, the
+    rest by their dtypes (:mod:`dpriv.part_footers` runs it on empty frames). InputError for ids
+    of several types."""
     out = {}
     for c in columns:
         if c not in part.columns:
@@ -169,11 +173,11 @@ def prepare_view(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, *, id
     id_col = policy.id if ids else None
     dates = tuple(date_qi(policy))
     if isinstance(view, dd.DataFrame):
-        meta = _prepare_part(view._meta, columns, id_col, dates)
+        meta = prepare_part(view._meta, columns, id_col, dates)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return view.map_partitions(_prepare_part, columns, id_col, dates, meta=meta)
-    return _prepare_part(view, columns, id_col, dates)
+            return view.map_partitions(prepare_part, columns, id_col, dates, meta=meta)
+    return prepare_part(view, columns, id_col, dates)
 
 
 def prepared(

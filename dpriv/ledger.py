@@ -37,6 +37,7 @@ import pandas as pd
 from dpriv import pending_interrupt
 from dpriv.errors import LedgerError
 from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
+from dpriv.ledger_digests import released_digests
 from dpriv.ledger_files import (
     ATTACK_DIR,  # noqa: F401 (re-exported: where the ledger keeps attack results)
     LOCK,
@@ -45,7 +46,6 @@ from dpriv.ledger_files import (
     hold_lock,
     is_temp,
     read_json,
-    released_digests,
     remove_temp,
     restore_file,
 )

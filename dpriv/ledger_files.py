@@ -1,4 +1,4 @@
-"""A release ledger's files (docs/ledger.md): their digests, dpriv's temp files (removed as a
+"""A release ledger's files (docs/ledger.md): dpriv's temp files (removed as a
 killed writer's; what else an interrupted release left: dpriv.ledger_written), the writer's
 lock, how a ledger's Parquet file is opened (a damaged one named), and the removal of a new
 ledger whose first release failed."""
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import re
@@ -19,22 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dpriv.errors import LedgerBusy, LedgerError
 from dpriv.input_url import path_hint, url_scheme
 from dpriv.io import TEMP_SUFFIX, atomic_write
+from dpriv.ledger_digests import RELEASED_DIGESTS, changed_since_commit, metrics_matches
 from dpriv.ledger_manifest import MANIFEST
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-#: The released files of a release whose SHA-256 its manifest entry records (name -> entry key).
-#: metrics.json's is the digest of its figures without the seconds of each step
-#: (:func:`metrics_sha256`): two runs of the same history give the same manifest.
-RELEASED_DIGESTS = {
-    "view.parquet": "view_sha256",
-    "sensitive.parquet": "sensitive_sha256",
-    "metrics.json": "metrics_sha256",
-}
 
 
 def url_problem(root: str | Path, name: str = "the ledger") -> str | None:
@@ -85,73 +75,6 @@ def check_place(root: Any, name: str = "the ledger", create: bool = True) -> Non
         raise LedgerError(f"a ledger is a folder path (str or Path), not {type(root).__name__} {root!r}")
     if problem := url_problem(root, name) or (create and nested_problem(root, name)):  # one inside another
         raise LedgerError(problem)
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 (hex) of a file's bytes, read 1 MiB at a time."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def metrics_sha256(data: bytes) -> str:
-    """SHA-256 (hex) of a metrics.json's figures: the JSON object without ``seconds`` (the
-    step timings, which differ from run to run), written with sorted keys and no blanks.
-    Raises ValueError (json.JSONDecodeError, UnicodeDecodeError) when ``data`` is no JSON."""
-    record = json.loads(data.decode())
-    if isinstance(record, dict):
-        record = {k: v for k, v in record.items() if k != "seconds"}
-    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _digest(path: Path) -> str:
-    """The digest a manifest records for the released file ``path`` (:data:`RELEASED_DIGESTS`)."""
-    return metrics_sha256(path.read_bytes()) if path.name == "metrics.json" else file_sha256(path)
-
-
-def released_digests(rdir: Path) -> dict[str, str]:
-    """The manifest fields ``view_sha256``, ``metrics_sha256`` (and ``sensitive_sha256`` for an
-    Anatomy release) of the files of a release folder, as just written."""
-    found = {key: rdir / name for name, key in RELEASED_DIGESTS.items()}
-    return {key: _digest(path) for key, path in found.items() if path.is_file()}
-
-
-def check_released_files(rdir: Path, entry: dict[str, Any]) -> None:
-    """LedgerError when a released file of the release ``entry`` describes is missing or is not
-    the one it committed (its SHA-256 differs from the one the manifest records; a ledger from
-    before the digests records none, and its files are not compared)."""
-    for name, key in RELEASED_DIGESTS.items():
-        recorded = entry.get(key)
-        if recorded is not None and not (rdir / name).is_file():
-            raise LedgerError(
-                f"{rdir / name} is missing (release {entry['index']} is listed in manifest.json): "
-                "the ledger is damaged; restore it from a backup"
-            )
-        if recorded is not None and _same(rdir / name, recorded) is False:
-            raise changed_since_commit(rdir / name, entry)
-
-
-def _same(path: Path, recorded: str) -> bool | None:
-    """Whether ``path`` has the digest ``recorded``; None for a metrics.json that is no JSON
-    (its reader names that)."""
-    try:
-        return _digest(path) == recorded
-    except ValueError:
-        return None
-
-
-def changed_since_commit(path: Path, entry: dict[str, Any]) -> LedgerError:
-    """The refusal of a released file (``path``: ``releases/<i>/<name>``) whose SHA-256 is not
-    the one the manifest ``entry`` of its release records (:data:`RELEASED_DIGESTS`)."""
-    return LedgerError(
-        f"{path} is not the file release {entry['index']} committed (its SHA-256 is not the "
-        f"{RELEASED_DIGESTS[path.name]} manifest.json records): it, or that digest in manifest.json, "
-        "was changed after the release; the ledger is damaged: restore it from a backup (dpriv "
-        "cannot tell which of the two holds what was published)"
-    )
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
@@ -383,7 +306,7 @@ def read_json(path: Path, entry: dict[str, Any] | None = None) -> Any:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _unreadable(path, exc) from None
     recorded = (entry or {}).get(RELEASED_DIGESTS.get(path.name, ""))
-    if recorded is not None and path.name == "metrics.json" and metrics_sha256(data) != recorded:
+    if recorded is not None and path.name == "metrics.json" and not metrics_matches(data, recorded):
         raise changed_since_commit(path, entry)
     return record
 

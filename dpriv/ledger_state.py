@@ -50,6 +50,8 @@ class StateReaders:
         files = state_files(self.state_dir(index))
         if not files:
             self.check_committed(index)
+            if not (self.root / "state").exists():  # all of it gone: a public copy, not one lost part
+                raise LedgerError(absent_state(self.root))
             raise LedgerError(
                 f"{self.state_dir(index)} holds no state (no .parquet file): the ledger is damaged "
                 f"(release {index} is committed in its manifest); restore the folder from a backup, "
@@ -87,3 +89,16 @@ class StateReaders:
         for f in files:
             open_parquet(f)
         return files
+
+
+def absent_state(root: Path) -> str:
+    """The message for a ledger at ``root`` without any ``state/`` folder: most likely a copy of
+    its public files (state/ is the sensitive part, docs/ledger.md "What to hand an auditor"),
+    so it names the commands that need the state and those that do not, rather than calling the
+    ledger damaged (a fresh user's drill, s40)."""
+    return (
+        f"{root} has no state/ folder (the sensitive per-respondent state, absent altogether: a copy of "
+        "the ledger's public files?): dpriv release, status, attack and verify --ledger need it; "
+        f"dpriv report {root} and dpriv verify RELEASED --original ORIGINAL do not. Run those "
+        "commands on the ledger that holds state/, or, if this is that ledger, restore state/ from a backup"
+    )

@@ -20,7 +20,7 @@ attendance 1.0, 50-94 % at 0.5 (the least at view 2) and 19-93 % at 0.2: far fro
 
 Counted without moving a view: ``new[i]``, the ids of view ``i`` seen neither in the state nor
 in an earlier view of the run, per bucket of the id (the state's own buckets,
-:func:`dpriv.state.by_bucket`: only the views' id and time columns move on Dask) and summed on
+:func:`dpriv.state_buckets.by_bucket`: only the views' id and time columns move on Dask) and summed on
 the client (a count per view and bucket); a view's ids are its tuples (one per respondent and
 view). The views committed before the run count from their sizes and the state's rows: their
 tuples beyond the state's respondents are returns.
@@ -42,7 +42,7 @@ from dpriv.errors import InputError
 from dpriv.id_format import representative, sample, shape_of
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import spans
-from dpriv.state import by_bucket
+from dpriv.state_buckets import by_bucket
 from dpriv.state_parts import HeldState
 from dpriv.view_summary import ViewSummary
 

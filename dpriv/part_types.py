@@ -21,6 +21,7 @@ from pandas.core.dtypes.cast import find_common_type
 
 from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import InputError
+from dpriv.part_footers import footer_survey
 
 #: One row per partition and column: the dtype the partition holds (an object, not its name:
 #: ``category`` or ``datetime64[ns, UTC]`` would lose what a cast needs).
@@ -30,15 +31,19 @@ _SURVEY_META = pd.DataFrame({"column": pd.Series(dtype=object), "dtype": pd.Seri
 def as_data_types(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> pd.DataFrame | dd.DataFrame:
     """``history`` with each of ``columns`` of the type its partitions hold (pandas: unchanged).
 
-    Dask: one compute reads ``columns`` of every partition; when a partition's dtype differs
-    from the meta's, every partition (and the meta) is cast, lazily, to the dtype pandas'
+    Dask: what each partition holds is told by the Parquet footers of a ``dd.read_parquet``
+    history (:func:`dpriv.part_footers.footer_survey`, no row read), else by one compute that
+    reads ``columns`` of every partition (:func:`computed_survey`); when a partition's dtype
+    differs from the meta's, every partition (and the meta) is cast, lazily, to the dtype pandas'
     ``concat`` of the partitions would give. Categorical columns are left as they are (their
     partitions may hold other categories, of one type)."""
     if not is_dask(history):
         return history
     meta = meta_of(history)
     cols = [c for c in dict.fromkeys(columns) if c in meta.columns]
-    found = history[cols].map_partitions(_dtypes, meta=_SURVEY_META).compute()
+    found = footer_survey(history, cols)
+    if found is None:
+        found = computed_survey(history, cols)
     cast = {}
     for c in cols:
         now = meta[c].dtype
@@ -49,6 +54,13 @@ def as_data_types(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> p
     if not cast:
         return history
     return history.map_partitions(_cast, cast, meta=meta.astype(cast))
+
+
+def computed_survey(history: dd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """One row per partition of ``history`` and column of ``columns`` (all in its meta): its
+    ``"column"`` name and the ``"dtype"`` (object) that partition holds; one compute, which
+    reads those columns of every partition."""
+    return history[columns].map_partitions(_dtypes, meta=_SURVEY_META).compute()
 
 
 def _dtypes(part: pd.DataFrame) -> pd.DataFrame:

@@ -75,8 +75,7 @@ def recorded_base(
     rel = relative_files(knowledge, hierarchies)
     if not rel:
         return None
-    recorded = _recorded_dir(ledger)
-    candidates = ([recorded] if recorded is not None else []) + list(fallback)
+    candidates = base_candidates(ledger, fallback)
     for base in candidates:
         if all((base / p).exists() for p in rel.values()):
             return str(base.resolve())
@@ -91,12 +90,22 @@ def recorded_base(
     )
 
 
-def with_hint(exc: PolicyError) -> PolicyError:
+def base_candidates(ledger: Path, fallback: list[Path]) -> list[Path]:
+    """The folders a recorded policy's relative paths are looked for in, in order: the one
+    ``ledger``'s :data:`BASE_FILE` records (when it does), then ``fallback``."""
+    recorded = _recorded_dir(ledger)
+    return ([recorded] if recorded is not None else []) + list(fallback)
+
+
+def with_hint(exc: PolicyError, tried: list[Path] | None = None) -> PolicyError:
     """``exc`` with :data:`PASS_POLICY` appended when a knowledge file the recorded policy names
-    was not found (:class:`~dpriv.errors.KnowledgeFileError`); any other error as it is."""
+    was not found (:class:`~dpriv.errors.KnowledgeFileError`), after the folders ``tried`` for
+    its relative path (:func:`base_candidates`; a fresh user's drill, s40: the message named no
+    folder); any other error as it is."""
     if not isinstance(exc, KnowledgeFileError) or PASS_POLICY in str(exc):
         return exc
-    return KnowledgeFileError(f"{exc}; {PASS_POLICY}")
+    looked = f" (looked for in {', '.join(str(t) for t in tried)}, then the current folder)" if tried else ""
+    return KnowledgeFileError(f"{exc}{looked}; {PASS_POLICY}")
 
 
 def pinned_files(policy, source: str) -> dict[str, str]:

@@ -107,6 +107,8 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
         return f'must be a list, e.g. {name} = ["a", "b"], got {error.get("input")!r}'
     if error["type"] in _TYPE_ERRORS:
         return f"must be {_TYPE_ERRORS[error['type']]}, got {error.get('input')!r}"
+    if error["type"] == "literal_error" and field is not None:
+        return choice_message(field.annotation, error)
     if error["type"] not in _BOUND_ERRORS or field is None:  # pydantic's "Value error, " prefix dropped
         return error["msg"].removeprefix("Value error, ")
     lo, hi = "(-inf", "inf)"
@@ -120,6 +122,20 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
         elif getattr(m, "le", None) is not None:
             hi = f"{_bound(m.le)}]"
     return f"must be a number in {lo}, {hi}, got {error.get('input')!r}"
+
+
+def choice_message(annotation: Any, error: Any) -> str:
+    """A value outside a field's choices (``grouping = "top-down"``) as ``must be 'scan' or
+    'topdown' (did you mean 'topdown'?), got 'top-down'``: pydantic's words quote neither the value
+    nor the closest choice, unlike an unknown key (:func:`unknown_key`; a fresh user's drill, s40)."""
+    import typing
+
+    choices = [str(c) for c in typing.get_args(annotation) if isinstance(c, str)]
+    given = error.get("input")
+    close = difflib.get_close_matches(str(given), choices, n=1, cutoff=0.5) if choices else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    expected = (error.get("ctx") or {}).get("expected") or " or ".join(map(repr, choices))
+    return f"must be {expected}{hint}, got {given!r}"
 
 
 def invalid_policy(errors: list[dict[str, Any]], fields: dict[str, Any]) -> PolicyError:

@@ -22,11 +22,8 @@ import pandas as pd
 from dpriv._random import keyed, stable_hash
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP, LABEL, ORDER, bound_dtype, is_text_dtype, label_divisions, qig_table
-from dpriv.row_order import in_order
+from dpriv.row_order import in_order, increasing_positions, then_by
 from dpriv.whole_groups import from_delayed_parts
-
-#: Most QI-groups per part whose ranks sort as uint16 (numpy's stable sort: a radix sort).
-_RADIX_GROUPS = 2**16
 
 
 def released_ranges(
@@ -152,12 +149,10 @@ def written_positions(rank: np.ndarray, order: np.ndarray, n_ranks: int) -> np.n
     both keys gives: ``rank`` int64 in ``[0, n_ranks)``, ``order`` uint64. Two passes (the
     order, then the rank, both stable); the order's pass is NumPy's quicksort unless two rows
     share an ``_order`` (a hash of distinct ids: almost never)."""
-    first = np.argsort(order)
-    ranked = order[first]
-    if len(order) > 1 and (ranked[1:] == ranked[:-1]).any():  # ties: keep their row order
+    first = increasing_positions(order)
+    if first is None:  # ties: keep their row order
         first = np.argsort(order, kind="stable")
-    key = rank[first].astype(np.uint16 if n_ranks <= _RADIX_GROUPS else np.int64)
-    return first[np.argsort(key, kind="stable")].astype(np.int64, copy=False)
+    return then_by(first, rank, n_ranks)
 
 
 def cell_codes(cells: pd.Series) -> tuple[np.ndarray, np.ndarray | None]:

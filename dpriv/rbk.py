@@ -20,7 +20,8 @@ from dpriv.anonymity.persistent import PGROUP
 from dpriv.knowledge.revision import revise
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
-from dpriv.state import STATE, by_bucket, pk_columns
+from dpriv.state import STATE, pk_columns
+from dpriv.state_buckets import by_bucket
 
 
 def revised(
@@ -175,7 +176,7 @@ def with_state(
     (Hilbert key, seeded id hash). A first release needs no join (:func:`revised`).
     ``state_buckets``: the number of buckets of a Dask state whose partitions are its buckets
     (:func:`dpriv.state.next_state`'s output, at least 2): then only the view moves, cut into
-    those buckets (:func:`dpriv.state.by_bucket`), and each bucket is joined where it lies."""
+    those buckets (:func:`dpriv.state_buckets.by_bucket`), and each bucket is joined where it lies."""
     if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
         state = to_pandas(state)
         state = state[state[policy.id].isin(view[policy.id])]

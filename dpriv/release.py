@@ -31,12 +31,13 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import dask.dataframe as dd
 import pandas as pd
 
 import dpriv.posterior_guard as posterior_guard
-from dpriv._dispatch import is_dask, map_frame, meta_of, shuffle_method, to_dask, to_pandas
+from dpriv._dispatch import is_dask, shuffle_method, to_dask, to_pandas
 from dpriv.baselines import baseline_view, check_method_name
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
@@ -44,7 +45,6 @@ from dpriv.errors import PolicyError
 from dpriv.first_priors import deferred
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
-from dpriv.input_checked import input_checked
 from dpriv.input_checks import (
     check_loop_args,
     checked_history,
@@ -56,30 +56,26 @@ from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_expect import check_existing, check_stale
 from dpriv.ledger_files import check_place, discard_new_ledger
-from dpriv.metrics.defender_tail import combine_tail, tail_meta
 from dpriv.metrics.record import ReleaseRecord
-from dpriv.metrics.release import release_metrics, release_sums_with, require
-from dpriv.new_ids import check_new_ids
 from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
 from dpriv.part_types import as_data_types, check_parts
 from dpriv.pending_interrupt import as_interrupt
-from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
 from dpriv.policy_fix import ledger_kind_hint, view_named
-from dpriv.policy_gate import gate_on, refuse_unreachable
+from dpriv.policy_gate import refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
-from dpriv.release_check import canonical_rows, check_ledger_whole, check_unchanged, check_views, verify_parts
+from dpriv.release_check import check_ledger_whole, check_unchanged, check_views
+from dpriv.release_start import Carried, Committed, LoopStart, loop_start
 from dpriv.release_stops import said_stops
-from dpriv.released import LABEL, qig_table, secret_policy
+from dpriv.released import qig_table, secret_policy
 from dpriv.resume_types import check_resumed_policy, resumed_types
-from dpriv.sources import defender_knowledge
-from dpriv.state import empty_state, next_state
+from dpriv.sources import DefenderKnowledge, defender_knowledge
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
-from dpriv.value_jumps import warn_value_jumps
 from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
+from dpriv.view_steps import Grouped, ViewContext, ViewRelease, measured, posteriors, verified
 from dpriv.view_summary import ViewSummary
 from dpriv.workers import require_workers
 
@@ -148,6 +144,47 @@ def release_history(
     InputError, PolicyError, LedgerError, VerificationError; the ledger stays at its last
     committed release in every case.
     """
+    checked = _checked_input(history, policy, ledger_dir, method, until, npartitions, on_release,
+                             allow_repeated_view, existing_ledger)  # fmt: skip
+    ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work
+    try:  # the ledger's lock (one writer at a time) is dropped however this ends
+        ledger.check_policy(checked.fingerprint, files=checked.files)
+        check_ledger_whole(ledger)
+        _release_views(ledger, checked, npartitions, method, allow_new_ids, on_release)
+    finally:
+        ledger.unlock()
+    return ledger
+
+
+class _Checked(NamedTuple):
+    """``release_history``'s input once checked, before the ledger is opened: the history (its
+    types as every part holds them, read into this process when every view releases there), the
+    resolved policy, the views to release (``indices``) and their summaries, the defender's
+    knowledge and the policy's fingerprint and pinned files (the ledger refuses another)."""
+
+    history: pd.DataFrame | dd.DataFrame
+    policy: ReleasePolicy
+    indices: list[int]
+    summaries: dict[int, ViewSummary]
+    knowledge: DefenderKnowledge
+    fingerprint: dict
+    files: dict
+
+
+def _checked_input(
+    history: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy | dict,
+    ledger_dir: str | Path,
+    method: str,
+    until: int | None,
+    npartitions: int | None,
+    on_release: Callable[[int, ReleaseRecord], None] | None,
+    allow_repeated_view: bool,
+    existing_ledger: bool,
+) -> _Checked:
+    """Every check of ``release_history`` before the ledger is opened, in the order a user's
+    mistake is found cheapest: the arguments, the place, the history's columns and types, every
+    view (bad input writes nothing), the policy against the data and a resumed ledger."""
     check_method_name(method)
     policy = as_policy(policy, "release_history")
     check_method(policy, method)
@@ -181,66 +218,67 @@ def release_history(
     check_resumed_policy(ledger_dir, fingerprint, files)  # other QIs change every view's digest
     check_views(ledger_dir, summaries, policy, allow_repeated_view, history)  # an edited committed view
     check_stale(Path(ledger_dir), views, existing_ledger)  # an old export (nothing new): said or refused
-    ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work
-    try:  # the ledger's lock (one writer at a time) is dropped however this ends
-        ledger.check_policy(fingerprint, files=files)
-        check_ledger_whole(ledger)
-        window = knowledge.order
-        committed = {r["index"]: r for r in ledger.committed()}
-        id_dtype = meta_of(history)[policy.id].dtype
-        # the last committed state; a Dask state whose partitions are its buckets is joined where it lies
-        held = ledger.held_state(max(committed)) if committed else None
-        state = held.frame if held else empty_state(policy, window, id_dtype)
-        n_state, state_buckets = (held.rows, held.buckets) if held else (0, None)
-        nparts = npartitions or policy.npartitions or 2
-        todo = [i for i in indices if i not in committed]
-        if not allow_new_ids:  # a week of ids written otherwise: refused before anything is written
-            check_new_ids(history, policy, summaries, todo, ledger, held)
-        input_checked()  # a status line held until now (dpriv release) is said
-        warn_value_jumps(history, policy, todo, knowledge.tables)  # said, not refused: data may hold them
-        if todo:  # before any work; nothing to release: a user's file there is no obstacle
-            ledger.prepare_next()
-        # IE counts of the views before the first release to make, once; then view by view
-        tracker = knowledge.tracker(history, policy, todo[0] if todo else 1)
-        gate = hist_pd = None
-        if gate_on(policy):  # the gate reads the history on the client
-            from dpriv.gate import RetroGate  # the adversary's kernels only when the gate is on
+    return _Checked(history, policy, indices, summaries, knowledge, fingerprint, files)
 
-            hist_pd = history.compute() if is_dask(history) else history
-            gate = RetroGate.from_ledger(ledger, hist_pd, policy)
-        for i in indices:
-            view = _view(history, policy, i)
-            digest = summaries[i].input_sha
-            if i in committed:
-                check_unchanged(committed[i], i, digest)
-                continue
-            if in_process(summaries[i].n_rows, n_state):
-                view = to_pandas(view).reset_index(drop=True)
-            else:
-                require_workers(f"release {i}")  # a cluster without workers would wait for ever
-                view = view if is_dask(view) else to_dask(view, nparts)  # scattered under a client
-            tables = tracker.tables()
-            nbuckets = state_nbuckets(n_state + summaries[i].n_rows)  # data-determined parts
-            run = functools.partial(
-                release_view, view, summaries[i], state=state, tables=tables, window=window, index=i,
-                npartitions=nparts, method=method, nbuckets=nbuckets, state_buckets=state_buckets,
-            )  # fmt: skip
-            if gate is None:
-                metrics, released, state, sensitive = run(policy)
-            else:
-                metrics, released, state, sensitive = gate.release(run, _view(hist_pd, policy, i), i, tables)
-            tracker.add(view)
-            released = released_dates(released, policy)
-            entry = {"input_sha": digest, "state_buckets": nbuckets}  # the count: a resumed history's state
-            split = (policy.id, nbuckets)
-            ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=split)
-            # a Dask state comes one partition per bucket: the next release joins it where it lies
-            n_state, state_buckets = len(state), (nbuckets if is_dask(state) else None)
-            if on_release:
-                on_release(i, metrics)
-    finally:
-        ledger.unlock()
-    return ledger
+
+class _Loop(NamedTuple):
+    """What the release of every view reads: the checked input, Hilbert ranges per view, the
+    method and the loop's start (state, IE counts, gate)."""
+
+    checked: _Checked
+    nparts: int
+    method: str
+    start: LoopStart
+
+
+def _release_views(
+    ledger: Ledger,
+    c: _Checked,
+    npartitions: int | None,
+    method: str,
+    allow_new_ids: bool,
+    on_release: Callable[[int, ReleaseRecord], None] | None,
+) -> None:
+    """The release of every view of ``c.indices`` not committed yet, in order, into the locked
+    ``ledger`` (a committed one is checked unchanged); ``on_release`` after each commit."""
+    start = loop_start(ledger, c.history, c.policy, c.summaries, c.indices, c.knowledge, allow_new_ids)
+    loop, carried = _Loop(c, npartitions or c.policy.npartitions or 2, method, start), start.carried
+    for i in c.indices:
+        if i in start.committed:
+            check_unchanged(start.committed[i], i, c.summaries[i].input_sha)
+            continue
+        metrics, carried = _release_one(ledger, loop, i, carried)
+        if on_release:
+            on_release(i, metrics)
+
+
+def _release_one(ledger: Ledger, loop: _Loop, i: int, carried: Carried) -> Committed:
+    """Release view ``i`` with the state ``carried`` (in process or on Dask, under the gate when
+    it is on) and commit it."""
+    c, start = loop.checked, loop.start
+    policy, summary = c.policy, c.summaries[i]
+    view = _view(c.history, policy, i)
+    if in_process(summary.n_rows, carried.rows):
+        view = to_pandas(view).reset_index(drop=True)
+    else:
+        require_workers(f"release {i}")  # a cluster without workers would wait for ever
+        view = view if is_dask(view) else to_dask(view, loop.nparts)  # scattered under a client
+    tables = start.tracker.tables()
+    nbuckets = state_nbuckets(carried.rows + summary.n_rows)  # data-determined parts
+    run = functools.partial(
+        release_view, view, summary, state=carried.frame, tables=tables, window=start.window, index=i,
+        npartitions=loop.nparts, method=loop.method, nbuckets=nbuckets, state_buckets=carried.buckets,
+    )  # fmt: skip
+    gate = start.gate
+    out = run(policy) if gate is None else gate.release(run, _view(start.hist_pd, policy, i), i, tables)
+    metrics, released, state, sensitive = out
+    start.tracker.add(view)
+    released = released_dates(released, policy)
+    # the bucket count: a resumed history's state
+    entry = {"input_sha": summary.input_sha, "state_buckets": nbuckets}
+    ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=(policy.id, nbuckets))
+    # a Dask state comes one partition per bucket: the next release joins it where it lies
+    return Committed(metrics, Carried(state, len(state), nbuckets if is_dask(state) else None))
 
 
 #: Views of at most this many tuples are released in process (pandas, the same kernels, no
@@ -275,15 +313,16 @@ def release_view(
     nbuckets: int | None = None,
     withheld: Sequence | None = None,
     state_buckets: int | None = None,
-) -> tuple[ReleaseRecord, pd.DataFrame | dd.DataFrame, pd.DataFrame | dd.DataFrame, pd.DataFrame | None]:
+) -> ViewRelease:
     """One step of Algorithm 1 (lines 6-10); nothing is written here.
 
     RBK per partition of the view joined with the state on the id -> Generalize -> the
     release and its membership regrouped by QI-group (hash shuffle), verified part by part
     (a failing release raises) -> Ω posteriors per part -> the new state
-    (:func:`dpriv.state.next_state`). Returns the metrics (:class:`ReleaseRecord`, ``seconds``
-    per step), the released view (rows in ``_order`` order, the private ``_order`` column
-    still on), the new state and the sensitive table of an Anatomy release (pandas, else None).
+    (:func:`dpriv.state.next_state`). Returns a :class:`~dpriv.view_steps.ViewRelease`: the
+    metrics (:class:`ReleaseRecord`, ``seconds`` per step), the released view (rows in
+    ``_order`` order, the private ``_order`` column still on), the new state and the sensitive
+    table of an Anatomy release (pandas, else None).
 
     A Dask ``view`` runs every step as a persisted Dask step (only per-part reports, metrics
     and that table reach the client); a pandas ``view`` runs the same kernels in process,
@@ -300,7 +339,6 @@ def release_view(
     steps = Steps()
     if withheld is not None and len(withheld):
         view = view[~view[policy.id].isin(withheld)]
-    small = summary.n_rows < policy.k  # small_view = "suppress": every tuple is suppressed
     # a Dask view is read once, with RBK: the metrics step measures KPR against it
     # a first release's priors are looked up after Generalize's shuffle (dpriv.first_priors)
     later = deferred(view, state, tables, policy, window) if method == "jsreduce" else None
@@ -308,74 +346,35 @@ def release_view(
     if method == "jsreduce" and policy.time in frame.columns:  # read by no step after: not shuffled
         frame = frame.drop(columns=policy.time)
     frame, view = steps.run("rbk", frame, view)
-    if method == "jsreduce":
-        result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps, priors=priors)
-        released, assigned, table = result.released, result.assigned, result.table
-        sensitive = result.sensitive
-    else:  # the Mondrian baselines are in-memory (client) algorithms
-        rows = to_pandas(frame).reset_index(drop=True)
-        with view_named(index):  # a baseline's refusal ("lower l") names the view
-            result = baseline_view(rows, secret_policy(policy, summary), method)
-        table = qig_table(result.assigned, policy)
-        released, assigned = result.released, result.assigned
-        if is_dask(view):
-            released, assigned = to_dask(released, 1), to_dask(assigned, 1)
-        steps.lap("grouping")
-        sensitive = None
+    ctx = ViewContext(view, summary, policy, index, method, steps)
+    grouped = _grouped(ctx, frame, priors, npartitions)
     del frame
     if withheld is not None:
-        result = replace(result, n_suppressed=result.n_suppressed + len(withheld))
-    nparts = released.npartitions if is_dask(released) else 1
-    # whole QI-groups per part: Generalize's Dask path cut them so, in process the one frame is
-    by_group = getattr(result, "by_group", False) or not is_dask(assigned)
-    regrouped = assigned if by_group else assigned.shuffle(LABEL, npartitions=max(nparts, 1))
-    del assigned
-    # each part sorted by (label, id) once: the verification and the pk step find it so
-    sorted_parts = map_frame(canonical_rows, regrouped, policy, meta=meta_of(regrouped))
-    (asg_g,) = steps.run("regroup", sorted_parts)
-    report = verify_parts(released, asg_g, table, policy, method, summary, sensitive)
-    if small and result.n_suppressed != summary.n_rows:  # pragma: no cover - a grouping bug
-        problem = f"a view of {summary.n_rows} < k tuples released a QI-group"
-        report = replace(report, ok=False, problems=[*report.problems, problem])
-    require(
-        report,
-        policy if not small else policy.with_overrides(max_suppression=1.0),
-        summary.n_rows,
-        result.n_suppressed,
-        f"release {index}",
-        committed=index - 1,
-    )
-    steps.lap("verify")
-    # Ω once per part (dpriv.pk_step): the same table feeds the state and the tail risk
-    meta = posteriors_with_truth(asg_g._meta, policy) if is_dask(asg_g) else None
-    posts_s = map_frame(posteriors_with_truth, asg_g, policy, meta=meta)
-    posts = map_frame(without_truth, posts_s, meta=without_truth(meta) if meta is not None else None)
-    if not is_dask(view):
-        state = to_pandas(state)
-    if nbuckets is None:
-        nbuckets = state_nbuckets(len(state) + summary.n_rows)
-    new_state = next_state(state, posts, policy, window, index, nbuckets, state_buckets)
-    # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
-    tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
-    new_state, tail = steps.run("pk", new_state, tail)
-    posterior_guard.check(posts, policy, f"release {index}", method)  # a Dask view was refused
-    # the group sums and the tail rows in one compute (an Anatomy release sums its own tables)
-    sums, tail = release_sums_with(released, policy, by_group, tail) if sensitive is None else (None, tail)
-    measured = release_metrics(
-        released,
-        view,
-        policy,
-        summary.n_rows,
-        result.n_suppressed,
-        sensitive=sensitive,
-        view_counts=summary.s_counts,
-        by_group=by_group,  # the released parts hold whole QI-groups
-        sums=sums,
-    )
-    defender_tail = combine_tail(to_pandas(tail))
-    steps.lap("metrics")
-    metrics = ReleaseRecord.of(
-        report, measured, seconds=steps.seconds, release=index, tail=defender_tail,
-        small_view="suppressed" if small else None, posterior_guard=getattr(result, "posterior_guard", None),
-    )  # fmt: skip
-    return metrics, released, new_state, sensitive
+        grouped = replace(grouped, n_suppressed=grouped.n_suppressed + len(withheld))
+    check = verified(ctx, grouped)
+    pk = posteriors(ctx, check.members, state, window, nbuckets, state_buckets)
+    metrics = measured(ctx, grouped, check.report, pk.tail)
+    return ViewRelease(metrics, grouped.released, pk.state, grouped.sensitive)
+
+
+def _grouped(ctx: ViewContext, frame: pd.DataFrame | dd.DataFrame, priors, npartitions: int) -> Grouped:
+    """The view (``frame``: revised, RBK on) grouped by Generalize (the ``keys`` to ``qig``
+    steps) or by a baseline of :mod:`dpriv.baselines` on the client (the ``grouping`` step)."""
+    policy, summary, steps = ctx.policy, ctx.summary, ctx.steps
+    if ctx.method == "jsreduce":
+        result = generalize_view(frame, policy, summary, npartitions=npartitions, steps=steps, priors=priors)
+        # whole QI-groups per part: Generalize's Dask path cut them so, in process the one frame is
+        by_group = result.by_group or not is_dask(result.assigned)
+        return Grouped(
+            result.released, result.assigned, result.table, result.sensitive, result.n_suppressed,
+            by_group, result.posterior_guard,
+        )  # fmt: skip
+    rows = to_pandas(frame).reset_index(drop=True)  # the Mondrian baselines are in-memory (client) algorithms
+    with view_named(ctx.index):  # a baseline's refusal ("lower l") names the view
+        result = baseline_view(rows, secret_policy(policy, summary), ctx.method)
+    table = qig_table(result.assigned, policy)
+    released, assigned = result.released, result.assigned
+    if is_dask(ctx.view):
+        released, assigned = to_dask(released, 1), to_dask(assigned, 1)
+    steps.lap("grouping")
+    return Grouped(released, assigned, table, None, result.n_suppressed, not is_dask(assigned))

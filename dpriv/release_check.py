@@ -26,7 +26,8 @@ from dpriv.anonymity.verify_anatomy import verify_anatomy
 from dpriv.errors import InputError, LedgerError, PolicyError
 from dpriv.inputs import prepared
 from dpriv.ledger import SENSITIVE, Ledger
-from dpriv.ledger_files import check_released_files, open_parquet
+from dpriv.ledger_digests import check_released_files
+from dpriv.ledger_files import open_parquet
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, public, qig_rows, qig_table, rows_digest
 from dpriv.resume_types import open_committed
@@ -214,7 +215,7 @@ def check_ledger_whole(ledger: Ledger, *, state: bool = True) -> None:
     """LedgerError unless every committed release's files are whole: its view and metrics
     are on disk, the view's Parquet footer reads and (a generalized view) holds the
     ``n_released`` tuples its metrics.json recorded, its released files have the SHA-256 the
-    manifest recorded (:func:`dpriv.ledger_files.check_released_files`), policy.json has the
+    manifest recorded (:func:`dpriv.ledger_digests.check_released_files`), policy.json has the
     digest the manifest recorded, and (``state``) the last release's state has at least one
     part. A release resumed from a damaged ledger would build on files that no longer say what
     was published; an attack or a report would read them as published. Reads the released
@@ -371,7 +372,7 @@ def check_views(
     (:func:`check_repeated`, unless ``allow_repeated``), then each view's size (PolicyError
     ``view = 3: k = 5 is larger ...`` unless ``small_view = "suppress"``) and sensitive values."""
     from dpriv.inputs import check_sensitive_values
-    from dpriv.validate import check_size
+    from dpriv.validate import check_k_below_largest, check_size
 
     entries = open_committed(ledger_dir)[1]
     for entry in entries:
@@ -383,6 +384,7 @@ def check_views(
     if not allow_repeated:
         recorded = {e["index"]: e.get("input_sha", "") for e in entries}
         check_repeated({**{i: s.input_sha for i, s in summaries.items()}, **recorded}, set(recorded))
+    check_k_below_largest(summaries, policy)
     for i, summary in summaries.items():
         try:
             check_size(summary.n_rows, policy, policy.small_view == "suppress")

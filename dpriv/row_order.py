@@ -95,3 +95,26 @@ def key_tie_positions(key: np.ndarray, tie: np.ndarray) -> np.ndarray | None:
     if in_order([key]):
         return _ties_within_runs(key, tie).astype(np.int64, copy=False)
     return np.lexsort((tie, key)).astype(np.int64, copy=False)
+
+
+#: Most distinct values of a key whose stable sort runs on uint16 (NumPy's radix sort).
+RADIX_KEYS = 2**16
+
+
+def increasing_positions(values: np.ndarray) -> np.ndarray | None:
+    """Positions (int64, (n,)) of the integer ``values`` in increasing order, or None when two
+    are equal. For distinct values every sort gives this one order, so NumPy's default sort
+    (vectorized where the CPU allows; ~2 ms for 125,000 ids against ~12 ms for pandas' stable
+    one) serves; with ties only a stable sort keeps the order of the rows."""
+    order = np.argsort(values)
+    ranked = values[order]
+    return order.astype(np.int64, copy=False) if bool((ranked[1:] > ranked[:-1]).all()) else None
+
+
+def then_by(first: np.ndarray, key: np.ndarray, n_keys: int) -> np.ndarray:
+    """``first`` (positions (n,)) put in stable order of ``key[first]``: ``key`` integers in
+    ``[0, n_keys)``, the more significant key of a two-key sort whose less significant one
+    ``first`` already sorts. Keys that fit 16 bits sort as uint16: NumPy's stable sort of
+    them is a radix sort, of int64 a merge sort; both give the same order. Returns int64."""
+    ranks = key[first].astype(np.uint16 if n_keys <= RADIX_KEYS else np.int64)
+    return first[np.argsort(ranks, kind="stable")].astype(np.int64, copy=False)

@@ -18,6 +18,7 @@ medical --partitions``) calls :func:`chosen_scheduler` first:
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Callable
 
@@ -96,6 +97,7 @@ def unreachable(
     """The refusal of an address where no Dask scheduler answers (``why``), named as the user
     gave it: the argument ``named`` words (``--scheduler`` or ``scheduler``), or ``origin``
     (:data:`CONFIG`)."""
+    why += dashboard_hint(scheduler)
     if origin is None:
         flag = named("scheduler")
         return InputError(
@@ -105,6 +107,21 @@ def unreachable(
     return InputError(
         f"{origin} names {scheduler}: cannot reach a Dask scheduler there ({why}); start it, correct "
         "the address, or unset it (or give --cluster or --no-cluster) to use this machine"
+    )
+
+
+#: The port Dask's dashboard (HTTP) listens on by default, next to the scheduler's 8786.
+DASHBOARD_PORT = 8787
+
+
+def dashboard_hint(scheduler: str) -> str:
+    """``"; 8787 is usually the Dask dashboard's port: the scheduler listens on 8786"`` for an
+    address on :data:`DASHBOARD_PORT` (the dashboard answers no scheduler's handshake: a wait of
+    20 s, then "no answer", without a word of why; a fresh user's drill, s40), else ``""``."""
+    if not re.search(rf":{DASHBOARD_PORT}/?$", scheduler.strip()):
+        return ""
+    return (
+        f"; {DASHBOARD_PORT} is usually the Dask dashboard's port: the scheduler listens on 8786 by default"
     )
 
 

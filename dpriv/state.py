@@ -9,6 +9,8 @@ The one-shot priors of a single view are in :mod:`dpriv.priors` (re-exported her
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -18,7 +20,8 @@ from dpriv.anonymity.persistent import PGROUP, PNEXT
 from dpriv.knowledge.posterior import omega_posterior
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE
-from dpriv.row_order import in_order, stable_positions
+from dpriv.row_order import stable_positions
+from dpriv.state_buckets import by_bucket, state_order
 from dpriv.state_window import nan_block, unfilled_slots
 
 STATE = ("n_post", "last_release", "last_group")
@@ -142,54 +145,6 @@ def update_state(
     return advance_state(nullable_state(state).merge(post, on=policy.id, how="outer"), policy, window, index)
 
 
-#: Private column of a state row's bucket (:func:`state_buckets`) while the state is re-cut.
-BUCKET = "_bucket"
-
-
-def state_buckets(ids: pd.Series | np.ndarray, nbuckets: int) -> np.ndarray:
-    """The bucket (int64 in ``0..nbuckets-1``) of each respondent id: a seed-free hash of the
-    id (:func:`dpriv._random.stable_hash`; not the same for every dtype of the same values:
-    int32 -1 and int64 -1 hash apart, so a resumed history's ids are cast to the ledger's dtype
-    first, :func:`dpriv.resume_types.resumed_types`) modulo ``nbuckets``. The state is written
-    bucket after bucket, each sorted by id, on both release paths (:func:`next_state`), so its
-    bytes do not depend on the path taken."""
-    from dpriv._random import stable_hash
-
-    return (stable_hash(ids) % np.uint64(max(int(nbuckets), 1))).astype(np.int64)
-
-
-def _with_bucket(part: pd.DataFrame, column: str, nbuckets: int) -> pd.DataFrame:
-    return part.assign(**{BUCKET: state_buckets(part[column], nbuckets)})
-
-
-def by_bucket(frame: dd.DataFrame, column: str, nbuckets: int, *, held: int | None = None) -> dd.DataFrame:
-    """``frame`` indexed by the bucket of its ``column`` (:func:`state_buckets`), one partition
-    per bucket, divisions ``(0, 1, ..., nbuckets - 1, nbuckets - 1)``.
-
-    ``held``: the number of buckets a frame's partitions already are (partition b holding
-    bucket b of ``held``, as :func:`next_state` returns a state). Then no row moves when
-    ``nbuckets`` is a multiple of it: the partitions are declared the buckets (equal counts)
-    or each is split where it lies (bucket j of ``nbuckets`` is the part of bucket
-    ``j % held`` whose hash modulo ``nbuckets`` is j). Otherwise one shuffle on the bucket."""
-    n = max(int(nbuckets), 1)
-    meta = _with_bucket(frame._meta, column, n)
-    divisions = (*range(n), n - 1)
-    if not held or n % held or frame.npartitions != held:
-        return frame.map_partitions(_with_bucket, column, n, meta=meta).set_index(BUCKET, divisions=divisions)
-    if held == n:
-        keyed = frame.map_partitions(_with_bucket, column, n, meta=meta)
-    else:  # partition j reads bucket j % held and keeps its rows of bucket j
-        sources = frame.partitions[[j % held for j in range(n)]]
-        keyed = sources.map_partitions(_bucket_rows, column, n, meta=meta)
-    return keyed.set_index(BUCKET, sorted=True, divisions=divisions)
-
-
-def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, partition_info=None) -> pd.DataFrame:
-    """The rows of ``part`` in bucket ``partition_info["number"]`` (Dask passes it), keyed."""
-    keyed = _with_bucket(part, column, nbuckets)
-    return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]
-
-
 def _merge_advance(
     state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int
 ) -> pd.DataFrame:
@@ -272,7 +227,7 @@ def _next_state_pandas(
     yet are not written at all: :mod:`dpriv.state_window`)."""
     # the posteriors in the state's (bucket, id) order first: every gather below then reads
     # its sources nearly in order (57 columns gathered at random positions were ~1 s at 10^6)
-    posts = posts.take(_state_order(posts[policy.id], n)).reset_index(drop=True)
+    posts = posts.take(state_order(posts[policy.id], n)).reset_index(drop=True)
     pos = _state_positions(state, posts, policy)
     touched = np.zeros(len(state), dtype=bool)
     if pos is None:  # dtypes the row copy cannot take: the outer join of the touched rows
@@ -285,64 +240,68 @@ def _next_state_pandas(
     kept = np.flatnonzero(~touched)
     moved_ids = pd.Series(moved.pop(policy.id))
     ids = pd.concat([state[policy.id].iloc[kept], moved_ids], ignore_index=True).astype(moved_ids.dtype)
-    order = _state_order(ids, n)
-    # where each kept / moved row goes (a first release: every row where it is, no gather)
-    in_order = bool(np.array_equal(order, np.arange(len(order))))
-    to = np.empty_like(order)
-    to[order] = np.arange(len(order))
-    kept_to = slice(0, len(kept)) if in_order else to[: len(kept)]
-    moved_to = slice(len(kept), None) if in_order else to[len(kept) :]
-    out = {policy.id: ids.array if in_order else ids.array.take(order)}
+    to = _targets(kept, state_order(ids, n), new)
+    out = {policy.id: ids.array if to.in_order else ids.array.take(to.order)}
     floats = [c for c in moved if c not in (*STATE, PGROUP)]
     for col in (c for c in moved if c not in floats):  # the int64 counters
         both = np.concatenate([state[col].to_numpy(dtype=np.int64)[kept], moved[col]])
-        out[col] = both if in_order else both[order]
-    src = np.maximum(pos, 0) if pos is not None else None
-    firsts = to[len(kept) :][new] if new is not None else None  # first-timers' rows
+        out[col] = both if to.in_order else both[to.order]
     # the oldest slots no row fills (a first release: all but the newest): one shared NaN column
     empty = unfilled_slots(floats, state, moved, bool(len(kept)), bool(len(moved_ids)))
-    block = np.empty((len(floats) - empty, len(order)))
-    for row, col in zip(block, floats[empty:]):
-        row[kept_to] = state[col].to_numpy(dtype=float)[kept]
-        value = moved[col]
-        if not isinstance(value, str):
-            row[moved_to] = value
-        elif len(state):  # the state's column one slot newer; NaN for a first-timer
-            row[moved_to] = state[value].to_numpy()[src]
-            row[firsts] = np.nan
-        else:
-            row[moved_to] = np.nan
-    nans = [nan_block(len(order), floats[:empty])] if empty else []
+    block = _window_block(state, moved, floats[empty:], to, None if pos is None else np.maximum(pos, 0))
+    nans = [nan_block(len(to.order), floats[:empty])] if empty else []
     return pd.concat([pd.DataFrame(out), *nans, _block(block, floats[empty:])], axis=1)
 
 
-def _state_order(ids: pd.Series, n: int) -> np.ndarray:
-    """Positions (int64) of ``ids`` (unique) in the state's row order: bucket
-    (:func:`state_buckets` of ``n``), then id."""
-    # one bucket (a Dask bucket's own rows, a one-part state): every row in bucket 0, no hash
-    values = ids.to_numpy()
-    buckets = state_buckets(ids, n) if n > 1 else np.zeros(len(values), dtype=np.int64)
-    ints = values.dtype.kind in "iu"
-    if ints and in_order([buckets, values]):  # a first release's new state
-        return np.arange(len(values), dtype=np.int64)
-    by_id = _id_order(values) if ints else None
-    if by_id is None:
-        by_id = ids.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
-    if n <= 1:
-        return by_id
-    # a stable sort of 16-bit keys is a radix sort (numpy), of int64 a merge sort: the same order
-    keys = buckets[by_id].astype(np.uint16) if n <= 2**16 else buckets[by_id]
-    return by_id[np.argsort(keys, kind="stable")]
+@dataclass(frozen=True)
+class _Targets:
+    """Where the new state's rows come from: the kept state rows (``kept``, copied unchanged)
+    go to ``kept_to``, the advanced ones to ``moved_to`` (slices when every row stays where it
+    is, as at a first release: no gather), ``firsts`` the first-timers' rows (None: unknown)."""
+
+    order: np.ndarray
+    in_order: bool
+    kept: np.ndarray
+    kept_to: slice | np.ndarray
+    moved_to: slice | np.ndarray
+    firsts: np.ndarray | None
 
 
-def _id_order(values: np.ndarray) -> np.ndarray | None:
-    """Positions (int64) of the integer ``values`` in increasing order, or None when two are
-    equal. For distinct values every sort gives this one order, and numpy's default sort
-    (vectorized where the CPU allows) took ~2 ms for a 10^6/8-row bucket of ids against ~12 ms
-    for pandas' stable one; with ties only a stable sort keeps the order of the rows."""
-    order = np.argsort(values)
-    ranked = values[order]
-    return order.astype(np.int64, copy=False) if bool((ranked[1:] > ranked[:-1]).all()) else None
+def _targets(kept: np.ndarray, order: np.ndarray, new: np.ndarray | None) -> _Targets:
+    """:class:`_Targets` of the rows (kept rows, then advanced ones) put in ``order``;
+    ``new``: which advanced rows are first-timers (None: the outer join's path)."""
+    in_order = bool(np.array_equal(order, np.arange(len(order))))
+    to = np.empty_like(order)
+    to[order] = np.arange(len(order))
+    n_kept = len(kept)
+    return _Targets(
+        order=order,
+        in_order=in_order,
+        kept=kept,
+        kept_to=slice(0, n_kept) if in_order else to[:n_kept],
+        moved_to=slice(n_kept, None) if in_order else to[n_kept:],
+        firsts=to[n_kept:][new] if new is not None else None,
+    )
+
+
+def _window_block(
+    state: pd.DataFrame, moved: dict, columns: list[str], to: _Targets, src: np.ndarray | None
+) -> np.ndarray:
+    """The window ``columns`` of the new state as one float64 (columns, rows) block, each
+    written once: kept rows from the state, advanced ones from ``moved`` (an array, or the name
+    of the state column one slot newer, read at ``src``, NaN for a first-timer)."""
+    block = np.empty((len(columns), len(to.order)))
+    for row, col in zip(block, columns):
+        row[to.kept_to] = state[col].to_numpy(dtype=float)[to.kept]
+        value = moved[col]
+        if not isinstance(value, str):
+            row[to.moved_to] = value
+        elif len(state):  # the state's column one slot newer; NaN for a first-timer
+            row[to.moved_to] = state[value].to_numpy()[src]
+            row[to.firsts] = np.nan
+        else:
+            row[to.moved_to] = np.nan
+    return block
 
 
 def next_state(
@@ -357,7 +316,7 @@ def next_state(
     """The state after release ``index``: ``state`` (:func:`empty_state` columns) joined with
     the posteriors of the release (:func:`group_posteriors`) and advanced (:func:`advance_state`).
 
-    Rows come bucket after bucket (:func:`state_buckets` of the id, ``nbuckets`` buckets),
+    Rows come bucket after bucket (:func:`dpriv.state_buckets.state_buckets` of the id, ``nbuckets`` buckets),
     sorted by id inside a bucket. Pandas in -> pandas out (in process: only the view's
     respondents are joined, :func:`_next_state_pandas`); Dask in -> a Dask frame with one
     partition per bucket (both sides range-partitioned on the bucket with fixed divisions,

@@ -2,7 +2,7 @@
 
 ``state/<i>/`` holds the state after release ``i`` (docs/ledger.md): one Parquet file per
 *bucket* of respondents, ``bucket = stable_hash(id) % nbuckets``
-(:func:`dpriv.state.state_buckets`), rows in the state's own order (bucket after bucket,
+(:func:`dpriv.state_buckets.state_buckets`), rows in the state's own order (bucket after bucket,
 sorted by id inside a bucket: :func:`dpriv.state.next_state`). The number of buckets depends
 on the data only (:func:`state_nbuckets`: the number of respondents, never the number of
 partitions), so the same state gives the same files, byte for byte, on the in-process path and
@@ -68,7 +68,7 @@ def state_nbuckets(n_rows: int) -> int:
     and for any number of partitions. Powers of two because the state only grows: the count
     stays the same for long, and when it doubles each bucket splits in two where it lies
     (a hash modulo 2n is the hash modulo n, or that plus n), so a Dask release never
-    shuffles the state it holds (:func:`dpriv.state.by_bucket`)."""
+    shuffles the state it holds (:func:`dpriv.state_buckets.by_bucket`)."""
     need = max(1, math.ceil(int(n_rows) / STATE_PART_ROWS))
     return 1 << (need - 1).bit_length()
 
@@ -97,7 +97,7 @@ def write_bucket(folder: str, part: pd.DataFrame, bucket: int, nbuckets: int) ->
 
 def _split(part: pd.DataFrame, id_col: str, nbuckets: int) -> list[tuple[int, pd.DataFrame]]:
     """The rows of ``part`` per bucket, buckets in order of first appearance, rows in order."""
-    from dpriv.state import state_buckets
+    from dpriv.state_buckets import state_buckets
 
     if len(part) == 0:
         return []
@@ -265,7 +265,7 @@ def held_state(files: list[Path], nbuckets: int | None) -> HeldState:
     """The state parts ``files`` (:func:`state_files` order) for the next release: one Dask
     partition per bucket when ``nbuckets`` (the count the manifest recorded) is known and the
     files are exactly the parts of buckets ``0..nbuckets-1`` (so the release joins the state
-    where it lies, :func:`dpriv.state.by_bucket`); else row groups of the files, buckets
+    where it lies, :func:`dpriv.state_buckets.by_bucket`); else row groups of the files, buckets
     unknown (an empty bucket has no file; a ledger written before the count was recorded)."""
     import dask.dataframe as dd
     import pyarrow.parquet as pq

@@ -11,6 +11,7 @@ file where :func:`dpriv.rows.rows_of` names it) and the fix.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import dask
 import dask.dataframe as dd
@@ -366,6 +367,22 @@ def validate_view(
         raise InputError("the view is empty: there is nothing to release")
     check_size(int(n), policy, allow_small)
     return summary_of(counts, int(n))
+
+
+def check_k_below_largest(summaries: Mapping[int, ViewSummary], policy: ReleasePolicy) -> None:
+    """PolicyError when k exceeds every view of ``summaries`` (unless ``small_view =
+    "suppress"``): the per-view refusal's advice, ``small_view = "suppress"``, would then publish
+    only empty releases (a fresh user's drill, s40), so the message names the largest view and
+    asks for a smaller k."""
+    if not summaries or policy.small_view == "suppress":
+        return
+    i, largest = max(summaries.items(), key=lambda item: item[1].n_rows)
+    if policy.k > largest.n_rows:
+        raise PolicyError(
+            f"k = {policy.k} exceeds every view of the history (the largest, {policy.time} = {i}, holds "
+            f"{largest.n_rows} tuples): choose k of at most {largest.n_rows} ([privacy] k or --k); "
+            'small_view = "suppress" would release every view empty'
+        )
 
 
 def check_size(n: int, policy: ReleasePolicy, allow_small: bool) -> None:

@@ -15,7 +15,7 @@ values involved (values of the sensitive domain, never an id) and what to check.
 
 Counted without collecting the history: the id, time and sensitive columns of the views up to
 the last one to release (the earlier views' exit rows only, and the view before the first one to
-release), per bucket of the id on Dask (:func:`dpriv.state.by_bucket`), a count per view and
+release), per bucket of the id on Dask (:func:`dpriv.state_buckets.by_bucket`), a count per view and
 pair of values to the client; in process for a pandas history.
 """
 
@@ -30,7 +30,7 @@ from dpriv.domain_codes import codes
 from dpriv.exit_guard import exit_codes
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
-from dpriv.state import by_bucket
+from dpriv.state_buckets import by_bucket
 from dpriv.user_warning import warn_user
 
 #: Value pairs named in a warning, the most frequent first; the rest counted.
@@ -67,6 +67,13 @@ def _jumps(
     found = pd.DataFrame(
         {"time": time[keep], "exit": after_exit[keep], "prev": shown_prev[keep], "cur": s[keep], "n": 1}
     )
+    return _summed(found)
+
+
+def _summed(found: pd.DataFrame) -> pd.DataFrame:
+    """``found``'s counts summed per (time, exit, prev, cur), with the dtypes of ``_COUNTS``: one
+    row per tuple found in a part, and the rows of every part on Dask (a respondent's rows are in
+    one part, but a pair of values in many)."""
     return found.groupby(["time", "exit", "prev", "cur"], as_index=False)["n"].sum().astype(_COUNTS)
 
 
@@ -104,8 +111,7 @@ def value_jumps(
     if not is_dask(rows):
         return _jumps(coded(rows), cols, exits, zero, first)
     keyed = by_bucket(rows.map_partitions(coded, meta=coded(rows._meta)), policy.id, rows.npartitions)
-    found = keyed.map_partitions(_jumps, cols, exits, zero, first, meta=empty).compute()
-    return found.groupby(["time", "exit", "prev", "cur"], as_index=False)["n"].sum().astype(_COUNTS)
+    return _summed(keyed.map_partitions(_jumps, cols, exits, zero, first, meta=empty).compute())
 
 
 def warn_value_jumps(

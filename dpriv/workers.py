@@ -28,7 +28,8 @@ def require_workers(what: str) -> None:
         address = getattr(client.scheduler, "address", "?")
         raise ClusterError(
             f"{what} needs a Dask worker, and the cluster of the current client ({address}) has "
-            f"none (none joined in {WAIT_SECONDS:g} s; a notebook's Interrupt ends the workers of "
-            "a cluster started in it): nothing of it was released; start workers, or a new cluster "
-            "and client, and run the same release again (a ledger resumes at its next release)"
+            f"none (none joined in {WAIT_SECONDS:g} s): nothing of it was released; start a worker "
+            f"(dask worker {address}, on a machine that reaches the scheduler; in a notebook, whose "
+            "Interrupt ends the workers of a cluster started in it: a new cluster and client) and run "
+            "the same release again (a ledger resumes at its next release)"
         ) from None

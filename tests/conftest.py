@@ -2,6 +2,7 @@
 the random views that several test modules build."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,14 +14,18 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: The shared real data sets: $DPRIV_SHARED_DATA (as the notebooks read it), else ../shared/data
+#: beside the repository (a checkout elsewhere, e.g. a git worktree, sets the variable)
+SHARED_DATA = Path(
+    os.environ.get("DPRIV_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """Folder of the shared real data sets; tests using it skip where it is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder {SHARED_DATA} is absent (CI always has it)")
+        pytest.skip(f"shared data folder {SHARED_DATA} is absent (CI has it; or set DPRIV_SHARED_DATA)")
     return SHARED_DATA
 
 

@@ -120,6 +120,36 @@ def test_attack_without_a_policy_reads_the_ledgers(released, tmp_path):
         attack(empty, history, None, "dk")
 
 
+def test_dpriv_attack_refuses_a_policy_file_that_reads_the_releases_otherwise(released, tmp_path):
+    """``dpriv attack --policy FILE`` words the refusal of the Python API above in the command
+    line's terms (the flag and the file, exit 2), and a policy file that cannot be read is named;
+    the attack's folder is left as it was. A guard (s40): it passes on the code before
+    ``dpriv attack --policy`` shared the command line's policy-file code."""
+    from typer.testing import CliRunner
+
+    from dpriv.cli import app
+
+    out, history, policy, led = released
+    text = (out / "policy.toml").read_text()
+    assert text.count('"weight"') == 1 and text.count("\nweight = ") == 1  # the QI and its domain
+    other = tmp_path / "other.toml"
+    other.write_text(text.replace('"weight"', '"weight2"').replace("\nweight = ", "\nweight2 = "))
+    before = snapshot(out / "led")
+    args = ["attack", str(out / "led"), "--history", str(out / "history.parquet"), "--knowledge", "dk"]
+    res = CliRunner().invoke(app, [*args, "--policy", str(other)], terminal_width=400)
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.output.split())
+    assert said.startswith(
+        f"error: --policy {other} reads the releases differently from the policy ledger {out / 'led'} was "
+        "released with (qi: 'weight' only in the ledger's; 'weight2' only in the file): the releases are "
+        "read with the ledger's columns; omit --policy to use the recorded policy, or give a policy "
+        "that declares the same columns"
+    ), said
+    res = CliRunner().invoke(app, [*args, "--policy", str(tmp_path / "none.toml")], terminal_width=400)
+    assert res.exit_code == 2 and f"error: policy file {tmp_path / 'none.toml'} does not exist" in res.output
+    assert snapshot(out / "led") == before  # no attack/ file, nothing else touched
+
+
 # -- 3. warnings name the caller's line ------------------------------------------------------------
 def _places(record: list[warnings.WarningMessage], category: type[Warning], text: str) -> set[str]:
     return {w.filename for w in record if issubclass(w.category, category) and text in str(w.message)}

@@ -392,3 +392,18 @@ def test_a_qi_flag_narrows_the_policy_file_with_its_entries(tmp_path):
     assert res.exit_code == 0, res.output
     assert set(Ledger(tmp_path / "led").read_view(1).columns) >= {"age_min", "gender_min"}
     assert not any(c.startswith("weight") for c in Ledger(tmp_path / "led").read_view(1).columns)
+
+
+def test_k_larger_than_every_view_asks_for_a_smaller_k_not_suppress(small):
+    """A fresh user's drill (s40, 7): k larger than every view was told to set small_view =
+    "suppress", which would publish only empty releases. It names the largest view instead."""
+    res = run(
+        "release", small / "h12.csv", "--ledger", small / "new", "--policy", small / "pol.toml", "--k", 100000
+    )
+    out = assert_refused(
+        res,
+        r"k = 100000 exceeds every view of the history \(the largest, view = \d, holds 12 tuples\): "
+        r"choose k of at most 12",
+    )
+    assert 'suppress" in [privacy]' not in out and "--small-view suppress" not in out
+    assert not (small / "new").exists()

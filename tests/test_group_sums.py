@@ -123,10 +123,12 @@ def test_the_sums_and_the_tail_rows_come_in_one_compute(monkeypatch):
     monkeypatch.undo()
     assert sums == release_sums(view, POLICY, by_group=False)
     pd.testing.assert_frame_equal(got, tail)
-    assert release_sums_with(view, POLICY, False, tail)[0] == sums  # in process: the same sums
+    in_process = release_sums_with(view, POLICY, False, tail)
+    assert in_process.sums == sums and in_process.other is tail  # in process: the same sums, tail as is
     original = view.rename(columns={"age_min": "age", "weight_min": "weight"})[["age", "weight", "s"]]
     with_sums = release_metrics(lazy, original, POLICY, len(view) + 2, 2, by_group=True, sums=sums)
     assert with_sums == release_metrics(lazy, original, POLICY, len(view) + 2, 2, by_group=True)
-    empty = release_sums_with(lazy[lazy["qi_group"] < 0], POLICY, True)[0]  # no rows: no KPR
-    assert empty.n_released == 0
+    alone = release_sums_with(lazy[lazy["qi_group"] < 0], POLICY, True)  # no rows: no KPR
+    empty = alone.sums
+    assert empty.n_released == 0 and alone.other is None
     assert release_metrics(lazy, original, POLICY, 2, 2, by_group=True, sums=empty).kpr is None

@@ -272,6 +272,43 @@ def test_a_hand_edited_metrics_json_is_refused_by_every_reader(released, tmp_pat
     assert run(released, "report", root, "--out", tmp_path / "r.html").exit_code == 0
 
 
+def test_the_gates_seconds_are_a_timing_not_a_figure(released, tmp_path):
+    """A gated release records the gate's checks' ``seconds`` in its ``gate`` entry; hashed
+    with the figures, two runs of one history wrote different manifests. The digest now leaves
+    them out (a re-timed gate reads, an edited gate figure is refused), and the digest a ledger
+    of before recorded (with them) is still accepted. Digests computed here independently."""
+    from dpriv.errors import LedgerError
+    from dpriv.ledger import Ledger
+
+    def digest(record: dict, *, gate_seconds: bool) -> str:
+        record = {k: v for k, v in record.items() if k != "seconds"}
+        if not gate_seconds:
+            record["gate"] = {k: v for k, v in record["gate"].items() if k != "seconds"}
+        return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+    root = tmp_path / "L"
+    shutil.copytree(released / "L", root)
+    path, manifest = root / "releases" / "2" / "metrics.json", root / "manifest.json"
+    gated = {**json.loads(path.read_text()), "gate": {"max_gain": 0.1, "groupings": 1, "seconds": 1.25}}
+
+    def write(gate: dict, *, recorded: str) -> None:
+        path.write_text(json.dumps({**gated, "gate": gate}))
+        entries = json.loads(manifest.read_text())
+        entries["releases"][1]["metrics_sha256"] = recorded
+        manifest.write_text(json.dumps(entries))
+
+    today, before = digest(gated, gate_seconds=False), digest(gated, gate_seconds=True)
+    assert today != before
+    write({**gated["gate"], "seconds": 7.5}, recorded=today)  # re-timed: the same figures
+    assert Ledger(root).read_metrics(2)["gate"]["seconds"] == 7.5
+    write(gated["gate"], recorded=before)  # a ledger written before: its digest still reads
+    assert Ledger(root).read_metrics(2)["gate"]["max_gain"] == 0.1
+    for recorded in (today, before):
+        write({**gated["gate"], "max_gain": 0.01}, recorded=recorded)  # an edited gate figure
+        with pytest.raises(LedgerError, match="metrics.json is not the file release 2 committed"):
+            Ledger(root).read_metrics(2)
+
+
 def test_a_hand_edited_policy_json_is_refused_not_taken_up(released, tmp_path):
     """policy.json loosened by hand (k 1, t 1, j 50): the manifest recorded its digest, so the
     next release, attack, report and verify exit 2 naming policy.json, and nothing is written

@@ -24,7 +24,7 @@ from dpriv.id_format import SAMPLE, sample, shape_of
 from dpriv.ledger import Ledger
 from dpriv.new_ids import EXPECTED_KNOWN, KnownIds, Overlap, new_per_view, overlaps
 from dpriv.policy import ReleasePolicy
-from dpriv.state import state_buckets
+from dpriv.state_buckets import state_buckets
 
 LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 1.5, "max_suppression": 1.0}}
 ID = "respondent_id"

@@ -18,15 +18,8 @@ from dpriv.io import write_parquet
 from dpriv.knowledge.tables import ClassMap, MarkovTables
 from dpriv.policy import ReleasePolicy
 from dpriv.rbk import _state_rows, revised, revised_priors, revised_view, with_revised_priors, with_state  # noqa: PLC2701
-from dpriv.state import (
-    _state_order,
-    advance_state,
-    empty_state,
-    next_state,
-    nullable_state,
-    posterior_table,
-    state_buckets,
-)
+from dpriv.state import advance_state, empty_state, next_state, nullable_state, posterior_table
+from dpriv.state_buckets import state_buckets, state_order
 
 POLICY = ReleasePolicy(
     id="rid", qi=["age"], sensitive="s", domains={"age": [0, 9], "s": ["a", "b", "c"]}, k=2, t=0.0, j=0.1,
@@ -320,11 +313,11 @@ def test_the_state_order_is_bucket_then_id(string_ids, n):
     ids = pd.Series(values.astype(str) if string_ids else values)
     if string_ids:
         ids = ids.astype("string[pyarrow]")
-    got = _state_order(ids, n)
+    got = state_order(ids, n)
     keys = [(int(b), v) for b, v in zip(state_buckets(ids, n), ids.tolist())]
     assert [keys[i] for i in got] == sorted(keys)
     in_order = ids.iloc[got].reset_index(drop=True)
-    assert np.array_equal(_state_order(in_order, n), np.arange(len(ids)))
+    assert np.array_equal(state_order(in_order, n), np.arange(len(ids)))
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint64"])
@@ -341,7 +334,7 @@ def test_the_state_order_of_integer_ids_is_the_stable_one(dtype, ties, n):
     ids = pd.Series(values.astype(dtype))
     buckets = state_buckets(ids, n) if n > 1 else np.zeros(len(ids), dtype=np.int64)
     expected = sorted(range(len(ids)), key=lambda i: (int(buckets[i]), int(values[i]), i))
-    got = _state_order(ids, n)
+    got = state_order(ids, n)
     assert got.dtype == np.int64
     assert got.tolist() == expected
 

@@ -56,6 +56,8 @@ def test_a_release_on_a_cluster_without_workers_fails_fast_and_writes_nothing(
     what = "the release" if as_dask else "release 1"
     assert said.startswith(f"{what} needs a Dask worker, and the cluster of the current client (")
     assert "has none (none joined in 0.5 s" in said and "run the same release again" in said
+    address = no_workers.scheduler.address  # the command to start one (a fresh user's drill, s40, 9)
+    assert f"start a worker (dask worker {address}, on a machine that reaches the scheduler;" in said
     assert not (tmp_path / "L").exists()
 
 

@@ -118,3 +118,14 @@ def test_other_one_problem_refusals_are_one_line_and_other_messages_unchanged():
         == "--j must be a number in [0, inf), not '+inf' (flags --j)"
     )
     assert one_line_policy(said, lambda name, where: "7") == too_large.format("inf")  # not the number shown
+
+
+def test_a_value_outside_a_keys_choices_is_quoted_with_the_closest_choice(files):
+    """A fresh user's drill (s40, 6): ``grouping = "top-down"`` said pydantic's ``Input should be
+    'scan' or 'topdown'``, neither quoting the value nor offering the closest choice, unlike a key."""
+    text = (files / "p.toml").read_text() + '[release]\ngrouping = "top-down"\n'
+    (files / "p.toml").write_text(text)
+    assert refused(files) == [
+        "error: grouping must be 'scan' or 'topdown' (did you mean 'topdown'?), not 'top-down' "
+        f"(policy file {files / 'p.toml'})"
+    ]

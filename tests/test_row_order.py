@@ -106,13 +106,13 @@ def test_state_order_of_ordered_ids_sorts_nothing(monkeypatch):
     """The new state's ids of a first release come in (bucket, id) order already: their order
     is found without a sort (pandas' and NumPy's sorts are made to fail here), and a shuffle
     of them is put back in that order."""
-    from dpriv.state import _state_order, state_buckets
+    from dpriv.state_buckets import state_buckets, state_order
 
     ids = pd.Series(np.arange(1, 2001, dtype=np.int64))
     want = np.lexsort((ids.to_numpy(), state_buckets(ids, 4)))
     ordered = ids.iloc[want]
     shuffled = ordered.sample(frac=1.0, random_state=5)
-    np.testing.assert_array_equal(shuffled.to_numpy()[_state_order(shuffled, 4)], ordered.to_numpy())
+    np.testing.assert_array_equal(shuffled.to_numpy()[state_order(shuffled, 4)], ordered.to_numpy())
 
     def no_sort(*args, **kwargs):
         raise AssertionError("sorted an ordered column")
@@ -124,7 +124,7 @@ def test_state_order_of_ordered_ids_sorts_nothing(monkeypatch):
         (np, "argsort"),
     ):
         monkeypatch.setattr(owner, name, no_sort)
-    np.testing.assert_array_equal(_state_order(ordered, 4), np.arange(2000))
+    np.testing.assert_array_equal(state_order(ordered, 4), np.arange(2000))
 
 
 @settings(max_examples=80, deadline=None)

@@ -23,6 +23,7 @@ import dpriv.io
 from dpriv.cli import app
 from dpriv.datasets import medical_history, write_history
 from dpriv.scheduler_address import chosen_scheduler, tcp_refusal
+from dpriv.wording import flag_named
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +171,16 @@ def _args(command: str, generated, tmp_path) -> list:
         "demo": ["demo", "--out", tmp_path / "D", "--views", "1", "--view-size", "20"],
         "generate": ["generate", "medical", "--out", tmp_path / "G", "--views", "1", "--partitions", "2"],
     }[command]
+
+
+def test_the_dashboard_port_is_named_as_such():
+    """A fresh user's drill (s40, 8): ``--scheduler HOST:8787`` (the dashboard) waited 20 s and
+    said "no answer" without a word of why."""
+    from dpriv.scheduler_address import unreachable
+
+    said = str(unreachable("tcp://10.0.0.5:8787", "no answer within 20 s", flag_named))
+    assert said.startswith(
+        "--scheduler tcp://10.0.0.5:8787: cannot reach a Dask scheduler there (no answer within 20 s; 8787 "
+        "is usually the Dask dashboard's port: the scheduler listens on 8786 by default); give the address"
+    )
+    assert "dashboard" not in str(unreachable("tcp://10.0.0.5:8786", "no answer within 20 s", flag_named))

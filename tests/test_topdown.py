@@ -298,7 +298,8 @@ def test_policy_topdown_cut_is_validated_and_kept_out_of_old_fingerprints():
     assert policy.topdown_cut == "median" and "topdown_cut" not in policy.fingerprint()
     assert policy.with_overrides(topdown_cut="slack").fingerprint()["topdown_cut"] == "slack"
     allowed = "'median', 'slack', 'box', 'slack-widest' or 'gini'"
-    with pytest.raises(PolicyError, match=f"topdown_cut: Input should be {allowed}"):
+    said = rf"topdown_cut: must be {allowed} \(did you mean 'slack-widest'\?\), got 'widest'"
+    with pytest.raises(PolicyError, match=said):
         policy.with_overrides(topdown_cut="widest")
 
 
@@ -480,12 +481,12 @@ def test_rbk_closeness_releases_pass_the_verifier_and_are_partition_free(case, n
 def test_the_one_set_js_has_the_bits_of_the_many_set_js(sum_p, sum_h, u, base):
     """(E9)'s JS <= j is decided on one set at a time: the one-set JS has every bit of the
     many-set JS's row for that set (zero prior sums included), so the split decides as before."""
-    from dpriv.anonymity.topdown import _Split
+    from dpriv.anonymity.topdown import Split
 
     m = len(sum_p)
-    split = _Split(np.zeros((1, 1)), np.zeros(1, np.int64), np.full((1, m), 1 / m), np.ones(m, np.int64),
+    split = Split(np.zeros((1, 1)), np.zeros(1, np.int64), np.full((1, m), 1 / m), np.ones(m, np.int64),
                    k=1, t=1.0, j=1.0, ground=0, log_base=base)  # fmt: skip
     sp = np.array(sum_p)
-    many = split._js(sp[None, :], np.array([sum_h]), np.array([float(u)]))[0]
+    many = split.js(sp[None, :], np.array([sum_h]), np.array([float(u)]))[0]
     one = split._js_one(sp, sum_h, float(u))
     assert np.float64(one).tobytes() == np.float64(many).tobytes()

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpriv.anonymity.topdown import _Split, topdown_groups
+from dpriv.anonymity.topdown import Split, topdown_groups
 from dpriv.anonymity.topdown_levels import _before, _dims, _level_split, _sort_first, median_groups
 from dpriv.anonymity.topdown_sums import split_rows
 from dpriv.divergence import EQUAL, ORDERED
@@ -120,7 +120,7 @@ def test_level_by_level_gives_the_node_by_node_groups(case):
     # the node-by-node split (still the one of the other cuts) is the reference: the same
     # groups, in the same order, with leftovers shed as there
     x, s, priors, view_counts, blocks, kw = case
-    split = _Split(x, s, priors, view_counts, **kw)
+    split = Split(x, s, priors, view_counts, **kw)
     order = np.argsort(blocks, kind="stable")
     ends = np.flatnonzero(np.diff(blocks[order])) + 1
     roots = sorted(np.split(order, ends), key=lambda rows: rows[0])

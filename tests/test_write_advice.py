@@ -69,8 +69,8 @@ def test_an_attack_on_a_read_only_ledger_is_refused_before_the_attack(tmp_path):
     assert done.returncode == 2, done.stderr
     assert (
         f"error: the ledger's attack/ folder: dpriv cannot write in folder {led} (Read-only file system); "
-        "give --out FILE in a folder you can write to, or make the ledger's folder writable: nothing was "
-        "written"
+        "give --out DIR/gain_dk.csv in a folder DIR you can write to (dpriv report "
+        f"{led} --attack-dir DIR then shows it), or make the ledger's folder writable: nothing was written"
     ) in done.stderr
     assert "adversary_gain" not in done.stdout  # refused before the attack ran
     assert files(led) == before

@@ -8,6 +8,7 @@ their interval / value set with tight bounds, and the members' priors give the J
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -72,7 +73,7 @@ def check_assigned(
     )
     s_pub = codes(released[policy.sensitive], policy.sensitive_domain)
     if not same_pairs(labels.to_numpy(), s_priv, rel_labels.to_numpy(), s_pub):
-        problems += count_problems(labels.to_numpy(), s_priv, rel_labels.to_numpy(), s_pub)
+        problems += group_count_problems(labels.to_numpy(), s_priv, rel_labels.to_numpy(), s_pub)
 
     # every kept tuple inside its group's interval / value set, bounds tight
     problems += box_problems(released.assign(**{GROUP: rel_labels}), labels, assigned, policy, usable)
@@ -103,7 +104,7 @@ def same_pairs(g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub:
     the same order (labels and codes (n,) each): then every group has the same size and the
     same sensitive counts on both sides, with no grouping. The verification of a release
     rebuilds its released rows from the membership row by row, so this holds unless a row was
-    lost, added or changed; any other order is counted by :func:`count_problems`."""
+    lost, added or changed; any other order is counted by :func:`group_count_problems`."""
     return (
         len(g_priv) == len(g_pub)
         and g_priv.dtype == g_pub.dtype
@@ -112,7 +113,9 @@ def same_pairs(g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub:
     )
 
 
-def count_problems(g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub: np.ndarray) -> list[str]:
+def group_count_problems(
+    g_priv: np.ndarray, s_priv: np.ndarray, g_pub: np.ndarray, s_pub: np.ndarray
+) -> list[str]:
     """Problems of the groups whose released size or sensitive counts differ from their
     members' (labels and sensitive codes of the private and of the released rows)."""
     problems: list[str] = []
@@ -154,74 +157,112 @@ def box_problems(
     members' min/max, its value set not their values, its node not their lowest common one).
     ``labels``: the QI-group of each row of ``assigned`` (its QIs as the release read them);
     ``usable``: the released columns whose format is sound (:func:`format_problems`). Each
-    problem names the QI and the QI-groups, never a value."""
+    problem names the QI and the QI-groups, never a value; the QIs in the policy's order."""
     problems: list[str] = []
     first = _first_rows(released).set_index(GROUP)
     cut = ~labels.isin(first.index).to_numpy()
     if cut.any():  # a QI-group cut from the file: its members have no box to lie in (not "outside" it)
-        problems.append(
-            f"QI-groups {named(pd.unique(labels.to_numpy()[cut]))} hold "
-            f"{counted(int(cut.sum()), 'kept tuple')} of the view but have no row in the release: the file "
-            "was truncated or is not this release"
-        )
+        problems.append(_cut_problem(labels.to_numpy()[cut]))
         labels, assigned = labels[~cut], assigned[~cut]
     numeric = [q for q in policy.qi if policy.kind(q) == "numeric" and f"{q}_min" in usable]
-    # each member's group row and the members' min/max per group: looked up / grouped once for all QIs
-    at_rows = _looked_up(first, labels.to_numpy())
-    xs = {q: exact_numbers(assigned[q]) for q in numeric}
-    spans = _spans(labels, xs)
-    at_span = _looked_up(first, spans.index)
+    members = _members(first, labels, assigned, numeric)
     for q in policy.qi:
         if policy.kind(q) == "numeric":
-            lo, hi = f"{q}_min", f"{q}_max"
-            if lo not in usable:
-                continue
-            x = xs[q]
-            xl, lo_v = comparable(x, exact_numbers(at_rows(lo)))
-            xh, hi_v = comparable(x, exact_numbers(at_rows(hi)))
-            out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
-            if out.any():
-                problems.append(
-                    f"QI {q!r}: {counted(int(out.sum()), 'kept tuple lies', 'kept tuples lie')} outside "
-                    f"the interval [{lo}, {hi}] of their QI-group (groups "
-                    f"{named(pd.unique(labels.to_numpy()[out]))})"
-                )
-            smin, rmin = comparable(spans[(q, "min")].to_numpy(), exact_numbers(at_span(lo)))
-            smax, rmax = comparable(spans[(q, "max")].to_numpy(), exact_numbers(at_span(hi)))
-            loose = spans.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
-            if len(loose) and not out.any():
-                problems.append(
-                    f"QI {q!r}: the interval of QI-groups {named(loose)} is not the true "
-                    "min/max of their tuples"
-                )
-        else:
-            if q not in usable:
-                continue
-            dom = policy.domains[q]
-            h = policy.hierarchy(q)
-            if h is not None:
-                problems += _node_problems(q, h, codes(assigned[q], dom), labels.to_numpy(), first[q])
-                continue
-            c = codes(assigned[q], dom)
-            names = np.asarray([str(v) for v in dom] + ["\x00unknown"], dtype=object)[c]
-            have = pd.DataFrame({"g": labels.to_numpy(), "v": names}).drop_duplicates()
-            sets = split_value_sets(first[q]).explode()
-            shown = pd.DataFrame({"g": sets.index.to_numpy(), "v": sets.to_numpy()}).drop_duplicates()
-            both = have.merge(shown, on=["g", "v"], how="outer", indicator=True)
-            both = both[both["g"].isin(set(labels))]
-            out = both.loc[both["_merge"] == "left_only", "g"].unique()
-            unused = both.loc[both["_merge"] == "right_only", "g"].unique()
-            if len(out):
-                problems.append(
-                    f"QI {q!r}: kept tuples of QI-groups {named(out)} have values "
-                    "outside their group's value set"
-                )
-            elif len(unused):
-                problems.append(
-                    f"QI {q!r}: the value sets of QI-groups {named(unused)} list values "
-                    "no tuple of the group has"
-                )
+            if q in numeric:
+                problems += _interval_problems(q, members)
+        elif q in usable:
+            problems += _category_problems(q, policy, members)
     return problems
+
+
+class _Members(NamedTuple):
+    """The kept members of the groups that have a released row, with those rows and the
+    members' spans looked up / grouped once for all numeric QIs."""
+
+    labels: pd.Series  # each member's QI-group (on ``assigned``'s index)
+    assigned: pd.DataFrame  # the members' QIs
+    first: pd.DataFrame  # the first released row of each QI-group, indexed by its label
+    at_rows: Callable[[str], pd.Series]  # a released column at each member's group
+    xs: dict[str, np.ndarray]  # each checked numeric QI's values (:func:`exact_numbers`)
+    spans: pd.DataFrame  # per group, the members' min/max of each checked numeric QI (:func:`_spans`)
+    at_span: Callable[[str], pd.Series]  # a released column at each group of ``spans``
+
+
+def _members(first: pd.DataFrame, labels: pd.Series, assigned: pd.DataFrame, numeric: list[str]) -> _Members:
+    """The look-ups every QI's check uses (``numeric``: the numeric QIs whose bounds are checked)."""
+    xs = {q: exact_numbers(assigned[q]) for q in numeric}
+    spans = _spans(labels, xs)
+    return _Members(
+        labels,
+        assigned,
+        first,
+        _looked_up(first, labels.to_numpy()),
+        xs,
+        spans,
+        _looked_up(first, spans.index),
+    )
+
+
+def _cut_problem(cut_labels: np.ndarray) -> str:
+    """The problem of the members (their labels, one per member) whose QI-group has no row."""
+    return (
+        f"QI-groups {named(pd.unique(cut_labels))} hold "
+        f"{counted(len(cut_labels), 'kept tuple')} of the view but have no row in the release: the file "
+        "was truncated or is not this release"
+    )
+
+
+def _interval_problems(q: str, m: _Members) -> list[str]:
+    """Numeric QI ``q``: a member outside its group's [q_min, q_max], else (only then: a bound
+    passed by a member is not tight either) a group whose bounds are not its members' min/max."""
+    lo, hi = f"{q}_min", f"{q}_max"
+    xl, lo_v = comparable(m.xs[q], exact_numbers(m.at_rows(lo)))
+    xh, hi_v = comparable(m.xs[q], exact_numbers(m.at_rows(hi)))
+    out = ~np.asarray((xl >= lo_v) & (xh <= hi_v), dtype=bool)  # NaN is outside
+    if out.any():
+        return [
+            f"QI {q!r}: {counted(int(out.sum()), 'kept tuple lies', 'kept tuples lie')} outside "
+            f"the interval [{lo}, {hi}] of their QI-group (groups "
+            f"{named(pd.unique(m.labels.to_numpy()[out]))})"
+        ]
+    smin, rmin = comparable(m.spans[(q, "min")].to_numpy(), exact_numbers(m.at_span(lo)))
+    smax, rmax = comparable(m.spans[(q, "max")].to_numpy(), exact_numbers(m.at_span(hi)))
+    loose = m.spans.index[np.asarray(smin != rmin, bool) | np.asarray(smax != rmax, bool)]
+    if len(loose):
+        return [f"QI {q!r}: the interval of QI-groups {named(loose)} is not the true min/max of their tuples"]
+    return []
+
+
+def _category_problems(q: str, policy: ReleasePolicy, m: _Members) -> list[str]:
+    """Categorical QI ``q``: held to its hierarchy's nodes when it has one, else to value sets."""
+    h = policy.hierarchy(q)
+    leaf = codes(m.assigned[q], policy.domains[q])
+    if h is not None:
+        return _node_problems(q, h, leaf, m.labels.to_numpy(), m.first[q])
+    return _value_set_problems(q, policy.domains[q], leaf, m.labels, m.first[q])
+
+
+def _value_set_problems(q: str, dom: list, c: np.ndarray, labels: pd.Series, shown: pd.Series) -> list[str]:
+    """A member's value outside its group's released value set, else (only then) a value set
+    listing a value none of the group's members has (``c``: the members' codes in ``dom``, -1
+    unknown; ``shown``: the released value set per group label)."""
+    names = np.asarray([str(v) for v in dom] + ["\x00unknown"], dtype=object)[c]
+    have = pd.DataFrame({"g": labels.to_numpy(), "v": names}).drop_duplicates()
+    sets = split_value_sets(shown).explode()
+    pairs_shown = pd.DataFrame({"g": sets.index.to_numpy(), "v": sets.to_numpy()}).drop_duplicates()
+    both = have.merge(pairs_shown, on=["g", "v"], how="outer", indicator=True)
+    both = both[both["g"].isin(set(labels))]
+    out = both.loc[both["_merge"] == "left_only", "g"].unique()
+    if len(out):
+        return [
+            f"QI {q!r}: kept tuples of QI-groups {named(out)} have values outside their group's value set"
+        ]
+    unused = both.loc[both["_merge"] == "right_only", "g"].unique()
+    if len(unused):
+        return [
+            f"QI {q!r}: the value sets of QI-groups {named(unused)} list values no tuple of the group has"
+        ]
+    return []
 
 
 def _looked_up(first: pd.DataFrame, labels) -> Callable[[str], pd.Series]:

@@ -67,8 +67,16 @@ UNGROUPED = -1
 _PEEL_MAX = 8  # an uncut node breaking (E9) sheds members only up to this many k
 
 
-class _Split:
-    """The data of one root (block) and the (E9) thresholds; :meth:`groups` runs the split."""
+class Split:
+    """The data of one root (block) and the (E9) thresholds; :meth:`groups` runs the split node by
+    node, :func:`dpriv.anonymity.topdown_levels.median_groups` one depth level at a time with
+    :meth:`js`, :meth:`violation` and :meth:`peel` (one expression each: the same bits on both
+    paths).
+
+    Attributes: ``x`` float64 (n, d) split coordinates, ``s`` int64 (n,) sensitive codes in
+    [0, M), ``p`` float64 (n, M) priors, ``ent`` float64 (n,) each prior's entropy, ``vc`` int64
+    (M,) the view's sensitive counts (``n_view`` their sum), ``k``, ``t``, ``j``, ``c``,
+    ``ground``, ``log_base`` the (E9) thresholds."""
 
     def __init__(
         self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False, cut="median", c=1.0
@@ -88,8 +96,9 @@ class _Split:
         self.pc_valid = cut in ("slack", "gini")  # the knowledge axis is a candidate for valid boxes too
 
     # -- (E9) on one candidate set ----------------------------------------------------------
-    def _js(self, sum_p: np.ndarray, sum_h: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Equal-weight JS (E8) of sets given their prior sums (c, M), entropy sums and sizes."""
+    def js(self, sum_p: np.ndarray, sum_h: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Equal-weight JS (E8), float64 (r,) >= 0 in units of ``log_base``, of ``r`` sets given
+        their prior sums float64 (r, M), entropy sums float64 (r,) and sizes float64 (r,) > 0."""
         q = sum_p / u[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             h = -np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0).sum(axis=1) / np.log(self.log_base)
@@ -108,16 +117,22 @@ class _Split:
             return np.zeros(len(u))
         return 0.5 * np.abs(counts - sum_p).sum(axis=1) / u
 
-    def _violation(self, counts, sum_p, sum_h, u):
+    def violation(
+        self, counts: np.ndarray, sum_p: np.ndarray, sum_h: np.ndarray, u: np.ndarray
+    ) -> np.ndarray:
+        """``max(0, JS - j) + max(0, EMD - t) + max(0, TV - c)``, float64 (r,) >= 0 (0: within
+        every threshold, as floats: :meth:`_holds` decides (E9) exactly), of ``r`` sets given their
+        sensitive counts int64 (r, M), prior sums float64 (r, M), entropy sums float64 (r,) and
+        sizes float64 (r,) > 0."""
         return (
-            np.maximum(self._js(sum_p, sum_h, u) - self.j, 0.0)
+            np.maximum(self.js(sum_p, sum_h, u) - self.j, 0.0)
             + np.maximum(self._emd(counts, u) - self.t, 0.0)
             + np.maximum(self._tv(counts, sum_p, u) - self.c, 0.0)
         )
 
     def _load(self, counts, sum_p, sum_h, u):
         """``max(JS / j, EMD / t, TV / c)`` of sets (a threshold of 0 counts 0): 1 at the bound."""
-        js = self._js(sum_p, sum_h, u) / self.j if self.j > 0 else np.zeros(len(u))
+        js = self.js(sum_p, sum_h, u) / self.j if self.j > 0 else np.zeros(len(u))
         load = np.maximum(js, self._emd(counts, u) / self.t if self.t > 0 else 0.0)
         return np.maximum(load, self._tv(counts, sum_p, u) / self.c) if 0 < self.c < 1.0 else load
 
@@ -133,7 +148,7 @@ class _Split:
         return bool(self._js_one(sum_p, sum_h, float(u)) <= self.j)
 
     def _js_one(self, sum_p: np.ndarray, sum_h: float, u: float) -> float:
-        """:meth:`_js` of one set, with its bits (the same operations on the row alone, the same
+        """:meth:`js` of one set, with its bits (the same operations on the row alone, the same
         pairwise sum along it), without the (1, M) arrays: ~900 calls per 10^6-tuple range."""
         q = sum_p / u
         pos = q > 0
@@ -176,8 +191,8 @@ class _Split:
             if not len(b):
                 continue
             bl, br = b.astype(np.float64), (u - b).astype(np.float64)
-            vl = self._violation(cc, cp, ch, bl)
-            vr = self._violation(counts - cc, sum_p - cp, sum_h - ch, br)
+            vl = self.violation(cc, cp, ch, bl)
+            vr = self.violation(counts - cc, sum_p - cp, sum_h - ch, br)
             off = np.abs(b - u / 2)
             if valid and self.cut != "median":
                 ok = np.flatnonzero((vl == 0) & (vr == 0))
@@ -233,13 +248,15 @@ class _Split:
                 stack.append(halves[1])
                 stack.append(halves[0])
                 continue
-            kept = self._peel(idx, node)
+            kept = self.peel(idx, node)
             if len(kept):
                 out.append(kept)
         return out
 
-    def _peel(self, idx: np.ndarray, node: tuple) -> np.ndarray:
-        """The members of an uncut node that form a group: all of them when (E9) holds; else,
+    def peel(self, idx: np.ndarray, node: tuple) -> np.ndarray:
+        """The members of an uncut node ``idx`` (positions int64, increasing; ``node``: its
+        :meth:`_node` tuple, of which the counts, prior sums, entropy sum and validity are read)
+        that form a group, positions int64 (increasing): all of them when (E9) holds; else,
         for a node of at most ``_PEEL_MAX * k`` tuples, the rest after taking out, one at a
         time, the member whose removal lowers the violation most, until (E9) holds (the
         removed ones are leftovers for the repair); empty when that fails before k."""
@@ -251,7 +268,7 @@ class _Split:
         while len(idx) > self.k:
             u = np.full(len(idx), len(idx) - 1, dtype=np.float64)
             onehot = np.eye(self.m, dtype=np.int64)[self.s[idx]]
-            v = self._violation(counts - onehot, sum_p - self.p[idx], sum_h - self.ent[idx], u)
+            v = self.violation(counts - onehot, sum_p - self.p[idx], sum_h - self.ent[idx], u)
             out = int(np.argmin(v))
             x = idx[out]
             idx = np.delete(idx, out)
@@ -315,7 +332,7 @@ def topdown_groups(
     int64 (n,): group number in [0, G) (blocks in order of first appearance), -1 for a
     leftover (a tuple the split could not place in a group satisfying (E9)).
     """
-    split = _Split(
+    split = Split(
         x, s, priors, view_counts, k=k, t=t, j=j, ground=ground, log_base=log_base, pc=pc, cut=cut, c=c
     )
     n = len(split.s)

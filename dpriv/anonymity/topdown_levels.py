@@ -7,7 +7,7 @@ the Python work around them was about a third of the split's time; the level-by-
 took 0.94x (NumPy 2) to 0.82x (NumPy 1.26) of the node-by-node time on the benchmark's ranges,
 measured in alternated pairs on a loaded machine: most of what is left is compiled sums).
 
-The same groups as :meth:`dpriv.anonymity.topdown._Split.groups`, bit for bit: every value
+The same groups as :meth:`dpriv.anonymity.topdown.Split.groups`, bit for bit: every value
 compared with a threshold comes from the same expression (JS stays NumPy's: its ``np.log`` is
 not libm's on every machine, so a compiled JS could change a decision), the candidate cuts
 and their sums are those of :func:`~dpriv.anonymity.topdown_sums.dim_prefix`, each node's
@@ -28,7 +28,7 @@ from dpriv.anonymity.topdown_sums import _prefix_sums, cut_sizes, node_sums
 from dpriv.divergence import emd_num_den, emd_within, tv_from_sums
 
 if TYPE_CHECKING:  # topdown imports this module
-    from dpriv.anonymity.topdown import _Split
+    from dpriv.anonymity.topdown import Split
 
 
 @njit(cache=True, nogil=True)
@@ -129,7 +129,7 @@ def _sort_first(score, off, lo, hi):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _choose(n, valid, node, dims, off, ok, fits, score):  # pragma: no cover - compiled
-    """The chosen candidate of each node (-1: none), as ``_Split._cut`` chooses with
+    """The chosen candidate of each node (-1: none), as ``Split._cut`` chooses with
     ``cut = "median"``: a valid node takes, in its first dimension that has one, the cut
     closest to the median (``off``, stable) among those with no violation (``ok``) whose
     halves keep (E9) (``fits``); any other node the cut of least weighted violation
@@ -225,16 +225,16 @@ def _exact(counts, sum_p, u, view_counts, n_view, ground, k, t, c):  # pragma: n
     return out
 
 
-def _holds(split: _Split, counts: np.ndarray, sum_p: np.ndarray, sum_h: np.ndarray, u: np.ndarray):
+def _holds(split: Split, counts: np.ndarray, sum_p: np.ndarray, sum_h: np.ndarray, u: np.ndarray):
     """(E9) of many sets, as ``split._holds`` decides each (the same JS row by row)."""
     ok = _exact(counts, sum_p, u, split.vc, split.n_view, split.ground, split.k, split.t, split.c)
     if ok.any():
-        ok[ok] = split._js(sum_p[ok], sum_h[ok], u[ok].astype(np.float64)) <= split.j
+        ok[ok] = split.js(sum_p[ok], sum_h[ok], u[ok].astype(np.float64)) <= split.j
     return ok
 
 
-def median_groups(split: _Split, roots: list[np.ndarray]) -> list[np.ndarray]:
-    """The groups of ``split`` (a :class:`dpriv.anonymity.topdown._Split` with ``cut = "median"``
+def median_groups(split: Split, roots: list[np.ndarray]) -> list[np.ndarray]:
+    """The groups of ``split`` (a :class:`dpriv.anonymity.topdown.Split` with ``cut = "median"``
     and no knowledge axis) over the roots ``roots`` (positions, increasing), in the order of
     ``[g for root in roots for g in split.groups(root)]``, each its positions (increasing)."""
     rows = np.concatenate(roots).astype(np.int64, copy=False)
@@ -262,7 +262,7 @@ def median_groups(split: _Split, roots: list[np.ndarray]) -> list[np.ndarray]:
             ranks = np.where((ranks >= 0) & ~got, ranks + 1, -1)
             ranks[ranks > (span > 0).sum(axis=1) - 1] = -1
         for i in np.flatnonzero(chosen < 0):  # leaves
-            group = split._peel(
+            group = split.peel(
                 rows[starts[i] : starts[i + 1]], (counts[i], sum_p[i], float(sum_h[i]), valid[i])
             )
             if len(group):
@@ -283,7 +283,7 @@ def median_groups(split: _Split, roots: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-def _choices(split: _Split, rows, starts, orders, ranks, span, counts, sum_p, sum_h, valid) -> tuple:
+def _choices(split: Split, rows, starts, orders, ranks, span, counts, sum_p, sum_h, valid) -> tuple:
     """One round of :func:`median_groups`' choices: the chosen candidate of each node (-1:
     none) among those along :func:`_which_dims` of ``ranks``, and the candidates' dimensions
     and left-hand side sizes."""
@@ -292,8 +292,8 @@ def _choices(split: _Split, rows, starts, orders, ranks, span, counts, sum_p, su
         rows, starts, orders, ranks, span, split.x, split.s, split.p, split.ent, split.k
     )
     bl, br = size.astype(np.float64), (u[node] - size).astype(np.float64)
-    vl = split._violation(cc, cp, ch, bl)
-    vr = split._violation(counts[node] - cc, sum_p[node] - cp, sum_h[node] - ch, br)
+    vl = split.violation(cc, cp, ch, bl)
+    vr = split.violation(counts[node] - cc, sum_p[node] - cp, sum_h[node] - ch, br)
     ok = (vl == 0) & (vr == 0) & valid[node]
     fits = np.zeros(len(node), dtype=bool)
     w = np.flatnonzero(ok)

@@ -4,7 +4,7 @@ put a ledger's releases, metrics and attack results on one HTML page."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -16,7 +16,8 @@ from dpriv.cli.common import (
     app,
     check_out,
     command,
-    load_policy,
+    ledger_policy_file,
+    policy_option,
     write_frame,
 )
 from dpriv.cli.outputs import changed_since_written
@@ -27,6 +28,7 @@ from dpriv.policy_base import with_hint
 if TYPE_CHECKING:
     import pandas as pd
 
+    from dpriv.policy import ReleasePolicy
     from dpriv.report.coverage import AttackResults
 
 
@@ -40,6 +42,13 @@ def default_out(ledger: Path, knowledge: str, adversary: str) -> Path:
     if adversary not in ADVERSARIES:
         raise PolicyError(f"unknown adversary {adversary!r}; valid: {', '.join(ADVERSARIES)}")
     return (gain_path if adversary == "paper" else retro_path)(ledger, knowledge)
+
+
+#: ``dpriv attack --policy FILE``: optional, the ledger's own policy by default.
+AttackPolicyFile = policy_option(
+    "Optional: by default the policy the ledger recorded with its releases is used; a file given must "
+    "read the releases with the same columns."
+)
 
 
 @app.command()
@@ -104,14 +113,7 @@ def attack(
             "the weekly chain). The retrospective adversary always reads whole histories."
         ),
     ] = None,
-    policy: Annotated[
-        Path | None,
-        typer.Option(
-            "--policy",
-            help="Policy TOML (docs/policy.md). Optional: by default the policy the ledger recorded "
-            "with its releases is used; a file given must read the releases with the same columns.",
-        ),
-    ] = None,
+    policy: AttackPolicyFile = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -123,56 +125,73 @@ def attack(
 ) -> None:
     """Attack a ledger as the adversary of docs/algorithms.md §1.1 would; adversary gain (E10) and tail
     risk per release."""
-    from dpriv.attack import attack as run
-    from dpriv.io import read_table
-
-    own = out is None  # the ledger's own attack/ file, which dpriv attack writes and re-writes
-    if own:
-        from dpriv.attack_files import check_result_file
-
-        out = default_out(ledger, knowledge, adversary)
-        check_result_file(out)  # an attack's earlier result only, never a file put there
-        from dpriv.cli.outputs import check_writable
-
-        where = out.parent if out.parent.is_dir() else ledger  # attack/ is made by the first attack
-        fix = "give --out FILE in a folder you can write to, or make the ledger's folder writable"
-        check_writable(where, f"the ledger's {ATTACK_DIR}/ folder", fix)  # before the attack's work
-    else:  # before the attack: an unknown suffix, the history itself, an existing file
-        check_out(out, history, kind="attack", force=force)
-    from dpriv.attack_policy import attack_policy
-
-    given = load_policy(policy) if policy is not None else None  # None: the ledger's own
-    flag = {"source": f"--policy {policy}", "omit": "omit --policy", "theirs": "the file"}
-    pol = attack_policy(ledger, given, history, **flag)  # columns checked against the ledger's
+    target = _attack_out(ledger, knowledge, adversary, out, history, force)  # before the attack's work
+    pol = ledger_policy_file(policy, ledger, history)  # None: the ledger's own; else its columns checked
     from dpriv.ledger import Ledger as Led
     from dpriv.release_check import check_released_any
 
     check_released_any(Led(ledger))  # nothing to attack: no header-only table written
+    options = {"adversary": adversary, "deductions": deductions, "attendance": attendance}
+    options.update(membership=membership, revision=revision)
+    gain = _gains(ledger, history, pol, knowledge, policy is not None, options)
+    from dpriv.attack_stamp import STAMP
+
+    write_frame(gain, target.path, kind="attack", force=force, own=target.own)  # with views_sha per row
+    typer.echo(shown_gain(gain.drop(columns=STAMP)))  # the digests are for dpriv report, not the reader
+    what = "per (release, as_of)" if adversary == "retrospective" else "per release"
+    typer.echo(f"adversary gain and tail risk {what} written to {target.path}")
+
+
+class AttackOut(NamedTuple):
+    """Where ``dpriv attack`` writes: ``path``, and whether it is the ledger's own ``attack/``
+    file (``own``: dpriv attack writes and re-writes it while unchanged)."""
+
+    path: Path
+    own: bool
+
+
+def _attack_out(
+    ledger: Path, knowledge: str, adversary: str, out: Path | None, history: str, force: bool
+) -> AttackOut:
+    """Where the attack writes, checked before its work: ``--out`` (an unknown suffix, the history
+    itself, an existing file: refused), else :func:`default_out` (an earlier attack's result only,
+    never a file put there; a folder it can write to)."""
+    if out is not None:
+        check_out(out, history, kind="attack", force=force)
+        return AttackOut(out, own=False)
+    from dpriv.attack_files import check_result_file
+    from dpriv.cli.outputs import check_writable
+
+    own = default_out(ledger, knowledge, adversary)
+    check_result_file(own)
+    where = own.parent if own.parent.is_dir() else ledger  # attack/ is made by the first attack
+    fix = (
+        f"give --out DIR/{own.name} in a folder DIR you can write to (dpriv report {ledger} "
+        "--attack-dir DIR then shows it), or make the ledger's folder writable"
+    )
+    check_writable(where, f"the ledger's {ATTACK_DIR}/ folder", fix)
+    return AttackOut(own, own=True)
+
+
+def _gains(
+    ledger: Path, history: str, pol: ReleasePolicy, knowledge: str, given: bool, options: dict[str, Any]
+) -> pd.DataFrame:
+    """:func:`dpriv.attack.attack` of ``ledger`` with ``options``, the history read whole (a bad
+    row named by its line in the file). A PolicyError under the ledger's own policy (``given``
+    False: no --policy) gets the hint that --policy FILE fixes it."""
+    from dpriv.attack import attack as run
+    from dpriv.io import read_table
     from dpriv.rows import rows_of
 
     try:
         with rows_of(history):  # a row of the history is named by its line in the file
-            gain = run(
-                ledger,
-                read_table(history, what="history").compute(),
-                pol,
-                knowledge,
-                adversary=adversary,
-                deductions=deductions,
-                attendance=attendance,
-                membership=membership,
-                revision=revision,
-            )
+            return run(ledger, read_table(history, what="history").compute(), pol, knowledge, **options)
     except PolicyError as exc:
-        if policy is not None:
+        if given:
             raise
-        raise with_hint(exc) from None
-    from dpriv.attack_stamp import STAMP
+        from dpriv.attack_policy import base_folders
 
-    write_frame(gain, out, kind="attack", force=force, own=own)  # with attack()'s views_sha per row
-    typer.echo(shown_gain(gain.drop(columns=STAMP)))  # the digests are for dpriv report, not the reader
-    what = "per (release, as_of)" if adversary == "retrospective" else "per release"
-    typer.echo(f"adversary gain and tail risk {what} written to {out}")
+        raise with_hint(exc, base_folders(ledger, history)) from None
 
 
 def shown_gain(gain: pd.DataFrame) -> str:
@@ -210,33 +229,47 @@ def report(
         str | None,
         typer.Option(help="Page title (default: from the policy: sensitive attribute, QIs, method)."),
     ] = None,
+    attack_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--attack-dir",
+            help="Read the attack results (gain_<knowledge>.csv, retro_<knowledge>.csv, kpr.csv) from "
+            "this folder instead of LEDGER/attack/, with the same checks (results of this ledger's "
+            "releases): for a ledger you cannot write in, attacked with --out DIR/gain_dk.csv.",
+        ),
+    ] = None,
     debug: Debug = False,
 ) -> None:
     """One self-contained HTML page: policy, a verdict per release against its thresholds,
     per-release metrics, privacy, utility and KPR plots, and the adversary gains and tail risk
-    found in LEDGER/attack/ (where dpriv attack writes), with what each of them means."""
+    found in LEDGER/attack/ (where dpriv attack writes; --attack-dir: another folder), with what
+    each of them means."""
     import shlex
 
     from dpriv.attack_files import AGAIN
     from dpriv.ledger import Ledger
     from dpriv.report import write_report
-    from dpriv.report.coverage import attack_results
+    from dpriv.report.coverage import attack_results, results_folder
 
     check_out(out, *([history] if history else []), kind="report", force=force)
     led = Ledger(ledger)
-    path = write_report(led, out, title=title, history=history)  # records it in .dpriv-outputs
-    results = attack_results(led)
-    for name in changed_since_written(led.root / "attack"):
+    folder, label = results_folder(led, attack_dir)  # before any work: an --attack-dir that is no folder
+    path = write_report(led, out, title=title, history=history, attack_dir=attack_dir)  # recorded
+    results = attack_results(led, attack_dir=attack_dir)
+    for name in changed_since_written(folder):
         _say(
-            f"note: attack/{name} changed since dpriv attack wrote it (its bytes differ from "
-            f"attack/.dpriv-outputs): the report shows the edited figures; {AGAIN}"
+            f"note: {label}{name} changed since dpriv attack wrote it (its bytes differ from "
+            f"{label}.dpriv-outputs): the report shows the edited figures; {AGAIN}"
         )
     for note in results.notes(shlex.quote(str(ledger))):
         _say(f"note: {note}")
-    typer.echo(
-        f"report of {results.held} release(s) written to {path}; "
-        + ("; ".join(found_results(results)) or "no attack results in attack/")
-    )
+    none = f"no attack results in {label}" + ("" if attack_dir else _ELSEWHERE)
+    found = "; ".join(found_results(results)) or none
+    typer.echo(f"report of {results.held} release(s) written to {path}; {found}")
+
+
+#: Where the report's line points when attack/ holds no results: those written with --out.
+_ELSEWHERE = " (results written elsewhere with dpriv attack --out DIR/gain_<knowledge>.csv: --attack-dir DIR)"
 
 
 def found_results(results: AttackResults) -> list[str]:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -41,17 +40,22 @@ from dpriv.cli.common import (
     with_categorical,
     with_hierarchies,
 )
-from dpriv.cli.effective import EffectivePolicy, inferred_domains
+from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.cli.new_ledger import checked_ledger
 from dpriv.cli.read_only import ledger_folder_checked, refuse_if_left
+from dpriv.cli.release_table import ReleaseTable
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
-from dpriv.policy_base import record_base, with_hint
-from dpriv.policy_fix import policy_change, relax_hint, with_domain_hint, with_kind_hint, with_new_ledger
+from dpriv.policy import ReleasePolicy
+from dpriv.policy_base import with_hint
+from dpriv.policy_fix import with_domain_hint, with_kind_hint, with_new_ledger
 from dpriv.scheduler_address import chosen_scheduler
 from dpriv.wording import flag_named
+
+if TYPE_CHECKING:
+    from dpriv.cluster import Placement
 
 
 @app.command()
@@ -136,37 +140,6 @@ def anonymize(
 app.add_typer(generate_app, name="generate")
 
 
-#: The release table's columns: header, width, ``metrics.json`` key; ``max_tv`` (RBK-closeness's
-#: largest total variation) only when the policy sets ``rbk_closeness``.
-_COLUMNS = (
-    ("release", 7, None),
-    ("groups", 7, "n_groups"),
-    ("suppression", 11, "suppression_rate"),
-    ("max_emd", 8, "t_achieved"),
-    ("max_js", 8, "j_achieved"),
-    ("max_tv", 8, "rbk_closeness_achieved"),
-    ("semi", 8, "average_semiperimeter"),
-    ("seconds", 7, "seconds"),
-)
-
-
-def _release_columns(rbk: bool) -> list[tuple[str, int, str | None]]:
-    return [c for c in _COLUMNS if rbk or c[0] != "max_tv"]
-
-
-def release_header(rbk: bool = False) -> str:
-    return " ".join(f"{h:>{w}}" for h, w, _ in _release_columns(rbk))
-
-
-def _release_table_row(index: int, m: Mapping[str, Any], rbk: bool = False) -> str:
-    f = lambda v, p=4: "-" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))  # noqa: E731
-    secs = sum(m["seconds"].values()) if isinstance(m.get("seconds"), dict) else m.get("seconds")
-    cells = {None: f(index), "seconds": f(secs, 2)}
-    return " ".join(
-        f"{cells[key] if key in cells else f(m.get(key)):>{w}}" for _, w, key in _release_columns(rbk)
-    )
-
-
 def _run_release(
     history_path: str,
     ledger: Path,
@@ -184,12 +157,63 @@ def _run_release(
     existing_ledger: bool = False,
     new_ledger_note: str | None = None,
 ) -> None:
-    from dpriv.input_checks import check_history, date_hints_of
-    from dpriv.inputs import said_unused, unused_note
+    """``dpriv release`` (and ``dpriv demo``) once the policy is known: the policy said, the history
+    placed (in process or on a cluster) and released into ``ledger`` with a table row per commit;
+    a refusal gets its command-line fix (:func:`_with_fix`)."""
     from dpriv.io import read_table
 
     unwritable = ledger_folder_checked(ledger)  # before any work; a ledger it cannot write: below
     frame = read_table(history_path, id_column=eff.policy.id, what="history")
+    pol = _said_policy(frame, eff, method, categorical, dates, hierarchy)
+    from dpriv.cluster import ledger_start, release_frame
+
+    # checked before any cluster; a cluster only when asked for or when a view is too large to
+    # release in process (a small history is read once, here)
+    start = ledger_start(ledger, pol.id) if ledger.is_dir() else None
+    held = max(start.committed, default=0) if start else 0
+    placement = _placed(frame, pol, history_path, scheduler, cluster, start)
+    refuse_if_left(unwritable, placement.frame, pol.time, start.committed if start else frozenset())
+    from dpriv import steps
+    from dpriv.input_checked import held_until_checked
+    from dpriv.release import release_history
+
+    steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
+    table = ReleaseTable(ledger, eff, pol, held)
+    # on a cluster: persisted on the workers, each view a filter of it, never collected; in
+    # process, the status line is said once the input passed release_history's checks
+    with (
+        during_release(ledger, table.committed, scheduler),  # a lost worker or scheduler: exit 3, named
+        held_until_checked(_say) if placement.place == "process" else nullcontext(_say) as say,
+        release_frame(placement, scheduler=scheduler, say=say, named=flag_named) as history,
+    ):
+        if new_ledger_note:  # in process: held until the input passed its checks
+            say(new_ledger_note)
+        try:
+            led = release_history(
+                history, pol, ledger, npartitions=npartitions, on_release=table, method=method,
+                allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
+                existing_ledger=existing_ledger,
+            )  # fmt: skip
+        except (PolicyError, InputError) as exc:
+            raise _with_fix(exc, eff, held) from None
+    if not table.released:
+        typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
+    typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")
+
+
+def _said_policy(
+    frame: Any,
+    eff: EffectivePolicy,
+    method: str,
+    categorical: str | None,
+    dates: str | None,
+    hierarchy: list[str] | None,
+) -> ReleasePolicy:
+    """The policy the release of history ``frame`` uses, said on stderr (every value and its
+    source, the method, the history's unused columns and its date hints)."""
+    from dpriv.input_checks import date_hints_of
+    from dpriv.inputs import said_unused, unused_note
+
     pol = show_policy(eff)
     _say(f"  method: {method}")
     pol = with_hierarchies(with_categorical(pol, categorical, dates), hierarchy)
@@ -199,74 +223,35 @@ def _run_release(
         said_unused()
     for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
         _say(hint)
-    from dpriv.cluster import ledger_start, release_frame, release_place
-    from dpriv.input_checked import held_until_checked
+    return pol
 
-    # checked before any cluster; a cluster only when asked for or when a view is too large to
-    # release in process (a small history is read once, here)
-    start = ledger_start(ledger, pol.id) if ledger.is_dir() else None
+
+def _placed(
+    frame: Any, pol: ReleasePolicy, source: str, scheduler: str | None, cluster: bool | None, start: Any
+) -> Placement:
+    """Where the release runs (:func:`dpriv.cluster.release_place`: in this process or on a
+    cluster); a history small enough to be read here is checked whole (a gap refused before the
+    status line counts the views left)."""
+    from dpriv.cluster import release_place
+    from dpriv.input_checks import check_history
+
     placement = release_place(
-        frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=history_path, named=flag_named
+        frame, pol, scheduler=scheduler, cluster=cluster, start=start, source=source, named=flag_named
     )
     if placement.size is not None and placement.size.small:  # read here, cheap to check whole:
         check_history(placement.frame, pol)  # a gap refused before the status line counts views left
-    refuse_if_left(unwritable, placement.frame, pol.time, start.committed if start else frozenset())
-    from dpriv import steps
-    from dpriv.release import release_history
+    return placement
 
-    steps.SHOW_PROGRESS = sys.stderr.isatty() if progress is None else progress
-    released: list[int] = []
 
-    def on_release(i: int, m: Mapping[str, Any]) -> None:
-        if not released:  # the header with the first row: nothing on stdout before the checks pass
-            from dpriv.ledger import Ledger
-
-            for note in inferred_domains(pol, Ledger(ledger).policy()):
-                _say(note)
-            typer.echo(release_header(pol.rbk_closeness is not None))
-        released.append(i)
-        if eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it
-            record_base(ledger, pol.base_dir)
-        typer.echo(_release_table_row(i, m, pol.rbk_closeness is not None))
-        if m.get("small_view") == "suppressed":
-            _say(
-                f"warning: release {i} has {m.get('n_original')} tuple(s), fewer than k = {pol.k}: "
-                'released fully suppressed (small_view = "suppress")'
-            )
-        elif m.get("n_groups") == 0:
-            _say(
-                f"warning: release {i} suppressed every tuple (nothing published): "
-                + policy_change(relax_hint(pol), i)
-            )
-
-    def committed() -> int:  # the last commit the command saw (the manifest, when readable, is read first)
-        return released[-1] if released else max(start.committed, default=0) if start else 0
-
-    # on a cluster: persisted on the workers, each view a filter of it, never collected; in
-    # process, the status line is said once the input passed release_history's checks
-    with (
-        during_release(ledger, committed, scheduler),  # a lost worker or scheduler: exit 3, named
-        held_until_checked(_say) if placement.place == "process" else nullcontext(_say) as say,
-        release_frame(placement, scheduler=scheduler, say=say, named=flag_named) as history,
-    ):
-        if new_ledger_note:  # in process: held until the input passed its checks
-            say(new_ledger_note)
-        try:
-            led = release_history(
-                history, pol, ledger, npartitions=npartitions, on_release=on_release, method=method,
-                allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
-                existing_ledger=existing_ledger,
-            )  # fmt: skip
-        except PolicyError as exc:  # a recorded policy's knowledge path: the fix is --policy
-            if eff.origin.startswith("ledger") and "knowledge" in str(exc):
-                raise with_hint(exc) from None
-            raise with_new_ledger(exc, max(start.committed, default=0) if start else 0) from None
-        except InputError as exc:  # a week outside the domains (or kinds) the ledger keeps
-            held = max(start.committed, default=0) if start else 0
-            raise with_kind_hint(with_domain_hint(exc, held), held) from None
-    if not released:
-        typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
-    typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")
+def _with_fix(exc: PolicyError | InputError, eff: EffectivePolicy, held: int) -> Exception:
+    """A refused release's error with its fix for the command line: a recorded policy's
+    knowledge path (the fix is --policy), a policy change (a new ledger once ``held`` > 0
+    releases are in it), a week outside the domains (or kinds) the ledger keeps."""
+    if isinstance(exc, PolicyError):
+        if eff.origin.startswith("ledger") and "knowledge" in str(exc):
+            return with_hint(exc)
+        return with_new_ledger(exc, held)
+    return with_kind_hint(with_domain_hint(exc, held), held)
 
 
 @app.command()

@@ -113,7 +113,15 @@ Views = Annotated[int, typer.Option(help="Number of weekly views.", min=1)]
 ViewSize = Annotated[int, typer.Option(help="Tuples per view.", min=1)]
 
 
-PolicyFile = Annotated[Path | None, typer.Option("--policy", help="Policy TOML (docs/policy.md).")]
+def policy_option(more: str = "") -> Any:
+    """The ``--policy FILE`` option of a command (a policy TOML, docs/policy.md); ``more``: what
+    the command's help adds about it."""
+    return Annotated[
+        Path | None, typer.Option("--policy", help=f"Policy TOML (docs/policy.md). {more}".strip())
+    ]
+
+
+PolicyFile = policy_option()
 
 
 Partitions = Annotated[int | None, typer.Option(help="Hilbert ranges per view (Dask partitions).", min=1)]
@@ -278,6 +286,18 @@ def load_policy(policy: Path | None, *, categorical: str | None = None, **flags:
             raise PolicyError(f"no policy file: give --policy FILE or at least {' and '.join(missing)}")
         pol = ReleasePolicy.from_dict({k: v for k, v in flags.items() if v is not None})
     return with_categorical(pol, categorical)
+
+
+def ledger_policy_file(policy: Path | None, ledger: Path, history: str) -> ReleasePolicy:
+    """The policy a command reads ``ledger``'s releases with (``dpriv attack``): without
+    ``--policy`` the one the ledger recorded (:func:`dpriv.attack_policy.ledger_policy`), else the
+    file ``policy`` as :func:`load_policy` reads it, once checked to read the releases with the
+    ledger's columns. PolicyError (exit 2) names a file that cannot be read, or ``--policy FILE``
+    and each field it reads otherwise; LedgerError for a ledger without a release."""
+    from dpriv.attack_policy import attack_policy
+
+    given = load_policy(policy) if policy is not None else None
+    return attack_policy(ledger, given, history, flag=f"--policy {policy}")
 
 
 Dates = Annotated[

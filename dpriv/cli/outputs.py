@@ -32,7 +32,8 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.input_url import file_url_path, url_scheme
-from dpriv.ledger_files import check_place, enclosing_ledger, file_sha256, writing_results
+from dpriv.ledger_digests import file_sha256
+from dpriv.ledger_files import check_place, enclosing_ledger, writing_results
 
 #: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
 #: temp files, ``.<name>.<random>``, leaves it alone).

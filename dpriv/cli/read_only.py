@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpriv._dispatch import is_dask
-from dpriv.cli.outputs import check_ledger_folder
+from dpriv.cli.outputs import check_ledger_folder, check_writable
 from dpriv.errors import InputError
 from dpriv.ledger_manifest import MANIFEST
 
@@ -23,9 +23,26 @@ def ledger_folder_checked(ledger: Path | None) -> InputError | None:
         check_ledger_folder(ledger)
     except InputError as exc:  # only the writing probe raises an InputError
         if ledger is not None and (ledger / MANIFEST).is_file():
+            try:  # the probe again, for the advice that fits a ledger holding releases
+                check_writable(ledger, "--ledger", existing_ledger_fix(ledger))
+            except InputError as refusal:
+                return refusal
             return exc
         raise
     return None
+
+
+def existing_ledger_fix(ledger: Path) -> str:
+    """What to do when the existing ``ledger`` cannot be written: make its folder writable, or
+    release in a copy of the whole folder. "Choose a folder you can write to" started a second
+    ledger, which releases every view again and holds a second copy of the sensitive state/
+    (a fresh user's drill, s40); a new ledger's folder keeps that advice."""
+    return (
+        "make the ledger's folder writable and run the same command again (the ledger keeps its last "
+        f"committed release: dpriv status {ledger}), or copy the whole ledger folder somewhere writable "
+        f"(cp -a {ledger} COPY) and release with --ledger COPY; not a new --ledger folder: a new ledger "
+        "would release every view again"
+    )
 
 
 def refuse_if_left(

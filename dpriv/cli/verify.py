@@ -3,10 +3,9 @@ own policy) against the original it was made from."""
 
 from __future__ import annotations
 
-import json
-import shlex
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -41,6 +40,15 @@ from dpriv.cli.verify_files import (
     refuse_not_a_view,
     sensitive_beside,
 )
+from dpriv.cli.verify_report import print_report
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpriv.anonymity.verify import VerificationReport
+    from dpriv.cli.effective import EffectivePolicy
+    from dpriv.ledger import Ledger
+    from dpriv.policy import ReleasePolicy
 
 
 @app.command()
@@ -93,171 +101,247 @@ def verify(
     (j_achieved prints None and says why; a note gives the value the release recorded).
     Beside a released file, its recorded tuple count (OUT.metrics.json, or a ledger release's
     metrics.json) is checked too."""
-    from dpriv.baselines import METHODS
+    from dpriv.io import ROW_ID
+
+    flags = _Flags(
+        released=released,
+        original=_the_original(original, history),
+        from_history=bool(history),
+        ledger=ledger,
+        policy=policy,
+        view=view,
+        add_row_id=add_row_id,
+        method=method,
+        hierarchy=hierarchy,
+        categorical=categorical,
+        date=date,
+    )
+    given = {"time": time, "qi": qi, "sensitive": sensitive, "k": k, "t": t, "release_format": release_format}
+    settled = _settle(flags, id=ROW_ID if add_row_id else id, **given)
+    inputs = _read_inputs(flags, settled)
+    # the groups are held to what their method promised (a Mondrian l release: k and l)
+    held_to = settled.eff.method = (
+        method or (settled.recorded_method if ledger is not None else None) or "jsreduce"
+    )
+    show_policy(settled.eff)
+    report = _run_checks(flags, settled, inputs, held_to)
+    metrics = _metrics_file(settled, view)
+    print_report(
+        report, settled.policy, held_to, metrics=metrics, released=released, anatomy=inputs.table is not None
+    )
+    if not report.ok:
+        raise typer.Exit(2)
+
+
+@dataclass(frozen=True)
+class _Flags:
+    """The flags of one ``dpriv verify`` that its steps read (``original``: --original or
+    --history, ``from_history`` when given as --history)."""
+
+    released: str | None
+    original: str
+    from_history: bool
+    ledger: Path | None
+    policy: Path | None
+    view: int | None
+    add_row_id: bool
+    method: str | None
+    hierarchy: list[str] | None
+    categorical: str | None
+    date: str | None
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """The flags checked and the policy settled, before any input is read."""
+
+    eff: EffectivePolicy  # the effective policy, each value with its source
+    policy: ReleasePolicy  # its policy with the --hierarchy files
+    recorded_method: str | None  # the ledger's recorded method
+    led: Ledger | None  # --ledger's; None for a released file
+    found: Recorded | None  # the tuple count beside a released file (read before the work)
+
+
+class _Inputs(NamedTuple):
+    """The frames the checks read."""
+
+    original: pd.DataFrame
+    released: pd.DataFrame
+    table: pd.DataFrame | None  # an Anatomy release's sensitive table (docs/released-format.md)
+
+
+class _Count(NamedTuple):
+    """The tuple count the release recorded (None: none found) and the file that says so."""
+
+    n_released: int | None
+    recorded_in: str
+
+
+def _the_original(original: str | None, history: str | None) -> str:
+    """The original given as --original or --history; InputError when neither or both differ."""
     from dpriv.errors import InputError
-    from dpriv.io import ROW_ID, read_table
-    from dpriv.release import verify_view
-    from dpriv.rows import rows_of
-    from dpriv.wording import flag_named
 
     if original is not None and history is not None and original != history:
         raise InputError("give the original as --original or --history, not both")
     original = original or history
     if original is None:
         raise InputError("give the original it was made from: --original FILE (--history H with --ledger)")
-    if ledger is not None:
-        led = ledger_view(ledger, released, view, "check")  # a damaged release: exit 2, named
-    elif released is None:
-        raise InputError("give the RELEASED view to check, or --ledger L --view I")
-    else:
-        refuse_not_a_view(Path(released))  # a state or metrics file: before anything is read
+    return original
+
+
+def _settle(flags: _Flags, **given: Any) -> _Settled:
+    """Every refusal of the flags, in the order a user meets them, before any input is read
+    (``given``: the policy flags :func:`load_effective` takes); InputError, PolicyError or
+    LedgerError name the flag."""
+    from dpriv.baselines import METHODS
+    from dpriv.errors import InputError
+
+    led = _target(flags)
+    method = flags.method
     if method is not None and method not in METHODS:
         raise InputError(f"--method {method!r} is not a method; choose one of {', '.join(METHODS)}")
-    eff, recorded_method = load_effective(
-        policy,
-        ledger=ledger,
-        id=ROW_ID if add_row_id else id,
-        time=time,
-        qi=qi,
-        sensitive=sensitive,
-        k=k,
-        t=t,
-        release_format=release_format,
-    )
-    if ledger is not None and method is not None and recorded_method and method != recorded_method:
+    eff, recorded_method = load_effective(flags.policy, ledger=flags.ledger, **given)
+    if led is not None and method is not None and recorded_method and method != recorded_method:
         raise InputError(
-            f"--method {method}: {ledger} was released with {recorded_method}; leave --method out"
+            f"--method {method}: {flags.ledger} was released with {recorded_method}; leave --method out"
         )
-    pol = with_hierarchies(eff.policy, hierarchy)
+    pol = with_hierarchies(eff.policy, flags.hierarchy)
     if method not in (None, "jsreduce") and pol.release_format == "anatomy":  # as the release refuses it
         raise InputError(
             f"--method {method}: an Anatomy release is made by JS-reduce only (the baselines publish "
             "generalized views); leave --method out, or check a generalized view"
         )
-    if ledger is None:  # a ledger's file edited after its release: refused before work, as --ledger does
-        check_ledger_file(Path(released))
-    found = recorded_beside(Path(released)) if ledger is None else None  # damaged: refused before work
-    if ledger is not None and policy is not None:  # the releases read with the ledger's columns
+    found = None
+    if led is None:  # a ledger's file edited after its release: refused before work, as --ledger does
+        check_ledger_file(Path(flags.released))
+        found = recorded_beside(Path(flags.released))  # damaged: refused before work
+    _refuse_other_columns(flags, led, pol)
+    return _Settled(eff, pol, recorded_method, led, found)
+
+
+def _target(flags: _Flags) -> Ledger | None:
+    """The ledger whose release is checked (a damaged release: exit 2, named), or None for a
+    released file, refused when it is a state or metrics file (before anything is read)."""
+    from dpriv.errors import InputError
+
+    if flags.ledger is not None:
+        return ledger_view(flags.ledger, flags.released, flags.view, "check")
+    if flags.released is None:
+        raise InputError("give the RELEASED view to check, or --ledger L --view I")
+    refuse_not_a_view(Path(flags.released))
+    return None
+
+
+def _refuse_other_columns(flags: _Flags, led: Ledger | None, pol: ReleasePolicy) -> None:
+    """A --policy whose columns are not the ledger's, --view without a history's release-index
+    column, --add-row-id on a history: InputError."""
+    from dpriv.errors import InputError
+
+    if led is not None and flags.policy is not None:  # the releases read with the ledger's columns
         from dpriv.release_check import check_same_columns
 
-        check_same_columns(led.policy(), pol, f"--policy {policy}", ledger)
-    if view is not None and pol.time is None:
+        check_same_columns(led.policy(), pol, f"--policy {flags.policy}", flags.ledger)
+    if flags.view is not None and pol.time is None:
         raise InputError(
             "--view I needs the release-index column of the history: --time C (or [columns] time)"
         )
-    if add_row_id and pol.time is not None:
+    if flags.add_row_id and pol.time is not None:
         raise InputError("--add-row-id numbers the rows of one view, not of a history: give --id C")
+
+
+def _read_inputs(flags: _Flags, s: _Settled) -> _Inputs:
+    """The original (ids unique), the released view and an Anatomy release's sensitive table;
+    a ledger's history must hold the view that was released (else a valid release looks broken)."""
+    from dpriv.io import read_table
+
+    pol = s.policy
     # a bad row of the original is named by its line in the file (dpriv.cli.common.LINE_SOURCES)
-    orig = read_table(original, add_row_id=add_row_id, what="history" if history else "original").compute()
+    what = "history" if flags.from_history else "original"
+    orig = read_table(flags.original, add_row_id=flags.add_row_id, what=what).compute()
     if pol.id in orig.columns:
         from dpriv.validate import check_unique_ids
 
-        check_unique_ids(orig, pol, f"--original {original}")
-    rel = led.read_view(view) if ledger is not None else read_table(released, what="released view").compute()
-    table = None  # an Anatomy release's sensitive table (docs/released-format.md)
-    if ledger is not None:
+        check_unique_ids(orig, pol, f"--original {flags.original}")
+    if s.led is not None:
         from dpriv.release_check import check_released_history
 
-        table = led.read_sensitive(view)
-        # the history must hold the view that was released (else a valid release looks broken)
-        check_released_history(led, orig, with_categorical(pol, categorical, date), [view])
-    elif pol.release_format == "anatomy":
-        path = sensitive_beside(Path(released))
-        if not path.exists():
-            beside = "its ledger wrote" if ledger_release(Path(released)) else "dpriv anonymize wrote"
-            raise InputError(
-                f"release_format = 'anatomy': the sensitive table {path} of {released} is missing; "
-                f"restore the sensitive table {beside} next to it"
-            )
-        table = read_table(str(path)).compute()
-    # the groups are held to what their method promised (a Mondrian l release: k and l)
-    method = eff.method = method or (recorded_method if ledger is not None else None) or "jsreduce"
-    show_policy(eff)
-    if ledger is not None:
-        recorded, recorded_in = led.read_metrics(view).n_released, "its metrics.json"
-    else:
-        recorded, recorded_in = _recorded(Path(released), found)
-    from dpriv.criteria import promised
+        rel = s.led.read_view(flags.view)
+        table = s.led.read_sensitive(flags.view)
+        check_released_history(
+            s.led, orig, with_categorical(pol, flags.categorical, flags.date), [flags.view]
+        )
+        return _Inputs(orig, rel, table)
+    rel = read_table(flags.released, what="released view").compute()
+    return _Inputs(orig, rel, _table_beside(flags.released) if pol.release_format == "anatomy" else None)
 
-    members = None  # a ledger's state says which respondent each box holds: its boxes are held to them
-    if ledger is not None and table is None:
+
+def _table_beside(released: str) -> pd.DataFrame:
+    """The sensitive table beside an Anatomy release's QI table; InputError when it is missing."""
+    from dpriv.errors import InputError
+    from dpriv.io import read_table
+
+    path = sensitive_beside(Path(released))
+    if not path.exists():
+        beside = "its ledger wrote" if ledger_release(Path(released)) else "dpriv anonymize wrote"
+        raise InputError(
+            f"release_format = 'anatomy': the sensitive table {path} of {released} is missing; "
+            f"restore the sensitive table {beside} next to it"
+        )
+    return read_table(str(path)).compute()
+
+
+def _run_checks(flags: _Flags, s: _Settled, inputs: _Inputs, method: str) -> VerificationReport:
+    """The checks of the released view (:func:`dpriv.release.verify_view`) against the original,
+    its recorded tuple count and, for a ledger's generalized release, its members (the ledger's
+    state says which respondent each box holds: its boxes are held to them)."""
+    from dpriv.criteria import promised
+    from dpriv.release import verify_view
+    from dpriv.rows import rows_of
+    from dpriv.wording import flag_named
+
+    if s.led is not None:
+        count = _Count(s.led.read_metrics(flags.view).n_released, "its metrics.json")
+    else:
+        count = _recorded(Path(flags.released), s.found)
+    members = None
+    if s.led is not None and inputs.table is None:
         from dpriv.release_members import release_members
 
-        members = release_members(led.read_state(view), view, pol)
-
+        members = release_members(s.led.read_state(flags.view), flags.view, s.policy)
     if method != "jsreduce":
         typer.echo(f"  method: {method} (checked: {', '.join(promised(method))})")
-    # a bad row of a generalized release is named in its file (an Anatomy release's checked rows
-    # are its sensitive table expanded, no file's)
-    shown = (
-        (led.release_dir(view) / "view.parquet" if ledger is not None else released)
-        if table is None
-        else None
-    )
-    with rows_of(None if shown is None else str(shown), released=True):
-        report = verify_view(
-            rel,
-            orig,
-            with_categorical(pol, categorical, date),
-            view=view,
-            sensitive=table,
-            recorded=recorded,
-            recorded_in=recorded_in,
+    with rows_of(_rows_named_in(flags, s, inputs), released=True):
+        return verify_view(
+            inputs.released,
+            inputs.original,
+            with_categorical(s.policy, flags.categorical, flags.date),
+            view=flags.view,
+            sensitive=inputs.table,
+            recorded=count.n_released,
+            recorded_in=count.recorded_in,
             method=method,
             named=flag_named,  # its refusals name the flags: --original, --view <index>
             members=members,
         )
-    held = promised(method, pol.rbk_closeness)
-    for key, val in report.to_dict().items():
-        if not isinstance(val, list | dict):
-            typer.echo(f"{key:>12}: {val}{_unchecked(key, val, method, held)}")
-    metrics = (
-        led.release_dir(view) / LEDGER_METRICS if ledger is not None else (found.path if found else None)
-    )
-    for name in ("j", "rbk_closeness", "posterior_bound"):
-        if getattr(pol, name) is not None and (name != "j" or name in held):
-            _say(
-                f"note: {name} = {getattr(pol, name)} is not checked here: it needs the members' priors, "
-                "which only the release has (it checked them before writing: metrics.json)"
-                + _recorded_value(metrics, f"{name}_achieved")
-            )
-    for p in report.problems:  # each kind already capped at 20 lines and a count of the rest
-        typer.echo(f"  FAIL {p}")
-    if not report.ok and released:
-        _hints(Path(released), table is not None, method, report.problems)
-    if not report.ok:
-        raise typer.Exit(2)
 
 
-def _unchecked(key: str, value: object, method: str, held: tuple[str, ...]) -> str:
-    """Why an achieved value printed as None is not known here: ``" (...)"``, or ``""``. The
-    value line alone read as a failure, or a bug (a drill: ``j_achieved: None``)."""
-    if value is not None:
-        return ""
-    if key == "j_achieved":  # the verifier has the released groups, not the members' priors
-        return (
-            " (not checked here: it needs the members' private priors; see the note)"
-            if "j" in held
-            else f" (not checked: {method} does not promise j)"
-        )
-    if key in ("k_achieved", "l_achieved", "t_achieved"):
-        return " (no QI-group released)"
-    return ""
+def _rows_named_in(flags: _Flags, s: _Settled, inputs: _Inputs) -> str | None:
+    """The file a bad row of a generalized release is named in (an Anatomy release's checked
+    rows are its sensitive table expanded, no file's: None)."""
+    if inputs.table is not None:
+        return None
+    return str(s.led.release_dir(flags.view) / "view.parquet" if s.led is not None else flags.released)
 
 
-def _recorded_value(metrics: Path | None, key: str) -> str:
-    """``"; <metrics> records <key> 0.5301"`` when the release's metrics file holds that number
-    (what the release checked before writing), else ``""``."""
-    try:
-        value = json.loads(metrics.read_text(encoding="utf-8")).get(key) if metrics else None
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return ""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return ""
-    return f"; {metrics} records {key} {value:.4f}"
+def _metrics_file(s: _Settled, view: int | None) -> Path | None:
+    """The release's metrics file, whose recorded figures the notes give (None: none beside
+    a released file)."""
+    if s.led is not None:
+        return s.led.release_dir(view) / LEDGER_METRICS
+    return s.found.path if s.found else None
 
 
-def _recorded(released: Path, found: Recorded | None) -> tuple[int | None, str]:
+def _recorded(released: Path, found: Recorded | None) -> _Count:
     """The tuple count ``found`` beside a released file (:func:`recorded_beside`, read before the
     work) and the file's name; a note when there is none."""
     if found is None:
@@ -265,26 +349,6 @@ def _recorded(released: Path, found: Recorded | None) -> tuple[int | None, str]:
             f"note: no {metrics_beside(released)} beside it: the tuple count is not checked (a row "
             "cut from the file cannot be told from a suppressed tuple)"
         )
-        return None, ""
+        return _Count(None, "")
     typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
-    return found.n_released, str(found.path)
-
-
-def _hints(released: Path, anatomy: bool, method: str, problems: list[str]) -> None:
-    """What a failed check of a file may mean: a ledger's release (checked under its recorded
-    policy and method with --ledger), an Anatomy QI table, another method."""
-    lr = ledger_release(released)
-    if lr is not None:
-        _say(
-            f"note: {released} is release {lr.index} of the ledger {lr.root}: check it under the "
-            f"ledger's recorded policy and method with dpriv verify --ledger {shlex.quote(str(lr.root))} "
-            f"--view {lr.index} --original HISTORY"
-        )
-    table = sensitive_beside(released)
-    if not anatomy and table.exists():
-        _say(
-            f"note: {table} lies beside it: if this is an Anatomy release, "
-            "verify it with --release-format anatomy (or the policy it was released under)"
-        )
-    if method == "jsreduce" and lr is None and any(" > t = " in p for p in problems):
-        _say("note: t is held as JS-reduce promises it; a release of another method: give --method")
+    return _Count(found.n_released, str(found.path))

@@ -69,13 +69,13 @@ def refuse_not_a_view(released: Path) -> None:
 def check_ledger_file(released: Path) -> None:
     """For a file inside a ledger (:func:`ledger_release`): LedgerError (exit 2) when its release
     is not committed, or when the release's view, metrics.json or sensitive table is not the
-    file the manifest recorded (:func:`dpriv.ledger_files.check_released_files`: a view or a
+    file the manifest recorded (:func:`dpriv.ledger_digests.check_released_files`: a view or a
     metrics.json edited after the release); as ``dpriv verify --ledger`` refuses them. A check
     of the file alone would hold an edited box, or a tuple count edited with the rows, against
     nothing the ledger recorded."""
     from dpriv.errors import LedgerError
     from dpriv.ledger import Ledger
-    from dpriv.ledger_files import check_released_files
+    from dpriv.ledger_digests import check_released_files
     from dpriv.rows import spans
 
     lr = ledger_release(released)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import dask
 import dask.dataframe as dd
@@ -139,24 +139,34 @@ def release_sums(released: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, b
     return sums.with_association(association_per_group(released, policy))
 
 
+class SumsWith(NamedTuple):
+    """:func:`release_sums_with`'s result: the release's group sums and ``other`` computed (a
+    Dask collection as pandas, anything else as it was given; None when none was)."""
+
+    sums: GroupSums
+    other: Any
+
+
 def release_sums_with(
-    released: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, by_group: bool, *more: Any
-) -> tuple:
-    """(:func:`release_sums` of ``released``, then each of ``more`` computed: a Dask collection
-    as pandas, anything else as it is). On Dask with whole QI-groups per partition, the
-    per-partition sums and ``more`` (e.g. the pk step's persisted tail rows) come in one
-    ``dask.compute``: each compute is a round trip to the scheduler."""
+    released: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, by_group: bool, other: Any = None
+) -> SumsWith:
+    """:func:`release_sums` of ``released`` and ``other`` computed. On Dask with whole QI-groups
+    per partition, the per-partition sums and ``other`` (e.g. the pk step's persisted tail rows)
+    come in one ``dask.compute``: each compute is a round trip to the scheduler."""
     if is_dask(released) and (by_group or released.npartitions == 1):
         task = dask.delayed(part_sums, pure=True)
         # a Dask frame as its partitions' Delayed (no expressions mixed with Delayed in one compute)
-        rest = [_concat(x.to_delayed()) if isinstance(x, dd.DataFrame) else x for x in more]
-        parts, rest = dask.compute([task(p, policy) for p in released.to_delayed()], rest)
-        return functools.reduce(GroupSums.merge, parts), *rest
-    return release_sums(released, policy, by_group), *dask.compute(*more)
+        other = _concat(other.to_delayed()) if isinstance(other, dd.DataFrame) else other
+        parts, other = dask.compute([task(p, policy) for p in released.to_delayed()], other)
+        return SumsWith(functools.reduce(GroupSums.merge, parts), other)
+    return SumsWith(release_sums(released, policy, by_group), dask.compute(other)[0])
 
 
 @dask.delayed(pure=True)
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """A Dask frame's partitions (its ``to_delayed()``) as one pandas frame, in partition order,
+    inside the compute that gathers them (a Delayed: Dask expressions and Delayed do not mix in
+    one ``dask.compute``)."""
     return pd.concat(parts)
 
 

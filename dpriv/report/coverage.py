@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -29,6 +30,29 @@ from dpriv.rows import spans
 #: the name of any knowledge's gain file.
 GAIN_DK = f"{ATTACK_DIR}/{GAIN_FILE.format(name='dk')}"
 GAIN_ANY = f"{ATTACK_DIR}/{GAIN_FILE.format(name='<knowledge>')}"
+
+
+class ResultsFolder(NamedTuple):
+    """Where the report reads attack results: ``path``, and ``label``, how messages name it
+    (``attack/`` for the ledger's own, else the folder as given, ending in ``/``)."""
+
+    path: Path
+    label: str
+
+
+def results_folder(led: Ledger, attack_dir: str | Path | None = None) -> ResultsFolder:
+    """``LEDGER/attack/``, or ``attack_dir`` (``dpriv report --attack-dir``: the results of
+    ``dpriv attack --out DIR/gain_<knowledge>.csv`` on a ledger the auditor cannot write in,
+    read and checked as if in ``attack/``). InputError for an ``attack_dir`` that is no folder."""
+    if attack_dir is None:
+        return ResultsFolder(led.root / ATTACK_DIR, f"{ATTACK_DIR}/")
+    folder = Path(attack_dir)
+    if not folder.is_dir():
+        raise InputError(
+            f"--attack-dir {folder}: no such folder; give the folder holding the gain_<knowledge>.csv "
+            "files of dpriv attack --out (or omit it to read LEDGER/attack/): nothing was written"
+        )
+    return ResultsFolder(folder, f"{folder}/")
 
 
 def check_held(frame: pd.DataFrame, held: int, root: Path, where: str, fix: str) -> None:
@@ -125,18 +149,22 @@ class AttackResults:
         return out
 
 
-def attack_results(led: Ledger, gains: Mapping[str, pd.DataFrame] | None = None) -> AttackResults:
+def attack_results(
+    led: Ledger, gains: Mapping[str, pd.DataFrame] | None = None, attack_dir: str | Path | None = None
+) -> AttackResults:
     """The gain curves (``gains`` passed in win over ``attack/gain_<knowledge>.csv``) and the
-    retrospective results of ``led``. InputError for a result that names a release ``led`` does
-    not hold (:func:`check_held`) or that cannot be read."""
+    retrospective results of ``led``, read from ``attack_dir`` instead of ``attack/`` when given
+    (:func:`results_folder`). InputError for a result that names a release ``led`` does not hold
+    (:func:`check_held`) or that cannot be read."""
     from dpriv.report.gains import gain_curves
     from dpriv.report.tail import retro_results
 
-    curves = gain_curves(led, gains)
-    retros = retro_results(led.root / ATTACK_DIR)
+    curves = gain_curves(led, gains, attack_dir)
+    folder = results_folder(led, attack_dir)
+    retros = retro_results(folder.path)
     held = len(led.committed())
     for name, frame in retros.items():
-        where = f"the results in {ATTACK_DIR}/{RETRO_FILE.format(name=name)}"
+        where = f"the results in {folder.label}{RETRO_FILE.format(name=name)}"
         check_held(frame, held, led.root, where, NOT_OURS)
         check_same_releases(frame, led, where, NOT_OURS, unstamped=AGAIN)
     return AttackResults(held, curves, retros, frozenset(str(n) for n in gains or ()))

@@ -14,9 +14,9 @@ import pandas as pd
 from dpriv.attack_files import AGAIN, GAIN_FILE, as_ledger, read_result, result_files
 from dpriv.attack_stamp import STAMP, check_same_releases
 from dpriv.errors import InputError
-from dpriv.ledger import ATTACK_DIR, Ledger
+from dpriv.ledger import Ledger
 from dpriv.passed_results import checked_result
-from dpriv.report.coverage import NOT_OURS, check_held
+from dpriv.report.coverage import NOT_OURS, check_held, results_folder
 
 _GAIN_FILE = result_files(GAIN_FILE)
 
@@ -46,7 +46,9 @@ def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def gain_curves(
-    ledger: Ledger | str | Path, gains: Mapping[str, pd.DataFrame] | None = None
+    ledger: Ledger | str | Path,
+    gains: Mapping[str, pd.DataFrame] | None = None,
+    attack_dir: str | Path | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Adversary-gain curves of a ledger: those passed in, then ``attack/gain_<knowledge>.csv``.
 
@@ -57,6 +59,10 @@ def gain_curves(
     gains : mapping knowledge name -> DataFrame, optional
         Frames with columns ``release`` and ``adversary_gain`` (the return value of
         :func:`dpriv.attack.attack`); they win over a file of the same name.
+    attack_dir : str or Path, optional
+        The folder to read the ``gain_<knowledge>.csv`` files from instead of the ledger's
+        ``attack/`` (those ``dpriv attack --out`` wrote for a ledger one cannot write in), checked
+        the same way.
 
     Returns
     -------
@@ -72,16 +78,17 @@ def gain_curves(
         A frame or file without the two columns (the file is named relative to the ledger),
         naming a release twice or a release the ledger does not hold
         (:func:`dpriv.report.coverage.check_held`), or computed on other releases than the
-        ledger's (:func:`dpriv.attack_stamp.check_same_releases`).
+        ledger's (:func:`dpriv.attack_stamp.check_same_releases`); an ``attack_dir`` that is no
+        folder.
     """
     led = as_ledger(ledger, "gain_curves")
     out: dict[str, pd.DataFrame] = {}
-    folder = led.root / ATTACK_DIR
+    folder, label = results_folder(led, attack_dir)
     if folder.is_dir():
         for path in sorted(folder.iterdir()):
             match = _GAIN_FILE.match(path.name)
             if match and path.is_file():
-                where = f"{ATTACK_DIR}/{path.name}"
+                where = f"{label}{path.name}"
                 optional = ("histogram_gain", "n_tuples")
                 frame = read_result(
                     path,
@@ -97,7 +104,7 @@ def gain_curves(
     held = len(led.committed())
     for name, frame in out.items():  # a file of another ledger's releases is refused
         if name not in passed:
-            where = f"the results in {ATTACK_DIR}/{GAIN_FILE.format(name=name)}"
+            where = f"the results in {label}{GAIN_FILE.format(name=name)}"
             check_held(frame, held, led.root, where, NOT_OURS)
             check_same_releases(frame, led, where, NOT_OURS, unstamped=AGAIN)
     for name, frame in passed.items():

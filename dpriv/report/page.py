@@ -15,7 +15,7 @@ import pandas as pd
 from dpriv.criteria import breaks, promised
 from dpriv.io import atomic_write, made_folder
 from dpriv.ledger import Ledger
-from dpriv.report.coverage import GAIN_ANY, GAIN_DK, attack_results
+from dpriv.report.coverage import GAIN_ANY, GAIN_DK, attack_results, results_folder
 from dpriv.report.explain import percent, report_title, verdicts
 from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
 from dpriv.report.reference import reference_kprs
@@ -31,7 +31,6 @@ from dpriv.report.sections import (
     verdict_section,
 )
 from dpriv.report.tables import (
-    ATTACK_DIR,
     RELEASE_COLUMNS,
     _j_unit,
     _ledger,
@@ -115,6 +114,7 @@ def render_report(
     gains: Mapping[str, pd.DataFrame] | None = None,
     title: str | None = None,
     history: pd.DataFrame | dd.DataFrame | str | Path | None = None,
+    attack_dir: str | Path | None = None,
 ) -> str:
     """The report page of :func:`write_report` as a string (nothing written).
 
@@ -130,6 +130,10 @@ def render_report(
     history : pandas or Dask DataFrame or path, optional
         The original history: the KPR reference line (each view against itself,
         :func:`dpriv.report.reference.reference_kprs`) is computed from it.
+    attack_dir : str or Path, optional
+        Read the attack results (``gain_<knowledge>.csv``, ``retro_<knowledge>.csv``,
+        ``kpr.csv``) from this folder instead of the ledger's ``attack/`` (``dpriv attack --out``
+        for a ledger one cannot write in), with the same checks (of this ledger's releases).
 
     Returns
     -------
@@ -142,8 +146,9 @@ def render_report(
     led = _ledger(ledger)
     check_ledger_whole(led, state=False)  # a damaged ledger (its last view truncated) is refused
     policy = _stored_policy(led)
-    releases = release_frame(led, _history_reference(led, history))
-    results = attack_results(led, gains)  # refuses another ledger's results
+    releases = release_frame(led, _history_reference(led, history), attack_dir)
+    results = attack_results(led, gains, attack_dir)  # refuses another ledger's results
+    folder = results_folder(led, attack_dir)
     curves = results.curves
     title = title or report_title(policy)
     j_unit = _j_unit(float(policy.get("log_base", 2.0)))
@@ -159,8 +164,8 @@ def render_report(
         f"<h1>{e(title)}</h1>",
         f'<p class="note">{n} committed release(s); generated {e(_dt.date.today().isoformat())} by '
         "<code>dpriv report</code> from the public files of the ledger (manifest.json, policy.json, "
-        "releases/&lt;i&gt;/metrics.json, attack/). The sensitive <code>state/</code> folder is not "
-        "read"
+        f"releases/&lt;i&gt;/metrics.json, {e(folder.label)}). The sensitive <code>state/</code> folder "
+        "is not read"
         + ("; the original history was read for the KPR reference line only" if history is not None else "")
         + ".</p>",
         '<h2 id="policy">Policy</h2>',
@@ -231,7 +236,7 @@ def render_report(
         )
     if retros:
         parts.append(retro_table(results))
-    parts.append(tail_section(tail_curves(led.root / ATTACK_DIR), defender_tail(led)))
+    parts.append(tail_section(tail_curves(folder.path), defender_tail(led)))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -243,6 +248,7 @@ def write_report(
     gains: dict[str, pd.DataFrame] | None = None,
     title: str | None = None,
     history: pd.DataFrame | dd.DataFrame | str | Path | None = None,
+    attack_dir: str | Path | None = None,
 ) -> Path:
     """Write the self-contained HTML report of a ledger (see the module doc).
 
@@ -262,6 +268,9 @@ def write_report(
         Page title (default from the policy, see :func:`render_report`).
     history : pandas or Dask DataFrame or path, optional
         The original history, for the KPR reference line (see :func:`render_report`).
+    attack_dir : str or Path, optional
+        The folder of attack results to read instead of the ledger's ``attack/`` (see
+        :func:`render_report`).
 
     Returns
     -------
@@ -287,7 +296,7 @@ def write_report(
     check_outside_ledger(out, attack=True, flag="out_html")  # a ledger's record: its attack/ only
     # before any work: never another file (write_report has no force: it replaces only its own page)
     check_replaceable(out, "report", force=True, flag="out_html", replacer="write_report")
-    page = render_report(ledger, gains=gains, title=title, history=history)
+    page = render_report(ledger, gains=gains, title=title, history=history, attack_dir=attack_dir)
     with made_folder(out.parent):
         atomic_write(out, page.encode("utf-8"), mode=None)
         record_output(out, "report")

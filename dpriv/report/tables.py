@@ -15,7 +15,7 @@ import pandas as pd
 
 from dpriv.attack_files import KPR_FILE, read_result
 from dpriv.errors import InputError
-from dpriv.ledger import ATTACK_DIR, POLICY, Ledger
+from dpriv.ledger import ATTACK_DIR, POLICY, Ledger  # noqa: F401 (ATTACK_DIR: public here too)
 from dpriv.release_check import NOTHING_RELEASED, check_released_any
 from dpriv.report.gains import checked_gains, gain_curves  # noqa: F401  (public here too)
 
@@ -185,26 +185,36 @@ def _short_list(values: list[Any]) -> str:
     return "[" + ", ".join(text if len(text) <= 8 else [*text[:4], "...", *text[-2:]]) + "]"
 
 
-def kpr_values(ledger: Ledger | str | Path, column: str = "kpr") -> dict[int, float]:
-    """KPR (percent) per release from ``attack/kpr.csv`` (columns ``release``, ``kpr``, and
-    optionally ``kpr_reference``: the KPR of the original view against itself).
+def kpr_values(
+    ledger: Ledger | str | Path, column: str = "kpr", attack_dir: str | Path | None = None
+) -> dict[int, float]:
+    """KPR (percent) per release from ``attack/kpr.csv`` (``attack_dir``/kpr.csv when given;
+    columns ``release``, ``kpr``, and optionally ``kpr_reference``: the KPR of the original view
+    against itself).
 
     ``column`` is ``"kpr"`` or ``"kpr_reference"``. Returns an empty dict when the file (or
     the optional ``kpr_reference`` column) is absent; raises :class:`InputError` when it
     lacks ``release`` or ``kpr``.
     """
+    from dpriv.report.coverage import results_folder
+
     led = _ledger(ledger)
-    path = led.root / ATTACK_DIR / KPR_FILE
+    folder, label = results_folder(led, attack_dir)
+    path = folder / KPR_FILE
     if not path.is_file():
         return {}
-    where = f"{ATTACK_DIR}/{KPR_FILE}"
+    where = f"{label}{KPR_FILE}"
     frame = read_result(path, ["release", "kpr"], where, optional=(column,))
     if column not in frame.columns:  # a kpr.csv without the optional kpr_reference
         return {}
     return {int(r): float(v) for r, v in zip(frame["release"], frame[column], strict=True)}
 
 
-def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | None = None) -> pd.DataFrame:
+def release_frame(
+    ledger: Ledger | str | Path,
+    reference: Mapping[int, float] | None = None,
+    attack_dir: str | Path | None = None,
+) -> pd.DataFrame:
     """Per-release metrics of a ledger as read from ``releases/<i>/metrics.json``.
 
     Parameters
@@ -214,6 +224,8 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
     reference : mapping release -> float, optional
         KPR (percent) of each original view against itself
         (:func:`dpriv.report.reference.reference_kprs`); wins over ``attack/kpr.csv``.
+    attack_dir : str or Path, optional
+        The folder whose ``kpr.csv`` is read instead of ``attack/kpr.csv``.
 
     Returns
     -------
@@ -243,8 +255,8 @@ def release_frame(ledger: Ledger | str | Path, reference: Mapping[int, float] | 
             f"reference is a mapping release -> KPR (percent), e.g. reference_kprs(...), over the "
             f"releases of the ledger (1..{max(held, default=0)}), not {reference!r}"
         )
-    kprs = kpr_values(led)
-    refs = {**kpr_values(led, "kpr_reference"), **(reference or {})}
+    kprs = kpr_values(led, attack_dir=attack_dir)
+    refs = {**kpr_values(led, "kpr_reference", attack_dir), **(reference or {})}
     rows = []
     for entry in led.committed():
         i = int(entry["index"])

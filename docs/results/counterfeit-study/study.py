@@ -129,6 +129,9 @@ def paper(inp, rule: str, share: float, seed: int) -> tuple[list[dict], dict]:
                 "as_of": read.index,
                 "gain": float((on_truth - pub[gi, truth] / pub[gi].sum(axis=1)).mean()),
                 "gain_true_freq": float((on_truth - counts[gi, truth] / counts[gi].sum(axis=1)).mean()),
+                # B_i of docs/algorithms.md (gain-parts): the mean true frequency of a tuple's own
+                # value in its group; (E10) = knowledge - B_i
+                "baseline": float((counts[gi, truth] / counts[gi].sum(axis=1)).mean()),
                 "prior_gain_true_freq": float(
                     (priors[k, truth] - counts[gi, truth] / counts[gi].sum(axis=1)).mean()
                 ),
