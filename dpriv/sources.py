@@ -266,10 +266,11 @@ class IECounter:
 def _load_corpus(path: str) -> pd.DataFrame:
     """The SPM corpus at ``path``; InputError naming ``spm:PATH`` for a local file that does not
     exist (read_table's "input ... does not exist" did not say which option gave it)."""
-    if "://" not in path and not Path(path).exists():
+    local = Path(path).expanduser()  # read_table expands ~ too
+    if "://" not in path and not local.exists():
         raise InputError(
             f"the SPM corpus {path} of the knowledge 'spm:{path}' (--knowledge spm:{path}) does not exist "
-            f"({Path(path).absolute()}): give the path of a corpus file (CSV or Parquet) after spm:"
+            f"({local.absolute()}): give the path of a corpus file (CSV or Parquet) after spm:"
         )
     return read_table(path, what="SPM corpus").compute()
 
