@@ -252,8 +252,10 @@ class Ledger(StateReaders):
         drop_private: bool = True,
         sensitive: pd.DataFrame | None = None,
         state_split: tuple[str, int] | None = None,
-    ) -> None:
-        """Write release ``index`` then list it in the manifest (the commit point).
+    ) -> Mapping[str, Any]:
+        """Write release ``index`` then list it in the manifest (the commit point); returns the
+        metrics as written (with the write step's own ``seconds.write`` when ``metrics["seconds"]``
+        is a dict).
 
         ``view`` (the released tuples, n_i rows) and ``state`` (one row per respondent seen so
         far) are pandas or Dask DataFrames; a Dask frame is computed one partition at a time
@@ -305,6 +307,7 @@ class Ledger(StateReaders):
             with pending_interrupt.deferred():  # the commit point: an interrupt waits until it is whole
                 self._write_manifest(manifest)
                 self._committed(index)
+            return metrics
         except BaseException:  # an interrupt or a failed write
             listed = self._lists(index)
             if listed is not False:  # committed after all (an interrupt raised just after the rename)

@@ -39,11 +39,10 @@ def metrics_sha256(data: bytes) -> str:
     return _figures_sha256(json.loads(data.decode()), gate_seconds=False)
 
 
-def metrics_matches(data: bytes, recorded: str) -> bool:
-    """Whether the metrics.json ``data`` has the digest ``recorded``: :func:`metrics_sha256`, or
-    the one a ledger written before session 40 recorded (the gate's ``seconds`` hashed with the
-    figures). Raises ValueError when ``data`` is no JSON."""
-    record = json.loads(data.decode())
+def metrics_matches(record: Any, recorded: str) -> bool:
+    """Whether a metrics.json's parsed JSON ``record`` has the digest ``recorded``:
+    :func:`metrics_sha256`'s, or the one a ledger written before session 40 recorded (the gate's
+    ``seconds`` hashed with the figures)."""
     return any(_figures_sha256(record, gate_seconds=legacy) == recorded for legacy in (False, True))
 
 
@@ -90,7 +89,7 @@ def _same(path: Path, recorded: str) -> bool | None:
     (its reader names that)."""
     try:
         if path.name == "metrics.json":
-            return metrics_matches(path.read_bytes(), recorded)
+            return metrics_matches(json.loads(path.read_bytes().decode()), recorded)
         return _digest(path) == recorded
     except ValueError:
         return None

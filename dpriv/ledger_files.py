@@ -306,7 +306,7 @@ def read_json(path: Path, entry: dict[str, Any] | None = None) -> Any:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _unreadable(path, exc) from None
     recorded = (entry or {}).get(RELEASED_DIGESTS.get(path.name, ""))
-    if recorded is not None and path.name == "metrics.json" and not metrics_matches(data, recorded):
+    if recorded is not None and path.name == "metrics.json" and not metrics_matches(record, recorded):
         raise changed_since_commit(path, entry)
     return record
 

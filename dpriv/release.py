@@ -128,7 +128,7 @@ def release_history(
     npartitions : Hilbert ranges per view (Dask partitions); default policy.npartitions or 2.
     until : release at most up to this index (an int >= 1; InputError otherwise).
     on_release : called with (index, metrics: :class:`ReleaseRecord`) after each commit
-        (progress output).
+        (progress output); the seconds are those of its metrics.json (the write step's included).
     method : "jsreduce" (Algorithm 1), a Mondrian baseline of :mod:`dpriv.baselines` ("mondrian-l",
         "mondrian-t", "mondrian-bt") or the "histogram" reference (one QI-group per view), these on
         the client; the defender's PK/RBK cycle and the ledger are the same for all methods.
@@ -276,7 +276,9 @@ def _release_one(ledger: Ledger, loop: _Loop, i: int, carried: Carried) -> Commi
     released = released_dates(released, policy)
     # the bucket count: a resumed history's state
     entry = {"input_sha": summary.input_sha, "state_buckets": nbuckets}
-    ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=(policy.id, nbuckets))
+    split = (policy.id, nbuckets)
+    written = ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=split)
+    metrics = replace(metrics, seconds=written["seconds"])  # with the write step, as metrics.json
     # a Dask state comes one partition per bucket: the next release joins it where it lies
     return Committed(metrics, Carried(state, len(state), nbuckets if is_dask(state) else None))
 

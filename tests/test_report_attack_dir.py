@@ -119,3 +119,21 @@ def test_the_release_tables_seconds_include_the_write_step_as_the_report_does(tm
     seconds = json.loads((tmp_path / "L" / "releases" / "1" / "metrics.json").read_text())["seconds"]
     assert seconds["write"] >= 0.05
     assert shown == round(sum(seconds.values()), 2)
+
+
+def test_on_release_gets_the_seconds_metrics_json_holds(tmp_path):
+    """``release_history``'s ``on_release`` is called with the committed metrics' seconds (the
+    write step, timed during the commit, included), the ones ``dpriv release``'s table shows
+    (before, the table re-read each metrics.json for them)."""
+    mh = medical_history(n_views=2, view_size=40, seed=0)
+    policy = write_history(tmp_path / "gen", mh, policy_extra={"privacy": {"k": 3, "t": 0.9, "j": 5}})
+    got = {}
+    release_history(
+        pd.read_parquet(tmp_path / "gen" / "history.parquet"),
+        ReleasePolicy.from_toml(policy),
+        tmp_path / "L",
+        on_release=lambda i, m: got.update({i: m["seconds"]}),
+    )
+    for i in (1, 2):
+        written = json.loads((tmp_path / "L" / "releases" / str(i) / "metrics.json").read_text())["seconds"]
+        assert "write" in got[i] and got[i] == written

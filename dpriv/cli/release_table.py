@@ -4,7 +4,6 @@ view released empty (:class:`ReleaseTable`, the ``on_release`` of
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,18 +37,6 @@ def _release_columns(rbk: bool) -> list[tuple[str, int, str | None]]:
 def release_header(rbk: bool = False) -> str:
     """The table's header line (``max_tv`` with ``rbk``)."""
     return " ".join(f"{h:>{w}}" for h, w, _ in _release_columns(rbk))
-
-
-def with_written_seconds(ledger: Path, index: int, m: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``m`` with the ``seconds`` of the committed ``metrics.json`` of release ``index``, which
-    add the write step (timed during the commit, after ``m`` was made): the table's seconds then
-    agree with ``dpriv report``'s (a fresh user's drill, s40: 0.46 against 0.55). ``m`` as it
-    is when that file cannot be read (the report would name the problem)."""
-    try:
-        seconds = json.loads((ledger / "releases" / str(index) / "metrics.json").read_text())["seconds"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return m
-    return {**m, "seconds": seconds} if isinstance(seconds, dict) else m
 
 
 def release_table_row(index: int, m: Mapping[str, Any], rbk: bool = False) -> str:
@@ -86,7 +73,7 @@ class ReleaseTable:
         self.released.append(i)
         if self.eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it
             record_base(self.ledger, pol.base_dir)
-        typer.echo(release_table_row(i, with_written_seconds(self.ledger, i, m), self.rbk))
+        typer.echo(release_table_row(i, m, self.rbk))
         if m.get("small_view") == "suppressed":
             _say(
                 f"warning: release {i} has {m.get('n_original')} tuple(s), fewer than k = {pol.k}: "
