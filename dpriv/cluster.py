@@ -283,10 +283,14 @@ def release_place(
     ``cluster=True`` in Python), or for a bad input (:func:`dpriv.preflight.preflight`, which
     names the column and the fix).
     """
+    from dpriv.inputs import policy_columns
+    from dpriv.part_types import check_parts
     from dpriv.preflight import preflight
 
     if scheduler and cluster is not None:
         raise InputError(contradiction(scheduler, cluster, named))
+    # a file of a glob lacking a column the first one holds: named (a KeyError on reading it before)
+    check_parts(frame, [*policy_columns(policy), policy.time])
     if scheduler or cluster:
         preflight(frame, policy, source or "the input")
         return Placement("scheduler" if scheduler else "cluster", None, frame)

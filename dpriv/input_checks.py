@@ -189,8 +189,13 @@ def check_loop_args(until: object, npartitions: object, on_release: object) -> N
     and ``on_release`` a function or None (a TypeError after release 1 was committed before)."""
     check_until(until)
     check_npartitions(npartitions)
-    if on_release is not None and not callable(on_release):
-        raise InputError(f"on_release must be a function of (index, metrics) or None, not {on_release!r}")
+    check_callback("on_release", on_release, "(index, metrics)")
+
+
+def check_callback(name: str, fn: object, takes: str) -> None:
+    """InputError unless the callback argument ``name`` is a function (of ``takes``) or None."""
+    if fn is not None and not callable(fn):
+        raise InputError(f"{name} must be a function of {takes} or None, not {fn!r}")
 
 
 def missing_time(columns, policy: ReleasePolicy) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import meta_of, to_pandas
+from dpriv.column_hints import renamed_hint
 from dpriv.dates import date_qi, to_days, with_date_kinds
 from dpriv.errors import InputError, PolicyError
 from dpriv.id_format import representative, shape_of
@@ -362,8 +363,9 @@ def missing_columns(columns, policy: ReleasePolicy, frame: str | None = None) ->
             f"missing column(s) {absent}; the input has {list(columns)}, which looks like a released "
             "(already generalized) view: dpriv releases original data only, feed the original view"
         )
+    unnamed = [c for c in columns if c not in (*wanted, policy.time)]
     raise InputError(
-        f"missing column(s) {absent}; the input has {list(columns)}. "
+        f"missing column(s) {absent}; the input has {list(columns)}{renamed_hint(absent, unnamed)}. "
         + (
             "Rename the columns or pass --id/--qi/--sensitive (or [columns] in the policy)."
             if frame is None

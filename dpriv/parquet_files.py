@@ -4,6 +4,7 @@ footer checked before a computation starts, rows counted, a row of a folder plac
 
 from __future__ import annotations
 
+from dpriv.column_hints import renamed_hint
 from dpriv.errors import InputError
 from dpriv.input_url import filesystem
 
@@ -26,9 +27,12 @@ def check_parquet_footers(fs, root: str) -> None:
         if first is None:
             first = (f, names)
         elif sorted(names) != sorted(first[1]):
+            lacks = [c for c in first[1] if c not in names]  # a column renamed in a later week?
+            hint = renamed_hint(lacks, [c for c in names if c not in first[1]])
             raise InputError(
                 f"{root} holds Parquet files of different tables: {f} has columns {names}, {first[0]} "
-                f"has {first[1]}; a folder is read as the parts of one table: keep one table's parts in it"
+                f"has {first[1]}{hint}; a folder is read as the parts of one table: keep one table's "
+                "parts in it" + (", its columns named alike in every file" if hint else "")
             )
 
 

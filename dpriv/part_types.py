@@ -20,6 +20,7 @@ import pandas as pd
 from pandas.core.dtypes.cast import find_common_type
 
 from dpriv._dispatch import is_dask, meta_of
+from dpriv.column_hints import renamed_hint
 from dpriv.errors import InputError
 from dpriv.part_footers import footer_survey
 
@@ -88,31 +89,37 @@ def check_parts(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> Non
     from dpriv.input_url import filesystem
     from dpriv.parquet_files import check_parquet_footers, folder_files
 
-    wanted = [c for c in dict.fromkeys(columns) if c in meta_of(history).columns]
+    meta = set(meta_of(history).columns)
+    wanted = [c for c in dict.fromkeys(columns) if c in meta]
     for op in history.expr.find_operations(ReadParquet):
         given = op.operand("path")
+        parts = []  # (filesystem, its folder or None, file), every file of the read in order
         for root in given if isinstance(given, list | tuple) else [given]:
             fs, paths = filesystem(str(root), "history")
             for path in paths:
-                files = folder_files(fs, path) if fs.isdir(path) else [path]
-                try:
-                    missing = {f: [c for c in wanted if c not in _columns(fs, f)] for f in files}
-                except OSError:  # unreadable here: the read itself reports it
-                    continue
-                for f, lacks in missing.items():
-                    if lacks:
-                        if fs.isdir(path):
-                            check_parquet_footers(fs, path)  # the folder's own words, both files named
-                        raise InputError(
-                            f"{f} lacks column(s) {lacks} that {files[0]} holds: the files read as one "
-                            "history must be parts of one table (a column renamed or dropped in a later "
-                            "week?): name the columns alike in every file"
-                        )
+                folder = fs.isdir(path)
+                parts += [(fs, path, f) for f in folder_files(fs, path)] if folder else [(fs, None, path)]
+        try:
+            held = [_columns(fs, f) for fs, _, f in parts]
+        except OSError:  # unreadable here: the read itself reports it
+            continue
+        for (fs, folder, f), names in zip(parts, held):
+            lacks = [c for c in wanted if c not in names]
+            if lacks:
+                if folder is not None:
+                    check_parquet_footers(fs, folder)  # the folder's own words, both files named
+                hint = renamed_hint(lacks, names - meta)
+                raise InputError(
+                    f"{f} lacks column(s) {lacks} that {parts[0][2]} holds{hint}: "
+                    "the files read as one history must be parts of one table (a column renamed or "
+                    "dropped in a later week?): name the columns alike in every file"
+                )
 
 
 def _columns(fs, path: str) -> set[str]:
-    """The column names in the footer of Parquet file ``path``."""
+    """The (top-level) column names in the footer of Parquet file ``path``: a list column is one
+    name, not its leaves (``city.list.element``)."""
     import pyarrow.parquet as pq
 
     with fs.open(path, "rb") as fh:
-        return set(pq.read_metadata(fh).schema.names)
+        return set(pq.read_metadata(fh).schema.to_arrow_schema().names)

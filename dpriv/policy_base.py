@@ -4,9 +4,13 @@ A policy file's ``[knowledge]`` and ``[hierarchies]`` paths are relative to the 
 (docs/policy.md). A ledger records the policy (``policy.json``) without that folder, so a
 later ``dpriv release --ledger L`` or ``dpriv attack L`` without ``--policy`` needs it back:
 the first command that commits into the ledger with ``--policy FILE`` records the folder of
-FILE in ``LEDGER/policy_base.json`` (``{"base_dir": "/abs/folder"}``, written once, never
-replaced). Older ledgers have no such file: the paths are then looked up in the caller's
-fallback folders (the folder of the history, the ledger's parent), as before.
+FILE in ``LEDGER/policy_base.json`` (``{"base_dir": "/abs/folder", "base_dir_from_ledger":
+"../.."}``, written once, never replaced): absolute, and relative to the ledger's folder, so a
+ledger moved or copied together with its policy's folder (another parent, another machine)
+still finds the files there; a ledger moved alone keeps the absolute one. Ledgers written
+before hold the absolute folder only (still read); older ones have no such file: the paths are
+then looked up in the caller's fallback folders (the folder of the history, the ledger's
+parent), as before.
 
 Both commands go through :func:`recorded_base`; a path that still cannot be found is refused
 with :data:`PASS_POLICY`, the fix ``dpriv attack`` has always printed.
@@ -14,7 +18,9 @@ with :data:`PASS_POLICY`, the fix ``dpriv attack`` has always printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 from dpriv.errors import KnowledgeFileError, PolicyError
@@ -30,23 +36,36 @@ _NOT_PATHS = ("defender",)
 def record_base(ledger: Path, base_dir: str | None) -> Path | None:
     """Write ``LEDGER/policy_base.json`` with ``base_dir`` when the ledger has committed its
     policy (``policy.json`` exists), ``base_dir`` is known and no such file exists yet; returns
-    the path written, else None (an existing file is never replaced)."""
+    the path written, else None (an existing file is never replaced). The folder is recorded
+    absolute (``base_dir``) and relative to the ledger's folder (``base_dir_from_ledger``, POSIX
+    separators; left out when there is no relative path, another drive on Windows)."""
     path = ledger / BASE_FILE
     if base_dir is None or path.exists() or not (ledger / "policy.json").is_file():
         return None
-    path.write_text(json.dumps({"base_dir": str(Path(base_dir).resolve())}) + "\n")
+    base = Path(base_dir).resolve()
+    record = {"base_dir": str(base)}
+    with contextlib.suppress(ValueError):  # no relative path between two drives
+        record["base_dir_from_ledger"] = Path(os.path.relpath(base, ledger.resolve())).as_posix()
+    path.write_text(json.dumps(record) + "\n")
     return path
 
 
-def _recorded_dir(ledger: Path) -> Path | None:
+def _recorded_dirs(ledger: Path) -> list[Path]:
+    """The folders ``ledger``'s :data:`BASE_FILE` records: the absolute one, then the one relative
+    to the ledger as it lies now (a ledger moved with its policy's folder), when it differs."""
     path = ledger / BASE_FILE
     if not path.is_file():
-        return None
+        return []
     try:
-        base = json.loads(path.read_text()).get("base_dir")
+        record = json.loads(path.read_text())
+        base, relative = record.get("base_dir"), record.get("base_dir_from_ledger")
     except (json.JSONDecodeError, AttributeError):
-        return None
-    return Path(base) if isinstance(base, str) else None
+        return []
+    found = [Path(base)] if isinstance(base, str) else []
+    if isinstance(relative, str):
+        moved = Path(os.path.normpath(ledger.resolve() / relative))
+        found += [moved] if moved not in found else []
+    return found
 
 
 def relative_files(knowledge: dict[str, str], hierarchies: dict[str, str]) -> dict[str, str]:
@@ -91,10 +110,9 @@ def recorded_base(
 
 
 def base_candidates(ledger: Path, fallback: list[Path]) -> list[Path]:
-    """The folders a recorded policy's relative paths are looked for in, in order: the one
-    ``ledger``'s :data:`BASE_FILE` records (when it does), then ``fallback``."""
-    recorded = _recorded_dir(ledger)
-    return ([recorded] if recorded is not None else []) + list(fallback)
+    """The folders a recorded policy's relative paths are looked for in, in order: those
+    ``ledger``'s :data:`BASE_FILE` records (when it does: :func:`_recorded_dirs`), then ``fallback``."""
+    return _recorded_dirs(ledger) + list(fallback)
 
 
 def with_hint(exc: PolicyError, tried: list[Path] | None = None) -> PolicyError:

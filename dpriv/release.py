@@ -46,6 +46,7 @@ from dpriv.first_priors import deferred
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checks import (
+    check_callback,
     check_loop_args,
     checked_history,
     history_summaries,
@@ -108,6 +109,7 @@ def release_history(
     npartitions: int | None = None,
     until: int | None = None,
     on_release: Callable[[int, ReleaseRecord], None] | None = None,
+    on_start: Callable[[list[int]], None] | None = None,
     method: str = "jsreduce",
     allow_repeated_view: bool = False,
     allow_new_ids: bool = False,
@@ -129,6 +131,9 @@ def release_history(
     until : release at most up to this index (an int >= 1; InputError otherwise).
     on_release : called with (index, metrics: :class:`ReleaseRecord`) after each commit
         (progress output); the seconds are those of its metrics.json (the write step's included).
+    on_start : called once the input passed its checks, before the first release, with the indices
+        of the views this call releases (those not committed yet, in order; [] when none): a
+        caller then knows, should the call fail after a commit, whether any release was left.
     method : "jsreduce" (Algorithm 1), a Mondrian baseline of :mod:`dpriv.baselines` ("mondrian-l",
         "mondrian-t", "mondrian-bt") or the "histogram" reference (one QI-group per view), these on
         the client; the defender's PK/RBK cycle and the ledger are the same for all methods.
@@ -144,13 +149,14 @@ def release_history(
     InputError, PolicyError, LedgerError, VerificationError; the ledger stays at its last
     committed release in every case.
     """
+    check_callback("on_start", on_start, "(indices)")
     checked = _checked_input(history, policy, ledger_dir, method, until, npartitions, on_release,
                              allow_repeated_view, existing_ledger)  # fmt: skip
     ledger = Ledger(ledger_dir, create=True, prepare=False, lock=True)  # prepared below if there is work
     try:  # the ledger's lock (one writer at a time) is dropped however this ends
         ledger.check_policy(checked.fingerprint, files=checked.files)
         check_ledger_whole(ledger)
-        _release_views(ledger, checked, npartitions, method, allow_new_ids, on_release)
+        _release_views(ledger, checked, npartitions, method, allow_new_ids, _Hooks(on_start, on_release))
     finally:
         ledger.unlock()
     return ledger
@@ -231,17 +237,23 @@ class _Loop(NamedTuple):
     start: LoopStart
 
 
+class _Hooks(NamedTuple):
+    """``release_history``'s callbacks: ``start`` with the views to release, ``release`` per commit."""
+
+    start: Callable[[list[int]], None] | None
+    release: Callable[[int, ReleaseRecord], None] | None
+
+
 def _release_views(
-    ledger: Ledger,
-    c: _Checked,
-    npartitions: int | None,
-    method: str,
-    allow_new_ids: bool,
-    on_release: Callable[[int, ReleaseRecord], None] | None,
+    ledger: Ledger, c: _Checked, npartitions: int | None, method: str, allow_new_ids: bool, hooks: _Hooks
 ) -> None:
     """The release of every view of ``c.indices`` not committed yet, in order, into the locked
-    ``ledger`` (a committed one is checked unchanged); ``on_release`` after each commit."""
+    ``ledger`` (a committed one is checked unchanged); ``hooks.start`` once with the views to
+    release, ``hooks.release`` after each commit."""
     start = loop_start(ledger, c.history, c.policy, c.summaries, c.indices, c.knowledge, allow_new_ids)
+    if hooks.start:
+        hooks.start([i for i in c.indices if i not in start.committed])
+    on_release = hooks.release
     loop, carried = _Loop(c, npartitions or c.policy.npartitions or 2, method, start), start.carried
     for i in c.indices:
         if i in start.committed:

@@ -384,7 +384,7 @@ def check_views(
     if not allow_repeated:
         recorded = {e["index"]: e.get("input_sha", "") for e in entries}
         check_repeated({**{i: s.input_sha for i, s in summaries.items()}, **recorded}, set(recorded))
-    check_k_below_largest(summaries, policy)
+    check_k_below_largest(summaries, policy, to_release=bool(set(summaries) - {e["index"] for e in entries}))
     for i, summary in summaries.items():
         try:
             check_size(summary.n_rows, policy, policy.small_view == "suppress")

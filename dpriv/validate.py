@@ -41,6 +41,7 @@ from dpriv.rows import (
     problems_message,
     problems_of,
 )
+from dpriv.user_warning import warn_user
 from dpriv.value_types import GROUPED_NUMBER, ID_KINDS_META, huge_values, id_kinds, type_problems
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 from dpriv.wording import counted
@@ -369,19 +370,30 @@ def validate_view(
     return summary_of(counts, int(n))
 
 
-def check_k_below_largest(summaries: Mapping[int, ViewSummary], policy: ReleasePolicy) -> None:
-    """PolicyError when k exceeds every view of ``summaries`` (unless ``small_view =
-    "suppress"``): the per-view refusal's advice, ``small_view = "suppress"``, would then publish
-    only empty releases (a fresh user's drill, s40), so the message names the largest view and
-    asks for a smaller k."""
-    if not summaries or policy.small_view == "suppress":
+def check_k_below_largest(
+    summaries: Mapping[int, ViewSummary], policy: ReleasePolicy, to_release: bool = True
+) -> None:
+    """PolicyError when k exceeds every view of ``summaries``: the per-view refusal's advice,
+    ``small_view = "suppress"``, would then publish only empty releases (a fresh user's drill,
+    s40), so the message names the largest view and asks for a smaller k. Under ``small_view =
+    "suppress"`` (the policy asks for such views to be released empty) a UserWarning says the
+    same when views are ``to_release``: each would publish nothing (s41: they were written silently)."""
+    if not summaries:
         return
     i, largest = max(summaries.items(), key=lambda item: item[1].n_rows)
-    if policy.k > largest.n_rows:
-        raise PolicyError(
-            f"k = {policy.k} exceeds every view of the history (the largest, {policy.time} = {i}, holds "
-            f"{largest.n_rows} tuples): choose k of at most {largest.n_rows} ([privacy] k or --k); "
-            'small_view = "suppress" would release every view empty'
+    if policy.k <= largest.n_rows:
+        return
+    said = (
+        f"k = {policy.k} exceeds every view of the history (the largest, {policy.time} = {i}, holds "
+        f"{largest.n_rows} tuples)"
+    )
+    fix = f"choose k of at most {largest.n_rows} ([privacy] k or --k)"
+    if policy.small_view != "suppress":
+        raise PolicyError(f'{said}: {fix}; small_view = "suppress" would release every view empty')
+    if to_release:
+        warn_user(
+            f'{said}: with small_view = "suppress" every view is released empty (every tuple '
+            f"suppressed, nothing published); {fix} to publish them"
         )
 
 

@@ -182,22 +182,26 @@ def _run_release(
     # on a cluster: persisted on the workers, each view a filter of it, never collected; in
     # process, the status line is said once the input passed release_history's checks
     with (
-        during_release(ledger, table.committed, scheduler),  # a lost worker or scheduler: exit 3, named
+        during_release(ledger, table, scheduler),  # a lost worker or scheduler: exit 3, named
         held_until_checked(_say) if placement.place == "process" else nullcontext(_say) as say,
         release_frame(placement, scheduler=scheduler, say=say, named=flag_named) as history,
     ):
         if new_ledger_note:  # in process: held until the input passed its checks
             say(new_ledger_note)
         try:
-            led = release_history(
-                history, pol, ledger, npartitions=npartitions, on_release=table, method=method,
-                allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
+            release_history(
+                history, pol, ledger, npartitions=npartitions, on_release=table, on_start=table.plan,
+                method=method, allow_repeated_view=allow_repeated_view, allow_new_ids=allow_new_ids,
                 existing_ledger=existing_ledger,
             )  # fmt: skip
         except (PolicyError, InputError) as exc:
             raise _with_fix(exc, eff, held) from None
     if not table.released:
-        typer.echo(f"nothing to release: the ledger already holds releases 1..{led.last_index()}")
+        from dpriv.ledger import Ledger
+
+        typer.echo(f"nothing to release: the ledger already holds releases 1..{Ledger(ledger).last_index()}")
+    if note := table.summary():  # small views released empty: said again where the run's outcome is read
+        typer.echo(note)
     typer.echo(f"ledger: {ledger} (releases/<i>/view.parquet are public; state/ is sensitive)")
 
 

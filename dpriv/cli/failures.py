@@ -25,7 +25,7 @@ import re
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 import typer
 
@@ -154,11 +154,22 @@ def loss_message(exc: BaseException, scheduler: str | None = None, command: str 
     )
 
 
+class ReleaseProgress(Protocol):
+    """What ``dpriv release`` printed and planned (:class:`dpriv.cli.release_table.ReleaseTable`)."""
+
+    def committed(self) -> int: ...  # the last commit the command printed (or held before it)
+    def catch_up(self, last: int) -> None: ...  # print the rows of releases committed up to ``last``
+    def all_committed(self, last: int) -> bool: ...  # nothing left to release once ``last`` is
+
+
 @contextlib.contextmanager
-def during_release(ledger: Path, committed: Callable[[], int], scheduler: str | None) -> Iterator[None]:
+def during_release(ledger: Path, progress: ReleaseProgress, scheduler: str | None) -> Iterator[None]:
     """Turn a cluster failure inside the block into :class:`ClusterLost` naming the release
     being made, the one after the last committed: as the ledger's manifest says (a failure can
-    come between a commit and the command's report of it), else ``committed()`` (0: none).
+    come between a commit and the command's report of it), else ``progress.committed()`` (0:
+    none). Releases committed but not yet printed get their rows first; when the failure came
+    after the commit of the last release to make, the release is done: a warning says so and
+    the block ends normally (exit 0, as ``dpriv status`` confirms).
     A :class:`~dpriv.errors.DprivError` passes as it is (exit 2)."""
     try:
         yield
@@ -170,9 +181,23 @@ def during_release(ledger: Path, committed: Callable[[], int], scheduler: str | 
             or cluster_loss(exc) is None
         ):
             raise
-        last = _last_committed(ledger, committed)
+        last = _last_committed(ledger, progress.committed)
         lost, why = what_was_lost(exc)
         holds = {0: "no release yet", 1: "release 1"}.get(last, f"releases 1..{last}")
+        try:  # the rows a loss just after a commit kept from being printed
+            progress.catch_up(last)
+        except Exception:  # noqa: BLE001 - a metrics.json unreadable now: the ledger says the rest
+            caught_up = False
+        else:
+            caught_up = True
+        if caught_up and progress.all_committed(last):
+            typer.echo(
+                f"warning: the Dask cluster lost {lost} after release {last} was committed: {why}. "
+                f"Every release of this run is committed: the ledger {ledger} holds {holds} "
+                f"(dpriv status {ledger})",
+                err=True,
+            )
+            return
         raise ClusterLost(
             f"the Dask cluster lost {lost} during release {last + 1}: {why}. Nothing of release "
             f"{last + 1} was committed; the ledger {ledger} holds {holds}: run the same "

@@ -15,6 +15,7 @@ from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import record_base
 from dpriv.policy_fix import policy_change, relax_hint
+from dpriv.rows import spans
 
 #: The release table's columns: header, width, ``metrics.json`` key; ``max_tv`` (RBK-closeness's
 #: largest total variation) only when the policy sets ``rbk_closeness``.
@@ -55,12 +56,33 @@ class ReleaseTable:
     warning for a view released empty; ``released``: the releases it printed.
 
     ``held``: the last release the ledger held before the command (0: none), so that
-    :meth:`committed` names the last commit the command saw (an interrupt or a lost worker)."""
+    :meth:`committed` names the last commit the command saw (an interrupt or a lost worker);
+    ``planned``: the releases the command is to make (:meth:`plan`, the ``on_start`` of
+    ``release_history``; None before its checks passed)."""
 
     def __init__(self, ledger: Path, eff: EffectivePolicy, policy: ReleasePolicy, held: int) -> None:
         self.ledger, self.eff, self.policy, self.held = ledger, eff, policy, held
         self.rbk = policy.rbk_closeness is not None
         self.released: list[int] = []
+        self.planned: list[int] | None = None
+        self.small: list[int] = []  # released fully suppressed: fewer tuples than k (small_view)
+
+    def plan(self, indices: list[int]) -> None:
+        """The ``on_start`` of ``release_history``: the releases this command is to make."""
+        self.planned = list(indices)
+
+    def catch_up(self, last: int) -> None:
+        """Print the rows of the releases up to ``last`` committed by this command but not printed
+        (a cluster lost between a commit and its row), read from their ``metrics.json``."""
+        from dpriv.ledger import Ledger
+
+        led = Ledger(self.ledger)
+        for i in [i for i in self.planned or [] if self.committed() < i <= last]:
+            self(i, led.read_metrics(i))
+
+    def all_committed(self, last: int) -> bool:
+        """Whether every release the command was to make is committed once ``last`` is."""
+        return self.planned is not None and all(i <= last for i in self.planned)
 
     def __call__(self, i: int, m: Mapping[str, Any]) -> None:
         pol = self.policy
@@ -75,6 +97,7 @@ class ReleaseTable:
             record_base(self.ledger, pol.base_dir)
         typer.echo(release_table_row(i, m, self.rbk))
         if m.get("small_view") == "suppressed":
+            self.small.append(i)
             _say(
                 f"warning: release {i} has {m.get('n_original')} tuple(s), fewer than k = {pol.k}: "
                 'released fully suppressed (small_view = "suppress")'
@@ -84,6 +107,16 @@ class ReleaseTable:
                 f"warning: release {i} suppressed every tuple (nothing published): "
                 + policy_change(relax_hint(pol), i)
             )
+
+    def summary(self) -> str | None:
+        """The closing line on the releases this command published nothing of, being smaller than k
+        (``small_view = "suppress"``); None when there is none."""
+        if not self.small:
+            return None
+        why = f'fewer tuples than k = {self.policy.k}, released fully suppressed (small_view = "suppress")'
+        if self.small == self.released:
+            return f"published nothing: every release of this run ({spans(self.small)}) had {why}"
+        return f"published nothing of release(s) {spans(self.small)}: {why}"
 
     def committed(self) -> int:
         """The last commit the command saw (the manifest, when readable, is read first)."""
