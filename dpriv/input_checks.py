@@ -13,10 +13,10 @@ import pandas as pd
 from dpriv._dispatch import is_dask, to_pandas
 from dpriv.errors import InputError, PolicyError, check_count
 from dpriv.hierarchy import hierarchy_domains
-from dpriv.inputs import policy_columns, unused_columns
+from dpriv.input_columns import missing_columns, policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of, spans
-from dpriv.validate import check_raw, check_rows, check_some_value, missing_columns
+from dpriv.validate import check_raw, check_rows, check_some_value
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 

@@ -8,8 +8,9 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.input_checks import missing_time
+from dpriv.input_columns import missing_columns
 from dpriv.policy import ReleasePolicy
-from dpriv.validate import first_problem, is_text, missing_columns, raw_problems
+from dpriv.validate import first_problem, is_text, raw_problems
 
 #: Rows of the first partition that :func:`preflight` reads.
 PREFLIGHT_ROWS = 1000

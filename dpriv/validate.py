@@ -22,7 +22,7 @@ from dpriv._dispatch import is_dask
 from dpriv.domain_codes import codes as codes  # re-exported: many modules import it from here
 from dpriv.errors import InputError, PolicyError
 from dpriv.id_format import shape_of
-from dpriv.inputs import duplicate_columns, missing_columns
+from dpriv.input_columns import duplicate_columns, missing_columns
 from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.policy_fix import declare_categorical

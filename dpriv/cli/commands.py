@@ -117,7 +117,7 @@ def anonymize(
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
     placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input, named=flag_named)
-    from dpriv.inputs import UNUSED, said_unused, unused_note
+    from dpriv.input_columns import UNUSED, said_unused, unused_note
     from dpriv.release import anonymize as run
 
     said_unused()  # one of its notes, printed below
@@ -212,7 +212,7 @@ def _said_policy(
     """The policy the release of history ``frame`` uses, said on stderr (every value and its
     source, the method, the history's unused columns and its date hints)."""
     from dpriv.input_checks import date_hints_of
-    from dpriv.inputs import said_unused, unused_note
+    from dpriv.input_columns import said_unused, unused_note
 
     pol = show_policy(eff)
     _say(f"  method: {method}")
