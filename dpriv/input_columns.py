@@ -3,7 +3,7 @@
 not name, which are left out of the release (:func:`unused_note`).
 
 Every entry point checks these before a value is read (:func:`dpriv.inputs.prepare_view`,
-:func:`dpriv.validate.check_raw`); a refusal is an :class:`~dpriv.errors.InputError` naming the
+:func:`dpriv.raw_checks.check_raw`); a refusal is an :class:`~dpriv.errors.InputError` naming the
 columns and the fix.
 """
 
