@@ -33,17 +33,15 @@ from dpriv.cli.common import (
     app,
     check_out,
     command,
-    load_effective,
     print_summary,
     sensitive_out,
     show_policy,
-    with_categorical,
-    with_hierarchies,
 )
 from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.cli.new_ledger import checked_ledger
+from dpriv.cli.policy_flags import load_effective, with_categorical, with_hierarchies
 from dpriv.cli.read_only import ledger_folder_checked, refuse_if_left
 from dpriv.cli.release_table import ReleaseTable
 from dpriv.cli.verify_files import METRICS_SUFFIX
