@@ -8,7 +8,7 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,8 +26,9 @@ from pydantic import (
 from dpriv._random import MAX_SEED
 from dpriv.errors import PolicyError
 from dpriv.frozen import freeze
+from dpriv.ledger_manifest import pinned_fields
 from dpriv.policy_file import in_file, policy_fields
-from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
+from dpriv.policy_gate import BOUNDS, GATE_KEYS, touches_gate, warn_idle_gate_keys
 from dpriv.policy_keys import (
     fields_problem,
     immutable,
@@ -272,6 +273,15 @@ class ReleasePolicy(BaseModel):
         data = {key: value for key, value in self.model_dump().items() if key not in keys}
         return self.from_dict(data, copy=not set(keys) & {*BOUNDS, *GATE_KEYS})
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> ReleasePolicy:
+        """A copy; ``update`` (key -> value, None included) validated and normalised anew as by
+        :meth:`with_overrides` (pydantic's own copy takes it unchecked: ``k=0`` was kept).
+        PolicyError in the words of :meth:`from_dict`."""
+        if not update:
+            return super().model_copy(deep=deep)
+        data = {**self.model_dump(), **update}
+        return self.from_dict(data, copy=not set(update) & {*BOUNDS, *GATE_KEYS})
+
     # -- accessors ------------------------------------------------------------------------
     def kind(self, name: str) -> Kind:
         """ "numeric" or "categorical" (a date QI is numeric: whole days, see dpriv/dates.py)."""
@@ -339,15 +349,6 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger (:data:`_NEWER`'s only
-        off their default: ledgers recorded before they existed still match)."""
-        exclude = {"base_dir", "npartitions"} | {f for f, off in _NEWER.items() if getattr(self, f) == off}
-        if not gate_on(self):
-            exclude |= {*BOUNDS, *GATE_KEYS}
-        return self.model_dump(exclude=exclude)
-
-
-#: Fields added after ledgers were recorded, with the default that keeps them out of the fingerprint.
-_NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
-_NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
-_NEWER |= dict(retro_posterior_bound=None, rbk_closeness=None)
+        """The fields that must not change between releases of one ledger
+        (:func:`dpriv.ledger_manifest.pinned_fields`)."""
+        return pinned_fields(self)
