@@ -160,9 +160,7 @@ def short_value(values: dict[str, Any], key: str) -> str:
     """A policy field's value for a message, at most 60 characters: absent, a field added after
     ledgers were recorded is at its default (``fingerprint`` leaves it out), any other "not set"."""
     if key not in values:
-        from dpriv.policy import _NEWER  # the policy imports this module
-
-        return f"{json.dumps(_NEWER[key])} (the default)" if key in _NEWER else "not set"
+        return f"{json.dumps(NEWER[key])} (the default)" if key in NEWER else "not set"
     text = json.dumps(values[key])
     return text if len(text) <= 60 else text[:57] + "..."
 
