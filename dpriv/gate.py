@@ -46,7 +46,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -60,6 +60,7 @@ from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
 from dpriv.errors import PolicyError
+from dpriv.gate_lever import tightened, used
 from dpriv.gate_record import gate_record
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -140,6 +141,16 @@ class GateCheck:
     def as_record(self) -> dict:
         """The ``gate`` entry of the release's metrics.json (:func:`dpriv.gate_record.gate_record`)."""
         return gate_record(self)
+
+
+class HeldBack(NamedTuple):
+    """One grouping of a release that the gate's posterior hold-back settled on
+    (:meth:`RetroGate.held_back`): ``run``'s output for the members kept, the candidate release
+    the gate's adversary read, and its check (``withheld`` and ``groupings`` set)."""
+
+    out: ViewRelease
+    candidate: ReadRelease
+    check: GateCheck
 
 
 class RetroGate:
@@ -255,23 +266,24 @@ class RetroGate:
         pol, check = self.policy, None
         for attempt in range(self.policy.retro_retries + 1):
             try:
-                out, candidate, check = self.held_back(run, pol, original, index, tables, attempt)
+                held = self.held_back(run, pol, original, index, tables, attempt)
             except PolicyError as exc:  # a regrouping that breaks another requirement (suppression)
                 if check is None:
                     raise
                 raise PolicyError(f"{refusal(check)}; {regrouped_with(pol)}: {exc}") from None
+            check = held.check
             if check.ok:
-                self.accept(candidate)
-                return out._replace(metrics=replace(out.metrics, gate=check.as_record()))
+                self.accept(held.candidate)
+                return held.out._replace(metrics=replace(held.out.metrics, gate=check.as_record()))
             pol = tightened(pol)
         raise PolicyError(refusal(check))
 
     def held_back(
         self, run: Callable[..., ViewRelease], pol: ReleasePolicy, original: pd.DataFrame, index: int,
         tables: MarkovTables, attempt: int,
-    ) -> tuple[ViewRelease, ReadRelease, GateCheck]:  # fmt: skip
-        """``run``'s output, the candidate and its check after withholding every member of
-        release ``index`` the check finds over ``retro_posterior_bound`` (none without it)."""
+    ) -> HeldBack:  # fmt: skip
+        """``run``'s output, the candidate and its check (:class:`HeldBack`) after withholding every
+        member of release ``index`` the check finds over ``retro_posterior_bound`` (none without it)."""
         withheld = original[self.policy.id].to_numpy()[:0]  # no ids yet (text ids: object, not pandas' str)
         seconds = 0.0
         for n in range(1, HOLD_PASSES + 1):
@@ -292,7 +304,7 @@ class RetroGate:
             more = np.intersect1d(check.over, candidate.members[self.policy.id])
             if not more.size:
                 held = replace(check, withheld=int(withheld.size), groupings=n, seconds=seconds)
-                return out, candidate, held
+                return HeldBack(out, candidate, held)
             withheld = np.union1d(withheld, more)
         raise PolicyError(held_refusal(check, index, withheld.size))
 
@@ -327,31 +339,6 @@ def held_refusal(check: GateCheck, index: int, n_withheld: int) -> str:
         f"written and the ledger stays at the last committed release; what can help: {fix} "
         "(docs/policy.md#retro-posterior-bound)"
     )
-
-
-#: RBK-closeness's first bound when the gate tightens it on a policy without one (then halved).
-FIRST_RBK_CLOSENESS = 0.4
-#: What one regrouping does to the lever's parameter (``policy.retro_lever``).
-TIGHTEN = {
-    "j": lambda v: v / 2,
-    "t": lambda v: v / 2,
-    "k": lambda v: v * 2,
-    "rbk_closeness": lambda v: FIRST_RBK_CLOSENESS if v is None else v / 2,
-}
-
-
-def tightened(policy: ReleasePolicy) -> ReleasePolicy:
-    """``policy`` with its ``retro_lever`` tightened once (j, t or rbk_closeness halved, k
-    doubled; an unset rbk_closeness becomes :data:`FIRST_RBK_CLOSENESS`)."""
-    lever = policy.retro_lever
-    return policy.with_overrides(**{lever: TIGHTEN[lever](getattr(policy, lever))})
-
-
-def used(grouped: ReleasePolicy) -> dict:
-    """The ``k``, ``t``, ``j`` of ``grouped`` (the policy a candidate was grouped with), and its
-    ``rbk_closeness`` when set."""
-    bound = {} if grouped.rbk_closeness is None else {"rbk_closeness": grouped.rbk_closeness}
-    return {"k": grouped.k, "t": grouped.t, "j": grouped.j, **bound}
 
 
 def _params(values: dict) -> str:

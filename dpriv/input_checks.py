@@ -13,10 +13,11 @@ import pandas as pd
 from dpriv._dispatch import is_dask, to_pandas
 from dpriv.errors import InputError, PolicyError, check_count
 from dpriv.hierarchy import hierarchy_domains
-from dpriv.inputs import policy_columns, unused_columns
+from dpriv.input_columns import missing_columns, policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
+from dpriv.raw_checks import check_raw
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of, spans
-from dpriv.validate import check_raw, check_rows, check_some_value, missing_columns
+from dpriv.validate import check_rows, check_some_value
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
 
@@ -25,7 +26,7 @@ def resolve_policy(
 ) -> tuple[ReleasePolicy, list[str]]:
     """Fill the domains the policy does not declare from the data (computes those columns).
 
-    Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
+    Raw checks come first (:func:`dpriv.raw_checks.check_raw`): a missing column, an empty
     view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text; the row
     checks of the resolved policy last over a whole history (:func:`check_rows`), so that the
     bad rows of every view are named at once.

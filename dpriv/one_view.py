@@ -18,7 +18,8 @@ from dpriv.anonymized import Anonymized
 from dpriv.dates import released_dates
 from dpriv.generalize import generalize_view
 from dpriv.input_checks import check_npartitions, resolve_policy
-from dpriv.inputs import as_frame, check_sensitive_values, prepared, unused_columns, unused_note, warn_unused
+from dpriv.input_columns import unused_columns, unused_note, warn_unused
+from dpriv.inputs import as_frame, check_sensitive_values, prepared
 from dpriv.metrics.release import checked_metrics
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.policy import ReleasePolicy

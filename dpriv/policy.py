@@ -8,7 +8,7 @@ inferred from the first view (:meth:`ReleasePolicy.resolve`) and reported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,22 +26,20 @@ from pydantic import (
 from dpriv._random import MAX_SEED
 from dpriv.errors import PolicyError
 from dpriv.frozen import freeze
-from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
+from dpriv.ledger_manifest import pinned_fields
+from dpriv.policy_file import in_file, policy_fields
+from dpriv.policy_gate import BOUNDS, GATE_KEYS, touches_gate, warn_idle_gate_keys
 from dpriv.policy_keys import (
-    check_keys,
-    domain_problem,
-    exit_values_problem,
+    fields_problem,
     immutable,
     invalid_policy,
     is_number,
     overrides_named,
-    read_policy_doc,
     refuse_coercion,
-    released_name_clash,
     unset_problem,
 )
-from dpriv.policy_values import as_days, inferred_domains
 from dpriv.policy_values import as_python as as_python  # re-exported: imported from here by many modules
+from dpriv.policy_values import dated_domains, inferred_domains
 from dpriv.policy_values import domain_note as domain_note  # re-exported
 
 #: "date": a numeric QI on a grid of whole days, released as date intervals (dpriv/dates.py).
@@ -174,15 +172,7 @@ class ReleasePolicy(BaseModel):
     @classmethod
     def _date_domains(cls, data: Any) -> Any:
         """A date QI's domain given as dates (TOML ``2020-01-01`` or ISO text) -> whole days."""
-        if not isinstance(data, dict):
-            return data
-        kinds, domains = data.get("kinds") or {}, data.get("domains") or {}
-        dated = {
-            q: [as_days(v) for v in dom]
-            for q, dom in domains.items()
-            if kinds.get(q) == "date" and isinstance(dom, list | tuple)
-        }
-        return {**data, "domains": {**domains, **dated}} if dated else data
+        return dated_domains(data)
 
     @field_validator("qi", "kinds", "domains", "exit_values", "knowledge", "hierarchies")
     @classmethod
@@ -194,30 +184,8 @@ class ReleasePolicy(BaseModel):
 
     @model_validator(mode="after")
     def _check_columns(self) -> ReleasePolicy:
-        cols = [self.id, *self.qi, self.sensitive] + ([self.time] if self.time else [])
-        dup = sorted({c for c in cols if cols.count(c) > 1})
-        if dup:
-            raise ValueError(f"columns {dup} are used twice (id, time, QI and sensitive must differ)")
-        if clash := released_name_clash(self.qi, self.sensitive):
-            raise ValueError(clash)
-        for name in self.kinds:
-            if name not in self.qi:
-                raise ValueError(f"[kinds] names {name!r}, which is not a QI ({self.qi})")
-        for name in self.hierarchies:
-            if name not in self.qi:
-                raise ValueError(f"[hierarchies] names {name!r}, which is not a QI ({self.qi})")
-            if self.kinds.get(name) == "numeric":
-                raise ValueError(
-                    f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
-                    "generalizes a categorical QI; drop one of them"
-                )
-        dom_s = self.domains.get(self.sensitive, self.exit_values)
-        columns = (*self.qi, self.sensitive)
-        problem = exit_values_problem(self.exit_values, dom_s, self.sensitive)
-        for name, dom in self.domains.items():
-            numeric = self.kind(name) == "numeric" and name != self.sensitive
-            problem = problem or domain_problem(name, dom, numeric, columns)
-        if problem:
+        """Fields that do not fit together (:func:`dpriv.policy_keys.fields_problem`)."""
+        if problem := fields_problem(self):
             raise ValueError(problem)
         return self
 
@@ -275,27 +243,11 @@ class ReleasePolicy(BaseModel):
         """:meth:`from_toml`, the overrides worded in a refusal by ``named`` (the CLI passes
         :func:`dpriv.policy_keys.flags_named`: ``with --tt``)."""
         path = Path(path)
-        doc = read_policy_doc(path)
-        check_keys(path, doc, cls.model_fields)
-        flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
-        known = {"columns", "privacy", "domains", "kinds", "release", "knowledge", "hierarchies"}
-        for table, body in doc.items():
-            if table not in known or not isinstance(body, dict):
-                raise PolicyError(f"policy file {path}: unknown table [{table}]; expected {sorted(known)}")
-            if table in ("domains", "kinds", "knowledge", "hierarchies"):
-                flat[table] = body
-            else:
-                flat.update(body)
-        flat.update({k: v for k, v in overrides.items() if v is not None})
-        if any(overrides.get(k) is not None for k in ("qi", "sensitive")):  # flags narrow the columns:
-            kept, tables = {*flat.get("qi", []), flat.get("sensitive")}, ("domains", "kinds", "hierarchies")
-            flat |= {t: {c: v for c, v in flat[t].items() if c in kept} for t in tables if t in flat}
+        flat = policy_fields(path, overrides, cls.model_fields)  # the file's refusals name it already
         try:
             return cls.from_dict(flat)
         except PolicyError as exc:  # name the file (and the overrides given with it)
-            given = {k: v for k, v in overrides.items() if v is not None}
-            where = f"policy file {path}" + (f" with {named(given)}" if given else "")
-            raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({where}):", 1)) from None
+            raise in_file(exc, path, overrides, named) from None
 
     def with_overrides(self, **overrides: Any) -> ReleasePolicy:
         """A copy with ``overrides`` (key -> value, as in docs/policy.md: ``k=10``, ``qi=["age"]``,
@@ -320,6 +272,15 @@ class ReleasePolicy(BaseModel):
             raise PolicyError(problem)
         data = {key: value for key, value in self.model_dump().items() if key not in keys}
         return self.from_dict(data, copy=not set(keys) & {*BOUNDS, *GATE_KEYS})
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> ReleasePolicy:
+        """A copy; ``update`` (key -> value, None included) validated and normalised anew as by
+        :meth:`with_overrides` (pydantic's own copy takes it unchecked: ``k=0`` was kept).
+        PolicyError in the words of :meth:`from_dict`."""
+        if not update:
+            return super().model_copy(deep=deep)
+        data = {**self.model_dump(), **update}
+        return self.from_dict(data, copy=not set(update) & {*BOUNDS, *GATE_KEYS})
 
     # -- accessors ------------------------------------------------------------------------
     def kind(self, name: str) -> Kind:
@@ -351,16 +312,18 @@ class ReleasePolicy(BaseModel):
         return [f"p__{v}" for v in self.sensitive_domain]
 
     def knowledge_path(self, key: str) -> Path | None:
-        if key not in self.knowledge:
-            return None
-        p = Path(self.knowledge[key])
-        return p if p.is_absolute() or self.base_dir is None else Path(self.base_dir) / p
+        """Path of knowledge source ``key`` (relative paths from the policy's folder), or None."""
+        return self._in_folder(self.knowledge.get(key))
 
     def hierarchy_path(self, name: str) -> Path | None:
         """Path of the hierarchy of QI ``name`` (relative paths from the policy's folder), or None."""
-        if name not in self.hierarchies:
+        return self._in_folder(self.hierarchies.get(name))
+
+    def _in_folder(self, path: str | None) -> Path | None:
+        """``path`` read from the policy file's folder (``base_dir``) unless it is absolute."""
+        if path is None:
             return None
-        p = Path(self.hierarchies[name])
+        p = Path(path)
         return p if p.is_absolute() or self.base_dir is None else Path(self.base_dir) / p
 
     def hierarchy(self, name: str):
@@ -386,15 +349,6 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=kinds, domains=domains), notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger (:data:`_NEWER`'s only
-        off their default: ledgers recorded before they existed still match)."""
-        exclude = {"base_dir", "npartitions"} | {f for f, off in _NEWER.items() if getattr(self, f) == off}
-        if not gate_on(self):
-            exclude |= {*BOUNDS, *GATE_KEYS}
-        return self.model_dump(exclude=exclude)
-
-
-#: Fields added after ledgers were recorded, with the default that keeps them out of the fingerprint.
-_NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
-_NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
-_NEWER |= dict(retro_posterior_bound=None, rbk_closeness=None)
+        """The fields that must not change between releases of one ledger
+        (:func:`dpriv.ledger_manifest.pinned_fields`)."""
+        return pinned_fields(self)

@@ -1,6 +1,7 @@
 """Unknown keys of a policy, named with their table and the closest known key; numbers outside
 their field's bounds, named with the whole interval (:func:`bound_message`); column names
-that clash with the released view's own (:func:`released_name_clash`).
+that clash with the released view's own (:func:`released_name_clash`); fields that do not fit
+together (:func:`fields_problem`).
 
 ``kk = 3`` under ``[privacy]`` is refused as "unknown key 'kk' in [privacy]; did you mean 'k'?"
 (:func:`difflib.get_close_matches` over the policy's fields) instead of pydantic's "Extra
@@ -16,10 +17,8 @@ from __future__ import annotations
 
 import difflib
 import math
-import tomllib
 import typing
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpriv.errors import PolicyError
@@ -27,9 +26,6 @@ from dpriv.wording import flag_named
 
 if TYPE_CHECKING:
     from dpriv.policy import ReleasePolicy
-
-#: Tables of the policy TOML whose keys are fields of :class:`dpriv.policy.ReleasePolicy`.
-SCALAR_TABLES = ("columns", "privacy", "release")
 
 
 def unknown_key(key: str, fields: Iterable[str], table: str | None = None) -> str:
@@ -40,40 +36,6 @@ def unknown_key(key: str, fields: Iterable[str], table: str | None = None) -> st
     where = f" in [{table}]" if table else ""
     hint = f"; did you mean {close[0]!r}?" if close else "; the keys are listed in docs/policy.md"
     return f"unknown key {key!r}{where}{hint}"
-
-
-def check_keys(path: Path, doc: dict[str, Any], fields: Iterable[str]) -> None:
-    """PolicyError naming every unknown key of the scalar tables of policy file ``path``."""
-    fields = set(fields)
-    bad = [
-        unknown_key(key, fields, table)
-        for table in SCALAR_TABLES
-        if isinstance(doc.get(table), dict)
-        for key in doc[table]
-        if key not in fields or key == "base_dir"
-    ]
-    # a policy key in [knowledge] would be read as a knowledge file's path
-    bad += [
-        f"{key!r} is a policy key, not a knowledge source: put it in [privacy] or [release]"
-        for key in (doc.get("knowledge") or {})
-        if key in fields and key not in ("base_dir", "knowledge")
-    ]
-    # a key above the first [table] header (TOML puts it at the top level, not in a table)
-    bad += [
-        f"{key!r} stands before any [table] header: "
-        + ("put it under [columns], [privacy] or [release]" if key in fields else "not a policy key")
-        for key, body in doc.items()
-        if not isinstance(body, dict)
-    ]
-    # a key may sit in any scalar table, but once: k = 5 in [privacy] and k = 7 in [release]
-    seen: dict[str, list[str]] = {}
-    for table in SCALAR_TABLES:
-        body = doc.get(table)
-        for key in body if isinstance(body, dict) else ():
-            seen.setdefault(key, []).append(f"[{table}]")
-    bad += [f"{key!r} is set in {' and '.join(at)}: keep one" for key, at in seen.items() if len(at) > 1]
-    if bad:
-        raise PolicyError(f"policy file {path}: " + "; ".join(bad))
 
 
 #: pydantic's error types of a value of the wrong type, and what the field takes instead.
@@ -273,6 +235,39 @@ def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) 
     return None
 
 
+def fields_problem(policy: ReleasePolicy) -> str | None:
+    """The first of the policy's fields that do not fit together, in words (the model's
+    ``model_validator`` raises it as ValueError, :func:`invalid_policy` words it), or None: a
+    column used twice, a QI or sensitive name the released view uses itself
+    (:func:`released_name_clash`), ``[kinds]`` or ``[hierarchies]`` naming a column that is no
+    QI, a hierarchy on a QI declared numeric, exit values outside D[S]
+    (:func:`exit_values_problem`), a domain that is no domain (:func:`domain_problem`)."""
+    cols = [policy.id, *policy.qi, policy.sensitive] + ([policy.time] if policy.time else [])
+    dup = sorted({c for c in cols if cols.count(c) > 1})
+    if dup:
+        return f"columns {dup} are used twice (id, time, QI and sensitive must differ)"
+    if clash := released_name_clash(policy.qi, policy.sensitive):
+        return clash
+    for name in policy.kinds:
+        if name not in policy.qi:
+            return f"[kinds] names {name!r}, which is not a QI ({policy.qi})"
+    for name in policy.hierarchies:
+        if name not in policy.qi:
+            return f"[hierarchies] names {name!r}, which is not a QI ({policy.qi})"
+        if policy.kinds.get(name) == "numeric":
+            return (
+                f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
+                "generalizes a categorical QI; drop one of them"
+            )
+    dom_s = policy.domains.get(policy.sensitive, policy.exit_values)
+    columns = (*policy.qi, policy.sensitive)
+    problem = exit_values_problem(policy.exit_values, dom_s, policy.sensitive)
+    for name, dom in policy.domains.items():
+        numeric = policy.kind(name) == "numeric" and name != policy.sensitive
+        problem = problem or domain_problem(name, dom, numeric, columns)
+    return problem
+
+
 def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePolicy:
     """``policy`` as a :class:`ReleasePolicy`: one as it is, a dict of its flat fields through
     :meth:`ReleasePolicy.from_dict`. PolicyError for anything else, naming ``where`` (the
@@ -325,48 +320,6 @@ def _bound(x: float) -> str:
     """A field's bound as written in a message: a whole number exactly (the seed's 2**60 - 1
     read 1.15292e+18), a float in short form."""
     return str(x) if isinstance(x, int) else f"{x:g}"
-
-
-def missing_policy(path: Path) -> str:
-    """A policy file that does not exist, and what to do: a relative path (a cron job's, run
-    from the home folder) is read from the current folder, which is named."""
-    where = "" if path.is_absolute() else f" (a relative path is read from the current folder, {Path.cwd()})"
-    return (
-        f"policy file {path} does not exist{where}: give the path of your TOML policy file (docs/policy.md "
-        "describes it; dpriv generate medical --out DIR writes an example, DIR/policy.toml)"
-    )
-
-
-def not_text(path, exc: UnicodeDecodeError) -> str:
-    """Why a policy file is not read: text in another encoding than UTF-8 (the byte and its
-    line named: a Latin-1 comment), or no text at all (a Parquet file, a spreadsheet)."""
-    raw = exc.object if isinstance(exc.object, bytes) else b""
-    if b"\x00" in raw[:4096] or raw.startswith(b"PAR1"):
-        return (
-            f"policy file {path} is not text (a binary file: Parquet, a spreadsheet...): --policy "
-            "(ReleasePolicy.from_toml) takes the TOML policy file (docs/policy.md), e.g. the policy.toml "
-            "that dpriv generate medical writes"
-        )
-    line = raw[: exc.start].count(b"\n") + 1
-    return (
-        f"policy file {path} is not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}): save it as "
-        "UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-    )
-
-
-def read_policy_doc(path: Path) -> dict[str, Any]:
-    """The TOML of policy file ``path`` (a BOM, as Windows editors write it, skipped); PolicyError
-    naming the file when it is missing, unreadable, not TOML or not UTF-8 text."""
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise PolicyError(missing_policy(path)) from None
-    except (IsADirectoryError, PermissionError) as exc:
-        raise PolicyError(f"policy file {path} cannot be read ({exc.strerror}): give the file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:  # a Parquet file or another binary, or Latin-1 text
-        raise PolicyError(not_text(path, exc)) from None
 
 
 def overrides_named(given: Mapping[str, Any]) -> str:

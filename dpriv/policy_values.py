@@ -42,6 +42,21 @@ def as_days(v: Any) -> Any:
     return v
 
 
+def dated_domains(data: Any) -> Any:
+    """The fields ``data`` given to :class:`~dpriv.policy.ReleasePolicy` (a dict, before
+    validation; anything else unchanged) with each date QI's domain given as dates (TOML
+    ``2020-01-01`` or ISO text) as whole days since 1970-01-01 (:func:`as_days`)."""
+    if not isinstance(data, dict):
+        return data
+    kinds, domains = data.get("kinds") or {}, data.get("domains") or {}
+    dated = {
+        q: [as_days(v) for v in dom]
+        for q, dom in domains.items()
+        if kinds.get(q) == "date" and isinstance(dom, list | tuple)
+    }
+    return {**data, "domains": {**domains, **dated}} if dated else data
+
+
 def as_python(v: Any) -> Any:
     """A NumPy scalar as the Python value it holds (JSON, messages); anything else as it is."""
     return v.item() if isinstance(v, np.generic) else v

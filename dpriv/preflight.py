@@ -8,8 +8,10 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.input_checks import missing_time
+from dpriv.input_columns import missing_columns
 from dpriv.policy import ReleasePolicy
-from dpriv.validate import first_problem, is_text, missing_columns, raw_problems
+from dpriv.raw_checks import is_text, raw_problems
+from dpriv.validate import first_problem
 
 #: Rows of the first partition that :func:`preflight` reads.
 PREFLIGHT_ROWS = 1000
@@ -23,7 +25,7 @@ def preflight(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     :data:`PREFLIGHT_ROWS` rows of the first partition (one block read) are searched for
     generalized or placeholder values (``[45-52]``, ``{F,M}``, ``*``, ``?``), which no later
     row can make right. Everything else is checked later on the whole view
-    (:func:`dpriv.validate.check_raw`, :func:`dpriv.validate.validate_view`). The hierarchy
+    (:func:`dpriv.raw_checks.check_raw`, :func:`dpriv.validate.validate_view`). The hierarchy
     files of the policy are read and checked too.
 
     Raises InputError naming the column, the rows found and the fix.

@@ -52,7 +52,8 @@ from dpriv.input_checks import (
     history_summaries,
     resolve_policy,
 )
-from dpriv.inputs import as_frame, policy_columns, prepared, warn_unused
+from dpriv.input_columns import policy_columns, warn_unused
+from dpriv.inputs import as_frame, prepared
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.ledger_expect import check_existing, check_stale

@@ -5,7 +5,8 @@ runs per partition and the results are gathered with the view's size, its sensit
 counts and its duplicate ids in ONE compute. The first problem found raises one
 :class:`~dpriv.errors.InputError` naming the column, the offending rows (the first
 :data:`~dpriv.rows.MAX_ROWS_SHOWN` over all partitions and views, by their line in the input
-file where :func:`dpriv.rows.rows_of` names it) and the fix.
+file where :func:`dpriv.rows.rows_of` names it) and the fix. The checks before the domains are
+inferred (:func:`dpriv.raw_checks.check_raw`) come first.
 """
 
 from __future__ import annotations
@@ -21,91 +22,27 @@ import pandas as pd
 from dpriv._dispatch import is_dask
 from dpriv.domain_codes import codes as codes  # re-exported: many modules import it from here
 from dpriv.errors import InputError, PolicyError
-from dpriv.id_format import shape_of
-from dpriv.inputs import duplicate_columns, missing_columns
+from dpriv.input_columns import missing_columns
 from dpriv.level_problems import add_unknown, add_unknown_levels
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.policy_fix import declare_categorical
+from dpriv.raw_checks import GENERALIZED, offending_rows
 from dpriv.repeated_keys import duplicate_rows, key_columns, may_repeat
 from dpriv.rows import (
     MAX_ROWS_SHOWN,
     PROBLEM_COLUMNS,
-    BadRow,
-    bad_rows,
     csv_rows,
     input_file,
     lazy_problems,
     missing_message,
-    partition_lengths,
     placed,
     problems_message,
     problems_of,
 )
 from dpriv.user_warning import warn_user
-from dpriv.value_types import GROUPED_NUMBER, ID_KINDS_META, huge_values, id_kinds, type_problems
+from dpriv.value_types import huge_values
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 from dpriv.wording import counted
-
-#: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
-#: "(20, 30]"), value sets ("{F,M}", dpriv's own released views), "*" (suppressed), "?" (missing).
-GENERALIZED = re.compile(r"^\s*(?:\*+|\?|[\[\]\(].*[-,;].*[\]\[\)]|\{.*\})\s*$")
-
-
-def is_text(col: pd.Series) -> bool:
-    return not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype))
-
-
-def raw_problems(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str]) -> pd.DataFrame:
-    """Problems of one partition of raw (not yet resolved) data: generalized values and, for a
-    QI whose kind is not declared, numbers stored as text. Same rows as partition_problems."""
-    found: list[tuple] = []
-    for name in columns:
-        vals = part[name]
-        text = vals.notna() & vals.astype(str).str.match(GENERALIZED)
-        if text.any():
-            # a sensitive value is never printed beside its rows (a value set may hold true values);
-            # a placeholder of no letter or digit ('*', '?') holds none
-            example = repr(vals[text].iloc[0])
-            hidden = name == policy.sensitive and re.search(r"[^\W_]", example[1:-1]) is not None
-            example, held = ("it", "a value") if hidden else (example, example)
-            found.append(
-                (
-                    1,
-                    name,
-                    f"column {name!r} holds {held}, a generalized or placeholder value (interval, "
-                    "value set, '*' or '?'): dpriv releases original data, not an already anonymized "
-                    f"file; feed the original values, or drop or impute the rows with {example}",
-                    _rows(part, text.to_numpy(), policy),
-                    int(text.sum()),
-                )
-            )
-            continue
-        if name in policy.qi and name not in policy.kinds:
-            num = pd.to_numeric(vals.astype(object), errors="coerce")
-            grouped = vals.notna() & num.isna() & vals.astype(str).str.match(GROUPED_NUMBER)
-            if vals.notna().any() and ((num.notna() | grouped) == vals.notna()).all():
-                # only the cells holding text: an object column may mix 1 (int) and '2' (str)
-                text = vals.map(lambda v: isinstance(v, str), na_action="ignore").fillna(False).astype(bool)
-                text = text if text.any() else vals.notna()
-                example = vals[grouped].iloc[0] if grouped.any() else vals[text].iloc[0]
-                how = " with thousands separators or a decimal comma" if grouped.any() else ""
-                mixed = (
-                    " (the others as numbers: the column mixes str and numbers)"
-                    if (~text & vals.notna()).any()
-                    else ""
-                )
-                found.append(
-                    (
-                        2,
-                        name,
-                        f"QI {name!r} holds numbers stored as text{how} (e.g. {example!r}){mixed}: store "
-                        f"them as plain numbers, declare its range in [domains] ({name} = [min, max]), or "
-                        f'declare it categorical in [kinds] ({name} = "categorical")',
-                        _rows(part, text.to_numpy(), policy),
-                        int(text.sum()),
-                    )
-                )
-    return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 
 def first_problem(
@@ -143,7 +80,13 @@ def _empty_problems(part: pd.DataFrame, policy: ReleasePolicy, names: list[str],
     """The rows of ``part`` missing a value of ``names``, columns that hold no value at all
     (``csv``: of a CSV file, :func:`dpriv.rows.missing_message`)."""
     found = [
-        (1, name, missing_message(name, every=True, csv=csv), _rows(part, mask, policy), int(mask.sum()))
+        (
+            1,
+            name,
+            missing_message(name, every=True, csv=csv),
+            offending_rows(part, mask, policy),
+            int(mask.sum()),
+        )
         for name in names
         if (mask := part[name].isna().to_numpy()).any()
     ]
@@ -180,59 +123,6 @@ _HISTORY_HINT = (
 )
 
 
-def _raw_all(part: pd.DataFrame, policy: ReleasePolicy, columns: list[str], csv: bool) -> pd.DataFrame:
-    """Type problems of every policy column (:func:`dpriv.value_types.type_problems`; ``csv``: of
-    a CSV file) and the raw problems of the text columns without a declared domain
-    (:func:`raw_problems`)."""
-    typed = pd.DataFrame(type_problems(part, policy, _rows, csv=csv), columns=PROBLEM_COLUMNS)
-    # a generalized value ('[45-52]', '*': order 1) is named before a mix of numbers and text (2)
-    unusable = set(typed.loc[typed["order"] == 0, "column"])
-    raw = raw_problems(part, policy, [c for c in columns if c not in unusable])
-    both = [f for f in (typed, raw) if len(f)]
-    out = pd.concat(both, ignore_index=True) if both else raw
-    return out.astype({"order": "int64", "count": "int64"})
-
-
-def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
-    """Checks of a view BEFORE its domains are inferred (run on the policy as the user gave it).
-
-    Raises InputError for a column name that occurs twice, a missing column, an empty view
-    (header only), values no release can hold (lists, ``inf``, a QI's float beyond ±1e150,
-    dates; a numeric QI with a few text values: :func:`dpriv.value_types.type_problems`), a
-    generalized or placeholder value (``[45-52]``, ``{F,M}``, ``*``, ``?``) in a QI or the
-    sensitive column whose domain is not declared, and a QI of undeclared kind holding numbers
-    stored as text. Columns with a declared domain are checked later by :func:`validate_view`.
-    """
-    duplicate_columns(view.columns, source)
-    missing_columns(view.columns, policy)
-    columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
-    if is_dask(view):
-        if len(view.head(1, npartitions=1, compute=True)) == 0 and not partition_lengths(view).any():
-            raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
-    elif len(view) == 0:
-        raise InputError(f"{source} has a header but no rows: give the data that holds the tuples")
-    if not is_dask(view):
-        problems = _raw_all(view, policy, columns, csv_rows())
-    else:  # with the kinds of ids each partition holds, in the same compute
-        ids = view[policy.id].map_partitions(id_kinds, meta=ID_KINDS_META)
-        problems, kinds = dask.compute(lazy_problems(view, _raw_all, policy, columns, csv_rows()), ids)
-        problems = placed(view, problems)
-        if not len(problems) and kinds["kind"].nunique() > 1:
-            shown = kinds.drop_duplicates("kind").set_index("kind")["example"]
-            raise InputError(
-                f"{source}: id column {policy.id!r} holds numbers ({shape_of([shown['number']])}) in "
-                f"some partitions and text ({shape_of([shown['text']])}) in others: write every id "
-                "as text (or every id as a number)"  # ids by their shape: never printed
-            )
-    if len(problems):
-        raise InputError(f"{source}: {first_problem(problems, policy, whole=True)}")
-
-
-def _rows(part: pd.DataFrame, mask: np.ndarray, policy: ReleasePolicy) -> list[BadRow]:
-    """The first offending rows of ``part`` (:func:`dpriv.rows.bad_rows`)."""
-    return bad_rows(part, mask, policy.time)
-
-
 def _outside_domain(policy: ReleasePolicy, name: str, shown: list, domain: list) -> str:
     """The message of values ``shown`` of QI ``name`` outside its ``domain``; a date QI's
     (held as days since 1970-01-01) as dates, not as those day numbers, saying how a domain
@@ -254,7 +144,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = Fa
 
     def add(order: int, column: str, mask: np.ndarray, message: str) -> None:
         if mask.any():
-            found.append((order, column, message, _rows(part, mask, policy), int(mask.sum())))
+            found.append((order, column, message, offending_rows(part, mask, policy), int(mask.sum())))
 
     for name in [policy.id, *policy.qi, policy.sensitive]:
         add(1, name, part[name].isna().to_numpy(), missing_message(name, csv=csv))

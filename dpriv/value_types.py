@@ -136,7 +136,8 @@ def type_problems(
 ) -> list[tuple]:
     """Problems (order, column, message, rows, count) of the QI and sensitive columns' values.
 
-    ``rows`` lists the first offending rows (:func:`dpriv.validate._rows`: :class:`dpriv.rows.BadRow`).
+    ``rows`` lists the first offending rows (:func:`dpriv.raw_checks.offending_rows`:
+    :class:`dpriv.rows.BadRow`).
     ``csv``: ``part`` holds a CSV file's rows (a missing date is said as a CSV holds it).
     """
     found: list[tuple] = []

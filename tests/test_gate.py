@@ -10,6 +10,7 @@ import dpriv.gate as gate_mod
 from dpriv.attack import attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import PolicyError
+from dpriv.gate_lever import tightened
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
@@ -236,7 +237,7 @@ def test_gate_on_an_anatomy_release_reads_its_sensitive_table(setting, tmp_path,
 def test_each_lever_tightens_its_parameter(setting, lever, expected):
     _, policy = setting
     p = policy.with_overrides(retro_max_gain=0.1, retro_lever=lever)
-    twice = gate_mod.tightened(gate_mod.tightened(p))
+    twice = tightened(tightened(p))
     assert {k: getattr(twice, k) for k in expected} == expected
     others = {"k", "t", "j"} - set(expected)
     assert all(getattr(twice, k) == getattr(policy, k) for k in others)

@@ -245,6 +245,23 @@ def test_without_sets_keys_back_to_their_defaults():
         gated.without("retro_max_gain")
 
 
+def test_model_copy_validates_its_update():
+    """pydantic's model_copy(update=...) skipped validation: k = 0 (and a QI named twice) made a
+    policy, and a date QI's domain stayed dates; it is refused or normalised as with_overrides."""
+    p = ReleasePolicy(**DRILL)
+    for update in ({"k": 0}, {"qi": ["age", "age"]}, {"kk": 3}):
+        with pytest.raises(PolicyError) as copied:
+            p.model_copy(update=update)
+        with pytest.raises(PolicyError) as overridden:
+            p.with_overrides(**update)
+        assert str(copied.value) == str(overridden.value) and str(copied.value).startswith("invalid policy:")
+    dated = p.model_copy(update={"kinds": {"age": "date"}, "domains": {"age": ["1970-01-02", "1970-01-31"]}})
+    assert dated.domains["age"] == [1, 30] and dated.k == 5
+    with pytest.raises(PolicyError, match="immutable"):  # its tables read-only, as any policy's
+        dated.domains["age"].append(99)
+    assert p.model_copy() == p and p.model_copy(update={"time": "week"}).time == "week"
+
+
 def test_the_lists_and_tables_of_a_policy_are_read_only():
     """p.qi.append("rid") changed a validated policy: the id became a QI too, unchecked."""
     import hashlib

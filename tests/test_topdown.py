@@ -332,7 +332,7 @@ def test_node_sums_have_numpys_bits(n, m, seed):
     # must carry the bits of the NumPy expressions they replace (cumulative sums read at
     # each boundary; a node's prior sums along axis 0), or a release's groups would change
     from dpriv.anonymity.jsreduce import entropies
-    from dpriv.anonymity.topdown_sums import _prefix_sums, node_stats  # noqa: PLC2701
+    from dpriv.anonymity.topdown_sums import node_stats, prefix_sums
 
     rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.full(m, rng.uniform(0.05, 2.0)), size=2 * n)
@@ -340,7 +340,7 @@ def test_node_sums_have_numpys_bits(n, m, seed):
     ent = entropies(p)
     rows = rng.permutation(2 * n)[:n]
     b = np.flatnonzero(rng.random(n) < 0.3) + 1
-    cc, cp, ch = _prefix_sums(rows, s, p, ent, b)
+    cc, cp, ch = prefix_sums(rows, s, p, ent, b)
     onehot = np.eye(m, dtype=np.int64)[s[rows]]
     np.testing.assert_array_equal(cc, np.cumsum(onehot, axis=0)[b - 1])
     assert np.array_equal(cp, np.cumsum(p[rows], axis=0)[b - 1])

@@ -5,14 +5,11 @@ no other test reads."""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
+from verify_view import FLAGS, write_view
 
 from dpriv.cli import app
-
-FLAGS = ["--id", "rid", "--qi", "age,sex", "--sensitive", "s", "--k", "4", "--t", "0.5"]
 
 
 def run(*args) -> tuple[int, str]:
@@ -74,13 +71,7 @@ def anatomy(tmp_path_factory):
     """A view of 300 tuples released as an Anatomy QI table ``ra.csv`` (its sensitive table,
     ``ra.sensitive.csv``, and metrics beside it)."""
     root = tmp_path_factory.mktemp("anatomy")
-    rng = np.random.default_rng(0)
-    n = 300
-    view = pd.DataFrame(
-        {"rid": range(n), "age": rng.integers(20, 70, n), "sex": rng.choice(["F", "M"], n),
-         "s": rng.choice(list("abcde"), n)}
-    )  # fmt: skip
-    view.to_csv(root / "v.csv", index=False)
+    write_view(root)
     res = CliRunner().invoke(
         app,
         [

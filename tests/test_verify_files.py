@@ -12,10 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
+from verify_view import FLAGS, write_view
 
 from dpriv.cli import app
-
-FLAGS = ["--id", "rid", "--qi", "age,sex", "--sensitive", "s", "--k", "4", "--t", "0.5"]
 
 
 def run(*args: str):
@@ -24,14 +23,7 @@ def run(*args: str):
 
 @pytest.fixture
 def anonymized(tmp_path):
-    rng = np.random.default_rng(0)
-    n = 300
-    view = pd.DataFrame(
-        {"rid": range(n), "age": rng.integers(20, 70, n), "sex": rng.choice(["F", "M"], n),
-         "s": rng.choice(list("abcde"), n)}
-    )  # fmt: skip
-    view.to_csv(tmp_path / "v.csv", index=False)
-    res = run("anonymize", tmp_path / "v.csv", "--out", tmp_path / "r.csv", *FLAGS)
+    res = run("anonymize", write_view(tmp_path), "--out", tmp_path / "r.csv", *FLAGS)
     assert res.exit_code == 0, res.output
     return tmp_path
 
@@ -194,6 +186,21 @@ def test_a_ledger_release_without_its_sensitive_table_says_what_to_restore(ledge
     assert "restore the sensitive table its ledger wrote next to it" in said, said
 
 
+def _refused(check: list) -> str:
+    """The output, on one line, of ``dpriv`` run with ``check``, which exits 2."""
+    res = run(*check)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2, said
+    return said
+
+
+def _not_committed(path, digest: str) -> str:
+    """How ``dpriv verify`` refuses ``path``, a file of release 1 whose SHA-256 is not ``digest``."""
+    return (
+        f"{path} is not the file release 1 committed (its SHA-256 is not the {digest} manifest.json records)"
+    )
+
+
 def test_a_ledger_release_edited_after_it_was_committed_is_refused_by_path(ledgers, tmp_path):
     """A drill: a ledger's view.parquet given by path was checked against its metrics.json
     only, not against the digests the manifest recorded: a QI-group cut from the file with the
@@ -209,30 +216,22 @@ def test_a_ledger_release_edited_after_it_was_committed_is_refused_by_path(ledge
     record = json.loads(metrics.read_text())
     record["k_achieved"] = 50  # only a figure of the metrics edited
     metrics.write_text(json.dumps(record))
-    res = run(*check)
-    said = " ".join(res.output.split())
-    assert res.exit_code == 2 and (
-        f"{metrics} is not the file release 1 committed (its SHA-256 is not the metrics_sha256 "
-        "manifest.json records)" in said
-    ), said
+    said = _refused(check)
+    assert _not_committed(metrics, "metrics_sha256") in said, said
     rel = pd.read_parquet(view)
     cut = rel[rel["qi_group"] != rel["qi_group"].iloc[0]]  # a whole group gone, within max_suppression
     cut.to_parquet(view, index=False)
     record = {**json.loads((ledgers / "M/releases/1/metrics.json").read_text()), "n_released": len(cut)}
     metrics.write_text(json.dumps(record))
-    res = run(*check)
-    said = " ".join(res.output.split())
-    assert res.exit_code == 2 and (
-        f"{view} is not the file release 1 committed (its SHA-256 is not the view_sha256 manifest.json "
-        "records): it, or that digest in manifest.json, was changed after the release" in said
-    ), said
+    said = _refused(check)
+    changed = ": it, or that digest in manifest.json, was changed after the release"
+    assert _not_committed(view, "view_sha256") + changed in said, said
     assert "ok: True" not in said
     # the files of a release the manifest does not list (an interrupted release's) are no release
     shutil.copytree(ledgers / "M/releases/1", copy / "releases/7")
     check[1] = copy / "releases/7/view.parquet"
-    res = run(*check)
-    said = " ".join(res.output.split())
-    assert res.exit_code == 2 and "is not a committed release of the ledger" in said, said
+    said = _refused(check)
+    assert "is not a committed release of the ledger" in said, said
     assert "its manifest.json lists releases 1, 2)" in said
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from dpriv.anonymity.topdown_sums import _prefix_sums, cut_sizes, node_sums
+from dpriv.anonymity.topdown_sums import cut_sizes, node_sums, prefix_sums
 from dpriv.divergence import emd_num_den, emd_within, tv_from_sums
 
 if TYPE_CHECKING:  # topdown imports this module
@@ -68,7 +68,7 @@ def _level_cuts(rows, starts, orders, ranks, span, x, s, p, ent, k):  # pragma: 
     ``ranks`` (in that order): each boundary of :func:`cut_sizes` along it (``orders``: each
     node's stable order along every dimension, local positions). Returns the node int64 (C,),
     the dimension (C,), the size of the left-hand side ``b`` (C,), and the prefix sums of
-    :func:`_prefix_sums` at ``b`` (counts (C, M), priors (C, M), entropies (C,))."""
+    :func:`prefix_sums` at ``b`` (counts (C, M), priors (C, M), entropies (C,))."""
     n, m = len(starts) - 1, p.shape[1]
     found = np.empty(len(rows) * x.shape[1], np.int64)  # pass 1: every (node, dim)'s cut sizes
     nfound = np.zeros(n * x.shape[1] + 1, np.int64)
@@ -97,7 +97,7 @@ def _level_cuts(rows, starts, orders, ranks, span, x, s, p, ent, k):  # pragma: 
                 o = np.empty(b[-1], rows.dtype)
                 for z in range(b[-1]):
                     o[z] = rows[a + orders[dim, a + z]]
-                rc, rp, rh = _prefix_sums(o, s, p, ent, b)
+                rc, rp, rh = prefix_sums(o, s, p, ent, b)
                 node[q:r], dims[q:r] = i, dim
                 cc[q:r], cp[q:r], ch[q:r] = rc, rp, rh
     return node, dims, size, cc, cp, ch

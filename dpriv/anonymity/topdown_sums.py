@@ -15,10 +15,14 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _prefix_sums(rows, s, p, ent, b):  # pragma: no cover - compiled
-    """Prefix sums of the tuples ``rows`` (in that order) at each boundary of ``b`` (sizes of
-    the left-hand side, increasing, in ``1..len(rows)``): sensitive counts int64 (B, M), prior
-    sums float64 (B, M), entropy sums float64 (B,). Each sum adds one row after the other, as
+def prefix_sums(rows, s, p, ent, b):  # pragma: no cover - compiled
+    """Prefix sums of the tuples ``rows`` (integers (n,), positions into the arrays below, in that
+    order) at each boundary of ``b`` (int64 (B,), sizes of the left-hand side, increasing, in
+    ``1..n``), over a view's sensitive codes ``s`` int64 (N,) in ``0..M-1``, priors ``p``
+    float64 (N, M) and prior entropies ``ent`` float64 (N,). Returns the sensitive counts int64
+    (B, M), prior sums float64 (B, M) and entropy sums float64 (B,) of the first ``b[q]`` rows;
+    shared by the top-down split's cuts along one dimension (:func:`dim_prefix`) and of a whole
+    level (:mod:`dpriv.anonymity.topdown_levels`). Each sum adds one row after the other, as
     ``np.cumsum(..., axis=0)`` does, so the bits are those of the cumulative sums read at
     ``b - 1``; fused with the gather, without the (n, M) arrays (numpy's cumsum along axis 0
     of an (n, 19) array was ~40 % of a 10^6-tuple top-down split)."""
@@ -95,10 +99,10 @@ def dim_prefix(vals, o, idx, s, p, ent, k):  # pragma: no cover - compiled
     coordinates, aligned with its rows ``idx``, and ``o`` their stable order
     (``np.argsort(vals, kind="stable")``, NumPy's: faster than a compiled merge sort).
     Returns the boundaries ``b`` int64 (B,) (sizes of the left-hand side where the sorted
-    value changes, ``k <= b <= u - k``) and the prefix sums of :func:`_prefix_sums` of
+    value changes, ``k <= b <= u - k``) and the prefix sums of :func:`prefix_sums` of
     ``idx[o]`` at ``b``."""
     b = cut_sizes(vals[o], k)
-    cc, cp, ch = _prefix_sums(idx[o[: b[-1]]] if len(b) else idx[:0], s, p, ent, b)
+    cc, cp, ch = prefix_sums(idx[o[: b[-1]]] if len(b) else idx[:0], s, p, ent, b)
     return b, cc, cp, ch
 
 

@@ -16,11 +16,11 @@ from dpriv.cli.common import (
     app,
     check_out,
     command,
-    ledger_policy_file,
     policy_option,
     write_frame,
 )
 from dpriv.cli.outputs import changed_since_written
+from dpriv.cli.policy_flags import ledger_policy_file
 from dpriv.errors import PolicyError
 from dpriv.ledger import ATTACK_DIR
 from dpriv.policy_base import with_hint

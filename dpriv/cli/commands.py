@@ -33,17 +33,15 @@ from dpriv.cli.common import (
     app,
     check_out,
     command,
-    load_effective,
     print_summary,
     sensitive_out,
     show_policy,
-    with_categorical,
-    with_hierarchies,
 )
 from dpriv.cli.effective import EffectivePolicy
 from dpriv.cli.failures import during_release
 from dpriv.cli.generate import experiment_app, generate_app
 from dpriv.cli.new_ledger import checked_ledger
+from dpriv.cli.policy_flags import load_effective, with_categorical, with_hierarchies
 from dpriv.cli.read_only import ledger_folder_checked, refuse_if_left
 from dpriv.cli.release_table import ReleaseTable
 from dpriv.cli.verify_files import METRICS_SUFFIX
@@ -117,7 +115,7 @@ def anonymize(
 
     # checked, then read once into this process when small (no cluster), as in `dpriv release`
     placement = release_place(view, pol, scheduler=scheduler, cluster=cluster, source=input, named=flag_named)
-    from dpriv.inputs import UNUSED, said_unused, unused_note
+    from dpriv.input_columns import UNUSED, said_unused, unused_note
     from dpriv.release import anonymize as run
 
     said_unused()  # one of its notes, printed below
@@ -216,7 +214,7 @@ def _said_policy(
     """The policy the release of history ``frame`` uses, said on stderr (every value and its
     source, the method, the history's unused columns and its date hints)."""
     from dpriv.input_checks import date_hints_of
-    from dpriv.inputs import said_unused, unused_note
+    from dpriv.input_columns import said_unused, unused_note
 
     pol = show_policy(eff)
     _say(f"  method: {method}")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dpriv.cli.commands import _run_release
-from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, _say, app, command, load_effective
+from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, _say, app, command
+from dpriv.cli.policy_flags import load_effective
 from dpriv.errors import InputError, LedgerError
 from dpriv.scheduler_address import chosen_scheduler
 

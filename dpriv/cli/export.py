@@ -19,10 +19,10 @@ from dpriv.cli.common import (
     check_suffix,
     command,
     ledger_view,
-    load_policy,
     record_output,
     sensitive_out,
 )
+from dpriv.cli.policy_flags import load_policy
 from dpriv.errors import InputError
 
 #: ``--sep`` choices: the delimiter as typed -> the character written.

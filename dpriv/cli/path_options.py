@@ -15,7 +15,7 @@ conversion (:func:`watch_paths`, for every :class:`dpriv.cli.repeats.OnceCommand
 * an empty value (``--ledger ""``, ``--ledger "$UNSET"``) is refused as empty: pathlib read it as
   ``.``, so the ledger was the current folder ("error: . is not empty and is not a ledger");
 * a leading ``~`` of a path option or of an input (:data:`INPUTS`) is expanded, as fsspec and a
-  shell do (``--hierarchy COL=~/h.csv``: :func:`dpriv.cli.common.with_hierarchies`).
+  shell do (``--hierarchy COL=~/h.csv``: :func:`dpriv.cli.policy_flags.with_hierarchies`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ command gets them. ``--scheduler ADDR`` with ``--cluster`` or ``--no-cluster``, 
 both ``--categorical`` and ``--date``, are refused (:func:`_refuse_contradictions`). Each
 refusal is an :class:`OptionError`: exit 2 and ``error: ...`` as dpriv's other bad input,
 before the command does anything. ``--hierarchy`` (repeatable) naming one column twice is
-refused by :func:`dpriv.cli.common.with_hierarchies`.
+refused by :func:`dpriv.cli.policy_flags.with_hierarchies`.
 """
 
 from __future__ import annotations

@@ -25,11 +25,9 @@ from dpriv.cli.common import (
     app,
     command,
     ledger_view,
-    load_effective,
     show_policy,
-    with_categorical,
-    with_hierarchies,
 )
+from dpriv.cli.policy_flags import load_effective, with_categorical, with_hierarchies
 from dpriv.cli.verify_files import (
     LEDGER_METRICS,
     Recorded,
