@@ -89,30 +89,31 @@ def check_parts(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> Non
     from dpriv.parquet_files import check_parquet_footers, folder_files
 
     wanted = [c for c in dict.fromkeys(columns) if c in meta_of(history).columns]
+    roots = {}  # the graph holds one ReadParquet per projection of the read (6 for a one-view history)
     for op in history.expr.find_operations(ReadParquet):
         given = op.operand("path")
-        for root in given if isinstance(given, list | tuple) else [given]:
-            fs, paths = filesystem(str(root), "history")
-            for path in paths:
-                files = folder_files(fs, path) if fs.isdir(path) else [path]
-                try:
-                    missing = {f: [c for c in wanted if c not in _columns(fs, f)] for f in files}
-                except OSError:  # unreadable here: the read itself reports it
-                    continue
-                for f, lacks in missing.items():
-                    if lacks:
-                        if fs.isdir(path):
-                            check_parquet_footers(fs, path)  # the folder's own words, both files named
-                        raise InputError(
-                            f"{f} lacks column(s) {lacks} that {files[0]} holds: the files read as one "
-                            "history must be parts of one table (a column renamed or dropped in a later "
-                            "week?): name the columns alike in every file"
-                        )
+        roots.update(dict.fromkeys(map(str, given if isinstance(given, list | tuple) else [given])))
+    for root in roots:
+        fs, paths = filesystem(root, "history")
+        for path in paths:
+            files = folder_files(fs, path) if fs.isdir(path) else [path]
+            try:
+                missing = {f: [c for c in wanted if c not in _columns(fs, f)] for f in files}
+            except OSError:  # unreadable here: the read itself reports it
+                continue
+            for f, lacks in missing.items():
+                if lacks:
+                    if fs.isdir(path):
+                        check_parquet_footers(fs, path)  # the folder's own words, both files named
+                    raise InputError(
+                        f"{f} lacks column(s) {lacks} that {files[0]} holds: the files read as one "
+                        "history must be parts of one table (a column renamed or dropped in a later "
+                        "week?): name the columns alike in every file"
+                    )
 
 
 def _columns(fs, path: str) -> set[str]:
     """The column names in the footer of Parquet file ``path``."""
-    import pyarrow.parquet as pq
+    from dpriv.footer_reads import footer
 
-    with fs.open(path, "rb") as fh:
-        return set(pq.read_metadata(fh).schema.names)
+    return set(footer(fs, path).schema.names)
