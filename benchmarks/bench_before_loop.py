@@ -9,8 +9,10 @@ its policy and the recommended defense (as ``bench_scale.py --recommended``), ma
 ``--work``. In each process the before-the-loop run is done twice on that history (the first
 warms the workers' imports and numba's cache, not reported) and the second is timed: from
 ``release_history(dd.read_parquet(folder), ...)`` to the first view's release (which is stopped
-there), with the seconds of its main checks and the footers read (``pyarrow.parquet.
-read_metadata`` calls from dpriv). Printed: each round's figures and the median new / old ratio.
+there), with the seconds of its main checks, the CPU seconds of this process and of the workers
+(psutil; less at the mercy of the machine's load than the wall time) and the footers read
+(``pyarrow.parquet.read_metadata`` calls from dpriv). Printed: each round's figures and the
+new / old ratios (wall, client CPU, workers' CPU) with their medians.
 
     python benchmarks/bench_before_loop.py --old /path/to/base [--rows 1000000] [--rounds 3]
 """
@@ -44,6 +46,7 @@ def one_round(work: Path) -> dict:
 
     import dask
     import dask.dataframe as dd
+    import psutil
     import pyarrow.parquet as pq
     from distributed import Client, LocalCluster
 
@@ -83,8 +86,13 @@ def one_round(work: Path) -> dict:
     with (
         dask.config.set(worker_config()),
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as lc,
-        Client(lc),
+        Client(lc) as client,
     ):
+        workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+
+        def cpu() -> tuple[float, float]:  # seconds of CPU: this process, the workers
+            return time.process_time(), sum(sum(p.cpu_times()[:2]) for p in workers)
+
         for attempt in range(2):
             footers.clear()
             seconds.clear()
@@ -92,7 +100,7 @@ def one_round(work: Path) -> dict:
             patches += [mock.patch.object(release_mod, "_release_one", stop), *map(timed, STEPS)]
             for p in patches:
                 p.start()
-            start = time.perf_counter()
+            start, cpu0 = time.perf_counter(), cpu()
             try:
                 release_mod.release_history(
                     dd.read_parquet(work / "history.parquet"),
@@ -101,10 +109,12 @@ def one_round(work: Path) -> dict:
                 )
             except _Stop:
                 pass
-            total = time.perf_counter() - start
+            total, cpu1 = time.perf_counter() - start, cpu()
             for p in patches:
                 p.stop()
             out = {"before_loop_s": round(total, 3), **{k: round(seconds[k], 3) for k in STEPS}}
+            out["client_cpu_s"] = round(cpu1[0] - cpu0[0], 3)
+            out["workers_cpu_s"] = round(cpu1[1] - cpu0[1], 3)
             out["footer_reads"] = sum(footers.values())
             out["files"] = len(footers)
     out["load"] = os.getloadavg()[0]
@@ -146,17 +156,19 @@ def main() -> None:
     work = Path(args.work or tempfile.mkdtemp(prefix="dpriv-before-loop-"))
     make_history(work, args.rows, args.npartitions)
     new, old = Path(__file__).resolve().parents[1], Path(args.old).resolve()
-    ratios = []
+    ratios: dict[str, list[float]] = {"before_loop_s": [], "client_cpu_s": [], "workers_cpu_s": []}
     for r in range(args.rounds):
         row = {}
         for name, checkout in [("new", new), ("old", old)] if r % 2 == 0 else [("old", old), ("new", new)]:
             row[name] = in_fresh_process(checkout, work)
             print(f"round {r} {name}: {json.dumps(row[name])}", flush=True)
-        ratios.append(row["new"]["before_loop_s"] / row["old"]["before_loop_s"])
-    print(
-        f"{args.rows} tuples, {args.npartitions} files, 2 workers: before the loop new / old "
-        f"{', '.join(f'{x:.2f}' for x in ratios)} (median {statistics.median(ratios):.2f})"
-    )
+        for key in ratios:
+            ratios[key].append(row["new"][key] / row["old"][key])
+    for key, found in ratios.items():  # the CPU seconds: what the machine's load hardly changes
+        print(
+            f"{args.rows} tuples, {args.npartitions} files, 2 workers: {key} new / old "
+            f"{', '.join(f'{x:.2f}' for x in found)} (median {statistics.median(found):.2f})"
+        )
 
 
 if __name__ == "__main__":
