@@ -269,10 +269,26 @@ def checked_history(
     ``rbk`` step then read the input once instead of once each (issue 13), and the release
     persists that view in its ``rbk`` step anyway. A history of several views stays as it was
     given (each view a filter of it, pushed down to a Parquet reader), as does a pandas one."""
+    persisted = is_dask(history) and _one_view_told(history, policy)
+    if persisted:  # one read of the files serves the time column's check and the release (issue 13)
+        history = history.persist()
     indices = check_history(history, policy)
-    if is_dask(history) and len(indices) == 1:
+    if is_dask(history) and len(indices) == 1 and not persisted:
         history = history.persist()
     return history, indices[:until]
+
+
+def _one_view_told(history: dd.DataFrame, policy: ReleasePolicy) -> bool:
+    """Whether the Parquet footers of a Dask history say it holds one view (its time column one
+    value, no null: :func:`dpriv.part_footers.one_value`), once :func:`check_history`'s checks of
+    its columns (no row read) have passed: such a history is persisted before its time column
+    is checked, which then reads it from memory (the same rows: the same result and words)."""
+    from dpriv.part_footers import one_value
+
+    if not policy.time:
+        return False
+    missing_columns(history.columns, policy)  # refused as check_history refuses it, nothing read
+    return policy.time in history.columns and one_value(history, policy.time)
 
 
 def _blank_rows(frame: pd.DataFrame | dd.DataFrame) -> int:

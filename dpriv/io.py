@@ -21,6 +21,7 @@ from dpriv._dispatch import meta_of
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.cut_csv import check_not_cut
 from dpriv.errors import InputError
+from dpriv.footer_reads import footers_read_once
 from dpriv.input_url import filesystem
 from dpriv.parquet_files import check_parquet_footers, is_parquet
 from dpriv.parquet_index import stored_index, with_stored_index
@@ -50,6 +51,7 @@ def ignore_dask_reset_index() -> None:
     )
 
 
+@footers_read_once()  # its stored index and its footers' check read each footer once
 def read_table(
     path: str,
     *,

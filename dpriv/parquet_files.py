@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dpriv.column_hints import renamed_hint
 from dpriv.errors import InputError
+from dpriv.footer_reads import data_files, footer
 from dpriv.input_url import filesystem
 
 
@@ -14,14 +15,11 @@ def check_parquet_footers(fs, root: str) -> None:
     names it instead of a failure in the middle of a computation; in a folder, also refuse a
     file that is not Parquet (a CSV beside the parts would be left out silently) and parts
     whose columns differ (e.g. an original and a released view side by side)."""
-    import pyarrow.parquet as pq
-
     files = folder_files(fs, root) if fs.isdir(root) else [root]
     first = None
     for f in files:
         try:
-            with fs.open(f, "rb") as fh:
-                names = pq.read_metadata(fh).schema.names
+            names = footer(fs, f).schema.names
         except (OSError, ValueError) as exc:
             raise InputError(_unreadable(f, exc)) from None
         if first is None:
@@ -55,13 +53,7 @@ def parquet_rows(fs, root: str) -> int:
     """Rows of the Parquet file or folder ``root`` counted from its footers (no data read, and
     no Dask meta: ``len()`` of a Dask frame builds a sample row of each column, which pyarrow
     cannot cast for a narrow decimal such as ``decimal128(1, 1)``)."""
-    import pyarrow.parquet as pq
-
-    total = 0
-    for f in folder_files(fs, root) if fs.isdir(root) else [root]:
-        with fs.open(f, "rb") as fh:
-            total += pq.read_metadata(fh).num_rows
-    return total
+    return sum(footer(fs, f).num_rows for f in (folder_files(fs, root) if fs.isdir(root) else [root]))
 
 
 def folder_rows(path: str, positions: list[int]) -> list[tuple[str, int]] | None:
@@ -70,7 +62,6 @@ def folder_rows(path: str, positions: list[int]) -> list[tuple[str, int]] | None
     order (natural order of the names: ``part.2`` before ``part.10``), rows counted from the
     footers. None when ``path`` is no folder, a footer is unreadable or a row lies past the end."""
     import numpy as np
-    import pyarrow.parquet as pq
     from dask.utils import natural_sort_key
 
     try:
@@ -79,10 +70,7 @@ def folder_rows(path: str, positions: list[int]) -> list[tuple[str, int]] | None
         if not fs.isdir(root):
             return None
         files = sorted(folder_files(fs, root), key=natural_sort_key)
-        counts = []
-        for f in files:
-            with fs.open(f, "rb") as fh:
-                counts.append(pq.read_metadata(fh).num_rows)
+        counts = [footer(fs, f).num_rows for f in files]
     except (OSError, ValueError):  # InputError is a ValueError: a file that is no longer Parquet
         return None
     starts = np.cumsum([0, *counts])
@@ -98,7 +86,12 @@ def folder_rows(path: str, positions: list[int]) -> list[tuple[str, int]] | None
 def folder_files(fs, root: str) -> list[str]:
     """The data files of a Parquet folder (sorted; names starting with ``.`` or ``_`` are
     metadata and markers: ``_metadata``, ``_SUCCESS``, ``.crc``); InputError for one that is
-    not Parquet."""
+    not Parquet. Listed once per :func:`dpriv.footer_reads.footers_read_once` scope."""
+    return data_files(fs, root, lambda: _listed(fs, root))
+
+
+def _listed(fs, root: str) -> list[str]:
+    """:func:`folder_files` of ``root``, listed now."""
     files = []
     for f in sorted(fs.find(root)):
         if any(part.startswith((".", "_")) for part in f[len(root.rstrip("/")) + 1 :].split("/")):

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv.errors import InputError
+from dpriv.footer_reads import footer
 from dpriv.parquet_files import folder_files
 
 #: pandas' name for an unnamed index level: row labels, not data (not read, as before).
@@ -32,15 +33,13 @@ def stored_index(fs, root: str) -> list[tuple[str, list[str | dict], int]] | Non
     :func:`dpriv.parquet_files.check_parquet_footers` to report). InputError when the files store
     their index levels differently (pandas writes a part whose ids are consecutive as a range,
     another as a column)."""
-    import pyarrow.parquet as pq
     from dask.utils import natural_sort_key
 
     files = sorted(folder_files(fs, root), key=natural_sort_key) if fs.isdir(root) else [root]
     out = []
     try:
         for f in files:
-            with fs.open(f, "rb") as fh:
-                meta = pq.read_metadata(fh)
+            meta = footer(fs, f)
             pandas = meta.schema.to_arrow_schema().pandas_metadata or {}
             out.append((f, list(pandas.get("index_columns", [])), meta.num_rows))
     except (OSError, ValueError):

@@ -86,6 +86,43 @@ def _survey(history: dd.DataFrame, columns: list[str]) -> pd.DataFrame | None:
     return pd.DataFrame(found, columns=["column", "dtype"], dtype=object)
 
 
+def one_value(history: dd.DataFrame, column: str) -> bool:
+    """Whether the Parquet footers under ``history`` (a ``dd.read_parquet`` and only the steps
+    :func:`footer_survey` follows) tell that ``column`` holds one value and no null in every row:
+    each row group's statistics of it written, with no null and its minimum equal to its maximum,
+    one value in all. False when they cannot tell (no such read, a statistic not written, a
+    column missing or stored as the index: :func:`_schema`'s cases) or tell otherwise. No row read."""
+    try:
+        return _one_value(history, column)
+    except (_Undecided, OSError, ValueError, NotImplementedError):
+        return False
+    except (ImportError, AttributeError, KeyError, TypeError, IndexError):  # another Dask's read plan
+        return False
+
+
+def _one_value(history: dd.DataFrame, column: str) -> bool:
+    """:func:`one_value`; raises :class:`_Undecided` where the footers cannot tell."""
+    chain = _read_chain(history.expr)
+    if chain is None:
+        return False
+    read = chain[0]
+    values = set()
+    for part in read._plan["parts"]:
+        path, groups = _piece(part)
+        meta = _footer(read, path)
+        _schema(meta, [column])  # the column is stored as a column of the file (not its index)
+        for i in range(meta.num_row_groups) if groups is None else groups:
+            group = meta.row_group(i)
+            chunks = [group.column(j) for j in range(group.num_columns)]
+            stats = next((ch.statistics for ch in chunks if ch.path_in_schema == column), None)
+            if group.num_rows == 0:
+                continue
+            if stats is None or not stats.has_min_max or not stats.has_null_count or stats.null_count:
+                return False
+            values |= {stats.min, stats.max}
+    return len(values) == 1
+
+
 class _Converted(NamedTuple):
     """A schema's columns as the read converts them: with no row, with one null row (empty
     frames both), and the columns whose dtype a null changes."""
@@ -146,11 +183,11 @@ def _piece(part) -> tuple[str, list[int] | None]:
 
 
 def _footer(read, path: str):
-    """The footer (``pyarrow.parquet.FileMetaData``) of file ``path`` of ``read``."""
-    import pyarrow.parquet as pq
+    """The footer (``pyarrow.parquet.FileMetaData``) of file ``path`` of ``read``
+    (:func:`dpriv.footer_reads.footer`: the checks before it read the same)."""
+    from dpriv.footer_reads import footer
 
-    with read._dataset_info["fs"].open(path, "rb") as fh:
-        return pq.read_metadata(fh)
+    return footer(read._dataset_info["fs"], path)
 
 
 def _schema(meta, columns: list[str]):

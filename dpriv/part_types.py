@@ -91,11 +91,14 @@ def check_parts(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> Non
 
     meta = set(meta_of(history).columns)
     wanted = [c for c in dict.fromkeys(columns) if c in meta]
+    reads = {}  # the graph holds one ReadParquet per projection of a read (6 for a one-view history)
     for op in history.expr.find_operations(ReadParquet):
         given = op.operand("path")
+        reads[tuple(map(str, given if isinstance(given, list | tuple) else [given]))] = None
+    for roots in reads:
         parts = []  # (filesystem, its folder or None, file), every file of the read in order
-        for root in given if isinstance(given, list | tuple) else [given]:
-            fs, paths = filesystem(str(root), "history")
+        for root in roots:
+            fs, paths = filesystem(root, "history")
             for path in paths:
                 folder = fs.isdir(path)
                 parts += [(fs, path, f) for f in folder_files(fs, path)] if folder else [(fs, None, path)]
@@ -103,14 +106,18 @@ def check_parts(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> Non
             held = [_columns(fs, f) for fs, _, f in parts]
         except OSError:  # unreadable here: the read itself reports it
             continue
+        # a column no file stores (an id kept as a RangeIndex in the pandas metadata) is not a
+        # difference between the files
+        stored = [c for c in wanted if any(c in names for names in held)]
         for (fs, folder, f), names in zip(parts, held):
-            lacks = [c for c in wanted if c not in names]
+            lacks = [c for c in stored if c not in names]
             if lacks:
                 if folder is not None:
                     check_parquet_footers(fs, folder)  # the folder's own words, both files named
                 hint = renamed_hint(lacks, names - meta)
+                holder = next(p[2] for p, n in zip(parts, held) if lacks[0] in n)
                 raise InputError(
-                    f"{f} lacks column(s) {lacks} that {parts[0][2]} holds{hint}: "
+                    f"{f} lacks column(s) {lacks} that {holder} holds{hint}: "
                     "the files read as one history must be parts of one table (a column renamed or "
                     "dropped in a later week?): name the columns alike in every file"
                 )
@@ -119,7 +126,6 @@ def check_parts(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> Non
 def _columns(fs, path: str) -> set[str]:
     """The (top-level) column names in the footer of Parquet file ``path``: a list column is one
     name, not its leaves (``city.list.element``)."""
-    import pyarrow.parquet as pq
+    from dpriv.footer_reads import footer
 
-    with fs.open(path, "rb") as fh:
-        return set(pq.read_metadata(fh).schema.to_arrow_schema().names)
+    return set(footer(fs, path).schema.to_arrow_schema().names)

@@ -43,6 +43,7 @@ from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
 from dpriv.errors import PolicyError
 from dpriv.first_priors import deferred
+from dpriv.footer_reads import footers_read_once
 from dpriv.generalize import generalize_view
 from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checks import (
@@ -178,6 +179,7 @@ class _Checked(NamedTuple):
     files: dict
 
 
+@footers_read_once()  # each Parquet footer read once by the checks (dpriv/footer_reads.py)
 def _checked_input(
     history: pd.DataFrame | dd.DataFrame,
     policy: ReleasePolicy | dict,

@@ -46,6 +46,7 @@ from dpriv.cli.read_only import ledger_folder_checked, refuse_if_left
 from dpriv.cli.release_table import ReleaseTable
 from dpriv.cli.verify_files import METRICS_SUFFIX
 from dpriv.errors import InputError, PolicyError
+from dpriv.footer_reads import footers_read_once
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import with_hint
 from dpriv.policy_fix import with_domain_hint, with_kind_hint, with_new_ledger
@@ -138,6 +139,7 @@ def anonymize(
 app.add_typer(generate_app, name="generate")
 
 
+@footers_read_once()  # the history's footers: read once by every check of the command
 def _run_release(
     history_path: str,
     ledger: Path,
