@@ -70,12 +70,14 @@ def to_dask(frame: pd.DataFrame, npartitions: int) -> Any:
     chunks are scattered to the workers first, so the graph holds their keys, not their bytes
     (a pandas history of 200,000-row views sent ~11 MiB per release, with Dask's large-graph
     warning); the dtypes are those ``from_pandas`` would give (object strings as Dask's string
-    dtype where it converts them)."""
+    dtype where it converts them). A frame of no rows in one partition (a first release's empty
+    state) is put in the graph, as ``from_pandas`` does: a scatter would cost a round trip to the
+    cluster for nothing kept out of the graph."""
     import dask.dataframe as dd
     import numpy as np
 
     client = distributed_client()
-    if client is None:
+    if client is None or (not len(frame) and npartitions <= 1):
         return dd.from_pandas(frame, npartitions=npartitions, sort=False)
     meta = dd.from_pandas(frame.iloc[:0], npartitions=1, sort=False)._meta
     changed = {c: t for c, t in meta.dtypes.items() if t != frame[c].dtype}

@@ -294,8 +294,9 @@ def _release_one(ledger: Ledger, loop: _Loop, i: int, carried: Carried) -> Commi
     split = (policy.id, nbuckets)
     written = ledger.commit(i, released, metrics, state, entry, sensitive=sensitive, state_split=split)
     metrics = replace(metrics, seconds=written["seconds"])  # with the write step, as metrics.json
-    # a Dask state comes one partition per bucket: the next release joins it where it lies
-    return Committed(metrics, Carried(state, len(state), nbuckets if is_dask(state) else None))
+    # a Dask state comes one partition per bucket: the next release joins it where it lies; its
+    # rows are counted only if a later release reads them (Carried.rows)
+    return Committed(metrics, Carried(state, None, nbuckets if is_dask(state) else None))
 
 
 #: Views of at most this many tuples are released in process (pandas, the same kernels, no

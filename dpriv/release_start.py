@@ -6,6 +6,7 @@ release gate (:mod:`dpriv.gate`) when the policy sets one."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -30,12 +31,20 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Carried:
-    """The respondent state one release hands the next: the frame, its rows and, for a Dask
-    state whose partitions are its buckets (joined where it lies), their count, else None."""
+    """The respondent state one release hands the next: the frame, its rows when known
+    (``counted``; None: counted when :attr:`rows` is first read) and, for a Dask state whose
+    partitions are its buckets (joined where it lies), their count, else None."""
 
     frame: pd.DataFrame | dd.DataFrame
-    rows: int
+    counted: int | None
     buckets: int | None
+
+    @functools.cached_property
+    def rows(self) -> int:
+        """The state's rows (respondents): ``counted``, else ``len(frame)`` once, when a later
+        release asks (a Dask state: one compute, a round trip to the cluster). The state of
+        the last release of a run is never counted (a run of one view: one round trip fewer)."""
+        return self.counted if self.counted is not None else len(self.frame)
 
 
 class Committed(NamedTuple):

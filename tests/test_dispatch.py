@@ -112,3 +112,25 @@ def test_shared_is_a_future_only_when_the_client_runs_the_graph(client):
         assert shared(obj, frame) is obj
         got = frame.map_partitions(_pick, shared(obj, frame), meta=_PICKED)["b"].compute()
     np.testing.assert_array_equal(got, [1, 2, 3])
+
+
+def test_to_dask_puts_an_empty_one_part_frame_in_the_graph_without_a_scatter(client):
+    """A first release's empty state goes to Dask as one partition: no scatter (a round trip to
+    the cluster for nothing kept out of the graph), the dtypes ``from_pandas`` gives; a frame
+    with rows, or of several partitions, is still scattered."""
+    from unittest import mock
+
+    from distributed import Client
+
+    from dpriv._dispatch import to_dask
+
+    empty = _frame().iloc[:0]
+    with mock.patch.object(Client, "scatter", autospec=True, side_effect=Client.scatter) as scatter:
+        out = to_dask(empty, 1)
+        assert scatter.call_count == 0
+        to_dask(_frame(), 1)
+        to_dask(empty, 2)
+        assert scatter.call_count == 2
+    plain = dd.from_pandas(empty, npartitions=1, sort=False)
+    assert out.npartitions == 1 and out.dtypes.to_dict() == plain.dtypes.to_dict()
+    pd.testing.assert_frame_equal(out.compute(), plain.compute())
