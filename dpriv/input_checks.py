@@ -77,14 +77,15 @@ def check_same_text(data: pd.DataFrame) -> None:
     """InputError for a column whose domain is to be inferred and that holds two distinct
     values written alike: ``1`` and ``"1"`` (the released view and the policy write values as
     text, where the two would be one value), or ``"B"`` and ``"B "`` (one category typed two
-    ways, e.g. a CSV cell with a trailing space, that would become two levels)."""
+    ways, e.g. a CSV cell with a trailing space, that would become two levels), or ``"F"`` and
+    ``"f"`` (upper and lower case: the same, typed by hand)."""
     for c in data.columns:
         dtype = data[c].dtype
         if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
             continue
         seen: dict[str, object] = {}
         for v in pd.unique(data[c].dropna()):
-            key = str(v).strip()
+            key = str(v).strip().casefold()
             other = seen.setdefault(key, v)
             if other is v:
                 continue
@@ -94,10 +95,17 @@ def check_same_text(data: pd.DataFrame) -> None:
                     f"({type(v).__name__}), which read the same once released: write its values "
                     "one way (all text, or all numbers)"
                 )
-            raise InputError(
-                f"column {c!r} holds {other!r} and {v!r}, which differ only in spaces at the start or "
-                f"end: one value written two ways would become two; strip the spaces (e.g. "
-                f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+            if str(other).strip() == str(v).strip():
+                raise InputError(
+                    f"column {c!r} holds {other!r} and {v!r}, which differ only in spaces at the start "
+                    f"or end: one value written two ways would become two; strip the spaces (e.g. "
+                    f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+                )
+            raise InputError(  # 'F' and 'f' typed by hand: two levels, each group's set telling them apart
+                f"column {c!r} holds {other!r} and {v!r}, which differ only in upper and lower case: "
+                f"one value written two ways would become two; write it one way (e.g. "
+                f"frame[{c!r}].str.upper()) or declare [domains] {c} with the values as they are meant "
+                "(both, if they are two values)"
             )
 
 

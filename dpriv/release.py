@@ -54,6 +54,7 @@ from dpriv.input_checks import (
 from dpriv.inputs import as_frame, policy_columns, prepared, warn_unused
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.ledger_domains import with_ledger_domains
 from dpriv.ledger_expect import check_existing, check_stale
 from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.record import ReleaseRecord
@@ -204,6 +205,7 @@ def _checked_input(
     # a Dask history's meta is its first part's: the type checks must see what every part holds
     history = as_data_types(history, [*policy_columns(policy), policy.time])
     indices = views[:until]
+    policy = with_ledger_domains(policy, ledger_dir)  # a later week's value outside them: named, by row
     policy, _ = resolve_policy(history, policy)
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing
