@@ -11,30 +11,46 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 
 import fsspec
+import numpy as np
 
 from dpriv.csv_read import CSV_SAMPLE
 from dpriv.errors import InputError
 from dpriv.rows import MAX_ROWS_SHOWN
 
 
+def _lines_without(raw: bytes, sep: str) -> bool:
+    """Whether some line of ``raw`` after the first holds more than a ``\\r`` but no ``sep``
+    byte (blank lines aside; quoted newlines counted as line ends: :func:`check_separators`
+    parses such a file to tell them apart). Vectorised: positions of the line ends and of the
+    separators, the separators counted per line."""
+    data = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero(data == 10)
+    if ends.size == 0:
+        return False
+    starts = ends + 1  # the lines after the first, the last one up to the end of the file
+    stops = np.append(ends[1:], data.size)
+    seps = np.flatnonzero(data == ord(sep))
+    counts = np.searchsorted(seps, stops) - np.searchsorted(seps, starts)
+    length = stops - starts - (data[np.maximum(stops - 1, 0)] == 13)
+    return bool(((counts == 0) & (length > 0)).any())
+
+
 def check_separators(fs: fsspec.AbstractFileSystem, paths: list[str], sep: str, shown: str) -> None:
     """InputError naming the lines (header = line 1) of the CSV ``paths[0]`` that hold one value
     (no ``sep``, outside quotes) while its header names several columns separated by ``sep``,
     with the separator they seem written with; nothing for a file whose every line holds ``sep``
-    (the usual case, one regular-expression pass), a file of one column, blank lines (pandas
-    skips them), several files or a file over :data:`CSV_SAMPLE` bytes. ``shown``: the input as
-    the user gave it."""
+    (the usual case, found by :func:`_lines_without` without parsing), a file of one column,
+    blank lines (pandas skips them), several files or a file over :data:`CSV_SAMPLE` bytes.
+    ``shown``: the input as the user gave it."""
     if len(paths) != 1 or fs.size(paths[0]) > CSV_SAMPLE:
         return
     with fs.open(paths[0], "rb") as fh:
-        text = fh.read().decode("utf-8-sig", errors="replace")
-    if not re.search(
-        rf"(?m)^[^{re.escape(sep)}\r\n]*[^\s{re.escape(sep)}][^{re.escape(sep)}\r\n]*\r?$", text
-    ):
-        return  # every non-blank line holds the separator
+        raw = fh.read()
+    if not _lines_without(raw, sep):
+        return  # every line holds the separator (the usual case: two array passes, no parse)
+    text = raw.decode("utf-8-sig", errors="replace")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, skipinitialspace=True)
     header = next(reader, [])
     if len(header) < 2:

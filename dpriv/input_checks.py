@@ -5,6 +5,7 @@ not declare, filled from the data (:func:`resolve_policy`), and a history's rele
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import dask
 import dask.dataframe as dd
@@ -21,14 +22,16 @@ from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summ
 
 
 def resolve_policy(
-    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, recorded: Collection[str] = ()
 ) -> tuple[ReleasePolicy, list[str]]:
     """Fill the domains the policy does not declare from the data (computes those columns).
 
     Raw checks come first (:func:`dpriv.validate.check_raw`): a missing column, an empty
     view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text; the row
     checks of the resolved policy last over a whole history (:func:`check_rows`), so that the
-    bad rows of every view are named at once.
+    bad rows of every view are named at once. ``recorded``: columns whose domain a resumed ledger
+    recorded (:func:`dpriv.ledger_domains.recorded_columns`), their spellings judged against it
+    (:func:`dpriv.ledger_domains.refuse_outside_recorded`, by row) rather than against each other.
     """
     check_raw(view, policy)
     policy, notes = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
@@ -36,7 +39,7 @@ def resolve_policy(
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         data = to_pandas(view[cols])
         check_some_value(view, data, policy)  # all missing: no domain to infer
-        check_same_text(data)
+        check_same_text(data.drop(columns=[c for c in cols if c in recorded]))
         check_inferred_exit_values(data, policy)
         resolved, inferred = policy.resolve(data)
         notes = notes + inferred + date_hints(data, policy, resolved)

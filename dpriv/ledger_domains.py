@@ -2,24 +2,29 @@
 
 A policy without ``[domains]`` has them inferred from the data of its first run, and the ledger
 records them in ``policy.json``. The weekly job that resumes it with the same policy file
-(``dpriv release H --ledger L --policy P``, the cron recipe) used to infer them again from the
-whole history: a later week's typo in the sensitive column (``iv`` for ``IV``) or one age
-outside the first week's range then made "another policy", refused with the advice to start a
-new ledger and no row named. Taking the recorded domains instead (as ``dpriv release H --ledger
-L`` without ``--policy`` does, through :meth:`dpriv.ledger.Ledger.policy`) checks the week's
-values against them, so the message names the value and its rows (``week = 4: sensitive column
-'stage' has values ['iv'] outside its declared domain ...``) and says what the ledger allows.
-A history the ledger accepted before infers exactly the recorded domains, so nothing released
-changes.
+(``dpriv release H --ledger L --policy P``, the cron recipe) infers them again from the whole
+history: a later week's typo in the sensitive column (``iv`` for ``IV``) or one age outside the
+first week's range then made "another policy", refused with the advice to start a new ledger
+and no row named. :func:`refuse_outside_recorded` checks the history against the recorded
+domains instead (as ``dpriv release H --ledger L`` without ``--policy`` does, through
+:meth:`dpriv.ledger.Ledger.policy`), once the committed views are known unedited (an edited
+committed row is told as such, :func:`dpriv.release_check.check_views`), so the message names the
+value's week and line (``week = 4: sensitive column 'stage' has values ... not in its declared
+domain ...``) and says what the ledger allows. Nothing released changes: the domains of an
+accepted history are the recorded ones.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import dask.dataframe as dd
+import pandas as pd
+
 from dpriv.ledger import POLICY
 from dpriv.ledger_manifest import MANIFEST
 from dpriv.policy import ReleasePolicy
+from dpriv.validate import check_rows
 
 
 def with_ledger_domains(policy: ReleasePolicy, ledger_dir: str | Path) -> ReleasePolicy:
@@ -65,3 +70,34 @@ def with_ledger_domains(policy: ReleasePolicy, ledger_dir: str | Path) -> Releas
     if not taken:
         return policy
     return policy.with_overrides(domains={**policy.domains, **taken}, kinds={**policy.kinds, **taken_kinds})
+
+
+def refuse_outside_recorded(
+    history: pd.DataFrame | dd.DataFrame,
+    declared: ReleasePolicy,
+    resolved: ReleasePolicy,
+    ledger_dir: str | Path,
+) -> None:
+    """InputError naming the rows (:func:`dpriv.validate.check_rows`, by week and line) of
+    ``history`` whose values lie outside the domains the ledger at ``ledger_dir`` recorded for
+    the columns ``declared`` (the policy as given) leaves to the data, where ``resolved`` (the
+    same policy, its domains inferred from ``history``) differs from them. Nothing when nothing
+    differs, for a new ledger, or when no row is outside them (the difference is then refused as
+    another policy, :meth:`dpriv.ledger.Ledger.check_policy`)."""
+    taken = with_ledger_domains(declared, ledger_dir)
+    changed = {
+        c: d for c, d in taken.domains.items() if c not in declared.domains and resolved.domains.get(c) != d
+    }
+    if not changed:
+        return
+    kinds = {c: k for c, k in taken.kinds.items() if c in changed}
+    check_rows(
+        history,
+        resolved.with_overrides(domains={**resolved.domains, **changed}, kinds={**resolved.kinds, **kinds}),
+    )
+
+
+def recorded_columns(policy: ReleasePolicy, ledger_dir: str | Path) -> set[str]:
+    """The columns whose domain ``policy`` leaves to the data and the ledger at ``ledger_dir``
+    recorded (:func:`with_ledger_domains`): their values are checked against that record."""
+    return set(with_ledger_domains(policy, ledger_dir).domains) - set(policy.domains)
