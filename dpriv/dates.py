@@ -151,6 +151,33 @@ def _beyond_timestamps(value) -> bool:
     return not FIRST_DAY <= day <= LAST_DAY
 
 
+#: A date written with its day and month first (``29/09/2025``, ``9.3.2025``), as spreadsheets export.
+_DMY = re.compile(r"^\s*(\d{1,2})([/.\-])(\d{1,2})\2(\d{4})\s*$")
+
+
+def _numeric_dates(values: pd.Series, name: str) -> str:
+    """What to add to the refusal of a date QI when every value refused is written ``dd/mm/yyyy``
+    or ``mm/dd/yyyy`` (a spreadsheet's export): the pandas conversion to ISO text, day first
+    when a first number exceeds 12, month first when a second one does; both ways otherwise
+    (dpriv does not guess: ``03/04/2025`` is 3 April or 4 March). ``""`` for other values."""
+    found = [_DMY.match(str(v)) for v in pd.unique(values)]
+    if not found or not all(found):
+        return ""
+    sep = found[0].group(2)
+    day_first = any(int(m.group(1)) > 12 for m in found)
+    month_first = any(int(m.group(3)) > 12 for m in found)
+    dmy, mdy = f"%d{sep}%m{sep}%Y", f"%m{sep}%d{sep}%Y"
+    if day_first != month_first:
+        fmt, said = (dmy, "day first") if day_first else (mdy, "month first")
+    else:
+        fmt, said = dmy, f"day or month first: dpriv does not guess; {mdy!r} if the month comes first"
+    return (
+        f" (written {said}, as a spreadsheet exports them: convert the column to YYYY-MM-DD, e.g. "
+        f"pd.to_datetime(frame[{name!r}], format={fmt!r}).dt.strftime('%Y-%m-%d'), or set the "
+        "column's format to YYYY-MM-DD before exporting)"
+    )
+
+
 def date_problem(col: pd.Series, name: str, *, csv: bool = False) -> tuple[np.ndarray, str] | None:
     """(rows, message) for a date QI that :func:`to_days` could not convert, else None; ``csv``:
     ``col`` is a CSV file's (:func:`dpriv.rows.missing_message`)."""
@@ -178,7 +205,8 @@ def date_problem(col: pd.Series, name: str, *, csv: bool = False) -> tuple[np.nd
     if bad.any():
         shown = [str(v) for v in pd.unique(values[bad])[:5]]
         return bad, (
-            f"date QI {name!r} holds values that are not dates: {shown}; write dates as YYYY-MM-DD "
+            f"date QI {name!r} holds values that are not dates: {shown}{_numeric_dates(values[bad], name)}"
+            "; write dates as YYYY-MM-DD "
             "(optionally with a time, e.g. 2020-03-01 14:30, and one UTC offset for the column), "
             f'correct or drop these rows, or declare the QI categorical ([kinds] {name} = "categorical")'
         )

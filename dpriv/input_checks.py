@@ -5,6 +5,7 @@ not declare, filled from the data (:func:`resolve_policy`), and a history's rele
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import dask
 import dask.dataframe as dd
@@ -22,14 +23,16 @@ from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summ
 
 
 def resolve_policy(
-    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
+    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, recorded: Collection[str] = ()
 ) -> tuple[ReleasePolicy, list[str]]:
     """Fill the domains the policy does not declare from the data (computes those columns).
 
     Raw checks come first (:func:`dpriv.raw_checks.check_raw`): a missing column, an empty
     view, generalized values such as ``[45-52]`` or ``*``, numbers stored as text; the row
     checks of the resolved policy last over a whole history (:func:`check_rows`), so that the
-    bad rows of every view are named at once.
+    bad rows of every view are named at once. ``recorded``: columns whose domain a resumed ledger
+    recorded (:func:`dpriv.ledger_domains.recorded_columns`), their spellings judged against it
+    (:func:`dpriv.ledger_domains.refuse_outside_recorded`, by row) rather than against each other.
     """
     check_raw(view, policy)
     policy, notes = hierarchy_domains(view, policy)  # before inference: the hierarchy gives the levels
@@ -37,7 +40,7 @@ def resolve_policy(
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         data = to_pandas(view[cols])
         check_some_value(view, data, policy)  # all missing: no domain to infer
-        check_same_text(data)
+        check_same_text(data.drop(columns=[c for c in cols if c in recorded]))
         check_inferred_exit_values(data, policy)
         resolved, inferred = policy.resolve(data)
         notes = notes + inferred + date_hints(data, policy, resolved)
@@ -78,14 +81,15 @@ def check_same_text(data: pd.DataFrame) -> None:
     """InputError for a column whose domain is to be inferred and that holds two distinct
     values written alike: ``1`` and ``"1"`` (the released view and the policy write values as
     text, where the two would be one value), or ``"B"`` and ``"B "`` (one category typed two
-    ways, e.g. a CSV cell with a trailing space, that would become two levels)."""
+    ways, e.g. a CSV cell with a trailing space, that would become two levels), or ``"F"`` and
+    ``"f"`` (upper and lower case: the same, typed by hand)."""
     for c in data.columns:
         dtype = data[c].dtype
         if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
             continue
         seen: dict[str, object] = {}
         for v in pd.unique(data[c].dropna()):
-            key = str(v).strip()
+            key = str(v).strip().casefold()
             other = seen.setdefault(key, v)
             if other is v:
                 continue
@@ -95,10 +99,17 @@ def check_same_text(data: pd.DataFrame) -> None:
                     f"({type(v).__name__}), which read the same once released: write its values "
                     "one way (all text, or all numbers)"
                 )
-            raise InputError(
-                f"column {c!r} holds {other!r} and {v!r}, which differ only in spaces at the start or "
-                f"end: one value written two ways would become two; strip the spaces (e.g. "
-                f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+            if str(other).strip() == str(v).strip():
+                raise InputError(
+                    f"column {c!r} holds {other!r} and {v!r}, which differ only in spaces at the start "
+                    f"or end: one value written two ways would become two; strip the spaces (e.g. "
+                    f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+                )
+            raise InputError(  # 'F' and 'f' typed by hand: two levels, each group's set telling them apart
+                f"column {c!r} holds {other!r} and {v!r}, which differ only in upper and lower case: "
+                f"one value written two ways would become two; write it one way (e.g. "
+                f"frame[{c!r}].str.upper()) or declare [domains] {c} with the values as they are meant "
+                "(both, if they are two values)"
             )
 
 

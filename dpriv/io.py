@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 import dask.dataframe as dd
+import fsspec
 import pandas as pd
 
 from dpriv import pending_interrupt
 from dpriv._dispatch import meta_of
+from dpriv.csv_fields import check_separators
 from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
 from dpriv.cut_csv import check_not_cut
 from dpriv.errors import InputError
@@ -91,6 +93,7 @@ def read_table(
             check_parquet_footers(fs, paths[0])
             frame = dd.read_parquet(path) if index is None else with_stored_index(path, index)
         else:
+            check_one_csv(fs, path, paths)
             sep = sniff_delimiter(path)
             frame = dd.read_csv(
                 path,
@@ -104,6 +107,7 @@ def read_table(
             )
             for one in paths:  # an export still being written: refused before its rows are checked
                 check_not_cut(one if len(paths) > 1 else path, sep, len(frame.columns), fs)
+            check_separators(fs, paths, sep, path)  # a week appended with another separator
             if id_column in frame.columns and pd.api.types.is_numeric_dtype(frame._meta[id_column].dtype):
                 check_id_texts(fs, paths, sep, id_column, path)
     except InputError:  # a footer's own message (an InputError is a ValueError too)
@@ -123,6 +127,23 @@ def read_table(
         frame = frame.assign(**{ROW_ID: 1})
         frame[ROW_ID] = frame[ROW_ID].cumsum() - 1
     return frame
+
+
+def check_one_csv(fs: fsspec.AbstractFileSystem, path: str, paths: list[str]) -> None:
+    """InputError for a CSV input given as a pattern (``weeks/*.csv``, which fsspec expands to
+    ``paths``): a CSV history is one file, and each weekly export carries its own header (and
+    Excel's BOM), so the pattern was refused only by fsspec's own words ("The URL contains glob
+    characters: you maybe needed to pass expand=True ...")."""
+    if len(paths) == 1 and paths[0] == fs._strip_protocol(path):
+        return
+    shown = ", ".join(p.rsplit("/", 1)[-1] for p in paths[:3]) + (", ..." if len(paths) > 3 else "")
+    raise InputError(
+        f"{path} is a pattern matching {len(paths)} file(s) ({shown}): dpriv reads a CSV history from "
+        "one file (each row with its view's release index), not one file per week: join the weekly "
+        "exports into one file that names the columns once (the first week's file whole, then each "
+        "later one without its header line) and give that file, or write the weeks as the Parquet "
+        "parts of one folder. Nothing was written"
+    )
 
 
 #: The end of every temp file or folder name dpriv writes (``.<name>.<8 random characters>`` and

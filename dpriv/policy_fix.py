@@ -160,17 +160,21 @@ OUTSIDE_DOMAIN = ("outside its declared domain", "not in its declared domain", "
 _WIDEN = re.compile(r"(?:widen \[domains\]|add them to \[domains\]) or correct the data")
 
 
+#: What :func:`with_domain_hint` adds, found in a message it already worded.
+_FIRST_DOMAINS = "with the domains of the ledger's first release"
+
+
 def with_domain_hint(exc: InputError, committed: int) -> InputError:
     """``exc`` with :data:`NEW_LEDGER`'s words when a value lies outside a domain and
     ``committed`` > 0 releases are in the ledger (whose domains, declared or inferred from
     the views of its first release, cannot change), its "widen [domains]" dropped; else
     ``exc`` itself."""
     text = str(exc)
-    if committed <= 0 or not any(words in text for words in OUTSIDE_DOMAIN):
-        return exc
+    if committed <= 0 or not any(words in text for words in OUTSIDE_DOMAIN) or _FIRST_DOMAINS in text:
+        return exc  # said once: release_history and dpriv release both word it
     return type(exc)(
-        f"{_WIDEN.sub('correct the data', text)} ({_held(committed)} committed with the domains of "
-        "the ledger's first release (its policy's [domains], or inferred from its views where "
+        f"{_WIDEN.sub('correct the data', text)} ({_held(committed)} committed {_FIRST_DOMAINS} "
+        "(its policy's [domains], or inferred from its views where "
         f"none was declared); values outside them: {NEW_LEDGER}, its "
         "policy declaring [domains] that cover every week's values)"
     )
