@@ -18,6 +18,7 @@ from dpriv.input_columns import missing_columns, policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.raw_checks import check_raw
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of, spans
+from dpriv.same_text import check_same_text
 from dpriv.validate import check_rows, check_some_value
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
 
@@ -40,7 +41,7 @@ def resolve_policy(
         cols = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and c in view.columns]
         data = to_pandas(view[cols])
         check_some_value(view, data, policy)  # all missing: no domain to infer
-        check_same_text(data.drop(columns=[c for c in cols if c in recorded]))
+        check_same_text(view, data.drop(columns=[c for c in cols if c in recorded]), policy)
         check_inferred_exit_values(data, policy)
         resolved, inferred = policy.resolve(data)
         notes = notes + inferred + date_hints(data, policy, resolved)
@@ -75,42 +76,6 @@ def renamed_hint(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> st
                     f"is missing: renamed? name it {name!r} there"
                 )
     return "".join(hints)
-
-
-def check_same_text(data: pd.DataFrame) -> None:
-    """InputError for a column whose domain is to be inferred and that holds two distinct
-    values written alike: ``1`` and ``"1"`` (the released view and the policy write values as
-    text, where the two would be one value), or ``"B"`` and ``"B "`` (one category typed two
-    ways, e.g. a CSV cell with a trailing space, that would become two levels), or ``"F"`` and
-    ``"f"`` (upper and lower case: the same, typed by hand)."""
-    for c in data.columns:
-        dtype = data[c].dtype
-        if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
-            continue
-        seen: dict[str, object] = {}
-        for v in pd.unique(data[c].dropna()):
-            key = str(v).strip().casefold()
-            other = seen.setdefault(key, v)
-            if other is v:
-                continue
-            if str(other) == str(v):
-                raise InputError(
-                    f"column {c!r} holds {other!r} ({type(other).__name__}) and {v!r} "
-                    f"({type(v).__name__}), which read the same once released: write its values "
-                    "one way (all text, or all numbers)"
-                )
-            if str(other).strip() == str(v).strip():
-                raise InputError(
-                    f"column {c!r} holds {other!r} and {v!r}, which differ only in spaces at the start "
-                    f"or end: one value written two ways would become two; strip the spaces (e.g. "
-                    f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
-                )
-            raise InputError(  # 'F' and 'f' typed by hand: two levels, each group's set telling them apart
-                f"column {c!r} holds {other!r} and {v!r}, which differ only in upper and lower case: "
-                f"one value written two ways would become two; write it one way (e.g. "
-                f"frame[{c!r}].str.upper()) or declare [domains] {c} with the values as they are meant "
-                "(both, if they are two values)"
-            )
 
 
 def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy, ordered: bool = False) -> None:

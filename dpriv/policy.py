@@ -73,7 +73,7 @@ class ReleasePolicy(BaseModel):
         tuples is refused (exit 2, nothing written); default :data:`DEFAULT_MAX_SUPPRESSION`
     small_view : a view of a history with fewer than k tuples: "refuse" (default), "suppress"
         (committed fully suppressed, the history goes on) or "merge" (refused with the reason,
-        :data:`dpriv.release.MERGE_REFUSED`); docs/policy.md. ``anonymize`` always refuses.
+        :data:`dpriv.validate.MERGE_REFUSED`); docs/policy.md. ``anonymize`` always refuses.
     allow_single_sensitive : release a sensitive column holding one value only (l = 1: the
         value is disclosed for everyone) with a warning instead of refusing it
     retro_max_gain : the release gate's bound (:mod:`dpriv.gate`): the largest mean gain (E10)

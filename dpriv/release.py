@@ -41,7 +41,6 @@ from dpriv._dispatch import is_dask, shuffle_method, to_dask, to_pandas
 from dpriv.baselines import baseline_view, check_method_name
 from dpriv.criteria import refuse_ignored
 from dpriv.dates import released_dates
-from dpriv.errors import PolicyError
 from dpriv.first_priors import deferred
 from dpriv.footer_reads import footers_read_once
 from dpriv.generalize import generalize_view
@@ -78,6 +77,7 @@ from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import DefenderKnowledge, defender_knowledge
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
+from dpriv.validate import refuse_merge
 from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
 from dpriv.view_steps import Grouped, ViewContext, ViewRelease, measured, posteriors, verified
 from dpriv.view_summary import ViewSummary
@@ -87,16 +87,6 @@ from dpriv.workers import require_workers
 def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -> pd.DataFrame | dd.DataFrame:
     view = history[history[policy.time] == i]
     return view if is_dask(view) else view.reset_index(drop=True)
-
-
-#: Why ``small_view = "merge"`` is refused (docs/policy.md, "Views smaller than k").
-MERGE_REFUSED = (
-    'small_view = "merge" is refused: a view merged into the next release would put tuples of '
-    "two times in one release (a respondent of both views twice, her knowledge revised (E7) "
-    "and estimated (E14) as if she had one tuple, t measured against a mixture of two views) "
-    'and the last view has no next one; use small_view = "suppress" (the small view is '
-    'released empty and recorded in the ledger) or "refuse" (the default); see docs/policy.md'
-)
 
 
 @said_stops  # a closed client or an interrupt: which release the ledger stays at
@@ -207,8 +197,7 @@ def _checked_input(
     check_parts(history, [*policy_columns(policy), policy.time])  # a week's file with a column renamed
     if is_dask(history):  # a cluster without workers would wait for ever on the first compute
         require_workers("the release")
-    if policy.small_view == "merge":
-        raise PolicyError(MERGE_REFUSED)
+    refuse_merge(policy)
     history, policy = prepared(history, policy)
     history, views = checked_history(history, policy)  # one view: read once (persisted)
     # a Dask history's meta is its first part's: the type checks must see what every part holds

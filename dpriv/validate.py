@@ -287,6 +287,22 @@ def check_k_below_largest(
         )
 
 
+#: Why ``small_view = "merge"`` is refused (docs/policy.md, "Views smaller than k").
+MERGE_REFUSED = (
+    'small_view = "merge" is refused: a view merged into the next release would put tuples of '
+    "two times in one release (a respondent of both views twice, her knowledge revised (E7) "
+    "and estimated (E14) as if she had one tuple, t measured against a mixture of two views) "
+    'and the last view has no next one; use small_view = "suppress" (the small view is '
+    'released empty and recorded in the ledger) or "refuse" (the default); see docs/policy.md'
+)
+
+
+def refuse_merge(policy: ReleasePolicy) -> None:
+    """PolicyError :data:`MERGE_REFUSED` for a history's policy with ``small_view = "merge"``."""
+    if policy.small_view == "merge":
+        raise PolicyError(MERGE_REFUSED)
+
+
 def check_size(n: int, policy: ReleasePolicy, allow_small: bool) -> None:
     """PolicyError when k is larger than a view of ``n`` rows (unless ``allow_small``)."""
     if policy.k > n and not allow_small:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import random_view
+from loose_history import write_loose
 from typer.testing import CliRunner
 
 from dpriv.cli import app
@@ -480,10 +481,7 @@ def test_kpr_unknown_column(cli, tmp_path):
 # -- generate + release ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen")
-    mh = medical_history(n_views=3, view_size=100, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
-    return out
+    return write_loose(tmp_path_factory.mktemp("gen"), n_views=3, view_size=100).folder
 
 
 @pytest.mark.slow

@@ -159,6 +159,7 @@ def test_a_category_typed_in_upper_and_lower_case_is_refused_unless_declared(tmp
         "two ways would become two; write it one way (e.g. frame['sex'].str.upper()) or declare "
         "[domains] sex" in res.output
     )
+    assert "rows holding 'm' (1 row: line 5 (week=1) of" in res.output  # row 3 ('M'); row 8 was 'F'
     assert not (tmp_path / "ledger").exists()
     (tmp_path / "declared.toml").write_text(POLICY + '[domains]\nsex = ["F", "M", "f", "m"]\n')
     res = _release(tmp_path / "h.csv", tmp_path / "ledger", "--policy", str(tmp_path / "declared.toml"))

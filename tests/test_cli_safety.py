@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ledger_files, random_view
+from loose_history import write_loose
 from test_cli import LOOSE, POLICY, QI, assert_refused, tree
 
 from dpriv import __version__
@@ -33,11 +34,7 @@ def snapshot(root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen")
-    mh = medical_history(n_views=3, view_size=100, seed=0)
-    # 100-tuple views suppress more than the default max_suppression allows: not what is tested here
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
-    return out, mh
+    return write_loose(tmp_path_factory.mktemp("gen"), n_views=3, view_size=100)  # (folder, mh)
 
 
 def test_version(cli):

@@ -31,6 +31,7 @@ from distributed.client import (
 )
 from distributed.comm.core import CommClosedError
 from distributed.scheduler import KilledWorker
+from loose_history import release, write_loose
 from typer.testing import CliRunner
 
 from dpriv.cli import app
@@ -185,15 +186,7 @@ def test_dask_client_errors_are_kept_off_stderr_during_a_command_unless_debug(de
 # -- dpriv release: which release was being made, the ledger, resuming -----------------------------
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hist")
-    mh = medical_history(n_views=3, view_size=100, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
-    return out
-
-
-def _release(history: Path, ledger: Path):
-    args = ["release", history / "history.parquet", "--ledger", ledger, "--policy", history / "policy.toml"]
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return write_loose(tmp_path_factory.mktemp("hist"), n_views=3, view_size=100).folder
 
 
 def _files(ledger: Path) -> dict[str, bytes]:
@@ -223,7 +216,7 @@ def test_a_release_whose_cluster_fails_names_the_release_and_resumes(
     import dpriv.release
 
     reference = tmp_path / "reference"
-    assert _release(history, reference).exit_code == 0
+    assert release(history, reference).exit_code == 0
     real = dpriv.release.release_view
 
     def losing(view, summary, *args, index, **kwargs):
@@ -233,7 +226,7 @@ def test_a_release_whose_cluster_fails_names_the_release_and_resumes(
 
     monkeypatch.setattr(dpriv.release, "release_view", losing)
     ledger = tmp_path / "L"
-    res = _release(history, ledger)
+    res = release(history, ledger)
     assert res.exit_code == 3, res.output
     holds = "release 1" if lost_at == 2 else "releases 1..2"
     assert f"error: the Dask cluster {said}" in res.stderr
@@ -244,7 +237,7 @@ def test_a_release_whose_cluster_fails_names_the_release_and_resumes(
     assert "internal error" not in res.stderr and "Traceback" not in res.stderr
     assert Ledger(ledger).last_index() == lost_at - 1
     monkeypatch.setattr(dpriv.release, "release_view", real)
-    resumed = _release(history, ledger)
+    resumed = release(history, ledger)
     assert resumed.exit_code == 0, resumed.output
     assert _files(ledger) == _files(reference)  # what an uninterrupted run wrote
 
@@ -256,7 +249,7 @@ def test_a_first_release_whose_cluster_fails_says_the_ledger_holds_none(history,
         raise KilledWorker(KEY, SimpleNamespace(address="tcp://10.0.0.7:40000"), 3)
 
     monkeypatch.setattr(dpriv.release, "release_view", losing)
-    res = _release(history, tmp_path / "L")
+    res = release(history, tmp_path / "L")
     assert res.exit_code == 3
     assert "lost a worker during release 1: every worker that ran task" in res.stderr
     assert "holds no release yet: run the same command again to resume at release 1" in res.stderr

@@ -13,19 +13,17 @@ import re
 
 import pandas as pd
 import pytest
+from loose_history import write_loose
 from test_cli import assert_refused
 from test_cli_safety import snapshot
 from typer.testing import CliRunner
 
 from dpriv.attack import attack
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.interchange import to_interchange
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
-
-LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +32,7 @@ def released(tmp_path_factory):
     ``dpriv demo`` leaves it) and ``wrong.parquet``: the same rows, the sensitive values
     shuffled within each view."""
     base = tmp_path_factory.mktemp("records")
-    mh = medical_history(n_views=2, view_size=80, seed=3)
-    write_history(base, mh, policy_extra=LOOSE)
+    mh = write_loose(base, n_views=2, view_size=80, seed=3).mh
     release_history(mh.history, ReleasePolicy.from_toml(base / "policy.toml"), base / "L")
     (base / "L" / "attack").mkdir()
     wrong = mh.history.copy()

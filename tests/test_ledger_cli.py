@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from loose_history import release, write_loose
 from test_cli import tree
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.ledger import Ledger
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen")
-    mh = medical_history(n_views=2, view_size=60, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
-    return out
-
-
-def release(history, led):
-    args = ["release", history / "history.parquet", "--ledger", led, "--policy", history / "policy.toml"]
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return write_loose(tmp_path_factory.mktemp("gen"), n_views=2, view_size=60).folder
 
 
 def test_a_ledger_another_command_writes_is_exit_3_retry_later(history, tmp_path):

@@ -17,15 +17,13 @@ import shutil
 import pandas as pd
 import pytest
 from conftest import forget_digests
+from loose_history import write_loose
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import anonymize, release_history
-
-LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
 
 
 def snapshot(root):
@@ -36,7 +34,7 @@ def snapshot(root):
 def released(tmp_path_factory):
     """A ledger of releases 1 and 2 of a 3-view history (view 3 left to release)."""
     base = tmp_path_factory.mktemp("damage")
-    write_history(base, medical_history(n_views=3, view_size=80, seed=3), policy_extra=LOOSE)
+    write_loose(base, n_views=3, view_size=80, seed=3)
     hist = pd.read_parquet(base / "history.parquet")
     hist[hist["view"] <= 2].to_parquet(base / "h12.parquet", index=False)
     run(base, "release", base / "h12.parquet", "--ledger", base / "L", "--policy", base / "policy.toml")

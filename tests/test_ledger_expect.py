@@ -7,11 +7,9 @@ import re
 
 import pandas as pd
 import pytest
+from loose_history import release, write_loose
 from test_cli import tree
-from typer.testing import CliRunner
 
-from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import LedgerError
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
@@ -20,15 +18,7 @@ from dpriv.release import release_history
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen")
-    mh = medical_history(n_views=2, view_size=60, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
-    return out
-
-
-def release(history, led, *extra, file="history.parquet"):
-    args = ["release", history / file, "--ledger", led, "--policy", history / "policy.toml", *extra]
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return write_loose(tmp_path_factory.mktemp("gen"), n_views=2, view_size=60).folder
 
 
 def test_a_new_ledger_is_said_once_and_not_when_resumed(history, tmp_path):
@@ -110,7 +100,7 @@ def test_a_history_older_than_the_ledger_is_a_warning(history, tmp_path):
     only 'nothing to release': it looked like success."""
     led = tmp_path / "led"
     assert release(history, led).exit_code == 0
-    res = release(history, led, file=_first_view(history, tmp_path))
+    res = release(history, led, data=_first_view(history, tmp_path))
     assert res.exit_code == 0, res.output
     assert [line for line in res.output.splitlines() if line.startswith("warning:")] == [f"warning: {STALE}"]
     assert "nothing to release: the ledger already holds releases 1..2" in res.output
@@ -122,7 +112,7 @@ def test_existing_ledger_refuses_a_history_older_than_the_ledger(history, tmp_pa
     led = tmp_path / "led"
     assert release(history, led).exit_code == 0
     before = tree(led)
-    res = release(history, led, "--existing-ledger", file=_first_view(history, tmp_path))
+    res = release(history, led, "--existing-ledger", data=_first_view(history, tmp_path))
     assert res.exit_code == 2, res.output
     errors = [line for line in res.output.splitlines() if line.startswith("error:")]
     assert errors == [

@@ -14,15 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from loose_history import write_loose
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import PolicyError
 from dpriv.ledger import Ledger
 from dpriv.policy_base import BASE_FILE, base_candidates, record_base, recorded_base
-
-LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
 
 
 def _cli(*args):
@@ -35,7 +33,7 @@ def project(tmp_path_factory):
     (two views of three released with --policy)."""
     proj = tmp_path_factory.mktemp("x") / "proj"
     proj.mkdir()
-    write_history(proj, medical_history(n_views=3, view_size=60, seed=1), policy_extra=LOOSE)
+    write_loose(proj, n_views=3, view_size=60, seed=1)
     (proj / "data").mkdir()
     (proj / "runs").mkdir()
     hist = pd.read_parquet(proj / "history.parquet")

@@ -383,13 +383,12 @@ def test_a_demo_that_cannot_finish_is_refused_before_it_generates_anything(tmp_p
 
 
 def test_a_run_with_nothing_to_release_leaves_a_users_file_where_the_next_release_goes(tmp_path):
+    from loose_history import write_loose
     from typer.testing import CliRunner
 
     from dpriv.cli import app
-    from dpriv.datasets import medical_history, write_history
 
-    loose = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
-    write_history(tmp_path, medical_history(n_views=2, view_size=80, seed=3), policy_extra=loose)
+    write_loose(tmp_path, n_views=2, view_size=80, seed=3)
     hist = pd.read_parquet(tmp_path / "history.parquet")
     hist[hist["view"] == 1].to_parquet(tmp_path / "h1.parquet", index=False)
     root = tmp_path / "L"

@@ -7,22 +7,20 @@ import json
 import os
 
 import pytest
+from loose_history import release, write_loose
 from test_cli import tree
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.ledger_files import drop_lock, hold_lock
 
 
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen")
-    mh = medical_history(n_views=2, view_size=60, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
+    write_loose(out, n_views=2, view_size=60)
     led = out / "led"
-    args = ["release", out / "history.parquet", "--ledger", led, "--policy", out / "policy.toml"]
-    assert CliRunner().invoke(app, [str(a) for a in args]).exit_code == 0
+    assert release(out, led).exit_code == 0
     return led
 
 

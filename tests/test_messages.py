@@ -6,22 +6,20 @@ import shutil
 
 import pandas as pd
 import pytest
+from loose_history import write_loose
 from test_cli import assert_refused
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import LedgerError
 from dpriv.ledger import Ledger
 from dpriv.policy_base import BASE_FILE
-
-LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen")
-    write_history(out, medical_history(n_views=2, view_size=80, seed=3), policy_extra=LOOSE)
+    write_loose(out, n_views=2, view_size=80, seed=3)
     return out
 
 

@@ -12,12 +12,12 @@ import dask.dataframe as dd
 import pytest
 import typer
 from distributed import Client, LocalCluster
+from loose_history import write_loose
 from typer.testing import CliRunner
 
 import dpriv.release
 import dpriv.workers
 from dpriv.cli.common import Debug, command
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import ClusterError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
@@ -35,9 +35,8 @@ def no_workers():
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     root = tmp_path_factory.mktemp("nw")
-    mh = medical_history(n_views=2, view_size=200, seed=0)
-    extra = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
-    return mh.history, ReleasePolicy.from_toml(write_history(root, mh, policy_extra=extra))
+    mh = write_loose(root, n_views=2, view_size=200).mh
+    return mh.history, ReleasePolicy.from_toml(root / "policy.toml")
 
 
 @pytest.mark.parametrize("as_dask", [False, True], ids=["pandas-on-dask-path", "dask-history"])

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from loose_history import write_loose
 from test_cli import assert_refused
 from test_cli_safety import snapshot
 
 from dpriv.cli.outputs import RECORD, check_replaceable, record_output, written_by
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
@@ -29,8 +29,7 @@ from dpriv.rows import csv_lines
 def released(tmp_path_factory):
     """A generated history (3 views x 100, as CSV too) and a ledger of its first 2 releases."""
     out = tmp_path_factory.mktemp("gen")
-    mh = medical_history(n_views=3, view_size=100, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
+    mh = write_loose(out, n_views=3, view_size=100).mh
     mh.history.to_csv(out / "history.csv", index=False)
     release_history(mh.history, ReleasePolicy.from_toml(out / "policy.toml"), out / "led", until=2)
     return out

@@ -9,12 +9,12 @@ their metrics.json), and a loss after the last release to make is a warning with
 from __future__ import annotations
 
 import pytest
-from test_cluster_failures import _connection_lost, _files, _release
+from loose_history import release, write_loose
+from test_cluster_failures import _connection_lost, _files
 from typer.testing import CliRunner
 
 import dpriv.ledger
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.ledger import Ledger
 from dpriv.release import release_history
@@ -22,17 +22,14 @@ from dpriv.release import release_history
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hist")
-    mh = medical_history(n_views=3, view_size=100, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
-    return out
+    return write_loose(tmp_path_factory.mktemp("hist"), n_views=3, view_size=100).folder
 
 
 @pytest.fixture(scope="module")
 def reference(history, tmp_path_factory):
     """An uninterrupted run: its ledger and its table's rows without the seconds column."""
     ledger = tmp_path_factory.mktemp("ref") / "L"
-    res = _release(history, ledger)
+    res = release(history, ledger)
     assert res.exit_code == 0, res.output
     return ledger, _rows(res.stdout)
 
@@ -61,7 +58,7 @@ def test_a_loss_after_the_last_commit_is_a_warning_with_every_row_and_exit_0(
     ref_ledger, ref_rows = reference
     _lost_after_commit(monkeypatch, 3)
     ledger = tmp_path / "L"
-    res = _release(history, ledger)
+    res = release(history, ledger)
     assert res.exit_code == 0, res.output
     assert _rows(res.stdout) == ref_rows  # release 3's row too, as the uninterrupted run printed it
     assert f"ledger: {ledger} (releases/<i>/view.parquet are public" in res.stdout
@@ -84,7 +81,7 @@ def test_a_loss_after_a_commit_with_views_left_prints_its_row_and_resumes(
     ref_ledger, ref_rows = reference
     _lost_after_commit(monkeypatch, 2)
     ledger = tmp_path / "L"
-    res = _release(history, ledger)
+    res = release(history, ledger)
     assert res.exit_code == 3, res.output
     assert _rows(res.stdout) == {1: ref_rows[1], 2: ref_rows[2]}  # release 2 was committed: said
     assert (
@@ -93,13 +90,13 @@ def test_a_loss_after_a_commit_with_views_left_prints_its_row_and_resumes(
     ), res.stderr
     assert "ledger: " not in res.stdout
     monkeypatch.undo()
-    resumed = _release(history, ledger)
+    resumed = release(history, ledger)
     assert resumed.exit_code == 0, resumed.output
     assert _rows(resumed.stdout) == {3: ref_rows[3]}
     assert _files(ledger) == _files(ref_ledger)
 
 
-def test_on_start_gets_the_views_left_to_release(history, reference, tmp_path):
+def test_on_start_gets_the_views_left_torelease(history, reference, tmp_path):
     import pandas as pd
 
     from dpriv.policy import ReleasePolicy

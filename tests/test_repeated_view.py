@@ -12,17 +12,15 @@ import shutil
 
 import pandas as pd
 import pytest
+from loose_history import write_loose
 from typer.testing import CliRunner
 
 from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.errors import InputError
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from dpriv.release_check import check_repeated
-
-LOOSE = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
 
 
 def snapshot(root):
@@ -43,7 +41,7 @@ def repeated(history: pd.DataFrame, copy: int, as_view: int) -> pd.DataFrame:
 def released(tmp_path_factory):
     """A ledger of releases 1 and 2 of a 3-view history, and that history with view 3 = view 2."""
     base = tmp_path_factory.mktemp("repeat")
-    write_history(base, medical_history(n_views=3, view_size=80, seed=3), policy_extra=LOOSE)
+    write_loose(base, n_views=3, view_size=80, seed=3)
     hist = pd.read_parquet(base / "history.parquet")
     hist[hist["view"] <= 2].to_parquet(base / "h12.parquet", index=False)
     repeated(hist, 2, 3).to_parquet(base / "again.parquet", index=False)
@@ -83,7 +81,7 @@ def test_the_flag_releases_it_and_a_later_resume_needs_no_flag(released, tmp_pat
 
 
 def test_a_first_release_of_a_history_with_a_copied_view_makes_no_ledger(tmp_path):
-    write_history(tmp_path, medical_history(n_views=3, view_size=60, seed=5), policy_extra=LOOSE)
+    write_loose(tmp_path, n_views=3, view_size=60, seed=5)
     history = repeated(pd.read_parquet(tmp_path / "history.parquet"), 1, 3)
     policy = ReleasePolicy.from_toml(tmp_path / "policy.toml")
     with pytest.raises(InputError, match=r"view 3 holds exactly the rows of view 1"):

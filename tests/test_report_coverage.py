@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from loose_history import write_loose
 from test_cli import assert_refused
 
-from dpriv.datasets import medical_history, write_history
+from dpriv.datasets import medical_history
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from dpriv.report import render_report
@@ -42,9 +43,8 @@ def stale(tmp_path_factory) -> tuple[Path, Path, Path]:
     """A ledger of 3 releases (3 views x 100) attacked (dk, paper and retrospective, the CLI's
     default files) after its release 2: (ledger, history of 3 views, policy)."""
     root = tmp_path_factory.mktemp("stale")
-    mh = medical_history(n_views=3, view_size=100, seed=0)
-    extra = {"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}}
-    policy = write_history(root / "gen", mh, policy_extra=extra)
+    mh = write_loose(root / "gen", n_views=3, view_size=100).mh
+    policy = root / "gen" / "policy.toml"
     led = root / "led"
     release_history(mh.history, ReleasePolicy.from_toml(policy), led, until=2)
     mh.history[mh.history["view"] <= 2].to_csv(root / "h2.csv", index=False)

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from loose_history import release, write_loose
 
-from dpriv.cli import app
-from dpriv.datasets import medical_history, write_history
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
@@ -26,22 +24,14 @@ EVERY = (
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hist")
-    mh = medical_history(n_views=2, view_size=100, seed=0)
-    write_history(out, mh, policy_extra={"privacy": {"k": 5, "t": 0.5, "j": 0.8, "max_suppression": 1.0}})
-    return out
-
-
-def _release(history, ledger, *flags, data="history.parquet"):
-    args = ["release", history / data, "--ledger", ledger, "--policy", history / "policy.toml", *flags]
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return write_loose(tmp_path_factory.mktemp("hist"), n_views=2, view_size=100).folder
 
 
 def test_k_above_every_view_under_suppress_warns_first_and_sums_up(history, tmp_path):
     largest = pd.read_parquet(history / "history.parquet")["view"].value_counts()
     assert set(largest) == {100}  # both views hold 100 tuples: the first is named the largest
     ledger = tmp_path / "L"
-    res = _release(history, ledger, "--k", "500", "--small-view", "suppress")
+    res = release(history, ledger, "--k", "500", "--small-view", "suppress")
     assert res.exit_code == 0, res.output
     warning = f"warning: {EVERY.format(i=largest.index.min())}"
     assert warning in res.stderr, res.stderr
@@ -52,7 +42,7 @@ def test_k_above_every_view_under_suppress_warns_first_and_sums_up(history, tmp_
     ) in res.stdout
     led = Ledger(ledger)
     assert [led.read_metrics(i).n_released for i in (1, 2)] == [0, 0]  # what was said
-    again = _release(history, ledger, "--k", "500", "--small-view", "suppress")
+    again = release(history, ledger, "--k", "500", "--small-view", "suppress")
     assert again.exit_code == 0, again.output
     assert "exceeds every view" not in again.stderr  # nothing left to release: nothing to warn of
     assert "published nothing" not in again.stdout
@@ -73,7 +63,7 @@ def test_one_small_view_is_summed_up_without_the_every_view_warning(history, tmp
     view2 = frame[frame["view"] == 2]
     frame = pd.concat([frame[frame["view"] == 1], view2.head(10)])  # view 2: 10 tuples
     frame.to_parquet(history / "h_small2.parquet", index=False)
-    res = _release(history, tmp_path / "L", "--k", "20", "--small-view", "suppress", data="h_small2.parquet")
+    res = release(history, tmp_path / "L", "--k", "20", "--small-view", "suppress", data="h_small2.parquet")
     assert res.exit_code == 0, res.output
     assert "exceeds every view" not in res.stderr
     assert "warning: release 2 has 10 tuple(s), fewer than k = 20" in res.stderr
@@ -85,7 +75,7 @@ def test_one_small_view_is_summed_up_without_the_every_view_warning(history, tmp
 
 
 def test_k_above_every_view_is_still_refused_by_default(history, tmp_path):
-    res = _release(history, tmp_path / "L", "--k", "500")
+    res = release(history, tmp_path / "L", "--k", "500")
     assert res.exit_code == 2
     assert "k = 500 exceeds every view of the history" in res.stderr
     assert "choose k of at most 100 ([privacy] k or --k); small_view" in res.stderr

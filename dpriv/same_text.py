@@ -1,0 +1,76 @@
+"""Two values of a column whose domain is to be inferred that read as one: ``1`` and ``"1"``,
+``"B"`` and ``"B "``, ``"F"`` and ``"f"`` (:func:`check_same_text`), refused before the
+inference would make them two levels; a spelling's rows named (:mod:`dpriv.rows`)."""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dpriv.errors import InputError
+from dpriv.policy import ReleasePolicy
+from dpriv.raw_checks import offending_rows
+from dpriv.rows import PROBLEM_COLUMNS, input_file, problems_message, problems_of
+
+#: Said instead of the two spellings of a sensitive value (never printed beside its rows).
+_HIDDEN = "two values (not printed beside their rows: see the rows named)"
+
+
+def check_same_text(
+    view: pd.DataFrame | dd.DataFrame, data: pd.DataFrame, policy: ReleasePolicy, source: str = "the input"
+) -> None:
+    """InputError for a column of ``data`` (``view``'s columns whose domains are to be inferred,
+    read into this process) that holds two distinct values written alike: ``1`` and ``"1"``
+    (the released view and the policy write values as text, where the two would be one
+    value), or ``"B"`` and ``"B "`` (one category typed two ways, e.g. a CSV cell with a
+    trailing space, that would become two levels), or ``"F"`` and ``"f"`` (upper and lower
+    case: the same, typed by hand). The last two name the rows of ``view`` holding the less
+    frequent spelling (the first :data:`dpriv.rows.MAX_ROWS_SHOWN`, by their line in the input
+    file where :func:`dpriv.rows.rows_of` names one); the sensitive column's spellings are not
+    printed beside them."""
+    for c in data.columns:
+        dtype = data[c].dtype
+        if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
+            continue
+        seen: dict[str, object] = {}
+        for v in pd.unique(data[c].dropna()):
+            key = str(v).strip().casefold()
+            other = seen.setdefault(key, v)
+            if other is v:
+                continue
+            if str(other) == str(v):
+                raise InputError(
+                    f"column {c!r} holds {other!r} ({type(other).__name__}) and {v!r} "
+                    f"({type(v).__name__}), which read the same once released: write its values "
+                    "one way (all text, or all numbers)"
+                )
+            # the rarer spelling; on a tie one with spaces, else v (found later)
+            rare = min((v, other), key=lambda x: (int(data[c].eq(x).sum()), str(x) == str(x).strip()))
+            held = _HIDDEN if c == policy.sensitive else f"{other!r} and {v!r}"
+            rows = "the less frequent of the two" if c == policy.sensitive else repr(rare)
+            if str(other).strip() == str(v).strip():
+                said = (
+                    f"column {c!r} holds {held}, which differ only in spaces at the start or end: one "
+                    f"value written two ways would become two; strip the spaces (e.g. "
+                    f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+                )
+            else:  # 'F' and 'f' typed by hand: two levels, each group's set telling them apart
+                said = (
+                    f"column {c!r} holds {held}, which differ only in upper and lower case: one value "
+                    f"written two ways would become two; write it one way (e.g. frame[{c!r}].str.upper()) "
+                    f"or declare [domains] {c} with the values as they are meant (both, if they are two "
+                    "values)"
+                )
+            problems = problems_of(view, _rows_holding, policy, c, rare, f"{said}; rows holding {rows}")
+            message = problems_message(problems, policy.time, whole=True)
+            raise InputError(message if input_file() or policy.time else f"{source}: {message}")
+
+
+def _rows_holding(
+    part: pd.DataFrame, policy: ReleasePolicy, column: str, value: object, message: str
+) -> pd.DataFrame:
+    """The problem ``message`` with the rows of ``part`` whose ``column`` holds ``value``."""
+    mask = np.asarray(part[column].eq(value).fillna(False), dtype=bool)
+    found = [(1, column, message, offending_rows(part, mask, policy), int(mask.sum()))] if mask.any() else []
+    return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
