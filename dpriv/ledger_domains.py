@@ -76,15 +76,14 @@ def refuse_outside_recorded(
     history: pd.DataFrame | dd.DataFrame,
     declared: ReleasePolicy,
     resolved: ReleasePolicy,
-    ledger_dir: str | Path,
+    taken: ReleasePolicy,
 ) -> None:
     """InputError naming the rows (:func:`dpriv.validate.check_rows`, by week and line) of
-    ``history`` whose values lie outside the domains the ledger at ``ledger_dir`` recorded for
-    the columns ``declared`` (the policy as given) leaves to the data, where ``resolved`` (the
-    same policy, its domains inferred from ``history``) differs from them. Nothing when nothing
-    differs, for a new ledger, or when no row is outside them (the difference is then refused as
-    another policy, :meth:`dpriv.ledger.Ledger.check_policy`)."""
-    taken = with_ledger_domains(declared, ledger_dir)
+    ``history`` whose values lie outside the domains the ledger recorded for the columns
+    ``declared`` (the policy as given) leaves to the data (``taken``: :func:`with_ledger_domains`
+    of ``declared``), where ``resolved`` (the same policy, its domains inferred from ``history``)
+    differs from them. Nothing when nothing differs, for a new ledger, or when no row is outside
+    them (the difference is then refused as another policy, :meth:`dpriv.ledger.Ledger.check_policy`)."""
     changed = {
         c: d for c, d in taken.domains.items() if c not in declared.domains and resolved.domains.get(c) != d
     }
@@ -97,7 +96,8 @@ def refuse_outside_recorded(
     )
 
 
-def recorded_columns(policy: ReleasePolicy, ledger_dir: str | Path) -> set[str]:
-    """The columns whose domain ``policy`` leaves to the data and the ledger at ``ledger_dir``
-    recorded (:func:`with_ledger_domains`): their values are checked against that record."""
-    return set(with_ledger_domains(policy, ledger_dir).domains) - set(policy.domains)
+def recorded_columns(declared: ReleasePolicy, taken: ReleasePolicy) -> set[str]:
+    """The columns whose domain ``declared`` leaves to the data and the ledger recorded
+    (``taken``: :func:`with_ledger_domains` of ``declared``): their values are checked against
+    that record."""
+    return set(taken.domains) - set(declared.domains)

@@ -56,7 +56,7 @@ from dpriv.input_columns import policy_columns, warn_unused
 from dpriv.inputs import as_frame, prepared
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
-from dpriv.ledger_domains import recorded_columns, refuse_outside_recorded
+from dpriv.ledger_domains import recorded_columns, refuse_outside_recorded, with_ledger_domains
 from dpriv.ledger_expect import check_existing, check_stale
 from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.record import ReleaseRecord
@@ -203,8 +203,8 @@ def _checked_input(
     # a Dask history's meta is its first part's: the type checks must see what every part holds
     history = as_data_types(history, [*policy_columns(policy), policy.time])
     indices = views[:until]
-    declared = policy  # as given: the domains it leaves to the data (refuse_outside_recorded)
-    policy, _ = resolve_policy(history, policy, recorded_columns(policy, ledger_dir))
+    declared, taken = policy, with_ledger_domains(policy, ledger_dir)  # the ledger's policy.json read once
+    policy, _ = resolve_policy(history, policy, recorded_columns(declared, taken))
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices)
@@ -217,7 +217,7 @@ def _checked_input(
     fingerprint, files = {**policy.fingerprint(), **pinned}, pinned_files(policy, knowledge.source)
     check_resumed_policy(ledger_dir, fingerprint, files)  # other QIs change every view's digest
     check_views(ledger_dir, summaries, policy, allow_repeated_view, history)  # an edited committed view
-    refuse_outside_recorded(history, declared, policy, ledger_dir)  # a later week's value: by row
+    refuse_outside_recorded(history, declared, policy, taken)  # a later week's value: by row
     check_stale(Path(ledger_dir), views, existing_ledger)  # an old export (nothing new): said or refused
     return _Checked(history, policy, indices, summaries, knowledge, fingerprint, files)
 
