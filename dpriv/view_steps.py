@@ -91,7 +91,7 @@ class Verified(NamedTuple):
 
 class Posteriors(NamedTuple):
     """The pk step's output: the new state (in its buckets) and the defender's tail rows (one
-    per part, persisted with it)."""
+    per part; pandas, or on Dask a Delayed pandas frame persisted with the state)."""
 
     state: pd.DataFrame | dd.DataFrame
     tail: pd.DataFrame | dd.DataFrame
@@ -136,7 +136,8 @@ def posteriors(
     """PK^sv per QI-group and the new state (the ``pk`` step): Ω once per part of the regrouped
     ``members`` (:mod:`dpriv.pk_step`), the same table feeding the state (:func:`dpriv.state.next_state`,
     in ``nbuckets`` buckets, default :func:`dpriv.state_parts.state_nbuckets`) and the defender's
-    tail risk. A pandas view collects a Dask ``state``. PolicyError from the posterior guard."""
+    tail risk; on Dask one small graph of Delayed tasks (:mod:`dpriv.pk_graph`). A pandas view
+    collects a Dask ``state``. PolicyError from the posterior guard (pandas only)."""
     policy = ctx.policy
     if is_dask(members):  # one small graph (dpriv.pk_graph); the posterior guard checks no Dask view
         if nbuckets is None:
