@@ -103,3 +103,18 @@ def test_the_graph_has_two_tasks_per_partition_and_three_more(monkeypatch):
     delayed_counts(do, da, setup)
     assert len(seen) == 1
     assert len(seen[0] - inputs) == 8 + 1 + 1 + 8 + 1
+
+
+def test_more_partitions_than_one_split_go_to_the_dataframe_path(monkeypatch):
+    """Over 16 partitions the profile counts are spread over several tasks (split_out), not one."""
+    import dpriv.metrics.kpr_delayed as mod
+
+    rng = np.random.default_rng(6)
+    o, a = tables(rng, 200, 200)
+    setup = setup_of(o, a, ["age", "w"])
+    calls = []
+    monkeypatch.setattr(mod, "dask_counts", lambda *args: calls.append(args[0].npartitions) or "frame path")
+    with dask.config.set(scheduler="sync"):
+        assert delayed_counts(dd.from_pandas(o, npartitions=17), a, setup) == "frame path"
+        assert delayed_counts(dd.from_pandas(o, npartitions=16), a, setup) == pandas_counts(o, a, setup)
+    assert calls == [17]

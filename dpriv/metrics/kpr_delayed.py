@@ -21,7 +21,10 @@ The counts are integers and the bin statistics exact (:mod:`dpriv.metrics.exact_
 the figures are those of the Dask DataFrame path and of the pandas path for any partitioning
 (``tests/test_kpr_delayed.py`` compares the three). Categorical variables whose categories
 are not known from the dtypes add one task per partition of each table and one for the shared
-domain (their labels), as the DataFrame path's reductions did.
+domain (their labels), as the DataFrame path's reductions did. Inputs of more than
+:data:`~dpriv.metrics.kpr_dask.PARTITIONS_PER_SPLIT` partitions go to the DataFrame path,
+which spreads the profile counts over several tasks (``split_out``); up to that, it held them
+in one task too.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from dpriv._dispatch import is_dask
 from dpriv.metrics.kpr_binning import _finalize_specs, _Specs
 from dpriv.metrics.kpr_codes import local_codes, shared_domain
 from dpriv.metrics.kpr_dask import (
+    PARTITIONS_PER_SPLIT,
     _binned_part,
     _Distinct,
     _distinct_chunk,
@@ -47,6 +51,7 @@ from dpriv.metrics.kpr_dask import (
     _labels_merge,
     _raw_part,
     _u_stats_chunk,
+    dask_counts,
 )
 from dpriv.metrics.kpr_kernel import Counts, Setup
 
@@ -157,13 +162,18 @@ def delayed_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     one partition), in one ``dask.compute`` of a Delayed graph; only the per-partition profile
     counts move between workers, no table reaches the client. ``setup`` as for
     :func:`dpriv.metrics.kpr_kernel.pandas_counts`; the same :class:`Counts` as
-    :func:`dpriv.metrics.kpr_dask.dask_counts`."""
+    :func:`dpriv.metrics.kpr_dask.dask_counts` (which runs them for more than
+    :data:`~dpriv.metrics.kpr_dask.PARTITIONS_PER_SPLIT` partitions)."""
     import dask.dataframe as dd
 
     if not is_dask(original):
         original = dd.from_pandas(original, npartitions=1)
     if not is_dask(synthetic):
         synthetic = dd.from_pandas(synthetic, npartitions=1)
+    if max(original.npartitions, synthetic.npartitions) > PARTITIONS_PER_SPLIT:
+        # the DataFrame path spreads the profiles over several tasks there (split_out > 1);
+        # here one task would hold them all (~0.3 GB at 10^7)
+        return dask_counts(original, synthetic, setup)
     known, numeric, nums = list(setup.known), setup.numeric, setup.num_names
     cat_names = [k for k, nm in zip(known, numeric, strict=True) if not nm]
     domains = _domain_list(original, synthetic, cat_names) if cat_names else []
