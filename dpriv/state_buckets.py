@@ -73,3 +73,20 @@ def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, partition_info=
     """The rows of ``part`` in bucket ``partition_info["number"]`` (Dask passes it), keyed."""
     keyed = _with_bucket(part, column, nbuckets)
     return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]
+
+
+def split_by_bucket(frame: pd.DataFrame, column: str, nbuckets: int) -> list[pd.DataFrame]:
+    """The rows of ``frame`` cut by the bucket of ``column`` (:func:`state_buckets` of
+    ``nbuckets``): a list of ``nbuckets`` frames, item b holding the rows of bucket b in their
+    order in ``frame`` (empty frames with ``frame``'s columns and dtypes for empty buckets), each
+    on a RangeIndex. One stable sort by bucket and ``nbuckets`` slices of it (a mask per bucket
+    was a pass over the frame per bucket)."""
+    n = max(int(nbuckets), 1)
+    frame = frame.reset_index(drop=True)
+    if n == 1:
+        return [frame]
+    buckets = state_buckets(frame[column], n)
+    order = np.argsort(buckets, kind="stable")
+    bounds = np.searchsorted(buckets[order], np.arange(n + 1))
+    ordered = frame.take(order).reset_index(drop=True)
+    return [ordered.iloc[a:b].reset_index(drop=True) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

@@ -17,9 +17,10 @@ import pandas as pd
 import dpriv.posterior_guard as posterior_guard
 from dpriv._dispatch import is_dask, map_frame, meta_of, to_pandas
 from dpriv.anonymity.verify import VerificationReport
-from dpriv.metrics.defender_tail import combine_tail, tail_meta
+from dpriv.metrics.defender_tail import combine_tail
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.metrics.release import release_metrics, release_sums_with, require
+from dpriv.pk_graph import pk_graph
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
 from dpriv.release_check import canonical_rows, verify_parts
@@ -90,7 +91,7 @@ class Verified(NamedTuple):
 
 class Posteriors(NamedTuple):
     """The pk step's output: the new state (in its buckets) and the defender's tail rows (one
-    per part, persisted with it)."""
+    per part; pandas, or on Dask a Delayed pandas frame persisted with the state)."""
 
     state: pd.DataFrame | dd.DataFrame
     tail: pd.DataFrame | dd.DataFrame
@@ -135,18 +136,24 @@ def posteriors(
     """PK^sv per QI-group and the new state (the ``pk`` step): Ω once per part of the regrouped
     ``members`` (:mod:`dpriv.pk_step`), the same table feeding the state (:func:`dpriv.state.next_state`,
     in ``nbuckets`` buckets, default :func:`dpriv.state_parts.state_nbuckets`) and the defender's
-    tail risk. A pandas view collects a Dask ``state``. PolicyError from the posterior guard."""
+    tail risk; on Dask one small graph of Delayed tasks (:mod:`dpriv.pk_graph`). A pandas view
+    collects a Dask ``state``. PolicyError from the posterior guard (pandas only)."""
     policy = ctx.policy
-    meta = posteriors_with_truth(members._meta, policy) if is_dask(members) else None
-    posts_s = map_frame(posteriors_with_truth, members, policy, meta=meta)
-    posts = map_frame(without_truth, posts_s, meta=without_truth(meta) if meta is not None else None)
+    if is_dask(members):  # one small graph (dpriv.pk_graph); the posterior guard checks no Dask view
+        if nbuckets is None:
+            nbuckets = state_nbuckets(len(state) + ctx.summary.n_rows)
+        graph = pk_graph(members, state, policy, window, ctx.index, nbuckets, state_buckets)
+        *buckets, tail = ctx.steps.run("pk", *graph.buckets, graph.tail)
+        return Posteriors(graph.state(buckets), tail)
+    posts_s = posteriors_with_truth(members, policy)
+    posts = without_truth(posts_s)
     if not is_dask(ctx.view):
         state = to_pandas(state)
     if nbuckets is None:
         nbuckets = state_nbuckets(len(state) + ctx.summary.n_rows)
     new_state = next_state(state, posts, policy, window, ctx.index, nbuckets, state_buckets)
-    # the defender's own PK vs the truth (tail risk), per partition, persisted with the state
-    tail = map_frame(tail_of_posteriors, posts_s, policy, meta=tail_meta())
+    # the defender's own PK vs the truth (tail risk)
+    tail = tail_of_posteriors(posts_s, policy)
     new_state, tail = ctx.steps.run("pk", new_state, tail)
     posterior_guard.check(posts, policy, f"release {ctx.index}", ctx.method)  # a Dask view was refused
     return Posteriors(new_state, tail)
