@@ -27,7 +27,7 @@ from dpriv.anatomy import apply_anatomy, sensitive_table
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers
 from dpriv.anonymity.persistent import PGROUP, UnitPlan, apply_plan, plan_units, unit_stats, with_next
 from dpriv.exit_guard import guard_exits
-from dpriv.first_pass import first_pass, range_divisions, range_kernel
+from dpriv.first_pass import first_pass, range_divisions, range_ends, range_kernel
 from dpriv.first_priors import FirstPriors
 from dpriv.hilbert.keys import (
     HKEY,
@@ -195,6 +195,7 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps, priors
     (:mod:`dpriv.first_pass`; each step persisted), the repair as one worker task, whole
     QI-groups per part, CreateQIG per part."""
     (keyed_view,) = steps.run("keys", map_frame(add_keys, view, policy, meta=keyed_meta(view._meta, policy)))
+    histogram = None
     if not divisions:
         # one small pass: distinct keys, counted per part and summed in one tree (Dask's default
         # split_out spreads the counts over the parts with a task shuffle of its own: ~100 more
@@ -210,7 +211,11 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps, priors
     plan, rest, fixed = None, ranges, None
     if policy.persistent_groups:  # units of persistent groups first (dpriv.anonymity.persistent)
         plan, rest, fixed = _persistent_dask(ranges, policy, counts)
-    (grouped,) = steps.run("grouping", first_pass(rest, vmeta, policy, counts))
+    # each range's end blocks from the histogram, when it holds the keys of every range (the
+    # persistent units take their rows out of the ranges): no compute of them in the grouping
+    known = histogram is not None and plan is None and policy.grouping == "topdown"
+    ends = range_ends(histogram, ranges.divisions, policy) if known else None
+    (grouped,) = steps.run("grouping", first_pass(rest, vmeta, policy, counts, ends))
     divisions = ranges.divisions
     del ranges
     kept = grouped[grouped[LABEL] >= 0]
