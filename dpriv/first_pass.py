@@ -50,21 +50,27 @@ def range_kernel(policy: ReleasePolicy):
 
 
 def first_pass(
-    ranges: dd.DataFrame, view_meta: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarray
+    ranges: dd.DataFrame,
+    view_meta: pd.DataFrame,
+    policy: ReleasePolicy,
+    view_counts: np.ndarray,
+    ends: list | None = None,
 ) -> dd.DataFrame:
     """The range kernel over the Hilbert ranges of ``ranges`` (indexed by the key, in key
     order): every row with its ``_label`` (-1: a leftover for the repair), one partition per
     range. Top-down ranges run side by side, scan ranges alone and then resynced (as a chain
-    with deferral)."""
+    with deferral). ``ends``: each range's first and last block (:func:`range_ends`) when the
+    caller knows them, else computed from the ranges (top-down only)."""
     kernel = range_kernel(policy)
     # the meta is the kernel's output on the empty view (ids keep their dtype through the
     # state join, see dpriv.state): Dask checks every link against it
     meta = kernel(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
+    parts = ranges.to_delayed()
     if policy.grouping == "topdown":
-        run = side_by_side
+        links = side_by_side(parts, policy, view_counts, ends)
     else:
-        run = chained_scan if policy.defer_wait > 0 else resynced_scan
-    return dd.from_delayed(run(ranges.to_delayed(), policy, view_counts), meta=meta)
+        links = (chained_scan if policy.defer_wait > 0 else resynced_scan)(parts, policy, view_counts)
+    return dd.from_delayed(links, meta=meta)
 
 
 def range_divisions(histogram: pd.Series, npartitions: int, policy: ReleasePolicy) -> tuple:
@@ -115,15 +121,37 @@ def chained_scan(parts: list, policy: ReleasePolicy, view_counts: np.ndarray) ->
     return links
 
 
-def side_by_side(parts: list, policy: ReleasePolicy, view_counts: np.ndarray) -> list:
+def range_ends(histogram: pd.Series, divisions: tuple, policy: ReleasePolicy) -> list[tuple[int, int] | None]:
+    """Each Hilbert range's first and last block (:func:`block_ids` of its smallest and largest
+    key; None for an empty range), read off the key histogram (key -> count > 0) the ranges
+    were shuffled from: range ``i`` holds the keys ``divisions[i] <= key < divisions[i + 1]``
+    (the last one closed), as set_index cuts them. What :func:`side_by_side` would otherwise
+    compute from the ranges themselves, in a graph and a round trip of its own."""
+    keys = np.sort(histogram.index.to_numpy(np.uint64))
+    cuts = np.searchsorted(keys, np.asarray(divisions[1:-1], dtype=np.uint64), side="left")
+    ends = []
+    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(keys)]):
+        if a == b:
+            ends.append(None)
+            continue
+        first, last = block_ids(keys[[a, b - 1]], policy)
+        ends.append((int(first), int(last)))
+    return ends
+
+
+def side_by_side(
+    parts: list, policy: ReleasePolicy, view_counts: np.ndarray, ends: list | None = None
+) -> list:
     """:func:`topdown_range` over ``parts`` at once. The rows a range receives are the rows of
     the last block seen so far (keys are in order, blocks are key prefixes): those of the
     ranges before it whose last block it is. A range whose last block the next non-empty range
     does not continue (ranges cut at block starts, :func:`range_divisions`) groups that block
-    itself and hands nothing on. One small compute first: each part's first and last block."""
+    itself and hands nothing on. ``ends``: each part's first and last block (:func:`range_ends`);
+    None: one small compute of them first."""
     kernel = dask.delayed(topdown_range, nout=2, pure=True)
     cut = dask.delayed(_block_rows, pure=True)
-    ends = dask.compute(*[dask.delayed(_end_blocks, pure=True)(p, policy) for p in parts])
+    if ends is None:
+        ends = dask.compute(*[dask.delayed(_end_blocks, pure=True)(p, policy) for p in parts])
     links, open_block, holders = [], None, []
     for i, (part, end) in enumerate(zip(parts, ends)):
         carry = (

@@ -14,6 +14,7 @@ give the same release for the same divisions.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import dask
 import dask.dataframe as dd
@@ -26,7 +27,7 @@ from dpriv.anatomy import apply_anatomy, sensitive_table
 from dpriv.anonymity.jsreduce import range_stats, repair_leftovers
 from dpriv.anonymity.persistent import PGROUP, UnitPlan, apply_plan, plan_units, unit_stats, with_next
 from dpriv.exit_guard import guard_exits
-from dpriv.first_pass import first_pass, range_divisions, range_kernel
+from dpriv.first_pass import first_pass, range_divisions, range_ends, range_kernel
 from dpriv.first_priors import FirstPriors
 from dpriv.hilbert.keys import (
     HKEY,
@@ -194,8 +195,12 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps, priors
     (:mod:`dpriv.first_pass`; each step persisted), the repair as one worker task, whole
     QI-groups per part, CreateQIG per part."""
     (keyed_view,) = steps.run("keys", map_frame(add_keys, view, policy, meta=keyed_meta(view._meta, policy)))
+    histogram = None
     if not divisions:
-        histogram = keyed_view[HKEY].value_counts().compute()  # one small pass: distinct keys
+        # one small pass: distinct keys, counted per part and summed in one tree (Dask's default
+        # split_out spreads the counts over the parts with a task shuffle of its own: ~100 more
+        # tasks at 8 parts); range_divisions sorts the keys, so the histogram's order is free
+        histogram = keyed_view[HKEY].value_counts(split_out=1).compute()
         divisions = range_divisions(histogram, npartitions or view.npartitions, policy)
     ranges = keyed_view.set_index(HKEY, sort=True, divisions=divisions)
     del keyed_view
@@ -206,13 +211,20 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps, priors
     plan, rest, fixed = None, ranges, None
     if policy.persistent_groups:  # units of persistent groups first (dpriv.anonymity.persistent)
         plan, rest, fixed = _persistent_dask(ranges, policy, counts)
-    (grouped,) = steps.run("grouping", first_pass(rest, vmeta, policy, counts))
+    # each range's end blocks from the histogram, when it holds the keys of every range (the
+    # persistent units take their rows out of the ranges): no compute of them in the grouping
+    known = histogram is not None and plan is None and policy.grouping == "topdown"
+    ends = range_ends(histogram, ranges.divisions, policy) if known else None
+    (grouped,) = steps.run("grouping", first_pass(rest, vmeta, policy, counts, ends))
     divisions = ranges.divisions
     del ranges
     kept = grouped[grouped[LABEL] >= 0]
     kept = kept if fixed is None else dd.concat([kept, fixed])
-    placed, n_suppressed = _repair_on_worker(grouped, plan, policy, counts, kept._meta, steps)
-    assigned = dd.concat([kept, placed])
+    repaired = _repair_on_worker(grouped, kept, plan, policy, counts, steps)
+    del grouped, kept  # the kept rows are persisted: the grouped ones are no longer read
+    n_suppressed = repaired.n_suppressed
+    # no leftover placed (the usual case at 10^6): no empty part for every later step to visit
+    assigned = repaired.kept if repaired.placed is None else dd.concat([repaired.kept, repaired.placed])
     assigned, n_suppressed, record = _guarded(assigned, policy, counts, n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = map_frame(with_next, assigned, plan, meta=with_next(assigned._meta, plan))
@@ -240,37 +252,52 @@ def _generalize_dask(view, policy, counts, npartitions, divisions, steps, priors
     return Generalized(assigned, released, n_suppressed, divisions, table, posterior_guard=record)
 
 
+class Repaired(NamedTuple):
+    """What :func:`_repair_on_worker` persists: the kept rows of the first pass (the parts of
+    ``kept``), the placed leftovers (a one-part Dask frame, None when the repair placed none)
+    and the number of tuples suppressed."""
+
+    kept: dd.DataFrame
+    placed: dd.DataFrame | None
+    n_suppressed: int
+
+
 def _repair_on_worker(
     grouped: dd.DataFrame,
+    kept: dd.DataFrame,
     plan: UnitPlan | None,
     policy: ReleasePolicy,
     counts: np.ndarray,
-    meta: pd.DataFrame,
     steps: Steps,
-) -> tuple[dd.DataFrame, int]:
+) -> Repaired:
     """The global repair (:func:`repair_leftovers`) as one task on a worker: the range
     statistics (one row per QI-group) and the leftovers of all ranges are concatenated there,
-    in range order as a compute would, and only the number of suppressed tuples comes back
-    to the client; the placed leftovers stay on the worker (a one-partition Dask frame of
-    ``meta``'s dtypes). Persisted and timed as the ``repair`` step."""
+    in range order as a compute would, and only the numbers of suppressed and placed tuples come
+    back to the client; the placed leftovers stay on the worker (a one-partition Dask frame of
+    ``kept``'s dtypes). ``kept`` (the rows the first pass grouped) is persisted with them, so
+    that its filter runs once, not again for each later graph that reads it (the guards' and
+    the qig step's). Persisted and timed as the ``repair`` step."""
     leftovers = grouped[grouped[LABEL] < 0].to_delayed()
     # the group statistics (a pass over every part) serve only to place leftovers: each part's
     # task learns, inside the graph, whether any range left one (at 10^6 none usually does)
     needed = dask.delayed(_any_rows, pure=True)([dask.delayed(len, pure=True)(x) for x in leftovers])
     stats = [dask.delayed(_stats_if, pure=True)(part, policy, needed) for part in grouped.to_delayed()]
-    task = dask.delayed(_repair_task, nout=2, pure=True)
-    placed, n_suppressed = task(
+    task = dask.delayed(_repair_task, nout=3, pure=True)
+    placed, n_suppressed, n_placed = task(
         stats,
         leftovers,
         plan,
         policy,
         counts,
-        meta.dtypes.to_dict(),
+        kept._meta.dtypes.to_dict(),
     )
-    placed, n_suppressed = dask.persist(placed, n_suppressed)
-    n_suppressed = int(n_suppressed.compute())
+    # two graphs: Dask warns of (and materialises) a frame's expression persisted with delayed
+    (kept,) = dask.persist(kept)
+    placed, n_suppressed, n_placed = dask.persist(placed, n_suppressed, n_placed)
+    n_suppressed, n_placed = dask.compute(n_suppressed, n_placed)
     steps.lap("repair")
-    return dd.from_delayed([placed], meta=meta, verify_meta=False), n_suppressed
+    placed = dd.from_delayed([placed], meta=kept._meta, verify_meta=False) if n_placed else None
+    return Repaired(kept, placed, int(n_suppressed))
 
 
 def _repair_task(
@@ -280,13 +307,15 @@ def _repair_task(
     policy: ReleasePolicy,
     counts: np.ndarray,
     dtypes: dict,
-) -> tuple[pd.DataFrame, int]:
-    """The worker side of :func:`_repair_on_worker`: (placed leftovers, number suppressed)."""
+) -> tuple[pd.DataFrame, int, int]:
+    """The worker side of :func:`_repair_on_worker`: (placed leftovers, number suppressed,
+    number placed)."""
     leftovers = _concat(leftovers)
     stats = _with_units(_concat(stats), plan) if len(leftovers) else None
     placed = _placed(stats, leftovers, policy, counts)
     n_suppressed = int((placed[LABEL] < 0).sum())
-    return placed[placed[LABEL] >= 0].astype(dtypes), n_suppressed
+    placed = placed[placed[LABEL] >= 0].astype(dtypes)
+    return placed, n_suppressed, len(placed)
 
 
 def _any_rows(sizes: list[int]) -> bool:

@@ -19,9 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpriv.first_pass import (
+    _end_blocks,
     block_ids,
     chained_scan,
     range_divisions,
+    range_ends,
     resynced_scan,
     side_by_side,
     topdown_range,
@@ -232,3 +234,39 @@ def test_scan_ranges_keep_the_balanced_cuts(case, n):
     policy = policy.with_overrides(grouping="scan")
     hist = add_keys(view, policy)[HKEY].value_counts()
     assert range_divisions(hist, n, policy) == balanced_divisions(hist, n)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    views_and_policies(),
+    st.sampled_from([0, 1, 2, 3]),
+    st.lists(st.integers(0, 2**40), min_size=0, max_size=9),
+)
+def test_range_ends_from_the_histogram_are_those_of_the_ranges(case, level, cuts):
+    """The ends read off the key histogram (no compute) are each range's computed first and last
+    block, empty ranges included: side by side then cuts the same carried rows."""
+    view, policy = case
+    policy = policy.with_overrides(grouping="topdown", topdown_level=level)
+    summary = validate_view(view, policy)
+    policy = secret_policy(policy, summary)
+    parts = ranges_of(view, policy, cuts)
+    keys = add_keys(view, policy)[HKEY]
+    lo, hi = int(keys.min()), int(keys.max())
+    inner = sorted({lo + c % max(hi - lo, 1) for c in cuts} - {lo})  # the cuts ranges_of made
+    divisions = (lo, *inner, hi) if hi > lo else (lo, hi)
+    ends = range_ends(keys.value_counts(), divisions, policy)
+    with dask.config.set(scheduler="sync"):
+        computed = dask.compute(*[dask.delayed(_end_blocks)(p, policy) for p in parts])
+    assert ends == list(computed)
+
+
+def test_range_ends_by_hand():
+    """Keys 1, 2, 9 (blocks of one 1-bit digit at level 1 of a 4-bit grid in 1 dimension: the key
+    >> 3) in ranges [0, 2), [2, 5), [5, 8), [8, 9]: (0, 0), (0, 0), empty, (1, 1)."""
+    policy = mock.Mock(topdown_level=1)
+    with (
+        mock.patch("dpriv.first_pass.key_dims", return_value=1),
+        mock.patch("dpriv.first_pass.grid_bits", return_value=4),
+    ):
+        hist = pd.Series([5, 1, 2], index=pd.Index([9, 1, 2], dtype="uint64"))
+        assert range_ends(hist, (0, 2, 5, 8, 9), policy) == [(0, 0), (0, 0), None, (1, 1)]

@@ -61,3 +61,18 @@ def test_statistics_are_taken_only_for_leftovers(first_view, monkeypatch, lazy):
     want = plain.assigned.sort_values(policy.id)[[policy.id, LABEL]].reset_index(drop=True)
     got = assigned.sort_values(policy.id)[[policy.id, LABEL]].reset_index(drop=True)
     assert got.equals(want) and out.n_suppressed == plain.n_suppressed
+
+
+def test_a_part_for_placed_leftovers_only_when_some_were_placed(first_view):
+    """The placed leftovers join the membership as one more part only when the repair placed
+    some: no empty part for every later step (qig, pk, metrics) to visit."""
+    view, policy, summary = first_view
+    with dask.config.set(scheduler="sync"):
+        data = dd.from_pandas(view, npartitions=2)
+        loose = generalize_view(data, policy.with_overrides(t=1.0, j=1.0), summary, npartitions=2)
+        tight = generalize_view(data, policy.with_overrides(t=0.3, j=0.6), summary, npartitions=2)
+        sizes = tight.assigned.map_partitions(len).compute().tolist()
+    assert loose.assigned.npartitions == 2  # the two ranges, nothing placed
+    # two ranges and the 165 - 35 = 130 leftovers placed (the parts then hold whole groups: the
+    # placed rows moved to the parts of their groups, so the count is over all three parts)
+    assert tight.assigned.npartitions == 3 and sum(sizes) == len(view) - 35
