@@ -1,0 +1,61 @@
+"""The registry's weekly batch job (session 42 drill, user B): what a week's export can get
+wrong, each refused with exit 2 naming the rows or lines and what to do, nothing written.
+
+* a category written ``1`` in the weeks before and ``"1"`` (text) in a later one was refused as
+  "column 'city' holds 1 (int) and '1' (str), which read the same" with no row named: the rows
+  of the rarer type are named now (dpriv/same_text.py);
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+
+from dpriv.errors import InputError
+from dpriv.release import release_history
+
+POLICY = {"id": "rid", "time": "v", "qi": ["age", "city"], "sensitive": "s", "k": 3, "t": 1.0, "j": 10.0}
+
+
+def week(n: int = 30, age: int = 40) -> pd.DataFrame:
+    """``n`` rows: ``age`` from ``age`` on, 7 values in turn, ``city`` 1, 2, 3 in turn (numbers,
+    an object column), ``s`` a, b, c in turn."""
+    return pd.DataFrame(
+        {
+            "rid": range(n),
+            "age": [age + i % 7 for i in range(n)],
+            "city": pd.Series([1 + i % 3 for i in range(n)], dtype=object),
+            "s": [["a", "b", "c"][i % 3] for i in range(n)],
+        }
+    )
+
+
+def test_a_category_written_as_text_in_a_later_week_names_the_rows_of_the_text(tmp_path):
+    hist = pd.concat([week().assign(v=1), week(age=41).assign(v=2)], ignore_index=True)
+    hist.loc[[33, 42], "city"] = "1"  # week 2's export wrote two of its 1s as text; 1 holds 18 rows
+    with pytest.raises(InputError) as err:
+        release_history(hist, {**POLICY, "kinds": {"city": "categorical"}}, tmp_path / "led")
+    said = str(err.value)
+    assert said.startswith("v = 2: column 'city' holds 1 (int) and '1' (str), which read the same once "), (
+        said
+    )
+    assert said.endswith("rows holding '1' (str) (2 rows: row 33 (v=2), row 42 (v=2))"), said
+    assert not (tmp_path / "led").exists()
+
+
+def test_weekly_parquet_files_one_with_the_category_as_text_name_that_weeks_rows(tmp_path):
+    """Week 1's file holds ``city`` as int64, week 2's as text, read as a folder by Dask: the rows
+    are those of week 2's file (its partition), by their week."""
+    (tmp_path / "h").mkdir()
+    one, two = week().assign(v=1), week(age=41).assign(v=2)
+    one.astype({"city": "int64"}).to_parquet(tmp_path / "h" / "week1.parquet", index=False)
+    two.astype({"city": str}).to_parquet(tmp_path / "h" / "week2.parquet", index=False)
+    with pytest.raises(InputError) as err:
+        release_history(
+            dd.read_parquet(tmp_path / "h"), {**POLICY, "kinds": {"city": "categorical"}}, tmp_path / "led"
+        )
+    said = str(err.value)
+    assert "column 'city' holds 1 (int) and '1' (str), which read the same once released" in said, said
+    assert "rows holding '1' (str) (10 rows: row 0 (v=2), row 3 (v=2)" in said, said
+    assert not (tmp_path / "led").exists()
