@@ -4,6 +4,9 @@ wrong, each refused with exit 2 naming the rows or lines and what to do, nothing
 * a category written ``1`` in the weeks before and ``"1"`` (text) in a later one was refused as
   "column 'city' holds 1 (int) and '1' (str), which read the same" with no row named: the rows
   of the rarer type are named now (dpriv/same_text.py);
+* a week appended to a CSV history without one of its columns was read with its values shifted
+  into the wrong columns (and blanks in the last): the refusal named blank sensitive values and
+  text in a numeric QI; the lines and their number of values are named now (dpriv/csv_fields.py).
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import dask.dataframe as dd
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from dpriv.cli import app
 from dpriv.errors import InputError
 from dpriv.release import release_history
 
@@ -59,3 +64,59 @@ def test_weekly_parquet_files_one_with_the_category_as_text_name_that_weeks_rows
     assert "column 'city' holds 1 (int) and '1' (str), which read the same once released" in said, said
     assert "rows holding '1' (str) (10 rows: row 0 (v=2), row 3 (v=2)" in said, said
     assert not (tmp_path / "led").exists()
+
+
+FLAGS = (
+    "--id",
+    "rid",
+    "--time",
+    "v",
+    "--qi",
+    "age,city",
+    "--sensitive",
+    "s",
+    "--k",
+    "3",
+    "--t",
+    "1",
+    "--j",
+    "10",
+)
+
+
+def release_csv(path, ledger):
+    """``dpriv release path --ledger ledger`` with :data:`FLAGS`, in this process."""
+    args = ["release", str(path), "--ledger", str(ledger), *FLAGS, "--no-cluster"]
+    return CliRunner().invoke(app, args)
+
+
+def test_a_week_appended_without_a_column_is_refused_naming_its_lines_and_counts(tmp_path):
+    path = tmp_path / "h.csv"
+    week().assign(v=1)[["rid", "v", "age", "city", "s"]].to_csv(path, index=False)
+    week(age=41).assign(v=2)[["rid", "v", "city", "s"]].to_csv(path, mode="a", header=False, index=False)
+    res = release_csv(path, tmp_path / "L")
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    assert (
+        f"error: {path}: 30 line(s) hold fewer values than its header names columns (5: rid, v, age, "
+        "city, s): line 32 (4 values), line 33 (4 values), line 34 (4 values), line 35 (4 values), "
+        f"line 36 (4 values) and 25 more of {path} (the header is line 1); their values would be read "
+        "into the wrong columns (a value left out moves the ones after it; one left out at the end is "
+        "read as blank). Was a week exported with a column missing (or one more)?"
+    ) in said, said
+    assert not (tmp_path / "L").exists()
+
+
+def test_quoted_separators_and_blank_lines_are_not_uneven_lines(tmp_path):
+    """A value holding the separator in quotes counts as one (the fast path counts its bytes;
+    the parse tells them apart), a blank line none: the history is released as the same rows."""
+    frame = pd.concat([week().assign(v=1), week(age=41).assign(v=2)], ignore_index=True)
+    frame["city"] = frame["city"].map({1: "Lyon, FR", 2: "Nice", 3: "Metz"})
+    path = tmp_path / "h.csv"
+    text = frame[["rid", "v", "age", "city", "s"]].to_csv(index=False)
+    assert '"Lyon, FR"' in text
+    path.write_text(text.replace("\n", "\n\n", 3))
+    res = release_csv(path, tmp_path / "L")
+    assert res.exit_code == 0, res.output
+    released = pd.read_parquet(tmp_path / "L" / "releases" / "2" / "view.parquet")
+    assert len(released) == 30 and any(r"Lyon\, FR" in str(c) for c in released["city"]), released
