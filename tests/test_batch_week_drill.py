@@ -120,3 +120,39 @@ def test_quoted_separators_and_blank_lines_are_not_uneven_lines(tmp_path):
     assert res.exit_code == 0, res.output
     released = pd.read_parquet(tmp_path / "L" / "releases" / "2" / "view.parquet")
     assert len(released) == 30 and any(r"Lyon\, FR" in str(c) for c in released["city"]), released
+
+
+def test_a_domain_declared_for_an_inferred_numeric_qi_says_to_write_its_kind(tmp_path):
+    """The ledger's first run inferred age's domain (40..46) and recorded its kind; the next
+    week's policy file declares that very domain and no [kinds]: refused as "kinds: {"age":
+    "numeric"} recorded, {} given" and "start a new ledger". It says what to write now, and the
+    policy with that line resumes the ledger."""
+    path = tmp_path / "h.csv"
+    week().assign(v=1)[["rid", "v", "age", "city", "s"]].to_csv(path, index=False)
+    assert release_csv(path, tmp_path / "L").exit_code == 0
+    later = week().assign(v=2)[["rid", "v", "age", "city", "s"]]
+    later["s"] = later["s"].to_numpy()[::-1]  # ages within the first week's: only the policy differs
+    later.to_csv(path, mode="a", header=False, index=False)
+    base = (
+        '[columns]\nid = "rid"\ntime = "v"\nqi = ["age", "city"]\nsensitive = "s"\n'
+        "[privacy]\nk = 3\nt = 1.0\nj = 10.0\n[domains]\nage = [40, 46]\n"
+    )
+    (tmp_path / "p.toml").write_text(base)
+    files = sorted(p.relative_to(tmp_path) for p in (tmp_path / "L").rglob("*"))
+    args = ["release", str(path), "--ledger", str(tmp_path / "L"), "--policy", str(tmp_path / "p.toml")]
+    res = CliRunner().invoke(app, [*args, "--no-cluster"])
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    assert said.endswith(  # city (1, 2, 3) is numeric too, its kind taken from the ledger
+        """(fields ['kinds']: kinds: {"age": "numeric", "city": "numeric"} recorded, {"city": "numeric"} """
+        "given); the ledger recorded the kind "
+        "of 'age' with the domain it inferred from its first release, and the policy declares [domains] "
+        """for it without a kind: add [kinds] age = "numeric" to the policy file (a domain must then be """
+        "the recorded one, age: [40, 46]), or leave it out of [domains] to use the ledger's"
+    ), said
+    assert "start a new ledger" not in said
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "L").rglob("*")) == files
+    (tmp_path / "p.toml").write_text(base + '[kinds]\nage = "numeric"\n')
+    res = CliRunner().invoke(app, [*args, "--no-cluster"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "L" / "releases" / "2" / "view.parquet").is_file()
