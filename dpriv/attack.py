@@ -68,8 +68,9 @@ from dpriv.attack_frames import (  # noqa: F401  (the columns are public here)
     retro_frame,
 )
 from dpriv.attack_input import AttackInput, ReadRelease
+from dpriv.attack_policy import with_python_hint
 from dpriv.attack_share import AttackShare
-from dpriv.errors import InputError, PolicyError
+from dpriv.errors import InputError, KnowledgeFileError, PolicyError
 from dpriv.inputs import HistoryInput
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
@@ -155,8 +156,17 @@ def attack_steps(
     if revision not in REVISIONS:
         raise PolicyError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
     share = AttackShare()
-    inp = share.input(ledger, history, policy, knowledge, corpus)
+    inp = _input(share, ledger, history, policy, knowledge, corpus)
     return iter(()) if inp is None else _paper_steps(inp, deductions, attendance, revision, share)
+
+
+def _input(share: AttackShare, ledger, history, policy, knowledge: str, corpus) -> AttackInput | None:
+    """``share.input(...)``; a knowledge file of the ledger's own policy (``policy`` None) not
+    found gets where it was looked for and what to pass (:func:`with_python_hint`)."""
+    try:
+        return share.input(ledger, history, policy, knowledge, corpus)
+    except KnowledgeFileError as exc:
+        raise (exc if policy is not None else with_python_hint(exc, ledger, history)) from None
 
 
 def _paper_steps(
@@ -366,7 +376,7 @@ def attack(
         )
     partitions = history.npartitions if is_dask(history) else None
     share = share if share is not None else AttackShare()
-    inp = share.input(ledger, history, policy, knowledge, corpus)
+    inp = _input(share, ledger, history, policy, knowledge, corpus)
     if adversary == "retrospective":
         frame = _retrospective(inp, deductions, attendance, partitions, share)
         return finished(frame, inp, membership, ledger)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dpriv.attack_files import as_ledger
+from dpriv.errors import KnowledgeFileError
 from dpriv.ledger import POLICY, Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import base_candidates, recorded_base
@@ -80,3 +81,19 @@ def attack_policy(
         wording = PYTHON_WORDING if flag is None else {"source": flag}
         check_same_columns(led.policy(), given, ledger=led.root, **wording)
     return given
+
+
+def with_python_hint(
+    exc: KnowledgeFileError, ledger: Ledger | str | Path, history: object
+) -> KnowledgeFileError:
+    """``exc`` (a knowledge file of the ledger's recorded policy not found by ``attack(...,
+    policy=None)``) with the folders its relative path was looked for in and what to pass: a
+    ledger released in Python records no folder for them (``policy_base.json`` is written by
+    ``dpriv release --policy FILE``), and the message named neither (session 42 drill).
+    ``dpriv attack`` gives attack() the policy it resolved and words its own hint."""
+    tried = ", ".join(str(t) for t in base_folders(ledger, history))
+    return KnowledgeFileError(
+        f"{exc} (the ledger's recorded policy; its relative path looked for in {tried}, then the "
+        "current folder): pass the policy, attack(ledger, history, ReleasePolicy.from_toml(FILE), "
+        "...), whose knowledge paths are relative to FILE"
+    )

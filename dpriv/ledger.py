@@ -188,7 +188,7 @@ class Ledger(StateReaders):
             shown = "; ".join(field_change(stored, given, k) for k in diff[:6])
             raise LedgerError(
                 f"the policy differs from the one this ledger was started with (fields {diff}: "
-                f"{shown}); a ledger keeps one policy: start a new ledger for a new policy{change_hint(diff)}"
+                f"{shown}); {change_hint(diff, stored, given)}"
             )
 
     def policy(self):

@@ -123,15 +123,44 @@ def entries_problem(entries: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def change_hint(diff: list[str]) -> str:
-    """More to say when the policy fields ``diff`` differ from a ledger's: domains a policy does
-    not declare are inferred from the first run's data (a weekly job whose first week fixed them)."""
+def change_hint(
+    diff: list[str], stored: dict[str, Any] | None = None, given: dict[str, Any] | None = None
+) -> str:
+    """What to do when the policy fields ``diff`` of ``given`` differ from the ledger's
+    (``stored``), after the refusal's "; ": start a new ledger, and why domains a policy does not
+    declare differ (inferred from the first run's data: a weekly job whose first week fixed
+    them); only what to write when the kinds alone differ by a QI whose kind the ledger recorded
+    (inferred with its domain) and the given policy declares a domain for but no kind."""
+    kind = _kind_hint(stored or {}, given or {}) if "kinds" in diff else ""
+    if kind and diff == ["kinds"]:
+        return kind  # nothing else changed: no new ledger needed
+    hint = "a ledger keeps one policy: start a new ledger for a new policy" + (f"; {kind}" if kind else "")
     if "domains" not in diff:
-        return ""
-    return (
+        return hint
+    return hint + (
         "; domains a policy does not declare are inferred from the first run's data, so a later "
         "week with values outside them differs: declare [domains] covering every week's values in "
         "the policy file and start a new ledger with it"
+    )
+
+
+def _kind_hint(stored: dict[str, Any], given: dict[str, Any]) -> str:
+    """What to write for each QI whose kind ``stored`` records and ``given`` leaves out while
+    declaring its domain (``[domains] age = [45, 74]`` and no ``[kinds]``): the recorded kind
+    came with the domain inferred from the first week, and a declared domain takes no kind from
+    the ledger, so the kinds differ though the user changed none."""
+    recorded, declared = stored.get("kinds") or {}, given.get("kinds") or {}
+    domains, old = given.get("domains") or {}, stored.get("domains") or {}
+    missing = [c for c in recorded if c not in declared and c in domains]
+    if not missing:
+        return ""
+    write = ", ".join(f'{c} = "{recorded[c]}"' for c in missing)
+    kept = "; ".join(f"{c}: {_domain(old.get(c), recorded[c])}" for c in missing)
+    return (
+        f"the ledger recorded the kind of {', '.join(repr(c) for c in missing)} with the domain it "
+        f"inferred from its first release, and the policy declares [domains] for it without a kind: add "
+        f"[kinds] {write} to the policy file (a domain must then be the recorded one, {kept}), or leave "
+        "it out of [domains] to use the ledger's"
     )
 
 

@@ -7,14 +7,23 @@ an Interrupt with a bare ``KeyboardInterrupt``: nothing said which release the l
 :func:`said_stops` turns the first into :class:`~dpriv.errors.ClusterError` (the class of a
 cluster without workers) naming the release being made and the one the ledger stays at, and
 adds that as a note to the second (still the same KeyboardInterrupt: Jupyter's Interrupt and a
-caller's ``except KeyboardInterrupt`` see it as ever). Nothing else is changed: a worker or
-scheduler lost under an open client stays Dask's exception, as the CLI reports it.
+caller's ``except KeyboardInterrupt`` see it as ever). A worker or scheduler lost under an open
+client (:func:`dpriv.cluster_loss.cluster_loss`) raised Dask's own exception, also when the loss
+came after the commit of the last release to make, where ``dpriv release`` warns and exits 0:
+now, as the command says it, the call returns the ledger with a ``UserWarning`` ("lost its
+scheduler after release 3 was committed: ... Every release of this call is committed") when
+every view it was to release is committed, and raises ClusterError naming the release being
+made and the one the ledger stays at otherwise. ``dpriv release`` reports a loss itself
+(:func:`dpriv.cli.failures.during_release`): inside :func:`losses_reported_by_caller`,
+Dask's exception passes as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +31,21 @@ from dpriv._dispatch import distributed_client
 from dpriv.errors import ClusterError, DprivError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: True inside :func:`losses_reported_by_caller`: a lost cluster's exception passes as Dask's.
+_REPORTED_BY_CALLER: ContextVar[bool] = ContextVar("dpriv_losses_reported_by_caller", default=False)
+
+
+@contextlib.contextmanager
+def losses_reported_by_caller() -> Iterator[None]:
+    """Within the block, :func:`said_stops` lets the exception of a lost worker or scheduler
+    pass as Dask raised it: the caller (``dpriv release``) says it itself, with the rows it
+    printed (exit 3, or a warning and exit 0 after the last commit)."""
+    token = _REPORTED_BY_CALLER.set(True)
+    try:
+        yield
+    finally:
+        _REPORTED_BY_CALLER.reset(token)
 
 
 def holds(ledger_dir: Path) -> int:
@@ -37,13 +61,18 @@ def _held(last: int) -> str:
 
 def said_stops(fn: F) -> F:
     """Decorate a function whose third argument (or ``ledger_dir=``) is a ledger folder
-    (``release_history``): a client closed during the call raises ClusterError (from Dask's
-    exception), an interrupt gets a note; both name the release the ledger stays at."""
+    (``release_history``): a client closed or a worker or scheduler lost during the call raises
+    ClusterError (from Dask's exception), an interrupt gets a note; both name the release the
+    ledger stays at. A client closed or a cluster lost once every view of the call is committed
+    is a UserWarning, the ledger returned (Dask's exception of a loss passes as it is inside
+    :func:`losses_reported_by_caller`)."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         root = Path(kwargs["ledger_dir"] if "ledger_dir" in kwargs else args[2])
         client = distributed_client()
+        planned: list[list[int]] = []  # the views this call is to release, once its checks passed
+        kwargs = _recording_start(kwargs, planned)
         try:
             return fn(*args, **kwargs)
         except KeyboardInterrupt as exc:
@@ -54,16 +83,77 @@ def said_stops(fn: F) -> F:
             )
             raise
         except Exception as exc:
-            # any failure once the client is closed is its doing (a cancelled future, a closed
-            # client, a persisted state gone: "Missing dependency"); dpriv's refusals pass as they are
-            if isinstance(exc, DprivError) or client is None or client.status not in ("closing", "closed"):
+            if isinstance(exc, (DprivError, ClusterError)):  # dpriv's refusals pass as they are
                 raise
-            last = holds(root)
-            raise ClusterError(
-                f"the Dask client was closed during release {last + 1} (Dask: {type(exc).__name__}): "
-                f"nothing of release {last + 1} was committed; the ledger {root} holds {_held(last)}: "
-                "start a client (or none, to release in this process) and run release_history again "
-                f"to resume at release {last + 1}"
-            ) from exc
+            # any failure once the client is closed is its doing (a cancelled future, a closed
+            # client, a persisted state gone: "Missing dependency")
+            if client is not None and client.status in ("closing", "closed"):
+                last = holds(root)
+                if _all_committed(planned, last):  # closed after the last commit: done
+                    return _done(root, last, ("the Dask client was closed", f"Dask: {type(exc).__name__}"))
+                raise ClusterError(
+                    f"the Dask client was closed during release {last + 1} (Dask: {type(exc).__name__}): "
+                    f"nothing of release {last + 1} was committed; the ledger {root} holds {_held(last)}: "
+                    "start a client (or none, to release in this process) and run release_history again "
+                    f"to resume at release {last + 1}"
+                ) from exc
+            from dpriv.cluster_loss import cluster_loss
+
+            if _REPORTED_BY_CALLER.get() or cluster_loss(exc) is None:
+                raise
+            return _done(root, holds(root), _lost(exc, root, planned))
 
     return wrapped  # type: ignore[return-value]
+
+
+def _recording_start(kwargs: dict[str, Any], planned: list[list[int]]) -> dict[str, Any]:
+    """``kwargs`` whose ``on_start`` also records the indices it is given into ``planned`` (a
+    caller's own ``on_start`` still called; one that is not a function is left for
+    ``release_history`` to refuse by name)."""
+    own = kwargs.get("on_start")
+    if own is not None and not callable(own):
+        return kwargs
+
+    def on_start(indices: list[int]) -> None:
+        planned.append(list(indices))
+        if own is not None:
+            own(indices)
+
+    return {**kwargs, "on_start": on_start}
+
+
+def _all_committed(planned: list[list[int]], last: int) -> bool:
+    """Whether the call's ``on_start`` was given its views (``planned[0]``) and each is at most
+    ``last``, the ledger's last committed release (none to release: True)."""
+    return bool(planned) and all(i <= last for i in planned[0])
+
+
+def _lost(exc: Exception, root: Path, planned: list[list[int]]) -> tuple[str, str]:
+    """After a lost worker or scheduler (``exc``): what happened and why, in words, when every
+    view of ``planned`` is committed in the ledger at ``root`` (the loss came after the last commit),
+    else ClusterError naming what was lost and the release being made."""
+    from dpriv.cluster_loss import what_was_lost
+
+    last = holds(root)
+    lost, why = what_was_lost(exc)
+    if _all_committed(planned, last):
+        return f"the Dask cluster lost {lost}", why
+    raise ClusterError(
+        f"the Dask cluster lost {lost} during release {last + 1}: {why}. Nothing of release {last + 1} "
+        f"was committed; the ledger {root} holds {_held(last)}: run release_history again to resume at "
+        f"release {last + 1} (a cluster that loses workers often: read the workers' logs)"
+    ) from exc
+
+
+def _done(root: Path, last: int, what: tuple[str, str]) -> Any:
+    """The ledger at ``root`` (a :class:`dpriv.ledger.Ledger`, as ``release_history`` returns
+    it) with a UserWarning: ``what`` happened after release ``last``, the last of the call, was
+    committed (as ``dpriv release`` warns and exits 0)."""
+    from dpriv.ledger import Ledger
+    from dpriv.user_warning import warn_user
+
+    warn_user(
+        f"{what[0]} after release {last} was committed: {what[1]}. Every release of this call is "
+        f"committed: the ledger {root} holds {_held(last)}"
+    )
+    return Ledger(root)

@@ -1,6 +1,7 @@
 """Two values of a column whose domain is to be inferred that read as one: ``1`` and ``"1"``,
 ``"B"`` and ``"B "``, ``"F"`` and ``"f"`` (:func:`check_same_text`), refused before the
-inference would make them two levels; a spelling's rows named (:mod:`dpriv.rows`)."""
+inference would make them two levels; the rarer spelling's rows named (:mod:`dpriv.rows`): a
+weekly file that wrote a category as text after weeks of numbers is found by its lines."""
 
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ def check_same_text(
     (the released view and the policy write values as text, where the two would be one
     value), or ``"B"`` and ``"B "`` (one category typed two ways, e.g. a CSV cell with a
     trailing space, that would become two levels), or ``"F"`` and ``"f"`` (upper and lower
-    case: the same, typed by hand). The last two name the rows of ``view`` holding the less
-    frequent spelling (the first :data:`dpriv.rows.MAX_ROWS_SHOWN`, by their line in the input
-    file where :func:`dpriv.rows.rows_of` names one); the sensitive column's spellings are not
-    printed beside them."""
+    case: the same, typed by hand). Each names the rows of ``view`` holding the less
+    frequent spelling, or type (the first :data:`dpriv.rows.MAX_ROWS_SHOWN`, by their line in
+    the input file where :func:`dpriv.rows.rows_of` names one); the sensitive column's spellings
+    are not printed beside them."""
     for c in data.columns:
         dtype = data[c].dtype
         if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
@@ -39,17 +40,19 @@ def check_same_text(
             other = seen.setdefault(key, v)
             if other is v:
                 continue
-            if str(other) == str(v):
-                raise InputError(
-                    f"column {c!r} holds {other!r} ({type(other).__name__}) and {v!r} "
-                    f"({type(v).__name__}), which read the same once released: write its values "
-                    "one way (all text, or all numbers)"
-                )
             # the rarer spelling; on a tie one with spaces, else v (found later)
             rare = min((v, other), key=lambda x: (int(data[c].eq(x).sum()), str(x) == str(x).strip()))
             held = _HIDDEN if c == policy.sensitive else f"{other!r} and {v!r}"
             rows = "the less frequent of the two" if c == policy.sensitive else repr(rare)
-            if str(other).strip() == str(v).strip():
+            if str(other) == str(v):  # 1 and "1": one week's file with numbers, another's with text
+                if c != policy.sensitive:
+                    held = f"{other!r} ({type(other).__name__}) and {v!r} ({type(v).__name__})"
+                    rows = f"{rare!r} ({type(rare).__name__})"
+                said = (
+                    f"column {c!r} holds {held}, which read the same once released: write its values "
+                    "one way (all text, or all numbers)"
+                )
+            elif str(other).strip() == str(v).strip():
                 said = (
                     f"column {c!r} holds {held}, which differ only in spaces at the start or end: one "
                     f"value written two ways would become two; strip the spaces (e.g. "

@@ -16,12 +16,9 @@ A folder made read-only, a full disk, a quota or a file-size limit is the user's
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import errno
 import logging
-import re
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +27,9 @@ from typing import NoReturn, Protocol
 import typer
 
 from dpriv.cli.interrupts import interrupt_of, interrupted
+from dpriv.cluster_loss import ClusterLost, cluster_loss, what_was_lost
 from dpriv.errors import ClusterError, DprivError
+from dpriv.release_stops import losses_reported_by_caller
 
 #: Exit status of a command whose Dask cluster lost a worker or its scheduler, or whose ledger
 #: another command holds (dpriv.errors.LedgerBusy): nothing half-written, the same command
@@ -39,90 +38,6 @@ CLUSTER_EXIT = 3
 
 #: Dask's routine chatter (P2P shuffle start/stop, slow worker shutdown) is not for users.
 QUIET_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.worker", "distributed.core")
-
-#: The reasons Dask gives for cancelled futures: (what was lost, what happened, in words).
-_REASONS = {
-    "already forgotten": ("a worker", "results that a lost worker held are gone"),
-    "lost dependencies": ("a worker", "results that a lost worker held are gone"),
-    "scheduler-connection-lost": ("its scheduler", "the connection to the scheduler was lost"),
-    "scheduler-restart": ("its scheduler", "the scheduler was restarted"),
-}
-_EITHER = "a worker or its scheduler"
-_KILLED = "https://distributed.dask.org/en/stable/killed.html"
-
-
-class ClusterLost(Exception):
-    """The Dask cluster failed under a command; ``str()`` is the whole message for the user
-    (exit :data:`CLUSTER_EXIT`), the exception from Dask is the ``__cause__``."""
-
-
-def _cluster_types() -> tuple[type[BaseException], ...]:
-    """The exception classes that mean a lost worker or scheduler, as this distributed has them
-    (``FutureCancelledError`` and ``FuturesCancelledError`` derive from
-    :class:`concurrent.futures.CancelledError`, which older releases raised themselves)."""
-    types: list[type[BaseException]] = [concurrent.futures.CancelledError, asyncio.CancelledError]
-    with contextlib.suppress(ImportError):  # distributed is a dependency, but read it defensively
-        from distributed import client, core
-        from distributed.comm.core import CommClosedError
-        from distributed.scheduler import KilledWorker
-
-        types += [CommClosedError, KilledWorker]
-        types += [
-            getattr(mod, n)
-            for mod, n in ((client, "ClosedClientError"), (core, "RPCClosed"))
-            if hasattr(mod, n)
-        ]
-    return tuple(types)
-
-
-def cluster_loss(exc: BaseException | None) -> BaseException | None:
-    """The exception of ``exc``'s chain (itself, its cause or context) that says the Dask
-    cluster lost a worker or its scheduler, or None. A plain ``OSError`` counts only as
-    distributed's "Timed out trying to connect" (a disk error is the user's: exit 2)."""
-    types = _cluster_types()
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, (ClusterLost, ClusterError, *types)):
-            return exc
-        if isinstance(exc, OSError) and str(exc).startswith("Timed out trying to connect"):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def _reasons(exc: BaseException) -> list[str]:
-    """The reasons Dask gave for cancelling the futures of ``exc`` (both classes' attributes,
-    else its text), in order, without repeats."""
-    groups = getattr(exc, "error_groups", None)
-    found = [g.reason for g in groups] if groups else [getattr(exc, "reason", None)]
-    found = [r for r in found if r] or re.findall(r"for reason: ([^.\n]+)", str(exc))
-    return list(dict.fromkeys(found))
-
-
-def what_was_lost(exc: BaseException) -> tuple[str, str]:
-    """(``"a worker"``, ``"its scheduler"`` or ``"a worker or its scheduler"``, what happened
-    in a few words with Dask's own name for it)."""
-    from_dask = cluster_loss(exc) or exc
-    name = type(from_dask).__name__
-    if name == "KilledWorker":
-        task = from_dask.args[0] if from_dask.args else "?"
-        why = f"every worker that ran task {task!r} died running it, out of memory? (Dask: {name}, {_KILLED})"
-        return "a worker", why
-    reasons = _reasons(from_dask) if isinstance(from_dask, concurrent.futures.CancelledError) else []
-    if reasons:
-        lost = {_REASONS.get(r, (_EITHER,))[0] for r in reasons}
-        why = "; ".join(
-            f"{_REASONS[r][1]} (Dask: {r!r})" if r in _REASONS else f"Dask: {r!r}" for r in reasons
-        )
-        return (lost.pop() if len(lost) == 1 else _EITHER), why
-    text = (str(from_dask).splitlines() or [""])[0][:200]
-    dask_said = f"Dask: {name}: {text}" if text else f"Dask: {name}"
-    if name == "ClosedClientError":  # closed after failing to reconnect to its scheduler
-        return "its scheduler", f"the client could not reach the scheduler again ({dask_said})"
-    if isinstance(from_dask, OSError):  # CommClosedError, RPCClosed, a timed-out connect
-        return _EITHER, f"a connection to the cluster failed ({dask_said})"
-    return _EITHER, dask_said
 
 
 def _advice(lost: str, scheduler: str | None) -> str:
@@ -170,9 +85,11 @@ def during_release(ledger: Path, progress: ReleaseProgress, scheduler: str | Non
     none). Releases committed but not yet printed get their rows first; when the failure came
     after the commit of the last release to make, the release is done: a warning says so and
     the block ends normally (exit 0, as ``dpriv status`` confirms).
-    A :class:`~dpriv.errors.DprivError` passes as it is (exit 2)."""
+    A :class:`~dpriv.errors.DprivError` passes as it is (exit 2). ``release_history`` lets
+    Dask's exception pass as it is inside the block (:func:`losses_reported_by_caller`)."""
     try:
-        yield
+        with losses_reported_by_caller():
+            yield
     except BaseException as exc:
         # bad input (exit 2) stays so, whatever its context: a scheduler found unreachable
         # raises InputError from distributed's "Timed out trying to connect"
