@@ -254,10 +254,11 @@ def write_parquet(
     """Write ``frame`` to ONE Parquet file at ``path`` atomically; return the number of rows.
 
     ``frame`` is a pandas DataFrame (one part) or a Dask DataFrame: under a distributed client
-    its partitions are computed on the workers, which convert pieces of
-    :data:`dpriv.parquet_pieces.PIECE_ROWS` rows to Arrow, a few ahead of the writer (the
-    client's memory is about :data:`~dpriv.parquet_pieces.AHEAD` + 1 pieces plus fewer than
-    ``row_group_size`` buffered rows; :func:`dpriv.parquet_pieces.arrow_pieces`), else they are
+    its partitions are computed on the workers, which convert pieces of at most
+    :data:`dpriv.parquet_pieces.PIECE_ROWS` rows (whole row groups, or one when it is larger),
+    cut at the row groups' boundaries, to Arrow, a few ahead of the writer (the client holds
+    one piece and fewer than ``row_group_size`` buffered rows;
+    :func:`dpriv.parquet_pieces.arrow_pieces`), else they are
     computed in this process, one at a time. The
     rows are re-cut into row groups of exactly ``row_group_size`` rows (the last one shorter;
     one empty row group if there are no rows), each encoded from contiguous arrays, so the
@@ -299,7 +300,7 @@ def write_parquet(
             writer.write_table(table.combine_chunks(), row_group_size=row_group_size)
 
         try:
-            for table in arrow_pieces(frame, columns):
+            for table in arrow_pieces(frame, columns, row_group_size):
                 schema = table.schema
                 buffered.append(table)
                 n_buffered += len(table)

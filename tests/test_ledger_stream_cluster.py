@@ -1,7 +1,8 @@
 """Streaming Parquet writes under a distributed client (:func:`dpriv.io.write_parquet`).
 
-Each partition of a Dask frame is computed once on a worker and fetched ``PIECE_ROWS`` rows
-at a time, so the client holds one piece, not one partition. A module of its own: the
+Each partition of a Dask frame is computed once on a worker and fetched in pieces of at most
+``PIECE_ROWS`` rows that never straddle a row group, so the client holds one piece, not one
+partition. A module of its own: the
 ``client`` fixture stays current for the rest of a module, and the partition-order tests of
 tests/test_ledger_stream.py count the partitions computed in this process.
 """
@@ -27,9 +28,10 @@ from dpriv.io import write_parquet
 def test_on_a_cluster_pieces_give_the_same_bytes_and_the_client_holds_one_piece(
     client, tmp_path, object_strings, monkeypatch, piece
 ):
-    """Each partition is computed once on a worker and fetched ``PIECE_ROWS`` rows at a time:
-    the bytes are those of the pandas write, and no result that reaches the client is larger
-    than one piece."""
+    """Each partition is computed once on a worker and fetched in pieces of at most
+    ``PIECE_ROWS`` rows rounded down to whole row groups (at least one), cut at the partitions'
+    and the row groups' boundaries: the bytes are those of the pandas write, and the tables
+    that reach the client are exactly those pieces, in order."""
     from distributed import Client
 
     import dpriv.parquet_pieces as io_mod
@@ -53,7 +55,12 @@ def test_on_a_cluster_pieces_give_the_same_bytes_and_the_client_holds_one_piece(
         path = tmp_path / f"dask{n}.parquet"
         assert write_parquet(path, dask_frame(df, cuts), row_group_size=R) == N
         assert path.read_bytes() == (tmp_path / "pandas.parquet").read_bytes(), f"{n} partitions"
-        assert sum(fetched) == N and max(fetched) == min(piece, max(np.diff([0, *cuts, N])))
+        # the pieces, by an independent cut: rows grouped by (partition, row // step)
+        step = R * max(1, piece // R)
+        bounds = np.array([0, *cuts, N])
+        part = np.searchsorted(bounds, np.arange(N), side="right") - 1
+        _, sizes = np.unique(part * N + np.arange(N) // step, return_counts=True)
+        assert fetched == sizes.tolist(), f"{n} partitions"
 
 
 def test_on_a_cluster_a_failing_partition_leaves_the_old_file(client, tmp_path, monkeypatch):
@@ -73,7 +80,8 @@ def test_on_a_cluster_the_workers_convert_and_the_client_gets_only_the_written_c
     client, tmp_path, object_strings, monkeypatch
 ):
     """The pieces reach the client as Arrow tables of the written columns (converted on the
-    workers; a private ``_`` helper column never leaves them), and the file is the pandas
+    workers; a private ``_`` helper column never leaves them), gathered from the workers
+    directly (the fixture's LocalCluster, made in this process), and the file is the pandas
     write's, byte for byte."""
     import pyarrow as pa
     from distributed import Client
@@ -84,11 +92,13 @@ def test_on_a_cluster_the_workers_convert_and_the_client_gets_only_the_written_c
     write_parquet(tmp_path / "pandas.parquet", df, row_group_size=R)
     monkeypatch.setattr(pieces, "PIECE_ROWS", 3)
     fetched: list = []
+    directs: list = []
     real = Client._gather
 
     async def spy(self, futures, *args, **kwargs):
         result = await real(self, futures, *args, **kwargs)
         fetched.extend(r for r in (result if isinstance(result, list) else [result]) if hasattr(r, "__len__"))
+        directs.extend([kwargs.get("direct")] * (hasattr(result, "num_rows")))
         return result
 
     monkeypatch.setattr(Client, "_gather", spy)
@@ -100,3 +110,4 @@ def test_on_a_cluster_the_workers_convert_and_the_client_gets_only_the_written_c
     assert tables and all(isinstance(t, pa.Table) for t in tables)
     assert all(t.column_names == list(df.columns) for t in tables)
     assert sum(len(t) for t in tables) == N
+    assert directs == [True] * len(tables)
