@@ -83,12 +83,12 @@ def check_result_file(path: Path, elsewhere: str | None = None) -> None:
     where the ``attack/`` folder goes (:func:`check_attack_folder`). ``elsewhere`` says how the
     caller writes its result elsewhere (:data:`SAVE_ELSEWHERE` for a Python call; by default
     ``dpriv attack``'s ``--out``)."""
-    from dpriv.cli.outputs import RECORD, _read_record, written_by
+    from dpriv.cli.outputs import RECORD, read_record, written_by
 
     check_attack_folder(path.parent, *([elsewhere] if elsewhere else []))
     if not (path.exists() or path.is_symlink()):
         return
-    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    entry = (read_record(path.absolute().parent) or {}).get(path.name)
     if entry is not None and written_by(path) == "attack":
         return
     why = (

@@ -97,7 +97,7 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
-def _read_record(folder: Path) -> dict[str, Written] | None:
+def read_record(folder: Path) -> dict[str, Written] | None:
     """The entries of ``folder/.dpriv-outputs``; ``{}`` when there is none, None when a file of
     that name exists but is not a dpriv record (dpriv then leaves it alone)."""
     path = folder / RECORD
@@ -122,7 +122,7 @@ def written_by(path: Path) -> str | None:
         return None
     if path.is_dir() and any(p.is_symlink() for p in path.rglob("*")):
         return None
-    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    entry = (read_record(path.absolute().parent) or {}).get(path.name)
     if entry is None or entry.size != _size(path):
         return None
     return entry.kind if entry.sha256 == _digest(path) else None
@@ -131,7 +131,7 @@ def written_by(path: Path) -> str | None:
 def changed_since_written(folder: Path) -> list[str]:
     """Names of the files of ``folder`` its record lists whose bytes are no longer the ones
     dpriv wrote (a hand edit of an attack result the report would draw as dpriv's)."""
-    entries = _read_record(Path(folder).absolute()) or {}
+    entries = read_record(Path(folder).absolute()) or {}
     return sorted(n for n in entries if (Path(folder) / n).is_file() and written_by(Path(folder) / n) is None)
 
 
@@ -147,7 +147,7 @@ def record_output(path: Path, kind: str) -> None:
     path = Path(path)
     warn_stale_temps(path)  # a killed write's temp file beside it: named, never removed
     folder = path.absolute().parent
-    entries = _read_record(folder)
+    entries = read_record(folder)
     ledger = ledger_of(path)
     if entries is None or (ledger is not None and folder.resolve() != (ledger / "attack").resolve()):
         return
@@ -322,7 +322,7 @@ def check_replaceable(
     owner = written_by(path)
     if owner == kind:
         return
-    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    entry = (read_record(path.absolute().parent) or {}).get(path.name)
     if owner is not None:
         why = f"was written by dpriv {owner}, not by dpriv {kind}"
     elif entry is not None:

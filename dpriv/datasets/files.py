@@ -10,9 +10,9 @@ from typing import Any, Literal
 from dpriv.datasets.generated import PBC_FILES, check_generated, put_generated
 from dpriv.datasets.medical import MedicalHistory, medical_view_dask
 from dpriv.datasets.model import (
-    _DEFAULT_WEIGHT_VIEW_SIZE,
     AGE_RANGE,
     CLASS_MAP,
+    DEFAULT_WEIGHT_VIEW_SIZE,
     GENDER_RANGE,
     TERMINAL,
     VALUES,
@@ -168,7 +168,7 @@ def write_medical_view(
     seed: int = 0,
     attendance: float = 1.0,
     det: float = 0.9,
-    weight_view_size: int = _DEFAULT_WEIGHT_VIEW_SIZE,
+    weight_view_size: int = DEFAULT_WEIGHT_VIEW_SIZE,
     policy_extra: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> Path:

@@ -32,12 +32,12 @@ from dpriv.report.sections import (
 )
 from dpriv.report.tables import (
     RELEASE_COLUMNS,
-    _j_unit,
-    _ledger,
-    _stored_policy,
+    as_ledger,
     defender_tail,
+    j_unit_name,
     policy_summary,
     release_frame,
+    released_policy,
 )
 from dpriv.report.tail import tail_curves
 
@@ -143,15 +143,15 @@ def render_report(
     from dpriv.release_check import check_ledger_whole
 
     e = html.escape
-    led = _ledger(ledger)
+    led = as_ledger(ledger)
     check_ledger_whole(led, state=False)  # a damaged ledger (its last view truncated) is refused
-    policy = _stored_policy(led)
+    policy = released_policy(led)
     releases = release_frame(led, _history_reference(led, history), attack_dir)
     results = attack_results(led, gains, attack_dir)  # refuses another ledger's results
     folder = results_folder(led, attack_dir)
     curves = results.curves
     title = title or report_title(policy)
-    j_unit = _j_unit(float(policy.get("log_base", 2.0)))
+    j_unit = j_unit_name(float(policy.get("log_base", 2.0)))
     method = str(policy.get("method", "jsreduce"))
     n = len(releases)
     parts = [
