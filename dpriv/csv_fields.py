@@ -12,10 +12,8 @@ from __future__ import annotations
 import csv
 import io
 
-import fsspec
 import numpy as np
 
-from dpriv.csv_read import CSV_SAMPLE
 from dpriv.errors import InputError
 from dpriv.rows import MAX_ROWS_SHOWN
 
@@ -37,17 +35,16 @@ def _lines_without(raw: bytes, sep: str) -> bool:
     return bool(((counts == 0) & (length > 0)).any())
 
 
-def check_separators(fs: fsspec.AbstractFileSystem, paths: list[str], sep: str, shown: str) -> None:
-    """InputError naming the lines (header = line 1) of the CSV ``paths[0]`` that hold one value
-    (no ``sep``, outside quotes) while its header names several columns separated by ``sep``,
-    with the separator they seem written with; nothing for a file whose every line holds ``sep``
-    (the usual case, found by :func:`_lines_without` without parsing), a file of one column,
-    blank lines (pandas skips them), several files or a file over :data:`CSV_SAMPLE` bytes.
+def check_separators(raw: bytes | None, sep: str, shown: str) -> None:
+    """InputError naming the lines (header = line 1) of the CSV whose bytes are ``raw``
+    (:func:`dpriv.csv_read.small_csv`) that hold one value (no ``sep``, outside quotes) while its
+    header names several columns separated by ``sep``, with the separator they seem written
+    with; nothing for a file whose every line holds ``sep`` (the usual case, found by
+    :func:`_lines_without` without parsing), a file of one column, blank lines (pandas skips
+    them), or ``raw`` None (several files or a file over :data:`dpriv.csv_read.CSV_SAMPLE` bytes).
     ``shown``: the input as the user gave it."""
-    if len(paths) != 1 or fs.size(paths[0]) > CSV_SAMPLE:
+    if raw is None:
         return
-    with fs.open(paths[0], "rb") as fh:
-        raw = fh.read()
     if not _lines_without(raw, sep):
         return  # every line holds the separator (the usual case: two array passes, no parse)
     text = raw.decode("utf-8-sig", errors="replace")
