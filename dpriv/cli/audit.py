@@ -19,10 +19,10 @@ from dpriv.cli.common import (
     say_err,
     write_frame,
 )
-from dpriv.cli.outputs import changed_since_written
 from dpriv.cli.policy_flags import ledger_policy_file
 from dpriv.errors import PolicyError
 from dpriv.ledger import ATTACK_DIR
+from dpriv.output_record import changed_since_written
 from dpriv.policy_base import with_hint
 
 if TYPE_CHECKING:

@@ -34,7 +34,6 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     check_suffix,
     check_writable,
     ledger_of,
-    record_output,
     write_frame,
 )
 from dpriv.cli.pipe import ClosedPipeSafe

@@ -18,12 +18,12 @@ from dpriv.cli.common import (
     check_suffix,
     command,
     ledger_view,
-    record_output,
     say_err,
     sensitive_out,
 )
 from dpriv.cli.policy_flags import load_policy
 from dpriv.errors import InputError
+from dpriv.output_record import record_output
 
 #: ``--sep`` choices: the delimiter as typed -> the character written.
 SEPARATORS = {",": ",", ";": ";", "tab": "\t", "\t": "\t"}

@@ -88,7 +88,7 @@ def write_history(
     pins ``policy.toml``'s knowledge files by SHA-256 and its releases by the history; even
     with ``overwrite=True`` a file dpriv did not write, or one changed since, e.g. an edited
     ``policy.toml``, is refused: :func:`check_generated`). They are recorded in
-    ``.dpriv-outputs`` of their folders (dpriv/cli/outputs.py), each as soon as it is written
+    ``.dpriv-outputs`` of their folders (dpriv/output_record.py), each as soon as it is written
     (:func:`dpriv.datasets.generated.put_generated`: an interrupted call leaves no part of a
     file, and the files written before recorded: ``overwrite=True`` replaces them)::
 

@@ -258,7 +258,7 @@ def write_report(
         A release ledger (or its folder).
     out_html : str or Path
         The page to write (its folder is created), atomically, and recorded in the folder's
-        ``.dpriv-outputs`` (dpriv/cli/outputs.py). An existing file is replaced only when an
+        ``.dpriv-outputs`` (dpriv/output_record.py). An existing file is replaced only when an
         earlier report wrote it and it is unchanged since (``dpriv report --force``'s rule).
     gains : dict knowledge name -> DataFrame, optional
         Adversary gains per release (columns ``release``, ``adversary_gain``, e.g. the
@@ -289,7 +289,8 @@ def write_report(
         folder, or exists and is not a page an earlier report wrote (or has changed since):
         nothing is written.
     """
-    from dpriv.cli.outputs import check_outside_ledger, check_replaceable, check_suffix, record_output
+    from dpriv.cli.outputs import check_outside_ledger, check_replaceable, check_suffix
+    from dpriv.output_record import record_output
 
     out = Path(out_html)
     check_suffix(out, "report", flag="out_html")  # HTML in a .txt or .csv file: refused
