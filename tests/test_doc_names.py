@@ -1,9 +1,11 @@
-"""Every backquoted ``dpriv.x.y`` name and repository path in README.md and docs/ exists: a
-function renamed or moved (``topdown._prefix_sums`` -> ``topdown_sums.prefix_sums``) leaves no
-stale name behind in the documentation."""
+"""Every backquoted ``dpriv.x.y`` name and repository path in README.md and docs/ exists, and
+every name the scripts of benchmarks/ and docs/ import from dpriv: a function renamed or moved
+(``topdown._prefix_sums`` -> ``topdown_sums.prefix_sums``, ``experiment._name`` ->
+``experiment_files.setting_name``) leaves no stale name behind."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -58,3 +60,22 @@ def test_every_name_and_path_in_the_docs_exists():
     found = {str(doc.relative_to(ROOT)): unresolved(doc.read_text(encoding="utf-8")) for doc in DOCS}
     assert {doc: bad for doc, bad in found.items() if bad} == {}
     assert len(DOCS) >= 8  # README.md and docs/*.md were read
+
+
+def missing_imports(source: str) -> list[str]:
+    """The ``from dpriv... import name`` of the Python ``source`` whose name does not exist."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("dpriv"):
+            bad += [f"{node.module}.{a.name}" for a in node.names if not _resolves(f"{node.module}.{a.name}")]
+    return bad
+
+
+def test_the_scripts_import_only_names_that_exist():
+    assert missing_imports("from dpriv.experiment import _name, run_experiment\nimport os") == [
+        "dpriv.experiment._name"
+    ]
+    scripts = sorted((ROOT / "benchmarks").rglob("*.py")) + sorted((ROOT / "docs").rglob("*.py"))
+    found = {str(s.relative_to(ROOT)): missing_imports(s.read_text(encoding="utf-8")) for s in scripts}
+    assert {s: bad for s, bad in found.items() if bad} == {}
+    assert len(scripts) >= 10
