@@ -19,7 +19,8 @@ import pandas as pd
 
 from dpriv.attack import attack
 from dpriv.datasets import medical_history, write_history
-from dpriv.experiment import _name, _policy
+from dpriv.experiment import setting_policy
+from dpriv.experiment_files import setting_name
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -69,8 +70,9 @@ def main(out: str, views: int = 8, size: int = 2000, seed: int = 0, grid: str = 
     csv = out_dir / "frontier.csv"
     for method, params in GRIDS[grid]:
         t0 = time.perf_counter()
-        policy = _policy(base, params)
-        led = release_history(mh.history, policy, out_dir / "ledgers" / _name(method, params), method=method)
+        policy = setting_policy(base, params)
+        ledger = out_dir / "ledgers" / setting_name(method, params)
+        led = release_history(mh.history, policy, ledger, method=method)
         ms = [led.read_metrics(r["index"]) for r in led.committed()]
         secs = time.perf_counter() - t0
         gains = attack(led, mh.history, policy, "dk")["adversary_gain"]

@@ -77,18 +77,18 @@ def check_attack_folder(folder: Path, elsewhere: str = "write the results elsewh
 def check_result_file(path: Path, elsewhere: str | None = None) -> None:
     """Refuse (InputError) to replace ``path`` in a ledger's ``attack/`` folder unless it is
     absent or a result an attack wrote there, unchanged since: the folder's record
-    (``attack/.dpriv-outputs``, dpriv/cli/outputs.py) names it as written by ``attack`` with
+    (``attack/.dpriv-outputs``, dpriv/output_record.py) names it as written by ``attack`` with
     these bytes. An edited result, or a file without a record (someone else's file under that
     name, or a result of a dpriv from before the record), is never overwritten; nor is a file
     where the ``attack/`` folder goes (:func:`check_attack_folder`). ``elsewhere`` says how the
     caller writes its result elsewhere (:data:`SAVE_ELSEWHERE` for a Python call; by default
     ``dpriv attack``'s ``--out``)."""
-    from dpriv.cli.outputs import RECORD, _read_record, written_by
+    from dpriv.output_record import RECORD, read_record, written_by
 
     check_attack_folder(path.parent, *([elsewhere] if elsewhere else []))
     if not (path.exists() or path.is_symlink()):
         return
-    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    entry = (read_record(path.absolute().parent) or {}).get(path.name)
     if entry is not None and written_by(path) == "attack":
         return
     why = (
@@ -208,8 +208,8 @@ def save_gain(
     check_same_releases(gain, led, where, fix)
     whole = ("release", "as_of") if retro else ("release",)  # checked: 1, 2, ... as written
     gain = gain.assign(**{c: pd.to_numeric(gain[c]).astype("int64") for c in whole})
-    from dpriv.cli.outputs import record_output
     from dpriv.ledger_files import writing_results
+    from dpriv.output_record import record_output
 
     with made_folder(path.parent), writing_results(path.parent):
         atomic_write(path, stamped(gain, led).to_csv(index=False).encode(), mode=None)

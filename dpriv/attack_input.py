@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary.linkage import _cell_values, exact_qi_linkage, qi_linkage
+from dpriv.adversary.linkage import cell_values, exact_qi_linkage, qi_linkage
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_files import as_ledger
@@ -292,7 +292,7 @@ def _first_outside(read: ReadRelease, policy: ReleasePolicy) -> tuple[int, str, 
             cells, values = boxes[q].astype(str).to_numpy(), mem[q].astype(str).to_numpy()
             pairs = pd.DataFrame({"cell": cells, "v": values})
             fits = {
-                (c, v): v in _cell_values(c, leaves.get(q))
+                (c, v): v in cell_values(c, leaves.get(q))
                 for c, v in pairs.drop_duplicates().itertuples(index=False)
             }
             out = ~np.array([fits[(c, v)] for c, v in pairs.itertuples(index=False)], dtype=bool)

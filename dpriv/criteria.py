@@ -39,10 +39,10 @@ from dpriv.divergence import (
 from dpriv.errors import PolicyError
 from dpriv.group_table import (  # noqa: F401 - re-exported: the group table the criteria read
     GROUND_NAMES,
-    _within_all,
     group_statistics,
     js_per_group,
     tv_per_group,
+    within_all,
 )
 from dpriv.policy import ReleasePolicy
 
@@ -153,7 +153,7 @@ class TCloseness(Criterion, name="t", needs="s_counts", monotone=True, lower_bou
 
     def holds(self, groups: pd.DataFrame) -> np.ndarray:
         """Exact: ``emd_num <= t * emd_den`` (the float ``emd`` is for display)."""
-        return _within_all(
+        return within_all(
             groups["emd_num"].to_numpy(np.int64), groups["emd_den"].to_numpy(np.int64), float(self.threshold)
         )
 

@@ -14,10 +14,8 @@ from __future__ import annotations
 import csv
 import io
 
-import fsspec
 import numpy as np
 
-from dpriv.csv_read import CSV_SAMPLE
 from dpriv.errors import InputError
 from dpriv.rows import MAX_ROWS_SHOWN
 
@@ -47,19 +45,18 @@ def _header_count(raw: bytes, sep: str) -> int:
     return raw[: first if first >= 0 else len(raw)].count(sep.encode())
 
 
-def check_separators(fs: fsspec.AbstractFileSystem, paths: list[str], sep: str, shown: str) -> None:
-    """InputError naming the lines (header = line 1) of the CSV ``paths[0]`` that hold one value
-    (no ``sep``, outside quotes) while its header names several columns separated by ``sep``,
-    with the separator they seem written with; then (:func:`_check_field_counts`) those that
-    hold several values but not as many as the header names columns (a week appended with a
-    column missing or added). Nothing for a file whose every line holds the header's number of
-    ``sep`` (the usual case, found by :func:`_odd_lines` without parsing), a file of one column,
-    blank lines (pandas skips them), several files or a file over :data:`CSV_SAMPLE` bytes.
+def check_separators(raw: bytes | None, sep: str, shown: str) -> None:
+    """InputError naming the lines (header = line 1) of the CSV whose bytes are ``raw``
+    (:func:`dpriv.csv_read.small_csv`) that hold one value (no ``sep``, outside quotes) while its
+    header names several columns separated by ``sep``, with the separator they seem written
+    with; then (:func:`_check_field_counts`) those that hold several values but not as many as
+    the header names columns (a week appended with a column missing or added). Nothing for a
+    file whose every line holds the header's number of ``sep`` (the usual case, found by
+    :func:`_odd_lines` without parsing), a file of one column, blank lines (pandas skips them),
+    or ``raw`` None (several files or a file over :data:`dpriv.csv_read.CSV_SAMPLE` bytes).
     ``shown``: the input as the user gave it."""
-    if len(paths) != 1 or fs.size(paths[0]) > CSV_SAMPLE:
+    if raw is None:
         return
-    with fs.open(paths[0], "rb") as fh:
-        raw = fh.read()
     without, uneven = _odd_lines(raw, sep)
     if not (without or uneven):
         return  # every line holds the header's separators (the usual case: array passes, no parse)

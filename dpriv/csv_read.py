@@ -100,22 +100,32 @@ def unclosed_quote(fs, path: str) -> int | None:
     return opened
 
 
-def check_id_texts(fs, paths: list[str], sep: str, id_column: str, shown: str) -> None:
+def small_csv(fs, paths: list[str]) -> bytes | None:
+    """The bytes of a CSV input that is a single file of at most :data:`CSV_SAMPLE` bytes, else
+    None (larger inputs are not checked whole: README, "Input types"). Read once for the checks
+    that read the whole file (:func:`dpriv.cut_csv.check_not_cut`,
+    :func:`dpriv.csv_fields.check_separators`, :func:`check_id_texts`), which each opened and
+    read it before. Raises OSError as ``fs.open`` does."""
+    if len(paths) != 1 or fs.size(paths[0]) > CSV_SAMPLE:
+        return None
+    with fs.open(paths[0], "rb") as fh:
+        return fh.read()
+
+
+def check_id_texts(raw: bytes | None, sep: str, id_column: str, shown: str) -> None:
     """InputError when the CSV's id column holds two texts that read as one number (``00012``
     and ``12``, ``1E5`` and ``1e5``): read as numbers, they would be one respondent across the
-    views. Checked on a single file of at most :data:`CSV_SAMPLE` bytes (its id column parsed
-    again as text by pyarrow: about as long as reading the file once); larger inputs are not
-    checked (README, "Input types")."""
-    if len(paths) != 1 or fs.size(paths[0]) > CSV_SAMPLE:
+    views. ``raw``: the file's bytes (:func:`small_csv`), its id column parsed again as text by
+    pyarrow; None (a larger input) is not checked (README, "Input types")."""
+    if raw is None:
         return
     try:
-        with fs.open(paths[0], "rb") as fh:
-            only_ids = {"include_columns": [id_column], "column_types": {id_column: pa.string()}}
-            ids = arrow_csv.read_csv(
-                fh,
-                parse_options=arrow_csv.ParseOptions(delimiter=sep, newlines_in_values=True),
-                convert_options=arrow_csv.ConvertOptions(**only_ids),
-            ).column(0)
+        only_ids = {"include_columns": [id_column], "column_types": {id_column: pa.string()}}
+        ids = arrow_csv.read_csv(
+            pa.BufferReader(raw),
+            parse_options=arrow_csv.ParseOptions(delimiter=sep, newlines_in_values=True),
+            convert_options=arrow_csv.ConvertOptions(**only_ids),
+        ).column(0)
     except (pa.ArrowException, OSError):  # the read itself names what is wrong with the file
         return
     ids = pc.utf8_trim_whitespace(ids.combine_chunks()).drop_null()

@@ -5,13 +5,15 @@ advice for a bad row of a complete file (drop or impute the row, correct the dat
 followed, publish a partial week for good.
 
 Checked twice: when the file is read (:func:`check_not_cut`, a last line with fewer fields than
-the header: one read of the file's end) and when a row fails a check (:func:`cut_problem`, the
+the header: the bytes :func:`dpriv.csv_read.small_csv` read for every check of a file up to
+64 MB, else one read of the file's end) and when a row fails a check (:func:`cut_problem`, the
 failing row is the last one of a file without a final newline), so that a complete file with
 the same bad row keeps its own message."""
 
 from __future__ import annotations
 
 import csv
+import io
 
 import fsspec
 
@@ -27,18 +29,22 @@ def _open(path: str, fs=None):
     return fs.open(path, "rb") if fs is not None else fsspec.open(path, "rb").open()
 
 
-def unfinished_line(path: str, fs=None) -> str | None:
+def unfinished_line(path: str, fs=None, raw: bytes | None = None) -> str | None:
     """The last line of the CSV file ``path`` (text, UTF-8) when the file does not end with a
     newline, else None (also for an empty file, a last line longer than :data:`TAIL` bytes, a
     last line inside a quoted value: its fields cannot be told from its end, and a file that
-    cannot be read again)."""
-    try:
-        with _open(path, fs) as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(0, size - TAIL))
-            tail = fh.read()
-    except (OSError, ValueError):  # not to be read again (gone, a stream): the check is moot
-        return None
+    cannot be read again). ``raw``: the file's bytes when they were read already
+    (:func:`dpriv.csv_read.small_csv`), else its end is read."""
+    if raw is not None:
+        size, tail = len(raw), raw[max(0, len(raw) - TAIL) :]
+    else:
+        try:
+            with _open(path, fs) as fh:
+                size = fh.seek(0, 2)
+                fh.seek(max(0, size - TAIL))
+                tail = fh.read()
+        except (OSError, ValueError):  # not to be read again (gone, a stream): the check is moot
+            return None
     if not tail or tail.endswith((b"\n", b"\r")):
         return None
     cut = max(tail.rfind(b"\n"), tail.rfind(b"\r"))
@@ -48,12 +54,12 @@ def unfinished_line(path: str, fs=None) -> str | None:
     return None if last.count('"') % 2 else last
 
 
-def _line_count(path: str, fs=None) -> int:
+def _line_count(path: str, fs=None, raw: bytes | None = None) -> int:
     """Lines of ``path`` as :func:`dpriv.rows.csv_lines` counts them
     (:func:`dpriv.csv_read.csv_text_lines`: an export with lone ``\\r`` line ends was one line),
-    the last line, which has no newline, included. One read of the file, only when a cut-off
-    file is refused."""
-    with _open(path, fs) as fh:
+    the last line, which has no newline, included. One read of the file (none given its bytes
+    ``raw``), only when a cut-off file is refused."""
+    with io.BytesIO(raw) if raw is not None else _open(path, fs) as fh:
         return sum(1 for _ in csv_text_lines(fh))
 
 
@@ -76,17 +82,17 @@ def cut_message(path: str, line: int, why: str) -> str:
     )
 
 
-def check_not_cut(path: str, sep: str, header: int, fs=None) -> None:
+def check_not_cut(path: str, sep: str, header: int, fs=None, raw: bytes | None = None) -> None:
     """InputError when the CSV file ``path`` (delimiter ``sep``, ``header`` columns) ends
     without a newline on a line of fewer fields than the header: the rest of the line, and of
-    the file, may be still to come."""
-    last = unfinished_line(path, fs)
+    the file, may be still to come. ``raw``: its bytes if read already (else its end is read)."""
+    last = unfinished_line(path, fs, raw)
     if last is None or not last.strip():
         return
     fields = next(csv.reader([last], delimiter=sep), [])
     if len(fields) < header:
         why = f"holds {len(fields)} of the header's {header} fields"
-        raise InputError(cut_message(path, _line_count(path, fs), why))
+        raise InputError(cut_message(path, _line_count(path, fs, raw), why))
 
 
 def cut_problem(path: str, rows: list[tuple[int, str]]) -> str | None:

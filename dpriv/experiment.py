@@ -110,7 +110,7 @@ _RETRO_KEEP = (
 )
 
 
-def _policy(base: ReleasePolicy, params: dict) -> ReleasePolicy:
+def setting_policy(base: ReleasePolicy, params: dict) -> ReleasePolicy:
     """``params`` override the policy; ``defender`` picks the defender's BK^seq (Fig. 6)."""
     params = dict(params)
     defender = params.pop("defender", None)
@@ -180,7 +180,7 @@ def run_experiment(
     paper = paper_knowledge(list(knowledge))  # the gain the frontier plots, printed as it names it
     for method, params in itertools.chain.from_iterable(((m, p) for p in ps) for m, ps in grid.items()):
         name = setting_name(method, params)
-        policy = _policy(base, params)
+        policy = setting_policy(base, params)
         led = release_history(mh.history, policy, out / "ledgers" / name, method=method)
         pinned = _pinned_shares(led, mh.history, policy)
         for r in led.committed():

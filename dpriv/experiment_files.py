@@ -1,6 +1,6 @@
 """Where ``dpriv experiment paper`` writes (:func:`dpriv.experiment.run_experiment`): the checks
 of its folder before any work, and its tables and figures written atomically and recorded as
-the experiment's in the folder's ``.dpriv-outputs`` (dpriv/cli/outputs.py), so that a rerun
+the experiment's in the folder's ``.dpriv-outputs`` (dpriv/output_record.py), so that a rerun
 replaces its own files and never a user's."""
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def check_out(
     files an interrupted run generated are replaced), and a
     ``ledgers/<name>`` (one per setting: ``ledgers``) that is neither absent, empty nor a ledger.
     ``named`` words the argument (``out``; the command line's ``--out``)."""
-    from dpriv.cli.outputs import check_outside_ledger, written_by
+    from dpriv.cli.outputs import check_outside_ledger
     from dpriv.datasets.generated import GENERATED_FILES
+    from dpriv.output_record import written_by
 
     flag, other = named("out"), f"choose another {named('out')}"
     if (out.exists() or out.is_symlink()) and not out.is_dir():
@@ -113,8 +114,8 @@ def check_views(
 
 def write_output(path: Path, data: bytes) -> None:
     """One table or figure of the experiment, atomically, recorded as the experiment's."""
-    from dpriv.cli.outputs import record_output
     from dpriv.io import atomic_write
+    from dpriv.output_record import record_output
 
     atomic_write(path, data, mode=None)
     record_output(path, "experiment")

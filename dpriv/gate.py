@@ -74,6 +74,13 @@ if TYPE_CHECKING:
     from dpriv.view_steps import ViewRelease
 
 
+class WorstGain(NamedTuple):
+    """The largest gain of a :class:`GateCheck`: the release it is on and the gain (NaN: none finite)."""
+
+    release: int
+    gain: float
+
+
 @dataclass(frozen=True)
 class GateCheck:
     """The retrospective adversary's reading of releases ``1 .. as_of`` after ``as_of``.
@@ -125,17 +132,18 @@ class GateCheck:
     exact_deductions: bool = True
 
     @property
-    def worst(self) -> tuple[int, float]:
-        """(release, gain) of the largest gain (the earliest release on ties)."""
+    def worst(self) -> WorstGain:
+        """The largest finite gain and its release (the earliest release on ties); ``as_of`` and
+        NaN when no gain is finite."""
         finite = {i: g for i, g in self.gains.items() if np.isfinite(g)}
         if not finite:
-            return self.as_of, float("nan")
+            return WorstGain(self.as_of, float("nan"))
         i = max(finite, key=lambda r: (finite[r], -r))
-        return i, finite[i]
+        return WorstGain(i, finite[i])
 
     @property
     def ok(self) -> bool:
-        gain = self.worst[1]
+        gain = self.worst.gain
         return self.bound is None or not np.isfinite(gain) or gain <= self.bound
 
     def as_record(self) -> dict:

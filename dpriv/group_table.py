@@ -41,7 +41,7 @@ def _emd_all(counts, view_counts, view_size, ground):
 
 
 @njit(cache=True)
-def _within_all(num, den, t):
+def within_all(num, den, t):
     """``emd_within`` for every group: bool (G,)."""
     out = np.empty(num.shape[0], dtype=np.bool_)
     for i in range(num.shape[0]):

@@ -187,11 +187,21 @@ def missing_time(columns, policy: ReleasePolicy) -> str:
 def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
     """The release indices 1..n of a history; refuses a history without rows (header only), gaps
     and a missing time column."""
+    _check_history_columns(history, policy)
+    return _history_indices(history, policy)
+
+
+def _check_history_columns(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> None:
+    """:func:`check_history`'s checks of the names of the columns (no row read)."""
     if not policy.time:
         raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
     missing_columns(history.columns, policy)
     if policy.time not in history.columns:
         raise InputError(missing_time(history.columns, policy))
+
+
+def _history_indices(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
+    """:func:`check_history` once its columns are checked: the checks reading the time column."""
     t = history[policy.time]
     bad_type = not pd.api.types.is_integer_dtype(t.dtype)
     if is_dask(t):  # each part's distinct times, then the whole's here: Dask's drop_duplicates shuffles
@@ -245,26 +255,18 @@ def checked_history(
     ``rbk`` step then read the input once instead of once each (issue 13), and the release
     persists that view in its ``rbk`` step anyway. A history of several views stays as it was
     given (each view a filter of it, pushed down to a Parquet reader), as does a pandas one."""
-    persisted = is_dask(history) and _one_view_told(history, policy)
+    from dpriv.part_footers import one_value
+
+    _check_history_columns(history, policy)  # once, before the footers are read: nothing read yet
+    # the footers tell one view (its time column one value, no null): persisted before its time
+    # column is checked, which then reads it from memory (the same rows: same result and words)
+    persisted = is_dask(history) and one_value(history, policy.time)
     if persisted:  # one read of the files serves the time column's check and the release (issue 13)
         history = history.persist()
-    indices = check_history(history, policy)
+    indices = _history_indices(history, policy)
     if is_dask(history) and len(indices) == 1 and not persisted:
         history = history.persist()
     return history, indices[:until]
-
-
-def _one_view_told(history: dd.DataFrame, policy: ReleasePolicy) -> bool:
-    """Whether the Parquet footers of a Dask history say it holds one view (its time column one
-    value, no null: :func:`dpriv.part_footers.one_value`), once :func:`check_history`'s checks of
-    its columns (no row read) have passed: such a history is persisted before its time column
-    is checked, which then reads it from memory (the same rows: the same result and words)."""
-    from dpriv.part_footers import one_value
-
-    if not policy.time:
-        return False
-    missing_columns(history.columns, policy)  # refused as check_history refuses it, nothing read
-    return policy.time in history.columns and one_value(history, policy.time)
 
 
 def _blank_rows(frame: pd.DataFrame | dd.DataFrame) -> int:

@@ -20,7 +20,14 @@ import pandas as pd
 from dpriv import pending_interrupt
 from dpriv._dispatch import meta_of
 from dpriv.csv_fields import check_separators
-from dpriv.csv_read import CSV_SAMPLE, check_id_texts, decimal_mark, sniff_delimiter, unclosed_quote
+from dpriv.csv_read import (
+    CSV_SAMPLE,
+    check_id_texts,
+    decimal_mark,
+    small_csv,
+    sniff_delimiter,
+    unclosed_quote,
+)
 from dpriv.cut_csv import check_not_cut
 from dpriv.errors import InputError
 from dpriv.footer_reads import footers_read_once
@@ -105,11 +112,12 @@ def read_table(
                 sample_rows=CSV_SAMPLE // 2,  # dask's default infers the types from 10 rows
                 skipinitialspace=True,
             )
+            raw = small_csv(fs, paths)  # read once for the three checks below (None: not checked whole)
             for one in paths:  # an export still being written: refused before its rows are checked
-                check_not_cut(one if len(paths) > 1 else path, sep, len(frame.columns), fs)
-            check_separators(fs, paths, sep, path)  # a week appended with another separator
+                check_not_cut(one if len(paths) > 1 else path, sep, len(frame.columns), fs, raw)
+            check_separators(raw, sep, path)  # a week appended with another separator
             if id_column in frame.columns and pd.api.types.is_numeric_dtype(frame._meta[id_column].dtype):
-                check_id_texts(fs, paths, sep, id_column, path)
+                check_id_texts(raw, sep, id_column, path)
     except InputError:  # a footer's own message (an InputError is a ValueError too)
         raise
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid, pandas' ParserError are ValueErrors

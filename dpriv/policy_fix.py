@@ -47,6 +47,24 @@ _DECLARE = re.compile(
 )
 
 
+E = TypeVar("E", bound=Exception)
+
+
+def hinted_once(exc: E, said: str, hint: str, text: str | None = None) -> E:
+    """``exc`` (same type) whose message is ``text`` (default: its own) followed by `` (hint)``,
+    unless its message holds ``said`` (words of ``hint`` that do not depend on the ledger)
+    already: then ``exc`` itself. A refusal passes through :func:`ledger_kind_hint` inside
+    :func:`dpriv.release.release_history` and then through ``dpriv release``, both adding
+    their hints, and says each once."""
+    if said in str(exc):
+        return exc
+    return type(exc)(f"{str(exc) if text is None else text} ({hint})")
+
+
+#: What :func:`with_kind_hint` adds, found in a message it already worded.
+_KEEPS_KINDS = "the ledger keeps the kind of each QI"
+
+
 def with_kind_hint(exc: InputError, committed: int) -> InputError:
     """``exc`` without its advice to declare a QI categorical when ``committed`` > 0 releases are
     in the ledger (which refuses a changed policy), and with what that needs instead: a new
@@ -54,11 +72,11 @@ def with_kind_hint(exc: InputError, committed: int) -> InputError:
     text = str(exc)
     if committed <= 0 or not _DECLARE.search(text):
         return exc
-    return type(exc)(
-        f"{_DECLARE.sub('', text, count=1)} ({_held(committed)} committed and the ledger keeps the kind "
-        f"of each QI; declaring one categorical changes the policy, which needs a new ledger: "
-        f"{INTO_NEW_LEDGER})"
+    hint = (
+        f"{_held(committed)} committed and {_KEEPS_KINDS}; declaring one categorical changes the "
+        f"policy, which needs a new ledger: {INTO_NEW_LEDGER}"
     )
+    return hinted_once(exc, _KEEPS_KINDS, hint, _DECLARE.sub("", text, count=1))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -144,10 +162,9 @@ def with_new_ledger(exc: PolicyError, committed: int) -> PolicyError:
     """``exc`` with :func:`policy_change`'s words when it is the refusal of a view smaller than
     k (:data:`K_LARGER_THAN_VIEW`) and ``committed`` > 0 releases are in the ledger; else
     ``exc`` itself (other refusals word their own fix, e.g. :mod:`dpriv.gate`)."""
-    text = str(exc)
-    if committed <= 0 or K_LARGER_THAN_VIEW not in text or TAKE_UP_SMALL_VIEW in text:
+    if committed <= 0 or K_LARGER_THAN_VIEW not in str(exc):
         return exc
-    return type(exc)(f"{text} ({_held(committed)} committed: {TAKE_UP_SMALL_VIEW})")
+    return hinted_once(exc, TAKE_UP_SMALL_VIEW, f"{_held(committed)} committed: {TAKE_UP_SMALL_VIEW}")
 
 
 #: The words of a value outside a declared domain (:func:`dpriv.validate.validate_view`), whose
@@ -170,11 +187,11 @@ def with_domain_hint(exc: InputError, committed: int) -> InputError:
     the views of its first release, cannot change), its "widen [domains]" dropped; else
     ``exc`` itself."""
     text = str(exc)
-    if committed <= 0 or not any(words in text for words in OUTSIDE_DOMAIN) or _FIRST_DOMAINS in text:
-        return exc  # said once: release_history and dpriv release both word it
-    return type(exc)(
-        f"{_WIDEN.sub('correct the data', text)} ({_held(committed)} committed {_FIRST_DOMAINS} "
-        "(its policy's [domains], or inferred from its views where "
-        f"none was declared); values outside them: {NEW_LEDGER}, its "
-        "policy declaring [domains] that cover every week's values)"
+    if committed <= 0 or not any(words in text for words in OUTSIDE_DOMAIN):
+        return exc
+    hint = (
+        f"{_held(committed)} committed {_FIRST_DOMAINS} (its policy's [domains], or inferred from "
+        f"its views where none was declared); values outside them: {NEW_LEDGER}, its policy "
+        "declaring [domains] that cover every week's values"
     )
+    return hinted_once(exc, _FIRST_DOMAINS, hint, _WIDEN.sub("correct the data", text))

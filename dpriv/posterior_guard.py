@@ -312,11 +312,11 @@ def check(posteriors: pd.DataFrame, policy: ReleasePolicy, where: str, method: s
     columns of :func:`dpriv.state.posterior_table`, pandas) reaches ``posterior_bound``: the
     guard's decision seen again on the final groups, by the state's own Ω step. JS-reduce
     releases only (:func:`dpriv.criteria.refuse_ignored` refuses the bound with a baseline)."""
-    from dpriv.state import _post_columns
+    from dpriv.state import post_columns
 
     if policy.posterior_bound is None or method != "jsreduce" or is_dask(posteriors) or not len(posteriors):
         return
-    top = float(np.nanmax(posteriors[_post_columns(policy)].to_numpy(np.float64)))
+    top = float(np.nanmax(posteriors[post_columns(policy)].to_numpy(np.float64)))
     if top >= policy.posterior_bound:
         raise VerificationError(
             f"{where}: a kept tuple's Ω posterior is {top:.6g} >= posterior_bound = "

@@ -32,7 +32,8 @@ def pk_columns(window: int, policy: ReleasePolicy) -> list[list[str]]:
     return [[f"pk{w}__{v}" for v in policy.sensitive_domain] for w in range(window)]
 
 
-def _post_columns(policy: ReleasePolicy) -> list[str]:
+def post_columns(policy: ReleasePolicy) -> list[str]:
+    """The state's posterior columns, ``post__<value>``, one per value of S (domain order)."""
     return [f"post__{v}" for v in policy.sensitive_domain]
 
 
@@ -59,7 +60,7 @@ def posterior_table(
     # nullable: an outer join with the state must not turn the 63-bit labels into float64
     cols = pd.DataFrame({policy.id: ids, LABEL: pd.array(np.asarray(labels, dtype=np.int64), dtype="Int64")})
     # the (n, M) posteriors as one float block as they are: M columns stacked anew cost a pass
-    post = pd.DataFrame(np.asarray(posteriors, dtype=np.float64), columns=_post_columns(policy), copy=False)
+    post = pd.DataFrame(np.asarray(posteriors, dtype=np.float64), columns=post_columns(policy), copy=False)
     return pd.concat([cols, post], axis=1)
 
 
@@ -125,7 +126,7 @@ def _advanced(merged: pd.DataFrame, policy: ReleasePolicy, window: int, index: i
         new = merged[PNEXT].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) if PNEXT in merged else old
         out[PGROUP] = np.where(has, new, old)
     for w in range(window):  # one frame built at once (a column at a time cost ~1 ms each)
-        nxt = cols[w + 1] if w + 1 < window else _post_columns(policy)
+        nxt = cols[w + 1] if w + 1 < window else post_columns(policy)
         was = merged[cols[w]].to_numpy(dtype=float)
         shifted = np.where(has[:, None], merged[nxt].to_numpy(dtype=float), was)
         out.update({old: shifted[:, i] for i, old in enumerate(cols[w])})

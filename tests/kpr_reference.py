@@ -18,10 +18,10 @@ from pandas.api import types as ptypes
 from dpriv.metrics.kpr_binning import (
     MISSING,
     NO_BINS,
-    _finalize_specs,
-    _Partial,
-    _Specs,
+    Partial,
+    Specs,
     bin_index,
+    finalize_specs,
     var_stats,
 )
 from dpriv.metrics.kpr_exact import exact_bins
@@ -70,7 +70,7 @@ def _encode_raw(part: pd.DataFrame, known: Sequence[str], numeric: Sequence[bool
     return pd.DataFrame(cols, index=pd.RangeIndex(len(part)))
 
 
-def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int) -> pd.DataFrame:
+def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: Specs, origin: int) -> pd.DataFrame:
     cols: dict[str, Any] = {}
     j = 0
     for i, num in enumerate(numeric):
@@ -96,12 +96,12 @@ def _bin_frame(keys: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origi
     return pd.DataFrame(cols, index=pd.RangeIndex(n))
 
 
-def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
+def _stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> Partial:
     out = []
     for i, num in enumerate(numeric):
         if num:
             out.append(var_stats(u[f"k{i}"].to_numpy()[~u[f"m{i}"].to_numpy(dtype=bool)]))
-    return _Partial(out)
+    return Partial(out)
 
 
 def reference_counts(
@@ -112,14 +112,14 @@ def reference_counts(
     tolerance: float = 0.05,
     padding: float = 0.1,
     ddof: int = 1,
-) -> tuple[int, int, int, _Specs]:
+) -> tuple[int, int, int, Specs]:
     """``(|U|, |B1|, |S|, specs)`` by the previous pandas path."""
     enc_o = _encode_raw(original, known, numeric)
     enc_s = _encode_raw(synthetic, known, numeric)
     keys = [c for i in range(len(known)) for c in (f"k{i}", f"m{i}")]
     u = enc_o[~enc_o.duplicated(keys, keep=False)]
     names = [k for k, nm in zip(known, numeric, strict=True) if nm]
-    specs = _finalize_specs([_stats_chunk(u, numeric)], names, tolerance, padding, ddof)
+    specs = finalize_specs([_stats_chunk(u, numeric)], names, tolerance, padding, ddof)
     both = pd.concat(
         [_bin_frame(u, numeric, specs, 0), _bin_frame(enc_s, numeric, specs, 1)], ignore_index=True
     )

@@ -18,7 +18,7 @@ from dpriv.datasets import (
     toml_dumps,
     write_history,
 )
-from dpriv.datasets.model import _classify
+from dpriv.datasets.model import class_index
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
 
@@ -111,7 +111,9 @@ def test_values_and_classmap() -> None:
         columns=["age", "weight", "gender"],
     )
     cls = CLASS_MAP.classify(grid)
-    assert np.array_equal(cls, _classify(grid.age.to_numpy(), grid.weight.to_numpy(), grid.gender.to_numpy()))
+    assert np.array_equal(
+        cls, class_index(grid.age.to_numpy(), grid.weight.to_numpy(), grid.gender.to_numpy())
+    )
     # thirds of 10 values each, gender last
     assert cls[(grid.age == 45) & (grid.weight == 60) & (grid.gender == 1)].tolist() == [0]
     assert cls[(grid.age == 74) & (grid.weight == 89) & (grid.gender == 2)].tolist() == [17]

@@ -293,3 +293,16 @@ def test_refusal_says_what_can_help():
     own = gate_mod.GateCheck(3, {1: 0.05, 2: 0.1, 3: 0.2}, 0.0, 0.15, {**used, "j": 0.8}, 0, 0.1)
     msg = gate_mod.refusal(own)
     assert "published already" not in msg and "more retro_retries" in msg and "regrouped" not in msg
+
+
+def test_worst_names_the_release_and_gain_of_the_largest_finite_gain():
+    """Ties go to the earliest release, NaN gains are passed over; none finite: as_of and NaN."""
+    used = {"k": 5, "t": 0.5, "j": 0.2}
+    check = gate_mod.GateCheck(4, {1: 0.1, 2: 0.3, 3: 0.3, 4: float("nan")}, 0.0, 0.25, used, 0, 0.1)
+    assert check.worst == gate_mod.WorstGain(release=2, gain=0.3)
+    assert (check.worst.release, check.worst.gain) == (2, 0.3)
+    assert not check.ok  # 0.3 > 0.25
+    blank = gate_mod.GateCheck(3, {1: float("nan"), 2: float("inf")}, 0.0, 0.25, used, 0, 0.1)
+    assert blank.worst.release == 3 and np.isnan(blank.worst.gain)
+    assert blank.ok  # nothing finite to hold against the bound
+    assert blank.as_record()["worst_release"] == 3 and blank.as_record()["max_gain"] is None

@@ -101,7 +101,7 @@ def test_whole_view_kernel_groups_every_tuple_when_possible():
 
 
 def test_box_growth_kernel_equals_the_array_expression_bit_for_bit():
-    """_attach's per-candidate growth (E11), computed without temporaries, must equal the array
+    """attach_aside's per-candidate growth (E11), computed without temporaries, must equal the array
     form it replaced to the last bit (ties between candidates decide the groups)."""
     from dpriv.anonymity.generalize import _growth
 

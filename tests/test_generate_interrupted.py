@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 import dpriv
 from dpriv.cli import app
-from dpriv.cli.outputs import written_by
 from dpriv.datasets import medical_history, write_history
 from dpriv.datasets.generated import GENERATED_FILES
 from dpriv.knowledge.tables import MarkovTables
+from dpriv.output_record import written_by
 
 ROOT = Path(dpriv.__file__).resolve().parents[1]  # the dpriv under test
 GENERATE = ["generate", "medical", "--views", "2", "--view-size", "60"]

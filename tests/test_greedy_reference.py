@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dpriv.anonymity.generalize import _PULL_SCAN, UNGROUPED, _attach, _entropies, _greedy
+from dpriv.anonymity.generalize import _PULL_SCAN, UNGROUPED, attach_aside, entropies_kernel, greedy_scan
 from dpriv.divergence import EQUAL, ORDERED, emd_num_den, emd_within, js_from_sums, js_from_sums_with
 
 EMD = emd_num_den.py_func
@@ -64,7 +64,7 @@ def greedy_reference(s, priors, view, k, t, j, c, ground, cap, wait):
     "defer"), the open group's violation recomputed at every step: (group, aside, closed
     groups, step of the last close)."""
     n, m = priors.shape
-    ent = _entropies(priors, 2.0)
+    ent = entropies_kernel(priors, 2.0)
     group = np.full(n, UNGROUPED, dtype=np.int64)
     open_, queue, aside = OpenGroup(m), [], []  # queue entries: [position, step deferred, pulled]
     gid, last_close, size = 0, -1, int(view.sum())
@@ -146,9 +146,9 @@ def test_greedy_scan_equals_its_rule_recomputed_at_every_step(n, m, k, t, j, c, 
     priors[rng.random(n) < 0.2] = np.eye(m)[rng.integers(0, m)]  # some sharp priors: j binds
     view = np.bincount(s, minlength=m).astype(np.int64) + rng.integers(0, 3, m)
     group = np.full(n, UNGROUPED, dtype=np.int64)
-    ent = _entropies(priors, 2.0)
+    ent = entropies_kernel(priors, 2.0)
     aside = np.empty(n, np.int64)
-    n_groups, n_aside, last_close = _greedy(
+    n_groups, n_aside, last_close = greedy_scan(
         np.arange(n),
         s,
         priors,
@@ -238,7 +238,7 @@ def test_attach_equals_its_rule_with_every_emd_afresh(n_groups, n_left, m, t, j,
     pos = rng.permutation(pos)  # groups in label order, not in Hilbert order
     s = rng.integers(0, m, n_left).astype(np.int64)
     priors = rng.dirichlet(np.full(m, 0.7), n_left)
-    ent = _entropies(priors, 2.0)
+    ent = entropies_kernel(priors, 2.0)
     coords = np.round(rng.random((n_left, n_qi)), 1)
     view = counts.sum(axis=0) + np.bincount(s, minlength=m) + rng.integers(0, 3, m)
     stats = (counts, sizes, sum_p, sum_h, lo, hi, pos)
@@ -247,7 +247,9 @@ def test_attach_equals_its_rule_with_every_emd_afresh(n_groups, n_left, m, t, j,
     )
     got = tuple(a.copy() for a in stats)
     assign = np.full(n_left, UNGROUPED, dtype=np.int64)
-    _attach(*got, s, priors, ent, coords, xpos, assign, view, int(view.sum()), t, j, c, ground, 2.0, reach)
+    attach_aside(
+        *got, s, priors, ent, coords, xpos, assign, view, int(view.sum()), t, j, c, ground, 2.0, reach
+    )
     np.testing.assert_array_equal(assign, expected)
     for a, b in zip(got, expected_stats, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -23,7 +23,7 @@ from dpriv.metrics.kpr_codes import (
     raw_numeric_codes,
     unique_rows,
 )
-from dpriv.metrics.kpr_validation import _validate
+from dpriv.metrics.kpr_validation import validate_kpr
 from tests.kpr_reference import reference_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpriv.metrics.kpr.KPRWarning")
@@ -68,7 +68,9 @@ KNOWN_SETS = [
 
 
 def _check(o: pd.DataFrame, a: pd.DataFrame, known: list[str], dask: bool = True, **kw) -> None:
-    _, numeric = _validate(o, a, known, kw.get("tolerance", 0.05), kw.get("padding", 0.1), kw.get("ddof", 1))
+    _, numeric = validate_kpr(
+        o, a, known, kw.get("tolerance", 0.05), kw.get("padding", 0.1), kw.get("ddof", 1)
+    )
     n_u, n_b1, n_s, specs = reference_counts(o, a, known, numeric, **kw)
     names = [k for k, nm in zip(known, numeric, strict=True) if nm]
     bins = dict(zip(names, specs.reports, strict=True))

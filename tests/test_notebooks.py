@@ -110,7 +110,7 @@ def test_quickstart(run, tmp_path):
         "kpr.csv",
     ]
     # saved with save_gain: a later dpriv attack may replace them (a hand-written CSV it refuses)
-    from dpriv.cli.outputs import written_by
+    from dpriv.output_record import written_by
 
     assert written_by(out / "ledger" / "attack" / "gain_dk.csv") == "attack"
     page = (out / "report.html").read_text()

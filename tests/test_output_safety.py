@@ -18,8 +18,9 @@ from loose_history import write_loose
 from test_cli import assert_refused
 from test_cli_safety import snapshot
 
-from dpriv.cli.outputs import RECORD, check_replaceable, record_output, written_by
+from dpriv.cli.outputs import check_replaceable
 from dpriv.errors import InputError
+from dpriv.output_record import RECORD, record_output, written_by
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from dpriv.rows import csv_lines

@@ -184,7 +184,7 @@ def plot(front: pd.DataFrame, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dpriv.experiment import GOALS
+    from dpriv.experiment_plots import GOALS
 
     panels = [("max_gain_dk", "paper adversary", GOALS["paper"]),
               ("max_retro_gain", "retrospective adversary", GOALS["retrospective"])]

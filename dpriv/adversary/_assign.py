@@ -67,7 +67,7 @@ def feasible_edges(left: np.ndarray, right: np.ndarray, n_left: int, capacity: n
     # sink edge is saturated): unused edge left -> right, used edge right -> left
     a = np.where(used, rn, ln) - 1
     b = np.where(used, ln, rn) - 1
-    res_graph = _csr32((np.ones(a.size, np.int8), (a, b)), n_left + k)
+    res_graph = csr32((np.ones(a.size, np.int8), (a, b)), n_left + k)
     _, label = connected_components(res_graph, directed=True, connection="strong")
     return used | (label[ln - 1] == label[rn - 1])
 
@@ -97,7 +97,7 @@ def transported(
     keep = caps > 0
     if not keep.any():
         return 0
-    graph = _csr32((caps[keep].astype(np.int32), (rows[keep], cols[keep])), sink + 1)
+    graph = csr32((caps[keep].astype(np.int32), (rows[keep], cols[keep])), sink + 1)
     return int(maximum_flow(graph, 0, sink, method="dinic").flow_value)
 
 
@@ -120,11 +120,11 @@ def _flow(left: np.ndarray, right: np.ndarray, n_left: int, capacity: np.ndarray
     rows = np.concatenate([np.zeros(n_left, np.int64), ln, 1 + n_left + full])
     cols = np.concatenate([1 + np.arange(n_left), rn, np.full(full.size, sink)])
     caps = np.concatenate([np.ones(n_left + left.size, np.int64), capacity[full]]).astype(np.int32)
-    graph = _csr32((caps, (rows, cols)), sink + 1)
+    graph = csr32((caps, (rows, cols)), sink + 1)
     return maximum_flow(graph, src, sink, method="dinic"), ln, rn
 
 
-def _csr32(data: tuple, n: int) -> sp.csr_array:
+def csr32(data: tuple, n: int) -> sp.csr_array:
     """An (n, n) CSR graph with int32 indices: csgraph's compiled routines take only those, and
     scipy before 1.14 keeps the COO input's int64 (maximum_flow then raises, and
     connected_components silently ignores the error and returns wrong labels)."""

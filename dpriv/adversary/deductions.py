@@ -54,7 +54,7 @@ import pandas as pd
 
 from dpriv.adversary._assign import NoAssignment, group_feasibility
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.adversary.support import ChainSupport, _Graph, _pack, _unpack, chain_support
+from dpriv.adversary.support import ChainSupport, SupportGraph, chain_support, pack_bits, unpack_bits
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
 
@@ -200,7 +200,7 @@ def deduce(
             raise InputError(f"release {r.index}: counts have shape {r.counts.shape}, expected (G, {m})")
     sure = presence_known(attendance)
     sup = support if support is not None else chain_support(tables)
-    graph = _Graph(sup)
+    graph = SupportGraph(sup)
     n_rel = len(releases)
     sizes = np.array([len(r.respondent) for r in releases], dtype=np.int64)
     offs = np.concatenate([[0], np.cumsum(sizes)])
@@ -269,7 +269,7 @@ def deduce(
     s_n = sup.n_states
 
     def ea(cols):
-        return None if ea_all is None else _pack(ea_all[:, cols])
+        return None if ea_all is None else pack_bits(ea_all[:, cols])
 
     def contradiction(k: int) -> NoAssignment:  # an empty set admits no assignment: the same contradiction
         return NoAssignment(
@@ -312,9 +312,9 @@ def deduce(
             x[pv >= 0] = post[pv[pv >= 0]]
             x[pv < 0, 0] = True
             e = ea(t)
-            p = graph.reach(_pack(x.T), lo[t], hi[t], e, graph.succ)
-            pre[t] = _unpack(p, t.size).T
-            post[t] = _unpack(graph.forward(p, _pack(allowed[t].T), e), t.size).T
+            p = graph.reach(pack_bits(x.T), lo[t], hi[t], e, graph.succ)
+            pre[t] = unpack_bits(p, t.size).T
+            post[t] = unpack_bits(graph.forward(p, pack_bits(allowed[t].T), e), t.size).T
         for t in reversed(rows):
             if not t.size:
                 continue
@@ -323,11 +323,11 @@ def deduce(
             has = np.flatnonzero(nxt[t] >= 0)
             if has.size:
                 j = nxt[t[has]]
-                y = graph.backward(_pack(allowed[j].T), _pack(back[j].T), ea(j))
-                b[has] &= _unpack(graph.reach(y, lo[j], hi[j], ea(t[has]), graph.pred), has.size).T
+                y = graph.backward(pack_bits(allowed[j].T), pack_bits(back[j].T), ea(j))
+                b[has] &= unpack_bits(graph.reach(y, lo[j], hi[j], ea(t[has]), graph.pred), has.size).T
             back[t] = b
-            v = graph.values(_pack(pre[t].T), _pack(b.T), ea(t))
-            allowed[t] &= _unpack(v, t.size).T
+            v = graph.values(pack_bits(pre[t].T), pack_bits(b.T), ea(t))
+            allowed[t] &= unpack_bits(v, t.size).T
         changed = (allowed != old).any(axis=1)
         if changed.any() and not allowed[changed].any(axis=1).all():
             raise contradiction(int(np.flatnonzero(~allowed.any(axis=1))[0]))

@@ -30,7 +30,7 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def _next(x, v, m1, n_codes, order):  # pragma: no cover - compiled
+def next_state(x, v, m1, n_codes, order):  # pragma: no cover - compiled
     """The context state after state ``x`` draws value ``v`` (codes base ``m1``)."""
     if order == 0:
         return 0
@@ -103,7 +103,7 @@ def forward_step(
                 p = flat[row, v]
                 e = emis[st, v]
                 if p > 0.0 and (w > 0.0 or e > 0.0):
-                    y = _next(x, v, m1, n_codes, order)
+                    y = next_state(x, v, m1, n_codes, order)
                     _add(t, y, seen, act, nact)
                     cur[crow, y] += w * p * e
         else:
@@ -115,7 +115,7 @@ def forward_step(
                 for v in range(m):
                     p = flat[row, v]
                     if p > 0.0:
-                        y = _next(x, v, m1, n_codes, order)
+                        y = next_state(x, v, m1, n_codes, order)
                         _add(t, y, seen, act, nact)
                         cur[crow, y] += w * qs * p
     n = nact[t]
@@ -132,7 +132,7 @@ def forward_step(
             for v in range(m):
                 p = flat[off[0] + c * mpow[0], v]
                 if p > 0.0:
-                    y = _next(0, v, m1, n_codes, order)
+                    y = next_state(0, v, m1, n_codes, order)
                     _add(t, y, seen, act, nact)
                     cur[crow, y] += p * emis[st, v]
         else:  # an absence the model cannot explain: ignore it
@@ -171,7 +171,7 @@ def cavity_sum(
         for v in range(m):
             p = flat[row, v]
             if p > 0.0:
-                cav[v] += p * at(beta, _next(0, v, m1, n_codes, order))
+                cav[v] += p * at(beta, next_state(0, v, m1, n_codes, order))
     else:
         for a in range(pc.shape[0]):
             x = pc[a]
@@ -183,7 +183,7 @@ def cavity_sum(
             for v in range(m):
                 p = flat[row, v]
                 if p > 0.0:
-                    cav[v] += w * p * at(beta, _next(x, v, m1, n_codes, order))
+                    cav[v] += w * p * at(beta, next_state(x, v, m1, n_codes, order))
     tot = 0.0
     for v in range(m):
         tot += cav[v]
@@ -230,7 +230,7 @@ def beta_before(
                     for v in range(m):
                         p = flat[row, v] * erow[v]
                         if p > 0.0:
-                            b += p * bnext[_next(x, v, m1, n_codes, order)]
+                            b += p * bnext[next_state(x, v, m1, n_codes, order)]
             else:
                 if not alive[row]:
                     b = bnext[x]
@@ -241,7 +241,7 @@ def beta_before(
                         for v in range(m):
                             p = flat[row, v]
                             if p > 0.0:
-                                b += qs * p * bnext[_next(x, v, m1, n_codes, order)]
+                                b += qs * p * bnext[next_state(x, v, m1, n_codes, order)]
         bprev[x] = b
         if b > bt:
             bt = b

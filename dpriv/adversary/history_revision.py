@@ -38,7 +38,8 @@ import numba
 import numpy as np
 
 from dpriv.adversary.compiled import CompiledTables
-from dpriv.adversary.smoothing import ABS, OBS, _next, attendance_q
+from dpriv.adversary.fb_steps import next_state
+from dpriv.adversary.smoothing import ABS, OBS, attendance_q
 from dpriv.errors import InputError
 
 
@@ -72,7 +73,7 @@ def _history_kernel(
                         continue
                     for v in range(m):
                         if flat[row, v] > 0.0 and emis[st, v] > 0.0:
-                            y = _next(x, v, m1, n_codes, order)
+                            y = next_state(x, v, m1, n_codes, order)
                             if not seen[y]:
                                 seen[y] = True
                                 act2[n2] = y
@@ -89,7 +90,7 @@ def _history_kernel(
                         for v in range(m):
                             p = flat[row, v]
                             if p > 0.0:
-                                y = _next(x, v, m1, n_codes, order)
+                                y = next_state(x, v, m1, n_codes, order)
                                 if not seen[y]:
                                     seen[y] = True
                                     act2[n2] = y
@@ -106,7 +107,7 @@ def _history_kernel(
                 if kind[st] == 0:  # restart from BK^sv, as a first appearance
                     for v in range(m):
                         if flat[root, v] > 0.0 and emis[st, v] > 0.0:
-                            y = _next(0, v, m1, n_codes, order)
+                            y = next_state(0, v, m1, n_codes, order)
                             if not seen[y]:
                                 seen[y] = True
                                 act2[n2] = y

@@ -71,7 +71,7 @@ class Linkage:
         return self.n_pinned / self.n_released if self.n_released else float("nan")
 
 
-def _cell_values(text: object, leaves: Mapping[str, Collection] | None) -> set[str]:
+def cell_values(text: object, leaves: Mapping[str, Collection] | None) -> set[str]:
     """Values a released categorical cell stands for: a hierarchy node's leaves, else a set."""
     if leaves is not None and str(text) in leaves:
         return {str(v) for v in leaves[str(text)]}
@@ -141,7 +141,7 @@ def qi_linkage(
         inside &= (lo <= x) & (x <= hi)
     for q in categorical:
         codes, uniq = pd.factorize(original[q].astype(str))
-        sets = [_cell_values(cell, None if leaves is None else leaves.get(q)) for cell in boxes[q]]
+        sets = [cell_values(cell, None if leaves is None else leaves.get(q)) for cell in boxes[q]]
         member = np.array([[u in s for u in uniq] for s in sets], dtype=bool).reshape(labels.size, uniq.size)
         inside &= member[:, codes].T
     n_boxes = inside.sum(axis=1).astype(np.int64)

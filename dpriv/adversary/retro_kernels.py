@@ -8,11 +8,11 @@ of ``T`` releases costs O(T^2) steps per respondent. Here the filtered message o
 with the step's restart / ignored flags) is stored once computed
 (:class:`dpriv.adversary.retro_trellis.Trellis` holds the arrays and calls these), and
 
-* ``_forward`` extends each respondent's stored steps up to a given end (one step per new
-  release, not the whole window again); ``_live`` reads her alive mass after a step;
-* ``_predict`` gives the forward prediction of a step from the stored message before it (the
+* ``forward_kernel`` extends each respondent's stored steps up to a given end (one step per new
+  release, not the whole window again); ``live_kernel`` reads her alive mass after a step;
+* ``predict_kernel`` gives the forward prediction of a step from the stored message before it (the
   emission set to 1, nothing stored);
-* ``_backward`` runs the backward messages over a window from the stored α and writes every
+* ``backward_kernel`` runs the backward messages over a window from the stored α and writes every
   OBS step's cavity.
 
 Each computes exactly what ``_fb_kernel`` computes for the same step, with the same floating
@@ -51,7 +51,7 @@ MIN_CAPACITY = 1024
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward(
+def forward_kernel(
     rows, start, upto, done, kind, emis, sigma, cls, flat, alive, off, mpow, st_len, st_ctx, order, q,
     s_off, s_n, s_code, s_alpha, s_restart, s_ignored, fill, cur, seen, act, init_c, init_a,
 ):  # pragma: no cover - compiled  # fmt: skip
@@ -94,7 +94,7 @@ def _forward(
 
 
 @numba.njit(cache=True, nogil=True)
-def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha, out):  # noqa: E501  # pragma: no cover
+def live_kernel(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, s_code, s_alpha, out):  # noqa: E501  # pragma: no cover
     """Alive mass of the stored message at step ``upto[r] - 1`` (``_fb_kernel``'s ``live``)."""
     for r in rows:
         c = cls[r]
@@ -111,7 +111,7 @@ def _live(rows, start, upto, cls, alive, off, mpow, st_len, st_ctx, s_off, s_n, 
 
 
 @numba.njit(cache=True, nogil=True)
-def _predict(
+def predict_kernel(
     rows, steps, start, cls, flat, alive, off, mpow, st_len, st_ctx, order, s_off, s_n, s_code, s_alpha,
     init_c, init_a, out,
 ):  # pragma: no cover - compiled  # fmt: skip
@@ -143,7 +143,7 @@ def _predict(
 
 
 @numba.njit(cache=True, nogil=True)
-def _backward(
+def backward_kernel(
     rows, start, end, kind, emis, sigma, cls, flat, alive, off, mpow, st_len, st_ctx, order, q,
     s_off, s_n, s_code, s_alpha, s_restart, s_ignored, init_c, init_a, bcur, bprev, out,
 ):  # pragma: no cover - compiled  # fmt: skip

@@ -45,7 +45,7 @@ from dpriv.adversary.groups import group_posterior
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.adversary.retro_parts import Steps
 from dpriv.adversary.retro_trellis import Trellis
-from dpriv.adversary.retrospective import AsOf, _checked, retrospective_posteriors
+from dpriv.adversary.retrospective import AsOf, checked_masks, retrospective_posteriors
 from dpriv.adversary.smoothing import attendance_q
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
@@ -219,7 +219,7 @@ class Reading:
             raise InputError("retrospective_last takes the masks of every release, not a callable")
         if tables is not None and tables is not self.tables:  # another model: start over
             self.tables, self.compiled, self._sweep = tables, CompiledTables(tables), None
-        static = _checked(observed, self.tables, allowed, self.attendance)
+        static = checked_masks(observed, self.tables, allowed, self.attendance)
         if not observed:
             raise InputError("retrospective_last needs at least one release")
         masks = static if static is not None else [None] * len(observed)

@@ -59,7 +59,7 @@ class Trellis:
         """Store the steps of respondents ``rows`` (int64) up to ``upto[r]`` (exclusive
         global step, shape (n_respondents,)); steps stored already are kept."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        while not rk._forward(
+        while not rk.forward_kernel(
             rows, self.start, upto, self.done, self.kind, self.emission, self.sigma, self.cls,
             *self._tables(), self.q, self.off, self.n, self.code, self.alpha, self.restart,
             self.ignored, self.fill, self._cur, self._seen, self._act, *self._init,
@@ -74,14 +74,14 @@ class Trellis:
         """Alive mass after step ``upto[r] - 1`` into ``out[r]`` for ``r`` in ``rows``."""
         t = self.compiled
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        rk._live(rows, self.start, upto, self.cls, t.alive, t.off, t.mpow, t.st_len, t.st_ctx,
+        rk.live_kernel(rows, self.start, upto, self.cls, t.alive, t.off, t.mpow, t.st_len, t.st_ctx,
                  self.off, self.n, self.code, self.alpha, out)  # fmt: skip
 
     def predict(self, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Forward prediction (len(rows), M) of OBS step ``steps[k]`` of ``rows[k]``."""
         out = np.zeros((len(rows), self.compiled.m))
         t = self.compiled
-        rk._predict(
+        rk.predict_kernel(
             np.ascontiguousarray(rows, dtype=np.int64), np.ascontiguousarray(steps, dtype=np.int64),
             self.start, self.cls, t.flat, t.alive, t.off, t.mpow, t.st_len, t.st_ctx, t.order, self.off,
             self.n, self.code, self.alpha, *self._init, out,
@@ -92,7 +92,7 @@ class Trellis:
         """Cavities of the OBS steps of ``rows`` over the windows ending at ``end[r]``
         (exclusive, every step stored) into ``out`` (n_steps, M)."""
         n_codes = self.compiled.n_codes
-        rk._backward(
+        rk.backward_kernel(
             np.ascontiguousarray(rows, dtype=np.int64), self.start, end, self.kind, self.emission,
             self.sigma, self.cls, *self._tables(), self.q, self.off, self.n, self.code, self.alpha,
             self.restart, self.ignored, *self._init, np.zeros(n_codes), np.zeros(n_codes), out,

@@ -110,7 +110,7 @@ def _check(observed: Sequence[ObservedRelease], tables: MarkovTables) -> None:
             raise InputError(f"release {o.index}: knowledge classes outside the tables' class map")
 
 
-def _checked(observed, tables, allowed, attendance) -> list[np.ndarray] | None:
+def checked_masks(observed, tables, allowed, attendance) -> list[np.ndarray] | None:
     """Check the inputs (InputError as :func:`retrospective_posteriors`); the static masks."""
     _check(observed, tables)
     if attendance is not None and not 0.0 < float(attendance) <= 1.0:
@@ -158,7 +158,7 @@ def retrospective_posteriors(
         release, masks of the wrong shape, or an attendance outside (0, 1].
     """
     observed = list(observed)
-    static = _checked(observed, tables, allowed, attendance)
+    static = checked_masks(observed, tables, allowed, attendance)
     if not observed:
         return
     yield from _run(observed, tables, static, allowed, attendance, 1, lazy=False)
@@ -309,7 +309,7 @@ def retrospective_attack(
         return rows
     import dask
 
-    static = _checked(observed, tables, allowed, attendance)
+    static = checked_masks(observed, tables, allowed, attendance)
     if not observed:
         return []
     lazy = list(_run(observed, tables, static, allowed, attendance, int(partitions), lazy=True))

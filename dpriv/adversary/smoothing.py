@@ -46,8 +46,7 @@ import numba
 import numpy as np
 
 from dpriv.adversary.compiled import CompiledTables
-from dpriv.adversary.fb_steps import (  # noqa: F401 (_next: public here)
-    _next,
+from dpriv.adversary.fb_steps import (
     beta_at,
     beta_before,
     by_code,

@@ -2,7 +2,7 @@
 (the model part of :mod:`dpriv.adversary.deductions`; docs/algorithms.md §1.1 "Exact deductions").
 
 :func:`chain_support` turns :class:`~dpriv.knowledge.tables.MarkovTables` into the chain's
-feasible states (the last <= ``order`` results) and allowed moves; :class:`_Graph` propagates
+feasible states (the last <= ``order`` results) and allowed moves; :class:`SupportGraph` propagates
 bit-packed sets of states (64 tuples per machine word) forward, backward and over a range of
 hidden steps.
 """
@@ -125,7 +125,7 @@ def _exit_values(
     return seen & ~leads_on
 
 
-def _pack(x: np.ndarray) -> np.ndarray:
+def pack_bits(x: np.ndarray) -> np.ndarray:
     """Bool (rows, n) -> uint64 (rows, ceil(n / 64)): 64 tuples per word, little-endian bits."""
     rows, n = x.shape
     out = np.zeros((rows, 8 * ((n + 63) // 64)), dtype=np.uint8)
@@ -133,16 +133,16 @@ def _pack(x: np.ndarray) -> np.ndarray:
     return out.view(np.uint64)
 
 
-def _unpack(p: np.ndarray, n: int) -> np.ndarray:
-    """Inverse of :func:`_pack`: uint64 (rows, W) -> bool (rows, n)."""
+def unpack_bits(p: np.ndarray, n: int) -> np.ndarray:
+    """Inverse of :func:`pack_bits`: uint64 (rows, W) -> bool (rows, n)."""
     return np.unpackbits(p.view(np.uint8), axis=1, count=n, bitorder="little").view(bool)
 
 
-class _Graph:
+class SupportGraph:
     """Set propagation over the states of a :class:`ChainSupport`, many tuples at once.
 
     Sets are stored transposed and bit-packed, one bit column per tuple: states (S, W),
-    values (M, W) uint64 with W = ceil(n / 64) (:func:`_pack`), so that every edge
+    values (M, W) uint64 with W = ceil(n / 64) (:func:`pack_bits`), so that every edge
     operation is a row gather, a bitwise AND and a segmented bitwise OR along axis 0,
     vectorised over 64 tuples per word. ``ea`` is the packed (E, W) allowed-edge mask of
     the tuples' classes, or None when every class has the same support.
@@ -198,11 +198,11 @@ class _Graph:
 
     def reach(self, x, lo: np.ndarray, hi: np.ndarray, ea, step) -> np.ndarray:
         """Union over j in [lo, hi] (per tuple) of ``step`` applied j times to ``x`` (S, W)."""
-        out = x & _pack((lo == 0)[None, :])
+        out = x & pack_bits((lo == 0)[None, :])
         r = x
         for j in range(1, int(hi.max(initial=0)) + 1):
             r = step(r, ea)
-            out |= r & _pack(((lo <= j) & (hi >= j))[None, :])
+            out |= r & pack_bits(((lo <= j) & (hi >= j))[None, :])
         return out
 
 

@@ -166,7 +166,7 @@ def _crowded(
     (group indices, value code, tuples released, tuples of the original in their boxes)."""
     from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-    from dpriv.adversary._assign import _csr32  # int32 indices: csgraph on old scipy needs them
+    from dpriv.adversary._assign import csr32  # int32 indices: csgraph on old scipy needs them
 
     p = pairs.size
     short = np.flatnonzero(np.bincount(right[used], minlength=p) < capacity)
@@ -176,11 +176,11 @@ def _crowded(
     # nodes: pairs 0..p-1, tuples p..p+n-1, a root p+n before the short pairs
     src = np.concatenate([right, p + matched, np.full(short.size, p + n)])
     dst = np.concatenate([p + left, took[matched], short])
-    graph = _csr32((np.ones(src.size, dtype=np.int8), (src, dst)), p + n + 1)
+    graph = csr32((np.ones(src.size, dtype=np.int8), (src, dst)), p + n + 1)
     reached = np.zeros(p + n + 1, dtype=bool)
     reached[breadth_first_order(graph, p + n, directed=True, return_predecessors=False)] = True
     keep = reached[src] & (src != p + n)
-    sub = _csr32((np.ones(int(keep.sum()), dtype=np.int8), (src[keep], dst[keep])), p + n + 1)
+    sub = csr32((np.ones(int(keep.sum()), dtype=np.int8), (src[keep], dst[keep])), p + n + 1)
     _, label = connected_components(sub, directed=True, connection="weak")
     out = []
     for lab in np.unique(label[short]):

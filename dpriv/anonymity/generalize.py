@@ -101,7 +101,7 @@ def _worsens(counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size,
 
 
 @njit(cache=True)
-def _greedy(
+def greedy_scan(
     order,
     s,
     priors,
@@ -264,7 +264,7 @@ def _greedy(
 
 
 @njit(cache=True)
-def _attach(
+def attach_aside(
     counts,
     sizes,
     sum_p,
@@ -371,7 +371,9 @@ def _growth(lo, hi, c):
 
 
 @njit(cache=True)
-def _entropies(priors, log_base):
+def entropies_kernel(priors, log_base):
+    """Compiled: entropy of each row of float64 C-contiguous ``priors`` (n, M), units of ``log_base``:
+    float64 (n,). Callers go through :func:`dpriv.anonymity.jsreduce.entropies`."""
     out = np.empty(priors.shape[0])
     for i in range(priors.shape[0]):
         out[i] = entropy(priors[i], log_base)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.generalize import CARRIED, UNGROUPED, _attach, _entropies, _greedy
+from dpriv.anonymity.generalize import CARRIED, UNGROUPED, attach_aside, entropies_kernel, greedy_scan
 from dpriv.anonymity.group_stats import GroupStats, prior_columns
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
@@ -27,7 +27,7 @@ from dpriv.released import LABEL, SCODE, group_labels
 
 def entropies(priors: np.ndarray, log_base: float = 2.0) -> np.ndarray:
     """Entropy of each row of ``priors`` (n, M) in units of ``log_base``: float64 (n,)."""
-    return _entropies(np.ascontiguousarray(priors, dtype=np.float64), log_base)
+    return entropies_kernel(np.ascontiguousarray(priors, dtype=np.float64), log_base)
 
 
 @dataclass
@@ -47,8 +47,8 @@ class Params:
 
 
 def _scan(order, s, priors, ent, view_counts, params: Params, group):
-    """:func:`_greedy` over ``order`` with the thresholds of ``params``, new groups from 0."""
-    return _greedy(
+    """:func:`greedy_scan` over ``order`` with the thresholds of ``params``, new groups from 0."""
+    return greedy_scan(
         order,
         s,
         priors,
@@ -123,7 +123,7 @@ def repair(
     p = params
     thresholds = (view_counts, view_size, p.t, p.j, p.c, p.ground, p.log_base, p.reach)
     if stats.n_groups:
-        _attach(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
+        attach_aside(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
     rest = np.flatnonzero(assign == UNGROUPED)
     new = np.full(len(s), UNGROUPED, dtype=np.int64)
     n_new, _, _ = _scan(rest, s, priors, ent, view_counts, params, new)
@@ -135,7 +135,7 @@ def repair(
             else GroupStats.of(new, s, priors, ent, coords, pos, n_new, m)
         )
         assign[new >= 0] = new[new >= 0] + (stats.n_groups - n_new)
-        _attach(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
+        attach_aside(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
     return assign, stats
 
 
@@ -280,7 +280,10 @@ def _flat(st: GroupStats) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def _unflat(frame: pd.DataFrame, pos: np.ndarray) -> GroupStats:
+def unflat_stats(frame: pd.DataFrame, pos: np.ndarray) -> GroupStats:
+    """Inverse of :func:`_flat`: the :class:`GroupStats` of the ``counts``, ``sizes``, ``sum_p``,
+    ``sum_h``, ``lo``, ``hi`` columns of ``frame`` (one row a group; a block of width W spelled
+    ``<name>0 .. <name>W-1``), with ``pos`` (int, (G,)) their positions."""
     blocks = []
     for name in _STAT_BLOCKS:
         cols = [c for c in frame.columns if c == name or (c.startswith(name) and c[len(name) :].isdigit())]
@@ -302,7 +305,7 @@ def repair_leftovers(
     g_pos, x_pos = rank[: len(stats_frame)], rank[len(stats_frame) :]
     order = np.argsort(x_pos, kind="stable")
     left = leftovers.iloc[order].reset_index(drop=True)
-    stats = _unflat(stats_frame, g_pos) if len(stats_frame) else None
+    stats = unflat_stats(stats_frame, g_pos) if len(stats_frame) else None
     m = len(policy.sensitive_domain)
     if stats is None:
         n_qi = len(policy.qi)

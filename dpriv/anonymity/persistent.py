@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from dpriv._random import keyed
-from dpriv.anonymity.jsreduce import _unflat, range_stats
+from dpriv.anonymity.jsreduce import range_stats, unflat_stats
 from dpriv.criteria import criteria_for
 from dpriv.divergence import js_from_sums
 from dpriv.hilbert.keys import HKEY, TIE
@@ -99,7 +99,7 @@ def plan_units(units: pd.DataFrame, policy: ReleasePolicy, view_counts: np.ndarr
     concatenation of :func:`unit_stats` over parts holding whole units (any row order)."""
     units = units.sort_values([HKEY, TIE], kind="stable").reset_index(drop=True)
     crit = {c.name: c for c in criteria_for(policy, "jsreduce", view_counts)}
-    st = _unflat(units.drop(columns=[LABEL, HKEY, TIE, _MINTIE]), np.arange(len(units)))
+    st = unflat_stats(units.drop(columns=[LABEL, HKEY, TIE, _MINTIE]), np.arange(len(units)))
 
     def js(acc) -> float:
         return js_from_sums(acc[2], acc[3], acc[1], policy.log_base)

@@ -115,13 +115,13 @@ class VerificationReport:
             raise VerificationError("the released view fails verification:\n  " + "\n  ".join(self.problems))
 
 
-def _as_pandas(frame):
+def as_pandas(frame):
     """Materialise a Dask frame (the verifier works on one in-memory released view)."""
     compute = getattr(frame, "compute", None)
     return frame if isinstance(frame, pd.DataFrame) or compute is None else compute()
 
 
-def _view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[np.ndarray, list[str]]:
+def checked_view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[np.ndarray, list[str]]:
     """The int64 (M,) counts of S over the original view (``view_counts``, else counted in
     ``original``) and the problems found comparing both. Raises InputError: neither given,
     or ``view_counts`` not of shape (M,)."""
@@ -129,7 +129,7 @@ def _view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[np.ndarr
     problems: list[str] = []
     from_original = None
     if original is not None:
-        original = _as_pandas(original[[policy.sensitive]])
+        original = as_pandas(original[[policy.sensitive]])
         c = codes(original[policy.sensitive], domain)
         if (c < 0).any():
             problems.append(
@@ -202,9 +202,9 @@ def verify_release(
     """
     if policy.sensitive not in policy.domains:
         raise PolicyError(f"no domain for the sensitive column {policy.sensitive!r}; resolve the policy")
-    released = _as_pandas(released)
-    assigned = None if assigned is None else _as_pandas(assigned)
-    vc, problems = _view_counts(view_counts, original, policy)
+    released = as_pandas(released)
+    assigned = None if assigned is None else as_pandas(assigned)
+    vc, problems = checked_view_counts(view_counts, original, policy)
     fmt, usable = format_problems(released, policy)
     problems += fmt
     return check_groups(released, policy, vc, problems, usable, assigned, method)

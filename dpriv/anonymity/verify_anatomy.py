@@ -20,7 +20,7 @@ import pandas as pd
 from dpriv.anatomy import COUNT, expand_sensitive, qi_columns, sensitive_columns
 from dpriv.anonymity.format_check import column_problems, named
 from dpriv.anonymity.membership import exact_numbers
-from dpriv.anonymity.verify import VerificationReport, _as_pandas, _view_counts, check_groups
+from dpriv.anonymity.verify import VerificationReport, as_pandas, check_groups, checked_view_counts
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.released import GROUP, LABEL
@@ -146,9 +146,9 @@ def verify_anatomy(
     """
     if policy.sensitive not in policy.domains or not policy.is_resolved():
         raise PolicyError(f"no domain for {policy.sensitive!r} or a QI; resolve the policy first")
-    qi_table, sensitive = _as_pandas(qi_table), _as_pandas(sensitive)
-    assigned = None if assigned is None else _as_pandas(assigned)
-    vc, problems = _view_counts(view_counts, original, policy)
+    qi_table, sensitive = as_pandas(qi_table), as_pandas(sensitive)
+    assigned = None if assigned is None else as_pandas(assigned)
+    vc, problems = checked_view_counts(view_counts, original, policy)
     for frame, expected, what in ((qi_table, qi_columns(policy), "QI table"),
                                   (sensitive, sensitive_columns(policy), "sensitive table")):  # fmt: skip
         cols = [str(c) for c in frame.columns]

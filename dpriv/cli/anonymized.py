@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dpriv.cli.interrupts import stays
-from dpriv.cli.outputs import record_output, write_frame
+from dpriv.cli.outputs import write_frame
+from dpriv.output_record import record_output
 
 if TYPE_CHECKING:  # dpriv.one_view imports Dask: not for --help
     from dpriv.anonymized import Anonymized

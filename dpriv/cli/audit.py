@@ -12,17 +12,17 @@ from dpriv.attack_files import GAIN_FILE, RETRO_FILE
 from dpriv.cli.common import (
     Debug,
     Ledger,
-    _say,
     app,
     check_out,
     command,
     policy_option,
+    say_err,
     write_frame,
 )
-from dpriv.cli.outputs import changed_since_written
 from dpriv.cli.policy_flags import ledger_policy_file
 from dpriv.errors import PolicyError
 from dpriv.ledger import ATTACK_DIR
+from dpriv.output_record import changed_since_written
 from dpriv.policy_base import with_hint
 
 if TYPE_CHECKING:
@@ -257,12 +257,12 @@ def report(
     path = write_report(led, out, title=title, history=history, attack_dir=attack_dir)  # recorded
     results = attack_results(led, attack_dir=attack_dir)
     for name in changed_since_written(folder):
-        _say(
+        say_err(
             f"note: {label}{name} changed since dpriv attack wrote it (its bytes differ from "
             f"{label}.dpriv-outputs): the report shows the edited figures; {AGAIN}"
         )
     for note in results.notes(shlex.quote(str(ledger))):
-        _say(f"note: {note}")
+        say_err(f"note: {note}")
     none = f"no attack results in {label}" + ("" if attack_dir else _ELSEWHERE)
     found = "; ".join(found_results(results)) or none
     typer.echo(f"report of {results.held} release(s) written to {path}; {found}")

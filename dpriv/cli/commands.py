@@ -29,11 +29,11 @@ from dpriv.cli.common import (
     Scheduler,
     Sensitive,
     T,
-    _say,
     app,
     check_out,
     command,
     print_summary,
+    say_err,
     sensitive_out,
     show_policy,
 )
@@ -91,7 +91,7 @@ def anonymize(
     if add_row_id and id is not None:
         raise PolicyError("--add-row-id numbers the rows as the id: give it or --id C, not both")
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
-    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before the input is read
+    scheduler = chosen_scheduler(scheduler, cluster, say_err)  # probed before the input is read
     eff, _ = load_effective(
         policy,
         id=ROW_ID if add_row_id else id,
@@ -110,7 +110,7 @@ def anonymize(
     view = read_table(input, add_row_id=add_row_id, id_column=eff.policy.id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
     if pol.time is not None and pol.time not in view.columns:  # a history's policy, one view
-        _say(f"note: the policy's time column {pol.time!r} is not in {input}: released as one view")
+        say_err(f"note: the policy's time column {pol.time!r} is not in {input}: released as one view")
         pol = type(pol).from_dict({**pol.model_dump(), "time": None})
     from dpriv.cluster import release_frame, release_place
 
@@ -121,10 +121,10 @@ def anonymize(
 
     said_unused()  # one of its notes, printed below
 
-    with release_frame(placement, scheduler=scheduler, say=_say, named=flag_named) as frame:
+    with release_frame(placement, scheduler=scheduler, say=say_err, named=flag_named) as frame:
         result = run(frame, pol, prior=prior)
     for note in result.notes:  # the unused columns' note in the command line's words (--qi)
-        _say(unused_note(view.columns, result.policy, flag_named) if note.startswith(UNUSED) else note)
+        say_err(unused_note(view.columns, result.policy, flag_named) if note.startswith(UNUSED) else note)
     also = (table_out,) if result.sensitive is not None else ()
     # created meanwhile?
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,), also=also)
@@ -140,7 +140,7 @@ app.add_typer(generate_app, name="generate")
 
 
 @footers_read_once()  # the history's footers: read once by every check of the command
-def _run_release(
+def run_release(
     history_path: str,
     ledger: Path,
     eff: EffectivePolicy,
@@ -183,7 +183,7 @@ def _run_release(
     # process, the status line is said once the input passed release_history's checks
     with (
         during_release(ledger, table, scheduler),  # a lost worker or scheduler: exit 3, named
-        held_until_checked(_say) if placement.place == "process" else nullcontext(_say) as say,
+        held_until_checked(say_err) if placement.place == "process" else nullcontext(say_err) as say,
         release_frame(placement, scheduler=scheduler, say=say, named=flag_named) as history,
     ):
         if new_ledger_note:  # in process: held until the input passed its checks
@@ -219,14 +219,14 @@ def _said_policy(
     from dpriv.input_columns import said_unused, unused_note
 
     pol = show_policy(eff)
-    _say(f"  method: {method}")
+    say_err(f"  method: {method}")
     pol = with_hierarchies(with_categorical(pol, categorical, dates), hierarchy)
     unused = unused_note(frame.columns, pol, flag_named)
     if unused:
-        _say(unused)
+        say_err(unused)
         said_unused()
     for hint in date_hints_of(frame, pol):  # as anonymize says it (its notes)
-        _say(hint)
+        say_err(hint)
     return pol
 
 
@@ -337,9 +337,9 @@ def release(
     """Release the views of a history not yet in the ledger, in order (resumable); without
     --policy an existing ledger's recorded policy and method are used (flags over them)."""
     # a new ledger said (after the checks), or refused with --existing-ledger; one it cannot
-    # write: refused by _run_release if it has work
+    # write: refused by run_release if it has work
     note = checked_ledger(ledger, existing_ledger)
-    scheduler = chosen_scheduler(scheduler, cluster, _say)  # probed before anything is read
+    scheduler = chosen_scheduler(scheduler, cluster, say_err)  # probed before anything is read
     eff, recorded_method = load_effective(
         policy,
         ledger=ledger if ledger.is_dir() else None,
@@ -359,7 +359,7 @@ def release(
     from dpriv.baselines import check_method_name
 
     check_method_name(method)  # before the policy is printed and the history read
-    _run_release(
+    run_release(
         history, ledger, eff, scheduler, npartitions, method, progress, categorical, hierarchy, date, cluster,
         allow_repeated_view, allow_new_ids, existing_ledger, note,
     )  # fmt: skip

@@ -34,7 +34,6 @@ from dpriv.cli.outputs import (  # noqa: F401 - re-exported: the one helper for 
     check_suffix,
     check_writable,
     ledger_of,
-    record_output,
     write_frame,
 )
 from dpriv.cli.pipe import ClosedPipeSafe
@@ -157,12 +156,13 @@ Attendance = Annotated[
 Seed = Annotated[int, typer.Option(help="Seed of the generated history.")]
 
 
-def _say(msg: str) -> None:
+def say_err(msg: str) -> None:
+    """Print ``msg`` and a newline on stderr (what a command tells its user besides its output)."""
     typer.echo(msg, err=True)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    _say(f"warning: {message}")
+    say_err(f"warning: {message}")
 
 
 #: The argument holding the file a command checks whole and in order: its bad rows are named by
@@ -213,7 +213,7 @@ def command(fn: Callable | None = None, *, ledger: LedgerOf | None = None):
         except (DprivError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             if debug:
                 traceback.print_exc()
-            _say(f"error: {error_text(exc)}".rstrip())  # one bad policy value: one line
+            say_err(f"error: {error_text(exc)}".rstrip())  # one bad policy value: one line
             # a ledger another command is writing: the same command succeeds later (a retry, as on 3)
             raise typer.Exit(CLUSTER_EXIT if isinstance(exc, LedgerBusy) else 2) from None
         except typer.Exit:
@@ -261,7 +261,7 @@ def show_policy(eff: Any) -> ReleasePolicy:
     """Print the effective policy to stderr (every value and where it came from), once the
     input has been opened and before the work starts; returns the policy."""
     for line in eff.lines():
-        _say(line)
+        say_err(line)
     return eff.policy
 
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpriv.cli.commands import _run_release
-from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, _say, app, command
+from dpriv.cli.commands import run_release
+from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, app, command, say_err
 from dpriv.cli.policy_flags import load_effective
 from dpriv.errors import InputError, LedgerError
 from dpriv.scheduler_address import chosen_scheduler
@@ -70,7 +70,7 @@ def demo(
             f"--out {out}: {folder} is a file, not a folder; choose another --out: nothing was written"
         )
     # reached before anything is generated (the release would find out after)
-    scheduler = chosen_scheduler(scheduler, cluster, _say)
+    scheduler = chosen_scheduler(scheduler, cluster, say_err)
     led = out / "ledger"
     if not force and led.exists():
         raise LedgerError(
@@ -86,7 +86,7 @@ def demo(
         if led.exists() or led.is_symlink():
             aside = next(p for n in itertools.count(1) if not (p := led.with_name(f"ledger.{n}")).exists())
             led.rename(aside)
-            _say(f"--force: the existing ledger was moved to {aside} (kept)")
+            say_err(f"--force: the existing ledger was moved to {aside} (kept)")
     finally:
         drop_lock(lock)
         if made:  # in the folder as it was, moved aside or not
@@ -94,7 +94,7 @@ def demo(
     policy_path = write_history(out, mh, policy_extra=_demo_privacy(), overwrite=force)
     typer.echo(f"generated {len(mh.history)} tuples of {mh.n_respondents} respondents; policy {policy_path}")
     eff, _ = load_effective(policy_path)
-    _run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None, cluster=cluster)
+    run_release(str(out / "history.parquet"), out / "ledger", eff, scheduler, None, cluster=cluster)
     policy = eff.policy
     from dpriv.attack import attack as run_attack
     from dpriv.attack import save_gain

@@ -13,17 +13,17 @@ from dpriv.cli.common import (
     Debug,
     PolicyFile,
     Released,
-    _say,
     app,
     check_out,
     check_suffix,
     command,
     ledger_view,
-    record_output,
+    say_err,
     sensitive_out,
 )
 from dpriv.cli.policy_flags import load_policy
 from dpriv.errors import InputError
+from dpriv.output_record import record_output
 
 #: ``--sep`` choices: the delimiter as typed -> the character written.
 SEPARATORS = {",": ",", ";": ";", "tab": "\t", "\t": "\t"}
@@ -151,7 +151,7 @@ def export(
             hierarchies=None if pol is None else list(pol.hierarchies),  # node names written as named
         )
     lay = result.layout
-    _say(
+    say_err(
         f"export, {spelling} spelling ({SPELLINGS[spelling]}): QIs {lay.qi} (numeric: {lay.numeric}), "
         f"sensitive {lay.sensitive!r}; "
         f"{result.n_kept} released rows in {result.n_groups} QI-groups"
@@ -162,7 +162,7 @@ def export(
         )
     )
     if result.n_text_classes < result.n_groups:
-        _say(
+        say_err(
             f"note: {result.n_groups - result.n_text_classes} QI-group(s) share their generalized QI "
             f"text with another group: a tool that groups rows by the QI columns (pyCANON) sees "
             f"{result.n_text_classes} classes where dpriv released {result.n_groups}; group by "

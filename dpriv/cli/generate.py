@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dpriv.cli.common import Attendance, Debug, Seed, Views, ViewSize, _say, command
+from dpriv.cli.common import Attendance, Debug, Seed, Views, ViewSize, command, say_err
 from dpriv.cli.repeats import App
 
 generate_app = App(help="Generate synthetic histories.", no_args_is_help=True)
@@ -80,7 +80,7 @@ def _warn_small_views(sizes: list[int], k: int) -> None:
     small = [i for i, n in enumerate(sizes, start=1) if n < k]
     if small:
         shown = ", ".join(f"view {i}: {sizes[i - 1]}" for i in small[:5]) + (" ..." if len(small) > 5 else "")
-        _say(
+        say_err(
             f"warning: {len(small)} view(s) hold fewer tuples than the policy's k = {k} ({shown}); "
             "dpriv release refuses them with this policy.toml: give a larger --view-size, or set "
             'small_view = "suppress" in its [privacy] table'
@@ -111,11 +111,11 @@ def _generate_medical_partitioned(
             f"--partitions builds one view (a first release): use --views 1, not {views}; "
             "several views are generated in this process (drop --partitions)"
         )
-    scheduler = chosen_scheduler(scheduler, None, _say)  # before any file is looked at
+    scheduler = chosen_scheduler(scheduler, None, say_err)  # before any file is looked at
     check_generated(out, overwrite=force, flag="--force")
     _note_pinned(out, force)
     _warn_small_views([view_size], RECOMMENDED_DEFENSE["privacy"]["k"])
-    with dask_client(scheduler, say=_say, named=flag_named, config=False):  # the config was read above
+    with dask_client(scheduler, say=say_err, named=flag_named, config=False):  # the config was read above
         policy_path = write_medical_view(
             out,
             view_size,
@@ -153,7 +153,7 @@ def experiment_paper(
     from dpriv.wording import flag_named
 
     tables = run_experiment(
-        out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=_say, named=flag_named
+        out, views=views, view_size=view_size, attendance=attendance, seed=seed, say=say_err, named=flag_named
     )
     typer.echo(tables["frontier"].to_string(index=False))
     typer.echo(f"tables and figures in {out}")
@@ -195,4 +195,4 @@ def _note_pinned(out: Path, force: bool, files: tuple[str, ...] | None = None) -
     from dpriv.datasets.generated import GENERATED_FILES, pinned_note
 
     if force and (note := pinned_note(out, files or GENERATED_FILES)):
-        _say(note)
+        say_err(note)

@@ -1,30 +1,20 @@
 """The output files of the ``dpriv`` commands (one helper for every ``--out FILE``): the suffix
-each command writes, what ``--force`` may replace, and the record of the files dpriv wrote.
+each command writes and what ``--force`` may replace, by the record of the files dpriv wrote
+(:mod:`dpriv.output_record`).
 
-dpriv never overwrites a file it did not create. Every file a command writes with ``--out``
-(and its companions: ``OUT.metrics.json``, an Anatomy release's ``OUT.sensitive.<ext>``) is
-recorded in the hidden file ``.dpriv-outputs`` of its folder: a JSON object
-``{"format": "dpriv-outputs/1", "files": {name: {"kind", "size", "sha256"}}}``, where
-``kind`` is the command that wrote it (``anonymize``, ``attack``, ``export``, ``report``;
-``generate`` for the files of ``dpriv generate medical``, ``dpriv demo`` and
-:func:`dpriv.datasets.write_history`: ``history.parquet``, ``policy.toml``,
-``knowledge/*.npz``, see :func:`dpriv.datasets.generated.check_generated`). An
-existing ``--out`` is replaced, and only with ``--force``, when that record says the same
-command wrote exactly these bytes (size and SHA-256 of the content): never a command's input,
-never a file of a release ledger other than its ``attack/`` folder, never a file another
-command wrote, a file without a record, a file changed since, or a symbolic link. Inside a
-ledger only the ``attack/`` folder keeps a record: ``dpriv attack`` without ``--out`` writes the
-ledger's own ``attack/gain_<knowledge>.csv`` or ``attack/retro_<knowledge>.csv`` and re-writes it
-only while it is as an attack wrote it (:func:`dpriv.attack_files.check_result_file`). A record is
-a cache of what dpriv wrote: losing it (a copied folder, two commands writing into one folder
-at once) only makes ``--force`` refuse, never replace.
+dpriv never overwrites a file it did not create. An existing ``--out`` is replaced, and only
+with ``--force``, when that record says the same command wrote exactly these bytes (size and
+SHA-256 of the content): never a command's input, never a file of a release ledger other than
+its ``attack/`` folder, never a file another command wrote, a file without a record, a file
+changed since, or a symbolic link. Inside a ledger only the ``attack/`` folder keeps a record:
+``dpriv attack`` without ``--out`` writes the ledger's own ``attack/gain_<knowledge>.csv`` or
+``attack/retro_<knowledge>.csv`` and re-writes it only while it is as an attack wrote it
+(:func:`dpriv.attack_files.check_result_file`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,13 +22,8 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.input_url import file_url_path, url_scheme
-from dpriv.ledger_digests import file_sha256
 from dpriv.ledger_files import check_place, enclosing_ledger, writing_results
-
-#: The record of the files dpriv wrote into a folder (one dot only: a ledger's clean-up of
-#: temp files, ``.<name>.<random>``, leaves it alone).
-RECORD = ".dpriv-outputs"
-RECORD_FORMAT = "dpriv-outputs/1"
+from dpriv.output_record import RECORD, read_record, record_output, written_by
 
 #: Output suffixes of a table (released view, gains): Parquet or CSV.
 TABLE_SUFFIXES = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV"}
@@ -67,98 +52,6 @@ KINDS = {
     "export": OutputKind("export", {".csv": "CSV"}),
     "report": OutputKind("report", {".html": "HTML", ".htm": "HTML"}),
 }
-
-
-@dataclass(frozen=True)
-class Written:
-    """One entry of a folder's record: the command that wrote the file, its size and the
-    SHA-256 (hex) of its content."""
-
-    kind: str
-    size: int
-    sha256: str
-
-
-def _digest(path: Path) -> str:
-    """SHA-256 (hex) of a file's bytes; of a folder (a Parquet dataset ``history.parquet/``):
-    of its files' relative names and digests, in name order."""
-    h = hashlib.sha256()
-    if path.is_dir():
-        for f in sorted(p for p in path.rglob("*") if p.is_file() or p.is_symlink()):
-            h.update(f"{f.relative_to(path).as_posix()}\0{_digest(f)}\n".encode())
-        return h.hexdigest()
-    return file_sha256(path)
-
-
-def _size(path: Path) -> int:
-    """Bytes of a file, or of all files under a folder."""
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-    return path.stat().st_size
-
-
-def _read_record(folder: Path) -> dict[str, Written] | None:
-    """The entries of ``folder/.dpriv-outputs``; ``{}`` when there is none, None when a file of
-    that name exists but is not a dpriv record (dpriv then leaves it alone)."""
-    path = folder / RECORD
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != RECORD_FORMAT:
-            return None
-        return {name: Written(**entry) for name, entry in data["files"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None
-
-
-def written_by(path: Path) -> str | None:
-    """The command that wrote ``path`` as it is now (its record entry matches the file's size
-    and SHA-256), else None (no record, another content, a symbolic link, not a file). A folder
-    (the Parquet dataset ``dpriv generate medical --partitions`` writes) is compared by the
-    names and bytes of all its files."""
-    path = Path(path)
-    if path.is_symlink() or not (path.is_file() or path.is_dir()):
-        return None
-    if path.is_dir() and any(p.is_symlink() for p in path.rglob("*")):
-        return None
-    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
-    if entry is None or entry.size != _size(path):
-        return None
-    return entry.kind if entry.sha256 == _digest(path) else None
-
-
-def changed_since_written(folder: Path) -> list[str]:
-    """Names of the files of ``folder`` its record lists whose bytes are no longer the ones
-    dpriv wrote (a hand edit of an attack result the report would draw as dpriv's)."""
-    entries = _read_record(Path(folder).absolute()) or {}
-    return sorted(n for n in entries if (Path(folder) / n).is_file() and written_by(Path(folder) / n) is None)
-
-
-def record_output(path: Path, kind: str) -> None:
-    """Record that the command ``kind`` has just written ``path`` (in ``.dpriv-outputs`` of its
-    folder, written atomically); a killed write's temp file of it there is warned about. A
-    ``.dpriv-outputs`` that is not a dpriv record is left as it is, and inside a release ledger
-    only files of its ``attack/`` folder are recorded (the ledger's other files are the record
-    of what was released, never replaced)."""
-    from dpriv.io import atomic_write
-    from dpriv.stale_temps import warn_stale_temps
-
-    path = Path(path)
-    warn_stale_temps(path)  # a killed write's temp file beside it: named, never removed
-    folder = path.absolute().parent
-    entries = _read_record(folder)
-    ledger = ledger_of(path)
-    if entries is None or (ledger is not None and folder.resolve() != (ledger / "attack").resolve()):
-        return
-    entries[path.name] = Written(kind, _size(path), _digest(path))
-    files = {
-        name: vars(w)
-        for name, w in sorted(entries.items())
-        if (folder / name).is_file() or (folder / name).is_dir()
-    }
-    body = json.dumps({"format": RECORD_FORMAT, "files": files}, indent=1) + "\n"
-    atomic_write(folder / RECORD, body.encode("utf-8"), mode=None)
 
 
 def check_not_input(out: Path, *inputs: str) -> None:
@@ -295,11 +188,11 @@ def check_replaceable(
     replacer: str = "--force",
 ) -> None:
     """Refuse (InputError) to write ``path`` when it exists, unless ``force`` and
-    :func:`written_by` says the command ``kind`` wrote it as it is now. ``out`` (the ``--out``
-    that ``path`` belongs to, e.g. for ``OUT.metrics.json``) only words the message, as do
-    ``flag`` (how the caller gave ``out``: ``out_html`` in Python) and ``replacer`` (what
-    replaces a file dpriv wrote: ``--force``, or a Python function that always does, such as
-    ``write_report``)."""
+    :func:`~dpriv.output_record.written_by` says the command ``kind`` wrote it as it is now.
+    ``out`` (the ``--out`` that ``path`` belongs to, e.g. for ``OUT.metrics.json``) only words
+    the message, as do ``flag`` (how the caller gave ``out``: ``out_html`` in Python) and
+    ``replacer`` (what replaces a file dpriv wrote: ``--force``, or a Python function that
+    always does, such as ``write_report``)."""
     if not (path.exists() or path.is_symlink()):
         return
     what = f"{flag} {path}" if out is None or out == path else f"{flag} {out}: {path}"
@@ -322,7 +215,7 @@ def check_replaceable(
     owner = written_by(path)
     if owner == kind:
         return
-    entry = (_read_record(path.absolute().parent) or {}).get(path.name)
+    entry = (read_record(path.absolute().parent) or {}).get(path.name)
     if owner is not None:
         why = f"was written by dpriv {owner}, not by dpriv {kind}"
     elif entry is not None:

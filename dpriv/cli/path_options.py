@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from dpriv.cli.repeats import OptionError, _flags, _is_path
+from dpriv.cli.repeats import OptionError, flags_of, takes_path
 from dpriv.input_url import path_hint, url_scheme
 
 #: The parameters that name an input, a local path or an fsspec URL (read through fsspec).
@@ -71,10 +71,10 @@ def watch_paths(parser: Any) -> None:
     """Route the values of ``parser``'s path options and input parameters (click's parser:
     options, then positional arguments) through :func:`given_path`, before click converts them."""
     options = {id(o): o for o in [*parser._long_opt.values(), *parser._short_opt.values()]}
-    targets = [(o, _flags(o)) for o in options.values()]
+    targets = [(o, flags_of(o)) for o in options.values()]
     targets += [(a, a.obj.name.upper()) for a in getattr(parser, "_args", [])]
     for target, flag in targets:
         param = target.obj
-        is_path = _is_path(param)
+        is_path = takes_path(param)
         if is_path or param.name in INPUTS:
             target.process = _watched(target.process, flag, param.name, is_path)

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from dpriv.cli.common import _say
+from dpriv.cli.common import say_err
 from dpriv.cli.effective import EffectivePolicy, inferred_domains
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import record_base
@@ -90,7 +90,7 @@ class ReleaseTable:
             from dpriv.ledger import Ledger
 
             for note in inferred_domains(pol, Ledger(self.ledger).policy()):
-                _say(note)
+                say_err(note)
             typer.echo(release_header(self.rbk))
         self.released.append(i)
         if self.eff.origin.startswith("file"):  # the folder of --policy FILE, for a run without it
@@ -98,12 +98,12 @@ class ReleaseTable:
         typer.echo(release_table_row(i, m, self.rbk))
         if m.get("small_view") == "suppressed":
             self.small.append(i)
-            _say(
+            say_err(
                 f"warning: release {i} has {m.get('n_original')} tuple(s), fewer than k = {pol.k}: "
                 'released fully suppressed (small_view = "suppress")'
             )
         elif m.get("n_groups") == 0:
-            _say(
+            say_err(
                 f"warning: release {i} suppressed every tuple (nothing published): "
                 + policy_change(relax_hint(pol), i)
             )

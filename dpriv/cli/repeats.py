@@ -56,7 +56,7 @@ def comma_names(text: str | None) -> list[str]:
     return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
-def _flags(opt: Any) -> str:
+def flags_of(opt: Any) -> str:
     """The spellings of a parser option, e.g. ``--id`` or ``--cluster``."""
     return "/".join([*opt._long_opts, *opt._short_opts])
 
@@ -70,12 +70,13 @@ def _refuse_repeated_names(flag: str, text: str) -> None:
         raise OptionError(f"{flag} names {twice!r} twice (in {text!r}): give each column once")
 
 
-def _is_path(param: Any) -> bool:
+def takes_path(param: Any) -> bool:
+    """Whether the click/typer parameter ``param`` is declared with a path type."""
     desc = getattr(param, "type_descriptor", None)  # typer >= 0.2x: its own types
     return desc.is_path if desc is not None else getattr(getattr(param, "type", None), "name", "") == "path"
 
 
-def _convert(param: Any, ctx: Any, value: Any) -> Any:
+def convert_value(param: Any, ctx: Any, value: Any) -> Any:
     """``value`` converted by ``param``'s type (UsageError when it does not convert)."""
     if hasattr(param, "get_runtime_param"):  # typer >= 0.2x converts values itself
         return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
@@ -87,10 +88,10 @@ def _converted(param: Any, ctx: Any, value: Any) -> Any:
     and normal (``x``, ``x/`` and ``./x`` one path); the text itself when it does not convert
     (two such values are compared as written, and click names a bad one once it is single)."""
     try:
-        value = _convert(param, ctx, value)
+        value = convert_value(param, ctx, value)
     except UsageError:
         return value
-    return os.path.abspath(value) if _is_path(param) and value is not None else value
+    return os.path.abspath(value) if takes_path(param) and value is not None else value
 
 
 def _once(opt: Any, process: Callable[[Any, Any], None], ctx: Any, value: Any, state: Any) -> None:
@@ -101,7 +102,7 @@ def _once(opt: Any, process: Callable[[Any, Any], None], ctx: Any, value: Any, s
         return process(value, state)
     if opt.action == "store" and opt.dest in LIST_OPTIONS:
         text = value if first else f"{state.opts[opt.dest]},{value}"
-        _refuse_repeated_names(_flags(opt), text)
+        _refuse_repeated_names(flags_of(opt), text)
         if first:
             return process(value, state)
         state.opts[opt.dest] = text
@@ -119,7 +120,7 @@ def _once(opt: Any, process: Callable[[Any, Any], None], ctx: Any, value: Any, s
         names = "/".join([*opt.obj.opts, *opt.obj.secondary_opts])
         raise OptionError(f"{names} given both ways: give one of them")
     raise OptionError(
-        f"{_flags(opt)} given twice, as {before!r} and {value!r}: give it once (only "
+        f"{flags_of(opt)} given twice, as {before!r} and {value!r}: give it once (only "
         f"{', '.join('--' + n for n in sorted(LIST_OPTIONS))} add up when repeated)"
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from dpriv.cli.repeats import GIVEN, OptionError, UsageError, _convert, current_context
+from dpriv.cli.repeats import GIVEN, OptionError, UsageError, convert_value, current_context
 
 #: What a value of each Python type is called in a message.
 _KINDS = {int: "a whole number", float: "a number", bool: "true or false"}
@@ -148,7 +148,7 @@ def _bad_value(exc: Any, command: Any, ctx: Any, args: list[str], param: Any) ->
         return f"{flag}: {_message(exc)}"
     if takes is not None:
         try:
-            _convert(param, ctx, given)
+            convert_value(param, ctx, given)
         except UsageError:  # the text is no value of its type, or out of its range
             return f"{flag} must be {takes}, not {given!r}"
     return f"{flag} {given!r}: {_message(exc)}"  # a check of the option's own (a callback's)

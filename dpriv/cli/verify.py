@@ -21,10 +21,10 @@ from dpriv.cli.common import (
     ReleaseFormat,
     Sensitive,
     T,
-    _say,
     app,
     command,
     ledger_view,
+    say_err,
     show_policy,
 )
 from dpriv.cli.policy_flags import load_effective, with_categorical, with_hierarchies
@@ -343,7 +343,7 @@ def _recorded(released: Path, found: Recorded | None) -> _Count:
     """The tuple count ``found`` beside a released file (:func:`recorded_beside`, read before the
     work) and the file's name; a note when there is none."""
     if found is None:
-        _say(
+        say_err(
             f"note: no {metrics_beside(released)} beside it: the tuple count is not checked (a row "
             "cut from the file cannot be told from a suppressed tuple)"
         )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from dpriv.cli.common import _say
+from dpriv.cli.common import say_err
 from dpriv.cli.verify_files import ledger_release, sensitive_beside
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def print_report(
             typer.echo(f"{key:>12}: {val}{_unchecked(key, val, method, held)}")
     for name in ("j", "rbk_closeness", "posterior_bound"):
         if getattr(policy, name) is not None and (name != "j" or name in held):
-            _say(
+            say_err(
                 f"note: {name} = {getattr(policy, name)} is not checked here: it needs the members' priors, "
                 "which only the release has (it checked them before writing: metrics.json)"
                 + _recorded_value(metrics, f"{name}_achieved")
@@ -83,16 +83,16 @@ def _hints(released: Path, anatomy: bool, method: str, problems: list[str]) -> N
     policy and method with --ledger), an Anatomy QI table, another method."""
     lr = ledger_release(released)
     if lr is not None:
-        _say(
+        say_err(
             f"note: {released} is release {lr.index} of the ledger {lr.root}: check it under the "
             f"ledger's recorded policy and method with dpriv verify --ledger {shlex.quote(str(lr.root))} "
             f"--view {lr.index} --original HISTORY"
         )
     table = sensitive_beside(released)
     if not anatomy and table.exists():
-        _say(
+        say_err(
             f"note: {table} lies beside it: if this is an Anatomy release, "
             "verify it with --release-format anatomy (or the policy it was released under)"
         )
     if method == "jsreduce" and lr is None and any(" > t = " in p for p in problems):
-        _say("note: t is held as JS-reduce promises it; a release of another method: give --method")
+        say_err("note: t is held as JS-reduce promises it; a release of another method: give --method")

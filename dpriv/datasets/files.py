@@ -10,9 +10,9 @@ from typing import Any, Literal
 from dpriv.datasets.generated import PBC_FILES, check_generated, put_generated
 from dpriv.datasets.medical import MedicalHistory, medical_view_dask
 from dpriv.datasets.model import (
-    _DEFAULT_WEIGHT_VIEW_SIZE,
     AGE_RANGE,
     CLASS_MAP,
+    DEFAULT_WEIGHT_VIEW_SIZE,
     GENDER_RANGE,
     TERMINAL,
     VALUES,
@@ -88,7 +88,7 @@ def write_history(
     pins ``policy.toml``'s knowledge files by SHA-256 and its releases by the history; even
     with ``overwrite=True`` a file dpriv did not write, or one changed since, e.g. an edited
     ``policy.toml``, is refused: :func:`check_generated`). They are recorded in
-    ``.dpriv-outputs`` of their folders (dpriv/cli/outputs.py), each as soon as it is written
+    ``.dpriv-outputs`` of their folders (dpriv/output_record.py), each as soon as it is written
     (:func:`dpriv.datasets.generated.put_generated`: an interrupted call leaves no part of a
     file, and the files written before recorded: ``overwrite=True`` replaces them)::
 
@@ -168,7 +168,7 @@ def write_medical_view(
     seed: int = 0,
     attendance: float = 1.0,
     det: float = 0.9,
-    weight_view_size: int = _DEFAULT_WEIGHT_VIEW_SIZE,
+    weight_view_size: int = DEFAULT_WEIGHT_VIEW_SIZE,
     policy_extra: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> Path:

@@ -2,7 +2,7 @@
 written or replaced (:func:`check_generated`), and each written whole and recorded at once
 (:func:`put_generated`).
 
-Each file is recorded in ``.dpriv-outputs`` of its folder (dpriv/cli/outputs.py) as soon as it
+Each file is recorded in ``.dpriv-outputs`` of its folder (dpriv/output_record.py) as soon as it
 is in place, not once all are: a command interrupted half-way (Ctrl-C, SIGTERM: a
 KeyboardInterrupt, dpriv/cli/interrupts.py) leaves no part of the file being written, and the
 files written before it recorded, so that ``--force`` (``overwrite=True``) replaces them; they
@@ -34,7 +34,7 @@ GENERATED_FILES = (
 #: What :func:`dpriv.datasets.write_pbc` writes, relative to ``out_dir``.
 PBC_FILES = ("history.parquet", "policy.toml")
 
-#: The kind of the generated files in ``.dpriv-outputs`` (dpriv/cli/outputs.py).
+#: The kind of the generated files in ``.dpriv-outputs`` (dpriv/output_record.py).
 KIND = "generate"
 
 
@@ -78,8 +78,9 @@ def check_generated(
     ``overwrite`` (:func:`refuse_existing`); with it, those dpriv did not write or that changed
     since (a user's edit of ``policy.toml``): only a file recorded in ``.dpriv-outputs`` of its
     folder as written by ``generate`` with these very bytes may be replaced
-    (dpriv/cli/outputs.py)."""
-    from dpriv.cli.outputs import RECORD, check_outside_ledger, written_by
+    (dpriv/output_record.py)."""
+    from dpriv.cli.outputs import check_outside_ledger
+    from dpriv.output_record import RECORD, written_by
 
     folder = "--out" if flag == "--force" else "out_dir"  # the command's flag, or the argument
     if (out.exists() or out.is_symlink()) and not out.is_dir():
@@ -116,7 +117,7 @@ def put_generated(out: Path, name: str, write: Callable[[Path], None]) -> Path:
     unchanged since dpriv wrote it). On any exception, a KeyboardInterrupt included, the temp
     folder is removed and the target is as it was, unless the rename was done: the new file is
     then recorded all the same (else ``--force`` could never replace it)."""
-    from dpriv.cli.outputs import record_output
+    from dpriv.output_record import record_output
 
     target = out / name
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -33,19 +33,19 @@ import numpy as np
 import pandas as pd
 
 from dpriv.datasets.model import (
-    _DEFAULT_WEIGHT_VIEW_SIZE,
-    _ORDER,
     AGE_RANGE,
     CLASS_MAP,
+    DEFAULT_WEIGHT_VIEW_SIZE,
     GENDER_RANGE,
+    ORDER,
     VALUES,
     WEIGHT_RANGE,
     WEIGHT_VIEWS_MAX,
-    _build_model,
-    _classify,
-    _simulate,
-    _streams,
+    build_model,
+    class_index,
     medical_knowledge,
+    seed_streams,
+    simulate,
 )
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import ClassMap, MarkovTables
@@ -116,12 +116,12 @@ class MedicalHistory:
         """
         if self._weights is None:
             cfg = self.config
-            _, self._weights = _simulate(
+            _, self._weights = simulate(
                 self.knowledge,
                 n_views=min(max(int(cfg["n_views"]), 24), WEIGHT_VIEWS_MAX),
                 view_size=int(cfg["weight_view_size"]),
                 attendance=float(cfg["attendance"]),
-                seed_seq=_streams(int(cfg["seed"]))[2],
+                seed_seq=seed_streams(int(cfg["seed"]))[2],
                 count_contexts=True,
             )
         return self._weights
@@ -144,7 +144,7 @@ class MedicalHistory:
         """
         if n not in (1, 2, 3):
             raise InputError(f"n-step knowledge is defined for n = 1, 2, 3; got {n!r}")
-        if n == _ORDER:
+        if n == ORDER:
             return self.knowledge
         return self.knowledge.truncate(n, self.context_weights())
 
@@ -166,7 +166,7 @@ def medical_history(
     attendance: float = 1.0,
     det: float = 0.9,
     seed: int = 0,
-    weight_view_size: int = _DEFAULT_WEIGHT_VIEW_SIZE,
+    weight_view_size: int = DEFAULT_WEIGHT_VIEW_SIZE,
 ) -> MedicalHistory:
     """Generate the paper's synthetic medical history with its exact knowledge.
 
@@ -175,7 +175,7 @@ def medical_history(
     respondent); one disease per respondent for life, moving between the stages of that
     disease only, until a terminal ``deceased`` / ``discharged`` result (which appears in
     that view and ends her history). The order-3 progression model, the short-history
-    tables and BK^sv are described in :class:`MedicalHistory` and ``_build_model``; the
+    tables and BK^sv are described in :class:`MedicalHistory` and ``build_model``; the
     generator draws every result from exactly those tables (``MarkovTables.predict``), so
     full DK is exact (docs/findings.md pitfall 2).
 
@@ -218,9 +218,9 @@ def medical_history(
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
     if not _is_number(det) or not 0.0 <= det <= 1.0:
         raise InputError(f"det must be in [0, 1], got {det!r}")
-    model_ss, hist_ss, _ = _streams(int(seed))
-    knowledge = _build_model(np.random.default_rng(model_ss), float(det))
-    history, _ = _simulate(
+    model_ss, hist_ss, _ = seed_streams(int(seed))
+    knowledge = build_model(np.random.default_rng(model_ss), float(det))
+    history, _ = simulate(
         knowledge,
         n_views=int(n_views),
         view_size=int(view_size),
@@ -246,7 +246,7 @@ def medical_history(
 #: ``[b * VIEW_BLOCK_ROWS, (b + 1) * VIEW_BLOCK_ROWS)`` and draws from its own seed stream,
 #: so the data do not depend on how the blocks are grouped into partitions.
 VIEW_BLOCK_ROWS = 2**16
-_VIEW_STREAM = 3  # spawn key of the block streams; _streams uses 0, 1, 2
+_VIEW_STREAM = 3  # spawn key of the block streams; seed_streams uses 0, 1, 2
 _ROWS_PER_PARTITION = 2**20  # default partition size of medical_view_dask (16 blocks)
 
 
@@ -256,7 +256,7 @@ def _view_blocks(
     """Blocks ``first .. stop - 1`` of the view: one partition of :func:`medical_view_dask`.
 
     ``cum``: (18, 19) cumulative BK^sv rows. Each block draws age, gender, weight (uniform)
-    and then the result (inverse CDF, as in ``_simulate``) from its own seed stream.
+    and then the result (inverse CDF, as in ``simulate``) from its own seed stream.
     """
     lo, hi = min(first * VIEW_BLOCK_ROWS, n_rows), min(stop * VIEW_BLOCK_ROWS, n_rows)
     cols: list[list[np.ndarray]] = [[np.zeros(0, np.int64)] for _ in range(4)]
@@ -269,7 +269,7 @@ def _view_blocks(
         gender = rng.integers(GENDER_RANGE[0], GENDER_RANGE[1] + 1, size)[:n]
         weight = rng.integers(WEIGHT_RANGE[0], WEIGHT_RANGE[1] + 1, size)[:n]
         u = rng.random(size)[:n]
-        c = cum[_classify(age, weight, gender)]  # (n, 19)
+        c = cum[class_index(age, weight, gender)]  # (n, 19)
         res = (c <= (u * c[:, -1])[:, None]).sum(axis=1)  # inverse CDF; skips zero-probability values
         for i, a in enumerate((age, gender, weight, res)):
             cols[i].append(a)

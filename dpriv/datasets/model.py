@@ -53,9 +53,9 @@ _N_STAGE_VALUES = _M - len(TERMINAL)  # 17
 _OFFSETS = np.cumsum([0] + [k for _, k in DISEASES])[:-1]  # first value index per disease
 _DISEASE_OF = np.concatenate([np.full(k, d) for d, (_, k) in enumerate(DISEASES)])  # (17,)
 _STAGE_OF = np.concatenate([np.arange(k) for _, k in DISEASES])  # (17,)
-_ORDER = 3
+ORDER = 3
 _DEAD, _DISCHARGED = _M - 2, _M - 1
-_DEFAULT_WEIGHT_VIEW_SIZE = 20_000  # 4x the default view size
+DEFAULT_WEIGHT_VIEW_SIZE = 20_000  # 4x the default view size
 #: Views of the weighting run at most: its memory and time grew with ``n_views`` x 20,000 tuples
 #: (``--views 20000 --view-size 1`` held 10 GB), while the order-3 context frequencies it
 #: counts settle within the first few dozen views.
@@ -72,12 +72,12 @@ _DISCH_GROWTH = np.array([1.6, 1.5, 1.4, 1.8])
 _AGE_HAZARD = np.array([0.75, 1.0, 1.3])  # death-hazard multiplier per age third
 
 
-def _streams(seed: int) -> list[np.random.SeedSequence]:
+def seed_streams(seed: int) -> list[np.random.SeedSequence]:
     """Independent seed streams: model parameters, the history, the weighting run."""
     return np.random.SeedSequence(seed).spawn(3)
 
 
-def _build_model(rng: np.random.Generator, det: float) -> MarkovTables:
+def build_model(rng: np.random.Generator, det: float) -> MarkovTables:
     """Draw the per-class parameters and build the exact order-0..3 tables.
 
     Parameters drawn per class ``c`` (18) and disease ``d`` (4):
@@ -122,13 +122,13 @@ def _build_model(rng: np.random.Generator, det: float) -> MarkovTables:
         off = _OFFSETS[d]
         t0[:, 0, off : off + k] = disease_prior[:, d : d + 1] * stage_prior[d]
 
-    tables = [t0] + [np.zeros((n_cls, _M**L, _M)) for L in range(1, _ORDER + 1)]
+    tables = [t0] + [np.zeros((n_cls, _M**L, _M)) for L in range(1, ORDER + 1)]
     for d, k in enumerate(sizes):
         off = int(_OFFSETS[d])
         frac = np.arange(k) / max(k - 1, 1)
         death = death_f[:, d : d + 1] * _DEATH_BASE[d] * _DEATH_GROWTH[d] ** frac  # (C, K)
         disch = disch_f[:, d : d + 1] * _DISCH_BASE[d] * _DISCH_GROWTH[d] ** frac
-        for L in range(1, _ORDER + 1):
+        for L in range(1, ORDER + 1):
             for ctx in _feasible_contexts(k, L):
                 m1 = np.sign(ctx[-1] - ctx[-2]) if L >= 2 else 0
                 m2 = np.sign(ctx[-2] - ctx[-3]) if L >= 3 else 0
@@ -168,7 +168,7 @@ def _feasible_contexts(k: int, length: int) -> list[tuple[int, ...]]:
     return seqs
 
 
-def _classify(age: np.ndarray, weight: np.ndarray, gender: np.ndarray) -> np.ndarray:
+def class_index(age: np.ndarray, weight: np.ndarray, gender: np.ndarray) -> np.ndarray:
     """Class index (int64) of QI arrays; same result as ``CLASS_MAP.classify``."""
     a = np.searchsorted(np.asarray(CLASS_MAP.bins[0]), age, side="right")
     w = np.searchsorted(np.asarray(CLASS_MAP.bins[1]), weight, side="right")
@@ -176,7 +176,7 @@ def _classify(age: np.ndarray, weight: np.ndarray, gender: np.ndarray) -> np.nda
     return ((a * 3 + w) * 2 + g).astype(np.int64)
 
 
-def _simulate(
+def simulate(
     knowledge: MarkovTables,
     *,
     n_views: int,
@@ -202,12 +202,12 @@ def _simulate(
     cap = n_views * view_size
     cls = np.empty(cap, dtype=np.int64)
     qi = np.empty((cap, 3), dtype=np.int64)  # age, gender, weight
-    ctx = np.full((cap, _ORDER), -1, dtype=np.int64)
+    ctx = np.full((cap, ORDER), -1, dtype=np.int64)
     alive = np.zeros(cap, dtype=bool)
     n_seen = 0
     n_cls = knowledge.classes.n_classes
-    weights = np.zeros(n_cls * _M**_ORDER) if count_contexts else None
-    pow3 = _M ** np.arange(_ORDER - 1, -1, -1, dtype=np.int64)
+    weights = np.zeros(n_cls * _M**ORDER) if count_contexts else None
+    pow3 = _M ** np.arange(ORDER - 1, -1, -1, dtype=np.int64)
     out_ids, out_res = [], []
 
     for _view in range(n_views):
@@ -222,7 +222,7 @@ def _simulate(
         qi[new, 0] = rng.integers(AGE_RANGE[0], AGE_RANGE[1] + 1, n_new)
         qi[new, 1] = rng.integers(GENDER_RANGE[0], GENDER_RANGE[1] + 1, n_new)
         qi[new, 2] = rng.integers(WEIGHT_RANGE[0], WEIGHT_RANGE[1] + 1, n_new)
-        cls[new] = _classify(qi[new, 0], qi[new, 2], qi[new, 1])
+        cls[new] = class_index(qi[new, 0], qi[new, 2], qi[new, 1])
         alive[new] = True
 
         ids = np.concatenate([active, new])
@@ -233,7 +233,7 @@ def _simulate(
         res = (cum <= thr[:, None]).sum(axis=1)  # skips zero-probability values
         if count_contexts:
             full = c[:, 0] >= 0
-            keys = cls[ids[full]] * _M**_ORDER + c[full] @ pow3
+            keys = cls[ids[full]] * _M**ORDER + c[full] @ pow3
             weights += np.bincount(keys, minlength=weights.size)
         ctx[ids] = np.column_stack([c[:, 1:], res])
         alive[ids[res >= _N_STAGE_VALUES]] = False
@@ -243,7 +243,7 @@ def _simulate(
             out_res.append(res[perm])
 
     if count_contexts:
-        return None, weights.reshape(n_cls, _M**_ORDER)
+        return None, weights.reshape(n_cls, _M**ORDER)
     ids = np.concatenate(out_ids)
     res = np.concatenate(out_res)
     values = np.array(VALUES, dtype=object)
@@ -272,4 +272,4 @@ def medical_knowledge(seed: int = 0, *, det: float = 0.9) -> MarkovTables:
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
     if not 0.0 <= det <= 1.0:
         raise InputError(f"det must be in [0, 1], got {det!r}")
-    return _build_model(np.random.default_rng(_streams(int(seed))[0]), float(det))
+    return build_model(np.random.default_rng(seed_streams(int(seed))[0]), float(det))

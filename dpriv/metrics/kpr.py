@@ -50,7 +50,7 @@ from dpriv.metrics.kpr_binning import (
 from dpriv.metrics.kpr_delayed import delayed_counts
 from dpriv.metrics.kpr_inputs import size_warning
 from dpriv.metrics.kpr_kernel import Setup, pandas_counts
-from dpriv.metrics.kpr_validation import _LOW_CARDINALITY, KPRWarning, _validate
+from dpriv.metrics.kpr_validation import LOW_CARDINALITY, KPRWarning, validate_kpr
 from dpriv.user_warning import warn_user
 
 __all__ = [
@@ -216,7 +216,7 @@ def kpr(
     """
     if not is_dask(original) and len(original) == 0:  # before the types: a header-only CSV reads as text
         raise InputError("kpr: the original table has no rows; KPR needs n > 0 records")
-    known_t, numeric = _validate(original, synthetic, known, tolerance, padding, ddof)
+    known_t, numeric = validate_kpr(original, synthetic, known, tolerance, padding, ddof)
     setup = Setup(known_t, numeric, float(tolerance), float(padding), int(ddof))
     counts = delayed_counts if is_dask(original) or is_dask(synthetic) else pandas_counts
     res = counts(original, synthetic, setup)
@@ -227,7 +227,7 @@ def kpr(
         raise InputError("kpr: " + "; ".join(specs.errors))
     num_names = setup.num_names
     for name, n_values in zip(num_names, res.n_distinct, strict=True):
-        if n_values <= _LOW_CARDINALITY:
+        if n_values <= LOW_CARDINALITY:
             warn_user(  # the caller's line, not contextlib's (the @shuffle_method() frame)
                 f"kpr: numeric known variable {name!r} has only {n_values} distinct "
                 "value(s) in the original table; if it is a coded category, cast it to "

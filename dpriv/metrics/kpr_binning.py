@@ -115,18 +115,18 @@ class _VarStats:
 
 
 @dataclass
-class _Partial:
+class Partial:
     """Partial statistics of ``U`` over a partition: one entry per numeric variable."""
 
     stats: list[_VarStats]
 
-    def merge(self, other: _Partial) -> _Partial:
-        return _Partial([a.merge(b) for a, b in zip(self.stats, other.stats, strict=True)])
+    def merge(self, other: Partial) -> Partial:
+        return Partial([a.merge(b) for a, b in zip(self.stats, other.stats, strict=True)])
 
 
 @dataclass(frozen=True)
-class _Grid:
-    """Internal bin grid of one numeric variable, or ``None`` in :class:`_Specs` when no
+class Grid:
+    """Internal bin grid of one numeric variable, or ``None`` in :class:`Specs` when no
     non-missing value exists in ``U``."""
 
     lo: float
@@ -137,10 +137,10 @@ class _Grid:
 
 
 @dataclass(frozen=True)
-class _Specs:
+class Specs:
     """Bin grids of the numeric variables (in known order) + the problems found."""
 
-    grids: tuple[_Grid | None, ...]
+    grids: tuple[Grid | None, ...]
     reports: tuple[BinSpec, ...]
     errors: tuple[str, ...]
 
@@ -176,7 +176,7 @@ def bin_index(y: np.ndarray, lo: float, hi: float, step: float, n_bins: float) -
     return out
 
 
-def bin_values(raw: np.ndarray, miss: np.ndarray, grid: _Grid | None) -> np.ndarray:
+def bin_values(raw: np.ndarray, miss: np.ndarray, grid: Grid | None) -> np.ndarray:
     """(E22) bin of each value of one numeric variable: float64 of shape (k,).
 
     ``raw``: int64/uint64/float64 values, shape (k,) (the value under a missing flag is
@@ -255,7 +255,8 @@ def var_stats(raw: np.ndarray, *, binary: bool = True) -> _VarStats:
     )
 
 
-def _merge_partials(parts: pd.Series | Sequence[_Partial]) -> _Partial:
+def merge_partials(parts: pd.Series | Sequence[Partial]) -> Partial:
+    """The :class:`Partial` of the union of the partitions of ``parts`` (at least one)."""
     it = iter(list(parts))
     acc = next(it)
     for p in it:
@@ -263,16 +264,16 @@ def _merge_partials(parts: pd.Series | Sequence[_Partial]) -> _Partial:
     return acc
 
 
-def _finalize_specs(
-    parts: pd.Series | Sequence[_Partial],
+def finalize_specs(
+    parts: pd.Series | Sequence[Partial],
     names: Sequence[str],
     tolerance: float,
     padding: float,
     ddof: int,
-) -> _Specs:
+) -> Specs:
     """Bin grids (§5.2 step 4, §5.3) from the merged exact statistics of ``U``."""
-    total = _merge_partials(parts)
-    grids: list[_Grid | None] = []
+    total = merge_partials(parts)
+    grids: list[Grid | None] = []
     reports: list[BinSpec] = []
     errors: list[str] = []
     nan = math.nan
@@ -326,6 +327,6 @@ def _finalize_specs(
             step_q = tol_q * (qmax - qmin)
         exact = ExactGrid.build(qmin, qmax, step_q, pad_q * pad_q * var_q, st.dec is not None)
         n_bins = exact.n_bins
-        grids.append(_Grid(lo, hi, step, float(n_bins), exact))
+        grids.append(Grid(lo, hi, step, float(n_bins), exact))
         reports.append(BinSpec(lo, hi, step, n_bins, mean, std, n))
-    return _Specs(tuple(grids), tuple(reports), tuple(errors))
+    return Specs(tuple(grids), tuple(reports), tuple(errors))

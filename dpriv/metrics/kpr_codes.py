@@ -34,7 +34,7 @@ from pandas.api import types as ptypes
 from dpriv.errors import InputError
 
 #: Largest product of cardinalities kept in one int64 key before renumbering.
-_MAX_CARD = 1 << 62
+MAX_CARD = 1 << 62
 
 #: Offset of the binned codes: the smallest sentinel (NO_BINS = -4) becomes 0 (module doc).
 BIN_OFFSET = 4
@@ -172,7 +172,7 @@ def combine(key: np.ndarray | None, card: int, codes: np.ndarray, card_i: int) -
     codes = np.asarray(codes, dtype=np.int64)
     if key is None:
         return codes, card_i
-    if card * card_i >= _MAX_CARD:
+    if card * card_i >= MAX_CARD:
         key, card = renumber(key)
     key = key * card_i
     key += codes

@@ -32,17 +32,17 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask
 from dpriv.metrics.kpr_binning import (
-    _finalize_specs,
-    _Grid,
-    _merge_partials,
-    _Partial,
-    _Specs,
+    Grid,
+    Partial,
+    Specs,
     bin_values,
+    finalize_specs,
+    merge_partials,
     var_stats,
 )
 from dpriv.metrics.kpr_codes import local_codes, numeric_values, shared_domain, to_domain
 from dpriv.metrics.kpr_kernel import Counts, Setup
-from dpriv.metrics.kpr_validation import _LOW_CARDINALITY
+from dpriv.metrics.kpr_validation import LOW_CARDINALITY
 
 #: Input partitions per output partition of the profile tables (``split_out``).
 PARTITIONS_PER_SPLIT = 16
@@ -68,7 +68,7 @@ def _distinct_chunk(part: pd.DataFrame, names: Sequence[str]) -> _Distinct:
     for name in names:
         v = pd.unique(part[name].to_numpy(dtype=np.float64, na_value=np.nan))
         v = v[~np.isnan(v)]
-        out.append(v[: _LOW_CARDINALITY + 1])
+        out.append(v[: LOW_CARDINALITY + 1])
     return _Distinct(out)
 
 
@@ -77,7 +77,7 @@ def _distinct_merge(parts: pd.Series | Sequence[_Distinct]) -> _Distinct:
     out = []
     for j in range(len(parts[0].values)):
         u = np.unique(np.concatenate([p.values[j] for p in parts]))
-        out.append(u[: _LOW_CARDINALITY + 1])
+        out.append(u[: LOW_CARDINALITY + 1])
     return _Distinct(out)
 
 
@@ -156,18 +156,18 @@ def _num_of(part: pd.DataFrame, i: int) -> tuple[np.ndarray, np.ndarray]:
     return vals, np.zeros(len(vals), dtype=bool)
 
 
-def _u_stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> _Partial:
+def _u_stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> Partial:
     """Partial statistics of the numeric variables over a partition of ``U`` (step 4)."""
     out = []
     for i, num in enumerate(numeric):
         if num:
             vals, miss = _num_of(u, i)
             out.append(var_stats(vals[~miss]))
-    return _Partial(out)
+    return Partial(out)
 
 
 def _binned_part(
-    part: pd.DataFrame, numeric: Sequence[bool], specs: _Specs, origin: int, raw: bool, *args: Any
+    part: pd.DataFrame, numeric: Sequence[bool], specs: Specs, origin: int, raw: bool, *args: Any
 ) -> pd.DataFrame:
     """Binned profile ``b{i}`` (float64 bins of numeric variables, int64 codes of
     categorical ones) plus ``_o`` / ``_a`` (1 for a record of ``U`` / an avatar). ``part``
@@ -215,8 +215,8 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     # step 4: one exact tree reduction -> bin grids (a Dask Scalar, used by the binning)
     specs = u.reduction(
         _u_stats_chunk,
-        aggregate=_finalize_specs,
-        combine=_merge_partials,
+        aggregate=finalize_specs,
+        combine=merge_partials,
         meta=object,
         chunk_kwargs={"numeric": numeric},
         aggregate_kwargs={
@@ -227,7 +227,7 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
         },
     )
     # steps 5-8: per binned profile the number of U records (_o) and of avatars (_a)
-    dummy = _Specs(tuple(_Grid(0.0, 1.0, 1.0, 1.0) for _ in num_names), (), ())
+    dummy = Specs(tuple(Grid(0.0, 1.0, 1.0, 1.0) for _ in num_names), (), ())
     meta_bin = _binned_part(meta_raw, numeric, dummy, 0, True)
     bu = u.map_partitions(_binned_part, numeric, specs, 0, True, meta=meta_bin)
     bs = syn_k.map_partitions(_binned_part, numeric, specs, 1, False, known, numeric, domains, meta=meta_bin)

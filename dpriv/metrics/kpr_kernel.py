@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpriv.metrics.kpr_binning import _finalize_specs, _Grid, _Partial, _Specs, bin_values, var_stats
+from dpriv.metrics.kpr_binning import Grid, Partial, Specs, bin_values, finalize_specs, var_stats
 from dpriv.metrics.kpr_codes import (
-    _MAX_CARD,
     BIN_OFFSET,
     CHUNK,
+    MAX_CARD,
     categorical_codes,
     match_counts,
     numeric_values,
@@ -30,7 +30,7 @@ from dpriv.metrics.kpr_codes import (
     raw_numeric_codes,
     unique_rows,
 )
-from dpriv.metrics.kpr_validation import _LOW_CARDINALITY
+from dpriv.metrics.kpr_validation import LOW_CARDINALITY
 
 
 @dataclass(frozen=True)
@@ -61,19 +61,19 @@ class Counts:
     n: int
     n_synthetic: int
     n_unique: int
-    specs: _Specs
+    specs: Specs
     n_b1: int
     n_matched: int
     n_distinct: tuple[int, ...]
     cat_missing: tuple[int, ...] = ()
 
 
-def binned_card(grid: _Grid | None) -> int | None:
+def binned_card(grid: Grid | None) -> int | None:
     """Number of binned codes of a numeric variable (regular bins + 4 sentinels), ``None``
     when that passes 2**62 (the float bins are then renumbered, not offset)."""
     n_bins = 0 if grid is None else int(grid.exact.n_bins if grid.exact is not None else grid.n_bins)
     card = n_bins + BIN_OFFSET
-    return card if card < _MAX_CARD else None
+    return card if card < MAX_CARD else None
 
 
 def _few_distinct(s: pd.Series) -> int:
@@ -99,7 +99,7 @@ def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup)
     """The counts of (E21) on two pandas tables (the ``setup.known`` columns are read).
 
     ``setup.numeric[i]`` tells whether ``setup.known[i]`` is binned (validated by
-    :func:`dpriv.metrics.kpr_validation._validate`). Bin grids with errors (infinite or
+    :func:`dpriv.metrics.kpr_validation.validate_kpr`). Bin grids with errors (infinite or
     too large values) are returned in ``specs.errors`` with ``|B1| = |S| = 0``; the caller
     raises.
     """
@@ -114,11 +114,11 @@ def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup)
     separated = False  # a numeric variable alone tells every original apart: U = all of them
     for i, (name, num) in enumerate(zip(known, numeric, strict=True)):
         if num:
-            if separated and _few_distinct(original[name]) > _LOW_CARDINALITY:
-                n_distinct.append(_LOW_CARDINALITY + 1)  # its raw codes are not needed
+            if separated and _few_distinct(original[name]) > LOW_CARDINALITY:
+                n_distinct.append(LOW_CARDINALITY + 1)  # its raw codes are not needed
                 continue
             c, card, nd = raw_numeric_codes(original[name])
-            n_distinct.append(min(nd, _LOW_CARDINALITY + 1))
+            n_distinct.append(min(nd, LOW_CARDINALITY + 1))
             separated |= nd == n
         else:
             c, syn_cat[i], card = categorical_codes(original[name], synthetic[name])
@@ -138,10 +138,10 @@ def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup)
             vals, miss = numeric_values(original[name].iloc[u_idx])
             u_num[i] = (vals, miss)
             stats.append(var_stats(vals[~miss], binary=False))
-    specs = _finalize_specs([_Partial(stats)], setup.num_names, setup.tolerance, setup.padding, setup.ddof)
+    specs = finalize_specs([Partial(stats)], setup.num_names, setup.tolerance, setup.padding, setup.ddof)
     if specs.errors:
         return Counts(n, n_syn, len(u_idx), specs, 0, 0, tuple(n_distinct), cat_missing)
-    grids: dict[int, _Grid | None] = dict(zip(u_num, specs.grids, strict=True))
+    grids: dict[int, Grid | None] = dict(zip(u_num, specs.grids, strict=True))
     bcards = [cat_card[i] if i in cat_card else binned_card(grids[i]) for i in range(len(known))]
 
     def u_bins(i: int, rows: slice) -> np.ndarray:
@@ -158,7 +158,7 @@ def pandas_counts(original: pd.DataFrame, synthetic: pd.DataFrame, setup: Setup)
     def s_codes(i: int, rows: slice) -> np.ndarray:
         return syn_cat[i][rows] if i in syn_cat else (s_bins(i, rows) + BIN_OFFSET).astype(np.int64)
 
-    if all(c is not None for c in bcards) and math.prod(bcards) < _MAX_CARD:  # type: ignore[arg-type]
+    if all(c is not None for c in bcards) and math.prod(bcards) < MAX_CARD:  # type: ignore[arg-type]
         card = math.prod(bcards)  # type: ignore[arg-type]
         key_u = _chunked_key(len(u_idx), u_codes, bcards)  # type: ignore[arg-type]
         key_s = _chunked_key(n_syn, s_codes, bcards)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,15 @@ from dpriv._dispatch import is_dask
 from dpriv.errors import InputError
 from dpriv.metrics.kpr_inputs import kind_mismatch, released_view_error
 
-_LOW_CARDINALITY = 10  # numeric known variable with <= 10 distinct values -> warning (§5.2)
+
+class KnownColumns(NamedTuple):
+    """The known variables of a KPR call, checked: their names and, per name, whether it is numeric."""
+
+    names: tuple[str, ...]
+    numeric: tuple[bool, ...]
+
+
+LOW_CARDINALITY = 10  # numeric known variable with <= 10 distinct values -> warning (§5.2)
 
 
 class KPRWarning(UserWarning):
@@ -43,14 +51,21 @@ def _kind(dtype: Any) -> str:
     return "refused"
 
 
-def _validate(
+def validate_kpr(
     original: Any,
     synthetic: Any,
     known: Sequence[str],
     tolerance: float,
     padding: float,
     ddof: int,
-) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+) -> KnownColumns:
+    """The checked known variables of :func:`dpriv.metrics.kpr.kpr` (its arguments, same names).
+
+    Raises InputError naming the argument, the variable and its table: a table not a pandas or
+    Dask frame, ``known`` empty, not strings, repeated or missing from a table, a known variable
+    of a kind KPR cannot bin (dates, durations), or kinds differing between the tables; a
+    ``tolerance`` not > 0, a ``padding`` not >= 0, a ``ddof`` not an integer >= 0.
+    """
     for label, obj in (("original", original), ("synthetic", synthetic)):
         if not (isinstance(obj, pd.DataFrame) or is_dask(obj)):
             raise InputError(
@@ -100,4 +115,4 @@ def _validate(
             kinds = {"original": (ko, original.dtypes[k]), "synthetic": (ks, synthetic.dtypes[k])}
             raise kind_mismatch(k, kinds, {"original": original, "synthetic": synthetic})
         numeric.append(ko == "numeric")
-    return known_t, tuple(numeric)
+    return KnownColumns(known_t, tuple(numeric))

@@ -32,12 +32,12 @@ from dpriv.report.sections import (
 )
 from dpriv.report.tables import (
     RELEASE_COLUMNS,
-    _j_unit,
-    _ledger,
-    _stored_policy,
+    as_ledger,
     defender_tail,
+    j_unit_name,
     policy_summary,
     release_frame,
+    released_policy,
 )
 from dpriv.report.tail import tail_curves
 
@@ -143,15 +143,15 @@ def render_report(
     from dpriv.release_check import check_ledger_whole
 
     e = html.escape
-    led = _ledger(ledger)
+    led = as_ledger(ledger)
     check_ledger_whole(led, state=False)  # a damaged ledger (its last view truncated) is refused
-    policy = _stored_policy(led)
+    policy = released_policy(led)
     releases = release_frame(led, _history_reference(led, history), attack_dir)
     results = attack_results(led, gains, attack_dir)  # refuses another ledger's results
     folder = results_folder(led, attack_dir)
     curves = results.curves
     title = title or report_title(policy)
-    j_unit = _j_unit(float(policy.get("log_base", 2.0)))
+    j_unit = j_unit_name(float(policy.get("log_base", 2.0)))
     method = str(policy.get("method", "jsreduce"))
     n = len(releases)
     parts = [
@@ -258,7 +258,7 @@ def write_report(
         A release ledger (or its folder).
     out_html : str or Path
         The page to write (its folder is created), atomically, and recorded in the folder's
-        ``.dpriv-outputs`` (dpriv/cli/outputs.py). An existing file is replaced only when an
+        ``.dpriv-outputs`` (dpriv/output_record.py). An existing file is replaced only when an
         earlier report wrote it and it is unchanged since (``dpriv report --force``'s rule).
     gains : dict knowledge name -> DataFrame, optional
         Adversary gains per release (columns ``release``, ``adversary_gain``, e.g. the
@@ -289,7 +289,8 @@ def write_report(
         folder, or exists and is not a page an earlier report wrote (or has changed since):
         nothing is written.
     """
-    from dpriv.cli.outputs import check_outside_ledger, check_replaceable, check_suffix, record_output
+    from dpriv.cli.outputs import check_outside_ledger, check_replaceable, check_suffix
+    from dpriv.output_record import record_output
 
     out = Path(out_html)
     check_suffix(out, "report", flag="out_html")  # HTML in a .txt or .csv file: refused

@@ -172,7 +172,8 @@ def plot_kpr(releases: pd.DataFrame):
     return fig
 
 
-def _png_uri(fig) -> str:
+def png_uri(fig) -> str:
+    """A matplotlib figure as a ``data:image/png;base64,...`` URI (100 dpi) for an HTML page."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

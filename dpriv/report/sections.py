@@ -31,7 +31,7 @@ from dpriv.report.explain import (
     knowledge_key,
     percent,
 )
-from dpriv.report.plots import _png_uri, plot_kpr
+from dpriv.report.plots import plot_kpr, png_uri
 from dpriv.report.tail import plot_tail
 
 e = html.escape
@@ -66,7 +66,7 @@ def cell(value: Any, *, digits: int = 4, cls: str = "", text: str | None = None,
 
 
 def img(fig, alt: str) -> str:
-    return f'<img alt="{e(alt)}" src="{_png_uri(fig)}">'
+    return f'<img alt="{e(alt)}" src="{png_uri(fig)}">'
 
 
 def _threshold(name: str, threshold: float) -> str:

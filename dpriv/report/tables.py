@@ -74,7 +74,8 @@ def _entry(metrics: dict[str, Any], key: str) -> Any:
     return value
 
 
-def _ledger(ledger: Ledger | str | Path) -> Ledger:
+def as_ledger(ledger: Ledger | str | Path) -> Ledger:
+    """``ledger`` itself, or the :class:`Ledger` of the folder it names."""
     return ledger if isinstance(ledger, Ledger) else Ledger(ledger)
 
 
@@ -87,7 +88,7 @@ def check_columns(frame: object, columns: tuple[str, ...], function: str, source
         raise InputError(f"{function}() takes {source}, not {what} without column(s) {missing}")
 
 
-def _stored_policy(led: Ledger) -> dict[str, Any]:
+def released_policy(led: Ledger) -> dict[str, Any]:
     """The ledger's policy.json; InputError when it has none, or no committed release."""
     path = led.root / POLICY
     if not path.is_file():
@@ -96,7 +97,8 @@ def _stored_policy(led: Ledger) -> dict[str, Any]:
     return led.stored_policy()
 
 
-def _j_unit(log_base: float) -> str:
+def j_unit_name(log_base: float) -> str:
+    """The unit of a JS divergence in ``log_base`` as the page prints it (``bits``, ``nats``, ...)."""
     if math.isclose(log_base, 2.0):
         return "bits"
     if math.isclose(log_base, math.e):
@@ -124,7 +126,7 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
     list of (str, str)
         Unescaped text; :func:`render_report` escapes it.
     """
-    p = _stored_policy(_ledger(ledger))
+    p = released_policy(as_ledger(ledger))
     m = len(p.get("domains", {}).get(p.get("sensitive"), []) or [])
     ground = p.get("emd_ground", "equal")
     ground_text = (
@@ -143,7 +145,7 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
         ("t (EMD threshold)", f"{p.get('t')} -- Earth Mover's Distance with the {ground_text}"),
         (
             "j (Jensen-Shannon threshold)",
-            f"{p.get('j')} {_j_unit(log_base)} -- JS divergence over the revised background knowledge",
+            f"{p.get('j')} {j_unit_name(log_base)} -- JS divergence over the revised background knowledge",
         ),
         ("max_suppression", _max_suppression(p.get("max_suppression"))),
         ("seed", str(p.get("seed"))),
@@ -198,7 +200,7 @@ def kpr_values(
     """
     from dpriv.report.coverage import results_folder
 
-    led = _ledger(ledger)
+    led = as_ledger(ledger)
     folder, label = results_folder(led, attack_dir)
     path = folder / KPR_FILE
     if not path.is_file():
@@ -242,7 +244,7 @@ def release_frame(
         ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in ``attack/kpr.csv``
         nor passed); other missing values are None.
     """
-    led = _ledger(ledger)
+    led = as_ledger(ledger)
     held = {int(r["index"]) for r in led.committed()}
     if reference is not None and not (
         isinstance(reference, Mapping)
@@ -284,7 +286,7 @@ def defender_tail(ledger: Ledger | str | Path) -> pd.DataFrame:
     Returns a frame with columns ``release`` (int64) and ``confident_share`` (float64, NaN
     where undefined or not recorded), one row per committed release.
     """
-    led = _ledger(ledger)
+    led = as_ledger(ledger)
     rows = []
     for entry in led.committed():
         i = int(entry["index"])

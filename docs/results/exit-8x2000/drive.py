@@ -9,7 +9,8 @@ from pathlib import Path
 
 from dpriv.adversary.exits import exit_deductions
 from dpriv.datasets import medical_history
-from dpriv.experiment import ANATOMY, _name, _policy, run_experiment
+from dpriv.experiment import ANATOMY, run_experiment, setting_policy
+from dpriv.experiment_files import setting_name
 from dpriv.policy import ReleasePolicy
 
 seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -48,8 +49,8 @@ for k in ("runs", "gains", "retro", "frontier"):
     shutil.copy(sub / f"{k}.csv", parts / f"{tag}-{k}.csv")
 mh = medical_history(8, 2000, attendance=0.5, seed=seed)
 base = ReleasePolicy.from_toml(sub / "data" / "policy.toml").with_overrides(max_suppression=1.0)
-pol = _policy(base, p)
-a = exit_deductions(sub / "ledgers" / _name(method, p), mh.history, pol, attendance=0.5)
+pol = setting_policy(base, p)
+a = exit_deductions(sub / "ledgers" / setting_name(method, p), mh.history, pol, attendance=0.5)
 a.insert(0, "entry", tag)
 a.to_csv(parts / f"{tag}-exit.csv", index=False)
 print(a[a.as_of == a.as_of.max()].to_string(), flush=True)

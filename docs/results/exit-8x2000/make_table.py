@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 from dpriv.adversary.exits import exit_deductions
 from dpriv.datasets import medical_history
-from dpriv.experiment import _policy
+from dpriv.experiment import setting_policy
 from dpriv.policy import ReleasePolicy
 
 root = Path(sys.argv[2] if len(sys.argv) > 2 else "/work/exp/exit/seed0")
@@ -17,7 +17,7 @@ for work in sorted((root / "work").iterdir()):
     runs = pd.read_csv(work / "runs.csv")
     params = json.loads(front["params"])
     led = next((work / "ledgers").iterdir())
-    pol = _policy(base, params)
+    pol = setting_policy(base, params)
     ex = exit_deductions(led, mh.history, pol, attendance=0.5)
     ex.insert(0, "entry", work.name)
     per.append(ex)

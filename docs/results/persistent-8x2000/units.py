@@ -10,10 +10,10 @@ def spy(units, policy, counts):
     p = orig(units, policy, counts)
     from dpriv.criteria import criteria_for
     from dpriv.divergence import js_from_sums
-    from dpriv.anonymity.jsreduce import _unflat
+    from dpriv.anonymity.jsreduce import unflat_stats
     crit = {c.name: c for c in criteria_for(policy, "jsreduce", counts)}
     if len(units):
-        st = _unflat(units.drop(columns=["_label", "_hkey", "_tie", "_mintie"]), np.arange(len(units)))
+        st = unflat_stats(units.drop(columns=["_label", "_hkey", "_tie", "_mintie"]), np.arange(len(units)))
         big = st.sizes >= 10
         t = np.array([crit["t"].holds_counts(c) for c in st.counts])
         js = np.array([js_from_sums(st.sum_p[i], float(st.sum_h[i]), int(st.sizes[i]), 2.0) for i in range(len(units))])

@@ -1,0 +1,59 @@
+"""``checked_history`` (the history a release reads): its column checks run once, before the
+Parquet footers are read, and refuse as ``check_history`` refuses (hand-made histories)."""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+
+import dpriv.input_checks as ic
+from dpriv.errors import InputError, PolicyError
+from dpriv.policy import ReleasePolicy
+
+FIELDS = {"id": "rid", "qi": ["age"], "sensitive": "s", "time": "view", "k": 2, "t": 1.0, "j": 5.0}
+POLICY = ReleasePolicy(**FIELDS)
+
+
+def _history(views: list[int]) -> pd.DataFrame:
+    rows = [(v, r, 40 + r, "ab"[r % 2]) for v in views for r in range(4)]
+    return pd.DataFrame(rows, columns=["view", "rid", "age", "s"])
+
+
+def _counted(monkeypatch) -> list[object]:
+    calls: list[object] = []
+    real = ic.missing_columns
+
+    def counting(columns, policy, frame=None):
+        calls.append(columns)
+        return real(columns, policy, frame)
+
+    monkeypatch.setattr(ic, "missing_columns", counting)
+    return calls
+
+
+@pytest.mark.parametrize("views", [[1], [2, 1, 2]])
+def test_the_columns_are_checked_once_on_a_parquet_history(views, tmp_path, monkeypatch):
+    _history(views).to_parquet(tmp_path / "h.parquet")
+    calls = _counted(monkeypatch)
+    history, indices = ic.checked_history(dd.read_parquet(tmp_path / "h.parquet"), POLICY)
+    assert indices == sorted(set(views)) and len(calls) == 1
+    assert len(history.compute()) == 4 * len(views)
+
+
+def test_a_pandas_history_is_checked_once_and_cut_at_until(monkeypatch):
+    calls = _counted(monkeypatch)
+    history, indices = ic.checked_history(_history([1, 2, 3]), POLICY, until=2)
+    assert indices == [1, 2] and len(calls) == 1 and len(history) == 12
+
+
+def test_refusals_are_those_of_check_history(tmp_path):
+    no_s = _history([1]).drop(columns="s")
+    no_s.to_parquet(tmp_path / "no_s.parquet")
+    with pytest.raises(InputError, match=r"missing column\(s\) \['s'\]"):
+        ic.checked_history(dd.read_parquet(tmp_path / "no_s.parquet"), POLICY)
+    no_view = _history([1]).drop(columns="view")
+    with pytest.raises(InputError, match="missing time column 'view'"):
+        ic.checked_history(no_view, POLICY)
+    with pytest.raises(PolicyError, match="a history needs a time column"):
+        ic.checked_history(_history([1]), ReleasePolicy(**{**FIELDS, "time": None}))
