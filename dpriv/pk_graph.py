@@ -31,7 +31,7 @@ import pandas as pd
 from dpriv._dispatch import is_dask, meta_of, to_dask
 from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_truth
 from dpriv.policy import ReleasePolicy
-from dpriv.state import _merge_advance, empty_state
+from dpriv.state import empty_state, merge_advance
 from dpriv.state_buckets import by_bucket, split_by_bucket
 
 
@@ -88,7 +88,7 @@ def merge_bucket(
     """One bucket of the new state: its state rows joined with its posteriors (``pieces``, in
     any order) and advanced; rows in id order."""
     posts = pd.concat(pieces, ignore_index=True) if len(pieces) > 1 else pieces[0]
-    return _merge_advance(state, posts, policy, window, index)
+    return merge_advance(state, posts, policy, window, index)
 
 
 def _state_parts(state: Any, policy: ReleasePolicy, n: int, held: int | None) -> list[Any]:

@@ -146,7 +146,7 @@ def update_state(
     return advance_state(nullable_state(state).merge(post, on=policy.id, how="outer"), policy, window, index)
 
 
-def _merge_advance(
+def merge_advance(
     state: pd.DataFrame, posts: pd.DataFrame, policy: ReleasePolicy, window: int, index: int
 ) -> pd.DataFrame:
     """One bucket: its state rows joined with its posteriors and advanced
@@ -336,7 +336,7 @@ def next_state(
     if not is_dask(posts):
         posts = to_dask(posts, 1)
     return dd.map_partitions(
-        _merge_advance,
+        merge_advance,
         by_bucket(state, policy.id, n, held=held),
         by_bucket(posts, policy.id, n),
         policy,

@@ -13,7 +13,7 @@ import pytest
 from dpriv.metrics.kpr_dask import dask_counts
 from dpriv.metrics.kpr_delayed import delayed_counts
 from dpriv.metrics.kpr_kernel import Setup, pandas_counts
-from dpriv.metrics.kpr_validation import _validate
+from dpriv.metrics.kpr_validation import validate_kpr
 
 
 def tables(rng: np.random.Generator, n: int, n_syn: int):
@@ -32,7 +32,7 @@ def tables(rng: np.random.Generator, n: int, n_syn: int):
 
 
 def setup_of(o, a, known) -> Setup:
-    known_t, numeric = _validate(o, a, known, 0.05, 0.1, 1)
+    known_t, numeric = validate_kpr(o, a, known, 0.05, 0.1, 1)
     return Setup(known_t, numeric, 0.05, 0.1, 1)
 
 

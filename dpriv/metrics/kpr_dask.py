@@ -49,52 +49,57 @@ PARTITIONS_PER_SPLIT = 16
 
 
 @dataclass
-class _LabelSets:
+class LabelSets:
     """Distinct labels of each categorical variable seen so far (tree-reduction state)."""
 
     sets: list[set[str]]
 
 
 @dataclass
-class _Distinct:
+class Distinct:
     """Up to 11 distinct non-missing values per numeric column (float64 arrays)."""
 
     values: list[np.ndarray]
 
 
-def _distinct_chunk(part: pd.DataFrame, names: Sequence[str]) -> _Distinct:
+def distinct_chunk(part: pd.DataFrame, names: Sequence[str]) -> Distinct:
     """Bounded low-cardinality probe of one partition (§5.2 step 2 warning)."""
     out = []
     for name in names:
         v = pd.unique(part[name].to_numpy(dtype=np.float64, na_value=np.nan))
         v = v[~np.isnan(v)]
         out.append(v[: LOW_CARDINALITY + 1])
-    return _Distinct(out)
+    return Distinct(out)
 
 
-def _distinct_merge(parts: pd.Series | Sequence[_Distinct]) -> _Distinct:
+def distinct_merge(parts: pd.Series | Sequence[Distinct]) -> Distinct:
+    """The union of partitions' probes (:func:`distinct_chunk`), cut again at 11 values per column."""
     parts = list(parts)
     out = []
     for j in range(len(parts[0].values)):
         u = np.unique(np.concatenate([p.values[j] for p in parts]))
         out.append(u[: LOW_CARDINALITY + 1])
-    return _Distinct(out)
+    return Distinct(out)
 
 
-def _labels_chunk(part: pd.DataFrame, names: Sequence[str]) -> _LabelSets:
-    return _LabelSets([set(local_codes(part[name])[1].tolist()) for name in names])
+def labels_chunk(part: pd.DataFrame, names: Sequence[str]) -> LabelSets:
+    """The labels each categorical column ``names`` holds in one partition (one set per column)."""
+    return LabelSets([set(local_codes(part[name])[1].tolist()) for name in names])
 
 
-def _labels_merge(parts: pd.Series | Sequence[_LabelSets]) -> _LabelSets:
+def labels_merge(parts: pd.Series | Sequence[LabelSets]) -> LabelSets:
+    """The union, column by column, of partitions' label sets (:func:`labels_chunk`)."""
     parts = list(parts)
-    return _LabelSets([set().union(*(p.sets[j] for p in parts)) for j in range(len(parts[0].sets))])
+    return LabelSets([set().union(*(p.sets[j] for p in parts)) for j in range(len(parts[0].sets))])
 
 
-def _domains_from(sets_o: _LabelSets, sets_s: _LabelSets) -> list[np.ndarray]:
+def domains_from(sets_o: LabelSets, sets_s: LabelSets) -> list[np.ndarray]:
+    """The shared domain of each categorical variable (sorted labels of both tables, one array each)."""
     return [shared_domain([list(a), list(b)]) for a, b in zip(sets_o.sets, sets_s.sets, strict=True)]
 
 
-def _known_categories(frame: Any, name: str) -> bool:
+def known_categories(frame: Any, name: str) -> bool:
+    """Whether ``frame[name]`` (Dask) is categorical with its categories known from the meta."""
     dt = frame._meta[name].dtype
     return isinstance(dt, pd.CategoricalDtype) and bool(frame[name].cat.known)
 
@@ -102,7 +107,7 @@ def _known_categories(frame: Any, name: str) -> bool:
 def _domains(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
     """Shared domain of each categorical variable: a list of label arrays, or a Dask
     Delayed of it (one tree reduction per table) when some categories are unknown."""
-    if all(_known_categories(f, c) for f in (original, synthetic) for c in cat_names):
+    if all(known_categories(f, c) for f in (original, synthetic) for c in cat_names):
         return [
             shared_domain([local_codes(original._meta[c])[1], local_codes(synthetic._meta[c])[1]])
             for c in cat_names
@@ -111,17 +116,17 @@ def _domains(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
 
     def labels(frame: Any) -> Any:
         return frame[cat_names].reduction(
-            _labels_chunk,
-            aggregate=_labels_merge,
-            combine=_labels_merge,
+            labels_chunk,
+            aggregate=labels_merge,
+            combine=labels_merge,
             meta=object,
             chunk_kwargs={"names": cat_names},
         )
 
-    return dask.delayed(_domains_from)(labels(original), labels(synthetic))
+    return dask.delayed(domains_from)(labels(original), labels(synthetic))
 
 
-def _raw_part(
+def raw_part(
     part: pd.DataFrame, known: Sequence[str], numeric: Sequence[bool], domains: Sequence[np.ndarray]
 ) -> pd.DataFrame:
     """Raw profile of each original, one column ``k{i}`` per variable: NumPy integers as
@@ -156,7 +161,7 @@ def _num_of(part: pd.DataFrame, i: int) -> tuple[np.ndarray, np.ndarray]:
     return vals, np.zeros(len(vals), dtype=bool)
 
 
-def _u_stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> Partial:
+def u_stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> Partial:
     """Partial statistics of the numeric variables over a partition of ``U`` (step 4)."""
     out = []
     for i, num in enumerate(numeric):
@@ -166,7 +171,7 @@ def _u_stats_chunk(u: pd.DataFrame, numeric: Sequence[bool]) -> Partial:
     return Partial(out)
 
 
-def _binned_part(
+def binned_part(
     part: pd.DataFrame, numeric: Sequence[bool], specs: Specs, origin: int, raw: bool, *args: Any
 ) -> pd.DataFrame:
     """Binned profile ``b{i}`` (float64 bins of numeric variables, int64 codes of
@@ -174,7 +179,7 @@ def _binned_part(
     is a raw profile table (``raw``) or an input partition (then ``args`` are ``known``
     and the domains and the raw profile is built first)."""
     if not raw:
-        part = _raw_part(part, *args)
+        part = raw_part(part, *args)
     cols: dict[str, Any] = {}
     j = 0
     for i, num in enumerate(numeric):
@@ -205,8 +210,8 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     domains = _domains(original, synthetic, cat_names) if cat_names else []
     orig_k, syn_k = original[known], synthetic[known]
     empty = [np.array([], dtype=object) for _ in cat_names]
-    meta_raw = _raw_part(orig_k._meta, known, numeric, empty)
-    enc_o = orig_k.map_partitions(_raw_part, known, numeric, domains, meta=meta_raw)
+    meta_raw = raw_part(orig_k._meta, known, numeric, empty)
+    enc_o = orig_k.map_partitions(raw_part, known, numeric, domains, meta=meta_raw)
     keys = list(meta_raw.columns)
     split = -(-max(original.npartitions, synthetic.npartitions) // PARTITIONS_PER_SPLIT)
     # step 3: U = raw profiles of size 1 (partitioned result, never gathered)
@@ -214,7 +219,7 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     u = sizes[sizes["_n"] == 1][keys]
     # step 4: one exact tree reduction -> bin grids (a Dask Scalar, used by the binning)
     specs = u.reduction(
-        _u_stats_chunk,
+        u_stats_chunk,
         aggregate=finalize_specs,
         combine=merge_partials,
         meta=object,
@@ -228,9 +233,9 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     )
     # steps 5-8: per binned profile the number of U records (_o) and of avatars (_a)
     dummy = Specs(tuple(Grid(0.0, 1.0, 1.0, 1.0) for _ in num_names), (), ())
-    meta_bin = _binned_part(meta_raw, numeric, dummy, 0, True)
-    bu = u.map_partitions(_binned_part, numeric, specs, 0, True, meta=meta_bin)
-    bs = syn_k.map_partitions(_binned_part, numeric, specs, 1, False, known, numeric, domains, meta=meta_bin)
+    meta_bin = binned_part(meta_raw, numeric, dummy, 0, True)
+    bu = u.map_partitions(binned_part, numeric, specs, 0, True, meta=meta_bin)
+    bs = syn_k.map_partitions(binned_part, numeric, specs, 1, False, known, numeric, domains, meta=meta_bin)
     both = dd.concat([bu, bs], ignore_unknown_divisions=True)
     bkeys = [c for c in meta_bin.columns if c not in ("_o", "_a")]
     agg = both.groupby(bkeys, sort=False)[["_o", "_a"]].sum(split_out=split)
@@ -239,14 +244,14 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     n_s = agg["_o"].where(b1, 0).sum()
     if num_names:
         distinct = original[num_names].reduction(
-            _distinct_chunk,
-            aggregate=_distinct_merge,
-            combine=_distinct_merge,
+            distinct_chunk,
+            aggregate=distinct_merge,
+            combine=distinct_merge,
             meta=object,
             chunk_kwargs={"names": num_names},
         )
     else:
-        distinct = _Distinct([])
+        distinct = Distinct([])
     # records of U missing each categorical variable (code 0), as the pandas path counts them
     cat_missing = [(u[f"k{i}"] == 0).sum() for i, nm in enumerate(numeric) if not nm]
     n, n_syn, n_u, specs_v, n_b1, n_s, distinct_v, cat_missing_v = dask.compute(

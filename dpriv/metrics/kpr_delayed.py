@@ -37,21 +37,21 @@ import numpy as np
 import pandas as pd
 
 from dpriv._dispatch import is_dask
-from dpriv.metrics.kpr_binning import _finalize_specs, _Specs
+from dpriv.metrics.kpr_binning import Specs, finalize_specs
 from dpriv.metrics.kpr_codes import local_codes, shared_domain
 from dpriv.metrics.kpr_dask import (
     PARTITIONS_PER_SPLIT,
-    _binned_part,
-    _Distinct,
-    _distinct_chunk,
-    _distinct_merge,
-    _domains_from,
-    _known_categories,
-    _labels_chunk,
-    _labels_merge,
-    _raw_part,
-    _u_stats_chunk,
+    Distinct,
+    binned_part,
     dask_counts,
+    distinct_chunk,
+    distinct_merge,
+    domains_from,
+    known_categories,
+    labels_chunk,
+    labels_merge,
+    raw_part,
+    u_stats_chunk,
 )
 from dpriv.metrics.kpr_kernel import Counts, Setup
 
@@ -61,7 +61,7 @@ class _ProfilePart(NamedTuple):
     (the profile columns ``k<i>``/``m<i>`` and ``_n``, int64)."""
 
     n: int
-    distinct: _Distinct
+    distinct: Distinct
     sizes: pd.DataFrame
 
 
@@ -69,7 +69,7 @@ class _Unique(NamedTuple):
     """Step 2: ``U``'s raw profiles, the grids, and the counts read off the original table."""
 
     u: pd.DataFrame
-    specs: _Specs
+    specs: Specs
     n: int
     n_u: int
     n_distinct: tuple[int, ...]
@@ -90,9 +90,9 @@ def _profile_part(
     domains: Sequence[np.ndarray],
     nums: list,
 ) -> _ProfilePart:
-    raw = _raw_part(part, known, numeric, domains)
+    raw = raw_part(part, known, numeric, domains)
     sizes = raw.groupby(list(raw.columns), sort=False, dropna=False).size().to_frame("_n").reset_index()
-    return _ProfilePart(len(part), _distinct_chunk(part, nums) if nums else _Distinct([]), sizes)
+    return _ProfilePart(len(part), distinct_chunk(part, nums) if nums else Distinct([]), sizes)
 
 
 def _unique_stage(parts: list[_ProfilePart], numeric: Sequence[bool], setup: Setup) -> _Unique:
@@ -101,27 +101,27 @@ def _unique_stage(parts: list[_ProfilePart], numeric: Sequence[bool], setup: Set
     sizes = pd.concat([p.sizes for p in parts if len(p.sizes)] or [parts[0].sizes], ignore_index=True)
     total = sizes.groupby(keys, sort=False, dropna=False)["_n"].sum().reset_index()
     u = total.loc[total["_n"].to_numpy() == 1, keys].reset_index(drop=True)
-    specs = _finalize_specs(
-        [_u_stats_chunk(u, numeric)], setup.num_names, setup.tolerance, setup.padding, setup.ddof
+    specs = finalize_specs(
+        [u_stats_chunk(u, numeric)], setup.num_names, setup.tolerance, setup.padding, setup.ddof
     )
-    distinct = _distinct_merge([p.distinct for p in parts]) if setup.num_names else _Distinct([])
+    distinct = distinct_merge([p.distinct for p in parts]) if setup.num_names else Distinct([])
     cat_missing = tuple(int((u[f"k{i}"] == 0).sum()) for i, nm in enumerate(numeric) if not nm)
     n_distinct = tuple(len(v) for v in distinct.values)
     return _Unique(u, specs, sum(p.n for p in parts), len(u), n_distinct, cat_missing)
 
 
-def _specs_of(unique: _Unique) -> _Specs:
+def _specs_of(unique: _Unique) -> Specs:
     return unique.specs
 
 
 def _avatar_part(
     part: pd.DataFrame,
     numeric: Sequence[bool],
-    specs: _Specs,
+    specs: Specs,
     known: Sequence[str],
     domains: Sequence[np.ndarray],
 ) -> _AvatarPart:
-    binned = _binned_part(part, numeric, specs, 1, False, known, numeric, domains)
+    binned = binned_part(part, numeric, specs, 1, False, known, numeric, domains)
     keys = [c for c in binned.columns if c not in ("_o", "_a")]
     return _AvatarPart(len(part), binned.groupby(keys, sort=False)[["_a"]].sum().reset_index())
 
@@ -131,7 +131,7 @@ def _matched(unique: _Unique, avatars: list[_AvatarPart], numeric: Sequence[bool
     n_syn = sum(a.n for a in avatars)
     if specs.errors:  # the caller raises; the DataFrame path's counts are not read then either
         return Counts(unique.n, n_syn, unique.n_u, specs, 0, 0, unique.n_distinct, unique.cat_missing)
-    bu = _binned_part(unique.u, numeric, specs, 0, True)
+    bu = binned_part(unique.u, numeric, specs, 0, True)
     keys = [c for c in bu.columns if c not in ("_o", "_a")]
     counted = [a.counts.assign(_o=0)[[*keys, "_o", "_a"]] for a in avatars if len(a.counts)]
     both = pd.concat([bu, *counted], ignore_index=True)
@@ -144,17 +144,17 @@ def _matched(unique: _Unique, avatars: list[_AvatarPart], numeric: Sequence[bool
 def _domain_list(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
     """Shared domain of each categorical variable: from the dtypes when every category is
     known (nothing computed), else a Delayed over each partition's labels (one task each)."""
-    if all(_known_categories(f, c) for f in (original, synthetic) for c in cat_names):
+    if all(known_categories(f, c) for f in (original, synthetic) for c in cat_names):
         return [
             shared_domain([local_codes(original._meta[c])[1], local_codes(synthetic._meta[c])[1]])
             for c in cat_names
         ]
-    chunk = dask.delayed(_labels_chunk, pure=True)
+    chunk = dask.delayed(labels_chunk, pure=True)
 
     def labels(frame: Any) -> Any:
-        return dask.delayed(_labels_merge, pure=True)([chunk(p, cat_names) for p in frame.to_delayed()])
+        return dask.delayed(labels_merge, pure=True)([chunk(p, cat_names) for p in frame.to_delayed()])
 
-    return dask.delayed(_domains_from, pure=True)(labels(original[cat_names]), labels(synthetic[cat_names]))
+    return dask.delayed(domains_from, pure=True)(labels(original[cat_names]), labels(synthetic[cat_names]))
 
 
 def delayed_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
