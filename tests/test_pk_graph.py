@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from peaked_priors import peaked_priors
 
 from dpriv.metrics.defender_tail import tail_meta
 from dpriv.pk_graph import pk_graph
@@ -32,12 +33,7 @@ def members(rng, ids: np.ndarray, nparts: int) -> dd.DataFrame:
     """A membership of whole QI-groups (labels), ``nparts`` partitions cut between groups, each
     sorted by (label, id) as the regroup step leaves it; priors peaked on the truth for half."""
     n, m = len(ids), len(POLICY.sensitive_domain)
-    s = rng.integers(0, m, n)
-    prior = rng.dirichlet(np.ones(m), n)
-    peaked = rng.random(n) < 0.5
-    prior[peaked] = 0.001
-    prior[peaked, s[peaked]] = 1.0
-    prior /= prior.sum(axis=1, keepdims=True)
+    s, prior = peaked_priors(rng, n, m)
     frame = pd.DataFrame({POLICY.id: ids, LABEL: rng.integers(0, 12, n) * 7919, SCODE: s})
     frame = frame.assign(**{c: prior[:, i] for i, c in enumerate(POLICY.prior_columns)})
     labels = np.unique(frame[LABEL])

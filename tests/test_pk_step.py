@@ -5,6 +5,7 @@ computations they replace."""
 import numpy as np
 import pandas as pd
 import pytest
+from peaked_priors import peaked_priors
 
 import dpriv.state as state_mod
 from dpriv.datasets import medical_history, write_history
@@ -30,12 +31,7 @@ def membership(policy: ReleasePolicy, n: int = 240, seed: int = 0) -> pd.DataFra
     true value (so that some posteriors pass 0.9), the others a flat-ish one."""
     rng = np.random.default_rng(seed)
     m = len(policy.sensitive_domain)
-    s = rng.integers(0, m, n)
-    prior = rng.dirichlet(np.ones(m), n)
-    peaked = rng.random(n) < 0.5
-    prior[peaked] = 0.001
-    prior[peaked, s[peaked]] = 1.0
-    prior /= prior.sum(axis=1, keepdims=True)
+    s, prior = peaked_priors(rng, n, m)
     frame = pd.DataFrame(
         {policy.id: rng.permutation(10 * n)[:n], LABEL: rng.integers(0, 30, n) * 7919, SCODE: s}
     )
