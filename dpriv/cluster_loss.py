@@ -15,6 +15,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import re
+from typing import NamedTuple
 
 from dpriv.errors import ClusterError
 
@@ -78,26 +79,33 @@ def _reasons(exc: BaseException) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def what_was_lost(exc: BaseException) -> tuple[str, str]:
-    """(``"a worker"``, ``"its scheduler"`` or ``"a worker or its scheduler"``, what happened
-    in a few words with Dask's own name for it)."""
+class Loss(NamedTuple):
+    """What a cluster lost: ``what`` is ``"a worker"``, ``"its scheduler"`` or ``"a worker or
+    its scheduler"``; ``why`` what happened, in a few words with Dask's own name for it."""
+
+    what: str
+    why: str
+
+
+def what_was_lost(exc: BaseException) -> Loss:
+    """What the cluster lost under ``exc`` (:class:`Loss`)."""
     from_dask = cluster_loss(exc) or exc
     name = type(from_dask).__name__
     if name == "KilledWorker":
         task = from_dask.args[0] if from_dask.args else "?"
         why = f"every worker that ran task {task!r} died running it, out of memory? (Dask: {name}, {_KILLED})"
-        return "a worker", why
+        return Loss("a worker", why)
     reasons = _reasons(from_dask) if isinstance(from_dask, concurrent.futures.CancelledError) else []
     if reasons:
         lost = {_REASONS.get(r, (_EITHER,))[0] for r in reasons}
         why = "; ".join(
             f"{_REASONS[r][1]} (Dask: {r!r})" if r in _REASONS else f"Dask: {r!r}" for r in reasons
         )
-        return (lost.pop() if len(lost) == 1 else _EITHER), why
+        return Loss(lost.pop() if len(lost) == 1 else _EITHER, why)
     text = (str(from_dask).splitlines() or [""])[0][:200]
     dask_said = f"Dask: {name}: {text}" if text else f"Dask: {name}"
     if name == "ClosedClientError":  # closed after failing to reconnect to its scheduler
-        return "its scheduler", f"the client could not reach the scheduler again ({dask_said})"
+        return Loss("its scheduler", f"the client could not reach the scheduler again ({dask_said})")
     if isinstance(from_dask, OSError):  # CommClosedError, RPCClosed, a timed-out connect
-        return _EITHER, f"a connection to the cluster failed ({dask_said})"
-    return _EITHER, dask_said
+        return Loss(_EITHER, f"a connection to the cluster failed ({dask_said})")
+    return Loss(_EITHER, dask_said)
