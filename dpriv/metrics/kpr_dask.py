@@ -49,7 +49,7 @@ PARTITIONS_PER_SPLIT = 16
 
 
 @dataclass
-class LabelSets:
+class _LabelSets:
     """Distinct labels of each categorical variable seen so far (tree-reduction state)."""
 
     sets: list[set[str]]
@@ -82,32 +82,32 @@ def distinct_merge(parts: pd.Series | Sequence[Distinct]) -> Distinct:
     return Distinct(out)
 
 
-def labels_chunk(part: pd.DataFrame, names: Sequence[str]) -> LabelSets:
+def _labels_chunk(part: pd.DataFrame, names: Sequence[str]) -> _LabelSets:
     """The labels each categorical column ``names`` holds in one partition (one set per column)."""
-    return LabelSets([set(local_codes(part[name])[1].tolist()) for name in names])
+    return _LabelSets([set(local_codes(part[name])[1].tolist()) for name in names])
 
 
-def labels_merge(parts: pd.Series | Sequence[LabelSets]) -> LabelSets:
-    """The union, column by column, of partitions' label sets (:func:`labels_chunk`)."""
+def _labels_merge(parts: pd.Series | Sequence[_LabelSets]) -> _LabelSets:
+    """The union, column by column, of partitions' label sets (:func:`_labels_chunk`)."""
     parts = list(parts)
-    return LabelSets([set().union(*(p.sets[j] for p in parts)) for j in range(len(parts[0].sets))])
+    return _LabelSets([set().union(*(p.sets[j] for p in parts)) for j in range(len(parts[0].sets))])
 
 
-def domains_from(sets_o: LabelSets, sets_s: LabelSets) -> list[np.ndarray]:
+def _domains_from(sets_o: _LabelSets, sets_s: _LabelSets) -> list[np.ndarray]:
     """The shared domain of each categorical variable (sorted labels of both tables, one array each)."""
     return [shared_domain([list(a), list(b)]) for a, b in zip(sets_o.sets, sets_s.sets, strict=True)]
 
 
-def known_categories(frame: Any, name: str) -> bool:
+def _known_categories(frame: Any, name: str) -> bool:
     """Whether ``frame[name]`` (Dask) is categorical with its categories known from the meta."""
     dt = frame._meta[name].dtype
     return isinstance(dt, pd.CategoricalDtype) and bool(frame[name].cat.known)
 
 
-def _domains(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
+def shared_domains(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
     """Shared domain of each categorical variable: a list of label arrays, or a Dask
     Delayed of it (one tree reduction per table) when some categories are unknown."""
-    if all(known_categories(f, c) for f in (original, synthetic) for c in cat_names):
+    if all(_known_categories(f, c) for f in (original, synthetic) for c in cat_names):
         return [
             shared_domain([local_codes(original._meta[c])[1], local_codes(synthetic._meta[c])[1]])
             for c in cat_names
@@ -116,14 +116,14 @@ def _domains(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
 
     def labels(frame: Any) -> Any:
         return frame[cat_names].reduction(
-            labels_chunk,
-            aggregate=labels_merge,
-            combine=labels_merge,
+            _labels_chunk,
+            aggregate=_labels_merge,
+            combine=_labels_merge,
             meta=object,
             chunk_kwargs={"names": cat_names},
         )
 
-    return dask.delayed(domains_from)(labels(original), labels(synthetic))
+    return dask.delayed(_domains_from)(labels(original), labels(synthetic))
 
 
 def raw_part(
@@ -207,7 +207,7 @@ def dask_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
         synthetic = dd.from_pandas(synthetic, npartitions=1)
     known, numeric, num_names = list(setup.known), setup.numeric, setup.num_names
     cat_names = [k for k, nm in zip(known, numeric, strict=True) if not nm]
-    domains = _domains(original, synthetic, cat_names) if cat_names else []
+    domains = shared_domains(original, synthetic, cat_names) if cat_names else []
     orig_k, syn_k = original[known], synthetic[known]
     empty = [np.array([], dtype=object) for _ in cat_names]
     meta_raw = raw_part(orig_k._meta, known, numeric, empty)

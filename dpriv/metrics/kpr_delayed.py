@@ -20,8 +20,8 @@ tasks, most of them tiny. Here, with the same kernels (:mod:`dpriv.metrics.kpr_d
 The counts are integers and the bin statistics exact (:mod:`dpriv.metrics.exact_sums`), so
 the figures are those of the Dask DataFrame path and of the pandas path for any partitioning
 (``tests/test_kpr_delayed.py`` compares the three). Categorical variables whose categories
-are not known from the dtypes add one task per partition of each table and one for the shared
-domain (their labels), as the DataFrame path's reductions did. Inputs of more than
+are not known from the dtypes add the DataFrame path's tree reduction of their labels
+(:func:`~dpriv.metrics.kpr_dask.shared_domains`, the same function). Inputs of more than
 :data:`~dpriv.metrics.kpr_dask.PARTITIONS_PER_SPLIT` partitions go to the DataFrame path,
 which spreads the profile counts over several tasks (``split_out``); up to that, it held them
 in one task too.
@@ -38,7 +38,6 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask
 from dpriv.metrics.kpr_binning import Specs, finalize_specs
-from dpriv.metrics.kpr_codes import local_codes, shared_domain
 from dpriv.metrics.kpr_dask import (
     PARTITIONS_PER_SPLIT,
     Distinct,
@@ -46,11 +45,8 @@ from dpriv.metrics.kpr_dask import (
     dask_counts,
     distinct_chunk,
     distinct_merge,
-    domains_from,
-    known_categories,
-    labels_chunk,
-    labels_merge,
     raw_part,
+    shared_domains,
     u_stats_chunk,
 )
 from dpriv.metrics.kpr_kernel import Counts, Setup
@@ -141,22 +137,6 @@ def _matched(unique: _Unique, avatars: list[_AvatarPart], numeric: Sequence[bool
     return Counts(unique.n, n_syn, unique.n_u, specs, n_b1, n_s, unique.n_distinct, unique.cat_missing)
 
 
-def _domain_list(original: Any, synthetic: Any, cat_names: list[str]) -> Any:
-    """Shared domain of each categorical variable: from the dtypes when every category is
-    known (nothing computed), else a Delayed over each partition's labels (one task each)."""
-    if all(known_categories(f, c) for f in (original, synthetic) for c in cat_names):
-        return [
-            shared_domain([local_codes(original._meta[c])[1], local_codes(synthetic._meta[c])[1]])
-            for c in cat_names
-        ]
-    chunk = dask.delayed(labels_chunk, pure=True)
-
-    def labels(frame: Any) -> Any:
-        return dask.delayed(labels_merge, pure=True)([chunk(p, cat_names) for p in frame.to_delayed()])
-
-    return dask.delayed(domains_from, pure=True)(labels(original[cat_names]), labels(synthetic[cat_names]))
-
-
 def delayed_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
     """The counts of (E21) when either table is a Dask DataFrame (a pandas one is wrapped in
     one partition), in one ``dask.compute`` of a Delayed graph; only the per-partition profile
@@ -176,7 +156,7 @@ def delayed_counts(original: Any, synthetic: Any, setup: Setup) -> Counts:
         return dask_counts(original, synthetic, setup)
     known, numeric, nums = list(setup.known), setup.numeric, setup.num_names
     cat_names = [k for k, nm in zip(known, numeric, strict=True) if not nm]
-    domains = _domain_list(original, synthetic, cat_names) if cat_names else []
+    domains = shared_domains(original, synthetic, cat_names) if cat_names else []
     task = dask.delayed
     firsts = [
         task(_profile_part, pure=True)(p, known, numeric, domains, nums) for p in original[known].to_delayed()
