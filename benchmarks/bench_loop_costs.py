@@ -32,16 +32,13 @@ from pathlib import Path
 import dask
 import dask.dataframe as dd
 import psutil
-from bench_scale import warm_up
+from bench_scale import warm_recommended_view
 from distributed import Client, LocalCluster
 
 import dpriv.ledger as ledger_mod
 import dpriv.release as release_mod
 import dpriv.steps as steps_mod
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
-from dpriv.datasets import write_medical_view
-from dpriv.datasets.files import RECOMMENDED_DEFENSE
-from dpriv.policy import ReleasePolicy
 
 
 def thread_cpu() -> dict[str, float]:
@@ -122,10 +119,7 @@ def main() -> None:
             LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc,
             Client(lc) as client,
         ):
-            write_medical_view(work, args.rows, npartitions=args.npartitions, seed=0)
-            policy = ReleasePolicy.from_toml(work / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
-            policy = policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
-            warm_up(work / "warm", policy)
+            policy = warm_recommended_view(work, args.rows, args.npartitions)
             workers = [psutil.Process(p) for p in client.run(os.getpid).values()]
             meter = Meter(workers)
             instrument(meter)

@@ -133,6 +133,21 @@ def warm_up(folder: Path, policy: ReleasePolicy, in_process: bool = False) -> No
         release_history(read(folder / "history.parquet"), policy, folder / "ledger", npartitions=2)
 
 
+def recommended_policy(folder: Path) -> ReleasePolicy:
+    """The recommended defense for the ``write_medical_view`` folder ``folder``."""
+    policy = ReleasePolicy.from_toml(folder / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
+    return policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
+
+
+def warm_recommended_view(work: Path, rows: int, npartitions: int) -> ReleasePolicy:
+    """A ``write_medical_view`` of ``rows`` tuples in ``npartitions`` files written to ``work``,
+    numba warmed on the workers (:func:`warm_up`), and its recommended policy."""
+    write_medical_view(work, rows, npartitions=npartitions, seed=0)
+    policy = recommended_policy(work)
+    warm_up(work / "warm", policy)
+    return policy
+
+
 def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args) -> dict:
     with (
         dask.config.set(worker_config()),  # the workers dpriv's own LocalCluster starts
@@ -207,8 +222,7 @@ def main() -> None:
         write_medical_view(work, args.rows, npartitions=args.npartitions, seed=0)
         generate = round(time.perf_counter() - start, 3)
     if args.recommended:
-        policy = ReleasePolicy.from_toml(work / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
-        policy = policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
+        policy = recommended_policy(work)
     else:
         policy = ReleasePolicy.from_toml(work / "policy.toml", k=args.k, t=args.t, j=args.j)
     src = work / "history.parquet"

@@ -24,15 +24,12 @@ import dask
 import dask.dataframe as dd
 import psutil
 from bench_loop_costs import Meter, instrument
-from bench_scale import warm_up
+from bench_scale import warm_recommended_view
 from distributed import Client, LocalCluster
 from distributed.utils import key_split
 
 import dpriv.release as release_mod
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
-from dpriv.datasets import write_medical_view
-from dpriv.datasets.files import RECOMMENDED_DEFENSE
-from dpriv.policy import ReleasePolicy
 
 MIB = 2**20
 #: enough room in the scheduler's task stream and the workers' transfer logs for a whole release
@@ -80,10 +77,7 @@ def main() -> None:
             LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc,
             Client(lc) as client,
         ):
-            write_medical_view(work, args.rows, npartitions=args.npartitions, seed=0)
-            policy = ReleasePolicy.from_toml(work / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
-            policy = policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
-            warm_up(work / "warm", policy)
+            policy = warm_recommended_view(work, args.rows, args.npartitions)
             client.get_task_stream()  # starts the scheduler's task stream
             addresses = set(client.scheduler_info()["workers"])
             workers = [psutil.Process(p) for p in client.run(os.getpid).values()]
