@@ -222,15 +222,16 @@ def _dpriv(*args, log) -> Peaks:
 
 
 def _sized(rows: int, npartitions: int) -> list:
+    # the view bench_scale's own mode generates (write_medical_view, seed 0, these files)
     return ["--views", 1, "--view-size", rows, "--partitions", npartitions, "--seed", 0]
 
 
-def _generate(out: Path, rows: int, npartitions: int, log) -> Path:
-    _dpriv("generate", "medical", *_sized(rows, npartitions), "--out", out, log=log)
-    return out
+def _generate(out: Path, rows: int, npartitions: int, log) -> Peaks:
+    """``dpriv generate medical``: a one-view history of ``rows`` tuples in ``npartitions`` files."""
+    return _dpriv("generate", "medical", *_sized(rows, npartitions), "--out", out, log=log)
 
 
-def _release(folder: Path, npartitions: int | None, log):
+def _release(folder: Path, npartitions: int | None, log) -> Peaks:
     """``dpriv release`` of a generated folder on a LocalCluster, its own policy.toml."""
     parts = ["--npartitions", npartitions] if npartitions else []
     history, ledger, policy = folder / "history.parquet", folder / "ledger", folder / "policy.toml"
@@ -249,7 +250,7 @@ def run_user_process(rows: int, work: Path, npartitions: int) -> dict:
     """
     with open(work / "dpriv-commands.log", "a") as log:
         view = work / f"view-{rows}"
-        gen = _dpriv("generate", "medical", *_sized(rows, npartitions), "--out", view, log=log)
+        gen = _generate(view, rows, npartitions, log)
         rel = _release(view, npartitions, log)
     workers = [c.peak for c in rel.children.values() if is_worker(c)]
     metrics = Ledger(view / "ledger", prepare=False).read_metrics(1)
@@ -269,7 +270,8 @@ def run_user_process(rows: int, work: Path, npartitions: int) -> dict:
 def user_process_main(args, work: Path) -> list[dict]:
     """(g) for every ``--rows``, smallest first; prints each and the peaks' ratio."""
     with open(work / "dpriv-commands.log", "a") as log:  # not measured: numba's disk cache filled
-        _release(_generate(work / "warm", 60_000, 2, log), None, log)
+        _generate(work / "warm", 60_000, 2, log)
+        _release(work / "warm", None, log)
     runs = []
     for rows in sorted(args.rows):
         r = run_user_process(rows, work, args.npartitions)
@@ -307,6 +309,8 @@ def main() -> None:
     ap.add_argument("--user-process", action="store_true", help="(g): generate, release in fresh processes")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    if len(args.rows) > 1 and not args.user_process:
+        ap.error("several --rows are measured with --user-process only")
     work = Path(args.work or tempfile.mkdtemp(prefix="dpriv-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     if args.user_process:
@@ -316,8 +320,6 @@ def main() -> None:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
         return
-    if len(args.rows) > 1:
-        ap.error("several --rows are measured with --user-process only")
     args.rows = args.rows[0]
     keep_freed_memory()  # as the dpriv command does in its process (dpriv.allocator)
     no_huge_page_advice()
