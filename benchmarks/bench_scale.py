@@ -9,7 +9,14 @@
     own ``metrics.json``; peak RSS of the client and of the workers is sampled (psutil);
 (d) release / floor (goal <= 5), Hilbert-range balance (largest / smallest, goal <= 1.5);
 (e) ``--scaling``: the same on 1 and on 2 workers, speed-up of each (goal >= 1.8x, issue 13);
-(f) ``--in-process``: the same release in this process (pandas, the in-process path forced).
+(f) ``--in-process``: the same release in this process (pandas, the in-process path forced);
+(g) ``--user-process``: the client as a user's process sees it, instead of (b)-(f): the view
+    written by ``dpriv generate medical --partitions`` in a process of its own, then ``dpriv
+    release --cluster`` (a LocalCluster, one single-threaded worker per core) in a fresh process
+    whose peak RSS, and each worker's, is the kernel's high-water mark (``proc_peaks.py``); a
+    60,000-tuple release before it, not measured, fills numba's on-disk cache. The policy is the
+    generated one (the recommended defense). With several ``--rows`` it prints the client's peak
+    at the largest size over the smallest (issue 13: within 1.2x from 10^6 to 10^7).
 
 The policy is the generated one with ``--k``, ``--t``, ``--j`` (the greedy scan, no exit
 guard); ``--recommended`` releases with the defense ``dpriv generate medical`` writes instead
@@ -19,8 +26,8 @@ workers keep freed memory for reuse and run without numpy's huge-page advice
 (:mod:`dpriv.allocator`; ``DPRIV_KEEP_FREED_MEMORY=0`` measures glibc's defaults,
 ``NUMPY_MADVISE_HUGEPAGE=1`` numpy's).
 
-    python benchmarks/bench_scale.py [--rows 1000000] [--npartitions 8] [--scaling] [--in-process]
-        [--recommended] [--json F]
+    python benchmarks/bench_scale.py [--rows 1000000 ...] [--npartitions 8] [--scaling] [--in-process]
+        [--recommended] [--user-process] [--json F]
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -48,8 +56,13 @@ from dpriv.datasets import write_medical_view
 from dpriv.datasets.files import RECOMMENDED_DEFENSE
 from dpriv.first_pass import range_divisions
 from dpriv.hilbert import HKEY, hilbert_keys
+from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from proc_peaks import Peaks, is_worker, run_watched  # noqa: E402
 
 GIB = 2**30
 
@@ -200,9 +213,90 @@ def run_in_process(work: Path, policy: ReleasePolicy, args) -> dict:
     return run_row(0, floor, wall, led, peak)
 
 
+def _dpriv(*args, log) -> Peaks:
+    """``dpriv ARGS`` in a process of its own (this interpreter, so this venv), watched."""
+    done = run_watched([sys.executable, "-m", "dpriv", *map(str, args)], log=log)
+    if done.returncode:
+        raise SystemExit(f"dpriv {' '.join(map(str, args))} exited {done.returncode}; see {log.name}")
+    return done
+
+
+def _sized(rows: int, npartitions: int) -> list:
+    # the view bench_scale's own mode generates (write_medical_view, seed 0, these files)
+    return ["--views", 1, "--view-size", rows, "--partitions", npartitions, "--seed", 0]
+
+
+def _generate(out: Path, rows: int, npartitions: int, log) -> Peaks:
+    """``dpriv generate medical``: a one-view history of ``rows`` tuples in ``npartitions`` files."""
+    return _dpriv("generate", "medical", *_sized(rows, npartitions), "--out", out, log=log)
+
+
+def _release(folder: Path, npartitions: int | None, log) -> Peaks:
+    """``dpriv release`` of a generated folder on a LocalCluster, its own policy.toml."""
+    parts = ["--npartitions", npartitions] if npartitions else []
+    history, ledger, policy = folder / "history.parquet", folder / "ledger", folder / "policy.toml"
+    return _dpriv("release", history, "--ledger", ledger, "--policy", policy, "--cluster", *parts,
+                  "--no-progress", log=log)  # fmt: skip
+
+
+def run_user_process(rows: int, work: Path, npartitions: int) -> dict:
+    """(g): generate, then release through the command, each in a fresh process; peaks in GiB.
+
+    ``client``: the release process's own peak (it also runs the scheduler and the nannies,
+    as a user's does); ``client_wait4``: the kernel's largest peak of that process and of the
+    workers it reaped (a bound); ``worker_max`` / ``workers_sum``: the workers' own peaks, the
+    largest and their sum (not simultaneous). ``process_s``: the whole command, start-up and the
+    cluster's start and stop included; ``release_s``: the steps of ``metrics.json`` summed.
+    """
+    with open(work / "dpriv-commands.log", "a") as log:
+        view = work / f"view-{rows}"
+        gen = _generate(view, rows, npartitions, log)
+        rel = _release(view, npartitions, log)
+    workers = [c.peak for c in rel.children.values() if is_worker(c)]
+    metrics = Ledger(view / "ledger", prepare=False).read_metrics(1)
+    peak = {"client": rel.process, "client_wait4": rel.tree_maxrss, "generate": gen.process}
+    peak.update(worker_max=max(workers, default=0), workers_sum=sum(workers))
+    return {
+        "rows": rows,
+        "workers": len(workers),
+        "process_s": round(rel.wall_s, 3),
+        "release_s": round(sum(metrics["seconds"].values()), 3),
+        "steps_s": metrics["seconds"],
+        "n_groups": metrics["n_groups"],
+        "peak_gib": {k: round(v / GIB, 3) for k, v in peak.items()},
+    }
+
+
+def user_process_main(args, work: Path) -> list[dict]:
+    """(g) for every ``--rows``, smallest first; prints each and the peaks' ratio."""
+    with open(work / "dpriv-commands.log", "a") as log:  # not measured: numba's disk cache filled
+        _generate(work / "warm", 60_000, 2, log)
+        _release(work / "warm", None, log)
+    runs = []
+    for rows in sorted(args.rows):
+        r = run_user_process(rows, work, args.npartitions)
+        pk = r["peak_gib"]
+        print(
+            f"{rows} tuples, dpriv release --cluster in its own process ({r['workers']} workers): "
+            f"process {r['process_s']} s, steps {r['release_s']} s; peak RSS client {pk['client']} GiB "
+            f"(wait4 bound {pk['client_wait4']}), worker max {pk['worker_max']}, workers' peaks summed "
+            f"{pk['workers_sum']} GiB; the generating process {pk['generate']} GiB",
+            flush=True,
+        )
+        print("  steps (s): " + ", ".join(f"{k} {v}" for k, v in r["steps_s"].items()), flush=True)
+        runs.append(r)
+    if len(runs) > 1:
+        lo, hi = runs[0], runs[-1]
+        ratio = round(hi["peak_gib"]["client"] / lo["peak_gib"]["client"], 3)
+        print(f"client peak {hi['rows']} / {lo['rows']} tuples: {ratio} (goal: <= 1 GiB and <= 1.2x)")
+        print(f"largest worker {hi['rows']} / {lo['rows']}: "
+              f"{round(hi['peak_gib']['worker_max'] / lo['peak_gib']['worker_max'], 3)}")  # fmt: skip
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000], help="several: --user-process only")
     ap.add_argument("--npartitions", type=int, default=8)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--t", type=float, default=0.5)
@@ -212,11 +306,23 @@ def main() -> None:
     ap.add_argument("--in-process", action="store_true", help="also release it in this process (pandas)")
     ap.add_argument("--recommended", action="store_true", help="the recommended defense, not --k/--t/--j")
     ap.add_argument("--work", default="", help="working folder (default: a temp folder, removed)")
+    ap.add_argument("--user-process", action="store_true", help="(g): generate, release in fresh processes")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    if len(args.rows) > 1 and not args.user_process:
+        ap.error("several --rows are measured with --user-process only")
+    work = Path(args.work or tempfile.mkdtemp(prefix="dpriv-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if args.user_process:
+        runs = user_process_main(args, work)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"user_process": runs}, indent=2))
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    args.rows = args.rows[0]
     keep_freed_memory()  # as the dpriv command does in its process (dpriv.allocator)
     no_huge_page_advice()
-    work = Path(args.work or tempfile.mkdtemp(prefix="dpriv-scale-"))
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc):
         start = time.perf_counter()
         write_medical_view(work, args.rows, npartitions=args.npartitions, seed=0)
