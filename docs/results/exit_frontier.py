@@ -11,7 +11,9 @@ FOLDER/README.md.
 """
 
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -31,16 +33,16 @@ allf = allf[allf["seed"].isin(seeds)]
 ours, base = allf[allf["method"] == "jsreduce"], allf[allf["method"] != "jsreduce"]
 allf.to_csv(here / "frontier.csv", index=False)
 for s, g in allf.groupby("seed"):
-    (here / "tmp").mkdir(exist_ok=True)
-    frontier_figure(g, here / "tmp", plt)
-    (here / "tmp" / "frontier.png").rename(here / f"frontier-seed{s}.png")
-    (here / "tmp").rmdir()
+    with tempfile.TemporaryDirectory() as tmp:  # the figure writer also leaves its outputs record there
+        frontier_figure(g, Path(tmp), plt)
+        shutil.move(Path(tmp) / "frontier.png", here / f"frontier-seed{s}.png")
 
 
 def setting(params: str) -> str:
     p = json.loads(params)
     cut = f", cut {p['topdown_cut']}" if "topdown_cut" in p else ""
     rbk = f", rbk_closeness {p['rbk_closeness']}" if "rbk_closeness" in p else ""
+    rbk += f", posterior_bound {p['posterior_bound']}" if "posterior_bound" in p else ""
     return f"t {p['t']}, j {p['j']}{cut}{rbk}" + ("" if p.get("exit_values") else ", no guard")
 
 
