@@ -199,9 +199,10 @@ def _checked_input(
         require_workers("the release")
     refuse_merge(policy)
     history, policy = prepared(history, policy)
-    history, views = checked_history(history, policy)  # one view: read once (persisted)
+    checked = checked_history(history, policy)  # one view: read once (persisted)
     # a Dask history's meta is its first part's: the type checks must see what every part holds
-    history = as_data_types(history, [*policy_columns(policy), policy.time])
+    history = as_data_types(checked.history, [*policy_columns(policy), policy.time])
+    views = checked.indices  # every view of the history (check_stale), those up to until released
     indices = views[:until]
     declared, taken = policy, with_ledger_domains(policy, ledger_dir)  # the ledger's policy.json read once
     policy, _ = resolve_policy(history, policy, recorded_columns(declared, taken))
