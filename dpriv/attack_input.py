@@ -33,8 +33,8 @@ from dpriv.errors import InputError, LedgerError
 from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.ledger_checks import check_ledger_whole
 from dpriv.policy import ReleasePolicy, as_python
-from dpriv.release_check import check_ledger_whole
 from dpriv.released import GROUP
 from dpriv.rows import input_file, row_places
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name

@@ -18,7 +18,8 @@ from dpriv.hierarchy import hierarchy_domains
 from dpriv.input_columns import missing_columns, policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.raw_checks import check_raw
-from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of, spans
+from dpriv.row_problems import problems_of
+from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, spans
 from dpriv.same_text import check_same_text
 from dpriv.validate import check_rows, check_some_value
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
@@ -325,7 +326,7 @@ def history_summaries(
     the same sizes, sensitive counts and digests as :func:`dpriv.validate.validate_view` of each
     view, in one pass over the history (one compute on Dask instead of one per view: the
     per-view round trips were most of a small history's time on a cluster, issue 13). The
-    views' sizes are judged by :func:`dpriv.release_check.check_views`.
+    views' sizes are judged by :func:`dpriv.ledger_checks.check_views`.
     """
     if is_dask(history):
         meta = counts_meta(policy).assign(time=pd.Series(dtype="int64"), n=pd.Series(dtype="int64"))
