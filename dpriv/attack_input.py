@@ -72,11 +72,21 @@ def group_counts(groups: np.ndarray, s: np.ndarray, labels: np.ndarray, m: int) 
     return np.bincount(gi * m + s, minlength=labels.size * m).reshape(labels.size, m)
 
 
+class Members(NamedTuple):
+    """The kept respondents of one release and their values (:func:`members_of`): the fields
+    of :class:`ReadRelease` of the same names (``members`` sorted by group, ``s_true``,
+    ``s_released`` aligned on them, the same multiset per group, and the per-group ``counts``)."""
+
+    members: pd.DataFrame
+    s_true: np.ndarray
+    s_released: np.ndarray
+    counts: np.ndarray
+
+
 def _members(
     ledger: Ledger, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """Group members of release ``index`` (sorted by group), their true codes, the
-    released codes aligned on them (same multiset per group) and the released counts."""
+) -> Members:
+    """:func:`members_of` release ``index`` from the state the ledger holds after it."""
     return members_of(ledger.read_state(index), index, view, released, policy)
 
 
@@ -95,10 +105,11 @@ def _same_id_kind(ledger_ids: pd.Series, history_ids: pd.Series, index: int, nam
 
 def members_of(
     state: pd.DataFrame, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_members` from the respondent state after release ``index`` (the ledger's, or
-    the one a release is about to commit: :mod:`dpriv.gate`). InputError/LedgerError when
-    the state, the released view and the view disagree."""
+) -> Members:
+    """The group members of release ``index`` (:class:`Members`) from the respondent state after
+    it (the ledger's, or the one a release is about to commit: :mod:`dpriv.gate`), the original
+    ``view`` and the ``released`` values. InputError/LedgerError when the state, the released
+    view and the view disagree."""
     m = len(policy.sensitive_domain)
     missing = [c for c in (policy.id, "last_release", "last_group") if c not in state.columns]
     if missing:
@@ -140,7 +151,7 @@ def members_of(
             f"did not publish); give the history that was released{_edited(index)}"
         )
     # both sorted by group with equal group sizes: the released values line up group by group
-    return mem, s_true, r_s, r_counts
+    return Members(mem, s_true, r_s, r_counts)
 
 
 def _edited(index: int) -> str:
@@ -218,7 +229,8 @@ def read_releases(
         table = ledger.read_sensitive(i)  # an Anatomy release: the group counts are there
         values = released if table is None else expand_sensitive(table, policy)
         try:
-            read = ReadRelease(i, view, *_members(ledger, i, view, values, policy), released)
+            found = _members(ledger, i, view, values, policy)
+            read = ReadRelease(index=i, view=view, **found._asdict(), released=released)
         except InputError:  # another history: the ledger's digest says so, naming no one's value
             if _differs(view, recorded.get(i), policy):
                 raise InputError(f"{_not_released(i, ledger)}: give the history that was released") from None

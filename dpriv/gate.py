@@ -201,7 +201,8 @@ class RetroGate:
         original view (pandas), the new respondent state (its ``last_release == index`` rows
         are the kept members), the released view and, for Anatomy, the sensitive table."""
         values = released if sensitive is None else expand_sensitive(sensitive, self.policy)
-        return ReadRelease(index, view, *members_of(state, index, view, values, self.policy), released)
+        found = members_of(state, index, view, values, self.policy)
+        return ReadRelease(index=index, view=view, **found._asdict(), released=released)
 
     def check(
         self, candidate: ReadRelease, tables: MarkovTables, grouped: ReleasePolicy, regroupings: int = 0
