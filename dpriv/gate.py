@@ -58,7 +58,8 @@ from dpriv.adversary.retro_last import Reading, read_whole_windows  # noqa: F401
 from dpriv.adversary.retrospective import AsOf
 from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
-from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
+from dpriv.attack_input import observed_releases, read_releases
+from dpriv.attack_members import ReadRelease, members_of
 from dpriv.errors import PolicyError
 from dpriv.gate_lever import tightened, used
 from dpriv.gate_record import gate_record

@@ -14,6 +14,7 @@ MOVED = {
         "NOTHING_RELEASED", "READING_FIELDS", "check_ledger_whole", "check_released_any",
         "check_released_history", "check_repeated", "check_same_columns", "check_unchanged", "check_views",
     ],
+    ("dpriv.attack_input", "dpriv.attack_members"): ["ReadRelease", "Members", "members_of"],
     ("dpriv.rows", "dpriv.row_problems"): [
         "located", "LOCATED_META", "lazy_problems", "placed", "partition_lengths", "problems_of",
         "problems_message", "MAX_OTHER_PROBLEMS",
