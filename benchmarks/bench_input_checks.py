@@ -92,7 +92,8 @@ def main() -> None:
         policy = policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
         history = as_frame(dd.read_parquet(work / "history.parquet"), "bench", "history", policy.id, policy)
         history, policy = prepared(history, policy)
-        history, views = checks.checked_history(history, policy)  # one view: persisted
+        checked = checks.checked_history(history, policy)  # one view: persisted
+        history, views = checked.history, checked.indices
         wait(history)
         a, b = old_summaries(history, policy, views), checks.history_summaries(history, policy, views)
         same = [(s.n_rows, s.s_counts.tolist(), s.content, s.input_sha) for s in (a[1], b[1])]

@@ -67,7 +67,8 @@ from dpriv.attack_frames import (  # noqa: F401  (the columns are public here)
     paper_frame,
     retro_frame,
 )
-from dpriv.attack_input import AttackInput, ReadRelease
+from dpriv.attack_input import AttackInput
+from dpriv.attack_members import ReadRelease
 from dpriv.attack_policy import with_python_hint
 from dpriv.attack_share import AttackShare
 from dpriv.errors import InputError, KnowledgeFileError, PolicyError

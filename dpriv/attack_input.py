@@ -8,7 +8,8 @@ the released ``qi_group``). The true values and the QIs (for the knowledge class
 the membership-from-QIs linkage) come from the original history.
 
 :func:`read_attack` checks the arguments and reads every committed release with
-:func:`read_releases`, which cross-checks each (:class:`ReadRelease`);
+:func:`read_releases`, which cross-checks each (:class:`~dpriv.attack_members.ReadRelease`,
+:func:`~dpriv.attack_members.members_of`);
 :func:`observed_releases` turns those into the
 :class:`dpriv.adversary.observed.ObservedRelease` the kernels take, and
 :func:`linkage_rows` runs :func:`dpriv.adversary.linkage.qi_linkage` on each release.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -27,128 +27,25 @@ from dpriv.adversary.linkage import cell_values, exact_qi_linkage, qi_linkage
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.anatomy import expand_sensitive
 from dpriv.attack_files import as_ledger
+from dpriv.attack_members import Members, ReadRelease, members_of
 from dpriv.dates import released_days
 from dpriv.digests import input_fingerprint
-from dpriv.errors import InputError, LedgerError
+from dpriv.errors import InputError
 from dpriv.input_checks import check_history, resolve_policy
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.ledger_checks import check_ledger_whole
 from dpriv.policy import ReleasePolicy, as_python
-from dpriv.release_check import check_ledger_whole
 from dpriv.released import GROUP
 from dpriv.rows import input_file, row_places
 from dpriv.sources import AdversaryKnowledge, adversary_knowledge, check_knowledge_name
-from dpriv.validate import codes
-
-
-class ReadRelease(NamedTuple):
-    """One committed release as read from the ledger and the history.
-
-    Attributes
-    ----------
-    index : int, the release number i
-    view : DataFrame, the original view V_i (every respondent of time i, kept or suppressed)
-    members : DataFrame, the kept respondents (policy id, ``last_group`` and the view's
-        columns), sorted by group
-    s_true : int64 ndarray (n,), their true sensitive codes (policy domain order)
-    s_released : int64 ndarray (n,), the released codes aligned group by group on ``members``
-    counts : int64 ndarray (G, M), the released value counts per group (labels sorted)
-    released : DataFrame, the released view V*_i as stored in the ledger (for an Anatomy
-        release its QI table, whose sensitive table gave ``counts``)
-    """
-
-    index: int
-    view: pd.DataFrame
-    members: pd.DataFrame
-    s_true: np.ndarray
-    s_released: np.ndarray
-    counts: np.ndarray
-    released: pd.DataFrame
-
-
-def group_counts(groups: np.ndarray, s: np.ndarray, labels: np.ndarray, m: int) -> np.ndarray:
-    """(G, M) int64 counts of each value per label of ``labels`` (sorted unique)."""
-    gi = np.searchsorted(labels, groups)
-    return np.bincount(gi * m + s, minlength=labels.size * m).reshape(labels.size, m)
 
 
 def _members(
     ledger: Ledger, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """Group members of release ``index`` (sorted by group), their true codes, the
-    released codes aligned on them (same multiset per group) and the released counts."""
+) -> Members:
+    """:func:`members_of` release ``index`` from the state the ledger holds after it."""
     return members_of(ledger.read_state(index), index, view, released, policy)
-
-
-def _same_id_kind(ledger_ids: pd.Series, history_ids: pd.Series, index: int, name: str) -> None:
-    """InputError when the history's ids are text and the ledger's numbers (or the reverse):
-    pandas refuses to match them (``merge on int64 and string``)."""
-    numeric = [pd.api.types.is_numeric_dtype(c.dtype) for c in (ledger_ids, history_ids)]
-    if numeric[0] != numeric[1]:
-        kinds = ["numbers" if n else "text" for n in numeric]
-        raise InputError(
-            f"the ids ({name!r}) of view {index} of the history are {kinds[1]}, those the ledger "
-            f"released are {kinds[0]}: give the history as it was released (e.g. read the CSV "
-            "with the same column types)"
-        )
-
-
-def members_of(
-    state: pd.DataFrame, index: int, view: pd.DataFrame, released: pd.DataFrame, policy: ReleasePolicy
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_members` from the respondent state after release ``index`` (the ledger's, or
-    the one a release is about to commit: :mod:`dpriv.gate`). InputError/LedgerError when
-    the state, the released view and the view disagree."""
-    m = len(policy.sensitive_domain)
-    missing = [c for c in (policy.id, "last_release", "last_group") if c not in state.columns]
-    if missing:
-        raise LedgerError(f"state of release {index} lacks column(s) {missing}: not a dpriv ledger state")
-    mem = state.loc[state["last_release"].to_numpy() == index, [policy.id, "last_group"]]
-    _same_id_kind(mem[policy.id], view[policy.id], index, policy.id)
-    mem = mem.merge(view, on=policy.id, how="left", validate="one_to_one", indicator=True)
-    if (mem["_merge"] != "both").any():
-        rid = mem.loc[mem["_merge"] != "both", policy.id].tolist()[0]
-        raise InputError(
-            f"respondent {rid!r} is in release {index} of the ledger but not in view {index} of "
-            "the history: give the history that was released"
-        )
-    mem = mem.drop(columns="_merge").sort_values("last_group", kind="stable").reset_index(drop=True)
-    groups = mem["last_group"].to_numpy(dtype=np.int64)
-    s_true = codes(mem[policy.sensitive], policy.sensitive_domain)
-
-    for col in (GROUP, policy.sensitive):
-        if col not in released.columns:
-            raise LedgerError(f"released view {index} lacks column {col!r}")
-    rel = released[[GROUP, policy.sensitive]].sort_values(GROUP, kind="stable")
-    r_groups = rel[GROUP].to_numpy(dtype=np.int64)
-    r_s = codes(rel[policy.sensitive], policy.sensitive_domain)
-    labels = np.unique(r_groups)
-    if (r_s < 0).any() or (s_true < 0).any() or not np.array_equal(labels, np.unique(groups)):
-        raise InputError(
-            f"release {index}: the released view, the ledger state and the history disagree "
-            f"(groups or sensitive values); give the history and policy that were released{_edited(index)}"
-        )
-    r_counts = group_counts(r_groups, r_s, labels, m)
-    t_counts = group_counts(groups, s_true, labels, m)
-    if not np.array_equal(r_counts, t_counts):  # counts only: a log must not tie ids to true values
-        n_groups = int((r_counts != t_counts).any(axis=1).sum())
-        n_tuples = int(np.maximum(t_counts - r_counts, 0).sum())  # members whose value was not published
-        raise InputError(
-            f"release {index}: the true values of the history do not match the released groups "
-            f"({n_groups} of {len(labels)} QI-groups differ: {n_tuples} of the release's {len(groups)} "
-            f"tuples hold a {policy.sensitive} value in view {index} of the history that their group "
-            f"did not publish); give the history that was released{_edited(index)}"
-        )
-    # both sorted by group with equal group sizes: the released values line up group by group
-    return mem, s_true, r_s, r_counts
-
-
-def _edited(index: int) -> str:
-    """The other cause of a mismatch: the ledger's release edited after it was written."""
-    return (
-        f" (if it is, release {index} of the ledger may have been edited after it was written: "
-        f"dpriv verify --ledger LEDGER --view {index} --history HISTORY checks it)"
-    )
 
 
 @dataclass(frozen=True)
@@ -218,7 +115,8 @@ def read_releases(
         table = ledger.read_sensitive(i)  # an Anatomy release: the group counts are there
         values = released if table is None else expand_sensitive(table, policy)
         try:
-            read = ReadRelease(i, view, *_members(ledger, i, view, values, policy), released)
+            found = _members(ledger, i, view, values, policy)
+            read = ReadRelease(index=i, view=view, **found._asdict(), released=released)
         except InputError:  # another history: the ledger's digest says so, naming no one's value
             if _differs(view, recorded.get(i), policy):
                 raise InputError(f"{_not_released(i, ledger)}: give the history that was released") from None

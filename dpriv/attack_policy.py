@@ -4,7 +4,7 @@ that reads the releases with the same columns.
 The adversary reads the published groups, not the rule that made them: a given policy may
 differ from the recorded one in its thresholds (k, t, j...) and its knowledge tables (an
 adversary brings its own), never in the columns, QI order, kinds, domains or release format
-(:data:`dpriv.release_check.READING_FIELDS`): those would read the published boxes, or the
+(:data:`dpriv.ledger_checks.READING_FIELDS`): those would read the published boxes, or the
 history, otherwise than they were released. ``dpriv attack`` (with or without ``--policy``) and
 :func:`dpriv.attack.attack` go through :func:`attack_policy`.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 from dpriv.attack_files import as_ledger
 from dpriv.errors import KnowledgeFileError
 from dpriv.ledger import POLICY, Ledger
+from dpriv.ledger_checks import check_same_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import base_candidates, recorded_base
 from dpriv.policy_keys import as_policy
-from dpriv.release_check import check_same_columns
 
 
 def ledger_policy(ledger: Ledger, history: object) -> ReleasePolicy:
@@ -35,7 +35,7 @@ def ledger_policy(ledger: Ledger, history: object) -> ReleasePolicy:
     return pol.with_overrides(base_dir=base)
 
 
-#: How a refusal of :func:`dpriv.release_check.check_same_columns` words a policy given in Python
+#: How a refusal of :func:`dpriv.ledger_checks.check_same_columns` words a policy given in Python
 #: (the command line's words, ``--policy FILE``, are that function's defaults).
 PYTHON_WORDING = {
     "source": "the policy given to attack()",
@@ -66,7 +66,7 @@ def attack_policy(
 ) -> ReleasePolicy:
     """The policy to attack ``ledger`` with: its own (:func:`ledger_policy`) when ``policy`` is
     None, else ``policy`` (a ReleasePolicy, or a dict of its fields) once it is checked against
-    the recorded one (:func:`dpriv.release_check.check_same_columns`; a ledger without
+    the recorded one (:func:`dpriv.ledger_checks.check_same_columns`; a ledger without
     ``policy.json`` has none to compare). ``flag``: the command-line flag that gave ``policy``
     (``--policy p.toml``), whose words the refusal then uses; None: :data:`PYTHON_WORDING`.
 

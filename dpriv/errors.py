@@ -1,7 +1,13 @@
 """All dpriv exceptions (and :func:`check_count`, the check of a count argument that raises
 one). The CLI maps :class:`DprivError` subclasses to exit status 2 (:class:`LedgerBusy`: 3)."""
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpriv.cluster_loss import Loss
 
 
 class DprivError(Exception):
@@ -43,6 +49,31 @@ class VerificationError(DprivError, RuntimeError):
 class ClusterError(RuntimeError):
     """The Dask cluster cannot run the work (no worker): not bad input, not dpriv's bug; the
     CLI ends with exit 3 as for a lost worker (dpriv/cli/failures.py)."""
+
+
+class ClusterLossError(ClusterError):
+    """The Dask cluster lost a worker or its scheduler during a release of
+    :func:`dpriv.release.release_history`, views left to release (raised from Dask's exception,
+    :mod:`dpriv.release_stops`): ``loss`` is what was lost and why
+    (:class:`dpriv.cluster_loss.Loss`), ``last`` the last release the ledger holds (0: none).
+    ``dpriv release`` words it itself (:func:`dpriv.cli.failures.during_release`, exit 3)."""
+
+    def __init__(self, message: str, loss: Loss, last: int) -> None:
+        super().__init__(message)
+        self.loss = loss
+        self.last = last
+
+
+class ClusterLossWarning(UserWarning):
+    """The Dask cluster lost a worker or its scheduler after the last release of a
+    :func:`dpriv.release.release_history` call was committed: the call returns the ledger with
+    this warning; ``loss`` and ``last`` as in :class:`ClusterLossError`. ``dpriv release`` words
+    it itself (a ``warning:`` line, exit 0)."""
+
+    def __init__(self, message: str, loss: Loss, last: int) -> None:
+        super().__init__(message)
+        self.loss = loss
+        self.last = last
 
 
 def check_count(name: str, value: object, meaning: str, *, optional: bool = False) -> None:

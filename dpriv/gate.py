@@ -58,7 +58,8 @@ from dpriv.adversary.retro_last import Reading, read_whole_windows  # noqa: F401
 from dpriv.adversary.retrospective import AsOf
 from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive
-from dpriv.attack_input import ReadRelease, members_of, observed_releases, read_releases
+from dpriv.attack_input import observed_releases, read_releases
+from dpriv.attack_members import ReadRelease, members_of
 from dpriv.errors import PolicyError
 from dpriv.gate_lever import tightened, used
 from dpriv.gate_record import gate_record
@@ -201,7 +202,8 @@ class RetroGate:
         original view (pandas), the new respondent state (its ``last_release == index`` rows
         are the kept members), the released view and, for Anatomy, the sensitive table."""
         values = released if sensitive is None else expand_sensitive(sensitive, self.policy)
-        return ReadRelease(index, view, *members_of(state, index, view, values, self.policy), released)
+        found = members_of(state, index, view, values, self.policy)
+        return ReadRelease(index=index, view=view, **found._asdict(), released=released)
 
     def check(
         self, candidate: ReadRelease, tables: MarkovTables, grouped: ReleasePolicy, regroupings: int = 0

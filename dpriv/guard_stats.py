@@ -5,6 +5,8 @@ two groups (the semiperimeter of the union of their boxes)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -48,13 +50,22 @@ def group_stats(assigned, policy: ReleasePolicy) -> pd.DataFrame:
     return parts.groupby(LABEL, sort=True).agg(agg).reset_index()
 
 
-def boxes(stats: pd.DataFrame, policy: ReleasePolicy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The groups' numeric QI boxes, lo and hi (G, d), and the domains' spans (d,) (at least 1)."""
+class Boxes(NamedTuple):
+    """The groups' numeric QI boxes, ``lo`` and ``hi`` (float64, (G, d), d numeric QIs in the
+    policy's order), and the QI domains' ``span`` (float64, (d,), at least 1)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    span: np.ndarray
+
+
+def boxes(stats: pd.DataFrame, policy: ReleasePolicy) -> Boxes:
+    """The :class:`Boxes` of the groups of ``stats`` (one row per group: ``lo_<q>``, ``hi_<q>``)."""
     nq = policy.numeric_qi
     lo = stats[[f"lo_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
     hi = stats[[f"hi_{q}" for q in nq]].to_numpy(np.float64).reshape(len(stats), len(nq))
     span = np.array([max(float(policy.domains[q][1]) - float(policy.domains[q][0]), 1.0) for q in nq])
-    return lo, hi, span
+    return Boxes(lo, hi, span)
 
 
 def union_cost(lo: np.ndarray, hi: np.ndarray, g: int, h: np.ndarray, span: np.ndarray) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from typing import NamedTuple
 
 import dask
 import dask.dataframe as dd
@@ -17,7 +18,8 @@ from dpriv.hierarchy import hierarchy_domains
 from dpriv.input_columns import missing_columns, policy_columns, unused_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.raw_checks import check_raw
-from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, problems_of, spans
+from dpriv.row_problems import problems_of
+from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, spans
 from dpriv.same_text import check_same_text
 from dpriv.validate import check_rows, check_some_value
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
@@ -191,13 +193,15 @@ def check_history(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -
     return _history_indices(history, policy)
 
 
-def _check_history_columns(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> None:
-    """:func:`check_history`'s checks of the names of the columns (no row read)."""
+def _check_history_columns(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> str:
+    """:func:`check_history`'s checks of the names of the columns (no row read); the name of the
+    time column, once the policy names one and the history has it."""
     if not policy.time:
         raise PolicyError('a history needs a time column: set [columns] time (e.g. "view")')
     missing_columns(history.columns, policy)
     if policy.time not in history.columns:
         raise InputError(missing_time(history.columns, policy))
+    return policy.time
 
 
 def _history_indices(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> list[int]:
@@ -246,27 +250,38 @@ def _history_indices(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
     return idx
 
 
+class CheckedHistory(NamedTuple):
+    """:func:`checked_history`'s result: the ``history`` to release from (pandas or Dask, the
+    columns it was given; a Dask one of one view persisted) and its release ``indices`` (int,
+    1..n in order, cut at ``until``)."""
+
+    history: pd.DataFrame | dd.DataFrame
+    indices: list[int]
+
+
 def checked_history(
     history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, until: int | None = None
-) -> tuple[pd.DataFrame | dd.DataFrame, list[int]]:
-    """The history to release from and its release indices up to ``until``
-    (:func:`check_history`'s refusals). A Dask history of ONE view comes persisted (on the
+) -> CheckedHistory:
+    """The history to release from and its release indices up to ``until`` (:class:`CheckedHistory`;
+    :func:`check_history`'s refusals). A Dask history of ONE view comes persisted (on the
     workers under a distributed client): its raw and row checks, its digests and the release's
     ``rbk`` step then read the input once instead of once each (issue 13), and the release
     persists that view in its ``rbk`` step anyway. A history of several views stays as it was
     given (each view a filter of it, pushed down to a Parquet reader), as does a pandas one."""
     from dpriv.part_footers import one_value
 
-    _check_history_columns(history, policy)  # once, before the footers are read: nothing read yet
+    # once, before the footers are read (nothing read yet): a policy without a time column, or a
+    # history without it, is refused here, so the footers are only asked about a column it has
+    time = _check_history_columns(history, policy)
     # the footers tell one view (its time column one value, no null): persisted before its time
     # column is checked, which then reads it from memory (the same rows: same result and words)
-    persisted = is_dask(history) and one_value(history, policy.time)
+    persisted = is_dask(history) and one_value(history, time)
     if persisted:  # one read of the files serves the time column's check and the release (issue 13)
         history = history.persist()
     indices = _history_indices(history, policy)
     if is_dask(history) and len(indices) == 1 and not persisted:
         history = history.persist()
-    return history, indices[:until]
+    return CheckedHistory(history, indices[:until])
 
 
 def _blank_rows(frame: pd.DataFrame | dd.DataFrame) -> int:
@@ -311,7 +326,7 @@ def history_summaries(
     the same sizes, sensitive counts and digests as :func:`dpriv.validate.validate_view` of each
     view, in one pass over the history (one compute on Dask instead of one per view: the
     per-view round trips were most of a small history's time on a cluster, issue 13). The
-    views' sizes are judged by :func:`dpriv.release_check.check_views`.
+    views' sizes are judged by :func:`dpriv.ledger_checks.check_views`.
     """
     if is_dask(history):
         meta = counts_meta(policy).assign(time=pd.Series(dtype="int64"), n=pd.Series(dtype="int64"))

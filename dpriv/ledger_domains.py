@@ -8,7 +8,7 @@ first week's range then made "another policy", refused with the advice to start 
 and no row named. :func:`refuse_outside_recorded` checks the history against the recorded
 domains instead (as ``dpriv release H --ledger L`` without ``--policy`` does, through
 :meth:`dpriv.ledger.Ledger.policy`), once the committed views are known unedited (an edited
-committed row is told as such, :func:`dpriv.release_check.check_views`), so the message names the
+committed row is told as such, :func:`dpriv.ledger_checks.check_views`), so the message names the
 value's week and line (``week = 4: sensitive column 'stage' has values ... not in its declared
 domain ...``) and says what the ledger allows. Nothing released changes: the domains of an
 accepted history are the recorded ones.

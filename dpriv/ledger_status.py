@@ -2,7 +2,7 @@
 (``dpriv status LEDGER``, docs/ledger.md#status).
 
 Every figure comes from the ledger's own readers: :class:`~dpriv.ledger.Ledger` (the manifest,
-its entries checked), :func:`~dpriv.release_check.check_ledger_whole` (each committed release's
+its entries checked), :func:`~dpriv.ledger_checks.check_ledger_whole` (each committed release's
 files whole and as the manifest recorded them) and :meth:`~dpriv.ledger.Ledger.check_policy_file`.
 Nothing is written, created or removed; no id and no sensitive value is read into a message.
 """
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from dpriv.errors import LedgerError
 from dpriv.ledger import Ledger
+from dpriv.ledger_checks import check_ledger_whole
 from dpriv.ledger_expect import absence
 from dpriv.ledger_files import ATTACK_DIR, LOCK, is_temp
 from dpriv.ledger_manifest import MANIFEST, recorded_digest
 from dpriv.ledger_written import WRITTEN
-from dpriv.release_check import check_ledger_whole
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,10 @@ def one_value(history: dd.DataFrame, column: str) -> bool:
     :func:`footer_survey` follows) tell that ``column`` holds one value and no null in every row:
     each row group's statistics of it written, with no null and its minimum equal to its maximum,
     one value in all. False when they cannot tell (no such read, a statistic not written, a
-    column missing or stored as the index: :func:`_schema`'s cases) or tell otherwise. No row read."""
+    column stored as the index: :func:`_schema`'s cases) or tell otherwise, and for a ``column``
+    that is not one of ``history``'s (no footer read). No row read."""
+    if column not in history.columns:  # said here, not left to a footer's schema or a KeyError
+        return False
     try:
         return _one_value(history, column)
     except (_Undecided, OSError, ValueError, NotImplementedError):

@@ -345,8 +345,8 @@ class ReleasePolicy(BaseModel):
         Numeric dtypes give a numeric QI with domain [min, max]; anything else a
         categorical QI with its sorted levels; the sensitive domain is the sorted values.
         """
-        kinds, domains, notes = inferred_domains(self, view)
-        return self.with_overrides(kinds=kinds, domains=domains), notes
+        found = inferred_domains(self, view)
+        return self.with_overrides(kinds=found.kinds, domains=found.domains), found.notes
 
     def fingerprint(self) -> dict[str, Any]:
         """The fields that must not change between releases of one ledger

@@ -5,7 +5,7 @@ inferred from the data, in the order of their levels, and the line that tells ea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -70,10 +70,20 @@ def _short(values: list[Any]) -> str:
     return str(values) if len(values) <= 8 else f"{values[:4]} ... {values[-2:]} ({len(values)} values)"
 
 
-def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> tuple[dict, dict, list[str]]:
+class Inferred(NamedTuple):
+    """:func:`inferred_domains`' result: the policy's ``kinds`` (column -> kind) and ``domains``
+    (column -> [min, max] or the sorted levels), each completed from the data, and one ``notes``
+    line per domain inferred."""
+
+    kinds: dict[str, Any]
+    domains: dict[str, list]
+    notes: list[str]
+
+
+def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> Inferred:
     """The kinds and domains of ``policy`` (a :class:`dpriv.policy.ReleasePolicy`) with those it
     does not declare inferred from ``view`` (pandas), and one note per inferred domain
-    (:meth:`dpriv.policy.ReleasePolicy.resolve`)."""
+    (:class:`Inferred`; :meth:`dpriv.policy.ReleasePolicy.resolve`)."""
     kinds, domains, notes = dict(policy.kinds), dict(policy.domains), []
     for name in (*policy.qi, policy.sensitive):
         if name in domains or name not in view.columns:
@@ -93,7 +103,7 @@ def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> tuple[dict, d
         notes.append(
             domain_note(name, kinds.get(name), domains[name]) + order_hint(policy, name, domains[name])
         )
-    return kinds, domains, notes
+    return Inferred(kinds, domains, notes)
 
 
 def order_hint(policy: ReleasePolicy, name: str, domain: list) -> str:

@@ -22,16 +22,8 @@ from dpriv.errors import InputError
 from dpriv.id_format import shape_of
 from dpriv.input_columns import duplicate_columns, missing_columns
 from dpriv.policy import ReleasePolicy
-from dpriv.rows import (
-    PROBLEM_COLUMNS,
-    BadRow,
-    bad_rows,
-    csv_rows,
-    lazy_problems,
-    partition_lengths,
-    placed,
-    problems_message,
-)
+from dpriv.row_problems import lazy_problems, partition_lengths, placed, problems_message
+from dpriv.rows import PROBLEM_COLUMNS, BadRow, bad_rows, csv_rows
 from dpriv.value_types import GROUPED_NUMBER, ID_KINDS_META, id_kinds, type_problems
 
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",

@@ -56,6 +56,7 @@ from dpriv.input_columns import policy_columns, warn_unused
 from dpriv.inputs import as_frame, prepared
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
+from dpriv.ledger_checks import check_ledger_whole, check_unchanged, check_views
 from dpriv.ledger_domains import recorded_columns, refuse_outside_recorded, with_ledger_domains
 from dpriv.ledger_expect import check_existing, check_stale
 from dpriv.ledger_files import check_place, discard_new_ledger
@@ -69,7 +70,6 @@ from dpriv.policy_fix import ledger_kind_hint, view_named
 from dpriv.policy_gate import refuse_unreachable
 from dpriv.policy_keys import as_policy, check_method
 from dpriv.rbk import revised
-from dpriv.release_check import check_ledger_whole, check_unchanged, check_views
 from dpriv.release_start import Carried, Committed, LoopStart, loop_start
 from dpriv.release_stops import said_stops
 from dpriv.released import qig_table, secret_policy
@@ -131,7 +131,7 @@ def release_history(
         "mondrian-t", "mondrian-bt") or the "histogram" reference (one QI-group per view), these on
         the client; the defender's PK/RBK cycle and the ledger are the same for all methods.
     allow_repeated_view : release a view holding exactly the rows of an earlier one (refused by
-        default: :func:`dpriv.release_check.check_repeated`).
+        default: :func:`dpriv.ledger_checks.check_repeated`).
     allow_new_ids : release a view whose ids are almost all unknown after views whose
         respondents came back (refused by default: :func:`dpriv.new_ids.check_new_ids`).
     existing_ledger : refuse a ledger that holds no committed release (LedgerError, before any work)
@@ -199,9 +199,10 @@ def _checked_input(
         require_workers("the release")
     refuse_merge(policy)
     history, policy = prepared(history, policy)
-    history, views = checked_history(history, policy)  # one view: read once (persisted)
+    checked = checked_history(history, policy)  # one view: read once (persisted)
     # a Dask history's meta is its first part's: the type checks must see what every part holds
-    history = as_data_types(history, [*policy_columns(policy), policy.time])
+    history = as_data_types(checked.history, [*policy_columns(policy), policy.time])
+    views = checked.indices  # every view of the history (check_stale), those up to until released
     indices = views[:until]
     declared, taken = policy, with_ledger_domains(policy, ledger_dir)  # the ledger's policy.json read once
     policy, _ = resolve_policy(history, policy, recorded_columns(declared, taken))

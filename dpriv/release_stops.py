@@ -13,39 +13,23 @@ came after the commit of the last release to make, where ``dpriv release`` warns
 now, as the command says it, the call returns the ledger with a ``UserWarning`` ("lost its
 scheduler after release 3 was committed: ... Every release of this call is committed") when
 every view it was to release is committed, and raises ClusterError naming the release being
-made and the one the ledger stays at otherwise. ``dpriv release`` reports a loss itself
-(:func:`dpriv.cli.failures.during_release`): inside :func:`losses_reported_by_caller`,
-Dask's exception passes as it is.
+made and the one the ledger stays at otherwise: :class:`~dpriv.errors.ClusterLossError` (a
+ClusterError) and :class:`~dpriv.errors.ClusterLossWarning` (a UserWarning), which carry what was
+lost and the release the ledger holds; ``dpriv release`` reads them and words the loss itself
+(:func:`dpriv.cli.failures.during_release`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from dpriv._dispatch import distributed_client
-from dpriv.errors import ClusterError, DprivError
+from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning, DprivError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: True inside :func:`losses_reported_by_caller`: a lost cluster's exception passes as Dask's.
-_REPORTED_BY_CALLER: ContextVar[bool] = ContextVar("dpriv_losses_reported_by_caller", default=False)
-
-
-@contextlib.contextmanager
-def losses_reported_by_caller() -> Iterator[None]:
-    """Within the block, :func:`said_stops` lets the exception of a lost worker or scheduler
-    pass as Dask raised it: the caller (``dpriv release``) says it itself, with the rows it
-    printed (exit 3, or a warning and exit 0 after the last commit)."""
-    token = _REPORTED_BY_CALLER.set(True)
-    try:
-        yield
-    finally:
-        _REPORTED_BY_CALLER.reset(token)
 
 
 def holds(ledger_dir: Path) -> int:
@@ -62,10 +46,10 @@ def _held(last: int) -> str:
 def said_stops(fn: F) -> F:
     """Decorate a function whose third argument (or ``ledger_dir=``) is a ledger folder
     (``release_history``): a client closed or a worker or scheduler lost during the call raises
-    ClusterError (from Dask's exception), an interrupt gets a note; both name the release the
-    ledger stays at. A client closed or a cluster lost once every view of the call is committed
-    is a UserWarning, the ledger returned (Dask's exception of a loss passes as it is inside
-    :func:`losses_reported_by_caller`)."""
+    ClusterError (from Dask's exception; a loss: :class:`~dpriv.errors.ClusterLossError`), an
+    interrupt gets a note; both name the release the ledger stays at. A client closed or a
+    cluster lost once every view of the call is committed is a UserWarning (a loss:
+    :class:`~dpriv.errors.ClusterLossWarning`), the ledger returned."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -90,7 +74,9 @@ def said_stops(fn: F) -> F:
             if client is not None and client.status in ("closing", "closed"):
                 last = holds(root)
                 if _all_committed(planned, last):  # closed after the last commit: done
-                    return _done(root, last, ("the Dask client was closed", f"Dask: {type(exc).__name__}"))
+                    dask_said = f"Dask: {type(exc).__name__}"
+                    said = _after_last(root, last, "the Dask client was closed", dask_said)
+                    return _done(root, said)
                 raise ClusterError(
                     f"the Dask client was closed during release {last + 1} (Dask: {type(exc).__name__}): "
                     f"nothing of release {last + 1} was committed; the ledger {root} holds {_held(last)}: "
@@ -99,9 +85,9 @@ def said_stops(fn: F) -> F:
                 ) from exc
             from dpriv.cluster_loss import cluster_loss
 
-            if _REPORTED_BY_CALLER.get() or cluster_loss(exc) is None:
+            if cluster_loss(exc) is None:
                 raise
-            return _done(root, holds(root), _lost(exc, root, planned))
+            return _lost(exc, root, planned)
 
     return wrapped  # type: ignore[return-value]
 
@@ -128,32 +114,40 @@ def _all_committed(planned: list[list[int]], last: int) -> bool:
     return bool(planned) and all(i <= last for i in planned[0])
 
 
-def _lost(exc: Exception, root: Path, planned: list[list[int]]) -> tuple[str, str]:
-    """After a lost worker or scheduler (``exc``): what happened and why, in words, when every
-    view of ``planned`` is committed in the ledger at ``root`` (the loss came after the last commit),
-    else ClusterError naming what was lost and the release being made."""
+def _lost(exc: Exception, root: Path, planned: list[list[int]]) -> Any:
+    """After a lost worker or scheduler (``exc``): the ledger at ``root`` with a
+    ClusterLossWarning when every view of ``planned`` is committed in it (the loss came after the
+    last commit), else ClusterLossError naming what was lost and the release being made."""
     from dpriv.cluster_loss import what_was_lost
 
     last = holds(root)
-    lost, why = what_was_lost(exc)
+    loss = what_was_lost(exc)
     if _all_committed(planned, last):
-        return f"the Dask cluster lost {lost}", why
-    raise ClusterError(
-        f"the Dask cluster lost {lost} during release {last + 1}: {why}. Nothing of release {last + 1} "
-        f"was committed; the ledger {root} holds {_held(last)}: run release_history again to resume at "
-        f"release {last + 1} (a cluster that loses workers often: read the workers' logs)"
+        said = _after_last(root, last, f"the Dask cluster lost {loss.what}", loss.why)
+        return _done(root, ClusterLossWarning(said, loss, last))
+    raise ClusterLossError(
+        f"the Dask cluster lost {loss.what} during release {last + 1}: {loss.why}. Nothing of release "
+        f"{last + 1} was committed; the ledger {root} holds {_held(last)}: run release_history again to "
+        f"resume at release {last + 1} (a cluster that loses workers often: read the workers' logs)",
+        loss,
+        last,
     ) from exc
 
 
-def _done(root: Path, last: int, what: tuple[str, str]) -> Any:
+def _after_last(root: Path, last: int, what: str, why: str) -> str:
+    """The warning's words: ``what`` happened after release ``last``, the last of the call, was
+    committed in the ledger at ``root``, ``why`` in a few words."""
+    return (
+        f"{what} after release {last} was committed: {why}. Every release of this call is "
+        f"committed: the ledger {root} holds {_held(last)}"
+    )
+
+
+def _done(root: Path, warning: str | Warning) -> Any:
     """The ledger at ``root`` (a :class:`dpriv.ledger.Ledger`, as ``release_history`` returns
-    it) with a UserWarning: ``what`` happened after release ``last``, the last of the call, was
-    committed (as ``dpriv release`` warns and exits 0)."""
+    it) with ``warning`` (:func:`_after_last`'s words; as ``dpriv release`` warns and exits 0)."""
     from dpriv.ledger import Ledger
     from dpriv.user_warning import warn_user
 
-    warn_user(
-        f"{what[0]} after release {last} was committed: {what[1]}. Every release of this call is "
-        f"committed: the ledger {root} holds {_held(last)}"
-    )
+    warn_user(warning)
     return Ledger(root)

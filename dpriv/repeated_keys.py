@@ -18,7 +18,8 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask
 from dpriv.policy import ReleasePolicy
-from dpriv.rows import PROBLEM_COLUMNS, bad_rows, lazy_problems, placed
+from dpriv.row_problems import lazy_problems, placed
+from dpriv.rows import PROBLEM_COLUMNS, bad_rows
 
 
 def _hashable(dtype) -> bool:

@@ -95,7 +95,7 @@ def recorded_types(ledger: Ledger, index: int, policy: ReleasePolicy) -> list[Re
     (date QIs aside: released as calendar dates whatever their input) and the sensitive column
     (as it was); Anatomy: every QI as it was, not the sensitive column (its table writes the
     domain's values). A file or column that cannot be read is left out (a damaged ledger is
-    refused, naming the file, by :func:`dpriv.release_check.check_ledger_whole`); so are the
+    refused, naming the file, by :func:`dpriv.ledger_checks.check_ledger_whole`); so are the
     categorical QIs, released as text whatever their type."""
     rdir = ledger.release_dir(index)
     anatomy = (rdir / SENSITIVE).exists()

@@ -12,7 +12,8 @@ import pandas as pd
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.raw_checks import offending_rows
-from dpriv.rows import PROBLEM_COLUMNS, input_file, problems_message, problems_of
+from dpriv.row_problems import problems_message, problems_of
+from dpriv.rows import PROBLEM_COLUMNS, input_file
 
 #: Said instead of the two spellings of a sensitive value (never printed beside its rows).
 _HIDDEN = "two values (not printed beside their rows: see the rows named)"

@@ -24,8 +24,9 @@ SKIPPED = (
 )
 
 
-def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
-    """Issue ``warnings.warn(message, category)`` attributed to the innermost calling frame
+def warn_user(message: str | Warning, category: type[Warning] = UserWarning) -> None:
+    """Issue ``warnings.warn(message, category)`` (a ``message`` that is a Warning is issued as
+    it is, ``category`` unused) attributed to the innermost calling frame
     outside dpriv, ``contextlib`` and pydantic: its ``filename`` and ``lineno`` (and the
     once-per-place filters) are those of the user's line (the outermost frame when every one
     is skipped; a ``dpriv`` command prints the message alone)."""

@@ -28,17 +28,8 @@ from dpriv.policy import ReleasePolicy, as_python
 from dpriv.policy_fix import declare_categorical
 from dpriv.raw_checks import GENERALIZED, offending_rows
 from dpriv.repeated_keys import duplicate_rows, key_columns, may_repeat
-from dpriv.rows import (
-    MAX_ROWS_SHOWN,
-    PROBLEM_COLUMNS,
-    csv_rows,
-    input_file,
-    lazy_problems,
-    missing_message,
-    placed,
-    problems_message,
-    problems_of,
-)
+from dpriv.row_problems import lazy_problems, placed, problems_message, problems_of
+from dpriv.rows import MAX_ROWS_SHOWN, PROBLEM_COLUMNS, csv_rows, input_file, missing_message
 from dpriv.user_warning import warn_user
 from dpriv.value_types import huge_values
 from dpriv.view_summary import ViewSummary, counts_and_digest, counts_meta, summary_of
@@ -49,7 +40,7 @@ def first_problem(
     problems: pd.DataFrame, policy: ReleasePolicy, *, whole: bool = False, checked: int | None = None
 ) -> str:
     """One message for the problems found, the first in full and the others after it
-    (:func:`dpriv.rows.problems_message`): rows over all partitions (and all views of a
+    (:func:`dpriv.row_problems.problems_message`): rows over all partitions (and all views of a
     history), the first :data:`MAX_ROWS_SHOWN` named, by their line in the input file when
     ``whole`` (the frame checked is that file, whole and in order: :func:`dpriv.rows.describe`)."""
     return problems_message(problems, policy.time, whole=whole, checked=checked)

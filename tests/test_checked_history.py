@@ -36,15 +36,15 @@ def _counted(monkeypatch) -> list[object]:
 def test_the_columns_are_checked_once_on_a_parquet_history(views, tmp_path, monkeypatch):
     _history(views).to_parquet(tmp_path / "h.parquet")
     calls = _counted(monkeypatch)
-    history, indices = ic.checked_history(dd.read_parquet(tmp_path / "h.parquet"), POLICY)
-    assert indices == sorted(set(views)) and len(calls) == 1
-    assert len(history.compute()) == 4 * len(views)
+    checked = ic.checked_history(dd.read_parquet(tmp_path / "h.parquet"), POLICY)
+    assert checked.indices == sorted(set(views)) and len(calls) == 1
+    assert len(checked.history.compute()) == 4 * len(views)
 
 
 def test_a_pandas_history_is_checked_once_and_cut_at_until(monkeypatch):
     calls = _counted(monkeypatch)
-    history, indices = ic.checked_history(_history([1, 2, 3]), POLICY, until=2)
-    assert indices == [1, 2] and len(calls) == 1 and len(history) == 12
+    checked = ic.checked_history(_history([1, 2, 3]), POLICY, until=2)
+    assert checked.indices == [1, 2] and len(calls) == 1 and len(checked.history) == 12
 
 
 def test_refusals_are_those_of_check_history(tmp_path):
@@ -57,3 +57,37 @@ def test_refusals_are_those_of_check_history(tmp_path):
         ic.checked_history(no_view, POLICY)
     with pytest.raises(PolicyError, match="a history needs a time column"):
         ic.checked_history(_history([1]), ReleasePolicy(**{**FIELDS, "time": None}))
+
+
+def test_the_footers_are_asked_only_about_a_time_column_the_history_has(tmp_path, monkeypatch):
+    """A policy without a time column, or a history without it, is refused before the footers
+    are asked anything; a history that has it is asked about that column once."""
+    import dpriv.part_footers as pf
+
+    _history([1]).to_parquet(tmp_path / "h.parquet")
+    asked: list[object] = []
+    real = pf.one_value
+    monkeypatch.setattr(pf, "one_value", lambda frame, column: asked.append(column) or real(frame, column))
+    history = dd.read_parquet(tmp_path / "h.parquet")
+    with pytest.raises(PolicyError, match="a history needs a time column"):
+        ic.checked_history(history, ReleasePolicy(**{**FIELDS, "time": None}))
+    with pytest.raises(InputError, match="missing time column 'view'"):
+        ic.checked_history(history.drop(columns="view"), POLICY)
+    assert asked == []
+    assert ic.checked_history(history, POLICY).indices == [1]
+    assert asked == ["view"]
+
+
+def test_one_value_of_a_column_the_history_lacks_is_false_without_a_footer_read(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from dpriv.part_footers import one_value
+
+    _history([1]).to_parquet(tmp_path / "h.parquet")
+    history = dd.read_parquet(tmp_path / "h.parquet")
+    reads: list[object] = []
+    real = pq.read_metadata
+    monkeypatch.setattr(pq, "read_metadata", lambda *a, **k: reads.append(a) or real(*a, **k))
+    assert one_value(history, "week") is False and one_value(history, None) is False
+    assert reads == []
+    assert one_value(history, "view") is True and len(reads) == 1  # the spy sees a footer read

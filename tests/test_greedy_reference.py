@@ -148,7 +148,7 @@ def test_greedy_scan_equals_its_rule_recomputed_at_every_step(n, m, k, t, j, c, 
     group = np.full(n, UNGROUPED, dtype=np.int64)
     ent = entropies_kernel(priors, 2.0)
     aside = np.empty(n, np.int64)
-    n_groups, n_aside, last_close = greedy_scan(
+    scan = greedy_scan(
         np.arange(n),
         s,
         priors,
@@ -171,8 +171,8 @@ def test_greedy_scan_equals_its_rule_recomputed_at_every_step(n, m, k, t, j, c, 
         s, priors, view, k, t, j, c, ground, cap, wait
     )
     np.testing.assert_array_equal(group, expected)
-    np.testing.assert_array_equal(aside[:n_aside], expected_aside)
-    assert (n_groups, last_close) == (expected_groups, expected_last)
+    np.testing.assert_array_equal(aside[: scan.n_aside], expected_aside)
+    assert (scan.next_gid, scan.last_close) == (expected_groups, expected_last)
 
 
 def attach_reference(stats, s, priors, ent, coords, xpos, view, t, j, c, ground, reach):

@@ -57,15 +57,15 @@ def test_several_views_stay_lazy(hist_4x300):
     two = mh.history[mh.history[policy.time] <= 2].reset_index(drop=True)
     _LOADS.clear()
     with dask.config.set(scheduler="synchronous"):
-        history, indices = checked_history(_counted(two, 2), policy, until=1)
-        assert indices == [1]
+        checked = checked_history(_counted(two, 2), policy, until=1)
+        assert checked.indices == [1]
         loads = len(_LOADS)  # the time column's check
-        history.map_partitions(len).compute()
+        checked.history.map_partitions(len).compute()
     assert len(_LOADS) == loads + 2  # not persisted: a pass reads the partitions again
     _LOADS.clear()
     with dask.config.set(scheduler="synchronous"):
-        history, indices = checked_history(_counted(two[two[policy.time] == 1], 2), policy)
+        checked = checked_history(_counted(two[two[policy.time] == 1], 2), policy)
         loads = len(_LOADS)
-        assert loads == 4 and indices == [1]  # the time column's check, then the persisted read
-        history.map_partitions(len).compute()
+        assert loads == 4 and checked.indices == [1]  # the time column's check, then the persisted read
+        checked.history.map_partitions(len).compute()
     assert len(_LOADS) == loads  # persisted: read no more

@@ -8,7 +8,7 @@ import pytest
 
 from dpriv.errors import PolicyError
 from dpriv.input_checks import history_summaries, resolve_policy
-from dpriv.release_check import check_views
+from dpriv.ledger_checks import check_views
 from dpriv.validate import validate_view
 
 

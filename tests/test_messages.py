@@ -279,7 +279,8 @@ def test_anonymize_of_a_history_hints_dpriv_release(cli, tmp_path):
 
 
 def test_problems_message_merges_partitions_and_counts_the_rest():
-    from dpriv.rows import PROBLEM_COLUMNS, BadRow, problems_message
+    from dpriv.row_problems import problems_message
+    from dpriv.rows import PROBLEM_COLUMNS, BadRow
 
     def row(p):
         return [BadRow(p, p, None)]
@@ -316,7 +317,8 @@ def test_the_bad_rows_a_check_keeps_hold_no_respondent_id():
 def test_missing_message_says_what_a_missing_value_is_in_a_csv_file():
     """The CSV clause is built by missing_message, given csv (it was patched into the finished
     text by a regex in problems_message, which rewrote any message so worded)."""
-    from dpriv.rows import PROBLEM_COLUMNS, BadRow, missing_message, problems_message, rows_of
+    from dpriv.row_problems import problems_message
+    from dpriv.rows import PROBLEM_COLUMNS, BadRow, missing_message, rows_of
 
     clause = "; in a CSV file: an empty cell, or a text pandas reads as missing such as NA, N/A, null, NaN"
     said = missing_message("city", csv=True)

@@ -17,7 +17,8 @@ from loose_history import write_loose
 from test_cluster_failures import _connection_lost, _files, _forgotten
 
 import dpriv.ledger
-from dpriv.errors import ClusterError
+from dpriv.cluster_loss import Loss
+from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning
 from dpriv.ledger import Ledger
 from dpriv.release import release_history
 
@@ -62,6 +63,10 @@ def test_a_loss_after_the_last_commit_returns_the_ledger_with_a_warning(inputs, 
         f"committed: the ledger {tmp_path / 'L'} holds releases 1..3"
     ) in said, said
     assert caught[0].filename == __file__  # the user's line, not dpriv's
+    said_loss = caught[0].message  # what dpriv release reads to word it itself
+    assert isinstance(said_loss, ClusterLossWarning) and said_loss.last == 3
+    assert said_loss.loss == Loss("its scheduler", "the connection to the scheduler was lost (Dask: "
+                                  "'scheduler-connection-lost')")  # fmt: skip
     assert isinstance(ledger, Ledger) and ledger.last_index() == 3
     assert _files(tmp_path / "L") == _files(reference)
 
@@ -78,6 +83,9 @@ def test_a_loss_with_views_left_raises_cluster_error_and_the_next_call_resumes(i
         "workers often: read the workers' logs)"
     )
     assert type(err.value.__cause__).__name__ == "FuturesCancelledError"  # Dask's, kept as the cause
+    assert isinstance(err.value, ClusterLossError) and err.value.last == 2
+    gone = "results that a lost worker held are gone (Dask: 'already forgotten')"
+    assert err.value.loss == Loss("a worker", gone)
     assert Ledger(tmp_path / "L").last_index() == 2
     monkeypatch.undo()
     assert release_history(frame, policy, tmp_path / "L").last_index() == 3

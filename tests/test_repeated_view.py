@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 from dpriv.cli import app
 from dpriv.errors import InputError
 from dpriv.ledger import Ledger
+from dpriv.ledger_checks import check_repeated
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
-from dpriv.release_check import check_repeated
 
 
 def snapshot(root):

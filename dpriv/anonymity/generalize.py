@@ -24,6 +24,8 @@ EMD decisions use exact integer counts (:mod:`dpriv.divergence`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -100,6 +102,17 @@ def _worsens(counts, u, sum_p, sum_h, x, s, priors, ent, view_counts, view_size,
     return tv1 > tv0
 
 
+class Scan(NamedTuple):
+    """:func:`greedy_scan`'s result (built inside the compiled kernel: numba returns it as this
+    class): ``next_gid``, the group number after the last closed group (the number of groups
+    closed, for a scan from 0); ``n_aside``, how many positions it wrote to ``aside``;
+    ``last_close``, the step at which the last group closed (-1: none)."""
+
+    next_gid: int
+    n_aside: int
+    last_close: int
+
+
 @njit(cache=True)
 def greedy_scan(
     order,
@@ -120,8 +133,9 @@ def greedy_scan(
     next_gid,
     aside,
 ):
-    """One greedy scan of ``order`` (positions); returns (next_gid, n_aside, last_close), the
-    last the step at which the last group closed (-1: none).
+    """One greedy scan of ``order`` (positions): writes the group of each closed member into
+    ``group`` (from ``next_gid`` on) and the positions set aside into ``aside``; returns a
+    :class:`Scan`.
 
     A tuple that would push the open group away from (E9) (:func:`_worsens`) is *deferred* (when ``wait`` >
     0): it waits in a queue, and after every step the most recent deferred tuples that lower
@@ -260,7 +274,7 @@ def greedy_scan(
     for a in range(u):
         aside[n_aside] = members[a]
         n_aside += 1
-    return next_gid, n_aside, last_close
+    return Scan(next_gid, n_aside, last_close)
 
 
 @njit(cache=True)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpriv.anonymity.generalize import CARRIED, UNGROUPED, attach_aside, entropies_kernel, greedy_scan
+from dpriv.anonymity.generalize import CARRIED, UNGROUPED, Scan, attach_aside, entropies_kernel, greedy_scan
 from dpriv.anonymity.group_stats import GroupStats, prior_columns
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
@@ -46,7 +46,7 @@ class Params:
     reach: int = 256
 
 
-def _scan(order, s, priors, ent, view_counts, params: Params, group):
+def _scan(order, s, priors, ent, view_counts, params: Params, group) -> Scan:
     """:func:`greedy_scan` over ``order`` with the thresholds of ``params``, new groups from 0."""
     return greedy_scan(
         order,
@@ -94,9 +94,9 @@ def first_pass(
     if n == 0:
         return group
     ent = entropies(priors, params.log_base)
-    _, _, last_close = _scan(np.arange(n, dtype=np.int64), s, priors, ent, view_counts, params, group)
+    scan = _scan(np.arange(n, dtype=np.int64), s, priors, ent, view_counts, params, group)
     if carry_tail:
-        group[last_close + 1 :] = CARRIED
+        group[scan.last_close + 1 :] = CARRIED
     return group
 
 
@@ -126,7 +126,7 @@ def repair(
         attach_aside(*stats.astuple(), s, priors, ent, coords, pos, assign, *thresholds)
     rest = np.flatnonzero(assign == UNGROUPED)
     new = np.full(len(s), UNGROUPED, dtype=np.int64)
-    n_new, _, _ = _scan(rest, s, priors, ent, view_counts, params, new)
+    n_new = _scan(rest, s, priors, ent, view_counts, params, new).next_gid  # groups from 0
     if n_new:
         m = stats.counts.shape[1] if stats.n_groups else priors.shape[1]
         stats = (

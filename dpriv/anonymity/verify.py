@@ -27,7 +27,7 @@ starting with ``_``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -121,10 +121,19 @@ def as_pandas(frame):
     return frame if isinstance(frame, pd.DataFrame) or compute is None else compute()
 
 
-def checked_view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[np.ndarray, list[str]]:
-    """The int64 (M,) counts of S over the original view (``view_counts``, else counted in
-    ``original``) and the problems found comparing both. Raises InputError: neither given,
-    or ``view_counts`` not of shape (M,)."""
+class ViewCounts(NamedTuple):
+    """:func:`checked_view_counts`'s result: the int64 (M,) ``counts`` of S over the original
+    view, in the order of ``policy.sensitive_domain``, and the ``problems`` found (text lines of
+    :class:`VerificationReport`)."""
+
+    counts: np.ndarray
+    problems: list[str]
+
+
+def checked_view_counts(view_counts, original, policy: ReleasePolicy) -> ViewCounts:
+    """The counts of S over the original view (``view_counts``, else counted in ``original``)
+    and the problems found comparing both (:class:`ViewCounts`). Raises InputError: neither
+    given, or ``view_counts`` not of shape (M,)."""
     domain = policy.sensitive_domain
     problems: list[str] = []
     from_original = None
@@ -143,7 +152,7 @@ def checked_view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[n
                 "verify_release needs the distribution of S over the original view: "
                 "pass view_counts or original"
             )
-        return from_original, problems
+        return ViewCounts(from_original, problems)
     vc = np.asarray(view_counts, dtype=np.int64)
     if vc.shape != (len(domain),):
         raise InputError(f"view_counts has shape {vc.shape}; expected ({len(domain)},)")
@@ -151,7 +160,7 @@ def checked_view_counts(view_counts, original, policy: ReleasePolicy) -> tuple[n
         problems.append(
             f"view_counts {vc.tolist()} differ from the counts of the original view {from_original.tolist()}"
         )
-    return vc, problems
+    return ViewCounts(vc, problems)
 
 
 def verify_release(
@@ -204,10 +213,10 @@ def verify_release(
         raise PolicyError(f"no domain for the sensitive column {policy.sensitive!r}; resolve the policy")
     released = as_pandas(released)
     assigned = None if assigned is None else as_pandas(assigned)
-    vc, problems = checked_view_counts(view_counts, original, policy)
+    counted = checked_view_counts(view_counts, original, policy)
     fmt, usable = format_problems(released, policy)
-    problems += fmt
-    return check_groups(released, policy, vc, problems, usable, assigned, method)
+    problems = counted.problems + fmt
+    return check_groups(released, policy, counted.counts, problems, usable, assigned, method)
 
 
 def check_groups(

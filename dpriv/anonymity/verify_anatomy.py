@@ -148,7 +148,8 @@ def verify_anatomy(
         raise PolicyError(f"no domain for {policy.sensitive!r} or a QI; resolve the policy first")
     qi_table, sensitive = as_pandas(qi_table), as_pandas(sensitive)
     assigned = None if assigned is None else as_pandas(assigned)
-    vc, problems = checked_view_counts(view_counts, original, policy)
+    counted = checked_view_counts(view_counts, original, policy)
+    problems = counted.problems
     for frame, expected, what in ((qi_table, qi_columns(policy), "QI table"),
                                   (sensitive, sensitive_columns(policy), "sensitive table")):  # fmt: skip
         cols = [str(c) for c in frame.columns]
@@ -165,4 +166,6 @@ def verify_anatomy(
         problems += _members_qis(qi_table, assigned, policy)
     if not complete or policy.sensitive not in sensitive.columns:
         return VerificationReport(pd.DataFrame(), None, None, None, None, False, problems, len(qi_table), 0)
-    return check_groups(expand_sensitive(sensitive, policy), policy, vc, problems, [], assigned, method)
+    return check_groups(
+        expand_sensitive(sensitive, policy), policy, counted.counts, problems, [], assigned, method
+    )

@@ -128,7 +128,7 @@ def attack(
     target = _attack_out(ledger, knowledge, adversary, out, history, force)  # before the attack's work
     pol = ledger_policy_file(policy, ledger, history)  # None: the ledger's own; else its columns checked
     from dpriv.ledger import Ledger as Led
-    from dpriv.release_check import check_released_any
+    from dpriv.ledger_checks import check_released_any
 
     check_released_any(Led(ledger))  # nothing to attack: no header-only table written
     options = {"adversary": adversary, "deductions": deductions, "attendance": attendance}

@@ -304,10 +304,10 @@ def ledger_view(ledger: Path, released: str | None, view: int | None, verb: str)
     """The :class:`~dpriv.ledger.Ledger` at ``--ledger`` whose release ``--view`` a command
     reads (``verb``: "check", "export"). InputError when RELEASED is given too or ``view`` is
     not a committed release (the message lists them); LedgerError when it is not a ledger, or
-    a release's files are missing, truncated or edited (:func:`dpriv.release_check.check_ledger_whole`)."""
+    a release's files are missing, truncated or edited (:func:`dpriv.ledger_checks.check_ledger_whole`)."""
     from dpriv.errors import InputError, LedgerError
     from dpriv.ledger import Ledger
-    from dpriv.release_check import check_ledger_whole
+    from dpriv.ledger_checks import check_ledger_whole
 
     if released is not None:
         raise InputError("give RELEASED or --ledger L --view I, not both")

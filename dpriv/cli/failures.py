@@ -7,7 +7,9 @@ with exceptions from :mod:`distributed` (``FutureCancelledError``/``FuturesCance
 (exit 2): :func:`cluster_loss` recognizes them and the command ends with
 :data:`CLUSTER_EXIT` and one message (:func:`loss_message`) saying what was lost, that the
 ledger stayed at its last committed release and that the same command resumes.
-``dpriv release`` adds which release was being made (:func:`during_release`).
+``dpriv release`` adds which release was being made (:func:`during_release`), reading a loss
+inside ``release_history`` from its :class:`~dpriv.errors.ClusterLossError` or
+:class:`~dpriv.errors.ClusterLossWarning`.
 While a command runs, Dask's own logging of the loss (``distributed.client - ERROR`` with
 tracebacks) is silenced unless ``--debug`` (:func:`quiet_dask_logs`).
 A folder made read-only, a full disk, a quota or a file-size limit is the user's to fix: one
@@ -20,6 +22,7 @@ import contextlib
 import errno
 import logging
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn, Protocol
@@ -27,9 +30,8 @@ from typing import NoReturn, Protocol
 import typer
 
 from dpriv.cli.interrupts import interrupt_of, interrupted
-from dpriv.cluster_loss import ClusterLost, cluster_loss, what_was_lost
-from dpriv.errors import ClusterError, DprivError
-from dpriv.release_stops import losses_reported_by_caller
+from dpriv.cluster_loss import ClusterLost, Loss, cluster_loss, what_was_lost
+from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning, DprivError
 
 #: Exit status of a command whose Dask cluster lost a worker or its scheduler, or whose ledger
 #: another command holds (dpriv.errors.LedgerBusy): nothing half-written, the same command
@@ -85,21 +87,19 @@ def during_release(ledger: Path, progress: ReleaseProgress, scheduler: str | Non
     none). Releases committed but not yet printed get their rows first; when the failure came
     after the commit of the last release to make, the release is done: a warning says so and
     the block ends normally (exit 0, as ``dpriv status`` confirms).
-    A :class:`~dpriv.errors.DprivError` passes as it is (exit 2). ``release_history`` lets
-    Dask's exception pass as it is inside the block (:func:`losses_reported_by_caller`)."""
+    A :class:`~dpriv.errors.DprivError` passes as it is (exit 2). A loss inside
+    ``release_history`` comes as its ClusterLossError, or its ClusterLossWarning (raised here, so
+    that it ends the block as the error does), read by :func:`_loss_of`."""
     try:
-        with losses_reported_by_caller():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ClusterLossWarning)
             yield
     except BaseException as exc:
-        # bad input (exit 2) stays so, whatever its context: a scheduler found unreachable
-        # raises InputError from distributed's "Timed out trying to connect"
-        if (
-            isinstance(exc, (KeyboardInterrupt, SystemExit, ClusterLost, ClusterError, DprivError))
-            or cluster_loss(exc) is None
-        ):
+        loss = _loss_of(exc)
+        if loss is None:
             raise
         last = _last_committed(ledger, progress.committed)
-        lost, why = what_was_lost(exc)
+        lost, why = loss
         holds = {0: "no release yet", 1: "release 1"}.get(last, f"releases 1..{last}")
         try:  # the rows a loss just after a commit kept from being printed
             progress.catch_up(last)
@@ -120,6 +120,23 @@ def during_release(ledger: Path, progress: ReleaseProgress, scheduler: str | Non
             f"{last + 1} was committed; the ledger {ledger} holds {holds}: run the same "
             f"command again to resume at release {last + 1}. {_advice(lost, scheduler)}"
         ) from exc
+
+
+def _loss_of(exc: BaseException) -> Loss | None:
+    """What the cluster lost, when ``exc`` says it lost a worker or its scheduler: as
+    ``release_history`` said it (:class:`~dpriv.errors.ClusterLossError`,
+    :class:`~dpriv.errors.ClusterLossWarning`), or from Dask's exception raised outside it (the
+    history persisted on the cluster); None for anything else."""
+    if isinstance(exc, (ClusterLossError, ClusterLossWarning)):
+        return exc.loss
+    # bad input (exit 2) stays so, whatever its context: a scheduler found unreachable
+    # raises InputError from distributed's "Timed out trying to connect"
+    if (
+        isinstance(exc, (KeyboardInterrupt, SystemExit, ClusterLost, ClusterError, DprivError))
+        or cluster_loss(exc) is None
+    ):
+        return None
+    return what_was_lost(exc)
 
 
 def _last_committed(ledger: Path, committed: Callable[[], int]) -> int:

@@ -236,7 +236,7 @@ def _refuse_other_columns(flags: _Flags, led: Ledger | None, pol: ReleasePolicy)
     from dpriv.errors import InputError
 
     if led is not None and flags.policy is not None:  # the releases read with the ledger's columns
-        from dpriv.release_check import check_same_columns
+        from dpriv.ledger_checks import check_same_columns
 
         check_same_columns(led.policy(), pol, f"--policy {flags.policy}", flags.ledger)
     if flags.view is not None and pol.time is None:
@@ -261,7 +261,7 @@ def _read_inputs(flags: _Flags, s: _Settled) -> _Inputs:
 
         check_unique_ids(orig, pol, f"--original {flags.original}")
     if s.led is not None:
-        from dpriv.release_check import check_released_history
+        from dpriv.ledger_checks import check_released_history
 
         rel = s.led.read_view(flags.view)
         table = s.led.read_sensitive(flags.view)

@@ -8,6 +8,7 @@ policy domains, optionally the expected rank of S under its prior), the QIs scal
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -165,13 +166,23 @@ def pandas_divisions(keys: np.ndarray, npartitions: int) -> tuple:
     return tuple(int(v) for v in np.unique(q.astype(np.uint64)))
 
 
-def balance_targets(histogram: pd.Series, npartitions: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The sorted keys (uint64) of the key histogram (key -> count), their cumulative counts and
-    the ``npartitions - 1`` row counts (float64) at which balanced ranges would be cut."""
+class BalanceTargets(NamedTuple):
+    """:func:`balance_targets`' result: the sorted ``keys`` (uint64, (K,)) of a key histogram,
+    their cumulative counts ``cum`` (int64, (K,)) and the ``targets`` (float64,
+    (npartitions - 1,)), the row counts at which balanced ranges would be cut."""
+
+    keys: np.ndarray
+    cum: np.ndarray
+    targets: np.ndarray
+
+
+def balance_targets(histogram: pd.Series, npartitions: int) -> BalanceTargets:
+    """The :class:`BalanceTargets` of the key histogram ``histogram`` (key -> count) cut into
+    ``npartitions`` ranges."""
     hist = histogram.sort_index()
     keys, cum = hist.index.to_numpy(np.uint64), np.cumsum(hist.to_numpy())
     n = max(int(npartitions), 1)
-    return keys, cum, cum[-1] * np.arange(1, n) / n
+    return BalanceTargets(keys, cum, cum[-1] * np.arange(1, n) / n)
 
 
 def balanced_divisions(histogram: pd.Series, npartitions: int) -> tuple:

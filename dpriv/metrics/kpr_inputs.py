@@ -24,7 +24,8 @@ from pandas.api import types as ptypes
 
 from dpriv._dispatch import is_dask
 from dpriv.errors import InputError
-from dpriv.rows import PROBLEM_COLUMNS, BadRow, bad_rows, describe, problems_of, rows_of
+from dpriv.row_problems import problems_of
+from dpriv.rows import PROBLEM_COLUMNS, BadRow, bad_rows, describe, rows_of
 
 #: One table with at least this many times the rows of the other: the size warning.
 SIZE_RATIO = 2.0

@@ -140,7 +140,7 @@ def render_report(
     str
         A complete HTML5 document with the sections of :data:`HEADINGS`.
     """
-    from dpriv.release_check import check_ledger_whole
+    from dpriv.ledger_checks import check_ledger_whole
 
     e = html.escape
     led = as_ledger(ledger)

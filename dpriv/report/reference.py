@@ -21,9 +21,9 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.ledger import POLICY, Ledger
+from dpriv.ledger_checks import NOTHING_RELEASED, check_released_history
 from dpriv.metrics.microdata import reference_kpr
 from dpriv.policy import ReleasePolicy
-from dpriv.release_check import NOTHING_RELEASED, check_released_history
 
 _NOT_POLICY = ("method", "knowledge_sha256", "hierarchy_sha256", "title")
 
