@@ -34,12 +34,21 @@ def check_parquet_footers(fs, root: str) -> None:
             first = (f, names)
         elif sorted(names) != sorted(first[1]):
             lacks = [c for c in first[1] if c not in names]  # a column renamed in a later week?
-            hint = renamed_hint(lacks, [c for c in names if c not in first[1]])
+            more = [c for c in names if c not in first[1]]
+            hint = renamed_hint(lacks, more)
             raise InputError(
                 f"{root} holds Parquet files of different tables: {f} has columns {names}, {first[0]} "
-                f"has {first[1]}{hint}; a folder is read as the parts of one table: keep one table's "
-                "parts in it" + (", its columns named alike in every file" if hint else "")
+                f"has {first[1]}{hint or _difference(f, lacks, more)}; a folder is read as the parts of "
+                "one table: keep one table's parts in it"
+                + (", its columns named alike in every file" if hint else ", the same columns in every file")
             )
+
+
+def _difference(path: str, lacks: list[str], more: list[str]) -> str:
+    """The columns the file ``path`` has more and lacks, said (a week's export that added a
+    column, e.g. ``bmi``, is told which one instead of two lists to compare)."""
+    said = [f"{path} has {more} more" if more else "", f"lacks {lacks}" if lacks else ""]
+    return f" ({', '.join(s for s in said if s)})" if any(said) else ""
 
 
 #: The name of a part that Dask (``part.0.parquet``), pyarrow (``part-0.parquet``) or Spark

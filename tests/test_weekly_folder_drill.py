@@ -80,3 +80,104 @@ def test_a_week_file_with_no_row_is_refused_by_name_and_the_ledger_stays(weeks, 
     )
     assert "nothing to release" not in res.output
     assert tree(tmp_path) == before  # nothing written, the ledger at release 2
+
+
+def test_numbers_stored_as_text_in_a_later_week_are_refused_naming_the_week_column_and_rows(weeks, tmp_path):
+    out, frame = weeks
+    later = frame.assign(age=frame["age"].astype(object))
+    third = later["view"] == 3
+    later.loc[third, "age"] = later.loc[third, "age"].astype(str)  # week 3's export wrote ages as text
+    folder = tmp_path / "h"
+    folder.mkdir()
+    for v in (1, 2):
+        frame[frame["view"] == v].to_parquet(folder / f"week{v}.parquet", index=False)
+    week3 = later[third].reset_index(drop=True).astype({"age": "str"})
+    week3.to_parquet(folder / "week3.parquet", index=False)
+    assert pd.read_parquet(folder / "week3.parquet")["age"].map(type).eq(str).all()
+    before = tree(tmp_path)
+    res = _release(folder, tmp_path / "led", out / "policy.toml")
+    first = week3["age"].iloc[0]
+    assert_refused(
+        res,
+        rf"view = 3: numeric QI 'age' holds numbers stored as text \(e\.g\. '{first}'\) where its other rows "
+        r"hold numbers",
+        r"write 'age' as numbers in every week's file",
+        rf"\(60 rows: row 1 of {folder}/week3\.parquet \(view=3\), row 2 of {folder}/week3\.parquet",
+    )
+    assert tree(tmp_path) == before  # no ledger started
+
+
+def test_a_pandas_history_mixing_numbers_and_numbers_as_text_in_a_declared_qi_is_refused(weeks, tmp_path):
+    from dpriv.errors import InputError
+    from dpriv.policy import ReleasePolicy
+    from dpriv.release import release_history
+
+    out, frame = weeks
+    mixed = frame.assign(age=frame["age"].astype(object))
+    mixed.loc[[130, 170], "age"] = ["61", "62"]  # two rows of view 3 (rows 120..179)
+    policy = ReleasePolicy.from_toml(out / "policy.toml")
+    with pytest.raises(InputError) as exc:
+        release_history(mixed, policy, tmp_path / "led")
+    said = str(exc.value)
+    assert "numeric QI 'age' holds numbers stored as text (e.g. '61')" in said, said
+    assert "(2 rows: row 130 (view=3), row 170 (view=3))" in said, said
+    assert not (tmp_path / "led").exists()
+
+
+def test_a_sensitive_value_renamed_in_a_later_week_is_refused_naming_its_rows(weeks, tmp_path):
+    """'stage 2' for 'stage2' in week 3, no [domains] and no knowledge file: the inferred domain
+    took it as one more value (exit 0, a release of 'liver 2' beside 'liver_2')."""
+    _, frame = weeks
+    renamed = frame.copy()
+    hit = (renamed["view"] == 3) & (
+        renamed["exam_result"] == renamed.loc[renamed["view"] == 3, "exam_result"].iloc[0]
+    )
+    value = renamed.loc[hit, "exam_result"].iloc[0]
+    assert "_" in value and (frame.loc[frame["view"] < 3, "exam_result"] == value).any()
+    renamed.loc[hit, "exam_result"] = value.replace("_", " ")  # week 3's export: a space for the '_'
+    folder = _week_files(tmp_path / "h", renamed)
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "respondent_id"\ntime = "view"\nqi = ["age", "gender", "weight"]\n'
+        'sensitive = "exam_result"\n[privacy]\nk = 5\nt = 0.6\nj = 0.9\nmax_suppression = 1.0\n'
+    )
+    before = tree(tmp_path)
+    res = _release(folder, tmp_path / "led", policy)
+    first = int(hit[renamed["view"] == 3].to_numpy().argmax()) + 1  # its row in week3.parquet
+    out = assert_refused(
+        res,
+        r"column 'exam_result' holds two values \(not printed beside their rows: see the rows named\), which "
+        r"differ only in the spaces, '_' or '-' between their words",
+        rf"row {first} of {folder}/week3\.parquet \(view=3\)",
+    )
+    assert value not in out and value.replace("_", " ") not in out  # a sensitive value is never printed
+    assert tree(tmp_path) == before
+
+
+def test_codes_that_differ_in_a_separator_between_digits_or_a_sign_stay_two_values():
+    from dpriv.same_text import spelling_key
+
+    assert (
+        spelling_key("stage 2")
+        == spelling_key("Stage2")
+        == spelling_key("stage-2")
+        == spelling_key("stage_2")
+    )
+    assert spelling_key("1-2") != spelling_key("12")  # a range and a number
+    assert spelling_key("-1") != spelling_key("1")  # a sign
+    assert spelling_key("B ") == spelling_key("b")  # spaces at the ends and case, as before
+
+
+def test_a_week_file_with_one_more_column_is_refused_naming_that_column(weeks, tmp_path):
+    out, frame = weeks
+    folder = _week_files(tmp_path / "h", frame, views=(1, 2))
+    assert _release(folder, tmp_path / "led", out / "policy.toml").exit_code == 0
+    week3 = frame[frame["view"] == 3].reset_index(drop=True).assign(bmi=22.5)  # the export added a column
+    week3.to_parquet(folder / "week3.parquet", index=False)
+    before = tree(tmp_path)
+    assert_refused(
+        _release(folder, tmp_path / "led", out / "policy.toml"),
+        rf"\({folder}/week3\.parquet has \['bmi'\] more\); a folder is read as the parts of one table: keep "
+        r"one table's parts in it, the same columns in every file",
+    )
+    assert tree(tmp_path) == before
