@@ -77,9 +77,9 @@ def _text_rows(part: pd.DataFrame, policy: ReleasePolicy, column: str) -> pd.Dat
     example = part[column][text].iloc[0]
     message = (
         f"numeric QI {column!r} holds numbers stored as text (e.g. {example!r}) where its other rows hold "
-        f"numbers: released so, every view's {column}_min and {column}_max would be float64 instead of the "
-        "int64 of numbers alone, and a ledger would then refuse the weeks written as numbers; write "
-        f"{column!r} as numbers in every week's file (pandas: frame[{column!r}] = "
+        f"numbers: released so, {column}_min and {column}_max would be float64 instead of the int64 of "
+        "numbers alone (in every view of a history, whose ledger would then refuse the weeks written as "
+        f"numbers); write {column!r} as numbers in every file, every week's (pandas: frame[{column!r}] = "
         f"pd.to_numeric(frame[{column!r}]) before to_parquet) and run again. Rows holding text"
     )
     found = [(2, column, message, offending_rows(part, text, policy), int(text.sum()))]

@@ -101,7 +101,7 @@ def test_numbers_stored_as_text_in_a_later_week_are_refused_naming_the_week_colu
         res,
         rf"view = 3: numeric QI 'age' holds numbers stored as text \(e\.g\. '{first}'\) where its other rows "
         r"hold numbers",
-        r"write 'age' as numbers in every week's file",
+        r"write 'age' as numbers in every file, every week's",
         rf"\(60 rows: row 1 of {folder}/week3\.parquet \(view=3\), row 2 of {folder}/week3\.parquet",
     )
     assert tree(tmp_path) == before  # no ledger started
@@ -181,3 +181,28 @@ def test_a_week_file_with_one_more_column_is_refused_naming_that_column(weeks, t
         r"one table's parts in it, the same columns in every file",
     )
     assert tree(tmp_path) == before
+
+
+def test_anonymize_of_a_folder_whose_second_file_holds_ages_as_text_is_refused(weeks, tmp_path):
+    """The same for one view given as a folder of two files (dpriv anonymize), the age's domain
+    declared: its bounds were float64 (exit 0)."""
+    _, frame = weeks
+    one = frame[frame["view"] == 1].drop(columns="view").reset_index(drop=True)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    one.iloc[:30].to_parquet(folder / "a.parquet", index=False)
+    one.iloc[30:].astype({"age": "str"}).to_parquet(folder / "b.parquet", index=False)
+    (tmp_path / "p.toml").write_text(
+        '[columns]\nid = "respondent_id"\nqi = ["age", "gender", "weight"]\nsensitive = "exam_result"\n'
+        "[domains]\nage = [45, 74]\n[privacy]\nk = 5\nt = 0.6\nj = 0.9\nmax_suppression = 1.0\n"
+    )
+    res = CliRunner().invoke(
+        app, ["anonymize", str(folder), "--out", str(tmp_path / "o.parquet"),
+              "--policy", str(tmp_path / "p.toml"), "--no-cluster"],
+    )  # fmt: skip
+    assert_refused(
+        res,
+        r"numeric QI 'age' holds numbers stored as text \(e\.g\. '\d+'\) where its other rows hold numbers",
+        rf"\(30 rows: row 1 of {folder}/b\.parquet, row 2 of {folder}/b\.parquet",
+    )
+    assert not (tmp_path / "o.parquet").exists()
