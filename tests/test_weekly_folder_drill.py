@@ -223,3 +223,25 @@ def test_anonymize_of_a_folder_whose_second_file_holds_ages_as_text_is_refused(w
         rf"\(30 rows: row 1 of {folder}/b\.parquet, row 2 of {folder}/b\.parquet",
     )
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_a_renamed_value_outside_a_declared_domain_is_said_to_be_a_domain_value_written_another_way(
+    weeks, tmp_path
+):
+    out, frame = weeks
+    renamed = frame.copy()
+    value = next(v for v in renamed.loc[renamed["view"] == 3, "exam_result"] if "_" in v)
+    hit = (renamed["view"] == 3) & (renamed["exam_result"] == value)
+    renamed.loc[hit, "exam_result"] = value.replace("_", "-")  # week 3: 'liver-2' for 'liver_2'
+    folder = _week_files(tmp_path / "h", renamed)
+    res = _release(folder, tmp_path / "led", out / "policy.toml")  # its [domains] declared
+    said = assert_refused(
+        res,
+        r"view = 3: sensitive column 'exam_result' has values \(not printed beside their rows",
+        r"\(of these, a value of the domain written another way: in upper and lower case, with spaces at "
+        r"its ends, or with spaces, '_' or '-' between its words; write it as the domain does\)",
+    )
+    assert value.replace("_", "-") not in said
+    other = frame.assign(exam_result=frame["exam_result"].where(~hit, "unknown"))
+    res = _release(_week_files(tmp_path / "h2", other), tmp_path / "led2", out / "policy.toml")
+    assert "written another way" not in assert_refused(res, r"not in its declared domain")  # a new value
