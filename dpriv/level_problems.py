@@ -58,7 +58,23 @@ def add_unknown(
         )
         add(3, name, bad, message)
         return
-    add(3, name, bad, message + f"{fix} or correct the data")
+    add(3, name, bad, message + f"{fix} or correct the data" + _respelled(values, domain))
+
+
+def _respelled(values: list, domain: list) -> str:
+    """A hint when one of ``values`` (not in ``domain``) is a value of ``domain`` written another
+    way (:func:`dpriv.same_text.spelling_key`: case, spaces at the ends, spaces, '_' or '-'
+    between words): a later week's export that renamed ``liver_2`` to ``liver 2`` (s43, user D).
+    Never a value: a sensitive one is not printed beside its rows."""
+    from dpriv.same_text import spelling_key  # same_text reads the checks this module serves
+
+    known = {spelling_key(d) for d in domain if isinstance(as_python(d), str)}
+    if not any(isinstance(v, str) and spelling_key(v) in known for v in values):
+        return ""
+    return (
+        " (of these, a value of the domain written another way: in upper and lower case, with spaces "
+        "at its ends, or with spaces, '_' or '-' between its words; write it as the domain does)"
+    )
 
 
 def add_unknown_levels(add: Add, part: pd.DataFrame, policy: ReleasePolicy, name: str) -> None:

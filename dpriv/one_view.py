@@ -18,15 +18,17 @@ from dpriv.anonymized import Anonymized
 from dpriv.dates import released_dates
 from dpriv.generalize import generalize_view
 from dpriv.input_checks import check_npartitions, resolve_policy
-from dpriv.input_columns import unused_columns, unused_note, warn_unused
+from dpriv.input_columns import policy_columns, unused_columns, unused_note, warn_unused
 from dpriv.inputs import as_frame, check_sensitive_values, prepared
 from dpriv.metrics.release import checked_metrics
+from dpriv.part_types import as_data_types
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_gate import anonymize_note
 from dpriv.policy_keys import as_policy
 from dpriv.released import LABEL, public
 from dpriv.state import attach_priors
+from dpriv.text_numbers import refuse_mixed_numbers
 from dpriv.validate import validate_view
 
 
@@ -50,7 +52,11 @@ def anonymize(
     check_npartitions(npartitions)
     view = as_frame(view, "anonymize", "view", policy.id, policy)
     view, policy = prepared(view, policy, notes=(notes := []))
+    # a Parquet folder's meta is its first file's: the checks must see what every file holds (told
+    # by the footers; a CSV's blocks are typed alike by Dask's sample)
+    view = as_data_types(view, policy_columns(policy), read_rows=False)
     policy, inferred = resolve_policy(view, policy)
+    refuse_mixed_numbers(view, policy)  # 45 in one file, "45" in another: float64 bounds otherwise
     notes += inferred + [n for n in (unused_note(view.columns, policy), anonymize_note(policy)) if n]
     warn_unused(view.columns, policy)  # in its notes too (dpriv anonymize prints them)
     summary = validate_view(view, policy)

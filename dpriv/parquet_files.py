@@ -4,6 +4,8 @@ footer checked before a computation starts, rows counted, a row of a folder plac
 
 from __future__ import annotations
 
+import re
+
 from dpriv.column_hints import renamed_hint
 from dpriv.errors import InputError
 from dpriv.footer_reads import data_files, footer
@@ -14,24 +16,60 @@ def check_parquet_footers(fs, root: str) -> None:
     """Read the footer of every Parquet file now, so a truncated one is an InputError that
     names it instead of a failure in the middle of a computation; in a folder, also refuse a
     file that is not Parquet (a CSV beside the parts would be left out silently) and parts
-    whose columns differ (e.g. an original and a released view side by side)."""
-    files = folder_files(fs, root) if fs.isdir(root) else [root]
+    whose columns differ (e.g. an original and a released view side by side), and a file with
+    no row that is not a writer's part (:func:`_no_row`; a single file with none is refused as
+    a header without rows once it is read)."""
+    folder = fs.isdir(root)
+    files = folder_files(fs, root) if folder else [root]
     first = None
     for f in files:
         try:
-            names = footer(fs, f).schema.names
+            meta = footer(fs, f)
         except (OSError, ValueError) as exc:
             raise InputError(_unreadable(f, exc)) from None
+        names = meta.schema.names
+        if folder and meta.num_rows == 0 and not WRITER_PART.match(f.rsplit("/", 1)[-1]):
+            raise InputError(_no_row(f))
         if first is None:
             first = (f, names)
         elif sorted(names) != sorted(first[1]):
             lacks = [c for c in first[1] if c not in names]  # a column renamed in a later week?
-            hint = renamed_hint(lacks, [c for c in names if c not in first[1]])
+            more = [c for c in names if c not in first[1]]
+            hint = renamed_hint(lacks, more)
             raise InputError(
                 f"{root} holds Parquet files of different tables: {f} has columns {names}, {first[0]} "
-                f"has {first[1]}{hint}; a folder is read as the parts of one table: keep one table's "
-                "parts in it" + (", its columns named alike in every file" if hint else "")
+                f"has {first[1]}{hint or _difference(f, lacks, more)}; a folder is read as the parts of "
+                "one table: keep one table's parts in it"
+                + (", its columns named alike in every file" if hint else ", the same columns in every file")
             )
+
+
+def _difference(path: str, lacks: list[str], more: list[str]) -> str:
+    """The columns the file ``path`` has more and lacks, said (a week's export that added a
+    column, e.g. ``bmi``, is told which one instead of two lists to compare)."""
+    said = [f"{path} has {more} more" if more else "", f"lacks {lacks}" if lacks else ""]
+    return f" ({', '.join(s for s in said if s)})" if any(said) else ""
+
+
+#: The name of a part that Dask (``part.0.parquet``), pyarrow (``part-0.parquet``) or Spark
+#: (``part-00000-<uuid>.snappy.parquet``) writes: one of the partitions of one table, empty where
+#: the partition held no row (a filter left it nothing), never a week of its own.
+WRITER_PART = re.compile(r"part[.\-_]\d+")
+
+
+def _no_row(path: str) -> str:
+    """Why a folder's file ``path`` with no row (and not a writer's part) is refused, and what to
+    do. A weekly job puts one file per week in its folder: an empty one is most often an export
+    that found nothing or failed, which read as part of the folder added no view and the release
+    said ``nothing to release`` (exit 0), so the failure went unseen. A week with no data has no
+    view (docs/ledger.md#a-week-with-no-data)."""
+    return (
+        f"{path} holds no row (its columns only), so it adds no view to the history in its folder: "
+        "if its export failed or found nothing by mistake, export that week again; if the week really "
+        "had no data, a week with no data has no view: move the file out of the folder (the weeks "
+        "after it numbered without a gap, docs/ledger.md#a-week-with-no-data). Empty parts that Dask, "
+        "pyarrow or Spark write (part.0.parquet, part-00000-...) are read as parts. Nothing was written"
+    )
 
 
 def _unreadable(path: str, exc: OSError | ValueError) -> str:

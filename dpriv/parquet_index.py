@@ -15,8 +15,10 @@ from dpriv.errors import InputError
 from dpriv.footer_reads import footer
 from dpriv.parquet_files import folder_files
 
-#: pandas' name for an unnamed index level: row labels, not data (not read, as before).
-_UNNAMED = re.compile(r"__index_level_\d+__")
+#: pandas' name for an unnamed index level, and Dask's (``ddf.to_parquet(folder)`` of a frame whose
+#: index has no name): row labels, not data (not read, as before; Dask's was taken for a named
+#: level that its own reader then dropped, an internal KeyError).
+_UNNAMED = re.compile(r"__index_level_\d+__|__null_dask_index__")
 
 
 def _named(entry: str | dict) -> str | None:

@@ -29,7 +29,9 @@ from dpriv.part_footers import footer_survey
 _SURVEY_META = pd.DataFrame({"column": pd.Series(dtype=object), "dtype": pd.Series(dtype=object)})
 
 
-def as_data_types(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> pd.DataFrame | dd.DataFrame:
+def as_data_types(
+    history: pd.DataFrame | dd.DataFrame, columns: list[str], *, read_rows: bool = True
+) -> pd.DataFrame | dd.DataFrame:
     """``history`` with each of ``columns`` of the type its partitions hold (pandas: unchanged).
 
     Dask: what each partition holds is told by the Parquet footers of a ``dd.read_parquet``
@@ -37,12 +39,15 @@ def as_data_types(history: pd.DataFrame | dd.DataFrame, columns: list[str]) -> p
     reads ``columns`` of every partition (:func:`computed_survey`); when a partition's dtype
     differs from the meta's, every partition (and the meta) is cast, lazily, to the dtype pandas'
     ``concat`` of the partitions would give. Categorical columns are left as they are (their
-    partitions may hold other categories, of one type)."""
+    partitions may hold other categories, of one type). ``read_rows=False``: only what the
+    footers tell (a frame they cannot tell is returned as it is, no row read)."""
     if not is_dask(history):
         return history
     meta = meta_of(history)
     cols = [c for c in dict.fromkeys(columns) if c in meta.columns]
     found = footer_survey(history, cols)
+    if found is None and not read_rows:  # one view (dpriv anonymize): no pass over the rows for this
+        return history
     if found is None:
         found = computed_survey(history, cols)
     cast = {}

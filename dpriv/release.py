@@ -77,6 +77,7 @@ from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import DefenderKnowledge, defender_knowledge
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
+from dpriv.text_numbers import refuse_mixed_numbers
 from dpriv.validate import refuse_merge
 from dpriv.view_check import verify_view  # noqa: F401 - public here (dpriv verify)
 from dpriv.view_steps import Grouped, ViewContext, ViewRelease, measured, posteriors, verified
@@ -207,6 +208,7 @@ def _checked_input(
     declared, taken = policy, with_ledger_domains(policy, ledger_dir)  # the ledger's policy.json read once
     policy, _ = resolve_policy(history, policy, recorded_columns(declared, taken))
     history = resumed_types(history, policy, ledger_dir)  # before any digest: ids as the ledger's dtype
+    refuse_mixed_numbers(history, policy)  # 45 and "45" in one numeric QI (a later week's file)
     # every view before the first commit: bad input writes nothing
     summaries = history_summaries(history, policy, indices)
     history = collected(history, sizes := [s.n_rows for s in summaries.values()])

@@ -1,9 +1,12 @@
 """Two values of a column whose domain is to be inferred that read as one: ``1`` and ``"1"``,
-``"B"`` and ``"B "``, ``"F"`` and ``"f"`` (:func:`check_same_text`), refused before the
-inference would make them two levels; the rarer spelling's rows named (:mod:`dpriv.rows`): a
-weekly file that wrote a category as text after weeks of numbers is found by its lines."""
+``"B"`` and ``"B "``, ``"F"`` and ``"f"``, ``"stage_2"`` and ``"stage 2"``
+(:func:`check_same_text`), refused before the inference would make them two levels; the rarer
+spelling's rows named (:mod:`dpriv.rows`): a weekly file that wrote a category as text after
+weeks of numbers is found by its lines."""
 
 from __future__ import annotations
+
+import re
 
 import dask.dataframe as dd
 import numpy as np
@@ -19,6 +22,18 @@ from dpriv.rows import PROBLEM_COLUMNS, input_file
 _HIDDEN = "two values (not printed beside their rows: see the rows named)"
 
 
+#: A run of spaces, '_' or '-' between two word characters, one of them a letter: "stage 2",
+#: "stage_2", "stage-2" and "stage2" are one value typed four ways; "1-2" (a range) and "12", or
+#: "-1" and "1" (a sign), are not.
+_SEPARATOR = re.compile(r"(?<=[^\W\d_])[\s_-]+(?=[^\W_])|(?<=[^\W_])[\s_-]+(?=[^\W\d_])")
+
+
+def spelling_key(value: object) -> str:
+    """What two spellings of one value share: the text without spaces at its ends, in one case,
+    without the separators :data:`_SEPARATOR` matches."""
+    return _SEPARATOR.sub("", str(value).strip().casefold())
+
+
 def check_same_text(
     view: pd.DataFrame | dd.DataFrame, data: pd.DataFrame, policy: ReleasePolicy, source: str = "the input"
 ) -> None:
@@ -27,17 +42,19 @@ def check_same_text(
     (the released view and the policy write values as text, where the two would be one
     value), or ``"B"`` and ``"B "`` (one category typed two ways, e.g. a CSV cell with a
     trailing space, that would become two levels), or ``"F"`` and ``"f"`` (upper and lower
-    case: the same, typed by hand). Each names the rows of ``view`` holding the less
-    frequent spelling, or type (the first :data:`dpriv.rows.MAX_ROWS_SHOWN`, by their line in
-    the input file where :func:`dpriv.rows.rows_of` names one); the sensitive column's spellings
-    are not printed beside them."""
+    case: the same, typed by hand), or ``"stage_2"`` and ``"stage 2"`` (a separator between
+    words typed otherwise: a later week's export renamed a value, :func:`spelling_key`).
+    Each names the rows of ``view`` holding the less frequent spelling, or type (the first
+    :data:`dpriv.rows.MAX_ROWS_SHOWN`, by their line in the input file where
+    :func:`dpriv.rows.rows_of` names one); the sensitive column's spellings are not printed
+    beside them."""
     for c in data.columns:
         dtype = data[c].dtype
         if not (pd.api.types.is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
             continue
         seen: dict[str, object] = {}
         for v in pd.unique(data[c].dropna()):
-            key = str(v).strip().casefold()
+            key = spelling_key(v)
             other = seen.setdefault(key, v)
             if other is v:
                 continue
@@ -58,6 +75,13 @@ def check_same_text(
                     f"column {c!r} holds {held}, which differ only in spaces at the start or end: one "
                     f"value written two ways would become two; strip the spaces (e.g. "
                     f"frame[{c!r}].str.strip()) or declare [domains] {c} with the values as they are meant"
+                )
+            elif str(other).strip().casefold() != str(v).strip().casefold():  # 'stage 2', 'stage_2'
+                said = (
+                    f"column {c!r} holds {held}, which differ only in the spaces, '_' or '-' between their "
+                    "words (a value renamed in a later week's export?): one value written two ways would "
+                    "become two; write it one way, as the other weeks do, or declare [domains] "
+                    f"{c} with the values as they are meant (both, if they are two values)"
                 )
             else:  # 'F' and 'f' typed by hand: two levels, each group's set telling them apart
                 said = (

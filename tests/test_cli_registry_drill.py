@@ -70,9 +70,11 @@ def test_a_later_weeks_typo_in_the_sensitive_column_names_its_row_not_a_new_poli
         assert "the policy differs" not in res.output
         assert "week = 2: sensitive column 'stage' has values" in res.output
         assert (
-            "not in its declared domain ['I', 'II', 'III', 'IV']: correct the data "
+            "not in its declared domain ['I', 'II', 'III', 'IV']: correct the data (of these, a value "
+            "of the domain written another way: in upper and lower case, with spaces at its ends, or "
+            "with spaces, '_' or '-' between its words; write it as the domain does) "
             f"(1 row: line {line} (week=2)" in res.output
-        )
+        )  # s43: 'iv' is 'IV' in lower case, said without printing it
         assert res.output.count("committed with the domains of the ledger's first release") == 1
         assert "Traceback" not in res.output
         assert snapshot(ledger) == before
