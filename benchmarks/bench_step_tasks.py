@@ -204,6 +204,12 @@ def main() -> None:
         f"busy {total_busy:.2f} s in {wall:.2f} s x {args.workers} workers "
         f"({total_busy / (wall * args.workers):.0%} in use)"
     )
+    cpu = sum(r["workers_cpu_s"] + r["client_cpu_s"] for r in rows)
+    cores = psutil.cpu_count() or 1
+    print(
+        f"CPU in all {cpu:.2f} s (workers and this process): at least {cpu / cores:.2f} s of wall on "
+        f"{cores} cores, whatever the overlap (the release took {wall:.2f} s)"
+    )
     if args.json:
         Path(args.json).write_text(
             json.dumps({"workers": args.workers, "load": load, "wall_s": wall, "steps": rows})
