@@ -58,7 +58,6 @@ def one_history(n_views: int, view_size: int, defender: str) -> list[dict[str, f
                 return f(*args, **kwargs)
             finally:
                 ie_seconds.append(time.process_time() - tick)
-
         return call
 
     try:
@@ -80,12 +79,8 @@ def one_history(n_views: int, view_size: int, defender: str) -> list[dict[str, f
         out = []
         for i, (a, b) in enumerate(zip(marks, marks[1:]), start=1):
             steps = json.loads((ledger.release_dir(i) / "metrics.json").read_text())["seconds"]
-            row = {
-                "cpu": b[0] - a[0],
-                "wall": b[1] - a[1],
-                "ie": sum(ie_seconds[a[2] : b[2]]),
-                "state_rows": float(len(ledger.read_state(i))),
-            }
+            row = {"cpu": b[0] - a[0], "wall": b[1] - a[1], "ie": sum(ie_seconds[a[2]:b[2]]),
+                   "state_rows": float(len(ledger.read_state(i)))}
             out.append({**row, **{f"step:{k}": v for k, v in steps.items()}})
         return out
     finally:
@@ -150,7 +145,6 @@ def attack_seconds(n_views: int, view_size: int, repeat: int) -> dict[str, tuple
                 return f(*args)
             finally:
                 spent.append(time.process_time() - tick)
-
         return call
 
     ways = {"counted": counted, "re-mined": lambda self, h, p, i: self.source.at(h, p, i)}
@@ -196,14 +190,10 @@ def main() -> None:
         return
     picked = (2, 4, args.views)
     best = isolated(args.views, args.view_size, args.defender, picked, args.repeat)
-    print(
-        "release alone (release_view + the two Parquet writes), CPU s, best of "
-        f"{args.repeat} interleaved: " + ", ".join(f"{i}: {best[i]:.3f}" for i in picked)
-    )
-    print(
-        f"release {args.views} / release 2: {best[args.views] / best[2]:.2f} (target <= 1.5); "
-        f"release {args.views} / release 4: {best[args.views] / best[4]:.2f}"
-    )
+    print("release alone (release_view + the two Parquet writes), CPU s, best of "
+          f"{args.repeat} interleaved: " + ", ".join(f"{i}: {best[i]:.3f}" for i in picked))
+    print(f"release {args.views} / release 2: {best[args.views] / best[2]:.2f} (target <= 1.5); "
+          f"release {args.views} / release 4: {best[args.views] / best[4]:.2f}")
     if args.isolated_only:
         return
     runs = [one_history(args.views, args.view_size, args.defender) for _ in range(args.repeat)]
@@ -214,10 +204,8 @@ def main() -> None:
     for i, row in enumerate(med, start=1):
         print(f"{i:>7} {row['cpu']:7.3f} {row['wall']:7.3f} {row['ie']:7.4f} {row['state_rows']:11.0f}")
     first, last = med[1], med[-1]
-    print(
-        f"release {args.views} / release 2: cpu {last['cpu'] / first['cpu']:.2f}, "
-        f"wall {last['wall'] / first['wall']:.2f} (target <= 1.5)"
-    )
+    print(f"release {args.views} / release 2: cpu {last['cpu'] / first['cpu']:.2f}, "
+          f"wall {last['wall'] / first['wall']:.2f} (target <= 1.5)")
     print(f"{'step (wall s, best)':<22} {'release 2':>10} {f'release {args.views}':>11} {'ratio':>7}")
     steps = [k for k in keys if k.startswith("step:")]
     for k in steps:

@@ -29,9 +29,8 @@ from dpriv.datasets import medical_history, write_history
 from dpriv.policy import ReleasePolicy
 
 
-def timed_history(
-    n_views: int, view_size: int, threshold: int | None, *, ie: bool = False, until: int | None = None
-) -> tuple[float, list[float]]:
+def timed_history(n_views: int, view_size: int, threshold: int | None, *, ie: bool = False,
+                  until: int | None = None) -> tuple[float, list[float]]:
     """Seconds of ``release_history`` in all and per release (wall time between commits)."""
     work = Path(tempfile.mkdtemp())
     try:
@@ -46,10 +45,7 @@ def timed_history(
         try:
             with dask.config.set(scheduler="threads"):
                 release_mod.release_history(
-                    mh.history,
-                    policy,
-                    work / "ledger",
-                    until=until,
+                    mh.history, policy, work / "ledger", until=until,
                     on_release=lambda i, m: marks.append(time.perf_counter()),
                 )
         finally:
@@ -64,11 +60,8 @@ def before_after(name: str, n_views: int, view_size: int, target: float) -> None
     dask_s, _ = timed_history(n_views, view_size, -1)
     small_s, _ = timed_history(n_views, view_size, None)
     met = "met" if small_s <= target else "NOT met"
-    print(
-        f"{name}: {n_views} x {view_size}  Dask path {dask_s:.1f} s | in process {small_s:.1f} s | "
-        f"ratio {dask_s / small_s:.1f}x | target <= {target:.0f} s: {met}",
-        flush=True,
-    )
+    print(f"{name}: {n_views} x {view_size}  Dask path {dask_s:.1f} s | in process {small_s:.1f} s | "
+          f"ratio {dask_s / small_s:.1f}x | target <= {target:.0f} s: {met}", flush=True)
 
 
 def main(parts: list[str]) -> None:
@@ -79,11 +72,8 @@ def main(parts: list[str]) -> None:
         before_after("paper workload", 24, 5000, 30)
     if "ie" in parts:
         total, per = timed_history(24, 5000, None, ie=True)
-        print(
-            f"IE 24 x 5000 in process: {total:.1f} s; release 2 {per[1]:.2f} s, "
-            f"release 24 {per[23]:.2f} s, ratio {per[23] / per[1]:.2f} (target <= 1.5)",
-            flush=True,
-        )
+        print(f"IE 24 x 5000 in process: {total:.1f} s; release 2 {per[1]:.2f} s, "
+              f"release 24 {per[23]:.2f} s, ratio {per[23] / per[1]:.2f} (target <= 1.5)", flush=True)
     if "sizes" in parts:
         print("one first release of n tuples: Dask path s | in process s | ratio")
         for n in (15, 500, 5000, 20000, 50000):
