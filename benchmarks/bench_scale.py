@@ -8,7 +8,10 @@
     and utility metrics, streamed ledger writes. Seconds per step come from the release's
     own ``metrics.json``; peak RSS of the client and of the workers is sampled (psutil);
 (d) release / floor (goal <= 5), Hilbert-range balance (largest / smallest, goal <= 1.5);
-(e) ``--scaling``: the same on 1 and on 2 workers, speed-up of each (goal >= 1.8x, issue 13);
+(e) ``--scaling``: the same on 1 and on 2 workers, speed-up of each (goal >= 1.8x, issue 13), and
+    beside them the machine's ceiling: the same cluster set-ups running an embarrassingly
+    parallel task set of the release's size (:func:`ceiling_run`), whose 1 -> 2 speed-up is the
+    most a release could reach here (the client and the scheduler share the cores);
 (f) ``--in-process``: the same release in this process (pandas, the in-process path forced);
 (g) ``--user-process``: the client as a user's process sees it, instead of (b)-(f): the view
     written by ``dpriv generate medical --partitions`` in a process of its own, then ``dpriv
@@ -65,6 +68,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proc_peaks import Peaks, is_worker, run_watched  # noqa: E402
 
 GIB = 2**30
+#: waves of the ceiling's task set: about the release's steps persisted one after another
+CEILING_ROUNDS = 11
 
 
 class Sampler:
@@ -146,6 +151,39 @@ def warm_up(folder: Path, policy: ReleasePolicy, in_process: bool = False) -> No
         release_history(read(folder / "history.parquet"), policy, folder / "ledger", npartitions=2)
 
 
+def numpy_task(n: int, seed: int) -> float:
+    """One task of the ceiling's set: ``n`` random float64 drawn and sorted (CPU only, no input,
+    a float out), so that the tasks need nothing from each other or from the client."""
+    values = np.random.default_rng(seed).random(n)
+    values.sort()
+    return float(values[n // 2])
+
+
+def calibrated_size(seconds: float) -> int:
+    """The ``n`` for which :func:`numpy_task` takes about ``seconds`` in this process (best of
+    three at 2 * 10^6, scaled linearly: n log n is near linear over a factor of a few)."""
+    n = 2_000_000
+    best = min(_timed(numpy_task, n, seed) for seed in range(3))
+    return max(int(n * seconds / best), 1_000)
+
+
+def _timed(func, *args) -> float:
+    start = time.perf_counter()
+    func(*args)
+    return time.perf_counter() - start
+
+
+def ceiling_run(client: Client, rounds: int, tasks: int, n: int) -> float:
+    """Seconds to run ``rounds`` waves of ``tasks`` independent :func:`numpy_task` of size
+    ``n`` on ``client``'s workers, each wave gathered before the next starts (as each step of a
+    release is persisted and waited for): a release's shape without its data dependencies."""
+    start = time.perf_counter()
+    for r in range(rounds):
+        seeds = [r * tasks + i for i in range(tasks)]
+        client.gather(client.map(numpy_task, [n] * tasks, seeds, pure=False))
+    return round(time.perf_counter() - start, 3)
+
+
 def recommended_policy(folder: Path) -> ReleasePolicy:
     """The recommended defense for the ``write_medical_view`` folder ``folder``."""
     policy = ReleasePolicy.from_toml(folder / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
@@ -161,7 +199,10 @@ def warm_recommended_view(work: Path, rows: int, npartitions: int) -> ReleasePol
     return policy
 
 
-def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args) -> dict:
+def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args, ceiling_n: int = 0) -> dict:
+    """The floor and the release on a LocalCluster of ``n_workers``; with ``ceiling_n`` the
+    ceiling's task set (:func:`ceiling_run`) on the same cluster just before and just after the
+    release (``ceiling_s``: their mean)."""
     with (
         dask.config.set(worker_config()),  # the workers dpriv's own LocalCluster starts
         LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0") as lc,
@@ -170,13 +211,17 @@ def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args) -> dict:
         src = work / "history.parquet"
         warm_up(work / f"warm{n_workers}", policy)
         floor = floor_run(src, work / f"floor{n_workers}", policy, args.npartitions)
+        ceiling = [ceiling_run(client, CEILING_ROUNDS, args.npartitions, ceiling_n)] if ceiling_n else []
         sampler = Sampler(client)
         start = time.perf_counter()
         ledger = work / f"ledger{n_workers}"
         led = release_history(dd.read_parquet(src), policy, ledger, npartitions=args.npartitions)
         wall = round(time.perf_counter() - start, 3)
         peak = sampler.close()
-    return run_row(n_workers, floor, wall, led, peak)
+        if ceiling_n:  # before and after the release: on a shared machine the load moves
+            ceiling.append(ceiling_run(client, CEILING_ROUNDS, args.npartitions, ceiling_n))
+    mean = round(sum(ceiling) / len(ceiling), 3) if ceiling else None
+    return {**run_row(n_workers, floor, wall, led, peak), "ceiling_s": mean, "ceiling_runs_s": ceiling}
 
 
 def run_row(workers: int, floor: float, wall: float, led, peak: dict) -> dict:
@@ -303,6 +348,13 @@ def main() -> None:
     ap.add_argument("--j", type=float, default=0.8)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scaling", action="store_true", help="also run on 1 worker (strong scaling)")
+    ap.add_argument(
+        "--ceiling-seconds",
+        type=float,
+        default=0.06,
+        help="--scaling: seconds of one ceiling task in this process (about a 10^6 release's "
+        "busy seconds on 1 worker, ~5.5, over its 11 steps x 8 partitions)",
+    )
     ap.add_argument("--in-process", action="store_true", help="also release it in this process (pandas)")
     ap.add_argument("--recommended", action="store_true", help="the recommended defense, not --k/--t/--j")
     ap.add_argument("--work", default="", help="working folder (default: a temp folder, removed)")
@@ -335,9 +387,10 @@ def main() -> None:
     result = {"rows": args.rows, "npartitions": args.npartitions, "generate_s": generate}
     result["policy"] = "recommended" if args.recommended else {"k": args.k, "t": args.t, "j": args.j}
     result["balance"] = balance(src, policy, args.npartitions)
-    runs = [run_on(args.workers, work, policy, args)]
+    ceiling_n = calibrated_size(args.ceiling_seconds) if args.scaling else 0
+    runs = [run_on(args.workers, work, policy, args, ceiling_n)]
     if args.scaling:
-        runs.insert(0, run_on(1, work, policy, args))
+        runs.insert(0, run_on(1, work, policy, args, ceiling_n))
     if args.in_process:
         runs.append(run_in_process(work, policy, args))
     result["runs"] = runs
@@ -355,9 +408,15 @@ def main() -> None:
         one, two = runs[:2]
         result["speedup_release"] = round(one["release_s"] / two["release_s"], 2)
         result["speedup_floor"] = round(one["floor_s"] / two["floor_s"], 2)
+        result["speedup_ceiling"] = round(one["ceiling_s"] / two["ceiling_s"], 2)
+        result["ceiling"] = {"rounds": CEILING_ROUNDS, "tasks": args.npartitions, "n": ceiling_n}
         print(
-            f"strong scaling 1 -> 2 workers: release {result['speedup_release']}x (goal >= 1.8), "
-            f"floor {result['speedup_floor']}x"
+            f"strong scaling 1 -> {args.workers} workers: release {result['speedup_release']}x "
+            "(goal >= 1.8), "
+            f"floor {result['speedup_floor']}x, ceiling {result['speedup_ceiling']}x "
+            f"({CEILING_ROUNDS} waves x {args.npartitions} independent numpy tasks, before and after "
+            f"each release: {one['ceiling_runs_s']} -> {two['ceiling_runs_s']} s); release / ceiling "
+            f"{result['speedup_release'] / result['speedup_ceiling']:.2f}; load {os.getloadavg()[0]:.1f}"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))

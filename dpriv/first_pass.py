@@ -63,14 +63,18 @@ def first_pass(
     caller knows them, else computed from the ranges (top-down only)."""
     kernel = range_kernel(policy)
     # the meta is the kernel's output on the empty view (ids keep their dtype through the
-    # state join, see dpriv.state): Dask checks every link against it
+    # state join, see dpriv.state)
     meta = kernel(add_keys(view_meta, policy).set_index(HKEY), None, policy, view_counts, True)[0]
     parts = ranges.to_delayed()
     if policy.grouping == "topdown":
         links = side_by_side(parts, policy, view_counts, ends)
     else:
         links = (chained_scan if policy.defer_wait > 0 else resynced_scan)(parts, policy, view_counts)
-    return dd.from_delayed(links, meta=meta)
+    # verify_meta=False: Dask's check of each link against the meta is a task marked as a data
+    # producer, which the distributed scheduler places like a root task (on the least busy
+    # worker, wherever its link lies), so whole ranges (55-110 MiB at 10^6) moved between the
+    # workers; without it each part is an alias of its link, computed where the link is
+    return dd.from_delayed(links, meta=meta, verify_meta=False)
 
 
 def range_divisions(histogram: pd.Series, npartitions: int, policy: ReleasePolicy) -> tuple:
