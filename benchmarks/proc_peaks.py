@@ -6,7 +6,10 @@ mark of resident memory (``VmHWM`` in ``/proc/<pid>/status``: the peak RSS so fa
 lowered, so a poll misses nothing but what the process adds after the last one) of the process
 and of each of its descendants (a LocalCluster's workers are children of the client process),
 and reaps it with ``os.wait4``, whose ``ru_maxrss`` (the largest peak of the process and of the
-descendants it reaped) is an exact bound for the polled figures. Linux only (``/proc``).
+descendants it reaped) bounds the polled figures from above. It is exact only when the
+launching process is small: Linux keeps the high-water mark a process had before its ``exec``,
+and a command started by ``vfork``/``posix_spawn`` (as :mod:`subprocess` does) had the
+launcher's memory until then (under pytest, the test process's whole RSS). Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ class Peaks(NamedTuple):
     ``process``: the started process's own peak RSS (VmHWM), polled; ``children``: pid ->
     :class:`ChildPeak` for every descendant seen alive at a poll; ``tree_maxrss``: ``wait4``'s
     ``ru_maxrss`` of the started process, the largest peak among it and the descendants it
-    reaped (exact, from the kernel); ``wall_s``: seconds from the start to the reaping;
+    reaped (from the kernel; at least the launcher's RSS when it started the command, see the
+    module's docstring); ``wall_s``: seconds from the start to the reaping;
     ``returncode``: the exit code (negative: killed by that signal).
     """
 

@@ -37,8 +37,9 @@ def test_the_peak_of_a_process_grows_by_what_it_allocated():
     assert base.returncode == 0 and big.returncode == 0
     grown = (big.process - base.process) / MIB
     assert 250 <= grown <= 262, grown  # 256 MiB of float64 ones, give or take the allocator
-    # the kernel's figure for the same process (no child here) is the polled one
-    assert abs(big.tree_maxrss - big.process) <= 2 * MIB
+    # the kernel's figure bounds the polled one (it also counts this launcher's RSS at the
+    # start, which Linux keeps across exec: equal only when this test process is small)
+    assert big.tree_maxrss >= big.process - 2 * MIB
 
 
 def test_a_childs_peak_is_its_own_and_wait4_bounds_the_tree():
@@ -48,8 +49,8 @@ def test_a_childs_peak_is_its_own_and_wait4_bounds_the_tree():
     assert 58 <= (got.process - base.process) / MIB <= 70  # the child's memory is not the parent's
     (grand,) = [c for c in got.children.values() if "-c" in c.cmdline]
     assert 186 <= (grand.peak - base.process) / MIB <= 198
-    # wait4's ru_maxrss is the largest of the process and the child it reaped: the child's
-    assert abs(got.tree_maxrss - grand.peak) <= 2 * MIB
+    # wait4's ru_maxrss is at least the largest of the process and the child it reaped
+    assert got.tree_maxrss >= grand.peak - 2 * MIB
 
 
 def test_a_failing_command_and_a_gone_process():
