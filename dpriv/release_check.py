@@ -21,17 +21,6 @@ from dpriv._dispatch import is_dask
 from dpriv.anatomy import COUNT, apply_anatomy, sensitive_table
 from dpriv.anonymity.verify import VerificationReport, combine_reports, verify_release
 from dpriv.anonymity.verify_anatomy import verify_anatomy
-from dpriv.ledger_checks import (  # noqa: F401 - moved there in session 43: imported from here too
-    NOTHING_RELEASED,
-    READING_FIELDS,
-    check_ledger_whole,
-    check_released_any,
-    check_released_history,
-    check_repeated,
-    check_same_columns,
-    check_unchanged,
-    check_views,
-)
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, public, qig_rows, qig_table, rows_digest
 from dpriv.row_order import stably_sorted

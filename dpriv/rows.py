@@ -285,17 +285,3 @@ def _open_text(path: str):
     import fsspec
 
     return fsspec.open(path, "rt", encoding="utf-8-sig", newline="")
-
-
-#: The names :mod:`dpriv.row_problems` took over (session 43), still given here (imported when
-#: asked for: that module imports this one).
-_MOVED = frozenset({"located", "LOCATED_META", "lazy_problems", "placed", "partition_lengths", "problems_of",
-                    "problems_message", "MAX_OTHER_PROBLEMS"})  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from dpriv import row_problems
-
-        return getattr(row_problems, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

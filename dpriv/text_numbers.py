@@ -23,7 +23,8 @@ from dpriv._dispatch import is_dask, meta_of
 from dpriv.errors import InputError
 from dpriv.policy import ReleasePolicy
 from dpriv.raw_checks import offending_rows
-from dpriv.rows import PROBLEM_COLUMNS, problems_message, problems_of
+from dpriv.row_problems import problems_message, problems_of
+from dpriv.rows import PROBLEM_COLUMNS
 
 #: One row per partition: how many cells of the column hold text, how many a number.
 _COUNTS_META = pd.DataFrame({"text": pd.Series(dtype="int64"), "numbers": pd.Series(dtype="int64")})
