@@ -121,19 +121,7 @@ def test_topdown_range_sorts_carried_rows_that_do_not_come_first(case, level, la
 
 
 def test_no_range_waits_for_another_ranges_grouping():
-    rng = np.random.default_rng(3)
-    n, values = 400, ["a", "b", "c"]
-    priors = rng.dirichlet(np.ones(3), n)
-    view = pd.DataFrame({"rid": np.arange(n), "age": rng.integers(0, 64, n), "zip": rng.integers(0, 64, n)})
-    view = view.assign(s=rng.choice(values, n), **{f"p__{v}": priors[:, i] for i, v in enumerate(values)})
-    from dpriv.policy import ReleasePolicy
-
-    policy = ReleasePolicy(
-        id="rid", qi=["age", "zip"], sensitive="s", k=3, t=1.0, j=5.0, grouping="topdown",
-        domains={"age": [0, 63], "zip": [0, 63], "s": values},
-    )  # fmt: skip
-    summary = validate_view(view, policy)
-    policy = secret_policy(policy, summary)
+    view, policy, summary = _two_qi_topdown(400, seed=3)
     parts = ranges_of(view, policy, [2**9, 2**10, 2**11, 2**11 + 5, 3 * 2**10])
     for links, chained in (
         (side_by_side(parts, policy, summary.s_counts), False),
@@ -278,19 +266,8 @@ def test_first_pass_parts_are_not_root_tasks_placed_away_from_their_ranges():
     its partitions is a data producer, which the distributed scheduler places like a root task
     (on the least busy worker, wherever the range lies: at 10^6, 55-110 MiB of ranges moved
     between two workers). Dask's ``from_delayed`` meta check is such a task."""
-    rng = np.random.default_rng(5)
-    n, values = 300, ["a", "b", "c"]
-    priors = rng.dirichlet(np.ones(3), n)
-    view = pd.DataFrame({"rid": np.arange(n), "age": rng.integers(0, 64, n), "zip": rng.integers(0, 64, n)})
-    view = view.assign(s=rng.choice(values, n), **{f"p__{v}": priors[:, i] for i, v in enumerate(values)})
-    from dpriv.policy import ReleasePolicy
-
-    policy = ReleasePolicy(
-        id="rid", qi=["age", "zip"], sensitive="s", k=3, t=1.0, j=5.0, grouping="topdown",
-        domains={"age": [0, 63], "zip": [0, 63], "s": values},
-    )  # fmt: skip
-    summary = validate_view(view, policy)
-    policy = secret_policy(policy, summary)
+    view, policy, summary = _two_qi_topdown(300, seed=5)
+    n = len(view)
     keyed = add_keys(view, policy)
     keys = np.sort(keyed[HKEY].to_numpy(np.uint64))
     divisions = [int(keys[0]), int(keys[n // 3]), int(keys[2 * n // 3]), int(keys[-1])]
@@ -301,3 +278,22 @@ def test_first_pass_parts_are_not_root_tasks_placed_away_from_their_ranges():
     assert out.npartitions == 3 and not producers, producers
     with dask.config.set(scheduler="sync"):
         assert len(out.compute()) == n  # every row once: grouped or left over
+
+
+def _two_qi_topdown(n: int, seed: int):
+    """A view of ``n`` respondents on two QIs of 64 values and three sensitive values with
+    Dirichlet priors, its top-down policy (k 3, t 1, j 5: the requirements never bind) made
+    secret, and its summary."""
+    from dpriv.policy import ReleasePolicy
+
+    rng = np.random.default_rng(seed)
+    values = ["a", "b", "c"]
+    priors = rng.dirichlet(np.ones(3), n)
+    view = pd.DataFrame({"rid": np.arange(n), "age": rng.integers(0, 64, n), "zip": rng.integers(0, 64, n)})
+    view = view.assign(s=rng.choice(values, n), **{f"p__{v}": priors[:, i] for i, v in enumerate(values)})
+    policy = ReleasePolicy(
+        id="rid", qi=["age", "zip"], sensitive="s", k=3, t=1.0, j=5.0, grouping="topdown",
+        domains={"age": [0, 63], "zip": [0, 63], "s": values},
+    )  # fmt: skip
+    summary = validate_view(view, policy)
+    return view, secret_policy(policy, summary), summary
