@@ -43,6 +43,7 @@ import pandas as pd
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kpr_peer import peer_kpr  # noqa: E402
+from proc_peaks import status_bytes  # noqa: E402
 
 from dpriv.metrics.kpr import KPRWarning, kpr  # noqa: E402
 
@@ -99,16 +100,6 @@ def runner(impl: str, orig: pd.DataFrame, syn: pd.DataFrame, npartitions: int):
     return run
 
 
-def _status() -> dict[str, int]:
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, val = line.partition(":")
-            if key in ("VmHWM", "VmRSS"):
-                out[key] = int(val.split()[0]) * 1024
-    return out
-
-
 def child(impl: str, n: int, npartitions: int, scheduler: str) -> None:
     """Peak RSS (bytes) of one call of ``impl`` above the RSS before it; JSON on stdout."""
     warnings.simplefilter("ignore", KPRWarning)
@@ -119,9 +110,9 @@ def child(impl: str, n: int, npartitions: int, scheduler: str) -> None:
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM to the current RSS
-    before = _status()["VmRSS"]
+    before = status_bytes("self", "VmRSS")["VmRSS"]
     run()
-    print(json.dumps({"peak": _status()["VmHWM"] - before}))
+    print(json.dumps({"peak": status_bytes("self", "VmHWM")["VmHWM"] - before}))
     if client is not None:
         client.close()
 

@@ -65,6 +65,7 @@ from dpriv.release import release_history
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _timing import best_of  # noqa: E402
 from proc_peaks import Peaks, is_worker, run_watched  # noqa: E402
 
 GIB = 2**30
@@ -163,14 +164,8 @@ def calibrated_size(seconds: float) -> int:
     """The ``n`` for which :func:`numpy_task` takes about ``seconds`` in this process (best of
     three at 2 * 10^6, scaled linearly: n log n is near linear over a factor of a few)."""
     n = 2_000_000
-    best = min(_timed(numpy_task, n, seed) for seed in range(3))
+    best, _ = best_of(lambda: numpy_task(n, 0), 3)
     return max(int(n * seconds / best), 1_000)
-
-
-def _timed(func, *args) -> float:
-    start = time.perf_counter()
-    func(*args)
-    return time.perf_counter() - start
 
 
 def ceiling_run(client: Client, rounds: int, tasks: int, n: int) -> float:

@@ -48,17 +48,25 @@ class Peaks(NamedTuple):
     returncode: int
 
 
-def vm_hwm(pid: int) -> int | None:
-    """Peak RSS in bytes of the live process ``pid`` (``VmHWM``), ``None`` once it is gone
-    (or a zombie: its memory map, and with it the figure, is released at exit)."""
+def status_bytes(pid: int | str, *keys: str) -> dict[str, int]:
+    """The memory figures ``keys`` (``VmHWM``, ``VmRSS``...) of the live process ``pid``
+    (``"self"``: this one) in bytes, from ``/proc/<pid>/status``; {} once it is gone."""
+    out = {}
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024  # the kernel writes kB
+                key, _, value = line.partition(":")
+                if key in keys:
+                    out[key] = int(value.split()[0]) * 1024  # the kernel writes kB
     except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    return None
+        return {}
+    return out
+
+
+def vm_hwm(pid: int) -> int | None:
+    """Peak RSS in bytes of the live process ``pid`` (``VmHWM``), ``None`` once it is gone
+    (or a zombie: its memory map, and with it the figure, is released at exit)."""
+    return status_bytes(pid, "VmHWM").get("VmHWM")
 
 
 def _poll(pid: int, peaks: dict[int, ChildPeak]) -> int | None:

@@ -51,12 +51,10 @@ class ClusterError(RuntimeError):
     CLI ends with exit 3 as for a lost worker (dpriv/cli/failures.py)."""
 
 
-class ClusterLossError(ClusterError):
-    """The Dask cluster lost a worker or its scheduler during a release of
-    :func:`dpriv.release.release_history`, views left to release (raised from Dask's exception,
-    :mod:`dpriv.release_stops`): ``loss`` is what was lost and why
-    (:class:`dpriv.cluster_loss.Loss`), ``last`` the last release the ledger holds (0: none).
-    ``dpriv release`` words it itself (:func:`dpriv.cli.failures.during_release`, exit 3)."""
+class _CarriesLoss:
+    """What :class:`ClusterLossError` and :class:`ClusterLossWarning` carry besides their message:
+    ``loss``, what was lost and why (:class:`dpriv.cluster_loss.Loss`), and ``last``, the last
+    release the ledger holds (0: none)."""
 
     def __init__(self, message: str, loss: Loss, last: int) -> None:
         super().__init__(message)
@@ -64,16 +62,18 @@ class ClusterLossError(ClusterError):
         self.last = last
 
 
-class ClusterLossWarning(UserWarning):
+class ClusterLossError(_CarriesLoss, ClusterError):
+    """The Dask cluster lost a worker or its scheduler during a release of
+    :func:`dpriv.release.release_history`, views left to release (raised from Dask's exception,
+    :mod:`dpriv.release_stops`); ``loss`` and ``last`` as :class:`_CarriesLoss` says.
+    ``dpriv release`` words it itself (:func:`dpriv.cli.failures.during_release`, exit 3)."""
+
+
+class ClusterLossWarning(_CarriesLoss, UserWarning):
     """The Dask cluster lost a worker or its scheduler after the last release of a
     :func:`dpriv.release.release_history` call was committed: the call returns the ledger with
     this warning; ``loss`` and ``last`` as in :class:`ClusterLossError`. ``dpriv release`` words
     it itself (a ``warning:`` line, exit 0)."""
-
-    def __init__(self, message: str, loss: Loss, last: int) -> None:
-        super().__init__(message)
-        self.loss = loss
-        self.last = last
 
 
 def check_count(name: str, value: object, meaning: str, *, optional: bool = False) -> None:
