@@ -124,18 +124,18 @@ def test_bt_t_reaches_the_mondrian_bt_cut(cli, table, tmp_path):
 
 
 BAD = [
-    (["--l", "0"], "--l"),
-    (["--bt-b", "0"], "--bt-b"),
-    (["--bt-b", "-0.1"], "--bt-b"),
-    (["--bt-t", "-1"], "--bt-t"),
-    (["--method", "mondrian-x"], "mondrian-x"),
+    (["--method", "mondrian-l", "--l", "0"], "--l must be a whole number >= 1, not '0'"),
+    (["--method", "mondrian-bt", "--bt-b", "0"], "--bt-b must be a number in (0, inf), not '0'"),
+    (["--method", "mondrian-bt", "--bt-b", "-0.1"], "--bt-b must be a number in (0, inf), not '-0.1'"),
+    (["--method", "mondrian-bt", "--bt-t", "-1"], "--bt-t must be a number in [0, inf), not '-1'"),
+    (["--method", "mondrian-x"], "unknown method 'mondrian-x'; choose one of ['jsreduce', 'mondrian-l',"),
 ]
 
 
 @pytest.mark.parametrize(("flags", "named"), BAD)
 def test_bad_baseline_values_exit_2_naming_the_flag_and_write_nothing(cli, table, tmp_path, flags, named):
     out = tmp_path / "out.csv"
-    res = cli("anonymize", table, "--out", out, *COLS, "--method", "mondrian-l", *flags)
+    res = cli("anonymize", table, "--out", out, *COLS, *flags)
     assert res.exit_code == 2 and named in res.output and "Traceback" not in res.output, res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["people.csv"]
     history = tmp_path / "history.csv"
@@ -148,8 +148,6 @@ def test_bad_baseline_values_exit_2_naming_the_flag_and_write_nothing(cli, table
         *COLS,
         "--time",
         "view",
-        "--method",
-        "mondrian-l",
         *flags,
     )
     assert res.exit_code == 2 and named in res.output and "Traceback" not in res.output, res.output
