@@ -218,7 +218,16 @@ def test_release_takes_l_records_it_and_shows_min_l(cli, table, tmp_path):
 
 def test_the_release_table_says_which_columns_a_method_does_not_bound():
     from dpriv.cli.release_table import measured_note, release_header
+    from dpriv.criteria import unpromised
 
+    # GUARANTEES: mondrian-l k, l; mondrian-t k, t; mondrian-bt k; histogram k, t
+    assert [unpromised(m) for m in ("mondrian-l", "mondrian-t", "mondrian-bt", "histogram")] == [
+        ["t", "j"],
+        ["l", "j"],
+        ["l", "t", "j"],
+        ["l", "j"],
+    ]
+    assert unpromised("jsreduce") == []
     assert measured_note("jsreduce") is None  # k, t and j are its criteria
     assert measured_note("mondrian-t") == (
         "note: max_js is measured, not bounded: method mondrian-t does not promise j (it promises k, t; "
@@ -265,3 +274,19 @@ def test_anonymize_releases_what_release_history_releases_of_one_view(tmp_path, 
     groups = one.metrics["n_groups"]
     assert one.method == method and groups == led.read_metrics(1)["n_groups"]
     assert (groups == 1) == (method == "histogram")  # the baselines cut the 90 tuples
+
+
+def test_a_dask_view_anonymized_by_a_baseline_is_the_pandas_release():
+    """The baselines group in memory: a Dask view is collected first, whatever its partitions."""
+    import dask.dataframe as dd
+    from conftest import random_view
+
+    from dpriv.policy import ReleasePolicy
+    from dpriv.release import anonymize
+
+    view = random_view(90, seed=5)
+    policy = ReleasePolicy(qi=["age", "gender", "weight"], sensitive="exam_result", k=4, l=2)
+    here = anonymize(view, policy, method="mondrian-l")
+    there = anonymize(dd.from_pandas(view, npartitions=3), policy, method="mondrian-l")
+    pd.testing.assert_frame_equal(here.released, there.released)
+    assert here.metrics["l_achieved"] >= 2 and here.metrics["n_groups"] > 1

@@ -327,23 +327,13 @@ _BOUNDED_BY = {
 }
 
 
-def unpromised(method: str, rbk_closeness: float | None = None) -> list[str]:
-    """The criteria (of k, l, t, j) whose achieved value a release by baseline ``method``
-    measures but does not bound (none for JS-reduce, whose l is reported as docs/policy.md says):
-    e.g. ``["t", "j"]`` for mondrian-l."""
-    from dpriv.criteria import promised
-
-    if method == "jsreduce":
-        return []
-    held = promised(method, rbk_closeness)
-    return [name for name in ("k", "l", "t", "j") if name not in held]
-
-
 def print_summary(metrics: Mapping[str, Any], method: str = "jsreduce") -> None:
     """``dpriv anonymize``'s summary of ``metrics`` (stdout), one ``key: value`` line each; under a
     baseline ``method`` an achieved value it does not bound says so (``j_achieved: 0.4799
     (measured; mondrian-l does not promise j)``): the JS threshold is no criterion of a Mondrian
     release, so its value is no failure (the keys of ``OUT.metrics.json`` are the same)."""
+    from dpriv.criteria import unpromised
+
     free = unpromised(method)
     keys = [
         "n_original",

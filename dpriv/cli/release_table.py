@@ -51,7 +51,7 @@ def measured_note(method: str) -> str | None:
     """The note under a baseline's table header: which of its columns (max_emd, max_js) are
     measured but not bounded by the method (t and j are JS-reduce's criteria); None for JS-reduce
     and for a method that bounds both."""
-    from dpriv.cli.common import unpromised
+    from dpriv.criteria import unpromised
 
     free = [name for name in unpromised(method) if name in _MEASURED]
     if not free:
