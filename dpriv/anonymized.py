@@ -26,6 +26,7 @@ class Anonymized:
     policy: ReleasePolicy
     notes: list[str] = field(default_factory=list)
     sensitive: pd.DataFrame | None = None
+    method: str = "jsreduce"  # the criteria it was verified against (dpriv.criteria.GUARANTEES)
 
     def __repr__(self) -> str:
         m = self.metrics

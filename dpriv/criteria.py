@@ -67,6 +67,16 @@ def promised(method: str, rbk_closeness: float | None = None) -> tuple[str, ...]
     return names
 
 
+def unpromised(method: str, rbk_closeness: float | None = None) -> list[str]:
+    """The criteria of k, l, t and j whose achieved value a release by baseline ``method`` measures
+    (``metrics.json``) but does not bound, e.g. ``["t", "j"]`` for mondrian-l: what its summary and
+    release table mark as measured. None for JS-reduce, whose l is reported as docs/policy.md says."""
+    if method == "jsreduce":
+        return []
+    held = promised(method, rbk_closeness)
+    return [name for name in ("k", "l", "t", "j") if name not in held]
+
+
 # --------------------------------------------------------------------------------------
 # the criteria
 # --------------------------------------------------------------------------------------

@@ -200,10 +200,10 @@ def _check_history_columns(history: pd.DataFrame | dd.DataFrame, policy: Release
         # a statistics office with one table reaches for release to run a baseline (s43, user C)
         raise PolicyError(
             'a history needs a time column: set [columns] time (e.g. "view") or --time C, the column '
-            "holding each row's release index 1..n. One table released with a Mondrian baseline "
-            "(--method) is a history of one view: add a column of 1s (pandas: frame.assign(view=1)) "
-            "and, if the table has no respondent id, a column numbering its rows (dpriv anonymize "
-            "releases one table with JS-reduce without either: --add-row-id)"
+            "holding each row's release index 1..n. One table is released by dpriv anonymize, with "
+            "JS-reduce or a Mondrian baseline (--method mondrian-l; --add-row-id for a table without "
+            "ids); into a ledger it is a history of one view: add a column of 1s (pandas: "
+            "frame.assign(view=1)) and, if the table has no respondent id, a column numbering its rows"
         )
     missing_columns(history.columns, policy)
     if policy.time not in history.columns:

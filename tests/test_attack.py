@@ -196,6 +196,12 @@ def test_the_snapshot_prior_gain_is_bksv_against_the_groups(tiny):
     out = attack(led, hist, policy, "snapshot", deductions=False)
     prior2 = (F(8, 10) - HALF + F(2, 10) - HALF + F(7, 10) - HALF + F(8, 10) - HALF) / 4
     np.testing.assert_allclose(out["prior_gain"].iloc[1], float(prior2), rtol=0, atol=1e-12)
+    # release 1 (one view, as a one-view ledger): BK^sv on the truth minus the group frequency,
+    # r1 .8 - 1/2, r2 .7 - 1/2, r3 .2 - 1 and r4 .7 - 1 (group 20 is all b): negative, correctly
+    # so (s44: a snapshot's negative prior_gain was taken for a bug; dpriv attack now explains it)
+    prior1 = (F(8, 10) - HALF + F(7, 10) - HALF + F(2, 10) - 1 + F(7, 10) - 1) / 4
+    assert prior1 == F(-3, 20)
+    np.testing.assert_allclose(out["prior_gain"].iloc[0], float(prior1), rtol=0, atol=1e-12)
 
 
 def test_hand_computed_snapshot_uses_bksv_at_every_release(tiny):

@@ -129,6 +129,20 @@ def test_the_printed_gain_table_shows_zero_as_zero_and_says_what_a_dash_is():
     assert "-0.000000" not in shown_gain(gain.assign(adversary_gain=-1e-17))
 
 
+def test_a_negative_prior_gain_is_explained_under_the_table():
+    """A snapshot attack of a one-view Mondrian ledger printed prior_gain -0.10 without a word,
+    read as a bug (s44): it is the prior on the truth minus the group's frequency of it (E10)."""
+    from dpriv.cli.audit import NEGATIVE_PRIOR_GAIN, shown_gain
+
+    # the tiny ledger of tests/test_attack.py, release 1: (.3 + .2 - .8 - .3) / 4 = -0.15
+    gain = pd.DataFrame({"release": [1, 2], "adversary_gain": [0.02, 0.03], "prior_gain": [-0.15, 0.01]})
+    lines = shown_gain(gain).splitlines()
+    assert lines[1].split() == ["1", "0.020000", "-0.150000"] and lines[-1] == NEGATIVE_PRIOR_GAIN
+    assert "m_Q(s)/|Q|" in NEGATIVE_PRIOR_GAIN and "docs/algorithms.md" in NEGATIVE_PRIOR_GAIN
+    assert NEGATIVE_PRIOR_GAIN not in shown_gain(gain.iloc[1:])  # no footnote without a negative value
+    assert NEGATIVE_PRIOR_GAIN not in shown_gain(gain.assign(prior_gain=[-4e-7, 0.0]))  # prints 0.000000
+
+
 @pytest.fixture(scope="module")
 def twins(tmp_path_factory) -> list[tuple[Ledger, pd.DataFrame]]:
     """Two ledgers of 2 views x 60 tuples of two histories (seeds 0 and 1; thresholds that

@@ -107,7 +107,7 @@ def test_a_baseline_refusal_names_the_view_and_the_new_ledger_it_needs(setting, 
     assert said.startswith("view 2: the input has 2 distinct sensitive values, fewer than l = 3")
     assert "release 1 is committed" in said and "new ledger" in said
     bt = policy.with_overrides(bt_t=0.0)
-    with pytest.raises(PolicyError, match=r"^view 1: .*raise bt_t or bt_b \(\[privacy\]\)$"):
+    with pytest.raises(PolicyError, match=r"^view 1: .*raise bt_t or bt_b \(\[privacy\], --bt-t, --bt-b\)$"):
         release_history(mh.history, bt, tmp_path / "bt", method="mondrian-bt")
 
 

@@ -1,8 +1,8 @@
-"""A statistics office with one table (session 43, user C): the Mondrian baselines run only
+"""A statistics office with one table (session 43, user C): the Mondrian baselines ran only
 under ``dpriv release``, which wants a history; a table without a time column was told to
 ``set [columns] time`` and nothing about what a one-table user writes there. The message now
-says how one table becomes a history of one view, and that history releases under every
-baseline with its promise kept (checked here with pandas)."""
+names ``dpriv anonymize --method`` (session 44) and how one table becomes a history of one view,
+and that history releases under every baseline with its promise kept (checked here with pandas)."""
 
 from __future__ import annotations
 
@@ -47,8 +47,9 @@ def test_one_table_given_to_release_is_told_how_to_make_it_a_history_of_one_view
     assert_refused(
         res,
         r"a history needs a time column: set \[columns\] time \(e\.g\. \"view\"\) or --time C",
-        r"One table released with a Mondrian baseline \(--method\) is a history of one view: add a column "
-        r"of 1s \(pandas: frame\.assign\(view=1\)\)",
+        r"One table is released by dpriv anonymize, with JS-reduce or a Mondrian baseline \(--method "
+        r"mondrian-l; --add-row-id for a table without ids\); into a ledger it is a history of one view: add "
+        r"a column of 1s \(pandas: frame\.assign\(view=1\)\)",
     )
     assert tree(tmp_path) == before
 

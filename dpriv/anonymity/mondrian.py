@@ -182,7 +182,7 @@ class _Cutter:
             if self.model == "l" and not self.crit.holds_counts(c):
                 raise PolicyError(
                     f"the input has {np.count_nonzero(c)} distinct sensitive values, fewer than "
-                    f"l = {self.l}: no QI-group can be {self.l}-diverse; lower l"
+                    f"l = {self.l}: no QI-group can be {self.l}-diverse; lower l ([privacy] l, --l)"
                 )
             if self.model == "t" and not self.crit.holds_counts(c):
                 raise PolicyError(
@@ -192,7 +192,7 @@ class _Cutter:
         if self.model == "bt" and not self.crit.holds_rows(root):
             raise PolicyError(
                 "the whole view fails (B,t)-privacy (the allowable check on the root "
-                "group): no Mondrian partition can satisfy it; raise bt_t or bt_b ([privacy])"
+                "group): no Mondrian partition can satisfy it; raise bt_t or bt_b ([privacy], --bt-t, --bt-b)"
             )
 
     def _halves_ok(self, lhs: np.ndarray, rhs: np.ndarray, c_node: np.ndarray | None) -> bool:

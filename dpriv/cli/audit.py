@@ -202,7 +202,18 @@ def shown_gain(gain: pd.DataFrame) -> str:
     text = gain.to_string(index=False, float_format=lambda x: f"{round(x, 6) + 0.0:.6f}", na_rep="-")
     if gain.isna().any().any():
         text += "\n-: not defined (confident_precision with no confident guess; a release that kept no tuple)"
+    if "prior_gain" in gain and (gain["prior_gain"].round(6) < 0).any():  # read as a bug (s44): it is not
+        text += "\n" + NEGATIVE_PRIOR_GAIN
     return text
+
+
+#: The footnote of a negative ``prior_gain``: (E10) with the prior in place of the posterior is
+#: the prior on the truth minus the release's own frequency of it in the tuple's QI-group.
+NEGATIVE_PRIOR_GAIN = (
+    "prior_gain < 0: on average the adversary's prior puts less on a tuple's true value than that "
+    "value's frequency in its released QI-group (m_Q(s)/|Q|, the baseline of E10 in "
+    "docs/algorithms.md): the groups alone tell more than the prior; a correct value, not an error"
+)
 
 
 @app.command()

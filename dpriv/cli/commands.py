@@ -16,6 +16,8 @@ from dpriv.cli import verify as _verify  # noqa: F401 - registers ``dpriv verify
 from dpriv.cli.anonymized import write_anonymized
 from dpriv.cli.common import (
     QI,
+    BtB,
+    BtT,
     Categorical,
     Cluster,
     Dates,
@@ -23,6 +25,7 @@ from dpriv.cli.common import (
     Hierarchies,
     J,
     K,
+    L,
     Partitions,
     PolicyFile,
     ReleaseFormat,
@@ -32,6 +35,7 @@ from dpriv.cli.common import (
     app,
     check_out,
     command,
+    method_option,
     print_summary,
     say_err,
     sensitive_out,
@@ -69,9 +73,13 @@ def anonymize(
     categorical: Categorical = None,
     hierarchy: Hierarchies = None,
     date: Dates = None,
+    method: method_option("jsreduce") = None,
     k: K = None,
     t: T = None,
     j: J = None,
+    l: L = None,  # noqa: E741 - the name of the l-diversity parameter
+    bt_b: BtB = None,
+    bt_t: BtT = None,
     seed: Annotated[int | None, typer.Option(help="Seed of every random choice.")] = None,
     prior: Annotated[str, typer.Option(help="Priors: class (empirical per QI class) or uniform.")] = "class",
     add_row_id: Annotated[bool, typer.Option(help="Add a row_id column and use it as the id.")] = False,
@@ -85,11 +93,16 @@ def anonymize(
     debug: Debug = False,
 ) -> None:
     """Generalize one view under k-anonymity, t-closeness and the JS threshold j (with
-    --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table)."""
+    --release-format anatomy: OUT is the QI table, OUT.sensitive.<ext> the sensitive table);
+    with --method, by a Mondrian baseline instead (mondrian-l: k and l; mondrian-t: k and t;
+    mondrian-bt: k and (B,t)-privacy) or as one QI-group (histogram)."""
+    from dpriv.baselines import check_method_name
     from dpriv.io import ROW_ID, read_table
 
     if add_row_id and id is not None:
         raise PolicyError("--add-row-id numbers the rows as the id: give it or --id C, not both")
+    method = method or "jsreduce"
+    check_method_name(method)  # before the policy is printed and the input read, as release does
     check_out(out, input, kind="anonymize", force=force, companions=(METRICS_SUFFIX,))
     scheduler = chosen_scheduler(scheduler, cluster, say_err)  # probed before the input is read
     eff, _ = load_effective(
@@ -100,15 +113,21 @@ def anonymize(
         k=k,
         t=t,
         j=j,
+        l=l,
+        bt_b=bt_b,
+        bt_t=bt_t,
         seed=seed,
         npartitions=npartitions,
         release_format=release_format,
     )
+    eff.method = method  # a field only another method uses is printed so
     table_out = sensitive_out(out)
     if eff.policy.release_format == "anatomy":  # its sensitive table is written there too
         check_out(out, input, kind="anonymize", force=force, also=(table_out,))
     view = read_table(input, add_row_id=add_row_id, id_column=eff.policy.id)
     pol = with_hierarchies(with_categorical(show_policy(eff), categorical, date), hierarchy)
+    if method != "jsreduce":  # as release says it (the default is not said: one view, JS-reduce)
+        say_err(f"  method: {method}")
     if pol.time is not None and pol.time not in view.columns:  # a history's policy, one view
         say_err(f"note: the policy's time column {pol.time!r} is not in {input}: released as one view")
         pol = type(pol).from_dict({**pol.model_dump(), "time": None})
@@ -122,7 +141,7 @@ def anonymize(
     said_unused()  # one of its notes, printed below
 
     with release_frame(placement, scheduler=scheduler, say=say_err, named=flag_named) as frame:
-        result = run(frame, pol, prior=prior)
+        result = run(frame, pol, prior=prior, method=method)
     for note in result.notes:  # the unused columns' note in the command line's words (--qi)
         say_err(unused_note(view.columns, result.policy, flag_named) if note.startswith(UNUSED) else note)
     also = (table_out,) if result.sensitive is not None else ()
@@ -132,7 +151,7 @@ def anonymize(
     write_anonymized(result, out, table_out, out.with_name(out.name + METRICS_SUFFIX))
     if result.sensitive is not None:
         typer.echo(f"sensitive table written to {table_out}")
-    print_summary(result.metrics)
+    print_summary(result.metrics, method)
     typer.echo(f"released view written to {out}")
 
 
@@ -263,13 +282,7 @@ def _with_fix(exc: PolicyError | InputError, eff: EffectivePolicy, held: int) ->
 def release(
     history: Annotated[str, typer.Argument(help="History: id, time (1..n), QIs, sensitive.")],
     ledger: Annotated[Path, typer.Option(help="Ledger folder (created if new).")],
-    method: Annotated[
-        str | None,
-        typer.Option(
-            help="jsreduce, a Mondrian baseline (mondrian-l, mondrian-t, mondrian-bt) or histogram "
-            "(one QI-group per view, a reference); default: the ledger's recorded method, else jsreduce."
-        ),
-    ] = None,
+    method: method_option("the ledger's recorded method, else jsreduce") = None,
     policy: PolicyFile = None,
     id: Annotated[str | None, typer.Option("--id", help="Respondent id column.")] = None,
     time: Annotated[str | None, typer.Option("--time", help="Release-index column (1..n).")] = None,
@@ -281,6 +294,9 @@ def release(
     k: K = None,
     t: T = None,
     j: J = None,
+    l: L = None,  # noqa: E741 - the name of the l-diversity parameter
+    bt_b: BtB = None,
+    bt_t: BtT = None,
     small_view: Annotated[
         str | None,
         typer.Option(
@@ -351,6 +367,9 @@ def release(
         k=k,
         t=t,
         j=j,
+        l=l,
+        bt_b=bt_b,
+        bt_t=bt_t,
         small_view=small_view,
         release_format=release_format,
         retro_max_gain=retro_max_gain,

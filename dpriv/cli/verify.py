@@ -16,6 +16,7 @@ from dpriv.cli.common import (
     Debug,
     Hierarchies,
     K,
+    L,
     PolicyFile,
     Released,
     ReleaseFormat,
@@ -75,6 +76,7 @@ def verify(
     date: Dates = None,
     k: K = None,
     t: T = None,
+    l: L = None,  # noqa: E741 - the name of the l-diversity parameter
     view: Annotated[
         int | None, typer.Option(help="With a history as --original: the release index it was made from.")
     ] = None,
@@ -114,7 +116,8 @@ def verify(
         categorical=categorical,
         date=date,
     )
-    given = {"time": time, "qi": qi, "sensitive": sensitive, "k": k, "t": t, "release_format": release_format}
+    given = {"time": time, "qi": qi, "sensitive": sensitive, "k": k, "t": t, "l": l}
+    given["release_format"] = release_format
     settled = _settle(flags, id=ROW_ID if add_row_id else id, **given)
     inputs = _read_inputs(flags, settled)
     # the groups are held to what their method promised (a Mondrian l release: k and l)

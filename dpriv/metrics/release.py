@@ -181,10 +181,12 @@ def checked_metrics(
     promised: ReleasePolicy | None = None,
     where: str = "the release",
     sensitive: pd.DataFrame | None = None,
+    method: str = "jsreduce",
 ) -> ReleaseRecord:
     """Verify a release independently and measure it; nothing is written here.
 
-    ``promised`` is the policy whose constraints the method guarantees (default ``policy``).
+    ``promised`` is the policy whose constraints the method guarantees (default ``policy``);
+    ``method`` names the criteria it promises (:data:`dpriv.criteria.GUARANTEES`).
     Raises VerificationError when the check fails and PolicyError when the suppression
     exceeds ``policy.max_suppression``. Returns the :class:`ReleaseRecord` of ``metrics.json``
     (achieved k/l/t/j, utility E11, E24-E26, KPR of the release E21, sizes; no seconds yet).
@@ -197,7 +199,11 @@ def checked_metrics(
         )
     else:
         report = verify_release(
-            public(released), promised or policy, view_counts=summary.s_counts, assigned=assigned
+            public(released),
+            promised or policy,
+            view_counts=summary.s_counts,
+            assigned=assigned,
+            method=method,
         )
     require(report, policy, summary.n_rows, n_suppressed, where)
     measured = release_metrics(
