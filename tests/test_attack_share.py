@@ -138,6 +138,7 @@ def test_a_share_given_other_arguments_reads_afresh(ledger_run):
         attack(3, other, policy, "snapshot", share=share)
 
 
+@pytest.mark.slow
 def test_attacks_of_other_knowledge_take_the_releases_read_and_their_own_tables(ledger_run, monkeypatch):
     # experiment paper: four knowledge kinds, then the retrospective adversary and the exit counts
     # of the same ledger through one share; each frame the one an unshared call gives
@@ -169,6 +170,7 @@ def test_attacks_of_other_knowledge_take_the_releases_read_and_their_own_tables(
     assert share.reads == 1
 
 
+@pytest.mark.slow
 def test_the_experiments_attacks_of_a_setting_read_the_ledger_once(ledger_run, monkeypatch):
     # dpriv experiment paper per setting: pinned shares, 4 paper kinds, the retrospective adversary
     # and its exit counts; shared (one reading, the retrospective deductions reused) or each alone
