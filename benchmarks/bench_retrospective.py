@@ -31,6 +31,14 @@ the old way (``shared=False``: each attack reads the ledger and deduces on its o
 (one reading, the retrospective deductions reused for the exit counts), alternately ``--repeats``
 times after one untimed call of each (numba compilation), checks that the frames are equal and
 prints the best time of each, the ratio new / old and the floor: reading the ledger once.
+Both ways use the paper adversary's array state (``dpriv.adversary.window_state``), which the
+ratio therefore leaves out.
+
+Issue 12 (2026-12-07, 24 x 5,000, seed 0, t 0.45, j 1.5, top-down, exit guard; 2 cores at load
+3.5-6 from other jobs): old 37.6 s, new 28.1 s, ratio 0.75; floor (one reading) 1.9 s. A whole
+``run_experiment`` of that one setting (release, attacks, CSVs, plots), main df140bd against
+the branch, alternated: 150 / 115 / 82 s -> 71 / 77 / 51 s (load 6-9.5); mondrian-t t 0.3:
+96 / 72 s -> 70 / 51 s; the four CSVs identical byte for byte in every pair.
 
 Measured (2 cores shared with two other jobs, seed 0, JS-reduce t 0.5, j 0.8, 24 x 5,000,
 attendance 1 in the generator): paper 313 s, retrospective 66 s (300 (release, as_of) pairs),
