@@ -3,6 +3,7 @@
 Run: python benchmarks/bench_retrospective.py [--views 24] [--view-size 5000] [--seed 0]
      [--data-attendance 0.5] [--method jsreduce mondrian-l] [--t 0.5] [--j 0.8] [--workdir DIR]
      [--attendance Q] [--deductions] [--partitions 2 4] [--history-revision]
+     [--setting JSON] [--experiment [--repeats 2]]
 
 The synthetic medical history (``medical_history``, attendance ``--data-attendance``, default
 0.5 as ``dpriv experiment paper``, det 0.9; policy from ``write_history`` with max_suppression
@@ -20,6 +21,24 @@ included). The kernels are compiled (numba) on two releases before anything is t
 ``--partitions N ...`` also runs the retrospective adversary on Dask (threads) over N
 partitions of respondents, checks its rows equal the in-process ones and prints its time;
 ``--history-revision`` times the paper adversary with the whole-history revision too.
+``--setting '{"grouping": "topdown", "exit_values": ["deceased", "discharged"]}'`` overrides
+the policy as a grid entry of ``dpriv experiment paper`` does (``setting_policy``).
+
+``--experiment`` (issue 12) times, instead, every attack ``dpriv experiment paper`` makes of the
+ledger (``dpriv.experiment.attack_setting``: the pinned shares, the paper adversary under the four
+knowledge kinds, the retrospective adversary with deductions and attendance 0.5, its exit counts)
+the old way (``shared=False``: each attack reads the ledger and deduces on its own) and the new way
+(one reading, the retrospective deductions reused for the exit counts), alternately ``--repeats``
+times after one untimed call of each (numba compilation), checks that the frames are equal and
+prints the best time of each, the ratio new / old and the floor: reading the ledger once.
+Both ways use the paper adversary's array state (``dpriv.adversary.window_state``), which the
+ratio therefore leaves out.
+
+Issue 12 (2026-12-07, 24 x 5,000, seed 0, t 0.45, j 1.5, top-down, exit guard; 2 cores at load
+3.5-6 from other jobs): old 37.6 s, new 28.1 s, ratio 0.75; floor (one reading) 1.9 s. A whole
+``run_experiment`` of that one setting (release, attacks, CSVs, plots), main df140bd against
+the branch, alternated: 150 / 115 / 82 s -> 71 / 77 / 51 s (load 6-9.5); mondrian-t t 0.3:
+96 / 72 s -> 70 / 51 s; the four CSVs identical byte for byte in every pair.
 
 Measured (2 cores shared with two other jobs, seed 0, JS-reduce t 0.5, j 0.8, 24 x 5,000,
 attendance 1 in the generator): paper 313 s, retrospective 66 s (300 (release, as_of) pairs),
@@ -44,18 +63,22 @@ BLAS contraction) is the one that suffers from an oversubscribed machine.
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
+from _timing import best_of
 
 from dpriv.adversary.masks import MasksAsOf
 from dpriv.adversary.reading import observed_from_steps
 from dpriv.adversary.retrospective import retrospective_attack
 from dpriv.adversary.tail import tail_risk
 from dpriv.attack import attack_steps
+from dpriv.attack_share import AttackShare
 from dpriv.datasets import medical_history, write_history
+from dpriv.experiment import attack_setting, setting_policy
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 
@@ -74,6 +97,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--history-revision", action="store_true")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--deductions", action="store_true")
+    ap.add_argument("--setting", type=json.loads, default={})
+    ap.add_argument("--experiment", action="store_true")
+    ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_retro_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -87,10 +113,14 @@ def main(argv: list[str] | None = None) -> dict:
     )
     results = {}
     for method in args.method:
-        policy = ReleasePolicy.from_toml(path, t=args.t, j=args.j, k=5, max_suppression=1.0)
+        base = ReleasePolicy.from_toml(path, t=args.t, j=args.j, k=5, max_suppression=1.0)
+        policy = setting_policy(base, args.setting)
         t0 = time.perf_counter()
         led = release_history(mh.history, policy, work / f"led-{method}", method=method)
         print(f"\n== {method} (t {args.t}, j {args.j}, k 5): released in {time.perf_counter() - t0:.1f} s")
+        if args.experiment:
+            results[method] = experiment_attacks(led, mh.history, policy, args.repeats)
+            continue
         steps = list(attack_steps(led, mh.history, policy, "dk", deductions=False))
         paper_s = sum(s.seconds for s in steps)
         observed = observed_from_steps(
@@ -163,6 +193,32 @@ def main(argv: list[str] | None = None) -> dict:
             "ratio": ratio,
         }
     return results
+
+
+def experiment_attacks(led, history: pd.DataFrame, policy: ReleasePolicy, repeats: int) -> dict:
+    """``attack_setting`` old (``shared=False``) and new, alternately; the best seconds of each,
+    their ratio and the floor (one reading of the ledger). AssertionError if the frames differ."""
+    floor, _ = best_of(lambda: AttackShare().input(led, history, policy, "snapshot", None), repeats)
+    seconds: dict[bool, float] = {False: float("inf"), True: float("inf")}
+    got: dict[bool, object] = {}
+    for rep in range(repeats + 1):  # the first round compiles what the kernels need: not timed
+        for shared in (False, True):
+            t0 = time.perf_counter()
+            got[shared] = attack_setting(led, history, policy, attendance=0.5, shared=shared)
+            if rep:
+                seconds[shared] = min(seconds[shared], time.perf_counter() - t0)
+    old, new = got[False], got[True]
+    assert old.pinned == new.pinned and old.gains.keys() == new.gains.keys()
+    for kind in old.gains:
+        pd.testing.assert_frame_equal(old.gains[kind], new.gains[kind], check_exact=True)
+    pd.testing.assert_frame_equal(old.retro, new.retro, check_exact=True)
+    ratio = seconds[True] / seconds[False]
+    print(
+        f"experiment's attacks of this ledger (best of {repeats}, alternated): old (each attack reads and "
+        f"deduces) {seconds[False]:.2f} s, new (shared) {seconds[True]:.2f} s, ratio new/old {ratio:.2f}; "
+        f"floor (one reading) {floor:.2f} s, new/floor {seconds[True] / floor:.1f}; frames identical"
+    )
+    return {"old_s": seconds[False], "new_s": seconds[True], "ratio": ratio, "floor_s": floor}
 
 
 if __name__ == "__main__":

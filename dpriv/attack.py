@@ -4,14 +4,16 @@ The adversary of docs/algorithms.md §1.1: it knows the generalization, the resp
 QI-group of every release (a group is a bag of respondents and a bag of sensitive values),
 the whole released history, and its own background knowledge BK^sv / BK^seq, which may
 differ from the defender's. For each committed release ``i`` it runs the same PK/RBK cycle
-as the release loop (§1.2), with the same functions of :mod:`dpriv.state` and :mod:`dpriv.rbk`:
+as the release loop (§1.2), with the same kernels as :mod:`dpriv.state` and :mod:`dpriv.rbk`:
 
 1. priors of the group members: RBK^sv (E7) from its own state and its own BK^seq
-   (:func:`dpriv.rbk.revised_priors`; BK^sv for first-timers), or BK^sv for every
+   (:func:`dpriv.knowledge.revision.revise` over each member's last n' posteriors, as
+   :func:`dpriv.rbk.revised_priors`; BK^sv for first-timers), or BK^sv for every
    member in a *snapshot* attack (no revision, §2.4);
 2. PK^sv of every member by the Ω-estimate (E14, :func:`omega_posterior`) from the group's
    released multiset of sensitive values and the members' priors;
-3. its state: the members' posteriors appended (:func:`dpriv.state.update_state`).
+3. its state: the members' posteriors appended (the numbers of :func:`dpriv.state.update_state`,
+   kept in arrays: :class:`dpriv.adversary.window_state.WindowState`).
 
 The gain of release ``i`` (E10) is the mean over the kept tuples of
 ``PK(r, true s)_s - m_Q(s)/|Q|``: the posterior on the truth minus the frequency-only
@@ -57,6 +59,7 @@ from dpriv.adversary.history_revision import PosteriorHistory
 from dpriv.adversary.masks import MasksAsOf, deductions_available
 from dpriv.adversary.retrospective import retrospective_attack
 from dpriv.adversary.tail import histogram_gain, tail_risk
+from dpriv.adversary.window_state import WindowState
 from dpriv.attack_files import gain_path, save_gain  # noqa: F401  (public here)
 from dpriv.attack_frames import (  # noqa: F401  (the columns are public here)
     GAIN_COLUMNS,
@@ -77,10 +80,7 @@ from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.policy import ReleasePolicy
-from dpriv.rbk import revised_priors
-from dpriv.released import LABEL
 from dpriv.sources import AdversaryKnowledge
-from dpriv.state import empty_state, update_state
 
 #: Adversaries :func:`attack` simulates.
 ADVERSARIES = ("paper", "retrospective")
@@ -190,8 +190,9 @@ def _steps(
     """The PK/RBK cycle of :func:`attack_steps` (arguments already checked)."""
     window = adv.window
     whole = revision == "history" and adv.revise
-    state = empty_state(policy, window) if adv.revise and not whole else None
-    past = PosteriorHistory(len(policy.sensitive_domain)) if whole else None
+    m = len(policy.sensitive_domain)
+    state = WindowState(history[policy.id], m, window) if adv.revise and not whole else None  # (E7)'s inputs
+    past = PosteriorHistory(m) if whole else None
     compiled: dict[int, CompiledTables] = {}  # per tables object (IE mines new ones each release)
     for k, read in enumerate(reads):
         i, mem, s_true, r_s, r_counts = read.index, read.members, read.s_true, read.s_released, read.counts
@@ -202,7 +203,8 @@ def _steps(
             comp = compiled.setdefault(id(tables), CompiledTables(tables))
             priors = past.revise(mem[policy.id].to_numpy(), tables.classes.classify(mem), comp, attendance)
         elif adv.revise:
-            priors = revised_priors(mem, state, tables, policy, window)
+            rows = state.rows(mem[policy.id])
+            priors = state.revised(rows, tables.classes.classify(mem), tables)
         else:
             priors = tables.tables[0][tables.classes.classify(mem), 0]
         groups = mem["last_group"].to_numpy(dtype=np.int64)
@@ -215,8 +217,7 @@ def _steps(
             n_all = len(read.view)
             past.append(mem[policy.id].to_numpy(), post, (n_all - len(mem)) / n_all if n_all else 0.0)
         elif adv.revise:
-            assigned = pd.DataFrame({policy.id: mem[policy.id].to_numpy(), LABEL: groups})
-            state = update_state(state, assigned, post, policy, window, i)
+            state.append(rows, post)
         yield AttackStep(
             release=i,
             respondents=mem[policy.id].to_numpy(),

@@ -82,11 +82,7 @@ def read_attack(
     check_ledger_whole(ledger, state=False)  # a missing or truncated release: LedgerError
     indices = set(check_history(history, policy))
     policy, _ = resolve_policy(history, policy)
-    adv = (
-        knowledge
-        if isinstance(knowledge, AdversaryKnowledge)
-        else adversary_knowledge(knowledge, policy, corpus=corpus)
-    )
+    adv = knowledge_of(knowledge, policy, corpus)
     absent = [i for i in releases if i not in indices]
     if absent:
         raise InputError(
@@ -94,6 +90,26 @@ def read_attack(
             f"history that was released (views 1..{max(releases)})"
         )
     return AttackInput(read_releases(ledger, releases, history, policy), history, policy, adv)
+
+
+def knowledge_of(
+    knowledge: str | AdversaryKnowledge, policy: ReleasePolicy, corpus: pd.DataFrame | None
+) -> AdversaryKnowledge:
+    """The adversary's knowledge ``knowledge`` names (:func:`dpriv.sources.adversary_knowledge`
+    of the resolved ``policy``; PolicyError for an unknown name), or ``knowledge`` as given."""
+    if isinstance(knowledge, AdversaryKnowledge):
+        return knowledge
+    check_knowledge_name(knowledge)
+    return adversary_knowledge(knowledge, policy, corpus=corpus)
+
+
+def with_knowledge(
+    inp: AttackInput, knowledge: str | AdversaryKnowledge, corpus: pd.DataFrame | None
+) -> AttackInput:
+    """``inp``'s reading (the releases, the history, the policy) attacked with another knowledge:
+    what :func:`read_attack` of the same ledger, history and policy with ``knowledge`` returns,
+    the releases not read again (they do not depend on the knowledge)."""
+    return AttackInput(inp.reads, inp.history, inp.policy, knowledge_of(knowledge, inp.policy, corpus))
 
 
 def read_releases(

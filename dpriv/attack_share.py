@@ -21,7 +21,7 @@ import pandas as pd
 from dpriv.adversary.masks import MasksAsOf
 from dpriv.adversary.observed import ObservedRelease
 from dpriv.attack_files import as_ledger
-from dpriv.attack_input import AttackInput, last_tables, observed_releases, read_attack
+from dpriv.attack_input import AttackInput, last_tables, observed_releases, read_attack, with_knowledge
 from dpriv.attack_policy import attack_policy
 from dpriv.errors import DprivError
 from dpriv.inputs import HistoryInput, attack_history
@@ -37,12 +37,16 @@ class AttackShare:
 
     It serves one (ledger, history, policy, knowledge, corpus): an attack with other arguments
     (other objects, another path, or the ledger since committed more) reads afresh and the
-    share starts over with it. The history must not be changed in place between the attacks.
+    share starts over with it; one of another knowledge (or corpus) only takes the releases
+    already read (:func:`dpriv.attack_input.with_knowledge`: ``dpriv experiment paper`` attacks
+    each ledger with four knowledge kinds), its tables and deductions computed afresh. The
+    history must not be changed in place between the attacks.
 
     Attributes
     ----------
     reads : int
-        How often the releases were read (1 after two attacks of the same arguments).
+        How often the releases were read (1 after two attacks of the same ledger, history and
+        policy, whatever their knowledge).
     """
 
     reads: int = 0
@@ -63,13 +67,18 @@ class AttackShare:
         """:func:`read_attack` of the arguments (normalised as :func:`dpriv.attack.attack` says;
         its errors), or what an earlier call of the same arguments read."""
         args = (ledger, history, policy, knowledge, corpus)
-        if self._args and _same_args(self._args, args) and self._committed == _committed(ledger):
+        same = bool(self._args) and self._committed == _committed(ledger)
+        if same and _same_args(self._args, args):
             return self._input
-        history, policy = attack_history(history, attack_policy(ledger, policy, history))  # as released
-        inp = read_attack(ledger, history, policy, knowledge, corpus)
-        self.reads += 1
-        self._args, self._committed, self._input = args, _committed(ledger), inp
-        self._observed, self._masks = None, {}
+        if same and self._input is not None and _same_args(self._args, args, knowledge=False):
+            inp = with_knowledge(self._input, knowledge, corpus)  # the same releases, not read again
+        else:
+            history, policy = attack_history(history, attack_policy(ledger, policy, history))  # as released
+            inp = read_attack(ledger, history, policy, knowledge, corpus)
+            self.reads += 1
+            self._committed = _committed(ledger)
+        self._args, self._input = args, inp
+        self._observed, self._masks = None, {}  # the tables, and so the deductions, are the knowledge's
         return inp
 
     def observed(self, inp: AttackInput) -> tuple[MarkovTables, list[ObservedRelease]]:
@@ -105,12 +114,14 @@ def _committed(ledger: Ledger | str | Path) -> list[dict[str, Any]] | None:
         return None
 
 
-def _same_args(held: tuple, args: tuple) -> bool:
+def _same_args(held: tuple, args: tuple, *, knowledge: bool = True) -> bool:
     """The same ledger (folder), the same history, knowledge and corpus objects (or knowledge
-    name), an equal policy."""
+    name), an equal policy; ``knowledge=False``: whatever the knowledge and corpus (the same
+    reading of the releases)."""
     (led, hist, pol, know, corpus), (led2, hist2, pol2, know2, corpus2) = held, args
     if not isinstance(led2, Ledger | str | Path):  # refused by the attack itself
         return False
     root = [Path(x.root if isinstance(x, Ledger) else x).resolve() for x in (led, led2)]
     same_know = know is know2 or (isinstance(know, str) and know == know2)
-    return root[0] == root[1] and hist is hist2 and corpus is corpus2 and same_know and pol == pol2
+    same_know = (same_know and corpus is corpus2) or not knowledge
+    return root[0] == root[1] and hist is hist2 and same_know and pol == pol2

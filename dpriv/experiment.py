@@ -21,12 +21,14 @@ import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
 from dpriv.adversary.masks import deductions_available
 from dpriv.attack import attack
-from dpriv.attack_input import linkage_rows, read_attack
+from dpriv.attack_input import linkage_rows
+from dpriv.attack_share import AttackShare
 from dpriv.datasets import medical_history, write_history
 from dpriv.datasets.model import TERMINAL
 from dpriv.errors import InputError
@@ -39,6 +41,7 @@ from dpriv.experiment_files import (
     write_output,
 )
 from dpriv.experiment_plots import knowledge_label, paper_knowledge, plot
+from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from dpriv.wording import Named, argument_named
@@ -176,13 +179,14 @@ def run_experiment(
     # release is refused for it: max_suppression is lifted here, and reported per release instead
     base = ReleasePolicy.from_toml(policy_file).with_overrides(max_suppression=1.0)
     runs, gains, retro = [], [], []
-    use_deductions = deductions_available()
     paper = paper_knowledge(list(knowledge))  # the gain the frontier plots, printed as it names it
     for method, params in itertools.chain.from_iterable(((m, p) for p in ps) for m, ps in grid.items()):
         name = setting_name(method, params)
         policy = setting_policy(base, params)
         led = release_history(mh.history, policy, out / "ledgers" / name, method=method)
-        pinned = _pinned_shares(led, mh.history, policy)
+        done = attack_setting(
+            led, mh.history, policy, knowledge, attendance=attendance, retrospective=retrospective
+        )
         for r in led.committed():
             m = led.read_metrics(r["index"])
             runs.append(
@@ -195,11 +199,10 @@ def run_experiment(
                     "semi": m["average_semiperimeter"],
                     "association_loss": m.get("association_loss"),
                     "group_qi_span": m.get("group_qi_span"),
-                    "share_pinned": pinned.get(r["index"], float("nan")),
+                    "share_pinned": done.pinned.get(r["index"], float("nan")),
                 }
             )
-        for kind in knowledge:
-            g = attack(led, mh.history, policy, kind, deductions=False)  # the paper's adversary
+        for kind, g in done.gains.items():
             gains += [
                 {"method": method, "params": json.dumps(params), "knowledge": kind, **row}
                 for row in g[list(_GAIN_KEEP)].to_dict("records")
@@ -217,22 +220,12 @@ def run_experiment(
             msg += "n/a (every tuple suppressed: no gain is defined)"
         else:
             msg += f"{last.max():.3f}"
-        if retrospective:
-            r = attack(
-                led,
-                mh.history,
-                policy,
-                "dk",
-                adversary="retrospective",
-                deductions=use_deductions,
-                attendance=attendance,
-            )
-            r = _with_exits(r, led, mh.history, policy, attendance, use_deductions)
+        if done.retro is not None:
             retro += [
                 {"method": method, "params": json.dumps(params), **row}
-                for row in r[list(_RETRO_KEEP)].to_dict("records")
+                for row in done.retro[list(_RETRO_KEEP)].to_dict("records")
             ]
-            msg += f", retrospective {r['adversary_gain'].max():.3f}"
+            msg += f", retrospective {done.retro['adversary_gain'].max():.3f}"
         say(msg)
     tables = {
         "runs": pd.DataFrame(runs),
@@ -247,28 +240,79 @@ def run_experiment(
     return tables
 
 
+class SettingAttacks(NamedTuple):
+    """What :func:`attack_setting` measures on one setting's ledger."""
+
+    pinned: dict[int, float]  # per release: share_pinned (:func:`_pinned_shares`)
+    gains: dict[str, pd.DataFrame]  # per knowledge kind: the paper adversary's frame (attack)
+    retro: pd.DataFrame | None  # the retrospective frame with n_exit; None when not asked
+
+
+def attack_setting(
+    led: Ledger,
+    history: pd.DataFrame,
+    policy: ReleasePolicy,
+    knowledge: tuple[str, ...] = KNOWLEDGE,
+    *,
+    attendance: float,
+    retrospective: bool = True,
+    shared: bool = True,
+) -> SettingAttacks:
+    """Every attack :func:`run_experiment` makes of one setting's ledger: the pinned shares, the
+    paper adversary (no deductions) under each ``knowledge`` kind and (``retrospective``) the
+    retrospective adversary with the exact DK, the exact deductions when installed and
+    ``attendance``, with its exit counts (:func:`_with_exits`).
+
+    ``shared`` (default): the ledger is read once for all of them and the retrospective
+    adversary's deductions give the exit counts (one :class:`~dpriv.attack_share.AttackShare`);
+    False: each reads and deduces on its own, as before issue 12's speed-up (the same frames,
+    benchmarks/bench_retrospective.py ``--experiment`` times both). Raises as
+    :func:`dpriv.attack.attack`."""
+    one = AttackShare()
+    share = (lambda: one) if shared else AttackShare
+    pinned = _pinned_shares(led, history, policy, share())
+    gains = {kind: attack(led, history, policy, kind, deductions=False, share=share()) for kind in knowledge}
+    if not retrospective:
+        return SettingAttacks(pinned, gains, None)
+    use_deductions = deductions_available()
+    r = attack(
+        led,
+        history,
+        policy,
+        "dk",
+        adversary="retrospective",
+        deductions=use_deductions,
+        attendance=attendance,
+        share=share(),
+    )
+    exits = _with_exits(r, led, history, policy, attendance, use_deductions, share())
+    return SettingAttacks(pinned, gains, exits)
+
+
 def _denoised(frame: pd.DataFrame) -> pd.DataFrame:
     """The gain columns rounded to :data:`GAIN_DECIMALS` (-0.0 as 0.0)."""
     cols = [c for c in ("adversary_gain", "histogram_gain") if c in frame]
     return frame.assign(**{c: pd.to_numeric(frame[c]).round(GAIN_DECIMALS) + 0.0 for c in cols})
 
 
-def _with_exits(r, led, history, policy, attendance, use_deductions) -> pd.DataFrame:
+def _with_exits(r, led, history, policy, attendance, use_deductions, share: AttackShare) -> pd.DataFrame:
     """The retrospective rows with ``n_exit``: tuples whose terminal value the exact deductions
-    as of ``as_of`` reveal (the exit channel, :func:`dpriv.adversary.exits.exit_deductions`);
-    ``n_certain`` counts every certain value, whatever channel fixed it. NA without deductions."""
+    as of ``as_of`` reveal (the exit channel, :func:`dpriv.adversary.exits.exit_deductions`, the
+    retrospective attack's deductions taken from ``share``); ``n_certain`` counts every certain
+    value, whatever channel fixed it. NA without deductions."""
     if not use_deductions:
         return r.assign(n_exit=pd.NA)
     from dpriv.adversary.exits import exit_deductions  # needs the deductions' optional SciPy
 
-    ex = exit_deductions(led, history, policy, "dk", attendance=attendance)
+    ex = exit_deductions(led, history, policy, "dk", attendance=attendance, share=share)
     return r.merge(ex[["release", "as_of", "n_exit"]], on=["release", "as_of"], how="left")
 
 
-def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy) -> dict[int, float]:
+def _pinned_shares(led, history: pd.DataFrame, policy: ReleasePolicy, share: AttackShare) -> dict[int, float]:
     """Per release: the share of released tuples that everyone's QIs, the published boxes and
-    the group sizes alone pin to one QI-group (membership from QIs, issue 11 item 4)."""
-    inp = read_attack(led, history, policy, "snapshot", None)
+    the group sizes alone pin to one QI-group (membership from QIs, issue 11 item 4), from the
+    releases as ``share`` reads them for the attacks."""
+    inp = share.input(led, history, policy, "snapshot", None)
     if inp is None:
         return {}
     rows = linkage_rows(inp.reads, inp.policy)

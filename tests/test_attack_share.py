@@ -7,11 +7,13 @@ import pytest
 
 import dpriv.adversary.deductions as deductions_module
 from dpriv.adversary.deductions import deduce
+from dpriv.adversary.exits import exit_deductions
 from dpriv.adversary.masks import MasksAsOf
 from dpriv.attack import attack
+from dpriv.attack_input import linkage_rows, read_attack
 from dpriv.attack_share import AttackShare
 from dpriv.datasets import medical_history, write_history
-from dpriv.errors import InputError
+from dpriv.errors import InputError, PolicyError
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from tests.test_deductions import CYCLE, EXIT, as_sets, cycle_history, own_releases, release
@@ -128,7 +130,71 @@ def test_a_share_given_other_arguments_reads_afresh(ledger_run):
     assert share.reads == 2  # another history object: not taken for the same one
     pd.testing.assert_frame_equal(first, second, check_exact=True)
     snap = attack(led, other, policy, "snapshot", share=share)
-    assert share.reads == 3
+    assert share.reads == 2  # another knowledge: the same releases, not read again
     pd.testing.assert_frame_equal(snap, attack(led, other, policy, "snapshot"), check_exact=True)
+    attack(led, mh.history, policy, "snapshot", share=share)
+    assert share.reads == 3  # the first history again: another object than the last one
     with pytest.raises(InputError, match="ledger is a int"):  # refused as without a share
         attack(3, other, policy, "snapshot", share=share)
+
+
+@pytest.mark.slow
+def test_attacks_of_other_knowledge_take_the_releases_read_and_their_own_tables(ledger_run, monkeypatch):
+    # experiment paper: four knowledge kinds, then the retrospective adversary and the exit counts
+    # of the same ledger through one share; each frame the one an unshared call gives
+    led, mh, policy = ledger_run
+    share = AttackShare()
+    for kind in ("snapshot", "dk", "dk-1", "dk-2"):
+        got = attack(led, mh.history, policy, kind, deductions=False, share=share)
+        pd.testing.assert_frame_equal(
+            got, attack(led, mh.history, policy, kind, deductions=False), check_exact=True
+        )
+    assert share.reads == 1
+    retro = attack(led, mh.history, policy, "dk", adversary="retrospective", attendance=0.5, share=share)
+    alone = attack(led, mh.history, policy, "dk", adversary="retrospective", attendance=0.5)
+    pd.testing.assert_frame_equal(retro, alone, check_exact=True)
+    # the exit counts take the retrospective adversary's deductions: no fixed point run again
+    calls = _fresh_deductions(monkeypatch)
+    exits = exit_deductions(led, mh.history, policy, "dk", attendance=0.5, share=share)
+    assert calls == [] and share.reads == 1
+    monkeypatch.undo()
+    pd.testing.assert_frame_equal(exits, exit_deductions(led, mh.history, policy, "dk", attendance=0.5))
+    assert exits["n_certain"].sum() > 0  # (deductions to compare: not all zero)
+    # the pinned shares of the experiment, from the releases the share read (the history as the
+    # attack normalises it): those of the raw history's reading
+    raw = read_attack(led, mh.history, policy, "snapshot", None)
+    shared = share.input(led, mh.history, policy, "snapshot", None)
+    assert linkage_rows(shared.reads, shared.policy) == linkage_rows(raw.reads, raw.policy)
+    with pytest.raises(PolicyError, match="unknown adversary knowledge 'dk-9'"):  # as without a share
+        attack(led, mh.history, policy, "dk-9", share=share)
+    assert share.reads == 1
+
+
+@pytest.mark.slow
+def test_the_experiments_attacks_of_a_setting_read_the_ledger_once(ledger_run, monkeypatch):
+    # dpriv experiment paper per setting: pinned shares, 4 paper kinds, the retrospective adversary
+    # and its exit counts; shared (one reading, the retrospective deductions reused) or each alone
+    import dpriv.attack_share as share_module
+    from dpriv.experiment import attack_setting
+
+    led, mh, policy = ledger_run
+    real, reads = share_module.read_attack, []
+
+    def counted(*args):
+        reads.append(args[3])
+        return real(*args)
+
+    monkeypatch.setattr(share_module, "read_attack", counted)
+    alone = attack_setting(led, mh.history, policy, attendance=0.5, shared=False)
+    assert reads == ["snapshot", "snapshot", "dk", "dk-1", "dk-2", "dk", "dk"]
+    del reads[:]
+    fresh = _fresh_deductions(monkeypatch)
+    got = attack_setting(led, mh.history, policy, attendance=0.5)
+    assert reads == ["snapshot"]
+    n = len(led.committed())
+    assert fresh == [True] + [False] * (n - 1)  # one chain of prefixes, for the retro and the exits
+    assert got.pinned == alone.pinned and list(got.gains) == ["snapshot", "dk", "dk-1", "dk-2"]
+    for kind, frame in alone.gains.items():
+        pd.testing.assert_frame_equal(got.gains[kind], frame, check_exact=True)
+    pd.testing.assert_frame_equal(got.retro, alone.retro, check_exact=True)
+    assert got.retro["n_certain"].sum() > 0

@@ -30,11 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpriv.adversary.deductions import chain_support
-from dpriv.adversary.masks import deduce_started
-from dpriv.attack_input import last_tables, observed_releases, read_attack
+from dpriv.attack_share import AttackShare
 from dpriv.exit_guard import one_kind_groups
-from dpriv.inputs import attack_history
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
 
@@ -52,6 +49,7 @@ def exit_deductions(
     knowledge: str = "dk",
     *,
     attendance: float | None = None,
+    share: AttackShare | None = None,
 ) -> pd.DataFrame:
     """Exit-channel counts (module doc) per (release, as_of) of a ledger.
 
@@ -62,6 +60,10 @@ def exit_deductions(
         model's support and its terminal values (states with no successor).
     attendance : float, optional
         The generator's exam probability (only 1.0 opens the presence channel).
+    share : AttackShare, optional
+        As :func:`dpriv.attack.attack`'s: the releases read and the deductions of each prefix
+        that an earlier attack of the same arguments (the retrospective adversary with
+        deductions, ``dpriv experiment paper``) computed are taken from it; the same counts.
 
     Returns
     -------
@@ -72,22 +74,20 @@ def exit_deductions(
     ------
     As :func:`dpriv.attack.attack` (InputError, PolicyError, LedgerError).
     """
-    history, policy = attack_history(history, policy)
-    inp = read_attack(ledger, history, policy, knowledge, None)
+    share = share if share is not None else AttackShare()
+    inp = share.input(ledger, history, policy, knowledge, None)
     if inp is None:
         return pd.DataFrame(columns=list(EXIT_COLUMNS), dtype="int64")
-    reads, policy = inp.reads, inp.policy
-    tables = last_tables(reads, history, policy, inp.adv)
-    obs = observed_releases(reads, policy, tables.classes)
-    sup = chain_support(tables)
-    exits = np.flatnonzero(sup.exit_value)
+    tables, obs = share.observed(inp)
+    masks = share.masks(inp, attendance)  # each prefix deduced once, started from the one before
+    exits = np.flatnonzero(masks.support.exit_value)
     worst = []
     for o in obs:
         one = one_kind_groups(o.counts, exits)
         worst.append(int(o.counts[one][:, exits].sum()))
-    rows, d = [], None
-    for k in range(len(obs)):  # each prefix started from the one before: the same deductions, sooner
-        d, _ = deduce_started(obs[: k + 1], tables, attendance, sup, d)
+    rows = []
+    for k in range(len(obs)):
+        d = masks.deduced(k)
         for p in range(k + 1):
             a = d.allowed[p]
             only_exit = a.any(axis=1) & ~(a & ~d.exit_value).any(axis=1)

@@ -135,6 +135,15 @@ class MasksAsOf:
         index = self.observed[k].index
         return nothing_certain(self.observed[: k + 1], self.tables.n_values, index, said=self.contradicted)
 
+    def deduced(self, k: int) -> Deductions:
+        """The :class:`~dpriv.adversary.deductions.Deductions` of the releases at positions
+        ``0 .. k`` (those :meth:`__call__` gives the masks of); where the model rules out what
+        they published, raises what ``deduce`` from scratch raises (InputError, no masks)."""
+        self(k)
+        if k not in self._deduced:  # contradicted: said as deduce itself says it
+            deduce_started(self.observed[: k + 1], self.tables, self.attendance, self.support, None)
+        return self._deduced[k]
+
     def release(self, k: int) -> np.ndarray:
         """Mask of the release at position ``k`` as known right after it."""
         return self(k)[k]
