@@ -1,0 +1,83 @@
+"""A statistics office's weekly batch job, run from the README alone (session 44 drill, user A):
+what it got wrong, each refused with exit 2 naming what and what to do, nothing written.
+
+* a week appended to a ``;``-separated CSV history with one more column (a new question) was
+  refused in pandas' words, ``cannot read h.csv: Error tokenizing data. C error: Expected 5
+  fields in line 62, saw 6. Is it a complete CSV (UTF-8) or Parquet file?``: the check that names
+  the lines of a week appended with a column *missing* (dpriv/csv_fields.py) never ran, as
+  pandas' reader stopped first; the lines and their number of values are named now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from dpriv.cli import app
+
+FLAGS = ("--id", "rid", "--time", "week", "--qi", "age,region", "--sensitive", "status")
+FLAGS += ("--k", "3", "--t", "1", "--j", "10", "--no-cluster")
+
+
+def week(n: int, index: int) -> pd.DataFrame:
+    """``n`` respondents' rows of week ``index``: ``age`` 40.. in 7 values, ``region`` Nord/Süd/Ost
+    in turn, ``status`` a, b, c in turn from the ``index``-th (each week other rows)."""
+    return pd.DataFrame(
+        {
+            "rid": range(n),
+            "week": index,
+            "age": [40 + i % 7 for i in range(n)],
+            "region": [["Nord", "Süd", "Ost"][i % 3] for i in range(n)],
+            "status": [["a", "b", "c"][(i + index) % 3] for i in range(n)],
+        }
+    )
+
+
+def snapshot(root: Path) -> dict:
+    """Every file under ``root``: its bytes and modification time."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def release(history: Path, ledger: Path):
+    return CliRunner().invoke(app, ["release", str(history), "--ledger", str(ledger), *FLAGS])
+
+
+def test_a_week_appended_with_one_more_column_names_its_lines_and_leaves_the_ledger(tmp_path):
+    path = tmp_path / "h.csv"
+    pd.concat([week(30, 1), week(30, 2)]).to_csv(path, sep=";", index=False)
+    assert release(path, tmp_path / "L").exit_code == 0
+    before = snapshot(tmp_path / "L")
+    # week 3 appended by a job that now exports a sixth column (the survey mode)
+    week(30, 3).assign(mode="web").to_csv(path, sep=";", mode="a", header=False, index=False)
+    res = release(path, tmp_path / "L")
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    assert (
+        f"error: {path}: 30 line(s) hold more values than its header names columns (5: rid, week, age, "
+        "region, status): line 62 (6 values), line 63 (6 values), line 64 (6 values), line 65 (6 values), "
+        f"line 66 (6 values) and 25 more of {path} (the header is line 1); their values fit no column of "
+        "the header (a column added, or a value holding the separator without quotes). Was a week "
+        "exported with a column missing (or one more)?"
+    ) in said, said
+    assert "Error tokenizing" not in said
+    assert snapshot(tmp_path / "L") == before
+
+
+def test_one_line_of_more_values_among_shorter_ones_is_named_with_them(tmp_path):
+    """Lines of more and of fewer values than the header: each named with its count, in the
+    words of both (pandas stops at the longer one)."""
+    path = tmp_path / "h.csv"
+    text = week(6, 1).to_csv(sep=";", index=False).splitlines()
+    text[2] += ";web"  # line 3: 6 values
+    text[5] = text[5].rsplit(";", 1)[0]  # line 6: 4 values
+    path.write_text("\n".join(text) + "\n")
+    res = release(path, tmp_path / "L")
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    assert (
+        f"error: {path}: 2 line(s) hold other numbers of values than its header names columns (5: rid, "
+        f"week, age, region, status): line 3 (6 values), line 6 (4 values) of {path}"
+    ) in said, said
+    assert not (tmp_path / "L").exists()
