@@ -5,7 +5,10 @@ what it got wrong, each refused with exit 2 naming what and what to do, nothing 
   refused in pandas' words, ``cannot read h.csv: Error tokenizing data. C error: Expected 5
   fields in line 62, saw 6. Is it a complete CSV (UTF-8) or Parquet file?``: the check that names
   the lines of a week appended with a column *missing* (dpriv/csv_fields.py) never ran, as
-  pandas' reader stopped first; the lines and their number of values are named now.
+  pandas' reader stopped first; the lines and their number of values are named now;
+* ``dpriv attack L --knowledge dk`` (the README's example) on a ledger whose policy has no
+  ``[knowledge]`` said to add ``dk = "knowledge/dk.npz"``, a model file the office does not have;
+  it names the knowledge the history gives (``--knowledge ie``, ``snapshot``, ``spm:PATH``) now.
 """
 
 from __future__ import annotations
@@ -81,3 +84,31 @@ def test_one_line_of_more_values_among_shorter_ones_is_named_with_them(tmp_path)
         f"week, age, region, status): line 3 (6 values), line 6 (4 values) of {path}"
     ) in said, said
     assert not (tmp_path / "L").exists()
+
+
+def attack(ledger: Path, history: Path, knowledge: str):
+    args = ["attack", str(ledger), "--history", str(history), "--knowledge", knowledge]
+    return CliRunner().invoke(app, args)
+
+
+def test_attack_with_dk_on_a_policy_without_knowledge_names_what_the_history_gives(tmp_path):
+    """The office's policy has no [knowledge] (no model of its own): ``--knowledge dk``, the
+    README's example, said to add ``dk = "knowledge/dk.npz"``, a file it does not have; it names
+    the knowledge the history gives now, and ``--knowledge ie`` attacks."""
+    path = tmp_path / "h.csv"
+    pd.concat([week(30, 1), week(30, 2)]).to_csv(path, sep=";", index=False)
+    assert release(path, tmp_path / "L").exit_code == 0
+    before = snapshot(tmp_path / "L")
+    res = attack(tmp_path / "L", path, "dk")
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    assert (
+        "error: knowledge 'dk' is not in the policy's [knowledge] table (it has no [knowledge] table): "
+        "'dk' is a table file of the adversary's model (dpriv generate medical writes knowledge/dk.npz for "
+        "its generator). Without such a file, attack with the knowledge the history gives: --knowledge ie"
+    ) in said, said
+    assert snapshot(tmp_path / "L") == before
+    res = attack(tmp_path / "L", path, "ie")
+    assert res.exit_code == 0, res.output
+    gains = pd.read_csv(tmp_path / "L" / "attack" / "gain_ie.csv")
+    assert gains["release"].tolist() == [1, 2]
