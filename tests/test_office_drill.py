@@ -8,7 +8,9 @@ what it got wrong, each refused with exit 2 naming what and what to do, nothing 
   pandas' reader stopped first; the lines and their number of values are named now;
 * ``dpriv attack L --knowledge dk`` (the README's example) on a ledger whose policy has no
   ``[knowledge]`` said to add ``dk = "knowledge/dk.npz"``, a model file the office does not have;
-  it names the knowledge the history gives (``--knowledge ie``, ``snapshot``, ``spm:PATH``) now.
+  it names the knowledge the history gives (``--knowledge ie``, ``snapshot``, ``spm:PATH``) now;
+* a misspelt table (``[kind]``, ``[Privacy]``) was listed with the seven tables but, unlike a
+  misspelt key, not named with the one meant: ``(did you mean [kinds]?)`` now.
 """
 
 from __future__ import annotations
@@ -112,3 +114,24 @@ def test_attack_with_dk_on_a_policy_without_knowledge_names_what_the_history_giv
     assert res.exit_code == 0, res.output
     gains = pd.read_csv(tmp_path / "L" / "attack" / "gain_ie.csv")
     assert gains["release"].tolist() == [1, 2]
+
+
+def test_a_misspelt_table_of_the_policy_file_is_named_with_the_table_meant(tmp_path):
+    """``[kind]`` for ``[kinds]``, ``[Privacy]`` for ``[privacy]``: named like a misspelt key."""
+    path = tmp_path / "h.csv"
+    week(30, 1).to_csv(path, sep=";", index=False)
+    policy = tmp_path / "p.toml"
+    args = ["release", str(path), "--ledger", str(tmp_path / "L"), "--policy", str(policy), "--no-cluster"]
+    for typed, hint in (
+        ("kind", " (did you mean [kinds]?)"),
+        ("Privacy", " (did you mean [privacy]?)"),
+        ("extras", ""),
+    ):
+        policy.write_text(f'[columns]\nid = "rid"\n\n[{typed}]\nk = 3\n')
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 2, res.output
+        said = " ".join(res.stderr.split())
+        assert f"error: policy file {policy}: unknown table [{typed}]{hint}; expected ['columns'," in said, (
+            said
+        )
+    assert not (tmp_path / "L").exists()
