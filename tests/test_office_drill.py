@@ -10,20 +10,36 @@ what it got wrong, each refused with exit 2 naming what and what to do, nothing 
   ``[knowledge]`` said to add ``dk = "knowledge/dk.npz"``, a model file the office does not have;
   it names the knowledge the history gives (``--knowledge ie``, ``snapshot``, ``spm:PATH``) now;
 * a misspelt table (``[kind]``, ``[Privacy]``) was listed with the seven tables but, unlike a
-  misspelt key, not named with the one meant: ``(did you mean [kinds]?)`` now.
+  misspelt key, not named with the one meant: ``(did you mean [kinds]?)`` now;
+* a policy naming ``Region`` for the column ``region`` was refused after a note that
+  ``region`` is "not released" (as if left out on purpose): no such note before a refusal now;
+* a Parquet file of no columns was said to lack a header line, and to need ``--add-row-id``.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from dpriv.cli import app
+from dpriv.errors import InputError
+from dpriv.release import release_history
 
 FLAGS = ("--id", "rid", "--time", "week", "--qi", "age,region", "--sensitive", "status")
 FLAGS += ("--k", "3", "--t", "1", "--j", "10", "--no-cluster")
+POLICY = {
+    "id": "rid",
+    "time": "week",
+    "qi": ["age", "region"],
+    "sensitive": "status",
+    "k": 3,
+    "t": 1,
+    "j": 10,
+}
 
 
 def week(n: int, index: int) -> pd.DataFrame:
@@ -134,4 +150,45 @@ def test_a_misspelt_table_of_the_policy_file_is_named_with_the_table_meant(tmp_p
         assert f"error: policy file {policy}: unknown table [{typed}]{hint}; expected ['columns'," in said, (
             said
         )
+    assert not (tmp_path / "L").exists()
+
+
+def test_a_misspelt_column_is_refused_without_a_note_calling_its_true_name_not_released(tmp_path):
+    """``qi = ["age", "Region"]`` for the column ``region``: the note "not released: column(s)
+    ['region', ...]" came before the refusal, as if the column had been left out on purpose."""
+    path = tmp_path / "h.csv"
+    week(30, 1).assign(notes="ok").to_csv(path, sep=";", index=False)
+    args = ["release", str(path), "--ledger", str(tmp_path / "L"), *FLAGS]
+    res = CliRunner().invoke(app, ["age,Region" if a == "age,region" else a for a in args])
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    assert (
+        "error: missing column(s) ['Region']; the input has ['rid', 'week', 'age', 'region', 'status', "
+        in said
+    )
+    assert "(did you mean 'region' for 'Region'?)" in res.stderr, res.stderr
+    assert "not released" not in res.stderr, res.stderr
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(InputError, match=r"missing column\(s\) \['Region'\]"):
+            release_history(pd.read_csv(path, sep=";"), {**POLICY, "qi": ["age", "Region"]}, tmp_path / "L")
+    assert [str(w.message) for w in caught if "not released" in str(w.message)] == []
+    assert not (tmp_path / "L").exists()
+    res = CliRunner().invoke(app, args)  # spelt right: the note names the one column left out
+    assert res.exit_code == 0, res.output
+    assert "not released: column(s) ['notes'] (not named by the policy" in res.stderr, res.stderr
+
+
+def test_a_parquet_file_of_no_columns_is_called_empty_not_a_file_without_a_header(tmp_path):
+    pd.DataFrame().to_parquet(tmp_path / "h.parquet")
+    res = CliRunner().invoke(
+        app, ["release", str(tmp_path / "h.parquet"), "--ledger", str(tmp_path / "L"), *FLAGS]
+    )
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    assert "the input has []. Rename the columns" in said, said
+    assert said.endswith(
+        "The input has no columns at all (an empty table): give the file that holds the data."
+    ), said
+    assert "header" not in said and "--add-row-id" not in said, said
     assert not (tmp_path / "L").exists()
