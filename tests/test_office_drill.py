@@ -13,7 +13,9 @@ what it got wrong, each refused with exit 2 naming what and what to do, nothing 
   misspelt key, not named with the one meant: ``(did you mean [kinds]?)`` now;
 * a policy naming ``Region`` for the column ``region`` was refused after a note that
   ``region`` is "not released" (as if left out on purpose): no such note before a refusal now;
-* a Parquet file of no columns was said to lack a header line, and to need ``--add-row-id``.
+* a Parquet file of no columns was said to lack a header line, and to need ``--add-row-id``;
+* a header-only export: ``dpriv anonymize`` said "the input" (``release`` named the file) and
+  ``dpriv verify --view 1`` "has no rows with week = 1; it holds []".
 """
 
 from __future__ import annotations
@@ -192,3 +194,26 @@ def test_a_parquet_file_of_no_columns_is_called_empty_not_a_file_without_a_heade
     ), said
     assert "header" not in said and "--add-row-id" not in said, said
     assert not (tmp_path / "L").exists()
+
+
+def test_a_header_only_file_is_named_by_anonymize_and_verify(tmp_path):
+    """An export that wrote its header and no rows: ``dpriv release`` named the file, ``dpriv
+    anonymize`` said "the input", ``dpriv verify --view 1`` "has no rows with week = 1; it holds []"."""
+    path = tmp_path / "h.csv"
+    week(30, 1).to_csv(path, sep=";", index=False)
+    assert release(path, tmp_path / "L").exit_code == 0
+    empty = tmp_path / "empty.csv"
+    empty.write_text(path.read_text().splitlines()[0] + "\n")
+    res = CliRunner().invoke(
+        app, ["anonymize", str(empty), "--out", str(tmp_path / "a.csv"), *FLAGS[:2], *FLAGS[4:]]
+    )
+    assert res.exit_code == 2, res.output
+    assert f"error: {empty} has a header but no rows: give the data that holds the tuples" in res.stderr
+    released = tmp_path / "L" / "releases" / "1" / "view.parquet"
+    for view in (["--view", "1"], []):
+        args = ["verify", str(released), "--original", str(empty), *FLAGS[:12], *view]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 2, res.output
+        said = " ".join(res.stderr.split())
+        assert "error: --original has a header but no rows: give the view the release was made from" in said
+    assert not (tmp_path / "a.csv").exists()
