@@ -15,7 +15,9 @@ what it got wrong, each refused with exit 2 naming what and what to do, nothing 
   ``region`` is "not released" (as if left out on purpose): no such note before a refusal now;
 * a Parquet file of no columns was said to lack a header line, and to need ``--add-row-id``;
 * a header-only export: ``dpriv anonymize`` said "the input" (``release`` named the file) and
-  ``dpriv verify --view 1`` "has no rows with week = 1; it holds []".
+  ``dpriv verify --view 1`` "has no rows with week = 1; it holds []";
+* ``dpriv export`` of the CSV that ``dpriv anonymize`` wrote with a date QI asked "is this a
+  released view of dpriv?" (its bounds read back as text); it says to name the QI a date now.
 """
 
 from __future__ import annotations
@@ -217,3 +219,43 @@ def test_a_header_only_file_is_named_by_anonymize_and_verify(tmp_path):
         said = " ".join(res.stderr.split())
         assert "error: --original has a header but no rows: give the view the release was made from" in said
     assert not (tmp_path / "a.csv").exists()
+
+
+def test_export_of_a_csv_release_with_a_date_qi_says_to_name_it_a_date(tmp_path):
+    """``dpriv anonymize --out v.csv`` with a date QI, then ``dpriv export v.csv``: the bounds read
+    back as text, and the refusal asked "is this a released view of dpriv?" (it is); it says
+    to name the QI a date now, and with ``--policy`` the export writes the date intervals."""
+    frame = (
+        week(30, 1)
+        .drop(columns="week")
+        .assign(
+            born=pd.to_datetime("1980-01-01") + pd.to_timedelta([400 * (i % 7) for i in range(30)], unit="D")
+        )
+    )
+    frame.to_csv(tmp_path / "v.csv", sep=";", index=False)
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "rid"\nqi = ["age", "born"]\nsensitive = "status"\n\n'
+        '[privacy]\nk = 3\nt = 1\nj = 10\n\n[kinds]\nborn = "date"\n'
+    )
+    out = tmp_path / "out.csv"
+    res = CliRunner().invoke(
+        app, ["anonymize", str(tmp_path / "v.csv"), "--policy", str(policy), "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["export", str(out), "--out", str(tmp_path / "e.csv")])
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.stderr.split())
+    first = pd.read_csv(out)["born_min"].iloc[0]
+    assert (
+        f"error: column 'born_min' holds dates written as text ('{first}'), as a CSV release holds the "
+        "bounds of a date QI: name 'born' as a date, with the policy the release was made with (--policy F, "
+        "its [kinds] born = \"date\"; dates=['born'] in Python)"
+    ) in said, said
+    assert not (tmp_path / "e.csv").exists()
+    res = CliRunner().invoke(
+        app, ["export", str(out), "--out", str(tmp_path / "e.csv"), "--policy", str(policy)]
+    )
+    assert res.exit_code == 0, res.output
+    born = pd.read_csv(tmp_path / "e.csv")["born"]
+    assert born.str.fullmatch(r"\d{4}-\d{2}-\d{2}(/\d{4}-\d{2}-\d{2})?").all(), born
