@@ -17,7 +17,9 @@ what it got wrong, each refused with exit 2 naming what and what to do, nothing 
 * a header-only export: ``dpriv anonymize`` said "the input" (``release`` named the file) and
   ``dpriv verify --view 1`` "has no rows with week = 1; it holds []";
 * ``dpriv export`` of the CSV that ``dpriv anonymize`` wrote with a date QI asked "is this a
-  released view of dpriv?" (its bounds read back as text); it says to name the QI a date now.
+  released view of dpriv?" (its bounds read back as text); it says to name the QI a date now;
+* each weekly run with its policy file said "inferred categorical domain of 'region': [...]",
+  as if read from that week's file: it says the domain is the ledger's now.
 """
 
 from __future__ import annotations
@@ -259,3 +261,26 @@ def test_export_of_a_csv_release_with_a_date_qi_says_to_name_it_a_date(tmp_path)
     assert res.exit_code == 0, res.output
     born = pd.read_csv(tmp_path / "e.csv")["born"]
     assert born.str.fullmatch(r"\d{4}-\d{2}-\d{2}(/\d{4}-\d{2}-\d{2})?").all(), born
+
+
+def test_a_resumed_week_says_the_domains_are_the_ledgers_not_inferred_from_its_file(tmp_path):
+    """The weekly run with its policy file printed "inferred categorical domain of 'region': [...]"
+    every week, as if read from that week's file; it is the ledger's, and a value outside it is
+    refused."""
+    path, policy = tmp_path / "h.csv", tmp_path / "p.toml"
+    policy.write_text(
+        '[columns]\nid = "rid"\ntime = "week"\nqi = ["age", "region"]\nsensitive = "status"\n\n'
+        "[privacy]\nk = 3\nt = 1\nj = 10\n"
+    )
+    args = ["release", str(path), "--ledger", str(tmp_path / "L"), "--policy", str(policy), "--no-cluster"]
+    week(30, 1).to_csv(path, sep=";", index=False)
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "inferred categorical domain of 'region': ['Nord', 'Ost', 'Süd']\n" in first.stderr, first.stderr
+    pd.concat([week(30, 1), week(30, 2)]).to_csv(path, sep=";", index=False)
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert (
+        "inferred categorical domain of 'region': ['Nord', 'Ost', 'Süd'] (recorded by the ledger at its "
+        "first release: every later week's values must lie within it)\n"
+    ) in second.stderr, second.stderr
