@@ -96,17 +96,27 @@ def _check_field_counts(uneven: list[tuple[int, int]], header: list[str], shown:
     number of values is not the ``header``'s number of columns: pandas reads a shorter line's
     values into the columns from the first on, each in the wrong column from the missing one on,
     and blanks in the last ones, so the refusal that followed named a blank or a value out of
-    its domain in some column, never the missing one."""
+    its domain in some column, never the missing one; a longer line (a column added to a week's
+    export) stopped pandas' reader, whose message named no column."""
     if not uneven:
         return
     lines = ", ".join(f"line {n} ({k} values)" for n, k in uneven[:MAX_ROWS_SHOWN])
     more = f" and {len(uneven) - MAX_ROWS_SHOWN} more" if len(uneven) > MAX_ROWS_SHOWN else ""
     fewer = "fewer" if all(k < len(header) for _, k in uneven) else "other numbers of"
+    read = (
+        "their values would be read into the wrong columns (a value left out moves the ones after it; "
+        "one left out at the end is read as blank)"
+    )
+    if all(k > len(header) for _, k in uneven):  # pandas refuses these lines outright
+        fewer, read = (
+            "more",
+            "their values fit no column of the header (a column added, or a value holding the separator "
+            "without quotes)",
+        )
     raise InputError(
         f"{shown}: {len(uneven)} line(s) hold {fewer} values than its header names columns "
-        f"({len(header)}: {', '.join(header)}): {lines}{more} of {shown} (the header is line 1); their "
-        "values would be read into the wrong columns (a value left out moves the ones after it; one left "
-        "out at the end is read as blank). Was a week exported with a column missing (or one more)? "
+        f"({len(header)}: {', '.join(header)}): {lines}{more} of {shown} (the header is line 1); "
+        f"{read}. Was a week exported with a column missing (or one more)? "
         "Export that week again with the header's columns, in its order (or write each line's every "
         "value, an empty one as ,,), and run again. Nothing was written"
     )

@@ -51,9 +51,11 @@ ADD_QI = "policy.with_overrides(qi=[*policy.qi, COLUMN]) in Python"
 def unused_note(columns, policy: ReleasePolicy, named: Named = argument_named) -> str | None:
     """``not released: column(s) ['name'] ...`` for the input's columns the policy does not name;
     how to add a QI in a Python caller's words, or with ``named=flag_named`` in ``dpriv``'s
-    (``--qi``)."""
+    (``--qi``). None when a column the policy names is missing: that input is refused
+    (:func:`missing_columns`), and the note before the refusal named the misspelt column's true
+    name among those "not released" (``region`` for a policy's ``Region``)."""
     extra = unused_columns(columns, policy)
-    if not extra:
+    if not extra or any(c not in set(map(str, columns)) for c in policy_columns(policy)):
         return None
     how = ADD_QI if named is argument_named else named("qi")
     return (
@@ -109,6 +111,8 @@ def _missing_hints(columns: list, no_id: bool, frame: str | None = None) -> str:
     missing; the fix in a Python caller's words given ``frame``, :func:`missing_columns`), or a
     file whose first line is data, not a header (a third or more of its column names are numbers)."""
     numbers = [c for c in columns if re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", str(c))]
+    if not columns:  # a Parquet file of no columns: no header line to add, no id column to name
+        return " The input has no columns at all (an empty table): give the file that holds the data."
     hints = []
     if 3 * len(numbers) >= len(columns):
         hints.append(

@@ -40,6 +40,7 @@ groups rows by the QI text (pyCANON) then sees one class where dpriv released tw
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -328,6 +329,23 @@ def from_interchange(
     return pd.DataFrame(out, index=table.index)
 
 
+def _not_numbers(bounds: pd.Series, column: str, q: str) -> str:
+    """Why the bound column ``column`` of QI ``q`` cannot be read, and what to do: bounds of a date
+    QI written as ISO text (a CSV release of dpriv anonymize) need the QI named as a date; any
+    other text is no dpriv release."""
+    first = next((str(v) for v in bounds.tolist() if pd.notna(v)), "")
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", first):
+        return (
+            f"column {column!r} holds dates written as text ({first!r}), as a CSV release holds the "
+            f"bounds of a date QI: name {q!r} as a date, with the policy the release was made with "
+            f'(--policy F, its [kinds] {q} = "date"; dates=[{q!r}] in Python)'
+        )
+    return (
+        f"column {column!r} holds {bounds.dtype} values, not numbers: a numeric QI's bounds are numbers; "
+        "is this a released view of dpriv?"
+    )
+
+
 def _intervals(
     released: pd.DataFrame, q: str, codes: np.ndarray, date: bool, spelling: Spelling
 ) -> np.ndarray:
@@ -340,10 +358,7 @@ def _intervals(
     for c in (lo_c, hi_c):
         x = released[c]
         if not pd.api.types.is_numeric_dtype(x.dtype) or pd.api.types.is_bool_dtype(x.dtype):
-            raise InputError(
-                f"column {c!r} holds {x.dtype} values, not numbers: a numeric QI's bounds are numbers; "
-                "is this a released view of dpriv?"
-            )
+            raise InputError(_not_numbers(x, c, q))
         if x.isna().any():
             where = rows_named(released, x.isna().to_numpy())
             raise InputError(f"column {c!r} has missing bounds ({where}): not a released view")

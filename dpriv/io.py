@@ -87,6 +87,7 @@ def read_table(
             "writing it has finished)"
         )
     folder = fs.isdir(paths[0])
+    sep = None  # a CSV's separator, once sniffed: a parse error is explained with it
     if folder and fs.exists(f"{paths[0].rstrip('/')}/manifest.json"):  # dpriv.ledger.MANIFEST
         raise InputError(
             f"{path} is a dpriv ledger (it holds manifest.json), not a table: give the file of a "
@@ -121,6 +122,10 @@ def read_table(
     except InputError:  # a footer's own message (an InputError is a ValueError too)
         raise
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid, pandas' ParserError are ValueErrors
+        if sep is not None and isinstance(exc, pd.errors.ParserError):
+            # pandas refuses a line of more values than the header ("Expected 11 fields in line
+            # 1201, saw 12": a week appended with one more column) before the checks above run
+            check_separators(small_csv(fs, paths), sep, path)
         opened = unclosed_quote(fs, paths[0]) if "EOF" in str(exc) and not folder else None
         if opened is not None:
             raise InputError(

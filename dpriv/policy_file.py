@@ -10,6 +10,7 @@ worded with the file and the overrides given with it (:func:`in_file`).
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -102,6 +103,15 @@ def read_policy_doc(path: Path) -> dict[str, Any]:
 TABLES = ("columns", "privacy", "domains", "kinds", "release", "knowledge", "hierarchies")
 
 
+def unknown_table(table: str) -> str:
+    """``"unknown table [domain] (did you mean [domains]?); expected [...]"``: a table name one
+    letter or a capital away from a known one (``[kind]``, ``[Privacy]``) is named with it, as an
+    unknown key is (:func:`dpriv.policy_keys.unknown_key`)."""
+    close = difflib.get_close_matches(table.lower(), TABLES, n=1, cutoff=0.6)
+    hint = f" (did you mean [{close[0]}]?)" if close else ""
+    return f"unknown table [{table}]{hint}; expected {sorted(TABLES)}"
+
+
 def policy_fields(path: Path, overrides: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
     """The fields of policy file ``path`` as one flat dict (``base_dir``: the file's folder, for
     the relative paths of ``[knowledge]`` and ``[hierarchies]``), ``overrides`` (None: not given)
@@ -114,7 +124,7 @@ def policy_fields(path: Path, overrides: Mapping[str, Any], fields: Iterable[str
     flat: dict[str, Any] = {"base_dir": str(path.resolve().parent)}
     for table, body in doc.items():
         if table not in TABLES or not isinstance(body, dict):
-            raise PolicyError(f"policy file {path}: unknown table [{table}]; expected {sorted(TABLES)}")
+            raise PolicyError(f"policy file {path}: {unknown_table(table)}")
         if table in ("domains", "kinds", "knowledge", "hierarchies"):
             flat[table] = body
         else:

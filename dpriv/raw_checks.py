@@ -23,7 +23,7 @@ from dpriv.id_format import shape_of
 from dpriv.input_columns import duplicate_columns, missing_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.row_problems import lazy_problems, partition_lengths, placed, problems_message
-from dpriv.rows import PROBLEM_COLUMNS, BadRow, bad_rows, csv_rows
+from dpriv.rows import PROBLEM_COLUMNS, BadRow, bad_rows, csv_rows, input_file
 from dpriv.value_types import GROUPED_NUMBER, ID_KINDS_META, id_kinds, type_problems
 
 #: Values an anonymizer writes in place of original ones: intervals ("[45-52]", "[17, 30[",
@@ -119,6 +119,8 @@ def check_raw(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: 
     """
     duplicate_columns(view.columns, source)
     missing_columns(view.columns, policy)
+    if source == "the input" and input_file() is not None:  # a command's file: named (header only)
+        source = input_file().path
     columns = [c for c in (*policy.qi, policy.sensitive) if c not in policy.domains and is_text(view[c])]
     if is_dask(view):
         if len(view.head(1, npartitions=1, compute=True)) == 0 and not partition_lengths(view).any():

@@ -306,6 +306,21 @@ def check_knowledge_name(knowledge: str) -> None:
     )
 
 
+def _missing_table(spec: str, entries: list[str]) -> str:
+    """What to do when the knowledge table ``spec`` (dk, dk-1...) has no ``[knowledge]`` entry
+    among ``entries``: a policy written for one's own data has no model table at all (only
+    ``dpriv generate medical`` writes one), so the knowledge the history alone gives is named
+    first, and the entries it has, if any."""
+    has = f"it names {', '.join(repr(e) for e in entries)}" if entries else "it has no [knowledge] table"
+    return (
+        f"knowledge {spec!r} is not in the policy's [knowledge] table ({has}): {spec!r} is a table file "
+        "of the adversary's model (dpriv generate medical writes knowledge/dk.npz for its generator). "
+        "Without such a file, attack with the knowledge the history gives: --knowledge ie (mined from "
+        "the views released so far), snapshot (one-shot priors, no revision) or spm:PATH (mined from a "
+        f'corpus file); with one, add {spec} = "PATH.npz" to [knowledge] (docs/policy.md)'
+    )
+
+
 def adversary_knowledge(
     knowledge: str, policy: ReleasePolicy, *, corpus: pd.DataFrame | None = None
 ) -> AdversaryKnowledge:
@@ -355,10 +370,7 @@ def adversary_knowledge(
     if spec in _TABLE_KEYS:
         path = policy.knowledge_path(spec)
         if path is None:
-            raise PolicyError(
-                f"knowledge {spec!r} is not in the policy's [knowledge] table (it has "
-                f'{sorted(policy.knowledge)}); add e.g. {spec} = "knowledge/{spec}.npz"'
-            )
+            raise PolicyError(_missing_table(spec, sorted(policy.knowledge)))
         if not Path(path).is_file():
             raise KnowledgeFileError(f"[knowledge] {spec} = {path} does not exist")
         tables = check_tables(MarkovTables.load(path), policy, path)

@@ -73,6 +73,10 @@ def verify_view(
         check_unique_ids(original, policy, named("original"))
     if policy.time and policy.time in original.columns:
         times = sorted(original[policy.time].unique().tolist())
+        if not times:  # a header only: no view to pick
+            raise InputError(
+                f"{named('original')} has a header but no rows: give the view the release was made from"
+            )
         if view is None and len(times) > 1:
             raise InputError(
                 f"{named('original')} holds {len(times)} views ({policy.time} = {times[0]}..{times[-1]}); "

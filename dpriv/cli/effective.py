@@ -206,11 +206,15 @@ def _with_flags(data: dict[str, Any], given: dict[str, Any], where: str) -> Rele
         raise PolicyError(str(exc).replace("invalid policy:", f"invalid policy ({named}):", 1)) from None
 
 
-def inferred_domains(pol: ReleasePolicy, recorded: ReleasePolicy) -> list[str]:
+def inferred_domains(pol: ReleasePolicy, recorded: ReleasePolicy, held: int = 0) -> list[str]:
     """One line per domain the ledger recorded that ``pol`` did not declare (as anonymize
-    says them): a weekly job sees what its later weeks must stay within."""
+    says them): a weekly job sees what its later weeks must stay within. ``held``: the releases
+    the ledger held before this run; when it held some, the line says the domain is the ledger's,
+    not inferred from this week's file (a value outside it is refused by row)."""
+    kept = " (recorded by the ledger at its first release: every later week's values must lie within it)"
     return [
         domain_note(name, recorded.kinds.get(name) if name != pol.sensitive else None, recorded.domains[name])
+        + (kept if held else "")
         + order_hint(recorded, name, recorded.domains[name])
         for name in (*pol.qi, pol.sensitive)
         if name not in pol.domains and name in recorded.domains

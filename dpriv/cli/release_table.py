@@ -122,7 +122,7 @@ class ReleaseTable:
         if not self.released:  # the header with the first row: nothing on stdout before the checks pass
             from dpriv.ledger import Ledger
 
-            for note in inferred_domains(pol, Ledger(self.ledger).policy()):
+            for note in inferred_domains(pol, Ledger(self.ledger).policy(), self.held):
                 say_err(note)
             typer.echo(release_header(self.rbk, self.method))
             if note := measured_note(self.method):

@@ -2,6 +2,10 @@
 frontier.csv (every seed, a `seed` column) and the Markdown table of README.md.
 
     python make_table.py SEED_DIR [SEED_DIR ...]   (folders named seed<N>)
+
+A folder without frontier.csv (the seedN/ folders here keep only runs.csv, gains.csv and
+retro.csv) has its frontier computed from those three, as the experiment computed it
+(`dpriv.experiment.frontier`; the same figures, the columns of today's experiment).
 """
 
 import json
@@ -10,10 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpriv.experiment import frontier
+
 here = Path(__file__).parent
 frames = []
 for d in map(Path, sys.argv[1:]):
-    f = pd.read_csv(d / "frontier.csv")
+    if (d / "frontier.csv").exists():
+        f = pd.read_csv(d / "frontier.csv")
+    else:
+        f = frontier(*(pd.read_csv(d / f"{k}.csv") for k in ("runs", "gains", "retro"))).drop(
+            columns="views_sha", errors="ignore"
+        )
     frames.append(f.assign(seed=int(d.name.removeprefix("seed"))))
 allf = pd.concat(frames, ignore_index=True)
 allf.to_csv(here / "frontier.csv", index=False)
