@@ -7,11 +7,11 @@ for the command: two routes for one event. Hand-made losses, no cluster."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
 
-from dpriv.cli import failures
 from dpriv.cli.failures import during_release
 from dpriv.cluster_loss import ClusterLost, Loss
 from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning
@@ -19,10 +19,14 @@ from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning
 LOSS = Loss("a worker", "results that a lost worker held are gone (Dask: 'already forgotten')")
 
 
-@pytest.fixture(autouse=True)
-def _no_manifest_read(monkeypatch):
-    """The ledger's last commit as the command saw it (no ledger folder here: it would say 0)."""
-    monkeypatch.setattr(failures, "_last_committed", lambda ledger, committed: committed())
+def _holding(folder, last: int):
+    """A ledger folder whose manifest lists releases 1..``last`` (what the loss reads)."""
+    ledger = folder / "L"
+    ledger.mkdir()
+    (ledger / "manifest.json").write_text(
+        json.dumps({"releases": [{"index": i} for i in range(1, last + 1)]})
+    )
+    return ledger
 
 
 class _Progress:
@@ -30,9 +34,6 @@ class _Progress:
 
     def __init__(self, printed: int, planned: list[int]) -> None:
         self.printed, self.planned, self.caught_up = printed, planned, []
-
-    def committed(self) -> int:
-        return self.printed
 
     def catch_up(self, last: int) -> None:
         self.caught_up.append(last)
@@ -44,7 +45,7 @@ class _Progress:
 def test_the_warning_after_the_last_commit_is_worded_by_the_command(tmp_path, capsys):
     progress = _Progress(3, [1, 2, 3])
     reached = []
-    with during_release(tmp_path / "L", progress, None):
+    with during_release(_holding(tmp_path, 3), progress, None):
         warnings.warn(ClusterLossWarning("release_history's words", LOSS, 3), stacklevel=1)
         reached.append("after")  # the warning ends the block, as Dask's exception did
     err = capsys.readouterr().err
@@ -58,7 +59,8 @@ def test_the_warning_after_the_last_commit_is_worded_by_the_command(tmp_path, ca
 
 def test_the_error_with_views_left_is_worded_by_the_command(tmp_path):
     lost = ClusterLossError("release_history's words", LOSS, 1)
-    with pytest.raises(ClusterLost) as said, during_release(tmp_path / "L", _Progress(1, [1, 2, 3]), None):
+    ledger = _holding(tmp_path, 1)
+    with pytest.raises(ClusterLost) as said, during_release(ledger, _Progress(1, [1, 2, 3]), None):
         raise lost
     assert str(said.value).startswith(
         "the Dask cluster lost a worker during release 2: results that a lost worker held are gone "
