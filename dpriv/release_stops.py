@@ -21,8 +21,10 @@ lost and the release the ledger holds; ``dpriv release`` reads them and words th
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +32,25 @@ from dpriv._dispatch import distributed_client
 from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning, DprivError, LedgerError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Set while a caller that words a loss itself runs ``release_history`` (:func:`losses_raised`):
+#: the ClusterLossWarning of a loss after the last commit is raised to it instead of warned.
+_LOSS_RAISED: ContextVar[bool] = ContextVar("dpriv_loss_raised", default=False)
+
+
+@contextlib.contextmanager
+def losses_raised() -> Iterator[None]:
+    """Within the block, ``release_history`` raises the :class:`~dpriv.errors.ClusterLossWarning`
+    of a loss after its last commit (as it raises a ClusterLossError before), ending the block as
+    the error does (``dpriv release``: :func:`dpriv.cli.failures.during_release`). Scoped to this
+    thread's context: a ``warnings`` filter turning it into an error would hold for the whole
+    process while the release runs (Dask's threads too) and, restored by ``catch_warnings`` at the
+    end, drop a filter that another thread set meanwhile."""
+    token = _LOSS_RAISED.set(True)
+    try:
+        yield
+    finally:
+        _LOSS_RAISED.reset(token)
 
 
 def holds(ledger_dir: Path) -> int:
@@ -182,5 +203,7 @@ def _done(root: Path, warning: str | Warning) -> Any:
     from dpriv.ledger import Ledger
     from dpriv.user_warning import warn_user
 
+    if isinstance(warning, ClusterLossWarning) and _LOSS_RAISED.get():
+        raise warning
     warn_user(warning)
     return Ledger(root)

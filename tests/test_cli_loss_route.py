@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 
+from dpriv import release_stops
 from dpriv.cli.failures import during_release
 from dpriv.cluster_loss import ClusterLost, Loss
 from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning
@@ -45,8 +46,9 @@ class _Progress:
 def test_the_warning_after_the_last_commit_is_worded_by_the_command(tmp_path, capsys):
     progress = _Progress(3, [1, 2, 3])
     reached = []
-    with during_release(_holding(tmp_path, 3), progress, None):
-        warnings.warn(ClusterLossWarning("release_history's words", LOSS, 3), stacklevel=1)
+    ledger = _holding(tmp_path, 3)
+    with during_release(ledger, progress, None):
+        release_stops._done(ledger, ClusterLossWarning("release_history's words", LOSS, 3))  # its delivery
         reached.append("after")  # the warning ends the block, as Dask's exception did
     err = capsys.readouterr().err
     assert err == (
@@ -78,3 +80,27 @@ def test_other_cluster_errors_and_warnings_pass_as_they_are(tmp_path):
     closed = "the Dask client was closed after release 1 was committed"
     with pytest.warns(UserWarning, match=closed), during_release(ledger, _Progress(1, [1]), None):
         warnings.warn(closed, UserWarning, stacklevel=1)
+
+
+def test_the_block_leaves_the_warnings_filters_alone(tmp_path, recwarn):
+    """No process-wide filter while the release runs: the caller's own filters are the ones in
+    force, and one that another thread sets meanwhile (a notebook's, Dask's) is still there after
+    the block (``catch_warnings`` restoring its copy at the end dropped it)."""
+    import threading
+
+    warnings.filterwarnings("ignore", message="the user's own filter")
+    before = list(warnings.filters)
+    with during_release(_holding(tmp_path, 1), _Progress(1, [1]), None):
+        assert warnings.filters == before  # no "error" filter for ClusterLossWarning in front
+        other = threading.Thread(
+            target=warnings.filterwarnings, args=("ignore",), kwargs={"message": "meanwhile"}
+        )
+        other.start()
+        other.join()
+    assert [f[1].pattern for f in warnings.filters[:2] if f[1] is not None] == [
+        "meanwhile",
+        "the user's own filter",
+    ]
+    # outside the block (a Python caller): release_history warns it, as ever
+    with pytest.warns(ClusterLossWarning, match="the words"):
+        release_stops._done(tmp_path / "L", ClusterLossWarning("the words", LOSS, 1))

@@ -22,7 +22,6 @@ import contextlib
 import errno
 import logging
 import traceback
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn, Protocol
@@ -32,7 +31,7 @@ import typer
 from dpriv.cli.interrupts import interrupt_of, interrupted
 from dpriv.cluster_loss import ClusterLost, Loss, cluster_loss, what_was_lost
 from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning, DprivError
-from dpriv.release_stops import held, holds_at_stop
+from dpriv.release_stops import held, holds_at_stop, losses_raised
 
 #: Exit status of a command whose Dask cluster lost a worker or its scheduler, or whose ledger
 #: another command holds (dpriv.errors.LedgerBusy): nothing half-written, the same command
@@ -89,11 +88,11 @@ def during_release(ledger: Path, progress: ReleaseProgress, scheduler: str | Non
     of the last release to make, the release is done: a warning says so and the block ends
     normally (exit 0, as ``dpriv status`` confirms).
     A :class:`~dpriv.errors.DprivError` passes as it is (exit 2). A loss inside
-    ``release_history`` comes as its ClusterLossError, or its ClusterLossWarning (raised here, so
-    that it ends the block as the error does), read by :func:`_loss_of`."""
+    ``release_history`` comes as its ClusterLossError, or its ClusterLossWarning (raised, not
+    warned, within the block: :func:`dpriv.release_stops.losses_raised`, no warnings filter), read
+    by :func:`_loss_of`."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", ClusterLossWarning)
+        with losses_raised():
             yield
     except BaseException as exc:
         loss = _loss_of(exc)
