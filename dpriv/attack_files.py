@@ -172,11 +172,9 @@ def save_gain(
     (:func:`dpriv.attack_stamp.check_same_releases`), or the file exists and is not an attack
     result; LedgerError when ``ledger`` is not a ledger folder
     (:func:`results_ledger`). Nothing is written then."""
-    from dpriv.attack_stamp import STAMP, check_same_releases, stamped
+    from dpriv.attack_stamp import STAMP, check_held, check_same_releases, stamped
     from dpriv.io import atomic_write, made_folder
-    from dpriv.passed_results import RETRO, checked_result
-    from dpriv.report.coverage import check_held
-    from dpriv.report.gains import checked_gains
+    from dpriv.passed_results import RETRO, checked_gains, checked_result
 
     retro = _is_retro(gain, adversary)
     needed = RETRO_NEEDED if retro else ("release", "adversary_gain")

@@ -8,7 +8,8 @@ of the manifest's entries (``input_sha``, ``view_sha256``) of those releases. ``
 whose rows were computed on other releases: another ledger's file copied into ``attack/`` or
 frame passed in, or a ledger made again since the attack with other data; a blank stamp is
 refused as missing. A result without the column (written by an older dpriv, or by hand) is
-checked by its ``n_tuples`` against each release's ``n_released`` instead.
+checked by its ``n_tuples`` against each release's ``n_released`` instead. A row naming a
+release the ledger does not hold is refused before that (:func:`check_held`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def check_same_releases(
     ``led``'s: a :data:`STAMP` that differs from the ledger's, or, without the column, an
     ``n_tuples`` that differs from the release's ``n_released`` (``metrics.json``); or whose
     column has a blank stamp on a row. Rows naming releases the ledger does not hold are left to
-    :func:`dpriv.report.coverage.check_held`. ``where`` names the result, ``fix`` says what to do
+    :func:`check_held`. ``where`` names the result, ``fix`` says what to do
     about another ledger's rows, ``unstamped`` about a blank stamp."""
     if not len(frame) or "release" not in frame:
         return
@@ -108,3 +109,14 @@ def check_same_releases(
     if len(bad):
         releases = sorted({int(r) for r in pd.to_numeric(bad["release"])})
         raise InputError(f"{where} for release(s) {releases[:5]} {why}: {fix}")
+
+
+def check_held(frame: pd.DataFrame, held: int, root: Path, where: str, fix: str) -> None:
+    """Refuse (InputError) results whose ``release`` (and ``as_of``, of a retrospective result)
+    name a release other than 1..``held``, the releases of the ledger at ``root``: ``where``
+    names the results (a file relative to the ledger, or the gains passed), ``fix`` what to do."""
+    found = {int(v) for c in ("release", "as_of") if c in frame for v in frame[c].dropna()}
+    if unknown := sorted(found - set(range(1, held + 1))):
+        raise InputError(
+            f"{where} name release(s) {unknown[:5]} that {root} does not hold (it holds {held}): {fix}"
+        )

@@ -54,7 +54,7 @@ import pandas as pd
 from dpriv._dispatch import to_pandas
 from dpriv.adversary.masks import deductions_available
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.adversary.retro_last import Reading, read_whole_windows  # noqa: F401 (its home until issue 13)
+from dpriv.adversary.retro_last import Reading
 from dpriv.adversary.retrospective import AsOf
 from dpriv.adversary.tail import tail_risk
 from dpriv.anatomy import expand_sensitive

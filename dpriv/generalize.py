@@ -127,22 +127,6 @@ def generalize_view(
     )
 
 
-def _repair(
-    stats: pd.DataFrame | None,
-    leftovers: pd.DataFrame,
-    policy: ReleasePolicy,
-    counts: np.ndarray,
-    steps: Steps,
-) -> tuple[pd.DataFrame, int]:
-    """Global repair of the leftovers of all ranges (pandas, on the client): the placed
-    leftovers (label >= 0) and the number of suppressed tuples. ``stats`` None: there are no
-    leftovers (their group statistics were not computed)."""
-    placed = _placed(stats, leftovers, policy, counts)
-    n_suppressed = int((placed[LABEL] < 0).sum())
-    steps.lap("repair")
-    return placed[placed[LABEL] >= 0], n_suppressed
-
-
 def _guarded(assigned, policy: ReleasePolicy, counts: np.ndarray, n_suppressed: int):
     """The exit guard, then the posterior bound (:mod:`dpriv.exit_guard`,
     :mod:`dpriv.posterior_guard`; nothing changes without ``exit_values``/``posterior_bound``):
@@ -174,10 +158,11 @@ def _generalize_pandas(view, policy, counts, npartitions, divisions, steps, prio
     steps.lap("grouping")
     leftovers = grouped[grouped[LABEL] < 0]
     stats = _with_units(range_stats(grouped, policy), plan) if len(leftovers) else None
-    placed, n_suppressed = _repair(stats, leftovers, policy, counts, steps)
+    repaired = _repair(stats, leftovers, policy, counts)  # on the client
+    steps.lap("repair")
     kept = [grouped[grouped[LABEL] >= 0], *([fixed] if plan else [])]
-    assigned = pd.concat([*kept, placed], ignore_index=True)
-    assigned, n_suppressed, record = _guarded(assigned, policy, counts, n_suppressed)
+    assigned = pd.concat([*kept, repaired.placed], ignore_index=True)
+    assigned, n_suppressed, record = _guarded(assigned, policy, counts, repaired.n_suppressed)
     if plan is not None:  # after the exit guard: the final labels
         assigned = with_next(assigned, plan)
     if is_anatomy(policy):  # exact QIs: no CreateQIG table
@@ -282,8 +267,7 @@ def _repair_on_worker(
     # task learns, inside the graph, whether any range left one (at 10^6 none usually does)
     needed = dask.delayed(_any_rows, pure=True)([dask.delayed(len, pure=True)(x) for x in leftovers])
     stats = [dask.delayed(_stats_if, pure=True)(part, policy, needed) for part in grouped.to_delayed()]
-    task = dask.delayed(_repair_task, nout=3, pure=True)
-    placed, n_suppressed, n_placed = task(
+    repair = dask.delayed(_repair_task, pure=True)(
         stats,
         leftovers,
         plan,
@@ -291,6 +275,7 @@ def _repair_on_worker(
         counts,
         kept._meta.dtypes.to_dict(),
     )
+    placed, n_suppressed, n_placed = repair.placed, repair.n_suppressed, repair.n_placed
     # two graphs: Dask warns of (and materialises) a frame's expression persisted with delayed
     (kept,) = dask.persist(kept)
     placed, n_suppressed, n_placed = dask.persist(placed, n_suppressed, n_placed)
@@ -300,6 +285,28 @@ def _repair_on_worker(
     return Repaired(kept, placed, int(n_suppressed))
 
 
+class Repair(NamedTuple):
+    """The global repair's outcome (:func:`_repair`): the placed leftovers (labels >= 0), the
+    number of leftovers suppressed and the number placed."""
+
+    placed: pd.DataFrame
+    n_suppressed: int
+    n_placed: int
+
+
+def _repair(
+    stats: pd.DataFrame | None, leftovers: pd.DataFrame, policy: ReleasePolicy, counts: np.ndarray
+) -> Repair:
+    """Global repair of the leftovers of all ranges (:func:`_placed`), split into the placed
+    rows and the count of the suppressed: on the client (pandas path) or in the worker task of
+    :func:`_repair_task`. ``stats`` None: there are no leftovers (their group statistics were not
+    computed)."""
+    placed = _placed(stats, leftovers, policy, counts)
+    n_suppressed = int((placed[LABEL] < 0).sum())
+    placed = placed[placed[LABEL] >= 0]
+    return Repair(placed, n_suppressed, len(placed))
+
+
 def _repair_task(
     stats: list[pd.DataFrame],
     leftovers: list[pd.DataFrame],
@@ -307,15 +314,13 @@ def _repair_task(
     policy: ReleasePolicy,
     counts: np.ndarray,
     dtypes: dict,
-) -> tuple[pd.DataFrame, int, int]:
-    """The worker side of :func:`_repair_on_worker`: (placed leftovers, number suppressed,
-    number placed)."""
+) -> Repair:
+    """The worker side of :func:`_repair_on_worker`: :func:`_repair` of the concatenated parts,
+    the placed rows cast to ``dtypes`` (``kept``'s)."""
     leftovers = _concat(leftovers)
     stats = _with_units(_concat(stats), plan) if len(leftovers) else None
-    placed = _placed(stats, leftovers, policy, counts)
-    n_suppressed = int((placed[LABEL] < 0).sum())
-    placed = placed[placed[LABEL] >= 0].astype(dtypes)
-    return placed, n_suppressed, len(placed)
+    repaired = _repair(stats, leftovers, policy, counts)
+    return repaired._replace(placed=repaired.placed.astype(dtypes))
 
 
 def _any_rows(sizes: list[int]) -> bool:

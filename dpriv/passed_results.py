@@ -1,10 +1,12 @@
 """Attack results passed in by a caller (``render_report(gains=...)``, ``save_gain``), checked
 before they are shown or written: a paper gain curve (one row per release) and a retrospective
 result (one row per (release, as_of)) by one checker, :func:`checked_result`, that differs only
-in its key columns and its words (:data:`PAPER`, :data:`RETRO`)."""
+in its key columns and its words (:data:`PAPER`, :data:`RETRO`); several gain curves keyed by
+knowledge name by :func:`checked_gains`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -99,3 +101,23 @@ def checked_result(frame: pd.DataFrame, where: str, kind: Kind = PAPER) -> pd.Da
     # as given (positional: the frame's index may repeat), so that results passed on are checked again
     out = out.assign(**{c: frame[c].to_numpy() for c in TIES if c in frame})
     return out.sort_values(list(kind.key), kind="stable").reset_index(drop=True)
+
+
+def checked_gains(gains: object, where: str) -> dict[str, pd.DataFrame]:
+    """``gains`` (knowledge name -> the frame :func:`dpriv.attack.attack` returns) checked
+    and each in release order (:func:`checked_result`: ``release``, ``adversary_gain``,
+    ``histogram_gain`` and :data:`dpriv.passed_results.TIES` where given); InputError for anything else."""
+    if not isinstance(gains, Mapping):
+        raise InputError(
+            f"the adversary gains {where} must be a mapping knowledge name -> DataFrame (the frames "
+            f"attack() returns), not a {type(gains).__name__}"
+        )
+    out = {}
+    for name, frame in gains.items():
+        if not isinstance(frame, pd.DataFrame):
+            raise InputError(
+                f"the adversary gains {where} for {name!r} are a {type(frame).__name__}, not a DataFrame: "
+                "pass the frame attack() returns (read a saved gain CSV with pandas.read_csv)"
+            )
+        out[str(name)] = checked_result(frame, f"{where} for {name!r}")
+    return out

@@ -21,25 +21,70 @@ lost and the release the ledger holds; ``dpriv release`` reads them and words th
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
 from dpriv._dispatch import distributed_client
-from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning, DprivError
+from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning, DprivError, LedgerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Set while a caller that words a loss itself runs ``release_history`` (:func:`losses_raised`):
+#: the ClusterLossWarning of a loss after the last commit is raised to it instead of warned.
+_LOSS_RAISED: ContextVar[bool] = ContextVar("dpriv_loss_raised", default=False)
+
+
+@contextlib.contextmanager
+def losses_raised() -> Iterator[None]:
+    """Within the block, ``release_history`` raises the :class:`~dpriv.errors.ClusterLossWarning`
+    of a loss after its last commit (as it raises a ClusterLossError before), ending the block as
+    the error does (``dpriv release``: :func:`dpriv.cli.failures.during_release`). Scoped to this
+    thread's context: a ``warnings`` filter turning it into an error would hold for the whole
+    process while the release runs (Dask's threads too) and, restored by ``catch_warnings`` at the
+    end, drop a filter that another thread set meanwhile."""
+    token = _LOSS_RAISED.set(True)
+    try:
+        yield
+    finally:
+        _LOSS_RAISED.reset(token)
+
 
 def holds(ledger_dir: Path) -> int:
-    """The last release committed in the ledger at ``ledger_dir`` (0: none, or no ledger)."""
-    from dpriv.resume_types import open_committed  # the ledger's modules: only when a release stops
+    """The last release committed in the ledger at ``ledger_dir``: 0 for none, or no
+    ``manifest.json`` yet (a new ledger). The one reading of it for a release that stops (here,
+    :mod:`dpriv.cli.failures`, :mod:`dpriv.cli.interrupts`). Raises LedgerError for a manifest that
+    cannot be read or is damaged (:func:`dpriv.ledger_manifest.read_manifest`'s words)."""
+    from dpriv.ledger_manifest import MANIFEST, read_manifest
 
-    return max((int(e["index"]) for e in open_committed(ledger_dir)[1]), default=0)
+    root = Path(ledger_dir)
+    if not (root / MANIFEST).is_file():
+        return 0
+    releases = read_manifest(root)["releases"]
+    return int(releases[-1]["index"]) if releases else 0
 
 
-def _held(last: int) -> str:
+def holds_at_stop(ledger_dir: Path, what: str) -> int:
+    """:func:`holds` once ``what`` (a client closed, a cluster lost: a clause) stopped a release.
+    A manifest that cannot be read then is a LedgerError naming both, not the stop's own error:
+    which releases are committed cannot be told, and the same call run again would stop at the
+    manifest, so the user mends it first (``dpriv release``: exit 2, not the 3 of a loss, whose
+    advice is to run the same command again; docs/ledger.md#a-damaged-manifest)."""
+    try:
+        return holds(ledger_dir)
+    except LedgerError as damaged:
+        raise LedgerError(
+            f"{what}, and the ledger's manifest cannot be read now: {damaged}. Which releases are "
+            "committed cannot be told, and the same command run again would stop at the manifest: "
+            "mend it first"
+        ) from damaged
+
+
+def held(last: int) -> str:
+    """What a ledger holding releases 1..``last`` holds, in words ("no release yet" for 0)."""
     return {0: "no release yet", 1: "release 1"}.get(last, f"releases 1..{last}")
 
 
@@ -60,11 +105,7 @@ def said_stops(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except KeyboardInterrupt as exc:
-            last = holds(root)
-            exc.add_note(
-                f"dpriv: interrupted; nothing half-written: the ledger {root} holds {_held(last)}; "
-                f"run release_history again to resume at release {last + 1}"
-            )
+            exc.add_note(_interrupted(root))
             raise
         except Exception as exc:
             if isinstance(exc, (DprivError, ClusterError)):  # dpriv's refusals pass as they are
@@ -72,14 +113,14 @@ def said_stops(fn: F) -> F:
             # any failure once the client is closed is its doing (a cancelled future, a closed
             # client, a persisted state gone: "Missing dependency")
             if client is not None and client.status in ("closing", "closed"):
-                last = holds(root)
+                last = holds_at_stop(root, f"the Dask client was closed (Dask: {type(exc).__name__})")
                 if _all_committed(planned, last):  # closed after the last commit: done
                     dask_said = f"Dask: {type(exc).__name__}"
                     said = _after_last(root, last, "the Dask client was closed", dask_said)
                     return _done(root, said)
                 raise ClusterError(
                     f"the Dask client was closed during release {last + 1} (Dask: {type(exc).__name__}): "
-                    f"nothing of release {last + 1} was committed; the ledger {root} holds {_held(last)}: "
+                    f"nothing of release {last + 1} was committed; the ledger {root} holds {held(last)}: "
                     "start a client (or none, to release in this process) and run release_history again "
                     f"to resume at release {last + 1}"
                 ) from exc
@@ -90,6 +131,19 @@ def said_stops(fn: F) -> F:
             return _lost(exc, root, planned)
 
     return wrapped  # type: ignore[return-value]
+
+
+def _interrupted(root: Path) -> str:
+    """The note of an interrupt: the release the ledger at ``root`` stays at (its manifest
+    unreadable: said, the interrupt stays the exception)."""
+    try:
+        last = holds(root)
+    except LedgerError as damaged:
+        return f"dpriv: interrupted; the ledger's manifest cannot be read: {damaged}"
+    return (
+        f"dpriv: interrupted; nothing half-written: the ledger {root} holds {held(last)}; "
+        f"run release_history again to resume at release {last + 1}"
+    )
 
 
 def _recording_start(kwargs: dict[str, Any], planned: list[list[int]]) -> dict[str, Any]:
@@ -120,14 +174,14 @@ def _lost(exc: Exception, root: Path, planned: list[list[int]]) -> Any:
     last commit), else ClusterLossError naming what was lost and the release being made."""
     from dpriv.cluster_loss import what_was_lost
 
-    last = holds(root)
     loss = what_was_lost(exc)
+    last = holds_at_stop(root, f"the Dask cluster lost {loss.what}: {loss.why}")
     if _all_committed(planned, last):
         said = _after_last(root, last, f"the Dask cluster lost {loss.what}", loss.why)
         return _done(root, ClusterLossWarning(said, loss, last))
     raise ClusterLossError(
         f"the Dask cluster lost {loss.what} during release {last + 1}: {loss.why}. Nothing of release "
-        f"{last + 1} was committed; the ledger {root} holds {_held(last)}: run release_history again to "
+        f"{last + 1} was committed; the ledger {root} holds {held(last)}: run release_history again to "
         f"resume at release {last + 1} (a cluster that loses workers often: read the workers' logs)",
         loss,
         last,
@@ -139,7 +193,7 @@ def _after_last(root: Path, last: int, what: str, why: str) -> str:
     committed in the ledger at ``root``, ``why`` in a few words."""
     return (
         f"{what} after release {last} was committed: {why}. Every release of this call is "
-        f"committed: the ledger {root} holds {_held(last)}"
+        f"committed: the ledger {root} holds {held(last)}"
     )
 
 
@@ -149,5 +203,7 @@ def _done(root: Path, warning: str | Warning) -> Any:
     from dpriv.ledger import Ledger
     from dpriv.user_warning import warn_user
 
+    if isinstance(warning, ClusterLossWarning) and _LOSS_RAISED.get():
+        raise warning
     warn_user(warning)
     return Ledger(root)

@@ -52,8 +52,24 @@ def refuse_mixed_numbers(history: pd.DataFrame | dd.DataFrame, policy: ReleasePo
         raise InputError(problems_message(problems, policy.time, whole=True))
 
 
+#: :func:`pandas.api.types.infer_dtype` (missing values skipped) of a column whose present cells
+#: are all text (``str``, ``numpy.str_``), or all numbers (Python or NumPy ints and floats; a bool
+#: is "boolean" or "mixed-integer", never one of these): each cell's kind follows from the
+#: answer. Any other answer (a mix, a category, a Decimal, a complex, a NaT) is read cell by cell.
+_ALL_TEXT = "string"
+_ALL_NUMBERS = ("integer", "floating", "mixed-integer-float")
+
+
 def _kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Masks of the cells of ``col`` holding text and holding a number (a bool is neither)."""
+    """Masks of the cells of ``col`` holding text and holding a number (a bool is neither, a
+    missing value neither): one :func:`~pandas.api.types.infer_dtype` call for a column of one
+    kind (a text column of pandas' string dtype is not even scanned), cell by cell otherwise."""
+    present = col.notna().to_numpy()
+    inferred = pd.api.types.infer_dtype(col, skipna=True)
+    if inferred == _ALL_TEXT:
+        return present, np.zeros(len(col), dtype=bool)
+    if inferred in _ALL_NUMBERS:
+        return np.zeros(len(col), dtype=bool), present
     values = col.to_numpy(dtype=object)
     text = np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=len(values))
     numbers = np.fromiter(
@@ -61,7 +77,7 @@ def _kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         dtype=bool,
         count=len(values),
     )
-    return text, numbers & col.notna().to_numpy()
+    return text, numbers & present
 
 
 def _counts(part: pd.DataFrame) -> pd.DataFrame:

@@ -220,7 +220,7 @@ def test_a_gain_curve_holding_a_release_twice_is_not_told_to_keep_the_last_as_of
     twice = stamped(_unstamped().assign(release=[1, 1]), ledger)
     with pytest.raises(InputError, match="hold release 1 twice: a gain curve has one row per release$"):
         save_gain(twice, ledger, "dk")
-    from dpriv.report.gains import checked_gains
+    from dpriv.passed_results import checked_gains
 
     retro = twice.assign(as_of=[1, 2])
     with pytest.raises(InputError, match=r"saved whole with save_gain\(frame, ledger, knowledge\)"):
@@ -233,7 +233,7 @@ def test_paper_and_retrospective_results_are_checked_alike(ledger):
     the check of each row), and a retrospective result took booleans as release numbers (True
     saved as release 1). One checker (dpriv.passed_results) refuses both, naming the row."""
     from dpriv.attack_files import retro_path
-    from dpriv.report.gains import checked_gains
+    from dpriv.passed_results import checked_gains
 
     blank = _unstamped().assign(release=[None, None])
     with pytest.raises(

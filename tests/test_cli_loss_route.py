@@ -7,11 +7,12 @@ for the command: two routes for one event. Hand-made losses, no cluster."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
 
-from dpriv.cli import failures
+from dpriv import release_stops
 from dpriv.cli.failures import during_release
 from dpriv.cluster_loss import ClusterLost, Loss
 from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning
@@ -19,10 +20,14 @@ from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning
 LOSS = Loss("a worker", "results that a lost worker held are gone (Dask: 'already forgotten')")
 
 
-@pytest.fixture(autouse=True)
-def _no_manifest_read(monkeypatch):
-    """The ledger's last commit as the command saw it (no ledger folder here: it would say 0)."""
-    monkeypatch.setattr(failures, "_last_committed", lambda ledger, committed: committed())
+def _holding(folder, last: int):
+    """A ledger folder whose manifest lists releases 1..``last`` (what the loss reads)."""
+    ledger = folder / "L"
+    ledger.mkdir()
+    (ledger / "manifest.json").write_text(
+        json.dumps({"releases": [{"index": i} for i in range(1, last + 1)]})
+    )
+    return ledger
 
 
 class _Progress:
@@ -30,9 +35,6 @@ class _Progress:
 
     def __init__(self, printed: int, planned: list[int]) -> None:
         self.printed, self.planned, self.caught_up = printed, planned, []
-
-    def committed(self) -> int:
-        return self.printed
 
     def catch_up(self, last: int) -> None:
         self.caught_up.append(last)
@@ -44,8 +46,9 @@ class _Progress:
 def test_the_warning_after_the_last_commit_is_worded_by_the_command(tmp_path, capsys):
     progress = _Progress(3, [1, 2, 3])
     reached = []
-    with during_release(tmp_path / "L", progress, None):
-        warnings.warn(ClusterLossWarning("release_history's words", LOSS, 3), stacklevel=1)
+    ledger = _holding(tmp_path, 3)
+    with during_release(ledger, progress, None):
+        release_stops._done(ledger, ClusterLossWarning("release_history's words", LOSS, 3))  # its delivery
         reached.append("after")  # the warning ends the block, as Dask's exception did
     err = capsys.readouterr().err
     assert err == (
@@ -58,7 +61,8 @@ def test_the_warning_after_the_last_commit_is_worded_by_the_command(tmp_path, ca
 
 def test_the_error_with_views_left_is_worded_by_the_command(tmp_path):
     lost = ClusterLossError("release_history's words", LOSS, 1)
-    with pytest.raises(ClusterLost) as said, during_release(tmp_path / "L", _Progress(1, [1, 2, 3]), None):
+    ledger = _holding(tmp_path, 1)
+    with pytest.raises(ClusterLost) as said, during_release(ledger, _Progress(1, [1, 2, 3]), None):
         raise lost
     assert str(said.value).startswith(
         "the Dask cluster lost a worker during release 2: results that a lost worker held are gone "
@@ -76,3 +80,27 @@ def test_other_cluster_errors_and_warnings_pass_as_they_are(tmp_path):
     closed = "the Dask client was closed after release 1 was committed"
     with pytest.warns(UserWarning, match=closed), during_release(ledger, _Progress(1, [1]), None):
         warnings.warn(closed, UserWarning, stacklevel=1)
+
+
+def test_the_block_leaves_the_warnings_filters_alone(tmp_path, recwarn):
+    """No process-wide filter while the release runs: the caller's own filters are the ones in
+    force, and one that another thread sets meanwhile (a notebook's, Dask's) is still there after
+    the block (``catch_warnings`` restoring its copy at the end dropped it)."""
+    import threading
+
+    warnings.filterwarnings("ignore", message="the user's own filter")
+    before = list(warnings.filters)
+    with during_release(_holding(tmp_path, 1), _Progress(1, [1]), None):
+        assert warnings.filters == before  # no "error" filter for ClusterLossWarning in front
+        other = threading.Thread(
+            target=warnings.filterwarnings, args=("ignore",), kwargs={"message": "meanwhile"}
+        )
+        other.start()
+        other.join()
+    assert [f[1].pattern for f in warnings.filters[:2] if f[1] is not None] == [
+        "meanwhile",
+        "the user's own filter",
+    ]
+    # outside the block (a Python caller): release_history warns it, as ever
+    with pytest.warns(ClusterLossWarning, match="the words"):
+        release_stops._done(tmp_path / "L", ClusterLossWarning("the words", LOSS, 1))

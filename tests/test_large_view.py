@@ -220,3 +220,26 @@ def test_cli_partitioned_needs_one_view(tmp_path) -> None:
     assert res.exit_code == 2
     assert "--views 1" in res.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({"n_rows": "10"}, "n_rows must be an integer >= 1, got '10'"),  # int("10") != "10": was a ValueError
+        ({"n_rows": True}, "n_rows must be an integer >= 1, got True"),  # was taken for 1 row
+        ({"n_rows": float("nan")}, "n_rows must be an integer >= 1, got nan"),  # was a ValueError of int()
+        ({"n_rows": 10, "npartitions": None, "view": None}, "view must be an integer >= 1, got None"),
+        ({"n_rows": 10, "seed": 1.5}, "seed must be an integer >= 0, got 1.5"),
+    ],
+)
+def test_every_generator_argument_is_checked_by_one_rule(kwargs, said) -> None:
+    """medical_view_dask, medical_knowledge (its seed), write_medical_view and pbc_policy share
+    dpriv.datasets.arguments.check_whole: an InputError naming the argument and the value."""
+    with pytest.raises(InputError) as err:
+        medical_view_dask(**kwargs)
+    assert str(err.value) == said
+    # a whole float and a NumPy integer are whole numbers: the same view as the int
+    pd.testing.assert_frame_equal(
+        medical_view_dask(np.int64(50), seed=0, npartitions=1.0).compute(),
+        medical_view_dask(50, seed=0, npartitions=1).compute(),
+    )

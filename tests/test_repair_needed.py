@@ -76,3 +76,27 @@ def test_a_part_for_placed_leftovers_only_when_some_were_placed(first_view):
     # two ranges and the 165 - 35 = 130 leftovers placed (the parts then hold whole groups: the
     # placed rows moved to the parts of their groups, so the count is over all three parts)
     assert tight.assigned.npartitions == 3 and sum(sizes) == len(view) - 35
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["pandas", "dask"])
+def test_the_repair_is_one_typed_result_on_both_paths(first_view, monkeypatch, lazy):
+    """The client's repair (pandas) and the worker task's (Dask) are one function with a named
+    result: of the 165 leftovers of the tight case, 35 suppressed and 130 placed, each placed
+    row labelled."""
+    view, policy, summary = first_view
+    seen = []
+    real = gen._repair
+
+    def spy(*args):
+        seen.append(out := real(*args))
+        return out
+
+    monkeypatch.setattr(gen, "_repair", spy)
+    tight = policy.with_overrides(t=0.3, j=0.6)
+    with dask.config.set(scheduler="sync"):
+        data = dd.from_pandas(view, npartitions=2) if lazy else view
+        generalize_view(data, tight, summary, npartitions=2)
+    (repair,) = seen
+    assert isinstance(repair, gen.Repair)
+    assert (repair.n_suppressed, repair.n_placed, len(repair.placed)) == (35, 130, 130)
+    assert (repair.placed[LABEL] >= 0).all()

@@ -4,6 +4,7 @@ tuples of releases 1..i, as of i, is withheld from release i."""
 
 import json
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 import dpriv.gate as gate_mod
 import dpriv.release as release_mod
 from dpriv.adversary.deductions import deduce
+from dpriv.adversary.retro_last import read_whole_windows
 from dpriv.attack_input import observed_releases, read_attack
 from dpriv.datasets import medical_history, write_history
 from dpriv.errors import PolicyError
@@ -60,7 +62,7 @@ def worst_member_posteriors(led, mh, policy) -> dict[int, float]:
         tables = inp.adv.tables_before(mh.history, policy, a)
         observed = observed_releases(inp.reads[:a], policy, tables.classes)
         masks = deduce(observed, tables, attendance=ATTENDANCE).allowed
-        snap = gate_mod.read_whole_windows(observed, tables, masks, ATTENDANCE)
+        snap = read_whole_windows(observed, tables, masks, ATTENDANCE)
         members = observed[-1].respondent
         out[a] = max(
             float(post[np.isin(o.respondent, members)].max(axis=1, initial=0.0).max(initial=0.0))
@@ -137,7 +139,7 @@ def test_members_still_over_after_every_pass_refuse_the_release(setting, tmp_pat
 
     def one_more_over(self, candidate, *args):  # a new member over the bound at every grouping
         out = real(self, candidate, *args)
-        return gate_mod.replace(out, over=candidate.members[policy.id].to_numpy()[:1])
+        return replace(out, over=candidate.members[policy.id].to_numpy()[:1])
 
     monkeypatch.setattr(gate_mod.RetroGate, "check", one_more_over)
     led = tmp_path / "led"

@@ -22,8 +22,7 @@ import contextlib
 import errno
 import logging
 import traceback
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn, Protocol
 
@@ -32,6 +31,7 @@ import typer
 from dpriv.cli.interrupts import interrupt_of, interrupted
 from dpriv.cluster_loss import ClusterLost, Loss, cluster_loss, what_was_lost
 from dpriv.errors import ClusterError, ClusterLossError, ClusterLossWarning, DprivError
+from dpriv.release_stops import held, holds_at_stop, losses_raised
 
 #: Exit status of a command whose Dask cluster lost a worker or its scheduler, or whose ledger
 #: another command holds (dpriv.errors.LedgerBusy): nothing half-written, the same command
@@ -74,7 +74,6 @@ def loss_message(exc: BaseException, scheduler: str | None = None, command: str 
 class ReleaseProgress(Protocol):
     """What ``dpriv release`` printed and planned (:class:`dpriv.cli.release_table.ReleaseTable`)."""
 
-    def committed(self) -> int: ...  # the last commit the command printed (or held before it)
     def catch_up(self, last: int) -> None: ...  # print the rows of releases committed up to ``last``
     def all_committed(self, last: int) -> bool: ...  # nothing left to release once ``last`` is
 
@@ -82,25 +81,27 @@ class ReleaseProgress(Protocol):
 @contextlib.contextmanager
 def during_release(ledger: Path, progress: ReleaseProgress, scheduler: str | None) -> Iterator[None]:
     """Turn a cluster failure inside the block into :class:`ClusterLost` naming the release
-    being made, the one after the last committed: as the ledger's manifest says (a failure can
-    come between a commit and the command's report of it), else ``progress.committed()`` (0:
-    none). Releases committed but not yet printed get their rows first; when the failure came
-    after the commit of the last release to make, the release is done: a warning says so and
-    the block ends normally (exit 0, as ``dpriv status`` confirms).
+    being made, the one after the last committed as the ledger's manifest says (a failure can
+    come between a commit and the command's report of it; no manifest: 0, none; a manifest that
+    cannot be read: LedgerError, exit 2, :func:`dpriv.release_stops.holds_at_stop`). Releases
+    committed but not yet printed get their rows first; when the failure came after the commit
+    of the last release to make, the release is done: a warning says so and the block ends
+    normally (exit 0, as ``dpriv status`` confirms).
     A :class:`~dpriv.errors.DprivError` passes as it is (exit 2). A loss inside
-    ``release_history`` comes as its ClusterLossError, or its ClusterLossWarning (raised here, so
-    that it ends the block as the error does), read by :func:`_loss_of`."""
+    ``release_history`` comes as its ClusterLossError, or its ClusterLossWarning (raised, not
+    warned, within the block: :func:`dpriv.release_stops.losses_raised`, no warnings filter), read
+    by :func:`_loss_of`."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", ClusterLossWarning)
+        with losses_raised():
             yield
     except BaseException as exc:
         loss = _loss_of(exc)
         if loss is None:
             raise
-        last = _last_committed(ledger, progress.committed)
         lost, why = loss
-        holds = {0: "no release yet", 1: "release 1"}.get(last, f"releases 1..{last}")
+        # a manifest unreadable now: LedgerError, exit 2 (dpriv.release_stops.holds_at_stop)
+        last = holds_at_stop(ledger, f"the Dask cluster lost {lost} during dpriv release: {why}")
+        holds = held(last)
         try:  # the rows a loss just after a commit kept from being printed
             progress.catch_up(last)
         except Exception:  # noqa: BLE001 - a metrics.json unreadable now: the ledger says the rest
@@ -137,15 +138,6 @@ def _loss_of(exc: BaseException) -> Loss | None:
     ):
         return None
     return what_was_lost(exc)
-
-
-def _last_committed(ledger: Path, committed: Callable[[], int]) -> int:
-    from dpriv.ledger import MANIFEST, Ledger
-
-    try:
-        return Ledger(ledger).last_index() if (Path(ledger) / MANIFEST).is_file() else 0
-    except Exception:  # noqa: BLE001 - an unreadable manifest: what the command saw committed
-        return committed()
 
 
 class _DropErrors(logging.Filter):

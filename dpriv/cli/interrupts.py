@@ -147,15 +147,15 @@ def ledger_written(ledger_of: LedgerOf | None, kwargs: Mapping[str, Any]) -> Pat
 
 
 def _last_committed(ledger: Path) -> int | None:
-    """The last release the manifest of ``ledger`` lists (0: none), None when it cannot be read."""
+    """The last release committed in ``ledger`` (0: none, or no manifest yet;
+    :func:`dpriv.release_stops.holds`), None when its manifest cannot be read."""
     from dpriv.errors import DprivError
-    from dpriv.ledger_manifest import read_manifest
+    from dpriv.release_stops import holds
 
     try:
-        releases = read_manifest(ledger)["releases"]
+        return holds(ledger)
     except (OSError, DprivError):
         return None
-    return int(releases[-1]["index"]) if releases else 0
 
 
 def interrupted(

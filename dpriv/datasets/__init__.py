@@ -16,7 +16,8 @@ from dpriv.datasets.files import (
     write_medical_view,
     write_pbc,
 )
-from dpriv.datasets.medical import VIEW_BLOCK_ROWS, MedicalHistory, medical_history, medical_view_dask
+from dpriv.datasets.medical import MedicalHistory, medical_history
+from dpriv.datasets.medical_view import VIEW_BLOCK_ROWS, medical_view_dask
 from dpriv.datasets.model import (
     AGE_RANGE,
     CLASS_MAP,

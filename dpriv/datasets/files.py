@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from dpriv.datasets.arguments import check_whole
 from dpriv.datasets.generated import PBC_FILES, check_generated, put_generated
-from dpriv.datasets.medical import MedicalHistory, medical_view_dask
+from dpriv.datasets.medical import MedicalHistory
+from dpriv.datasets.medical_view import medical_view_dask
 from dpriv.datasets.model import (
     AGE_RANGE,
     CLASS_MAP,
@@ -191,8 +193,7 @@ def write_medical_view(
     Path
         The path of ``policy.toml``.
     """
-    if int(weight_view_size) != weight_view_size or weight_view_size < 1:
-        raise InputError(f"weight_view_size must be an integer >= 1, got {weight_view_size!r}")
+    check_whole("weight_view_size", weight_view_size, 1)
     if not 0.0 < attendance <= 1.0:
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
     frame = medical_view_dask(n_rows, npartitions=npartitions, seed=seed, view=1, det=det)

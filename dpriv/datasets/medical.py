@@ -18,10 +18,11 @@ format of :mod:`dpriv.knowledge.tables`:
 :func:`write_history` writes the history, the knowledge files and a ready-to-use
 ``policy.toml`` (docs/policy.md); :func:`toml_dumps` is the tiny TOML writer it uses.
 
-For one view at cluster scale (issue "Scale out"), :func:`medical_view_dask` builds the
-view a first release of the same generator sees as a Dask DataFrame, partition by
-partition (10^7 rows and more), and :func:`write_medical_view` writes it as a Parquet
-dataset with the same knowledge files and policy.
+For one view at cluster scale (issue "Scale out"),
+:func:`dpriv.datasets.medical_view.medical_view_dask` builds the view a first release of the
+same generator sees as a Dask DataFrame, partition by partition (10^7 rows and more), and
+:func:`dpriv.datasets.files.write_medical_view` writes it as a Parquet dataset with the same
+knowledge files and policy.
 """
 
 from __future__ import annotations
@@ -32,18 +33,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from dpriv.datasets.arguments import check_whole, is_number
 from dpriv.datasets.model import (
-    AGE_RANGE,
     CLASS_MAP,
     DEFAULT_WEIGHT_VIEW_SIZE,
-    GENDER_RANGE,
     ORDER,
     VALUES,
-    WEIGHT_RANGE,
     WEIGHT_VIEWS_MAX,
     build_model,
-    class_index,
-    medical_knowledge,
     seed_streams,
     simulate,
 )
@@ -51,7 +48,7 @@ from dpriv.errors import InputError
 from dpriv.knowledge.tables import ClassMap, MarkovTables
 
 if TYPE_CHECKING:
-    import dask.dataframe as dd
+    pass
 
 
 # --------------------------------------------------------------------------------------
@@ -212,11 +209,11 @@ def medical_history(
     (``b2 > b1``) so that 1-, 2- and 3-step knowledge really differ.
     """
     for name, value, low in (("n_views", n_views, 1), ("view_size", view_size, 1), ("seed", seed, 0)):
-        _check_whole(name, value, low)
-    _check_whole("weight_view_size", weight_view_size, 1)
-    if not _is_number(attendance) or not 0.0 < attendance <= 1.0:
+        check_whole(name, value, low)
+    check_whole("weight_view_size", weight_view_size, 1)
+    if not is_number(attendance) or not 0.0 < attendance <= 1.0:
         raise InputError(f"attendance must be in (0, 1], got {attendance!r}")
-    if not _is_number(det) or not 0.0 <= det <= 1.0:
+    if not is_number(det) or not 0.0 <= det <= 1.0:
         raise InputError(f"det must be in [0, 1], got {det!r}")
     model_ss, hist_ss, _ = seed_streams(int(seed))
     knowledge = build_model(np.random.default_rng(model_ss), float(det))
@@ -236,153 +233,3 @@ def medical_history(
         "weight_view_size": int(weight_view_size),
     }
     return MedicalHistory(history, knowledge, VALUES, CLASS_MAP, config)
-
-
-# --------------------------------------------------------------------------------------
-# One large view, partition by partition (issue "Scale out")
-# --------------------------------------------------------------------------------------
-
-#: Rows per generation block of :func:`medical_view_dask`: block ``b`` holds rows
-#: ``[b * VIEW_BLOCK_ROWS, (b + 1) * VIEW_BLOCK_ROWS)`` and draws from its own seed stream,
-#: so the data do not depend on how the blocks are grouped into partitions.
-VIEW_BLOCK_ROWS = 2**16
-_VIEW_STREAM = 3  # spawn key of the block streams; seed_streams uses 0, 1, 2
-_ROWS_PER_PARTITION = 2**20  # default partition size of medical_view_dask (16 blocks)
-
-
-def _view_blocks(
-    first: int, stop: int, *, n_rows: int, seed: int, view: int, cum: np.ndarray
-) -> pd.DataFrame:
-    """Blocks ``first .. stop - 1`` of the view: one partition of :func:`medical_view_dask`.
-
-    ``cum``: (18, 19) cumulative BK^sv rows. Each block draws age, gender, weight (uniform)
-    and then the result (inverse CDF, as in ``simulate``) from its own seed stream.
-    """
-    lo, hi = min(first * VIEW_BLOCK_ROWS, n_rows), min(stop * VIEW_BLOCK_ROWS, n_rows)
-    cols: list[list[np.ndarray]] = [[np.zeros(0, np.int64)] for _ in range(4)]
-    for b in range(first, stop):
-        n = min((b + 1) * VIEW_BLOCK_ROWS, n_rows) - b * VIEW_BLOCK_ROWS
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_VIEW_STREAM, view, b)))
-        # always a whole block's draws, cut to n: row i depends on i, not on n_rows
-        size = VIEW_BLOCK_ROWS
-        age = rng.integers(AGE_RANGE[0], AGE_RANGE[1] + 1, size)[:n]
-        gender = rng.integers(GENDER_RANGE[0], GENDER_RANGE[1] + 1, size)[:n]
-        weight = rng.integers(WEIGHT_RANGE[0], WEIGHT_RANGE[1] + 1, size)[:n]
-        u = rng.random(size)[:n]
-        c = cum[class_index(age, weight, gender)]  # (n, 19)
-        res = (c <= (u * c[:, -1])[:, None]).sum(axis=1)  # inverse CDF; skips zero-probability values
-        for i, a in enumerate((age, gender, weight, res)):
-            cols[i].append(a)
-    age, gender, weight, res = (np.concatenate(col).astype(np.int64) for col in cols)
-    index = pd.RangeIndex(lo, hi)
-    return pd.DataFrame(
-        {
-            "respondent_id": np.arange(lo + 1, hi + 1, dtype=np.int64),
-            "view": np.full(hi - lo, view, dtype=np.int64),
-            "age": age,
-            "gender": gender,
-            "weight": weight,
-            "exam_result": pd.Series(np.array(VALUES, dtype=object)[res], dtype="str", index=index),
-        },
-        index=index,
-    )
-
-
-def medical_view_dask(
-    n_rows: int,
-    *,
-    npartitions: int | None = None,
-    seed: int = 0,
-    view: int = 1,
-    det: float = 0.9,
-) -> dd.DataFrame:
-    """One view of the paper setting as a Dask DataFrame, built partition by partition.
-
-    The view a first release of :func:`medical_history` would see at any size: ``n_rows``
-    first-time respondents with uniform QIs, each with one result drawn from BK^sv, the
-    order-0 table of ``medical_knowledge(seed, det=det)`` (the same model as
-    ``medical_history(..., seed=seed, det=det)``), for the QI class of the tuple. BK^sv
-    gives ``deceased`` / ``discharged`` probability 0, so only the 17 stage values occur.
-    Nothing is built on the client but the model (about 0.05 s) and the task graph: every
-    partition is generated by its own task, so e.g. ``to_parquet`` of 10^7 rows needs
-    little client memory.
-
-    Rows come in blocks of :data:`VIEW_BLOCK_ROWS` (65,536); block ``b`` draws from
-    ``np.random.SeedSequence(seed, spawn_key=(3, view, b))`` (a whole block's draws even
-    for a shorter last block). Row ``i`` therefore depends only on ``(i, seed, view,
-    det)``: not on ``npartitions`` (a partition holds whole consecutive blocks, as even as
-    the blocks allow), and a view of ``n`` rows is the first ``n`` rows of any longer one.
-
-    Parameters
-    ----------
-    n_rows : int >= 1
-        Tuples in the view.
-    npartitions : int >= 1, optional
-        Dask partitions; at most the number of blocks, ``ceil(n_rows / 65536)`` (larger
-        values are lowered to it). Default: about 2**20 rows per partition.
-    seed : int >= 0
-        Seeds the model (as in :func:`medical_history`) and the blocks.
-    view : int >= 1
-        Value of the ``view`` column; also part of the block seeds.
-    det : float in [0, 1]
-        Model parameter, as in :func:`medical_history` (BK^sv does not depend on it, the
-        order >= 1 tables do).
-
-    Returns
-    -------
-    dask.dataframe.DataFrame
-        ``n_rows`` rows; columns ``respondent_id`` (int64, 1..n_rows, row ``i`` has id
-        ``i + 1``: partition ``p`` holds a contiguous, increasing id range), ``view``
-        (int64, = ``view``), ``age`` (int64 in 45..74), ``gender`` (int64 in 1..2),
-        ``weight`` (int64 in 60..89), ``exam_result`` (str, one of :data:`VALUES`; a
-        pyarrow string column under Dask's default string conversion). Index: the 0-based
-        row number (int64, known divisions at partition boundaries).
-    """
-    import dask.dataframe as dd  # at run time only: importing dpriv.datasets stays light
-
-    if int(n_rows) != n_rows or n_rows < 1:
-        raise InputError(f"n_rows must be an integer >= 1, got {n_rows!r}")
-    if int(view) != view or view < 1:
-        raise InputError(f"view must be an integer >= 1, got {view!r}")
-    n_rows, view = int(n_rows), int(view)
-    n_blocks = -(-n_rows // VIEW_BLOCK_ROWS)
-    if npartitions is None:
-        npartitions = -(-n_rows // _ROWS_PER_PARTITION)
-    if int(npartitions) != npartitions or npartitions < 1:
-        raise InputError(f"npartitions must be an integer >= 1, got {npartitions!r}")
-    nparts = min(int(npartitions), n_blocks)
-    knowledge = medical_knowledge(seed, det=det)
-    cum = np.cumsum(knowledge.tables[0][:, 0, :], axis=1)  # (18, 19)
-    edges = [p * n_blocks // nparts for p in range(nparts + 1)]  # block ranges
-    starts = [min(e * VIEW_BLOCK_ROWS, n_rows) for e in edges]
-    kwargs = {"n_rows": n_rows, "seed": int(seed), "view": view, "cum": cum}
-    meta = _view_blocks(0, 0, **kwargs)
-    return dd.from_map(
-        _view_blocks,
-        edges[:-1],
-        edges[1:],
-        meta=meta,
-        divisions=(*starts[:-1], n_rows - 1),
-        label="medical-view",
-        enforce_metadata=False,
-        **kwargs,
-    )
-
-
-# --------------------------------------------------------------------------------------
-# Output
-# --------------------------------------------------------------------------------------
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-
-
-def _check_whole(name: str, value: object, low: int) -> None:
-    """InputError unless ``value`` is a whole number >= ``low`` (a text or a float with a
-    fraction was a ValueError of ``int()``, or silently truncated)."""
-    whole = isinstance(value, int | np.integer) or (
-        _is_number(value) and np.isfinite(value) and value == int(value)
-    )
-    if isinstance(value, bool) or not whole or value < low:
-        raise InputError(f"{name} must be an integer >= {low}, got {value!r}")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from dpriv.datasets.arguments import check_whole
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import ClassMap, MarkovTables
 
@@ -268,8 +269,7 @@ def medical_knowledge(seed: int = 0, *, det: float = 0.9) -> MarkovTables:
     ``tables[0]`` (18, 1, 19) float64 is BK^sv, ``tables[L]`` (18, 19**L, 19) the
     order-L tables (see :class:`MedicalHistory`). Takes about 0.05 s.
     """
-    if int(seed) != seed or seed < 0:
-        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    check_whole("seed", seed, 0)
     if not 0.0 <= det <= 1.0:
         raise InputError(f"det must be in [0, 1], got {det!r}")
     return build_model(np.random.default_rng(seed_streams(int(seed))[0]), float(det))

@@ -39,6 +39,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from dpriv.datasets.arguments import check_whole
 from dpriv.errors import InputError
 from dpriv.user_warning import warn_user
 
@@ -335,8 +336,8 @@ def pbc_policy(
     if history.empty:
         raise InputError("the PBC history is empty: no policy domain can be derived from it")
     sexes = sorted(str(s) for s in history["sex"].unique())
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise InputError(f"k must be an integer >= 1, got {k!r}")
+    check_whole("k", k, 1)
+    k = int(k)  # a NumPy integer or 3.0 written as 3
     if not (0.0 <= t <= 1.0) or math.isnan(t):
         raise InputError(f"t must be in [0, 1], got {t!r}")
     if not j >= 0.0:

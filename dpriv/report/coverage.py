@@ -5,9 +5,9 @@ retrospective adversary) for the releases committed when it ran: a release commi
 no result until the attack runs again. The report says so, next to the results and on the
 terminal (:meth:`AttackResults.notes`), and shows such a release as missing. A result naming a
 release the ledger does not hold is not this ledger's (an attack of another ledger, or of one
-made again since): it is refused (:func:`check_held`), not shown as if its other figures were
-of these releases; so is a result computed on other releases under the same indices
-(:func:`dpriv.attack_stamp.check_same_releases`).
+made again since): it is refused (:func:`dpriv.attack_stamp.check_held`), not shown as if its
+other figures were of these releases; so is a result computed on other releases under the same
+indices (:func:`dpriv.attack_stamp.check_same_releases`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from dpriv.attack_files import AGAIN, GAIN_FILE, RETRO_FILE
-from dpriv.attack_stamp import check_same_releases
+from dpriv.attack_stamp import check_held, check_same_releases
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.report.explain import knowledge_key
@@ -53,17 +53,6 @@ def results_folder(led: Ledger, attack_dir: str | Path | None = None) -> Results
             "files of dpriv attack --out (or omit it to read LEDGER/attack/): nothing was written"
         )
     return ResultsFolder(folder, f"{folder}/")
-
-
-def check_held(frame: pd.DataFrame, held: int, root: Path, where: str, fix: str) -> None:
-    """Refuse (InputError) results whose ``release`` (and ``as_of``, of a retrospective result)
-    name a release other than 1..``held``, the releases of the ledger at ``root``: ``where``
-    names the results (a file relative to the ledger, or the gains passed), ``fix`` what to do."""
-    found = {int(v) for c in ("release", "as_of") if c in frame for v in frame[c].dropna()}
-    if unknown := sorted(found - set(range(1, held + 1))):
-        raise InputError(
-            f"{where} name release(s) {unknown[:5]} that {root} does not hold (it holds {held}): {fix}"
-        )
 
 
 #: What to do about a result file naming releases the ledger does not hold.
@@ -155,7 +144,7 @@ def attack_results(
     """The gain curves (``gains`` passed in win over ``attack/gain_<knowledge>.csv``) and the
     retrospective results of ``led``, read from ``attack_dir`` instead of ``attack/`` when given
     (:func:`results_folder`). InputError for a result that names a release ``led`` does not hold
-    (:func:`check_held`) or that cannot be read."""
+    (:func:`dpriv.attack_stamp.check_held`) or that cannot be read."""
     from dpriv.report.gains import gain_curves
     from dpriv.report.tail import retro_results
 

@@ -1,7 +1,7 @@
 """The adversary-gain curves of the report: those passed to ``render_report(gains=...)``, checked
-(:func:`checked_gains`), and the ledger's ``attack/gain_<knowledge>.csv`` files
+(:func:`dpriv.passed_results.checked_gains`), and the ledger's ``attack/gain_<knowledge>.csv`` files
 (:func:`gain_curves`), each refused when it is not of the ledger's releases
-(:func:`dpriv.report.coverage.check_held`, :func:`dpriv.attack_stamp.check_same_releases`).
+(:func:`dpriv.attack_stamp.check_held`, :func:`dpriv.attack_stamp.check_same_releases`).
 """
 
 from __future__ import annotations
@@ -12,33 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from dpriv.attack_files import AGAIN, GAIN_FILE, as_ledger, read_result, result_files
-from dpriv.attack_stamp import STAMP, check_same_releases
-from dpriv.errors import InputError
+from dpriv.attack_stamp import STAMP, check_held, check_same_releases
 from dpriv.ledger import Ledger
-from dpriv.passed_results import checked_result
-from dpriv.report.coverage import NOT_OURS, check_held, results_folder
+from dpriv.passed_results import checked_gains
+from dpriv.report.coverage import NOT_OURS, results_folder
 
 _GAIN_FILE = result_files(GAIN_FILE)
-
-
-def checked_gains(gains: object, where: str) -> dict[str, pd.DataFrame]:
-    """``gains`` (knowledge name -> the frame :func:`dpriv.attack.attack` returns) checked
-    and each in release order (:func:`dpriv.passed_results.checked_result`: ``release``, ``adversary_gain``,
-    ``histogram_gain`` and :data:`dpriv.passed_results.TIES` where given); InputError for anything else."""
-    if not isinstance(gains, Mapping):
-        raise InputError(
-            f"the adversary gains {where} must be a mapping knowledge name -> DataFrame (the frames "
-            f"attack() returns), not a {type(gains).__name__}"
-        )
-    out = {}
-    for name, frame in gains.items():
-        if not isinstance(frame, pd.DataFrame):
-            raise InputError(
-                f"the adversary gains {where} for {name!r} are a {type(frame).__name__}, not a DataFrame: "
-                "pass the frame attack() returns (read a saved gain CSV with pandas.read_csv)"
-            )
-        out[str(name)] = checked_result(frame, f"{where} for {name!r}")
-    return out
 
 
 def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +56,7 @@ def gain_curves(
     InputError
         A frame or file without the two columns (the file is named relative to the ledger),
         naming a release twice or a release the ledger does not hold
-        (:func:`dpriv.report.coverage.check_held`), or computed on other releases than the
+        (:func:`dpriv.attack_stamp.check_held`), or computed on other releases than the
         ledger's (:func:`dpriv.attack_stamp.check_same_releases`); an ``attack_dir`` that is no
         folder.
     """

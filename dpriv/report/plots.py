@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from dpriv.errors import InputError
-from dpriv.report.gains import checked_gains
+from dpriv.passed_results import checked_gains
 from dpriv.report.tables import check_columns
 
 #: Where the frame of the release plots comes from (their messages say so).

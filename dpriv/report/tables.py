@@ -17,7 +17,7 @@ from dpriv.attack_files import KPR_FILE, read_result
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger  # noqa: F401 (ATTACK_DIR: public here too)
 from dpriv.ledger_checks import NOTHING_RELEASED, check_released_any
-from dpriv.report.gains import checked_gains, gain_curves  # noqa: F401  (public here too)
+from dpriv.report.gains import gain_curves  # noqa: F401  (public here too)
 
 #: Columns of :func:`release_frame`: (column, metrics.json key, header text of the report).
 RELEASE_COLUMNS: tuple[tuple[str, str, str], ...] = (
