@@ -283,7 +283,7 @@ def test_text_far_down_a_csv_is_named(cli, tmp_path):
         (b"\x00\x01binary\xff\xfe", r"cannot read .*t\.csv.*UTF-8"),
         (
             b"respondent_id,age,gender,weight,exam_result\n1,50,F,70,a\n2,51,M,71,b,extra,fields\n",
-            r"cannot read .*t\.csv.*Expected 5 fields",
+            r"t\.csv: 1 line\(s\) hold more values than its header names columns \(5: .*line 3 \(7 values\)",
         ),
         (  # a quote that never closes (a value spanning lines, "" inside it, is fine)
             b"respondent_id,age,gender,weight,exam_result\n"
