@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-import dpriv.adversary.exits as exits_mod
+import dpriv.adversary.masks as masks_mod
 import dpriv.gate as gate_mod
 from dpriv.adversary.deductions import chain_support, deduce
 from dpriv.adversary.exits import exit_deductions
@@ -201,7 +201,7 @@ def test_exit_table_equals_the_one_from_scratch(hand, monkeypatch):  # noqa: F81
         d = deduce(releases, tables, attendance=attendance, support=support)
         return d, d.seconds
 
-    monkeypatch.setattr(exits_mod, "deduce_started", scratch)
+    monkeypatch.setattr(masks_mod, "deduce_started", scratch)
     want = exit_deductions(led, history, policy)
     assert calls == [False, True, True]  # the table above was read with head starts
     assert got.equals(want)
