@@ -70,7 +70,7 @@ def promised(method: str, rbk_closeness: float | None = None) -> tuple[str, ...]
 def unpromised(method: str, rbk_closeness: float | None = None) -> list[str]:
     """The criteria of k, l, t and j whose achieved value a release by baseline ``method`` measures
     (``metrics.json``) but does not bound, e.g. ``["t", "j"]`` for mondrian-l: what its summary and
-    release table mark as measured. None for JS-reduce, whose l is reported as docs/policy.md says."""
+    release table mark as measured. Empty for JS-reduce, whose l is reported as docs/policy.md says."""
     if method == "jsreduce":
         return []
     held = promised(method, rbk_closeness)
