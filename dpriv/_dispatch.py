@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import dask
-import dask.dataframe as dd
 import pandas as pd
 
 
@@ -37,16 +36,6 @@ def map_frame(kernel: Callable[..., Any], frame: Any, *args: Any, meta: Any = No
             raise TypeError(f"map_frame({kernel.__name__}) on a Dask collection needs meta")
         return frame.map_partitions(kernel, *args, meta=meta, **kwargs)
     return kernel(frame, *args, **kwargs)
-
-
-def from_delayed_parts(parts: list, meta: pd.DataFrame, divisions: tuple | None = None) -> dd.DataFrame:
-    """A Dask frame of delayed ``parts`` of ``meta``'s dtypes, as they are: Dask would convert
-    object text columns to Arrow strings (``dataframe.convert-string``), which a
-    ``map_partitions`` of the same kernels does not, and the bytes released would change.
-    ``divisions``: ``len(parts) + 1`` index bounds when the parts are sorted on them (default
-    unknown)."""
-    with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
 
 
 def to_pandas(obj: Any) -> Any:

@@ -19,11 +19,11 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import from_delayed_parts
 from dpriv._random import keyed, stable_hash
 from dpriv.policy import ReleasePolicy
 from dpriv.released import GROUP, LABEL, ORDER, bound_dtype, is_text_dtype, label_divisions, qig_table
 from dpriv.row_order import in_order, increasing_positions, then_by
+from dpriv.whole_groups import from_delayed_parts
 
 
 def released_ranges(

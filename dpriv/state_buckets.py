@@ -9,12 +9,10 @@ its buckets already); :func:`state_order` gives the rows' order in pandas.
 
 from __future__ import annotations
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dpriv._dispatch import from_delayed_parts
 from dpriv._random import stable_hash
 from dpriv.row_order import in_order, increasing_positions, then_by
 
@@ -56,44 +54,25 @@ def by_bucket(frame: dd.DataFrame, column: str, nbuckets: int, *, held: int | No
     ``held``: the number of buckets a frame's partitions already are (partition b holding
     bucket b of ``held``, as :func:`next_state` returns a state). Then no row moves when
     ``nbuckets`` is a multiple of it: the partitions are declared the buckets (equal counts)
-    or each is split where it lies (:func:`_split_held`). Otherwise one shuffle on the bucket.
-    Within a partition the rows keep their order in ``frame``."""
+    or each is split where it lies (bucket j of ``nbuckets`` is the part of bucket
+    ``j % held`` whose hash modulo ``nbuckets`` is j). Otherwise one shuffle on the bucket."""
     n = max(int(nbuckets), 1)
     meta = _with_bucket(frame._meta, column, n)
     divisions = (*range(n), n - 1)
     if not held or n % held or frame.npartitions != held:
         return frame.map_partitions(_with_bucket, column, n, meta=meta).set_index(BUCKET, divisions=divisions)
-    if held < n:
-        return _split_held(frame, column, n, held, meta.set_index(BUCKET), divisions)
-    keyed = frame.map_partitions(_with_bucket, column, n, meta=meta)
+    if held == n:
+        keyed = frame.map_partitions(_with_bucket, column, n, meta=meta)
+    else:  # partition j reads bucket j % held and keeps its rows of bucket j
+        sources = frame.partitions[[j % held for j in range(n)]]
+        keyed = sources.map_partitions(_bucket_rows, column, n, meta=meta)
     return keyed.set_index(BUCKET, sorted=True, divisions=divisions)
 
 
-def _split_held(
-    frame: dd.DataFrame, column: str, n: int, held: int, meta: pd.DataFrame, divisions: tuple
-) -> dd.DataFrame:
-    """``frame``'s ``held`` buckets split into ``n`` (a multiple of ``held``): one task per
-    source bucket i (:func:`split_held`) cuts it into its ``n // held`` pieces, buckets
-    ``i, i + held, ...``; output partition j is piece ``j // held`` of source ``j % held``.
-
-    Each piece's task reads one input, so the scheduler runs it where its source lies and only
-    the pieces a later task wants elsewhere move. Before (session 44) each output partition was
-    a task of its own reading its whole source bucket, and the scheduler ran some of them on
-    the other worker: a whole bucket copied for half of it (docs/scaling.md)."""
-    pieces = n // held
-    split = dask.delayed(split_held, nout=pieces, pure=True)
-    cuts = [split(part, column, n, held) for part in frame.to_delayed()]
-    return from_delayed_parts([cuts[j % held][j // held] for j in range(n)], meta, divisions)
-
-
-def split_held(part: pd.DataFrame, column: str, nbuckets: int, held: int) -> tuple[pd.DataFrame, ...]:
-    """Bucket i of ``held`` (``part``, its rows all in buckets ``i + k held`` of ``nbuckets``, a
-    multiple of ``held``) cut into its ``nbuckets // held`` pieces: item k the rows of bucket
-    ``i + k held`` in their order in ``part``, indexed by that bucket (int64, named
-    :data:`BUCKET`, as ``set_index`` on it gives), ``part``'s columns and dtypes."""
-    keyed = _with_bucket(part, column, nbuckets).set_index(BUCKET)
-    which = keyed.index.to_numpy() // held
-    return tuple(keyed[which == k] for k in range(nbuckets // held))
+def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, partition_info=None) -> pd.DataFrame:
+    """The rows of ``part`` in bucket ``partition_info["number"]`` (Dask passes it), keyed."""
+    keyed = _with_bucket(part, column, nbuckets)
+    return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]
 
 
 def split_by_bucket(frame: pd.DataFrame, column: str, nbuckets: int) -> list[pd.DataFrame]:

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 from dask.delayed import Delayed
 
-from dpriv._dispatch import from_delayed_parts
 from dpriv.released import GROUP, LABEL, in_release_order, label_divisions
 
 
@@ -65,6 +64,14 @@ def in_label_ranges(released: dd.DataFrame, npartitions: int) -> dd.DataFrame:
         for i in range(n)
     ]
     return from_delayed_parts(ranged, released._meta)
+
+
+def from_delayed_parts(parts: list, meta: pd.DataFrame) -> dd.DataFrame:
+    """A Dask frame of delayed ``parts`` of ``meta``'s dtypes, as they are: Dask would convert
+    object text columns to Arrow strings (``dataframe.convert-string``), which a
+    ``map_partitions`` of the same kernels does not, and the bytes released would change."""
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
 
 def _cut(part: pd.DataFrame, divisions: np.ndarray) -> tuple:

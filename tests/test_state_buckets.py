@@ -2,10 +2,9 @@
 buckets its partitions hold, ``held``), against the pandas cut
 (:func:`dpriv.state_buckets.split_by_bucket`) as the oracle.
 
-When the bucket count doubles (or more) at a release, each held bucket is cut by one task into
-its pieces and each output partition is a getitem of that task (issue 13; docs/scaling.md): the
-rows, their order, index and dtypes are those of the pandas cut, and the graph has one split
-task per source bucket, not one whole-bucket read per output partition."""
+When the bucket count doubles (or more) at a release, each output bucket j keeps the rows of
+held bucket ``j % held`` whose hash falls in j (issue 13; docs/scaling.md, "The doubling's split
+where its bucket lies"): the rows, their order, index and dtypes are those of the pandas cut."""
 
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from dask.core import get_dependencies
-from distributed.utils import key_split
 
 from dpriv.state_buckets import BUCKET, by_bucket, split_by_bucket
 
@@ -65,22 +62,3 @@ def test_split_where_it_lies_equals_the_pandas_cut(nheld, factor, string_ids):
         assert (part.index == j).all() and part.index.name == BUCKET
         pd.testing.assert_frame_equal(part.reset_index(drop=True), want, check_exact=True)
     assert out._meta.dtypes.equals(source._meta.dtypes)  # no Arrow strings the kernels do not make
-
-
-@pytest.mark.parametrize("nheld,factor", [(2, 2), (2, 4), (4, 2)])
-def test_one_split_task_per_source_bucket(nheld, factor):
-    """The graph reads each held bucket once: ``nheld`` split tasks, and each output partition
-    a getitem that depends on one split task only (before: one whole-bucket read per output
-    partition, n of them, which the scheduler could run away from their bucket)."""
-    n = nheld * factor
-    frame = pd.DataFrame({ID: np.arange(200, dtype=np.int64), "x": np.arange(200.0)})
-    out = by_bucket(held(frame, nheld), ID, n, held=nheld)
-    graph = dict(out.__dask_graph__())
-    splits = {k for k in graph if key_split(k) == "split_held"}
-    getitems = [k for k in graph if key_split(k) == "getitem"]
-    assert len(splits) == nheld
-    assert len(getitems) == n
-    assert {len(get_dependencies(graph, k)) for k in getitems} == {1}
-    assert {d for k in getitems for d in get_dependencies(graph, k)} == splits
-    # each split task reads one input: its source partition
-    assert {len(get_dependencies(graph, k)) for k in splits} == {1}
