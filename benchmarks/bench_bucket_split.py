@@ -9,17 +9,17 @@ pk step (``dpriv.pk_graph.pk_graph``, the only step of a release that calls
 ``dpriv.state_buckets.by_bucket`` with more buckets than it ``held``: 8 -> 16) runs ``--repeat``
 times each way, alternated:
 
-* ``before``: each of the 16 output buckets a task of its own that reads its whole source bucket
-  and keeps its rows (the code of session 44, kept here as :func:`by_bucket_before`);
-* ``after``: one task per source bucket cuts it into its output pieces, each output bucket a
-  getitem of its source's task (today's ``by_bucket``);
-* ``pinned``: ``after``'s cut, with each source bucket's cut and each new bucket's merge
+* ``today``: ``dpriv.state_buckets.by_bucket``: each of the 16 output buckets a task of its own
+  that reads its whole source bucket and keeps its rows;
+* ``split``: one task per source bucket cuts it into its output pieces, each output bucket a
+  getitem of its source's task (:func:`by_bucket_split`, a prototype: tried, not taken);
+* ``pinned``: ``split``'s cut, with each source bucket's cut and each new bucket's merge
   restricted to the worker that holds the source bucket (a prototype, not the release path:
   the release does not know where its state's buckets lie).
 
 Printed per way: best wall seconds, MiB the workers fetched from each other per run (their
 transfer logs, by key prefix; a held bucket fetched whole counted apart) and which tasks
-fetched which inputs (``placement_log``); after / before and pinned / before as ratios. The
+fetched which inputs (``placement_log``); split / today and pinned / today as ratios. The
 new states are asserted equal, bucket by bucket, row by row. ``--no-stealing`` turns the
 scheduler's work stealing off.
 
@@ -54,25 +54,31 @@ from dpriv.hilbert.keys import HKEY, hilbert_keys, keyed_meta
 from dpriv.pk_graph import merge_bucket, piece, pk_part, tail_row, tail_rows
 from dpriv.rbk import revised
 from dpriv.state import empty_state
-from dpriv.state_buckets import BUCKET, _with_bucket, by_bucket, split_held
+from dpriv.state_buckets import BUCKET, _with_bucket, by_bucket
 from dpriv.state_parts import state_nbuckets
 
 
-def by_bucket_before(frame: dd.DataFrame, column: str, nbuckets: int, *, held: int | None = None):
-    """Session 44's ``by_bucket`` for a doubling count: output partition j a task that reads
-    source bucket ``j % held`` whole and keeps its rows of bucket j."""
+def by_bucket_split(frame: dd.DataFrame, column: str, nbuckets: int, *, held: int | None = None):
+    """``dpriv.state_buckets.by_bucket`` with a doubling count cut per source bucket: one task
+    per held bucket (:func:`split_held`) cuts it into its pieces, output partition j a getitem of
+    the task of bucket ``j % held`` (the same rows, order and divisions)."""
     n = max(int(nbuckets), 1)
     if not held or n % held or frame.npartitions != held or held == n:
         return by_bucket(frame, column, nbuckets, held=held)
-    meta = _with_bucket(frame._meta, column, n)
-    sources = frame.partitions[[j % held for j in range(n)]]
-    keyed = sources.map_partitions(_rows_before, column, n, meta=meta)
-    return keyed.set_index(BUCKET, sorted=True, divisions=(*range(n), n - 1))
+    split = dask.delayed(split_held, nout=n // held, pure=True)
+    cuts = [split(part, column, n, held) for part in frame.to_delayed()]
+    meta = _with_bucket(frame._meta, column, n).set_index(BUCKET)
+    parts = [cuts[j % held][j // held] for j in range(n)]
+    with dask.config.set({"dataframe.convert-string": False}):  # as dpriv.whole_groups.from_delayed_parts
+        return dd.from_delayed(parts, meta=meta, divisions=(*range(n), n - 1), verify_meta=False)
 
 
-def _rows_before(part: pd.DataFrame, column: str, nbuckets: int, partition_info=None) -> pd.DataFrame:
-    keyed = _with_bucket(part, column, nbuckets)
-    return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]
+def split_held(part: pd.DataFrame, column: str, nbuckets: int, held: int) -> tuple[pd.DataFrame, ...]:
+    """Held bucket i (``part``) cut into its ``nbuckets // held`` pieces: item k the rows of bucket
+    ``i + k held`` in their order, indexed by that bucket (as ``set_index`` on it gives)."""
+    keyed = _with_bucket(part, column, nbuckets).set_index(BUCKET)
+    which = keyed.index.to_numpy() // held
+    return tuple(keyed[which == k] for k in range(nbuckets // held))
 
 
 def home(_part) -> str:
@@ -173,8 +179,8 @@ def run(client: Client, args, work: Path) -> None:
         return pk
 
     ways = {
-        "before": with_cut(by_bucket_before),
-        "after": with_cut(by_bucket),
+        "today": with_cut(by_bucket),
+        "split": with_cut(by_bucket_split),
         "pinned": lambda: pinned_pk(client, members, held, s, n, first.nbuckets),
     }
     best, fetched, placed, digests = dict.fromkeys(ways, np.inf), {w: [] for w in ways}, {}, {}
@@ -191,8 +197,8 @@ def run(client: Client, args, work: Path) -> None:
                 placed[way][f"{task} <- {dep}"] += nbytes
             digests[way] = bucket_digests(buckets)
             del buckets
-    for way in ("after", "pinned"):
-        for a, b in zip(digests["before"], digests[way], strict=True):
+    for way in ("split", "pinned"):
+        for a, b in zip(digests["today"], digests[way], strict=True):
             assert np.array_equal(a, b), f"the new states differ ({way})"
     load = os.getloadavg()[0]
     print(f"new states equal, bucket by bucket ({n} buckets); load {load:.1f}")
@@ -208,13 +214,13 @@ def run(client: Client, args, work: Path) -> None:
         tasks = ", ".join(f"{w} {b / MIB:.1f}" for w, b in placed[way].most_common(4) if b >= MIB / 10)
         print(f"{'':9s}tasks that fetched (the last run): {tasks or 'none'}")
     print(
-        f"after / before: wall {best['after'] / best['before']:.2f} (best of each), MiB "
-        f"{np.mean(mib['after']) / max(np.mean(mib['before']), 1e-9):.2f} (mean of the runs), "
-        f"whole source buckets {np.sum(whole['before']):.0f} -> {np.sum(whole['after']):.0f} MiB in all"
+        f"split / today: wall {best['split'] / best['today']:.2f} (best of each), MiB "
+        f"{np.mean(mib['split']) / max(np.mean(mib['today']), 1e-9):.2f} (mean of the runs), "
+        f"whole source buckets {np.sum(whole['today']):.0f} -> {np.sum(whole['split']):.0f} MiB in all"
     )
     print(
-        f"pinned / before: wall {best['pinned'] / best['before']:.2f}, MiB "
-        f"{np.mean(mib['pinned']) / max(np.mean(mib['before']), 1e-9):.2f}"
+        f"pinned / today: wall {best['pinned'] / best['today']:.2f}, MiB "
+        f"{np.mean(mib['pinned']) / max(np.mean(mib['today']), 1e-9):.2f}"
     )
 
 
