@@ -76,6 +76,18 @@ def test_mondrian_l_groups_as_cut_by_hand_and_l_reaches_the_cut(cli, table, tmp_
     # 5/12, 4/12, 3/12: (1/12 + 1/12) / 2 each
     assert "            t_achieved: 0.0833  (measured; mondrian-l does not promise t)" in lines
     assert "  method: mondrian-l" in res.stderr and "l=3 [flag]" in res.stderr
+    # the JS threshold is printed as JS-reduce's, unused here (it read as a bound of this release)
+    assert " j=0.1 [default; jsreduce only, unused by mondrian-l] " in res.stderr
+    assert " rbk_closeness=- [default; jsreduce only, unused by mondrian-l]" in res.stderr
+
+
+def test_a_given_j_is_marked_as_unused_by_mondrian_t(cli, table, tmp_path):
+    args = ["--method", "mondrian-t", "--t", "0.5", "--j", "0.8"]
+    res = cli("anonymize", table, "--out", tmp_path / "t.csv", *COLS, *args)
+    assert res.exit_code == 0, res.output
+    assert " t=0.5 [flag] j=0.8 [flag; jsreduce only, unused by mondrian-t] " in res.stderr
+    assert " persistent_groups=False [default; jsreduce only, unused by mondrian-t] " in res.stderr
+    assert " l=3 [default; mondrian-l only] " in res.stderr  # the other baseline's, as before
 
 
 def test_the_independent_verifier_holds_the_release_to_verify_l(cli, table, tmp_path):
