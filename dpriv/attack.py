@@ -54,7 +54,7 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask
 from dpriv.adversary.compiled import CompiledTables
-from dpriv.adversary.groups import masked_omega
+from dpriv.adversary.groups import gain_terms, masked_omega
 from dpriv.adversary.history_revision import PosteriorHistory
 from dpriv.adversary.masks import MasksAsOf, deductions_available
 from dpriv.adversary.retrospective import retrospective_attack
@@ -107,6 +107,7 @@ class AttackStep:
     priors : ndarray of float64, shape (n, M), RBK^sv (or BK^sv) used for PK
     posteriors : ndarray of float64, shape (n, M), PK^sv (E14); rows sum to 1
     gain : ndarray of float64, shape (n,), per-tuple term of (E10), in [-1, 1]
+        (:func:`dpriv.adversary.groups.gain_terms`)
     seconds : float, wall time of this release's revision + posterior + state update
     frequencies : ndarray of float64, shape (n,), m_Q(true s)/|Q| of each tuple
     allowed : ndarray of bool, shape (n, M), or None: the exact-deduction mask used
@@ -212,7 +213,7 @@ def _steps(
         labels = np.unique(groups)
         gi = np.searchsorted(labels, groups)
         freq = r_counts[gi, s_true] / r_counts[gi].sum(axis=1)
-        gain = post[np.arange(len(mem)), s_true] - freq
+        gain = gain_terms(groups, post, s_true, freq, priors, allowed)  # 0.0 where (E14) gives freq
         if whole:
             n_all = len(read.view)
             past.append(mem[policy.id].to_numpy(), post, (n_all - len(mem)) / n_all if n_all else 0.0)
@@ -334,8 +335,9 @@ def attack(
     pandas.DataFrame
         Paper adversary: one row per committed release, in order: ``release`` (int64),
         ``adversary_gain`` (float64, ρ_i of (E10), signed, in [-1, 1]; NaN if the release kept
-        no tuple), ``n_tuples`` (int64, kept tuples N), then the tail risk
-        (:class:`dpriv.adversary.tail.TailRisk`): ``confident_share``,
+        no tuple; a tuple whose group's priors are one, which (E14) gives its frequencies, adds
+        0.0, not an ulp: :func:`dpriv.adversary.groups.gain_terms`), ``n_tuples`` (int64, kept
+        tuples N), then the tail risk (:class:`dpriv.adversary.tail.TailRisk`): ``confident_share``,
         ``confident_precision``, ``n_confident``, ``max_posterior``, ``n_certain`` (NA
         without deductions), then ``prior_gain`` (float64, the same mean with the adversary's
         prior RBK^sv, before this release's counts and deductions, in place of its posterior) and

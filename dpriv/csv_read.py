@@ -60,12 +60,15 @@ def sniff_delimiter(path: str) -> str:
     sample = _text_sample(path)
     if not sample.strip():
         raise InputError(f"{path} is empty: there is no header and no row to read")
+    first = sample.splitlines()[0]
     try:
-        sep = csv.Sniffer().sniff(sample.splitlines()[0], delimiters=",;\t|").delimiter
+        sep = csv.Sniffer().sniff(first, delimiters=",;\t|").delimiter
     except csv.Error:
         sep = ","
-    header = next(csv.reader([sample.splitlines()[0]], delimiter=sep, skipinitialspace=True))
+    sep = _decimal_comma_separator(first, sep)
+    header = next(csv.reader([first], delimiter=sep, skipinitialspace=True))
     names = [h.strip() for h in header]
+    _refuse_data_as_header(path, names, sep)
     dup = sorted({h for h in names if names.count(h) > 1})
     if dup:
         where = {h: [i + 1 for i, x in enumerate(names) if x == h] for h in dup}
@@ -77,6 +80,38 @@ def sniff_delimiter(path: str) -> str:
 
 
 _DECIMAL_COMMA = re.compile(r"^\s*-?\d+,\d+\s*$")
+
+
+def _refuse_data_as_header(path: str, names: list[str], sep: str) -> None:
+    """InputError when a field of the first line of ``path`` (``names``, cut at ``sep``) is a
+    number with a decimal comma: no header names a column so, so the file has no header row, and
+    read as one its first tuple would become the column names (every column then "missing")."""
+    numbers = [n for n in names if _DECIMAL_COMMA.match(n)]
+    if not numbers:
+        return
+    shown = "tab" if sep == "\t" else repr(sep)
+    raise InputError(
+        f"the first line of {path} holds {numbers[0]!r}, a number with a decimal comma, where a header "
+        f"names the columns: the file has no header row, and dpriv reads a CSV's columns by their "
+        f"names; add a first line naming them, separated by {shown} as the rows are (e.g. "
+        f"id{sep}age{sep}weight{sep}diagnosis, the names --id/--qi/--sensitive or the policy give), "
+        "then run again"
+    )
+
+
+def _decimal_comma_separator(line: str, sep: str) -> str:
+    """``sep`` as sniffed from a CSV's first ``line``, unless it is ``,`` and the line, cut at a
+    ``;`` (tab, ``|``) it also holds, has a field that is a number with a decimal comma (``45,5``):
+    then that separator. A header never holds such a field, but the first line of a file without
+    one does (``1;45,5;2``, a European export), where the sniffer prefers ``,`` and cut the line
+    into ``1;45`` and ``5;2``."""
+    if sep != ",":
+        return sep
+    for other in ";\t|":
+        fields = next(csv.reader([line], delimiter=other), []) if other in line else []
+        if len(fields) > 1 and any(_DECIMAL_COMMA.match(f) for f in fields):
+            return other
+    return sep
 
 
 def decimal_mark(path: str, sep: str) -> str:

@@ -284,6 +284,28 @@ def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePoli
     )
 
 
+#: Each baseline's own policy fields, its parameters (docs/policy.md): ``dpriv anonymize`` records
+#: them with its method in ``OUT.metrics.json`` (``dpriv verify`` reads them back), and a printed
+#: policy marks them "<method> only" under another method.
+BASELINE_FIELDS: dict[str, tuple[str, ...]] = {"mondrian-l": ("l",), "mondrian-bt": ("bt_b", "bt_t")}
+#: Policy fields that JS-reduce alone applies (its threshold j and its grouping's settings): a
+#: baseline ignores them, or refuses the ones that change what is released
+#: (:data:`dpriv.criteria.JSREDUCE_ONLY`, ``persistent_groups``); printed "jsreduce only" under one.
+JSREDUCE_FIELDS = (
+    "j",
+    "grouping",
+    "topdown_level",
+    "topdown_pc",
+    "topdown_cut",
+    "group_cap",
+    "defer_wait",
+    "attach_reach",
+    "persistent_groups",
+    "rbk_closeness",
+    "posterior_bound",
+)
+
+
 def check_method(policy: ReleasePolicy, method: str) -> None:
     """PolicyError unless ``policy.release_format`` suits ``method`` (Anatomy groups by the
     members' knowledge, which only JS-reduce's grouping does; the Mondrian baselines cut QI

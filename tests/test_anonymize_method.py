@@ -76,11 +76,24 @@ def test_mondrian_l_groups_as_cut_by_hand_and_l_reaches_the_cut(cli, table, tmp_
     # 5/12, 4/12, 3/12: (1/12 + 1/12) / 2 each
     assert "            t_achieved: 0.0833  (measured; mondrian-l does not promise t)" in lines
     assert "  method: mondrian-l" in res.stderr and "l=3 [flag]" in res.stderr
+    # the JS threshold is printed as JS-reduce's, unused here (it read as a bound of this release)
+    assert " j=0.1 [default; jsreduce only, unused by mondrian-l] " in res.stderr
+    assert " rbk_closeness=- [default; jsreduce only, unused by mondrian-l]" in res.stderr
+
+
+def test_a_given_j_is_marked_as_unused_by_mondrian_t(cli, table, tmp_path):
+    args = ["--method", "mondrian-t", "--t", "0.5", "--j", "0.8"]
+    res = cli("anonymize", table, "--out", tmp_path / "t.csv", *COLS, *args)
+    assert res.exit_code == 0, res.output
+    assert " t=0.5 [flag] j=0.8 [flag; jsreduce only, unused by mondrian-t] " in res.stderr
+    assert " persistent_groups=False [default; jsreduce only, unused by mondrian-t] " in res.stderr
+    assert " l=3 [default; mondrian-l only] " in res.stderr  # the other baseline's, as before
 
 
 def test_the_independent_verifier_holds_the_release_to_verify_l(cli, table, tmp_path):
     out = tmp_path / "l3.csv"
     assert cli("anonymize", table, "--out", out, *COLS, "--method", "mondrian-l", "--l", "3").exit_code == 0
+    (tmp_path / "l3.csv.metrics.json").unlink()  # no recorded method: the flags say it
     check = ["verify", out, "--original", table, *COLS, "--method", "mondrian-l"]
     ok = cli(*check, "--l", "3")
     assert ok.exit_code == 0, ok.output
@@ -88,6 +101,42 @@ def test_the_independent_verifier_holds_the_release_to_verify_l(cli, table, tmp_
     # held to l = 4, a group of 3 fails it (as --k 4 would fail its size)
     bad = cli(*check, "--l", "4")
     assert bad.exit_code == 2 and "FAIL" in bad.stdout and "l = 4" in bad.stdout, bad.output
+
+
+def test_verify_reads_the_method_and_l_that_anonymize_recorded(cli, table, tmp_path):
+    out = tmp_path / "l3.csv"
+    assert cli("anonymize", table, "--out", out, *COLS, "--method", "mondrian-l", "--l", "3").exit_code == 0
+    recorded = json.loads((tmp_path / "l3.csv.metrics.json").read_text())
+    assert (recorded["method"], recorded["method_parameters"]) == ("mondrian-l", {"l": 3})
+    # no --method, no --l: held to k and l = 3 (as JS-reduce it would fail t = 0.3: EMD 1/12
+    # passes, so the proof is the method line and l's source)
+    check = ["verify", out, "--original", table, *COLS]
+    ok = cli(*check)
+    assert ok.exit_code == 0, ok.output
+    assert "method: mondrian-l (checked: k, l)" in ok.stdout
+    assert "l=3 [recorded in l3.csv.metrics.json]" in ok.stderr
+    # the same l given: accepted; another: refused before any check, naming both
+    assert cli(*check, "--l", "3").exit_code == 0
+    bad = cli(*check, "--l", "4")
+    assert bad.exit_code == 2 and "FAIL" not in bad.stdout, bad.output
+    assert "--l 4:" in bad.stderr and "made with l = 3" in bad.stderr, bad.stderr
+    other = cli(*check, "--method", "mondrian-t")
+    assert other.exit_code == 2, other.output
+    assert "--method mondrian-t:" in other.stderr and "--method mondrian-l" in other.stderr
+
+
+def test_the_recorded_l_replaces_the_default_l(cli, table, tmp_path):
+    # l = 2 releases {7,8,9} (flu, cold): held to the default l = 3 it would FAIL; recorded, it passes
+    out = tmp_path / "l2.csv"
+    assert cli("anonymize", table, "--out", out, *COLS, "--method", "mondrian-l", "--l", "2").exit_code == 0
+    ok = cli("verify", out, "--original", table, *COLS, "--method", "mondrian-l")
+    assert ok.exit_code == 0 and "l_achieved: 2" in ok.stdout, ok.output
+    assert "l=2 [recorded in l2.csv.metrics.json]" in ok.stderr
+    # an edited record (an unknown method) is refused, not trusted
+    path = tmp_path / "l2.csv.metrics.json"
+    path.write_text(path.read_text().replace('"mondrian-l"', '"mondrian-x"'))
+    bad = cli("verify", out, "--original", table, *COLS)
+    assert bad.exit_code == 2 and "'mondrian-x'" in bad.stderr and str(path) in bad.stderr, bad.output
 
 
 @pytest.mark.pycanon

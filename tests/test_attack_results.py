@@ -185,3 +185,49 @@ def test_another_ledgers_attack_frame_is_refused_by_its_views_sha(twins, tmp_pat
     assert curves["dk"][STAMP].tolist() == theirs[STAMP].tolist()
     with pytest.raises(InputError, match="the gains of 'dk' " + other):
         render_report(mine, gains=curves)
+
+
+def test_gain_terms_are_exact_zero_where_equal_priors_give_the_frequencies():
+    """(E14) with one prior for the whole group gives its frequencies; the floating Ω missed 2/3 by
+    1.1e-16. Group 9 by hand: ω(t, s) = n(s) Π[t, s] / Σ Π[:, s], column sums 0.7 and 1.3:
+    tuple 4 (truth 0): (0.6/0.7) / (0.6/0.7 + 0.4/1.3) - 1/2 = 0.2358...; tuple 5 (truth 1):
+    (0.9/1.3) / (0.1/0.7 + 0.9/1.3) - 1/2 = 0.3289..."""
+    from dpriv.adversary.groups import gain_terms
+    from dpriv.knowledge.posterior import omega_posterior
+
+    groups, truth = np.array([7, 7, 7, 9, 9]), np.array([0, 1, 1, 0, 1])
+    priors = np.array([[0.1, 0.7, 0.2]] * 3 + [[0.6, 0.4, 0.0], [0.1, 0.9, 0.0]])
+    post = omega_posterior(groups, truth, priors)
+    freq = np.array([1 / 3, 2 / 3, 2 / 3, 1 / 2, 1 / 2])
+    raw = post[np.arange(5), truth] - freq
+    assert (raw[:3] != 0).any()  # the noise this removes
+    terms = gain_terms(groups, post, truth, freq, priors)
+    assert terms[:3].tolist() == [0.0, 0.0, 0.0]
+    a, b = (0.6 / 0.7) / (0.6 / 0.7 + 0.4 / 1.3) - 0.5, (0.9 / 1.3) / (0.1 / 0.7 + 0.9 / 1.3) - 0.5
+    assert terms[3:] == pytest.approx([a, b], abs=1e-15) and (terms[3:] == raw[3:]).all()
+    # a mask excluding a value group 7 holds (1) changes its posteriors: left as computed
+    allowed = np.ones((5, 3), dtype=bool)
+    allowed[0, 2] = False  # value 2: not in group 7, changes nothing
+    assert gain_terms(groups, post, truth, freq, priors, allowed)[:3].tolist() == [0.0, 0.0, 0.0]
+    allowed[0, 1] = False
+    assert (gain_terms(groups, post, truth, freq, priors, allowed) == raw).all()
+
+
+def test_the_python_attack_returns_an_exact_zero_gain_where_the_cli_printed_0(twins):
+    """An ie adversary's priors of a release are its tables' rows, one per class: every group's
+    posteriors are its frequencies, and attack() returned 1e-17-sized gains (dpriv attack printed
+    0.000000). Now 0.0; any other term is unchanged bit for bit."""
+    from dpriv.attack import attack_steps
+
+    led, history = twins[0][0], medical_history(n_views=2, view_size=60, seed=0).history
+    policy = ReleasePolicy.from_toml(led.root.parent / "data0" / "policy.toml", t=1.0, j=1.0, k=3)
+    gain = attack(led, history, policy, "ie")
+    assert gain["adversary_gain"].tolist() == [0.0, 0.0]
+    assert gain["histogram_gain"].tolist() == [0.0, 0.0]
+    noisy = 0
+    for knowledge in ("ie", "dk"):
+        for step in attack_steps(led, history, policy, knowledge):
+            raw = step.posteriors[np.arange(len(step.s_true)), step.s_true] - step.frequencies
+            noisy += int((raw != step.gain).sum())
+            assert ((step.gain == raw) | ((step.gain == 0.0) & (np.abs(raw) < 1e-15))).all()
+    assert noisy > 0  # there was noise to remove

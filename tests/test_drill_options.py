@@ -136,6 +136,8 @@ def test_the_effective_policy_marks_what_only_a_baseline_enforces(dates_csv, tmp
     assert " l=3 [default; mondrian-l only] " in res.output
     assert " bt_b=0.3 [default; mondrian-bt only] bt_t=0.25 [default; mondrian-bt only] " in res.output
     assert " k=4 [flag] " in res.output
+    # JS-reduce's own fields bare under JS-reduce
+    assert " j=5.0 [flag] " in res.output and " grouping=scan [default] " in res.output
 
 
 def test_a_mondrian_l_release_prints_l_unmarked(tmp_path):
@@ -155,3 +157,6 @@ def test_a_mondrian_l_release_prints_l_unmarked(tmp_path):
         "--no-cluster",
     )
     assert " l=3 [default] bt_b=0.3 [default; mondrian-bt only] " in res.output, res.output
+    # the JS threshold and JS-reduce's grouping settings: printed, marked as not this method's
+    assert " j=0.1 [default; jsreduce only, unused by mondrian-l] " in res.output
+    assert " grouping=scan [default; jsreduce only, unused by mondrian-l] " in res.output

@@ -493,6 +493,41 @@ def test_semicolon_csv_with_decimal_commas_is_read_as_numbers(cli, tmp_path):
     assert rel["weight_min"].dtype == np.float64 and (rel["weight_min"] % 1 == 0.5).all()
 
 
+def _decimal_comma_view() -> pd.DataFrame:
+    """``view(30)`` with a weight of one decimal (x,5) and the first tuple 0;45;60,5;Metz;c."""
+    v = view(30).astype({"weight": float})
+    v["weight"] = v["weight"] + 0.5
+    v.loc[0, ["age", "weight", "city", "s"]] = [45, 60.5, "Metz", "c"]
+    return v
+
+
+def test_a_headed_semicolon_csv_whose_first_row_has_decimal_commas_is_read_right(tmp_path):
+    from dpriv.io import read_table
+
+    v = _decimal_comma_view()
+    (tmp_path / "in.csv").write_text(v.to_csv(index=False, sep=";", decimal=","))
+    got = read_table(str(tmp_path / "in.csv")).compute()
+    assert list(got.columns) == list(v.columns)
+    assert got["weight"].tolist() == v["weight"].tolist() and got.loc[0, "weight"] == 60.5
+
+
+def test_a_headerless_semicolon_csv_with_decimal_commas_is_refused_naming_the_file(cli, tmp_path):
+    # the sniffer took ',' from its first line '0;45;60,5;Metz;c' (columns '0;45;60' and '5;Metz;c')
+    text = _decimal_comma_view().to_csv(index=False, header=False, sep=";", decimal=",")
+    assert text.startswith("0;45;60,5;Metz;c\n")
+    res, out = anonymize_csv(cli, tmp_path, text)
+    refused(
+        res,
+        out,
+        f"the first line of {tmp_path / 'in.csv'} holds '60,5', a number with a decimal comma",
+        "the file has no header row",
+        "add a first line naming them, separated by ';' as the rows are",
+    )
+    # a headerless file of ',' and no decimal comma: the missing columns say it (unchanged)
+    res, out = anonymize_csv(cli, tmp_path, view(30).to_csv(index=False, header=False))
+    refused(res, out, "The file seems to have no header row")
+
+
 # == 11. extreme numeric ranges (a fresh user's drill, 2026-12-03) ================================
 def test_grid_bits_of_domains_beyond_int64_and_float64():
     from dpriv.hilbert import grid_bits

@@ -55,3 +55,22 @@ def test_a_first_release_keeps_the_advice_to_widen_the_domain(base, tmp_path):
         release_history(week3_with(hist, "age", 90), policy, tmp_path / "new")
     assert "widen [domains] or correct the data" in str(exc.value)
     assert "new ledger" not in str(exc.value)
+
+
+def test_an_age_outside_the_inferred_domain_is_named_with_no_word_of_dates(base, tmp_path):
+    """The brief of session 45 (h3, item 3): a resumed ledger whose domains were inferred from its
+    first views, a third view with an age of 150. The refusal names the column, the value, the
+    recorded domain and the fix (a new ledger whose policy declares [domains]); nothing of dates
+    (age is numeric: the date QI's advice of dpriv.validate is not its business)."""
+    out, hist, policy = base
+    qis = {q: d for q, d in policy.domains.items() if q not in policy.qi}  # the QIs' domains inferred
+    inferred = ReleasePolicy.from_dict({**policy.model_dump(), "domains": qis})
+    release_history(hist[hist["view"] <= 2], inferred, tmp_path / "L")
+    lo, hi = int(hist.loc[hist["view"] <= 2, "age"].min()), int(hist.loc[hist["view"] <= 2, "age"].max())
+    with pytest.raises(InputError) as exc:
+        release_history(week3_with(hist, "age", 150), inferred, tmp_path / "L")
+    said = str(exc.value)
+    assert f"view = 3: QI 'age' has values [150] outside its declared domain [{lo}, {hi}]" in said, said
+    assert "inferred from its views where none was declared" in said
+    assert "needs a new ledger" in said and "declaring [domains] that cover every week's values" in said
+    assert "date" not in said.lower(), said

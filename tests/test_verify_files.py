@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -257,7 +258,7 @@ def test_a_release_saved_in_nfd_verifies_as_the_original_is_read(tmp_path):
     assert res.exit_code == 0 and "ok: True" in res.output, res.output
 
 
-def test_a_value_not_checked_says_so_with_what_the_release_recorded(anonymized):
+def test_a_value_not_checked_says_so_with_what_the_release_recorded(anonymized, tmp_path):
     """A drill: ``j_achieved: None`` with no word in the output (only --help said that j needs
     the members' private priors and is checked by the release itself)."""
     out, metrics = anonymized / "r.csv", anonymized / "r.csv.metrics.json"
@@ -271,8 +272,14 @@ def test_a_value_not_checked_says_so_with_what_the_release_recorded(anonymized):
         "note: j = 0.1 is not checked here: it needs the members' priors, which only the release has "
         f"(it checked them before writing: metrics.json); {metrics} records j_achieved {j:.4f}"
     ) in res.stderr.splitlines()
-    # a method that does not promise j: said on the value's line, no note
+    # another method than the one recorded beside it: refused, naming both
     res = run("verify", out, "--original", anonymized / "v.csv", *FLAGS, "--method", "mondrian-t")
+    assert res.exit_code == 2 and "made with --method jsreduce" in res.stderr, res.output
+    # a method that does not promise j (the file alone, no record): said on the value's line, no note
+    alone = tmp_path / "alone" / "r.csv"
+    alone.parent.mkdir()
+    shutil.copy(out, alone)
+    res = run("verify", alone, "--original", anonymized / "v.csv", *FLAGS, "--method", "mondrian-t")
     assert "  j_achieved: None (not checked: mondrian-t does not promise j)" in res.stdout.splitlines()
     assert "note: j =" not in res.stderr
 

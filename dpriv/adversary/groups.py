@@ -97,6 +97,62 @@ def masked_omega(
     return post / tot[:, None]
 
 
+#: How far apart (in units in the last place, per entry) two priors may lie and still count as
+#: one prior in :func:`gain_terms`: the revision (E7) of respondents of one class with the same
+#: past gives rows that differ by up to 5 ulps (summation order), what (E14) cannot resolve.
+SAME_PRIOR_ULPS = 8
+
+
+def gain_terms(
+    groups: np.ndarray,
+    posteriors: np.ndarray,
+    truth: np.ndarray,
+    frequencies: np.ndarray,
+    priors: np.ndarray,
+    allowed: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per-tuple term of the gain (E10): the posterior on the true value minus its frequency in
+    the tuple's QI-group; exactly 0.0 for every member of a group whose members all hold one
+    prior (each entry within :data:`SAME_PRIOR_ULPS` ulps of the first member's) and whose
+    deduction masks (``allowed``) exclude none of the values the group holds.
+
+    (E14) gives such members the group's frequencies m_Q(s)/|Q| themselves (docs/algorithms.md
+    §3.3: "equal priors give the frequencies"); the floating-point Ω misses them by an ulp or so
+    (its column sums and row normalisation round), so their terms read +-5e-17 and a release of
+    such groups (an ``ie`` adversary's, whose priors are its tables' rows) a mean gain of +-1e-17
+    where ``dpriv attack`` printed 0.0000. Every other term is the plain difference, bit for bit.
+
+    Parameters
+    ----------
+    groups : ndarray of int, shape (n,), the QI-group of each tuple (any integers)
+    posteriors : ndarray of float64, shape (n, M), the adversary's posterior of each tuple
+    truth : ndarray of int, shape (n,), true sensitive codes in ``0 .. M-1``
+    frequencies : ndarray of float64, shape (n,), m_Q(true s)/|Q| of each tuple
+    priors : ndarray of float64, shape (n, M), the priors the posteriors were computed from
+    allowed : ndarray of bool, shape (n, M), optional, the exact-deduction mask used
+
+    Returns
+    -------
+    ndarray of float64, shape (n,), in [-1, 1]
+    """
+    truth = np.asarray(truth, dtype=np.int64)
+    n = truth.size
+    terms = posteriors[np.arange(n), truth] - frequencies
+    if n == 0:
+        return terms
+    _, first, gi = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
+    gi = gi.reshape(-1)
+    ref = priors[first[gi]]
+    apart = np.abs(priors - ref) > SAME_PRIOR_ULPS * np.spacing(np.maximum(np.abs(priors), np.abs(ref)))
+    same = ~(apart | np.isnan(priors)).any(axis=1)  # a NaN prior: its term left as it is
+    if allowed is not None:  # a mask only on values the group does not hold changes no posterior
+        held = np.zeros((first.size, priors.shape[1]), dtype=bool)
+        held[gi, truth] = True
+        same &= (np.asarray(allowed, dtype=bool) | ~held[gi]).all(axis=1)
+    exact = np.bincount(gi, weights=~same, minlength=first.size)[gi] == 0
+    return np.where(exact, 0.0, terms)
+
+
 def group_posterior(
     group: np.ndarray,
     counts: np.ndarray,

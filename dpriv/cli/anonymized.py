@@ -1,7 +1,7 @@
 """The files ``dpriv anonymize`` writes (the released view, an Anatomy release's sensitive
-table, ``OUT.metrics.json``), and what stays of them when the command is interrupted: one
-line that is true at any point (:func:`dpriv.cli.interrupts.stays`), not "nothing was written"
-once the view is there."""
+table, ``OUT.metrics.json`` with the method and its parameters), and what stays of them when
+the command is interrupted: one line that is true at any point
+(:func:`dpriv.cli.interrupts.stays`), not "nothing was written" once the view is there."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from dpriv.cli.interrupts import stays
 from dpriv.cli.outputs import write_frame
+from dpriv.cli.verify_files import method_record
 from dpriv.output_record import record_output
 
 if TYPE_CHECKING:  # dpriv.one_view imports Dask: not for --help
@@ -32,7 +33,9 @@ def write_anonymized(result: Anonymized, out: Path, table_out: Path, metrics: Pa
         write_frame(result.released, out, kind="anonymize", checked=True)
         if result.sensitive is not None:
             write_frame(result.sensitive, table_out, kind="anonymize", checked=True)
-        write_record(metrics, result.metrics, mode=None)
+        # the method and its parameters after the release's keys: verify reads them back
+        recorded = {**dict(result.metrics), **method_record(result.method, result.policy)}
+        write_record(metrics, recorded, mode=None)
         record_output(metrics, "anonymize")
         complete = True
         stays(_written(paths))

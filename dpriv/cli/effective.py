@@ -17,7 +17,7 @@ from dpriv.cli.repeats import comma_names
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import recorded_base
-from dpriv.policy_keys import flags_named
+from dpriv.policy_keys import BASELINE_FIELDS, JSREDUCE_FIELDS, flags_named
 from dpriv.policy_values import order_hint
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
@@ -81,7 +81,7 @@ def split_qi(flags: dict[str, Any]) -> None:
 
 #: Fields that one baseline method alone enforces (docs/policy.md): printed as "[...; <method>
 #: only]" under any other method, so that l=3 is not read as l-diversity of a JS-reduce release.
-_METHOD_ONLY = {"l": "mondrian-l", "bt_b": "mondrian-bt", "bt_t": "mondrian-bt"}
+_METHOD_ONLY = {name: method for method, names in BASELINE_FIELDS.items() for name in names}
 
 
 @dataclass
@@ -95,7 +95,9 @@ class EffectivePolicy:
 
     def lines(self) -> list[str]:
         """One line per group of fields: ``name=value [source]``; long values shortened; a
-        field only a baseline enforces, under another method: ``l=3 [default; mondrian-l only]``."""
+        field only a baseline enforces, under another method: ``l=3 [default; mondrian-l only]``;
+        one only JS-reduce applies (:data:`dpriv.policy_keys.JSREDUCE_FIELDS`), under a baseline:
+        ``j=0.8 [flag; jsreduce only, unused by mondrian-t]``."""
         dump = self.policy.model_dump()
         out = [f"effective policy ({self.origin or 'flags and defaults'}):"]
         for group, names in _GROUPS.items():
@@ -108,6 +110,8 @@ class EffectivePolicy:
                 users = _METHOD_ONLY.get(name, self.method)
                 if self.method != users:
                     source += f"; {users} only"
+                elif name in JSREDUCE_FIELDS and self.method != "jsreduce":
+                    source += f"; jsreduce only, unused by {self.method}"
                 items.append(f"{name}={_show(value)} [{source}]")
             if group == "data" and not items:
                 items.append("domains inferred from the data")

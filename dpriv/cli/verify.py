@@ -121,9 +121,7 @@ def verify(
     settled = _settle(flags, id=ROW_ID if add_row_id else id, **given)
     inputs = _read_inputs(flags, settled)
     # the groups are held to what their method promised (a Mondrian l release: k and l)
-    held_to = settled.eff.method = (
-        method or (settled.recorded_method if ledger is not None else None) or "jsreduce"
-    )
+    held_to = settled.eff.method = method or settled.recorded_method or "jsreduce"
     show_policy(settled.eff)
     report = _run_checks(flags, settled, inputs, held_to)
     metrics = _metrics_file(settled, view)
@@ -158,7 +156,7 @@ class _Settled:
 
     eff: EffectivePolicy  # the effective policy, each value with its source
     policy: ReleasePolicy  # its policy with the --hierarchy files
-    recorded_method: str | None  # the ledger's recorded method
+    recorded_method: str | None  # the ledger's, or the method recorded beside a released file
     led: Ledger | None  # --ledger's; None for a released file
     found: Recorded | None  # the tuple count beside a released file (read before the work)
 
@@ -206,18 +204,53 @@ def _settle(flags: _Flags, **given: Any) -> _Settled:
         raise InputError(
             f"--method {method}: {flags.ledger} was released with {recorded_method}; leave --method out"
         )
+    found = None
+    if led is None:  # a ledger's file edited after its release: refused before work, as --ledger does
+        check_ledger_file(Path(flags.released))
+        found = recorded_beside(Path(flags.released))  # damaged: refused before work
+        recorded_method = _recorded_method(eff, found, flags)
     pol = with_hierarchies(eff.policy, flags.hierarchy)
     if method not in (None, "jsreduce") and pol.release_format == "anatomy":  # as the release refuses it
         raise InputError(
             f"--method {method}: an Anatomy release is made by JS-reduce only (the baselines publish "
             "generalized views); leave --method out, or check a generalized view"
         )
-    found = None
-    if led is None:  # a ledger's file edited after its release: refused before work, as --ledger does
-        check_ledger_file(Path(flags.released))
-        found = recorded_beside(Path(flags.released))  # damaged: refused before work
     _refuse_other_columns(flags, led, pol)
     return _Settled(eff, pol, recorded_method, led, found)
+
+
+def _recorded_method(eff: EffectivePolicy, found: Recorded | None, flags: _Flags) -> str | None:
+    """The method ``dpriv anonymize`` recorded beside a released file (None: none recorded), its
+    parameters set in ``eff`` where neither a flag nor the policy file gives them (their source
+    printed as the metrics file). InputError names both values when --method, a flag or the
+    file gives another: the view would be held to criteria it was not made under."""
+    from dpriv.errors import InputError
+    from dpriv.wording import flag_named
+
+    if found is None or found.method is None:
+        return None
+    if flags.method is not None and flags.method != found.method:
+        raise InputError(
+            f"--method {flags.method}: {found.path} records that {flags.released} was made with "
+            f"--method {found.method}; leave --method out (the recorded method is used)"
+        )
+    unsaid = {}
+    for name, value in found.parameters.items():
+        source, given = eff.sources.get(name, "default"), getattr(eff.policy, name)
+        if source == "default":
+            unsaid[name] = value
+            eff.sources[name] = f"recorded in {found.path.name}"
+        elif given != value:
+            flag = source == "flag"
+            said = flag_named(name, given) if flag else f"--policy {flags.policy} ({name} = {given})"
+            fix = f"leave {flag_named(name)} out" if flag else f"remove {name} from {flags.policy}"
+            raise InputError(
+                f"{said}: {found.path} records that {flags.released} was made with {name} = {value} "
+                f"(--method {found.method}); {fix} to check it against {value}"
+            )
+    if unsaid:
+        eff.policy = eff.policy.with_overrides(**unsaid)
+    return found.method
 
 
 def _target(flags: _Flags) -> Ledger | None:
@@ -352,4 +385,7 @@ def _recorded(released: Path, found: Recorded | None) -> _Count:
         )
         return _Count(None, "")
     typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
+    if found.method is not None:
+        said = ", ".join(f"{k} {v}" for k, v in found.parameters.items())
+        typer.echo(f"  recorded: method {found.method}" + (f" ({said})" if said else ""))
     return _Count(found.n_released, str(found.path))

@@ -8,13 +8,18 @@ tuple (docs/released-format.md)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dpriv.cli.common import sensitive_out
 from dpriv.errors import InputError
 from dpriv.ledger import SENSITIVE
 from dpriv.ledger_manifest import MANIFEST
+from dpriv.policy_keys import BASELINE_FIELDS
+
+if TYPE_CHECKING:
+    from dpriv.policy import ReleasePolicy
 
 #: The metrics of ``dpriv anonymize --out OUT``: ``OUT.metrics.json``.
 METRICS_SUFFIX = ".metrics.json"
@@ -97,12 +102,31 @@ def sensitive_beside(released: Path) -> Path:
     return released.parent / SENSITIVE if ledger_release(released) is not None else sensitive_out(released)
 
 
+#: The keys ``dpriv anonymize`` adds to ``OUT.metrics.json`` (after the release's own): the method
+#: it released with and that method's own policy fields (:data:`dpriv.policy_keys.BASELINE_FIELDS`),
+#: e.g. ``"method": "mondrian-l", "method_parameters": {"l": 3}``; ``dpriv verify`` holds the view
+#: to them when its flags do not say them.
+METHOD_KEY = "method"
+PARAMETERS_KEY = "method_parameters"
+
+
+def method_record(method: str, policy: ReleasePolicy) -> dict[str, Any]:
+    """``{METHOD_KEY: method, PARAMETERS_KEY: {field: value}}`` for ``policy``'s fields of
+    ``method`` (``{}`` for JS-reduce, mondrian-t and histogram, whose parameters are k, t, j)."""
+    fields = BASELINE_FIELDS.get(method, ())
+    return {METHOD_KEY: method, PARAMETERS_KEY: {name: getattr(policy, name) for name in fields}}
+
+
 @dataclass(frozen=True)
 class Recorded:
-    """The tuple count a release recorded (``n_released``) and the file that says so."""
+    """The tuple count a release recorded (``n_released``) and the file that says so; for a
+    file ``dpriv anonymize`` wrote, the method and its parameters (:func:`method_record`; None
+    and ``{}`` in a ledger's ``metrics.json`` or one written before they were recorded)."""
 
     n_released: int
     path: Path
+    method: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
 
 
 def metrics_beside(released: Path) -> Path:
@@ -121,9 +145,10 @@ def recorded_beside(released: Path) -> Recorded | None:
     if not path.is_file():
         return None
     try:
-        count = json.loads(path.read_text(encoding="utf-8")).get("n_released")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        count = data.get("n_released")
     except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        count = None
+        data, count = {}, None
     if isinstance(count, float) and count.is_integer():
         count = int(count)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
@@ -132,4 +157,22 @@ def recorded_beside(released: Path) -> Recorded | None:
             "it was damaged or edited; restore it as dpriv wrote it, or move it away to verify the "
             "file without its recorded count"
         )
-    return Recorded(count, path)
+    method, parameters = data.get(METHOD_KEY), data.get(PARAMETERS_KEY, {})
+    if method is not None and not _method_of_record(method, parameters):
+        raise InputError(
+            f"{path} lies beside {released} but its {METHOD_KEY} {method!r} and {PARAMETERS_KEY} "
+            f"{parameters!r} are not what dpriv anonymize records: it was damaged or edited; restore "
+            "it as dpriv wrote it, or move it away and give --method (and its parameters) to verify"
+        )
+    return Recorded(count, path, method, dict(parameters))
+
+
+def _method_of_record(method: Any, parameters: Any) -> bool:
+    """Whether ``method`` is a release method and ``parameters`` a mapping of exactly its
+    fields (:data:`BASELINE_FIELDS`) to numbers."""
+    from dpriv.baselines import METHODS
+
+    if method not in METHODS or not isinstance(parameters, dict):
+        return False
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in parameters.values())
+    return numbers and set(parameters) == set(BASELINE_FIELDS.get(method, ()))
