@@ -16,12 +16,13 @@ its M value nodes rather than as one sparse max flow over every group of a relea
 * the feasible pairs (Dulmage-Mendelsohn, as ``feasible_edges``): member ``b`` placed on ``a``
   can hold ``s`` iff ``s == a`` or an alternating cycle runs through the pair: in the residual
   graph, ``b -> s`` then back into ``b`` only through ``a``, i.e. ``s`` reaches ``a`` in the
-  value graph above (``moves``). One transitive closure over M values per group.
+  value graph above (``moves``). One transitive closure over the group's values.
 
 The set of feasible pairs does not depend on which complete assignment was found, so the result
 is ``feasible_edges``' to the last bit (tests/test_deductions.py checks both against every
 permutation of small groups). Cost per group: O(members x M) to build, O(M^2 + path x members)
-per augmenting search (few: most members find room among their own candidates), O(M^3) closure.
+per augmenting search (few: most members find room among their own candidates), O(K^3) closure
+over its K values.
 """
 
 from __future__ import annotations
@@ -97,19 +98,17 @@ def group_values(start, members, counts, allowed, out):  # pragma: no cover - co
         placed_all += placed
         if placed < k:
             continue  # no complete assignment: the caller raises
-        reach = np.zeros((m, m), np.bool_)  # reach[v, w]: v reaches w in the value graph
-        for v in range(m):
+        # reach[v, w]: v reaches w in the value graph (Warshall over the group's values only)
+        present = np.flatnonzero(cap > 0)
+        reach = moves > 0
+        for v in present:
             reach[v, v] = True
-            head, tail = 0, 1
-            queue[0] = v
-            while head < tail:
-                x = queue[head]
-                head += 1
-                for w in range(m):
-                    if not reach[v, w] and moves[x, w] > 0:
-                        reach[v, w] = True
-                        queue[tail] = w
-                        tail += 1
+        for x in present:
+            for v in present:
+                if reach[v, x]:
+                    for w in present:
+                        if reach[x, w]:
+                            reach[v, w] = True
         for a in range(k):
             u = members[lo + a]
             for s in range(m):

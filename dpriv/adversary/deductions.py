@@ -283,8 +283,7 @@ def deduce(
 
     # each respondent's tuples in release order: order[hstart[r]:hstart[r + 1]] (resp: 0 .. n_resp - 1
     # in the order of rid, so in that of order)
-    _, resp = np.unique(rid, return_inverse=True)
-    resp = resp.ravel()
+    resp = rid + 1 if n and rid.min() < 0 else rid  # factorize's codes, NaN (-1) first: np.unique's ranks
     n_resp = int(resp.max()) + 1 if n else 0
     hstart = np.concatenate([[0], np.cumsum(np.bincount(resp, minlength=n_resp))]).astype(np.int64)
     chain_todo = np.ones(n_resp, dtype=bool)  # respondents whose masks changed
