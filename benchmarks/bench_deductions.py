@@ -14,11 +14,18 @@ package, e.g. ``git archive main dpriv | tar -x -C DIR``) the two trees run alte
 (``--repeats`` rounds, the order swapped each round); it prints the best of each, the ratio
 new / old, and whether every mask is the same (SHA-256 over their bytes).
 
-Issue 12 tooling (2026-12-07, 2 cores shared with a running ``dpriv experiment paper``, load 7-9;
-24 x 5,000, seed 0, the adversary's attendance 0.5, best of 3 alternated, CPU seconds): main
-f7d6143 (NumPy bit-packed chain pass, SciPy max flow per release) against the compiled kernels
-(``dpriv.adversary.chain_kernel``, ``dpriv.adversary.assign_kernel``); masks identical in every
-pair. The figures are in docs/algorithms.md §1.1 "Exact deductions".
+Issue 12 tooling (2026-12-07, 2 cores shared with a running ``dpriv experiment paper``, load 7-10;
+24 x 5,000 histories of ``dpriv generate medical``, best of 3 alternated; old: main f7d6143, the
+NumPy bit-packed chain pass and a SciPy max flow per release; new: the compiled kernels
+``dpriv.adversary.chain_kernel`` and ``dpriv.adversary.assign_kernel``); masks identical in
+every pair, and so the rounds:
+
+| ledger (release) | adversary's attendance | old CPU / wall | new CPU / wall | ratio (CPU) |
+|---|---|---|---|---|
+| generator attendance 0.5, recommended policy | 0.5 | 3.85 / 9.3 s | 0.80 / 2.1 s | 0.21 |
+| generator attendance 0.5, ``--method mondrian-t --t 0.3`` | 0.5 | 4.42 / 11.5 s | 0.78 / 2.2 s | 0.18 |
+| generator attendance 1 (seed 1), recommended policy | 1 (presence) | 4.03 / 10.0 s | 0.74 / 1.8 s | 0.18 |
+| the same history, t 0.3, j 0.6, 20-35 % suppressed (hidden steps) | 1 | 2.99 / 7.9 s | 0.54 / 1.4 s | 0.18 |
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ releases). The fixed point is sound, not complete (per-tuple sets, not joint his
 Compiled kernels (numba): the chain pass 64 respondents per machine word, each state set
 a word per state (:mod:`dpriv.adversary.chain_kernel`), the group counts group by group on the
 value nodes (:mod:`dpriv.adversary.assign_kernel`); no per-tuple Python loop. Measured (every
-prefix of a 24 x 5,000 ledger, attendance 0.5, as ``dpriv attack --retrospective`` deduces them;
-2 shared cores): 0.6-0.9 s of CPU against 2.7-3.8 s for the NumPy/SciPy pass they replace
-(``benchmarks/bench_deductions.py``).
+prefix of a 24 x 5,000 ledger, as ``dpriv attack --adversary retrospective`` deduces them; 2
+shared cores): 0.5-0.8 s of CPU against 3.0-4.4 s for the NumPy/SciPy passes they replace, the
+same masks (``benchmarks/bench_deductions.py``).
 
 **A head start** (``start=``): every pass is monotone and only removes values, so from masks that
 hold the greatest fixed point and that the passes leave as they are where the constraints did not
