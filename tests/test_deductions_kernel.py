@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from dpriv.adversary._assign import NoAssignment, feasible_edges, group_feasibility
 from dpriv.adversary.chain_kernel import chain_pass
 from dpriv.adversary.deductions import deduce
-from tests.test_deductions import EXIT, as_sets, release
+from dpriv.datasets import medical_history
+from tests.test_deductions import EXIT, as_sets, own_releases, release
 
 
 def plain_chain(rows, lo, hi, exited, pat, allowed, src, value, dst, edge_ok, dead):
@@ -159,3 +160,46 @@ def test_an_exit_seen_through_two_hidden_steps():
     r3 = release(3, "ax", [(1, 0, "a"), (3, 0, "a")])
     d = deduce([r1, r2, r3], EXIT, attendance=None)
     assert as_sets(d.allowed[0], "ax") == ["a", "x"]
+
+
+def plain_pass(hist, hstart, todo, lo, hi, exited, pat, allowed, changed, src, value, dst, edge_ok, dead):
+    """chain_pass's plain stand-in: every respondent, whatever ``todo`` says, over Python sets."""
+    before = allowed.copy()
+    for r in range(hstart.size - 1):
+        rows = hist[hstart[r] : hstart[r + 1]].tolist()
+        plain_chain(rows, lo, hi, exited, pat, allowed, src, value, dst, edge_ok, dead)
+    changed |= (allowed != before).any(axis=1)
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    attendance=st.sampled_from([1.0, 0.6]),
+    supp_rate=st.sampled_from([0.0, 0.2]),
+    max_group=st.integers(1, 5),
+    det=st.sampled_from([0.9, 1.0]),
+)
+def test_deduce_equals_the_plain_fixed_point(seed, attendance, supp_rate, max_group, det):
+    # the compiled passes (and the respondents they skip) against every respondent over Python
+    # sets and the sparse max flow, iterated to the fixed point on tiny medical histories
+    import dpriv.adversary.deductions as deductions_module
+
+    mh = medical_history(n_views=4, view_size=12, attendance=attendance, det=det, seed=seed)
+    rels = own_releases(mh, np.random.default_rng(seed), supp_rate=supp_rate, max_group=max_group)
+    try:
+        fast = deduce(rels, mh.knowledge, attendance=attendance)
+    except NoAssignment:
+        fast = None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(deductions_module, "chain_pass", plain_pass)
+        patch.setattr(deductions_module, "group_feasibility", flow_feasibility)
+        try:
+            plain = deduce(rels, mh.knowledge, attendance=attendance)
+        except NoAssignment:
+            plain = None
+    assert (fast is None) == (plain is None)
+    if fast is not None:
+        assert fast.converged and plain.converged
+        for a, b in zip(fast.allowed, plain.allowed):
+            np.testing.assert_array_equal(a, b)
