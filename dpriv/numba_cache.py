@@ -37,6 +37,8 @@ KERNEL_MODULES = (
     "dpriv.int_text_hash",
     "dpriv.adversary.fb_steps",
     "dpriv.adversary.retro_kernels",
+    "dpriv.adversary.assign_kernel",
+    "dpriv.adversary.chain_kernel",
     "dpriv.anonymity.group_stats",
     "dpriv.anonymity.topdown_levels",
     "dpriv.anonymity.topdown_sums",

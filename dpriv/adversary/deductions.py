@@ -30,10 +30,12 @@ can exclude with *certainty*, combining three sources iterated to a fixed point:
 Every step only removes values that no history consistent with the model and the releases
 gives, so the true value is never excluded (tests/test_deductions.py asserts it on real
 releases). The fixed point is sound, not complete (per-tuple sets, not joint histories).
-Kernels only: NumPy/SciPy, vectorised per release (state sets bit-packed, 64 tuples per
-word); no per-tuple Python loop. Measured on 2 shared cores, 24 views x 5,000 (seed 0,
-attendance 1): 1.3 s on a JS-reduce ledger, 2.2 s on a Mondrian-l one (11 rounds), 2.3 s on
-random groups of 10 (26 rounds); 8 x 2,000: 0.1-0.4 s.
+Compiled kernels (numba): the chain pass 64 respondents per machine word, each state set
+a word per state (:mod:`dpriv.adversary.chain_kernel`), the group counts group by group on the
+value nodes (:mod:`dpriv.adversary.assign_kernel`); no per-tuple Python loop. Measured (every
+prefix of a 24 x 5,000 ledger, as ``dpriv attack --adversary retrospective`` deduces them; 2
+shared cores): 0.5-0.8 s of CPU against 3.0-4.4 s for the NumPy/SciPy passes they replace, the
+same masks (``benchmarks/bench_deductions.py``).
 
 **A head start** (``start=``): every pass is monotone and only removes values, so from masks that
 hold the greatest fixed point and that the passes leave as they are where the constraints did not
@@ -53,8 +55,9 @@ import numpy as np
 import pandas as pd
 
 from dpriv.adversary._assign import NoAssignment, group_feasibility
+from dpriv.adversary.chain_kernel import chain_pass
 from dpriv.adversary.observed import ObservedRelease
-from dpriv.adversary.support import ChainSupport, SupportGraph, chain_support, pack_bits, unpack_bits
+from dpriv.adversary.support import ChainSupport, chain_support
 from dpriv.errors import InputError
 from dpriv.knowledge.tables import MarkovTables
 
@@ -200,7 +203,6 @@ def deduce(
             raise InputError(f"release {r.index}: counts have shape {r.counts.shape}, expected (G, {m})")
     sure = presence_known(attendance)
     sup = support if support is not None else chain_support(tables)
-    graph = SupportGraph(sup)
     n_rel = len(releases)
     sizes = np.array([len(r.respondent) for r in releases], dtype=np.int64)
     offs = np.concatenate([[0], np.cumsum(sizes)])
@@ -260,16 +262,18 @@ def deduce(
         present_next = (nxt >= 0) & (view[np.maximum(nxt, 0)] == nv)
         exited = watch & ~present_next
 
-    ea_all = graph.edges(cls)
     cut = [slice(int(offs[r]), int(offs[r + 1])) for r in range(n_rel)]
     counts = [np.asarray(r.counts, dtype=np.int64) for r in releases]
     groups = [np.asarray(r.group, dtype=np.int64) for r in releases]
     allowed = np.concatenate([c[g] > 0 for c, g in zip(counts, groups)]) if n else np.zeros((0, m), bool)
-    dead = sup.dead_end[sup.class_support[cls]].T  # (S, n)
-    s_n = sup.n_states
-
-    def ea(cols):
-        return None if ea_all is None else pack_bits(ea_all[:, cols])
+    pattern = sup.class_support[cls]
+    model = (
+        sup.src,
+        sup.value,
+        sup.dst,
+        np.ascontiguousarray(sup.edge_allowed),
+        np.ascontiguousarray(sup.dead_end),
+    )
 
     def contradiction(k: int) -> NoAssignment:  # an empty set admits no assignment: the same contradiction
         return NoAssignment(
@@ -277,13 +281,12 @@ def deduce(
             "contradict the model (wrong tables, attendance or releases?)"
         )
 
-    # per tuple (rows): states before (pre) / after (post) its exam, and after it with the
-    # rest of her released history still possible (back)
-    pre = np.zeros((n, s_n), dtype=bool)
-    post = np.zeros((n, s_n), dtype=bool)
-    back = np.ones((n, s_n), dtype=bool)
-    _, resp = np.unique(rid, return_inverse=True)
-    chain_todo = np.ones(n, dtype=bool)  # tuples of respondents whose masks changed
+    # each respondent's tuples in release order: order[hstart[r]:hstart[r + 1]] (resp: 0 .. n_resp - 1
+    # in the order of rid, so in that of order)
+    resp = rid + 1 if n and rid.min() < 0 else rid  # factorize's codes, NaN (-1) first: np.unique's ranks
+    n_resp = int(resp.max()) + 1 if n else 0
+    hstart = np.concatenate([[0], np.cumsum(np.bincount(resp, minlength=n_resp))]).astype(np.int64)
+    chain_todo = np.ones(n_resp, dtype=bool)  # respondents whose masks changed
     group_todo = [np.ones(r.n_groups, dtype=bool) for r in releases]
     if start is not None and n:
         # a fixed point over its releases (every group fits its counts); a history passes differently
@@ -296,39 +299,14 @@ def deduce(
         touched = (exited & ~had_exit) | (np.arange(n) >= n_old)
         if not start.presence:
             touched |= lo > 0
-        chain_todo = np.bincount(resp[touched], minlength=resp.max() + 1)[resp] > 0
+        chain_todo = np.bincount(resp[touched], minlength=n_resp) > 0
         group_todo = [np.full(r.n_groups, k >= p) for k, r in enumerate(releases)]
     rounds, converged = 0, False
     while rounds < max_rounds:
         rounds += 1
         # chain pass (forward-backward: exact along each history for the current masks)
-        old = allowed.copy()
-        rows = [c.start + np.flatnonzero(chain_todo[c]) for c in cut]
-        for t in rows:
-            if not t.size:
-                continue
-            pv = prev[t]
-            x = np.zeros((t.size, s_n), dtype=bool)
-            x[pv >= 0] = post[pv[pv >= 0]]
-            x[pv < 0, 0] = True
-            e = ea(t)
-            p = graph.reach(pack_bits(x.T), lo[t], hi[t], e, graph.succ)
-            pre[t] = unpack_bits(p, t.size).T
-            post[t] = unpack_bits(graph.forward(p, pack_bits(allowed[t].T), e), t.size).T
-        for t in reversed(rows):
-            if not t.size:
-                continue
-            b = np.ones((t.size, s_n), dtype=bool)
-            b[exited[t]] = dead[:, t[exited[t]]].T
-            has = np.flatnonzero(nxt[t] >= 0)
-            if has.size:
-                j = nxt[t[has]]
-                y = graph.backward(pack_bits(allowed[j].T), pack_bits(back[j].T), ea(j))
-                b[has] &= unpack_bits(graph.reach(y, lo[j], hi[j], ea(t[has]), graph.pred), has.size).T
-            back[t] = b
-            v = graph.values(pack_bits(pre[t].T), pack_bits(b.T), ea(t))
-            allowed[t] &= unpack_bits(v, t.size).T
-        changed = (allowed != old).any(axis=1)
+        changed = np.zeros(n, dtype=bool)
+        chain_pass(order, hstart, chain_todo, lo, hi, exited, pattern, allowed, changed, *model)
         if changed.any() and not allowed[changed].any(axis=1).all():
             raise contradiction(int(np.flatnonzero(~allowed.any(axis=1))[0]))
         # group counts (idempotent: only groups with a member changed by the chain pass)
@@ -347,7 +325,7 @@ def deduce(
         if not changed.any():
             converged = True
             break
-        chain_todo = np.bincount(resp[changed], minlength=resp.max() + 1)[resp] > 0
+        chain_todo = np.bincount(resp[changed], minlength=n_resp) > 0
     return Deductions(
         allowed=[allowed[c].copy() for c in cut],
         exited=[exited[c].copy() for c in cut],

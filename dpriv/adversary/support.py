@@ -1,10 +1,9 @@
-"""The exact model's support as a graph over context states, and set propagation over it
+"""The exact model's support as a graph over context states
 (the model part of :mod:`dpriv.adversary.deductions`; docs/algorithms.md §1.1 "Exact deductions").
 
 :func:`chain_support` turns :class:`~dpriv.knowledge.tables.MarkovTables` into the chain's
-feasible states (the last <= ``order`` results) and allowed moves; :class:`SupportGraph` propagates
-bit-packed sets of states (64 tuples per machine word) forward, backward and over a range of
-hidden steps.
+feasible states (the last <= ``order`` results) and allowed moves; the compiled chain pass
+(:mod:`dpriv.adversary.chain_kernel`) propagates sets of states along them.
 """
 
 from __future__ import annotations
@@ -123,87 +122,6 @@ def _exit_values(
         np.logical_or.at(seen, value[e], True)
         np.logical_or.at(leads_on, value[e], ~dead[p, dst[e]])
     return seen & ~leads_on
-
-
-def pack_bits(x: np.ndarray) -> np.ndarray:
-    """Bool (rows, n) -> uint64 (rows, ceil(n / 64)): 64 tuples per word, little-endian bits."""
-    rows, n = x.shape
-    out = np.zeros((rows, 8 * ((n + 63) // 64)), dtype=np.uint8)
-    out[:, : (n + 7) // 8] = np.packbits(np.ascontiguousarray(x), axis=1, bitorder="little")
-    return out.view(np.uint64)
-
-
-def unpack_bits(p: np.ndarray, n: int) -> np.ndarray:
-    """Inverse of :func:`pack_bits`: uint64 (rows, W) -> bool (rows, n)."""
-    return np.unpackbits(p.view(np.uint8), axis=1, count=n, bitorder="little").view(bool)
-
-
-class SupportGraph:
-    """Set propagation over the states of a :class:`ChainSupport`, many tuples at once.
-
-    Sets are stored transposed and bit-packed, one bit column per tuple: states (S, W),
-    values (M, W) uint64 with W = ceil(n / 64) (:func:`pack_bits`), so that every edge
-    operation is a row gather, a bitwise AND and a segmented bitwise OR along axis 0,
-    vectorised over 64 tuples per word. ``ea`` is the packed (E, W) allowed-edge mask of
-    the tuples' classes, or None when every class has the same support.
-    """
-
-    def __init__(self, sup: ChainSupport) -> None:
-        self.sup = sup
-        self.single = sup.edge_allowed.shape[0] == 1
-        self._by = {}
-        ends = {"src": sup.src, "dst": sup.dst, "value": sup.value}
-        sizes = {"src": sup.n_states, "dst": sup.n_states, "value": sup.n_values}
-        for key, target in ends.items():
-            order = np.argsort(target, kind="stable")
-            uniq, starts = np.unique(target[order], return_index=True)
-            self._by[key] = (order, starts, uniq, sizes[key], {k: e[order] for k, e in ends.items()})
-
-    def edges(self, cls: np.ndarray) -> np.ndarray | None:
-        """Allowed edges (E, n) bool of tuples of classes ``cls``; None: one support."""
-        if self.single:
-            return None
-        return self.sup.edge_allowed[self.sup.class_support[cls]].T
-
-    def _reduce(self, key, a, xa, b=None, xb=None, ea=None) -> np.ndarray:
-        """OR over the edges into each node named by ``key`` of ``xa[a-end] & xb[b-end]``."""
-        order, starts, uniq, size, ends = self._by[key]
-        w = xa[ends[a]]
-        if b is not None:
-            w &= xb[ends[b]]
-        if ea is not None:
-            w &= ea[order]
-        out = np.zeros((size, xa.shape[1]), dtype=np.uint64)
-        if xa.shape[1] and order.size:
-            out[uniq] = np.bitwise_or.reduceat(w, starts, axis=0)
-        return out
-
-    def succ(self, x, ea):
-        return self._reduce("dst", "src", x, ea=ea)
-
-    def pred(self, y, ea):
-        return self._reduce("src", "dst", y, ea=ea)
-
-    def forward(self, pre, a, ea):
-        """States after an exam from ``pre`` (S, W) with a result in ``a`` (M, W)."""
-        return self._reduce("dst", "src", pre, "value", a, ea)
-
-    def backward(self, a, post, ea):
-        """States before an exam from which a result in ``a`` leads into ``post``."""
-        return self._reduce("src", "dst", post, "value", a, ea)
-
-    def values(self, pre, post, ea):
-        """Results (M, W) of an exam leading from ``pre`` into ``post``."""
-        return self._reduce("value", "src", pre, "dst", post, ea)
-
-    def reach(self, x, lo: np.ndarray, hi: np.ndarray, ea, step) -> np.ndarray:
-        """Union over j in [lo, hi] (per tuple) of ``step`` applied j times to ``x`` (S, W)."""
-        out = x & pack_bits((lo == 0)[None, :])
-        r = x
-        for j in range(1, int(hi.max(initial=0)) + 1):
-            r = step(r, ea)
-            out |= r & pack_bits(((lo <= j) & (hi >= j))[None, :])
-        return out
 
 
 def same_moves(a: ChainSupport, a_cls: np.ndarray, b: ChainSupport, b_cls: np.ndarray) -> bool:
