@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from typer.testing import CliRunner
@@ -54,14 +55,31 @@ def _send_sigterm() -> None:  # the CLI's handler raises Terminated where it run
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+class Whole(NamedTuple):
+    """A history of 3 views x 60, its policy file and its ledger released without interrupt."""
+
+    history: Path
+    policy: Path
+    whole: Path
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> Whole:
+    """One uninterrupted release for every case below (they only read it)."""
+    root = tmp_path_factory.mktemp("whole")
+    policy = write_history(root, medical_history(n_views=3, view_size=60, seed=0), policy_extra=LOOSE)
+    ref = Whole(root / "history.parquet", policy, root / "whole")
+    assert _release(ref.history, ref.policy, ref.whole).exit_code == 0  # the same history, never interrupted
+    return ref
+
+
 @pytest.mark.parametrize("index", [1, 2])  # the first commit also writes policy.json
 @pytest.mark.parametrize("interrupt", [_raise_terminated, _send_sigterm], ids=["raised", "signal"])
 def test_an_interrupt_just_after_the_manifests_rename_keeps_the_committed_release(
-    tmp_path, monkeypatch, index, interrupt
+    tmp_path, monkeypatch, index, interrupt, whole
 ):
-    policy = write_history(tmp_path, medical_history(n_views=3, view_size=60, seed=0), policy_extra=LOOSE)
-    history, led, whole = tmp_path / "history.parquet", tmp_path / "L", tmp_path / "whole"
-    assert _release(history, policy, whole).exit_code == 0  # the same history, never interrupted
+    history, policy, whole = whole
+    led = tmp_path / "L"
     write = ledger_mod.atomic_write
 
     def renamed_then_interrupted(path, data, *args, **kwargs):

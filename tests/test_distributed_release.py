@@ -167,6 +167,7 @@ def test_shuffle_method_is_tasks_unless_the_dask_config_names_one(monkeypatch):
             )
 
 
+@pytest.mark.slow  # two Dask-path releases of 2 x 1,500 (one by p2p): ~11 s of CPU
 def test_release_shuffles_by_tasks_by_default_and_p2p_gives_the_same_bytes(client, tmp_path, monkeypatch):
     """The Dask path's shuffles run as Dask's task shuffle (p2p, Dask's default under a
     distributed client, was 3-5x slower per shuffle at 10^6 on 2 workers); a user's p2p

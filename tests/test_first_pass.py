@@ -15,6 +15,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def ranges_of(view: pd.DataFrame, policy, cuts: list[int]):
     return frame.set_index(HKEY, sort=True, divisions=list(divisions)).to_delayed()
 
 
+@pytest.mark.slow  # two Dask scans per example: ~4 s of CPU
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     views_and_policies(),
@@ -132,6 +134,7 @@ def test_no_range_waits_for_another_ranges_grouping():
         assert (len(kernels) == len(parts)) if chained else (len(kernels) == 1), kernels
 
 
+@pytest.mark.slow  # two Dask scans per example: 2.4-5 s of CPU
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     views_and_policies(),
@@ -184,6 +187,7 @@ def test_resync_stops_where_both_scans_close_a_group():
     assert expected[LABEL].nunique() == 3  # {a, b}, {a, a, b}, {b, a}
 
 
+@pytest.mark.slow  # ~3 s of CPU
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(views_and_policies(), st.sampled_from([0, 1, 2]), st.integers(1, 9))
 def test_topdown_ranges_are_cut_at_the_block_starts_nearest_to_balance(case, level, n):

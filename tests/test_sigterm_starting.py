@@ -96,6 +96,7 @@ PARSING = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a fresh python process loading dpriv's libraries: ~2.4 s of CPU each
 @pytest.mark.parametrize(
     "sig, code, line",
     [
