@@ -92,7 +92,8 @@ class ReleasePolicy(BaseModel):
     attach_reach : groups, nearest first in Hilbert order, a leftover may join (0 = none)
     prior_key : add the expected rank of S under each tuple's prior as one more Hilbert
         dimension (respondents with similar revised knowledge scanned together; docs/policy.md)
-    grouping : ``"scan"`` (Algorithm 2's greedy Hilbert scan, default) or ``"topdown"``
+    grouping : ``"scan"`` (Algorithm 2's greedy Hilbert scan, default; ``"literal"`` names the same,
+        stored as ``"scan"``) or ``"topdown"``
         (Mondrian-style splits that keep k, t and j, :mod:`dpriv.anonymity.topdown`)
     topdown_level : the top-down split's roots: the Hilbert sub-cubes of this level (0 = one root)
     topdown_pc : a box may also be cut along the first principal axis of its members' priors
@@ -144,7 +145,7 @@ class ReleasePolicy(BaseModel):
     defer_wait: int = Field(default=0, ge=0)
     attach_reach: int = Field(default=1024, ge=0)
     prior_key: bool = False
-    grouping: Literal["scan", "topdown"] = "scan"
+    grouping: Literal["scan", "topdown", "literal"] = "scan"
     topdown_level: int = Field(default=1, ge=0, le=32)
     topdown_pc: bool = False
     topdown_cut: Literal["median", "slack", "box", "slack-widest", "gini"] = "median"
@@ -173,6 +174,14 @@ class ReleasePolicy(BaseModel):
     def _date_domains(cls, data: Any) -> Any:
         """A date QI's domain given as dates (TOML ``2020-01-01`` or ISO text) -> whole days."""
         return dated_domains(data)
+
+    @field_validator("grouping", mode="before")
+    @classmethod
+    def _literal_is_the_scan(cls, value: Any) -> Any:
+        """``"literal"`` (issue 12's name for the paper's Algorithm 2, kept for reproduction) is the
+        scan itself: stored as ``"scan"``, so a policy saying either has one fingerprint and one set
+        of released bytes."""
+        return "scan" if value == "literal" else value
 
     @field_validator("qi", "kinds", "domains", "exit_values", "knowledge", "hierarchies")
     @classmethod

@@ -126,6 +126,6 @@ def test_a_value_outside_a_keys_choices_is_quoted_with_the_closest_choice(files)
     text = (files / "p.toml").read_text() + '[release]\ngrouping = "top-down"\n'
     (files / "p.toml").write_text(text)
     assert refused(files) == [
-        "error: grouping must be 'scan' or 'topdown' (did you mean 'topdown'?), not 'top-down' "
+        "error: grouping must be 'scan', 'topdown' or 'literal' (did you mean 'topdown'?), not 'top-down' "
         f"(policy file {files / 'p.toml'})"
     ]
