@@ -45,6 +45,7 @@ from dpriv.group_table import (  # noqa: F401 - re-exported: the group table the
     within_all,
 )
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_keys import JSREDUCE_REFUSED
 
 #: The criteria each release method promises (names of :data:`REGISTRY`).
 GUARANTEES: dict[str, tuple[str, ...]] = {
@@ -271,8 +272,9 @@ def criteria_for(
     return tuple(make[name]() for name in promised(method, getattr(policy, "rbk_closeness", None)))
 
 
-#: Policy fields only JS-reduce's grouping applies (a Mondrian baseline would ignore them).
-JSREDUCE_ONLY = ("rbk_closeness", "posterior_bound")
+#: Policy fields only JS-reduce's grouping applies that a Mondrian baseline refuses (it would
+#: ignore them): :data:`dpriv.policy_keys.JSREDUCE_REFUSED`, one list with the printed policy's.
+JSREDUCE_ONLY = JSREDUCE_REFUSED
 
 
 def refuse_ignored(policy: ReleasePolicy, method: str) -> None:

@@ -290,7 +290,9 @@ def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePoli
 BASELINE_FIELDS: dict[str, tuple[str, ...]] = {"mondrian-l": ("l",), "mondrian-bt": ("bt_b", "bt_t")}
 #: Policy fields that JS-reduce alone applies (its threshold j and its grouping's settings): a
 #: baseline ignores them, or refuses the ones that change what is released
-#: (:data:`dpriv.criteria.JSREDUCE_ONLY`, ``persistent_groups``); printed "jsreduce only" under one.
+#: (:data:`JSREDUCE_REFUSED`, ``persistent_groups``); printed "jsreduce only" under one.
+#: Of them, the fields a baseline refuses when set (:func:`dpriv.criteria.refuse_ignored`).
+JSREDUCE_REFUSED = ("rbk_closeness", "posterior_bound")
 JSREDUCE_FIELDS = (
     "j",
     "grouping",
@@ -301,8 +303,7 @@ JSREDUCE_FIELDS = (
     "defer_wait",
     "attach_reach",
     "persistent_groups",
-    "rbk_closeness",
-    "posterior_bound",
+    *JSREDUCE_REFUSED,
 )
 
 

@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpriv.experiment_plots import frontier_figure  # noqa: E402
+from frontier_table import dominators, span  # noqa: E402 - beside this script
 
 here = Path(sys.argv[1])
 seeds = sorted(int(d.name.removeprefix("seed")) for d in here.glob("seed*") if d.is_dir())
@@ -46,11 +47,6 @@ def setting(params: str) -> str:
     return f"t {p['t']}, j {p['j']}{cut}{rbk}" + ("" if p.get("exit_values") else ", no guard")
 
 
-def span(s: pd.Series, fmt: str, scale: float = 1.0) -> str:
-    lo, hi = f"{s.min() * scale:{fmt}}", f"{s.max() * scale:{fmt}}"
-    return lo if lo == hi else f"{lo}-{hi}"
-
-
 print("| top-down + exit guard | max gain paper | max gain retrospective | max confident share % paper"
       " | mean / max suppression % | mean semiperimeter |\n|---|---|---|---|---|---|")
 for params, g in ours.groupby("params", sort=False):
@@ -63,9 +59,7 @@ ok = ours[ours["suppression"] <= 0.01]
 
 
 def dominating(b: pd.Series) -> set[str]:
-    o = ok[(ok["seed"] == b["seed"]) & (ok["semi"] <= b["semi"]) & (ok["max_gain_dk"] < b["max_gain_dk"])
-           & (ok["max_retro_gain"] < b["max_retro_gain"])]
-    return {setting(p) for p in o["params"]}
+    return {setting(p) for p in dominators(ok, b)["params"]}
 
 
 print(f"\n| baseline | {' | '.join(f'seed {s}' for s in seeds)} | one setting on every seed |")

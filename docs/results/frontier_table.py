@@ -64,6 +64,17 @@ def settings_table(allf: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
+def dominators(ours: pd.DataFrame, b: pd.Series) -> pd.DataFrame:
+    """The rows of ``ours`` (settings with mean suppression <= 1 %) that dominate the baseline row
+    ``b`` on its seed: semiperimeter no larger, both largest gains lower."""
+    return ours[
+        (ours["seed"] == b["seed"])
+        & (ours["semi"] <= b["semi"])
+        & (ours["max_gain_dk"] < b["max_gain_dk"])
+        & (ours["max_retro_gain"] < b["max_retro_gain"])
+    ]
+
+
 def dominance_table(allf: pd.DataFrame) -> str:
     anatomy = [json.loads(p).get("release_format") == "anatomy" for p in allf["params"]]
     allf = allf.assign(anatomy=anatomy)
@@ -75,12 +86,7 @@ def dominance_table(allf: pd.DataFrame) -> str:
     ]
     won = n = 0
     for _, b in allf[allf["method"].isin(BASELINES)].iterrows():
-        o = ours[
-            (ours["seed"] == b["seed"])
-            & (ours["semi"] <= b["semi"])
-            & (ours["max_gain_dk"] < b["max_gain_dk"])
-            & (ours["max_retro_gain"] < b["max_retro_gain"])
-        ]
+        o = dominators(ours, b)
         gen = [setting("", p) for p in o[~o["anatomy"]]["params"]]
         ana = int(o["anatomy"].sum())
         n, won = n + 1, won + bool(gen or ana)
