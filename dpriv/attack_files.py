@@ -1,10 +1,12 @@
 """Where the attack results of a ledger live: ``LEDGER/attack/gain_<knowledge>.csv``, written
-atomically, where ``dpriv report`` finds the gain curves (re-exported by :mod:`dpriv.attack`)."""
+atomically, where ``dpriv report`` finds the gain curves (re-exported by :mod:`dpriv.attack`), or
+the folder ``dpriv report --attack-dir`` names (:func:`results_folder`)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -30,6 +32,11 @@ def result_files(template: str) -> re.Pattern[str]:
 
 #: What to do about a damaged or edited result: an attack never replaces one, so it goes first.
 AGAIN = "move the file away, then run dpriv attack again (an attack never replaces an edited result)"
+#: What to do about a result file naming releases the ledger does not hold.
+NOT_OURS = (
+    "they are not results of this ledger's releases (the ledger made again since the attack?); "
+    "move the file out of attack/, then run dpriv attack on this ledger again"
+)
 
 
 def result_name(knowledge: str) -> str:
@@ -135,6 +142,29 @@ def results_ledger(ledger: Ledger | str | Path, function: str) -> Ledger:
     led = as_ledger(ledger, function)
     led.committed()  # a manifest.json that is not a dpriv ledger's: LedgerError
     return led
+
+
+class ResultsFolder(NamedTuple):
+    """Where the report reads attack results: ``path``, and ``label``, how messages name it
+    (``attack/`` for the ledger's own, else the folder as given, ending in ``/``)."""
+
+    path: Path
+    label: str
+
+
+def results_folder(led: Ledger, attack_dir: str | Path | None = None) -> ResultsFolder:
+    """``LEDGER/attack/``, or ``attack_dir`` (``dpriv report --attack-dir``: the results of
+    ``dpriv attack --out DIR/gain_<knowledge>.csv`` on a ledger the auditor cannot write in,
+    read and checked as if in ``attack/``). InputError for an ``attack_dir`` that is no folder."""
+    if attack_dir is None:
+        return ResultsFolder(led.root / ATTACK_DIR, f"{ATTACK_DIR}/")
+    folder = Path(attack_dir)
+    if not folder.is_dir():
+        raise InputError(
+            f"--attack-dir {folder}: no such folder; give the folder holding the gain_<knowledge>.csv "
+            "files of dpriv attack --out (or omit it to read LEDGER/attack/): nothing was written"
+        )
+    return ResultsFolder(folder, f"{folder}/")
 
 
 def save_gain(

@@ -9,7 +9,7 @@ and no row named. :func:`refuse_outside_recorded` checks the history against the
 domains instead (as ``dpriv release H --ledger L`` without ``--policy`` does, through
 :meth:`dpriv.ledger.Ledger.policy`), once the committed views are known unedited (an edited
 committed row is told as such, :func:`dpriv.ledger_checks.check_views`), so the message names the
-value's week and line (``week = 4: sensitive column 'stage' has values ... not in its declared
+value's week and line (``week = 4: sensitive column 'stage' has values ... not in its inferred
 domain ...``) and says what the ledger allows. Nothing released changes: the domains of an
 accepted history are the recorded ones.
 """
@@ -83,7 +83,10 @@ def refuse_outside_recorded(
     ``declared`` (the policy as given) leaves to the data (``taken``: :func:`with_ledger_domains`
     of ``declared``), where ``resolved`` (the same policy, its domains inferred from ``history``)
     differs from them. Nothing when nothing differs, for a new ledger, or when no row is outside
-    them (the difference is then refused as another policy, :meth:`dpriv.ledger.Ledger.check_policy`)."""
+    them (the difference is then refused as another policy, :meth:`dpriv.ledger.Ledger.check_policy`).
+    The message calls such a domain inferred, not declared: no policy given declares it (the
+    ledger inferred it from its first release's data, where that release's policy declared none;
+    policy.json does not record which of its domains were declared)."""
     changed = {
         c: d for c, d in taken.domains.items() if c not in declared.domains and resolved.domains.get(c) != d
     }
@@ -93,6 +96,7 @@ def refuse_outside_recorded(
     check_rows(
         history,
         resolved.with_overrides(domains={**resolved.domains, **changed}, kinds={**resolved.kinds, **kinds}),
+        inferred=frozenset(changed),
     )
 
 

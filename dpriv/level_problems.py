@@ -12,7 +12,7 @@ and both fixes: ``[min, max]`` for a numeric QI, ``[kinds]`` and every level for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,13 @@ from dpriv.policy_values import as_python
 Add = Callable[[int, str, np.ndarray, str], None]
 
 
+def domain_word(name: str, inferred: Collection[str]) -> str:
+    """How a message calls the domain of column ``name``: ``"inferred"`` when it is one of
+    ``inferred`` (no policy given declares it: a resumed ledger recorded it, inferred from the
+    data of its first release), else ``"declared"``."""
+    return "inferred" if name in inferred else "declared"
+
+
 def add_unknown(
     add: Add,
     part: pd.DataFrame,
@@ -34,10 +41,12 @@ def add_unknown(
     what: str,
     kind: str,
     fix: str = "add them to [domains]",
+    how: str = "declared",
 ) -> None:
-    """A problem for values of ``name`` that are not in ``domain``, naming a few of them; the
-    sensitive column's (``kind`` "domain") are not named: the message names their rows, and a
-    sensitive value is never printed beside its row (a batch job's log)."""
+    """A problem for values of ``name`` that are not in ``domain`` (``how``: "declared" or
+    "inferred", :func:`domain_word`), naming a few of them; the sensitive column's (``kind``
+    "domain") are not named: the message names their rows, and a sensitive value is never
+    printed beside its row (a batch job's log)."""
     bad, values = _unknown(part, name, domain)
     if not bad.any():
         return
@@ -47,7 +56,7 @@ def add_unknown(
         if kind == "domain"
         else f"values {values}"
     )
-    message = f"{what} has {named} not in its declared {kind} {shown}: "
+    message = f"{what} has {named} not in its {how} {kind} {shown}: "
     have = sorted({type(as_python(v)).__name__ for v in values})
     want = sorted({type(as_python(v)).__name__ for v in domain})
     if not set(have) & set(want):
@@ -77,10 +86,13 @@ def _respelled(values: list, domain: list) -> str:
     )
 
 
-def add_unknown_levels(add: Add, part: pd.DataFrame, policy: ReleasePolicy, name: str) -> None:
-    """A problem for values of the categorical QI ``name`` that its levels do not hold: in the
-    words of a numeric domain when the levels are numbers read as levels
-    (:func:`numbers_read_as_levels`), else naming the fix (the hierarchy or ``[domains]``)."""
+def add_unknown_levels(
+    add: Add, part: pd.DataFrame, policy: ReleasePolicy, name: str, how: str = "declared"
+) -> None:
+    """A problem for values of the categorical QI ``name`` that its levels (``how``: "declared"
+    or "inferred", :func:`domain_word`) do not hold: in the words of a numeric domain when the
+    levels are numbers read as levels (:func:`numbers_read_as_levels`, declared by shape), else
+    naming the fix (the hierarchy or ``[domains]``)."""
     domain = policy.domains[name]
     if not numbers_read_as_levels(policy, name, part[name]):
         fix = (
@@ -88,9 +100,8 @@ def add_unknown_levels(add: Add, part: pd.DataFrame, policy: ReleasePolicy, name
             if name in policy.hierarchies
             else ""
         )
-        add_unknown(
-            add, part, name, domain, f"categorical QI {name!r}", "levels", fix or "add them to [domains]"
-        )
+        fix = fix or "add them to [domains]"
+        add_unknown(add, part, name, domain, f"categorical QI {name!r}", "levels", fix, how)
         return
     bad, values = _unknown(part, name, domain)
     if bad.any():

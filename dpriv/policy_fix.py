@@ -167,9 +167,14 @@ def with_new_ledger(exc: PolicyError, committed: int) -> PolicyError:
     return hinted_once(exc, TAKE_UP_SMALL_VIEW, f"{_held(committed)} committed: {TAKE_UP_SMALL_VIEW}")
 
 
-#: The words of a value outside a declared domain (:func:`dpriv.validate.validate_view`), whose
-#: fix ("widen [domains]") is a policy change once a ledger holds releases.
-OUTSIDE_DOMAIN = ("outside its declared domain", "not in its declared domain", "not in its declared levels")
+#: The words of a value outside a declared domain (:func:`dpriv.validate.validate_view`), or one a
+#: resumed ledger inferred (:func:`dpriv.validate.check_rows`), whose fix ("widen [domains]") is a
+#: policy change once a ledger holds releases.
+OUTSIDE_DOMAIN = tuple(
+    f"{where} its {how} {kind}"
+    for how in ("declared", "inferred")
+    for where, kind in (("outside", "domain"), ("not in", "domain"), ("not in", "levels"))
+)
 
 
 #: The fix a value outside a domain is given on its own (:mod:`dpriv.validate`), which a ledger

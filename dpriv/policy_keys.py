@@ -19,7 +19,7 @@ import difflib
 import math
 import typing
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dpriv.errors import PolicyError
 from dpriv.wording import flag_named
@@ -305,6 +305,28 @@ JSREDUCE_FIELDS = (
     "persistent_groups",
     *JSREDUCE_REFUSED,
 )
+#: Policy fields that the Mondrian baselines alone apply (their median cut): JS-reduce groups by
+#: Hilbert ranges and histogram releases one group, so neither reads them; printed
+#: "mondrian-l/t/bt only" under them.
+MONDRIAN_FIELDS = ("mondrian_cut",)
+#: The methods that cut with :data:`MONDRIAN_FIELDS`.
+MONDRIAN_METHODS = ("mondrian-l", "mondrian-t", "mondrian-bt")
+
+
+class Users(NamedTuple):
+    """The methods that apply a policy field (``methods``) and the words naming them (``named``)."""
+
+    named: str
+    methods: tuple[str, ...]
+
+
+#: Fields that some methods apply and the others leave unused (:data:`JSREDUCE_FIELDS`,
+#: :data:`MONDRIAN_FIELDS`), with their :class:`Users`. A printed policy marks such a field under
+#: any other method: ``[flag; jsreduce only, unused by mondrian-t]``.
+SHARED_ONLY: dict[str, Users] = {
+    **dict.fromkeys(JSREDUCE_FIELDS, Users("jsreduce", ("jsreduce",))),
+    **dict.fromkeys(MONDRIAN_FIELDS, Users("mondrian-l/t/bt", MONDRIAN_METHODS)),
+}
 
 
 def check_method(policy: ReleasePolicy, method: str) -> None:

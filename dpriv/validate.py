@@ -23,7 +23,7 @@ from dpriv._dispatch import is_dask
 from dpriv.domain_codes import codes as codes  # re-exported: many modules import it from here
 from dpriv.errors import InputError, PolicyError
 from dpriv.input_columns import missing_columns
-from dpriv.level_problems import add_unknown, add_unknown_levels
+from dpriv.level_problems import add_unknown, add_unknown_levels, domain_word
 from dpriv.policy import ReleasePolicy, as_python
 from dpriv.policy_fix import declare_categorical
 from dpriv.raw_checks import GENERALIZED, offending_rows
@@ -46,20 +46,27 @@ def first_problem(
     return problems_message(problems, policy.time, whole=whole, checked=checked)
 
 
-def check_rows(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, source: str = "the input") -> None:
+def check_rows(
+    view: pd.DataFrame | dd.DataFrame,
+    policy: ReleasePolicy,
+    source: str = "the input",
+    inferred: frozenset[str] = frozenset(),
+) -> None:
     """The row checks of :func:`validate_view` (missing values, text in a numeric QI, values
     outside the domains; then a respondent twice in one view of a history) over the whole ``view``
     (every view of a history at once), so that one message names the bad rows of all views by
-    their line in the input file (first :data:`MAX_ROWS_SHOWN`, then how many more). InputError."""
+    their line in the input file (first :data:`MAX_ROWS_SHOWN`, then how many more). InputError.
+    ``inferred``: the columns whose domain no policy given declares (a resumed ledger's, inferred
+    from its first release): a value outside it is said to be outside its *inferred* domain."""
     history = bool(policy.time) and policy.time in view.columns
     if is_dask(view):  # the hash check of repeated (time, id) keys in the same compute
         found, repeats = dask.compute(
-            lazy_problems(view, partition_problems, policy, csv_rows()),
+            lazy_problems(view, partition_problems, policy, csv_rows(), inferred),
             may_repeat(view[key_columns(view, policy)]) if history else False,
         )
         problems = placed(view, found)
     else:
-        problems, repeats = partition_problems(view, policy, csv_rows()), history
+        problems, repeats = partition_problems(view, policy, csv_rows(), inferred), history
     if not len(problems) and repeats:
         problems = duplicate_rows(view, policy, hashed=True)
     if len(problems):
@@ -114,23 +121,28 @@ _HISTORY_HINT = (
 )
 
 
-def _outside_domain(policy: ReleasePolicy, name: str, shown: list, domain: list) -> str:
-    """The message of values ``shown`` of QI ``name`` outside its ``domain``; a date QI's
-    (held as days since 1970-01-01) as dates, not as those day numbers, saying how a domain
-    written as numbers is read (a numeric domain given to a date column)."""
+def _outside_domain(policy: ReleasePolicy, name: str, shown: list, domain: list, how: str) -> str:
+    """The message of values ``shown`` of QI ``name`` outside its ``domain`` (``how``: "declared"
+    or "inferred", :func:`dpriv.level_problems.domain_word`); a date QI's (held as days since
+    1970-01-01) as dates, not as those day numbers, saying how a domain written as numbers is
+    read (a numeric domain given to a date column; not said of an inferred one)."""
     from dpriv.dates import shown_domain
 
     first, last = shown_domain(policy, name, domain)
     values = shown_domain(policy, name, shown)
-    said = f"QI {name!r} has values {values} outside its declared domain [{first}, {last}]"
-    if policy.kinds.get(name) == "date":  # before the fix, whose words policy_fix.with_domain_hint rewrites
+    said = f"QI {name!r} has values {values} outside its {how} domain [{first}, {last}]"
+    # before the fix, whose words policy_fix.with_domain_hint rewrites
+    if policy.kinds.get(name) == "date" and how == "declared":
         said += " (a date QI: write its [domains] bounds as dates; numbers there count days from 1970-01-01)"
     return f"{said}: widen [domains] or correct the data"
 
 
-def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = False) -> pd.DataFrame:
+def partition_problems(
+    part: pd.DataFrame, policy: ReleasePolicy, csv: bool = False, inferred: frozenset[str] = frozenset()
+) -> pd.DataFrame:
     """Problems of one frame as rows (order, column, message, rows); empty when valid. ``csv``:
-    the frame is a CSV file's rows (:func:`dpriv.rows.csv_rows`), said in a missing value's message."""
+    the frame is a CSV file's rows (:func:`dpriv.rows.csv_rows`), said in a missing value's message;
+    ``inferred``: the columns whose domain is said to be inferred, not declared (:func:`check_rows`)."""
     found: list[tuple] = []
 
     def add(order: int, column: str, mask: np.ndarray, message: str) -> None:
@@ -156,7 +168,7 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = Fa
             # a nullable column's comparison holds NA for a missing value (reported on its own)
             out = ((num < lo) | (num > hi)).to_numpy(dtype=bool, na_value=False)
             shown = pd.unique(np.asarray(num)[out])[:5].tolist() if out.any() else []
-            add(3, name, out, _outside_domain(policy, name, shown, [lo, hi]))
+            add(3, name, out, _outside_domain(policy, name, shown, [lo, hi], domain_word(name, inferred)))
         else:
             text = part[name].astype(str)
             add(
@@ -165,9 +177,10 @@ def partition_problems(part: pd.DataFrame, policy: ReleasePolicy, csv: bool = Fa
                 (part[name].notna() & (text.str.strip() == "")).to_numpy(),
                 f"categorical QI {name!r} has empty strings; give them a level or drop the rows",
             )
-            add_unknown_levels(add, part, policy, name)
+            add_unknown_levels(add, part, policy, name, domain_word(name, inferred))
     sensitive = f"sensitive column {policy.sensitive!r}"
-    add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain")
+    how = domain_word(policy.sensitive, inferred)
+    add_unknown(add, part, policy.sensitive, policy.sensitive_domain, sensitive, "domain", how=how)
     return pd.DataFrame(found, columns=PROBLEM_COLUMNS).astype({"order": "int64", "count": "int64"})
 
 

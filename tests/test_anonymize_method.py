@@ -90,6 +90,40 @@ def test_a_given_j_is_marked_as_unused_by_mondrian_t(cli, table, tmp_path):
     assert " l=3 [default; mondrian-l only] " in res.stderr  # the other baseline's, as before
 
 
+def test_a_mondrian_cut_in_the_policy_is_marked_as_unused_by_jsreduce(cli, table, tmp_path):
+    """The reverse of j under a baseline: the Mondrian baselines' median cut, set in the policy,
+    is read by mondrian-l/t/bt alone; JS-reduce (and histogram, one group) print it marked."""
+    policy = tmp_path / "p.toml"
+    policy.write_text('[privacy]\nmax_suppression = 0.5\n[release]\nmondrian_cut = "relaxed"\n')
+    loose = ["--t", "1", "--j", "10"]
+    js = cli("anonymize", table, "--out", tmp_path / "js.csv", "--policy", policy, *COLS, *loose)
+    assert js.exit_code == 0, js.output
+    assert " mondrian_cut=relaxed [file; mondrian-l/t/bt only, unused by jsreduce] " in js.stderr
+    assert " j=10.0 [flag] " in js.stderr  # JS-reduce's own: unmarked
+    mt = cli(
+        "anonymize", table, "--out", tmp_path / "mt.csv", "--policy", policy, *COLS, "--method", "mondrian-t"
+    )
+    assert mt.exit_code == 0, mt.output
+    assert " mondrian_cut=relaxed [file] " in mt.stderr, mt.stderr
+
+
+@pytest.mark.parametrize(
+    ("method", "marked"),
+    [
+        ("jsreduce", "mondrian_cut=strict [default; mondrian-l/t/bt only, unused by jsreduce]"),
+        ("histogram", "mondrian_cut=strict [default; mondrian-l/t/bt only, unused by histogram]"),
+        ("mondrian-l", "mondrian_cut=strict [default] "),
+        ("mondrian-bt", "mondrian_cut=strict [default] "),
+    ],
+)
+def test_the_printed_policy_marks_the_mondrian_cut_by_method(method, marked):
+    from dpriv.cli.effective import EffectivePolicy
+    from dpriv.policy import ReleasePolicy
+
+    eff = EffectivePolicy(ReleasePolicy(qi=["age"], sensitive="disease"), method=method)
+    assert marked in "\n".join(eff.lines()) + " "
+
+
 def test_the_independent_verifier_holds_the_release_to_verify_l(cli, table, tmp_path):
     out = tmp_path / "l3.csv"
     assert cli("anonymize", table, "--out", out, *COLS, "--method", "mondrian-l", "--l", "3").exit_code == 0

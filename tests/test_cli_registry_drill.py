@@ -64,13 +64,15 @@ def test_a_later_weeks_typo_in_the_sensitive_column_names_its_row_not_a_new_poli
     _excel_csv(typo, tmp_path / "h2.csv")
     line = row + 2  # the header is line 1
     before = snapshot(ledger)
-    for extra in (["--policy", str(tmp_path / "policy.toml")], []):  # the cron recipe, and without it
+    # the cron recipe, whose policy leaves the domain to the data (s46: "inferred"), and without
+    # it, the ledger's own policy, which records the domain (policy.json does not say it was inferred)
+    for extra, how in ((["--policy", str(tmp_path / "policy.toml")], "inferred"), ([], "declared")):
         res = _release(tmp_path / "h2.csv", ledger, *extra, "--existing-ledger")
         assert res.exit_code == 2, res.output
         assert "the policy differs" not in res.output
         assert "week = 2: sensitive column 'stage' has values" in res.output
         assert (
-            "not in its declared domain ['I', 'II', 'III', 'IV']: correct the data (of these, a value "
+            f"not in its {how} domain ['I', 'II', 'III', 'IV']: correct the data (of these, a value "
             "of the domain written another way: in upper and lower case, with spaces at its ends, or "
             "with spaces, '_' or '-' between its words; write it as the domain does) "
             f"(1 row: line {line} (week=2)" in res.output

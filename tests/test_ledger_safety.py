@@ -556,7 +556,7 @@ def test_a_weekly_job_whose_first_week_fixed_the_domains_is_told_to_declare_them
     wide, wide_hi = int(both["age"].min()), int(both["age"].max())
     with pytest.raises(
         InputError,
-        match=rf"week = 2: QI 'age' has values \[.*\] outside its declared domain \[{lo}, {hi}\]: correct "
+        match=rf"week = 2: QI 'age' has values \[.*\] outside its inferred domain \[{lo}, {hi}\]: correct "
         r"the data .*declaring \[domains\] that cover every week's values",
     ):
         release_history(both, pol, tmp_path / "led")

@@ -47,6 +47,8 @@ def test_a_value_outside_a_domain_on_a_running_ledger_says_it_needs_a_new_ledger
     assert "[domains] or correct the data" not in said, said
     assert "releases 1..2 are committed with the domains of the ledger's first release" in said, said
     assert "needs a new ledger" in said
+    # the policy declares every domain (write_history's policy.toml): said so, not "inferred"
+    assert "its declared domain" in said and "inferred domain" not in said, said
 
 
 def test_a_first_release_keeps_the_advice_to_widen_the_domain(base, tmp_path):
@@ -70,7 +72,28 @@ def test_an_age_outside_the_inferred_domain_is_named_with_no_word_of_dates(base,
     with pytest.raises(InputError) as exc:
         release_history(week3_with(hist, "age", 150), inferred, tmp_path / "L")
     said = str(exc.value)
-    assert f"view = 3: QI 'age' has values [150] outside its declared domain [{lo}, {hi}]" in said, said
+    assert f"view = 3: QI 'age' has values [150] outside its inferred domain [{lo}, {hi}]" in said, said
     assert "inferred from its views where none was declared" in said
     assert "needs a new ledger" in said and "declaring [domains] that cover every week's values" in said
     assert "date" not in said.lower(), said
+
+
+def test_a_level_outside_an_inferred_categorical_domain_says_inferred(base, tmp_path):
+    """Session 46: the domains the given policy leaves to the data (the ledger inferred them from
+    its first release) are called inferred, as the first release's notes called them; a domain the
+    policy declares keeps "declared" (above). gender declared categorical, its levels undeclared;
+    the sensitive column's inferred domain: tests/test_cli_registry_drill.py."""
+    out, hist, policy = base
+    qis = {q: d for q, d in policy.domains.items() if q not in policy.qi}
+    inferred = ReleasePolicy.from_dict(
+        {**policy.model_dump(), "domains": qis, "kinds": {"gender": "categorical"}}
+    )
+    release_history(hist[hist["view"] <= 2], inferred, tmp_path / "L")
+    with pytest.raises(InputError) as exc:
+        release_history(week3_with(hist, "gender", 3), inferred, tmp_path / "L")
+    said = str(exc.value)
+    assert "view = 3: categorical QI 'gender' has values [3] not in its inferred levels [1, 2]: " in said, (
+        said
+    )
+    assert "declared" not in said.replace("where none was declared", ""), said
+    assert "releases 1..2 are committed with the domains of the ledger's first release" in said, said

@@ -481,7 +481,7 @@ def test_rbk_closeness_releases_pass_the_verifier_and_are_partition_free(case, n
 def test_the_one_set_js_has_the_bits_of_the_many_set_js(sum_p, sum_h, u, base):
     """(E9)'s JS <= j is decided on one set at a time: the one-set JS has every bit of the
     many-set JS's row for that set (zero prior sums included), so the split decides as before."""
-    from dpriv.anonymity.topdown import Split
+    from dpriv.anonymity.topdown_split import Split
 
     m = len(sum_p)
     split = Split(np.zeros((1, 1)), np.zeros(1, np.int64), np.full((1, m), 1 / m), np.ones(m, np.int64),

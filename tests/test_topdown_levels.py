@@ -10,8 +10,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpriv.anonymity.topdown import Split, topdown_groups
+from dpriv.anonymity.topdown import topdown_groups
 from dpriv.anonymity.topdown_levels import _before, _dims, _level_split, _sort_first, median_groups
+from dpriv.anonymity.topdown_split import Split
 from dpriv.anonymity.topdown_sums import split_rows
 from dpriv.divergence import EQUAL, ORDERED
 

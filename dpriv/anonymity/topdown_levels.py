@@ -7,7 +7,7 @@ the Python work around them was about a third of the split's time; the level-by-
 took 0.94x (NumPy 2) to 0.82x (NumPy 1.26) of the node-by-node time on the benchmark's ranges,
 measured in alternated pairs on a loaded machine: most of what is left is compiled sums).
 
-The same groups as :meth:`dpriv.anonymity.topdown.Split.groups`, bit for bit: every value
+The same groups as :meth:`dpriv.anonymity.topdown_split.Split.groups`, bit for bit: every value
 compared with a threshold comes from the same expression (JS stays NumPy's: its ``np.log`` is
 not libm's on every machine, so a compiled JS could change a decision), the candidate cuts
 and their sums are those of :func:`~dpriv.anonymity.topdown_sums.dim_prefix`, each node's
@@ -19,16 +19,12 @@ so only the roots are sorted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numba import njit
 
+from dpriv.anonymity.topdown_split import Split
 from dpriv.anonymity.topdown_sums import cut_sizes, node_sums, prefix_sums
 from dpriv.divergence import emd_num_den, emd_within, tv_from_sums
-
-if TYPE_CHECKING:  # topdown imports this module
-    from dpriv.anonymity.topdown import Split
 
 
 @njit(cache=True, nogil=True)
@@ -234,7 +230,7 @@ def _holds(split: Split, counts: np.ndarray, sum_p: np.ndarray, sum_h: np.ndarra
 
 
 def median_groups(split: Split, roots: list[np.ndarray]) -> list[np.ndarray]:
-    """The groups of ``split`` (a :class:`dpriv.anonymity.topdown.Split` with ``cut = "median"``
+    """The groups of ``split`` (a :class:`dpriv.anonymity.topdown_split.Split` with ``cut = "median"``
     and no knowledge axis) over the roots ``roots`` (positions, increasing), in the order of
     ``[g for root in roots for g in split.groups(root)]``, each its positions (increasing)."""
     rows = np.concatenate(roots).astype(np.int64, copy=False)

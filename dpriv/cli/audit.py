@@ -257,10 +257,10 @@ def report(
     each of them means."""
     import shlex
 
-    from dpriv.attack_files import AGAIN
+    from dpriv.attack_files import AGAIN, results_folder
     from dpriv.ledger import Ledger
     from dpriv.report import write_report
-    from dpriv.report.coverage import attack_results, results_folder
+    from dpriv.report.coverage import attack_results
 
     check_out(out, *([history] if history else []), kind="report", force=force)
     led = Ledger(ledger)

@@ -17,7 +17,7 @@ from dpriv.cli.repeats import comma_names
 from dpriv.errors import PolicyError
 from dpriv.policy import ReleasePolicy, domain_note
 from dpriv.policy_base import recorded_base
-from dpriv.policy_keys import BASELINE_FIELDS, JSREDUCE_FIELDS, flags_named
+from dpriv.policy_keys import BASELINE_FIELDS, SHARED_ONLY, flags_named
 from dpriv.policy_values import order_hint
 
 #: Tables of the policy TOML whose body is one field (not flattened into fields).
@@ -96,8 +96,9 @@ class EffectivePolicy:
     def lines(self) -> list[str]:
         """One line per group of fields: ``name=value [source]``; long values shortened; a
         field only a baseline enforces, under another method: ``l=3 [default; mondrian-l only]``;
-        one only JS-reduce applies (:data:`dpriv.policy_keys.JSREDUCE_FIELDS`), under a baseline:
-        ``j=0.8 [flag; jsreduce only, unused by mondrian-t]``."""
+        one only some methods apply (:data:`dpriv.policy_keys.SHARED_ONLY`), under another:
+        ``j=0.8 [flag; jsreduce only, unused by mondrian-t]``, ``mondrian_cut=relaxed [file;
+        mondrian-l/t/bt only, unused by jsreduce]``."""
         dump = self.policy.model_dump()
         out = [f"effective policy ({self.origin or 'flags and defaults'}):"]
         for group, names in _GROUPS.items():
@@ -110,8 +111,8 @@ class EffectivePolicy:
                 users = _METHOD_ONLY.get(name, self.method)
                 if self.method != users:
                     source += f"; {users} only"
-                elif name in JSREDUCE_FIELDS and self.method != "jsreduce":
-                    source += f"; jsreduce only, unused by {self.method}"
+                elif name in SHARED_ONLY and self.method not in SHARED_ONLY[name].methods:
+                    source += f"; {SHARED_ONLY[name].named} only, unused by {self.method}"
                 items.append(f"{name}={_show(value)} [{source}]")
             if group == "data" and not items:
                 items.append("domains inferred from the data")

@@ -221,10 +221,12 @@ def _settle(flags: _Flags, **given: Any) -> _Settled:
 
 def _recorded_method(eff: EffectivePolicy, found: Recorded | None, flags: _Flags) -> str | None:
     """The method ``dpriv anonymize`` recorded beside a released file (None: none recorded), its
-    parameters set in ``eff`` where neither a flag nor the policy file gives them (their source
-    printed as the metrics file). InputError names both values when --method, a flag or the
-    file gives another: the view would be held to criteria it was not made under."""
-    from dpriv.errors import InputError
+    parameters and anonymity parameters (k, t) set in ``eff`` where neither a flag nor the policy
+    file gives them (their source printed as the metrics file): a file made with --k 7 is held to
+    k 7, not the default 5. InputError names both values when --method, a flag or the file gives
+    another (the view would be held to criteria it was not made under), or when a recorded value
+    is no valid policy value (the file was edited)."""
+    from dpriv.errors import InputError, PolicyError
     from dpriv.wording import flag_named
 
     if found is None or found.method is None:
@@ -235,7 +237,7 @@ def _recorded_method(eff: EffectivePolicy, found: Recorded | None, flags: _Flags
             f"--method {found.method}; leave --method out (the recorded method is used)"
         )
     unsaid = {}
-    for name, value in found.parameters.items():
+    for name, value in {**found.parameters, **found.anonymity}.items():
         source, given = eff.sources.get(name, "default"), getattr(eff.policy, name)
         if source == "default":
             unsaid[name] = value
@@ -249,7 +251,13 @@ def _recorded_method(eff: EffectivePolicy, found: Recorded | None, flags: _Flags
                 f"(--method {found.method}); {fix} to check it against {value}"
             )
     if unsaid:
-        eff.policy = eff.policy.with_overrides(**unsaid)
+        try:
+            eff.policy = eff.policy.with_overrides(**unsaid)
+        except PolicyError as exc:  # e.g. k 0: no release records it
+            raise InputError(
+                f"{found.path} lies beside {flags.released} but records parameters no release has "
+                f"({exc}): it was damaged or edited; restore it as dpriv wrote it, or move it away"
+            ) from None
     return found.method
 
 
@@ -386,6 +394,6 @@ def _recorded(released: Path, found: Recorded | None) -> _Count:
         return _Count(None, "")
     typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
     if found.method is not None:
-        said = ", ".join(f"{k} {v}" for k, v in found.parameters.items())
+        said = ", ".join(f"{k} {v}" for k, v in {**found.parameters, **found.anonymity}.items())
         typer.echo(f"  recorded: method {found.method}" + (f" ({said})" if said else ""))
     return _Count(found.n_released, str(found.path))

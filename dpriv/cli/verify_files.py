@@ -104,29 +104,48 @@ def sensitive_beside(released: Path) -> Path:
 
 #: The keys ``dpriv anonymize`` adds to ``OUT.metrics.json`` (after the release's own): the method
 #: it released with and that method's own policy fields (:data:`dpriv.policy_keys.BASELINE_FIELDS`),
-#: e.g. ``"method": "mondrian-l", "method_parameters": {"l": 3}``; ``dpriv verify`` holds the view
-#: to them when its flags do not say them.
+#: e.g. ``"method": "mondrian-l", "method_parameters": {"l": 3}``, then the anonymity parameters
+#: its groups are held to (:func:`anonymity_fields`), e.g. ``"anonymity_parameters": {"k": 7}``;
+#: ``dpriv verify`` holds the view to them when its flags do not say them.
 METHOD_KEY = "method"
 PARAMETERS_KEY = "method_parameters"
+ANONYMITY_KEY = "anonymity_parameters"
+
+
+def anonymity_fields(method: str) -> tuple[str, ...]:
+    """The policy fields of the criteria a release by ``method`` promises that ``dpriv verify``
+    checks and no method owns (:data:`dpriv.criteria.GUARANTEES`): ``("k", "t")`` for JS-reduce,
+    mondrian-t and histogram, ``("k",)`` for mondrian-l (its l is a method parameter) and
+    mondrian-bt. j is left out: verify cannot check it (it needs the members' priors)."""
+    from dpriv.criteria import promised  # NumPy and the criteria: not for --help
+
+    return tuple(name for name in ("k", "t") if name in promised(method))
 
 
 def method_record(method: str, policy: ReleasePolicy) -> dict[str, Any]:
-    """``{METHOD_KEY: method, PARAMETERS_KEY: {field: value}}`` for ``policy``'s fields of
-    ``method`` (``{}`` for JS-reduce, mondrian-t and histogram, whose parameters are k, t, j)."""
+    """``{METHOD_KEY: method, PARAMETERS_KEY: {field: value}, ANONYMITY_KEY: {field: value}}``
+    for ``policy``'s fields of ``method`` (``{}`` for JS-reduce, mondrian-t and histogram, whose
+    parameters are k, t, j) and its anonymity parameters (:func:`anonymity_fields`)."""
     fields = BASELINE_FIELDS.get(method, ())
-    return {METHOD_KEY: method, PARAMETERS_KEY: {name: getattr(policy, name) for name in fields}}
+    return {
+        METHOD_KEY: method,
+        PARAMETERS_KEY: {name: getattr(policy, name) for name in fields},
+        ANONYMITY_KEY: {name: getattr(policy, name) for name in anonymity_fields(method)},
+    }
 
 
 @dataclass(frozen=True)
 class Recorded:
     """The tuple count a release recorded (``n_released``) and the file that says so; for a
-    file ``dpriv anonymize`` wrote, the method and its parameters (:func:`method_record`; None
-    and ``{}`` in a ledger's ``metrics.json`` or one written before they were recorded)."""
+    file ``dpriv anonymize`` wrote, the method, its parameters and its anonymity parameters
+    (:func:`method_record`; None, ``{}`` and ``{}`` in a ledger's ``metrics.json`` or one written
+    before they were recorded; ``anonymity`` ``{}`` in one written before k and t were)."""
 
     n_released: int
     path: Path
     method: str | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
+    anonymity: dict[str, Any] = field(default_factory=dict)
 
 
 def metrics_beside(released: Path) -> Path:
@@ -158,21 +177,34 @@ def recorded_beside(released: Path) -> Recorded | None:
             "file without its recorded count"
         )
     method, parameters = data.get(METHOD_KEY), data.get(PARAMETERS_KEY, {})
-    if method is not None and not _method_of_record(method, parameters):
+    anonymity = data.get(ANONYMITY_KEY)
+    if (method is None and anonymity is not None) or (
+        method is not None and not _method_of_record(method, parameters, anonymity)
+    ):
         raise InputError(
-            f"{path} lies beside {released} but its {METHOD_KEY} {method!r} and {PARAMETERS_KEY} "
-            f"{parameters!r} are not what dpriv anonymize records: it was damaged or edited; restore "
-            "it as dpriv wrote it, or move it away and give --method (and its parameters) to verify"
+            f"{path} lies beside {released} but its {METHOD_KEY} {method!r}, {PARAMETERS_KEY} "
+            f"{parameters!r} and {ANONYMITY_KEY} {anonymity!r} are not what dpriv anonymize records: "
+            "it was damaged or edited; restore it as dpriv wrote it, or move it away and give "
+            "--method (and its parameters, --k, --t) to verify"
         )
-    return Recorded(count, path, method, dict(parameters))
+    return Recorded(count, path, method, dict(parameters), dict(anonymity or {}))
 
 
-def _method_of_record(method: Any, parameters: Any) -> bool:
-    """Whether ``method`` is a release method and ``parameters`` a mapping of exactly its
-    fields (:data:`BASELINE_FIELDS`) to numbers."""
+def _method_of_record(method: Any, parameters: Any, anonymity: Any) -> bool:
+    """Whether ``method`` is a release method, ``parameters`` a mapping of exactly its fields
+    (:data:`BASELINE_FIELDS`) to numbers and ``anonymity`` None (a file written before it was
+    recorded) or a mapping of exactly its :func:`anonymity_fields` to numbers."""
     from dpriv.baselines import METHODS
 
-    if method not in METHODS or not isinstance(parameters, dict):
+    if method not in METHODS:
         return False
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in parameters.values())
-    return numbers and set(parameters) == set(BASELINE_FIELDS.get(method, ()))
+    if anonymity is not None and not _numbers_of(anonymity, anonymity_fields(method)):
+        return False
+    return _numbers_of(parameters, BASELINE_FIELDS.get(method, ()))
+
+
+def _numbers_of(values: Any, fields: tuple[str, ...]) -> bool:
+    """Whether ``values`` is a mapping of exactly ``fields`` to numbers (no bool)."""
+    if not isinstance(values, dict) or set(values) != set(fields):
+        return False
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values.values())

@@ -15,51 +15,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import pandas as pd
 
-from dpriv.attack_files import AGAIN, GAIN_FILE, RETRO_FILE
+from dpriv.attack_files import AGAIN, GAIN_FILE, NOT_OURS, RETRO_FILE, results_folder
 from dpriv.attack_stamp import check_held, check_same_releases
-from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.report.explain import knowledge_key
+from dpriv.report.gains import gain_curves
+from dpriv.report.tail import retro_results
 from dpriv.rows import spans
 
 #: Where the examples of the report's notes write and read the gains (``attack/gain_dk.csv``), and
 #: the name of any knowledge's gain file.
 GAIN_DK = f"{ATTACK_DIR}/{GAIN_FILE.format(name='dk')}"
 GAIN_ANY = f"{ATTACK_DIR}/{GAIN_FILE.format(name='<knowledge>')}"
-
-
-class ResultsFolder(NamedTuple):
-    """Where the report reads attack results: ``path``, and ``label``, how messages name it
-    (``attack/`` for the ledger's own, else the folder as given, ending in ``/``)."""
-
-    path: Path
-    label: str
-
-
-def results_folder(led: Ledger, attack_dir: str | Path | None = None) -> ResultsFolder:
-    """``LEDGER/attack/``, or ``attack_dir`` (``dpriv report --attack-dir``: the results of
-    ``dpriv attack --out DIR/gain_<knowledge>.csv`` on a ledger the auditor cannot write in,
-    read and checked as if in ``attack/``). InputError for an ``attack_dir`` that is no folder."""
-    if attack_dir is None:
-        return ResultsFolder(led.root / ATTACK_DIR, f"{ATTACK_DIR}/")
-    folder = Path(attack_dir)
-    if not folder.is_dir():
-        raise InputError(
-            f"--attack-dir {folder}: no such folder; give the folder holding the gain_<knowledge>.csv "
-            "files of dpriv attack --out (or omit it to read LEDGER/attack/): nothing was written"
-        )
-    return ResultsFolder(folder, f"{folder}/")
-
-
-#: What to do about a result file naming releases the ledger does not hold.
-NOT_OURS = (
-    "they are not results of this ledger's releases (the ledger made again since the attack?); "
-    "move the file out of attack/, then run dpriv attack on this ledger again"
-)
 
 
 def _releases(indices: list[int]) -> str:
@@ -143,11 +113,8 @@ def attack_results(
 ) -> AttackResults:
     """The gain curves (``gains`` passed in win over ``attack/gain_<knowledge>.csv``) and the
     retrospective results of ``led``, read from ``attack_dir`` instead of ``attack/`` when given
-    (:func:`results_folder`). InputError for a result that names a release ``led`` does not hold
-    (:func:`dpriv.attack_stamp.check_held`) or that cannot be read."""
-    from dpriv.report.gains import gain_curves
-    from dpriv.report.tail import retro_results
-
+    (:func:`dpriv.attack_files.results_folder`). InputError for a result that names a release
+    ``led`` does not hold (:func:`dpriv.attack_stamp.check_held`) or that cannot be read."""
     curves = gain_curves(led, gains, attack_dir)
     folder = results_folder(led, attack_dir)
     retros = retro_results(folder.path)

@@ -11,11 +11,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpriv.attack_files import AGAIN, GAIN_FILE, as_ledger, read_result, result_files
+from dpriv.attack_files import (
+    AGAIN,
+    GAIN_FILE,
+    NOT_OURS,
+    as_ledger,
+    read_result,
+    result_files,
+    results_folder,
+)
 from dpriv.attack_stamp import STAMP, check_held, check_same_releases
 from dpriv.ledger import Ledger
 from dpriv.passed_results import checked_gains
-from dpriv.report.coverage import NOT_OURS, results_folder
 
 _GAIN_FILE = result_files(GAIN_FILE)
 

@@ -12,10 +12,11 @@ from typing import Any
 import dask.dataframe as dd
 import pandas as pd
 
+from dpriv.attack_files import results_folder
 from dpriv.criteria import breaks, promised
 from dpriv.io import atomic_write, made_folder
 from dpriv.ledger import Ledger
-from dpriv.report.coverage import GAIN_ANY, GAIN_DK, attack_results, results_folder
+from dpriv.report.coverage import GAIN_ANY, GAIN_DK, attack_results
 from dpriv.report.explain import percent, report_title, verdicts
 from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
 from dpriv.report.reference import reference_kprs

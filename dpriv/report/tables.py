@@ -198,7 +198,7 @@ def kpr_values(
     the optional ``kpr_reference`` column) is absent; raises :class:`InputError` when it
     lacks ``release`` or ``kpr``.
     """
-    from dpriv.report.coverage import results_folder
+    from dpriv.attack_files import results_folder
 
     led = as_ledger(ledger)
     folder, label = results_folder(led, attack_dir)
