@@ -9,7 +9,7 @@ write included; the state bucket count grows 8 -> 16 at 10^6). Two ways, alterna
 ``--repeat`` rounds: ``today`` (``dpriv.state_homes.PIN_MERGES`` off: the scheduler places each
 merge) and ``pinned`` (the release's default). Per run: wall seconds, CPU seconds of the worker
 processes and of this process (the client and the LocalCluster's scheduler), MiB the workers
-fetched from each other during release 2 (their transfer logs, by key prefix). The two ways'
+fetched from each other during release 2 (their transfer logs, by step and key prefix). The two ways'
 ledgers are asserted byte-equal (release 2's view and state files).
 
 ``--scaling``: then release 2, pinned, on 1 and on 2 workers (fresh clusters), each with the
@@ -37,12 +37,14 @@ import dask
 import dask.dataframe as dd
 import psutil
 from bench_scale import CEILING_ROUNDS, calibrated_size, ceiling_run, recommended_policy, warm_up
-from bench_step_tasks import LOGS, MIB, _logs
+from bench_step_tasks import LOGS, MIB, _logs, step_of
 from distributed import Client, LocalCluster
 from distributed.utils import key_split
 
+import dpriv.ledger as ledger_mod
 import dpriv.pk_graph as pk_graph_mod
 import dpriv.state_homes as state_homes_mod
+import dpriv.steps as steps_mod
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
 from dpriv.datasets import write_history
 from dpriv.datasets.medical import medical_history
@@ -93,17 +95,34 @@ def timed(client: Client, src: Path, policy, ledger: Path, pin: bool, npartition
     def on_release(i, _metrics):
         marks[i] = (time.perf_counter(), time.time(), cpu(procs), cpu([me]))
 
+    epochs: list[tuple[str, float]] = []
+    lap, commit = steps_mod.Steps.lap, ledger_mod.Ledger.commit
+
+    def marked_lap(self, name):
+        lap(self, name)
+        epochs.append((name, time.time()))
+
+    def marked_commit(self, *a, **k):
+        epochs.append(("(between)", time.time()))
+        out = commit(self, *a, **k)
+        epochs.append(("write", time.time()))
+        return out
+
     with (
         mock.patch.object(state_homes_mod, "PIN_MERGES", pin),
         mock.patch.object(pk_graph_mod, "state_homes", spy),
+        mock.patch.object(steps_mod.Steps, "lap", marked_lap),
+        mock.patch.object(ledger_mod.Ledger, "commit", marked_commit),
     ):
         release_history(dd.read_parquet(src), policy, ledger, npartitions=npartitions, on_release=on_release)
     (t1, e1, w1, c1), (t2, _, w2, c2) = marks[1], marks[2]
+    epochs = [("(release 1)", e1), *((n, e) for n, e in epochs if e > e1)]
     what: Counter = Counter()
     for logs in client.run(_logs).values():
         for rec in (r for r in logs["in"] if r["start"] >= e1):
+            step = step_of(rec["stop"], epochs) or "?"
             for key, nbytes in rec["keys"].items():
-                what[key_split(key)] += nbytes or 0
+                what[f"{step}:{key_split(key)}"] += nbytes or 0
     out = Run(t2 - t1, w2 - w1, c2 - c1, sum(what.values()) / MIB, what, sum(found), digest(ledger))
     shutil.rmtree(ledger, ignore_errors=True)
     return out
@@ -132,7 +151,7 @@ def compare(args, src: Path, policy, work: Path) -> None:
                     f"pinned buckets {run.pinned}, load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-                top = ", ".join(f"{k} {b / MIB:.1f}" for k, b in run.what.most_common(5) if b >= MIB / 10)
+                top = ", ".join(f"{k} {b / MIB:.1f}" for k, b in run.what.most_common(8) if b >= MIB / 10)
                 print(f"{'':16s}moved: {top or 'nothing'}", flush=True)
     digests = {run.digest for rs in runs.values() for run in rs}
     assert len(digests) == 1, "the ledgers differ between the ways"
@@ -154,7 +173,7 @@ def compare(args, src: Path, policy, work: Path) -> None:
 
 def scaling(args, src: Path, policy, work: Path) -> None:
     """Release 2, pinned, on 1 then 2 workers, the ceiling around each (bench_scale's)."""
-    n = calibrated_size(0.3)
+    n = calibrated_size(0.15)  # ~ release 2's worker CPU at 10^6 (13-15 s) over 11 waves x 8 tasks
     got = {}
     for workers in (1, 2):
         with cluster(workers) as lc, Client(lc) as client:
