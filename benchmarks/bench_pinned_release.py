@@ -153,6 +153,10 @@ def compare(args, src: Path, policy, work: Path) -> None:
                 )
                 top = ", ".join(f"{k} {b / MIB:.1f}" for k, b in run.what.most_common(8) if b >= MIB / 10)
                 print(f"{'':16s}moved: {top or 'nothing'}", flush=True)
+                steps: Counter = Counter()
+                for k, b in run.what.items():
+                    steps[k.split(":")[0]] += b
+                print(f"{'':16s}by step: " + ", ".join(f"{k} {b / MIB:.0f}" for k, b in steps.most_common()))
     digests = {run.digest for rs in runs.values() for run in rs}
     assert len(digests) == 1, "the ledgers differ between the ways"
     print(f"release 2's view and state files equal in all {2 * args.repeat} runs")
