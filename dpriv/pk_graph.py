@@ -7,7 +7,10 @@ then one small task per (part, bucket) picks a piece, one task per bucket joins 
 of that bucket with its pieces and advances them (:func:`merge_bucket`, the kernel of
 :func:`dpriv.state.next_state`), one task per part picks its tail row and one concatenates them.
 With P parts and B buckets: P + P B + B + P + 1 tasks (and B aliases where the frame of
-the new state is read).
+the new state is read). On a cluster of 2 workers or more, a state persisted by the release
+before has each bucket's merge (and, when the bucket count grows, the cut of its old rows)
+restricted loosely to the worker holding its old bucket (:mod:`dpriv.state_homes`): the old
+rows stay where they lie, the posteriors' pieces move.
 
 Before, the same step was Dask DataFrame operations: the posteriors with their truth, the
 posteriors without it, the tail rows, a bucket column and a ``set_index`` shuffle of the
@@ -33,6 +36,7 @@ from dpriv.pk_step import posteriors_with_truth, tail_of_posteriors, without_tru
 from dpriv.policy import ReleasePolicy
 from dpriv.state import empty_state, merge_advance
 from dpriv.state_buckets import by_bucket, split_by_bucket
+from dpriv.state_homes import Homes, pinned, state_homes
 
 
 class PkPart(NamedTuple):
@@ -91,16 +95,29 @@ def merge_bucket(
     return merge_advance(state, posts, policy, window, index)
 
 
-def _state_parts(state: Any, policy: ReleasePolicy, n: int, held: int | None) -> list[Any]:
+class StateParts(NamedTuple):
+    """The state's rows of each new bucket (``olds[b]``, a Delayed or a pandas frame) and, when
+    they are persisted buckets on a cluster of 2 workers or more, where each lies (else None)."""
+
+    olds: list[Any]
+    homes: Homes | None
+
+
+def _state_parts(state: Any, policy: ReleasePolicy, n: int, held: int | None) -> StateParts:
     """The state's rows of each of the ``n`` buckets: one Delayed per bucket (a Dask state cut
     by :func:`dpriv.state_buckets.by_bucket`, without moving a row when its partitions are its
-    buckets), or the state itself for every bucket when it has no rows (a first release)."""
+    buckets; persisted buckets on a cluster: read or cut where each lies,
+    :mod:`dpriv.state_homes`), or the state itself for every bucket when it has no rows (a
+    first release)."""
     if not is_dask(state) and not len(state):  # in the dtypes a Dask state of it has (string ids)
-        return [meta_of(to_dask(state, 1))] * n
+        return StateParts([meta_of(to_dask(state, 1))] * n, None)
     if not is_dask(state):  # a state from an in-process release
         state = to_dask(state, 1)
     held = 1 if state.npartitions == 1 else held
-    return by_bucket(state, policy.id, n, held=held).to_delayed()
+    homes = state_homes(state, held) if held and n % held == 0 else None
+    if homes is not None:
+        return StateParts(homes.olds(policy.id, n), homes)
+    return StateParts(by_bucket(state, policy.id, n, held=held).to_delayed(), None)
 
 
 def pk_graph(
@@ -119,9 +136,14 @@ def pk_graph(
     n = max(int(nbuckets), 1)
     parts = [dask.delayed(pk_part, pure=True)(p, policy, n) for p in members.to_delayed()]
     take = dask.delayed(piece, pure=True)
-    olds = _state_parts(state, policy, n, state_buckets)
+    olds, homes = _state_parts(state, policy, n, state_buckets)
     merge = dask.delayed(merge_bucket, pure=True)
-    new = [merge(olds[b], policy, window, index, *(take(p, b) for p in parts)) for b in range(n)]
+    new = []
+    for b in range(n):
+        pieces = [take(p, b) for p in parts]  # not pinned: each piece where its part lies
+        # the merge where its old rows lie (loosely): only the posteriors' pieces move
+        with pinned(homes.worker(b) if homes else None):
+            new.append(merge(olds[b], policy, window, index, *pieces))
     meta = empty_state(policy, window, meta_of(state)[policy.id].dtype)
     tails = dask.delayed(tail_rows, pure=True)([dask.delayed(tail_row, pure=True)(p) for p in parts])
     return PkGraph(new, tails, meta)

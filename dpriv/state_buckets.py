@@ -75,6 +75,13 @@ def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, partition_info=
     return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]
 
 
+def bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, bucket: int) -> pd.DataFrame:
+    """The rows of ``part`` whose ``column`` is in bucket ``bucket`` of ``nbuckets``
+    (:func:`state_buckets`), in their order, ``part``'s columns and index: the rows
+    :func:`by_bucket` keeps of a held bucket when the count grows (there indexed by the bucket)."""
+    return part[state_buckets(part[column], nbuckets) == bucket]
+
+
 def split_by_bucket(frame: pd.DataFrame, column: str, nbuckets: int) -> list[pd.DataFrame]:
     """The rows of ``frame`` cut by the bucket of ``column`` (:func:`state_buckets` of
     ``nbuckets``): a list of ``nbuckets`` frames, item b holding the rows of bucket b in their

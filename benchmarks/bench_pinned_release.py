@@ -1,0 +1,227 @@
+"""A whole later release with each state bucket's merge pinned where its bucket lies, against
+today's placement (issue 13; docs/scaling.md "Each bucket's merge where its bucket lies").
+
+A 2-view medical history of ``--rows`` tuples a view (seed 0, the recommended defense, one
+Parquet file), released by ``dpriv.release.release_history`` on a LocalCluster of ``--workers``
+single-threaded worker processes (dpriv's worker config, numba warmed by a small release first):
+release 1 untimed, release 2 timed from release 1's commit to its own (every step, the state
+write included; the state bucket count grows 8 -> 16 at 10^6). Two ways, alternated,
+``--repeat`` rounds: ``today`` (``dpriv.state_homes.PIN_MERGES`` off: the scheduler places each
+merge) and ``pinned`` (the release's default). Per run: wall seconds, CPU seconds of the worker
+processes and of this process (the client and the LocalCluster's scheduler), MiB the workers
+fetched from each other during release 2 (their transfer logs, by step and key prefix). The two ways'
+ledgers are asserted byte-equal (release 2's view and state files).
+
+``--scaling``: then release 2, pinned, on 1 and on 2 workers (fresh clusters), each with the
+machine's ceiling (``bench_scale.ceiling_run``: waves of independent numpy tasks, just before
+and after the release) and the 1 -> 2 speed-ups of both.
+
+    PYTHONPATH=. python benchmarks/bench_pinned_release.py [--rows 1000000] [--repeat 3]
+        [--scaling]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+from unittest import mock
+
+import dask
+import dask.dataframe as dd
+import psutil
+from bench_scale import CEILING_ROUNDS, calibrated_size, ceiling_run, recommended_policy, warm_up
+from bench_step_tasks import LOGS, MIB, _logs, step_of
+from distributed import Client, LocalCluster
+from distributed.utils import key_split
+
+import dpriv.ledger as ledger_mod
+import dpriv.pk_graph as pk_graph_mod
+import dpriv.state_homes as state_homes_mod
+import dpriv.steps as steps_mod
+from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
+from dpriv.datasets import write_history
+from dpriv.datasets.medical import medical_history
+from dpriv.release import release_history
+
+
+class Run(NamedTuple):
+    """Release 2 of one run: seconds, CPU seconds (workers, this process), MiB fetched between
+    workers and by what (key prefix -> bytes), buckets whose merge was pinned, files' digest."""
+
+    wall: float
+    workers_cpu: float
+    client_cpu: float
+    mib: float
+    what: Counter
+    pinned: int
+    digest: str
+
+
+def cpu(procs: list[psutil.Process]) -> float:
+    """User + system CPU seconds of ``procs``, children's not included."""
+    return sum(sum(p.cpu_times()[:2]) for p in procs)
+
+
+def digest(ledger: Path) -> str:
+    """SHA-256 over release 2's files (view, metrics aside: they hold seconds) and state parts."""
+    h = hashlib.sha256()
+    files = [ledger / "releases" / "2" / "view.parquet", *sorted((ledger / "state" / "2").glob("*.parquet"))]
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def timed(client: Client, src: Path, policy, ledger: Path, pin: bool, npartitions: int) -> Run:
+    """Release the 2-view history at ``src`` into ``ledger`` (removed after), release 2 measured."""
+    procs = [psutil.Process(p) for p in client.run(os.getpid).values()]
+    me = psutil.Process()
+    marks: dict[int, tuple[float, float, float, float]] = {}
+    found = []
+    real = pk_graph_mod.state_homes
+
+    def spy(state, held):
+        homes = real(state, held)
+        found.append(0 if homes is None else len(homes.workers))
+        return homes
+
+    def on_release(i, _metrics):
+        marks[i] = (time.perf_counter(), time.time(), cpu(procs), cpu([me]))
+
+    epochs: list[tuple[str, float]] = []
+    lap, commit = steps_mod.Steps.lap, ledger_mod.Ledger.commit
+
+    def marked_lap(self, name):
+        lap(self, name)
+        epochs.append((name, time.time()))
+
+    def marked_commit(self, *a, **k):
+        epochs.append(("(between)", time.time()))
+        out = commit(self, *a, **k)
+        epochs.append(("write", time.time()))
+        return out
+
+    with (
+        mock.patch.object(state_homes_mod, "PIN_MERGES", pin),
+        mock.patch.object(pk_graph_mod, "state_homes", spy),
+        mock.patch.object(steps_mod.Steps, "lap", marked_lap),
+        mock.patch.object(ledger_mod.Ledger, "commit", marked_commit),
+    ):
+        release_history(dd.read_parquet(src), policy, ledger, npartitions=npartitions, on_release=on_release)
+    (t1, e1, w1, c1), (t2, _, w2, c2) = marks[1], marks[2]
+    epochs = [("(release 1)", e1), *((n, e) for n, e in epochs if e > e1)]
+    what: Counter = Counter()
+    for logs in client.run(_logs).values():
+        for rec in (r for r in logs["in"] if r["start"] >= e1):
+            step = step_of(rec["stop"], epochs) or "?"
+            for key, nbytes in rec["keys"].items():
+                what[f"{step}:{key_split(key)}"] += nbytes or 0
+    out = Run(t2 - t1, w2 - w1, c2 - c1, sum(what.values()) / MIB, what, sum(found), digest(ledger))
+    shutil.rmtree(ledger, ignore_errors=True)
+    return out
+
+
+def cluster(n: int):
+    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0")
+
+
+def compare(args, src: Path, policy, work: Path) -> None:
+    """today and pinned alternated on one cluster of ``args.workers``."""
+    runs: dict[str, list[Run]] = {"today": [], "pinned": []}
+    with cluster(args.workers) as lc, Client(lc) as client:
+        warm_up(work / "warm", policy)
+        for r in range(args.repeat):
+            order = ("today", "pinned") if r % 2 == 0 else ("pinned", "today")
+            for way in order:
+                run = timed(
+                    client, src, policy, work / f"ledger-{way}-{r}", way == "pinned", args.npartitions
+                )
+                runs[way].append(run)
+                print(
+                    f"round {r + 1} {way:6s}: release 2 {run.wall:6.2f} s, "
+                    f"workers CPU {run.workers_cpu:6.2f} s, "
+                    f"client+scheduler CPU {run.client_cpu:5.2f} s, {run.mib:6.1f} MiB w->w, "
+                    f"pinned buckets {run.pinned}, load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+                top = ", ".join(f"{k} {b / MIB:.1f}" for k, b in run.what.most_common(8) if b >= MIB / 10)
+                print(f"{'':16s}moved: {top or 'nothing'}", flush=True)
+                steps: Counter = Counter()
+                for k, b in run.what.items():
+                    steps[k.split(":")[0]] += b
+                print(f"{'':16s}by step: " + ", ".join(f"{k} {b / MIB:.0f}" for k, b in steps.most_common()))
+    digests = {run.digest for rs in runs.values() for run in rs}
+    assert len(digests) == 1, "the ledgers differ between the ways"
+    print(f"release 2's view and state files equal in all {2 * args.repeat} runs")
+    best = {w: min(r.wall for r in rs) for w, rs in runs.items()}
+    mean = {
+        w: {f: sum(getattr(r, f) for r in rs) / len(rs) for f in Run._fields[1:4]} for w, rs in runs.items()
+    }
+    print(f"{'way':7s} {'wall best':>9s} {'workers CPU':>11s} {'client CPU':>10s} {'MiB w->w':>8s}  (means)")
+    for w in runs:
+        m = mean[w]
+        print(f"{w:7s} {best[w]:9.2f} {m['workers_cpu']:11.2f} {m['client_cpu']:10.2f} {m['mib']:8.1f}")
+    t, p = mean["today"], mean["pinned"]
+    print(
+        f"pinned / today: wall {best['pinned'] / best['today']:.2f} (best), workers CPU "
+        f"{p['workers_cpu'] / t['workers_cpu']:.2f}, MiB {p['mib'] / max(t['mib'], 1e-9):.2f} (means)"
+    )
+
+
+def scaling(args, src: Path, policy, work: Path) -> None:
+    """Release 2, pinned, on 1 then 2 workers, the ceiling around each (bench_scale's)."""
+    n = calibrated_size(0.15)  # ~ release 2's worker CPU at 10^6 (13-15 s) over 11 waves x 8 tasks
+    got = {}
+    for workers in (1, 2):
+        with cluster(workers) as lc, Client(lc) as client:
+            warm_up(work / f"warm-s{workers}", policy)
+            before = ceiling_run(client, CEILING_ROUNDS, args.npartitions, n)
+            run = timed(client, src, policy, work / f"ledger-s{workers}", True, args.npartitions)
+            after = ceiling_run(client, CEILING_ROUNDS, args.npartitions, n)
+        got[workers] = (run.wall, (before + after) / 2)
+        print(
+            f"{workers} worker(s): release 2 {run.wall:.2f} s, ceiling {before:.2f}/{after:.2f} s, "
+            f"load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    release_x, ceiling_x = got[1][0] / got[2][0], got[1][1] / got[2][1]
+    print(
+        f"strong scaling 1 -> 2 workers (pinned): release 2 {release_x:.2f}x, ceiling {ceiling_x:.2f}x, "
+        f"release / ceiling {release_x / ceiling_x:.2f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--npartitions", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true", help="then release 2 pinned on 1 and 2 workers")
+    ap.add_argument("--no-compare", action="store_true", help="skip the today / pinned series")
+    args = ap.parse_args()
+    keep_freed_memory()
+    no_huge_page_advice()
+    work = Path(tempfile.mkdtemp(prefix="dpriv-pinned-"))
+    try:
+        write_history(work / "h", medical_history(2, args.rows, seed=0))
+        policy = recommended_policy(work / "h")
+        print(f"2 views of {args.rows} tuples, release 2 timed, load {os.getloadavg()[0]:.1f}", flush=True)
+        with dask.config.set({**worker_config(), **LOGS}):
+            if not args.no_compare:
+                compare(args, work / "h" / "history.parquet", policy, work)
+            if args.scaling:
+                scaling(args, work / "h" / "history.parquet", policy, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
