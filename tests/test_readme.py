@@ -16,8 +16,8 @@ def test_python_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "adversary_gain" in out
-    assert (tmp_path / "work" / "ledger" / "manifest.json").exists()
-    work = tmp_path / "work"
+    assert (tmp_path / "pywork" / "ledger" / "manifest.json").exists()
+    work = tmp_path / "pywork"
     before = {p: p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()}
     # the comment says re-running is a no-op: a second run succeeds, prints the same, and
     # leaves the generated files and the ledger's releases as they were
