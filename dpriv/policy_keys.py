@@ -65,6 +65,12 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
         table = " under [columns]" if name in ("id", "time", "qi", "sensitive") else ""
         flag = name.replace("_", "-")
         return f"missing: set {name}{table} in the policy file, or pass --{flag} ({name}=... in Python)"
+    if error["type"] == "list_type" and name == "domains" and len(error["loc"]) > 1:
+        col = error["loc"][1]  # domains = ["a", "b"] (s46 drill) was no example of a [domains] entry
+        return (
+            f'must be a list under [domains]: {col} = [min, max] for a numeric QI, {col} = ["a", "b"] '
+            f"for a categorical QI's levels or the sensitive values, got {error.get('input')!r}"
+        )
     if error["type"] == "list_type" and name:
         return f'must be a list, e.g. {name} = ["a", "b"], got {error.get("input")!r}'
     if error["type"] in _TYPE_ERRORS:
