@@ -251,6 +251,12 @@ def domain_problem(
         return None if ok else f"domain of {name!r} must list distinct values, got {dom}"
     if len(dom) != 2 or not all(is_number(v) for v in dom) or dom[0] > dom[1]:
         return min_max_message(name, dom)
+    if not all(math.isfinite(float(v)) for v in dom):  # TOML's nan and inf (s46 drill: "overflows")
+        return (
+            f"numeric domain of {name!r} is {dom}: nan and inf are no bounds; declare [domains] "
+            f"{name} = [min, max], the attribute's true range, or leave it out to have it inferred "
+            "from the data"
+        )
     if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
         # a QI's numbers lie within +-1e150 (dpriv.value_types.MAX_MAGNITUDE): the true range is far
         # narrower, and the fix is to declare it

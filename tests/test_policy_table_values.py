@@ -54,3 +54,20 @@ def test_the_command_refuses_them_by_name(tmp_path, extra, said):
     res = CliRunner().invoke(app, ["release", str(src), "--ledger", str(ledger), "--policy", str(policy)])
     assert_refused(res, said)
     assert not ledger.exists()
+
+
+@pytest.mark.parametrize("bounds", ["[nan, 74]", "[45, inf]", "[-inf, 74]"])
+def test_nan_and_inf_are_no_bounds(tmp_path, bounds):
+    """TOML writes nan and inf as numbers: they were refused as a width that "overflows float64"."""
+    policy = tmp_path / "p.toml"
+    policy.write_text(f'[columns]\nqi = ["age"]\nsensitive = "s"\n[domains]\nage = {bounds}\n')
+    with pytest.raises(
+        PolicyError, match=r"numeric domain of 'age' is \[.*\]: nan and inf are no bounds"
+    ) as info:
+        ReleasePolicy.from_toml(policy)
+    assert "overflows" not in str(info.value)
+
+
+def test_a_finite_domain_too_wide_still_overflows():
+    with pytest.raises(PolicyError, match="its width max - min overflows float64"):
+        ReleasePolicy.from_dict({**BASE, "domains": {"age": [-1e308, 1e308]}})
