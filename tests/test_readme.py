@@ -48,7 +48,7 @@ def _synopsis(command: str) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("command", ["release", "experiment paper", "report"])
+@pytest.mark.parametrize("command", ["release", "experiment paper", "report", "demo", "attack", "kpr"])
 def test_the_synopsis_lists_every_option_and_brackets_the_optional_ones(command):
     """The drill: release lacked --retro-max-gain, --allow-repeated-view and --npartitions,
     experiment paper --seed, and report showed ``--out report.html|.htm`` as if required."""
