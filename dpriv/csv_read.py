@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from pyarrow import csv as arrow_csv
 
 from dpriv.errors import InputError
+from dpriv.foreign_input import foreign_message
 
 #: Bytes of a CSV read to infer its column types: a column with text far down the file (e.g. a
 #: '*' in row 50,000 of a numeric column) would otherwise fail in the middle of the computation.
@@ -36,9 +37,11 @@ def _text_sample(path: str, size: int = 65536) -> str:
     """The first ``size`` bytes of ``path`` as UTF-8 text (a leading BOM removed).
 
     Raises InputError when they are not UTF-8 (e.g. a Latin-1 export), naming the byte, its
-    line and the fix."""
+    line and the fix, and for a file of another format (:mod:`dpriv.foreign_input`)."""
     with fsspec.open(path, "rb") as fh:
         raw = fh.read(size)
+    if foreign := foreign_message(raw, path):  # gzip, a workbook, JSON...: named, not read as text
+        raise InputError(foreign)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -228,6 +228,19 @@ def not_a_folder(path: Path) -> str:
     return "is a file"
 
 
+def broken_link_problem(path: Path, what: str) -> str | None:
+    """``"L is a broken symbolic link (to /mnt/share/L), not a ledger folder: ..."`` when ``path``
+    is a symbolic link whose target does not exist (``what``: what was wanted there), else None.
+    A ledger linked onto a share that is not mounted made ``dpriv release`` exit 1 on
+    FileExistsError (a drill, s46); it is not created through the link: the share may come back."""
+    if not (path.is_symlink() and not path.exists()):
+        return None
+    return (
+        f"{path} {not_a_folder(path)}, not {what}: mount or create what it points to (a share not "
+        "mounted?), or choose another folder; nothing was written"
+    )
+
+
 def public_mode() -> int:
     """Permissions of an ordinary new file: ``0o666`` less the process umask."""
     umask = os.umask(0)

@@ -36,7 +36,7 @@ import pandas as pd
 
 from dpriv import pending_interrupt
 from dpriv.errors import LedgerError
-from dpriv.io import ROW_GROUP, atomic_write, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
+from dpriv.io import ROW_GROUP, atomic_write, broken_link_problem, write_parquet  # noqa: F401 (ROW_GROUP: part of the ledger's vocabulary)
 from dpriv.ledger_digests import released_digests
 from dpriv.ledger_files import (
     ATTACK_DIR,  # noqa: F401 (re-exported: where the ledger keeps attack results)
@@ -93,6 +93,8 @@ class Ledger(StateReaders):
         check_place(root, create=create)
         self.root = Path(root)
         self._lock: int | None = None
+        if create and (broken := broken_link_problem(self.root, "a ledger folder")):
+            raise LedgerError(broken)
         if create and self.root.exists() and not self.root.is_dir():
             raise LedgerError(f"{self.root} is a file, not a ledger folder: choose a new or empty folder")
         if create:

@@ -65,6 +65,12 @@ def bound_message(fields: dict[str, Any], error: Any) -> str:
         table = " under [columns]" if name in ("id", "time", "qi", "sensitive") else ""
         flag = name.replace("_", "-")
         return f"missing: set {name}{table} in the policy file, or pass --{flag} ({name}=... in Python)"
+    if error["type"] == "list_type" and name == "domains" and len(error["loc"]) > 1:
+        col = error["loc"][1]  # domains = ["a", "b"] (s46 drill) was no example of a [domains] entry
+        return (
+            f'must be a list under [domains]: {col} = [min, max] for a numeric QI, {col} = ["a", "b"] '
+            f"for a categorical QI's levels or the sensitive values, got {error.get('input')!r}"
+        )
     if error["type"] == "list_type" and name:
         return f'must be a list, e.g. {name} = ["a", "b"], got {error.get("input")!r}'
     if error["type"] in _TYPE_ERRORS:
@@ -212,17 +218,45 @@ def min_max_message(name: str, dom: list) -> str:
     return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
 
 
-def domain_problem(name: str, dom: list, numeric: bool, columns: Iterable[str]) -> str | None:
+def misspelled_hint(name: str, columns: Iterable[str], entries: Iterable[str], table: str) -> str:
+    """``"; is the QI 'wieght' a misspelling of 'weight'? ..."`` for a ``table`` entry ``name``
+    that names no policy column while one of ``columns`` without an entry of its own there looks
+    like it (:func:`dpriv.column_hints.renamed_to`), else ``""``. A drill (s46): ``qi = [...,
+    "wieght"]`` was refused as "[domains] names 'weight', which is neither a QI nor the sensitive
+    column", pointing at the entry that was right."""
+    from dpriv.column_hints import renamed_to
+
+    bare = [c for c in columns if c not in set(entries)]
+    typo = renamed_to(name, bare)
+    if typo is None:
+        return ""
+    return (
+        f"; the policy column {typo!r} has no {table} entry: if it is a misspelling of {name!r}, "
+        f"correct it where the columns are named ([columns] or --qi/--sensitive), else correct {table}"
+    )
+
+
+def domain_problem(
+    name: str, dom: list, numeric: bool, columns: Iterable[str], entries: Iterable[str] = ()
+) -> str | None:
     """The message for a ``[domains]`` entry of column ``name`` that no release can use (not a
-    policy column; a numeric QI's domain that is not [min, max] or whose width overflows
-    float64; a categorical one with repeated values or none), else None."""
+    policy column, with :func:`misspelled_hint` over ``entries``, the table's names; a numeric
+    QI's domain that is not [min, max] or whose width overflows float64; a categorical one with
+    repeated values or none), else None."""
     if name not in columns:
-        return f"[domains] names {name!r}, which is neither a QI nor the sensitive column"
+        hint = misspelled_hint(name, columns, entries, "[domains]")
+        return f"[domains] names {name!r}, which is neither a QI nor the sensitive column{hint}"
     if not numeric:
         ok = len(set(map(str, dom))) == len(dom) and dom
         return None if ok else f"domain of {name!r} must list distinct values, got {dom}"
     if len(dom) != 2 or not all(is_number(v) for v in dom) or dom[0] > dom[1]:
         return min_max_message(name, dom)
+    if not all(math.isfinite(float(v)) for v in dom):  # TOML's nan and inf (s46 drill: "overflows")
+        return (
+            f"numeric domain of {name!r} is {dom}: nan and inf are no bounds; declare [domains] "
+            f"{name} = [min, max], the attribute's true range, or leave it out to have it inferred "
+            "from the data"
+        )
     if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
         # a QI's numbers lie within +-1e150 (dpriv.value_types.MAX_MAGNITUDE): the true range is far
         # narrower, and the fix is to declare it
@@ -250,10 +284,12 @@ def fields_problem(policy: ReleasePolicy) -> str | None:
         return clash
     for name in policy.kinds:
         if name not in policy.qi:
-            return f"[kinds] names {name!r}, which is not a QI ({policy.qi})"
+            hint = misspelled_hint(name, policy.qi, policy.kinds, "[kinds]")
+            return f"[kinds] names {name!r}, which is not a QI ({policy.qi}){hint}"
     for name in policy.hierarchies:
         if name not in policy.qi:
-            return f"[hierarchies] names {name!r}, which is not a QI ({policy.qi})"
+            hint = misspelled_hint(name, policy.qi, policy.hierarchies, "[hierarchies]")
+            return f"[hierarchies] names {name!r}, which is not a QI ({policy.qi}){hint}"
         if policy.kinds.get(name) == "numeric":
             return (
                 f"QI {name!r} has a hierarchy but is declared numeric in [kinds]: a hierarchy "
@@ -264,7 +300,7 @@ def fields_problem(policy: ReleasePolicy) -> str | None:
     problem = exit_values_problem(policy.exit_values, dom_s, policy.sensitive)
     for name, dom in policy.domains.items():
         numeric = policy.kind(name) == "numeric" and name != policy.sensitive
-        problem = problem or domain_problem(name, dom, numeric, columns)
+        problem = problem or domain_problem(name, dom, numeric, columns, policy.domains)
     return problem
 
 

@@ -5,6 +5,7 @@ inferred from the data, in the order of their levels, and the line that tells ea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -49,6 +50,8 @@ def dated_domains(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     kinds, domains = data.get("kinds") or {}, data.get("domains") or {}
+    if not (isinstance(kinds, Mapping) and isinstance(domains, Mapping)):
+        return data  # domains = "x" (not a table): refused by the model's type check, by name
     dated = {
         q: [as_days(v) for v in dom]
         for q, dom in domains.items()

@@ -251,17 +251,32 @@ def validate_view(
     if len(dups):  # the rows, by their line in the input file
         found = duplicate_rows(view, policy, hashed=True)
         if not len(found):  # each respondent once per view of the time column: several views
-            raise InputError(
-                f"respondent {as_python(dups.index[0])!r} has tuples in more than one view of the time "
-                f"column {policy.time!r}: this command releases one view; release a history with dpriv "
-                "release (release_history), or keep the rows of one view"
-            )
+            raise InputError(_several_views(view, policy))
         message = first_problem(found, policy, whole=policy.time is None)
         raise InputError(message + (_HISTORY_HINT if not policy.time else ""))
     if n == 0:
         raise InputError("the view is empty: there is nothing to release")
     check_size(int(n), policy, allow_small)
     return summary_of(counts, int(n))
+
+
+def _several_views(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> str:
+    """The refusal of a one-view command's input that holds several views of the time column with
+    respondents in more than one: how many views it holds, and which (a drill, s46: the message
+    named the first such respondent by her id, which said less of the input and put an id in the
+    terminal's log)."""
+    times = view[policy.time].drop_duplicates()
+    times = [as_python(t) for t in (times.compute() if is_dask(times) else times)]
+    try:
+        times.sort()
+    except TypeError:  # values of several types (1 and '2'): in the order of their text
+        times.sort(key=repr)
+    shown = f"{times[0]!r}..{times[-1]!r}" if len(times) > 3 else ", ".join(map(repr, times))
+    return (
+        f"the input holds {len(times)} views of the time column {policy.time!r} ({shown}), with "
+        "respondents in more than one: this command releases one view; release a history with dpriv "
+        f"release (release_history), or keep the rows of one view (e.g. {policy.time} = {times[-1]!r})"
+    )
 
 
 def check_k_below_largest(

@@ -126,10 +126,10 @@ def test_anonymize_of_several_views_says_so(released):
     policy = ReleasePolicy.from_toml(released / "policy.toml")
     history = pd.read_parquet(released / "history.parquet")
     with pytest.raises(
-        InputError, match="more than one view of the time column 'view'.*dpriv release"
+        InputError, match=r"holds 2 views of the time column 'view' \(1, 2\), with respondents.*dpriv release"
     ) as said:
         anonymize(history[history["view"] <= 2], policy)
-    assert "np." not in str(said.value)  # the id as the user wrote it ("respondent 148", not np.int64(148))
+    assert "np." not in str(said.value)  # the views as the user wrote them ("1, 2", not np.int64(1))
 
 
 @pytest.mark.parametrize("content", ["{}", '{"seconds": 1.0}'])

@@ -16,8 +16,8 @@ def test_python_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "adversary_gain" in out
-    assert (tmp_path / "work" / "ledger" / "manifest.json").exists()
-    work = tmp_path / "work"
+    assert (tmp_path / "pywork" / "ledger" / "manifest.json").exists()
+    work = tmp_path / "pywork"
     before = {p: p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()}
     # the comment says re-running is a no-op: a second run succeeds, prints the same, and
     # leaves the generated files and the ledger's releases as they were
@@ -48,7 +48,7 @@ def _synopsis(command: str) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("command", ["release", "experiment paper", "report"])
+@pytest.mark.parametrize("command", ["release", "experiment paper", "report", "demo", "attack", "kpr"])
 def test_the_synopsis_lists_every_option_and_brackets_the_optional_ones(command):
     """The drill: release lacked --retro-max-gain, --allow-repeated-view and --npartitions,
     experiment paper --seed, and report showed ``--out report.html|.htm`` as if required."""

@@ -148,10 +148,13 @@ def check_ledger_folder(ledger: Path | None) -> None:
     releases pass None for a missing required option), a file, or a folder (or, for a new
     ledger, its parent) dpriv cannot write in."""
     from dpriv.errors import LedgerError
+    from dpriv.io import broken_link_problem
 
     if ledger is None:
         raise LedgerError("give the ledger folder: --ledger DIR (created if new)")
     check_place(ledger, "--ledger")
+    if broken := broken_link_problem(ledger, "a ledger folder"):
+        raise LedgerError(f"--ledger {broken}")
     if ledger.exists() and not ledger.is_dir():
         raise LedgerError(f"--ledger {ledger} is a file, not a ledger folder: choose a new or empty folder")
     check_writable(ledger if ledger.is_dir() else ledger.absolute().parent, "--ledger")
