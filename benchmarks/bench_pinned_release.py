@@ -12,6 +12,10 @@ processes and of this process (the client and the LocalCluster's scheduler), MiB
 fetched from each other during release 2 (their transfer logs, by step and key prefix). The two ways'
 ledgers are asserted byte-equal (release 2's view and state files).
 
+``--join``: the ways are ``merges`` (the pk step's merges pinned, the rbk join placed by the
+scheduler, as in session 46 before the join was pinned) and ``pinned`` (both, the default), and
+the rbk step's bytes are printed by key prefix.
+
 ``--scaling``: then release 2, pinned, on 1 and on 2 workers (fresh clusters), each with the
 machine's ceiling (``bench_scale.ceiling_run``: waves of independent numpy tasks, just before
 and after the release) and the 1 -> 2 speed-ups of both.
@@ -43,6 +47,7 @@ from distributed.utils import key_split
 
 import dpriv.ledger as ledger_mod
 import dpriv.pk_graph as pk_graph_mod
+import dpriv.release as release_mod
 import dpriv.state_homes as state_homes_mod
 import dpriv.steps as steps_mod
 from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
@@ -79,8 +84,11 @@ def digest(ledger: Path) -> str:
     return h.hexdigest()
 
 
-def timed(client: Client, src: Path, policy, ledger: Path, pin: bool, npartitions: int) -> Run:
-    """Release the 2-view history at ``src`` into ``ledger`` (removed after), release 2 measured."""
+def timed(
+    client: Client, src: Path, policy, ledger: Path, pin: bool, npartitions: int, join: bool = True
+) -> Run:
+    """Release the 2-view history at ``src`` into ``ledger`` (removed after), release 2 measured;
+    ``join`` False: the rbk join not pinned (the release finds no homes for it)."""
     procs = [psutil.Process(p) for p in client.run(os.getpid).values()]
     me = psutil.Process()
     marks: dict[int, tuple[float, float, float, float]] = {}
@@ -113,6 +121,7 @@ def timed(client: Client, src: Path, policy, ledger: Path, pin: bool, npartition
         mock.patch.object(pk_graph_mod, "state_homes", spy),
         mock.patch.object(steps_mod.Steps, "lap", marked_lap),
         mock.patch.object(ledger_mod.Ledger, "commit", marked_commit),
+        mock.patch.object(release_mod, "state_homes", release_mod.state_homes if join else lambda *_: None),
     ):
         release_history(dd.read_parquet(src), policy, ledger, npartitions=npartitions, on_release=on_release)
     (t1, e1, w1, c1), (t2, _, w2, c2) = marks[1], marks[2]
@@ -134,15 +143,17 @@ def cluster(n: int):
 
 def compare(args, src: Path, policy, work: Path) -> None:
     """today and pinned alternated on one cluster of ``args.workers``."""
-    runs: dict[str, list[Run]] = {"today": [], "pinned": []}
+    base = "merges" if args.join else "today"
+    runs: dict[str, list[Run]] = {base: [], "pinned": []}
     with cluster(args.workers) as lc, Client(lc) as client:
         warm_up(work / "warm", policy)
         for r in range(args.repeat):
-            order = ("today", "pinned") if r % 2 == 0 else ("pinned", "today")
+            order = (base, "pinned") if r % 2 == 0 else ("pinned", base)
             for way in order:
                 run = timed(
-                    client, src, policy, work / f"ledger-{way}-{r}", way == "pinned", args.npartitions
-                )
+                    client, src, policy, work / f"ledger-{way}-{r}", way != "today", args.npartitions,
+                    join=way == "pinned",
+                )  # fmt: skip
                 runs[way].append(run)
                 print(
                     f"round {r + 1} {way:6s}: release 2 {run.wall:6.2f} s, "
@@ -157,6 +168,9 @@ def compare(args, src: Path, policy, work: Path) -> None:
                 for k, b in run.what.items():
                     steps[k.split(":")[0]] += b
                 print(f"{'':16s}by step: " + ", ".join(f"{k} {b / MIB:.0f}" for k, b in steps.most_common()))
+                rbk = Counter({k[4:]: b for k, b in run.what.items() if k.startswith("rbk:")})
+                moved = ", ".join(f"{k} {b / MIB:.1f}" for k, b in rbk.most_common())
+                print(f"{'':16s}rbk step: {moved or 'nothing'}")
     digests = {run.digest for rs in runs.values() for run in rs}
     assert len(digests) == 1, "the ledgers differ between the ways"
     print(f"release 2's view and state files equal in all {2 * args.repeat} runs")
@@ -168,9 +182,9 @@ def compare(args, src: Path, policy, work: Path) -> None:
     for w in runs:
         m = mean[w]
         print(f"{w:7s} {best[w]:9.2f} {m['workers_cpu']:11.2f} {m['client_cpu']:10.2f} {m['mib']:8.1f}")
-    t, p = mean["today"], mean["pinned"]
+    t, p = mean[base], mean["pinned"]
     print(
-        f"pinned / today: wall {best['pinned'] / best['today']:.2f} (best), workers CPU "
+        f"pinned / {base}: wall {best['pinned'] / best[base]:.2f} (best), workers CPU "
         f"{p['workers_cpu'] / t['workers_cpu']:.2f}, MiB {p['mib'] / max(t['mib'], 1e-9):.2f} (means)"
     )
 
@@ -204,6 +218,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--npartitions", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--join", action="store_true", help="compare with the rbk join alone unpinned")
     ap.add_argument("--scaling", action="store_true", help="then release 2 pinned on 1 and 2 workers")
     ap.add_argument("--no-compare", action="store_true", help="skip the today / pinned series")
     args = ap.parse_args()

@@ -11,6 +11,7 @@ revises with the same kernel (:func:`revised_priors`).
 
 from __future__ import annotations
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -22,6 +23,7 @@ from dpriv.knowledge.tables import MarkovTables
 from dpriv.policy import ReleasePolicy
 from dpriv.state import STATE, pk_columns
 from dpriv.state_buckets import by_bucket
+from dpriv.state_homes import Homes, pinned
 
 
 def revised(
@@ -32,20 +34,22 @@ def revised(
     window: int,
     npartitions: int,
     state_buckets: int | None = None,
+    homes: Homes | None = None,
 ) -> pd.DataFrame | dd.DataFrame:
     """The view (pandas or Dask) with RBK^sv in its ``p__<value>`` columns (float64, rows sum
     to 1). Lazy on Dask: the join on the id (:func:`with_state`; into the state's
     ``state_buckets`` buckets when its partitions are them, else ``npartitions``), then
     :func:`with_revised_priors` per partition, the tables scattered once (a first release,
     whose state is an empty pandas frame: :func:`revised_view` per partition, no join). In
-    process: :func:`revised_view` (a Dask ``state`` is collected first). Raises
+    process: :func:`revised_view` (a Dask ``state`` is collected first). ``homes``: where the
+    state's persisted buckets lie (:func:`with_state`). Raises
     :class:`~dpriv.errors.InputError` for a QI value outside the class map (``classify``)."""
     if not is_dask(view):
         return revised_view(view, to_pandas(state), tables, policy, window)
     if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, partition by partition
         meta = revised_view(view._meta, state, tables, policy, window)
         return map_frame(revised_view, view, state, shared(tables, view), policy, window, meta=meta)
-    joined = with_state(view, state, policy, npartitions, state_buckets)
+    joined = with_state(view, state, policy, npartitions, state_buckets, homes)
     meta = with_revised_priors(joined._meta, tables, policy, window)
     return map_frame(with_revised_priors, joined, shared(tables, joined), policy, window, meta=meta)
 
@@ -166,6 +170,7 @@ def with_state(
     policy: ReleasePolicy,
     npartitions: int,
     state_buckets: int | None = None,
+    homes: Homes | None = None,
 ) -> pd.DataFrame | dd.DataFrame:
     """The view left-joined with what RBK reads of the state (:func:`rbk_state`), on the id.
 
@@ -176,7 +181,11 @@ def with_state(
     (Hilbert key, seeded id hash). A first release needs no join (:func:`revised`).
     ``state_buckets``: the number of buckets of a Dask state whose partitions are its buckets
     (:func:`dpriv.state.next_state`'s output, at least 2): then only the view moves, cut into
-    those buckets (:func:`dpriv.state_buckets.by_bucket`), and each bucket is joined where it lies."""
+    those buckets (:func:`dpriv.state_buckets.by_bucket`), and each bucket is joined where it lies.
+    ``homes`` (:func:`dpriv.state_homes.state_homes` of ``state`` and ``state_buckets``, on a
+    client): each bucket's join is restricted loosely to the worker holding its state bucket and
+    persisted at once (its Delayed tasks alone: a dataframe graph drops the restriction), so only
+    the view's rows cross; the same rows in the same partitions (:func:`_pinned_join`)."""
     if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
         state = to_pandas(state)
         state = state[state[policy.id].isin(view[policy.id])]
@@ -185,11 +194,29 @@ def with_state(
         right = by_bucket(rbk_state(state), policy.id, state_buckets, held=state_buckets)
         left = by_bucket(view, policy.id, state_buckets)
         meta = _join_part(left._meta, right._meta, policy.id)
+        if homes is not None and len(homes.sources) == state_buckets:
+            return _pinned_join(left, homes, policy.id, meta)
         return dd.map_partitions(_join_part, left, right, policy.id, meta=meta, clear_divisions=True)
     # the merge's partitions are its hash partitions of the id: no second shuffle (RBK is
     # computed row by row, the same bits whatever rows share a partition)
     joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
     return joined.map_partitions(_sorted_by, policy.id)
+
+
+def _pinned_join(left: dd.DataFrame, homes: Homes, column: str, meta: pd.DataFrame) -> dd.DataFrame:
+    """Bucket b's join (its view rows of ``left`` + held state bucket b) as a task restricted
+    loosely to the worker holding that bucket, persisted now: a frame over the futures."""
+    join = dask.delayed(_join_bucket, pure=True)
+    parts = []
+    for b, (view, state) in enumerate(zip(left.to_delayed(), homes.sources, strict=True)):
+        with pinned(homes.worker(b)):
+            parts.append(join(view, state, column))
+    return dd.from_delayed(list(dask.persist(*parts)), meta=meta, verify_meta=False)
+
+
+def _join_bucket(view: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:
+    """One bucket's join from the held state bucket itself (what RBK reads of it, then :func:`_join_part`)."""
+    return _join_part(view, rbk_state(state), column)
 
 
 def _sorted_by(part: pd.DataFrame, column: str) -> pd.DataFrame:

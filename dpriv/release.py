@@ -75,6 +75,7 @@ from dpriv.release_stops import said_stops
 from dpriv.released import qig_table, secret_policy
 from dpriv.resume_types import check_resumed_policy, resumed_types
 from dpriv.sources import DefenderKnowledge, defender_knowledge
+from dpriv.state_homes import state_homes
 from dpriv.state_parts import state_nbuckets
 from dpriv.steps import Steps
 from dpriv.text_numbers import refuse_mixed_numbers
@@ -355,7 +356,14 @@ def release_view(
     # a Dask view is read once, with RBK: the metrics step measures KPR against it
     # a first release's priors are looked up after Generalize's shuffle (dpriv.first_priors)
     later = deferred(view, state, tables, policy, window) if method == "jsreduce" else None
-    frame, priors = later or (revised(view, state, tables, policy, window, npartitions, state_buckets), None)
+    pin = later is None and is_dask(view) and (state_buckets or 0) > 1
+    homes = state_homes(state, state_buckets) if pin else None
+    if homes is not None:  # read once: its persisted rows feed the pinned joins (dpriv.rbk) and later steps
+        view = view.persist()
+    frame, priors = later or (
+        revised(view, state, tables, policy, window, npartitions, state_buckets, homes),
+        None,
+    )
     if method == "jsreduce" and policy.time in frame.columns:  # read by no step after: not shuffled
         frame = frame.drop(columns=policy.time)
     frame, view = steps.run("rbk", frame, view)

@@ -9,7 +9,8 @@ and its posteriors from every part) on whichever worker is less busy, and the ol
 each (``Client.who_has``, one round trip); :func:`pinned` restricts a task to a worker LOOSELY
 (``allow_other_workers=True``: a lost worker never stalls a release, the scheduler runs the
 task elsewhere). Same tasks, same inputs: the rows and bytes do not change, only where a task
-runs.
+runs. The rbk step's join of the view with the state (:func:`dpriv.rbk.with_state`) is pinned
+the same way, one task per held bucket.
 """
 
 from __future__ import annotations

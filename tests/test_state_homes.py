@@ -13,12 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from dask.delayed import Delayed
-from distributed import Client, LocalCluster, wait
+from distributed import Client, LocalCluster, futures_of, wait
 from distributed.utils import key_split
 from test_pk_graph import POLICY, WINDOW, members
 
 import dpriv.state_homes as state_homes_mod
 from dpriv.pk_graph import pk_graph
+from dpriv.rbk import with_state
 from dpriv.state import empty_state
 from dpriv.state_homes import state_homes
 
@@ -132,3 +133,25 @@ def test_nothing_is_pinned_without_a_client_or_with_one_worker():
         persisted = state.persist()
         wait(persisted)
         assert state_homes(persisted, HELD) is None
+
+
+@pytest.mark.slow  # a 2-worker cluster: ~2 s
+def test_each_rbk_join_runs_where_its_state_bucket_lies_and_gives_the_unpinned_rows():
+    h = histories(np.random.default_rng(17))
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc,
+        Client(lc) as client,
+    ):
+        state, where = placed(client, h.buckets)
+        homes = state_homes(state, HELD)
+        pinned_join = with_state(h.second, state, POLICY, 3, HELD, homes)
+        futures = futures_of(pinned_join)
+        wait(futures)
+        tasks = {k: (p, r, loose) for k, p, r, loose, _ in client.run_on_scheduler(restrictions)}
+        assert [tasks[str(f.key)] for f in futures] == [("join_bucket", [w], True) for w in where]
+        plain = with_state(h.second, state, POLICY, 3, HELD)
+        assert pinned_join.npartitions == plain.npartitions == HELD
+        for b in range(HELD):  # the same rows, in the same order, in the same partition
+            got, want = (f.partitions[b].compute() for f in (pinned_join, plain))
+            pd.testing.assert_frame_equal(got, want)
+        assert sum(len(pinned_join.partitions[b].compute()) for b in range(HELD)) == 170
