@@ -407,9 +407,17 @@ def test_verify_a_release_made_with_add_row_id(cli, tmp_path):
     assert res.exit_code == 0, res.output
     res = cli("verify", rel, "--original", src, "--add-row-id", *cols, "--k", "3", "--t", "0.9")
     assert res.exit_code == 0 and re.search(r"ok: True", res.output), res.output
-    # k 4 is not what it was made with: verify measures, it does not rubber-stamp
+    # a k it was not made with: refused against the k recorded beside the file (session 46) ...
     sizes = pd.read_parquet(rel).groupby("qi_group").size()
-    res = cli("verify", rel, "--original", src, "--add-row-id", *cols, "--k", str(sizes.min() + 1))
+    stricter = ["--add-row-id", *cols, "--k", str(sizes.min() + 1)]
+    res = cli("verify", rel, "--original", src, *stricter)
+    assert res.exit_code == 2 and "made with k = 3" in res.output and "FAIL" not in res.output, res.output
+    # ... and measured, not rubber-stamped, for a file without that record (written before it)
+    record = Path(f"{rel}.metrics.json")
+    data = json.loads(record.read_text())
+    del data["anonymity_parameters"]
+    record.write_text(json.dumps(data))
+    res = cli("verify", rel, "--original", src, *stricter)
     assert res.exit_code == 2 and "FAIL" in res.output
     res = cli("verify", rel, "--original", src, *cols, "--k", "3", "--t", "0.9")
     assert_refused(res, "respondent_id", "--id")
