@@ -43,3 +43,19 @@ def renamed_hint(missing: Iterable[str], candidates: Iterable[object]) -> str:
     if not pairs:
         return ""
     return " (did you mean " + ", ".join(f"{str(new)!r} for {old!r}" for old, new in pairs) + "?)"
+
+
+def misspelled_hint(name: str, columns: Iterable[str], entries: Iterable[str], table: str) -> str:
+    """``"; is the QI 'wieght' a misspelling of 'weight'? ..."`` for a ``table`` entry ``name``
+    that names no policy column while one of ``columns`` without an entry of its own there looks
+    like it (:func:`renamed_to`), else ``""``. A drill (s46): ``qi = [...,
+    "wieght"]`` was refused as "[domains] names 'weight', which is neither a QI nor the sensitive
+    column", pointing at the entry that was right."""
+    bare = [c for c in columns if c not in set(entries)]
+    typo = renamed_to(name, bare)
+    if typo is None:
+        return ""
+    return (
+        f"; the policy column {typo!r} has no {table} entry: if it is a misspelling of {name!r}, "
+        f"correct it where the columns are named ([columns] or --qi/--sensitive), else correct {table}"
+    )

@@ -21,6 +21,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from dpriv.column_hints import misspelled_hint
 from dpriv.errors import PolicyError
 from dpriv.wording import flag_named
 
@@ -216,24 +217,6 @@ def exit_values_problem(exit_values: list, sensitive_domain: list, sensitive: st
 def min_max_message(name: str, dom: list) -> str:
     """The words refusing ``dom`` as the numeric domain of QI ``name``."""
     return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
-
-
-def misspelled_hint(name: str, columns: Iterable[str], entries: Iterable[str], table: str) -> str:
-    """``"; is the QI 'wieght' a misspelling of 'weight'? ..."`` for a ``table`` entry ``name``
-    that names no policy column while one of ``columns`` without an entry of its own there looks
-    like it (:func:`dpriv.column_hints.renamed_to`), else ``""``. A drill (s46): ``qi = [...,
-    "wieght"]`` was refused as "[domains] names 'weight', which is neither a QI nor the sensitive
-    column", pointing at the entry that was right."""
-    from dpriv.column_hints import renamed_to
-
-    bare = [c for c in columns if c not in set(entries)]
-    typo = renamed_to(name, bare)
-    if typo is None:
-        return ""
-    return (
-        f"; the policy column {typo!r} has no {table} entry: if it is a misspelling of {name!r}, "
-        f"correct it where the columns are named ([columns] or --qi/--sensitive), else correct {table}"
-    )
 
 
 def domain_problem(

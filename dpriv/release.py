@@ -358,12 +358,9 @@ def release_view(
     later = deferred(view, state, tables, policy, window) if method == "jsreduce" else None
     pin = later is None and is_dask(view) and (state_buckets or 0) > 1
     homes = state_homes(state, state_buckets) if pin else None
-    if homes is not None:  # read once: its persisted rows feed the pinned joins (dpriv.rbk) and later steps
-        view = view.persist()
-    frame, priors = later or (
-        revised(view, state, tables, policy, window, npartitions, state_buckets, homes),
-        None,
-    )
+    view = view.persist() if homes is not None else view  # read once: pinned joins (dpriv.rbk), later steps
+    rbk = later or (revised(view, state, tables, policy, window, npartitions, state_buckets, homes), None)
+    frame, priors = rbk
     if method == "jsreduce" and policy.time in frame.columns:  # read by no step after: not shuffled
         frame = frame.drop(columns=policy.time)
     frame, view = steps.run("rbk", frame, view)
