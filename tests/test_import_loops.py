@@ -12,9 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: The loops known in session 46 and left alone (each a strongly connected set of modules).
+#: The loops known in session 46 and still left (each a strongly connected set of modules).
 KNOWN = [
-    {"dpriv.cluster_loss", "dpriv.errors"},
     {
         "dpriv.hierarchy",
         "dpriv.ledger_manifest",
@@ -24,10 +23,19 @@ KNOWN = [
         "dpriv.policy_values",
     },
     {"dpriv.input_checks", "dpriv.inputs", "dpriv.part_footers"},
-    {"dpriv.gate", "dpriv.gate_record"},
     {"dpriv.cluster", "dpriv.history_size", "dpriv.scheduler_address"},
     {"dpriv.cli.path_options", "dpriv.cli.repeats", "dpriv.cli.usage"},
     {"dpriv.cli.commands", "dpriv.cli.demo"},
+]
+
+
+#: Loops broken (session 46, then 47), none of whose modules may be in a loop again: the loop's
+#: modules, or the one that was the hub of it.
+BROKEN = [
+    {"dpriv.report.coverage", "dpriv.report.gains"},
+    {"dpriv.anonymity.topdown"},
+    {"dpriv.cluster_loss", "dpriv.errors"},  # Loss, what the cluster-loss errors carry, is in errors
+    {"dpriv.gate", "dpriv.gate_record"},  # GateCheck, the result gate_record words, is in gate_record
 ]
 
 
@@ -112,5 +120,4 @@ def test_the_check_finds_a_loop_hidden_in_a_function_and_under_type_checking(tmp
 def test_the_package_has_no_import_loop_but_the_known_ones():
     found = loops(import_graph(ROOT))
     assert [c for c in found if not any(c <= known for known in KNOWN)] == []
-    broken = ({"dpriv.report.coverage", "dpriv.report.gains"}, {"dpriv.anonymity.topdown"})
-    assert not any(c & b for c in found for b in broken)
+    assert not any(c & b for c in found for b in BROKEN)
