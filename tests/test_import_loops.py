@@ -22,7 +22,6 @@ KNOWN = [
         "dpriv.policy_keys",
         "dpriv.policy_values",
     },
-    {"dpriv.input_checks", "dpriv.inputs", "dpriv.part_footers"},
     {"dpriv.cluster", "dpriv.history_size", "dpriv.scheduler_address"},
     {"dpriv.cli.path_options", "dpriv.cli.repeats", "dpriv.cli.usage"},
     {"dpriv.cli.commands", "dpriv.cli.demo"},
@@ -36,6 +35,8 @@ BROKEN = [
     {"dpriv.anonymity.topdown"},
     {"dpriv.cluster_loss", "dpriv.errors"},  # Loss, what the cluster-loss errors carry, is in errors
     {"dpriv.gate", "dpriv.gate_record"},  # GateCheck, the result gate_record words, is in gate_record
+    # the exit values' check of an inferred sensitive domain is in policy_values, with the inference
+    {"dpriv.input_checks", "dpriv.inputs", "dpriv.part_footers"},
 ]
 
 
