@@ -14,10 +14,10 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask, to_pandas
 from dpriv.errors import InputError, PolicyError, check_count
-from dpriv.hierarchy import hierarchy_domains
 from dpriv.input_columns import missing_columns, policy_columns, unused_columns
 from dpriv.part_footers import one_value
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_hierarchies import hierarchy_domains
 from dpriv.policy_values import check_inferred_exit_values
 from dpriv.raw_checks import check_raw
 from dpriv.row_problems import problems_of

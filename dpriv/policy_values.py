@@ -7,16 +7,13 @@ to be inferred, refused before it is (:func:`check_inferred_exit_values`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from dpriv.errors import PolicyError
-from dpriv.policy_keys import is_number
-
-if TYPE_CHECKING:
-    from dpriv.policy import ReleasePolicy
+from dpriv.policy_keys import PolicyFields, is_number
 
 
 def domain_note(name: str, kind: str | None, domain: list) -> str:
@@ -85,7 +82,7 @@ class Inferred(NamedTuple):
     notes: list[str]
 
 
-def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> Inferred:
+def inferred_domains(policy: PolicyFields, view: pd.DataFrame) -> Inferred:
     """The kinds and domains of ``policy`` (a :class:`dpriv.policy.ReleasePolicy`) with those it
     does not declare inferred from ``view`` (pandas), and one note per inferred domain
     (:class:`Inferred`; :meth:`dpriv.policy.ReleasePolicy.resolve`)."""
@@ -111,7 +108,7 @@ def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> Inferred:
     return Inferred(kinds, domains, notes)
 
 
-def order_hint(policy: ReleasePolicy, name: str, domain: list) -> str:
+def order_hint(policy: PolicyFields, name: str, domain: list) -> str:
     """What the note of an inferred sensitive domain of text in sorted order adds under
     ``emd_ground = "ordered"``: its order is the alphabet's, which t-closeness then measures
     distances by (``""`` otherwise: numbers, or an ordered Categorical's own order)."""
@@ -126,7 +123,7 @@ def order_hint(policy: ReleasePolicy, name: str, domain: list) -> str:
     )
 
 
-def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy, ordered: bool = False) -> None:
+def check_inferred_exit_values(data: pd.DataFrame, policy: PolicyFields, ordered: bool = False) -> None:
     """PolicyError when the sensitive domain is to be inferred from ``data`` and some of
     ``policy.exit_values`` do not occur there: the message says the domain was inferred from
     this input and that declaring ``[domains] <sensitive>`` fixes it, listing the domain as it
