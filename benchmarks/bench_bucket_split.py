@@ -28,10 +28,7 @@ scheduler's work stealing off.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -41,9 +38,10 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from _setup import arguments, local_client, scratch
 from bench_state_layout import Setting, grouped, persisted, ranged, today, views
 from bench_step_tasks import LOGS, MIB, _logs
-from distributed import Client, LocalCluster, get_worker, wait
+from distributed import Client, get_worker, wait
 from distributed.utils import key_split
 from placement_log import PlacementLog, rows_of
 
@@ -132,24 +130,13 @@ def bucket_digests(buckets: list) -> list[np.ndarray]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap = arguments(__doc__, rows=1_000_000, workers=2, repeat=3)
     ap.add_argument("--no-stealing", action="store_true", help="the scheduler's work stealing off")
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="dpriv-split-"))
-    try:
-        with (
-            dask.config.set({**LOGS, "distributed.scheduler.work-stealing": not args.no_stealing}),
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc,
-            Client(lc) as client,
-            shuffle_method(),
-        ):
-            client.register_plugin(PlacementLog())
-            run(client, args, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    config = {**LOGS, "distributed.scheduler.work-stealing": not args.no_stealing}
+    with scratch("dpriv-split-") as work, local_client(args.workers, config) as client, shuffle_method():
+        client.register_plugin(PlacementLog())
+        run(client, args, work)
 
 
 def run(client: Client, args, work: Path) -> None:

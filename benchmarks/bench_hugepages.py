@@ -38,16 +38,13 @@ def child(work: Path) -> dict:
     import pandas as pd
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from bench_scale import forced_path, warm_up
+    from _setup import forced_path, recommended_policy, warm_up
 
     from dpriv.allocator import keep_freed_memory
-    from dpriv.datasets.files import RECOMMENDED_DEFENSE
-    from dpriv.policy import ReleasePolicy
     from dpriv.release import release_history
 
     keep_freed_memory()  # as the dpriv command does
-    policy = ReleasePolicy.from_toml(work / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
-    policy = policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
+    policy = recommended_policy(work)
     view = pd.read_parquet(work / "history.parquet")
     start = time.perf_counter()
     block = np.empty((57, len(view)))

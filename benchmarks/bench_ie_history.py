@@ -27,7 +27,6 @@ once along the releases against the former re-mine before each release (:func:`a
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import tempfile
@@ -35,6 +34,7 @@ import time
 from pathlib import Path
 
 import dask
+from _setup import arguments
 
 import dpriv.release as release_mod
 import dpriv.sources as sources
@@ -172,10 +172,7 @@ def attack_seconds(n_views: int, view_size: int, repeat: int) -> dict[str, tuple
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--views", type=int, default=24)
-    ap.add_argument("--view-size", type=int, default=5000)
+    ap = arguments(__doc__, repeat=5, views=24, view_size=5000)
     ap.add_argument("--defender", default="ie", help='"ie" or a table entry of the policy ("dk")')
     ap.add_argument("--isolated-only", action="store_true", help="only the releases alone")
     ap.add_argument("--attack", action="store_true", help="only the IE adversary: counted vs re-mined")

@@ -2,7 +2,7 @@
 
 One view of ``--rows`` tuples (the paper setting, :func:`dpriv.datasets.write_medical_view`)
 released with the recommended defense on a LocalCluster of ``--workers`` single-threaded worker
-processes, numba warm (``bench_scale.warm_up``). Printed per step of the release (the steps of
+processes, numba warm (``_setup.warm_up``). Printed per step of the release (the steps of
 ``metrics.json``; ``checks`` is everything before the loop, ``write`` the ledger's commit):
 
 * wall seconds; the CPU seconds of this process (the client's main thread and Dask's event-loop
@@ -20,25 +20,20 @@ loops and the client spend; the kernels' is the task threads'.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
-import dask
 import dask.dataframe as dd
 import psutil
-from bench_scale import warm_recommended_view
-from distributed import Client, LocalCluster
+from _setup import arguments, as_dpriv_process, local_client, scratch, warm_recommended_view
+from distributed import Client
 
 import dpriv.ledger as ledger_mod
 import dpriv.release as release_mod
 import dpriv.steps as steps_mod
-from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
+from dpriv.allocator import worker_config
 
 
 def thread_cpu() -> dict[str, float]:
@@ -105,34 +100,21 @@ def instrument(meter: Meter) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--npartitions", type=int, default=8)
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args()
-    keep_freed_memory()
-    no_huge_page_advice()
-    work = Path(tempfile.mkdtemp(prefix="dpriv-loop-"))
-    try:
-        with (
-            dask.config.set(worker_config()),
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc,
-            Client(lc) as client,
-        ):
-            policy = warm_recommended_view(work, args.rows, args.npartitions)
-            workers = [psutil.Process(p) for p in client.run(os.getpid).values()]
-            meter = Meter(workers)
-            instrument(meter)
-            mine, theirs = thread_cpu(), client.run(thread_cpu)
-            meter.mark("(start)")
-            start = time.perf_counter()
-            view = dd.read_parquet(work / "history.parquet")
-            release_mod.release_history(view, policy, work / "ledger", npartitions=args.npartitions)
-            wall = time.perf_counter() - start
-            meter.mark("(after)")
-            mine_end, theirs_end = thread_cpu(), client.run(thread_cpu)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    args = arguments(None, rows=1_000_000, npartitions=8, workers=2).parse_args()
+    as_dpriv_process()
+    with scratch("dpriv-loop-") as work, local_client(args.workers, worker_config()) as client:
+        policy = warm_recommended_view(work, args.rows, args.npartitions)
+        workers = [psutil.Process(p) for p in client.run(os.getpid).values()]
+        meter = Meter(workers)
+        instrument(meter)
+        mine, theirs = thread_cpu(), client.run(thread_cpu)
+        meter.mark("(start)")
+        start = time.perf_counter()
+        view = dd.read_parquet(work / "history.parquet")
+        release_mod.release_history(view, policy, work / "ledger", npartitions=args.npartitions)
+        wall = time.perf_counter() - start
+        meter.mark("(after)")
+        mine_end, theirs_end = thread_cpu(), client.run(thread_cpu)
     print(f"{args.rows} tuples, {args.workers} workers, load {os.getloadavg()[0]:.1f}: release {wall:.2f} s")
     heads = ("wall s", "client CPU s", "workers CPU s", "graphs", "round trips")
     print(f"{'step':12s} " + " ".join(f"{h:>{max(len(h), 6)}s}" for h in heads))

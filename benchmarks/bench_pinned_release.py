@@ -26,11 +26,9 @@ and after the release) and the 1 -> 2 speed-ups of both.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shutil
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,9 +38,10 @@ from unittest import mock
 import dask
 import dask.dataframe as dd
 import psutil
-from bench_scale import CEILING_ROUNDS, calibrated_size, ceiling_run, recommended_policy, warm_up
+from _setup import arguments, as_dpriv_process, local_client, recommended_policy, scratch, warm_up
+from bench_scale import CEILING_ROUNDS, calibrated_size, ceiling_run
 from bench_step_tasks import LOGS, MIB, _logs, step_of
-from distributed import Client, LocalCluster
+from distributed import Client
 from distributed.utils import key_split
 
 import dpriv.ledger as ledger_mod
@@ -50,7 +49,7 @@ import dpriv.pk_graph as pk_graph_mod
 import dpriv.release as release_mod
 import dpriv.state_homes as state_homes_mod
 import dpriv.steps as steps_mod
-from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
+from dpriv.allocator import worker_config
 from dpriv.datasets import write_history
 from dpriv.datasets.medical import medical_history
 from dpriv.release import release_history
@@ -137,15 +136,11 @@ def timed(
     return out
 
 
-def cluster(n: int):
-    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0")
-
-
 def compare(args, src: Path, policy, work: Path) -> None:
     """today and pinned alternated on one cluster of ``args.workers``."""
     base = "merges" if args.join else "today"
     runs: dict[str, list[Run]] = {base: [], "pinned": []}
-    with cluster(args.workers) as lc, Client(lc) as client:
+    with local_client(args.workers) as client:
         warm_up(work / "warm", policy)
         for r in range(args.repeat):
             order = (base, "pinned") if r % 2 == 0 else ("pinned", base)
@@ -194,7 +189,7 @@ def scaling(args, src: Path, policy, work: Path) -> None:
     n = calibrated_size(0.15)  # ~ release 2's worker CPU at 10^6 (13-15 s) over 11 waves x 8 tasks
     got = {}
     for workers in (1, 2):
-        with cluster(workers) as lc, Client(lc) as client:
+        with local_client(workers) as client:
             warm_up(work / f"warm-s{workers}", policy)
             before = ceiling_run(client, CEILING_ROUNDS, args.npartitions, n)
             run = timed(client, src, policy, work / f"ledger-s{workers}", True, args.npartitions)
@@ -213,19 +208,13 @@ def scaling(args, src: Path, policy, work: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--npartitions", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap = arguments(__doc__, rows=1_000_000, workers=2, npartitions=8, repeat=3)
     ap.add_argument("--join", action="store_true", help="compare with the rbk join alone unpinned")
     ap.add_argument("--scaling", action="store_true", help="then release 2 pinned on 1 and 2 workers")
     ap.add_argument("--no-compare", action="store_true", help="skip the today / pinned series")
     args = ap.parse_args()
-    keep_freed_memory()
-    no_huge_page_advice()
-    work = Path(tempfile.mkdtemp(prefix="dpriv-pinned-"))
-    try:
+    as_dpriv_process()
+    with scratch("dpriv-pinned-") as work:
         write_history(work / "h", medical_history(2, args.rows, seed=0))
         policy = recommended_policy(work / "h")
         print(f"2 views of {args.rows} tuples, release 2 timed, load {os.getloadavg()[0]:.1f}", flush=True)
@@ -234,8 +223,6 @@ def main() -> None:
                 compare(args, work / "h" / "history.parquet", policy, work)
             if args.scaling:
                 scaling(args, work / "h" / "history.parquet", policy, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

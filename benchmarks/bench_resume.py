@@ -25,22 +25,19 @@ held / shuffled. Both ways write the same Parquet bytes (checked).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from unittest import mock
 
-import dask
 import dask.dataframe as dd
-from distributed import Client, LocalCluster
+from _setup import arguments, as_dpriv_process, local_client, scratch
 
-import dpriv.ledger as ledger_mod
+import dpriv.ledger_state as ledger_state_mod  # where Ledger.held_state finds held_state
 import dpriv.release as release_mod
-from dpriv.allocator import keep_freed_memory, worker_config
+from dpriv.allocator import worker_config
 from dpriv.datasets import medical_history, write_history
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
@@ -49,7 +46,7 @@ from dpriv.release import release_history
 
 def shuffled():
     """A context in which no release is told the state's buckets (the state is shuffled)."""
-    view, held = release_mod.release_view, ledger_mod.held_state
+    view, held = release_mod.release_view, ledger_state_mod.held_state
 
     def blind_view(*args, **kwargs):
         return view(*args, **{**kwargs, "state_buckets": None})
@@ -58,7 +55,7 @@ def shuffled():
         return held(files, None)
 
     return mock.patch.multiple(release_mod, release_view=blind_view), mock.patch.object(
-        ledger_mod, "held_state", blind_held
+        ledger_state_mod, "held_state", blind_held
     )
 
 
@@ -97,23 +94,15 @@ def parquet_digest(root: Path) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=500_000)
-    ap.add_argument("--views", type=int, default=2)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=2)
-    args = ap.parse_args()
-    keep_freed_memory()  # as the dpriv command does (dpriv.allocator)
-    work = Path(tempfile.mkdtemp(prefix="dpriv-resume-"))
-    try:
+    args = arguments(__doc__, rows=500_000, views=2, workers=2, repeat=2).parse_args()
+    as_dpriv_process(huge_page_advice=True)  # freed memory kept, as the dpriv command does
+    with scratch("dpriv-resume-") as work:
         write_history(work, medical_history(args.views, args.rows, seed=0))
         policy = ReleasePolicy.from_toml(work / "policy.toml", t=0.5, j=0.8, max_suppression=1.0)
         warm = work / "warm"
         write_history(warm, medical_history(2, 5_000, seed=1))
         with (
-            dask.config.set(worker_config()),
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc,
-            Client(lc),
+            local_client(args.workers, worker_config()),
             mock.patch.object(release_mod, "SMALL_VIEW_ROWS", 0),  # the Dask path at any size
         ):
             release_history(dd.read_parquet(warm / "history.parquet"), policy, warm / "ledger")
@@ -138,8 +127,6 @@ def main() -> None:
             )
         same = len({r["digest"] for r in best.values()}) == 1
         print(f"same Parquet bytes in every ledger: {same}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -44,19 +44,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from unittest import mock
 
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import psutil
-from distributed import Client, LocalCluster
+from distributed import Client
 
-import dpriv.release as release_mod
-from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
+from dpriv.allocator import worker_config
 from dpriv.datasets import write_medical_view
-from dpriv.datasets.files import RECOMMENDED_DEFENSE
 from dpriv.first_pass import range_divisions
 from dpriv.hilbert import HKEY, hilbert_keys
 from dpriv.ledger import Ledger
@@ -65,6 +62,7 @@ from dpriv.release import release_history
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _setup import as_dpriv_process, forced_path, local_client, recommended_policy, warm_up  # noqa: E402
 from _timing import best_of  # noqa: E402
 from proc_peaks import Peaks, is_worker, run_watched  # noqa: E402
 
@@ -134,24 +132,6 @@ def balance(src: Path, policy: ReleasePolicy, npartitions: int) -> float:
     return round(float(sizes.max() / max(sizes.min(), 1)), 3)
 
 
-def forced_path(in_process: bool):
-    """A context in which every view is released in process (``True``: both thresholds of
-    :func:`dpriv.release.in_process` lifted) or on the Dask path (``False``)."""
-    big = 2**62
-    rows = (big, big) if in_process else (0, release_mod.SMALL_STATE_ROWS)
-    return mock.patch.multiple(release_mod, SMALL_VIEW_ROWS=rows[0], SMALL_STATE_ROWS=rows[1])
-
-
-def warm_up(folder: Path, policy: ReleasePolicy, in_process: bool = False) -> None:
-    """Release a 20,000-tuple view, not timed, so that numba's kernels are loaded where the
-    timed release runs: on every worker (the Dask path forced: a view that small would
-    otherwise be released in process, leaving the workers cold) or in this process."""
-    write_medical_view(folder, 20_000, npartitions=2, seed=1)
-    read = pd.read_parquet if in_process else dd.read_parquet
-    with forced_path(in_process):
-        release_history(read(folder / "history.parquet"), policy, folder / "ledger", npartitions=2)
-
-
 def numpy_task(n: int, seed: int) -> float:
     """One task of the ceiling's set: ``n`` random float64 drawn and sorted (CPU only, no input,
     a float out), so that the tasks need nothing from each other or from the client."""
@@ -179,30 +159,11 @@ def ceiling_run(client: Client, rounds: int, tasks: int, n: int) -> float:
     return round(time.perf_counter() - start, 3)
 
 
-def recommended_policy(folder: Path) -> ReleasePolicy:
-    """The recommended defense for the ``write_medical_view`` folder ``folder``."""
-    policy = ReleasePolicy.from_toml(folder / "policy.toml", **RECOMMENDED_DEFENSE["privacy"])
-    return policy.with_overrides(**RECOMMENDED_DEFENSE["release"])
-
-
-def warm_recommended_view(work: Path, rows: int, npartitions: int) -> ReleasePolicy:
-    """A ``write_medical_view`` of ``rows`` tuples in ``npartitions`` files written to ``work``,
-    numba warmed on the workers (:func:`warm_up`), and its recommended policy."""
-    write_medical_view(work, rows, npartitions=npartitions, seed=0)
-    policy = recommended_policy(work)
-    warm_up(work / "warm", policy)
-    return policy
-
-
 def run_on(n_workers: int, work: Path, policy: ReleasePolicy, args, ceiling_n: int = 0) -> dict:
     """The floor and the release on a LocalCluster of ``n_workers``; with ``ceiling_n`` the
     ceiling's task set (:func:`ceiling_run`) on the same cluster just before and just after the
     release (``ceiling_s``: their mean)."""
-    with (
-        dask.config.set(worker_config()),  # the workers dpriv's own LocalCluster starts
-        LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0") as lc,
-        Client(lc) as client,
-    ):
+    with local_client(n_workers, worker_config()) as client:  # the workers dpriv's own LocalCluster starts
         src = work / "history.parquet"
         warm_up(work / f"warm{n_workers}", policy)
         floor = floor_run(src, work / f"floor{n_workers}", policy, args.npartitions)
@@ -368,9 +329,8 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         return
     args.rows = args.rows[0]
-    keep_freed_memory()  # as the dpriv command does in its process (dpriv.allocator)
-    no_huge_page_advice()
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc, Client(lc):
+    as_dpriv_process()  # as the dpriv command does in its process (dpriv.allocator)
+    with local_client(args.workers):
         start = time.perf_counter()
         write_medical_view(work, args.rows, npartitions=args.npartitions, seed=0)
         generate = round(time.perf_counter() - start, 3)

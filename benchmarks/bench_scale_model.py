@@ -38,8 +38,9 @@ from pathlib import Path
 import dask.dataframe as dd
 import numpy as np
 import psutil
-from bench_scale import Sampler, floor_run, warm_up
-from distributed import Client, LocalCluster
+from _setup import add_ints, local_client, warm_up
+from bench_scale import Sampler, floor_run
+from distributed import Client
 
 from dpriv.datasets import write_medical_view
 from dpriv.policy import ReleasePolicy
@@ -85,10 +86,7 @@ def _size(path: Path) -> int:
 
 def measure(rows: int, workers: int, npartitions: int, work: Path, k: int, t: float, j: float) -> dict:
     """One size: input, floor, release; returns the entry stored in the JSON."""
-    with (
-        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as lc,
-        Client(lc) as client,
-    ):
+    with local_client(workers) as client:
         src_dir = work / f"in{rows}"
         start = time.perf_counter()
         write_medical_view(src_dir, rows, npartitions=npartitions, seed=0)
@@ -208,8 +206,7 @@ def report(entries: list[dict], target_rows: int, target_workers: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, nargs="*", default=[100_000, 1_000_000])
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--npartitions", type=int, default=8)
+    add_ints(ap, workers=2, npartitions=8)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--t", type=float, default=0.5)
     ap.add_argument("--j", type=float, default=0.8)

@@ -26,10 +26,7 @@ the new state are asserted equal.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,9 +37,10 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import psutil
+from _setup import arguments, local_client, scratch
 from _timing import best_of
 from bench_step_tasks import LOGS, MIB, _logs
-from distributed import Client, LocalCluster, wait
+from distributed import Client, wait
 from distributed.utils import key_split
 from state_movers import range_of
 
@@ -272,26 +270,14 @@ def compare(client: Client, share: float, args, work: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--ranges", type=int, default=8)
-    ap.add_argument("--workers", type=int, default=2)
+    ap = arguments(__doc__, rows=1_000_000, ranges=8, workers=2)
     ap.add_argument("--movers", default="0,0.2", help="shares of view 2's returners given new QIs")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="dpriv-layout-"))
-    try:
-        with (
-            dask.config.set(LOGS),
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc,
-            Client(lc) as client,
-            shuffle_method(),
-        ):
-            print(f"{args.rows} tuples a view, {args.workers} workers, {args.ranges} ranges:")
-            for share in args.movers.split(","):
-                compare(client, float(share), args, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with scratch("dpriv-layout-") as work, local_client(args.workers, LOGS) as client, shuffle_method():
+        print(f"{args.rows} tuples a view, {args.workers} workers, {args.ranges} ranges:")
+        for share in args.movers.split(","):
+            compare(client, float(share), args, work)
 
 
 if __name__ == "__main__":

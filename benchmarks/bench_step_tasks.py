@@ -14,26 +14,21 @@ scheduler of the LocalCluster made here) and each worker's busy seconds (task st
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-import dask
 import dask.dataframe as dd
 import psutil
+from _setup import arguments, as_dpriv_process, local_client, scratch, warm_recommended_view
 from bench_loop_costs import Meter, instrument, thread_cpu
-from bench_scale import warm_recommended_view
-from distributed import Client, LocalCluster
 from distributed.utils import key_split
 from placement_log import PlacementLog, rows_of
 
 import dpriv.release as release_mod
-from dpriv.allocator import keep_freed_memory, no_huge_page_advice, worker_config
+from dpriv.allocator import worker_config
 
 MIB = 2**20
 #: enough room in the scheduler's task stream and the workers' transfer logs for a whole release
@@ -87,10 +82,7 @@ def _logs(dask_worker) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--npartitions", type=int, default=8)
-    ap.add_argument("--workers", type=int, default=2)
+    ap = arguments(None, rows=1_000_000, npartitions=8, workers=2)
     ap.add_argument("--detail", default="pk,metrics", help="steps whose tasks are listed by key prefix")
     ap.add_argument("--json", default="", help="write the per-step rows to this file")
     ap.add_argument("--no-stealing", action="store_true", help="the scheduler's work stealing off")
@@ -98,40 +90,30 @@ def main() -> None:
         "--placement", action="store_true", help="per step, the inputs fetched by which tasks (placement_log)"
     )
     args = ap.parse_args()
-    keep_freed_memory()
-    no_huge_page_advice()
-    work = Path(tempfile.mkdtemp(prefix="dpriv-tasks-"))
-    try:
-        with (
-            dask.config.set(
-                {**worker_config(), **LOGS, "distributed.scheduler.work-stealing": not args.no_stealing}
-            ),
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as lc,
-            Client(lc) as client,
-        ):
-            policy = warm_recommended_view(work, args.rows, args.npartitions)
-            client.get_task_stream()  # starts the scheduler's task stream
-            if args.placement:
-                client.register_plugin(PlacementLog())
-            addresses = set(client.scheduler_info()["workers"])
-            workers = [psutil.Process(p) for p in client.run(os.getpid).values()]
-            meter = EpochMeter(workers)
-            instrument(meter)
-            meter.mark("(start)")
-            start = time.perf_counter()
-            release_mod.release_history(
-                dd.read_parquet(work / "history.parquet"),
-                policy,
-                work / "ledger",
-                npartitions=args.npartitions,
-            )
-            wall = time.perf_counter() - start
-            meter.mark("(after)")
-            stream = client.get_task_stream(start=meter.epochs[0][1] - 1)
-            after = client.run(_logs)
-            placed = client.run_on_scheduler(rows_of) if args.placement else []
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    as_dpriv_process()
+    config = {**worker_config(), **LOGS, "distributed.scheduler.work-stealing": not args.no_stealing}
+    with scratch("dpriv-tasks-") as work, local_client(args.workers, config) as client:
+        policy = warm_recommended_view(work, args.rows, args.npartitions)
+        client.get_task_stream()  # starts the scheduler's task stream
+        if args.placement:
+            client.register_plugin(PlacementLog())
+        addresses = set(client.scheduler_info()["workers"])
+        workers = [psutil.Process(p) for p in client.run(os.getpid).values()]
+        meter = EpochMeter(workers)
+        instrument(meter)
+        meter.mark("(start)")
+        start = time.perf_counter()
+        release_mod.release_history(
+            dd.read_parquet(work / "history.parquet"),
+            policy,
+            work / "ledger",
+            npartitions=args.npartitions,
+        )
+        wall = time.perf_counter() - start
+        meter.mark("(after)")
+        stream = client.get_task_stream(start=meter.epochs[0][1] - 1)
+        after = client.run(_logs)
+        placed = client.run_on_scheduler(rows_of) if args.placement else []
     load = os.getloadavg()[0]
     print(f"{args.rows} tuples, {args.workers} workers, load {load:.1f}: release {wall:.2f} s")
     tasks, prefixes, spent = Counter(), {}, {}

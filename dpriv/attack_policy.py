@@ -19,7 +19,7 @@ from dpriv.ledger import POLICY, Ledger
 from dpriv.ledger_checks import check_same_columns
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import base_candidates, recorded_base
-from dpriv.policy_keys import as_policy
+from dpriv.policy_given import as_policy
 
 
 def ledger_policy(ledger: Ledger, history: object) -> ReleasePolicy:

@@ -12,11 +12,9 @@ an error (each says where to run).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -26,20 +24,20 @@ import pandas as pd
 import pyarrow.parquet as pq
 from distributed import Client, LocalCluster
 
+# modules whose values are read at each call (tests lower SMALL_HISTORY_ROWS, CONNECT_SECONDS and
+# replace the probe, scheduler_identity, where they live)
+from dpriv import history_size as sizes
+from dpriv import scheduler_address
 from dpriv.allocator import worker_config
 from dpriv.errors import InputError
-from dpriv.history_size import HistorySize
+from dpriv.history_size import SMALL_HISTORY_ROWS as SMALL_HISTORY_ROWS  # re-exported (docs/architecture.md)
+from dpriv.history_size import HistorySize, LedgerStart, history_size
+from dpriv.history_size import ledger_start as ledger_start  # re-exported
 from dpriv.numba_cache import CompileNotice
 from dpriv.parquet_files import parquet_rows
 from dpriv.policy import ReleasePolicy
-from dpriv.scheduler_address import (
-    CONFIG,
-    config_used,
-    configured_scheduler,
-    contradiction,
-    tcp_refusal,
-    unreachable,
-)
+from dpriv.scheduler_address import CONFIG, config_used, configured_scheduler, contradiction, unreachable
+from dpriv.scheduler_address import scheduler_identity as scheduler_identity  # re-exported
 from dpriv.wording import Named, argument_named
 
 
@@ -104,64 +102,15 @@ def _compile_reports(client: Client, notice: CompileNotice | None) -> Iterator[N
         client.unsubscribe_topic(COMPILE_TOPIC)
 
 
-#: Seconds to reach a scheduler and hear it answer (a Client waits forever for the handshake
-#: of a port that accepts connections but never answers).
-CONNECT_SECONDS = 20.0
-
-
-def scheduler_identity(scheduler: str, named: Named = argument_named, *, origin: str | None = None) -> dict:
-    """What the server at ``scheduler`` says it is (its ``identity`` reply), within
-    :data:`CONNECT_SECONDS`; InputError when nothing listens there, the host is unknown (both
-    said at once, :func:`dpriv.scheduler_address.tcp_refusal`), it does not answer, or answers
-    as no Dask server (:func:`dpriv.scheduler_address.unreachable`). ``named`` words the
-    argument (``scheduler`` in Python, ``--scheduler`` on the command line); ``origin``: where
-    the address came from when not from that argument (Dask's config,
-    :data:`dpriv.scheduler_address.CONFIG`)."""
-    refused = tcp_refusal(scheduler, CONNECT_SECONDS)
-    if refused is not None:
-        raise unreachable(scheduler, refused, named, origin)
-
-    async def ask() -> object:
-        from distributed.comm import connect
-        from distributed.security import Security
-
-        # the TLS settings a Client would take from the Dask config (tls:// addresses)
-        tls = Security().get_connection_args("client")
-        comm = await connect(scheduler, timeout=CONNECT_SECONDS, **tls)
-        try:
-            await comm.write({"op": "identity", "reply": True})
-            return await comm.read()
-        finally:
-            comm.abort()
-
-    def run() -> object:
-        return asyncio.run(asyncio.wait_for(ask(), CONNECT_SECONDS))
-
-    try:
-        # a thread of its own: the caller may already run an event loop (Jupyter)
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            reply = pool.submit(run).result()
-    except TimeoutError:
-        raise unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s", named, origin) from None
-    except (OSError, ValueError, TypeError) as exc:
-        raise unreachable(scheduler, str(exc), named, origin) from None
-    except Exception as exc:  # noqa: BLE001 -- bytes of another protocol fail anywhere in the decoder
-        why = f"it answers, but not as a Dask scheduler: {type(exc).__name__}"
-        raise unreachable(scheduler, why, named, origin) from None
-    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-        kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
-        why = f"it answers, but as {kind!r}, not as a Dask scheduler"
-        raise unreachable(scheduler, why, named, origin)
-    return reply
-
-
 def _connect(scheduler: str, named: Named, origin: str | None = None) -> Client:
     """A Client of the scheduler at ``scheduler`` (given as ``named`` words it, or by ``origin``,
-    :func:`scheduler_identity`); InputError (exit 2) when it cannot be reached."""
-    scheduler_identity(scheduler, named, origin=origin)
+    :func:`dpriv.scheduler_address.scheduler_identity`); InputError (exit 2) when it cannot be
+    reached. It waits up to :data:`dpriv.scheduler_address.CONNECT_SECONDS` to connect, and to
+    reconnect (read at each call: tests shorten it)."""
+    scheduler_address.scheduler_identity(scheduler, named, origin=origin)
     before = dask.config.get("scheduler", None)
     try:
-        return Client(scheduler, timeout=f"{CONNECT_SECONDS:g}s")
+        return Client(scheduler, timeout=f"{scheduler_address.CONNECT_SECONDS:g}s")
     except (OSError, ValueError, TypeError) as exc:
         # a Client that failed to connect has already made itself the default scheduler
         if before is None:
@@ -171,74 +120,11 @@ def _connect(scheduler: str, named: Named, origin: str | None = None) -> Client:
         raise unreachable(scheduler, str(exc), named, origin) from None
 
 
-#: A history of at most this many tuples may be read into the ``dpriv release`` process
-#: (about 50 bytes a tuple for the paper's six columns: ~100 MB); a larger one always runs on
-#: a cluster unless ``--no-cluster`` is given.
-SMALL_HISTORY_ROWS = 2_000_000
 #: A CSV input (its rows are only known by reading it) of at most this many bytes is read into
 #: the process once, then measured there (~2,000,000 rows of the paper's columns); a larger one,
 #: or a Parquet input whose footers count more than :data:`SMALL_HISTORY_ROWS`, is measured on
 #: Dask (id and time columns only) and read again where it is released.
 SMALL_CSV_BYTES = 100_000_000
-
-
-@dataclass(frozen=True, eq=False)
-class LedgerStart:
-    """What a resumed release starts from: ``committed``, the indices of the releases in the
-    ledger, and ``ids``, the respondent ids of its last state (empty for a new ledger);
-    ``unread``: state rows whose ids could not be read (a ledger of another id column, which
-    the release refuses later), counted as respondents of their own."""
-
-    committed: frozenset[int] = frozenset()
-    ids: pd.Index = field(default_factory=lambda: pd.Index([]))
-    unread: int = 0
-
-
-def ledger_start(ledger: str | Path, id_column: str) -> LedgerStart:
-    """The :class:`LedgerStart` of the ledger at ``ledger`` (the manifest, and one column of
-    the last state's Parquet); an empty one when it holds no release or does not exist."""
-    from dpriv.ledger import MANIFEST, Ledger
-    from dpriv.ledger_files import open_parquet
-
-    if not (Path(ledger) / MANIFEST).is_file():
-        return LedgerStart()
-    led = Ledger(ledger)
-    committed = frozenset(int(r["index"]) for r in led.committed())
-    if not committed:
-        return LedgerStart()
-    parts = [open_parquet(f) for f in led.state_files(led.last_index())]  # LedgerError: none
-    if id_column not in parts[0].schema_arrow.names:
-        return LedgerStart(committed, unread=sum(p.metadata.num_rows for p in parts))
-    ids = [p.read(columns=[id_column]).column(0).to_pandas() for p in parts]
-    return LedgerStart(committed, pd.Index(pd.concat(ids, ignore_index=True)))
-
-
-def history_size(
-    frame: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, start: LedgerStart | None = None
-) -> HistorySize:
-    """Count a history's tuples, its largest view still to release and the respondents of the
-    run (:class:`HistorySize`) on the threaded scheduler.
-
-    ``frame``: the history as read (id and time columns present, :func:`dpriv.preflight.preflight`;
-    no time column: one view); ``start``: the ledger's committed releases and last state
-    (:func:`ledger_start`; None: a new ledger). A committed view is not released again, so its
-    tuples count in ``rows`` only; its respondents are in the state. The views and ids are only
-    scanned when the row count (Parquet metadata where Dask can use it) is at most
-    :data:`SMALL_HISTORY_ROWS`.
-    """
-    start = start or LedgerStart()
-    with dask.config.set(scheduler="threads"):
-        rows = len(frame)
-        if rows > SMALL_HISTORY_ROWS:
-            return HistorySize(rows, None, None)
-        todo = frame
-        if policy.time and start.committed:
-            todo = frame[~frame[policy.time].isin(sorted(start.committed))]
-        by_view = todo[policy.time].value_counts() if policy.time else None
-        by_view, ids = dask.compute(by_view, todo[policy.id].drop_duplicates())
-    largest = rows if by_view is None else (int(by_view.max()) if len(by_view) else 0)
-    respondents = (len(pd.Index(ids).union(start.ids)) if len(start.ids) else len(ids)) + start.unread
-    return HistorySize(int(rows), largest, respondents, 1 if by_view is None else len(by_view))
 
 
 Place = Literal["scheduler", "cluster", "process"]
@@ -310,7 +196,7 @@ def _read_if_small(frame: pd.DataFrame | dd.DataFrame, source: str | None) -> pd
 
     fs, _, paths = fsspec.get_fs_token_paths(source)
     if source.rstrip("/").endswith((".parquet", ".pq")) or fs.isdir(paths[0]):  # as dpriv.io.read_table
-        small = sum(parquet_rows(fs, p) for p in paths) <= SMALL_HISTORY_ROWS  # footers only: no data read
+        small = sum(parquet_rows(fs, p) for p in paths) <= sizes.SMALL_HISTORY_ROWS  # footers only, read now
     else:
         small = sum(fs.size(path) for path in paths) <= SMALL_CSV_BYTES  # every file of a glob
     if not small:

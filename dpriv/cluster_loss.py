@@ -15,9 +15,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import re
-from typing import NamedTuple
 
-from dpriv.errors import ClusterError
+from dpriv.errors import ClusterError, Loss  # Loss: carried by the errors, imported from here too
 
 #: The reasons Dask gives for cancelled futures: (what was lost, what happened, in words).
 _REASONS = {
@@ -77,14 +76,6 @@ def _reasons(exc: BaseException) -> list[str]:
     found = [g.reason for g in groups] if groups else [getattr(exc, "reason", None)]
     found = [r for r in found if r] or re.findall(r"for reason: ([^.\n]+)", str(exc))
     return list(dict.fromkeys(found))
-
-
-class Loss(NamedTuple):
-    """What a cluster lost: ``what`` is ``"a worker"``, ``"its scheduler"`` or ``"a worker or
-    its scheduler"``; ``why`` what happened, in a few words with Dask's own name for it."""
-
-    what: str
-    why: str
 
 
 def what_was_lost(exc: BaseException) -> Loss:

@@ -1,13 +1,11 @@
-"""All dpriv exceptions (and :func:`check_count`, the check of a count argument that raises
-one). The CLI maps :class:`DprivError` subclasses to exit status 2 (:class:`LedgerBusy`: 3)."""
+"""All dpriv exceptions (with :class:`Loss`, what the cluster-loss ones carry, and
+:func:`check_count`, the check of a count argument that raises one). The CLI maps
+:class:`DprivError` subclasses to exit status 2 (:class:`LedgerBusy`: 3)."""
 
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from dpriv.cluster_loss import Loss
+from typing import NamedTuple
 
 
 class DprivError(Exception):
@@ -51,9 +49,18 @@ class ClusterError(RuntimeError):
     CLI ends with exit 3 as for a lost worker (dpriv/cli/failures.py)."""
 
 
+class Loss(NamedTuple):
+    """What a cluster lost (:func:`dpriv.cluster_loss.what_was_lost`): ``what`` is ``"a worker"``,
+    ``"its scheduler"`` or ``"a worker or its scheduler"``; ``why`` what happened, in a few words
+    with Dask's own name for it. Carried by :class:`ClusterLossError` and :class:`ClusterLossWarning`."""
+
+    what: str
+    why: str
+
+
 class _CarriesLoss:
     """What :class:`ClusterLossError` and :class:`ClusterLossWarning` carry besides their message:
-    ``loss``, what was lost and why (:class:`dpriv.cluster_loss.Loss`), and ``last``, the last
+    ``loss``, what was lost and why (:class:`Loss`), and ``last``, the last
     release the ledger holds (0: none)."""
 
     def __init__(self, message: str, loss: Loss, last: int) -> None:

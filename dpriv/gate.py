@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -62,7 +62,8 @@ from dpriv.attack_input import observed_releases, read_releases
 from dpriv.attack_members import ReadRelease, members_of
 from dpriv.errors import PolicyError
 from dpriv.gate_lever import tightened, used
-from dpriv.gate_record import gate_record
+from dpriv.gate_record import GateCheck  # the check's result (and WorstGain): imported from here too
+from dpriv.gate_record import WorstGain as WorstGain  # re-exported
 from dpriv.knowledge.tables import MarkovTables
 from dpriv.ledger import Ledger
 from dpriv.policy import ReleasePolicy
@@ -73,83 +74,6 @@ from dpriv.released import GROUP
 if TYPE_CHECKING:
     from dpriv.gate_deductions import GateDeductions
     from dpriv.view_steps import ViewRelease
-
-
-class WorstGain(NamedTuple):
-    """The largest gain of a :class:`GateCheck`: the release it is on and the gain (NaN: none finite)."""
-
-    release: int
-    gain: float
-
-
-@dataclass(frozen=True)
-class GateCheck:
-    """The retrospective adversary's reading of releases ``1 .. as_of`` after ``as_of``.
-
-    Attributes
-    ----------
-    as_of : int
-        The release about to be committed.
-    gains : dict of int -> float
-        Mean gain (E10) of each release ``<= as_of`` as of ``as_of``, in [-1, 1] (NaN for a
-        release that kept no tuple).
-    confident_share : float
-        Largest share, over those releases, of tuples whose posterior on the true value is
-        >= 0.9 (:data:`dpriv.adversary.tail.CONFIDENT`), in [0, 1].
-    bound : float or None
-        ``policy.retro_max_gain`` (None: no bound on the gain, the check always holds).
-    used : dict
-        The ``k``, ``t`` and ``j`` the checked release was grouped with.
-    regroupings : int
-        How many times it was regrouped (0: grouped with the policy's own parameters).
-    seconds : float
-        Time of the check (deductions, forward-backward, Ω).
-    over : ndarray, shape (r,)
-        Respondents with a tuple of releases ``1 .. as_of`` whose posterior, as of ``as_of``,
-        is at least ``policy.retro_posterior_bound`` on some value (sorted, unique; empty
-        without that bound).
-    withheld : int
-        Members of release ``as_of`` held back by :meth:`RetroGate.release` (the bound above).
-    posterior_bound : float or None
-        ``policy.retro_posterior_bound``.
-    groupings : int
-        Groupings of release ``as_of`` checked for the bound above (1 without it); ``seconds``
-        is then the time of all their checks.
-    exact_deductions : bool
-        False when the model ruled out what was published: the check read every value allowed.
-    """
-
-    as_of: int
-    gains: dict[int, float]
-    confident_share: float
-    bound: float | None
-    used: dict
-    regroupings: int
-    seconds: float
-    over: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    withheld: int = 0
-    posterior_bound: float | None = None
-    groupings: int = 1
-    exact_deductions: bool = True
-
-    @property
-    def worst(self) -> WorstGain:
-        """The largest finite gain and its release (the earliest release on ties); ``as_of`` and
-        NaN when no gain is finite."""
-        finite = {i: g for i, g in self.gains.items() if np.isfinite(g)}
-        if not finite:
-            return WorstGain(self.as_of, float("nan"))
-        i = max(finite, key=lambda r: (finite[r], -r))
-        return WorstGain(i, finite[i])
-
-    @property
-    def ok(self) -> bool:
-        gain = self.worst.gain
-        return self.bound is None or not np.isfinite(gain) or gain <= self.bound
-
-    def as_record(self) -> dict:
-        """The ``gate`` entry of the release's metrics.json (:func:`dpriv.gate_record.gate_record`)."""
-        return gate_record(self)
 
 
 class HeldBack(NamedTuple):

@@ -22,22 +22,16 @@ from __future__ import annotations
 
 import csv
 import functools
-import hashlib
 import io
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpriv.errors import InputError, PolicyError
-
-if TYPE_CHECKING:
-    import dask.dataframe as dd
-
-    from dpriv.policy import ReleasePolicy
+from dpriv.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -285,48 +279,3 @@ def missing_leaves(h: Hierarchy, present: list[Any], column: str) -> InputError 
         f"QI {column!r} holds value(s) {shown}{more} that the hierarchy does not list: add a row "
         f"for each (value;...;{h.names[h.node_ids[0, -1]]}) to {h.path}, or correct the data{spaces}",
     )
-
-
-def hierarchy_domains(
-    view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy
-) -> tuple[ReleasePolicy, list[str]]:
-    """``policy`` with the levels of every QI that has a hierarchy set to the hierarchy's leaves
-    in tree order (:mod:`dpriv.hierarchy`), typed like the data; and one note per QI whose
-    levels were not declared before.
-
-    Raises InputError for an invalid hierarchy file or a value of the data (any view) that the
-    hierarchy does not list, and when a declared ``[domains]`` entry differs from the leaves.
-    """
-    if not policy.hierarchies:
-        return policy, []
-    domains, notes = dict(policy.domains), []
-    for q in policy.hierarchies:
-        h = policy.hierarchy(q)
-        if q not in view.columns:
-            continue
-        present = view[q].drop_duplicates()
-        present = present.compute() if hasattr(present, "compute") else present
-        error = missing_leaves(h, present.tolist(), q)
-        if error is not None:
-            raise error
-        leaves = typed_leaves(h, present)
-        if q in domains and [str(v) for v in domains[q]] != [str(v) for v in leaves]:
-            raise PolicyError(
-                f"[domains] {q} = {domains[q][:8]} differs from the leaves of its hierarchy "
-                f"{h.path} (in tree order: {leaves[:8]}): drop the [domains] entry, the hierarchy "
-                "gives the levels"
-            )
-        if q not in domains:
-            notes.append(f"levels of {q!r} from its hierarchy {h.path}: {len(leaves)} leaves in tree order")
-        domains[q] = leaves
-    return policy.with_overrides(domains=domains), notes
-
-
-def hierarchy_digests(policy: ReleasePolicy) -> dict[str, dict[str, str]]:
-    """``{"hierarchy_sha256": {QI: SHA-256 of its file}}`` for a ledger's ``policy.json`` (a
-    ledger keeps its hierarchies as it keeps its knowledge file); ``{}`` without hierarchies."""
-    if not policy.hierarchies:
-        return {}
-    paths = {q: policy.hierarchy_path(q) for q in sorted(policy.hierarchies)}
-    digests = {q: hashlib.sha256(Path(p).read_bytes()).hexdigest() for q, p in paths.items()}
-    return {"hierarchy_sha256": digests}

@@ -14,9 +14,11 @@ import pandas as pd
 
 from dpriv._dispatch import is_dask, to_pandas
 from dpriv.errors import InputError, PolicyError, check_count
-from dpriv.hierarchy import hierarchy_domains
 from dpriv.input_columns import missing_columns, policy_columns, unused_columns
+from dpriv.part_footers import one_value
 from dpriv.policy import ReleasePolicy
+from dpriv.policy_hierarchies import hierarchy_domains
+from dpriv.policy_values import check_inferred_exit_values
 from dpriv.raw_checks import check_raw
 from dpriv.row_problems import problems_of
 from dpriv.rows import PROBLEM_COLUMNS, bad_rows, describe, input_file, spans
@@ -78,29 +80,6 @@ def renamed_hint(view: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy) -> st
                     f"is missing: renamed? name it {name!r} there"
                 )
     return "".join(hints)
-
-
-def check_inferred_exit_values(data: pd.DataFrame, policy: ReleasePolicy, ordered: bool = False) -> None:
-    """PolicyError when the sensitive domain is to be inferred from ``data`` and some of
-    ``policy.exit_values`` do not occur there: the message says the domain was inferred from
-    this input and that declaring ``[domains] <sensitive>`` fixes it, listing the domain as it
-    was inferred: sorted, or with ``ordered`` in the order of ``data`` (the values of an ordered
-    Categorical in the order of its categories, :func:`dpriv.inputs.category_domains`)."""
-    s = policy.sensitive
-    if not policy.exit_values or s in policy.domains or s not in data.columns:
-        return
-    seen = [str(v) for v in data[s].dropna().unique()]
-    seen = list(dict.fromkeys(seen)) if ordered else sorted(set(seen))
-    unknown = [v for v in policy.exit_values if str(v) not in seen]
-    if unknown:
-        full = seen + [str(v) for v in unknown]
-        raise PolicyError(
-            f"exit_values {unknown} are not values of the sensitive column {s!r}: no domain of "
-            f"{s!r} is declared, so it was inferred from this input ({seen[:8]}"
-            f"{'...' if len(seen) > 8 else ''}), where they do not occur; declare the full domain "
-            f"in the policy, [domains] {s} = {full[:8]}{'...' if len(full) > 8 else ''}, or drop "
-            "them from exit_values"
-        )
 
 
 #: An ISO 8601 calendar date, optionally with a time (``2024-03-01``, ``2024-03-01T08:30``).
@@ -275,8 +254,6 @@ def checked_history(
     ``rbk`` step then read the input once instead of once each (issue 13), and the release
     persists that view in its ``rbk`` step anyway. A history of several views stays as it was
     given (each view a filter of it, pushed down to a Parquet reader), as does a pandas one."""
-    from dpriv.part_footers import one_value
-
     # once, before the footers are read (nothing read yet): a policy without a time column, or a
     # history without it, is refused here, so the footers are only asked about a column it has
     time = _check_history_columns(history, policy)

@@ -25,7 +25,7 @@ from dpriv.errors import InputError, PolicyError
 from dpriv.id_format import representative, shape_of
 from dpriv.input_columns import duplicate_columns, missing_columns, policy_columns
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_values import as_python, domain_note
+from dpriv.policy_values import as_python, check_inferred_exit_values, domain_note
 from dpriv.user_warning import warn_user
 from dpriv.value_types import mixed_types
 
@@ -176,8 +176,6 @@ def category_domains(
         if not order:
             continue  # no value at all: validation names the column
         if not qi:  # exit_values it lacks: said as of any inferred domain, not as an invalid policy
-            from dpriv.input_checks import check_inferred_exit_values  # it imports this module
-
             check_inferred_exit_values(pd.DataFrame({name: pd.Series(order, dtype=object)}), policy, True)
         # the values as prepare_view gives them (text in NFC, NumPy scalars as Python ones)
         domains[name] = list(dict.fromkeys(nfc_text(pd.Series([as_python(c) for c in order], dtype=object))))

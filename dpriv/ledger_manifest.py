@@ -16,13 +16,10 @@ import json
 import numbers
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dpriv.errors import InputError, LedgerError
-from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on
-
-if TYPE_CHECKING:
-    from dpriv.policy import ReleasePolicy
+from dpriv.policy import NEWER
 
 MANIFEST = "manifest.json"
 
@@ -30,22 +27,6 @@ MANIFEST = "manifest.json"
 #: releases a view smaller than k fully suppressed where the recorded "refuse" stopped the
 #: history (the advice of that refusal); no committed release depended on it.
 TAKE_UP = {"small_view": "suppress"}
-
-#: Fields added after ledgers were recorded, with the default that keeps them out of the fingerprint.
-NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
-NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
-NEWER |= dict(retro_posterior_bound=None, rbk_closeness=None)
-
-
-def pinned_fields(policy: ReleasePolicy) -> dict[str, Any]:
-    """``policy``'s fields that must not change between releases of one ledger (its
-    ``fingerprint``, recorded as ``policy.json``): all but ``base_dir`` and ``npartitions``,
-    :data:`NEWER`'s only off their default (ledgers recorded before they existed still match),
-    the release gate's keys only with the gate on."""
-    exclude = {"base_dir", "npartitions"} | {f for f, off in NEWER.items() if getattr(policy, f) == off}
-    if not gate_on(policy):
-        exclude |= {*BOUNDS, *GATE_KEYS}
-    return policy.model_dump(exclude=exclude)
 
 
 def policy_digest(policy: Mapping[str, Any]) -> str:

@@ -27,7 +27,7 @@ from dpriv.part_types import as_data_types
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_gate import anonymize_note
-from dpriv.policy_keys import as_policy, check_method
+from dpriv.policy_given import as_policy, check_method
 from dpriv.released import LABEL, public, secret_policy
 from dpriv.state import attach_priors
 from dpriv.text_numbers import refuse_mixed_numbers

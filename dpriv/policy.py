@@ -26,9 +26,9 @@ from pydantic import (
 from dpriv._random import MAX_SEED
 from dpriv.errors import PolicyError
 from dpriv.frozen import freeze
-from dpriv.ledger_manifest import pinned_fields
+from dpriv.hierarchy import Hierarchy, read_hierarchy
 from dpriv.policy_file import in_file, policy_fields
-from dpriv.policy_gate import BOUNDS, GATE_KEYS, touches_gate, warn_idle_gate_keys
+from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
 from dpriv.policy_keys import (
     fields_problem,
     immutable,
@@ -50,6 +50,12 @@ Kind = Literal["numeric", "categorical", "date"]
 #: the demo's own parameters stay well under (t 0.5, j 0.8 suppress at most ~3 %). Raise
 #: it explicitly (``[privacy] max_suppression``) to accept more.
 DEFAULT_MAX_SUPPRESSION = 0.05
+
+#: Fields added after ledgers were recorded, with the default that keeps them out of the
+#: fingerprint (:meth:`ReleasePolicy.fingerprint`), so that ledgers recorded before still match.
+NEWER = dict(small_view="refuse", allow_single_sensitive=False, hierarchies={}, release_format="generalized")
+NEWER |= dict(persistent_groups=False, exit_values=[], topdown_cut="median", posterior_bound=None)
+NEWER |= dict(retro_posterior_bound=None, rbk_closeness=None)
 
 
 class ReleasePolicy(BaseModel):
@@ -335,14 +341,10 @@ class ReleasePolicy(BaseModel):
         p = Path(path)
         return p if p.is_absolute() or self.base_dir is None else Path(self.base_dir) / p
 
-    def hierarchy(self, name: str):
+    def hierarchy(self, name: str) -> Hierarchy | None:
         """The validated :class:`dpriv.hierarchy.Hierarchy` of QI ``name`` (cached), or None."""
         path = self.hierarchy_path(name)
-        if path is None:
-            return None
-        from dpriv.hierarchy import read_hierarchy
-
-        return read_hierarchy(path)
+        return None if path is None else read_hierarchy(path)
 
     def is_resolved(self) -> bool:
         return all(c in self.domains for c in (*self.qi, self.sensitive))
@@ -358,6 +360,10 @@ class ReleasePolicy(BaseModel):
         return self.with_overrides(kinds=found.kinds, domains=found.domains), found.notes
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that must not change between releases of one ledger
-        (:func:`dpriv.ledger_manifest.pinned_fields`)."""
-        return pinned_fields(self)
+        """The fields that must not change between releases of one ledger (recorded as its
+        ``policy.json``, docs/ledger.md): all but ``base_dir`` and ``npartitions``, :data:`NEWER`'s
+        only off their default, the release gate's keys only with the gate on."""
+        exclude = {"base_dir", "npartitions"} | {f for f, off in NEWER.items() if getattr(self, f) == off}
+        if not gate_on(self):
+            exclude |= {*BOUNDS, *GATE_KEYS}
+        return self.model_dump(exclude=exclude)

@@ -8,9 +8,8 @@ together (:func:`fields_problem`).
 inputs are not permitted". The scalar tables ``[columns]``, ``[privacy]`` and ``[release]``
 share one set of keys (docs/policy.md), so a key of any of them is known in all three.
 Also: pydantic's errors as one PolicyError (:func:`invalid_policy`), the refusal to change a
-policy in place (:func:`immutable`) or to unset a key without a default (:func:`unset_problem`),
-a dict given for a policy (:func:`as_policy`), and the fields a method cannot use
-(:func:`check_method`).
+policy in place (:func:`immutable`) or to unset a key without a default (:func:`unset_problem`);
+which fields each method uses (:data:`SHARED_ONLY`).
 """
 
 from __future__ import annotations
@@ -19,14 +18,37 @@ import difflib
 import math
 import typing
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from dpriv.column_hints import misspelled_hint
 from dpriv.errors import PolicyError
 from dpriv.wording import flag_named
 
-if TYPE_CHECKING:
-    from dpriv.policy import ReleasePolicy
+
+class PolicyFields(Protocol):
+    """What :func:`fields_problem` and :mod:`dpriv.policy_values` read of a policy: a
+    :class:`~dpriv.policy.ReleasePolicy`, which calls them on itself while it is validated
+    (typed by what they read, so that the model's module is the one importing the other)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def time(self) -> str | None: ...
+    @property
+    def qi(self) -> list[str]: ...
+    @property
+    def sensitive(self) -> str: ...
+    @property
+    def kinds(self) -> Mapping[str, str]: ...
+    @property
+    def domains(self) -> Mapping[str, list[Any]]: ...
+    @property
+    def hierarchies(self) -> Mapping[str, str]: ...
+    @property
+    def exit_values(self) -> list[str]: ...
+    @property
+    def emd_ground(self) -> str: ...
+    def kind(self, name: str) -> str: ...
 
 
 def unknown_key(key: str, fields: Iterable[str], table: str | None = None) -> str:
@@ -252,7 +274,7 @@ def domain_problem(
     return None
 
 
-def fields_problem(policy: ReleasePolicy) -> str | None:
+def fields_problem(policy: PolicyFields) -> str | None:
     """The first of the policy's fields that do not fit together, in words (the model's
     ``model_validator`` raises it as ValueError, :func:`invalid_policy` words it), or None: a
     column used twice, a QI or sensitive name the released view uses itself
@@ -285,22 +307,6 @@ def fields_problem(policy: ReleasePolicy) -> str | None:
         numeric = policy.kind(name) == "numeric" and name != policy.sensitive
         problem = problem or domain_problem(name, dom, numeric, columns, policy.domains)
     return problem
-
-
-def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePolicy:
-    """``policy`` as a :class:`ReleasePolicy`: one as it is, a dict of its flat fields through
-    :meth:`ReleasePolicy.from_dict`. PolicyError for anything else, naming ``where`` (the
-    function it was given to)."""
-    from dpriv.policy import ReleasePolicy
-
-    if isinstance(policy, ReleasePolicy):
-        return policy
-    if isinstance(policy, dict):
-        return ReleasePolicy.from_dict(policy)
-    raise PolicyError(
-        f"{where}: policy must be a ReleasePolicy (ReleasePolicy.from_toml(path) or "
-        f"ReleasePolicy.from_dict(fields)) or a dict of its fields, got {type(policy).__name__}"
-    )
 
 
 #: Each baseline's own policy fields, its parameters (docs/policy.md): ``dpriv anonymize`` records
@@ -346,38 +352,6 @@ SHARED_ONLY: dict[str, Users] = {
     **dict.fromkeys(JSREDUCE_FIELDS, Users("jsreduce", ("jsreduce",))),
     **dict.fromkeys(MONDRIAN_FIELDS, Users("mondrian-l/t/bt", MONDRIAN_METHODS)),
 }
-
-
-def check_method(policy: ReleasePolicy, method: str) -> None:
-    """PolicyError unless ``policy.release_format`` suits ``method`` (Anatomy groups by the
-    members' knowledge, which only JS-reduce's grouping does; the Mondrian baselines cut QI
-    boxes for a generalized release) and the release gate's ``retro_lever`` is a parameter
-    ``method`` uses (j: JS-reduce only; t: JS-reduce and mondrian-t; k: all but histogram)."""
-    if policy.release_format == "anatomy" and method != "jsreduce":
-        raise PolicyError(
-            f'release_format = "anatomy" is a JS-reduce release; method {method!r} publishes a '
-            'generalized view: use --method jsreduce (method="jsreduce" in Python) or release_format = '
-            '"generalized"'
-        )
-    if policy.persistent_groups and method != "jsreduce":  # dpriv.anonymity.persistent
-        raise PolicyError(
-            f"persistent_groups = true is a JS-reduce grouping; method {method!r} "
-            'does not keep groups: use --method jsreduce (method="jsreduce" in Python) or '
-            "persistent_groups = false"
-        )
-    # the gate regroups with its lever: a parameter the method must use
-    if method == "histogram" and policy.retro_max_gain is not None:  # one group whatever the parameters
-        raise PolicyError(
-            "method 'histogram' releases each view as one QI-group, so the release gate "
-            "(retro_max_gain) has nothing to regroup with: remove retro_max_gain or use another method"
-        )
-    uses = {"jsreduce": ("k", "t", "j", "rbk_closeness"), "mondrian-t": ("k", "t")}.get(method, ("k",))
-    if policy.retro_max_gain is not None and policy.retro_lever not in uses:
-        raise PolicyError(
-            f"retro_lever = {policy.retro_lever!r}: method {method!r} does not use "
-            f"{policy.retro_lever}, so the release gate could not regroup with it; use "
-            f'retro_lever = "k" (or one of {list(uses)})'
-        )
 
 
 def _bound(x: float) -> str:

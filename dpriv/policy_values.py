@@ -1,20 +1,19 @@
 """How a policy's values are read and shown: a date QI's domain given as dates (whole days since
 1970-01-01), NumPy scalars as Python values; the kinds and domains a policy does not declare,
 inferred from the data, in the order of their levels, and the line that tells each
-(:meth:`dpriv.policy.ReleasePolicy.resolve`)."""
+(:meth:`dpriv.policy.ReleasePolicy.resolve`); exit values missing from a sensitive domain
+to be inferred, refused before it is (:func:`check_inferred_exit_values`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from dpriv.policy_keys import is_number
-
-if TYPE_CHECKING:
-    from dpriv.policy import ReleasePolicy
+from dpriv.errors import PolicyError
+from dpriv.policy_keys import PolicyFields, is_number
 
 
 def domain_note(name: str, kind: str | None, domain: list) -> str:
@@ -83,7 +82,7 @@ class Inferred(NamedTuple):
     notes: list[str]
 
 
-def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> Inferred:
+def inferred_domains(policy: PolicyFields, view: pd.DataFrame) -> Inferred:
     """The kinds and domains of ``policy`` (a :class:`dpriv.policy.ReleasePolicy`) with those it
     does not declare inferred from ``view`` (pandas), and one note per inferred domain
     (:class:`Inferred`; :meth:`dpriv.policy.ReleasePolicy.resolve`)."""
@@ -109,7 +108,7 @@ def inferred_domains(policy: ReleasePolicy, view: pd.DataFrame) -> Inferred:
     return Inferred(kinds, domains, notes)
 
 
-def order_hint(policy: ReleasePolicy, name: str, domain: list) -> str:
+def order_hint(policy: PolicyFields, name: str, domain: list) -> str:
     """What the note of an inferred sensitive domain of text in sorted order adds under
     ``emd_ground = "ordered"``: its order is the alphabet's, which t-closeness then measures
     distances by (``""`` otherwise: numbers, or an ordered Categorical's own order)."""
@@ -122,3 +121,28 @@ def order_hint(policy: ReleasePolicy, name: str, domain: list) -> str:
         f"the values' own order, declare it, [domains] {name} = [...] in the policy, or give the "
         "column as an ordered pandas Categorical)"
     )
+
+
+def check_inferred_exit_values(data: pd.DataFrame, policy: PolicyFields, ordered: bool = False) -> None:
+    """PolicyError when the sensitive domain is to be inferred from ``data`` and some of
+    ``policy.exit_values`` do not occur there: the message says the domain was inferred from
+    this input and that declaring ``[domains] <sensitive>`` fixes it, listing the domain as it
+    was inferred: sorted, or with ``ordered`` in the order of ``data`` (the values of an ordered
+    Categorical in the order of its categories, :func:`dpriv.inputs.category_domains`). Kept
+    with the inference it checks ahead of: :mod:`dpriv.inputs` and :mod:`dpriv.input_checks`
+    both call it."""
+    s = policy.sensitive
+    if not policy.exit_values or s in policy.domains or s not in data.columns:
+        return
+    seen = [str(v) for v in data[s].dropna().unique()]
+    seen = list(dict.fromkeys(seen)) if ordered else sorted(set(seen))
+    unknown = [v for v in policy.exit_values if str(v) not in seen]
+    if unknown:
+        full = seen + [str(v) for v in unknown]
+        raise PolicyError(
+            f"exit_values {unknown} are not values of the sensitive column {s!r}: no domain of "
+            f"{s!r} is declared, so it was inferred from this input ({seen[:8]}"
+            f"{'...' if len(seen) > 8 else ''}), where they do not occur; declare the full domain "
+            f"in the policy, [domains] {s} = {full[:8]}{'...' if len(full) > 8 else ''}, or drop "
+            "them from exit_values"
+        )

@@ -44,7 +44,6 @@ from dpriv.dates import released_dates
 from dpriv.first_priors import deferred
 from dpriv.footer_reads import footers_read_once
 from dpriv.generalize import generalize_view
-from dpriv.hierarchy import hierarchy_digests
 from dpriv.input_checks import (
     check_callback,
     check_loop_args,
@@ -68,7 +67,8 @@ from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
 from dpriv.policy_fix import ledger_kind_hint, view_named
 from dpriv.policy_gate import refuse_unreachable
-from dpriv.policy_keys import as_policy, check_method
+from dpriv.policy_given import as_policy, check_method
+from dpriv.policy_hierarchies import hierarchy_digests
 from dpriv.rbk import revised
 from dpriv.release_start import Carried, Committed, LoopStart, loop_start
 from dpriv.release_stops import said_stops

@@ -9,15 +9,16 @@ medical --partitions``) calls :func:`chosen_scheduler` first:
   or a Dask YAML file) is used as if it were given, as a Dask ``Client()`` would, and said on
   stderr; ``--cluster`` or ``--no-cluster`` still say where to run (the config is then said to
   be left unused); in Python, :func:`dpriv.cluster.dask_client` without an address does the same;
-* the address is probed (:func:`dpriv.cluster.scheduler_identity`): nothing listening, an
-  unknown host (both at once, :func:`tcp_refusal`), a silent port or another protocol (within
-  :data:`dpriv.cluster.CONNECT_SECONDS`) is bad input, exit 2, before any input is read. Found
-  later, by the release, it was taken for a lost cluster (exit 3), which a scheduled job retries
-  for ever.
+* the address is probed (:func:`scheduler_identity`): nothing listening, an unknown host (both
+  at once, :func:`tcp_refusal`), a silent port or another protocol (within
+  :data:`CONNECT_SECONDS`) is bad input, exit 2, before any input is read. Found later, by the
+  release, it was taken for a lost cluster (exit 3), which a scheduled job retries for ever.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import re
 import socket
 from collections.abc import Callable
@@ -49,9 +50,7 @@ def chosen_scheduler(
     ``scheduler``: ``--scheduler`` as given (None: not given); ``cluster``: ``--cluster`` (True),
     ``--no-cluster`` (False) or neither (None). Raises InputError (exit 2) for an empty
     ``--scheduler``, and for an address (given, or from Dask's config) where no Dask scheduler
-    answers (:func:`dpriv.cluster.scheduler_identity`)."""
-    from dpriv import cluster as cluster_mod  # looked up at call time (tests replace the probe)
-
+    answers (:func:`scheduler_identity`)."""
     if scheduler is not None and not scheduler.strip():
         raise InputError(
             f"--scheduler is empty ({scheduler!r}; an unset shell variable?): give the address a "
@@ -61,14 +60,14 @@ def chosen_scheduler(
     configured = configured_scheduler() if scheduler is None else None
     if configured is None:
         if scheduler is not None:
-            cluster_mod.scheduler_identity(scheduler, flag_named)
+            scheduler_identity(scheduler, flag_named)
         return scheduler
     if cluster is not None:
         flag = "--cluster" if cluster else "--no-cluster"
         say(f"note: {CONFIG} names {configured}; not used: {flag} runs on this machine")
         return None
     say(config_used(configured, flag_named, "--cluster or --no-cluster runs on this machine instead"))
-    cluster_mod.scheduler_identity(configured, flag_named, origin=CONFIG)
+    scheduler_identity(configured, flag_named, origin=CONFIG)
     return configured
 
 
@@ -151,3 +150,53 @@ def tcp_refusal(address: str, timeout: float) -> str | None:
     except OSError as exc:  # no route to the host, the network down
         return f"{host}:{port}: {exc.strerror or exc}"
     return None
+
+
+#: Seconds to reach a scheduler and hear it answer (a Client waits forever for the handshake
+#: of a port that accepts connections but never answers).
+CONNECT_SECONDS = 20.0
+
+
+def scheduler_identity(scheduler: str, named: Named = argument_named, *, origin: str | None = None) -> dict:
+    """What the server at ``scheduler`` says it is (its ``identity`` reply), within
+    :data:`CONNECT_SECONDS`; InputError when nothing listens there, the host is unknown (both
+    said at once, :func:`tcp_refusal`), it does not answer, or answers as no Dask server
+    (:func:`unreachable`). ``named`` words the argument (``scheduler`` in Python,
+    ``--scheduler`` on the command line); ``origin``: where the address came from when not from
+    that argument (Dask's config, :data:`CONFIG`)."""
+    refused = tcp_refusal(scheduler, CONNECT_SECONDS)
+    if refused is not None:
+        raise unreachable(scheduler, refused, named, origin)
+
+    async def ask() -> object:
+        from distributed.comm import connect
+        from distributed.security import Security
+
+        # the TLS settings a Client would take from the Dask config (tls:// addresses)
+        tls = Security().get_connection_args("client")
+        comm = await connect(scheduler, timeout=CONNECT_SECONDS, **tls)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def run() -> object:
+        return asyncio.run(asyncio.wait_for(ask(), CONNECT_SECONDS))
+
+    try:
+        # a thread of its own: the caller may already run an event loop (Jupyter)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            reply = pool.submit(run).result()
+    except TimeoutError:
+        raise unreachable(scheduler, f"no answer within {CONNECT_SECONDS:g} s", named, origin) from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise unreachable(scheduler, str(exc), named, origin) from None
+    except Exception as exc:  # noqa: BLE001 -- bytes of another protocol fail anywhere in the decoder
+        why = f"it answers, but not as a Dask scheduler: {type(exc).__name__}"
+        raise unreachable(scheduler, why, named, origin) from None
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        kind = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
+        why = f"it answers, but as {kind!r}, not as a Dask scheduler"
+        raise unreachable(scheduler, why, named, origin)
+    return reply

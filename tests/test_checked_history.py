@@ -62,12 +62,10 @@ def test_refusals_are_those_of_check_history(tmp_path):
 def test_the_footers_are_asked_only_about_a_time_column_the_history_has(tmp_path, monkeypatch):
     """A policy without a time column, or a history without it, is refused before the footers
     are asked anything; a history that has it is asked about that column once."""
-    import dpriv.part_footers as pf
-
     _history([1]).to_parquet(tmp_path / "h.parquet")
     asked: list[object] = []
-    real = pf.one_value
-    monkeypatch.setattr(pf, "one_value", lambda frame, column: asked.append(column) or real(frame, column))
+    real = ic.one_value  # dpriv.part_footers.one_value, as checked_history finds it
+    monkeypatch.setattr(ic, "one_value", lambda frame, column: asked.append(column) or real(frame, column))
     history = dd.read_parquet(tmp_path / "h.parquet")
     with pytest.raises(PolicyError, match="a history needs a time column"):
         ic.checked_history(history, ReleasePolicy(**{**FIELDS, "time": None}))

@@ -16,8 +16,10 @@ from test_small_views import ledger_files
 from typer.testing import CliRunner
 
 import dpriv.cluster as cluster_mod
+import dpriv.history_size as sizes_mod
 import dpriv.one_view as one_view_mod
 import dpriv.release as release_mod
+import dpriv.scheduler_address as address_mod
 from dpriv.cli import app
 from dpriv.cluster import (
     HistorySize,
@@ -138,7 +140,7 @@ def test_the_thresholds_decide_between_process_and_cluster(monkeypatch):
     assert place(frame, start=state)[0] == "cluster"  # {1, 2, 3, 7} | {1..6} = 7 respondents
     state = LedgerStart(frozenset({9}), pd.Index([1, 2, 3, 4, 5]))
     assert place(frame, start=state)[0] == "process"  # 6 respondents
-    monkeypatch.setattr(cluster_mod, "SMALL_HISTORY_ROWS", 5)  # six tuples: not even counted
+    monkeypatch.setattr(sizes_mod, "SMALL_HISTORY_ROWS", 5)  # six tuples: not even counted
     assert history_size(frame, POLICY) == HistorySize(6, None, None)
     assert place(frame)[0] == "cluster"
 
@@ -317,7 +319,7 @@ def _server(answer: bytes | None):
 def test_a_port_that_is_no_scheduler_is_a_clear_input_error_within_the_timeout(monkeypatch, answer, why):
     """A port that accepts but never answers hung ``--scheduler`` forever; one answering
     another protocol's bytes was an internal MemoryError (a length read from the text)."""
-    monkeypatch.setattr(cluster_mod, "CONNECT_SECONDS", 1.0)
+    monkeypatch.setattr(address_mod, "CONNECT_SECONDS", 1.0)
     before = dask.config.get("scheduler", None)
     with _server(answer) as address:
         started = time.monotonic()

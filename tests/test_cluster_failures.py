@@ -261,9 +261,9 @@ def test_a_scheduler_killed_mid_release_is_exit_3_naming_the_release(tmp_path, m
     """A `dask scheduler` process killed (SIGKILL) once release 1 is committed: exit 3 naming
     release 2, no ``distributed.client - ERROR`` line, the ledger at release 1; the client's
     reconnect wait (CONNECT_SECONDS) is cut to 2 s here."""
-    import dpriv.cluster
+    import dpriv.scheduler_address
 
-    monkeypatch.setattr(dpriv.cluster, "CONNECT_SECONDS", 2.0)
+    monkeypatch.setattr(dpriv.scheduler_address, "CONNECT_SECONDS", 2.0)
     mh = medical_history(n_views=3, view_size=60_000, seed=0)  # over SMALL_VIEW_ROWS: on the cluster
     policy = write_history(tmp_path, mh, policy_extra={"privacy": {"max_suppression": 1.0}})
     (tmp_path / "cluster").mkdir()

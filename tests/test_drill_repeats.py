@@ -12,6 +12,7 @@ from test_cli import QI, assert_refused, tree
 from typer.testing import CliRunner
 
 import dpriv.cluster as cluster_mod
+import dpriv.scheduler_address as address_mod
 from dpriv.cli import app
 
 BASE = ["--sensitive", "exam_result", "--id", "respondent_id", "--k", "3", "--j", "5", "--no-cluster"]
@@ -45,7 +46,7 @@ def no_cluster_reached(monkeypatch):
         raise AssertionError("a Dask cluster was reached")
 
     monkeypatch.setattr(cluster_mod, "dask_client", refuse)
-    monkeypatch.setattr(cluster_mod, "scheduler_identity", refuse)
+    monkeypatch.setattr(address_mod, "scheduler_identity", refuse)
 
 
 def test_one_value_spelled_two_ways_is_given_once(view_csv, tmp_path, monkeypatch):

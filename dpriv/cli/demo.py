@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpriv.cli.commands import run_release
 from dpriv.cli.common import Cluster, Debug, Scheduler, Views, ViewSize, app, command, say_err
 from dpriv.cli.policy_flags import load_effective
+from dpriv.cli.release_run import run_release
 from dpriv.errors import InputError, LedgerError
 from dpriv.scheduler_address import chosen_scheduler
 

@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from dpriv.cli.repeats import OptionError, flags_of, takes_path
+from dpriv.cli.click_parts import OptionError, flags_of, takes_path
 from dpriv.input_url import path_hint, url_scheme
 
 #: The parameters that name an input, a local path or an fsspec URL (read through fsspec).

@@ -65,7 +65,7 @@ def _bound_text(problem: str, where: str, given: Callable[[str, str], str | None
 def _as_given(name: str, where: str) -> str | None:
     """The text the user gave for ``name``: a flag's (``--j``) on the command line being run, a
     key's (``j``) in the policy file ``where`` names (``policy file p.toml``, the --policy given)."""
-    from dpriv.cli.repeats import current_context
+    from dpriv.cli.click_parts import current_context
     from dpriv.cli.usage import typed_value
 
     if name.startswith("--"):

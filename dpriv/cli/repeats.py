@@ -11,15 +11,14 @@ given twice with different values (``--id a --id b``, ``--k 4 --k 5``, ``--clust
 however it is spelled (``--t .45 --t 0.45``, ``--out x --out ./x/``): values are compared as the
 command gets them. ``--scheduler ADDR`` with ``--cluster`` or ``--no-cluster``, and a column
 both ``--categorical`` and ``--date``, are refused (:func:`_refuse_contradictions`). Each
-refusal is an :class:`OptionError`: exit 2 and ``error: ...`` as dpriv's other bad input,
-before the command does anything. ``--hierarchy`` (repeatable) naming one column twice is
-refused by :func:`dpriv.cli.policy_flags.with_hierarchies`.
+refusal is an :class:`~dpriv.cli.click_parts.OptionError`: exit 2 and ``error: ...`` as
+dpriv's other bad input, before the command does anything. ``--hierarchy`` (repeatable) naming
+one column twice is refused by :func:`dpriv.cli.policy_flags.with_hierarchies`.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,38 +26,17 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from dpriv.cli.click_parts import GIVEN, OptionError, UsageError, convert_value, flags_of, takes_path
+from dpriv.cli.path_options import watch_paths
+from dpriv.cli.usage import worded
+
 #: The options of comma-separated names (their parameter names): repeated, they add up.
 LIST_OPTIONS = frozenset({"qi", "categorical", "date", "known"})
-
-#: click's UsageError (exit 2), of the click typer runs on (typer >= 0.20 bundles its own click).
-UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
-#: The key of ``ctx.meta`` holding a command's arguments as given (:meth:`OnceCommand.parse_args`).
-GIVEN = "dpriv.given"
-
-
-def current_context() -> Any | None:
-    """The click context of the command being run (None outside one), of that click too."""
-    return importlib.import_module(UsageError.__module__.rsplit(".", 1)[0] + ".globals").get_current_context(
-        silent=True
-    )
-
-
-class OptionError(UsageError):
-    """A usage error worded and printed as dpriv's other bad input (``error: ...`` on stderr,
-    exit 2), not with click's usage block and ``Error:``."""
-
-    def show(self, file: Any = None) -> None:
-        typer.echo(f"error: {self.format_message()}", err=True)
 
 
 def comma_names(text: str | None) -> list[str]:
     """The column names of a comma-list option's value, in order (``" a, b,,"`` is ``a``, ``b``)."""
     return [name.strip() for name in (text or "").split(",") if name.strip()]
-
-
-def flags_of(opt: Any) -> str:
-    """The spellings of a parser option, e.g. ``--id`` or ``--cluster``."""
-    return "/".join([*opt._long_opts, *opt._short_opts])
 
 
 def _refuse_repeated_names(flag: str, text: str) -> None:
@@ -68,19 +46,6 @@ def _refuse_repeated_names(flag: str, text: str) -> None:
     twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
     if twice is not None:
         raise OptionError(f"{flag} names {twice!r} twice (in {text!r}): give each column once")
-
-
-def takes_path(param: Any) -> bool:
-    """Whether the click/typer parameter ``param`` is declared with a path type."""
-    desc = getattr(param, "type_descriptor", None)  # typer >= 0.2x: its own types
-    return desc.is_path if desc is not None else getattr(getattr(param, "type", None), "name", "") == "path"
-
-
-def convert_value(param: Any, ctx: Any, value: Any) -> Any:
-    """``value`` converted by ``param``'s type (UsageError when it does not convert)."""
-    if hasattr(param, "get_runtime_param"):  # typer >= 0.2x converts values itself
-        return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
-    return param.type_cast_value(ctx, value)
 
 
 def _converted(param: Any, ctx: Any, value: Any) -> Any:
@@ -157,8 +122,6 @@ class OnceCommand(TyperCommand):
             if opt.action in ("store", "store_const"):
                 opt.process = functools.partial(_once, opt, opt.process, ctx)
         if not ctx.resilient_parsing:  # shell completion parses partial command lines: as given
-            from dpriv.cli.path_options import watch_paths  # it imports this module
-
             watch_paths(parser)  # first, then the above: ~/x and /home/u/x are one value
         return parser
 
@@ -177,8 +140,6 @@ class OnceCommand(TyperCommand):
 def _worded(exc: Exception, command: Any, ctx: Any, args: list[str]) -> Exception:
     if ctx.resilient_parsing:  # shell completion: click's own errors, never printed
         return exc
-    from dpriv.cli.usage import worded  # it imports this module
-
     return worded(exc, command, ctx, args)
 
 

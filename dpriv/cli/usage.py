@@ -4,7 +4,7 @@ command, a missing value) worded as dpriv's other bad input: one ``error: ...`` 
 click printed its usage block, a "Try ... --help" line and ``Error: Invalid value for '--k':
 Input should be greater than or equal to 1`` (typer >= 0.2x: the value given is not named), or
 ``0 is not in the range x>=1.`` (older typer). :func:`worded` turns each such error into an
-:class:`dpriv.cli.repeats.OptionError` naming the option, the value as typed and what the
+:class:`dpriv.cli.click_parts.OptionError` naming the option, the value as typed and what the
 option takes (``--k must be a whole number >= 1, not '0'``); every
 :class:`dpriv.cli.repeats.OnceCommand` and :class:`dpriv.cli.repeats.OnceGroup` raises it
 instead of click's. ``dpriv`` alone still prints the help (click's NoArgsIsHelpError).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from dpriv.cli.repeats import GIVEN, OptionError, UsageError, convert_value, current_context
+from dpriv.cli.click_parts import GIVEN, OptionError, UsageError, convert_value, current_context
 
 #: What a value of each Python type is called in a message.
 _KINDS = {int: "a whole number", float: "a number", bool: "true or false"}

@@ -58,7 +58,7 @@ class ReleaseRecord(Mapping[str, Any]):
     ``seconds``: per step (dict, release loop) or in total (float, anonymize).
     Present only where set: ``release`` (the ledger's index, first key), ``tail`` (its four
     keys flattened, :data:`TAIL_KEYS`), ``small_view`` (``"suppressed"``), ``gate`` (the release gate's check,
-    :meth:`dpriv.gate.GateCheck.as_record`, with ``policy.retro_max_gain``), ``posterior_guard``
+    :meth:`dpriv.gate_record.GateCheck.as_record`, with ``policy.retro_max_gain``), ``posterior_guard``
     (:meth:`dpriv.posterior_guard.PosteriorGuard.as_record`, with ``policy.posterior_bound``). ``extra``: keys
     of another writer (an older ledger, a test), kept as read, written last.
     """
