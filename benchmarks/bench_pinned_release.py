@@ -8,7 +8,8 @@ release 1 untimed, release 2 timed from release 1's commit to its own (every ste
 write included; the state bucket count grows 8 -> 16 at 10^6). Two ways, alternated,
 ``--repeat`` rounds: ``today`` (``dpriv.state_homes.PIN_MERGES`` off: the scheduler places each
 merge) and ``pinned`` (the release's default). Per run: wall seconds, CPU seconds of the worker
-processes and of this process (the client and the LocalCluster's scheduler), MiB the workers
+processes (and per worker, beside the number of held state buckets on it) and of this process
+(the client and the LocalCluster's scheduler), MiB the workers
 fetched from each other during release 2 (their transfer logs, by step and key prefix), and the
 workers' peak memory in release 2: resident (the kernel's high-water mark, reset when release 2
 starts; glibc keeps freed memory, so it never falls below release 1's resident memory) and
@@ -76,7 +77,8 @@ class Run(NamedTuple):
     """Release 2 of one run: seconds, CPU seconds (workers, this process), MiB fetched between
     workers and by what (step:key prefix -> bytes), buckets whose merge was pinned, files' digest,
     the workers' peak memory in MiB (resident: the largest worker's and the sum; managed: the
-    sum of each worker's peak, in release 2 and in its rbk step)."""
+    sum of each worker's peak, in release 2 and in its rbk step); ``balance``: each worker's CPU
+    seconds and how many of the held state buckets it holds (the pinned tasks' homes)."""
 
     wall: float
     workers_cpu: float
@@ -89,6 +91,7 @@ class Run(NamedTuple):
     rss_sum: float
     managed: float
     rbk_managed: float
+    balance: str
 
 
 def start_peaks(dask_worker) -> None:
@@ -139,15 +142,18 @@ def timed(client: Client, src: Path, policy, ledger: Path, way: str, npartitions
     """Release the 2-view history at ``src`` into ``ledger`` (removed after), release 2 measured;
     ``way`` one of :data:`WAYS`."""
     pin, join, revision = WAYS[way]
-    procs = [psutil.Process(p) for p in client.run(os.getpid).values()]
+    pids = client.run(os.getpid)  # worker address -> pid
+    procs = [psutil.Process(p) for p in pids.values()]
     me = psutil.Process()
     marks: dict[int, tuple[float, float, float, float]] = {}
-    found = []
+    each: dict[int, list[float]] = {}
+    found, homes_seen = [], []
     real = pk_graph_mod.state_homes
 
     def spy(state, held):
         homes = real(state, held)
         found.append(0 if homes is None else len(homes.workers))
+        homes_seen.append(Counter(() if homes is None else homes.workers))
         return homes
 
     peaks = []
@@ -156,6 +162,7 @@ def timed(client: Client, src: Path, policy, ledger: Path, way: str, npartitions
         if i == 1:
             client.run(start_peaks)
         marks[i] = (time.perf_counter(), time.time(), cpu(procs), cpu([me]))
+        each[i] = [cpu([w]) for w in procs]
         if i == 2:
             peaks.extend(client.run(stop_peaks).values())
 
@@ -194,10 +201,20 @@ def timed(client: Client, src: Path, policy, ledger: Path, way: str, npartitions
     in_rbk = [[b for t, b in samples if step_of(t, epochs) == "rbk"] or [0] for _, samples in peaks]
     out = Run(
         t2 - t1, w2 - w1, c2 - c1, sum(what.values()) / MIB, what, sum(found), digest(ledger),
-        max(rss), sum(rss), managed, sum(map(max, in_rbk)) / MIB,
+        max(rss), sum(rss), managed, sum(map(max, in_rbk)) / MIB, balance(list(pids), each, homes_seen),
     )  # fmt: skip
     shutil.rmtree(ledger, ignore_errors=True)
     return out
+
+
+def balance(workers: list[str], each: dict[int, list[float]], held: list[Counter]) -> str:
+    """Release 2's CPU seconds per worker (``each``: release -> CPU seconds per worker at its
+    end) and the number of held state buckets on each, e.g. ``6.1 s (5 buckets) / 5.0 s (3 buckets)``."""
+    homes = held[-1] if held else Counter()
+    return " / ".join(
+        f"{b - a:.1f} s ({homes.get(w, 0)} buckets)"
+        for w, a, b in zip(workers, each[1], each[2], strict=True)
+    )
 
 
 def cluster(n: int):
@@ -224,6 +241,7 @@ def compare(args, src: Path, policy, work: Path) -> None:
                     f"rbk step {run.rbk_managed:.0f}), load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
+                print(f"{'':16s}per worker: {run.balance}")
                 top = ", ".join(f"{k} {b / MIB:.1f}" for k, b in run.what.most_common(8) if b >= MIB / 10)
                 print(f"{'':16s}moved: {top or 'nothing'}", flush=True)
                 steps: Counter = Counter()
