@@ -11,6 +11,9 @@ revises with the same kernel (:func:`revised_priors`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -24,6 +27,10 @@ from dpriv.policy import ReleasePolicy
 from dpriv.state import STATE, pk_columns
 from dpriv.state_buckets import by_bucket
 from dpriv.state_homes import Homes, pinned
+
+#: Run each pinned bucket's revision in its join's task (the release's default); a benchmark
+#: turns it off to compare (``benchmarks/bench_pinned_release.py --join``).
+PIN_REVISION = True
 
 
 def revised(
@@ -42,13 +49,21 @@ def revised(
     :func:`with_revised_priors` per partition, the tables scattered once (a first release,
     whose state is an empty pandas frame: :func:`revised_view` per partition, no join). In
     process: :func:`revised_view` (a Dask ``state`` is collected first). ``homes``: where the
-    state's persisted buckets lie (:func:`with_state`). Raises
+    state's persisted buckets lie (:func:`with_state`); when each bucket's join is pinned there,
+    its revision runs in the same task (:func:`_revised_bucket`, persisted at once, the tables
+    a future scattered once): the joined rows never wait in memory as a frame of their own,
+    nor cross to a revision placed elsewhere. Same rows in the same partitions. Raises
     :class:`~dpriv.errors.InputError` for a QI value outside the class map (``classify``)."""
     if not is_dask(view):
         return revised_view(view, to_pandas(state), tables, policy, window)
     if isinstance(state, pd.DataFrame) and state.empty:  # a first release: BK^sv, partition by partition
         meta = revised_view(view._meta, state, tables, policy, window)
         return map_frame(revised_view, view, state, shared(tables, view), policy, window, meta=meta)
+    if PIN_REVISION and is_dask(state) and _pins(homes, state_buckets):  # join + revision, one task a bucket
+        cut = _in_buckets(view, state, policy, state_buckets)
+        meta = with_revised_priors(cut.meta, tables, policy, window)
+        args = (policy.id, shared(tables, view), policy, window)
+        return _pinned(cut.view, homes, meta, _revised_bucket, *args)
     joined = with_state(view, state, policy, npartitions, state_buckets, homes)
     meta = with_revised_priors(joined._meta, tables, policy, window)
     return map_frame(with_revised_priors, joined, shared(tables, joined), policy, window, meta=meta)
@@ -185,33 +200,67 @@ def with_state(
     ``homes`` (:func:`dpriv.state_homes.state_homes` of ``state`` and ``state_buckets``, on a
     client): each bucket's join is restricted loosely to the worker holding its state bucket and
     persisted at once (its Delayed tasks alone: a dataframe graph drops the restriction), so only
-    the view's rows cross; the same rows in the same partitions (:func:`_pinned_join`)."""
+    the view's rows cross; the same rows in the same partitions (:func:`_pinned`)."""
     if not is_dask(view):  # the view's respondents only: the same join, not a copy of the state
         state = to_pandas(state)
         state = state[state[policy.id].isin(view[policy.id])]
         return view.merge(rbk_state(state), on=policy.id, how="left")
     if is_dask(state) and (state_buckets or 0) > 1:  # one bucket: the hash join keeps the view's parallelism
-        right = by_bucket(rbk_state(state), policy.id, state_buckets, held=state_buckets)
-        left = by_bucket(view, policy.id, state_buckets)
-        meta = _join_part(left._meta, right._meta, policy.id)
-        if homes is not None and len(homes.sources) == state_buckets:
-            return _pinned_join(left, homes, policy.id, meta)
-        return dd.map_partitions(_join_part, left, right, policy.id, meta=meta, clear_divisions=True)
+        cut = _in_buckets(view, state, policy, state_buckets)
+        if _pins(homes, state_buckets):
+            return _pinned(cut.view, homes, cut.meta, _join_bucket, policy.id)
+        join = (_join_part, cut.view, cut.state, policy.id)
+        return dd.map_partitions(*join, meta=cut.meta, clear_divisions=True)
     # the merge's partitions are its hash partitions of the id: no second shuffle (RBK is
     # computed row by row, the same bits whatever rows share a partition)
     joined = view.merge(rbk_state(state), on=policy.id, how="left", npartitions=npartitions, broadcast=False)
     return joined.map_partitions(_sorted_by, policy.id)
 
 
-def _pinned_join(left: dd.DataFrame, homes: Homes, column: str, meta: pd.DataFrame) -> dd.DataFrame:
-    """Bucket b's join (its view rows of ``left`` + held state bucket b) as a task restricted
-    loosely to the worker holding that bucket, persisted now: a frame over the futures."""
-    join = dask.delayed(_join_bucket, pure=True)
+class _Buckets(NamedTuple):
+    """A Dask view and what RBK reads of a state whose partitions are its buckets, both one
+    partition per bucket (:func:`dpriv.state_buckets.by_bucket`), and the meta of their join."""
+
+    view: dd.DataFrame
+    state: dd.DataFrame
+    meta: pd.DataFrame
+
+
+def _in_buckets(view: dd.DataFrame, state: dd.DataFrame, policy: ReleasePolicy, buckets: int) -> _Buckets:
+    right = by_bucket(rbk_state(state), policy.id, buckets, held=buckets)
+    left = by_bucket(view, policy.id, buckets)
+    return _Buckets(left, right, _join_part(left._meta, right._meta, policy.id))
+
+
+def _pins(homes: Homes | None, state_buckets: int | None) -> bool:
+    """Whether each of ``state_buckets`` (at least 2) buckets has a home to run its join on."""
+    return homes is not None and (state_buckets or 0) > 1 and len(homes.sources) == state_buckets
+
+
+def _pinned(
+    left: dd.DataFrame, homes: Homes, meta: pd.DataFrame, kernel: Callable[..., pd.DataFrame], *args
+) -> dd.DataFrame:
+    """``kernel(view rows of bucket b of left, held state bucket b, *args)`` as one task per
+    bucket restricted loosely to the worker holding that bucket, persisted now (its Delayed
+    tasks alone: a dataframe graph drops the restriction): a frame over the futures."""
+    task = dask.delayed(kernel, pure=True)
     parts = []
     for b, (view, state) in enumerate(zip(left.to_delayed(), homes.sources, strict=True)):
         with pinned(homes.worker(b)):
-            parts.append(join(view, state, column))
+            parts.append(task(view, state, *args))
     return dd.from_delayed(list(dask.persist(*parts)), meta=meta, verify_meta=False)
+
+
+def _revised_bucket(
+    view: pd.DataFrame,
+    state: pd.DataFrame,
+    column: str,
+    tables: MarkovTables,
+    policy: ReleasePolicy,
+    window: int,
+) -> pd.DataFrame:
+    """One bucket's join (:func:`_join_bucket`) then its revision (:func:`with_revised_priors`)."""
+    return with_revised_priors(_join_bucket(view, state, column), tables, policy, window)
 
 
 def _join_bucket(view: pd.DataFrame, state: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -359,10 +359,12 @@ def release_view(
     pin = later is None and is_dask(view) and (state_buckets or 0) > 1
     homes = state_homes(state, state_buckets) if pin else None
     view = view.persist() if homes is not None else view  # read once: pinned joins (dpriv.rbk), later steps
-    rbk = later or (revised(view, state, tables, policy, window, npartitions, state_buckets, homes), None)
-    frame, priors = rbk
-    if method == "jsreduce" and policy.time in frame.columns:  # read by no step after: not shuffled
-        frame = frame.drop(columns=policy.time)
+    # the time: read by no step after, so not shuffled, nor moved by a task after a pinned revision
+    unused = policy.time if method == "jsreduce" and policy.time in view.columns else None
+    rbk_args = (state, tables, policy, window, npartitions, state_buckets, homes)
+    frame, priors = later or (revised(view.drop(columns=unused) if unused else view, *rbk_args), None)
+    if unused and unused in frame.columns:
+        frame = frame.drop(columns=unused)
     frame, view = steps.run("rbk", frame, view)
     ctx = ViewContext(view, summary, policy, index, method, steps)
     grouped = _grouped(ctx, frame, priors, npartitions)

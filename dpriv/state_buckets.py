@@ -71,15 +71,21 @@ def by_bucket(frame: dd.DataFrame, column: str, nbuckets: int, *, held: int | No
 
 def _bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, partition_info=None) -> pd.DataFrame:
     """The rows of ``part`` in bucket ``partition_info["number"]`` (Dask passes it), keyed."""
-    keyed = _with_bucket(part, column, nbuckets)
-    return keyed[keyed[BUCKET].to_numpy() == partition_info["number"]]
+    return bucket_rows(part, column, nbuckets, partition_info["number"], keyed=True)
 
 
-def bucket_rows(part: pd.DataFrame, column: str, nbuckets: int, bucket: int) -> pd.DataFrame:
+def bucket_rows(
+    part: pd.DataFrame, column: str, nbuckets: int, bucket: int, *, keyed: bool = False
+) -> pd.DataFrame:
     """The rows of ``part`` whose ``column`` is in bucket ``bucket`` of ``nbuckets``
     (:func:`state_buckets`), in their order, ``part``'s columns and index: the rows
-    :func:`by_bucket` keeps of a held bucket when the count grows (there indexed by the bucket)."""
-    return part[state_buckets(part[column], nbuckets) == bucket]
+    :func:`by_bucket` keeps of a held bucket when the count grows (there indexed by the bucket).
+    ``keyed``: with the bucket (int64) in a last column :data:`BUCKET`, as :func:`by_bucket`
+    reads them (the ids hashed once, the column added to the kept rows only)."""
+    buckets = state_buckets(part[column], nbuckets)
+    mask = buckets == bucket
+    rows = part[mask]
+    return rows.assign(**{BUCKET: buckets[mask]}) if keyed else rows
 
 
 def split_by_bucket(frame: pd.DataFrame, column: str, nbuckets: int) -> list[pd.DataFrame]:

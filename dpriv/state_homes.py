@@ -10,7 +10,8 @@ each (``Client.who_has``, one round trip); :func:`pinned` restricts a task to a 
 (``allow_other_workers=True``: a lost worker never stalls a release, the scheduler runs the
 task elsewhere). Same tasks, same inputs: the rows and bytes do not change, only where a task
 runs. The rbk step's join of the view with the state (:func:`dpriv.rbk.with_state`) is pinned
-the same way, one task per held bucket.
+the same way, one task per held bucket, and with it the revision of the joined rows
+(:func:`dpriv.rbk.revised`: join then revision in one task).
 """
 
 from __future__ import annotations

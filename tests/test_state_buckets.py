@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpriv.state_buckets import BUCKET, by_bucket, split_by_bucket
+from dpriv.state_buckets import BUCKET, bucket_rows, by_bucket, split_by_bucket
 
 ID = "rid"
 
@@ -41,6 +41,24 @@ def test_a_doubling_by_hand():
     assert [p["v"].tolist() for p in got] == [[0, 4, 5, 6, 7, 8, 11], [1, 9, 10], [3], [2]]
     assert [p.index.tolist() for p in got] == [[0] * 7, [1] * 3, [2], [3]]
     assert all(p.index.name == BUCKET for p in got)
+
+
+def test_one_bucket_s_rows_by_hand_keyed_or_not():
+    """:func:`bucket_rows` (the pk step's cut of a held bucket) and its keyed form (what
+    ``by_bucket`` reads): the same rows, order and index, the keyed one with the bucket last."""
+    ids = [5, 1, 9, 2, 7, 3, 8, 4, 6, 10, 11, 12]  # buckets of 4: 0 1 3 2 0 0 0 0 0 1 1 0
+    frame = pd.DataFrame(
+        {ID: np.array(ids, dtype=np.int64), "v": np.arange(12.0)}, index=np.arange(120, 0, -10)
+    )
+    plain = bucket_rows(frame, ID, 4, 1)
+    assert plain[ID].tolist() == [1, 10, 11] and plain["v"].tolist() == [1, 9, 10]
+    assert plain.index.tolist() == [110, 30, 20] and list(plain.columns) == [ID, "v"]
+    keyed = bucket_rows(frame, ID, 4, 1, keyed=True)
+    assert list(keyed.columns) == [ID, "v", BUCKET] and keyed[BUCKET].dtype == np.int64
+    pd.testing.assert_frame_equal(keyed, plain.assign(**{BUCKET: np.array([1, 1, 1], dtype=np.int64)}))
+    assert bucket_rows(frame, ID, 4, 2, keyed=True)[ID].tolist() == [2]
+    empty = bucket_rows(frame.iloc[:0], ID, 4, 1, keyed=True)
+    assert empty.empty and list(empty.columns) == [ID, "v", BUCKET]
 
 
 @pytest.mark.parametrize("string_ids", [False, True])

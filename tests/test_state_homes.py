@@ -1,7 +1,9 @@
 """Each new state bucket's merge pinned to the worker that holds its old bucket (dpriv.state_homes,
 issue 13): the restriction reaches the scheduler, loose, on the worker ``who_has`` names, for the
 merges and for a growing bucket count's cuts; the new state equals the unpinned one row for
-row; nothing is pinned without a client, on one worker, or for a state not persisted."""
+row; nothing is pinned without a client, on one worker, or for a state not persisted. The rbk
+step's join of each bucket, and with it the bucket's revision (one task), run where the state
+bucket lies and give the unpinned rows."""
 
 from __future__ import annotations
 
@@ -15,11 +17,13 @@ import pytest
 from dask.delayed import Delayed
 from distributed import Client, LocalCluster, futures_of, wait
 from distributed.utils import key_split
+from test_next_state import random_tables
 from test_pk_graph import POLICY, WINDOW, members
 
+import dpriv.rbk as rbk_mod
 import dpriv.state_homes as state_homes_mod
 from dpriv.pk_graph import pk_graph
-from dpriv.rbk import with_state
+from dpriv.rbk import revised, with_state
 from dpriv.state import empty_state
 from dpriv.state_homes import state_homes
 
@@ -33,6 +37,12 @@ def restrictions(dask_scheduler) -> list[tuple[str, str, list[str], bool, list[s
          [str(d.key) for d in ts.dependencies])
         for k, ts in dask_scheduler.tasks.items()
     ]  # fmt: skip
+
+
+def spec_dependencies(dask_scheduler, keys: list[str]) -> list[list[str]]:
+    """The keys each task of ``keys`` reads, from its spec (a finished task's dependencies on the
+    scheduler lose the keys its client has released since, such as a scattered future's)."""
+    return [sorted(map(str, dask_scheduler.tasks[k].run_spec.dependencies)) for k in keys]
 
 
 class Histories(NamedTuple):
@@ -155,3 +165,50 @@ def test_each_rbk_join_runs_where_its_state_bucket_lies_and_gives_the_unpinned_r
             got, want = (f.partitions[b].compute() for f in (pinned_join, plain))
             pd.testing.assert_frame_equal(got, want)
         assert sum(len(pinned_join.partitions[b].compute()) for b in range(HELD)) == 170
+
+
+def partitions(frame: dd.DataFrame) -> list[pd.DataFrame]:
+    return [frame.partitions[b].compute() for b in range(frame.npartitions)]
+
+
+@pytest.mark.slow  # a 2-worker cluster: ~2 s
+def test_each_bucket_is_revised_in_its_pinned_join_task_and_gives_the_unpinned_rows(monkeypatch):
+    """Join then revision of a bucket in one task on its state's worker (dpriv.rbk.revised): no
+    separate join future, the tables one scattered future every task reads; the revised
+    partitions equal those of the join pinned alone then revised by the scheduler, of the
+    unpinned path, and RBK equals the in-process step's bit for bit."""
+    rng = np.random.default_rng(19)
+    h = histories(rng)
+    view = h.second.assign(age=h.second[POLICY.id] % 10)
+    tables = random_tables(rng, POLICY)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as lc,
+        Client(lc) as client,
+    ):
+        state, where = placed(client, h.buckets)
+        homes = state_homes(state, HELD)
+        got = revised(view, state, tables, POLICY, WINDOW, 3, HELD, homes)
+        futures = futures_of(got)
+        wait(futures)
+        tasks = {k: (p, r, loose, deps) for k, p, r, loose, deps in client.run_on_scheduler(restrictions)}
+        mine = [tasks[str(f.key)] for f in futures]
+        assert [t[:3] for t in mine] == [("revised_bucket", [w], True) for w in where]
+        assert not [t for t in tasks.values() if t[0] == "join_bucket"]  # no joined frame of its own
+        specs = client.run_on_scheduler(spec_dependencies, keys=[str(f.key) for f in futures])
+        common = set.intersection(*map(set, specs))  # the tables: one future, every task's argument
+        assert [key_split(k) for k in common] == ["MarkovTables"]
+        monkeypatch.setattr(rbk_mod, "PIN_REVISION", False)  # session 46: the join alone pinned
+        joined_alone = revised(view, state, tables, POLICY, WINDOW, 3, HELD, homes)
+        plain = revised(view, state, tables, POLICY, WINDOW, 3, HELD)
+        want = partitions(plain)
+        assert got.npartitions == joined_alone.npartitions == HELD
+        for a, b, c in zip(partitions(got), partitions(joined_alone), want, strict=True):
+            pd.testing.assert_frame_equal(a, c, check_exact=True)  # same rows, order, index, bits
+            pd.testing.assert_frame_equal(b, c, check_exact=True)
+    whole = pd.concat(want).sort_values(POLICY.id).reset_index(drop=True)
+    with dask.config.set(scheduler="sync"):
+        alone = revised(view.compute(), pd.concat(h.buckets), tables, POLICY, WINDOW, 1)
+    alone = alone.sort_values(POLICY.id).reset_index(drop=True)
+    assert len(whole) == 170 and (whole[POLICY.id].isin(pd.concat(h.buckets)[POLICY.id])).any()
+    cols = [POLICY.id, *POLICY.prior_columns]
+    pd.testing.assert_frame_equal(whole[cols], alone[cols], check_exact=True)
