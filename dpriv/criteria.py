@@ -44,6 +44,7 @@ from dpriv.group_table import (  # noqa: F401 - re-exported: the group table the
     tv_per_group,
     within_all,
 )
+from dpriv.kernel_args import kernel_input
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_keys import JSREDUCE_REFUSED
 
@@ -164,9 +165,9 @@ class TCloseness(Criterion, name="t", needs="s_counts", monotone=True, lower_bou
 
     def holds(self, groups: pd.DataFrame) -> np.ndarray:
         """Exact: ``emd_num <= t * emd_den`` (the float ``emd`` is for display)."""
-        return within_all(
-            groups["emd_num"].to_numpy(np.int64), groups["emd_den"].to_numpy(np.int64), float(self.threshold)
-        )
+        # read-only either way (pandas copies or not): one compiled signature (dpriv.kernel_args)
+        num, den = (kernel_input(groups[c].to_numpy(np.int64), np.int64) for c in ("emd_num", "emd_den"))
+        return within_all(num, den, float(self.threshold))
 
     @cached_property
     def _view(self) -> tuple[np.ndarray, int, int]:

@@ -15,6 +15,7 @@ from numba import njit
 
 from dpriv.divergence import GROUNDS, emd_num_den, emd_within, entropy, js_from_sums, tv_from_sums
 from dpriv.errors import InputError, PolicyError
+from dpriv.kernel_args import kernel_input, read_only
 from dpriv.released import GROUP
 from dpriv.validate import codes
 from dpriv.wording import counted
@@ -95,8 +96,8 @@ def tv_per_group(priors: np.ndarray, s: np.ndarray, labels: np.ndarray | pd.Seri
     the group's sensitive distribution (codes ``s`` (n,) in [0, M)) and the mean of its
     members' priors (``priors`` (n, M), rows summing to 1); float64 in [0, 1]."""
     order, starts, uniq = label_segments(labels)
-    p = np.ascontiguousarray(priors if order is None else priors[order], dtype=np.float64)
-    codes_ = np.ascontiguousarray(np.asarray(s) if order is None else np.asarray(s)[order], dtype=np.int64)
+    p = kernel_input(priors if order is None else priors[order], np.float64)
+    codes_ = kernel_input(np.asarray(s) if order is None else np.asarray(s)[order], np.int64)
     return pd.Series(_tv_all(p, codes_, starts, p.shape[1]), index=uniq)
 
 
@@ -106,7 +107,8 @@ def js_per_group(priors: np.ndarray, labels: np.ndarray | pd.Series, log_base: f
     rows = np.asarray(priors if order is None else priors[order])
     if not (rows.flags.c_contiguous or rows.flags.f_contiguous):  # a frame's to_numpy: Fortran order, no copy
         rows = np.ascontiguousarray(rows)
-    return pd.Series(_js_all(rows, starts, float(log_base)), index=uniq)
+    # read-only either way (one compiled signature a layout: dpriv.kernel_args)
+    return pd.Series(_js_all(read_only(rows), starts, float(log_base)), index=uniq)
 
 
 def label_segments(labels: np.ndarray | pd.Series) -> tuple[np.ndarray | None, np.ndarray, pd.Index]:
@@ -168,7 +170,7 @@ def group_statistics(
         An unknown ``ground``.
     """
     m = len(domain)
-    vc = np.ascontiguousarray(view_counts, dtype=np.int64)
+    vc = kernel_input(view_counts, np.int64)
     if vc.shape != (m,):
         raise InputError(f"view_counts has shape {vc.shape}; expected ({m},), one count per domain value")
     if (vc < 0).any() or vc.sum() == 0:

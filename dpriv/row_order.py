@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from dpriv.kernel_args import read_only
+
 
 def in_order(keys: Sequence[np.ndarray]) -> bool:
     """Whether rows with the key arrays ``keys`` (most significant first, each (n,)) are in
@@ -89,7 +91,7 @@ def key_tie_positions(key: np.ndarray, tie: np.ndarray) -> np.ndarray | None:
     Ranges come out of the shuffle sorted by key alone, with a few hundred rows per key at 10^6
     tuples: only the ties within each run of a key are then sorted (compiled), ~3x faster
     than a sort of both columns."""
-    key, tie = np.asarray(key, dtype=np.uint64), np.asarray(tie, dtype=np.uint64)
+    key, tie = read_only(np.asarray(key, dtype=np.uint64)), read_only(np.asarray(tie, dtype=np.uint64))
     if in_order([key, tie]):
         return None
     if in_order([key]):

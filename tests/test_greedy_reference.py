@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dpriv.anonymity.generalize import _PULL_SCAN, UNGROUPED, attach_aside, entropies_kernel, greedy_scan
 from dpriv.divergence import EQUAL, ORDERED, emd_num_den, emd_within, js_from_sums, js_from_sums_with
+from dpriv.kernel_args import kernel_input
 
 EMD = emd_num_den.py_func
 JS = js_from_sums.py_func
@@ -145,6 +146,9 @@ def test_greedy_scan_equals_its_rule_recomputed_at_every_step(n, m, k, t, j, c, 
     priors = rng.dirichlet(np.full(m, 0.5), n)
     priors[rng.random(n) < 0.2] = np.eye(m)[rng.integers(0, m)]  # some sharp priors: j binds
     view = np.bincount(s, minlength=m).astype(np.int64) + rng.integers(0, 3, m)
+    # read-only, as the release passes them (dpriv.kernel_args: the kernel's one signature)
+    s, view = kernel_input(s, np.int64), kernel_input(view, np.int64)
+    priors = kernel_input(priors, np.float64)
     group = np.full(n, UNGROUPED, dtype=np.int64)
     ent = entropies_kernel(priors, 2.0)
     aside = np.empty(n, np.int64)
@@ -238,9 +242,13 @@ def test_attach_equals_its_rule_with_every_emd_afresh(n_groups, n_left, m, t, j,
     pos = rng.permutation(pos)  # groups in label order, not in Hilbert order
     s = rng.integers(0, m, n_left).astype(np.int64)
     priors = rng.dirichlet(np.full(m, 0.7), n_left)
-    ent = entropies_kernel(priors, 2.0)
     coords = np.round(rng.random((n_left, n_qi)), 1)
     view = counts.sum(axis=0) + np.bincount(s, minlength=m) + rng.integers(0, 3, m)
+    # read-only, as the repair passes them (dpriv.kernel_args: the kernel's one signature)
+    s, view = kernel_input(s, np.int64), kernel_input(view, np.int64)
+    priors = kernel_input(priors, np.float64)
+    coords, xpos = kernel_input(coords, np.float64), kernel_input(xpos, np.int64)
+    ent = entropies_kernel(priors, 2.0)
     stats = (counts, sizes, sum_p, sum_h, lo, hi, pos)
     expected, expected_stats = attach_reference(
         stats, s, priors, ent, coords, xpos, view, t, j, c, ground, reach

@@ -18,6 +18,7 @@ from dpriv.criteria import TCloseness, js_per_group
 from dpriv.divergence import EQUAL, ORDERED
 from dpriv.errors import PolicyError
 from dpriv.first_pass import block_ids
+from dpriv.kernel_args import kernel_input
 from dpriv.policy import ReleasePolicy
 from tests.test_properties import check_release, views_and_policies
 
@@ -335,8 +336,9 @@ def test_node_sums_have_numpys_bits(n, m, seed):
     from dpriv.anonymity.topdown_sums import node_stats, prefix_sums
 
     rng = np.random.default_rng(seed)
-    p = rng.dirichlet(np.full(m, rng.uniform(0.05, 2.0)), size=2 * n)
-    s = rng.integers(0, m, size=2 * n)
+    # read-only, as the split holds them (dpriv.kernel_args: the kernels' one signature)
+    p = kernel_input(rng.dirichlet(np.full(m, rng.uniform(0.05, 2.0)), size=2 * n), np.float64)
+    s = kernel_input(rng.integers(0, m, size=2 * n), np.int64)
     ent = entropies(p)
     rows = rng.permutation(2 * n)[:n]
     b = np.flatnonzero(rng.random(n) < 0.3) + 1
@@ -347,7 +349,7 @@ def test_node_sums_have_numpys_bits(n, m, seed):
     assert np.array_equal(ch, np.cumsum(ent[rows])[b - 1])
     x = rng.integers(0, 4, size=(2 * n, 3)) / rng.choice([3.0, 7.0])
     x[rng.random((2 * n, 3)) < 0.02] = np.nan
-    counts, sum_p, xt, span = node_stats(rows, s, p, x)
+    counts, sum_p, xt, span = node_stats(rows, s, p, kernel_input(x, np.float64))
     np.testing.assert_array_equal(counts, np.bincount(s[rows], minlength=m))
     assert np.array_equal(sum_p, p[rows].sum(axis=0))
     np.testing.assert_array_equal(xt, x[rows].T)
@@ -365,8 +367,8 @@ def test_a_dimensions_cuts_and_halves_are_those_of_the_sorted_node(n, k, values,
 
     rng = np.random.default_rng(seed)
     m = 4
-    p = rng.dirichlet(np.ones(m), size=2 * n)
-    s = rng.integers(0, m, size=2 * n)
+    p = kernel_input(rng.dirichlet(np.ones(m), size=2 * n), np.float64)  # read-only, as the split's
+    s = kernel_input(rng.integers(0, m, size=2 * n), np.int64)
     ent = entropies(p)
     idx = np.sort(rng.permutation(2 * n)[:n])
     vals = rng.integers(0, values, size=n) / values

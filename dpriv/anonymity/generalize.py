@@ -148,7 +148,7 @@ def greedy_scan(
     counts = np.zeros(m, dtype=np.int64)
     sum_p = np.zeros(m)
     sum_h = 0.0
-    u = 0
+    u = np.int64(0)  # int64 from the start: no second compile of the callees for a literal 0
     n_aside = 0
     queue = np.empty(n, dtype=np.int64)  # deferred positions, -1 once pulled
     since = np.empty(n, dtype=np.int64)  # step at which each was deferred
@@ -231,7 +231,7 @@ def greedy_scan(
             for a in range(u):
                 group[members[a]] = next_gid
             next_gid += 1
-            u = 0
+            u = np.int64(0)
             counts[:] = 0
             sum_p[:] = 0.0
             sum_h = 0.0

@@ -21,13 +21,14 @@ from dpriv.anonymity.group_stats import GroupStats, prior_columns
 from dpriv.criteria import criteria_for
 from dpriv.divergence import EQUAL, GROUNDS
 from dpriv.hilbert.keys import HKEY, TIE, grouping_coords, in_key_order, key_ordered
+from dpriv.kernel_args import kernel_input
 from dpriv.policy import ReleasePolicy
 from dpriv.released import LABEL, SCODE, group_labels
 
 
 def entropies(priors: np.ndarray, log_base: float = 2.0) -> np.ndarray:
     """Entropy of each row of ``priors`` (n, M) in units of ``log_base``: float64 (n,)."""
-    return entropies_kernel(np.ascontiguousarray(priors, dtype=np.float64), log_base)
+    return entropies_kernel(kernel_input(priors, np.float64), log_base)
 
 
 @dataclass
@@ -116,7 +117,7 @@ def repair(
     into the returned stats, which append the new groups; -1 = suppressed) and the stats.
     """
     s, priors, view_counts = _arrays(s, priors, view_counts)
-    coords = np.ascontiguousarray(coords, dtype=np.float64)
+    coords, pos = kernel_input(coords, np.float64), kernel_input(pos, np.int64)
     ent = entropies(priors, params.log_base)
     view_size = int(view_counts.sum())
     assign = np.full(len(s), UNGROUPED, dtype=np.int64)
@@ -168,11 +169,8 @@ def greedy_qi_groups(
 
 
 def _arrays(s, priors, view_counts):
-    return (
-        np.ascontiguousarray(s, dtype=np.int64),
-        np.ascontiguousarray(priors, dtype=np.float64),
-        np.ascontiguousarray(view_counts, dtype=np.int64),
-    )
+    """The kernels' inputs read-only (one compiled signature: :mod:`dpriv.kernel_args`)."""
+    return kernel_input(s, np.int64), kernel_input(priors, np.float64), kernel_input(view_counts, np.int64)
 
 
 def params_of(policy: ReleasePolicy) -> Params:

@@ -13,6 +13,7 @@ import numpy as np
 from dpriv.anonymity.jsreduce import entropies
 from dpriv.anonymity.topdown_sums import dim_prefix, node_stats, split_rows
 from dpriv.divergence import ORDERED, emd_num_den, emd_within, tv_from_sums
+from dpriv.kernel_args import kernel_input
 
 _PEEL_MAX = 8  # an uncut node breaking (E9) sheds members only up to this many k
 
@@ -31,11 +32,12 @@ class Split:
     def __init__(
         self, x, s, priors, view_counts, *, k, t, j, ground, log_base, pc=False, cut="median", c=1.0
     ):
-        self.x = np.ascontiguousarray(x, dtype=np.float64)
-        self.s = np.ascontiguousarray(s, dtype=np.int64)
-        self.p = np.ascontiguousarray(priors, dtype=np.float64)
+        # read-only, as the kernels take them (one compiled signature: dpriv.kernel_args)
+        self.x = kernel_input(x, np.float64)
+        self.s = kernel_input(s, np.int64)
+        self.p = kernel_input(priors, np.float64)
         self.ent = entropies(self.p, log_base)  # each row's entropy alone
-        self.vc = np.ascontiguousarray(view_counts, dtype=np.int64)
+        self.vc = kernel_input(view_counts, np.int64)
         self.n_view = int(self.vc.sum())
         self.pv = self.vc / max(self.n_view, 1)
         self.m = len(self.vc)
