@@ -1,0 +1,107 @@
+"""The values ``dpriv anonymize`` recorded beside a released file (``OUT.metrics.json``: its
+method, the method's parameters, the anonymity parameters; :mod:`dpriv.cli.verify_files`) and
+the policy ``dpriv verify`` holds the file to.
+
+A value asked (a flag, or the ``--policy`` file) is measured as asked: ``--k 8`` of a file made
+with k 7 asks whether it is 8-anonymous, a legitimate question, and the answer (ok, or FAIL)
+comes with the recorded value printed beside it, ``checked at: k 8 (asked; the file was made
+with k 7, recorded in OUT.metrics.json)``. A value not asked is the recorded one (a file made
+with ``--k 7`` is checked at k 7, not the default 5): flag > policy file > recorded > default.
+A method other than the recorded one is refused: it is a different check (other criteria),
+not a stricter one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import typer
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from dpriv.cli.effective import EffectivePolicy
+    from dpriv.cli.verify_files import Recorded
+
+
+class Asked(NamedTuple):
+    """A policy value asked (by a flag or the policy file, ``source``) other than the one the
+    release recorded: the file is checked at ``asked``; ``recorded`` is printed beside it."""
+
+    name: str
+    asked: Any
+    recorded: Any
+    source: str  # "flag" or "file"
+
+
+class HeldTo(NamedTuple):
+    """What a released file is held to: the method recorded beside it (None: none recorded)
+    and the values asked other than the recorded ones (empty: none)."""
+
+    method: str | None
+    asked: tuple[Asked, ...] = ()
+
+
+def held_to_record(eff: EffectivePolicy, found: Recorded | None, method: str | None, released: str) -> HeldTo:
+    """Set in ``eff`` the values recorded in ``found`` (:func:`dpriv.cli.verify_files.recorded_beside`)
+    that neither a flag nor the policy file gives (their source printed as the metrics file) and
+    return the recorded method with the values asked otherwise (:class:`Asked`: measured as asked).
+
+    Raises InputError when ``method`` (``--method``) is another than the recorded one (naming
+    both), or when a recorded value, asked over or not, is no valid policy value (the file was
+    edited: k 0 is no release's)."""
+    from dpriv.errors import InputError, PolicyError
+
+    if found is None or found.method is None:
+        return HeldTo(None)
+    if method is not None and method != found.method:
+        raise InputError(
+            f"--method {method}: {found.path} records that {released} was made with "
+            f"--method {found.method}; leave --method out (the recorded method is used)"
+        )
+    recorded = {**found.parameters, **found.anonymity}
+    unsaid, asked = {}, []
+    for name, value in recorded.items():
+        source = eff.sources.get(name, "default")
+        if source == "default":
+            unsaid[name] = value
+            eff.sources[name] = f"recorded in {found.path.name}"
+        elif getattr(eff.policy, name) != value:
+            asked.append(Asked(name, getattr(eff.policy, name), value, source))
+    try:
+        eff.policy.with_overrides(**recorded)  # the record itself, values asked over included
+    except PolicyError as exc:  # e.g. k 0: no release records it
+        raise InputError(
+            f"{found.path} lies beside {released} but records parameters no release has "
+            f"({exc}): it was damaged or edited; restore it as dpriv wrote it, or move it away"
+        ) from None
+    if unsaid:
+        eff.policy = eff.policy.with_overrides(**unsaid)
+    return HeldTo(found.method, tuple(asked))
+
+
+def say_recorded(found: Recorded, asked: tuple[Asked, ...], policy_file: Path | None) -> None:
+    """The recorded tuple count, method and parameters (stdout), then one line per value asked
+    other than recorded: ``checked at: k 8 (asked by --k 8; the file was made with k 7, recorded
+    in OUT.metrics.json)``."""
+    from dpriv.wording import flag_named
+
+    typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
+    if found.method is not None:
+        said = ", ".join(f"{k} {v}" for k, v in {**found.parameters, **found.anonymity}.items())
+        typer.echo(f"  recorded: method {found.method}" + (f" ({said})" if said else ""))
+    for a in asked:
+        by = flag_named(a.name, a.asked) if a.source == "flag" else f"--policy {policy_file}"
+        typer.echo(
+            f"  checked at: {a.name} {a.asked} (asked by {by}; the file was made with {a.name} "
+            f"{a.recorded}, recorded in {found.path.name})"
+        )
+
+
+def asked_note(asked: tuple[Asked, ...], metrics: Path) -> str:
+    """The note after a FAIL of a file checked at values asked other than recorded: the failure
+    is the answer to the question asked, not a sign that the file was damaged."""
+    said = ", ".join(f"{a.name} {a.asked} (made with {a.recorded})" for a in asked)
+    return (
+        f"note: checked at {said} as asked, not at the values {metrics} records: a FAIL says the "
+        "file does not meet the values asked; without them it is checked at the recorded ones"
+    )
