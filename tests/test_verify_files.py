@@ -268,8 +268,23 @@ def test_a_value_not_checked_says_so_with_what_the_release_recorded(anonymized, 
         res.stdout.splitlines()
     )
     j = json.loads(metrics.read_text())["j_achieved"]
+    # no j asked (verify has no --j; the policy file gives none): the default 0.1 is no threshold of
+    # this file, and the recorded value is said as information, not beside a threshold (session 47)
     assert (
-        "note: j = 0.1 is not checked here: it needs the members' priors, which only the release has "
+        "note: j is not checked here (it needs the members' priors, which only the release has) and "
+        f"none was asked ([privacy] j of a --policy file); {metrics} records j_achieved {j:.4f}, "
+        "measured by the release: information, no threshold"
+    ) in res.stderr.splitlines()
+    assert "j = 0.1" not in res.stderr
+    # asked by a policy file: the threshold said beside the recorded value
+    policy = tmp_path / "j.toml"
+    policy.write_text(
+        '[columns]\nid = "rid"\nqi = ["age", "sex"]\nsensitive = "s"\n[privacy]\nk = 4\nt = 0.5\nj = 0.05\n'
+    )
+    res = run("verify", out, "--original", anonymized / "v.csv", "--policy", policy)
+    assert res.exit_code == 0, res.output
+    assert (
+        "note: j = 0.05 is not checked here: it needs the members' priors, which only the release has "
         f"(it checked them before writing: metrics.json); {metrics} records j_achieved {j:.4f}"
     ) in res.stderr.splitlines()
     # another method than the one recorded beside it: refused, naming both

@@ -128,8 +128,10 @@ def verify(
     show_policy(settled.eff)
     report = _run_checks(flags, settled, inputs, held_to)
     metrics = _metrics_file(settled, view)
+    unasked = [name for name in ("j", "rbk_closeness", "posterior_bound") if name not in settled.eff.sources]
+    anatomy = inputs.table is not None
     print_report(
-        report, settled.policy, held_to, metrics=metrics, released=released, anatomy=inputs.table is not None
+        report, settled.policy, held_to, metrics=metrics, released=released, anatomy=anatomy, unasked=unasked
     )
     if not report.ok:
         if settled.asked and metrics is not None:
