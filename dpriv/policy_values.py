@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpriv.policy_keys import is_number
+from dpriv.policy_domains import is_number
 
 if TYPE_CHECKING:
     from dpriv.policy import ReleasePolicy
