@@ -144,6 +144,34 @@ def test_a_mondrian_release_is_checked_as_its_method_promises(ledgers):
     assert run(*ledger_check, "--method", "mondrian-l").exit_code == 0
 
 
+def test_a_k_asked_of_a_ledgers_release_is_measured_with_the_recorded_one_beside_it(ledgers):
+    """``verify --ledger`` measured a flag over the ledger's policy silently (``k=8 [flag]``);
+    as for a file of dpriv anonymize (session 47), the recorded value is said beside it. The
+    oracle: the release's group sizes read from its view.parquet."""
+    sizes = pd.read_parquet(ledgers / "M/releases/1/view.parquet").groupby("qi_group").size()
+    assert json.loads((ledgers / "M/policy.json").read_text())["k"] == 5
+    check = ["verify", "--ledger", ledgers / "M", "--view", 1, "--original", ledgers / "gen/history.parquet"]
+    recorded = f"the ledger released with k 5, recorded in {ledgers / 'M/policy.json'})"
+    smallest = int(sizes.min())  # >= 5, the ledger's k
+    ok = run(*check, "--k", 4)  # a weaker k holds
+    assert ok.exit_code == 0, ok.output
+    assert f"  checked at: k 4 (asked by --k 4; {recorded}" in ok.stdout.splitlines()
+    bad = run(*check, "--k", smallest + 1)
+    assert bad.exit_code == 2, bad.output
+    assert (
+        f"  checked at: k {smallest + 1} (asked by --k {smallest + 1}; {recorded}" in bad.stdout.splitlines()
+    )
+    fails = [
+        line
+        for line in bad.stdout.splitlines()
+        if line.startswith("  FAIL") and f"< k = {smallest + 1}" in line
+    ]
+    assert len(fails) == min(20, int((sizes == smallest).sum()))
+    assert f"note: checked at k {smallest + 1} (made with 5) as asked" in bad.stderr
+    same = run(*check, "--k", 5)  # as recorded: nothing asked over it
+    assert same.exit_code == 0 and "checked at:" not in same.stdout, same.output
+
+
 def test_an_anatomy_release_of_a_ledger_is_checked_from_its_files(ledgers):
     res = run(*_file_check(ledgers, "A"))
     said = " ".join(res.output.split())

@@ -39,7 +39,7 @@ from dpriv.cli.verify_files import (
     refuse_not_a_view,
     sensitive_beside,
 )
-from dpriv.cli.verify_recorded import Asked, asked_note, held_to_record, say_recorded
+from dpriv.cli.verify_recorded import Asked, asked_note, held_to_record, ledger_asked, say_asked, say_recorded
 from dpriv.cli.verify_report import print_report
 
 if TYPE_CHECKING:
@@ -134,8 +134,9 @@ def verify(
         report, settled.policy, held_to, metrics=metrics, released=released, anatomy=anatomy, unasked=unasked
     )
     if not report.ok:
-        if settled.asked and metrics is not None:
-            say_err(asked_note(settled.asked, metrics))
+        where = settled.led.root / "policy.json" if settled.led is not None else metrics
+        if settled.asked and where is not None:
+            say_err(asked_note(settled.asked, where))
         raise typer.Exit(2)
 
 
@@ -166,7 +167,7 @@ class _Settled:
     recorded_method: str | None  # the ledger's, or the method recorded beside a released file
     led: Ledger | None  # --ledger's; None for a released file
     found: Recorded | None  # the tuple count beside a released file (read before the work)
-    asked: tuple[Asked, ...]  # values asked other than those recorded beside it (checked as asked)
+    asked: tuple[Asked, ...]  # values asked other than those recorded (checked as asked)
 
 
 class _Inputs(NamedTuple):
@@ -213,7 +214,9 @@ def _settle(flags: _Flags, **given: Any) -> _Settled:
             f"--method {method}: {flags.ledger} was released with {recorded_method}; leave --method out"
         )
     found, asked = None, ()
-    if led is None:  # a ledger's file edited after its release: refused before work, as --ledger does
+    if led is not None:  # flags or a policy file over the ledger's policy.json: measured as asked
+        asked = ledger_asked(eff, led.policy(), method or recorded_method or "jsreduce")
+    else:  # a ledger's file edited after its release: refused before work, as --ledger does
         check_ledger_file(Path(flags.released))
         found = recorded_beside(Path(flags.released))  # damaged: refused before work
         held = held_to_record(eff, found, method, flags.released)
@@ -310,6 +313,7 @@ def _run_checks(flags: _Flags, s: _Settled, inputs: _Inputs, method: str) -> Ver
 
     if s.led is not None:
         count = _Count(s.led.read_metrics(flags.view).n_released, "its metrics.json")
+        say_asked(s.asked, flags.policy, "the ledger released with", str(s.led.root / "policy.json"))
     else:
         count = _recorded(Path(flags.released), s.found, s.asked, flags.policy)
     members = None

@@ -8,7 +8,9 @@ comes with the recorded value printed beside it, ``checked at: k 8 (asked; the f
 with k 7, recorded in OUT.metrics.json)``. A value not asked is the recorded one (a file made
 with ``--k 7`` is checked at k 7, not the default 5): flag > policy file > recorded > default.
 A method other than the recorded one is refused: it is a different check (other criteria),
-not a stricter one."""
+not a stricter one. A ledger's release (``verify --ledger``) is held to the ledger's
+``policy.json`` alike (:func:`ledger_asked`): flags and a policy file over it are measured, the
+recorded values said beside them."""
 
 from __future__ import annotations
 
@@ -21,16 +23,38 @@ if TYPE_CHECKING:
 
     from dpriv.cli.effective import EffectivePolicy
     from dpriv.cli.verify_files import Recorded
+    from dpriv.policy import ReleasePolicy
 
 
 class Asked(NamedTuple):
     """A policy value asked (by a flag or the policy file, ``source``) other than the one the
-    release recorded: the file is checked at ``asked``; ``recorded`` is printed beside it."""
+    release recorded: the view is checked at ``asked``; ``recorded`` is printed beside it."""
 
     name: str
     asked: Any
     recorded: Any
     source: str  # "flag" or "file"
+
+
+def asked_over(eff: EffectivePolicy, recorded: dict[str, Any]) -> tuple[Asked, ...]:
+    """The values of ``eff`` asked (a flag, the policy file) other than ``recorded``'s."""
+    return tuple(
+        Asked(name, getattr(eff.policy, name), value, eff.sources[name])
+        for name, value in recorded.items()
+        if eff.sources.get(name, "default") in ("flag", "file") and getattr(eff.policy, name) != value
+    )
+
+
+def ledger_asked(eff: EffectivePolicy, recorded: ReleasePolicy, method: str) -> tuple[Asked, ...]:
+    """The values asked of a ledger's release (``verify --ledger``: flags over its policy.json,
+    or a policy file's) other than those of the ``recorded`` policy it was released under, of
+    the fields its ``method`` is held to (:func:`dpriv.cli.verify_files.anonymity_fields` and the
+    method's own): measured as asked, as for a file, and said beside the recorded ones."""
+    from dpriv.cli.verify_files import anonymity_fields
+    from dpriv.policy_keys import BASELINE_FIELDS
+
+    fields = (*BASELINE_FIELDS.get(method, ()), *anonymity_fields(method))
+    return asked_over(eff, {name: getattr(recorded, name) for name in fields})
 
 
 class HeldTo(NamedTuple):
@@ -59,14 +83,9 @@ def held_to_record(eff: EffectivePolicy, found: Recorded | None, method: str | N
             f"--method {found.method}; leave --method out (the recorded method is used)"
         )
     recorded = {**found.parameters, **found.anonymity}
-    unsaid, asked = {}, []
-    for name, value in recorded.items():
-        source = eff.sources.get(name, "default")
-        if source == "default":
-            unsaid[name] = value
-            eff.sources[name] = f"recorded in {found.path.name}"
-        elif getattr(eff.policy, name) != value:
-            asked.append(Asked(name, getattr(eff.policy, name), value, source))
+    asked = asked_over(eff, recorded)
+    unsaid = {name: value for name, value in recorded.items() if name not in eff.sources}
+    eff.sources.update(dict.fromkeys(unsaid, f"recorded in {found.path.name}"))
     try:
         eff.policy.with_overrides(**recorded)  # the record itself, values asked over included
     except PolicyError as exc:  # e.g. k 0: no release records it
@@ -76,32 +95,38 @@ def held_to_record(eff: EffectivePolicy, found: Recorded | None, method: str | N
         ) from None
     if unsaid:
         eff.policy = eff.policy.with_overrides(**unsaid)
-    return HeldTo(found.method, tuple(asked))
+    return HeldTo(found.method, asked)
 
 
 def say_recorded(found: Recorded, asked: tuple[Asked, ...], policy_file: Path | None) -> None:
-    """The recorded tuple count, method and parameters (stdout), then one line per value asked
-    other than recorded: ``checked at: k 8 (asked by --k 8; the file was made with k 7, recorded
-    in OUT.metrics.json)``."""
-    from dpriv.wording import flag_named
-
+    """The recorded tuple count, method and parameters (stdout), then the values asked other
+    than recorded (:func:`say_asked`)."""
     typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
     if found.method is not None:
         said = ", ".join(f"{k} {v}" for k, v in {**found.parameters, **found.anonymity}.items())
         typer.echo(f"  recorded: method {found.method}" + (f" ({said})" if said else ""))
+    say_asked(asked, policy_file, "the file was made with", found.path.name)
+
+
+def say_asked(asked: tuple[Asked, ...], policy_file: Path | None, made: str, where: str) -> None:
+    """One line (stdout) per value asked other than recorded: ``checked at: k 8 (asked by --k 8;
+    the file was made with k 7, recorded in OUT.metrics.json)`` (``made``: "the file was made
+    with", "the ledger released with"; ``where``: the file that records it)."""
+    from dpriv.wording import flag_named
+
     for a in asked:
         by = flag_named(a.name, a.asked) if a.source == "flag" else f"--policy {policy_file}"
         typer.echo(
-            f"  checked at: {a.name} {a.asked} (asked by {by}; the file was made with {a.name} "
-            f"{a.recorded}, recorded in {found.path.name})"
+            f"  checked at: {a.name} {a.asked} (asked by {by}; {made} {a.name} {a.recorded}, "
+            f"recorded in {where})"
         )
 
 
-def asked_note(asked: tuple[Asked, ...], metrics: Path) -> str:
-    """The note after a FAIL of a file checked at values asked other than recorded: the failure
-    is the answer to the question asked, not a sign that the file was damaged."""
+def asked_note(asked: tuple[Asked, ...], where: Path) -> str:
+    """The note after a FAIL of a view checked at values asked other than those ``where``
+    records: the failure is the answer to the question asked, not a sign of damage."""
     said = ", ".join(f"{a.name} {a.asked} (made with {a.recorded})" for a in asked)
     return (
-        f"note: checked at {said} as asked, not at the values {metrics} records: a FAIL says the "
-        "file does not meet the values asked; without them it is checked at the recorded ones"
+        f"note: checked at {said} as asked, not at the values {where} records: a FAIL says the "
+        "view does not meet the values asked; without them it is checked at the recorded ones"
     )
