@@ -16,6 +16,7 @@ a dict given for a policy (:func:`as_policy`), and the fields a method cannot us
 from __future__ import annotations
 
 import difflib
+import json
 import typing
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -202,7 +203,14 @@ def fields_problem(policy: ReleasePolicy) -> str | None:
     (:func:`released_name_clash`), ``[kinds]`` or ``[hierarchies]`` naming a column that is no
     QI, a hierarchy on a QI declared numeric, exit values outside D[S]
     (:func:`exit_values_problem`), a domain that is no domain (:func:`domain_problem`)."""
-    cols = [policy.id, *policy.qi, policy.sensitive] + ([policy.time] if policy.time else [])
+    cols = [policy.id, *policy.qi, policy.sensitive] + ([policy.time] if policy.time is not None else [])
+    named = {"id": policy.id, "qi": policy.qi, "sensitive": policy.sensitive, "time": policy.time}
+    for key, given in named.items():  # '' (an unset variable in a generated file) named no column
+        if any(isinstance(c, str) and not c.strip() for c in (given if isinstance(given, list) else [given])):
+            return (
+                f"[columns] {key} = {given!r} holds an empty column name: give the name of the column "
+                f"as the input has it (e.g. {key} = {json.dumps(_EXAMPLE[key])})"
+            )
     dup = sorted({c for c in cols if cols.count(c) > 1})
     if dup:
         return f"columns {dup} are used twice (id, time, QI and sensitive must differ)"
@@ -228,6 +236,10 @@ def fields_problem(policy: ReleasePolicy) -> str | None:
         numeric = policy.kind(name) == "numeric" and name != policy.sensitive
         problem = problem or domain_problem(name, dom, numeric, columns, policy.domains)
     return problem
+
+
+#: A column of each ``[columns]`` key, for the refusal of an empty one.
+_EXAMPLE = {"id": "respondent_id", "qi": ["age", "gender"], "sensitive": "exam_result", "time": "view"}
 
 
 def as_policy(policy: ReleasePolicy | dict[str, Any], where: str) -> ReleasePolicy:

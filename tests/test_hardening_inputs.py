@@ -673,6 +673,24 @@ def test_an_empty_column_flag_is_named(cli, tmp_path, command, flag, what, empty
     assert not ledger.exists()
 
 
+@pytest.mark.parametrize(
+    ("columns", "said"),
+    [
+        ({"sensitive": ""}, """[columns] sensitive = '' holds an empty column name"""),
+        ({"id": " "}, """[columns] id = ' ' holds an empty column name"""),
+        ({"qi": ["age", ""]}, """[columns] qi = ['age', ''] holds an empty column name"""),
+        ({"time": ""}, """[columns] time = '' holds an empty column name"""),
+    ],
+)
+def test_an_empty_column_name_in_a_policy_is_named(columns, said):
+    """The policy file's (or Python's) counterpart of ``--sensitive ""``: it said ``missing
+    column(s) ['']`` once the data was read."""
+    fields = {"id": "rid", "qi": ["age", "weight"], "sensitive": "s", **columns}
+    with pytest.raises(PolicyError) as info:
+        ReleasePolicy.from_dict(fields)
+    assert said in str(info.value) and "give the name of the column as the input has it" in str(info.value)
+
+
 def test_verify_refuses_an_original_holding_a_respondent_twice(cli, tmp_path):
     """A drill finding: an original with a respondent's row pasted twice verified "ok"; it is
     refused, naming the id and both lines, by the CLI and by verify_view."""
