@@ -172,6 +172,29 @@ def test_a_k_asked_of_a_ledgers_release_is_measured_with_the_recorded_one_beside
     assert same.exit_code == 0 and "checked at:" not in same.stdout, same.output
 
 
+def test_a_policy_file_without_t_checks_a_ledgers_release_at_the_ledgers_t(ledgers, tmp_path):
+    """``verify --ledger L --policy F`` with an F that sets no [privacy] held the release to the
+    defaults (t 0.3) instead of the ledger's t 0.45: a valid release failed. A value neither a
+    flag nor the file gives is the ledger's (flag > policy file > recorded > default)."""
+    text = (ledgers / "gen/policy.toml").read_text()
+    head, _, rest = text.partition("[privacy]")
+    columns_only = tmp_path / "columns.toml"
+    columns_only.write_text(head + rest[rest.index("\n[") :])  # the [privacy] table left out
+    assert "\nt = " not in columns_only.read_text() and "\nk = " not in columns_only.read_text()
+    recorded = json.loads((ledgers / "A/policy.json").read_text())
+    assert recorded["t"] == 0.45
+    achieved = json.loads((ledgers / "A/releases/1/metrics.json").read_text())["t_achieved"]
+    assert 0.3 < achieved <= 0.45  # fails the default t 0.3, holds the ledger's
+    check = ["verify", "--ledger", ledgers / "A", "--view", 1, "--original", ledgers / "gen/history.parquet"]
+    check += ["--release-format", "anatomy"]  # as A was released (the file does not say it)
+    res = run(*check, "--policy", columns_only)
+    assert res.exit_code == 0 and "ok: True" in res.stdout, res.output
+    assert "k=5 [ledger] t=0.45 [ledger] j=1.5 [ledger]" in res.stderr
+    asked = run(*check, "--policy", columns_only, "--t", "0.3")  # asked: measured, said beside
+    assert asked.exit_code == 2 and "> t = 0.3" in asked.stdout, asked.output
+    assert "checked at: t 0.3 (asked by --t 0.3; the ledger released with t 0.45" in asked.stdout
+
+
 def test_an_anatomy_release_of_a_ledger_is_checked_from_its_files(ledgers):
     res = run(*_file_check(ledgers, "A"))
     said = " ".join(res.output.split())

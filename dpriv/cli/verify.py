@@ -39,7 +39,15 @@ from dpriv.cli.verify_files import (
     refuse_not_a_view,
     sensitive_beside,
 )
-from dpriv.cli.verify_recorded import Asked, asked_note, held_to_record, ledger_asked, say_asked, say_recorded
+from dpriv.cli.verify_recorded import (
+    NOTED,
+    Asked,
+    asked_note,
+    held_to_ledger,
+    held_to_record,
+    say_asked,
+    say_recorded,
+)
 from dpriv.cli.verify_report import print_report
 
 if TYPE_CHECKING:
@@ -128,7 +136,7 @@ def verify(
     show_policy(settled.eff)
     report = _run_checks(flags, settled, inputs, held_to)
     metrics = _metrics_file(settled, view)
-    unasked = [name for name in ("j", "rbk_closeness", "posterior_bound") if name not in settled.eff.sources]
+    unasked = [name for name in NOTED if name not in settled.eff.sources]
     anatomy = inputs.table is not None
     print_report(
         report, settled.policy, held_to, metrics=metrics, released=released, anatomy=anatomy, unasked=unasked
@@ -215,7 +223,7 @@ def _settle(flags: _Flags, **given: Any) -> _Settled:
         )
     found, asked = None, ()
     if led is not None:  # flags or a policy file over the ledger's policy.json: measured as asked
-        asked = ledger_asked(eff, led.policy(), method or recorded_method or "jsreduce")
+        asked = held_to_ledger(eff, led.policy(), method or recorded_method or "jsreduce")
     else:  # a ledger's file edited after its release: refused before work, as --ledger does
         check_ledger_file(Path(flags.released))
         found = recorded_beside(Path(flags.released))  # damaged: refused before work

@@ -4,13 +4,13 @@ the policy ``dpriv verify`` holds the file to.
 
 A value asked (a flag, or the ``--policy`` file) is measured as asked: ``--k 8`` of a file made
 with k 7 asks whether it is 8-anonymous, a legitimate question, and the answer (ok, or FAIL)
-comes with the recorded value printed beside it, ``checked at: k 8 (asked; the file was made
-with k 7, recorded in OUT.metrics.json)``. A value not asked is the recorded one (a file made
+comes with the recorded value printed beside it, ``checked at: k 8 (asked by --k 8; the file
+was made with k 7, recorded in OUT.metrics.json)``. A value not asked is the recorded one (a file made
 with ``--k 7`` is checked at k 7, not the default 5): flag > policy file > recorded > default.
 A method other than the recorded one is refused: it is a different check (other criteria),
 not a stricter one. A ledger's release (``verify --ledger``) is held to the ledger's
-``policy.json`` alike (:func:`ledger_asked`): flags and a policy file over it are measured, the
-recorded values said beside them."""
+``policy.json`` alike (:func:`held_to_ledger`): flags and a policy file over it are measured, the
+recorded values said beside them, and a value neither gives is the ledger's, not the default."""
 
 from __future__ import annotations
 
@@ -45,16 +45,27 @@ def asked_over(eff: EffectivePolicy, recorded: dict[str, Any]) -> tuple[Asked, .
     )
 
 
-def ledger_asked(eff: EffectivePolicy, recorded: ReleasePolicy, method: str) -> tuple[Asked, ...]:
+#: The thresholds verify names in its notes without checking them (they need the members' priors).
+NOTED = ("j", "rbk_closeness", "posterior_bound")
+
+
+def held_to_ledger(eff: EffectivePolicy, recorded: ReleasePolicy, method: str) -> tuple[Asked, ...]:
     """The values asked of a ledger's release (``verify --ledger``: flags over its policy.json,
     or a policy file's) other than those of the ``recorded`` policy it was released under, of
     the fields its ``method`` is held to (:func:`dpriv.cli.verify_files.anonymity_fields` and the
-    method's own): measured as asked, as for a file, and said beside the recorded ones."""
+    method's own): measured as asked, as for a file, and said beside the recorded ones. Those
+    fields (and :data:`NOTED`) that a policy file leaves out are set in ``eff`` to the recorded
+    ones (source "ledger"): a file of columns only checked a t 0.45 release at the default 0.3."""
     from dpriv.cli.verify_files import anonymity_fields
     from dpriv.policy_keys import BASELINE_FIELDS
 
     fields = (*BASELINE_FIELDS.get(method, ()), *anonymity_fields(method))
-    return asked_over(eff, {name: getattr(recorded, name) for name in fields})
+    asked = asked_over(eff, {name: getattr(recorded, name) for name in fields})
+    unsaid = {name: getattr(recorded, name) for name in (*fields, *NOTED) if name not in eff.sources}
+    if unsaid:
+        eff.policy = eff.policy.with_overrides(**unsaid)
+        eff.sources.update({name: "ledger" for name, value in unsaid.items() if value is not None})
+    return asked
 
 
 class HeldTo(NamedTuple):
