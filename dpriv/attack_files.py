@@ -13,6 +13,7 @@ import pandas as pd
 from dpriv.errors import InputError, LedgerError
 from dpriv.ledger import ATTACK_DIR, Ledger
 from dpriv.ledger_manifest import MANIFEST
+from dpriv.path_args import check_path
 from dpriv.sources import check_knowledge_name
 
 #: The names of a ledger's attack results in ``attack/``, spelled here only: the paper
@@ -112,14 +113,13 @@ def check_result_file(path: Path, elsewhere: str | None = None) -> None:
 
 
 def as_ledger(ledger: Ledger | str | Path, function: str) -> Ledger:
-    """``ledger`` itself, or the ledger at that folder. Raises InputError, naming ``function``,
-    for anything else than a Ledger or a path; LedgerError when the folder is not a ledger."""
+    """``ledger`` itself, or the ledger at that folder: the one reading of a ``ledger`` argument
+    of the Python entry points (``attack``, ``save_gain``, the report's). Raises
+    PathArgumentError (an InputError), naming ``function``, for anything else than a Ledger or a
+    path (:func:`dpriv.path_args.check_path`); LedgerError when the folder is not a ledger."""
     if isinstance(ledger, Ledger):
         return ledger
-    if not isinstance(ledger, str | Path):
-        raise InputError(
-            f"{function}: ledger is a {type(ledger).__name__}; give a Ledger or the ledger's folder"
-        )
+    check_path(ledger, "ledger", function, "the ledger's folder", ledger=True)
     return Ledger(ledger)
 
 

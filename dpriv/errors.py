@@ -16,6 +16,12 @@ class InputError(DprivError, ValueError):
     """The data do not match the policy: missing column, NaN, value outside a domain, ..."""
 
 
+class PathArgumentError(InputError, TypeError):
+    """A path argument of a Python entry point given as something else than a path (an int, a
+    DataFrame): :func:`dpriv.path_args.check_path`. A TypeError too, as the bare one pathlib
+    raised from deep inside the call before."""
+
+
 class PolicyError(DprivError, ValueError):
     """The policy is invalid, or cannot be met by the data (e.g. k larger than the view)."""
 

@@ -42,6 +42,7 @@ from dpriv.experiment_files import (
 )
 from dpriv.experiment_plots import knowledge_label, paper_knowledge, plot
 from dpriv.ledger import Ledger
+from dpriv.path_args import path_arguments
 from dpriv.policy import ReleasePolicy
 from dpriv.release import release_history
 from dpriv.wording import Named, argument_named
@@ -122,6 +123,7 @@ def setting_policy(base: ReleasePolicy, params: dict) -> ReleasePolicy:
     return base.with_overrides(**params)
 
 
+@path_arguments(out="the folder to write into")
 def run_experiment(
     out: str | Path,
     *,

@@ -13,6 +13,7 @@ import pandas as pd
 
 from dpriv.errors import InputError
 from dpriv.io import not_a_folder
+from dpriv.path_args import path_arguments
 from dpriv.wording import Named, argument_named
 
 #: The experiment's tables, ``<key>.csv`` in its folder, each row stamped (:func:`stamp_tables`).
@@ -179,6 +180,7 @@ def stamp_tables(tables: dict[str, pd.DataFrame], out: Path) -> dict[str, pd.Dat
     }
 
 
+@path_arguments(out="the folder run_experiment wrote")
 def read_tables(out: str | Path) -> dict[str, pd.DataFrame]:
     """The tables an experiment wrote into ``out`` (``runs.csv``, ``gains.csv``, ``retro.csv``,
     ``frontier.csv``), checked against the ledgers beside them.

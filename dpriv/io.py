@@ -35,6 +35,7 @@ from dpriv.input_url import filesystem
 from dpriv.parquet_files import check_parquet_footers, is_parquet
 from dpriv.parquet_index import stored_index, with_stored_index
 from dpriv.parquet_pieces import arrow_pieces
+from dpriv.path_args import path_arguments
 
 ROW_ID = "row_id"
 
@@ -61,8 +62,9 @@ def ignore_dask_reset_index() -> None:
 
 
 @footers_read_once()  # its stored index and its footers' check read each footer once
+@path_arguments(path="a table's file, folder or URL")
 def read_table(
-    path: str,
+    path: str | os.PathLike,
     *,
     add_row_id: bool = False,
     blocksize: str | int = "64MB",
@@ -80,6 +82,7 @@ def read_table(
     file, for such ids, and for a URL whose scheme is unknown or needs a package not installed
     (:func:`dpriv.input_url.filesystem`; ``what`` names the input there: "history"...).
     """
+    path = os.fspath(path)  # a pathlib.Path failed at its first str method
     fs, paths = filesystem(path, what)
     if not paths or not fs.exists(paths[0]):
         raise InputError(

@@ -63,6 +63,7 @@ from dpriv.ledger_manifest import (
 from dpriv.ledger_state import StateReaders
 from dpriv.ledger_written import forget_written, place, refuse_foreign, remove_written, staged
 from dpriv.metrics.record import ReleaseRecord, write_record
+from dpriv.path_args import check_path
 from dpriv.private_repr import ledger_repr
 from dpriv.released import read_released
 from dpriv.state_parts import staged_state
@@ -90,6 +91,7 @@ class Ledger(StateReaders):
         release passes ``prepare=False`` and calls :meth:`prepare_next` once it knows a release will
         be written: a run with nothing to write neither refuses nor touches a file of the user's there.
         ``lock``: hold ``.dpriv-lock`` until :meth:`unlock` (LedgerError while another holds it)."""
+        check_path(root, "root", "Ledger", "the ledger's folder")  # Ledger(5): named, not pathlib's TypeError
         check_place(root, create=create)
         self.root = Path(root)
         self._lock: int | None = None

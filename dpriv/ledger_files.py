@@ -67,12 +67,11 @@ def nested_problem(root: str | Path, name: str = "the ledger") -> str | None:
     )
 
 
-def check_place(root: Any, name: str = "the ledger", create: bool = True) -> None:
-    """LedgerError, before any work, when ``root`` cannot be a ledger: not a path (str or Path),
-    a URL (:func:`url_problem`) or, when the ledger may be made (``create``), a folder inside
-    another ledger (:func:`nested_problem`). ``name`` as in :func:`url_problem`."""
-    if not isinstance(root, str | Path):
-        raise LedgerError(f"a ledger is a folder path (str or Path), not {type(root).__name__} {root!r}")
+def check_place(root: str | Path, name: str = "the ledger", create: bool = True) -> None:
+    """LedgerError, before any work, when ``root`` cannot be a ledger: a URL (:func:`url_problem`)
+    or, when the ledger may be made (``create``), a folder inside another ledger
+    (:func:`nested_problem`). ``name`` as in :func:`url_problem`. (Not a path at all: refused by
+    the Python entry point first, :mod:`dpriv.path_args`.)"""
     if problem := url_problem(root, name) or (create and nested_problem(root, name)):  # one inside another
         raise LedgerError(problem)
 

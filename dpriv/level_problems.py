@@ -6,7 +6,7 @@ A QI whose kind is not declared takes it from the shape of its ``[domains]`` ent
 other entry a categorical QI's levels. A column of numbers declared ``age = [10]`` (a bound
 left out) is thus a categorical QI of one level, and its other ages were refused as "not in its
 declared levels [10]: add them to [domains]". Such a QI (:func:`numbers_read_as_levels`) is
-refused with the numeric domain's own words instead (:func:`dpriv.policy_keys.min_max_message`),
+refused with the numeric domain's own words instead (:func:`dpriv.policy_domains.min_max_message`),
 and both fixes: ``[min, max]`` for a numeric QI, ``[kinds]`` and every level for number codes.
 """
 
@@ -19,7 +19,7 @@ import pandas as pd
 
 from dpriv.domain_codes import codes
 from dpriv.policy import ReleasePolicy
-from dpriv.policy_keys import is_number, min_max_message
+from dpriv.policy_domains import is_number, min_max_message
 from dpriv.policy_values import as_python
 
 #: ``add(order, column, rows, message)`` of :func:`dpriv.validate.partition_problems`.

@@ -27,13 +27,13 @@ from dpriv._random import MAX_SEED
 from dpriv.errors import PolicyError
 from dpriv.frozen import freeze
 from dpriv.hierarchy import Hierarchy, read_hierarchy
+from dpriv.policy_domains import is_number
 from dpriv.policy_file import in_file, policy_fields
 from dpriv.policy_gate import BOUNDS, GATE_KEYS, gate_on, touches_gate, warn_idle_gate_keys
 from dpriv.policy_keys import (
     fields_problem,
     immutable,
     invalid_policy,
-    is_number,
     overrides_named,
     refuse_coercion,
     unset_problem,

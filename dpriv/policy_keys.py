@@ -1,7 +1,7 @@
 """Unknown keys of a policy, named with their table and the closest known key; numbers outside
 their field's bounds, named with the whole interval (:func:`bound_message`); column names
 that clash with the released view's own (:func:`released_name_clash`); fields that do not fit
-together (:func:`fields_problem`).
+together (:func:`fields_problem`; a `[domains]` entry: :mod:`dpriv.policy_domains`).
 
 ``kk = 3`` under ``[privacy]`` is refused as "unknown key 'kk' in [privacy]; did you mean 'k'?"
 (:func:`difflib.get_close_matches` over the policy's fields) instead of pydantic's "Extra
@@ -15,13 +15,14 @@ which fields each method uses (:data:`SHARED_ONLY`).
 from __future__ import annotations
 
 import difflib
-import math
+import json
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from dpriv.column_hints import misspelled_hint
 from dpriv.errors import PolicyError
+from dpriv.policy_domains import domain_problem, exit_values_problem
 from dpriv.wording import flag_named
 
 
@@ -217,63 +218,6 @@ def released_name_clash(qi: list[str], sensitive: str) -> str | None:
     return f"columns {named} have the names of released columns; rename these columns {fix}"
 
 
-def is_number(v: Any) -> bool:
-    """An int or float, not a bool (a numeric domain's bounds)."""
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def exit_values_problem(exit_values: list, sensitive_domain: list, sensitive: str) -> str | None:
-    """The message for ``exit_values`` the exit guard cannot use (fewer than two distinct
-    values, or values outside the sensitive column's domain), else None."""
-    if exit_values and len(set(exit_values)) < 2:
-        return (
-            f"exit_values = {exit_values}: the exit guard needs at least two "
-            "distinct terminal values; list them all or leave it empty"
-        )
-    known = {str(v) for v in sensitive_domain}
-    if unknown := [v for v in exit_values if str(v) not in known]:
-        return f"exit_values {unknown} are not values of the sensitive column {sensitive!r}"
-    return None
-
-
-def min_max_message(name: str, dom: list) -> str:
-    """The words refusing ``dom`` as the numeric domain of QI ``name``."""
-    return f"numeric domain of {name!r} must be [min, max] with min <= max, got {dom}"
-
-
-def domain_problem(
-    name: str, dom: list, numeric: bool, columns: Iterable[str], entries: Iterable[str] = ()
-) -> str | None:
-    """The message for a ``[domains]`` entry of column ``name`` that no release can use (not a
-    policy column, with :func:`misspelled_hint` over ``entries``, the table's names; a numeric
-    QI's domain that is not [min, max] or whose width overflows float64; a categorical one with
-    repeated values or none), else None."""
-    if name not in columns:
-        hint = misspelled_hint(name, columns, entries, "[domains]")
-        return f"[domains] names {name!r}, which is neither a QI nor the sensitive column{hint}"
-    if not numeric:
-        ok = len(set(map(str, dom))) == len(dom) and dom
-        return None if ok else f"domain of {name!r} must list distinct values, got {dom}"
-    if len(dom) != 2 or not all(is_number(v) for v in dom) or dom[0] > dom[1]:
-        return min_max_message(name, dom)
-    if not all(math.isfinite(float(v)) for v in dom):  # TOML's nan and inf (s46 drill: "overflows")
-        return (
-            f"numeric domain of {name!r} is {dom}: nan and inf are no bounds; declare [domains] "
-            f"{name} = [min, max], the attribute's true range, or leave it out to have it inferred "
-            "from the data"
-        )
-    if not math.isfinite(float(dom[1]) - float(dom[0])):  # e.g. [-1e308, 1e308]
-        # a QI's numbers lie within +-1e150 (dpriv.value_types.MAX_MAGNITUDE): the true range is far
-        # narrower, and the fix is to declare it
-        return (
-            f"numeric domain of {name!r} is {dom}: its width max - min overflows float64, "
-            f"so no box on it could be measured; narrow [domains] {name} to the attribute's true "
-            "range (its smallest and largest possible values), or leave it out to have it inferred "
-            "from the data"
-        )
-    return None
-
-
 def fields_problem(policy: PolicyFields) -> str | None:
     """The first of the policy's fields that do not fit together, in words (the model's
     ``model_validator`` raises it as ValueError, :func:`invalid_policy` words it), or None: a
@@ -281,7 +225,14 @@ def fields_problem(policy: PolicyFields) -> str | None:
     (:func:`released_name_clash`), ``[kinds]`` or ``[hierarchies]`` naming a column that is no
     QI, a hierarchy on a QI declared numeric, exit values outside D[S]
     (:func:`exit_values_problem`), a domain that is no domain (:func:`domain_problem`)."""
-    cols = [policy.id, *policy.qi, policy.sensitive] + ([policy.time] if policy.time else [])
+    cols = [policy.id, *policy.qi, policy.sensitive] + ([policy.time] if policy.time is not None else [])
+    named = {"id": policy.id, "qi": policy.qi, "sensitive": policy.sensitive, "time": policy.time}
+    for key, given in named.items():  # '' (an unset variable in a generated file) named no column
+        if any(isinstance(c, str) and not c.strip() for c in (given if isinstance(given, list) else [given])):
+            return (
+                f"[columns] {key} = {given!r} holds an empty column name: give the name of the column "
+                f"as the input has it (e.g. {key} = {json.dumps(_EXAMPLE[key])})"
+            )
     dup = sorted({c for c in cols if cols.count(c) > 1})
     if dup:
         return f"columns {dup} are used twice (id, time, QI and sensitive must differ)"
@@ -307,6 +258,10 @@ def fields_problem(policy: PolicyFields) -> str | None:
         numeric = policy.kind(name) == "numeric" and name != policy.sensitive
         problem = problem or domain_problem(name, dom, numeric, columns, policy.domains)
     return problem
+
+
+#: A column of each ``[columns]`` key, for the refusal of an empty one.
+_EXAMPLE = {"id": "respondent_id", "qi": ["age", "gender"], "sensitive": "exam_result", "time": "view"}
 
 
 #: Each baseline's own policy fields, its parameters (docs/policy.md): ``dpriv anonymize`` records

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from dpriv.errors import PolicyError
-from dpriv.policy_keys import PolicyFields, is_number
+from dpriv.policy_domains import is_number
+from dpriv.policy_keys import PolicyFields
 
 
 def domain_note(name: str, kind: str | None, domain: list) -> str:

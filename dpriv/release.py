@@ -62,6 +62,7 @@ from dpriv.ledger_files import check_place, discard_new_ledger
 from dpriv.metrics.record import ReleaseRecord
 from dpriv.one_view import anonymize  # noqa: F401 - public here (dpriv anonymize, docs)
 from dpriv.part_types import as_data_types, check_parts
+from dpriv.path_args import path_arguments
 from dpriv.pending_interrupt import as_interrupt
 from dpriv.policy import ReleasePolicy
 from dpriv.policy_base import pinned_files
@@ -91,6 +92,7 @@ def _view(history: pd.DataFrame | dd.DataFrame, policy: ReleasePolicy, i: int) -
     return view if is_dask(view) else view.reset_index(drop=True)
 
 
+@path_arguments(ledger_dir="the ledger's folder")  # before said_stops reads it as a path
 @said_stops  # a closed client or an interrupt: which release the ledger stays at
 @as_interrupt  # Ctrl-C inside a numba kernel: a KeyboardInterrupt, not a SystemError
 @discard_new_ledger  # a refused first release leaves no ledger folder behind

@@ -149,11 +149,16 @@ def test_verify_reads_the_method_and_l_that_anonymize_recorded(cli, table, tmp_p
     assert ok.exit_code == 0, ok.output
     assert "method: mondrian-l (checked: k, l)" in ok.stdout
     assert "l=3 [recorded in l3.csv.metrics.json]" in ok.stderr
-    # the same l given: accepted; another: refused before any check, naming both
+    # the same l given: as recorded; another l is asked of the file and measured (session 47):
+    # l 2 holds, l 4 fails each of the 3 groups (the table holds 3 diseases), the recorded l beside
     assert cli(*check, "--l", "3").exit_code == 0
+    made_with = "the file was made with l 3, recorded in l3.csv.metrics.json)"
+    two = cli(*check, "--l", "2")
+    assert two.exit_code == 0 and f"checked at: l 2 (asked by --l 2; {made_with}" in two.stdout, two.output
     bad = cli(*check, "--l", "4")
-    assert bad.exit_code == 2 and "FAIL" not in bad.stdout, bad.output
-    assert "--l 4:" in bad.stderr and "made with l = 3" in bad.stderr, bad.stderr
+    assert bad.exit_code == 2, bad.output
+    assert f"checked at: l 4 (asked by --l 4; {made_with}" in bad.stdout, bad.stdout
+    assert sum(line.startswith("  FAIL") and "l = 4" in line for line in bad.stdout.splitlines()) == 3
     other = cli(*check, "--method", "mondrian-t")
     assert other.exit_code == 2, other.output
     assert "--method mondrian-t:" in other.stderr and "--method mondrian-l" in other.stderr

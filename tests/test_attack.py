@@ -273,7 +273,8 @@ def test_history_that_was_not_released_is_refused(tiny, tmp_path):
     with pytest.raises(LedgerError, match=r"empty is not a ledger \(no manifest.json\)"):
         attack(tmp_path / "empty", hist, policy, "dk", deductions=False)
     # were a TypeError and pandas' "merge on int64 and string columns"
-    with pytest.raises(InputError, match="ledger is a NoneType; give a Ledger or the ledger's folder"):
+    took = r"attack\(\) takes ledger as a Ledger or the ledger's folder \(a str or pathlib\.Path\), not None"
+    with pytest.raises(InputError, match=took):
         attack(None, hist, policy, "dk", deductions=False)
     with pytest.raises(InputError, match=r"ids \('rid'\) of view 1 of the history are text, those the"):
         attack(led, hist.astype({"rid": str}), policy, "dk", deductions=False)

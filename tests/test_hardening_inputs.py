@@ -642,6 +642,55 @@ def test_an_empty_qi_flag_is_named(cli, tmp_path, qi):
     assert "no policy file" not in res.output
 
 
+@pytest.mark.parametrize(
+    ("command", "flag", "what"),
+    [
+        ("anonymize", "--sensitive", "the sensitive column"),
+        ("anonymize", "--id", "the respondent id column"),
+        ("verify", "--sensitive", "the sensitive column"),
+        ("verify", "--id", "the respondent id column"),
+        ("release", "--id", "the respondent id column"),
+        ("release", "--time", "the release-index column of a history"),
+    ],
+)
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_column_flag_is_named(cli, tmp_path, command, flag, what, empty):
+    """``--sensitive ""`` (an unset ``$S``) said ``missing column(s) ['']`` (or, with no policy
+    file, ``give --policy FILE or at least --sensitive``, which it was given): the flag is named
+    as empty, with what it expects; nothing is written, no ledger made."""
+    path = tmp_path / "in.csv"
+    path.write_text(csv_of(view().assign(view=1)))
+    out, ledger = tmp_path / "out.parquet", tmp_path / "led"
+    given = {"--id": "rid", "--qi": QI, "--sensitive": "s", "--time": "view", flag: empty}
+    if command != "release":
+        del given["--time"]
+    flags = [part for item in given.items() for part in item]
+    where = {"anonymize": [path, "--out", out], "verify": [path, "--original", path], "release": [path]}
+    extra = ["--ledger", ledger] if command == "release" else []
+    res = cli(command, *where[command], *flags, *extra)
+    refused(res, out, f"{flag} {empty!r} is empty", f"give the name of {what}")
+    assert "missing column" not in res.output and "no policy file" not in res.output
+    assert not ledger.exists()
+
+
+@pytest.mark.parametrize(
+    ("columns", "said"),
+    [
+        ({"sensitive": ""}, """[columns] sensitive = '' holds an empty column name"""),
+        ({"id": " "}, """[columns] id = ' ' holds an empty column name"""),
+        ({"qi": ["age", ""]}, """[columns] qi = ['age', ''] holds an empty column name"""),
+        ({"time": ""}, """[columns] time = '' holds an empty column name"""),
+    ],
+)
+def test_an_empty_column_name_in_a_policy_is_named(columns, said):
+    """The policy file's (or Python's) counterpart of ``--sensitive ""``: it said ``missing
+    column(s) ['']`` once the data was read."""
+    fields = {"id": "rid", "qi": ["age", "weight"], "sensitive": "s", **columns}
+    with pytest.raises(PolicyError) as info:
+        ReleasePolicy.from_dict(fields)
+    assert said in str(info.value) and "give the name of the column as the input has it" in str(info.value)
+
+
 def test_verify_refuses_an_original_holding_a_respondent_twice(cli, tmp_path):
     """A drill finding: an original with a respondent's row pasted twice verified "ok"; it is
     refused, naming the id and both lines, by the CLI and by verify_view."""

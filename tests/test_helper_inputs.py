@@ -90,7 +90,9 @@ def test_notebook_and_loop_helpers_refuse_the_wrong_object(small, tmp_path):
             dashboard(client)
     with pytest.raises(InputError, match=r"reference is a mapping release -> KPR"):
         release_frame(led, reference=[1, 2])
-    with pytest.raises(LedgerError, match=r"a ledger is a folder path \(str or Path\), not int 5"):
+    with pytest.raises(
+        InputError, match=r"release_frame\(\) takes ledger as a Ledger or the ledger's folder"
+    ):
         release_frame(5)
     with pytest.raises(LedgerError, match=r"history.parquet is a file, not a ledger folder"):
         release_history(mh.history, pol, root / "g" / "history.parquet")

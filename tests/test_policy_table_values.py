@@ -1,7 +1,8 @@
 """A policy table given a value that is no table, and a ``[domains]`` entry that is no list
 (s46 drill): ``domains = "x"`` as a key of ``[release]`` (or ``from_dict``) was exit 1, "internal
 error: AttributeError: 'str' object has no attribute 'items'"; ``age = "45-74"`` under
-``[domains]`` was told to write ``domains = ["a", "b"]``, no example of a ``[domains]`` entry."""
+``[domains]`` was told to write ``domains = ["a", "b"]``, no example of a ``[domains]`` entry; ``age =
+[[1, 2], [3, 4]]`` (s47) was read as levels and refused by the data as "FrozenList values"."""
 
 import pandas as pd
 import pytest
@@ -46,6 +47,15 @@ def write(tmp_path, extra: str):
             r"domains.age: must be a list under \[domains\]: age = \[min, max\] for a numeric QI, "
             r"age = \[\"a\", \"b\"\] for a categorical QI's levels or the sensitive values, got '45-74'",
         ),
+        # s47: read as a categorical QI's levels, refused by the data as "the domain FrozenList values"
+        (
+            "[domains]\nage = [[1, 2], [3, 4]]\n",
+            r"\[domains\] age holds a list \(\[1, 2\]\) among its values \(\[\[1, 2\], \[3, 4\]\]\): "
+            r"write age = \[low, high\] for a numeric QI \(e.g. age = \[18, 90\]\), or the list of its "
+            r"values for a categorical QI or the sensitive column \(e.g. age = \[\"a\", \"b\"\]\), each a "
+            r"number or a text",
+        ),
+        ('[domains]\ns = ["a", { b = 1 }]\n', r"\[domains\] s holds a table \(\{b = 1\}\) among its values"),
     ],
 )
 def test_the_command_refuses_them_by_name(tmp_path, extra, said):
@@ -53,7 +63,16 @@ def test_the_command_refuses_them_by_name(tmp_path, extra, said):
     ledger = tmp_path / "L"
     res = CliRunner().invoke(app, ["release", str(src), "--ledger", str(ledger), "--policy", str(policy)])
     assert_refused(res, said)
+    assert "Frozen" not in res.output
     assert not ledger.exists()
+
+
+def test_a_nested_domain_is_refused_in_python_too():
+    with pytest.raises(
+        PolicyError, match=r"\[domains\] age holds a list \(\[3, 4\]\) among its values"
+    ) as info:
+        ReleasePolicy.from_dict({**BASE, "domains": {"age": [[3, 4], 5]}})
+    assert "Frozen" not in str(info.value)
 
 
 @pytest.mark.parametrize("bounds", ["[nan, 74]", "[45, inf]", "[-inf, 74]"])

@@ -113,8 +113,7 @@ def test_a_qi_table_checked_as_a_generalized_view_says_what_it_may_be(anatomy):
 def test_a_t_failure_of_a_file_says_another_method_is_given_by_flag(anatomy, tmp_path):
     """A view held to a t below its release's: the failures say t, and a note that another
     method's release is checked with --method. Guard (passes on the code before the split).
-    Its metrics file as written before session 46, which recorded no t (a t given other than the
-    one recorded is refused before any check: test_verify_recorded_k)."""
+    Its metrics file as written before session 46, which recorded no t."""
     for name in ("v.csv", "ra.csv", "ra.sensitive.csv"):
         shutil.copy(anatomy / name, tmp_path / name)
     recorded = json.loads((anatomy / "ra.csv.metrics.json").read_text())

@@ -144,6 +144,57 @@ def test_a_mondrian_release_is_checked_as_its_method_promises(ledgers):
     assert run(*ledger_check, "--method", "mondrian-l").exit_code == 0
 
 
+def test_a_k_asked_of_a_ledgers_release_is_measured_with_the_recorded_one_beside_it(ledgers):
+    """``verify --ledger`` measured a flag over the ledger's policy silently (``k=8 [flag]``);
+    as for a file of dpriv anonymize (session 47), the recorded value is said beside it. The
+    oracle: the release's group sizes read from its view.parquet."""
+    sizes = pd.read_parquet(ledgers / "M/releases/1/view.parquet").groupby("qi_group").size()
+    assert json.loads((ledgers / "M/policy.json").read_text())["k"] == 5
+    check = ["verify", "--ledger", ledgers / "M", "--view", 1, "--original", ledgers / "gen/history.parquet"]
+    recorded = f"the ledger released with k 5, recorded in {ledgers / 'M/policy.json'})"
+    smallest = int(sizes.min())  # >= 5, the ledger's k
+    ok = run(*check, "--k", 4)  # a weaker k holds
+    assert ok.exit_code == 0, ok.output
+    assert f"  checked at: k 4 (asked by --k 4; {recorded}" in ok.stdout.splitlines()
+    bad = run(*check, "--k", smallest + 1)
+    assert bad.exit_code == 2, bad.output
+    assert (
+        f"  checked at: k {smallest + 1} (asked by --k {smallest + 1}; {recorded}" in bad.stdout.splitlines()
+    )
+    fails = [
+        line
+        for line in bad.stdout.splitlines()
+        if line.startswith("  FAIL") and f"< k = {smallest + 1}" in line
+    ]
+    assert len(fails) == min(20, int((sizes == smallest).sum()))
+    assert f"note: checked at k {smallest + 1} (made with 5) as asked" in bad.stderr
+    same = run(*check, "--k", 5)  # as recorded: nothing asked over it
+    assert same.exit_code == 0 and "checked at:" not in same.stdout, same.output
+
+
+def test_a_policy_file_without_t_checks_a_ledgers_release_at_the_ledgers_t(ledgers, tmp_path):
+    """``verify --ledger L --policy F`` with an F that sets no [privacy] held the release to the
+    defaults (t 0.3) instead of the ledger's t 0.45: a valid release failed. A value neither a
+    flag nor the file gives is the ledger's (flag > policy file > recorded > default)."""
+    text = (ledgers / "gen/policy.toml").read_text()
+    head, _, rest = text.partition("[privacy]")
+    columns_only = tmp_path / "columns.toml"
+    columns_only.write_text(head + rest[rest.index("\n[") :])  # the [privacy] table left out
+    assert "\nt = " not in columns_only.read_text() and "\nk = " not in columns_only.read_text()
+    recorded = json.loads((ledgers / "A/policy.json").read_text())
+    assert recorded["t"] == 0.45
+    achieved = json.loads((ledgers / "A/releases/1/metrics.json").read_text())["t_achieved"]
+    assert 0.3 < achieved <= 0.45  # fails the default t 0.3, holds the ledger's
+    check = ["verify", "--ledger", ledgers / "A", "--view", 1, "--original", ledgers / "gen/history.parquet"]
+    check += ["--release-format", "anatomy"]  # as A was released (the file does not say it)
+    res = run(*check, "--policy", columns_only)
+    assert res.exit_code == 0 and "ok: True" in res.stdout, res.output
+    assert "k=5 [ledger] t=0.45 [ledger] j=1.5 [ledger]" in res.stderr
+    asked = run(*check, "--policy", columns_only, "--t", "0.3")  # asked: measured, said beside
+    assert asked.exit_code == 2 and "> t = 0.3" in asked.stdout, asked.output
+    assert "checked at: t 0.3 (asked by --t 0.3; the ledger released with t 0.45" in asked.stdout
+
+
 def test_an_anatomy_release_of_a_ledger_is_checked_from_its_files(ledgers):
     res = run(*_file_check(ledgers, "A"))
     said = " ".join(res.output.split())
@@ -268,8 +319,23 @@ def test_a_value_not_checked_says_so_with_what_the_release_recorded(anonymized, 
         res.stdout.splitlines()
     )
     j = json.loads(metrics.read_text())["j_achieved"]
+    # no j asked (verify has no --j; the policy file gives none): the default 0.1 is no threshold of
+    # this file, and the recorded value is said as information, not beside a threshold (session 47)
     assert (
-        "note: j = 0.1 is not checked here: it needs the members' priors, which only the release has "
+        "note: j is not checked here (it needs the members' priors, which only the release has) and "
+        f"none was asked ([privacy] j of a --policy file); {metrics} records j_achieved {j:.4f}, "
+        "measured by the release: information, no threshold"
+    ) in res.stderr.splitlines()
+    assert "j = 0.1" not in res.stderr
+    # asked by a policy file: the threshold said beside the recorded value
+    policy = tmp_path / "j.toml"
+    policy.write_text(
+        '[columns]\nid = "rid"\nqi = ["age", "sex"]\nsensitive = "s"\n[privacy]\nk = 4\nt = 0.5\nj = 0.05\n'
+    )
+    res = run("verify", out, "--original", anonymized / "v.csv", "--policy", policy)
+    assert res.exit_code == 0, res.output
+    assert (
+        "note: j = 0.05 is not checked here: it needs the members' priors, which only the release has "
         f"(it checked them before writing: metrics.json); {metrics} records j_achieved {j:.4f}"
     ) in res.stderr.splitlines()
     # another method than the one recorded beside it: refused, naming both

@@ -65,9 +65,27 @@ _GROUPS = {
 }
 
 
+#: The flags that name one column, what that column is and an example: given empty (an unset
+#: shell variable: ``--sensitive "$S"``) each named none, and the column '' was then reported missing.
+_ONE_COLUMN = {
+    "id": ("the respondent id column", "respondent_id"),
+    "sensitive": ("the sensitive column", "exam_result"),
+    "time": ("the release-index column of a history", "view"),
+}
+
+
 def split_qi(flags: dict[str, Any]) -> None:
     """Turn a ``--qi A,B`` string of ``flags`` into a list of names, in place; PolicyError when
-    the flag was given but names no column (``--qi ""``, ``--qi ,``)."""
+    the flag was given but names no column (``--qi ""``, ``--qi ,``), or when ``--id``,
+    ``--sensitive`` or ``--time`` is given empty (or blank): the one check of every command's
+    column flags (``anonymize``, ``release``, ``verify`` read their policy through here)."""
+    for name, (what, example) in _ONE_COLUMN.items():
+        given = flags.get(name)
+        if isinstance(given, str) and not given.strip():
+            raise PolicyError(
+                f"--{name} {given!r} is empty (an unset shell variable?): give the name of {what} "
+                f"(e.g. --{name} {example}), or leave --{name} out to use the policy file's [columns] {name}"
+            )
     text = flags.get("qi")
     if not isinstance(text, str):
         return

@@ -39,6 +39,15 @@ from dpriv.cli.verify_files import (
     refuse_not_a_view,
     sensitive_beside,
 )
+from dpriv.cli.verify_recorded import (
+    NOTED,
+    Asked,
+    asked_note,
+    held_to_ledger,
+    held_to_record,
+    say_asked,
+    say_recorded,
+)
 from dpriv.cli.verify_report import print_report
 
 if TYPE_CHECKING:
@@ -100,7 +109,9 @@ def verify(
     the release checks them before writing (metrics.json), so they are not checked here
     (j_achieved prints None and says why; a note gives the value the release recorded).
     Beside a released file, its recorded tuple count (OUT.metrics.json, or a ledger release's
-    metrics.json) is checked too."""
+    metrics.json) is checked too, and a file of dpriv anonymize is held to the method and values
+    it recorded there (k, t, l, max_suppression, ...) unless --k, --t, --l or the policy file
+    asks another value: that is measured, the recorded value printed beside it."""
     from dpriv.io import ROW_ID
 
     flags = _Flags(
@@ -125,10 +136,15 @@ def verify(
     show_policy(settled.eff)
     report = _run_checks(flags, settled, inputs, held_to)
     metrics = _metrics_file(settled, view)
+    unasked = [name for name in NOTED if name not in settled.eff.sources]
+    anatomy = inputs.table is not None
     print_report(
-        report, settled.policy, held_to, metrics=metrics, released=released, anatomy=inputs.table is not None
+        report, settled.policy, held_to, metrics=metrics, released=released, anatomy=anatomy, unasked=unasked
     )
     if not report.ok:
+        where = settled.led.root / "policy.json" if settled.led is not None else metrics
+        if settled.asked and where is not None:
+            say_err(asked_note(settled.asked, where))
         raise typer.Exit(2)
 
 
@@ -159,6 +175,7 @@ class _Settled:
     recorded_method: str | None  # the ledger's, or the method recorded beside a released file
     led: Ledger | None  # --ledger's; None for a released file
     found: Recorded | None  # the tuple count beside a released file (read before the work)
+    asked: tuple[Asked, ...]  # values asked other than those recorded (checked as asked)
 
 
 class _Inputs(NamedTuple):
@@ -204,11 +221,14 @@ def _settle(flags: _Flags, **given: Any) -> _Settled:
         raise InputError(
             f"--method {method}: {flags.ledger} was released with {recorded_method}; leave --method out"
         )
-    found = None
-    if led is None:  # a ledger's file edited after its release: refused before work, as --ledger does
+    found, asked = None, ()
+    if led is not None:  # flags or a policy file over the ledger's policy.json: measured as asked
+        asked = held_to_ledger(eff, led.policy(), method or recorded_method or "jsreduce")
+    else:  # a ledger's file edited after its release: refused before work, as --ledger does
         check_ledger_file(Path(flags.released))
         found = recorded_beside(Path(flags.released))  # damaged: refused before work
-        recorded_method = _recorded_method(eff, found, flags)
+        held = held_to_record(eff, found, method, flags.released)
+        recorded_method, asked = held.method, held.asked
     pol = with_hierarchies(eff.policy, flags.hierarchy)
     if method not in (None, "jsreduce") and pol.release_format == "anatomy":  # as the release refuses it
         raise InputError(
@@ -216,49 +236,7 @@ def _settle(flags: _Flags, **given: Any) -> _Settled:
             "generalized views); leave --method out, or check a generalized view"
         )
     _refuse_other_columns(flags, led, pol)
-    return _Settled(eff, pol, recorded_method, led, found)
-
-
-def _recorded_method(eff: EffectivePolicy, found: Recorded | None, flags: _Flags) -> str | None:
-    """The method ``dpriv anonymize`` recorded beside a released file (None: none recorded), its
-    parameters and anonymity parameters (k, t) set in ``eff`` where neither a flag nor the policy
-    file gives them (their source printed as the metrics file): a file made with --k 7 is held to
-    k 7, not the default 5. InputError names both values when --method, a flag or the file gives
-    another (the view would be held to criteria it was not made under), or when a recorded value
-    is no valid policy value (the file was edited)."""
-    from dpriv.errors import InputError, PolicyError
-    from dpriv.wording import flag_named
-
-    if found is None or found.method is None:
-        return None
-    if flags.method is not None and flags.method != found.method:
-        raise InputError(
-            f"--method {flags.method}: {found.path} records that {flags.released} was made with "
-            f"--method {found.method}; leave --method out (the recorded method is used)"
-        )
-    unsaid = {}
-    for name, value in {**found.parameters, **found.anonymity}.items():
-        source, given = eff.sources.get(name, "default"), getattr(eff.policy, name)
-        if source == "default":
-            unsaid[name] = value
-            eff.sources[name] = f"recorded in {found.path.name}"
-        elif given != value:
-            flag = source == "flag"
-            said = flag_named(name, given) if flag else f"--policy {flags.policy} ({name} = {given})"
-            fix = f"leave {flag_named(name)} out" if flag else f"remove {name} from {flags.policy}"
-            raise InputError(
-                f"{said}: {found.path} records that {flags.released} was made with {name} = {value} "
-                f"(--method {found.method}); {fix} to check it against {value}"
-            )
-    if unsaid:
-        try:
-            eff.policy = eff.policy.with_overrides(**unsaid)
-        except PolicyError as exc:  # e.g. k 0: no release records it
-            raise InputError(
-                f"{found.path} lies beside {flags.released} but records parameters no release has "
-                f"({exc}): it was damaged or edited; restore it as dpriv wrote it, or move it away"
-            ) from None
-    return found.method
+    return _Settled(eff, pol, recorded_method, led, found, asked)
 
 
 def _target(flags: _Flags) -> Ledger | None:
@@ -343,8 +321,9 @@ def _run_checks(flags: _Flags, s: _Settled, inputs: _Inputs, method: str) -> Ver
 
     if s.led is not None:
         count = _Count(s.led.read_metrics(flags.view).n_released, "its metrics.json")
+        say_asked(s.asked, flags.policy, "the ledger released with", str(s.led.root / "policy.json"))
     else:
-        count = _recorded(Path(flags.released), s.found)
+        count = _recorded(Path(flags.released), s.found, s.asked, flags.policy)
     members = None
     if s.led is not None and inputs.table is None:
         from dpriv.release_members import release_members
@@ -383,17 +362,17 @@ def _metrics_file(s: _Settled, view: int | None) -> Path | None:
     return s.found.path if s.found else None
 
 
-def _recorded(released: Path, found: Recorded | None) -> _Count:
+def _recorded(
+    released: Path, found: Recorded | None, asked: tuple[Asked, ...], policy: Path | None
+) -> _Count:
     """The tuple count ``found`` beside a released file (:func:`recorded_beside`, read before the
-    work) and the file's name; a note when there is none."""
+    work) and the file's name, said with the values recorded and asked (:func:`say_recorded`);
+    a note when there is none."""
     if found is None:
         say_err(
             f"note: no {metrics_beside(released)} beside it: the tuple count is not checked (a row "
             "cut from the file cannot be told from a suppressed tuple)"
         )
         return _Count(None, "")
-    typer.echo(f"  recorded: n_released {found.n_released} ({found.path})")
-    if found.method is not None:
-        said = ", ".join(f"{k} {v}" for k, v in {**found.parameters, **found.anonymity}.items())
-        typer.echo(f"  recorded: method {found.method}" + (f" ({said})" if said else ""))
+    say_recorded(found, asked, policy)
     return _Count(found.n_released, str(found.path))

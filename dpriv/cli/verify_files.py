@@ -105,21 +105,29 @@ def sensitive_beside(released: Path) -> Path:
 #: The keys ``dpriv anonymize`` adds to ``OUT.metrics.json`` (after the release's own): the method
 #: it released with and that method's own policy fields (:data:`dpriv.policy_keys.BASELINE_FIELDS`),
 #: e.g. ``"method": "mondrian-l", "method_parameters": {"l": 3}``, then the anonymity parameters
-#: its groups are held to (:func:`anonymity_fields`), e.g. ``"anonymity_parameters": {"k": 7}``;
-#: ``dpriv verify`` holds the view to them when its flags do not say them.
+#: its groups and its tuple count are held to (:func:`anonymity_fields`), e.g.
+#: ``"anonymity_parameters": {"k": 7, "max_suppression": 0.05}``; ``dpriv verify`` holds the view
+#: to them when its flags and policy file do not ask other values.
 METHOD_KEY = "method"
 PARAMETERS_KEY = "method_parameters"
 ANONYMITY_KEY = "anonymity_parameters"
+#: The anonymity parameters recorded since session 47, beside k (and t): how much of the view a
+#: release may suppress, and the ground distance of t's EMD. A file written before holds neither
+#: and is checked at the policy's (default 0.05 and "equal"), as before.
+LATER_FIELDS = ("max_suppression", "emd_ground")
 
 
 def anonymity_fields(method: str) -> tuple[str, ...]:
-    """The policy fields of the criteria a release by ``method`` promises that ``dpriv verify``
-    checks and no method owns (:data:`dpriv.criteria.GUARANTEES`): ``("k", "t")`` for JS-reduce,
-    mondrian-t and histogram, ``("k",)`` for mondrian-l (its l is a method parameter) and
-    mondrian-bt. j is left out: verify cannot check it (it needs the members' priors)."""
+    """The policy fields that no method owns and ``dpriv verify`` holds a release by ``method`` to:
+    the criteria it promises (:data:`dpriv.criteria.GUARANTEES`), k and, for JS-reduce, mondrian-t
+    and histogram, t (mondrian-l's l is a method parameter); ``max_suppression`` (its tuple count,
+    every method) and, with t, ``emd_ground`` (t's EMD). j is left out: verify cannot check it (it
+    needs the members' priors). E.g. ``("k", "t", "max_suppression", "emd_ground")`` for
+    JS-reduce, ``("k", "max_suppression")`` for mondrian-l."""
     from dpriv.criteria import promised  # NumPy and the criteria: not for --help
 
-    return tuple(name for name in ("k", "t") if name in promised(method))
+    criteria = tuple(name for name in ("k", "t") if name in promised(method))
+    return (*criteria, "max_suppression", *(("emd_ground",) if "t" in criteria else ()))
 
 
 def method_record(method: str, policy: ReleasePolicy) -> dict[str, Any]:
@@ -193,18 +201,27 @@ def recorded_beside(released: Path) -> Recorded | None:
 def _method_of_record(method: Any, parameters: Any, anonymity: Any) -> bool:
     """Whether ``method`` is a release method, ``parameters`` a mapping of exactly its fields
     (:data:`BASELINE_FIELDS`) to numbers and ``anonymity`` None (a file written before it was
-    recorded) or a mapping of exactly its :func:`anonymity_fields` to numbers."""
+    recorded) or a mapping of its :func:`anonymity_fields` (those of :data:`LATER_FIELDS` may be
+    missing: a file written before they were) to numbers, ``emd_ground`` to text."""
     from dpriv.baselines import METHODS
 
     if method not in METHODS:
         return False
-    if anonymity is not None and not _numbers_of(anonymity, anonymity_fields(method)):
-        return False
+    if anonymity is not None:
+        fields = set(anonymity_fields(method))
+        if not isinstance(anonymity, dict) or not fields - set(LATER_FIELDS) <= set(anonymity) <= fields:
+            return False
+        # emd_ground is text ("equal", "ordered"): its value is checked as the policy's
+        if not all(isinstance(v, str) if k == "emd_ground" else _number(v) for k, v in anonymity.items()):
+            return False
     return _numbers_of(parameters, BASELINE_FIELDS.get(method, ()))
+
+
+def _number(value: Any) -> bool:
+    """An int or float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _numbers_of(values: Any, fields: tuple[str, ...]) -> bool:
     """Whether ``values`` is a mapping of exactly ``fields`` to numbers (no bool)."""
-    if not isinstance(values, dict) or set(values) != set(fields):
-        return False
-    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values.values())
+    return isinstance(values, dict) and set(values) == set(fields) and all(map(_number, values.values()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,10 +28,12 @@ def print_report(
     metrics: Path | None,
     released: str | None,
     anatomy: bool,
+    unasked: Collection[str] = (),
 ) -> None:
     """The report's values (stdout), the notes on what is not checked here (stderr; ``metrics``:
-    the release's metrics file, whose recorded value they give), each problem as a FAIL line
-    and, for a failed released file (``released``), what the failure may mean."""
+    the release's metrics file, whose recorded value they give; ``unasked``: the policy fields
+    at their default, no threshold asked), each problem as a FAIL line and, for a failed
+    released file (``released``), what the failure may mean."""
     from dpriv.criteria import promised
 
     held = promised(method, policy.rbk_closeness)
@@ -38,12 +41,21 @@ def print_report(
         if not isinstance(val, list | dict):
             typer.echo(f"{key:>12}: {val}{_unchecked(key, val, method, held)}")
     for name in ("j", "rbk_closeness", "posterior_bound"):
-        if getattr(policy, name) is not None and (name != "j" or name in held):
+        if getattr(policy, name) is None or (name == "j" and name not in held):
+            continue
+        recorded = _recorded_value(metrics, f"{name}_achieved")
+        if name in unasked:  # the default j is no threshold of this file: the value is no verdict
             say_err(
-                f"note: {name} = {getattr(policy, name)} is not checked here: it needs the members' priors, "
-                "which only the release has (it checked them before writing: metrics.json)"
-                + _recorded_value(metrics, f"{name}_achieved")
+                f"note: {name} is not checked here (it needs the members' priors, which only the release "
+                f"has) and none was asked ([privacy] {name} of a --policy file)"
+                + (f"; {recorded}, measured by the release: information, no threshold" if recorded else "")
             )
+            continue
+        say_err(
+            f"note: {name} = {getattr(policy, name)} is not checked here: it needs the members' priors, "
+            "which only the release has (it checked them before writing: metrics.json)"
+            + (f"; {recorded}" if recorded else "")
+        )
     for p in report.problems:  # each kind already capped at 20 lines and a count of the rest
         typer.echo(f"  FAIL {p}")
     if not report.ok and released:
@@ -67,7 +79,7 @@ def _unchecked(key: str, value: object, method: str, held: tuple[str, ...]) -> s
 
 
 def _recorded_value(metrics: Path | None, key: str) -> str:
-    """``"; <metrics> records <key> 0.5301"`` when the release's metrics file holds that number
+    """``"<metrics> records <key> 0.5301"`` when the release's metrics file holds that number
     (what the release checked before writing), else ``""``."""
     try:
         value = json.loads(metrics.read_text(encoding="utf-8")).get(key) if metrics else None
@@ -75,7 +87,7 @@ def _recorded_value(metrics: Path | None, key: str) -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return ""
-    return f"; {metrics} records {key} {value:.4f}"
+    return f"{metrics} records {key} {value:.4f}"
 
 
 def _hints(released: Path, anatomy: bool, method: str, problems: list[str]) -> None:

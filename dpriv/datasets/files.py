@@ -23,6 +23,7 @@ from dpriv.datasets.model import (
 )
 from dpriv.datasets.pbc import PBC_PRIVACY, pbc_history
 from dpriv.errors import InputError
+from dpriv.path_args import path_arguments
 from dpriv.toml_writer import toml_dumps
 
 
@@ -76,6 +77,7 @@ RECOMMENDED_DEFENSE: dict[str, dict[str, Any]] = {
 }
 
 
+@path_arguments(out_dir="the folder to write into")
 def write_history(
     out_dir: str | Path,
     mh: MedicalHistory,
@@ -162,6 +164,7 @@ def _policy_text(mh: MedicalHistory, policy_extra: dict[str, Any] | None) -> str
     return text
 
 
+@path_arguments(out_dir="the folder to write into")
 def write_medical_view(
     out_dir: str | Path,
     n_rows: int,
@@ -215,6 +218,7 @@ def write_medical_view(
     return _write_knowledge_and_policy(out, mh, text)
 
 
+@path_arguments(out_dir="the folder to write into", path="the PBC data file")
 def write_pbc(
     out_dir: str | Path,
     path: str | Path,

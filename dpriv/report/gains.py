@@ -23,6 +23,7 @@ from dpriv.attack_files import (
 from dpriv.attack_stamp import STAMP, check_held, check_same_releases
 from dpriv.ledger import Ledger
 from dpriv.passed_results import checked_gains
+from dpriv.path_args import path_arguments
 
 _GAIN_FILE = result_files(GAIN_FILE)
 
@@ -31,6 +32,7 @@ def _in_release_order(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("release", kind="stable").reset_index(drop=True)
 
 
+@path_arguments(ledgers={"ledger": Ledger}, attack_dir="the folder of attack results")
 def gain_curves(
     ledger: Ledger | str | Path,
     gains: Mapping[str, pd.DataFrame] | None = None,

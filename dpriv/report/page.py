@@ -16,6 +16,7 @@ from dpriv.attack_files import results_folder
 from dpriv.criteria import breaks, promised
 from dpriv.io import atomic_write, made_folder
 from dpriv.ledger import Ledger
+from dpriv.path_args import path_arguments
 from dpriv.report.coverage import GAIN_ANY, GAIN_DK, attack_results
 from dpriv.report.explain import percent, report_title, verdicts
 from dpriv.report.plots import plot_gains, plot_privacy, plot_utility
@@ -144,7 +145,7 @@ def render_report(
     from dpriv.ledger_checks import check_ledger_whole
 
     e = html.escape
-    led = as_ledger(ledger)
+    led = as_ledger(ledger, "render_report")
     check_ledger_whole(led, state=False)  # a damaged ledger (its last view truncated) is refused
     policy = released_policy(led)
     releases = release_frame(led, _history_reference(led, history), attack_dir)
@@ -242,6 +243,9 @@ def render_report(
     return "\n".join(parts) + "\n"
 
 
+@path_arguments(
+    ledgers={"ledger": Ledger}, out_html="the HTML page to write", attack_dir="the folder of attack results"
+)
 def write_report(
     ledger: Ledger | str | Path,
     out_html: str | Path,

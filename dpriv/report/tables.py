@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpriv.attack_files import KPR_FILE, read_result
+from dpriv.attack_files import KPR_FILE, as_ledger, read_result
 from dpriv.errors import InputError
 from dpriv.ledger import ATTACK_DIR, POLICY, Ledger  # noqa: F401 (ATTACK_DIR: public here too)
 from dpriv.ledger_checks import NOTHING_RELEASED, check_released_any
@@ -74,11 +74,6 @@ def _entry(metrics: dict[str, Any], key: str) -> Any:
     return value
 
 
-def as_ledger(ledger: Ledger | str | Path) -> Ledger:
-    """``ledger`` itself, or the :class:`Ledger` of the folder it names."""
-    return ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-
-
 def check_columns(frame: object, columns: tuple[str, ...], function: str, source: str) -> None:
     """InputError unless ``frame`` is a DataFrame holding ``columns`` (a plot or page helper
     given another object, or an empty frame); ``source`` says where such a frame comes from."""
@@ -126,7 +121,7 @@ def policy_summary(ledger: Ledger | str | Path) -> list[tuple[str, str]]:
     list of (str, str)
         Unescaped text; :func:`render_report` escapes it.
     """
-    p = released_policy(as_ledger(ledger))
+    p = released_policy(as_ledger(ledger, "policy_summary"))
     m = len(p.get("domains", {}).get(p.get("sensitive"), []) or [])
     ground = p.get("emd_ground", "equal")
     ground_text = (
@@ -200,7 +195,7 @@ def kpr_values(
     """
     from dpriv.attack_files import results_folder
 
-    led = as_ledger(ledger)
+    led = as_ledger(ledger, "kpr_values")
     folder, label = results_folder(led, attack_dir)
     path = folder / KPR_FILE
     if not path.is_file():
@@ -244,7 +239,7 @@ def release_frame(
         ``kpr_reference`` are NaN where unknown (neither in ``metrics.json`` nor in ``attack/kpr.csv``
         nor passed); other missing values are None.
     """
-    led = as_ledger(ledger)
+    led = as_ledger(ledger, "release_frame")
     held = {int(r["index"]) for r in led.committed()}
     if reference is not None and not (
         isinstance(reference, Mapping)
@@ -286,7 +281,7 @@ def defender_tail(ledger: Ledger | str | Path) -> pd.DataFrame:
     Returns a frame with columns ``release`` (int64) and ``confident_share`` (float64, NaN
     where undefined or not recorded), one row per committed release.
     """
-    led = as_ledger(ledger)
+    led = as_ledger(ledger, "defender_tail")
     rows = []
     for entry in led.committed():
         i = int(entry["index"])
