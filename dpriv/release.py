@@ -355,7 +355,6 @@ def release_view(
     steps = Steps()
     if withheld is not None and len(withheld):
         view = view[~view[policy.id].isin(withheld)]
-    # a Dask view is read once, with RBK: the metrics step measures KPR against it
     # a first release's priors are looked up after Generalize's shuffle (dpriv.first_priors)
     later = deferred(view, state, tables, policy, window) if method == "jsreduce" else None
     pin = later is None and is_dask(view) and (state_buckets or 0) > 1
@@ -365,9 +364,8 @@ def release_view(
     unused = policy.time if method == "jsreduce" and policy.time in view.columns else None
     rbk_args = (state, tables, policy, window, npartitions, state_buckets, homes)
     frame, priors = later or (revised(view.drop(columns=unused) if unused else view, *rbk_args), None)
-    if unused and unused in frame.columns:
-        frame = frame.drop(columns=unused)
-    frame, view = steps.run("rbk", frame, view)
+    frame = frame.drop(columns=unused) if later and unused in frame.columns else frame  # first release
+    frame, view = steps.run("rbk", frame, view)  # a Dask view read once, with RBK: metrics' KPR reads it
     ctx = ViewContext(view, summary, policy, index, method, steps)
     grouped = _grouped(ctx, frame, priors, npartitions)
     del frame
